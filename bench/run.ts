@@ -13,7 +13,8 @@ const dir = join(dirname(fileURLToPath(import.meta.url)), 'suites');
 const files = readdirSync(dir).filter((f) => f.endsWith('.bench.ts')).sort();
 const suites: BenchSuite[] = [];
 for (const f of files) {
-  if (only && !f.includes(only)) continue;
+  // Baselines always run, so every ratio has its denominator from the same run.
+  if (only && !f.includes(only) && !f.startsWith('baseline')) continue;
   const mod = (await import(pathToFileURL(join(dir, f)).href)) as { suite: BenchSuite };
   suites.push(mod.suite);
 }
