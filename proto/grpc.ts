@@ -1,0 +1,159 @@
+// Adapter from protobuf-es service descriptors to @grpc/grpc-js, so no service is wired by hand:
+// the method paths, streaming flags and (de)serializers all come from the generated descriptor.
+import * as grpc from '@grpc/grpc-js';
+import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
+import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
+
+type MethodOf<S extends GenServiceMethods, K extends keyof S> = S[K];
+type Req<M extends GenServiceMethods[string]> = MessageShape<M['input']>;
+type Res<M extends GenServiceMethods[string]> = MessageShape<M['output']>;
+type ReqInit<M extends GenServiceMethods[string]> = MessageInitShape<M['input']>;
+type ResInit<M extends GenServiceMethods[string]> = MessageInitShape<M['output']>;
+
+/** Server-side handler for each method, by method kind. */
+export type ServiceImpl<S extends GenServiceMethods> = {
+  [K in keyof S]: MethodOf<S, K>['methodKind'] extends 'unary'
+    ? (request: Req<S[K]>, call: grpc.ServerUnaryCall<Req<S[K]>, Res<S[K]>>) => Promise<ResInit<S[K]>>
+    : MethodOf<S, K>['methodKind'] extends 'server_streaming'
+      ? (request: Req<S[K]>, call: grpc.ServerWritableStream<Req<S[K]>, ResInit<S[K]>>) => Promise<void> | void
+      : MethodOf<S, K>['methodKind'] extends 'client_streaming'
+        ? (call: grpc.ServerReadableStream<Req<S[K]>, Res<S[K]>>) => Promise<ResInit<S[K]>>
+        : (call: grpc.ServerDuplexStream<Req<S[K]>, ResInit<S[K]>>) => void;
+};
+
+export interface CallOptions {
+  deadline?: Date | number;
+  metadata?: grpc.Metadata;
+}
+
+/** Client-side call for each method, by method kind. */
+export type ServiceClient<S extends GenServiceMethods> = {
+  [K in keyof S]: MethodOf<S, K>['methodKind'] extends 'unary'
+    ? (request: ReqInit<S[K]>, options?: CallOptions) => Promise<Res<S[K]>>
+    : MethodOf<S, K>['methodKind'] extends 'server_streaming'
+      ? (request: ReqInit<S[K]>, options?: CallOptions) => grpc.ClientReadableStream<Res<S[K]>>
+      : MethodOf<S, K>['methodKind'] extends 'client_streaming'
+        ? (options?: CallOptions) => { stream: grpc.ClientWritableStream<ReqInit<S[K]>>; response: Promise<Res<S[K]>> }
+        : (options?: CallOptions) => grpc.ClientDuplexStream<ReqInit<S[K]>, Res<S[K]>>;
+} & { close(): void; raw: grpc.Client };
+
+function serializer<D extends DescMessage>(schema: D) {
+  return (value: MessageInitShape<D>): Buffer => {
+    const bytes = toBinary(schema, create(schema, value));
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  };
+}
+
+function deserializer<D extends DescMessage>(schema: D) {
+  return (bytes: Buffer): MessageShape<D> => fromBinary(schema, bytes);
+}
+
+/** The grpc-js service definition of a protobuf-es service. */
+export function serviceDefinition<S extends GenServiceMethods>(service: GenService<S>): grpc.ServiceDefinition {
+  const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+  for (const method of service.methods) {
+    def[method.localName] = {
+      path: `/${service.typeName}/${method.name}`,
+      requestStream: method.methodKind === 'client_streaming' || method.methodKind === 'bidi_streaming',
+      responseStream: method.methodKind === 'server_streaming' || method.methodKind === 'bidi_streaming',
+      requestSerialize: serializer(method.input),
+      requestDeserialize: deserializer(method.input),
+      responseSerialize: serializer(method.output),
+      responseDeserialize: deserializer(method.output),
+      originalName: method.name,
+    } as grpc.MethodDefinition<unknown, unknown>;
+  }
+  return def as grpc.ServiceDefinition;
+}
+
+/** Registers an implementation on a grpc-js server. Unary errors become gRPC statuses. */
+export function addService<S extends GenServiceMethods>(server: grpc.Server, service: GenService<S>, impl: ServiceImpl<S>): void {
+  const handlers: grpc.UntypedServiceImplementation = {};
+  for (const method of service.methods) {
+    const fn = (impl as Record<string, (...args: unknown[]) => unknown>)[method.localName];
+    if (!fn) throw new Error(`no handler for ${service.typeName}.${method.name}`);
+    switch (method.methodKind) {
+      case 'unary':
+        handlers[method.localName] = (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+          Promise.resolve()
+            .then(() => fn(call.request, call))
+            .then((res) => cb(null, res), (err: unknown) => cb(toServiceError(err)));
+        };
+        break;
+      case 'client_streaming':
+        handlers[method.localName] = (call: grpc.ServerReadableStream<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+          Promise.resolve()
+            .then(() => fn(call))
+            .then((res) => cb(null, res), (err: unknown) => cb(toServiceError(err)));
+        };
+        break;
+      case 'server_streaming':
+        handlers[method.localName] = (call: grpc.ServerWritableStream<unknown, unknown>) => {
+          Promise.resolve()
+            .then(() => fn(call.request, call))
+            .catch((err: unknown) => call.destroy(toServiceError(err) as Error));
+        };
+        break;
+      case 'bidi_streaming':
+        handlers[method.localName] = (call: grpc.ServerDuplexStream<unknown, unknown>) => fn(call);
+        break;
+    }
+  }
+  server.addService(serviceDefinition(service), handlers);
+}
+
+/** An error carrying a gRPC status code, for handlers that want a specific status. */
+export class GrpcStatusError extends Error {
+  constructor(readonly code: grpc.status, message: string) {
+    super(message);
+    this.name = 'GrpcStatusError';
+  }
+}
+
+function toServiceError(err: unknown): Partial<grpc.ServiceError> {
+  if (err instanceof GrpcStatusError) return { code: err.code, details: err.message, message: err.message };
+  const message = err instanceof Error ? err.message : String(err);
+  return { code: grpc.status.INTERNAL, details: message, message };
+}
+
+/** A typed client for a protobuf-es service. */
+export function createClient<S extends GenServiceMethods>(
+  service: GenService<S>,
+  address: string,
+  credentials: grpc.ChannelCredentials,
+  options?: grpc.ClientOptions,
+): ServiceClient<S> {
+  const Ctor = grpc.makeGenericClientConstructor(serviceDefinition(service), service.name);
+  const raw = new Ctor(address, credentials, options) as unknown as grpc.Client & Record<string, (...args: unknown[]) => unknown>;
+  const client: Record<string, unknown> = { close: () => raw.close(), raw };
+  for (const method of service.methods) {
+    const name = method.localName;
+    const call = raw[name]!.bind(raw);
+    const opts = (o?: CallOptions): grpc.CallOptions => (o?.deadline !== undefined ? { deadline: o.deadline } : {});
+    const md = (o?: CallOptions) => o?.metadata ?? new grpc.Metadata();
+    switch (method.methodKind) {
+      case 'unary':
+        client[name] = (req: unknown, o?: CallOptions) =>
+          new Promise((resolve, reject) => {
+            call(req, md(o), opts(o), (err: grpc.ServiceError | null, res: unknown) => (err ? reject(err) : resolve(res)));
+          });
+        break;
+      case 'server_streaming':
+        client[name] = (req: unknown, o?: CallOptions) => call(req, md(o), opts(o));
+        break;
+      case 'client_streaming':
+        client[name] = (o?: CallOptions) => {
+          let stream: unknown;
+          const response = new Promise((resolve, reject) => {
+            stream = call(md(o), opts(o), (err: grpc.ServiceError | null, res: unknown) => (err ? reject(err) : resolve(res)));
+          });
+          return { stream, response };
+        };
+        break;
+      case 'bidi_streaming':
+        client[name] = (o?: CallOptions) => call(md(o), opts(o));
+        break;
+    }
+  }
+  return client as ServiceClient<S>;
+}
