@@ -1,0 +1,80 @@
+// Configuration loading shared by the three programs. Each program declares one TypeBox schema whose
+// properties name the environment variable they read (`env`); values come from an optional JSON file,
+// then the environment (which wins), are converted, defaulted, validated once, and frozen.
+// This file and the programs' own config.ts are the only places that read process.env.
+import { readFileSync } from 'node:fs';
+import { Kind, type TObject, type TSchema, type Static } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+
+export class ConfigError extends Error {
+  readonly code = 'invalid_config';
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export interface LoadOptions {
+  /** Environment to read; defaults to process.env. */
+  env?: Record<string, string | undefined>;
+  /** Name of the variable holding an optional JSON config file path. */
+  fileVar?: string;
+}
+
+type EnvSchema = TSchema & { env?: string };
+
+/** Loads, validates and freezes a program's configuration. Throws ConfigError listing every problem. */
+export function loadConfig<T extends TObject>(schema: T, options: LoadOptions = {}): Readonly<Static<T>> {
+  const env = options.env ?? process.env;
+  const problems: string[] = [];
+  let raw: Record<string, unknown> = {};
+  const file = options.fileVar ? env[options.fileVar] : undefined;
+  if (file) {
+    try {
+      const parsed: unknown = JSON.parse(readFileSync(file, 'utf8'));
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) problems.push(`${options.fileVar}: ${file} must hold a JSON object`);
+      else raw = { ...(parsed as Record<string, unknown>) };
+    } catch (err) {
+      problems.push(`${options.fileVar}: cannot read ${file}: ${(err as Error).message}`);
+    }
+  }
+  const known = new Set(Object.keys(schema.properties));
+  for (const key of Object.keys(raw)) if (!known.has(key)) problems.push(`${file}: unknown setting "${key}"`);
+
+  for (const [key, prop] of Object.entries(schema.properties) as [string, EnvSchema][]) {
+    const name = prop.env;
+    const value = name ? env[name] : undefined;
+    if (value !== undefined && value !== '') raw[key] = prop[Kind] === 'Array' ? value.split(',').map((s) => s.trim()).filter(Boolean) : value;
+  }
+  const converted = Value.Default(schema, Value.Convert(schema, raw)) as Record<string, unknown>;
+  for (const e of Value.Errors(schema, converted)) {
+    const key = e.path.replace(/^\//, '').split('/')[0] ?? '';
+    const prop = (schema.properties as Record<string, EnvSchema>)[key];
+    const where = prop?.env ? `${prop.env} (${key})` : key || '(root)';
+    const got = e.value === undefined ? 'missing' : `got ${JSON.stringify(e.value)}`;
+    problems.push(`${where}: ${e.message}; ${got}`);
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return deepFreeze(converted) as Readonly<Static<T>>;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** True for addresses that never leave the machine; plaintext transport is allowed only there. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+/** Splits `host:port` (IPv6 in brackets). */
+export function splitHostPort(address: string): { host: string; port: number } {
+  const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(address);
+  if (!m) throw new Error(`not a host:port address: ${address}`);
+  return { host: m[1]!, port: Number(m[2]) };
+}

@@ -1,0 +1,27 @@
+// Coordinator configuration: read once at boot from the environment (and COORDINATOR_CONFIG_FILE),
+// validated, frozen.
+import { Type, type Static } from '@sinclair/typebox';
+import { ConfigError, isLoopbackHost, loadConfig, splitHostPort } from '../common/config.ts';
+
+export const CoordinatorConfigSchema = Type.Object({
+  listen: Type.String({ env: 'COORDINATOR_LISTEN', default: '127.0.0.1:7400', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port the gRPC server binds' }),
+  dataDir: Type.String({ env: 'COORDINATOR_DATA_DIR', default: './data/coordinator', minLength: 1 }),
+  coordinatorId: Type.String({ env: 'COORDINATOR_ID', default: 'coordinator-local', minLength: 1, maxLength: 64 }),
+  heartbeatIntervalMs: Type.Integer({ env: 'COORDINATOR_HEARTBEAT_MS', default: 2000, minimum: 100, maximum: 60000 }),
+  tlsCert: Type.Optional(Type.String({ env: 'COORDINATOR_TLS_CERT', description: 'PEM server certificate' })),
+  tlsKey: Type.Optional(Type.String({ env: 'COORDINATOR_TLS_KEY', description: 'PEM server key' })),
+  tlsClientCa: Type.Optional(Type.String({ env: 'COORDINATOR_TLS_CLIENT_CA', description: 'PEM CA that signs node certificates (mutual TLS)' })),
+  logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'COORDINATOR_LOG_LEVEL', default: 'info' }),
+});
+
+export type CoordinatorConfig = Readonly<Static<typeof CoordinatorConfigSchema>>;
+
+export function loadCoordinatorConfig(env?: Record<string, string | undefined>): CoordinatorConfig {
+  const config = loadConfig(CoordinatorConfigSchema, { env, fileVar: 'COORDINATOR_CONFIG_FILE' });
+  const tls = [config.tlsCert, config.tlsKey, config.tlsClientCa].filter(Boolean).length;
+  if (tls !== 0 && tls !== 3) throw new ConfigError(['COORDINATOR_TLS_CERT, COORDINATOR_TLS_KEY and COORDINATOR_TLS_CLIENT_CA go together (mutual TLS)']);
+  if (tls === 0 && !isLoopbackHost(splitHostPort(config.listen).host)) {
+    throw new ConfigError([`COORDINATOR_LISTEN (listen): plaintext is allowed on loopback only; got ${config.listen} without TLS`]);
+  }
+  return config;
+}

@@ -1,0 +1,138 @@
+// Server side of the node link: authenticates each node's stream (docs/transport.md) and keeps the
+// registry of attached nodes current. A refusal is logged with its reason and ends the stream.
+import type * as grpc from '@grpc/grpc-js';
+import { randomBytes } from 'node:crypto';
+import type { Logger } from '../../common/logger.ts';
+import { toHex } from '../../common/bytes.ts';
+import { NodeKind, type AttachRequest, type AttachResponse, type Hello } from '../../proto/gen/mpc/v1/node_link_pb.ts';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import type { AttachResponseSchema } from '../../proto/gen/mpc/v1/node_link_pb.ts';
+import { KIND_NAMES, LINK_VERSION, verifyAttach } from '../../node/transport/attach.ts';
+import { nodeIdFor } from '../../node/runtime/identity.ts';
+import type { NodeRegistry } from './node-registry.ts';
+
+type Call = grpc.ServerDuplexStream<AttachRequest, MessageInitShape<typeof AttachResponseSchema>>;
+
+export interface LinkServerOptions {
+  coordinatorId: string;
+  heartbeatIntervalMs: number;
+  registry: NodeRegistry;
+  log: Logger;
+  now?: () => number;
+  /** How long a new stream may take to finish the handshake. */
+  handshakeTimeoutMs?: number;
+}
+
+export function createLinkHandler(opts: LinkServerOptions): (call: Call) => void {
+  const now = opts.now ?? Date.now;
+  return (call: Call) => {
+    const connectionId = new Uint8Array(randomBytes(16));
+    const nonce = new Uint8Array(randomBytes(32));
+    const conn = toHex(connectionId);
+    const peer = call.getPeer();
+    let state: 'hello' | 'challenge' | 'attached' | 'closed' = 'hello';
+    let hello: Hello | undefined;
+    let lastHeard = now();
+    let heartbeat: NodeJS.Timeout | undefined;
+    let seq = 0n;
+
+    const close = () => {
+      if (state === 'closed') return;
+      const wasAttached = state === 'attached';
+      state = 'closed';
+      clearTimeout(handshakeTimer);
+      clearInterval(heartbeat);
+      if (wasAttached && hello && opts.registry.detach(hello.nodeId, conn)) {
+        opts.log.info({ nodeId: hello.nodeId, peer }, 'node detached');
+      }
+      call.end();
+    };
+
+    const refuse = (code: string, message: string) => {
+      opts.log.warn({ nodeId: hello?.nodeId, peer, code }, `node refused: ${message}`);
+      const refusal: MessageInitShape<typeof AttachResponseSchema> = { body: { case: 'refusal', value: { code, message } } };
+      call.write(refusal);
+      close();
+    };
+
+    const handshakeTimer = setTimeout(() => refuse('handshake_timeout', 'no complete handshake in time'), opts.handshakeTimeoutMs ?? 10_000);
+
+    call.on('data', (msg: AttachRequest) => {
+      lastHeard = now();
+      const body = msg.body;
+      if (state === 'hello') {
+        if (body.case !== 'hello') return refuse('protocol', 'first message must be hello');
+        hello = body.value;
+        const problem = checkHello(hello);
+        if (problem) return refuse('bad_hello', problem);
+        void opts.registry.known(hello.nodeId).then((known) => {
+          if (state !== 'hello' || !hello) return;
+          if (known && (toHex(known.signingKey) !== toHex(hello.signingKey) || toHex(known.encryptionKey) !== toHex(hello.encryptionKey))) {
+            return refuse('identity_mismatch', 'keys differ from the ones pinned for this node id');
+          }
+          state = 'challenge';
+          call.write({ body: { case: 'challenge', value: { connectionId, nonce, coordinatorId: opts.coordinatorId } } });
+        }, (err: unknown) => refuse('internal', `registry read failed: ${(err as Error).message}`));
+        return;
+      }
+      if (state === 'challenge') {
+        if (body.case !== 'response' || !hello) return refuse('protocol', 'expected the challenge response');
+        const ok = verifyAttach(
+          {
+            coordinatorId: opts.coordinatorId, connectionId, nonce, nodeId: hello.nodeId, kind: hello.kind, owner: hello.owner,
+            signingKey: hello.signingKey, encryptionKey: hello.encryptionKey,
+          },
+          body.value.signature,
+        );
+        if (!ok) return refuse('bad_signature', 'identity signature does not verify');
+        const h = hello;
+        const kind = KIND_NAMES[h.kind]!;
+        void opts.registry
+          .known(h.nodeId)
+          .then((known) =>
+            opts.registry.remember({
+              nodeId: h.nodeId, kind, owner: h.owner, signingKey: h.signingKey, encryptionKey: h.encryptionKey, firstSeenMs: known?.firstSeenMs ?? now(),
+            }).then(() => known),
+          )
+          .then((known) => {
+            if (state !== 'challenge') return;
+            state = 'attached';
+            clearTimeout(handshakeTimer);
+            opts.registry.attach(
+              { nodeId: h.nodeId, kind, owner: h.owner, signingKey: h.signingKey, encryptionKey: h.encryptionKey, firstSeenMs: known?.firstSeenMs ?? now(), attachedAtMs: now(), connectionId: conn },
+              close,
+            );
+            call.write({ body: { case: 'welcome', value: { nodeId: h.nodeId, heartbeatIntervalMs: opts.heartbeatIntervalMs } } });
+            opts.log.info({ nodeId: h.nodeId, kind, peer, software: h.software }, 'node attached');
+            heartbeat = setInterval(() => {
+              if (now() - lastHeard > 3 * opts.heartbeatIntervalMs) {
+                opts.log.warn({ nodeId: h.nodeId }, 'node silent for three heartbeats; dropping it');
+                return close();
+              }
+              call.write({ body: { case: 'heartbeat', value: { sequence: ++seq } } });
+            }, opts.heartbeatIntervalMs);
+          }, (err: unknown) => refuse('internal', `registry write failed: ${(err as Error).message}`));
+        return;
+      }
+      if (state === 'attached' && body.case !== 'heartbeat') {
+        opts.log.debug({ nodeId: hello?.nodeId, kind: body.case }, 'ignoring unexpected message');
+      }
+    });
+    call.on('end', close);
+    call.on('error', close);
+    call.on('close', close);
+  };
+}
+
+function checkHello(h: Hello): string | undefined {
+  if (h.version !== LINK_VERSION) return `link version ${h.version} is not spoken here (want ${LINK_VERSION})`;
+  if (!KIND_NAMES[h.kind]) return 'unknown node kind';
+  if (h.signingKey.length !== 32) return 'signing key must be 32 bytes';
+  if (h.encryptionKey.length !== 32) return 'encryption key must be 32 bytes';
+  if (h.nodeId !== nodeIdFor(h.signingKey)) return 'node id is not derived from the signing key';
+  if ((h.kind === NodeKind.SELF || h.kind === NodeKind.TEE) && !h.owner) return 'self and tee nodes name their owner';
+  if (h.owner.length > 128) return 'owner is too long';
+  return undefined;
+}
+
+export type { AttachResponse };

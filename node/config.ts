@@ -1,0 +1,34 @@
+// Signer node configuration: read once at boot from the environment (and NODE_CONFIG_FILE),
+// validated, frozen.
+import { Type, type Static } from '@sinclair/typebox';
+import { join } from 'node:path';
+import { ConfigError, isLoopbackHost, loadConfig, splitHostPort } from '../common/config.ts';
+
+export const NodeConfigSchema = Type.Object({
+  coordinator: Type.String({ env: 'NODE_COORDINATOR', default: '127.0.0.1:7400', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port of the coordinator' }),
+  dataDir: Type.String({ env: 'NODE_DATA_DIR', default: './data/node', minLength: 1 }),
+  storageKeyFile: Type.Optional(Type.String({ env: 'NODE_STORAGE_KEY_FILE', minLength: 1, description: 'defaults to <dataDir>/storage.key' })),
+  createStorageKey: Type.Boolean({ env: 'NODE_CREATE_STORAGE_KEY', default: true, description: 'create the key file at first start when absent' }),
+  kind: Type.Union([Type.Literal('service'), Type.Literal('self'), Type.Literal('tee')], { env: 'NODE_KIND', default: 'service' }),
+  owner: Type.String({ env: 'NODE_OWNER', default: '', maxLength: 128, description: 'organization that runs a self or tee node' }),
+  reconnectMinMs: Type.Integer({ env: 'NODE_RECONNECT_MIN_MS', default: 200, minimum: 10, maximum: 60000 }),
+  reconnectMaxMs: Type.Integer({ env: 'NODE_RECONNECT_MAX_MS', default: 5000, minimum: 10, maximum: 300000 }),
+  tlsCa: Type.Optional(Type.String({ env: 'NODE_TLS_CA', description: 'PEM CA of the coordinator certificate' })),
+  tlsCert: Type.Optional(Type.String({ env: 'NODE_TLS_CERT', description: 'PEM client certificate' })),
+  tlsKey: Type.Optional(Type.String({ env: 'NODE_TLS_KEY', description: 'PEM client key' })),
+  logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'NODE_LOG_LEVEL', default: 'info' }),
+});
+
+export type NodeConfig = Readonly<Static<typeof NodeConfigSchema> & { storageKeyFile: string }>;
+
+export function loadNodeConfig(env?: Record<string, string | undefined>): NodeConfig {
+  const c = loadConfig(NodeConfigSchema, { env, fileVar: 'NODE_CONFIG_FILE' });
+  const problems: string[] = [];
+  if (c.reconnectMinMs > c.reconnectMaxMs) problems.push('NODE_RECONNECT_MIN_MS must not exceed NODE_RECONNECT_MAX_MS');
+  if (c.kind !== 'service' && !c.owner) problems.push(`NODE_OWNER (owner): a ${c.kind} node names the organization that runs it`);
+  const tls = [c.tlsCa, c.tlsCert, c.tlsKey].filter(Boolean).length;
+  if (tls !== 0 && tls !== 3) problems.push('NODE_TLS_CA, NODE_TLS_CERT and NODE_TLS_KEY go together (mutual TLS)');
+  if (tls === 0 && !isLoopbackHost(splitHostPort(c.coordinator).host)) problems.push(`NODE_COORDINATOR (coordinator): plaintext is allowed on loopback only; got ${c.coordinator} without TLS`);
+  if (problems.length) throw new ConfigError(problems);
+  return Object.freeze({ ...c, storageKeyFile: c.storageKeyFile ?? join(c.dataDir, 'storage.key') });
+}

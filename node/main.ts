@@ -1,0 +1,43 @@
+// Signer node process: opens its sealed store, loads or creates its identity, and holds its link to
+// the coordinator until SIGINT/SIGTERM.
+import * as grpc from '@grpc/grpc-js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadNodeConfig } from './config.ts';
+import { createLogger } from '../common/logger.ts';
+import { runMain } from '../common/process.ts';
+import { loadStorageKey } from './storage/storage-key.ts';
+import { SealedStore } from './storage/sealed-store.ts';
+import { NodeIdentity } from './runtime/identity.ts';
+import { CoordinatorLink } from './transport/coordinator-link.ts';
+import { KIND_VALUES } from './transport/attach.ts';
+
+await runMain('node', async () => {
+  const config = loadNodeConfig();
+  const log = createLogger('node', config.logLevel);
+  const storageKey = loadStorageKey(config.storageKeyFile, config.createStorageKey);
+  const store = await SealedStore.open(join(config.dataDir, 'db'), storageKey);
+  const { identity, created } = await NodeIdentity.loadOrCreate(store);
+  const nodeLog = log.child({ nodeId: identity.nodeId });
+  nodeLog.info({ created, kind: config.kind }, created ? 'identity created' : 'identity loaded');
+
+  let credentials: grpc.ChannelCredentials;
+  if (config.tlsCa && config.tlsCert && config.tlsKey) {
+    credentials = grpc.credentials.createSsl(readFileSync(config.tlsCa), readFileSync(config.tlsKey), readFileSync(config.tlsCert));
+  } else {
+    credentials = grpc.credentials.createInsecure();
+    nodeLog.warn({ coordinator: config.coordinator }, 'plaintext gRPC to a loopback coordinator: development only');
+  }
+  const link = new CoordinatorLink({
+    address: config.coordinator, credentials, identity, kind: KIND_VALUES[config.kind], owner: config.owner,
+    software: 'threshold-custody-node/0.1.0', reconnectMinMs: config.reconnectMinMs, reconnectMaxMs: config.reconnectMaxMs, log: nodeLog,
+  });
+  link.start();
+  return {
+    log: nodeLog,
+    async stop() {
+      link.stop();
+      await store.close();
+    },
+  };
+});

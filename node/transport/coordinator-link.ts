@@ -1,0 +1,128 @@
+// Client side of the node link: dials the coordinator (outbound only), proves the node's identity on
+// each new stream, answers heartbeats, and redials with jittered exponential backoff when the
+// coordinator goes away.
+import type * as grpc from '@grpc/grpc-js';
+import { EventEmitter } from 'node:events';
+import { createClient, type ServiceClient } from '../../proto/grpc.ts';
+import { NodeLinkService, type AttachResponse } from '../../proto/gen/mpc/v1/node_link_pb.ts';
+import type { Logger } from '../../common/logger.ts';
+import type { NodeIdentity } from '../runtime/identity.ts';
+import { attachMessage, LINK_VERSION } from './attach.ts';
+
+export interface LinkOptions {
+  address: string;
+  credentials: grpc.ChannelCredentials;
+  identity: NodeIdentity;
+  kind: number;
+  owner: string;
+  software: string;
+  reconnectMinMs: number;
+  reconnectMaxMs: number;
+  log: Logger;
+}
+
+type Stream = ReturnType<ServiceClient<(typeof NodeLinkService)['method']>['attach']>;
+
+export class CoordinatorLink extends EventEmitter<{ attached: []; detached: []; refused: [string] }> {
+  private client: ServiceClient<(typeof NodeLinkService)['method']>;
+  private stream: Stream | undefined;
+  private attempt = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  attached = false;
+
+  constructor(private readonly opts: LinkOptions) {
+    super();
+    this.client = createClient(NodeLinkService, opts.address, opts.credentials, {
+      'grpc.keepalive_time_ms': 10_000,
+      'grpc.keepalive_timeout_ms': 5_000,
+      'grpc.initial_reconnect_backoff_ms': opts.reconnectMinMs,
+      'grpc.max_reconnect_backoff_ms': opts.reconnectMaxMs,
+    });
+  }
+
+  start(): void {
+    this.connect();
+  }
+
+  private connect(): void {
+    if (this.stopped) return;
+    const { identity, log } = this.opts;
+    const stream = this.client.attach();
+    this.stream = stream;
+    let ended = false;
+    const onGone = (why: string) => {
+      if (ended) return;
+      ended = true;
+      if (this.stream === stream) this.stream = undefined;
+      if (this.attached) {
+        this.attached = false;
+        this.emit('detached');
+        log.warn({ why }, 'detached from coordinator');
+      }
+      this.scheduleReconnect(why);
+    };
+    stream.on('data', (msg: AttachResponse) => {
+      const body = msg.body;
+      switch (body.case) {
+        case 'challenge': {
+          const c = body.value;
+          const signature = identity.sign(
+            attachMessage({
+              coordinatorId: c.coordinatorId, connectionId: c.connectionId, nonce: c.nonce, nodeId: identity.nodeId,
+              kind: this.opts.kind, owner: this.opts.owner, signingKey: identity.signingKey, encryptionKey: identity.encryptionKey,
+            }),
+          );
+          stream.write({ body: { case: 'response', value: { signature } } });
+          break;
+        }
+        case 'welcome':
+          this.attached = true;
+          this.attempt = 0;
+          log.info({ coordinator: this.opts.address }, 'attached to coordinator');
+          this.emit('attached');
+          break;
+        case 'heartbeat':
+          stream.write({ body: { case: 'heartbeat', value: { sequence: body.value.sequence } } });
+          break;
+        case 'refusal':
+          log.error({ code: body.value.code }, `coordinator refused this node: ${body.value.message}`);
+          this.emit('refused', body.value.code);
+          break;
+        default:
+          break;
+      }
+    });
+    stream.on('error', (err: grpc.ServiceError) => onGone(err.details || err.message));
+    stream.on('end', () => onGone('stream ended'));
+    stream.on('close', () => onGone('stream closed'));
+    stream.write({
+      body: {
+        case: 'hello',
+        value: {
+          version: LINK_VERSION, nodeId: identity.nodeId, kind: this.opts.kind, owner: this.opts.owner,
+          signingKey: identity.signingKey, encryptionKey: identity.encryptionKey, software: this.opts.software,
+        },
+      },
+    });
+  }
+
+  private scheduleReconnect(why: string): void {
+    if (this.stopped || this.timer) return;
+    const base = Math.min(this.opts.reconnectMaxMs, this.opts.reconnectMinMs * 2 ** Math.min(this.attempt, 16));
+    const delay = Math.round(base / 2 + Math.random() * (base / 2));
+    this.attempt++;
+    this.opts.log.debug({ why, delay, attempt: this.attempt }, 'redialing coordinator');
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.connect();
+    }, delay);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.stream?.cancel();
+    this.client.close();
+  }
+}
