@@ -8,6 +8,10 @@ export const STORAGE_KEY_BYTES = 32;
 
 export class StorageKeyError extends Error {
   readonly code = 'storage_key_invalid';
+  constructor(message: string) {
+    super(message);
+    this.name = 'StorageKeyError';
+  }
 }
 
 /** Reads the key file, creating it with a fresh random key when `create` is set and it is absent. */

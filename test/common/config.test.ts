@@ -1,0 +1,71 @@
+// Configuration is validated once at boot and bad values are refused with messages that name the
+// variable, the rule and the value.
+import t from 'tap';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError } from '../../common/config.ts';
+import { loadCoordinatorConfig } from '../../coordinator/config.ts';
+import { loadNodeConfig } from '../../node/config.ts';
+
+t.test('defaults load and the result is frozen', async (t) => {
+  const c = loadCoordinatorConfig({});
+  t.equal(c.listen, '127.0.0.1:7400');
+  t.equal(c.heartbeatIntervalMs, 2000);
+  t.ok(Object.isFrozen(c));
+  t.throws(() => {
+    (c as { listen: string }).listen = 'x';
+  }, TypeError, 'frozen config cannot be changed');
+  const n = loadNodeConfig({ NODE_DATA_DIR: '/tmp/n1' });
+  t.equal(n.storageKeyFile, '/tmp/n1/storage.key', 'key file defaults beside the data');
+  t.equal(n.kind, 'service');
+});
+
+t.test('environment values are converted to the schema types', async (t) => {
+  const c = loadCoordinatorConfig({ COORDINATOR_HEARTBEAT_MS: '750', COORDINATOR_LISTEN: '[::1]:9000' });
+  t.equal(c.heartbeatIntervalMs, 750);
+  t.equal(c.listen, '[::1]:9000');
+});
+
+t.test('a bad value is refused with a clear message', async (t) => {
+  const err = t.throws(() => loadCoordinatorConfig({ COORDINATOR_HEARTBEAT_MS: 'often' })) as ConfigError;
+  t.type(err, ConfigError);
+  t.equal(err.code, 'invalid_config');
+  t.match(err.message, /COORDINATOR_HEARTBEAT_MS \(heartbeatIntervalMs\): .*; got "often"/);
+
+  const low = t.throws(() => loadCoordinatorConfig({ COORDINATOR_HEARTBEAT_MS: '5' })) as ConfigError;
+  t.match(low.message, /COORDINATOR_HEARTBEAT_MS .*greater or equal to 100/);
+
+  const kind = t.throws(() => loadNodeConfig({ NODE_KIND: 'laptop' })) as ConfigError;
+  t.match(kind.message, /NODE_KIND \(kind\)/);
+
+  const addr = t.throws(() => loadNodeConfig({ NODE_COORDINATOR: 'nowhere' })) as ConfigError;
+  t.match(addr.message, /NODE_COORDINATOR/);
+});
+
+t.test('every problem is listed at once', async (t) => {
+  const err = t.throws(() => loadNodeConfig({ NODE_KIND: 'x', NODE_RECONNECT_MIN_MS: 'y' })) as ConfigError;
+  t.ok(err.problems.length >= 2, 'two problems reported');
+});
+
+t.test('rules across fields', async (t) => {
+  t.throws(() => loadNodeConfig({ NODE_KIND: 'self' }), /owner/, 'a self node names its owner');
+  t.ok(loadNodeConfig({ NODE_KIND: 'self', NODE_OWNER: 'org_1' }));
+  t.throws(() => loadNodeConfig({ NODE_RECONNECT_MIN_MS: '900', NODE_RECONNECT_MAX_MS: '100' }), /must not exceed/);
+  t.throws(() => loadCoordinatorConfig({ COORDINATOR_LISTEN: '0.0.0.0:7400' }), /plaintext is allowed on loopback only/);
+  t.throws(() => loadNodeConfig({ NODE_COORDINATOR: 'coordinator.example:7400' }), /plaintext is allowed on loopback only/);
+  t.throws(() => loadCoordinatorConfig({ COORDINATOR_TLS_CERT: '/x' }), /go together/);
+});
+
+t.test('a config file is read, and the environment wins over it', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+  const file = join(dir, 'c.json');
+  writeFileSync(file, JSON.stringify({ heartbeatIntervalMs: 300, coordinatorId: 'from-file' }));
+  const c = loadCoordinatorConfig({ COORDINATOR_CONFIG_FILE: file, COORDINATOR_ID: 'from-env' });
+  t.equal(c.heartbeatIntervalMs, 300);
+  t.equal(c.coordinatorId, 'from-env');
+  writeFileSync(file, JSON.stringify({ heartbeatMs: 300 }));
+  t.throws(() => loadCoordinatorConfig({ COORDINATOR_CONFIG_FILE: file }), /unknown setting "heartbeatMs"/);
+  writeFileSync(file, '{not json');
+  t.throws(() => loadCoordinatorConfig({ COORDINATOR_CONFIG_FILE: file }), /cannot read/);
+});
