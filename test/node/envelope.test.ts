@@ -3,7 +3,8 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { NodeIdentity } from '../../node/runtime/identity.ts';
-import { open, sealBroadcast, sealDirect, EnvelopeError, type Envelope } from '../../node/transport/envelope.ts';
+import type { EnvelopeError} from '../../node/transport/envelope.ts';
+import { open, sealBroadcast, sealDirect, type Envelope } from '../../node/transport/envelope.ts';
 import { toHex } from '../../common/bytes.ts';
 
 const mk = () => new NodeIdentity(new Uint8Array(randomBytes(32)), new Uint8Array(randomBytes(32)));
