@@ -10,11 +10,13 @@ import type { Logger } from '../common/logger.ts';
 import type { CoordinatorConfig } from './config.ts';
 import { NodeRegistry, type AttachedNodeInfo } from './nodes/node-registry.ts';
 import { createLinkHandler } from './nodes/link-server.ts';
+import { SessionHub } from './sessions/session-hub.ts';
 import { KIND_VALUES } from '../node/transport/attach.ts';
 
 export interface RunningCoordinator {
   port: number;
   registry: NodeRegistry;
+  hub: SessionHub;
   stop(): Promise<void>;
 }
 
@@ -29,10 +31,15 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
   const db = new Level<string, string>(config.dataDir, { valueEncoding: 'utf8' });
   await db.open();
   const registry = new NodeRegistry(db);
+  const hub = new SessionHub({ send: (id, m) => registry.send(id, m), isAttached: (id) => registry.isAttached(id) }, log);
+  registry.on('left', (nodeId) => hub.nodeLeft(nodeId));
   const server = new grpc.Server({ 'grpc.keepalive_time_ms': 10_000, 'grpc.keepalive_timeout_ms': 5_000 });
 
   addService(server, NodeLinkService, {
-    attach: createLinkHandler({ coordinatorId: config.coordinatorId, heartbeatIntervalMs: config.heartbeatIntervalMs, registry, log }),
+    attach: createLinkHandler({
+      coordinatorId: config.coordinatorId, heartbeatIntervalMs: config.heartbeatIntervalMs, registry, log,
+      onSession: (nodeId, msg) => hub.fromNode(nodeId, msg),
+    }),
   });
   addService(server, CoordinatorService, {
     async listNodes() {
@@ -67,6 +74,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
   return {
     port,
     registry,
+    hub,
     async stop() {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {

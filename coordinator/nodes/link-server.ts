@@ -21,7 +21,11 @@ export interface LinkServerOptions {
   now?: () => number;
   /** How long a new stream may take to finish the handshake. */
   handshakeTimeoutMs?: number;
+  /** Receives session traffic from attached nodes. */
+  onSession?: (nodeId: string, msg: SessionMessage) => void;
 }
+
+export type SessionMessage = Extract<AttachRequest['body'], { case: 'send' | 'done' | 'failed' }>;
 
 export function createLinkHandler(opts: LinkServerOptions): (call: Call) => void {
   const now = opts.now ?? Date.now;
@@ -101,6 +105,9 @@ export function createLinkHandler(opts: LinkServerOptions): (call: Call) => void
             opts.registry.attach(
               { nodeId: h.nodeId, kind, owner: h.owner, signingKey: h.signingKey, encryptionKey: h.encryptionKey, firstSeenMs: known?.firstSeenMs ?? now(), attachedAtMs: now(), connectionId: conn },
               close,
+              (m: MessageInitShape<typeof AttachResponseSchema>) => {
+                if (state === 'attached') call.write(m);
+              },
             );
             call.write({ body: { case: 'welcome', value: { nodeId: h.nodeId, heartbeatIntervalMs: opts.heartbeatIntervalMs } } });
             opts.log.info({ nodeId: h.nodeId, kind, peer, software: h.software }, 'node attached');
@@ -114,8 +121,9 @@ export function createLinkHandler(opts: LinkServerOptions): (call: Call) => void
           }, (err: unknown) => refuse('internal', `registry write failed: ${(err as Error).message}`));
         return;
       }
-      if (state === 'attached' && body.case !== 'heartbeat') {
-        opts.log.debug({ nodeId: hello?.nodeId, kind: body.case }, 'ignoring unexpected message');
+      if (state === 'attached' && hello) {
+        if (body.case === 'send' || body.case === 'done' || body.case === 'failed') opts.onSession?.(hello.nodeId, body);
+        else if (body.case !== 'heartbeat') opts.log.debug({ nodeId: hello.nodeId, kind: body.case }, 'ignoring unexpected message');
       }
     });
     call.on('end', close);

@@ -32,8 +32,8 @@ interface StoredNode {
   firstSeenMs: number;
 }
 
-export class NodeRegistry extends EventEmitter<{ change: [AttachedNodeInfo[]] }> {
-  private readonly attached = new Map<string, AttachedNodeInfo & { detach: () => void }>();
+export class NodeRegistry extends EventEmitter<{ change: [AttachedNodeInfo[]]; left: [string] }> {
+  private readonly attached = new Map<string, AttachedNodeInfo & { detach: () => void; send: (msg: never) => void }>();
 
   constructor(private readonly db: Level<string, string>) {
     super();
@@ -55,10 +55,13 @@ export class NodeRegistry extends EventEmitter<{ change: [AttachedNodeInfo[]] }>
   }
 
   /** Marks a node attached. A previous stream of the same node (a restart the server has not noticed yet) is closed. */
-  attach(info: AttachedNodeInfo, detach: () => void): void {
+  attach<M>(info: AttachedNodeInfo, detach: () => void, send: (msg: M) => void): void {
     const prev = this.attached.get(info.nodeId);
-    this.attached.set(info.nodeId, { ...info, detach });
-    if (prev && prev.connectionId !== info.connectionId) prev.detach();
+    this.attached.set(info.nodeId, { ...info, detach, send: send as (msg: never) => void });
+    if (prev && prev.connectionId !== info.connectionId) {
+      prev.detach();
+      this.emit('left', info.nodeId);
+    }
     this.emit('change', this.list());
   }
 
@@ -68,12 +71,28 @@ export class NodeRegistry extends EventEmitter<{ change: [AttachedNodeInfo[]] }>
     if (!cur || cur.connectionId !== connectionId) return false;
     this.attached.delete(nodeId);
     this.emit('change', this.list());
+    this.emit('left', nodeId);
     return true;
+  }
+
+  /** Writes a message on the node's current stream; false when it is not attached. */
+  send<M>(nodeId: string, msg: M): boolean {
+    const cur = this.attached.get(nodeId);
+    if (!cur) return false;
+    (cur.send as (m: M) => void)(msg);
+    return true;
+  }
+
+  get(nodeId: string): AttachedNodeInfo | undefined {
+    const cur = this.attached.get(nodeId);
+    if (!cur) return undefined;
+    const { detach: _d, send: _s, ...info } = cur;
+    return info;
   }
 
   list(): AttachedNodeInfo[] {
     return [...this.attached.values()]
-      .map(({ detach: _detach, ...info }) => info)
+      .map(({ detach: _detach, send: _send, ...info }) => info)
       .sort((a, b) => a.nodeId.localeCompare(b.nodeId));
   }
 

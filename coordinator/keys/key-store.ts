@@ -1,0 +1,64 @@
+// The coordinator's durable record of every key: who holds it, at which epoch, and where a reshare
+// stands. It holds no secret: public key, chain code, committee and counters only.
+import type { Level } from 'level';
+
+export type KeyState = 'generating' | 'active' | 'resharing' | 'needs_attention' | 'failed';
+
+export interface CommitteeMember {
+  nodeId: string;
+  index: number;
+}
+
+export interface PendingEpoch {
+  epoch: number;
+  threshold: number;
+  committee: CommitteeMember[];
+  tier: string;
+  sessionId: string;
+  acknowledged: string[];
+}
+
+export interface KeyRecord {
+  v: 1;
+  keyId: string;
+  owner: string;
+  tier: string;
+  threshold: number;
+  committee: CommitteeMember[];
+  epoch: number;
+  /** Increments at each committed reshare; the vault API's rotation counter. */
+  rotation: number;
+  /** Compressed secp256k1 group key, hex; empty until generated. */
+  publicKey: string;
+  chainCode: string;
+  state: KeyState;
+  pending?: PendingEpoch | undefined;
+  /** Why the key needs attention, when it does. */
+  problem?: string | undefined;
+  createdAtMs: number;
+  updatedAtMs: number;
+}
+
+export class KeyStore {
+  constructor(private readonly db: Level<string, string>) {}
+
+  async get(keyId: string): Promise<KeyRecord | undefined> {
+    const raw = await this.db.get(`key/${keyId}`);
+    return raw === undefined ? undefined : (JSON.parse(raw) as KeyRecord);
+  }
+
+  async put(record: KeyRecord): Promise<void> {
+    await this.db.put(`key/${record.keyId}`, JSON.stringify(record));
+  }
+
+  /** Creates the record; false when the key id is taken. */
+  async create(record: KeyRecord): Promise<boolean> {
+    if (await this.get(record.keyId)) return false;
+    await this.put(record);
+    return true;
+  }
+
+  async *all(): AsyncGenerator<KeyRecord> {
+    for await (const v of this.db.values({ gte: 'key/', lt: 'key/\xff' })) yield JSON.parse(v) as KeyRecord;
+  }
+}

@@ -1,0 +1,131 @@
+// Runs sessions between attached nodes: opens the session on every party, relays envelopes as opaque
+// bytes, and settles when every party reported its result, any party failed, a party left, or the
+// deadline passed. The hub never looks inside a payload.
+import type { Logger } from '../../common/logger.ts';
+import { toHex } from '../../common/bytes.ts';
+import type { Envelope, Party, Protocol, SessionDone, SessionFailed } from '../../proto/gen/mpc/v1/session_pb.ts';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import type { AttachResponseSchema } from '../../proto/gen/mpc/v1/node_link_pb.ts';
+
+export type ToNode = MessageInitShape<typeof AttachResponseSchema>;
+
+export interface SessionSpec {
+  sessionId: Uint8Array;
+  protocol: Protocol;
+  keyId: string;
+  parties: Party[];
+  params: Uint8Array;
+  timeoutMs: number;
+}
+
+export type SessionOutcome =
+  | { ok: true; results: Map<string, Uint8Array> }
+  | { ok: false; code: 'party_failed' | 'party_left' | 'timeout' | 'unavailable'; message: string; culprits: string[]; reports: { nodeId: string; code: string; message: string; culprits: string[] }[] };
+
+/** A hook on every relayed envelope: observe it, or return a replacement (array: deliver these instead). */
+export type RelayTap = (sessionId: string, env: Envelope) => Envelope[] | undefined;
+
+interface Running {
+  spec: SessionSpec;
+  parties: Set<string>;
+  results: Map<string, Uint8Array>;
+  reports: { nodeId: string; code: string; message: string; culprits: string[] }[];
+  settle: (o: SessionOutcome) => void;
+  timer: NodeJS.Timeout;
+  heard: Set<string>;
+}
+
+export interface NodeSender {
+  send(nodeId: string, msg: ToNode): boolean;
+  isAttached(nodeId: string): boolean;
+}
+
+export class SessionHub {
+  private readonly sessions = new Map<string, Running>();
+  tap: RelayTap | undefined;
+
+  constructor(private readonly nodes: NodeSender, private readonly log: Logger) {}
+
+  run(spec: SessionSpec): Promise<SessionOutcome> {
+    const id = toHex(spec.sessionId);
+    const missing = spec.parties.filter((p) => !this.nodes.isAttached(p.nodeId)).map((p) => p.nodeId);
+    if (missing.length) {
+      return Promise.resolve({ ok: false, code: 'unavailable', message: `parties not attached: ${missing.join(', ')}`, culprits: missing, reports: [] });
+    }
+    return new Promise((resolve) => {
+      const running: Running = {
+        spec,
+        parties: new Set(spec.parties.map((p) => p.nodeId)),
+        results: new Map(),
+        reports: [],
+        heard: new Set(),
+        settle: (o) => {
+          clearTimeout(running.timer);
+          this.sessions.delete(id);
+          if (!o.ok) {
+            for (const p of running.parties) if (!running.results.has(p)) this.nodes.send(p, { body: { case: 'cancel', value: { sessionId: spec.sessionId, reason: o.message } } });
+          }
+          resolve(o);
+        },
+        timer: setTimeout(() => {
+          const silent = [...running.parties].filter((p) => !running.results.has(p));
+          this.log.warn({ session: id, silent }, 'session timed out');
+          running.settle({ ok: false, code: 'timeout', message: `no result from ${silent.join(', ')} in time`, culprits: silent, reports: running.reports });
+        }, spec.timeoutMs),
+      };
+      this.sessions.set(id, running);
+      const deadlineMs = BigInt(Date.now() + spec.timeoutMs);
+      for (const p of spec.parties) {
+        this.nodes.send(p.nodeId, {
+          body: { case: 'open', value: { sessionId: spec.sessionId, protocol: spec.protocol, keyId: spec.keyId, parties: spec.parties, params: spec.params, deadlineMs } },
+        });
+      }
+    });
+  }
+
+  /** A session message from an attached node. */
+  fromNode(nodeId: string, msg: { case: 'send'; value: { envelope?: Envelope } } | { case: 'done'; value: SessionDone } | { case: 'failed'; value: SessionFailed }): void {
+    const sid = msg.case === 'send' ? msg.value.envelope?.sessionId : msg.value.sessionId;
+    if (!sid) return;
+    const id = toHex(sid);
+    const s = this.sessions.get(id);
+    if (!s || !s.parties.has(nodeId)) {
+      this.log.debug({ session: id, nodeId, kind: msg.case }, 'message for no running session of this node');
+      return;
+    }
+    s.heard.add(nodeId);
+    if (msg.case === 'send') {
+      const env = msg.value.envelope!;
+      // Cheap sanity: a node may only send as itself. Recipients verify signatures regardless.
+      if (env.from !== nodeId) {
+        this.log.warn({ session: id, nodeId, claimed: env.from }, 'node sent an envelope under another id');
+        return;
+      }
+      const out = this.tap?.(id, env) ?? [env];
+      for (const e of out) {
+        const targets = e.to === '' ? [...s.parties].filter((p) => p !== nodeId) : s.parties.has(e.to) ? [e.to] : [];
+        for (const t of targets) this.nodes.send(t, { body: { case: 'relay', value: { envelope: e } } });
+      }
+      return;
+    }
+    if (msg.case === 'failed') {
+      const r = { nodeId, code: msg.value.code, message: msg.value.message, culprits: [...msg.value.culprits] };
+      s.reports.push(r);
+      this.log.warn({ session: id, ...r }, 'party reported failure');
+      s.settle({ ok: false, code: 'party_failed', message: `${nodeId}: ${r.message}`, culprits: r.culprits.length ? r.culprits : [nodeId], reports: s.reports });
+      return;
+    }
+    s.results.set(nodeId, msg.value.result);
+    if (s.results.size === s.parties.size) s.settle({ ok: true, results: s.results });
+  }
+
+  /** A node's stream ended: every session it is in fails and names it. */
+  nodeLeft(nodeId: string): void {
+    for (const [id, s] of this.sessions) {
+      if (s.parties.has(nodeId) && !s.results.has(nodeId)) {
+        this.log.warn({ session: id, nodeId }, 'party left during session');
+        s.settle({ ok: false, code: 'party_left', message: `${nodeId} left during the session`, culprits: [nodeId], reports: s.reports });
+      }
+    }
+  }
+}
