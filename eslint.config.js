@@ -26,6 +26,11 @@ export default tseslint.config(
     rules: { 'no-restricted-properties': 'off' },
   },
   {
+    // Plain Node scripts: the globals are Node's; TypeScript checks the .ts files instead.
+    files: ['**/*.mjs'],
+    rules: { 'no-undef': 'off' },
+  },
+  {
     files: ['node/protocols/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', { patterns: impure }],
