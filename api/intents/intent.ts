@@ -1,0 +1,182 @@
+// Transaction intents, version 1 (docs/intents.md). A customer signs the canonical bytes with an
+// Ed25519 API key; the API and every signer node parse the same bytes with this module, and each node
+// recomputes the digest it signs from them.
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { IntentFormatError, Reader, Writer } from './canonical.ts';
+
+/** Every intent starts with these 15 bytes: the domain, then a NUL. */
+export const INTENT_DOMAIN = new TextEncoder().encode('custody-intent\0');
+export const INTENT_VERSION = 1;
+
+export const KIND_EVM_TRANSFER = 1;
+export const KIND_BTC_TRANSFER = 2;
+
+const ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+const IDEMPOTENCY = /^[\x21-\x7e]{1,128}$/;
+const BTC_ADDRESS = /^[a-zA-Z0-9]{14,90}$/;
+const MAX_CALLDATA = 64 * 1024;
+const MAX_OUTPUTS = 100;
+const MAX_INPUTS = 500;
+
+export type EvmAsset = { kind: 'native' } | { kind: 'erc20'; contract: Uint8Array };
+
+export interface EvmTransferIntent {
+  kind: 'evm.transfer';
+  organization: string;
+  walletId: string;
+  chainId: bigint;
+  /** The sending address (20 bytes): nodes check it is the key's derived address. */
+  from: Uint8Array;
+  /** Recipient (20 bytes): for an ERC-20 transfer the token recipient, not the contract. */
+  to: Uint8Array;
+  asset: EvmAsset;
+  /** Base units (wei, or token units). */
+  amount: bigint;
+  /** Calldata for a native-asset contract call; empty for plain and ERC-20 transfers. */
+  data: Uint8Array;
+  /** Ceiling on the whole fee in wei: gas limit x max fee per gas. */
+  maxFee: bigint;
+  idempotencyKey: string;
+  /** Unix seconds after which nodes refuse to sign; 0 for none. */
+  notAfter: bigint;
+}
+
+export type BtcNetwork = 'mainnet' | 'testnet' | 'signet' | 'regtest';
+const NETWORKS: BtcNetwork[] = ['mainnet', 'testnet', 'signet', 'regtest'];
+
+export interface BtcOutput {
+  address: string;
+  /** Satoshis. */
+  amount: bigint;
+}
+
+export interface BtcOutpoint {
+  /** Transaction id as displayed (big-endian hex order), 32 bytes. */
+  txid: Uint8Array;
+  vout: number;
+}
+
+export interface BtcTransferIntent {
+  kind: 'btc.transfer';
+  organization: string;
+  walletId: string;
+  network: BtcNetwork;
+  /** The wallet's own address: inputs come from it and change returns to it. */
+  from: string;
+  outputs: BtcOutput[];
+  /** Ceiling on the fee rate, sat/vB. */
+  maxFeeRate: bigint;
+  /** Ceiling on the absolute fee, satoshis. */
+  maxFee: bigint;
+  /** Inputs to spend; empty lets the service select UTXOs of `from`. */
+  inputs: BtcOutpoint[];
+  idempotencyKey: string;
+  notAfter: bigint;
+}
+
+export type Intent = EvmTransferIntent | BtcTransferIntent;
+
+function header(w: Writer, kind: number): Writer {
+  return w.raw(INTENT_DOMAIN).u8(INTENT_VERSION).u8(kind);
+}
+
+export function encodeIntent(intent: Intent): Uint8Array {
+  const w = new Writer();
+  if (intent.kind === 'evm.transfer') {
+    header(w, KIND_EVM_TRANSFER)
+      .str(intent.organization, 'organization', ID, 128)
+      .str(intent.walletId, 'wallet_id', ID, 128)
+      .u64(intent.chainId)
+      .fixed(intent.from, 20, 'from')
+      .fixed(intent.to, 20, 'to');
+    if (intent.asset.kind === 'native') w.u8(0);
+    else w.u8(1).fixed(intent.asset.contract, 20, 'asset contract');
+    if (intent.asset.kind === 'erc20' && intent.data.length) throw new IntentFormatError('an ERC-20 transfer carries no calldata');
+    if (intent.chainId === 0n) throw new IntentFormatError('chain id must not be 0');
+    w.u256(intent.amount).bytes(intent.data, MAX_CALLDATA, 'data').u256(intent.maxFee);
+  } else {
+    header(w, KIND_BTC_TRANSFER)
+      .str(intent.organization, 'organization', ID, 128)
+      .str(intent.walletId, 'wallet_id', ID, 128)
+      .u8(NETWORKS.indexOf(intent.network) + 1)
+      .str(intent.from, 'from', BTC_ADDRESS, 90);
+    if (NETWORKS.indexOf(intent.network) < 0) throw new IntentFormatError('unknown network');
+    if (intent.outputs.length < 1 || intent.outputs.length > MAX_OUTPUTS) throw new IntentFormatError(`1 to ${MAX_OUTPUTS} outputs`);
+    w.u16(intent.outputs.length);
+    for (const o of intent.outputs) {
+      if (o.amount <= 0n) throw new IntentFormatError('output amounts are positive');
+      w.str(o.address, 'output address', BTC_ADDRESS, 90).u64(o.amount);
+    }
+    w.u64(intent.maxFeeRate).u64(intent.maxFee);
+    if (intent.inputs.length > MAX_INPUTS) throw new IntentFormatError(`at most ${MAX_INPUTS} inputs`);
+    w.u16(intent.inputs.length);
+    for (const i of intent.inputs) w.fixed(i.txid, 32, 'input txid').u32(i.vout);
+  }
+  return w.str(intent.idempotencyKey, 'idempotency_key', IDEMPOTENCY, 128).u64(intent.notAfter).finish();
+}
+
+/** Parses canonical intent bytes; throws IntentFormatError on anything else. */
+export function decodeIntent(bytes: Uint8Array): Intent {
+  const r = new Reader(bytes);
+  const domain = r.fixed(INTENT_DOMAIN.length, 'domain');
+  if (!domain.every((b, i) => b === INTENT_DOMAIN[i])) throw new IntentFormatError('not an intent (domain)');
+  const version = r.u8('version');
+  if (version !== INTENT_VERSION) throw new IntentFormatError(`intent version ${version} is not supported`);
+  const kind = r.u8('kind');
+  let intent: Intent;
+  if (kind === KIND_EVM_TRANSFER) {
+    const organization = r.str('organization', ID, 128);
+    const walletId = r.str('wallet_id', ID, 128);
+    const chainId = r.u64('chain_id');
+    const from = r.fixed(20, 'from');
+    const to = r.fixed(20, 'to');
+    const tag = r.u8('asset');
+    if (tag > 1) throw new IntentFormatError('unknown asset kind');
+    const asset: EvmAsset = tag === 0 ? { kind: 'native' } : { kind: 'erc20', contract: r.fixed(20, 'asset contract') };
+    const amount = r.u256('amount');
+    const data = r.bytes(MAX_CALLDATA, 'data');
+    const maxFee = r.u256('max_fee');
+    intent = { kind: 'evm.transfer', organization, walletId, chainId, from, to, asset, amount, data, maxFee, idempotencyKey: '', notAfter: 0n };
+  } else if (kind === KIND_BTC_TRANSFER) {
+    const organization = r.str('organization', ID, 128);
+    const walletId = r.str('wallet_id', ID, 128);
+    const net = r.u8('network');
+    const network = NETWORKS[net - 1];
+    if (!network) throw new IntentFormatError('unknown network');
+    const from = r.str('from', BTC_ADDRESS, 90);
+    const outputs: BtcOutput[] = [];
+    const nOut = r.u16('outputs');
+    for (let i = 0; i < nOut; i++) outputs.push({ address: r.str('output address', BTC_ADDRESS, 90), amount: r.u64('output amount') });
+    const maxFeeRate = r.u64('max_fee_rate');
+    const maxFee = r.u64('max_fee');
+    const inputs: BtcOutpoint[] = [];
+    const nIn = r.u16('inputs');
+    for (let i = 0; i < nIn; i++) inputs.push({ txid: r.fixed(32, 'input txid'), vout: r.u32('input vout') });
+    intent = { kind: 'btc.transfer', organization, walletId, network, from, outputs, maxFeeRate, maxFee, inputs, idempotencyKey: '', notAfter: 0n };
+  } else {
+    throw new IntentFormatError(`unknown intent kind ${kind}`);
+  }
+  intent.idempotencyKey = r.str('idempotency_key', IDEMPOTENCY, 128);
+  intent.notAfter = r.u64('not_after');
+  r.end();
+  // Re-encoding enforces every rule the writer checks (limits, ERC-20 without calldata, ...).
+  const again = encodeIntent(intent);
+  if (again.length !== bytes.length || !again.every((b, i) => b === bytes[i])) throw new IntentFormatError('intent is not in canonical form');
+  return intent;
+}
+
+/** Signs canonical intent bytes with an Ed25519 API key (the SDK's job). */
+export function signIntent(bytes: Uint8Array, apiSecretKey: Uint8Array): Uint8Array {
+  decodeIntent(bytes);
+  return ed25519.sign(bytes, apiSecretKey);
+}
+
+export function verifyIntentSignature(bytes: Uint8Array, signature: Uint8Array, apiPublicKey: Uint8Array): boolean {
+  if (signature.length !== 64 || apiPublicKey.length !== 32) return false;
+  try {
+    // Strict RFC 8032 verification: no malleable or small-order encodings.
+    return ed25519.verify(signature, bytes, apiPublicKey, { zip215: false });
+  } catch {
+    return false;
+  }
+}

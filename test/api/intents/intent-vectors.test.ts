@@ -1,0 +1,83 @@
+// Intent format v1: the published vectors encode byte for byte, decode back to their inputs, and their
+// signatures verify; anything not canonical is refused.
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { decodeIntent, encodeIntent, verifyIntentSignature, signIntent, INTENT_DOMAIN, type Intent } from '../../../api/intents/intent.ts';
+import { IntentFormatError } from '../../../api/intents/canonical.ts';
+import { fromHex, toHex } from '../../../common/bytes.ts';
+import { intentToJson, intentVectorInputs } from '../../vectors/intent-vector-inputs.ts';
+
+interface Vectors {
+  api_secret_key_hex: string;
+  api_public_key_hex: string;
+  vectors: { name: string; intent: Record<string, unknown>; intent_hex: string; signature_hex: string }[];
+}
+const file = JSON.parse(readFileSync(new URL('../../vectors/intents-v1.json', import.meta.url), 'utf8')) as Vectors;
+const inputs = intentVectorInputs();
+const pub = fromHex(file.api_public_key_hex);
+
+t.test('every vector encodes, decodes and verifies', async (t) => {
+  t.equal(file.vectors.length, inputs.length);
+  for (const [i, v] of file.vectors.entries()) {
+    const input = inputs[i]!;
+    t.equal(v.name, input.name);
+    t.equal(toHex(encodeIntent(input.intent)), v.intent_hex, `${v.name}: encoding is pinned`);
+    const decoded = decodeIntent(fromHex(v.intent_hex));
+    t.same(intentToJson(decoded), v.intent, `${v.name}: decodes to its fields`);
+    t.ok(verifyIntentSignature(fromHex(v.intent_hex), fromHex(v.signature_hex), pub), `${v.name}: signature verifies`);
+    t.equal(toHex(signIntent(fromHex(v.intent_hex), fromHex(file.api_secret_key_hex))), v.signature_hex, `${v.name}: Ed25519 is deterministic`);
+  }
+});
+
+t.test('the layout starts with the domain, the version and the kind', async (t) => {
+  const b = fromHex(file.vectors[0]!.intent_hex);
+  t.equal(new TextDecoder().decode(b.subarray(0, INTENT_DOMAIN.length)), 'custody-intent\0');
+  t.equal(b[INTENT_DOMAIN.length], 1, 'version 1');
+  t.equal(b[INTENT_DOMAIN.length + 1], 1, 'kind 1: evm.transfer');
+  const btc = fromHex(file.vectors[3]!.intent_hex);
+  t.equal(btc[INTENT_DOMAIN.length + 1], 2, 'kind 2: btc.transfer');
+});
+
+t.test('a signature over one intent does not verify another, nor under another key', async (t) => {
+  const [a, b] = file.vectors;
+  t.notOk(verifyIntentSignature(fromHex(b!.intent_hex), fromHex(a!.signature_hex), pub));
+  t.notOk(verifyIntentSignature(fromHex(a!.intent_hex), fromHex(a!.signature_hex), fromHex(file.vectors[0]!.intent_hex.slice(0, 64))));
+  t.notOk(verifyIntentSignature(fromHex(a!.intent_hex), new Uint8Array(63), pub), 'short signature');
+});
+
+t.test('non-canonical or malformed bytes are refused', async (t) => {
+  const good = fromHex(file.vectors[0]!.intent_hex);
+  const bad = (f: (b: Uint8Array) => Uint8Array, what: string, re: RegExp) => {
+    const err = t.throws(() => decodeIntent(f(good.slice())), what) as IntentFormatError;
+    t.type(err, IntentFormatError, what);
+    t.match(err.message, re, what);
+    t.equal(err.code, 'invalid_intent');
+  };
+  bad((b) => new Uint8Array([...b, 0]), 'trailing byte', /trailing/);
+  bad((b) => b.subarray(0, b.length - 1), 'truncated', /ends inside/);
+  bad((b) => { b[0] = 0x43; return b; }, 'wrong domain', /domain/);
+  bad((b) => { b[INTENT_DOMAIN.length] = 2; return b; }, 'future version', /version 2/);
+  bad((b) => { b[INTENT_DOMAIN.length + 1] = 9; return b; }, 'unknown kind', /kind 9/);
+  bad((b) => { b[INTENT_DOMAIN.length + 3] = 0xff; return b; }, 'bad organization length', /organization/);
+  const asset = INTENT_DOMAIN.length + 2 + 2 + 8 + 2 + 6 + 8 + 20 + 20;
+  bad((b) => { b[asset] = 7; return b; }, 'unknown asset kind', /asset/);
+});
+
+t.test('the encoder refuses values outside the rules', async (t) => {
+  const base = inputs[0]!.intent as Extract<Intent, { kind: 'evm.transfer' }>;
+  const btc = inputs[3]!.intent as Extract<Intent, { kind: 'btc.transfer' }>;
+  const cases: [string, Intent][] = [
+    ['negative amount', { ...base, amount: -1n }],
+    ['amount over 256 bits', { ...base, amount: 1n << 256n }],
+    ['short address', { ...base, to: new Uint8Array(19) }],
+    ['chain id 0', { ...base, chainId: 0n }],
+    ['empty idempotency key', { ...base, idempotencyKey: '' }],
+    ['idempotency key with a space', { ...base, idempotencyKey: 'a b' }],
+    ['organization with a newline', { ...base, organization: 'org\n1' }],
+    ['erc20 with calldata', { ...base, asset: { kind: 'erc20', contract: new Uint8Array(20) }, data: new Uint8Array([1]) }],
+    ['no outputs', { ...btc, outputs: [] }],
+    ['zero output', { ...btc, outputs: [{ address: btc.outputs[0]!.address, amount: 0n }] }],
+    ['bad address characters', { ...btc, outputs: [{ address: 'bcrt1q!!!!!!!!!!!!!!!!', amount: 1n }] }],
+  ];
+  for (const [what, intent] of cases) t.throws(() => encodeIntent(intent), IntentFormatError, what);
+});

@@ -1,0 +1,58 @@
+// Fixed inputs of the intent vectors, and their JSON form (amounts as decimal strings, bytes as hex).
+import type { Intent } from '../../api/intents/intent.ts';
+import { fromHex, toHex } from '../../common/bytes.ts';
+
+export function intentVectorInputs(): { name: string; intent: Intent }[] {
+  const addr = (h: string) => fromHex(h.repeat(20).slice(0, 40));
+  return [
+    {
+      name: 'evm native transfer',
+      intent: {
+        kind: 'evm.transfer', organization: 'org_acme', walletId: 'wal_01', chainId: 31337n, from: addr('a1'), to: addr('b2'),
+        asset: { kind: 'native' }, amount: 1_000_000_000_000_000_000n, data: new Uint8Array(), maxFee: 2_000_000_000_000_000n,
+        idempotencyKey: 'pay-0001', notAfter: 0n,
+      },
+    },
+    {
+      name: 'evm erc20 transfer with expiry',
+      intent: {
+        kind: 'evm.transfer', organization: 'org_acme', walletId: 'wal_01', chainId: 11155111n, from: addr('a1'), to: addr('c3'),
+        asset: { kind: 'erc20', contract: addr('d4') }, amount: 2500000n, data: new Uint8Array(), maxFee: 10n ** 16n,
+        idempotencyKey: 'invoice/2026-11/77', notAfter: 1795000000n,
+      },
+    },
+    {
+      name: 'evm contract call with calldata',
+      intent: {
+        kind: 'evm.transfer', organization: 'org_acme', walletId: 'wal_02', chainId: 1n, from: addr('a1'), to: addr('e5'),
+        asset: { kind: 'native' }, amount: 0n, data: fromHex('a9059cbb0000000000000000000000000000000000000000000000000000000000000001'),
+        maxFee: 5n * 10n ** 15n, idempotencyKey: 'call-1', notAfter: 0n,
+      },
+    },
+    {
+      name: 'btc transfer, service-selected inputs',
+      intent: {
+        kind: 'btc.transfer', organization: 'org_acme', walletId: 'wal_btc', network: 'regtest', from: 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080',
+        outputs: [{ address: 'bcrt1q9vza2e8x573nczrlzms0wvx3gsqjx7vaxwd45v', amount: 150_000n }], maxFeeRate: 25n, maxFee: 10_000n,
+        inputs: [], idempotencyKey: 'btc-0001', notAfter: 0n,
+      },
+    },
+    {
+      name: 'btc transfer, explicit inputs, two outputs',
+      intent: {
+        kind: 'btc.transfer', organization: 'org_acme', walletId: 'wal_btc', network: 'testnet', from: 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx',
+        outputs: [
+          { address: 'tb1qrp33g0q5c5txsp9arysrx4k6zdkfs4nce4xj0gdcccefvpysxf3q0sl5k7', amount: 70_000n },
+          { address: 'tb1pqqqqp399et2xygdj5xreqhjjvcmzhxw4aywxecjdzew6hylgvsesf3hn0c', amount: 30_000n },
+        ],
+        maxFeeRate: 10n, maxFee: 5_000n,
+        inputs: [{ txid: fromHex('f'.repeat(64)), vout: 1 }, { txid: fromHex('0123456789abcdef'.repeat(4)), vout: 0 }],
+        idempotencyKey: 'btc-0002', notAfter: 1800000000n,
+      },
+    },
+  ];
+}
+
+export function intentToJson(i: Intent): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(i, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v instanceof Uint8Array ? toHex(v) : v))) as Record<string, unknown>;
+}
