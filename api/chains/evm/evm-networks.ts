@@ -1,0 +1,27 @@
+// The EVM chains the service knows, with the confirmation depth after which a transaction is final.
+// Sandbox serves test networks and the local chain; production serves main networks.
+export interface EvmNetwork {
+  chain: string;
+  chainId: bigint;
+  environment: 'sandbox' | 'production';
+  /** Blocks on top of the including block before the transaction counts as final. */
+  finalityDepth: number;
+  nativeSymbol: string;
+}
+
+export const EVM_NETWORKS: readonly EvmNetwork[] = Object.freeze([
+  { chain: 'ethereum', chainId: 1n, environment: 'production', finalityDepth: 64, nativeSymbol: 'ETH' },
+  { chain: 'base', chainId: 8453n, environment: 'production', finalityDepth: 64, nativeSymbol: 'ETH' },
+  { chain: 'polygon', chainId: 137n, environment: 'production', finalityDepth: 128, nativeSymbol: 'POL' },
+  { chain: 'ethereum-sepolia', chainId: 11155111n, environment: 'sandbox', finalityDepth: 12, nativeSymbol: 'ETH' },
+  { chain: 'base-sepolia', chainId: 84532n, environment: 'sandbox', finalityDepth: 12, nativeSymbol: 'ETH' },
+  { chain: 'evm-local', chainId: 31337n, environment: 'sandbox', finalityDepth: 2, nativeSymbol: 'ETH' },
+]);
+
+export function evmNetwork(chain: string): EvmNetwork | undefined {
+  return EVM_NETWORKS.find((n) => n.chain === chain);
+}
+
+export function evmNetworkById(chainId: bigint): EvmNetwork | undefined {
+  return EVM_NETWORKS.find((n) => n.chainId === chainId);
+}

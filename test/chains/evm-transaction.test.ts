@@ -1,0 +1,58 @@
+// The EIP-1559 digest we compute from an intent is the one a real EVM node accepts: sign it with a
+// plain key, broadcast to anvil, and the recipient is credited exactly the amount from our address.
+import t from 'tap';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { privateKeyToAccount } from 'viem/accounts';
+import { hexToBytes, parseEther, recoverTransactionAddress, toHex as viemHex } from 'viem';
+import { evmSignedTransaction, evmSigningDigest, evmTransaction, EvmTemplateError } from '../../api/chains/evm/evm-transaction.ts';
+import type { EvmTransferIntent } from '../../api/intents/intent.ts';
+import { startAnvil } from './anvil.ts';
+
+const secret = sha256(new TextEncoder().encode('evm transaction test key'));
+const account = privateKeyToAccount(viemHex(secret));
+const recipient = hexToBytes('0x00000000000000000000000000000000000a11ce');
+
+function intent(over: Partial<EvmTransferIntent> = {}): EvmTransferIntent {
+  return {
+    kind: 'evm.transfer', organization: 'org_test', walletId: 'wal_1', chainId: 31337n, from: hexToBytes(account.address), to: recipient,
+    asset: { kind: 'native' }, amount: parseEther('1.25'), data: new Uint8Array(), maxFee: parseEther('0.01'), idempotencyKey: 'k1', notAfter: 0n, ...over,
+  };
+}
+
+t.test('a digest-signed native transfer is accepted by anvil and credits the exact amount', async (t) => {
+  const anvil = await startAnvil();
+  t.teardown(() => anvil.stop());
+  await anvil.testClient.setBalance({ address: account.address, value: parseEther('10') });
+  const fees = await anvil.publicClient.estimateFeesPerGas();
+  const nonce = await anvil.publicClient.getTransactionCount({ address: account.address });
+  const tx = evmTransaction(intent(), { nonce, gasLimit: 21_000n, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas });
+  const digest = evmSigningDigest(tx);
+  const sig = secp256k1.Signature.fromBytes(secp256k1.sign(digest, secret, { prehash: false, format: 'recovered' }), 'recovered');
+  const raw = evmSignedTransaction(tx, { r: sig.r, s: sig.s, recovery: sig.recovery! });
+  t.equal(await recoverTransactionAddress({ serializedTransaction: raw as `0x02${string}` }), account.address, 'viem recovers the sender');
+
+  const before = await anvil.publicClient.getBalance({ address: viemHex(recipient) });
+  const hash = await anvil.publicClient.sendRawTransaction({ serializedTransaction: raw });
+  const receipt = await anvil.publicClient.waitForTransactionReceipt({ hash });
+  t.equal(receipt.status, 'success');
+  t.equal(receipt.from.toLowerCase(), account.address.toLowerCase());
+  t.equal((await anvil.publicClient.getBalance({ address: viemHex(recipient) })) - before, parseEther('1.25'), 'credited exactly the amount');
+});
+
+t.test('ERC-20 intents become transfer(to, amount) calls to the contract', async (t) => {
+  const contract = hexToBytes('0x00000000000000000000000000000000000c0de0');
+  const tx = evmTransaction(intent({ asset: { kind: 'erc20', contract }, amount: 5n }), { nonce: 0, gasLimit: 60_000n, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n });
+  t.equal(tx.to, viemHex(contract));
+  t.equal(tx.value, 0n);
+  t.equal(tx.data, '0xa9059cbb' + '0'.repeat(24) + '00000000000000000000000000000000000a11ce' + '0'.repeat(63) + '5');
+});
+
+t.test('templates outside the intent are refused', async (t) => {
+  t.throws(() => evmTransaction(intent({ maxFee: 21_000n * 10n - 1n }), { nonce: 0, gasLimit: 21_000n, maxFeePerGas: 10n, maxPriorityFeePerGas: 1n }), EvmTemplateError, 'over the fee ceiling');
+  t.throws(() => evmTransaction(intent(), { nonce: -1, gasLimit: 21_000n, maxFeePerGas: 10n, maxPriorityFeePerGas: 1n }), EvmTemplateError);
+  t.throws(() => evmTransaction(intent(), { nonce: 0, gasLimit: 21_000n, maxFeePerGas: 1n, maxPriorityFeePerGas: 2n }), EvmTemplateError);
+  const a = evmSigningDigest(evmTransaction(intent(), { nonce: 0, gasLimit: 21_000n, maxFeePerGas: 10n, maxPriorityFeePerGas: 1n }));
+  const b = evmSigningDigest(evmTransaction(intent({ amount: parseEther('1.26') }), { nonce: 0, gasLimit: 21_000n, maxFeePerGas: 10n, maxPriorityFeePerGas: 1n }));
+  t.not(viemHex(a), viemHex(b), 'the amount is bound into the digest');
+});
