@@ -1,0 +1,77 @@
+// The output of key generation or reshare. The public package is what every party and the coordinator
+// may know; the secret share is a distinct type that prints as <redacted> and leaves the node only in
+// sealed storage.
+import { InputError } from '../round/errors.ts';
+import { G, Point, parsePoint, parseScalar, pointHex, scalarHex, type Point as P } from '../math/curve.ts';
+import { decodeBlob, encodeBlob } from '../round/machine.ts';
+
+export interface KeyPackage {
+  keyId: string;
+  epoch: number;
+  threshold: number;
+  parties: number[];
+  /** Compressed group public key Y. */
+  groupKey: string;
+  /** Compressed verification share X_j = x_j·G of every party. */
+  verificationShares: Record<string, string>;
+  /** Σ of every dealer's Feldman commitment: coefficient k of the shared polynomial, times G. */
+  groupCommitment: string[];
+  /** 32 bytes hex, jointly random. */
+  chainCode: string;
+}
+
+const REDACTED = '<redacted>';
+
+export class SecretShare {
+  readonly #value: bigint;
+  constructor(readonly id: number, value: bigint) {
+    this.#value = value;
+  }
+  /** For protocol code only. */
+  scalar(): bigint {
+    return this.#value;
+  }
+  toJSON(): string {
+    return REDACTED;
+  }
+  toString(): string {
+    return REDACTED;
+  }
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return `SecretShare(${this.id}, ${REDACTED})`;
+  }
+}
+
+export interface KeyShare {
+  share: SecretShare;
+  pkg: KeyPackage;
+}
+
+/** Checks a package's internal consistency: points valid, X_j from the commitment, Y = C_0. */
+export function checkKeyPackage(pkg: KeyPackage): void {
+  if (pkg.groupCommitment.length !== pkg.threshold) throw new InputError('bad_package', 'group commitment length differs from the threshold');
+  const C = pkg.groupCommitment.map((c, k) => parsePoint(c, `commitment ${k}`));
+  if (pointHex(C[0]!) !== pkg.groupKey) throw new InputError('bad_package', 'group key is not the constant commitment');
+  for (const p of pkg.parties) {
+    const X = parsePoint(pkg.verificationShares[String(p)], `verification share ${p}`);
+    let acc: P = Point.ZERO;
+    for (let k = C.length - 1; k >= 0; k--) acc = acc.multiplyUnsafe(BigInt(p)).add(C[k]!);
+    if (!acc.equals(X)) throw new InputError('bad_package', `verification share ${p} does not match the commitment`);
+  }
+  if (!/^[0-9a-f]{64}$/.test(pkg.chainCode)) throw new InputError('bad_package', 'chain code is 32 bytes');
+}
+
+/** Sealed-storage form of a key share (secret!). */
+export function encodeKeyShare(k: KeyShare): Uint8Array {
+  return encodeBlob('key-share', { id: k.share.id, share: scalarHex(k.share.scalar()), pkg: k.pkg });
+}
+
+export function decodeKeyShare(bytes: Uint8Array): KeyShare {
+  const v = decodeBlob<{ id: number; share: string; pkg: KeyPackage }>('key-share', bytes);
+  const share = new SecretShare(v.id, parseScalar(v.share, 'share'));
+  checkKeyPackage(v.pkg);
+  if (!G.multiply(share.scalar()).equals(parsePoint(v.pkg.verificationShares[String(v.id)], 'own verification share'))) {
+    throw new InputError('bad_package', 'share does not match its verification share');
+  }
+  return { share, pkg: v.pkg };
+}

@@ -1,0 +1,89 @@
+// secp256k1 group helpers over @noble/curves: parsing that validates every received point and scalar,
+// polynomial evaluation, Feldman commitments and Lagrange coefficients. No arithmetic is written here
+// by hand: points and the scalar field are noble's.
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { InputError } from '../round/errors.ts';
+
+export const Point = secp256k1.Point;
+export type Point = InstanceType<typeof secp256k1.Point>;
+export const Fn = secp256k1.Point.Fn;
+export const G = Point.BASE;
+export const ORDER = Fn.ORDER;
+
+/** A scalar from 32-byte big-endian hex; refuses out-of-range values and, unless allowed, zero. */
+export function parseScalar(hex: unknown, what: string, allowZero = false): bigint {
+  if (typeof hex !== 'string' || !/^[0-9a-f]{64}$/.test(hex)) throw new InputError('bad_scalar', `${what}: expected 32-byte hex scalar`);
+  const n = BigInt('0x' + hex);
+  if (n >= ORDER) throw new InputError('bad_scalar', `${what}: scalar out of range`);
+  if (n === 0n && !allowZero) throw new InputError('bad_scalar', `${what}: zero scalar`);
+  return n;
+}
+
+export function scalarHex(n: bigint): string {
+  return bytesToHex(Fn.toBytes(Fn.create(n)));
+}
+
+/** A point from compressed hex; refuses off-curve encodings and the identity. */
+export function parsePoint(hex: unknown, what: string): Point {
+  if (typeof hex !== 'string' || !/^0[23][0-9a-f]{64}$/.test(hex)) throw new InputError('bad_point', `${what}: expected a compressed point`);
+  let p: Point;
+  try {
+    p = Point.fromBytes(hexToBytes(hex));
+    p.assertValidity();
+  } catch {
+    throw new InputError('bad_point', `${what}: not a point on secp256k1`);
+  }
+  if (p.is0()) throw new InputError('bad_point', `${what}: identity point`);
+  return p;
+}
+
+export function pointHex(p: Point): string {
+  return bytesToHex(p.toBytes(true));
+}
+
+/** f(x) for coefficients [a0, a1, ...]. */
+export function polyEval(coeffs: bigint[], x: bigint): bigint {
+  let acc = 0n;
+  for (let i = coeffs.length - 1; i >= 0; i--) acc = Fn.add(Fn.mul(acc, x), coeffs[i]!);
+  return acc;
+}
+
+/** Σ_k C_k · x^k: the public image of a Feldman-committed polynomial at x. */
+export function evalCommitment(commitment: Point[], x: bigint): Point {
+  let acc = Point.ZERO;
+  for (let k = commitment.length - 1; k >= 0; k--) acc = acc.multiplyUnsafe(x).add(commitment[k]!);
+  return acc;
+}
+
+/** λ_i for interpolation at 0 over the identifiers `ids`. */
+export function lagrangeAtZero(ids: bigint[], i: bigint): bigint {
+  if (!ids.includes(i) || new Set(ids).size !== ids.length) throw new InputError('bad_parties', 'lagrange: identifiers must be distinct and include i');
+  let num = 1n;
+  let den = 1n;
+  for (const j of ids) {
+    if (j === i) continue;
+    num = Fn.mul(num, j);
+    den = Fn.mul(den, Fn.sub(j, i));
+  }
+  return Fn.div(num, den);
+}
+
+/** Uniform non-zero scalar from an injected RNG (64 bytes reduced: negligible bias). */
+export function randomScalar(rng: (n: number) => Uint8Array): bigint {
+  for (;;) {
+    const b = rng(64);
+    let n = 0n;
+    for (const x of b) n = (n << 8n) | BigInt(x);
+    n %= ORDER;
+    if (n !== 0n) return n;
+  }
+}
+
+/** Constant-time comparison of equal-length byte strings. */
+export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d |= a[i]! ^ b[i]!;
+  return d === 0;
+}

@@ -1,0 +1,47 @@
+// Domain-separated, unambiguous hashing: SHA-256 over a tag and length-prefixed parts. Every protocol
+// hash goes through here with the session id among its parts.
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex, hexToBytes, utf8ToBytes } from '@noble/hashes/utils.js';
+import { Fn } from './curve.ts';
+
+export type Part = Uint8Array | string | number | bigint;
+
+function encodePart(p: Part): Uint8Array {
+  if (p instanceof Uint8Array) return p;
+  if (typeof p === 'string') return utf8ToBytes(p);
+  if (typeof p === 'number') {
+    if (!Number.isSafeInteger(p) || p < 0) throw new Error('transcript numbers are non-negative integers');
+    return utf8ToBytes(String(p));
+  }
+  return hexToBytes(p.toString(16).padStart(64, '0'));
+}
+
+export function transcript(tag: string, parts: Part[]): Uint8Array {
+  const bufs = [tag, ...parts].map(encodePart);
+  const out = new Uint8Array(bufs.reduce((n, b) => n + 4 + b.length, 0));
+  const view = new DataView(out.buffer);
+  let off = 0;
+  for (const b of bufs) {
+    view.setUint32(off, b.length);
+    out.set(b, off + 4);
+    off += 4 + b.length;
+  }
+  return out;
+}
+
+export function taggedHash(tag: string, parts: Part[]): Uint8Array {
+  return sha256(transcript(tag, parts));
+}
+
+export function taggedHashHex(tag: string, parts: Part[]): string {
+  return bytesToHex(taggedHash(tag, parts));
+}
+
+/** A hash to a scalar (reduced from 64 bytes: two domain-separated halves). */
+export function hashToScalar(tag: string, parts: Part[]): bigint {
+  const a = taggedHash(tag + '/0', parts);
+  const b = taggedHash(tag + '/1', parts);
+  let n = 0n;
+  for (const x of [...a, ...b]) n = (n << 8n) | BigInt(x);
+  return Fn.create(n);
+}
