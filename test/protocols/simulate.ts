@@ -37,6 +37,8 @@ export interface SimOptions {
   /** Serialize and restore every run after each step, to prove runs resume from their bytes. */
   roundTrip?: boolean;
   seed?: string;
+  /** Per-party RNGs replacing the seeded ones (to inject vector randomness). */
+  rngs?: Map<number, Rng>;
 }
 
 export function simulate<P, S, R>(protocol: Protocol<P, S, R>, params: Map<number, P>, opts: SimOptions = {}): SimResult<R> {
@@ -57,7 +59,7 @@ export function simulate<P, S, R>(protocol: Protocol<P, S, R>, params: Map<numbe
     }
   };
   for (const [id, p] of params) {
-    const rng = seededRng(`${opts.seed ?? 'sim'}/${id}`);
+    const rng = opts.rngs?.get(id) ?? seededRng(`${opts.seed ?? 'sim'}/${id}`);
     rngs.set(id, rng);
     const { run, out } = startRun(protocol, p, rng);
     runs.set(id, run);
