@@ -12,11 +12,18 @@ import { NodeRegistry, type AttachedNodeInfo } from './nodes/node-registry.ts';
 import { createLinkHandler } from './nodes/link-server.ts';
 import { SessionHub } from './sessions/session-hub.ts';
 import { KIND_VALUES } from '../node/transport/attach.ts';
+import { KeyStore, type KeyRecord } from './keys/key-store.ts';
+import { KeyService, KeyServiceError } from './keys/key-service.ts';
+import { GrpcStatusError } from '../proto/grpc.ts';
+import { Scheme, Tier } from '../proto/gen/mpc/v1/coordinator_pb.ts';
+import type { TierName } from './keys/tier-policy.ts';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 
 export interface RunningCoordinator {
   port: number;
   registry: NodeRegistry;
   hub: SessionHub;
+  keys: KeyService;
   stop(): Promise<void>;
 }
 
@@ -31,8 +38,22 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
   const db = new Level<string, string>(config.dataDir, { valueEncoding: 'utf8' });
   await db.open();
   const registry = new NodeRegistry(db);
+  const keyStore = new KeyStore(db);
   const hub = new SessionHub({ send: (id, m) => registry.send(id, m), isAttached: (id) => registry.isAttached(id) }, log);
   registry.on('left', (nodeId) => hub.nodeLeft(nodeId));
+  const keys = new KeyService(keyStore, registry, hub, log);
+  const guard = async <T>(f: () => Promise<T>): Promise<T> => {
+    try {
+      return await f();
+    } catch (err) {
+      if (err instanceof KeyServiceError) {
+        const code = { not_found: grpc.status.NOT_FOUND, conflict: grpc.status.FAILED_PRECONDITION, unavailable: grpc.status.UNAVAILABLE, failed: grpc.status.ABORTED, invalid: grpc.status.PERMISSION_DENIED }[err.code];
+        const culprits = err.culprits.length ? ` [culprits: ${err.culprits.join(',')}]` : '';
+        throw new GrpcStatusError(code, err.message + culprits);
+      }
+      throw err;
+    }
+  };
   const server = new grpc.Server({ 'grpc.keepalive_time_ms': 10_000, 'grpc.keepalive_timeout_ms': 5_000 });
 
   addService(server, NodeLinkService, {
@@ -45,6 +66,22 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
     async listNodes() {
       return { nodes: registry.list().map(toWire) };
     },
+    createKey: (req) => guard(async () => ({ key: keyInfo(await keys.createKey({ keyId: req.keyId, owner: req.owner, tier: tierName(req.tier), nodeIds: req.nodeIds, threshold: req.threshold || undefined })) })),
+    getKey: (req) => guard(async () => ({ key: keyInfo(await keys.get(req.keyId)) })),
+    reshare: (req) => guard(async () => ({
+      key: keyInfo(await keys.reshare({ keyId: req.keyId, nodeIds: req.nodeIds, threshold: req.threshold || undefined, targetTier: req.targetTier ? tierName(req.targetTier) : undefined })),
+    })),
+    sign: (req) => guard(async () => {
+      const scheme = req.scheme === Scheme.SCHNORR_TAPROOT ? 'taproot' : req.scheme === Scheme.SCHNORR_BIP340 ? 'bip340' : req.scheme === Scheme.ECDSA ? 'ecdsa' : undefined;
+      if (!scheme) throw new GrpcStatusError(grpc.status.INVALID_ARGUMENT, 'unknown scheme');
+      const a = req.authorization;
+      const out = await keys.sign({
+        keyId: req.keyId, path: req.path, scheme, digests: req.digests.map((d) => bytesToHex(d)),
+        intent: bytesToHex(a?.intent ?? new Uint8Array()), intentSignature: bytesToHex(a?.intentSignature ?? new Uint8Array()),
+        apiKeyId: a?.apiKeyId ?? '', template: bytesToHex(a?.template ?? new Uint8Array()), endUserToken: a?.endUserToken ?? '',
+      });
+      return { signatures: out.signatures.map(hexToBytes), recoveryIds: [], signers: out.signers, publicKey: hexToBytes(out.publicKey) };
+    }),
     watchNodes(_req, call) {
       const send = (nodes: AttachedNodeInfo[]) => call.write({ nodes: nodes.map(toWire) });
       send(registry.list());
@@ -75,6 +112,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
     port,
     registry,
     hub,
+    keys,
     async stop() {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
@@ -88,5 +126,22 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
       });
       await db.close();
     },
+  };
+}
+
+const TIERS: Record<number, TierName | undefined> = { [Tier.HOSTED]: 'hosted', [Tier.SELF]: 'self', [Tier.CUSTOMER_TEE]: 'customer_tee' };
+
+function tierName(t: Tier): TierName {
+  const name = TIERS[t];
+  if (!name) throw new GrpcStatusError(grpc.status.INVALID_ARGUMENT, 'unknown tier');
+  return name;
+}
+
+function keyInfo(k: KeyRecord) {
+  const tier = Object.entries(TIERS).find(([, v]) => v === k.tier)?.[0];
+  return {
+    keyId: k.keyId, owner: k.owner, tier: Number(tier ?? 0), threshold: k.threshold, committee: k.committee, epoch: k.epoch, rotation: k.rotation,
+    publicKey: k.publicKey ? hexToBytes(k.publicKey) : new Uint8Array(), chainCode: k.chainCode ? hexToBytes(k.chainCode) : new Uint8Array(),
+    state: k.state, problem: k.problem ?? '',
   };
 }

@@ -16,6 +16,7 @@ export const NodeConfigSchema = Type.Object({
   tlsCa: Type.Optional(Type.String({ env: 'NODE_TLS_CA', description: 'PEM CA of the coordinator certificate' })),
   tlsCert: Type.Optional(Type.String({ env: 'NODE_TLS_CERT', description: 'PEM client certificate' })),
   tlsKey: Type.Optional(Type.String({ env: 'NODE_TLS_KEY', description: 'PEM client key' })),
+  apiKeysFile: Type.Optional(Type.String({ env: 'NODE_API_KEYS_FILE', description: 'bootstrap API keys: {"<org>": {"<key id>": "<ed25519 public key hex>"}}' })),
   logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'NODE_LOG_LEVEL', default: 'info' }),
 });
 

@@ -11,6 +11,11 @@ import { SealedStore } from './storage/sealed-store.ts';
 import { NodeIdentity } from './runtime/identity.ts';
 import { CoordinatorLink } from './transport/coordinator-link.ts';
 import { KIND_VALUES } from './transport/attach.ts';
+import { SessionHost } from './runtime/session-host.ts';
+import { KeyVault } from './runtime/key-vault.ts';
+import { ApiKeyRegistry } from './runtime/authorization/api-key-registry.ts';
+import { IntentAuthorizer } from './runtime/authorization/sign-authorizer.ts';
+import { nodeProtocols } from './runtime/protocols/node-protocols.ts';
 
 await runMain('node', async () => {
   const config = loadNodeConfig();
@@ -32,10 +37,20 @@ await runMain('node', async () => {
     address: config.coordinator, credentials, identity, kind: KIND_VALUES[config.kind], owner: config.owner,
     software: 'threshold-custody-node/0.1.0', reconnectMinMs: config.reconnectMinMs, reconnectMaxMs: config.reconnectMaxMs, log: nodeLog,
   });
+  const vault = new KeyVault(store);
+  const authorizer = new IntentAuthorizer(ApiKeyRegistry.fromFile(config.apiKeysFile));
+  const host = new SessionHost(identity, (m) => void link.send(m), nodeProtocols({ vault, authorizer }), nodeLog);
+  link.on('session', (b) => {
+    if (b.case === 'open') host.onOpen(b.value);
+    else if (b.case === 'relay' && b.value.envelope) host.onRelay(b.value.envelope);
+    else if (b.case === 'cancel') host.onCancel(b.value.sessionId, b.value.reason);
+  });
+  link.on('detached', () => host.abortAll('detached from the coordinator'));
   link.start();
   return {
     log: nodeLog,
     async stop() {
+      host.abortAll('stopping');
       link.stop();
       await store.close();
     },

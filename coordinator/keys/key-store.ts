@@ -1,6 +1,7 @@
 // The coordinator's durable record of every key: who holds it, at which epoch, and where a reshare
 // stands. It holds no secret: public key, chain code, committee and counters only.
 import type { Level } from 'level';
+import type { KeyPackage } from '../../node/protocols/keys/key-package.ts';
 
 export type KeyState = 'generating' | 'active' | 'resharing' | 'needs_attention' | 'failed';
 
@@ -33,6 +34,8 @@ export interface KeyRecord {
   chainCode: string;
   state: KeyState;
   pending?: PendingEpoch | undefined;
+  /** Public package of the current epoch: verification shares and group commitment (no secret). */
+  pkg?: KeyPackage | undefined;
   /** Why the key needs attention, when it does. */
   problem?: string | undefined;
   createdAtMs: number;

@@ -18,7 +18,7 @@ export type Step =
 export interface PartyProtocol {
   start(): Promise<Step> | Step;
   /** Delivers one verified payload (sender authenticated by the transport). */
-  deliver(from: number, round: number, payload: Uint8Array): Promise<Step> | Step;
+  deliver(from: number, round: number, payload: Uint8Array, broadcast: boolean): Promise<Step> | Step;
   /** Releases secret state after an abort or cancel. */
   dispose(): void;
 }

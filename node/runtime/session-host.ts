@@ -148,7 +148,7 @@ export class SessionHost {
     const key = `${wire.round}/${wire.from}/${wire.to}`;
     if (live.seen.has(key)) return this.relayFault(id, live, `repeated round ${wire.round} message from ${wire.from}`);
     live.seen.add(key);
-    await this.apply(id, live, await live.protocol!.deliver(sender.index, wire.round, payload));
+    await this.apply(id, live, await live.protocol!.deliver(sender.index, wire.round, payload, wire.to === ''));
   }
 
   private relayFault(id: string, live: Live, message: string): void {

@@ -23,7 +23,9 @@ export interface LinkOptions {
 
 type Stream = ReturnType<ServiceClient<(typeof NodeLinkService)['method']>['attach']>;
 
-export class CoordinatorLink extends EventEmitter<{ attached: []; detached: []; refused: [string] }> {
+export type SessionTraffic = Extract<AttachResponse['body'], { case: 'open' | 'relay' | 'cancel' }>;
+
+export class CoordinatorLink extends EventEmitter<{ attached: []; detached: []; refused: [string]; session: [SessionTraffic] }> {
   private client: ServiceClient<(typeof NodeLinkService)['method']>;
   private stream: Stream | undefined;
   private attempt = 0;
@@ -85,6 +87,11 @@ export class CoordinatorLink extends EventEmitter<{ attached: []; detached: []; 
         case 'heartbeat':
           stream.write({ body: { case: 'heartbeat', value: { sequence: body.value.sequence } } });
           break;
+        case 'open':
+        case 'relay':
+        case 'cancel':
+          this.emit('session', body);
+          break;
         case 'refusal':
           log.error({ code: body.value.code }, `coordinator refused this node: ${body.value.message}`);
           this.emit('refused', body.value.code);
@@ -117,6 +124,13 @@ export class CoordinatorLink extends EventEmitter<{ attached: []; detached: []; 
       this.timer = undefined;
       this.connect();
     }, delay);
+  }
+
+  /** Writes on the current stream; false when detached (the message is dropped). */
+  send(msg: Parameters<Stream['write']>[0]): boolean {
+    if (!this.stream || !this.attached) return false;
+    this.stream.write(msg);
+    return true;
   }
 
   stop(): void {

@@ -112,6 +112,11 @@ export class Cluster {
     return p;
   }
 
+  /** Uses a coordinator the test runs in-process (to watch or tamper with what it relays). */
+  useCoordinatorPort(port: number): void {
+    this.coordinatorPort = port;
+  }
+
   async startNode(name: string, extra: Record<string, string> = {}): Promise<{ proc: Proc; nodeId: string }> {
     const p = this.spawn(name, 'node/main.ts', {
       NODE_COORDINATOR: `127.0.0.1:${this.coordinatorPort}`,

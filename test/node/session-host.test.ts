@@ -139,7 +139,7 @@ t.test('a protocol abort names the culprit by node id', async (t) => {
     const p = toy(ctx.myIndex, ctx.parties.length);
     if (i !== 2) return p;
     // Party 3 echoes garbage in round 2.
-    return { ...p, deliver: (f, r, pl) => { const s = p.deliver(f, r, pl) as Step; if (s.kind === 'continue') s.out = s.out.map((o) => ({ ...o, payload: new Uint8Array(16) })); return s; } };
+    return { ...p, deliver: (f, r, pl, b) => { const s = p.deliver(f, r, pl, b) as Step; if (s.kind === 'continue') s.out = s.out.map((o) => ({ ...o, payload: new Uint8Array(16) })); return s; } };
   });
   openAll(net);
   await settle();

@@ -1,0 +1,225 @@
+// Key operations the API asks for: create (DKG), sign (with retry on another qualified subset when a
+// party fails), reshare (two-phase: the new epoch is pending on every receiver, then committed here,
+// and nodes promote it). Party keys in every session come from the registry of authenticated nodes;
+// nodes check them against the committee pinned with their share.
+import { randomBytes } from 'node:crypto';
+import type { Logger } from '../../common/logger.ts';
+import { Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
+import { decodeBlob, encodeBlob } from '../../node/protocols/round/machine.ts';
+import type { KeyPackage } from '../../node/protocols/keys/key-package.ts';
+import type { ReshareMember } from '../../node/protocols/reshare/reshare.ts';
+import type { NodeRegistry } from '../nodes/node-registry.ts';
+import type { SessionHub, SessionOutcome } from '../sessions/session-hub.ts';
+import type { KeyRecord, KeyStore } from './key-store.ts';
+import { committeeFor, PolicyError, type TierName } from './tier-policy.ts';
+
+export class KeyServiceError extends Error {
+  constructor(readonly code: 'not_found' | 'conflict' | 'unavailable' | 'failed' | 'invalid', message: string, readonly culprits: string[] = []) {
+    super(message);
+    this.name = 'KeyServiceError';
+  }
+}
+
+export interface Timeouts {
+  dkgMs: number;
+  signMs: number;
+  reshareMs: number;
+}
+
+export interface SignInput {
+  keyId: string;
+  path: number[];
+  scheme: 'taproot' | 'bip340' | 'ecdsa';
+  digests: string[];
+  intent: string;
+  intentSignature: string;
+  apiKeyId: string;
+  template: string;
+  endUserToken: string;
+}
+
+export interface SignOutput {
+  signatures: string[];
+  publicKey: string;
+  signers: string[];
+}
+
+export class KeyService {
+  private readonly locks = new Map<string, Promise<unknown>>();
+
+  constructor(
+    private readonly keys: KeyStore,
+    private readonly nodes: NodeRegistry,
+    private readonly hub: SessionHub,
+    private readonly log: Logger,
+    private readonly timeouts: Timeouts = { dkgMs: 30_000, signMs: 20_000, reshareMs: 30_000 },
+  ) {}
+
+  /** One key operation at a time per key. */
+  private serialize<T>(keyId: string, f: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(keyId) ?? Promise.resolve();
+    const next = prev.then(f, f);
+    this.locks.set(keyId, next.catch(() => undefined));
+    return next;
+  }
+
+  private party(nodeId: string, index: number): Party {
+    const n = this.nodes.get(nodeId);
+    if (!n) throw new KeyServiceError('unavailable', `node ${nodeId} is not attached`, [nodeId]);
+    return { $typeName: 'mpc.v1.Party', nodeId, index, signingKey: n.signingKey, encryptionKey: n.encryptionKey };
+  }
+
+  async get(keyId: string): Promise<KeyRecord> {
+    const k = await this.keys.get(keyId);
+    if (!k) throw new KeyServiceError('not_found', `no key ${keyId}`);
+    return k;
+  }
+
+  async createKey(input: { keyId: string; owner: string; tier: TierName; nodeIds?: string[]; threshold?: number }): Promise<KeyRecord> {
+    return this.serialize(input.keyId, async () => {
+      if (await this.keys.get(input.keyId)) throw new KeyServiceError('conflict', `key ${input.keyId} exists`);
+      let committee;
+      try {
+        committee = input.nodeIds?.length ? { nodeIds: input.nodeIds, threshold: input.threshold ?? input.nodeIds.length } : committeeFor(input.tier, input.owner, this.nodes.list());
+      } catch (err) {
+        if (err instanceof PolicyError) throw new KeyServiceError('unavailable', err.message);
+        throw err;
+      }
+      const now = Date.now();
+      const record: KeyRecord = {
+        v: 1, keyId: input.keyId, owner: input.owner, tier: input.tier, threshold: committee.threshold,
+        committee: committee.nodeIds.map((nodeId, i) => ({ nodeId, index: i + 1 })), epoch: 0, rotation: 0, publicKey: '', chainCode: '',
+        state: 'generating', createdAtMs: now, updatedAtMs: now,
+      };
+      await this.keys.put(record);
+      const parties = record.committee.map((m) => this.party(m.nodeId, m.index));
+      const outcome = await this.hub.run({
+        sessionId: new Uint8Array(randomBytes(32)), protocol: Protocol.DKG, keyId: input.keyId, parties,
+        params: encodeBlob('dkg-params', { keyId: input.keyId, owner: input.owner, epoch: 0, threshold: committee.threshold }), timeoutMs: this.timeouts.dkgMs,
+      });
+      const pkg = this.agreedPackage(outcome, 'dkg-result');
+      if (!pkg) {
+        await this.keys.put({ ...record, state: 'failed', problem: outcome.ok ? 'parties disagree on the key' : outcome.message, updatedAtMs: Date.now() });
+        throw new KeyServiceError('failed', `key generation failed: ${outcome.ok ? 'parties disagree' : outcome.message}`, outcome.ok ? [] : outcome.culprits);
+      }
+      const done: KeyRecord = { ...record, publicKey: pkg.groupKey, chainCode: pkg.chainCode, pkg, state: 'active', updatedAtMs: Date.now() };
+      await this.keys.put(done);
+      this.log.info({ keyId: input.keyId, committee: committee.nodeIds }, 'key generated');
+      return done;
+    });
+  }
+
+  private agreedPackage(outcome: SessionOutcome, kind: string): KeyPackage | undefined {
+    if (!outcome.ok) return undefined;
+    const pkgs = [...outcome.results.values()].map((r) => JSON.stringify(decodeBlob<{ pkg: KeyPackage }>(kind, r).pkg));
+    if (new Set(pkgs).size !== 1) return undefined;
+    return JSON.parse(pkgs[0]!) as KeyPackage;
+  }
+
+  async sign(input: SignInput): Promise<SignOutput> {
+    const key = await this.get(input.keyId);
+    if (key.state !== 'active' && key.state !== 'resharing' && key.state !== 'needs_attention') throw new KeyServiceError('conflict', `key ${input.keyId} is ${key.state}`);
+    if (input.scheme === 'ecdsa') throw new KeyServiceError('invalid', 'ECDSA signing is not available on this cluster yet');
+    const excluded = new Set<string>();
+    let last: SessionOutcome | undefined;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const candidates = key.committee.filter((m) => this.nodes.isAttached(m.nodeId) && !excluded.has(m.nodeId));
+      if (candidates.length < key.threshold) break;
+      const signers = candidates.slice(0, key.threshold);
+      const params: Record<string, unknown> = { ...input, epoch: key.epoch };
+      delete params.keyId;
+      const outcome = await this.hub.run({
+        sessionId: new Uint8Array(randomBytes(32)), protocol: Protocol.SIGN_SCHNORR, keyId: input.keyId,
+        parties: signers.map((m) => this.party(m.nodeId, m.index)), params: encodeBlob('sign-params', { keyId: input.keyId, ...params }), timeoutMs: this.timeouts.signMs,
+      });
+      if (outcome.ok) {
+        const results = [...outcome.results.values()].map((r) => decodeBlob<{ signatures: string[]; publicKey: string }>('sign-result', r));
+        if (new Set(results.map((r) => JSON.stringify(r))).size !== 1) throw new KeyServiceError('failed', 'signers returned different signatures');
+        return { signatures: results[0]!.signatures, publicKey: results[0]!.publicKey, signers: signers.map((s) => s.nodeId) };
+      }
+      last = outcome;
+      // A refusal on authorization is final: another subset would refuse too.
+      if (outcome.code === 'party_failed' && outcome.reports.some((r) => REFUSALS.has(r.code))) {
+        throw new KeyServiceError('invalid', `refused by the nodes: ${outcome.reports.map((r) => `${r.code}: ${r.message}`).join('; ')}`);
+      }
+      this.log.warn({ keyId: input.keyId, attempt, culprits: outcome.culprits, code: outcome.code }, 'signing attempt failed; retrying without the culprits');
+      if (!outcome.culprits.length) break;
+      for (const c of outcome.culprits) excluded.add(c);
+    }
+    throw new KeyServiceError('failed', `signing failed: ${last ? (last.ok ? '' : last.message) : 'not enough nodes attached'}`, last && !last.ok ? last.culprits : []);
+  }
+
+  async reshare(input: { keyId: string; nodeIds?: string[]; threshold?: number; targetTier?: TierName }): Promise<KeyRecord> {
+    return this.serialize(input.keyId, async () => {
+      const key = await this.get(input.keyId);
+      if (key.state !== 'active' && key.state !== 'needs_attention') throw new KeyServiceError('conflict', `key ${input.keyId} is ${key.state}`);
+      let target: { nodeIds: string[]; threshold: number };
+      try {
+        target = input.nodeIds?.length
+          ? { nodeIds: input.nodeIds, threshold: input.threshold ?? key.threshold }
+          : input.targetTier
+            ? committeeFor(input.targetTier, key.owner, this.nodes.list())
+            : { nodeIds: key.committee.map((m) => m.nodeId), threshold: key.threshold };
+      } catch (err) {
+        if (err instanceof PolicyError) throw new KeyServiceError('unavailable', err.message);
+        throw err;
+      }
+      const dealers = key.committee.filter((m) => this.nodes.isAttached(m.nodeId)).sort((a, b) => Number(target.nodeIds.includes(b.nodeId)) - Number(target.nodeIds.includes(a.nodeId))).slice(0, key.threshold);
+      if (dealers.length < key.threshold) throw new KeyServiceError('unavailable', `need ${key.threshold} attached members of the current committee`);
+      const union = [...new Set([...dealers.map((d) => d.nodeId), ...target.nodeIds])];
+      const members: ReshareMember[] = union.map((nodeId, i) => {
+        const m: ReshareMember = { party: i + 1 };
+        const d = dealers.find((x) => x.nodeId === nodeId);
+        if (d) m.oldId = d.index;
+        const j = target.nodeIds.indexOf(nodeId);
+        if (j >= 0) m.newId = j + 1;
+        return m;
+      });
+      const oldPkg = key.pkg;
+      if (!oldPkg) throw new KeyServiceError('unavailable', 'the public package of this epoch is not known');
+      const newEpoch = key.epoch + 1;
+      await this.keys.put({ ...key, state: 'resharing', updatedAtMs: Date.now() });
+      const outcome = await this.hub.run({
+        sessionId: new Uint8Array(randomBytes(32)), protocol: Protocol.RESHARE, keyId: key.keyId,
+        parties: union.map((nodeId, i) => this.party(nodeId, i + 1)),
+        params: encodeBlob('reshare-params', { keyId: key.keyId, owner: key.owner, oldPkg, newEpoch, newThreshold: target.threshold, members }),
+        timeoutMs: this.timeouts.reshareMs,
+      });
+      const pkg = this.agreedPackage(outcome, 'reshare-result');
+      if (!pkg || pkg.groupKey !== key.publicKey) {
+        const problem = outcome.ok ? 'reshare results disagree' : outcome.message;
+        await this.keys.put({ ...key, state: 'needs_attention', problem: `reshare to epoch ${newEpoch} failed: ${problem}`, updatedAtMs: Date.now() });
+        for (const nodeId of target.nodeIds) void this.epochSession(Protocol.ABANDON_EPOCH, key.keyId, newEpoch, nodeId).catch(() => undefined);
+        this.log.warn({ keyId: key.keyId, problem }, 'reshare failed; the old epoch stays in force');
+        throw new KeyServiceError('failed', `reshare failed: ${problem}`, outcome.ok ? [] : outcome.culprits);
+      }
+      // Every receiver stored the pending epoch before reporting: commit here, then tell the nodes.
+      const committed: KeyRecord = {
+        ...key, epoch: newEpoch, rotation: key.rotation + 1, threshold: target.threshold,
+        committee: target.nodeIds.map((nodeId, i) => ({ nodeId, index: i + 1 })), state: 'active', problem: undefined, pending: undefined,
+        tier: input.targetTier ?? key.tier, pkg, updatedAtMs: Date.now(),
+      };
+      await this.keys.put(committed);
+      // Every member of the old and the new committee hears of the commit: receivers promote their
+      // pending share, members that left delete theirs. A node that is away now refuses the old epoch
+      // anyway (every session names the epoch) and deletes it on the next commit it hears.
+      const everyone = [...new Set([...key.committee.map((m) => m.nodeId), ...target.nodeIds])].filter((n) => this.nodes.isAttached(n));
+      const notified = await Promise.allSettled(everyone.map((nodeId) => this.epochSession(Protocol.COMMIT_EPOCH, key.keyId, newEpoch, nodeId)));
+      const missed = everyone.filter((_, i) => notified[i]!.status === 'rejected');
+      if (missed.length) this.log.warn({ keyId: key.keyId, missed }, 'some nodes did not confirm the epoch commit');
+      this.log.info({ keyId: key.keyId, epoch: newEpoch, committee: target.nodeIds }, 'reshare committed');
+      return committed;
+    });
+  }
+
+  private async epochSession(protocol: Protocol, keyId: string, epoch: number, nodeId: string): Promise<void> {
+    const outcome = await this.hub.run({
+      sessionId: new Uint8Array(randomBytes(32)), protocol, keyId, parties: [this.party(nodeId, 1)],
+      params: encodeBlob('epoch-params', { keyId, epoch }), timeoutMs: 10_000,
+    });
+    if (!outcome.ok) throw new KeyServiceError('failed', outcome.message);
+  }
+}
+
+const REFUSALS = new Set(['bad_intent', 'wrong_organization', 'unknown_api_key', 'bad_intent_signature', 'intent_expired', 'digest_mismatch', 'wrong_scheme', 'wrong_sender', 'bad_template', 'foreign_input', 'wrong_inputs', 'wrong_outputs', 'fee_ceiling', 'unsupported_scheme']);
+

@@ -1,0 +1,136 @@
+// The check a node runs before it contributes to any signature (DESIGN.md "Trust"): the intent verifies
+// under an active API key of the key's organization, has not expired, sends from the address of the key
+// and path being signed with, and every digest requested is one this node recomputes from the intent
+// and the service's template. A node refuses anything else, whatever the coordinator or API says.
+import * as bitcoin from 'bitcoinjs-lib';
+import * as ecc from '@bitcoinerlab/secp256k1';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { publicKeyToAddress } from 'viem/utils';
+import { toHex as viemHex } from 'viem';
+import { decodeIntent, verifyIntentSignature, type BtcTransferIntent, type EvmTransferIntent, type Intent } from '../../../api/intents/intent.ts';
+import { IntentFormatError } from '../../../api/intents/canonical.ts';
+import { evmSigningDigest, evmTransaction, EvmTemplateError, type EvmTemplate } from '../../../api/chains/evm/evm-transaction.ts';
+import { derive } from '../../protocols/derive/bip32.ts';
+import { outputKey } from '../../protocols/frost/taproot.ts';
+import { pointHex } from '../../protocols/math/curve.ts';
+import { decodeBlob } from '../../protocols/round/machine.ts';
+import { SessionRefused } from '../session-host.ts';
+import type { ApiKeyRegistry } from './api-key-registry.ts';
+
+export type SignScheme = 'ecdsa' | 'taproot' | 'bip340';
+
+export interface SignRequestView {
+  owner: string;
+  groupKey: string;
+  chainCode: string;
+  path: number[];
+  scheme: SignScheme;
+  digests: string[];
+  intent: string;
+  intentSignature: string;
+  apiKeyId: string;
+  template: string;
+  endUserToken: string;
+}
+
+export interface SignAuthorizer {
+  authorize(req: SignRequestView): Promise<void>;
+}
+
+bitcoin.initEccLib(ecc);
+
+const NETWORKS: Record<BtcTransferIntent['network'], bitcoin.Network> = {
+  mainnet: bitcoin.networks.bitcoin,
+  testnet: bitcoin.networks.testnet,
+  signet: bitcoin.networks.testnet,
+  regtest: bitcoin.networks.regtest,
+};
+
+const refuse = (code: string, message: string): never => {
+  throw new SessionRefused(code, message);
+};
+
+export class IntentAuthorizer implements SignAuthorizer {
+  constructor(private readonly keys: ApiKeyRegistry, private readonly now: () => number = Date.now) {}
+
+  async authorize(req: SignRequestView): Promise<void> {
+    let bytes: Uint8Array;
+    let intent: Intent;
+    try {
+      bytes = hexToBytes(req.intent);
+      intent = decodeIntent(bytes);
+    } catch (err) {
+      return refuse('bad_intent', err instanceof IntentFormatError ? err.message : 'intent is not hex');
+    }
+    if (intent.organization !== req.owner) refuse('wrong_organization', 'the intent names another organization than the key\'s owner');
+    const pub = this.keys.active(req.owner, req.apiKeyId);
+    if (!pub) refuse('unknown_api_key', `API key ${req.apiKeyId} is not active for ${req.owner}`);
+    if (!/^[0-9a-f]{128}$/.test(req.intentSignature) || !verifyIntentSignature(bytes, hexToBytes(req.intentSignature), pub!)) {
+      refuse('bad_intent_signature', 'intent signature does not verify');
+    }
+    if (intent.notAfter !== 0n && BigInt(Math.floor(this.now() / 1000)) > intent.notAfter) refuse('intent_expired', 'the intent has expired');
+    const derived = derive(req.groupKey, req.chainCode, req.path).publicKey;
+    const expected = intent.kind === 'evm.transfer' ? this.evmDigests(intent, req, pointHex(derived)) : this.btcDigests(intent, req, pointHex(derived));
+    if (expected.length !== req.digests.length || expected.some((d, i) => d !== req.digests[i])) {
+      refuse('digest_mismatch', 'the digests asked for are not the ones this intent and template produce');
+    }
+  }
+
+  private evmDigests(intent: EvmTransferIntent, req: SignRequestView, derivedKey: string): string[] {
+    if (req.scheme !== 'ecdsa') refuse('wrong_scheme', 'EVM transactions are signed with ECDSA');
+    const from = publicKeyToAddress(viemHex(hexToBytes(derivedKey)) as `0x${string}`).toLowerCase();
+    if (from !== viemHex(intent.from).toLowerCase()) refuse('wrong_sender', 'the intent sends from another address than this key and path');
+    let t: EvmTemplate;
+    try {
+      const raw = decodeBlob<{ nonce: number; gasLimit: string; maxFeePerGas: string; maxPriorityFeePerGas: string }>('evm-template', hexToBytes(req.template));
+      t = { nonce: raw.nonce, gasLimit: BigInt(raw.gasLimit), maxFeePerGas: BigInt(raw.maxFeePerGas), maxPriorityFeePerGas: BigInt(raw.maxPriorityFeePerGas) };
+      return [bytesToHex(evmSigningDigest(evmTransaction(intent, t)))];
+    } catch (err) {
+      return refuse('bad_template', err instanceof EvmTemplateError ? err.message : 'malformed EVM template');
+    }
+  }
+
+  private btcDigests(intent: BtcTransferIntent, req: SignRequestView, derivedKey: string): string[] {
+    if (req.scheme !== 'taproot') refuse('unsupported_scheme', 'Bitcoin intents are signed here for P2TR key-path spends');
+    const network = NETWORKS[intent.network];
+    const own = bitcoin.payments.p2tr({ pubkey: outputKey(derivedKey), network });
+    if (own.address !== intent.from) refuse('wrong_sender', 'the intent spends from another address than this key and path');
+    let tx: bitcoin.Transaction;
+    let prevouts: { script: Uint8Array; value: bigint }[];
+    try {
+      const t = decodeBlob<{ tx: string; prevouts: { script: string; value: string }[] }>('btc-template', hexToBytes(req.template));
+      tx = bitcoin.Transaction.fromHex(t.tx);
+      prevouts = t.prevouts.map((p) => ({ script: hexToBytes(p.script), value: BigInt(p.value) }));
+    } catch {
+      return refuse('bad_template', 'malformed Bitcoin template');
+    }
+    if (prevouts.length !== tx.ins.length || tx.ins.length === 0) refuse('bad_template', 'one spent output per input');
+    for (const p of prevouts) if (bytesToHex(p.script) !== bytesToHex(own.output!)) refuse('foreign_input', 'an input does not spend from the intent\'s address');
+    if (intent.inputs.length) {
+      const want = intent.inputs.map((i) => `${bytesToHex(i.txid)}:${i.vout}`).sort();
+      const got = tx.ins.map((i) => `${bytesToHex(Uint8Array.from(i.hash).reverse())}:${i.index}`).sort();
+      if (want.join() !== got.join()) refuse('wrong_inputs', 'the inputs differ from the intent\'s');
+    }
+    // Every intent output exactly once, everything else is change back to the sender.
+    const outs = tx.outs.map((o) => ({ script: bytesToHex(o.script), value: BigInt(o.value) }));
+    for (const o of intent.outputs) {
+      let script: string;
+      try {
+        script = bytesToHex(bitcoin.address.toOutputScript(o.address, network));
+      } catch {
+        return refuse('bad_intent', `output address ${o.address} is not valid on ${intent.network}`);
+      }
+      const at = outs.findIndex((x) => x.script === script && x.value === o.amount);
+      if (at < 0) refuse('wrong_outputs', `the transaction does not pay ${o.amount} sat to ${o.address}`);
+      outs.splice(at, 1);
+    }
+    if (outs.some((o) => o.script !== bytesToHex(own.output!))) refuse('wrong_outputs', 'an extra output does not return change to the sender');
+    const fee = prevouts.reduce((a, p) => a + p.value, 0n) - tx.outs.reduce((a, o) => a + BigInt(o.value), 0n);
+    // Signed size: each key-path input adds a 64-byte signature witness (1 item + length = 66 bytes).
+    const vsize = BigInt(Math.ceil((tx.weight() + (tx.hasWitnesses() ? 0 : 2) + tx.ins.length * 66) / 4));
+    if (fee < 0n) refuse('bad_template', 'outputs exceed inputs');
+    if (fee > intent.maxFee) refuse('fee_ceiling', `fee ${fee} sat exceeds the intent's ${intent.maxFee}`);
+    if (fee > intent.maxFeeRate * vsize) refuse('fee_ceiling', `fee rate exceeds ${intent.maxFeeRate} sat/vB`);
+    return tx.ins.map((_, i) => bytesToHex(tx.hashForWitnessV1(i, prevouts.map((p) => p.script), prevouts.map((p) => p.value), bitcoin.Transaction.SIGHASH_DEFAULT)));
+  }
+}

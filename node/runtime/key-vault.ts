@@ -1,0 +1,108 @@
+// The node's key shares and the marks that keep nonces single-use, in its sealed store. A key has a
+// current epoch and, during a reshare, a pending one; the committee each share belongs to is pinned
+// with it (node ids and identity keys), so a coordinator cannot swap in other nodes later.
+import type { SealedStore } from '../storage/sealed-store.ts';
+import { decodeKeyShare, encodeKeyShare, type KeyShare } from '../protocols/keys/key-package.ts';
+
+export interface PinnedMember {
+  index: number;
+  nodeId: string;
+  signingKey: string;
+  encryptionKey: string;
+}
+
+export interface StoredKey {
+  key: KeyShare;
+  /** Organization that owns the key; intents must name it. */
+  owner: string;
+  committee: PinnedMember[];
+}
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+export class KeyVaultError extends Error {
+  constructor(readonly code: 'unknown_key' | 'session_reused' | 'no_pending' | 'epoch_mismatch', message: string) {
+    super(message);
+    this.name = 'KeyVaultError';
+  }
+}
+
+export class KeyVault {
+  /** Session ids claimed in this process but maybe not yet on disk: closes the check-then-write gap. */
+  private readonly claiming = new Set<string>();
+
+  constructor(private readonly store: SealedStore) {}
+
+  private async read(keyId: string, slot: 'current' | 'pending'): Promise<StoredKey | undefined> {
+    const share = await this.store.getSecret(`key/${keyId}/${slot}/share`);
+    const committee = await this.store.get(`key/${keyId}/${slot}/committee`);
+    if (!share || !committee) return undefined;
+    const meta = JSON.parse(dec.decode(committee)) as { owner: string; committee: PinnedMember[] };
+    return { key: decodeKeyShare(share), owner: meta.owner, committee: meta.committee };
+  }
+
+  current(keyId: string): Promise<StoredKey | undefined> {
+    return this.read(keyId, 'current');
+  }
+
+  pending(keyId: string): Promise<StoredKey | undefined> {
+    return this.read(keyId, 'pending');
+  }
+
+  private ops(keyId: string, slot: 'current' | 'pending', k: StoredKey) {
+    return [
+      { type: 'put' as const, key: `key/${keyId}/${slot}/share`, value: encodeKeyShare(k.key), secret: true },
+      { type: 'put' as const, key: `key/${keyId}/${slot}/committee`, value: enc.encode(JSON.stringify({ owner: k.owner, committee: k.committee })) },
+    ];
+  }
+
+  /** A fresh key from DKG: becomes current at once (there is no older epoch to protect). */
+  async putNew(keyId: string, k: StoredKey): Promise<void> {
+    if (await this.current(keyId)) throw new KeyVaultError('epoch_mismatch', `key ${keyId} already exists here`);
+    await this.store.batch(this.ops(keyId, 'current', k));
+  }
+
+  async putPending(keyId: string, k: StoredKey): Promise<void> {
+    await this.store.batch(this.ops(keyId, 'pending', k));
+  }
+
+  /** Second phase of a reshare, in one batch: pending becomes current; a node that left drops its share. */
+  async commit(keyId: string, epoch: number): Promise<'promoted' | 'removed' | 'already'> {
+    const pending = await this.pending(keyId);
+    const current = await this.current(keyId);
+    if (pending) {
+      if (pending.key.pkg.epoch !== epoch) throw new KeyVaultError('epoch_mismatch', `pending epoch is ${pending.key.pkg.epoch}, not ${epoch}`);
+      await this.store.batch([
+        ...this.ops(keyId, 'current', pending),
+        { type: 'del', key: `key/${keyId}/pending/share` },
+        { type: 'del', key: `key/${keyId}/pending/committee` },
+      ]);
+      return 'promoted';
+    }
+    if (current && current.key.pkg.epoch < epoch) {
+      await this.store.batch([{ type: 'del', key: `key/${keyId}/current/share` }, { type: 'del', key: `key/${keyId}/current/committee` }]);
+      return 'removed';
+    }
+    if (current && current.key.pkg.epoch === epoch) return 'already';
+    throw new KeyVaultError('no_pending', `no pending epoch ${epoch} for ${keyId}`);
+  }
+
+  async abandon(keyId: string, epoch: number): Promise<void> {
+    const pending = await this.pending(keyId);
+    if (pending && pending.key.pkg.epoch === epoch) {
+      await this.store.batch([{ type: 'del', key: `key/${keyId}/pending/share` }, { type: 'del', key: `key/${keyId}/pending/committee` }]);
+    }
+  }
+
+  /**
+   * Marks a signing session's nonces used, durably, before anything derived from them leaves the
+   * node. A session id is accepted once, ever.
+   */
+  async claimSession(sessionId: string): Promise<void> {
+    const k = `used/${sessionId}`;
+    if (this.claiming.has(sessionId) || (await this.store.get(k))) throw new KeyVaultError('session_reused', 'this session id was used before');
+    this.claiming.add(sessionId);
+    await this.store.put(k, new Uint8Array([1]));
+  }
+}

@@ -1,0 +1,160 @@
+// Builds the protocol run for each session the coordinator opens, after the node's own checks: the key
+// and epoch exist here, the session's parties are the committee pinned with the key, and for signing
+// the authorization (intent, API key, digests) holds. Secrets are stored before a public result leaves.
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { taggedDigest } from '../../../common/bytes.ts';
+import { Protocol, type Party } from '../../../proto/gen/mpc/v1/session_pb.ts';
+import { encodeBlob } from '../../protocols/round/machine.ts';
+import { dkg } from '../../protocols/dkg/dkg.ts';
+import { frostSign, type FrostSuite } from '../../protocols/frost/frost-sign.ts';
+import { reshare, type ReshareMember, type ReshareResult } from '../../protocols/reshare/reshare.ts';
+import { scalarHex } from '../../protocols/math/curve.ts';
+import type { KeyPackage } from '../../protocols/keys/key-package.ts';
+import { SessionRefused, type ProtocolFactory, type SessionContext } from '../session-host.ts';
+import type { PartyProtocol } from '../party-protocol.ts';
+import type { KeyVault, PinnedMember } from '../key-vault.ts';
+import type { SignAuthorizer, SignScheme } from '../authorization/sign-authorizer.ts';
+import { readParams, runProtocol } from './run-protocol.ts';
+
+export interface DkgSessionParams {
+  keyId: string;
+  owner: string;
+  epoch: number;
+  threshold: number;
+}
+
+export interface SignSessionParams {
+  keyId: string;
+  epoch: number;
+  path: number[];
+  scheme: SignScheme;
+  digests: string[];
+  intent: string;
+  intentSignature: string;
+  apiKeyId: string;
+  template: string;
+  endUserToken: string;
+}
+
+export interface ReshareSessionParams {
+  keyId: string;
+  owner: string;
+  oldPkg: KeyPackage;
+  newEpoch: number;
+  newThreshold: number;
+  members: ReshareMember[];
+}
+
+export interface EpochSessionParams {
+  keyId: string;
+  epoch: number;
+}
+
+const pin = (parties: Party[], indexOf: (p: Party) => number | undefined): PinnedMember[] =>
+  parties
+    .filter((p) => indexOf(p) !== undefined)
+    .map((p) => ({ index: indexOf(p)!, nodeId: p.nodeId, signingKey: bytesToHex(p.signingKey), encryptionKey: bytesToHex(p.encryptionKey) }))
+    .sort((a, b) => a.index - b.index);
+
+/** Every session party must be the pinned committee member with the same index and keys. */
+function checkAgainstCommittee(ctx: SessionContext, committee: PinnedMember[], indexOf: (p: Party) => number | undefined): void {
+  for (const p of ctx.parties) {
+    const idx = indexOf(p);
+    if (idx === undefined) continue;
+    const m = committee.find((c) => c.index === idx);
+    if (!m || m.nodeId !== p.nodeId || m.signingKey !== bytesToHex(p.signingKey) || m.encryptionKey !== bytesToHex(p.encryptionKey)) {
+      throw new SessionRefused('committee_mismatch', `party ${p.nodeId} is not committee member ${idx} of this key`);
+    }
+  }
+}
+
+export interface NodeProtocolDeps {
+  vault: KeyVault;
+  authorizer: SignAuthorizer;
+}
+
+export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
+  const { vault, authorizer } = deps;
+  const sessionHex = (ctx: SessionContext) => bytesToHex(ctx.open.sessionId);
+
+  return async (ctx): Promise<PartyProtocol> => {
+    const me = ctx.myIndex;
+    const indexes = ctx.parties.map((p) => p.index);
+    switch (ctx.open.protocol) {
+      case Protocol.DKG: {
+        const p = readParams<DkgSessionParams>('dkg-params', ctx.open.params);
+        if (await vault.current(p.keyId)) throw new SessionRefused('key_exists', `key ${p.keyId} already exists on this node`);
+        return runProtocol(dkg, me, [{ sessionId: sessionHex(ctx), keyId: p.keyId, epoch: p.epoch, threshold: p.threshold, parties: indexes, me }], ([k]) => ({
+          result: encodeBlob('dkg-result', { pkg: k!.pkg }),
+          commit: () => vault.putNew(p.keyId, { key: k!, owner: p.owner, committee: pin(ctx.parties, (x) => x.index) }),
+        }));
+      }
+      case Protocol.SIGN_SCHNORR: {
+        const p = readParams<SignSessionParams>('sign-params', ctx.open.params);
+        let stored = await vault.current(p.keyId);
+        // The coordinator commits a reshare before nodes hear of it: a pending epoch it signs with is committed.
+        if (stored && stored.key.pkg.epoch < p.epoch && (await vault.pending(p.keyId))?.key.pkg.epoch === p.epoch) {
+          await vault.commit(p.keyId, p.epoch);
+          stored = await vault.current(p.keyId);
+        }
+        if (!stored) throw new SessionRefused('unknown_key', `no share of ${p.keyId} here`);
+        if (stored.key.pkg.epoch !== p.epoch) throw new SessionRefused('epoch_mismatch', `this node holds epoch ${stored.key.pkg.epoch}, not ${p.epoch}`);
+        checkAgainstCommittee(ctx, stored.committee, (x) => x.index);
+        if (p.scheme !== 'taproot' && p.scheme !== 'bip340') throw new SessionRefused('wrong_scheme', 'Schnorr sessions sign taproot or bip340');
+        if (!Array.isArray(p.digests) || p.digests.length < 1 || p.digests.length > 256) throw new SessionRefused('bad_params', '1 to 256 digests');
+        await authorizer.authorize({ ...p, owner: stored.owner, groupKey: stored.key.pkg.groupKey, chainCode: stored.key.pkg.chainCode });
+        // Nonces of this session are single-use from here on, across restarts.
+        await vault.claimSession(sessionHex(ctx));
+        const key = { id: stored.key.share.id, share: scalarHex(stored.key.share.scalar()), pkg: stored.key.pkg };
+        const suite: FrostSuite = p.scheme;
+        const params = p.digests.map((message, i) => ({ sessionId: bytesToHex(sessionDigest(ctx.open.sessionId, i)), suite, message, signers: indexes, me, key, path: p.path }));
+        return runProtocol(frostSign, me, params, (sigs) => ({ result: encodeBlob('sign-result', { signatures: sigs.map((s) => s.signature), publicKey: sigs[0]!.publicKey }) }));
+      }
+      case Protocol.RESHARE: {
+        const p = readParams<ReshareSessionParams>('reshare-params', ctx.open.params);
+        const mine = p.members.find((m) => m.party === me);
+        if (!mine) throw new SessionRefused('not_a_party', 'this node is not a reshare member');
+        let oldShare: { id: number; share: string } | undefined;
+        if (mine.oldId !== undefined) {
+          const stored = await vault.current(p.keyId);
+          if (!stored) throw new SessionRefused('unknown_key', `no share of ${p.keyId} here`);
+          if (JSON.stringify(stored.key.pkg) !== JSON.stringify(p.oldPkg)) throw new SessionRefused('package_mismatch', 'the old package differs from the one stored here');
+          if (stored.key.share.id !== mine.oldId) throw new SessionRefused('bad_params', 'wrong old id for this node');
+          const byParty = new Map(p.members.map((m) => [m.party, m]));
+          checkAgainstCommittee(ctx, stored.committee, (x) => byParty.get(x.index)?.oldId);
+          oldShare = { id: stored.key.share.id, share: scalarHex(stored.key.share.scalar()) };
+        }
+        const byParty = new Map(p.members.map((m) => [m.party, m]));
+        const params = { sessionId: sessionHex(ctx), members: p.members, me, oldPkg: p.oldPkg, newThreshold: p.newThreshold, newEpoch: p.newEpoch, ...(oldShare ? { oldShare } : {}) };
+        return runProtocol(reshare, me, [params], ([r]: ReshareResult[]) => {
+          const pkg = r!.kind === 'receiver' ? r!.key.pkg : r!.pkg;
+          const out = { result: encodeBlob('reshare-result', { pkg }) };
+          if (r!.kind !== 'receiver') return out;
+          return { ...out, commit: () => vault.putPending(p.keyId, { key: r!.key, owner: p.owner, committee: pin(ctx.parties, (x) => byParty.get(x.index)?.newId) }) };
+        });
+      }
+      case Protocol.COMMIT_EPOCH:
+      case Protocol.ABANDON_EPOCH: {
+        const p = readParams<EpochSessionParams>('epoch-params', ctx.open.params);
+        const commit = ctx.open.protocol === Protocol.COMMIT_EPOCH;
+        let outcome = 'abandoned';
+        return {
+          start: async () => {
+            if (commit) outcome = await vault.commit(p.keyId, p.epoch);
+            else await vault.abandon(p.keyId, p.epoch);
+            return { kind: 'done', out: [], result: encodeBlob('epoch-result', { outcome }) };
+          },
+          deliver: () => ({ kind: 'abort', code: 'bad_message', message: 'no messages in this session', culprits: [] }),
+          dispose() {},
+        };
+      }
+      default:
+        throw new SessionRefused('unsupported_protocol', `protocol ${ctx.open.protocol} is not supported by this node`);
+    }
+  };
+}
+
+/** A distinct session id per digest of a multi-digest session. */
+function sessionDigest(sessionId: Uint8Array, i: number): Uint8Array {
+  return taggedDigest('custody/sign/instance/v1', [sessionId, String(i)]);
+}

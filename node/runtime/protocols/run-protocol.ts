@@ -1,0 +1,98 @@
+// Adapts pure protocols (node/protocols) to the runtime's PartyProtocol. Several runs of the same
+// protocol can go in one session (one FROST or ECDSA run per digest): their messages for the same
+// recipient and round travel together as one batch payload.
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { randomBytes } from 'node:crypto';
+import { decodeBlob, deliver, encodeBlob, startRun, type Message, type Protocol, type Run } from '../../protocols/round/machine.ts';
+import { InputError, ProtocolAbort } from '../../protocols/round/errors.ts';
+import type { Outgoing, PartyProtocol, Step } from '../party-protocol.ts';
+
+export const systemRng = (n: number): Uint8Array => new Uint8Array(randomBytes(n));
+
+export interface Finish {
+  result: Uint8Array;
+  commit?: () => Promise<void>;
+}
+
+function group(me: number, msgs: Message[][]): Outgoing[] {
+  const keys = new Map<string, { to: number | 'all'; round: number; parts: string[] }>();
+  msgs.forEach((out, i) => {
+    for (const m of out) {
+      if (m.from !== me) throw new Error('protocol produced a message from another party');
+      const k = `${m.round}:${m.to}`;
+      const g = keys.get(k) ?? { to: m.to, round: m.round, parts: new Array(msgs.length).fill('') };
+      g.parts[i] = bytesToHex(m.payload);
+      keys.set(k, g);
+    }
+  });
+  return [...keys.values()].map((g) => ({ to: g.to, round: g.round, payload: encodeBlob('batch/v1', g.parts) }));
+}
+
+export function runProtocol<P, S, R>(
+  protocol: Protocol<P, S, R>,
+  me: number,
+  params: P[],
+  finish: (results: R[]) => Finish | Promise<Finish>,
+  rng = systemRng,
+): PartyProtocol {
+  let runs: Run<S>[] = [];
+  const results: (R | undefined)[] = params.map(() => undefined);
+  const abort = (err: unknown): Step => {
+    if (err instanceof ProtocolAbort) return { kind: 'abort', code: err.code, message: err.message, culprits: err.culprits };
+    if (err instanceof InputError) return { kind: 'abort', code: err.code, message: err.message, culprits: [] };
+    throw err;
+  };
+  const settle = async (out: Outgoing[]): Promise<Step> => {
+    if (results.every((r) => r !== undefined)) {
+      const f = await finish(results as R[]);
+      return { kind: 'done', out, result: f.result, ...(f.commit ? { commit: f.commit } : {}) };
+    }
+    return { kind: 'continue', out };
+  };
+  return {
+    async start() {
+      try {
+        const started = params.map((p) => startRun(protocol, p, rng));
+        runs = started.map((s) => s.run);
+        return settle(group(me, started.map((s) => s.out)));
+      } catch (err) {
+        return abort(err);
+      }
+    },
+    async deliver(from, round, payload, broadcast) {
+      let parts: string[];
+      try {
+        parts = decodeBlob<string[]>('batch/v1', payload);
+      } catch {
+        return { kind: 'abort', code: 'bad_message', message: `party ${from}: malformed batch`, culprits: [from] };
+      }
+      if (!Array.isArray(parts) || parts.length !== runs.length) return { kind: 'abort', code: 'bad_message', message: `party ${from}: batch has ${parts?.length} parts for ${runs.length} runs`, culprits: [from] };
+      const outs: Message[][] = [];
+      try {
+        for (let i = 0; i < runs.length; i++) {
+          if (results[i] !== undefined) continue;
+          if (!/^([0-9a-f]{2})+$/.test(parts[i]!)) throw new ProtocolAbort('bad_message', [from], `party ${from}: empty batch part`);
+          const step = deliver(protocol, runs[i]!, { from, to: broadcast ? 'all' : me, round, payload: hexToBytes(parts[i]!) }, rng);
+          runs[i] = step.run;
+          outs.push(step.out);
+          if (step.kind === 'done') results[i] = step.result;
+        }
+      } catch (err) {
+        return abort(err);
+      }
+      return settle(group(me, outs));
+    },
+    dispose() {
+      runs = [];
+    },
+  };
+}
+
+/** Session parameters travel as a versioned blob in SessionOpen.params. */
+export function readParams<T>(kind: string, bytes: Uint8Array): T {
+  try {
+    return decodeBlob<T>(kind, bytes);
+  } catch (err) {
+    throw new InputError('bad_params', `session parameters: ${(err as Error).message}`);
+  }
+}

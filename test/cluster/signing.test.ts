@@ -1,0 +1,183 @@
+// Real DKG, Schnorr (Taproot) signing and reshare across node processes over gRPC, with the coordinator
+// in this process so the test can watch and tamper with everything it relays.
+import t, { type Test } from 'tap';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import * as bitcoin from 'bitcoinjs-lib';
+import * as ecc from '@bitcoinerlab/secp256k1';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { schnorr } from '@noble/curves/secp256k1.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { Cluster, freePort } from './cluster-harness.ts';
+import { startCoordinator, type RunningCoordinator } from '../../coordinator/coordinator-server.ts';
+import { loadCoordinatorConfig } from '../../coordinator/config.ts';
+import { createLogger } from '../../common/logger.ts';
+import { createClient } from '../../proto/grpc.ts';
+import { CoordinatorService, Scheme, Tier } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
+import { encodeIntent, signIntent } from '../../api/intents/intent.ts';
+import { encodeBlob } from '../../node/protocols/round/machine.ts';
+import { derive } from '../../node/protocols/derive/bip32.ts';
+import { outputKey } from '../../node/protocols/frost/taproot.ts';
+import { pointHex } from '../../node/protocols/math/curve.ts';
+import { SealedStore } from '../../node/storage/sealed-store.ts';
+import { loadStorageKey } from '../../node/storage/storage-key.ts';
+import { KeyVault } from '../../node/runtime/key-vault.ts';
+import { scalarHex } from '../../node/protocols/math/curve.ts';
+import type { Envelope } from '../../proto/gen/mpc/v1/session_pb.ts';
+
+bitcoin.initEccLib(ecc);
+const ORG = 'org_acme';
+const apiSecret = new Uint8Array(randomBytes(32));
+const PATH = [86, 1, 0, 0, 0];
+
+interface Harness {
+  cluster: Cluster;
+  coordinator: RunningCoordinator;
+  client: ReturnType<typeof createClient<(typeof CoordinatorService)['method']>>;
+  keysFile: string;
+  relayed: Envelope[];
+  tamper?: (env: Envelope) => Envelope[] | undefined;
+}
+
+async function setup(t: Test): Promise<Harness> {
+  const cluster = new Cluster();
+  const dir = mkdtempSync(join(tmpdir(), 'coord-'));
+  const port = await freePort();
+  const coordinator = await startCoordinator(loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_HEARTBEAT_MS: '500' }), createLogger('coordinator', 'silent'));
+  cluster.useCoordinatorPort(port);
+  const keysFile = join(cluster.dir, 'api-keys.json');
+  writeFileSync(keysFile, JSON.stringify({ [ORG]: { key_1: bytesToHex(ed25519.getPublicKey(apiSecret)) } }));
+  const client = createClient(CoordinatorService, `127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  const h: Harness = { cluster, coordinator, client, keysFile, relayed: [] };
+  coordinator.hub.tap = (_sid, env) => {
+    h.relayed.push(env);
+    return h.tamper?.(env);
+  };
+  t.teardown(async () => {
+    client.close();
+    await cluster.stop();
+    await coordinator.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return h;
+}
+
+/** A P2TR spend of a (fake) 100000-sat output of the wallet: intent, template and sighash. */
+function taprootSpend(groupKey: string, chainCode: string, amount = 60_000n) {
+  const derived = pointHex(derive(groupKey, chainCode, PATH).publicKey);
+  const q = outputKey(derived);
+  const own = bitcoin.payments.p2tr({ pubkey: q, network: bitcoin.networks.regtest });
+  const dest = bitcoin.payments.p2wpkh({ hash: new Uint8Array(20).fill(7), network: bitcoin.networks.regtest });
+  const intent = encodeIntent({
+    kind: 'btc.transfer', organization: ORG, walletId: 'wal_btc', network: 'regtest', from: own.address!, outputs: [{ address: dest.address!, amount }],
+    maxFeeRate: 20n, maxFee: 5_000n, inputs: [], idempotencyKey: 'btc-' + bytesToHex(randomBytes(4)), notAfter: 0n,
+  });
+  const tx = new bitcoin.Transaction();
+  tx.version = 2;
+  tx.addInput(new Uint8Array(randomBytes(32)), 0);
+  tx.addOutput(dest.output!, amount);
+  tx.addOutput(own.output!, 100_000n - amount - 1_000n);
+  const prevouts = [{ script: own.output!, value: 100_000n }];
+  const digest = tx.hashForWitnessV1(0, prevouts.map((p) => p.script), prevouts.map((p) => p.value), bitcoin.Transaction.SIGHASH_DEFAULT);
+  const template = encodeBlob('btc-template', { tx: tx.toHex(), prevouts: prevouts.map((p) => ({ script: bytesToHex(p.script), value: String(p.value) })) });
+  return { intent, signature: signIntent(intent, apiSecret), template, digest, q };
+}
+
+async function signSpend(h: Harness, keyId: string, spend: ReturnType<typeof taprootSpend>, digest = spend.digest) {
+  return h.client.sign({
+    keyId, path: PATH, scheme: Scheme.SCHNORR_TAPROOT, digests: [digest],
+    authorization: { intent: spend.intent, intentSignature: spend.signature, apiKeyId: 'key_1', template: spend.template },
+  }, { deadline: Date.now() + 30_000 });
+}
+
+t.test('DKG 2-of-3 over gRPC, Taproot signatures, failures, reshare to a self node, restart', async (t) => {
+  const h = await setup(t);
+  const env = { NODE_API_KEYS_FILE: h.keysFile };
+  const nodes = await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => h.cluster.startNode(n, env)));
+
+  const created = await h.client.createKey({ keyId: 'vault-1', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 60_000 });
+  const key = created.key!;
+  t.equal(key.state, 'active');
+  t.equal(key.threshold, 2);
+  t.equal(key.committee.length, 3);
+  const groupKey = bytesToHex(key.publicKey);
+  const chainCode = bytesToHex(key.chainCode);
+
+  // A Taproot signature from the cluster verifies under the wallet's output key.
+  const spend = taprootSpend(groupKey, chainCode);
+  const signed = await signSpend(h, 'vault-1', spend);
+  t.ok(schnorr.verify(signed.signatures[0]!, spend.digest, spend.q), 'taproot signature verifies (noble)');
+  t.equal(signed.signers.length, 2);
+
+  // The nodes refuse a digest that is not the intent's, and an intent signature that does not verify.
+  const otherDigest = new Uint8Array(randomBytes(32));
+  await t.rejects(signSpend(h, 'vault-1', spend, otherDigest), { code: grpc.status.PERMISSION_DENIED, details: /digest_mismatch/ });
+  const forged = { ...spend, signature: ed25519.sign(spend.intent, new Uint8Array(randomBytes(32))) };
+  await t.rejects(signSpend(h, 'vault-1', forged), { code: grpc.status.PERMISSION_DENIED, details: /bad_intent_signature/ });
+  const overpay = taprootSpend(groupKey, chainCode, 50_000n);
+  await t.rejects(signSpend(h, 'vault-1', { ...overpay, template: spend.template, digest: spend.digest }), { code: grpc.status.PERMISSION_DENIED }, 'intent and template must agree');
+
+  // A relay that flips a byte causes an abort, never a bad signature.
+  h.tamper = (e) => (e.round === 2 ? [{ ...e, body: e.body.map((b, i) => (i === 3 ? b ^ 0x80 : b)) }] : undefined);
+  await t.rejects(signSpend(h, 'vault-1', taprootSpend(groupKey, chainCode)), { code: grpc.status.ABORTED });
+  // Dropping a message: the session fails at its deadline (shortened here by the coordinator's timeout).
+  h.tamper = undefined;
+
+  // Kill a signer in the middle of a session: the session names it and the retry with the others signs.
+  let killed = '';
+  h.tamper = (e) => {
+    if (!killed && e.round === 1) {
+      const victim = nodes.find((n) => n.nodeId === e.from)!;
+      killed = victim.nodeId;
+      victim.proc.child.kill('SIGKILL');
+      return [];
+    }
+    return undefined;
+  };
+  const retry = taprootSpend(groupKey, chainCode);
+  const afterKill = await signSpend(h, 'vault-1', retry);
+  h.tamper = undefined;
+  t.ok(schnorr.verify(afterKill.signatures[0]!, retry.digest, retry.q), 'retry with the remaining nodes signs');
+  t.notOk(afterKill.signers.includes(killed), 'the killed node is not among the signers');
+  const restarted = await h.cluster.startNode(`node-${nodes.findIndex((n) => n.nodeId === killed) + 1}`, env);
+  t.equal(restarted.nodeId, killed);
+
+  // Reshare to {one service node, the customer's self node}.
+  const self = await h.cluster.startNode('self-1', { ...env, NODE_KIND: 'self', NODE_OWNER: ORG });
+  const moved = await h.client.reshare({ keyId: 'vault-1', targetTier: Tier.SELF }, { deadline: Date.now() + 60_000 });
+  t.equal(bytesToHex(moved.key!.publicKey), groupKey, 'same public key after reshare');
+  t.equal(moved.key!.rotation, 1, 'rotation counter +1');
+  t.equal(moved.key!.tier, Tier.SELF);
+  t.ok(moved.key!.committee.some((m) => m.nodeId === self.nodeId), 'the self node holds a share');
+  const afterReshare = taprootSpend(groupKey, chainCode);
+  const newSig = await signSpend(h, 'vault-1', afterReshare);
+  t.ok(schnorr.verify(newSig.signatures[0]!, afterReshare.digest, afterReshare.q), 'the new committee signs for the same address');
+  t.ok(newSig.signers.includes(self.nodeId), 'with the self node');
+
+  // Restart every process: the key still signs.
+  await Promise.all(h.cluster.procs.filter((p) => p.running).map((p) => p.kill('SIGTERM')));
+  await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => h.cluster.startNode(n, env)));
+  await h.cluster.startNode('self-1', { ...env, NODE_KIND: 'self', NODE_OWNER: ORG });
+  const later = taprootSpend(groupKey, chainCode);
+  const again = await signSpend(h, 'vault-1', later);
+  t.ok(schnorr.verify(again.signatures[0]!, later.digest, later.q), 'after a restart of every node the key signs');
+
+  // The old committee's other members dropped their shares; nothing the coordinator relayed holds a share.
+  await Promise.all(h.cluster.procs.filter((p) => p.running).map((p) => p.kill('SIGTERM')));
+  const shares: string[] = [];
+  for (const name of ['node-1', 'node-2', 'node-3', 'self-1']) {
+    const dir = join(h.cluster.dir, name);
+    const store = await SealedStore.open(join(dir, 'db'), loadStorageKey(join(dir, 'storage.key'), false));
+    const vault = new KeyVault(store);
+    const cur = await vault.current('vault-1');
+    if (cur) shares.push(scalarHex(cur.key.share.scalar()));
+    await store.close();
+  }
+  t.equal(shares.length, 2, 'exactly the new committee holds shares');
+  const relayedHex = h.relayed.map((e) => bytesToHex(e.body)).join('');
+  for (const s of shares) t.notOk(relayedHex.includes(s) || relayedHex.includes(s.slice(0, 24)), 'no share in relayed bytes');
+  t.ok(h.relayed.length > 20, `watched ${h.relayed.length} relayed envelopes`);
+});
