@@ -181,3 +181,44 @@ t.test('DKG 2-of-3 over gRPC, Taproot signatures, failures, reshare to a self no
   for (const s of shares) t.notOk(relayedHex.includes(s) || relayedHex.includes(s.slice(0, 24)), 'no share in relayed bytes');
   t.ok(h.relayed.length > 20, `watched ${h.relayed.length} relayed envelopes`);
 });
+
+t.test('a node killed in the middle of a reshare: the old epoch still signs, the key needs attention, a later reshare completes', async (t) => {
+  const h = await setup(t);
+  const env = { NODE_API_KEYS_FILE: h.keysFile };
+  const nodes = await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => h.cluster.startNode(n, env)));
+  const created = await h.client.createKey({ keyId: 'vault-2', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 60_000 });
+  const groupKey = bytesToHex(created.key!.publicKey);
+  const chainCode = bytesToHex(created.key!.chainCode);
+  const fourth = await h.cluster.startNode('node-4', env);
+
+  // Reshare to {node-1, node-2, node-4}; node-4 dies as the dealers' first messages go out.
+  h.tamper = (e) => {
+    if (e.round === 1 && fourth.proc.running) {
+      fourth.proc.child.kill('SIGKILL');
+      return [];
+    }
+    return undefined;
+  };
+  const target = [nodes[0]!.nodeId, nodes[1]!.nodeId, fourth.nodeId];
+  await t.rejects(h.client.reshare({ keyId: 'vault-2', nodeIds: target, threshold: 2 }, { deadline: Date.now() + 60_000 }), { code: grpc.status.ABORTED, details: new RegExp(fourth.nodeId) });
+  h.tamper = undefined;
+  const after = (await h.client.getKey({ keyId: 'vault-2' })).key!;
+  t.equal(after.state, 'needs_attention');
+  t.match(after.problem, /reshare to epoch 1 failed/);
+  t.equal(after.epoch, 0, 'still epoch 0');
+  t.equal(after.rotation, 0);
+
+  const spend = taprootSpend(groupKey, chainCode);
+  const sig = await signSpend(h, 'vault-2', spend);
+  t.ok(schnorr.verify(sig.signatures[0]!, spend.digest, spend.q), 'the old epoch still signs');
+
+  await h.cluster.startNode('node-4', env);
+  const done = (await h.client.reshare({ keyId: 'vault-2', nodeIds: target, threshold: 2 }, { deadline: Date.now() + 60_000 })).key!;
+  t.equal(done.state, 'active');
+  t.equal(done.epoch, 1);
+  t.equal(done.rotation, 1);
+  t.equal(bytesToHex(done.publicKey), groupKey);
+  const later = taprootSpend(groupKey, chainCode);
+  const sig2 = await signSpend(h, 'vault-2', later);
+  t.ok(schnorr.verify(sig2.signatures[0]!, later.digest, later.q), 'the new epoch signs');
+});

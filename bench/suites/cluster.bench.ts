@@ -1,0 +1,106 @@
+// End-to-end signing over gRPC: a coordinator (in this process) and three node processes, one 2-of-3
+// key. Taproot signing of an authorized intent, median and p99, beside the same FROST session run
+// in-process; and throughput at concurrency 16.
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import * as bitcoin from 'bitcoinjs-lib';
+import * as ecc from '@bitcoinerlab/secp256k1';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { Cluster, freePort } from '../../test/cluster/cluster-harness.ts';
+import { startCoordinator, type RunningCoordinator } from '../../coordinator/coordinator-server.ts';
+import { loadCoordinatorConfig } from '../../coordinator/config.ts';
+import { createLogger } from '../../common/logger.ts';
+import { createClient } from '../../proto/grpc.ts';
+import { CoordinatorService, Scheme, Tier } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
+import { encodeIntent, signIntent } from '../../api/intents/intent.ts';
+import { encodeBlob } from '../../node/protocols/round/machine.ts';
+import { derive } from '../../node/protocols/derive/bip32.ts';
+import { outputKey } from '../../node/protocols/frost/taproot.ts';
+import { pointHex } from '../../node/protocols/math/curve.ts';
+import { frostSign, type FrostSignParams } from '../../node/protocols/frost/frost-sign.ts';
+import { simulate } from '../../test/protocols/simulate.ts';
+import { dkgKeys } from '../../test/protocols/frost/keys.ts';
+import type { BenchSuite } from '../harness.ts';
+
+bitcoin.initEccLib(ecc);
+const ORG = 'org_bench';
+const PATH = [86, 1, 0, 0, 0];
+const apiSecret = new Uint8Array(randomBytes(32));
+let cluster: Cluster;
+let coordinator: RunningCoordinator;
+let client: ReturnType<typeof createClient<(typeof CoordinatorService)['method']>>;
+let dir = '';
+let groupKey = '';
+let chainCode = '';
+let concurrentMs = 0;
+
+function spend() {
+  const q = outputKey(pointHex(derive(groupKey, chainCode, PATH).publicKey));
+  const own = bitcoin.payments.p2tr({ pubkey: q, network: bitcoin.networks.regtest });
+  const dest = bitcoin.payments.p2wpkh({ hash: new Uint8Array(20).fill(9), network: bitcoin.networks.regtest });
+  const intent = encodeIntent({
+    kind: 'btc.transfer', organization: ORG, walletId: 'w', network: 'regtest', from: own.address!, outputs: [{ address: dest.address!, amount: 50_000n }],
+    maxFeeRate: 20n, maxFee: 5_000n, inputs: [], idempotencyKey: bytesToHex(randomBytes(8)), notAfter: 0n,
+  });
+  const tx = new bitcoin.Transaction();
+  tx.addInput(new Uint8Array(randomBytes(32)), 0);
+  tx.addOutput(dest.output!, 50_000n);
+  tx.addOutput(own.output!, 49_000n);
+  const digest = tx.hashForWitnessV1(0, [own.output!], [100_000n], bitcoin.Transaction.SIGHASH_DEFAULT);
+  const template = encodeBlob('btc-template', { tx: tx.toHex(), prevouts: [{ script: bytesToHex(own.output!), value: '100000' }] });
+  return client.sign({ keyId: 'bench', path: PATH, scheme: Scheme.SCHNORR_TAPROOT, digests: [digest], authorization: { intent, intentSignature: signIntent(intent, apiSecret), apiKeyId: 'k', template } });
+}
+
+const localKeys = dkgKeys(3, 2, 'cluster-bench');
+const digest = bytesToHex(sha256(new TextEncoder().encode('cluster bench')));
+let n = 0;
+function inProcess() {
+  const sid = bytesToHex(sha256(new TextEncoder().encode('s' + n++)));
+  const params = new Map<number, FrostSignParams>([1, 2].map((me) => [me, { sessionId: sid, suite: 'taproot', message: digest, signers: [1, 2], me, key: localKeys.get(me)!, path: PATH }]));
+  if (simulate(frostSign, params, { seed: sid }).results.size !== 2) throw new Error('sign failed');
+}
+
+export const suite: BenchSuite = {
+  title: 'cluster signing over gRPC',
+  async setup() {
+    cluster = new Cluster();
+    dir = mkdtempSync(join(tmpdir(), 'bench-coord-'));
+    const port = await freePort();
+    coordinator = await startCoordinator(loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_LOG_LEVEL: 'silent' }), createLogger('c', 'silent'));
+    cluster.useCoordinatorPort(port);
+    const keysFile = join(cluster.dir, 'keys.json');
+    writeFileSync(keysFile, JSON.stringify({ [ORG]: { k: bytesToHex(ed25519.getPublicKey(apiSecret)) } }));
+    await Promise.all(['n1', 'n2', 'n3'].map((name) => cluster.startNode(name, { NODE_API_KEYS_FILE: keysFile })));
+    client = createClient(CoordinatorService, `127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    const k = (await client.createKey({ keyId: 'bench', owner: ORG, tier: Tier.HOSTED })).key!;
+    groupKey = bytesToHex(k.publicKey);
+    chainCode = bytesToHex(k.chainCode);
+  },
+  async teardown() {
+    client.close();
+    await cluster.stop();
+    await coordinator.stop();
+    rmSync(dir, { recursive: true, force: true });
+  },
+  cases: [
+    { name: 'cluster.inprocess.frost.2of3', baseline: 'baseline.schnorr.sign', runs: 30, fn: inProcess },
+    { name: 'cluster.grpc.schnorr.2of3', baseline: 'cluster.inprocess.frost.2of3', runs: 30, fn: spend },
+    {
+      name: 'cluster.grpc.schnorr.2of3.x16',
+      baseline: 'cluster.grpc.schnorr.2of3',
+      runs: 3,
+      warmup: 1,
+      fn: async () => {
+        const t0 = performance.now();
+        await Promise.all(Array.from({ length: 16 }, () => spend()));
+        concurrentMs = performance.now() - t0;
+      },
+      extra: () => ({ sigs_per_s: Math.round((16 / concurrentMs) * 1000 * 10) / 10 }),
+    },
+  ],
+};
