@@ -112,7 +112,8 @@ export class SessionHub {
       const r = { nodeId, code: msg.value.code, message: msg.value.message, culprits: [...msg.value.culprits] };
       s.reports.push(r);
       this.log.warn({ session: id, ...r }, 'party reported failure');
-      s.settle({ ok: false, code: 'party_failed', message: `${nodeId}: ${r.message}`, culprits: r.culprits.length ? r.culprits : [nodeId], reports: s.reports });
+      // Culprits are whom the party blames; a relay fault blames nobody among the parties.
+      s.settle({ ok: false, code: 'party_failed', message: `${nodeId}: ${r.message}`, culprits: r.culprits, reports: s.reports });
       return;
     }
     s.results.set(nodeId, msg.value.result);

@@ -46,7 +46,7 @@ async function setup(t: Test): Promise<Harness> {
   const cluster = new Cluster();
   const dir = mkdtempSync(join(tmpdir(), 'coord-'));
   const port = await freePort();
-  const coordinator = await startCoordinator(loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_HEARTBEAT_MS: '500' }), createLogger('coordinator', 'silent'));
+  const coordinator = await startCoordinator(loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_HEARTBEAT_MS: '500', COORDINATOR_SIGN_TIMEOUT_MS: '4000' }), createLogger('coordinator', 'silent'));
   cluster.useCoordinatorPort(port);
   const keysFile = join(cluster.dir, 'api-keys.json');
   writeFileSync(keysFile, JSON.stringify({ [ORG]: { key_1: bytesToHex(ed25519.getPublicKey(apiSecret)) } }));
@@ -123,7 +123,11 @@ t.test('DKG 2-of-3 over gRPC, Taproot signatures, failures, reshare to a self no
   // A relay that flips a byte causes an abort, never a bad signature.
   h.tamper = (e) => (e.round === 2 ? [{ ...e, body: e.body.map((b, i) => (i === 3 ? b ^ 0x80 : b)) }] : undefined);
   await t.rejects(signSpend(h, 'vault-1', taprootSpend(groupKey, chainCode)), { code: grpc.status.ABORTED });
-  // Dropping a message: the session fails at its deadline (shortened here by the coordinator's timeout).
+  // A replayed message aborts too; a dropped one fails the session at its deadline, naming who is silent.
+  h.tamper = (e) => (e.round === 1 ? [e, e] : undefined);
+  await t.rejects(signSpend(h, 'vault-1', taprootSpend(groupKey, chainCode)), { code: grpc.status.ABORTED });
+  h.tamper = (e) => (e.round === 2 ? [] : undefined);
+  await t.rejects(signSpend(h, 'vault-1', taprootSpend(groupKey, chainCode)), { code: grpc.status.ABORTED, details: /no result from/ });
   h.tamper = undefined;
 
   // Kill a signer in the middle of a session: the session names it and the retry with the others signs.
