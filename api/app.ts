@@ -6,19 +6,37 @@ import type { ApiConfig } from './config.ts';
 import { installErrorHandling } from './errors.ts';
 import { healthRoutes } from './routes/health.ts';
 import type { CoordinatorClient } from './coordinator/coordinator-client.ts';
+import type { VaultService } from './vaults/vault-service.ts';
+import { requestAuth } from './auth/request-auth.ts';
+import { apiKeyRoutes } from './routes/v1/api-keys.ts';
+import { vaultRoutes } from './routes/v1/vaults.ts';
 
 export interface AppOptions {
   config: ApiConfig;
   logger: Logger;
   coordinator?: CoordinatorClient | undefined;
+  vaults?: VaultService | undefined;
+  /** Seconds since the epoch, for signature freshness (injectable in tests). */
+  now?: () => number;
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: opts.logger as FastifyBaseLogger,
     bodyLimit: opts.config.bodyLimitBytes,
+    // Unknown fields are refused, not silently dropped: bad input changes nothing and says so.
+    ajv: { customOptions: { removeAdditional: false, allErrors: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   installErrorHandling(app);
   await app.register(healthRoutes, { coordinator: opts.coordinator });
+  const vaults = opts.vaults;
+  if (vaults) {
+    // The vault API: every route under /v1 is authenticated by an RFC 9421 request signature.
+    await app.register(async (v1) => {
+      await v1.register(requestAuth, { findKey: (id) => vaults.activeKey(id), publicOrigin: opts.config.publicUrl, ...(opts.now ? { now: opts.now } : {}) });
+      await v1.register(apiKeyRoutes, { vaults });
+      await v1.register(vaultRoutes, { vaults });
+    }, { prefix: '/v1' });
+  }
   return app;
 }

@@ -10,6 +10,10 @@ export const ApiConfigSchema = Type.Object({
   coordinatorTlsCa: Type.Optional(Type.String({ env: 'API_COORDINATOR_TLS_CA' })),
   coordinatorTlsCert: Type.Optional(Type.String({ env: 'API_COORDINATOR_TLS_CERT' })),
   coordinatorTlsKey: Type.Optional(Type.String({ env: 'API_COORDINATOR_TLS_KEY' })),
+  environment: Type.Union([Type.Literal('sandbox'), Type.Literal('production')], { env: 'API_ENVIRONMENT', default: 'sandbox', description: 'sandbox serves test chains, production main chains' }),
+  publicUrl: Type.Optional(Type.String({ env: 'API_PUBLIC_URL', pattern: '^https?://[^/]+$', description: 'origin clients address (for @target-uri); default http://<Host>' })),
+  maxApiKeysPerOrg: Type.Integer({ env: 'API_MAX_API_KEYS', default: 10, minimum: 1, maximum: 1000 }),
+  maxVaultsPerOrg: Type.Integer({ env: 'API_MAX_VAULTS', default: 100, minimum: 1, maximum: 1000000 }),
   bodyLimitBytes: Type.Integer({ env: 'API_BODY_LIMIT_BYTES', default: 1_048_576, minimum: 1024, maximum: 10_485_760 }),
   logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'API_LOG_LEVEL', default: 'info' }),
 });

@@ -4,6 +4,9 @@ import { createLogger } from '../common/logger.ts';
 import { runMain } from '../common/process.ts';
 import { buildApp } from './app.ts';
 import { connectCoordinator } from './coordinator/coordinator-client.ts';
+import { RecordStore } from './store/record-store.ts';
+import { VaultService } from './vaults/vault-service.ts';
+import { KeyJobs } from './vaults/key-jobs.ts';
 
 await runMain('api', async () => {
   const config = loadApiConfig();
@@ -12,14 +15,20 @@ await runMain('api', async () => {
     ? connectCoordinator({ address: config.coordinator, tlsCa: config.coordinatorTlsCa, tlsCert: config.coordinatorTlsCert, tlsKey: config.coordinatorTlsKey })
     : undefined;
   if (!coordinator) log.warn('no coordinator configured: /readyz reports unavailable');
-  const app = await buildApp({ config, logger: log, coordinator });
+  const store = await RecordStore.open(config.dataDir);
+  const vaults = new VaultService({ store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg } });
+  const jobs = new KeyJobs(vaults, coordinator, log);
+  const app = await buildApp({ config, logger: log, coordinator, vaults });
   const address = await app.listen({ host: config.host, port: config.port });
   log.info({ address }, 'api listening');
+  jobs.start();
   return {
     log,
     async stop() {
+      jobs.stop();
       await app.close();
       coordinator?.close();
+      await store.close();
     },
   };
 });

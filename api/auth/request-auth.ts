@@ -1,0 +1,82 @@
+// Authenticates vault-API requests by their RFC 9421 Ed25519 signature (docs/request-signing.md):
+// the body's Content-Digest, the signature under an active API key, freshness and a one-time nonce.
+// Routes opt out with `config: { public: true }`.
+import fp from 'fastify-plugin';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { verifyContentDigest } from './content-digest.ts';
+import { SignatureError, verifyRequest, type VerifyPolicy } from './http-signature.ts';
+import { ReplayGuard } from './replay-guard.ts';
+import { ApiError } from '../errors.ts';
+
+export interface Caller {
+  org: string;
+  keyId: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    rawBody?: Buffer;
+    caller?: Caller;
+  }
+  interface FastifyContextConfig {
+    public?: boolean;
+  }
+}
+
+export interface RequestAuthOptions {
+  /** Finds an active API key: its organization and Ed25519 public key. */
+  findKey(keyId: string): Promise<{ org: string; publicKey: Uint8Array } | undefined>;
+  /** Origin clients address, e.g. https://api.example.com; defaults to http://<Host>. */
+  publicOrigin?: string | undefined;
+  now?: () => number;
+}
+
+const POLICY: Omit<VerifyPolicy, 'requiredComponents'> = { requiredParams: ['created', 'expires', 'nonce', 'keyid'], maxValiditySeconds: 300, skewSeconds: 30 };
+
+const plugin: FastifyPluginAsync<RequestAuthOptions> = async (app, opts) => {
+  const guard = new ReplayGuard();
+  const now = opts.now ?? (() => Math.floor(Date.now() / 1000));
+
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body: Buffer, done) => {
+    req.rawBody = body;
+    if (body.length === 0) return done(null, undefined);
+    try {
+      done(null, JSON.parse(body.toString('utf8')));
+    } catch {
+      done(new ApiError(400, 'invalid_request', 'body is not valid JSON'), undefined);
+    }
+  });
+
+  app.addHook('preHandler', async (req: FastifyRequest) => {
+    if (req.routeOptions.config?.public) return;
+    const unauthorized = (message: string) => new ApiError(401, 'unauthorized', message);
+    const body = req.rawBody ?? Buffer.alloc(0);
+    const digest = req.headers['content-digest'];
+    if (body.length > 0) {
+      if (typeof digest !== 'string') throw unauthorized('a request with a body needs a Content-Digest header');
+      if (!verifyContentDigest(digest, body)) throw unauthorized('Content-Digest does not match the body');
+    }
+    const input = req.headers['signature-input'];
+    const keyIdGuess = typeof input === 'string' ? /keyid="([^"]{1,128})"/.exec(input)?.[1] : undefined;
+    const key = keyIdGuess ? await opts.findKey(keyIdGuess) : undefined;
+    const origin = opts.publicOrigin ?? `http://${req.headers.host ?? 'localhost'}`;
+    try {
+      const v = verifyRequest(
+        { method: req.method, url: origin + req.url, headers: req.headers as Record<string, string | string[] | undefined> },
+        (id) => (id === keyIdGuess && key ? key.publicKey : undefined),
+        now(),
+        { ...POLICY, requiredComponents: body.length > 0 ? ['@method', '@target-uri', 'content-digest'] : ['@method', '@target-uri'] },
+      );
+      if (!guard.claim(v.keyId, v.nonce!, v.expires!, now())) throw new SignatureError('replayed', 'this nonce was already used');
+      req.caller = { org: key!.org, keyId: v.keyId };
+    } catch (err) {
+      if (err instanceof SignatureError) {
+        req.log.info({ reason: err.reason }, 'request signature refused');
+        throw unauthorized(`request signature refused: ${err.message}`);
+      }
+      throw err;
+    }
+  });
+};
+
+export const requestAuth = fp(plugin, { name: 'request-auth' });

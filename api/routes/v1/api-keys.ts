@@ -1,0 +1,41 @@
+// POST /v1/api-keys, GET /v1/api-keys, POST /v1/api-keys/{keyId}/revoke (docs/vault-api.md).
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { ErrorBody } from '../../errors.ts';
+import type { VaultService } from '../../vaults/vault-service.ts';
+
+export const ApiKey = Type.Object({
+  id: Type.String(),
+  public_key: Type.String({ description: 'hex of the 32-byte Ed25519 public key' }),
+  label: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.String({ format: 'date-time' }),
+  revoked: Type.Boolean(),
+  revoked_at: Type.Optional(Type.String({ format: 'date-time' })),
+});
+
+const view = (k: { id: string; public_key: string; label: string | null; created_at: string; revoked: boolean; revoked_at?: string }) => ({
+  id: k.id, public_key: k.public_key, label: k.label, created_at: k.created_at, revoked: k.revoked, ...(k.revoked_at ? { revoked_at: k.revoked_at } : {}),
+});
+
+export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> = async (app, { vaults }) => {
+  app.post('/api-keys', {
+    schema: {
+      body: Type.Object({
+        public_key: Type.String({ pattern: '^[0-9a-fA-F]{64}$', description: 'hex of a 32-byte Ed25519 public key' }),
+        label: Type.Optional(Type.String({ minLength: 1, maxLength: 120 })),
+      }, { additionalProperties: false }),
+      response: { 201: ApiKey, 400: ErrorBody, 401: ErrorBody, 409: ErrorBody, 429: ErrorBody },
+    },
+  }, async (req, reply) => {
+    const k = await vaults.registerKey(req.caller!.org, req.body.public_key, req.body.label ?? null);
+    return reply.code(201).send(view(k));
+  });
+
+  app.get('/api-keys', { schema: { response: { 200: Type.Object({ api_keys: Type.Array(ApiKey) }), 401: ErrorBody } } }, async (req) => ({
+    api_keys: (await vaults.listKeys(req.caller!.org)).map(view),
+  }));
+
+  app.post('/api-keys/:keyId/revoke', {
+    schema: { params: Type.Object({ keyId: Type.String({ minLength: 1, maxLength: 64 }) }), response: { 200: ApiKey, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
+  }, async (req) => view(await vaults.revokeKey(req.caller!.org, req.params.keyId, req.caller!.keyId)));
+};

@@ -1,0 +1,72 @@
+// POST /v1/vaults, GET /v1/vaults/{vaultId}, POST /v1/vaults/{vaultId}/wallets (docs/vault-api.md).
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { ErrorBody } from '../../errors.ts';
+import type { VaultService } from '../../vaults/vault-service.ts';
+import type { VaultRecord, WalletRecord } from '../../vaults/records.ts';
+import { CHAINS } from '../../vaults/wallet-address.ts';
+
+const TierT = Type.Union([Type.Literal('hosted'), Type.Literal('self'), Type.Literal('customer_tee')]);
+
+export const Vault = Type.Object({
+  id: Type.String(),
+  name: Type.Union([Type.String(), Type.Null()]),
+  tier: TierT,
+  state: Type.Union([Type.Literal('creating'), Type.Literal('active'), Type.Literal('resharing'), Type.Literal('reshare_pending'), Type.Literal('frozen')]),
+  rotation: Type.Integer({ description: 'increments at each share rotation; public key and addresses stay' }),
+  public_key: Type.Union([Type.String({ description: 'compressed secp256k1 key, hex' }), Type.Null()]),
+  policy: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+  end_user_subject: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+});
+
+export const Wallet = Type.Object({
+  id: Type.String(),
+  vault_id: Type.String(),
+  chain: Type.String(),
+  address_type: Type.Union([Type.Literal('evm'), Type.Literal('p2wpkh'), Type.Literal('p2tr')]),
+  account_index: Type.Integer(),
+  address: Type.String(),
+  derivation_path: Type.String(),
+  created_at: Type.String({ format: 'date-time' }),
+});
+
+const vaultView = (v: VaultRecord) => ({
+  id: v.id, name: v.name, tier: v.tier, state: v.state, rotation: v.rotation, public_key: v.public_key, policy: v.policy,
+  end_user_subject: v.end_user_subject, created_at: v.created_at, updated_at: v.updated_at,
+});
+const walletView = ({ org: _o, ...w }: WalletRecord) => w;
+const VaultId = Type.Object({ vaultId: Type.String({ minLength: 1, maxLength: 64 }) });
+
+export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> = async (app, { vaults }) => {
+  app.post('/vaults', {
+    schema: {
+      body: Type.Object({
+        tier: TierT,
+        name: Type.Optional(Type.String({ minLength: 1, maxLength: 120 })),
+        policy: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+        end_user_subject: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+      }, { additionalProperties: false }),
+      response: { 202: Vault, 400: ErrorBody, 401: ErrorBody, 429: ErrorBody },
+    },
+  }, async (req, reply) => reply.code(202).send(vaultView(await vaults.createVault(req.caller!.org, req.body))));
+
+  app.get('/vaults/:vaultId', { schema: { params: VaultId, response: { 200: Vault, 401: ErrorBody, 404: ErrorBody } } }, async (req) =>
+    vaultView(await vaults.vault(req.caller!.org, req.params.vaultId)));
+
+  app.post('/vaults/:vaultId/wallets', {
+    schema: {
+      params: VaultId,
+      body: Type.Object({
+        chain: Type.Union(CHAINS.map((c) => Type.Literal(c.chain))),
+        account_index: Type.Optional(Type.Integer({ minimum: 0, maximum: 2147483647 })),
+        address_type: Type.Optional(Type.Union([Type.Literal('p2wpkh'), Type.Literal('p2tr')])),
+      }, { additionalProperties: false }),
+      response: { 200: Wallet, 201: Wallet, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody },
+    },
+  }, async (req, reply) => {
+    const { wallet, created } = await vaults.createWallet(req.caller!.org, req.params.vaultId, req.body.chain, req.body.account_index ?? 0, req.body.address_type);
+    return reply.code(created ? 201 : 200).send(walletView(wallet));
+  });
+};

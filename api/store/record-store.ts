@@ -1,0 +1,67 @@
+// The API's records behind one repository interface (DESIGN.md "Storage"). This is the embedded
+// LevelDB implementation: JSON records in named collections, secondary keys as index entries, and
+// multi-record changes in one atomic batch.
+import { Level } from 'level';
+
+export type Op =
+  | { type: 'put'; collection: string; id: string; value: unknown; index?: string[] }
+  | { type: 'del'; collection: string; id: string; index?: string[] };
+
+const SEP = '\x00';
+
+export class RecordStore {
+  private constructor(private readonly db: Level<string, string>) {}
+
+  static async open(dir: string): Promise<RecordStore> {
+    const db = new Level<string, string>(dir, { valueEncoding: 'utf8' });
+    await db.open();
+    return new RecordStore(db);
+  }
+
+  private key(collection: string, id: string): string {
+    return `r${SEP}${collection}${SEP}${id}`;
+  }
+
+  async get<T>(collection: string, id: string): Promise<T | undefined> {
+    const raw = await this.db.get(this.key(collection, id));
+    return raw === undefined ? undefined : (JSON.parse(raw) as T);
+  }
+
+  /** Applies every operation or none. `index` entries let `byIndex` find records by another key. */
+  async batch(ops: Op[]): Promise<void> {
+    const out: ({ type: 'put'; key: string; value: string } | { type: 'del'; key: string })[] = [];
+    for (const op of ops) {
+      if (op.type === 'put') out.push({ type: 'put', key: this.key(op.collection, op.id), value: JSON.stringify(op.value) });
+      else out.push({ type: 'del', key: this.key(op.collection, op.id) });
+      for (const ix of op.index ?? []) {
+        const k = `i${SEP}${op.collection}${SEP}${ix}${SEP}${op.id}`;
+        out.push(op.type === 'put' ? { type: 'put', key: k, value: op.id } : { type: 'del', key: k });
+      }
+    }
+    await this.db.batch(out);
+  }
+
+  put(collection: string, id: string, value: unknown, index?: string[]): Promise<void> {
+    return this.batch([{ type: 'put', collection, id, value, ...(index ? { index } : {}) }]);
+  }
+
+  /** Records whose index entry starts with `prefix`, in index order. */
+  async byIndex<T>(collection: string, prefix: string, limit = 1000): Promise<T[]> {
+    const base = `i${SEP}${collection}${SEP}${prefix}`;
+    const out: T[] = [];
+    for await (const id of this.db.values({ gte: base, lt: base + '\xff', limit })) {
+      const v = await this.get<T>(collection, id);
+      if (v !== undefined) out.push(v);
+    }
+    return out;
+  }
+
+  async *all<T>(collection: string): AsyncGenerator<T> {
+    const base = `r${SEP}${collection}${SEP}`;
+    for await (const v of this.db.values({ gte: base, lt: base + '\xff' })) yield JSON.parse(v) as T;
+  }
+
+  close(): Promise<void> {
+    return this.db.close();
+  }
+}

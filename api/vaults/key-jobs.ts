@@ -1,0 +1,84 @@
+// Runs queued key generations against the coordinator. Jobs live in the store, so a restart resumes
+// them; a job that already generated its key (the coordinator says it exists) just finishes.
+import * as grpc from '@grpc/grpc-js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import type { Logger } from '../../common/logger.ts';
+import type { CoordinatorClient } from '../coordinator/coordinator-client.ts';
+import { Tier as WireTier, type KeyInfo } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
+import type { JobRecord, VaultRecord } from './records.ts';
+import type { VaultService } from './vault-service.ts';
+
+const TIERS: Record<VaultRecord['tier'], WireTier> = { hosted: WireTier.HOSTED, self: WireTier.SELF, customer_tee: WireTier.CUSTOMER_TEE };
+
+export class KeyJobs {
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private stopped = false;
+
+  constructor(private readonly vaults: VaultService, private readonly coordinator: CoordinatorClient | undefined, private readonly log: Logger, private readonly pollMs = 1000) {
+    vaults.onJob(() => this.kick());
+  }
+
+  start(): void {
+    this.kick();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private kick(): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.tick(), 0);
+  }
+
+  private async tick(): Promise<void> {
+    if (this.running || this.stopped) return;
+    this.running = true;
+    try {
+      for await (const job of this.vaults.store.all<JobRecord>('jobs')) {
+        if (this.stopped) break;
+        if (job.next_at <= Date.now()) await this.run(job);
+      }
+    } catch (err) {
+      this.log.error({ err: (err as Error).message }, 'key job loop failed');
+    } finally {
+      this.running = false;
+      if (!this.stopped) this.timer = setTimeout(() => void this.tick(), this.pollMs);
+    }
+  }
+
+  private async run(job: JobRecord): Promise<void> {
+    const store = this.vaults.store;
+    const vault = await store.get<VaultRecord>('vaults', job.vault_id);
+    if (!vault) return store.batch([{ type: 'del', collection: 'jobs', id: job.id }]);
+    if (!this.coordinator) return;
+    let key: KeyInfo | undefined;
+    try {
+      key = (await this.coordinator.createKey({ keyId: vault.id, owner: vault.org, tier: TIERS[vault.tier] }, { deadline: Date.now() + 120_000 })).key;
+    } catch (err) {
+      const e = err as grpc.ServiceError;
+      if (e.code === grpc.status.FAILED_PRECONDITION && /exists/.test(e.details)) {
+        key = (await this.coordinator.getKey({ keyId: vault.id }).catch(() => ({ key: undefined }))).key;
+      }
+      if (!key || key.state !== 'active') {
+        const attempts = job.attempts + 1;
+        const delay = Math.min(60_000, 1000 * 2 ** Math.min(attempts, 6));
+        this.log.warn({ vault: vault.id, attempts, err: e.details ?? e.message }, 'key generation failed; will retry');
+        await store.batch([{ type: 'put', collection: 'jobs', id: job.id, value: { ...job, attempts, next_at: Date.now() + delay, last_error: e.details ?? e.message } }]);
+        return;
+      }
+    }
+    const updated: VaultRecord = {
+      ...vault, state: 'active', public_key: bytesToHex(key!.publicKey), chain_code: bytesToHex(key!.chainCode), rotation: key!.rotation, updated_at: new Date().toISOString(),
+    };
+    await store.batch([
+      this.vaults.vaultOp(updated),
+      { type: 'del', collection: 'jobs', id: job.id },
+      this.vaults.event(vault.org, 'vault.active', 'vault', vault.id, { state: 'active', public_key: updated.public_key }),
+    ]);
+    this.log.info({ vault: vault.id }, 'vault active');
+  }
+}

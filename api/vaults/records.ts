@@ -1,0 +1,65 @@
+// The vault API's records as stored (snake_case is the wire form; docs/vault-api.md).
+export type Tier = 'hosted' | 'self' | 'customer_tee';
+export type VaultState = 'creating' | 'active' | 'resharing' | 'reshare_pending' | 'frozen';
+
+export interface OrgRecord {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  org: string;
+  public_key: string;
+  label: string | null;
+  created_at: string;
+  revoked: boolean;
+  revoked_at?: string;
+}
+
+export interface VaultRecord {
+  id: string;
+  org: string;
+  name: string | null;
+  tier: Tier;
+  state: VaultState;
+  rotation: number;
+  public_key: string | null;
+  chain_code: string | null;
+  policy: Record<string, unknown> | null;
+  end_user_subject: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WalletRecord {
+  id: string;
+  org: string;
+  vault_id: string;
+  chain: string;
+  address_type: 'evm' | 'p2wpkh' | 'p2tr';
+  account_index: number;
+  address: string;
+  derivation_path: string;
+  created_at: string;
+}
+
+export interface JobRecord {
+  id: string;
+  kind: 'create_key';
+  vault_id: string;
+  attempts: number;
+  next_at: number;
+  last_error?: string;
+}
+
+export interface EventRecord {
+  id: string;
+  org: string;
+  type: string;
+  resource_type: string;
+  resource_id: string;
+  data: Record<string, unknown>;
+  created_at: string;
+}

@@ -1,0 +1,138 @@
+// Organizations, API keys, vaults and wallets: the vault API's domain logic over the record store.
+// Every state change and its outbox event go in one batch; key generation runs from a durable job.
+import { randomBytes } from 'node:crypto';
+import type { RecordStore, Op } from '../store/record-store.ts';
+import { ApiError } from '../errors.ts';
+import type { ApiKeyRecord, EventRecord, JobRecord, OrgRecord, Tier, VaultRecord, WalletRecord } from './records.ts';
+import { chainInfo, walletAddress } from './wallet-address.ts';
+
+export const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
+
+export interface Limits {
+  apiKeysPerOrg: number;
+  vaultsPerOrg: number;
+}
+
+export interface VaultServiceOptions {
+  store: RecordStore;
+  limits: Limits;
+  environment: 'sandbox' | 'production';
+  now?: () => Date;
+}
+
+const iso = (d: Date) => d.toISOString();
+
+export class VaultService {
+  private readonly now: () => Date;
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly o: VaultServiceOptions) {
+    this.now = o.now ?? (() => new Date());
+  }
+
+  get store(): RecordStore {
+    return this.o.store;
+  }
+
+  /** Called when a job is queued, so the worker does not wait for its next poll. */
+  onJob(wake: () => void): void {
+    this.wake = wake;
+  }
+
+  event(org: string, type: string, resourceType: string, resourceId: string, data: Record<string, unknown>): Op {
+    const e: EventRecord = { id: newId('evt'), org, type, resource_type: resourceType, resource_id: resourceId, data, created_at: iso(this.now()) };
+    return { type: 'put', collection: 'outbox', id: `${Date.now().toString().padStart(15, '0')}_${e.id}`, value: e };
+  }
+
+  // Organizations and keys (organizations are made by the operator command).
+  async createOrg(name: string, publicKeyHex: string, label = 'bootstrap'): Promise<{ org: OrgRecord; key: ApiKeyRecord }> {
+    if (!/^[0-9a-f]{64}$/i.test(publicKeyHex)) throw new ApiError(400, 'invalid_request', 'public_key must be 32 bytes of hex');
+    const org: OrgRecord = { id: newId('org'), name, created_at: iso(this.now()) };
+    const key = this.keyRecord(org.id, publicKeyHex.toLowerCase(), label);
+    await this.o.store.batch([{ type: 'put', collection: 'orgs', id: org.id, value: org }, this.keyOp(key)]);
+    return { org, key };
+  }
+
+  private keyRecord(org: string, publicKey: string, label: string | null): ApiKeyRecord {
+    return { id: newId('key'), org, public_key: publicKey, label, created_at: iso(this.now()), revoked: false };
+  }
+
+  private keyOp(k: ApiKeyRecord): Op {
+    return { type: 'put', collection: 'api_keys', id: k.id, value: k, index: [`org/${k.org}/${k.created_at}/${k.id}`, `pub/${k.org}/${k.public_key}`] };
+  }
+
+  async activeKey(keyId: string): Promise<{ org: string; publicKey: Uint8Array } | undefined> {
+    const k = await this.o.store.get<ApiKeyRecord>('api_keys', keyId);
+    if (!k || k.revoked) return undefined;
+    return { org: k.org, publicKey: new Uint8Array(Buffer.from(k.public_key, 'hex')) };
+  }
+
+  async registerKey(org: string, publicKeyHex: string, label: string | null): Promise<ApiKeyRecord> {
+    const pub = publicKeyHex.toLowerCase();
+    const keys = await this.listKeys(org);
+    if (keys.some((k) => k.public_key === pub)) throw new ApiError(409, 'conflict', 'this public key is already registered');
+    if (keys.filter((k) => !k.revoked).length >= this.o.limits.apiKeysPerOrg) throw new ApiError(429, 'rate_limited', `API key quota reached (${this.o.limits.apiKeysPerOrg} active keys)`);
+    const key = this.keyRecord(org, pub, label);
+    await this.o.store.batch([this.keyOp(key), this.event(org, 'api_key.created', 'api_key', key.id, { id: key.id })]);
+    return key;
+  }
+
+  listKeys(org: string): Promise<ApiKeyRecord[]> {
+    return this.o.store.byIndex<ApiKeyRecord>('api_keys', `org/${org}/`);
+  }
+
+  async revokeKey(org: string, keyId: string, callerKeyId: string): Promise<ApiKeyRecord> {
+    const k = await this.o.store.get<ApiKeyRecord>('api_keys', keyId);
+    if (!k || k.org !== org) throw new ApiError(404, 'not_found', 'no such API key');
+    if (k.revoked) throw new ApiError(409, 'conflict', 'the key is already revoked');
+    const active = (await this.listKeys(org)).filter((x) => !x.revoked);
+    if (active.length === 1) throw new ApiError(409, 'conflict', 'the last active key cannot be revoked; register another first');
+    void callerKeyId;
+    const revoked: ApiKeyRecord = { ...k, revoked: true, revoked_at: iso(this.now()) };
+    await this.o.store.batch([this.keyOp(revoked), this.event(org, 'api_key.revoked', 'api_key', k.id, { id: k.id })]);
+    return revoked;
+  }
+
+  // Vaults.
+  async createVault(org: string, input: { tier: Tier; name?: string | undefined; policy?: Record<string, unknown> | undefined; end_user_subject?: string | undefined }): Promise<VaultRecord> {
+    if (input.tier !== 'hosted' && input.end_user_subject !== undefined) throw new ApiError(400, 'invalid_request', 'end_user_subject applies to hosted vaults only');
+    const existing = await this.o.store.byIndex<VaultRecord>('vaults', `org/${org}/`, this.o.limits.vaultsPerOrg + 1);
+    if (existing.length >= this.o.limits.vaultsPerOrg) throw new ApiError(429, 'rate_limited', `vault quota reached (${this.o.limits.vaultsPerOrg})`);
+    const t = iso(this.now());
+    const v: VaultRecord = {
+      id: newId('vlt'), org, name: input.name ?? null, tier: input.tier, state: 'creating', rotation: 0, public_key: null, chain_code: null,
+      policy: input.policy ?? null, end_user_subject: input.end_user_subject ?? null, created_at: t, updated_at: t,
+    };
+    const job: JobRecord = { id: newId('job'), kind: 'create_key', vault_id: v.id, attempts: 0, next_at: 0 };
+    await this.o.store.batch([this.vaultOp(v), { type: 'put', collection: 'jobs', id: job.id, value: job }, this.event(org, 'vault.created', 'vault', v.id, { state: 'creating', tier: v.tier })]);
+    this.wake?.();
+    return v;
+  }
+
+  vaultOp(v: VaultRecord): Op {
+    return { type: 'put', collection: 'vaults', id: v.id, value: v, index: [`org/${v.org}/${v.created_at}/${v.id}`] };
+  }
+
+  async vault(org: string, id: string): Promise<VaultRecord> {
+    const v = await this.o.store.get<VaultRecord>('vaults', id);
+    if (!v || v.org !== org) throw new ApiError(404, 'not_found', 'no such vault');
+    return v;
+  }
+
+  async createWallet(org: string, vaultId: string, chain: string, accountIndex: number, addressType: 'p2wpkh' | 'p2tr' | undefined): Promise<{ wallet: WalletRecord; created: boolean }> {
+    const v = await this.vault(org, vaultId);
+    const info = chainInfo(chain);
+    if (!info || info.environment !== this.o.environment) throw new ApiError(400, 'invalid_request', `chain ${chain} is not served in ${this.o.environment}`);
+    if (info.family === 'evm' && addressType !== undefined) throw new ApiError(400, 'invalid_request', 'address_type applies to Bitcoin chains only');
+    if (!v.public_key || !v.chain_code) throw new ApiError(409, 'conflict', 'the vault key is not generated yet');
+    const type = info.family === 'evm' ? 'evm' : (addressType ?? 'p2wpkh');
+    const existing = await this.o.store.byIndex<WalletRecord>('wallets', `derivation/${v.id}/${chain}/${type}/${accountIndex}/`);
+    if (existing[0]) return { wallet: existing[0], created: false };
+    const { address, path } = walletAddress(v.public_key, v.chain_code, info, type, accountIndex);
+    const w: WalletRecord = {
+      id: newId('wal'), org, vault_id: v.id, chain, address_type: type, account_index: accountIndex, address, derivation_path: 'm/' + path.join('/'), created_at: iso(this.now()),
+    };
+    await this.o.store.batch([{ type: 'put', collection: 'wallets', id: w.id, value: w, index: [`vault/${v.id}/${w.created_at}/${w.id}`, `derivation/${v.id}/${chain}/${type}/${accountIndex}/${w.id}`] }]);
+    return { wallet: w, created: true };
+  }
+}

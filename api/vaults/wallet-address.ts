@@ -1,0 +1,53 @@
+// Wallet addresses from a vault's group key and chain code (docs/derivation.md): non-hardened BIP-32
+// paths per chain family, EVM 0x addresses, Bitcoin P2WPKH (bech32) and P2TR key-path (bech32m).
+import * as bitcoin from 'bitcoinjs-lib';
+import * as ecc from '@bitcoinerlab/secp256k1';
+import { hexToBytes } from '@noble/hashes/utils.js';
+import { publicKeyToAddress } from 'viem/utils';
+import { toHex } from 'viem';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { derive } from '../../node/protocols/derive/bip32.ts';
+import { outputKey } from '../../node/protocols/frost/taproot.ts';
+import { pointHex } from '../../node/protocols/math/curve.ts';
+import { EVM_NETWORKS } from '../chains/evm/evm-networks.ts';
+
+bitcoin.initEccLib(ecc);
+
+export interface ChainInfo {
+  chain: string;
+  family: 'evm' | 'bitcoin';
+  environment: 'sandbox' | 'production';
+  bitcoinNetwork?: bitcoin.Network;
+  coin?: 0 | 1;
+}
+
+export const CHAINS: readonly ChainInfo[] = Object.freeze([
+  ...EVM_NETWORKS.map((n): ChainInfo => ({ chain: n.chain, family: 'evm', environment: n.environment })),
+  { chain: 'bitcoin', family: 'bitcoin', environment: 'production', bitcoinNetwork: bitcoin.networks.bitcoin, coin: 0 },
+  { chain: 'bitcoin-testnet', family: 'bitcoin', environment: 'sandbox', bitcoinNetwork: bitcoin.networks.testnet, coin: 1 },
+  { chain: 'bitcoin-signet', family: 'bitcoin', environment: 'sandbox', bitcoinNetwork: bitcoin.networks.testnet, coin: 1 },
+  { chain: 'bitcoin-regtest', family: 'bitcoin', environment: 'sandbox', bitcoinNetwork: bitcoin.networks.regtest, coin: 1 },
+]);
+
+export function chainInfo(chain: string): ChainInfo | undefined {
+  return CHAINS.find((c) => c.chain === chain);
+}
+
+export function walletPath(info: ChainInfo, addressType: 'evm' | 'p2wpkh' | 'p2tr', account: number): number[] {
+  if (info.family === 'evm') return [44, 60, account, 0, 0];
+  return [addressType === 'p2tr' ? 86 : 84, info.coin!, account, 0, 0];
+}
+
+export function walletAddress(groupKey: string, chainCode: string, info: ChainInfo, addressType: 'evm' | 'p2wpkh' | 'p2tr', account: number): { address: string; path: number[] } {
+  const path = walletPath(info, addressType, account);
+  const key = pointHex(derive(groupKey, chainCode, path).publicKey);
+  if (info.family === 'evm') {
+    const uncompressed = secp256k1.Point.fromBytes(hexToBytes(key)).toBytes(false);
+    return { address: publicKeyToAddress(toHex(uncompressed)), path };
+  }
+  const network = info.bitcoinNetwork!;
+  const address = addressType === 'p2tr'
+    ? bitcoin.payments.p2tr({ pubkey: outputKey(key), network }).address!
+    : bitcoin.payments.p2wpkh({ pubkey: hexToBytes(key), network }).address!;
+  return { address, path };
+}
