@@ -12,6 +12,7 @@ import type { NodeRegistry } from '../nodes/node-registry.ts';
 import type { SessionHub, SessionOutcome } from '../sessions/session-hub.ts';
 import type { KeyRecord, KeyStore } from './key-store.ts';
 import { committeeFor, PolicyError, type TierName } from './tier-policy.ts';
+import type { SignFields } from '../../node/runtime/authorization/sign-authorizer.ts';
 
 export class KeyServiceError extends Error {
   constructor(readonly code: 'not_found' | 'conflict' | 'unavailable' | 'failed' | 'invalid', message: string, readonly culprits: string[] = []) {
@@ -26,16 +27,8 @@ export interface Timeouts {
   reshareMs: number;
 }
 
-export interface SignInput {
+export interface SignInput extends SignFields {
   keyId: string;
-  path: number[];
-  scheme: 'taproot' | 'bip340' | 'ecdsa';
-  digests: string[];
-  intent: string;
-  intentSignature: string;
-  apiKeyId: string;
-  template: string;
-  endUserToken: string;
 }
 
 export interface SignOutput {

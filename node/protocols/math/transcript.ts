@@ -16,8 +16,9 @@ function encodePart(p: Part): Uint8Array {
   return hexToBytes(p.toString(16).padStart(64, '0'));
 }
 
-export function transcript(tag: string, parts: Part[]): Uint8Array {
-  const bufs = [tag, ...parts].map(encodePart);
+/** Each part as a 4-byte big-endian length then its bytes: an unambiguous concatenation. */
+export function lengthPrefixed(parts: Part[]): Uint8Array {
+  const bufs = parts.map(encodePart);
   const out = new Uint8Array(bufs.reduce((n, b) => n + 4 + b.length, 0));
   const view = new DataView(out.buffer);
   let off = 0;
@@ -27,6 +28,10 @@ export function transcript(tag: string, parts: Part[]): Uint8Array {
     off += 4 + b.length;
   }
   return out;
+}
+
+export function transcript(tag: string, parts: Part[]): Uint8Array {
+  return lengthPrefixed([tag, ...parts]);
 }
 
 export function taggedHash(tag: string, parts: Part[]): Uint8Array {

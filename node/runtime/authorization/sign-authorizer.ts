@@ -19,10 +19,8 @@ import type { ApiKeyRegistry } from './api-key-registry.ts';
 
 export type SignScheme = 'ecdsa' | 'taproot' | 'bip340';
 
-export interface SignRequestView {
-  owner: string;
-  groupKey: string;
-  chainCode: string;
+/** What a signing request carries for the nodes to check (coordinator input, session parameters). */
+export interface SignFields {
   path: number[];
   scheme: SignScheme;
   digests: string[];
@@ -31,6 +29,12 @@ export interface SignRequestView {
   apiKeyId: string;
   template: string;
   endUserToken: string;
+}
+
+export interface SignRequestView extends SignFields {
+  owner: string;
+  groupKey: string;
+  chainCode: string;
 }
 
 export interface SignAuthorizer {

@@ -13,7 +13,7 @@ import type { KeyPackage } from '../../protocols/keys/key-package.ts';
 import { SessionRefused, type ProtocolFactory, type SessionContext } from '../session-host.ts';
 import type { PartyProtocol } from '../party-protocol.ts';
 import type { KeyVault, PinnedMember } from '../key-vault.ts';
-import type { SignAuthorizer, SignScheme } from '../authorization/sign-authorizer.ts';
+import type { SignAuthorizer, SignFields } from '../authorization/sign-authorizer.ts';
 import { readParams, runProtocol } from './run-protocol.ts';
 
 export interface DkgSessionParams {
@@ -23,17 +23,9 @@ export interface DkgSessionParams {
   threshold: number;
 }
 
-export interface SignSessionParams {
+export interface SignSessionParams extends SignFields {
   keyId: string;
   epoch: number;
-  path: number[];
-  scheme: SignScheme;
-  digests: string[];
-  intent: string;
-  intentSignature: string;
-  apiKeyId: string;
-  template: string;
-  endUserToken: string;
 }
 
 export interface ReshareSessionParams {

@@ -1,0 +1,58 @@
+// Hashing for DKLs23 (ePrint 2023/765 §2, "random oracle" uses): every call is domain-separated and
+// length-prefixed through math/transcript.ts (a TupleHash-style encoding: each part is preceded by its
+// length, so no two part lists encode alike) and carries the session context among its parts.
+// Here: salted hash commitments (F_Com), Schnorr proofs of knowledge of a discrete log, and hashing
+// to several scalars at once with SHAKE256 (used per OT row, where SHA-256 twice per scalar costs too much).
+import { shake256 } from '@noble/hashes/sha3.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { Fn, G, equalBytes, pointHex, randomScalar, type Point } from '../math/curve.ts';
+import { hashToScalar, taggedHash, transcript, type Part } from '../math/transcript.ts';
+import type { Rng } from '../round/machine.ts';
+import { hexToBytes } from '@noble/hashes/utils.js';
+
+/** Salted hash commitment: H(tag, context, salt, value). The salt is 32 fresh random bytes. */
+export function commit(tag: string, context: string, parts: Part[], rng: Rng): { commitment: string; salt: string } {
+  const salt = bytesToHex(rng(32));
+  return { commitment: bytesToHex(taggedHash(`custody/commit/${tag}/v1`, [context, salt, ...parts])), salt };
+}
+
+export function openCommitment(tag: string, context: string, parts: Part[], salt: string, commitment: string): boolean {
+  if (!/^[0-9a-f]{64}$/.test(salt) || !/^[0-9a-f]{64}$/.test(commitment)) return false;
+  return equalBytes(taggedHash(`custody/commit/${tag}/v1`, [context, salt, ...parts]), hexToBytes(commitment));
+}
+
+export interface DlogProof {
+  R: string;
+  z: string;
+}
+
+function pokChallenge(tag: string, context: string, prover: number, X: Point, R: Point): bigint {
+  return hashToScalar(`custody/pok/${tag}/v1`, [context, prover, pointHex(X), pointHex(R)]);
+}
+
+/** Schnorr proof of knowledge of x with X = x·G, bound to the context and the prover (Fiat-Shamir). */
+export function proveDlog(tag: string, context: string, prover: number, x: bigint, X: Point, rng: Rng): DlogProof {
+  const k = randomScalar(rng);
+  const R = G.multiply(k);
+  const c = pokChallenge(tag, context, prover, X, R);
+  return { R: pointHex(R), z: bytesToHex(Fn.toBytes(Fn.add(k, Fn.mul(c, x)))) };
+}
+
+export function verifyDlog(tag: string, context: string, prover: number, X: Point, R: Point, z: bigint): boolean {
+  const c = pokChallenge(tag, context, prover, X, R);
+  // z·G - c·X == R, with one double-scalar product instead of two full multiplications.
+  return G.multiply(z).add(X.multiplyUnsafe(Fn.neg(c))).equals(R);
+}
+
+/** `count` scalars from one SHAKE256 call; 40 bytes each, reduced (bias below 2^-64). */
+export function hashToScalars(key: Uint8Array, count: number): bigint[] {
+  const out = shake256(key, { dkLen: 40 * count });
+  const res: bigint[] = [];
+  for (let i = 0; i < count; i++) res.push(Fn.create(BigInt('0x' + bytesToHex(out.subarray(40 * i, 40 * i + 40)))));
+  return res;
+}
+
+/** Length-prefixed encoding of a tag and parts, for callers that feed it to another hash. */
+export function encodeParts(tag: string, parts: Part[]): Uint8Array {
+  return transcript(tag, parts);
+}

@@ -1,0 +1,83 @@
+// Base OT: the "Simplest OT" of Chou and Orlandi (ePrint 2015/267) in the hardened form DKLs19 §5 and
+// the endemic-OT analysis (ePrint 2019/706) ask for: the sender proves knowledge of its secret a
+// (Schnorr, bound to the session, sender and receiver), every key hash binds the session context,
+// both party ids, the OT index, A and the receiver's point B_i, and every received point is validated.
+//
+// One sender secret a per ordered pair serves a batch of `count` OTs:
+//   sender:   A = a·G, proof of a
+//   receiver: B_i = b_i·G + c_i·A  (c_i its choice bit), key_i = H(b_i·A)
+//   sender:   k0_i = H(a·B_i), k1_i = H(a·B_i - a·A)
+// Cost per OT: the receiver one fixed-base and one fixed-point (A, precomputed) multiplication, the
+// sender one multiplication of its secret by a fresh point.
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { G, Point, parsePoint, pointHex, randomScalar, type Point as P } from '../math/curve.ts';
+import { taggedHash } from '../math/transcript.ts';
+import { InputError } from '../round/errors.ts';
+import type { Rng } from '../round/machine.ts';
+
+export const BASE_OT_COUNT = 256;
+
+function key(ctx: string, sender: number, receiver: number, i: number, A: string, B: string, S: P): Uint8Array {
+  return taggedHash('custody/ot/base/key/v1', [ctx, sender, receiver, i, A, B, S.toBytes(true)]);
+}
+
+/** Packs `n` compressed points into one hex string (33 bytes each). */
+export function packPoints(points: P[]): string {
+  return points.map(pointHex).join('');
+}
+
+export function unpackPoints(hex: unknown, n: number, what: string): P[] {
+  if (typeof hex !== 'string' || hex.length !== n * 66) throw new InputError('bad_point', `${what}: expected ${n} points`);
+  const out: P[] = [];
+  for (let i = 0; i < n; i++) out.push(parsePoint(hex.slice(66 * i, 66 * i + 66), `${what} ${i}`));
+  return out;
+}
+
+/** Receiver step: choice bits (packed, bit i of byte i>>3) against the sender's A. */
+export function baseOtChoose(ctx: string, sender: number, receiver: number, A: P, choices: Uint8Array, rng: Rng): { B: string; keys: Uint8Array[] } {
+  const Ahex = pointHex(A);
+  const Apre = Point.fromAffine(A.toAffine());
+  Apre.precompute(8, false);
+  const Bs: P[] = [];
+  const keys: Uint8Array[] = [];
+  for (let i = 0; i < BASE_OT_COUNT; i++) {
+    const b = randomScalar(rng);
+    const bit = (choices[i >> 3]! >> (i & 7)) & 1;
+    const bG = G.multiply(b);
+    const B = bit ? bG.add(A) : bG;
+    Bs.push(B);
+    keys.push(key(ctx, sender, receiver, i, Ahex, pointHex(B), Apre.multiply(b)));
+  }
+  return { B: packPoints(Bs), keys };
+}
+
+/** Sender step: both keys of every OT. */
+export function baseOtKeys(ctx: string, sender: number, receiver: number, a: bigint, Bs: P[]): { k0: Uint8Array[]; k1: Uint8Array[] } {
+  const A = G.multiply(a);
+  const Ahex = pointHex(A);
+  const aA = A.multiply(a).negate();
+  const k0: Uint8Array[] = [];
+  const k1: Uint8Array[] = [];
+  Bs.forEach((B, i) => {
+    const aB = B.multiply(a);
+    const Bhex = pointHex(B);
+    k0.push(key(ctx, sender, receiver, i, Ahex, Bhex, aB));
+    const S1 = aB.add(aA);
+    // a·B - a·A is the identity only if B = A, which a receiver could send; hash a fixed marker then.
+    k1.push(S1.is0() ? taggedHash('custody/ot/base/degenerate/v1', [ctx, sender, receiver, i]) : key(ctx, sender, receiver, i, Ahex, Bhex, S1));
+  });
+  return { k0, k1 };
+}
+
+export function baseOtSender(rng: Rng): { a: bigint; A: P } {
+  const a = randomScalar(rng);
+  return { a, A: G.multiply(a) };
+}
+
+export const joinKeys = (keys: Uint8Array[]): string => keys.map(bytesToHex).join('');
+export function splitKeys(hex: string): Uint8Array[] {
+  const b = hexToBytes(hex);
+  const out: Uint8Array[] = [];
+  for (let i = 0; i < b.length; i += 32) out.push(b.subarray(i, i + 32));
+  return out;
+}

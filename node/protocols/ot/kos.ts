@@ -1,0 +1,143 @@
+// OT extension: KOS (Keller-Orsini-Scholl, ePrint 2015/546) with the consistency check over
+// GF(2^128) multiplication, never XOR, and a challenge freshly derived for every use from the session
+// context and the receiver's whole matrix (Fiat-Shamir). The check uses powers of one challenge
+// (a polynomial hash: GHASH), which adds a factor of the row count to the soundness error (< 2^-118).
+//
+// Roles, for one ordered pair: the extension receiver holds both keys of KAPPA base OTs (it was the
+// base-OT sender), the extension sender holds Δ (KAPPA bits) and the keys its choices selected.
+// Columns are expanded by SHAKE256 seeded with the base key, the session context and a fresh 32-byte
+// nonce the receiver draws per use: one extension never reuses another's pads, even with a repeated
+// session id. Rows are 256 bits = two 128-bit lanes, each checked in GF(2^128) under its half of Δ.
+//
+// Receiver sends u (KAPPA columns of M bits) and, per lane, x = Σ χ^k·r_k and t = Σ χ^k·t_k.
+// Sender checks Σ χ^k·q_k == t + x·Δ per lane, then q_k = t_k ⊕ r_k·Δ for every row k.
+import { ghash } from '@noble/ciphers/_polyval.js';
+import { shake256 } from '@noble/hashes/sha3.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { taggedHash } from '../math/transcript.ts';
+import { equalBytes } from '../math/curve.ts';
+import { InputError } from '../round/errors.ts';
+import type { Rng } from '../round/machine.ts';
+import { BASE_OT_COUNT } from './base-ot.ts';
+
+export const KAPPA = BASE_OT_COUNT;
+/** Rows the caller uses (DKLs23: ξ = κ + 2s with s = 80). */
+export const XI = 416;
+/** Extra random rows that mask the check (κ/2 + s per lane, rounded to whole bytes). */
+export const EXTRA = 208;
+export const M = XI + EXTRA;
+const MB = M / 8;
+const ROW = KAPPA / 8;
+
+export interface KosReceiverMessage {
+  nonce: string;
+  /** KAPPA columns of M bits, hex, concatenated. */
+  u: string;
+  /** Per lane: x (16 bytes) then t (16 bytes), hex. */
+  check: string;
+}
+
+function prg(seed: Uint8Array, ctx: Uint8Array, col: number): Uint8Array {
+  const inp = new Uint8Array(seed.length + ctx.length + 2);
+  inp.set(seed, 0);
+  inp.set(ctx, seed.length);
+  inp[inp.length - 2] = col >> 8;
+  inp[inp.length - 1] = col & 0xff;
+  return shake256(inp, { dkLen: MB });
+}
+
+/** Columns (KAPPA × MB bytes) to rows (M × ROW bytes). */
+function transpose(cols: Uint8Array[]): Uint8Array {
+  const rows = new Uint8Array(M * ROW);
+  for (let c = 0; c < KAPPA; c++) {
+    const col = cols[c]!;
+    const byte = c >> 3;
+    const bit = 1 << (c & 7);
+    for (let k = 0; k < M; k++) if ((col[k >> 3]! >> (k & 7)) & 1) rows[k * ROW + byte]! |= bit;
+  }
+  return rows;
+}
+
+const ONE = (() => {
+  const b = new Uint8Array(16);
+  b[0] = 0x80; // the field's 1 in GHASH's bit order
+  return b;
+})();
+
+function challenge(ctx: Uint8Array, u: string, lane: number): Uint8Array {
+  return taggedHash('custody/ot/kos/chi/v1', [ctx, lane, u]).subarray(0, 16);
+}
+
+function lane(rows: Uint8Array, l: number): Uint8Array {
+  const out = new Uint8Array(M * 16);
+  for (let k = 0; k < M; k++) out.set(rows.subarray(k * ROW + 16 * l, k * ROW + 16 * l + 16), k * 16);
+  return out;
+}
+
+function bitsAsBlocks(bits: Uint8Array): Uint8Array {
+  const out = new Uint8Array(M * 16);
+  for (let k = 0; k < M; k++) if ((bits[k >> 3]! >> (k & 7)) & 1) out.set(ONE, k * 16);
+  return out;
+}
+
+function sessionCtx(ctx: string, nonce: string): Uint8Array {
+  return taggedHash('custody/ot/kos/prg/v1', [ctx, nonce]);
+}
+
+/**
+ * Receiver: random choice bits r (M bits; the first XI are the caller's), the message for the sender,
+ * and the receiver's rows t_k (ROW bytes each).
+ */
+export function kosReceive(ctx: string, k0: Uint8Array[], k1: Uint8Array[], rng: Rng): { msg: KosReceiverMessage; r: Uint8Array; t: Uint8Array } {
+  const nonce = bytesToHex(rng(32));
+  const sc = sessionCtx(ctx, nonce);
+  const r = rng(MB);
+  const t0: Uint8Array[] = [];
+  const u = new Uint8Array(KAPPA * MB);
+  for (let c = 0; c < KAPPA; c++) {
+    const a = prg(k0[c]!, sc, c);
+    const b = prg(k1[c]!, sc, c);
+    t0.push(a);
+    for (let i = 0; i < MB; i++) u[c * MB + i] = a[i]! ^ b[i]! ^ r[i]!;
+  }
+  const uHex = bytesToHex(u);
+  const t = transpose(t0);
+  const rb = bitsAsBlocks(r);
+  let check = '';
+  for (let l = 0; l < 2; l++) {
+    const chi = challenge(sc, uHex, l);
+    check += bytesToHex(ghash(rb, chi)) + bytesToHex(ghash(lane(t, l), chi));
+  }
+  return { msg: { nonce, u: uHex, check }, r, t };
+}
+
+/** Sender: checks the receiver's message and returns its rows q_k (= t_k ⊕ r_k·Δ). Throws InputError on a failed check. */
+export function kosSend(ctx: string, delta: Uint8Array, kd: Uint8Array[], msg: KosReceiverMessage): Uint8Array {
+  if (typeof msg.nonce !== 'string' || !/^[0-9a-f]{64}$/.test(msg.nonce)) throw new InputError('bad_ot', 'extension nonce');
+  if (typeof msg.u !== 'string' || msg.u.length !== KAPPA * MB * 2 || !/^[0-9a-f]*$/.test(msg.u)) throw new InputError('bad_ot', 'extension matrix has the wrong size');
+  if (typeof msg.check !== 'string' || !/^[0-9a-f]{128}$/.test(msg.check)) throw new InputError('bad_ot', 'extension check values');
+  const sc = sessionCtx(ctx, msg.nonce);
+  const u = hexToBytes(msg.u);
+  const cols: Uint8Array[] = [];
+  for (let c = 0; c < KAPPA; c++) {
+    const q = prg(kd[c]!, sc, c);
+    if ((delta[c >> 3]! >> (c & 7)) & 1) for (let i = 0; i < MB; i++) q[i]! ^= u[c * MB + i]!;
+    cols.push(q);
+  }
+  const q = transpose(cols);
+  const check = hexToBytes(msg.check);
+  for (let l = 0; l < 2; l++) {
+    const chi = challenge(sc, msg.u, l);
+    const x = check.subarray(32 * l, 32 * l + 16);
+    const t = check.subarray(32 * l + 16, 32 * l + 32);
+    const lhs = ghash(lane(q, l), chi);
+    const xd = ghash(x, delta.subarray(16 * l, 16 * l + 16));
+    const rhs = new Uint8Array(16);
+    for (let i = 0; i < 16; i++) rhs[i] = t[i]! ^ xd[i]!;
+    if (!equalBytes(lhs, rhs)) throw new InputError('bad_ot_check', 'OT extension consistency check failed');
+  }
+  return q;
+}
+
+export const rowOf = (rows: Uint8Array, k: number): Uint8Array => rows.subarray(k * ROW, k * ROW + ROW);
+export const bitOf = (bits: Uint8Array, k: number): number => (bits[k >> 3]! >> (k & 7)) & 1;
