@@ -10,11 +10,12 @@
 // Rounds: 1 broadcast {commitment, proof, chain-code commitment}; 2 direct {share} + broadcast {echo};
 // 3 broadcast {confirmation, chain-code reveal}.
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { G, Point, evalCommitment, parsePoint, parseScalar, pointHex, polyEval, randomScalar, scalarHex, Fn, type Point as P } from '../math/curve.ts';
+import { G, evalCommitment, parsePoint, parseScalar, pointHex, polyEval, randomScalar, scalarHex, Fn, type Point as P } from '../math/curve.ts';
 import { hashToScalar, taggedHashHex } from '../math/transcript.ts';
 import { InputError, ProtocolAbort, blame } from '../round/errors.ts';
 import { checkParties, checkSessionId, encodeBlob, readPayload, type Message, type Protocol } from '../round/machine.ts';
 import { SecretShare, type KeyPackage, type KeyShare } from '../keys/key-package.ts';
+import { aggregateDealings } from '../keys/aggregate.ts';
 
 export interface DkgParams {
   sessionId: string;
@@ -186,24 +187,18 @@ export const dkg: Protocol<DkgParams, DkgState, KeyShare> = {
     }
     if (round === 2) {
       const parties = s.params.parties;
-      let x = parseScalar(s.ownShare, 'own share');
-      for (const p of others(s)) x = Fn.add(x, parseScalar(s.shares[String(p)]!, 'share'));
       const t = s.params.threshold;
-      const groupCommitment: P[] = Array.from({ length: t }, () => Point.ZERO);
-      for (const p of parties) {
-        const C = s.r1[String(p)]!.commitment.map((c, i) => parsePoint(c, `commitment ${i}`));
-        for (let k = 0; k < t; k++) groupCommitment[k] = groupCommitment[k]!.add(C[k]!);
-      }
-      const Y = groupCommitment[0]!;
-      if (Y.is0()) throw new ProtocolAbort('degenerate_key', [], 'group key is the identity');
-      const verificationShares: Record<string, string> = {};
-      for (const p of parties) verificationShares[String(p)] = pointHex(evalCommitment(groupCommitment, BigInt(p)));
-      if (pointHex(G.multiply(x)) !== verificationShares[String(me)]) throw new ProtocolAbort('inconsistent_share', [], 'own share does not match the verification share');
+      const agg = aggregateDealings(parties.map((p) => s.r1[String(p)]!.commitment), parties, t, {
+        me, shares: [s.ownShare, ...others(s).map((p) => s.shares[String(p)]!)],
+      });
+      const x = agg.share!;
+      const verificationShares = agg.verificationShares;
+      const groupKey = agg.groupCommitment[0]!;
       const sorted = [...parties].sort((a, b) => a - b);
-      const confirm = taggedHashHex('custody/dkg/confirm/v1', [s.context, pointHex(Y), ...sorted.map((p) => verificationShares[String(p)]!), ...sorted.map((p) => s.r1[String(p)]!.ccCommit)]);
+      const confirm = taggedHashHex('custody/dkg/confirm/v1', [s.context, groupKey, ...sorted.map((p) => verificationShares[String(p)]!), ...sorted.map((p) => s.r1[String(p)]!.ccCommit)]);
       const pkg: KeyPackage = {
-        keyId: s.params.keyId, epoch: s.params.epoch, threshold: t, parties: sorted, groupKey: pointHex(Y), verificationShares,
-        groupCommitment: groupCommitment.map(pointHex), chainCode: '',
+        keyId: s.params.keyId, epoch: s.params.epoch, threshold: t, parties: sorted, groupKey, verificationShares,
+        groupCommitment: agg.groupCommitment, chainCode: '',
       };
       const out: Message[] = [{ from: me, to: 'all', round: 3, payload: encodeBlob('dkg/r3', { confirm, chainCode: s.ccSecret } satisfies R3) }];
       return { kind: 'next', state: { ...s, confirm, pkg, secretShare: scalarHex(x), ownShare: '' }, out };

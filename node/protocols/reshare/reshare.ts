@@ -8,12 +8,13 @@
 // Session parties are numbered 1..m over the union of both committees; each has an old id (dealer),
 // a new id (receiver), or both. Rounds: 1 dealers broadcast {commitment} and send {share} to each
 // receiver; 2 receivers broadcast {echo of the dealers' commitments, confirmation of the new package}.
-import { G, Fn, Point, evalCommitment, lagrangeAtZero, parsePoint, parseScalar, pointHex, polyEval, randomScalar, scalarHex, type Point as P } from '../math/curve.ts';
+import { G, Fn, evalCommitment, lagrangeAtZero, parsePoint, parseScalar, pointHex, polyEval, randomScalar, scalarHex } from '../math/curve.ts';
 import { taggedHashHex } from '../math/transcript.ts';
 import { InputError, ProtocolAbort, blame } from '../round/errors.ts';
 import { checkParties, checkSessionId, encodeBlob, readPayload, type Message, type Protocol } from '../round/machine.ts';
 import { SecretShare, checkKeyPackage, type KeyPackage, type KeyShare } from '../keys/key-package.ts';
 import { MAX_PARTIES } from '../dkg/dkg.ts';
+import { aggregateDealings } from '../keys/aggregate.ts';
 
 export interface ReshareMember {
   party: number;
@@ -167,18 +168,13 @@ export const reshare: Protocol<ReshareParams, ReshareState, ReshareResult> = {
     const p = s.params;
     if (round === 1) {
       const t = p.newThreshold;
-      const gc: P[] = Array.from({ length: t }, () => Point.ZERO);
-      for (const d of dealers(p)) {
-        const D = s.commitments[String(d.party)]!.map((c, i) => parsePoint(c, `commitment ${i}`));
-        for (let k = 0; k < t; k++) gc[k] = gc[k]!.add(D[k]!);
-      }
-      if (pointHex(gc[0]!) !== p.oldPkg.groupKey) throw new ProtocolAbort('group_key_changed', [], 'dealt commitments do not sum to the group key');
       const newParties = receivers(p).map((r) => r.newId!).sort((a, b) => a - b);
-      const verificationShares: Record<string, string> = {};
-      for (const j of newParties) verificationShares[String(j)] = pointHex(evalCommitment(gc, BigInt(j)));
+      const agg = aggregateDealings(dealers(p).map((d) => s.commitments[String(d.party)]!), newParties, t);
+      if (agg.groupCommitment[0] !== p.oldPkg.groupKey) throw new ProtocolAbort('group_key_changed', [], 'dealt commitments do not sum to the group key');
+      const verificationShares = agg.verificationShares;
       const newPkg: KeyPackage = {
         keyId: p.oldPkg.keyId, epoch: p.newEpoch, threshold: t, parties: newParties, groupKey: p.oldPkg.groupKey,
-        verificationShares, groupCommitment: gc.map(pointHex), chainCode: p.oldPkg.chainCode,
+        verificationShares, groupCommitment: agg.groupCommitment, chainCode: p.oldPkg.chainCode,
       };
       const confirm = taggedHashHex('custody/reshare/confirm/v1', [s.context, JSON.stringify(newPkg)]);
       let newShare = '';

@@ -154,6 +154,19 @@ t.test('an equivocating dealer is named by the echo', async (t) => {
   for (const a of named) t.same(a.culprits, [b]);
 });
 
+t.test('every reshare message round-trips through its encoding', async (t) => {
+  const c0 = committeeOf(dkgKeys(3, 2, 'codec-reshare'), ['A', 'B', 'C']);
+  const { params } = hopParams(c0, ['A', 'B'], ['A', 'B', 'D'], 2, 'codec');
+  const { transcript } = simulate(reshare, params, { seed: 'codec' });
+  const kinds = new Set<string>();
+  for (const m of transcript) {
+    const kind = m.round === 1 ? (m.to === 'all' ? 'reshare/r1' : 'reshare/r1-share') : 'reshare/r2';
+    t.same(encodeBlob(kind, decodeBlob(kind, m.payload)), m.payload);
+    kinds.add(kind);
+  }
+  t.same([...kinds].sort(), ['reshare/r1', 'reshare/r1-share', 'reshare/r2']);
+});
+
 t.test('resumes from serialized state; bad parameters are refused', async (t) => {
   const c0 = committeeOf(dkgKeys(3, 2, 'rt-reshare'), ['A', 'B', 'C']);
   const { params } = hopParams(c0, ['A', 'B', 'C'], ['A', 'B', 'C', 'D'], 3, 'rt');
