@@ -4,11 +4,10 @@
 // Here: salted hash commitments (F_Com), Schnorr proofs of knowledge of a discrete log, and hashing
 // to several scalars at once with SHAKE256 (used per OT row, where SHA-256 twice per scalar costs too much).
 import { shake256 } from '@noble/hashes/sha3.js';
-import { bytesToHex } from '@noble/hashes/utils.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { Fn, G, equalBytes, pointHex, randomScalar, type Point } from '../math/curve.ts';
 import { hashToScalar, taggedHash, transcript, type Part } from '../math/transcript.ts';
 import type { Rng } from '../round/machine.ts';
-import { hexToBytes } from '@noble/hashes/utils.js';
 
 /** Salted hash commitment: H(tag, context, salt, value). The salt is 32 fresh random bytes. */
 export function commit(tag: string, context: string, parts: Part[], rng: Rng): { commitment: string; salt: string } {

@@ -1,0 +1,118 @@
+// DKLs23 signing, online phase (ePrint 2023/765, Protocol 3.6, round 3 and output): with the
+// presignature's R, u_i (share of r·φ), v_i (share of sk·φ) and φ_i, each signer broadcasts u_i and
+// w_i = H(m)·φ_i + r_x·v_i; then s = Σ w / Σ u = (H(m) + r_x·sk) / r. The signature is verified under the
+// public key before release, normalised to low s, and returned with its recovery id.
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { hexToBytes } from '@noble/hashes/utils.js';
+import { Fn, ORDER, parsePoint, parseScalar, scalarHex } from '../math/curve.ts';
+import { InputError, ProtocolAbort } from '../round/errors.ts';
+import { encodeBlob, readPayload, type Protocol } from '../round/machine.ts';
+import type { Presignature } from './presignature.ts';
+
+export interface OnlineParams {
+  /** Consumed by `start`: the caller marks its id used durably before the first message leaves. */
+  presignature: Presignature;
+  /** The 32-byte digest to sign, hex (keccak256 for EVM, the BIP-143 sighash for P2WPKH). */
+  digest: string;
+}
+
+export interface OnlineState {
+  presignatureId: string;
+  sessionId: string;
+  signers: number[];
+  me: number;
+  publicKey: string;
+  R: string;
+  digest: string;
+  u: string;
+  w: string;
+  shares: Record<string, { u: string; w: string }>;
+}
+
+export interface EcdsaSignature {
+  r: string;
+  s: string;
+  /** 0..3: bit 0 the parity of R's y (after low-s normalisation), bit 1 set when R.x >= n. */
+  recovery: number;
+  /** 64-byte compact r || s, hex. */
+  compact: string;
+  publicKey: string;
+}
+
+const others = (s: OnlineState) => s.signers.filter((p) => p !== s.me);
+
+/** H(m) as a scalar: the 32-byte digest reduced mod n (ECDSA bits2int for a 256-bit curve). */
+export function digestScalar(digest: string): bigint {
+  if (!/^[0-9a-f]{64}$/.test(digest)) throw new InputError('bad_digest', 'digest is 32 bytes of hex');
+  return Fn.create(BigInt('0x' + digest));
+}
+
+export const ecdsaOnline: Protocol<OnlineParams, OnlineState, EcdsaSignature> = {
+  name: 'ecdsa-online/v1',
+
+  start(params) {
+    const m = digestScalar(params.digest);
+    const p = params.presignature.take();
+    const R = parsePoint(p.R, 'R');
+    const rx = Fn.create(R.toAffine().x);
+    const phi = parseScalar(p.phi, 'phi');
+    const v = parseScalar(p.v, 'v', true);
+    const w = Fn.add(Fn.mul(m, phi), Fn.mul(rx, v));
+    const u = p.u;
+    const state: OnlineState = {
+      presignatureId: p.id, sessionId: p.sessionId, signers: p.signers, me: p.me, publicKey: p.publicKey, R: p.R, digest: params.digest,
+      u, w: scalarHex(w), shares: {},
+    };
+    return { state, out: [{ from: p.me, to: 'all', round: 1, payload: encodeBlob('ecdsa-online/r1', { id: p.id, u, w: state.w }) }] };
+  },
+
+  verify(s, round, msg) {
+    const from = msg.from;
+    if (!others(s).includes(from)) throw new ProtocolAbort('unknown_party', [from], `party ${from} is not in this session`);
+    if (round !== 1 || msg.to !== 'all') throw new ProtocolAbort('bad_message', [from], 'the online round is one broadcast');
+    const r = readPayload<{ id: string; u: string; w: string }>('ecdsa-online/r1', msg);
+    // Every signer's presignature carries the same id (it hashes the context and R).
+    if (r.id !== s.presignatureId) throw new ProtocolAbort('wrong_session', [from], `party ${from} signs with another presignature`);
+    try {
+      parseScalar(r.u, 'u', true);
+      parseScalar(r.w, 'w', true);
+    } catch {
+      throw new ProtocolAbort('bad_message', [from], `party ${from}: malformed signature share`);
+    }
+    return { u: r.u, w: r.w };
+  },
+
+  store(s, _round, msg, parsed) {
+    return { ...s, shares: { ...s.shares, [String(msg.from)]: parsed as { u: string; w: string } } };
+  },
+
+  ready(s) {
+    return others(s).every((p) => s.shares[String(p)]);
+  },
+
+  finalize(s) {
+    let u = parseScalar(s.u, 'u', true);
+    let w = parseScalar(s.w, 'w', true);
+    for (const j of others(s)) {
+      u = Fn.add(u, parseScalar(s.shares[String(j)]!.u, 'u', true));
+      w = Fn.add(w, parseScalar(s.shares[String(j)]!.w, 'w', true));
+    }
+    const R = parsePoint(s.R, 'R').toAffine();
+    const r = Fn.create(R.x);
+    if (u === 0n || r === 0n) throw new ProtocolAbort('bad_signature_share', [], 'degenerate signature');
+    let sig = Fn.div(w, u);
+    let odd = R.y & 1n;
+    if (sig > ORDER >> 1n) {
+      sig = Fn.neg(sig);
+      odd ^= 1n;
+    }
+    const recovery = Number(odd) | (R.x >= ORDER ? 2 : 0);
+    const compact = scalarHex(r) + scalarHex(sig);
+    // Released only if it verifies: a signer that sent a wrong (u, w) cannot make us output garbage.
+    if (sig === 0n || !secp256k1.verify(hexToBytes(compact), hexToBytes(s.digest), hexToBytes(s.publicKey), { prehash: false, lowS: true })) {
+      throw new ProtocolAbort('bad_signature_share', [], 'the combined signature does not verify');
+    }
+    return { kind: 'done', state: { ...s, u: '', w: '' }, result: { r: scalarHex(r), s: scalarHex(sig), recovery, compact, publicKey: s.publicKey } };
+  },
+};
+

@@ -1,0 +1,228 @@
+// DKLs23 signing, message-independent part (ePrint 2023/765, Protocol 3.6, rounds 1-2 and the checks of
+// round 3): the result is a presignature, consumed once by the online phase (online.ts).
+//
+// Every signer i holds sk_i = λ_i·x_i + ζ_i (Lagrange-weighted Shamir share of the possibly derived key,
+// plus a zero-share from the pairwise seeds, §3.1) and draws an instance key r_i and a mask φ_i.
+//   round 1 (direct, to each j): a salted commitment to R_i = r_i·G; as Bob toward j, the OT-extension
+//          message that fixes a random χ_ij (rvole.ts).
+//   round 2 (direct, to each j): as Alice toward j, the multiplication message for inputs (r_i, sk_i)
+//          with shares c; Γ^u = c_u·G and Γ^v = c_v·G; the opening of R_i; pk_i = sk_i·G; ψ_ij = φ_i − χ_ij.
+//   finish: as Bob, d from each j; checks d_u·G = χ·R_j − Γ^u and d_v·G = χ·pk_j − Γ^v (culprit j),
+//          Σ pk_j = Y; R = Σ R_j; shares u_i of r·φ and v_i of sk·φ.
+import { hexToBytes } from '@noble/hashes/utils.js';
+import { Fn, G, Point, lagrangeAtZero, parsePoint, parseScalar, pointHex, randomScalar, scalarHex, type Point as P } from '../math/curve.ts';
+import { hashToScalar, taggedHashHex } from '../math/transcript.ts';
+import { InputError, ProtocolAbort, blame } from '../round/errors.ts';
+import { checkParties, checkSessionId, encodeBlob, readPayload, type Message, type Protocol } from '../round/machine.ts';
+import { deriveKeyShare } from '../derive/bip32.ts';
+import { SecretShare, type KeyPackage } from '../keys/key-package.ts';
+import { splitKeys } from '../ot/base-ot.ts';
+import type { KosReceiverMessage } from '../ot/kos.ts';
+import { commit, openCommitment } from './hash.ts';
+import { scalarOfSeed, type EcdsaOtSetup } from './ot-setup.ts';
+import { rvoleAlice, rvoleBobFinish, rvoleBobStart, type AliceMessage, type BobState } from './rvole.ts';
+import { Presignature } from './presignature.ts';
+
+export interface PresignParams {
+  sessionId: string;
+  signers: number[];
+  me: number;
+  /** The stored key share (untweaked). */
+  key: { id: number; share: string; pkg: KeyPackage };
+  /** Non-hardened derivation path applied before signing. */
+  path: number[];
+  /** This party's OT setup for the key's committee. */
+  ot: EcdsaOtSetup;
+}
+
+interface R1 {
+  commitR: string;
+  ot: KosReceiverMessage;
+}
+
+interface R2 {
+  R: string;
+  salt: string;
+  pk: string;
+  gu: string;
+  gv: string;
+  psi: string;
+  mult: AliceMessage;
+}
+
+export interface PresignState {
+  sessionId: string;
+  signers: number[];
+  me: number;
+  context: string;
+  /** Public key being signed for (after derivation). */
+  publicKey: string;
+  /** Secrets, emptied when the presignature is produced. */
+  sk: string;
+  r: string;
+  phi: string;
+  salt: string;
+  /** Per peer, as Alice: OT-extension sender material (secret), dropped after round 1. */
+  alice: Record<string, { delta: string; kd: string }>;
+  /** Per peer, as Bob: extension state (secret), dropped after use. */
+  bob: Record<string, BobState>;
+  /** Per peer, as Alice: our multiplication shares c_u, c_v (secret). */
+  c: Record<string, [string, string]>;
+  r1: Record<string, R1>;
+  r2: Record<string, R2>;
+}
+
+const others = (s: { signers: number[]; me: number }) => s.signers.filter((p) => p !== s.me);
+export const pairContext = (ctx: string, alice: number, bob: number): string => taggedHashHex('custody/ecdsa/pair/v1', [ctx, alice, bob]);
+
+function context(p: PresignParams, publicKey: string): string {
+  return taggedHashHex('custody/ecdsa/presign/context/v1', [p.sessionId, p.key.pkg.keyId, p.key.pkg.epoch, publicKey, [...p.signers].sort((a, b) => a - b).join(','), p.path.join('/'), p.ot.setupId]);
+}
+
+export function checkPresignParams(p: PresignParams): void {
+  checkSessionId(p.sessionId);
+  checkParties(p.signers, p.me);
+  const pkg = p.key.pkg;
+  if (p.key.id !== p.me) throw new InputError('bad_key', 'key share belongs to another party');
+  if (p.signers.some((x) => !pkg.parties.includes(x))) throw new InputError('bad_parties', 'a signer is not in the key committee');
+  if (p.signers.length < pkg.threshold) throw new InputError('bad_parties', `at least ${pkg.threshold} signers`);
+  const ot = p.ot;
+  if (ot.keyId !== pkg.keyId || ot.epoch !== pkg.epoch || ot.me !== p.me) throw new InputError('bad_ot_setup', 'OT setup is for another key, epoch or party');
+  for (const j of p.signers) {
+    if (j === p.me) continue;
+    if (ot.retired.includes(j)) throw new InputError('ot_retired', `OT material with party ${j} was retired after an abort; run a new OT setup`);
+    if (!ot.peers[String(j)]) throw new InputError('bad_ot_setup', `no OT material for party ${j}`);
+  }
+}
+
+export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> = {
+  name: 'ecdsa-presign/v1',
+
+  start(params, rng) {
+    checkPresignParams(params);
+    const key = deriveKeyShare({ share: new SecretShare(params.key.id, parseScalar(params.key.share, 'share')), pkg: params.key.pkg }, params.path);
+    const publicKey = key.pkg.groupKey;
+    const ctx = context(params, publicKey);
+    const me = params.me;
+    const lambda = lagrangeAtZero(params.signers.map(BigInt), BigInt(me));
+    let sk = Fn.mul(lambda, key.share.scalar());
+    for (const j of others(params)) {
+      const z = scalarOfSeed(params.ot.peers[String(j)]!.zeroSeed, ctx);
+      sk = me < j ? Fn.add(sk, z) : Fn.sub(sk, z);
+    }
+    const r = randomScalar(rng);
+    const phi = randomScalar(rng);
+    const R = G.multiply(r);
+    const com = commit('instance-key', ctx, [me, pointHex(R)], rng);
+    const out: Message[] = [];
+    const bob: PresignState['bob'] = {};
+    const alice: PresignState['alice'] = {};
+    for (const j of others(params)) {
+      const peer = params.ot.peers[String(j)]!;
+      const b = rvoleBobStart(pairContext(ctx, j, me), splitKeys(peer.k0), splitKeys(peer.k1), rng);
+      bob[String(j)] = b.state;
+      alice[String(j)] = { delta: peer.delta, kd: peer.kd };
+      out.push({ from: me, to: j, round: 1, payload: encodeBlob('ecdsa-presign/r1', { commitR: com.commitment, ot: b.msg } satisfies R1) });
+    }
+    const state: PresignState = {
+      sessionId: params.sessionId, signers: [...params.signers].sort((a, b) => a - b), me, context: ctx, publicKey,
+      sk: scalarHex(sk), r: scalarHex(r), phi: scalarHex(phi), salt: com.salt, alice, bob, c: {}, r1: {}, r2: {},
+    };
+    return { state, out };
+  },
+
+  verify(s, round, msg) {
+    const from = msg.from;
+    if (!others(s).includes(from)) throw new ProtocolAbort('unknown_party', [from], `party ${from} is not in this session`);
+    if (msg.to !== s.me) throw new ProtocolAbort('bad_message', [from], 'message addressed to another party');
+    if (round === 1) {
+      const r = readPayload<R1>('ecdsa-presign/r1', msg);
+      if (typeof r.commitR !== 'string' || !/^[0-9a-f]{64}$/.test(r.commitR) || typeof r.ot !== 'object' || r.ot === null) throw new ProtocolAbort('bad_message', [from], `party ${from}: malformed round 1`);
+      return { commitR: r.commitR, ot: { nonce: r.ot.nonce, u: r.ot.u, check: r.ot.check } } satisfies R1;
+    }
+    if (round === 2) {
+      const r = readPayload<R2>('ecdsa-presign/r2', msg);
+      return blame(from, 'bad_message', () => {
+        const R = parsePoint(r.R, 'R');
+        parsePoint(r.pk, 'pk');
+        parsePoint(r.gu, 'Gamma u');
+        parsePoint(r.gv, 'Gamma v');
+        parseScalar(r.psi, 'psi', true);
+        if (typeof r.mult !== 'object' || r.mult === null) throw new InputError('bad_message', 'multiplication message');
+        if (!openCommitment('instance-key', s.context, [from, pointHex(R)], r.salt, s.r1[String(from)]!.commitR)) {
+          throw new ProtocolAbort('bad_commitment', [from], `party ${from}: R does not open its commitment`);
+        }
+        return { R: r.R, salt: r.salt, pk: r.pk, gu: r.gu, gv: r.gv, psi: r.psi, mult: { tau: r.mult.tau, eta: r.mult.eta, mu: r.mult.mu } } satisfies R2;
+      });
+    }
+    throw new ProtocolAbort('bad_message', [from], `no round ${round}`);
+  },
+
+  store(s, round, msg, parsed) {
+    const k = String(msg.from);
+    if (round === 1) return { ...s, r1: { ...s.r1, [k]: parsed as R1 } };
+    return { ...s, r2: { ...s.r2, [k]: parsed as R2 } };
+  },
+
+  ready(s, round) {
+    return others(s).every((p) => (round === 1 ? s.r1[String(p)] : s.r2[String(p)]));
+  },
+
+  finalize(s, round, rng) {
+    const me = s.me;
+    const r = parseScalar(s.r, 'r');
+    const sk = parseScalar(s.sk, 'sk');
+    if (round === 1) {
+      const out: Message[] = [];
+      const c: PresignState['c'] = {};
+      const R = G.multiply(r);
+      const pk = G.multiply(sk);
+      for (const j of others(s)) {
+        const a = s.alice[String(j)];
+        if (!a) throw new ProtocolAbort('bad_state', [], 'OT-extension material already used');
+        const res = blame(j, 'bad_ot_check', () => rvoleAlice(pairContext(s.context, me, j), hexToBytes(a.delta), splitKeys(a.kd), s.r1[String(j)]!.ot, [r, sk], rng));
+        c[String(j)] = [scalarHex(res.c[0]), scalarHex(res.c[1])];
+        const chi = parseScalar(s.bob[String(j)]!.chi, 'chi', true);
+        const r2: R2 = {
+          R: pointHex(R), salt: s.salt, pk: pointHex(pk), gu: pointHex(G.multiply(res.c[0])), gv: pointHex(G.multiply(res.c[1])),
+          psi: scalarHex(Fn.sub(parseScalar(s.phi, 'phi'), chi)), mult: res.msg,
+        };
+        out.push({ from: me, to: j, round: 2, payload: encodeBlob('ecdsa-presign/r2', r2) });
+      }
+      // The extension keys are not needed any more in this run: one use per run.
+      return { kind: 'next', state: { ...s, alice: {}, c }, out };
+    }
+    const phi = parseScalar(s.phi, 'phi');
+    let u = Fn.mul(r, phi);
+    let v = Fn.mul(sk, phi);
+    let Rsum: P = G.multiply(r);
+    let pkSum: P = G.multiply(sk);
+    for (const j of others(s)) {
+      const m = s.r2[String(j)]!;
+      const bob = s.bob[String(j)];
+      if (!bob) throw new ProtocolAbort('bad_state', [], 'OT-extension state already used');
+      const pc = pairContext(s.context, j, me);
+      const d = blame(j, 'bad_multiplication', () => rvoleBobFinish(pc, bob, m.mult));
+      const chi = parseScalar(bob.chi, 'chi', true);
+      const Rj = parsePoint(m.R, 'R');
+      const pkj = parsePoint(m.pk, 'pk');
+      // Both DKLs23 checks at once, under a random combination ρ: (d_u + ρ·d_v)·G + Γ^u + ρ·Γ^v = χ·(R_j + ρ·pk_j).
+      const rho = hashToScalar('custody/ecdsa/gamma-check/v1', [pc, m.R, m.pk, m.gu, m.gv]);
+      const lhs = G.multiply(Fn.add(d[0], Fn.mul(rho, d[1]))).add(parsePoint(m.gu, 'gu')).add(parsePoint(m.gv, 'gv').multiplyUnsafe(rho));
+      const rhs = Rj.add(pkj.multiplyUnsafe(rho)).multiply(chi === 0n ? 1n : chi);
+      if (chi === 0n || !lhs.equals(rhs)) throw new ProtocolAbort('bad_multiplication', [j], `party ${j}: multiplication shares do not match R and pk`);
+      const [cu, cv] = s.c[String(j)]!.map((x) => parseScalar(x, 'c', true)) as [bigint, bigint];
+      const psi = parseScalar(m.psi, 'psi', true);
+      u = Fn.add(u, Fn.add(Fn.add(cu, Fn.mul(r, psi)), d[0]));
+      v = Fn.add(v, Fn.add(Fn.add(cv, Fn.mul(sk, psi)), d[1]));
+      Rsum = Rsum.add(Rj);
+      pkSum = pkSum.add(pkj);
+    }
+    if (!pkSum.equals(parsePoint(s.publicKey, 'public key'))) throw new ProtocolAbort('bad_key_share', [], 'the signers\' key shares do not add up to the public key');
+    if (Rsum.is0() || Rsum.equals(Point.ZERO)) throw new ProtocolAbort('degenerate_nonce', [], 'R is the identity');
+    const id = taggedHashHex('custody/ecdsa/presignature-id/v1', [s.context, pointHex(Rsum)]);
+    const presig = new Presignature({ id, sessionId: s.sessionId, context: s.context, signers: s.signers, me, publicKey: s.publicKey, R: pointHex(Rsum), u: scalarHex(u), v: scalarHex(v), phi: scalarHex(phi) });
+    return { kind: 'done', state: { ...s, sk: '', r: '', phi: '', salt: '', bob: {}, c: {} }, result: presig };
+  },
+};
+

@@ -1,0 +1,76 @@
+// A DKLs23 presignature: the output of the message-independent rounds. It is a single-use secret:
+// signing two messages with one presignature reveals the key share. The object hands its secret out
+// once (`take`), and encodes for sealed storage only while untaken; the caller records `id` as used
+// durably before the online message leaves the node (DKLs23 §3.6, "presigning").
+import { decodeBlob, encodeBlob } from '../round/machine.ts';
+import { InputError, ProtocolBug } from '../round/errors.ts';
+import { parsePoint, parseScalar } from '../math/curve.ts';
+
+export interface PresignatureData {
+  id: string;
+  sessionId: string;
+  context: string;
+  signers: number[];
+  me: number;
+  publicKey: string;
+  R: string;
+  /** Secret shares of r·φ and sk·φ, and the mask φ_i. */
+  u: string;
+  v: string;
+  phi: string;
+}
+
+const REDACTED = '<redacted>';
+
+export class Presignature {
+  #data: PresignatureData | undefined;
+  readonly id: string;
+  readonly R: string;
+  readonly publicKey: string;
+  readonly signers: number[];
+  constructor(data: PresignatureData) {
+    this.#data = { ...data, signers: [...data.signers] };
+    this.id = data.id;
+    this.R = data.R;
+    this.publicKey = data.publicKey;
+    this.signers = [...data.signers];
+  }
+  get used(): boolean {
+    return this.#data === undefined;
+  }
+  /** Hands the secret out once; a second call is a bug of the caller. */
+  take(): PresignatureData {
+    const d = this.#data;
+    if (!d) throw new ProtocolBug(`presignature ${this.id} was already used`);
+    this.#data = undefined;
+    return d;
+  }
+  /** Sealed-storage bytes while unused; the stored copy is as single-use as this object. */
+  encode(): Uint8Array {
+    if (!this.#data) throw new ProtocolBug(`presignature ${this.id} was already used`);
+    return encodeBlob('ecdsa-presignature', this.#data);
+  }
+  toJSON(): string {
+    return REDACTED;
+  }
+  toString(): string {
+    return REDACTED;
+  }
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return `Presignature(${this.id}, ${REDACTED})`;
+  }
+}
+
+/** Sealed-storage form of an unused presignature (secret). */
+export function encodePresignature(p: Presignature): Uint8Array {
+  return p.encode();
+}
+
+export function decodePresignature(bytes: Uint8Array): Presignature {
+  const d = decodeBlob<PresignatureData>('ecdsa-presignature', bytes);
+  if (!d || typeof d.id !== 'string' || !Array.isArray(d.signers)) throw new InputError('bad_encoding', 'not a presignature');
+  parsePoint(d.R, 'R');
+  parsePoint(d.publicKey, 'public key');
+  for (const x of [d.u, d.v, d.phi]) parseScalar(x, 'presignature scalar');
+  return new Presignature(d);
+}

@@ -1,0 +1,49 @@
+// Shared setup for the ECDSA tests: keys from the project's DKG, the OT setup over them, and helpers
+// that run presigning and the online phase in the simulated network.
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { simulate, type SimOptions } from '../simulate.ts';
+import { dkgKeys, type StoredKey } from '../frost/keys.ts';
+import { ecdsaOtSetup, type EcdsaOtSetup, type OtSetupParams } from '../../../node/protocols/ecdsa/ot-setup.ts';
+import { ecdsaPresign, type PresignParams } from '../../../node/protocols/ecdsa/presign.ts';
+import { ecdsaOnline, type EcdsaSignature, type OnlineParams } from '../../../node/protocols/ecdsa/online.ts';
+import type { Presignature } from '../../../node/protocols/ecdsa/presignature.ts';
+
+export const sid = (label: string): string => bytesToHex(sha256(new TextEncoder().encode(label)));
+
+export interface Committee {
+  keys: Map<number, StoredKey>;
+  ots: Map<number, EcdsaOtSetup>;
+}
+
+export function otSetup(keys: Map<number, StoredKey>, label = 'ot-setup', opts: SimOptions = {}) {
+  const first = [...keys.values()][0]!;
+  const parties = first.pkg.parties;
+  const params = new Map<number, OtSetupParams>(parties.map((me) => [me, { sessionId: sid(label), keyId: first.pkg.keyId, epoch: first.pkg.epoch, parties, me }]));
+  return simulate(ecdsaOtSetup, params, { seed: label, ...opts });
+}
+
+export function committee(n: number, t: number, seed: string): Committee {
+  const keys = dkgKeys(n, t, seed);
+  const { results } = otSetup(keys, `ot/${seed}`);
+  return { keys, ots: results };
+}
+
+export function presign(c: Committee, signers: number[], label: string, path: number[] = [], opts: SimOptions = {}) {
+  const params = new Map<number, PresignParams>(signers.map((me) => [me, { sessionId: sid(label), signers, me, key: c.keys.get(me)!, path, ot: c.ots.get(me)! }]));
+  return simulate(ecdsaPresign, params, { seed: label, ...opts });
+}
+
+export function online(presigs: Map<number, Presignature>, digest: string, opts: SimOptions = {}) {
+  const params = new Map<number, OnlineParams>([...presigs].map(([me, presignature]) => [me, { presignature, digest }]));
+  return simulate(ecdsaOnline, params, { seed: 'online', ...opts });
+}
+
+/** Presign then sign; returns every signer's signature (they must agree). */
+export function sign(c: Committee, signers: number[], digest: string, label: string, path: number[] = []): Map<number, EcdsaSignature> {
+  const pre = presign(c, signers, label, path);
+  if (pre.aborts.size) throw [...pre.aborts.values()][0]!;
+  const on = online(pre.results, digest);
+  if (on.aborts.size) throw [...on.aborts.values()][0]!;
+  return on.results;
+}
