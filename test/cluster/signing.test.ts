@@ -226,3 +226,32 @@ t.test('a node killed in the middle of a reshare: the old epoch still signs, the
   const sig2 = await signSpend(h, 'vault-2', later);
   t.ok(schnorr.verify(sig2.signatures[0]!, later.digest, later.q), 'the new epoch signs');
 });
+
+t.test('a P2TR spend signed by the cluster is accepted by the regtest double\'s script interpreter', async (t) => {
+  const { EsploraDouble } = await import('../chains/esplora-double.ts');
+  const { EsploraClient } = await import('../../api/chains/bitcoin/esplora-client.ts');
+  const { buildSpend, finalizeTaproot } = await import('../../api/chains/bitcoin/build-spend.ts');
+  const h = await setup(t);
+  const env = { NODE_API_KEYS_FILE: h.keysFile };
+  await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => h.cluster.startNode(n, env)));
+  const key = (await h.client.createKey({ keyId: 'vault-btc', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 60_000 })).key!;
+  const q = outputKey(pointHex(derive(bytesToHex(key.publicKey), bytesToHex(key.chainCode), PATH).publicKey));
+  const from = bitcoin.payments.p2tr({ pubkey: q, network: bitcoin.networks.regtest }).address!;
+  const dest = bitcoin.payments.p2wpkh({ hash: new Uint8Array(20).fill(5), network: bitcoin.networks.regtest }).address!;
+  const double = new EsploraDouble();
+  const esplora = new EsploraClient(await double.start());
+  t.teardown(() => double.stop());
+  double.fund(from, 30_000n);
+  double.fund(from, 30_000n);
+  const intentFields = { kind: 'btc.transfer' as const, organization: ORG, walletId: 'w', network: 'regtest' as const, from, outputs: [{ address: dest, amount: 45_000n }], maxFeeRate: 15n, maxFee: 5_000n, inputs: [], idempotencyKey: 'spend-1', notAfter: 0n };
+  const spend = buildSpend(intentFields, await esplora.utxos(from), 6n);
+  t.equal(spend.digests.length, 2, 'two inputs, two digests, one session');
+  const intent = encodeIntent(intentFields);
+  const signed = await h.client.sign({
+    keyId: 'vault-btc', path: PATH, scheme: Scheme.SCHNORR_TAPROOT, digests: spend.digests,
+    authorization: { intent, intentSignature: signIntent(intent, apiSecret), apiKeyId: 'key_1', template: spend.template },
+  }, { deadline: Date.now() + 30_000 });
+  const txid = await esplora.broadcast(finalizeTaproot(spend, signed.signatures));
+  t.match(txid, /^[0-9a-f]{64}$/, 'accepted after script verification');
+  t.equal((await esplora.utxos(dest))[0]!.value, 45_000n);
+});

@@ -1,0 +1,103 @@
+// The unsigned Bitcoin transaction a btc.transfer intent describes, spending UTXOs of the wallet's own
+// address (P2TR key path or P2WPKH), change back to it, fee within both ceilings; the per-input
+// digests the signers sign; and the signed transaction once the signatures are back.
+import * as bitcoin from 'bitcoinjs-lib';
+import * as ecc from '@bitcoinerlab/secp256k1';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import type { BtcTransferIntent } from '../../intents/intent.ts';
+import { encodeBlob } from '../../../node/protocols/round/machine.ts';
+import type { Utxo } from './esplora-client.ts';
+
+bitcoin.initEccLib(ecc);
+
+export const NETWORKS: Record<BtcTransferIntent['network'], bitcoin.Network> = {
+  mainnet: bitcoin.networks.bitcoin,
+  testnet: bitcoin.networks.testnet,
+  signet: bitcoin.networks.testnet,
+  regtest: bitcoin.networks.regtest,
+};
+
+export class SpendError extends Error {
+  constructor(readonly code: 'insufficient_funds' | 'fee_ceiling' | 'bad_intent', message: string) {
+    super(message);
+    this.name = 'SpendError';
+  }
+}
+
+export interface UnsignedSpend {
+  tx: bitcoin.Transaction;
+  prevouts: { script: Uint8Array; value: bigint }[];
+  digests: Uint8Array[];
+  fee: bigint;
+  /** Versioned template the nodes check against the intent (docs/sessions.md). */
+  template: Uint8Array;
+}
+
+const DUST = 330n;
+
+/** Virtual size of the signed transaction: key-path witness 1+1+64 bytes, P2WPKH 1+1+72+1+33. */
+function signedVsize(nIn: number, outputs: Uint8Array[], kind: 'p2tr' | 'p2wpkh'): bigint {
+  const base = 4 + 1 + nIn * (32 + 4 + 1 + 4) + 1 + outputs.reduce((n, s) => n + 8 + 1 + s.length, 0) + 4;
+  const witness = 2 + nIn * (kind === 'p2tr' ? 66 : 108);
+  return BigInt(Math.ceil((base * 4 + witness) / 4));
+}
+
+export function buildSpend(intent: BtcTransferIntent, utxos: Utxo[], feeRate: bigint): UnsignedSpend {
+  const network = NETWORKS[intent.network];
+  const own = bitcoin.address.toOutputScript(intent.from, network);
+  const kind = own.length === 34 && own[0] === 0x51 ? 'p2tr' : own.length === 22 && own[0] === 0x00 ? 'p2wpkh' : undefined;
+  if (!kind) throw new SpendError('bad_intent', 'the sending address is neither P2TR nor P2WPKH');
+  const rate = feeRate > intent.maxFeeRate ? intent.maxFeeRate : feeRate;
+  const outs = intent.outputs.map((o) => ({ script: bitcoin.address.toOutputScript(o.address, network), value: o.amount }));
+  const want = outs.reduce((a, o) => a + o.value, 0n);
+  let pool: Utxo[];
+  if (intent.inputs.length) {
+    pool = intent.inputs.map((i) => {
+      const u = utxos.find((x) => x.txid === bytesToHex(i.txid) && x.vout === i.vout);
+      if (!u) throw new SpendError('insufficient_funds', `input ${bytesToHex(i.txid)}:${i.vout} is not an unspent output of ${intent.from}`);
+      return u;
+    });
+  } else {
+    // Largest first: few inputs, small fee; confirmed before unconfirmed.
+    pool = [...utxos].sort((a, b) => Number(b.status.confirmed) - Number(a.status.confirmed) || (b.value > a.value ? 1 : b.value < a.value ? -1 : 0));
+  }
+  const chosen: Utxo[] = [];
+  let have = 0n;
+  for (const u of pool) {
+    chosen.push(u);
+    have += u.value;
+    const feeNoChange = rate * signedVsize(chosen.length, outs.map((o) => o.script), kind);
+    if (have >= want + feeNoChange && !intent.inputs.length) break;
+  }
+  const withChange = [...outs.map((o) => o.script), own];
+  let fee = rate * signedVsize(chosen.length, withChange, kind);
+  let change = have - want - fee;
+  if (change < DUST) {
+    fee = have - want;
+    change = 0n;
+  }
+  if (have < want + (change === 0n ? rate * signedVsize(chosen.length, outs.map((o) => o.script), kind) : fee)) {
+    throw new SpendError('insufficient_funds', `${intent.from} holds ${have} sat; ${want} plus fees are needed`);
+  }
+  if (fee > intent.maxFee) throw new SpendError('fee_ceiling', `the fee ${fee} sat exceeds the intent's ${intent.maxFee}`);
+  const tx = new bitcoin.Transaction();
+  tx.version = 2;
+  for (const u of chosen) tx.addInput(hexToBytes(u.txid).reverse(), u.vout, 0xfffffffd);
+  for (const o of outs) tx.addOutput(o.script, o.value);
+  if (change > 0n) tx.addOutput(own, change);
+  const prevouts = chosen.map((u) => ({ script: own, value: u.value }));
+  const digests = chosen.map((_, i) =>
+    kind === 'p2tr'
+      ? tx.hashForWitnessV1(i, prevouts.map((p) => p.script), prevouts.map((p) => p.value), bitcoin.Transaction.SIGHASH_DEFAULT)
+      : tx.hashForWitnessV0(i, bitcoin.payments.p2pkh({ hash: own.subarray(2), network }).output!, prevouts[i]!.value, bitcoin.Transaction.SIGHASH_ALL),
+  );
+  const template = encodeBlob('btc-template', { tx: tx.toHex(), prevouts: prevouts.map((p) => ({ script: bytesToHex(p.script), value: String(p.value) })) });
+  return { tx, prevouts, digests, fee, template };
+}
+
+/** Adds key-path witnesses (64-byte BIP-340 signatures, SIGHASH_DEFAULT) and returns the raw hex. */
+export function finalizeTaproot(spend: UnsignedSpend, signatures: Uint8Array[]): string {
+  const tx = spend.tx.clone();
+  signatures.forEach((sig, i) => tx.setWitness(i, [sig]));
+  return tx.toHex();
+}
