@@ -2,8 +2,9 @@
 // length-prefixed through math/transcript.ts (a TupleHash-style encoding: each part is preceded by its
 // length, so no two part lists encode alike) and carries the session context among its parts.
 // Here: salted hash commitments (F_Com), Schnorr proofs of knowledge of a discrete log, and hashing
-// to several scalars at once with SHAKE256 (used per OT row, where SHA-256 twice per scalar costs too much).
-import { shake256 } from '@noble/hashes/sha3.js';
+// to several scalars at once (used per OT row, where one SHA-256 pair per scalar costs too much).
+import { chacha20 } from '@noble/ciphers/chacha.js';
+import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { Fn, G, equalBytes, pointHex, randomScalar, type Point } from '../math/curve.ts';
 import { hashToScalar, taggedHash, transcript, type Part } from '../math/transcript.ts';
@@ -43,11 +44,16 @@ export function verifyDlog(tag: string, context: string, prover: number, X: Poin
   return G.multiply(z).add(X.multiplyUnsafe(Fn.neg(c))).equals(R);
 }
 
-/** `count` scalars from one SHAKE256 call; 40 bytes each, reduced (bias below 2^-64). */
-export function hashToScalars(key: Uint8Array, count: number): bigint[] {
-  const out = shake256(key, { dkLen: 40 * count });
+const NONCE = new Uint8Array(12);
+
+/**
+ * `count` scalars from one input: SHA-256 of the (already domain-separated) input keys a ChaCha20
+ * stream, read as 32-byte big-endian values reduced mod n (bias below 2^-127 for secp256k1's n).
+ */
+export function hashToScalars(input: Uint8Array, count: number): bigint[] {
+  const out = chacha20(sha256(input), NONCE, new Uint8Array(32 * count));
   const res: bigint[] = [];
-  for (let i = 0; i < count; i++) res.push(Fn.create(BigInt('0x' + bytesToHex(out.subarray(40 * i, 40 * i + 40)))));
+  for (let i = 0; i < count; i++) res.push(Fn.create(BigInt('0x' + bytesToHex(out.subarray(32 * i, 32 * i + 32)))));
   return res;
 }
 

@@ -7,12 +7,15 @@
 // θ = H(transcript) sends η = θ⊙a + â and μ = H({θ⊙z^A_k + ẑ^A_k}_k). Bob recomputes each row from his
 // side and compares μ: an Alice whose rows do not all carry one input is caught.
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { Fn, equalBytes, parseScalar, randomScalar, scalarHex } from '../math/curve.ts';
+import { Fn, ORDER, equalBytes, parseScalar, randomScalar, scalarHex } from '../math/curve.ts';
 import { hashToScalar, taggedHash } from '../math/transcript.ts';
 import { InputError } from '../round/errors.ts';
 import type { Rng } from '../round/machine.ts';
 import { XI, bitOf, kosReceive, kosSend, rowOf, type KosReceiverMessage } from '../ot/kos.ts';
 import { hashToScalars } from './hash.ts';
+
+/** Hex of a reduced scalar (hot loops: no re-validation). */
+const hx = (n: bigint): string => n.toString(16).padStart(64, '0');
 
 let gadgetCache: bigint[] | undefined;
 /** The public gadget vector g (XI scalars, fixed for the protocol version). */
@@ -56,11 +59,13 @@ export interface AliceMessage {
 }
 
 function theta(ctx: string, tau: string): [bigint, bigint] {
-  return [hashToScalar('custody/dkls23/rvole/theta/v1', [ctx, 0, tau]), hashToScalar('custody/dkls23/rvole/theta/v1', [ctx, 1, tau])];
+  // The long τ is hashed once; both challenges derive from its digest.
+  const d = taggedHash('custody/dkls23/rvole/tau/v1', [ctx, tau]);
+  return [hashToScalar('custody/dkls23/rvole/theta/v1', [ctx, 0, d]), hashToScalar('custody/dkls23/rvole/theta/v1', [ctx, 1, d])];
 }
 
 function muOf(ctx: string, rows: bigint[][]): Uint8Array {
-  return taggedHash('custody/dkls23/rvole/mu/v1', [ctx, rows.map((r) => scalarHex(r[0]!) + scalarHex(r[1]!)).join('')]);
+  return taggedHash('custody/dkls23/rvole/mu/v1', [ctx, rows.map((r) => hx(r[0]!) + hx(r[1]!)).join('')]);
 }
 
 /** Alice, round 2: checks Bob's extension, then returns her shares c and her message. Throws InputError('bad_ot_check'). */
@@ -78,7 +83,7 @@ export function rvoleAlice(ctx: string, delta: Uint8Array, kd: Uint8Array[], bob
     for (let i = 0; i < 32; i++) qd[i] = qk[i]! ^ delta[i]!;
     const p0 = pad(pc, k, qk);
     const p1 = pad(pc, k, qd);
-    for (let j = 0; j < 4; j++) tau += scalarHex(Fn.sub(Fn.add(alpha[j]!, p0[j]!), p1[j]!));
+    for (let j = 0; j < 4; j++) tau += hx(Fn.sub(Fn.add(alpha[j]!, p0[j]!), p1[j]!));
     zA.push(p0.map((x) => Fn.neg(x)));
   }
   const th = theta(ctx, tau);
@@ -95,7 +100,7 @@ export function rvoleAlice(ctx: string, delta: Uint8Array, kd: Uint8Array[], bob
 
 /** Bob, round 3: his shares d, after checking Alice's μ. Throws InputError('bad_multiplication'). */
 export function rvoleBobFinish(ctx: string, st: BobState, msg: AliceMessage): [bigint, bigint] {
-  if (typeof msg.tau !== 'string' || msg.tau.length !== XI * 4 * 64) throw new InputError('bad_multiplication', 'tau has the wrong size');
+  if (typeof msg.tau !== 'string' || msg.tau.length !== XI * 4 * 64 || !/^[0-9a-f]*$/.test(msg.tau)) throw new InputError('bad_multiplication', 'tau has the wrong size');
   if (!Array.isArray(msg.eta) || msg.eta.length !== 2 || typeof msg.mu !== 'string' || !/^[0-9a-f]{64}$/.test(msg.mu)) throw new InputError('bad_multiplication', 'malformed check values');
   const eta = [parseScalar(msg.eta[0], 'eta', true), parseScalar(msg.eta[1], 'eta', true)];
   const r = hexToBytes(st.r);
@@ -109,7 +114,11 @@ export function rvoleBobFinish(ctx: string, st: BobState, msg: AliceMessage): [b
   for (let k = 0; k < XI; k++) {
     const z = pad(pc, k, rowOf(t, k));
     if (bitOf(r, k)) {
-      for (let j = 0; j < 4; j++) z[j] = Fn.add(z[j]!, parseScalar(msg.tau.slice((4 * k + j) * 64, (4 * k + j + 1) * 64), 'tau', true));
+      for (let j = 0; j < 4; j++) {
+        const v = BigInt('0x' + msg.tau.slice((4 * k + j) * 64, (4 * k + j + 1) * 64));
+        if (v >= ORDER) throw new InputError('bad_multiplication', 'tau entry out of range');
+        z[j] = Fn.add(z[j]!, v);
+      }
     }
     const b = bitOf(r, k) ? 1n : 0n;
     rows.push([Fn.sub(Fn.sub(Fn.mul(b, eta[0]!), Fn.mul(th[0], z[0]!)), z[2]!), Fn.sub(Fn.sub(Fn.mul(b, eta[1]!), Fn.mul(th[1], z[1]!)), z[3]!)]);

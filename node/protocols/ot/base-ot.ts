@@ -9,8 +9,9 @@
 //   sender:   k0_i = H(a·B_i), k1_i = H(a·B_i - a·A)
 // Cost per OT: the receiver one fixed-base and one fixed-point (A, precomputed) multiplication, the
 // sender one multiplication of its secret by a fresh point.
+import { normalizeZ } from '@noble/curves/abstract/curve.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { G, Point, parsePoint, pointHex, randomScalar, type Point as P } from '../math/curve.ts';
+import { G, Point, pointHex, randomScalar, type Point as P } from '../math/curve.ts';
 import { taggedHash } from '../math/transcript.ts';
 import { InputError } from '../round/errors.ts';
 import type { Rng } from '../round/machine.ts';
@@ -21,15 +22,30 @@ function key(ctx: string, sender: number, receiver: number, i: number, A: string
   return taggedHash('custody/ot/base/key/v1', [ctx, sender, receiver, i, A, B, S.toBytes(true)]);
 }
 
-/** Packs `n` compressed points into one hex string (33 bytes each). */
+/**
+ * Packs points into one hex string, uncompressed (65 bytes each): the receiver then checks the curve
+ * equation instead of taking a square root per point, which is most of the decoding cost.
+ */
 export function packPoints(points: P[]): string {
-  return points.map(pointHex).join('');
+  return normalizeZ(Point, points).map((p) => bytesToHex(p.toBytes(false))).join('');
 }
 
 export function unpackPoints(hex: unknown, n: number, what: string): P[] {
-  if (typeof hex !== 'string' || hex.length !== n * 66) throw new InputError('bad_point', `${what}: expected ${n} points`);
+  if (typeof hex !== 'string' || hex.length !== n * 130 || !/^[0-9a-f]*$/.test(hex)) throw new InputError('bad_point', `${what}: expected ${n} uncompressed points`);
   const out: P[] = [];
-  for (let i = 0; i < n; i++) out.push(parsePoint(hex.slice(66 * i, 66 * i + 66), `${what} ${i}`));
+  for (let i = 0; i < n; i++) {
+    const enc = hex.slice(130 * i, 130 * i + 130);
+    let p: P;
+    try {
+      if (!enc.startsWith('04')) throw new Error('not uncompressed');
+      p = Point.fromBytes(hexToBytes(enc));
+      p.assertValidity();
+    } catch {
+      throw new InputError('bad_point', `${what} ${i}: not a point on secp256k1`);
+    }
+    if (p.is0()) throw new InputError('bad_point', `${what} ${i}: identity point`);
+    out.push(p);
+  }
   return out;
 }
 
@@ -39,16 +55,19 @@ export function baseOtChoose(ctx: string, sender: number, receiver: number, A: P
   const Apre = Point.fromAffine(A.toAffine());
   Apre.precompute(8, false);
   const Bs: P[] = [];
-  const keys: Uint8Array[] = [];
+  const Ss: P[] = [];
   for (let i = 0; i < BASE_OT_COUNT; i++) {
     const b = randomScalar(rng);
     const bit = (choices[i >> 3]! >> (i & 7)) & 1;
     const bG = G.multiply(b);
-    const B = bit ? bG.add(A) : bG;
-    Bs.push(B);
-    keys.push(key(ctx, sender, receiver, i, Ahex, pointHex(B), Apre.multiply(b)));
+    Bs.push(bit ? bG.add(A) : bG);
+    Ss.push(Apre.multiply(b));
   }
-  return { B: packPoints(Bs), keys };
+  // One field inversion for each batch instead of one per point.
+  const Bn = normalizeZ(Point, Bs);
+  const Sn = normalizeZ(Point, Ss);
+  const keys = Bn.map((B, i) => key(ctx, sender, receiver, i, Ahex, pointHex(B), Sn[i]!));
+  return { B: packPoints(Bn), keys };
 }
 
 /** Sender step: both keys of every OT. */
@@ -58,13 +77,13 @@ export function baseOtKeys(ctx: string, sender: number, receiver: number, a: big
   const aA = A.multiply(a).negate();
   const k0: Uint8Array[] = [];
   const k1: Uint8Array[] = [];
+  const S0 = normalizeZ(Point, Bs.map((B) => B.multiply(a)));
+  const S1 = normalizeZ(Point, S0.map((s) => s.add(aA)));
   Bs.forEach((B, i) => {
-    const aB = B.multiply(a);
     const Bhex = pointHex(B);
-    k0.push(key(ctx, sender, receiver, i, Ahex, Bhex, aB));
-    const S1 = aB.add(aA);
+    k0.push(key(ctx, sender, receiver, i, Ahex, Bhex, S0[i]!));
     // a·B - a·A is the identity only if B = A, which a receiver could send; hash a fixed marker then.
-    k1.push(S1.is0() ? taggedHash('custody/ot/base/degenerate/v1', [ctx, sender, receiver, i]) : key(ctx, sender, receiver, i, Ahex, Bhex, S1));
+    k1.push(S1[i]!.is0() ? taggedHash('custody/ot/base/degenerate/v1', [ctx, sender, receiver, i]) : key(ctx, sender, receiver, i, Ahex, Bhex, S1[i]!));
   });
   return { k0, k1 };
 }

@@ -5,14 +5,14 @@
 //
 // Roles, for one ordered pair: the extension receiver holds both keys of KAPPA base OTs (it was the
 // base-OT sender), the extension sender holds Δ (KAPPA bits) and the keys its choices selected.
-// Columns are expanded by SHAKE256 seeded with the base key, the session context and a fresh 32-byte
-// nonce the receiver draws per use: one extension never reuses another's pads, even with a repeated
+// Columns are expanded by XChaCha20 keyed with the base key, its nonce from the session context and a
+// fresh 32-byte value the receiver draws per use: one extension never reuses another's pads, even with a repeated
 // session id. Rows are 256 bits = two 128-bit lanes, each checked in GF(2^128) under its half of Δ.
 //
 // Receiver sends u (KAPPA columns of M bits) and, per lane, x = Σ χ^k·r_k and t = Σ χ^k·t_k.
 // Sender checks Σ χ^k·q_k == t + x·Δ per lane, then q_k = t_k ⊕ r_k·Δ for every row k.
 import { ghash } from '@noble/ciphers/_polyval.js';
-import { shake256 } from '@noble/hashes/sha3.js';
+import { xchacha20 } from '@noble/ciphers/chacha.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { taggedHash } from '../math/transcript.ts';
 import { equalBytes } from '../math/curve.ts';
@@ -37,13 +37,13 @@ export interface KosReceiverMessage {
   check: string;
 }
 
+/** Column expansion: XChaCha20 keyed by the base-OT key, nonce = 22 bytes of the per-use context || column. */
 function prg(seed: Uint8Array, ctx: Uint8Array, col: number): Uint8Array {
-  const inp = new Uint8Array(seed.length + ctx.length + 2);
-  inp.set(seed, 0);
-  inp.set(ctx, seed.length);
-  inp[inp.length - 2] = col >> 8;
-  inp[inp.length - 1] = col & 0xff;
-  return shake256(inp, { dkLen: MB });
+  const nonce = new Uint8Array(24);
+  nonce.set(ctx.subarray(0, 22), 0);
+  nonce[22] = col >> 8;
+  nonce[23] = col & 0xff;
+  return xchacha20(seed, nonce, new Uint8Array(MB));
 }
 
 /** Columns (KAPPA × MB bytes) to rows (M × ROW bytes). */

@@ -9,7 +9,7 @@ import { ORDER, parsePoint } from '../../../node/protocols/math/curve.ts';
 import { derive } from '../../../node/protocols/derive/bip32.ts';
 import type { EcdsaSignature } from '../../../node/protocols/ecdsa/online.ts';
 import { subsets } from '../frost/keys.ts';
-import { committee, sid, sign } from './harness.ts';
+import { committee, sid, sign, type Committee } from './harness.ts';
 
 const addressOf = (pubHex: string) => publicKeyToAddress(`0x${parsePoint(pubHex, 'key').toHex(false)}`);
 
@@ -20,9 +20,16 @@ async function checkSignature(t: Test, sig: EcdsaSignature, digest: string, publ
   t.equal(recovered, addressOf(publicKey), 'viem recovers the address');
 }
 
+const committees = new Map<string, Committee>();
+const committeeOf = (n: number, th: number) => {
+  const k = `${th}of${n}`;
+  if (!committees.has(k)) committees.set(k, committee(n, th, `sign-${k}`));
+  return committees.get(k)!;
+};
+
 for (const [n, th] of [[2, 2], [3, 2], [5, 3]] as const) {
   t.test(`${th}-of-${n}: every qualified subset signs`, async (t) => {
-    const c = committee(n, th, `sign-${th}of${n}`);
+    const c = committeeOf(n, th);
     const groupKey = c.keys.get(1)!.pkg.groupKey;
     const parties = c.keys.get(1)!.pkg.parties;
     // 3-of-5 has 16 qualified subsets; each is one presign + online run.

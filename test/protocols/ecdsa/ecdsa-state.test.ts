@@ -1,0 +1,73 @@
+// Every ECDSA message and state round-trips through its versioned encoding and runs resume from their
+// bytes; the stored OT setup and presignature decode and sign; after a reshare to a new committee (new
+// members' OT setup run afresh) the same address signs.
+import t from 'tap';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { hexToBytes } from '@noble/hashes/utils.js';
+import { decodeBlob, encodeBlob } from '../../../node/protocols/round/machine.ts';
+import { scalarHex } from '../../../node/protocols/math/curve.ts';
+import { reshare, type ReshareMember, type ReshareParams } from '../../../node/protocols/reshare/reshare.ts';
+import { decodeOtSetup, encodeOtSetup } from '../../../node/protocols/ecdsa/ot-setup.ts';
+import { decodePresignature, type Presignature } from '../../../node/protocols/ecdsa/presignature.ts';
+import type { StoredKey } from '../frost/keys.ts';
+import { simulate } from '../simulate.ts';
+import { committee, online, otSetup, presign, sid, sign } from './harness.ts';
+
+const c = committee(3, 2, 'state');
+
+const kinds: Record<string, string[]> = {
+  setup: ['ecdsa-ot-setup/r1', 'ecdsa-ot-setup/r2'],
+  presign: ['ecdsa-presign/r1', 'ecdsa-presign/r2'],
+  online: ['ecdsa-online/r1'],
+};
+
+t.test('every message round-trips, and every run resumes from its bytes at every step', async (t) => {
+  const setup = otSetup(c.keys, 'state-setup', { roundTrip: true });
+  t.equal(setup.results.size, 3, 'setup completes with runs restored from bytes at every step');
+  const pre = presign({ keys: c.keys, ots: setup.results }, [1, 3], 'state-presign', [], { roundTrip: true });
+  t.equal(pre.results.size, 2, 'presigning completes with runs restored from bytes at every step');
+  const on = online(pre.results, sid('state digest'), { roundTrip: true });
+  t.equal(on.results.size, 2, 'the online phase completes from restored runs');
+  const sig = on.results.get(1)!;
+  t.ok(secp256k1.verify(hexToBytes(sig.compact), hexToBytes(sid('state digest')), hexToBytes(sig.publicKey), { prehash: false }), 'signature verifies');
+  const all = [...setup.transcript, ...pre.transcript, ...on.transcript];
+  const kindList = [...kinds.setup!, ...kinds.presign!, ...kinds.online!];
+  for (const kind of kindList) {
+    const msgs = all.filter((m) => { try { decodeBlob(kind, m.payload); return true; } catch { return false; } });
+    t.ok(msgs.length > 0, `${kind}: messages seen`);
+    t.ok(msgs.every((m) => Buffer.from(encodeBlob(kind, decodeBlob(kind, m.payload))).equals(Buffer.from(m.payload))), `${kind}: decode then encode gives the same bytes`);
+  }
+});
+
+t.test('stored OT setup and presignatures decode and sign', async (t) => {
+  const ots = new Map([...c.ots].map(([id, o]) => [id, decodeOtSetup(encodeOtSetup(o))]));
+  t.same(ots.get(2), c.ots.get(2), 'OT setup round-trips');
+  t.throws(() => decodeOtSetup(encodeBlob('ecdsa-presignature', {})), 'another blob kind is refused');
+  const pre = presign({ keys: c.keys, ots }, [2, 3], 'stored-presign');
+  const stored = new Map<number, Presignature>([...pre.results].map(([id, p]) => [id, decodePresignature(p.encode())]));
+  t.equal(stored.get(2)!.id, pre.results.get(2)!.id, 'presignature id survives storage');
+  const on = online(stored, sid('stored digest'));
+  t.equal(on.results.size, 2, 'signs from stored presignatures');
+});
+
+t.test('after a reshare to a new committee the same address signs', async (t) => {
+  const oldPkg = c.keys.get(1)!.pkg;
+  // Old parties 1 and 2 deal; the new committee is the old party 3 plus two new nodes, 2-of-3.
+  const members: ReshareMember[] = [{ party: 1, oldId: 1 }, { party: 2, oldId: 2 }, { party: 3, newId: 1 }, { party: 4, newId: 2 }, { party: 5, newId: 3 }];
+  const params = new Map<number, ReshareParams>(members.map((m) => {
+    const p: ReshareParams = { sessionId: sid('ecdsa reshare'), members, me: m.party, oldPkg, newThreshold: 2, newEpoch: 1 };
+    if (m.oldId) p.oldShare = { id: m.oldId, share: c.keys.get(m.oldId)!.share };
+    return [m.party, p];
+  }));
+  const { results } = simulate(reshare, params, { seed: 'ecdsa reshare' });
+  const keys = new Map<number, StoredKey>();
+  for (const r of results.values()) if (r.kind === 'receiver') keys.set(r.key.share.id, { id: r.key.share.id, share: scalarHex(r.key.share.scalar()), pkg: r.key.pkg });
+  t.equal(keys.size, 3, 'three new shares');
+  t.equal(keys.get(1)!.pkg.groupKey, oldPkg.groupKey, 'same group key');
+  t.throws(() => presign({ keys, ots: c.ots }, [1, 2], 'stale-ot'), 'the old epoch OT setup is refused');
+  const ots = otSetup(keys, 'ot after reshare').results;
+  const digest = sid('after reshare');
+  const sig = sign({ keys, ots }, [2, 3], digest, 'sign after reshare').get(2)!;
+  t.equal(sig.publicKey, oldPkg.groupKey, 'signed under the unchanged key');
+  t.ok(secp256k1.verify(hexToBytes(sig.compact), hexToBytes(digest), hexToBytes(oldPkg.groupKey), { prehash: false }), 'verifies under the old group key');
+});
