@@ -1,20 +1,25 @@
 // Pairwise OT setup after DKG and after every reshare (DKLs23 §3, "setup": F_OT base OTs and the
 // F_Zero seeds of §3.1). Its result is stored beside the key share and sealed like it.
 //
-// Rounds (all direct, per ordered pair i -> j):
-//   1. i sends A_ij = a_ij·G with a proof of knowledge of a_ij (i is the base-OT sender toward j), and a
-//      salted commitment to its half of the pair's zero-sharing seed;
-//   2. j answers with its 256 base-OT points B (choice bits Δ_ji: the OT-extension key j uses as
-//      Alice toward i), and i and j reveal their seed halves.
-// After round 2 every party holds, per peer, both base keys of the OTs it sent (for its role as Bob,
-// the extension receiver), Δ and the chosen keys of the OTs it received (for its role as Alice), and
-// the zero-sharing seed.
-import { bytesToHex } from '@noble/hashes/utils.js';
+// Per unordered pair {i, j}, i < j, 256 public-key base OTs run from i to j; the 256 OTs of the other
+// direction are bootstrapped from them by one KOS extension (OT extension outputs serve as base OTs, as
+// in every extension-based setup), which halves the curve work. Rounds (all direct):
+//   1. i -> j: A = a·G with a proof of knowledge of a (i is the base-OT sender); both send a salted
+//      commitment to their half of the pair's zero-sharing seed;
+//   2. j -> i: 256 base-OT points B (choice bits Δ_j: j's OT-extension key as Alice toward i); both
+//      reveal their seed halves;
+//   3. i -> j: a KOS extension message from the base keys, with random choice bits Δ_i (i's key as
+//      Alice toward j); j's rows give it both keys of 256 OTs toward i.
+// Afterwards every party holds, per peer, both keys of 256 OTs (its role as Bob, the extension
+// receiver), Δ and the chosen keys of 256 OTs (its role as Alice), and the zero-sharing seed.
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { Fn, parsePoint, parseScalar, pointHex, scalarHex } from '../math/curve.ts';
 import { taggedHashHex } from '../math/transcript.ts';
 import { InputError, ProtocolAbort, blame } from '../round/errors.ts';
 import { checkParties, checkSessionId, decodeBlob, encodeBlob, readPayload, type Message, type Protocol } from '../round/machine.ts';
-import { BASE_OT_COUNT, baseOtChoose, baseOtKeys, baseOtSender, joinKeys, unpackPoints } from '../ot/base-ot.ts';
+import { BASE_OT_COUNT, baseOtChoose, baseOtKeys, baseOtSender, joinKeys, splitKeys, unpackPoints } from '../ot/base-ot.ts';
+import { kosReceive, kosSend, rowOf, type KosReceiverMessage } from '../ot/kos.ts';
+import { taggedHash } from '../math/transcript.ts';
 import { commit, openCommitment, proveDlog, verifyDlog } from './hash.ts';
 
 export interface OtSetupParams {
@@ -54,27 +59,36 @@ export interface EcdsaOtSetup {
 }
 
 interface R1 {
-  A: string;
-  proofR: string;
-  proofZ: string;
+  /** Only from the lower id of the pair. */
+  A?: string;
+  proofR?: string;
+  proofZ?: string;
   seedCommit: string;
 }
 
 interface R2 {
-  B: string;
+  /** Only from the higher id of the pair. */
+  B?: string;
   seed: string;
   salt: string;
+}
+
+interface R3 {
+  ot: KosReceiverMessage;
 }
 
 export interface OtSetupState {
   params: OtSetupParams;
   context: string;
-  /** Secret: per peer, our base-OT sender scalar a, our seed half and its salt. */
+  /** Secret: per peer, our base-OT sender scalar a (toward higher ids), our seed half and its salt. */
   mine: Record<string, { a: string; seed: string; salt: string }>;
   r1: Record<string, R1>;
-  /** Secret: per peer, our choice bits Δ and the keys we received. */
+  /** Secret: per lower peer, our choice bits Δ and the keys we received. */
   chosen: Record<string, { delta: string; kd: string }>;
   r2: Record<string, R2>;
+  r3: Record<string, R3>;
+  /** Secret: per peer, the finished material. */
+  peers: Record<string, PeerOt>;
 }
 
 function context(p: OtSetupParams): string {
@@ -82,6 +96,9 @@ function context(p: OtSetupParams): string {
 }
 
 const others = (p: OtSetupParams) => p.parties.filter((x) => x !== p.me);
+const lower = (p: OtSetupParams) => p.parties.filter((x) => x < p.me);
+const reverseCtx = (ctx: string, from: number, to: number) => taggedHashHex('custody/ecdsa/ot-setup/reverse/v1', [ctx, from, to]);
+const rowKey = (ctx: string, k: number, row: Uint8Array) => taggedHash('custody/ecdsa/ot-setup/reverse-key/v1', [ctx, k, row]);
 const pairCtx = (ctx: string, from: number, to: number) => taggedHashHex('custody/ecdsa/ot-setup/pair/v1', [ctx, from, to]);
 
 export const ecdsaOtSetup: Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> = {
@@ -96,15 +113,20 @@ export const ecdsaOtSetup: Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> =
     const out: Message[] = [];
     for (const j of others(params)) {
       const pc = pairCtx(ctx, params.me, j);
-      const { a, A } = baseOtSender(rng);
-      const proof = proveDlog('ot-sender', pc, params.me, a, A, rng);
       const seed = bytesToHex(rng(32));
       const c = commit('zero-seed', pc, [seed], rng);
-      mine[String(j)] = { a: scalarHex(a), seed, salt: c.salt };
-      const r1: R1 = { A: pointHex(A), proofR: proof.R, proofZ: proof.z, seedCommit: c.commitment };
+      const r1: R1 = { seedCommit: c.commitment };
+      let a = '';
+      if (params.me < j) {
+        const s = baseOtSender(rng);
+        const proof = proveDlog('ot-sender', pc, params.me, s.a, s.A, rng);
+        a = scalarHex(s.a);
+        Object.assign(r1, { A: pointHex(s.A), proofR: proof.R, proofZ: proof.z });
+      }
+      mine[String(j)] = { a, seed, salt: c.salt };
       out.push({ from: params.me, to: j, round: 1, payload: encodeBlob('ecdsa-ot-setup/r1', r1) });
     }
-    return { state: { params, context: ctx, mine, r1: {}, chosen: {}, r2: {} }, out };
+    return { state: { params, context: ctx, mine, r1: {}, chosen: {}, r2: {}, r3: {}, peers: {} }, out };
   },
 
   verify(s, round, msg) {
@@ -115,21 +137,28 @@ export const ecdsaOtSetup: Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> =
     if (round === 1) {
       const r = readPayload<R1>('ecdsa-ot-setup/r1', msg);
       return blame(from, 'bad_ot', () => {
+        if (typeof r.seedCommit !== 'string' || !/^[0-9a-f]{64}$/.test(r.seedCommit)) throw new InputError('bad_commitment', 'seed commitment');
+        if (from > s.params.me) return { seedCommit: r.seedCommit } satisfies R1;
         const A = parsePoint(r.A, 'A');
         const R = parsePoint(r.proofR, 'proof R');
         const z = parseScalar(r.proofZ, 'proof z');
         if (!verifyDlog('ot-sender', pc, from, A, R, z)) throw new ProtocolAbort('bad_proof', [from], `party ${from}: proof of knowledge does not verify`);
-        if (typeof r.seedCommit !== 'string' || !/^[0-9a-f]{64}$/.test(r.seedCommit)) throw new InputError('bad_commitment', 'seed commitment');
         return { A: r.A, proofR: r.proofR, proofZ: r.proofZ, seedCommit: r.seedCommit } satisfies R1;
       });
     }
     if (round === 2) {
       const r = readPayload<R2>('ecdsa-ot-setup/r2', msg);
       return blame(from, 'bad_ot', () => {
-        unpackPoints(r.B, BASE_OT_COUNT, 'B');
-        if (!openCommitment('zero-seed', pc, [r.seed], r.salt, s.r1[String(from)]!.seedCommit)) throw new ProtocolAbort('bad_reveal', [from], `party ${from}: seed reveal does not match its commitment`);
-        return { B: r.B, seed: r.seed, salt: r.salt } satisfies R2;
+        if (from > s.params.me) unpackPoints(r.B, BASE_OT_COUNT, 'B');
+        if (typeof r.seed !== 'string' || !openCommitment('zero-seed', pc, [r.seed], r.salt, s.r1[String(from)]!.seedCommit)) throw new ProtocolAbort('bad_reveal', [from], `party ${from}: seed reveal does not match its commitment`);
+        return from > s.params.me ? { B: r.B, seed: r.seed, salt: r.salt } : { seed: r.seed, salt: r.salt };
       });
+    }
+    if (round === 3) {
+      if (from > s.params.me) throw new ProtocolAbort('bad_message', [from], 'round 3 runs from the lower id');
+      const r = readPayload<R3>('ecdsa-ot-setup/r3', msg);
+      if (typeof r.ot !== 'object' || r.ot === null) throw new ProtocolAbort('bad_message', [from], `party ${from}: malformed round 3`);
+      return { ot: { nonce: r.ot.nonce, u: r.ot.u, check: r.ot.check } } satisfies R3;
     }
     throw new ProtocolAbort('bad_message', [from], `no round ${round}`);
   },
@@ -137,10 +166,12 @@ export const ecdsaOtSetup: Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> =
   store(s, round, msg, parsed) {
     const k = String(msg.from);
     if (round === 1) return { ...s, r1: { ...s.r1, [k]: parsed as R1 } };
-    return { ...s, r2: { ...s.r2, [k]: parsed as R2 } };
+    if (round === 2) return { ...s, r2: { ...s.r2, [k]: parsed as R2 } };
+    return { ...s, r3: { ...s.r3, [k]: parsed as R3 } };
   },
 
   ready(s, round) {
+    if (round === 3) return lower(s.params).every((p) => s.r3[String(p)]);
     const o = others(s.params).map(String);
     return o.every((p) => (round === 1 ? s.r1[p] : s.r2[p]));
   },
@@ -151,31 +182,64 @@ export const ecdsaOtSetup: Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> =
       const out: Message[] = [];
       const chosen: OtSetupState['chosen'] = {};
       for (const j of others(s.params)) {
-        // We are the base-OT receiver toward j: our choices are Δ for our role as Alice toward j.
-        const delta = rng(32);
-        const A = parsePoint(s.r1[String(j)]!.A, 'A');
-        const { B, keys } = baseOtChoose(pairCtx(s.context, j, me), j, me, A, delta, rng);
-        chosen[String(j)] = { delta: bytesToHex(delta), kd: joinKeys(keys) };
         const m = s.mine[String(j)]!;
-        const r2: R2 = { B, seed: m.seed, salt: m.salt };
+        const r2: R2 = { seed: m.seed, salt: m.salt };
+        if (j < me) {
+          // We are the base-OT receiver toward the lower j: our choices are Δ for our role as Alice toward j.
+          const delta = rng(32);
+          const A = parsePoint(s.r1[String(j)]!.A, 'A');
+          const { B, keys } = baseOtChoose(pairCtx(s.context, j, me), j, me, A, delta, rng);
+          chosen[String(j)] = { delta: bytesToHex(delta), kd: joinKeys(keys) };
+          r2.B = B;
+        }
         out.push({ from: me, to: j, round: 2, payload: encodeBlob('ecdsa-ot-setup/r2', r2) });
       }
       return { kind: 'next', state: { ...s, chosen }, out };
     }
-    const peers: Record<string, PeerOt> = {};
-    for (const j of others(s.params)) {
-      const m = s.mine[String(j)]!;
-      const a = parseScalar(m.a, 'a');
-      const Bs = unpackPoints(s.r2[String(j)]!.B, BASE_OT_COUNT, 'B');
-      const { k0, k1 } = baseOtKeys(pairCtx(s.context, me, j), me, j, a, Bs);
-      const [lo, hi] = me < j ? [m.seed, s.r2[String(j)]!.seed] : [s.r2[String(j)]!.seed, m.seed];
-      const zeroSeed = taggedHashHex('custody/ecdsa/zero-seed/v1', [s.context, Math.min(me, j), Math.max(me, j), lo, hi]);
-      peers[String(j)] = { k0: joinKeys(k0), k1: joinKeys(k1), delta: s.chosen[String(j)]!.delta, kd: s.chosen[String(j)]!.kd, zeroSeed };
+    if (round === 2) {
+      const out: Message[] = [];
+      const peers: Record<string, PeerOt> = {};
+      for (const j of others(s.params)) {
+        const m = s.mine[String(j)]!;
+        const [lo, hi] = me < j ? [m.seed, s.r2[String(j)]!.seed] : [s.r2[String(j)]!.seed, m.seed];
+        const zeroSeed = taggedHashHex('custody/ecdsa/zero-seed/v1', [s.context, Math.min(me, j), Math.max(me, j), lo, hi]);
+        if (j < me) {
+          peers[String(j)] = { k0: '', k1: '', delta: s.chosen[String(j)]!.delta, kd: s.chosen[String(j)]!.kd, zeroSeed };
+          continue;
+        }
+        const Bs = unpackPoints(s.r2[String(j)]!.B, BASE_OT_COUNT, 'B');
+        const { k0, k1 } = baseOtKeys(pairCtx(s.context, me, j), me, j, parseScalar(m.a, 'a'), Bs);
+        // Bootstrap the other direction: one extension with random choices, the first 256 rows as OTs.
+        const rc = reverseCtx(s.context, me, j);
+        const ext = kosReceive(rc, k0, k1, rng);
+        const delta = ext.r.slice(0, BASE_OT_COUNT / 8);
+        const kd = Array.from({ length: BASE_OT_COUNT }, (_, k) => rowKey(rc, k, rowOf(ext.t, k)));
+        peers[String(j)] = { k0: joinKeys(k0), k1: joinKeys(k1), delta: bytesToHex(delta), kd: joinKeys(kd), zeroSeed };
+        out.push({ from: me, to: j, round: 3, payload: encodeBlob('ecdsa-ot-setup/r3', { ot: ext.msg } satisfies R3) });
+      }
+      return { kind: 'next', state: { ...s, mine: {}, chosen: {}, peers }, out };
+    }
+    const peers = { ...s.peers };
+    for (const j of lower(s.params)) {
+      const p = peers[String(j)]!;
+      const rc = reverseCtx(s.context, j, me);
+      const delta = hexToBytes(p.delta);
+      const q = blame(j, 'bad_ot_check', () => kosSend(rc, delta, splitKeys(p.kd), s.r3[String(j)]!.ot));
+      const k0: Uint8Array[] = [];
+      const k1: Uint8Array[] = [];
+      const qd = new Uint8Array(BASE_OT_COUNT / 8);
+      for (let k = 0; k < BASE_OT_COUNT; k++) {
+        const row = rowOf(q, k);
+        for (let b = 0; b < qd.length; b++) qd[b] = row[b]! ^ delta[b]!;
+        k0.push(rowKey(rc, k, row));
+        k1.push(rowKey(rc, k, qd));
+      }
+      peers[String(j)] = { ...p, k0: joinKeys(k0), k1: joinKeys(k1) };
     }
     const result: EcdsaOtSetup = {
       keyId: s.params.keyId, epoch: s.params.epoch, parties: [...s.params.parties].sort((a, b) => a - b), me, setupId: s.context, peers, retired: [],
     };
-    return { kind: 'done', state: { ...s, mine: {}, chosen: {} }, result };
+    return { kind: 'done', state: { ...s, peers: {} }, result };
   },
 };
 

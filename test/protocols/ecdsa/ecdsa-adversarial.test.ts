@@ -61,13 +61,18 @@ t.test('a wrong opening of R aborts naming its sender', async (t) => {
 });
 
 t.test('a bad proof of knowledge in the OT setup aborts naming its sender', async (t) => {
-  const res = otSetup(c.keys, 'bad-proof', { tamper: new Map([[3, rewrite(1, 'ecdsa-ot-setup/r1', (v) => { v.proofZ = flipHex(v.proofZ as string, 20); }, 1)]]) });
-  expectAbort(t, res, 1, 'bad_proof', 3);
+  const res = otSetup(c.keys, 'bad-proof', { tamper: new Map([[1, rewrite(1, 'ecdsa-ot-setup/r1', (v) => { v.proofZ = flipHex(v.proofZ as string, 20); }, 3)]]) });
+  expectAbort(t, res, 3, 'bad_proof', 1);
 });
 
 t.test('a tampered base-OT point aborts naming its sender', async (t) => {
-  const res = otSetup(c.keys, 'bad-base-ot', { tamper: new Map([[2, rewrite(2, 'ecdsa-ot-setup/r2', (v) => { v.B = flipHex(v.B as string, 140); }, 3)]]) });
-  expectAbort(t, res, 3, 'bad_ot', 2);
+  const res = otSetup(c.keys, 'bad-base-ot', { tamper: new Map([[3, rewrite(2, 'ecdsa-ot-setup/r2', (v) => { v.B = flipHex(v.B as string, 140); }, 2)]]) });
+  expectAbort(t, res, 2, 'bad_ot', 3);
+});
+
+t.test('a tampered bootstrapping extension in the OT setup aborts naming its sender', async (t) => {
+  const res = otSetup(c.keys, 'bad-reverse-ot', { tamper: new Map([[1, rewrite(3, 'ecdsa-ot-setup/r3', (v) => { const ot = v.ot as Obj; ot.u = flipHex(ot.u as string, 900); }, 2)]]) });
+  expectAbort(t, res, 2, 'bad_ot_check', 1);
 });
 
 t.test('a message replayed from another session aborts naming its sender', async (t) => {
