@@ -12,9 +12,8 @@ import { parsePoint, parseScalar, scalarHex } from '../math/curve.ts';
 import { taggedHashHex } from '../math/transcript.ts';
 import { InputError, ProtocolAbort, ProtocolBug, blame } from '../round/errors.ts';
 import { checkParties, checkSessionId, encodeBlob, readPayload, type Protocol } from '../round/machine.ts';
-import { SecretShare, type KeyPackage, type KeyShare } from '../keys/key-package.ts';
-import { deriveKeyShare } from '../derive/bip32.ts';
-import { taprootKeyShare } from './taproot.ts';
+import type { KeyPackage, KeyShare } from '../keys/key-package.ts';
+import { preparedKeyShare } from './prepared-key.ts';
 
 /**
  * `secp256k1`: RFC 9591 FROST(secp256k1, SHA-256). `bip340`: 64-byte BIP-340 signatures under the
@@ -77,10 +76,7 @@ function commitmentList(s: FrostSignState) {
 const messageBytes = (s: FrostSignState) => hexToBytes(s.params.message);
 
 export function signingKeyShare(p: FrostSignParams): KeyShare {
-  let k: KeyShare = { share: new SecretShare(p.key.id, parseScalar(p.key.share, 'share')), pkg: p.key.pkg };
-  k = deriveKeyShare(k, p.path);
-  if (p.suite === 'taproot') k = taprootKeyShare(k, p.merkleRoot ? hexToBytes(p.merkleRoot) : undefined);
-  return k;
+  return preparedKeyShare(p.key.id, parseScalar(p.key.share, 'share'), p.key.pkg, p.path, p.suite === 'taproot', p.merkleRoot);
 }
 
 function checkParams(p: FrostSignParams): void {
