@@ -6,7 +6,7 @@
 import { chacha20 } from '@noble/ciphers/chacha.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { Fn, G, equalBytes, pointHex, randomScalar, type Point } from '../math/curve.ts';
+import { Fn, G, ORDER, equalBytes, pointHex, randomScalar, type Point } from '../math/curve.ts';
 import { hashToScalar, taggedHash, transcript, type Part } from '../math/transcript.ts';
 import type { Rng } from '../round/machine.ts';
 
@@ -52,8 +52,14 @@ const NONCE = new Uint8Array(12);
  */
 export function hashToScalars(input: Uint8Array, count: number): bigint[] {
   const out = chacha20(sha256(input), NONCE, new Uint8Array(32 * count));
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
   const res: bigint[] = [];
-  for (let i = 0; i < count; i++) res.push(Fn.create(BigInt('0x' + bytesToHex(out.subarray(32 * i, 32 * i + 32)))));
+  for (let i = 0; i < count; i++) {
+    const o = 32 * i;
+    const v = (view.getBigUint64(o) << 192n) | (view.getBigUint64(o + 8) << 128n) | (view.getBigUint64(o + 16) << 64n) | view.getBigUint64(o + 24);
+    // v < 2^256 < 2n, so one conditional subtraction reduces it.
+    res.push(v >= ORDER ? v - ORDER : v);
+  }
   return res;
 }
 

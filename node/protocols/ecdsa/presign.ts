@@ -62,6 +62,9 @@ export interface PresignState {
   r: string;
   phi: string;
   salt: string;
+  /** Our public R_i and pk_i (computed once). */
+  Ri: string;
+  pki: string;
   /** Per peer, as Alice: OT-extension sender material (secret), dropped after round 1. */
   alice: Record<string, { delta: string; kd: string }>;
   /** Per peer, as Bob: extension state (secret), dropped after use. */
@@ -126,7 +129,7 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
     }
     const state: PresignState = {
       sessionId: params.sessionId, signers: [...params.signers].sort((a, b) => a - b), me, context: ctx, publicKey,
-      sk: scalarHex(sk), r: scalarHex(r), phi: scalarHex(phi), salt: com.salt, alice, bob, c: {}, r1: {}, r2: {},
+      sk: scalarHex(sk), r: scalarHex(r), phi: scalarHex(phi), salt: com.salt, Ri: pointHex(R), pki: pointHex(G.multiply(sk)), alice, bob, c: {}, r1: {}, r2: {},
     };
     return { state, out };
   },
@@ -175,8 +178,6 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
     if (round === 1) {
       const out: Message[] = [];
       const c: PresignState['c'] = {};
-      const R = G.multiply(r);
-      const pk = G.multiply(sk);
       for (const j of others(s)) {
         const a = s.alice[String(j)];
         if (!a) throw new ProtocolAbort('bad_state', [], 'OT-extension material already used');
@@ -184,7 +185,7 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
         c[String(j)] = [scalarHex(res.c[0]), scalarHex(res.c[1])];
         const chi = parseScalar(s.bob[String(j)]!.chi, 'chi', true);
         const r2: R2 = {
-          R: pointHex(R), salt: s.salt, pk: pointHex(pk), gu: pointHex(G.multiply(res.c[0])), gv: pointHex(G.multiply(res.c[1])),
+          R: s.Ri, salt: s.salt, pk: s.pki, gu: pointHex(G.multiply(res.c[0])), gv: pointHex(G.multiply(res.c[1])),
           psi: scalarHex(Fn.sub(parseScalar(s.phi, 'phi'), chi)), mult: res.msg,
         };
         out.push({ from: me, to: j, round: 2, payload: encodeBlob('ecdsa-presign/r2', r2) });
@@ -195,8 +196,8 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
     const phi = parseScalar(s.phi, 'phi');
     let u = Fn.mul(r, phi);
     let v = Fn.mul(sk, phi);
-    let Rsum: P = G.multiply(r);
-    let pkSum: P = G.multiply(sk);
+    let Rsum: P = parsePoint(s.Ri, 'R');
+    let pkSum: P = parsePoint(s.pki, 'pk');
     for (const j of others(s)) {
       const m = s.r2[String(j)]!;
       const bob = s.bob[String(j)];
@@ -222,7 +223,7 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
     if (Rsum.is0() || Rsum.equals(Point.ZERO)) throw new ProtocolAbort('degenerate_nonce', [], 'R is the identity');
     const id = taggedHashHex('custody/ecdsa/presignature-id/v1', [s.context, pointHex(Rsum)]);
     const presig = new Presignature({ id, sessionId: s.sessionId, context: s.context, signers: s.signers, me, publicKey: s.publicKey, R: pointHex(Rsum), u: scalarHex(u), v: scalarHex(v), phi: scalarHex(phi) });
-    return { kind: 'done', state: { ...s, sk: '', r: '', phi: '', salt: '', bob: {}, c: {} }, result: presig };
+    return { kind: 'done', state: { ...s, sk: '', r: '', phi: '', salt: '', pki: '', bob: {}, c: {} }, result: presig };
   },
 };
 

@@ -4,6 +4,9 @@
 import t from 'tap';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { hexToBytes } from '@noble/hashes/utils.js';
+import { recoverAddress, serializeSignature } from 'viem';
+import { publicKeyToAddress } from 'viem/accounts';
+import { parsePoint } from '../../../node/protocols/math/curve.ts';
 import { decodeBlob, encodeBlob } from '../../../node/protocols/round/machine.ts';
 import { scalarHex } from '../../../node/protocols/math/curve.ts';
 import { reshare, type ReshareMember, type ReshareParams } from '../../../node/protocols/reshare/reshare.ts';
@@ -70,4 +73,6 @@ t.test('after a reshare to a new committee the same address signs', async (t) =>
   const sig = sign({ keys, ots }, [2, 3], digest, 'sign after reshare').get(2)!;
   t.equal(sig.publicKey, oldPkg.groupKey, 'signed under the unchanged key');
   t.ok(secp256k1.verify(hexToBytes(sig.compact), hexToBytes(digest), hexToBytes(oldPkg.groupKey), { prehash: false }), 'verifies under the old group key');
+  const recovered = await recoverAddress({ hash: `0x${digest}`, signature: serializeSignature({ r: `0x${sig.r}`, s: `0x${sig.s}`, yParity: sig.recovery & 1 }) });
+  t.equal(recovered, publicKeyToAddress(`0x${parsePoint(oldPkg.groupKey, 'key').toHex(false)}`), 'viem recovers the same address as before the reshare');
 });
