@@ -10,12 +10,17 @@ import type { VaultService } from './vaults/vault-service.ts';
 import { requestAuth } from './auth/request-auth.ts';
 import { apiKeyRoutes } from './routes/v1/api-keys.ts';
 import { vaultRoutes } from './routes/v1/vaults.ts';
+import type { Platform } from './platform/platform.ts';
+import { bearerAuth } from './auth/bearer-auth.ts';
+import { webhookEndpointRoutes } from './routes/v1/webhook-endpoints.ts';
 
 export interface AppOptions {
   config: ApiConfig;
   logger: Logger;
   coordinator?: CoordinatorClient | undefined;
   vaults?: VaultService | undefined;
+  /** The customer platform API (tenancy, webhooks, branding), authenticated by workspace bearer keys. */
+  platform?: Platform | undefined;
   /** Seconds since the epoch, for signature freshness (injectable in tests). */
   now?: () => number;
 }
@@ -36,6 +41,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await v1.register(requestAuth, { findKey: (id) => vaults.activeKey(id), publicOrigin: opts.config.publicUrl, ...(opts.now ? { now: opts.now } : {}) });
       await v1.register(apiKeyRoutes, { vaults });
       await v1.register(vaultRoutes, { vaults });
+    }, { prefix: '/v1' });
+  }
+  const platform = opts.platform;
+  if (platform) {
+    // The platform API: workspace bearer keys, role permissions, and RFC 9421 signatures on production changes.
+    const now = opts.now ?? (() => Math.floor(platform.clock() / 1000));
+    await app.register(async (p) => {
+      await p.register(bearerAuth, { tenancy: platform.tenancy, mfa: platform.mfa, publicOrigin: opts.config.publicUrl, now });
+      await p.register(webhookEndpointRoutes, { platform });
     }, { prefix: '/v1' });
   }
   return app;

@@ -7,6 +7,7 @@ import { connectCoordinator } from './coordinator/coordinator-client.ts';
 import { RecordStore } from './store/record-store.ts';
 import { VaultService } from './vaults/vault-service.ts';
 import { KeyJobs } from './vaults/key-jobs.ts';
+import { createPlatform } from './platform/platform.ts';
 
 await runMain('api', async () => {
   const config = loadApiConfig();
@@ -18,7 +19,8 @@ await runMain('api', async () => {
   const store = await RecordStore.open(config.dataDir);
   const vaults = new VaultService({ store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg } });
   const jobs = new KeyJobs(vaults, coordinator, log);
-  const app = await buildApp({ config, logger: log, coordinator, vaults });
+  const platform = await createPlatform(store);
+  const app = await buildApp({ config, logger: log, coordinator, vaults, platform });
   const address = await app.listen({ host: config.host, port: config.port });
   log.info({ address }, 'api listening');
   jobs.start();

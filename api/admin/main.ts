@@ -1,16 +1,49 @@
-// Operator command: `npm run admin -- org create --name <name> --public-key <ed25519 hex> [--label <label>]`.
-// Organizations and their first API key are a private management function. It opens the API's store
+// Operator command (docs/platform/tenancy.md):
+//   npm run admin -- org create --name <name> --public-key <ed25519 hex> [--label <label>]
+//   npm run admin -- tenant create --name <name>            (a tenant with sandbox and production workspaces)
+//   npm run admin -- key create --workspace <id> --role <role> [--label <l>] [--public-key <hex>] [--mfa]
+// Organizations, tenants and their keys are a private management function; a bearer key is printed once. It opens the API's store
 // directly (API_DATA_DIR), so run it while the API process is stopped.
 import { parseArgs } from 'node:util';
 import { loadApiConfig } from '../config.ts';
 import { RecordStore } from '../store/record-store.ts';
 import { VaultService } from '../vaults/vault-service.ts';
 import { ConfigError } from '../../common/config.ts';
+import { TenancyService } from '../platform/tenancy.ts';
+import { ApiError } from '../errors.ts';
+
+const USAGE = 'usage: npm run admin -- org create --name <name> --public-key <hex> [--label <label>]\n'
+  + '       npm run admin -- tenant create --name <name>\n'
+  + '       npm run admin -- key create --workspace <id> --role <owner|admin|developer|brand_manager|viewer> [--label <l>] [--public-key <hex>] [--mfa]\n';
+
+async function platformCommand(verb: string, rest: string[]): Promise<number> {
+  const { values } = parseArgs({ args: rest, options: { name: { type: 'string' }, workspace: { type: 'string' }, role: { type: 'string' }, label: { type: 'string' }, 'public-key': { type: 'string' }, mfa: { type: 'boolean' } } });
+  const config = loadApiConfig();
+  const store = await RecordStore.open(config.dataDir);
+  try {
+    const tenancy = new TenancyService(store);
+    if (verb === 'tenant') {
+      if (!values.name) throw new ApiError(400, 'usage', 'tenant create needs --name');
+      const { tenant, sandbox, production } = await tenancy.createTenant(values.name);
+      process.stdout.write(JSON.stringify({ tenant: tenant.id, sandbox_workspace: sandbox.id, production_workspace: production.id }) + '\n');
+      return 0;
+    }
+    if (!values.workspace || !values.role) throw new ApiError(400, 'usage', 'key create needs --workspace and --role');
+    const { key, token, totpSecret } = await tenancy.createKey(values.workspace, values.role, {
+      ...(values.label ? { label: values.label } : {}), ...(values['public-key'] ? { signingPublicKey: values['public-key'] } : {}), ...(values.mfa ? { mfa: true } : {}),
+    });
+    process.stdout.write(JSON.stringify({ key_id: key.id, role: key.role, environment: key.environment, bearer_token: token, ...(totpSecret ? { totp_secret_hex: totpSecret } : {}), note: 'shown once; only a hash is stored' }) + '\n');
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
 
 async function main(): Promise<number> {
   const [area, verb, ...rest] = process.argv.slice(2);
+  if ((area === 'tenant' || area === 'key') && verb === 'create') return platformCommand(area, rest);
   if (area !== 'org' || verb !== 'create') {
-    process.stderr.write('usage: npm run admin -- org create --name <name> --public-key <hex> [--label <label>]\n');
+    process.stderr.write(USAGE);
     return 64;
   }
   const { values } = parseArgs({ args: rest, options: { name: { type: 'string' }, 'public-key': { type: 'string' }, label: { type: 'string' } } });

@@ -56,6 +56,18 @@ export class RecordStore {
     return out;
   }
 
+  /** Up to `limit` records whose index entry starts with `prefix` and sorts strictly after `prefix + after`. */
+  async byIndexAfter<T>(collection: string, prefix: string, after: string | undefined, limit: number): Promise<T[]> {
+    const base = `i${SEP}${collection}${SEP}${prefix}`;
+    const range = after === undefined ? { gte: base } : { gt: base + after + SEP + '\xff' };
+    const out: T[] = [];
+    for await (const id of this.db.values({ ...range, lt: base + '\xff', limit })) {
+      const v = await this.get<T>(collection, id);
+      if (v !== undefined) out.push(v);
+    }
+    return out;
+  }
+
   async *all<T>(collection: string): AsyncGenerator<T> {
     const base = `r${SEP}${collection}${SEP}`;
     for await (const v of this.db.values({ gte: base, lt: base + '\xff' })) yield JSON.parse(v) as T;

@@ -1,0 +1,31 @@
+// The audit log of configuration changes: actor, time, action, resource, before and after
+// (docs/platform/audit-log.md). Entries are written in the same atomic batch as the change.
+import type { Op, RecordStore } from '../store/record-store.ts';
+import { newId } from './ids.ts';
+
+export interface Actor { type: 'api_key' | 'operator'; id: string }
+
+export interface AuditEntry {
+  id: string;
+  tenant: string;
+  workspace: string;
+  actor: Actor;
+  at: string;
+  action: string;
+  resource_id: string;
+  before: unknown;
+  after: unknown;
+}
+
+export class AuditLog {
+  constructor(private readonly store: RecordStore, private readonly clock: () => number = Date.now) {}
+
+  op(scope: { tenant: string; workspace: string }, actor: Actor, action: string, resourceId: string, before: unknown, after: unknown): Op {
+    const e: AuditEntry = { id: newId('aud', this.clock()), tenant: scope.tenant, workspace: scope.workspace, actor, at: new Date(this.clock()).toISOString(), action, resource_id: resourceId, before, after };
+    return { type: 'put', collection: 'audit_log', id: e.id, value: e, index: [`${scope.workspace}\x00${e.id}`] };
+  }
+
+  list(workspace: string, limit = 1000): Promise<AuditEntry[]> {
+    return this.store.byIndex<AuditEntry>('audit_log', `${workspace}\x00`, limit);
+  }
+}

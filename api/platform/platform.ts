@@ -1,0 +1,33 @@
+// The platform API's services, built once over one store and handed to the routes.
+import type { RecordStore } from '../store/record-store.ts';
+import { AuditLog } from './audit-log.ts';
+import { MfaTokens } from './mfa.ts';
+import { CursorCodec } from './pagination.ts';
+import { loadServerKeys, type ServerKeys } from './server-keys.ts';
+import { TenancyService } from './tenancy.ts';
+import { WebhookEndpoints } from './webhook-endpoints.ts';
+
+export interface Platform {
+  store: RecordStore;
+  keys: ServerKeys;
+  tenancy: TenancyService;
+  cursors: CursorCodec;
+  mfa: MfaTokens;
+  audit: AuditLog;
+  endpoints: WebhookEndpoints;
+  /** Milliseconds since the epoch. */
+  clock: () => number;
+}
+
+export async function createPlatform(store: RecordStore, opts: { clock?: () => number; webhookTimeoutMs?: number } = {}): Promise<Platform> {
+  const clock = opts.clock ?? Date.now;
+  const keys = await loadServerKeys(store);
+  const cursors = new CursorCodec(keys.cursorKey);
+  const audit = new AuditLog(store, clock);
+  return {
+    store, keys, clock, cursors, audit,
+    tenancy: new TenancyService(store, clock),
+    mfa: new MfaTokens(keys.mfaKey),
+    endpoints: new WebhookEndpoints({ store, cursors, audit, signingSeed: keys.webhookSeed, clock, ...(opts.webhookTimeoutMs ? { timeoutMs: opts.webhookTimeoutMs } : {}) }),
+  };
+}

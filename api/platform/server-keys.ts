@@ -1,0 +1,24 @@
+// Server-held keys of the platform API, created once and kept in the store: the cursor MAC key, the
+// MFA-token MAC key and the Ed25519 seed that signs webhooks (its public key is published).
+import { randomBytes } from 'node:crypto';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import type { RecordStore } from '../store/record-store.ts';
+
+export interface ServerKeys {
+  cursorKey: Uint8Array;
+  mfaKey: Uint8Array;
+  webhookSeed: Uint8Array;
+  webhookPublicKey: Uint8Array;
+}
+
+interface Stored { cursor: string; mfa: string; webhook: string }
+
+export async function loadServerKeys(store: RecordStore): Promise<ServerKeys> {
+  let s = await store.get<Stored>('meta', 'server_keys');
+  if (!s) {
+    s = { cursor: randomBytes(32).toString('hex'), mfa: randomBytes(32).toString('hex'), webhook: randomBytes(32).toString('hex') };
+    await store.put('meta', 'server_keys', s);
+  }
+  const webhookSeed = Buffer.from(s.webhook, 'hex');
+  return { cursorKey: Buffer.from(s.cursor, 'hex'), mfaKey: Buffer.from(s.mfa, 'hex'), webhookSeed, webhookPublicKey: ed25519.getPublicKey(webhookSeed) };
+}

@@ -1,0 +1,141 @@
+// Webhook endpoints, the event catalog, MFA verification and the published webhook verification key
+// (docs/platform/webhooks.md). Authentication and permissions are checked by the bearer-auth hook.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { ErrorBody, ApiError } from '../../errors.ts';
+import { principalOf } from '../../auth/bearer-auth.ts';
+import type { Platform } from '../../platform/platform.ts';
+import { Page, PageQuery, DEFAULT_LIMIT } from '../../platform/pagination.ts';
+import { EVENT_TYPES } from '../../platform/event-catalog.ts';
+import { MAX_URL } from '../../platform/webhook-endpoints.ts';
+import type { Actor } from '../../platform/audit-log.ts';
+import type { FastifyRequest } from 'fastify';
+
+const Endpoint = Type.Object({
+  id: Type.String(), url: Type.String(), events: Type.Array(Type.String()), description: Type.Union([Type.String(), Type.Null()]), enabled: Type.Boolean(),
+  created_at: Type.String(), updated_at: Type.String(),
+  hmac_secret_fingerprint: Type.Optional(Type.String()),
+  previous_hmac_secret_fingerprint: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  previous_hmac_secret_expires_at: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+});
+const EndpointWithSecret = Type.Intersect([Endpoint, Type.Object({ secret: Type.String() })]);
+const Events = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 50 });
+const Description = Type.String({ maxLength: 500 });
+const IdParam = Type.Object({ id: Type.String({ maxLength: 64 }) });
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody };
+const EventTypeSchema = Type.Object({
+  name: Type.String(), domain: Type.String(), version: Type.Integer(), sensitive: Type.Boolean(), description: Type.String(),
+  example_payload: Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean()])), deprecated_at: Type.Union([Type.String(), Type.Null()]),
+});
+
+function actorOf(req: FastifyRequest): Actor {
+  return { type: 'api_key', id: principalOf(req).keyId };
+}
+
+function scopeOf(req: FastifyRequest) {
+  const p = principalOf(req);
+  return { tenant: p.tenant, workspace: p.workspace };
+}
+
+function idempotencyKey(req: FastifyRequest): string | undefined {
+  const k = req.headers['idempotency-key'];
+  if (k === undefined) return undefined;
+  if (typeof k !== 'string' || !/^[\x21-\x7e]{1,255}$/.test(k)) throw new ApiError(400, 'invalid_request', 'Idempotency-Key must be 1 to 255 visible ASCII characters');
+  return k;
+}
+
+export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platform }> = async (app, { platform }) => {
+  const ep = platform.endpoints;
+
+  app.get('/webhook-endpoints', {
+    config: { permission: 'webhook.read' },
+    schema: { querystring: Type.Object(PageQuery), response: { 200: Page(Endpoint), ...errors } },
+  }, async (req) => ep.list(scopeOf(req), req.query.cursor, req.query.limit ?? DEFAULT_LIMIT));
+
+  app.post('/webhook-endpoints', {
+    config: { permission: 'webhook.create' },
+    schema: {
+      body: Type.Object({ url: Type.String({ minLength: 1, maxLength: MAX_URL * 4 }), events: Events, description: Type.Optional(Description) }, { additionalProperties: false }),
+      response: { 201: EndpointWithSecret, ...errors },
+    },
+  }, async (req, reply) => {
+    const scope = scopeOf(req);
+    const key = idempotencyKey(req);
+    const idemId = key ? `${scope.workspace}\x00create_endpoint\x00${key}` : undefined;
+    if (idemId) {
+      const prior = await platform.store.get<{ id: string; secret: string }>('idempotency', idemId);
+      if (prior) {
+        const e = await ep.get(scope, prior.id);
+        return reply.code(201).send({ ...ep.view(e, true), secret: prior.secret });
+      }
+    }
+    const { endpoint, secret } = await ep.create(scope, actorOf(req), req.body);
+    if (idemId) await platform.store.put('idempotency', idemId, { id: endpoint.id, secret });
+    return reply.code(201).send({ ...ep.view(endpoint, true), secret });
+  });
+
+  app.get('/webhook-endpoints/:id', {
+    config: { permission: 'webhook.read' },
+    schema: { params: IdParam, response: { 200: Endpoint, ...errors } },
+  }, async (req) => ep.view(await ep.get(scopeOf(req), req.params.id), true));
+
+  app.patch('/webhook-endpoints/:id', {
+    config: { permission: 'webhook.update' },
+    schema: {
+      params: IdParam,
+      body: Type.Optional(Type.Object({ url: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_URL * 4 })), events: Type.Optional(Events), description: Type.Optional(Type.Union([Type.Null(), Description])), enabled: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
+      response: { 200: Endpoint, ...errors },
+    },
+  }, async (req) => ep.view(await ep.patch(scopeOf(req), actorOf(req), req.params.id, req.body ?? {}), true));
+
+  app.post('/webhook-endpoints/:id/rotate', {
+    config: { permission: 'webhook.rotate', mfa: true },
+    schema: {
+      params: IdParam,
+      body: Type.Optional(Type.Object({ overlap_sec: Type.Optional(Type.Integer({ minimum: 60, maximum: 2_592_000 })) }, { additionalProperties: false })),
+      response: { 200: EndpointWithSecret, ...errors },
+    },
+  }, async (req) => {
+    const { endpoint, secret } = await ep.rotate(scopeOf(req), actorOf(req), req.params.id, req.body?.overlap_sec ?? 86_400);
+    return { ...ep.view(endpoint, true), secret };
+  });
+
+  app.post('/webhook-endpoints/:id/test', {
+    config: { permission: 'webhook.test' },
+    schema: {
+      params: IdParam,
+      response: { 200: Type.Object({ delivered: Type.Boolean(), status_code: Type.Union([Type.Integer(), Type.Null()]), duration_ms: Type.Integer(), error: Type.Union([Type.String(), Type.Null()]) }), ...errors },
+    },
+  }, async (req) => ep.test(scopeOf(req), actorOf(req), req.params.id, idempotencyKey(req)));
+
+  app.delete('/webhook-endpoints/:id', {
+    config: { permission: 'webhook.delete' },
+    schema: { params: IdParam, response: { 204: Type.Null(), ...errors } },
+  }, async (req, reply) => {
+    await ep.remove(scopeOf(req), actorOf(req), req.params.id);
+    return reply.code(204).send(null);
+  });
+
+  app.get('/webhook-event-types', {
+    config: { permission: 'webhook.read' },
+    schema: { response: { 200: Type.Object({ data: Type.Array(EventTypeSchema) }), ...errors } },
+  }, async () => ({ data: [...EVENT_TYPES] }));
+
+  app.post('/mfa/verifications', {
+    schema: {
+      body: Type.Object({ code: Type.String({ maxLength: 16 }) }, { additionalProperties: false }),
+      response: { 201: Type.Object({ mfa_token: Type.String(), verified_at: Type.String(), expires_at: Type.String() }), ...errors },
+    },
+  }, async (req, reply) => {
+    const p = principalOf(req);
+    const now = Math.floor(platform.clock() / 1000);
+    if (!(await platform.tenancy.checkTotp(p.keyId, req.body.code, now))) throw new ApiError(403, 'mfa_failed', 'the verification code is wrong, expired, or this key has no MFA factor');
+    const t = platform.mfa.issue(p.keyId, now);
+    return reply.code(201).send({ mfa_token: t.token, verified_at: t.verified_at, expires_at: t.expires_at });
+  });
+
+  app.get('/public/webhook-signing-key', {
+    config: { public: true },
+    schema: { response: { 200: Type.Object({ algorithm: Type.Literal('ed25519'), public_key: Type.String(), public_key_hex: Type.String() }) } },
+  }, async () => ({ algorithm: 'ed25519' as const, public_key: `whpk_${Buffer.from(platform.keys.webhookPublicKey).toString('base64')}`, public_key_hex: Buffer.from(platform.keys.webhookPublicKey).toString('hex') }));
+};

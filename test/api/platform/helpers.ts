@@ -1,0 +1,53 @@
+// Shared setup for platform-API tests: a real LevelDB store, the app through inject, and a tenant with
+// keys of several roles.
+import type { Test } from 'tap';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { buildApp } from '../../../api/app.ts';
+import { loadApiConfig } from '../../../api/config.ts';
+import { createLogger } from '../../../common/logger.ts';
+import { RecordStore } from '../../../api/store/record-store.ts';
+import { createPlatform } from '../../../api/platform/platform.ts';
+
+export async function setupPlatform(t: Test, opts: { clock?: () => number; webhookTimeoutMs?: number } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'platform-'));
+  const store = await RecordStore.open(dir);
+  const platform = await createPlatform(store, opts);
+  const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), platform });
+  t.teardown(async () => {
+    await app.close();
+    await store.close();
+  });
+  const { tenant, sandbox, production } = await platform.tenancy.createTenant('Acme');
+  const owner = await platform.tenancy.createKey(sandbox.id, 'owner', { mfa: true });
+  const viewer = await platform.tenancy.createKey(sandbox.id, 'viewer');
+  const call = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT', url: string, body?: unknown, token = owner.token, headers: Record<string, string> = {}) =>
+    app.inject({ method, url, headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, ...(body !== undefined ? { payload: JSON.stringify(body) } : {}) });
+  return { dir, store, platform, app, tenant, sandbox, production, owner, viewer, call };
+}
+
+export interface Received { headers: IncomingHttpHeaders; body: string }
+
+/** A real HTTP receiver on loopback; `answer` picks the status for each request (or 'hang'). */
+export async function receiver(t: Test, answer: (n: number) => number | 'hang' = () => 200) {
+  const got: Received[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      got.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      const a = answer(got.length);
+      if (a === 'hang') return;
+      res.writeHead(a, { 'content-type': 'text/plain' }).end(`answer ${a}`);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => {
+    server.closeAllConnections();
+    server.close(() => r());
+  }));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got };
+}
