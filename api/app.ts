@@ -13,6 +13,7 @@ import { vaultRoutes } from './routes/v1/vaults.ts';
 import type { Platform } from './platform/platform.ts';
 import { bearerAuth } from './auth/bearer-auth.ts';
 import { webhookEndpointRoutes } from './routes/v1/webhook-endpoints.ts';
+import { webhookDeliveryRoutes } from './routes/v1/webhook-deliveries.ts';
 
 export interface AppOptions {
   config: ApiConfig;
@@ -50,6 +51,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     await app.register(async (p) => {
       await p.register(bearerAuth, { tenancy: platform.tenancy, mfa: platform.mfa, publicOrigin: opts.config.publicUrl, now });
       await p.register(webhookEndpointRoutes, { platform });
+      await p.register(webhookDeliveryRoutes, { platform });
     }, { prefix: '/v1' });
   }
   return app;

@@ -24,10 +24,12 @@ await runMain('api', async () => {
   const address = await app.listen({ host: config.host, port: config.port });
   log.info({ address }, 'api listening');
   jobs.start();
+  platform.deliveries.start();
   return {
     log,
     async stop() {
       jobs.stop();
+      await platform.deliveries.stop();
       await app.close();
       coordinator?.close();
       await store.close();

@@ -6,6 +6,7 @@ import { CursorCodec } from './pagination.ts';
 import { loadServerKeys, type ServerKeys } from './server-keys.ts';
 import { TenancyService } from './tenancy.ts';
 import { WebhookEndpoints } from './webhook-endpoints.ts';
+import { DeliveryEngine } from './deliveries.ts';
 
 export interface Platform {
   store: RecordStore;
@@ -15,19 +16,17 @@ export interface Platform {
   mfa: MfaTokens;
   audit: AuditLog;
   endpoints: WebhookEndpoints;
+  deliveries: DeliveryEngine;
   /** Milliseconds since the epoch. */
   clock: () => number;
 }
 
-export async function createPlatform(store: RecordStore, opts: { clock?: () => number; webhookTimeoutMs?: number } = {}): Promise<Platform> {
+export async function createPlatform(store: RecordStore, opts: { clock?: () => number; webhookTimeoutMs?: number; schedule?: number[]; concurrency?: number } = {}): Promise<Platform> {
   const clock = opts.clock ?? Date.now;
   const keys = await loadServerKeys(store);
   const cursors = new CursorCodec(keys.cursorKey);
   const audit = new AuditLog(store, clock);
-  return {
-    store, keys, clock, cursors, audit,
-    tenancy: new TenancyService(store, clock),
-    mfa: new MfaTokens(keys.mfaKey),
-    endpoints: new WebhookEndpoints({ store, cursors, audit, signingSeed: keys.webhookSeed, clock, ...(opts.webhookTimeoutMs ? { timeoutMs: opts.webhookTimeoutMs } : {}) }),
-  };
+  const endpoints = new WebhookEndpoints({ store, cursors, audit, signingSeed: keys.webhookSeed, clock, ...(opts.webhookTimeoutMs ? { timeoutMs: opts.webhookTimeoutMs } : {}) });
+  const deliveries = new DeliveryEngine({ store, endpoints, cursors, clock, ...(opts.schedule ? { schedule: opts.schedule } : {}), ...(opts.concurrency ? { concurrency: opts.concurrency } : {}) });
+  return { store, keys, clock, cursors, audit, endpoints, deliveries, tenancy: new TenancyService(store, clock), mfa: new MfaTokens(keys.mfaKey) };
 }

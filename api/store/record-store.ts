@@ -68,6 +68,13 @@ export class RecordStore {
     return out;
   }
 
+  /** Records of a collection in id order, starting after `after`, stopping at `lt`. */
+  async *range<T>(collection: string, opts: { after?: string; lt?: string } = {}): AsyncGenerator<T> {
+    const base = `r${SEP}${collection}${SEP}`;
+    const lower = opts.after === undefined ? { gte: base } : { gt: base + opts.after };
+    for await (const v of this.db.values({ ...lower, lt: opts.lt === undefined ? base + '\xff' : base + opts.lt })) yield JSON.parse(v) as T;
+  }
+
   async *all<T>(collection: string): AsyncGenerator<T> {
     const base = `r${SEP}${collection}${SEP}`;
     for await (const v of this.db.values({ gte: base, lt: base + '\xff' })) yield JSON.parse(v) as T;

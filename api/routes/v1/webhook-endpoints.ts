@@ -86,7 +86,15 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
       body: Type.Optional(Type.Object({ url: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_URL * 4 })), events: Type.Optional(Events), description: Type.Optional(Type.Union([Type.Null(), Description])), enabled: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
       response: { 200: Endpoint, ...errors },
     },
-  }, async (req) => ep.view(await ep.patch(scopeOf(req), actorOf(req), req.params.id, req.body ?? {}), true));
+  }, async (req) => {
+    const scope = scopeOf(req);
+    const before = await ep.get(scope, req.params.id);
+    const after = await ep.patch(scope, actorOf(req), req.params.id, req.body ?? {});
+    if (before.enabled && !after.enabled) {
+      await platform.deliveries.emit(scope, 'webhook.endpoint.disabled', { type: 'webhook_endpoint', id: after.id }, actorOf(req), { endpoint_id: after.id, enabled: false });
+    }
+    return ep.view(after, true);
+  });
 
   app.post('/webhook-endpoints/:id/rotate', {
     config: { permission: 'webhook.rotate', mfa: true },
@@ -97,6 +105,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
     },
   }, async (req) => {
     const { endpoint, secret } = await ep.rotate(scopeOf(req), actorOf(req), req.params.id, req.body?.overlap_sec ?? 86_400);
+    await platform.deliveries.emit(scopeOf(req), 'webhook.secret.rotated', { type: 'webhook_endpoint', id: endpoint.id }, actorOf(req), { endpoint_id: endpoint.id, previous_valid_until: endpoint.previous_secret_expires_at ?? '' });
     return { ...ep.view(endpoint, true), secret };
   });
 
