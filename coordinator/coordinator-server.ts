@@ -80,7 +80,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
         intent: bytesToHex(a?.intent ?? new Uint8Array()), intentSignature: bytesToHex(a?.intentSignature ?? new Uint8Array()),
         apiKeyId: a?.apiKeyId ?? '', template: bytesToHex(a?.template ?? new Uint8Array()), endUserToken: a?.endUserToken ?? '',
       });
-      return { signatures: out.signatures.map(hexToBytes), recoveryIds: [], signers: out.signers, publicKey: hexToBytes(out.publicKey) };
+      return { signatures: out.signatures.map(hexToBytes), recoveryIds: out.recoveryIds, signers: out.signers, publicKey: hexToBytes(out.publicKey) };
     }),
     watchNodes(_req, call) {
       const send = (nodes: AttachedNodeInfo[]) => call.write({ nodes: nodes.map(toWire) });

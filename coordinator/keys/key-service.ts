@@ -33,6 +33,7 @@ export interface SignInput extends SignFields {
 
 export interface SignOutput {
   signatures: string[];
+  recoveryIds: number[];
   publicKey: string;
   signers: string[];
 }
@@ -95,11 +96,31 @@ export class KeyService {
         await this.keys.put({ ...record, state: 'failed', problem: outcome.ok ? 'parties disagree on the key' : outcome.message, updatedAtMs: Date.now() });
         throw new KeyServiceError('failed', `key generation failed: ${outcome.ok ? 'parties disagree' : outcome.message}`, outcome.ok ? [] : outcome.culprits);
       }
-      const done: KeyRecord = { ...record, publicKey: pkg.groupKey, chainCode: pkg.chainCode, pkg, state: 'active', updatedAtMs: Date.now() };
+      let done: KeyRecord = { ...record, publicKey: pkg.groupKey, chainCode: pkg.chainCode, pkg, state: 'active', updatedAtMs: Date.now() };
       await this.keys.put(done);
       this.log.info({ keyId: input.keyId, committee: committee.nodeIds }, 'key generated');
+      done = await this.otSetup(done);
       return done;
     });
+  }
+
+  /** Pairwise OT setup for ECDSA on the whole committee at the key's epoch; a failure is logged and retried on demand. */
+  private async otSetup(key: KeyRecord): Promise<KeyRecord> {
+    if (!key.committee.every((m) => this.nodes.isAttached(m.nodeId))) {
+      this.log.warn({ keyId: key.keyId }, 'OT setup postponed: not every committee member is attached');
+      return key;
+    }
+    const outcome = await this.hub.run({
+      sessionId: new Uint8Array(randomBytes(32)), protocol: Protocol.OT_SETUP, keyId: key.keyId,
+      parties: key.committee.map((m) => this.party(m.nodeId, m.index)), params: encodeBlob('ot-params', { keyId: key.keyId, epoch: key.epoch }), timeoutMs: this.timeouts.dkgMs,
+    });
+    if (!outcome.ok) {
+      this.log.warn({ keyId: key.keyId, problem: outcome.message }, 'OT setup failed; ECDSA waits for a new setup');
+      return key;
+    }
+    const next = { ...key, otEpoch: key.epoch, updatedAtMs: Date.now() };
+    await this.keys.put(next);
+    return next;
   }
 
   private agreedPackage(outcome: SessionOutcome, kind: string): KeyPackage | undefined {
@@ -112,23 +133,28 @@ export class KeyService {
   async sign(input: SignInput): Promise<SignOutput> {
     const key = await this.get(input.keyId);
     if (key.state !== 'active' && key.state !== 'resharing' && key.state !== 'needs_attention') throw new KeyServiceError('conflict', `key ${input.keyId} is ${key.state}`);
-    if (input.scheme === 'ecdsa') throw new KeyServiceError('invalid', 'ECDSA signing is not available on this cluster yet');
+    let ready = key;
+    if (input.scheme === 'ecdsa' && key.otEpoch !== key.epoch) {
+      ready = await this.serialize(key.keyId, () => this.otSetup(key));
+      if (ready.otEpoch !== ready.epoch) throw new KeyServiceError('unavailable', 'ECDSA needs the OT setup of this epoch, which could not run now');
+    }
+    const protocol = input.scheme === 'ecdsa' ? Protocol.SIGN_ECDSA : Protocol.SIGN_SCHNORR;
     const excluded = new Set<string>();
     let last: SessionOutcome | undefined;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const candidates = key.committee.filter((m) => this.nodes.isAttached(m.nodeId) && !excluded.has(m.nodeId));
-      if (candidates.length < key.threshold) break;
-      const signers = candidates.slice(0, key.threshold);
-      const params: Record<string, unknown> = { ...input, epoch: key.epoch };
+      const candidates = ready.committee.filter((m) => this.nodes.isAttached(m.nodeId) && !excluded.has(m.nodeId));
+      if (candidates.length < ready.threshold) break;
+      const signers = candidates.slice(0, ready.threshold);
+      const params: Record<string, unknown> = { ...input, epoch: ready.epoch };
       delete params.keyId;
       const outcome = await this.hub.run({
-        sessionId: new Uint8Array(randomBytes(32)), protocol: Protocol.SIGN_SCHNORR, keyId: input.keyId,
+        sessionId: new Uint8Array(randomBytes(32)), protocol, keyId: input.keyId,
         parties: signers.map((m) => this.party(m.nodeId, m.index)), params: encodeBlob('sign-params', { keyId: input.keyId, ...params }), timeoutMs: this.timeouts.signMs,
       });
       if (outcome.ok) {
-        const results = [...outcome.results.values()].map((r) => decodeBlob<{ signatures: string[]; publicKey: string }>('sign-result', r));
+        const results = [...outcome.results.values()].map((r) => decodeBlob<{ signatures: string[]; recoveryIds?: number[]; publicKey: string }>('sign-result', r));
         if (new Set(results.map((r) => JSON.stringify(r))).size !== 1) throw new KeyServiceError('failed', 'signers returned different signatures');
-        return { signatures: results[0]!.signatures, publicKey: results[0]!.publicKey, signers: signers.map((s) => s.nodeId) };
+        return { signatures: results[0]!.signatures, recoveryIds: results[0]!.recoveryIds ?? [], publicKey: results[0]!.publicKey, signers: signers.map((s) => s.nodeId) };
       }
       last = outcome;
       // A refusal on authorization is final: another subset would refuse too.
@@ -201,7 +227,7 @@ export class KeyService {
       const missed = everyone.filter((_, i) => notified[i]!.status === 'rejected');
       if (missed.length) this.log.warn({ keyId: key.keyId, missed }, 'some nodes did not confirm the epoch commit');
       this.log.info({ keyId: key.keyId, epoch: newEpoch, committee: target.nodeIds }, 'reshare committed');
-      return committed;
+      return this.otSetup(committed);
     });
   }
 

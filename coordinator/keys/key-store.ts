@@ -36,6 +36,8 @@ export interface KeyRecord {
   pending?: PendingEpoch | undefined;
   /** Public package of the current epoch: verification shares and group commitment (no secret). */
   pkg?: KeyPackage | undefined;
+  /** Epoch whose ECDSA OT setup completed on the whole committee. */
+  otEpoch?: number | undefined;
   /** Why the key needs attention, when it does. */
   problem?: string | undefined;
   createdAtMs: number;

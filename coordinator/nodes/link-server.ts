@@ -11,6 +11,12 @@ import { KIND_NAMES, LINK_VERSION, verifyAttach } from '../../node/transport/att
 import { nodeIdFor } from '../../node/runtime/identity.ts';
 import type { NodeRegistry } from './node-registry.ts';
 
+/**
+ * Heartbeats a node may miss before it is dropped. Protocol steps run on the node's event loop (an OT
+ * setup can hold it for seconds), so this is generous; a dead stream is noticed at once anyway.
+ */
+export const SILENT_INTERVALS = 5;
+
 type Call = grpc.ServerDuplexStream<AttachRequest, MessageInitShape<typeof AttachResponseSchema>>;
 
 export interface LinkServerOptions {
@@ -112,8 +118,8 @@ export function createLinkHandler(opts: LinkServerOptions): (call: Call) => void
             call.write({ body: { case: 'welcome', value: { nodeId: h.nodeId, heartbeatIntervalMs: opts.heartbeatIntervalMs } } });
             opts.log.info({ nodeId: h.nodeId, kind, peer, software: h.software }, 'node attached');
             heartbeat = setInterval(() => {
-              if (now() - lastHeard > 3 * opts.heartbeatIntervalMs) {
-                opts.log.warn({ nodeId: h.nodeId }, 'node silent for three heartbeats; dropping it');
+              if (now() - lastHeard > SILENT_INTERVALS * opts.heartbeatIntervalMs) {
+                opts.log.warn({ nodeId: h.nodeId }, `node silent for ${SILENT_INTERVALS} heartbeats; dropping it`);
                 return close();
               }
               call.write({ body: { case: 'heartbeat', value: { sequence: ++seq } } });

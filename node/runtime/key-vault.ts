@@ -77,15 +77,30 @@ export class KeyVault {
         ...this.ops(keyId, 'current', pending),
         { type: 'del', key: `key/${keyId}/pending/share` },
         { type: 'del', key: `key/${keyId}/pending/committee` },
+        // The old epoch's OT material belongs to the old committee: a fresh setup follows.
+        { type: 'del', key: `key/${keyId}/current/ot` },
       ]);
       return 'promoted';
     }
     if (current && current.key.pkg.epoch < epoch) {
-      await this.store.batch([{ type: 'del', key: `key/${keyId}/current/share` }, { type: 'del', key: `key/${keyId}/current/committee` }]);
+      await this.store.batch([
+        { type: 'del', key: `key/${keyId}/current/share` },
+        { type: 'del', key: `key/${keyId}/current/committee` },
+        { type: 'del', key: `key/${keyId}/current/ot` },
+      ]);
       return 'removed';
     }
     if (current && current.key.pkg.epoch === epoch) return 'already';
     throw new KeyVaultError('no_pending', `no pending epoch ${epoch} for ${keyId}`);
+  }
+
+  /** The ECDSA OT setup stored with the current epoch (secret), if any. */
+  async ot(keyId: string): Promise<Uint8Array | undefined> {
+    return this.store.getSecret(`key/${keyId}/current/ot`);
+  }
+
+  async putOt(keyId: string, setup: Uint8Array): Promise<void> {
+    await this.store.putSecret(`key/${keyId}/current/ot`, setup);
   }
 
   async abandon(keyId: string, epoch: number): Promise<void> {

@@ -46,7 +46,7 @@ async function setup(t: Test): Promise<Harness> {
   const cluster = new Cluster();
   const dir = mkdtempSync(join(tmpdir(), 'coord-'));
   const port = await freePort();
-  const coordinator = await startCoordinator(loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_HEARTBEAT_MS: '500', COORDINATOR_SIGN_TIMEOUT_MS: '4000' }), createLogger('coordinator', 'silent'));
+  const coordinator = await startCoordinator(loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_HEARTBEAT_MS: '1000', COORDINATOR_SIGN_TIMEOUT_MS: '4000' }), createLogger('coordinator', process.env.DEBUG_COORD ? 'warn' : 'silent'));
   cluster.useCoordinatorPort(port);
   const keysFile = join(cluster.dir, 'api-keys.json');
   writeFileSync(keysFile, JSON.stringify({ [ORG]: { key_1: bytesToHex(ed25519.getPublicKey(apiSecret)) } }));
@@ -254,4 +254,53 @@ t.test('a P2TR spend signed by the cluster is accepted by the regtest double\'s 
   const txid = await esplora.broadcast(finalizeTaproot(spend, signed.signatures));
   t.match(txid, /^[0-9a-f]{64}$/, 'accepted after script verification');
   t.equal((await esplora.utxos(dest))[0]!.value, 45_000n);
+});
+
+t.test('threshold ECDSA over gRPC: DKG with OT setup, an EVM transfer signed by the cluster lands on anvil', async (t) => {
+  const { startAnvil } = await import('../chains/anvil.ts');
+  const { evmTransaction, evmSigningDigest, evmSignedTransaction } = await import('../../api/chains/evm/evm-transaction.ts');
+  const { secp256k1 } = await import('@noble/curves/secp256k1.js');
+  const viem = await import('viem');
+  const { publicKeyToAddress } = await import('viem/utils');
+  const h = await setup(t);
+  const env = { NODE_API_KEYS_FILE: h.keysFile };
+  await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => h.cluster.startNode(n, env)));
+  const key = (await h.client.createKey({ keyId: 'vault-evm', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 120_000 })).key!;
+  const path = [44, 60, 0, 0, 0];
+  const derived = derive(bytesToHex(key.publicKey), bytesToHex(key.chainCode), path).publicKey;
+  const from = publicKeyToAddress(viem.toHex(derived.toBytes(false)));
+  const anvil = await startAnvil();
+  t.teardown(() => anvil.stop());
+  await anvil.testClient.setBalance({ address: from, value: viem.parseEther('5') });
+  const to = '0x000000000000000000000000000000000000b0b0';
+  const intentFields = {
+    kind: 'evm.transfer' as const, organization: ORG, walletId: 'w-evm', chainId: 31337n, from: viem.hexToBytes(from), to: viem.hexToBytes(to),
+    asset: { kind: 'native' as const }, amount: viem.parseEther('1.5'), data: new Uint8Array(), maxFee: viem.parseEther('0.01'), idempotencyKey: 'evm-1', notAfter: 0n,
+  };
+  const fees = await anvil.publicClient.estimateFeesPerGas();
+  const template = { nonce: 0, gasLimit: 21_000n, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas };
+  const tx = evmTransaction(intentFields, template);
+  const digest = evmSigningDigest(tx);
+  const intent = encodeIntent(intentFields);
+  const signed = await h.client.sign({
+    keyId: 'vault-evm', path, scheme: Scheme.ECDSA, digests: [digest],
+    authorization: {
+      intent, intentSignature: signIntent(intent, apiSecret), apiKeyId: 'key_1',
+      template: encodeBlob('evm-template', { nonce: 0, gasLimit: '21000', maxFeePerGas: String(fees.maxFeePerGas), maxPriorityFeePerGas: String(fees.maxPriorityFeePerGas) }),
+    },
+  }, { deadline: Date.now() + 60_000 });
+  const compact = signed.signatures[0]!;
+  t.ok(secp256k1.verify(compact, digest, derived.toBytes(true), { prehash: false }), 'noble verifies the threshold ECDSA signature');
+  const sig = secp256k1.Signature.fromBytes(compact, 'compact');
+  t.ok(!sig.hasHighS(), 'low-s');
+  const raw = evmSignedTransaction(tx, { r: sig.r, s: sig.s, recovery: signed.recoveryIds[0]! });
+  t.equal((await viem.recoverTransactionAddress({ serializedTransaction: raw as `0x02${string}` })).toLowerCase(), from.toLowerCase(), 'viem recovers the wallet address');
+  const hash = await anvil.publicClient.sendRawTransaction({ serializedTransaction: raw });
+  const receipt = await anvil.publicClient.waitForTransactionReceipt({ hash });
+  t.equal(receipt.status, 'success');
+  t.equal(await anvil.publicClient.getBalance({ address: to }), viem.parseEther('1.5'), 'recipient credited exactly');
+
+  // A template that pays more gas than the intent allows is refused by the nodes.
+  const greedy = encodeBlob('evm-template', { nonce: 1, gasLimit: '21000', maxFeePerGas: String(viem.parseEther('0.01')), maxPriorityFeePerGas: '1' });
+  await t.rejects(h.client.sign({ keyId: 'vault-evm', path, scheme: Scheme.ECDSA, digests: [digest], authorization: { intent, intentSignature: signIntent(intent, apiSecret), apiKeyId: 'key_1', template: greedy } }), { code: grpc.status.PERMISSION_DENIED });
 });

@@ -4,6 +4,7 @@
 // and the service's template. A node refuses anything else, whatever the coordinator or API says.
 import * as bitcoin from 'bitcoinjs-lib';
 import * as ecc from '@bitcoinerlab/secp256k1';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { publicKeyToAddress } from 'viem/utils';
 import { toHex as viemHex } from 'viem';
@@ -82,7 +83,7 @@ export class IntentAuthorizer implements SignAuthorizer {
 
   private evmDigests(intent: EvmTransferIntent, req: SignRequestView, derivedKey: string): string[] {
     if (req.scheme !== 'ecdsa') refuse('wrong_scheme', 'EVM transactions are signed with ECDSA');
-    const from = publicKeyToAddress(viemHex(hexToBytes(derivedKey)) as `0x${string}`).toLowerCase();
+    const from = publicKeyToAddress(viemHex(secp256k1.Point.fromBytes(hexToBytes(derivedKey)).toBytes(false))).toLowerCase();
     if (from !== viemHex(intent.from).toLowerCase()) refuse('wrong_sender', 'the intent sends from another address than this key and path');
     let t: EvmTemplate;
     try {

@@ -14,7 +14,11 @@ import { SessionRefused, type ProtocolFactory, type SessionContext } from '../se
 import type { PartyProtocol } from '../party-protocol.ts';
 import type { KeyVault, PinnedMember } from '../key-vault.ts';
 import type { SignAuthorizer, SignFields } from '../authorization/sign-authorizer.ts';
-import { readParams, runProtocol } from './run-protocol.ts';
+import { inSequence, readParams, runProtocol } from './run-protocol.ts';
+import { ecdsaOtSetup, decodeOtSetup, encodeOtSetup, retireOtPairs } from '../../protocols/ecdsa/ot-setup.ts';
+import { ecdsaPresign } from '../../protocols/ecdsa/presign.ts';
+import { ecdsaOnline, type EcdsaSignature } from '../../protocols/ecdsa/online.ts';
+import type { Presignature } from '../../protocols/ecdsa/presignature.ts';
 
 export interface DkgSessionParams {
   keyId: string;
@@ -101,6 +105,54 @@ export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
         const suite: FrostSuite = p.scheme;
         const params = p.digests.map((message, i) => ({ sessionId: bytesToHex(sessionDigest(ctx.open.sessionId, i)), suite, message, signers: indexes, me, key, path: p.path }));
         return runProtocol(frostSign, me, params, (sigs) => ({ result: encodeBlob('sign-result', { signatures: sigs.map((s) => s.signature), publicKey: sigs[0]!.publicKey }) }));
+      }
+      case Protocol.OT_SETUP: {
+        const p = readParams<EpochSessionParams>('ot-params', ctx.open.params);
+        const stored = await vault.current(p.keyId);
+        if (!stored) throw new SessionRefused('unknown_key', `no share of ${p.keyId} here`);
+        if (stored.key.pkg.epoch !== p.epoch) throw new SessionRefused('epoch_mismatch', `this node holds epoch ${stored.key.pkg.epoch}, not ${p.epoch}`);
+        checkAgainstCommittee(ctx, stored.committee, (x) => x.index);
+        if (indexes.length !== stored.key.pkg.parties.length) throw new SessionRefused('bad_parties', 'the OT setup runs on the whole committee');
+        return runProtocol(ecdsaOtSetup, me, [{ sessionId: sessionHex(ctx), keyId: p.keyId, epoch: p.epoch, parties: indexes, me }], ([setup]) => ({
+          result: encodeBlob('ot-result', { keyId: p.keyId, epoch: p.epoch }),
+          commit: () => vault.putOt(p.keyId, encodeOtSetup(setup!)),
+        }));
+      }
+      case Protocol.SIGN_ECDSA: {
+        const p = readParams<SignSessionParams>('sign-params', ctx.open.params);
+        const stored = await vault.current(p.keyId);
+        if (!stored) throw new SessionRefused('unknown_key', `no share of ${p.keyId} here`);
+        if (stored.key.pkg.epoch !== p.epoch) throw new SessionRefused('epoch_mismatch', `this node holds epoch ${stored.key.pkg.epoch}, not ${p.epoch}`);
+        checkAgainstCommittee(ctx, stored.committee, (x) => x.index);
+        if (p.scheme !== 'ecdsa') throw new SessionRefused('wrong_scheme', 'ECDSA sessions sign ecdsa');
+        if (!Array.isArray(p.digests) || p.digests.length < 1 || p.digests.length > 256) throw new SessionRefused('bad_params', '1 to 256 digests');
+        const otBytes = await vault.ot(p.keyId);
+        if (!otBytes) throw new SessionRefused('no_ot_setup', 'no OT setup for this key epoch yet');
+        const ot = decodeOtSetup(otBytes);
+        const retired = indexes.filter((i) => i !== me && ot.retired.includes(i));
+        if (retired.length) throw new SessionRefused('ot_retired', `OT material with parties ${retired.join(',')} was retired after an abort; a new setup is needed`);
+        await authorizer.authorize({ ...p, owner: stored.owner, groupKey: stored.key.pkg.groupKey, chainCode: stored.key.pkg.chainCode });
+        await vault.claimSession(sessionHex(ctx));
+        const key = { id: stored.key.share.id, share: scalarHex(stored.key.share.scalar()), pkg: stored.key.pkg };
+        let presigs: Presignature[] = [];
+        const presign = runProtocol(ecdsaPresign, me, p.digests.map((_, i) => ({ sessionId: bytesToHex(sessionDigest(ctx.open.sessionId, i)), signers: indexes, me, key, path: p.path, ot })), (ps) => {
+          presigs = ps;
+          return { result: new Uint8Array() };
+        });
+        const guarded: PartyProtocol = {
+          ...presign,
+          // An abort may have leaked OT bits to the peer that caused it: retire those pairs durably.
+          deliver: async (from, round, payload, broadcast) => {
+            const step = await presign.deliver(from, round, payload, broadcast);
+            if (step.kind === 'abort') await vault.putOt(p.keyId, encodeOtSetup(retireOtPairs(ot, step.culprits.length ? step.culprits : indexes)));
+            return step;
+          },
+        };
+        return inSequence(guarded, () =>
+          runProtocol(ecdsaOnline, me, presigs.map((presignature, i) => ({ presignature, digest: p.digests[i]! })), (sigs: EcdsaSignature[]) => ({
+            result: encodeBlob('sign-result', { signatures: sigs.map((s) => s.compact), recoveryIds: sigs.map((s) => s.recovery), publicKey: sigs[0]!.publicKey }),
+          })),
+        );
       }
       case Protocol.RESHARE: {
         const p = readParams<ReshareSessionParams>('reshare-params', ctx.open.params);

@@ -96,3 +96,48 @@ export function readParams<T>(kind: string, bytes: Uint8Array): T {
     throw new InputError('bad_params', `session parameters: ${(err as Error).message}`);
   }
 }
+
+/**
+ * Two protocol runs one after the other in one session: `first` until it is done, then the run
+ * `next` builds. The second run's rounds travel offset by `offset`, so the phases never mix.
+ */
+export function inSequence(first: PartyProtocol, next: () => PartyProtocol, offset = 100): PartyProtocol {
+  let second: PartyProtocol | undefined;
+  const early: { from: number; round: number; payload: Uint8Array; broadcast: boolean }[] = [];
+  const shift = (step: Step): Step => (step.kind === 'abort' ? step : { ...step, out: step.out.map((o) => ({ ...o, round: o.round + offset })) });
+  const advance = async (step: Step): Promise<Step> => {
+    if (step.kind !== 'done' || second) return step;
+    await step.commit?.();
+    second = next();
+    let s = shift(await second.start());
+    const out = [...step.out, ...(s.kind === 'abort' ? [] : s.out)];
+    if (s.kind === 'abort') return s;
+    for (const m of early.splice(0)) {
+      const r = shift(await second.deliver(m.from, m.round - offset, m.payload, m.broadcast));
+      if (r.kind === 'abort') return r;
+      out.push(...r.out);
+      s = r;
+    }
+    return { ...s, out };
+  };
+  return {
+    async start() {
+      return advance(await first.start());
+    },
+    async deliver(from, round, payload, broadcast) {
+      if (round > offset) {
+        if (!second) {
+          early.push({ from, round, payload, broadcast });
+          return { kind: 'continue', out: [] };
+        }
+        return shift(await second.deliver(from, round - offset, payload, broadcast));
+      }
+      if (second) return { kind: 'abort', code: 'stale_message', message: `party ${from} sent a first-phase message late`, culprits: [from] };
+      return advance(await first.deliver(from, round, payload, broadcast));
+    },
+    dispose() {
+      first.dispose();
+      second?.dispose();
+    },
+  };
+}
