@@ -11,7 +11,7 @@ import type { Actor } from './audit-log.ts';
 import type { CursorCodec, PageResult } from './pagination.ts';
 import { pageOf } from './pagination.ts';
 import type { EndpointRecord, Scope, WebhookEndpoints } from './webhook-endpoints.ts';
-import { eventType } from './event-catalog.ts';
+import { eventType, sensitiveDataAllowed } from './event-catalog.ts';
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'dlq';
 
@@ -91,6 +91,7 @@ export class DeliveryEngine {
   async emit(scope: Scope, type: string, resource: { type: string; id: string }, actor: Envelope['actor'], data: Record<string, unknown>, extra: Op[] = []): Promise<{ event: Envelope; deliveries: DeliveryRecord[] }> {
     const et = eventType(type);
     if (!et) throw new ApiError(422, 'unknown_event', `not a registered event: ${type}`);
+    if (et.sensitive && !sensitiveDataAllowed(data)) throw new Error(`sensitive event ${type} may carry only identifiers and enumerated states`);
     const nowMs = this.clock();
     const now = new Date(nowMs).toISOString();
     const event: Envelope = { id: newId('evt', nowMs), type, version: et.version, created_at: now, resource, actor, data };
