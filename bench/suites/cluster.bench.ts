@@ -26,6 +26,11 @@ import { frostSign, type FrostSignParams } from '../../node/protocols/frost/fros
 import { simulate } from '../../test/protocols/simulate.ts';
 import { dkgKeys } from '../../test/protocols/frost/keys.ts';
 import type { BenchSuite } from '../harness.ts';
+import { committee as ecdsaCommittee, sign as ecdsaSignLocal, type Committee as EcdsaCommittee } from '../../test/protocols/ecdsa/harness.ts';
+import { evmSigningDigest, evmTransaction } from '../../api/chains/evm/evm-transaction.ts';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { publicKeyToAddress } from 'viem/utils';
+import { toHex } from 'viem';
 
 bitcoin.initEccLib(ecc);
 const ORG = 'org_bench';
@@ -38,6 +43,30 @@ let dir = '';
 let groupKey = '';
 let chainCode = '';
 let concurrentMs = 0;
+let ecdsaConcurrentMs = 0;
+let localEcdsa: EcdsaCommittee;
+const EVM_PATH = [44, 60, 0, 0, 0];
+
+function evmSign() {
+  const derived = derive(groupKey, chainCode, EVM_PATH).publicKey;
+  const from = publicKeyToAddress(toHex(secp256k1.Point.fromBytes(derived.toBytes(true)).toBytes(false)));
+  const fields = {
+    kind: 'evm.transfer' as const, organization: ORG, walletId: 'w', chainId: 31337n, from: Buffer.from(from.slice(2), 'hex'), to: new Uint8Array(20).fill(1),
+    asset: { kind: 'native' as const }, amount: 1n, data: new Uint8Array(), maxFee: 10n ** 16n, idempotencyKey: bytesToHex(randomBytes(8)), notAfter: 0n,
+  };
+  const template = { nonce: 0, gasLimit: 21_000n, maxFeePerGas: 2_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n };
+  const digest = evmSigningDigest(evmTransaction(fields, template));
+  const intent = encodeIntent(fields);
+  return client.sign({
+    keyId: 'bench', path: EVM_PATH, scheme: Scheme.ECDSA, digests: [digest],
+    authorization: { intent, intentSignature: signIntent(intent, apiSecret), apiKeyId: 'k', template: encodeBlob('evm-template', { nonce: 0, gasLimit: '21000', maxFeePerGas: '2000000000', maxPriorityFeePerGas: '1000000000' }) },
+  });
+}
+
+let e = 0;
+function ecdsaInProcess() {
+  ecdsaSignLocal(localEcdsa, [1, 2], digest, 'bench-ecdsa-' + e++, EVM_PATH);
+}
 
 function spend() {
   const q = outputKey(pointHex(derive(groupKey, chainCode, PATH).publicKey));
@@ -77,7 +106,8 @@ export const suite: BenchSuite = {
     writeFileSync(keysFile, JSON.stringify({ [ORG]: { k: bytesToHex(ed25519.getPublicKey(apiSecret)) } }));
     await Promise.all(['n1', 'n2', 'n3'].map((name) => cluster.startNode(name, { NODE_API_KEYS_FILE: keysFile })));
     client = createClient(CoordinatorService, `127.0.0.1:${port}`, grpc.credentials.createInsecure());
-    const k = (await client.createKey({ keyId: 'bench', owner: ORG, tier: Tier.HOSTED })).key!;
+    const k = (await client.createKey({ keyId: 'bench', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 120_000 })).key!;
+    localEcdsa = ecdsaCommittee(3, 2, 'cluster-bench-ecdsa');
     groupKey = bytesToHex(k.publicKey);
     chainCode = bytesToHex(k.chainCode);
   },
@@ -101,6 +131,20 @@ export const suite: BenchSuite = {
         concurrentMs = performance.now() - t0;
       },
       extra: () => ({ sigs_per_s: Math.round((16 / concurrentMs) * 1000 * 10) / 10 }),
+    },
+    { name: 'cluster.inprocess.ecdsa.2of3', baseline: 'baseline.ecdsa.sign', runs: 20, fn: ecdsaInProcess },
+    { name: 'cluster.grpc.ecdsa.2of3', baseline: 'cluster.inprocess.ecdsa.2of3', runs: 20, fn: evmSign },
+    {
+      name: 'cluster.grpc.ecdsa.2of3.x16',
+      baseline: 'cluster.grpc.ecdsa.2of3',
+      runs: 3,
+      warmup: 1,
+      fn: async () => {
+        const t0 = performance.now();
+        await Promise.all(Array.from({ length: 16 }, () => evmSign()));
+        ecdsaConcurrentMs = performance.now() - t0;
+      },
+      extra: () => ({ sigs_per_s: Math.round((16 / ecdsaConcurrentMs) * 1000 * 10) / 10 }),
     },
   ],
 };

@@ -300,6 +300,21 @@ t.test('threshold ECDSA over gRPC: DKG with OT setup, an EVM transfer signed by 
   t.equal(receipt.status, 'success');
   t.equal(await anvil.publicClient.getBalance({ address: to }), viem.parseEther('1.5'), 'recipient credited exactly');
 
+  // The underived key signs too (path m): noble verifies under the vault's own public key.
+  const plainFrom = publicKeyToAddress(viem.toHex(secp256k1.Point.fromBytes(key.publicKey).toBytes(false)));
+  const plainFields = { ...intentFields, from: viem.hexToBytes(plainFrom), idempotencyKey: 'evm-plain' };
+  const plainTx = evmTransaction(plainFields, { ...template, nonce: 0 });
+  const plainDigest = evmSigningDigest(plainTx);
+  const plainIntent = encodeIntent(plainFields);
+  const plain = await h.client.sign({
+    keyId: 'vault-evm', path: [], scheme: Scheme.ECDSA, digests: [plainDigest],
+    authorization: {
+      intent: plainIntent, intentSignature: signIntent(plainIntent, apiSecret), apiKeyId: 'key_1',
+      template: encodeBlob('evm-template', { nonce: 0, gasLimit: '21000', maxFeePerGas: String(fees.maxFeePerGas), maxPriorityFeePerGas: String(fees.maxPriorityFeePerGas) }),
+    },
+  }, { deadline: Date.now() + 60_000 });
+  t.ok(secp256k1.verify(plain.signatures[0]!, plainDigest, key.publicKey, { prehash: false }), 'the vault key itself signs (no derivation)');
+
   // A template that pays more gas than the intent allows is refused by the nodes.
   const greedy = encodeBlob('evm-template', { nonce: 1, gasLimit: '21000', maxFeePerGas: String(viem.parseEther('0.01')), maxPriorityFeePerGas: '1' });
   await t.rejects(h.client.sign({ keyId: 'vault-evm', path, scheme: Scheme.ECDSA, digests: [digest], authorization: { intent, intentSignature: signIntent(intent, apiSecret), apiKeyId: 'key_1', template: greedy } }), { code: grpc.status.PERMISSION_DENIED });

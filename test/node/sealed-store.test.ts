@@ -74,3 +74,18 @@ t.test('a node identity is created once and reloaded with the same id and keys',
   t.notMatch(JSON.stringify(first.identity), /secret/i, 'serializing an identity shows public parts only');
   t.same(Object.keys(JSON.parse(JSON.stringify(first.identity))).sort(), ['encryptionKey', 'nodeId', 'signingKey']);
 });
+
+t.test('a signing session id is claimed durably: refused again after a restart', async (t) => {
+  const { KeyVault } = await import('../../node/runtime/key-vault.ts');
+  const d = dir();
+  const key = new Uint8Array(32).fill(4);
+  let store = await SealedStore.open(d, key);
+  await new KeyVault(store).claimSession('ab'.repeat(32));
+  await t.rejects(new KeyVault(store).claimSession('ab'.repeat(32)), { code: 'session_reused' }, 'same process, new vault object');
+  await store.close();
+  store = await SealedStore.open(d, key);
+  t.teardown(() => store.close());
+  await t.rejects(new KeyVault(store).claimSession('ab'.repeat(32)), { code: 'session_reused' }, 'after reopening the store');
+  await new KeyVault(store).claimSession('cd'.repeat(32));
+  t.pass('another session id is accepted');
+});
