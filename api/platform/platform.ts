@@ -7,6 +7,7 @@ import { loadServerKeys, type ServerKeys } from './server-keys.ts';
 import { TenancyService } from './tenancy.ts';
 import { WebhookEndpoints } from './webhook-endpoints.ts';
 import { DeliveryEngine } from './deliveries.ts';
+import { BrandingService } from './branding.ts';
 
 export interface Platform {
   store: RecordStore;
@@ -17,6 +18,7 @@ export interface Platform {
   audit: AuditLog;
   endpoints: WebhookEndpoints;
   deliveries: DeliveryEngine;
+  branding: BrandingService;
   /** Milliseconds since the epoch. */
   clock: () => number;
 }
@@ -28,5 +30,5 @@ export async function createPlatform(store: RecordStore, opts: { clock?: () => n
   const audit = new AuditLog(store, clock);
   const endpoints = new WebhookEndpoints({ store, cursors, audit, signingSeed: keys.webhookSeed, clock, ...(opts.webhookTimeoutMs ? { timeoutMs: opts.webhookTimeoutMs } : {}) });
   const deliveries = new DeliveryEngine({ store, endpoints, cursors, clock, ...(opts.schedule ? { schedule: opts.schedule } : {}), ...(opts.concurrency ? { concurrency: opts.concurrency } : {}) });
-  return { store, keys, clock, cursors, audit, endpoints, deliveries, tenancy: new TenancyService(store, clock), mfa: new MfaTokens(keys.mfaKey) };
+  return { store, keys, clock, cursors, audit, endpoints, deliveries, branding: new BrandingService(store, audit, keys.cursorKey, clock), tenancy: new TenancyService(store, clock), mfa: new MfaTokens(keys.mfaKey) };
 }

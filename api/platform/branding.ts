@@ -1,0 +1,177 @@
+// Tenant branding (docs/platform/branding.md): a raw theme patch-written by the tenant, resolved over the
+// platform default, and a public bundle reached by a signed claim token. Every change is audited.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { RecordStore } from '../store/record-store.ts';
+import { ApiError } from '../errors.ts';
+import type { Actor, AuditLog } from './audit-log.ts';
+import type { Scope } from './webhook-endpoints.ts';
+
+const HEX = /^#[0-9A-Fa-f]{6}$/;
+const EMAIL = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
+const PRESETS = ['member', 'customer', 'user', 'client'];
+
+type Rule = { kind: 'text'; max: number } | { kind: 'email' } | { kind: 'color'; nullable?: boolean } | { kind: 'https' } | { kind: 'preset' } | { kind: 'copy' };
+
+export const THEME_FIELDS: Record<string, Rule> = {
+  brand_name: { kind: 'text', max: 120 },
+  legal_name: { kind: 'text', max: 160 },
+  from_name: { kind: 'text', max: 120 },
+  from_email: { kind: 'email' }, reply_to_email: { kind: 'email' }, support_email: { kind: 'email' },
+  primary_color: { kind: 'color' }, secondary_color: { kind: 'color' }, accent_color: { kind: 'color' },
+  primary_color_dark: { kind: 'color' }, secondary_color_dark: { kind: 'color' }, accent_color_dark: { kind: 'color' },
+  email_button_color: { kind: 'color' }, email_bg_color: { kind: 'color' }, email_text_color: { kind: 'color' },
+  app_title: { kind: 'text', max: 120 },
+  footer_text: { kind: 'text', max: 500 },
+  terms_url: { kind: 'https' }, privacy_url: { kind: 'https' },
+  subject_override: { kind: 'text', max: 200 },
+  intro_override: { kind: 'text', max: 1000 },
+  display_term_preset: { kind: 'preset' },
+  copy_overrides: { kind: 'copy' },
+};
+
+export type Theme = Record<string, unknown>;
+
+export const PLATFORM_DEFAULT: Theme = {
+  brand_name: 'Custody Platform', legal_name: 'Custody Platform', from_name: 'Custody Platform', from_email: 'no-reply@platform.invalid', reply_to_email: null,
+  support_email: 'support@platform.invalid', primary_color: '#1F4FD8', secondary_color: '#0F172A', accent_color: '#10B981', primary_color_dark: '#5B8CFF',
+  secondary_color_dark: '#E2E8F0', accent_color_dark: '#34D399', email_button_color: '#1F4FD8', email_bg_color: '#FFFFFF', email_text_color: '#111827',
+  app_title: 'Custody Platform', footer_text: null, terms_url: null, privacy_url: null, subject_override: null, intro_override: null,
+  display_term_preset: 'member', copy_overrides: null, logo_url: null,
+};
+
+const invalid = (field: string, why: string) => new ApiError(422, 'validation_failed', `${field}: ${why}`);
+
+function freeText(field: string, v: string, max: number): void {
+  if (v.length > max) throw invalid(field, `at most ${max} characters`);
+  if (/[\r\n<>]/.test(v)) throw invalid(field, 'newlines and angle brackets are not allowed');
+}
+
+/** Validates a theme patch; throws validation_failed naming the first rejected field. */
+export function validateThemePatch(patch: Record<string, unknown>): void {
+  for (const [field, v] of Object.entries(patch)) {
+    const rule = THEME_FIELDS[field];
+    if (!rule) throw invalid(field, 'not an editable theme field');
+    if (v === null) continue;
+    switch (rule.kind) {
+      case 'text':
+        if (typeof v !== 'string') throw invalid(field, 'must be text');
+        freeText(field, v, rule.max);
+        break;
+      case 'email':
+        if (typeof v !== 'string' || v.length > 254 || !EMAIL.test(v)) throw invalid(field, 'must be a valid email address');
+        break;
+      case 'color':
+        if (typeof v !== 'string' || !HEX.test(v)) throw invalid(field, 'must be a six-digit #RRGGBB color');
+        break;
+      case 'https': {
+        let u: URL | undefined;
+        try {
+          u = typeof v === 'string' && v.length <= 2048 ? new URL(v) : undefined;
+        } catch {
+          u = undefined;
+        }
+        if (!u || u.protocol !== 'https:' || u.username || u.password) throw invalid(field, 'must be an https URL');
+        break;
+      }
+      case 'preset':
+        if (typeof v !== 'string' || !PRESETS.includes(v)) throw invalid(field, `must be one of ${PRESETS.join(', ')}`);
+        break;
+      case 'copy': {
+        if (typeof v !== 'object' || Array.isArray(v)) throw invalid(field, 'must be an object with singular, plural, possessive');
+        const o = v as Record<string, unknown>;
+        const keys = Object.keys(o);
+        if (keys.some((k) => !['singular', 'plural', 'possessive'].includes(k))) throw invalid(field, 'only singular, plural and possessive');
+        for (const k of keys) {
+          if (typeof o[k] !== 'string') throw invalid(`${field}.${k}`, 'must be text');
+          freeText(`${field}.${k}`, o[k] as string, 60);
+        }
+        break;
+      }
+    }
+  }
+}
+
+export function resolveTheme(raw: Theme, logoUrl: string | null): Theme {
+  const out: Theme = { ...PLATFORM_DEFAULT };
+  for (const k of Object.keys(THEME_FIELDS)) if (raw[k] !== undefined && raw[k] !== null) out[k] = raw[k];
+  for (const base of ['primary_color', 'secondary_color', 'accent_color']) if (raw[`${base}_dark`] == null && raw[base] != null) out[`${base}_dark`] = raw[base];
+  out.logo_url = logoUrl;
+  return out;
+}
+
+export const PUBLIC_FIELDS = ['brand_name', 'support_email', 'logo_url', 'primary_color', 'secondary_color', 'accent_color', 'primary_color_dark', 'secondary_color_dark', 'accent_color_dark', 'app_title', 'footer_text', 'terms_url', 'privacy_url'];
+
+interface BrandingRecord { tenant: string; theme: Theme; logo_url: string | null; updated_at: string }
+
+export class BrandingService {
+  constructor(private readonly store: RecordStore, private readonly audit: AuditLog, private readonly claimKey: Uint8Array, private readonly clock: () => number = Date.now) {}
+
+  private async load(tenant: string): Promise<BrandingRecord> {
+    return (await this.store.get<BrandingRecord>('branding', tenant)) ?? { tenant, theme: {}, logo_url: null, updated_at: new Date(0).toISOString() };
+  }
+
+  claimToken(tenant: string): string {
+    const p = Buffer.from(tenant).toString('base64url');
+    return `${p}.${createHmac('sha256', this.claimKey).update(`claim.${p}`).digest('base64url')}`;
+  }
+
+  private tenantOfClaim(token: string | undefined): string | undefined {
+    if (!token || token.length > 200) return undefined;
+    const [p, s, extra] = token.split('.');
+    if (!p || !s || extra !== undefined) return undefined;
+    const want = createHmac('sha256', this.claimKey).update(`claim.${p}`).digest();
+    const given = Buffer.from(s, 'base64url');
+    return given.length === want.length && timingSafeEqual(given, want) ? Buffer.from(p, 'base64url').toString('utf8') : undefined;
+  }
+
+  async view(tenant: string) {
+    const r = await this.load(tenant);
+    const raw: Theme = {};
+    for (const k of Object.keys(THEME_FIELDS)) raw[k] = r.theme[k] ?? null;
+    return { resolved: resolveTheme(r.theme, r.logo_url), theme: { ...raw, logo_url: r.logo_url }, resolution_order: ['surface', 'tenant', 'platform_default'], public_claim_token: this.claimToken(tenant), updated_at: r.updated_at };
+  }
+
+  async patch(scope: Scope, actor: Actor, patch: Record<string, unknown>) {
+    validateThemePatch(patch);
+    const before = await this.load(scope.tenant);
+    if (Object.keys(patch).length > 0) {
+      const after: BrandingRecord = { ...before, theme: { ...before.theme, ...patch }, updated_at: new Date(this.clock()).toISOString() };
+      for (const [k, v] of Object.entries(patch)) if (v === null) delete after.theme[k];
+      await this.store.batch([{ type: 'put', collection: 'branding', id: scope.tenant, value: after }, this.audit.op(scope, actor, 'branding.update', scope.tenant, before.theme, after.theme)]);
+    }
+    return this.view(scope.tenant);
+  }
+
+  async clearLogo(scope: Scope, actor: Actor) {
+    const before = await this.load(scope.tenant);
+    const after: BrandingRecord = { ...before, logo_url: null, updated_at: new Date(this.clock()).toISOString() };
+    await this.store.batch([{ type: 'put', collection: 'branding', id: scope.tenant, value: after }, this.audit.op(scope, actor, 'branding.logo.delete', scope.tenant, { logo_url: before.logo_url }, { logo_url: null })]);
+    return this.view(scope.tenant);
+  }
+
+  /** Never fails: any bad, unknown or missing claim token gets the platform default bundle. */
+  async publicBundle(claimToken: string | undefined): Promise<Theme> {
+    const tenant = this.tenantOfClaim(claimToken);
+    const r = tenant ? await this.store.get<BrandingRecord>('branding', tenant) : undefined;
+    const resolved = r ? resolveTheme(r.theme, r.logo_url) : resolveTheme({}, null);
+    return Object.fromEntries(PUBLIC_FIELDS.map((k) => [k, resolved[k] ?? null]));
+  }
+}
+
+/** A fixed-window counter per client IP for the public endpoint. */
+export class IpRateLimiter {
+  private readonly hits = new Map<string, { window: number; n: number }>();
+  constructor(private readonly perMinute: number, private readonly clock: () => number = Date.now) {}
+
+  allow(ip: string): boolean {
+    const window = Math.floor(this.clock() / 60_000);
+    if (this.hits.size > 50_000) for (const [k, v] of this.hits) if (v.window !== window) this.hits.delete(k);
+    const h = this.hits.get(ip);
+    if (!h || h.window !== window) {
+      this.hits.set(ip, { window, n: 1 });
+      return true;
+    }
+    h.n++;
+    return h.n <= this.perMinute;
+  }
+}

@@ -1,0 +1,80 @@
+// Branding: every theme validation rule, table-driven; resolution over the platform default; permissions;
+// audit entries; the public bundle always 200 and rate-limited per client IP.
+import t from 'tap';
+import { setupPlatform } from './helpers.ts';
+import { PLATFORM_DEFAULT, PUBLIC_FIELDS } from '../../../api/platform/branding.ts';
+
+const rejected: [string, unknown][] = [
+  ['primary_color', 'red'], ['primary_color', '#FFF'], ['primary_color', '#FFFFFFFF'], ['primary_color', 'FFFFFF'], ['accent_color_dark', '#GGGGGG'], ['email_bg_color', 123],
+  ['brand_name', 'x'.repeat(121)], ['legal_name', 'x'.repeat(161)], ['brand_name', 'Line\nbreak'], ['app_title', 'a <b> c'], ['footer_text', 'x\r'], ['subject_override', '>'],
+  ['copy_overrides', { singular: 'm<' }], ['copy_overrides', { other: 'x' }], ['copy_overrides', 'text'],
+  ['terms_url', 'http://example.com/terms'], ['privacy_url', 'javascript:alert(1)'], ['privacy_url', 'not a url'],
+  ['from_email', 'no-at-sign'], ['support_email', 'a@b'], ['reply_to_email', 'x y@example.com'],
+  ['display_term_preset', 'partner'], ['logo_url', 'https://example.com/logo.png'], ['unknown_field', 'x'],
+];
+const accepted: [string, unknown][] = [
+  ['primary_color', '#A1b2C3'], ['primary_color_dark', null], ['brand_name', 'x'.repeat(120)], ['legal_name', 'Acme Holdings, Inc.'], ['terms_url', 'https://acme.example/terms'],
+  ['from_email', 'hello@acme.example'], ['display_term_preset', 'client'], ['copy_overrides', { singular: 'patron', plural: 'patrons', possessive: "patron's" }], ['intro_override', 'Welcome back'],
+];
+
+t.test('theme validation: each rule refuses with 422 validation_failed and changes nothing', async (t) => {
+  const s = await setupPlatform(t);
+  const before = (await s.call('GET', '/v1/branding')).json();
+  for (const [field, value] of rejected) {
+    const r = await s.call('PUT', '/v1/branding', { brand_name: 'Fine', [field]: value });
+    t.equal(r.statusCode, 422, `${field}=${JSON.stringify(value).slice(0, 30)}`);
+    t.same(r.json(), { error: r.json().error, code: 'validation_failed' });
+    t.match(r.json().error, field.split('.')[0]!);
+  }
+  t.same((await s.call('GET', '/v1/branding')).json(), before, 'nothing changed');
+  for (const [field, value] of accepted) {
+    const r = await s.call('PUT', '/v1/branding', { [field]: value });
+    t.equal(r.statusCode, 200, `${field} accepted`);
+    t.same(r.json().theme[field], value);
+  }
+});
+
+t.test('resolution: raw theme null means inherited; dark colors inherit the light value; permissions; audit', async (t) => {
+  const s = await setupPlatform(t);
+  const r0 = (await s.call('GET', '/v1/branding', undefined, s.viewer.token)).json();
+  t.same(r0.resolution_order, ['surface', 'tenant', 'platform_default']);
+  t.equal(r0.theme.brand_name, null);
+  t.equal(r0.resolved.brand_name, PLATFORM_DEFAULT.brand_name);
+  const r1 = (await s.call('PUT', '/v1/branding', { brand_name: 'Acme', primary_color: '#112233' })).json();
+  t.equal(r1.resolved.brand_name, 'Acme');
+  t.equal(r1.resolved.primary_color_dark, '#112233');
+  t.equal(r1.resolved.secondary_color, PLATFORM_DEFAULT.secondary_color);
+  const r2 = (await s.call('PUT', '/v1/branding', { brand_name: null })).json();
+  t.equal(r2.theme.brand_name, null);
+  t.equal(r2.resolved.brand_name, PLATFORM_DEFAULT.brand_name);
+  const denied = await s.call('PUT', '/v1/branding', { brand_name: 'X' }, s.viewer.token);
+  t.equal(denied.statusCode, 403);
+  t.equal(denied.json().code, 'role_denied');
+  t.equal((await s.call('DELETE', '/v1/branding/logo', undefined, s.viewer.token)).json().code, 'role_denied');
+  t.equal((await s.call('DELETE', '/v1/branding/logo')).json().theme.logo_url, null);
+  const audit = (await s.platform.audit.list(s.sandbox.id)).filter((a) => a.action.startsWith('branding'));
+  t.same(audit.map((a) => a.action), ['branding.update', 'branding.update', 'branding.logo.delete']);
+  t.same(audit[0]!.before, {});
+  t.same(audit[0]!.after, { brand_name: 'Acme', primary_color: '#112233' });
+});
+
+t.test('public bundle: tenant theme for a valid claim, the default for any bad claim, 429 past the per-IP limit', async (t) => {
+  const s = await setupPlatform(t);
+  const view = (await s.call('PUT', '/v1/branding', { brand_name: 'Acme', from_email: 'x@acme.example' })).json();
+  const get = (q: string, ip = '127.0.0.2') => s.app.inject({ method: 'GET', url: `/v1/public/branding${q}`, remoteAddress: ip });
+  const good = await get(`?claim_token=${encodeURIComponent(view.public_claim_token)}`);
+  t.equal(good.statusCode, 200);
+  t.equal(good.json().brand_name, 'Acme');
+  t.same(Object.keys(good.json()).sort(), [...PUBLIC_FIELDS].sort());
+  t.notOk('from_email' in good.json(), 'sender fields are omitted');
+  const forged = Buffer.from(s.tenant.id).toString('base64url') + '.AAAA';
+  for (const q of ['', '?claim_token=', '?claim_token=garbage', `?claim_token=${forged}`, `?claim_token=${'x'.repeat(500)}`]) {
+    const r = await get(q, '127.0.0.3');
+    t.equal(r.statusCode, 200, q.slice(0, 40));
+    t.equal(r.json().brand_name, PLATFORM_DEFAULT.brand_name);
+  }
+  let last = 0;
+  for (let i = 0; i < 61; i++) last = (await get('', '127.0.0.9')).statusCode;
+  t.equal(last, 429, 'the 61st request in a minute from one IP is limited');
+  t.equal((await get('', '127.0.0.10')).statusCode, 200, 'other addresses are not');
+});
