@@ -25,8 +25,22 @@ export function checkPath(path: number[]): void {
   }
 }
 
+// Derivation depends only on public inputs; wallets are derived again and again, so results are kept.
+const DERIVED_LIMIT = 4096;
+const derived = new Map<string, Derived>();
+
 export function derive(groupKey: string, chainCode: string, path: number[]): Derived {
   checkPath(path);
+  const key = `${groupKey}/${chainCode}/${path.join('/')}`;
+  const hit = derived.get(key);
+  if (hit) return hit;
+  const out = deriveUncached(groupKey, chainCode, path);
+  if (derived.size >= DERIVED_LIMIT) derived.delete(derived.keys().next().value!);
+  derived.set(key, out);
+  return out;
+}
+
+function deriveUncached(groupKey: string, chainCode: string, path: number[]): Derived {
   let K = parsePoint(groupKey, 'group key');
   let cc = hexToBytes(chainCode);
   let tweak = 0n;

@@ -1,9 +1,8 @@
 // Adapts pure protocols (node/protocols) to the runtime's PartyProtocol. Several runs of the same
 // protocol can go in one session (one FROST or ECDSA run per digest): their messages for the same
 // recipient and round travel together as one batch payload.
-import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { randomBytes } from 'node:crypto';
-import { decodeBlob, deliver, encodeBlob, startRun, type Message, type Protocol, type Run } from '../../protocols/round/machine.ts';
+import { decodeBlob, deliver, startRun, type Message, type Protocol, type Run } from '../../protocols/round/machine.ts';
 import { InputError, ProtocolAbort } from '../../protocols/round/errors.ts';
 import type { Outgoing, PartyProtocol, Step } from '../party-protocol.ts';
 
@@ -14,18 +13,53 @@ export interface Finish {
   commit?: () => Promise<void>;
 }
 
+const BATCH_VERSION = 2;
+
+/** Batch wire form: version byte, u32 count, then per run a u32 length and the payload (empty: none). */
+export function encodeBatch(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(5 + parts.reduce((n, p) => n + 4 + p.length, 0));
+  const view = new DataView(out.buffer);
+  out[0] = BATCH_VERSION;
+  view.setUint32(1, parts.length);
+  let off = 5;
+  for (const p of parts) {
+    view.setUint32(off, p.length);
+    out.set(p, off + 4);
+    off += 4 + p.length;
+  }
+  return out;
+}
+
+export function decodeBatch(bytes: Uint8Array): Uint8Array[] {
+  if (bytes.length < 5 || bytes[0] !== BATCH_VERSION) throw new InputError('bad_message', 'not a batch');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const count = view.getUint32(1);
+  if (count > 1024) throw new InputError('bad_message', 'batch too large');
+  const parts: Uint8Array[] = [];
+  let off = 5;
+  for (let i = 0; i < count; i++) {
+    if (off + 4 > bytes.length) throw new InputError('bad_message', 'batch truncated');
+    const len = view.getUint32(off);
+    if (off + 4 + len > bytes.length) throw new InputError('bad_message', 'batch truncated');
+    parts.push(bytes.subarray(off + 4, off + 4 + len));
+    off += 4 + len;
+  }
+  if (off !== bytes.length) throw new InputError('bad_message', 'trailing bytes after the batch');
+  return parts;
+}
+
 function group(me: number, msgs: Message[][]): Outgoing[] {
-  const keys = new Map<string, { to: number | 'all'; round: number; parts: string[] }>();
+  const keys = new Map<string, { to: number | 'all'; round: number; parts: Uint8Array[] }>();
   msgs.forEach((out, i) => {
     for (const m of out) {
       if (m.from !== me) throw new Error('protocol produced a message from another party');
       const k = `${m.round}:${m.to}`;
-      const g = keys.get(k) ?? { to: m.to, round: m.round, parts: new Array(msgs.length).fill('') };
-      g.parts[i] = bytesToHex(m.payload);
+      const g = keys.get(k) ?? { to: m.to, round: m.round, parts: Array.from({ length: msgs.length }, () => new Uint8Array()) };
+      g.parts[i] = m.payload;
       keys.set(k, g);
     }
   });
-  return [...keys.values()].map((g) => ({ to: g.to, round: g.round, payload: encodeBlob('batch/v1', g.parts) }));
+  return [...keys.values()].map((g) => ({ to: g.to, round: g.round, payload: encodeBatch(g.parts) }));
 }
 
 export function runProtocol<P, S, R>(
@@ -60,9 +94,9 @@ export function runProtocol<P, S, R>(
       }
     },
     async deliver(from, round, payload, broadcast) {
-      let parts: string[];
+      let parts: Uint8Array[];
       try {
-        parts = decodeBlob<string[]>('batch/v1', payload);
+        parts = decodeBatch(payload);
       } catch {
         return { kind: 'abort', code: 'bad_message', message: `party ${from}: malformed batch`, culprits: [from] };
       }
@@ -71,8 +105,8 @@ export function runProtocol<P, S, R>(
       try {
         for (let i = 0; i < runs.length; i++) {
           if (results[i] !== undefined) continue;
-          if (!/^([0-9a-f]{2})+$/.test(parts[i]!)) throw new ProtocolAbort('bad_message', [from], `party ${from}: empty batch part`);
-          const step = deliver(protocol, runs[i]!, { from, to: broadcast ? 'all' : me, round, payload: hexToBytes(parts[i]!) }, rng);
+          if (parts[i]!.length === 0) throw new ProtocolAbort('bad_message', [from], `party ${from}: empty batch part`);
+          const step = deliver(protocol, runs[i]!, { from, to: broadcast ? 'all' : me, round, payload: parts[i]! }, rng);
           runs[i] = step.run;
           outs.push(step.out);
           if (step.kind === 'done') results[i] = step.result;
