@@ -8,6 +8,7 @@ import { RecordStore } from './store/record-store.ts';
 import { VaultService } from './vaults/vault-service.ts';
 import { KeyJobs } from './vaults/key-jobs.ts';
 import { createPlatform } from './platform/platform.ts';
+import { join } from 'node:path';
 
 await runMain('api', async () => {
   const config = loadApiConfig();
@@ -19,7 +20,7 @@ await runMain('api', async () => {
   const store = await RecordStore.open(config.dataDir);
   const vaults = new VaultService({ store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg } });
   const jobs = new KeyJobs(vaults, coordinator, log);
-  const platform = await createPlatform(store);
+  const platform = await createPlatform(store, { objectDir: join(config.dataDir, 'objects') });
   const app = await buildApp({ config, logger: log, coordinator, vaults, platform });
   const address = await app.listen({ host: config.host, port: config.port });
   log.info({ address }, 'api listening');

@@ -149,6 +149,13 @@ export class BrandingService {
     return this.view(scope.tenant);
   }
 
+  async setLogo(scope: Scope, actor: Actor, objectKey: string, logoUrl: string) {
+    const before = await this.load(scope.tenant);
+    const after: BrandingRecord = { ...before, logo_url: logoUrl, updated_at: new Date(this.clock()).toISOString() };
+    await this.store.batch([{ type: 'put', collection: 'branding', id: scope.tenant, value: after }, this.audit.op(scope, actor, 'branding.logo.set', scope.tenant, { logo_url: before.logo_url }, { logo_url: logoUrl, object_key: objectKey })]);
+    return this.view(scope.tenant);
+  }
+
   /** Never fails: any bad, unknown or missing claim token gets the platform default bundle. */
   async publicBundle(claimToken: string | undefined): Promise<Theme> {
     const tenant = this.tenantOfClaim(claimToken);

@@ -2,10 +2,12 @@
 // (docs/platform/branding.md).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
+import { randomBytes } from 'node:crypto';
 import { ErrorBody, ApiError } from '../../errors.ts';
 import { principalOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform/platform.ts';
 import { IpRateLimiter } from '../../platform/branding.ts';
+import { sniffImage } from '../../platform/object-store.ts';
 
 const Loose = Type.Record(Type.String(), Type.Unknown());
 const View = Type.Object({ resolved: Loose, theme: Loose, resolution_order: Type.Array(Type.String()), public_claim_token: Type.String(), updated_at: Type.String() });
@@ -38,5 +40,68 @@ export const brandingRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; pub
   }, async (req) => {
     if (!limiter.allow(req.ip)) throw new ApiError(429, 'rate_limited', 'too many requests from this address; try again in a minute');
     return b.publicBundle(req.query.claim_token);
+  });
+};
+
+const LOGO_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif'] as const;
+export const MAX_LOGO_BYTES = 5 * 1024 * 1024;
+const UPLOAD_TTL_MS = 15 * 60_000;
+
+/** Logo flow: an upload target, the direct PUT the embedded object store serves, and confirmation. */
+export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicOrigin?: string | undefined }> = async (app, { platform, publicOrigin }) => {
+  const objects = platform.objects;
+  for (const ct of LOGO_TYPES) app.addContentTypeParser(ct, { parseAs: 'buffer', bodyLimit: MAX_LOGO_BYTES }, (_req, body: Buffer, done) => done(null, body));
+
+  app.post('/branding/logo/upload-url', {
+    config: { permission: 'branding.manage' },
+    schema: {
+      body: Type.Object({ content_type: Type.Union(LOGO_TYPES.map((t) => Type.Literal(t))), content_length: Type.Integer({ minimum: 1, maximum: MAX_LOGO_BYTES }) }, { additionalProperties: false }),
+      response: { 201: Type.Object({ upload_url: Type.String(), object_key: Type.String(), expires_at: Type.String() }), ...errors },
+    },
+  }, async (req, reply) => {
+    const expires = platform.clock() + UPLOAD_TTL_MS;
+    const object_key = `logos/${randomBytes(16).toString('hex')}`;
+    const origin = publicOrigin ?? `http://${req.headers.host ?? 'localhost'}`;
+    const upload_url = objects.uploadUrl({ object_key, content_type: req.body.content_type, max_bytes: req.body.content_length, expires_at: expires }, origin);
+    await platform.store.put('upload_grants', object_key, { tenant: principalOf(req).tenant });
+    return reply.code(201).send({ upload_url, object_key, expires_at: new Date(expires).toISOString() });
+  });
+
+  app.put('/uploads/:prefix/:name', {
+    config: { public: true },
+    schema: { params: Type.Object({ prefix: Type.String(), name: Type.String() }), querystring: Type.Record(Type.String(), Type.String()), response: { 204: Type.Null(), ...errors } },
+  }, async (req, reply) => {
+    const key = `${req.params.prefix}/${req.params.name}`;
+    const g = objects.checkUpload(key, req.query, platform.clock());
+    if (!g) throw new ApiError(403, 'upload_denied', 'the upload URL is invalid or expired');
+    if (req.headers['content-type'] !== g.content_type) throw new ApiError(415, 'unsupported_media_type', `this upload URL accepts ${g.content_type} only`);
+    const body = req.body as Buffer | undefined;
+    if (!Buffer.isBuffer(body) || body.length === 0 || body.length > g.max_bytes) throw new ApiError(413, 'payload_too_large', `the object must be 1 to ${g.max_bytes} bytes`);
+    await objects.write(key, body);
+    return reply.code(204).send(null);
+  });
+
+  app.get('/objects/:prefix/:name', {
+    config: { public: true },
+    schema: { params: Type.Object({ prefix: Type.String(), name: Type.String() }) },
+  }, async (req, reply) => {
+    const key = `${req.params.prefix}/${req.params.name}`;
+    const bytes = key.startsWith('logos/') && (await platform.store.get('branding_logos', key)) ? await objects.read(key) : undefined;
+    const type = bytes ? sniffImage(bytes) : undefined;
+    if (!bytes || !type) throw new ApiError(404, 'not_found', 'no such object');
+    return reply.type(type).header('x-content-type-options', 'nosniff').send(bytes);
+  });
+
+  app.post('/branding/logo', {
+    config: { permission: 'branding.manage' },
+    schema: { body: Type.Object({ object_key: Type.String({ maxLength: 200 }) }, { additionalProperties: false }), response: { 200: View, ...errors } },
+  }, async (req) => {
+    const p = principalOf(req);
+    const grant = await platform.store.get<{ tenant: string }>('upload_grants', req.body.object_key);
+    const bytes = grant?.tenant === p.tenant ? await objects.read(req.body.object_key) : undefined;
+    if (!bytes) throw new ApiError(422, 'validation_failed', 'object_key: no uploaded object with this key');
+    if (!sniffImage(bytes)) throw new ApiError(422, 'validation_failed', 'object_key: the uploaded object is not a PNG, JPEG, WebP or GIF image');
+    await platform.store.put('branding_logos', req.body.object_key, { tenant: p.tenant });
+    return platform.branding.setLogo({ tenant: p.tenant, workspace: p.workspace }, { type: 'api_key', id: p.keyId }, req.body.object_key, `/v1/objects/${req.body.object_key}`);
   });
 };

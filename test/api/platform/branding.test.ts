@@ -78,3 +78,41 @@ t.test('public bundle: tenant theme for a valid claim, the default for any bad c
   t.equal(last, 429, 'the 61st request in a minute from one IP is limited');
   t.equal((await get('', '127.0.0.10')).statusCode, 200, 'other addresses are not');
 });
+
+t.test('logo flow: upload target, direct PUT to the signed URL, confirmation checks magic bytes', async (t) => {
+  let now = Date.parse('2026-03-01T00:00:00Z');
+  const s = await setupPlatform(t, { clock: () => now });
+  const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(64, 1)]);
+  const target = async (ct = 'image/png', len = png.length) => s.call('POST', '/v1/branding/logo/upload-url', { content_type: ct, content_length: len });
+  t.equal((await target('image/svg+xml')).statusCode, 400, 'only the four image types');
+  t.equal((await target('image/png', 5 * 1024 * 1024 + 1)).statusCode, 400, 'at most 5 MB');
+  t.equal((await s.call('POST', '/v1/branding/logo/upload-url', { content_type: 'image/png', content_length: 10 }, s.viewer.token)).json().code, 'role_denied');
+  const tg = (await target()).json();
+  t.match(tg, { object_key: /^logos\/[0-9a-f]{32}$/, upload_url: /\/v1\/uploads\/logos\// });
+  const path = new URL(tg.upload_url).pathname + new URL(tg.upload_url).search;
+  const put = (p: string, body: Buffer, ct = 'image/png') => s.app.inject({ method: 'PUT', url: p, payload: body, headers: { 'content-type': ct } });
+  t.equal((await put(path.replace('sig=', 'sig=x'), png)).statusCode, 403, 'tampered URL refused');
+  t.equal((await put(path, png, 'image/gif')).statusCode, 415, 'other content type refused');
+  t.equal((await put(path, Buffer.concat([png, Buffer.alloc(1)]))).statusCode, 413, 'more bytes than declared refused');
+  t.equal((await put(path, png)).statusCode, 204);
+  const ok = await s.call('POST', '/v1/branding/logo', { object_key: tg.object_key });
+  t.equal(ok.statusCode, 200);
+  t.equal(ok.json().resolved.logo_url, `/v1/objects/${tg.object_key}`);
+  const served = await s.app.inject({ method: 'GET', url: ok.json().resolved.logo_url });
+  t.equal(served.statusCode, 200);
+  t.equal(served.headers['content-type'], 'image/png');
+  t.same(served.rawPayload, png, 'the confirmed logo is served publicly');
+
+  const fake = (await target('image/png', 20)).json();
+  const fakePath = new URL(fake.upload_url).pathname + new URL(fake.upload_url).search;
+  t.equal((await put(fakePath, Buffer.from('<html>not an image'))).statusCode, 204, 'the store takes the bytes');
+  const bad = await s.call('POST', '/v1/branding/logo', { object_key: fake.object_key });
+  t.equal(bad.statusCode, 422);
+  t.equal(bad.json().code, 'validation_failed', 'a non-image is refused on confirmation');
+  t.equal((await s.app.inject({ method: 'GET', url: `/v1/objects/${fake.object_key}` })).statusCode, 404, 'unconfirmed objects are not served');
+  t.equal((await s.call('POST', '/v1/branding/logo', { object_key: 'logos/' + '0'.repeat(32) })).json().code, 'validation_failed');
+  const late = (await target()).json();
+  now += 16 * 60_000;
+  t.equal((await put(new URL(late.upload_url).pathname + new URL(late.upload_url).search, png)).statusCode, 403, 'expired URL refused');
+  t.equal((await s.call('GET', '/v1/branding')).json().resolved.logo_url, `/v1/objects/${tg.object_key}`, 'the good logo stays');
+});

@@ -15,7 +15,7 @@ import { createPlatform } from '../../../api/platform/platform.ts';
 export async function setupPlatform(t: Test, opts: { clock?: () => number; webhookTimeoutMs?: number } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'platform-'));
   const store = await RecordStore.open(dir);
-  const platform = await createPlatform(store, opts);
+  const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), ...opts });
   const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), platform });
   t.teardown(async () => {
     await app.close();
