@@ -12,7 +12,7 @@ import { scalarHex } from '../../protocols/math/curve.ts';
 import type { KeyPackage } from '../../protocols/keys/key-package.ts';
 import { SessionRefused, type ProtocolFactory, type SessionContext } from '../session-host.ts';
 import type { PartyProtocol } from '../party-protocol.ts';
-import type { KeyVault, PinnedMember } from '../key-vault.ts';
+import type { KeyVault, PinnedMember, StoredKey } from '../key-vault.ts';
 import type { SignAuthorizer, SignFields } from '../authorization/sign-authorizer.ts';
 import { inSequence, readParams, runProtocol } from './run-protocol.ts';
 import { ecdsaOtSetup, decodeOtSetup, encodeOtSetup, retireOtPairs } from '../../protocols/ecdsa/ot-setup.ts';
@@ -64,6 +64,24 @@ function checkAgainstCommittee(ctx: SessionContext, committee: PinnedMember[], i
   }
 }
 
+/** The share of `keyId` at `epoch`, with every session party checked against its pinned committee. */
+async function keyAtEpoch(vault: KeyVault, ctx: SessionContext, keyId: string, epoch: number): Promise<StoredKey> {
+  let stored = await vault.current(keyId);
+  // The coordinator commits a reshare before nodes hear of it: a pending epoch it uses is committed.
+  if (stored && stored.key.pkg.epoch < epoch && (await vault.pending(keyId))?.key.pkg.epoch === epoch) {
+    await vault.commit(keyId, epoch);
+    stored = await vault.current(keyId);
+  }
+  if (!stored) throw new SessionRefused('unknown_key', `no share of ${keyId} here`);
+  if (stored.key.pkg.epoch !== epoch) throw new SessionRefused('epoch_mismatch', `this node holds epoch ${stored.key.pkg.epoch}, not ${epoch}`);
+  checkAgainstCommittee(ctx, stored.committee, (x) => x.index);
+  return stored;
+}
+
+function checkDigests(digests: unknown): void {
+  if (!Array.isArray(digests) || digests.length < 1 || digests.length > 256) throw new SessionRefused('bad_params', '1 to 256 digests');
+}
+
 export interface NodeProtocolDeps {
   vault: KeyVault;
   authorizer: SignAuthorizer;
@@ -87,17 +105,9 @@ export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
       }
       case Protocol.SIGN_SCHNORR: {
         const p = readParams<SignSessionParams>('sign-params', ctx.open.params);
-        let stored = await vault.current(p.keyId);
-        // The coordinator commits a reshare before nodes hear of it: a pending epoch it signs with is committed.
-        if (stored && stored.key.pkg.epoch < p.epoch && (await vault.pending(p.keyId))?.key.pkg.epoch === p.epoch) {
-          await vault.commit(p.keyId, p.epoch);
-          stored = await vault.current(p.keyId);
-        }
-        if (!stored) throw new SessionRefused('unknown_key', `no share of ${p.keyId} here`);
-        if (stored.key.pkg.epoch !== p.epoch) throw new SessionRefused('epoch_mismatch', `this node holds epoch ${stored.key.pkg.epoch}, not ${p.epoch}`);
-        checkAgainstCommittee(ctx, stored.committee, (x) => x.index);
+        const stored = await keyAtEpoch(vault, ctx, p.keyId, p.epoch);
         if (p.scheme !== 'taproot' && p.scheme !== 'bip340') throw new SessionRefused('wrong_scheme', 'Schnorr sessions sign taproot or bip340');
-        if (!Array.isArray(p.digests) || p.digests.length < 1 || p.digests.length > 256) throw new SessionRefused('bad_params', '1 to 256 digests');
+        checkDigests(p.digests);
         await authorizer.authorize({ ...p, owner: stored.owner, groupKey: stored.key.pkg.groupKey, chainCode: stored.key.pkg.chainCode });
         // Nonces of this session are single-use from here on, across restarts.
         await vault.claimSession(sessionHex(ctx));
@@ -108,10 +118,7 @@ export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
       }
       case Protocol.OT_SETUP: {
         const p = readParams<EpochSessionParams>('ot-params', ctx.open.params);
-        const stored = await vault.current(p.keyId);
-        if (!stored) throw new SessionRefused('unknown_key', `no share of ${p.keyId} here`);
-        if (stored.key.pkg.epoch !== p.epoch) throw new SessionRefused('epoch_mismatch', `this node holds epoch ${stored.key.pkg.epoch}, not ${p.epoch}`);
-        checkAgainstCommittee(ctx, stored.committee, (x) => x.index);
+        const stored = await keyAtEpoch(vault, ctx, p.keyId, p.epoch);
         if (indexes.length !== stored.key.pkg.parties.length) throw new SessionRefused('bad_parties', 'the OT setup runs on the whole committee');
         return runProtocol(ecdsaOtSetup, me, [{ sessionId: sessionHex(ctx), keyId: p.keyId, epoch: p.epoch, parties: indexes, me }], ([setup]) => ({
           result: encodeBlob('ot-result', { keyId: p.keyId, epoch: p.epoch }),
@@ -120,12 +127,9 @@ export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
       }
       case Protocol.SIGN_ECDSA: {
         const p = readParams<SignSessionParams>('sign-params', ctx.open.params);
-        const stored = await vault.current(p.keyId);
-        if (!stored) throw new SessionRefused('unknown_key', `no share of ${p.keyId} here`);
-        if (stored.key.pkg.epoch !== p.epoch) throw new SessionRefused('epoch_mismatch', `this node holds epoch ${stored.key.pkg.epoch}, not ${p.epoch}`);
-        checkAgainstCommittee(ctx, stored.committee, (x) => x.index);
+        const stored = await keyAtEpoch(vault, ctx, p.keyId, p.epoch);
         if (p.scheme !== 'ecdsa') throw new SessionRefused('wrong_scheme', 'ECDSA sessions sign ecdsa');
-        if (!Array.isArray(p.digests) || p.digests.length < 1 || p.digests.length > 256) throw new SessionRefused('bad_params', '1 to 256 digests');
+        checkDigests(p.digests);
         const otBytes = await vault.ot(p.keyId);
         if (!otBytes) throw new SessionRefused('no_ot_setup', 'no OT setup for this key epoch yet');
         const ot = decodeOtSetup(otBytes);

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { decodeBlob, deliver, startRun, type Message, type Protocol, type Run } from '../../protocols/round/machine.ts';
 import { InputError, ProtocolAbort } from '../../protocols/round/errors.ts';
+import { lengthPrefixed } from '../../protocols/math/transcript.ts';
 import type { Outgoing, PartyProtocol, Step } from '../party-protocol.ts';
 
 export const systemRng = (n: number): Uint8Array => new Uint8Array(randomBytes(n));
@@ -17,16 +18,11 @@ const BATCH_VERSION = 2;
 
 /** Batch wire form: version byte, u32 count, then per run a u32 length and the payload (empty: none). */
 export function encodeBatch(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(5 + parts.reduce((n, p) => n + 4 + p.length, 0));
-  const view = new DataView(out.buffer);
+  const body = lengthPrefixed(parts);
+  const out = new Uint8Array(5 + body.length);
   out[0] = BATCH_VERSION;
-  view.setUint32(1, parts.length);
-  let off = 5;
-  for (const p of parts) {
-    view.setUint32(off, p.length);
-    out.set(p, off + 4);
-    off += 4 + p.length;
-  }
+  new DataView(out.buffer).setUint32(1, parts.length);
+  out.set(body, 5);
   return out;
 }
 
