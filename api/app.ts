@@ -14,7 +14,7 @@ import type { Platform } from './platform/platform.ts';
 import { bearerAuth } from './auth/bearer-auth.ts';
 import { webhookEndpointRoutes } from './routes/v1/webhook-endpoints.ts';
 import { webhookDeliveryRoutes } from './routes/v1/webhook-deliveries.ts';
-import { brandingRoutes, logoRoutes } from './routes/v1/branding.ts';
+import { brandingRoutes, emailDomainRoutes, logoRoutes } from './routes/v1/branding.ts';
 
 export interface AppOptions {
   config: ApiConfig;
@@ -54,6 +54,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(webhookEndpointRoutes, { platform });
       await p.register(webhookDeliveryRoutes, { platform });
       await p.register(brandingRoutes, { platform });
+      await p.register(emailDomainRoutes, { platform });
       await p.register(logoRoutes, { platform, publicOrigin: opts.config.publicUrl });
     }, { prefix: '/v1' });
   }

@@ -9,6 +9,7 @@ import { VaultService } from './vaults/vault-service.ts';
 import { KeyJobs } from './vaults/key-jobs.ts';
 import { createPlatform } from './platform/platform.ts';
 import { join } from 'node:path';
+import { LocalDnsProvider, dnsResolver } from './platform/email-domains.ts';
 
 await runMain('api', async () => {
   const config = loadApiConfig();
@@ -20,7 +21,8 @@ await runMain('api', async () => {
   const store = await RecordStore.open(config.dataDir);
   const vaults = new VaultService({ store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg } });
   const jobs = new KeyJobs(vaults, coordinator, log);
-  const platform = await createPlatform(store, { objectDir: join(config.dataDir, 'objects') });
+  const emailProvider = config.emailProvider === 'local-dns' ? new LocalDnsProvider(dnsResolver(config.emailDnsServers?.split(','))) : undefined;
+  const platform = await createPlatform(store, { objectDir: join(config.dataDir, 'objects'), ...(emailProvider ? { emailProvider } : {}) });
   const app = await buildApp({ config, logger: log, coordinator, vaults, platform });
   const address = await app.listen({ host: config.host, port: config.port });
   log.info({ address }, 'api listening');

@@ -9,6 +9,7 @@ import { WebhookEndpoints } from './webhook-endpoints.ts';
 import { DeliveryEngine } from './deliveries.ts';
 import { BrandingService } from './branding.ts';
 import { DirectoryObjectStore } from './object-store.ts';
+import { EmailDomains, type EmailDomainProvider } from './email-domains.ts';
 import { createHmac } from 'node:crypto';
 
 export interface Platform {
@@ -22,16 +23,17 @@ export interface Platform {
   deliveries: DeliveryEngine;
   branding: BrandingService;
   objects: DirectoryObjectStore;
+  emailDomains: EmailDomains;
   /** Milliseconds since the epoch. */
   clock: () => number;
 }
 
-export async function createPlatform(store: RecordStore, opts: { objectDir?: string; clock?: () => number; webhookTimeoutMs?: number; schedule?: number[]; concurrency?: number } = {}): Promise<Platform> {
+export async function createPlatform(store: RecordStore, opts: { emailProvider?: EmailDomainProvider; objectDir?: string; clock?: () => number; webhookTimeoutMs?: number; schedule?: number[]; concurrency?: number } = {}): Promise<Platform> {
   const clock = opts.clock ?? Date.now;
   const keys = await loadServerKeys(store);
   const cursors = new CursorCodec(keys.cursorKey);
   const audit = new AuditLog(store, clock);
   const endpoints = new WebhookEndpoints({ store, cursors, audit, signingSeed: keys.webhookSeed, clock, ...(opts.webhookTimeoutMs ? { timeoutMs: opts.webhookTimeoutMs } : {}) });
   const deliveries = new DeliveryEngine({ store, endpoints, cursors, clock, ...(opts.schedule ? { schedule: opts.schedule } : {}), ...(opts.concurrency ? { concurrency: opts.concurrency } : {}) });
-  return { store, keys, clock, cursors, audit, endpoints, deliveries, objects: new DirectoryObjectStore(opts.objectDir ?? 'objects', createHmac('sha256', keys.cursorKey).update('object-store').digest()), branding: new BrandingService(store, audit, keys.cursorKey, clock), tenancy: new TenancyService(store, clock), mfa: new MfaTokens(keys.mfaKey) };
+  return { store, keys, clock, cursors, audit, endpoints, deliveries, emailDomains: new EmailDomains(store, audit, opts.emailProvider, clock), objects: new DirectoryObjectStore(opts.objectDir ?? 'objects', createHmac('sha256', keys.cursorKey).update('object-store').digest()), branding: new BrandingService(store, audit, keys.cursorKey, clock), tenancy: new TenancyService(store, clock), mfa: new MfaTokens(keys.mfaKey) };
 }

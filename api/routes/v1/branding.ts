@@ -8,6 +8,7 @@ import { principalOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform/platform.ts';
 import { IpRateLimiter } from '../../platform/branding.ts';
 import { sniffImage } from '../../platform/object-store.ts';
+import type { DomainRecord } from '../../platform/email-domains.ts';
 
 const Loose = Type.Record(Type.String(), Type.Unknown());
 const View = Type.Object({ resolved: Loose, theme: Loose, resolution_order: Type.Array(Type.String()), public_claim_token: Type.String(), updated_at: Type.String() });
@@ -103,5 +104,42 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
     if (!sniffImage(bytes)) throw new ApiError(422, 'validation_failed', 'object_key: the uploaded object is not a PNG, JPEG, WebP or GIF image');
     await platform.store.put('branding_logos', req.body.object_key, { tenant: p.tenant });
     return platform.branding.setLogo({ tenant: p.tenant, workspace: p.workspace }, { type: 'api_key', id: p.keyId }, req.body.object_key, `/v1/objects/${req.body.object_key}`);
+  });
+};
+
+const DnsRecordSchema = Type.Object({ record: Type.String(), name: Type.String(), value: Type.String(), type: Type.String(), ttl: Type.Integer(), priority: Type.Union([Type.Null(), Type.Integer()]) });
+const Domain = Type.Object({
+  id: Type.String(), domain: Type.String(), status: Type.String(), region: Type.String(), dns_records: Type.Array(DnsRecordSchema),
+  verified_at: Type.Union([Type.Null(), Type.String()]), last_synced_at: Type.Union([Type.Null(), Type.String()]), created_at: Type.String(),
+});
+const domainErrors = { ...errors, 409: ErrorBody, 502: ErrorBody, 503: ErrorBody };
+
+/** Sending domains: list with provider_configured, add, verify, delete. */
+export const emailDomainRoutes: FastifyPluginAsyncTypebox<{ platform: Platform }> = async (app, { platform }) => {
+  const d = platform.emailDomains;
+  const who = (req: { principal?: unknown }) => {
+    const p = principalOf(req as never);
+    return { scope: { tenant: p.tenant, workspace: p.workspace }, actor: { type: 'api_key' as const, id: p.keyId } };
+  };
+  const out = (r: DomainRecord) => {
+    const { tenant: _t, workspace: _w, ...rest } = r;
+    return rest;
+  };
+  app.get('/branding/email-domains', { schema: { response: { 200: Type.Object({ data: Type.Array(Domain), provider_configured: Type.Boolean() }), ...domainErrors } } },
+    async (req) => ({ data: (await d.list(who(req).scope)).map(out), provider_configured: d.configured }));
+  app.post('/branding/email-domains', {
+    config: { permission: 'branding.email_domain.manage' },
+    schema: { body: Type.Object({ domain: Type.String({ maxLength: 253 }) }, { additionalProperties: false }), response: { 201: Domain, ...domainErrors } },
+  }, async (req, reply) => reply.code(201).send(out(await d.add(who(req).scope, who(req).actor, req.body.domain))));
+  app.post('/branding/email-domains/:id/verify', {
+    config: { permission: 'branding.email_domain.manage' },
+    schema: { params: Type.Object({ id: Type.String({ maxLength: 64 }) }), response: { 200: Domain, ...domainErrors } },
+  }, async (req) => out(await d.verify(who(req).scope, who(req).actor, req.params.id)));
+  app.delete('/branding/email-domains/:id', {
+    config: { permission: 'branding.email_domain.manage' },
+    schema: { params: Type.Object({ id: Type.String({ maxLength: 64 }) }), response: { 204: Type.Null(), ...domainErrors } },
+  }, async (req, reply) => {
+    await d.remove(who(req).scope, who(req).actor, req.params.id);
+    return reply.code(204).send(null);
   });
 };

@@ -12,7 +12,7 @@ import { createLogger } from '../../../common/logger.ts';
 import { RecordStore } from '../../../api/store/record-store.ts';
 import { createPlatform } from '../../../api/platform/platform.ts';
 
-export async function setupPlatform(t: Test, opts: { clock?: () => number; webhookTimeoutMs?: number } = {}) {
+export async function setupPlatform(t: Test, opts: Parameters<typeof createPlatform>[1] = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'platform-'));
   const store = await RecordStore.open(dir);
   const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), ...opts });

@@ -1,0 +1,148 @@
+// Sending domains (docs/platform/branding.md#email-domains). A provider interface; the local provider
+// publishes a verification TXT record and an SPF record and verifies them through a configurable DNS
+// resolver (node:dns by default; point it at any server with `dnsServers`).
+import { randomBytes } from 'node:crypto';
+import { Resolver } from 'node:dns/promises';
+import type { RecordStore } from '../store/record-store.ts';
+import { ApiError } from '../errors.ts';
+import { newId } from './ids.ts';
+import type { Actor, AuditLog } from './audit-log.ts';
+import type { Scope } from './webhook-endpoints.ts';
+
+export type DomainStatus = 'not_started' | 'pending' | 'verified' | 'failed' | 'temporary_failure';
+export interface DnsRecord { record: string; name: string; value: string; type: 'TXT' | 'CNAME' | 'MX'; ttl: number; priority: number | null }
+
+export interface EmailDomainProvider {
+  readonly region: string;
+  /** Records to publish; throws ProviderError('invalid') when the provider rejects the domain. */
+  register(domain: string): Promise<DnsRecord[]>;
+  verify(domain: string, records: DnsRecord[]): Promise<DomainStatus>;
+}
+
+export class ProviderError extends Error {
+  constructor(readonly kind: 'invalid' | 'failure', message: string) {
+    super(message);
+  }
+}
+
+export type TxtResolver = (name: string) => Promise<string[][]>;
+
+export function dnsResolver(servers?: string[]): TxtResolver {
+  const r = new Resolver({ timeout: 3000, tries: 2 });
+  if (servers?.length) r.setServers(servers);
+  return (name) => r.resolveTxt(name);
+}
+
+export class LocalDnsProvider implements EmailDomainProvider {
+  readonly region = 'local';
+  constructor(private readonly resolveTxt: TxtResolver, private readonly spfInclude = '_spf.platform.invalid') {}
+
+  async register(domain: string): Promise<DnsRecord[]> {
+    if (domain.endsWith('.invalid') || domain.endsWith('.localhost')) throw new ProviderError('invalid', 'this domain cannot send mail');
+    return [
+      { record: 'verification', name: `_svc-verify.${domain}`, value: `svc-verify=${randomBytes(16).toString('hex')}`, type: 'TXT', ttl: 3600, priority: null },
+      { record: 'spf', name: domain, value: `v=spf1 include:${this.spfInclude} ~all`, type: 'TXT', ttl: 3600, priority: null },
+    ];
+  }
+
+  async verify(_domain: string, records: DnsRecord[]): Promise<DomainStatus> {
+    let missing = false;
+    for (const rec of records) {
+      let found: string[];
+      try {
+        found = (await this.resolveTxt(rec.name)).map((parts) => parts.join(''));
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code === 'ENOTFOUND' || code === 'ENODATA') {
+          missing = true;
+          continue;
+        }
+        return 'temporary_failure';
+      }
+      if (!found.includes(rec.value)) {
+        if (found.length && rec.record === 'verification') return 'failed';
+        missing = true;
+      }
+    }
+    return missing ? 'pending' : 'verified';
+  }
+}
+
+export interface DomainRecord {
+  id: string; tenant: string; workspace: string; domain: string; status: DomainStatus; region: string; dns_records: DnsRecord[];
+  verified_at: string | null; last_synced_at: string | null; created_at: string;
+}
+
+const FQDN = /^(?=.{4,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
+
+export class EmailDomains {
+  constructor(private readonly store: RecordStore, private readonly audit: AuditLog, private readonly provider: EmailDomainProvider | undefined, private readonly clock: () => number = Date.now) {}
+
+  get configured(): boolean {
+    return this.provider !== undefined;
+  }
+
+  private need(): EmailDomainProvider {
+    if (!this.provider) throw new ApiError(503, 'email_domain_provider_unconfigured', 'the platform email provider is not set up');
+    return this.provider;
+  }
+
+  async list(scope: Scope): Promise<DomainRecord[]> {
+    return this.store.byIndex<DomainRecord>('email_domains', `${scope.tenant}\x00`, 100);
+  }
+
+  async get(scope: Scope, id: string): Promise<DomainRecord> {
+    const d = /^edm_[0-9a-f]{26}$/.test(id) ? await this.store.get<DomainRecord>('email_domains', id) : undefined;
+    if (!d || d.tenant !== scope.tenant) throw new ApiError(404, 'email_domain_not_found', `no email domain ${id}`);
+    return d;
+  }
+
+  async add(scope: Scope, actor: Actor, domainIn: string): Promise<DomainRecord> {
+    const p = this.need();
+    const domain = domainIn.toLowerCase().replace(/\.$/, '');
+    if (!FQDN.test(domain)) throw new ApiError(422, 'email_domain_invalid', 'domain must be a fully-qualified name');
+    if (await this.store.get('email_domain_names', domain)) throw new ApiError(409, 'email_domain_conflict', `${domain} is already registered`);
+    let dns_records: DnsRecord[];
+    try {
+      dns_records = await p.register(domain);
+    } catch (err) {
+      if (err instanceof ProviderError && err.kind === 'invalid') throw new ApiError(422, 'email_domain_invalid', `the provider rejected ${domain}: ${err.message}`);
+      throw new ApiError(502, 'email_domain_provider_error', 'the email provider failed; try again');
+    }
+    const now = new Date(this.clock()).toISOString();
+    const d: DomainRecord = { id: newId('edm', this.clock()), tenant: scope.tenant, workspace: scope.workspace, domain, status: 'not_started', region: p.region, dns_records, verified_at: null, last_synced_at: null, created_at: now };
+    await this.store.batch([
+      { type: 'put', collection: 'email_domains', id: d.id, value: d, index: [`${scope.tenant}\x00${d.id}`] },
+      { type: 'put', collection: 'email_domain_names', id: domain, value: { id: d.id } },
+      this.audit.op(scope, actor, 'branding.email_domain.create', d.id, null, { domain, status: d.status }),
+    ]);
+    return d;
+  }
+
+  async verify(scope: Scope, actor: Actor, id: string): Promise<DomainRecord> {
+    const before = await this.get(scope, id);
+    const p = this.need();
+    let status: DomainStatus;
+    try {
+      status = await p.verify(before.domain, before.dns_records);
+    } catch {
+      throw new ApiError(502, 'email_domain_provider_error', 'the email provider failed; try again');
+    }
+    const now = new Date(this.clock()).toISOString();
+    const after: DomainRecord = { ...before, status, last_synced_at: now, verified_at: status === 'verified' ? (before.verified_at ?? now) : before.verified_at };
+    await this.store.batch([
+      { type: 'put', collection: 'email_domains', id, value: after, index: [`${scope.tenant}\x00${id}`] },
+      this.audit.op(scope, actor, 'branding.email_domain.verify', id, { status: before.status }, { status }),
+    ]);
+    return after;
+  }
+
+  async remove(scope: Scope, actor: Actor, id: string): Promise<void> {
+    const d = await this.get(scope, id);
+    await this.store.batch([
+      { type: 'del', collection: 'email_domains', id, index: [`${scope.tenant}\x00${id}`] },
+      { type: 'del', collection: 'email_domain_names', id: d.domain },
+      this.audit.op(scope, actor, 'branding.email_domain.delete', id, { domain: d.domain, status: d.status }, null),
+    ]);
+  }
+}
