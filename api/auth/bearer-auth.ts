@@ -8,6 +8,7 @@ import { verifyContentDigest } from './content-digest.ts';
 import { SignatureError, verifyRequest } from './http-signature.ts';
 import { ReplayGuard } from './replay-guard.ts';
 import { ApiError } from '../errors.ts';
+import { parseJsonKeepingRawBody } from './raw-json.ts';
 import type { Principal, TenancyService } from '../platform/tenancy.ts';
 import { roleAllows, type Permission } from '../platform/permissions.ts';
 import type { MfaTokens } from '../platform/mfa.ts';
@@ -40,15 +41,7 @@ export function principalOf(req: FastifyRequest): Principal {
 const plugin: FastifyPluginAsync<BearerAuthOptions> = async (app, opts) => {
   const guard = new ReplayGuard();
 
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body: Buffer, done) => {
-    req.rawBody = body;
-    if (body.length === 0) return done(null, undefined);
-    try {
-      done(null, JSON.parse(body.toString('utf8')));
-    } catch {
-      done(new ApiError(400, 'invalid_request', 'body is not valid JSON'), undefined);
-    }
-  });
+  parseJsonKeepingRawBody(app);
 
   app.addHook('preHandler', async (req) => {
     const cfg = req.routeOptions.config;

@@ -7,6 +7,7 @@ import { verifyContentDigest } from './content-digest.ts';
 import { SignatureError, verifyRequest, type VerifyPolicy } from './http-signature.ts';
 import { ReplayGuard } from './replay-guard.ts';
 import { ApiError } from '../errors.ts';
+import { parseJsonKeepingRawBody } from './raw-json.ts';
 
 export interface Caller {
   org: string;
@@ -15,7 +16,6 @@ export interface Caller {
 
 declare module 'fastify' {
   interface FastifyRequest {
-    rawBody?: Buffer;
     caller?: Caller;
   }
   interface FastifyContextConfig {
@@ -37,15 +37,7 @@ const plugin: FastifyPluginAsync<RequestAuthOptions> = async (app, opts) => {
   const guard = new ReplayGuard();
   const now = opts.now ?? (() => Math.floor(Date.now() / 1000));
 
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body: Buffer, done) => {
-    req.rawBody = body;
-    if (body.length === 0) return done(null, undefined);
-    try {
-      done(null, JSON.parse(body.toString('utf8')));
-    } catch {
-      done(new ApiError(400, 'invalid_request', 'body is not valid JSON'), undefined);
-    }
-  });
+  parseJsonKeepingRawBody(app);
 
   app.addHook('preHandler', async (req: FastifyRequest) => {
     if (req.routeOptions.config?.public) return;
