@@ -15,6 +15,8 @@ import { bearerAuth } from './auth/bearer-auth.ts';
 import { webhookEndpointRoutes } from './routes/v1/webhook-endpoints.ts';
 import { webhookDeliveryRoutes } from './routes/v1/webhook-deliveries.ts';
 import { brandingRoutes, emailDomainRoutes, logoRoutes } from './routes/v1/branding.ts';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 
 export interface AppOptions {
   config: ApiConfig;
@@ -35,6 +37,21 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     ajv: { customOptions: { removeAdditional: false, allErrors: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   installErrorHandling(app);
+  // The OpenAPI document is generated from the routes' TypeBox schemas: GET /openapi.json, page at /docs.
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Threshold custody API', version: '1', description: 'Vault and transaction-signing API, and the customer platform API (docs/).' },
+      components: {
+        securitySchemes: {
+          httpSignature: { type: 'apiKey', in: 'header', name: 'Signature', description: 'RFC 9421 Ed25519 request signature (docs/request-signing.md)' },
+          bearer: { type: 'http', scheme: 'bearer', description: 'workspace key svc_test_... or svc_live_...' },
+        },
+      },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await app.register(healthRoutes, { coordinator: opts.coordinator });
   const vaults = opts.vaults;
   if (vaults) {

@@ -45,3 +45,26 @@ t.test('api config refuses a plaintext coordinator off loopback', async (t) => {
   t.throws(() => loadApiConfig({ API_COORDINATOR: '10.0.0.5:7400' }), /loopback only/);
   t.throws(() => loadApiConfig({ API_PORT: '70000' }), /API_PORT/);
 });
+
+t.test('the OpenAPI document lists the routes with their schemas, and /docs serves a page', async (t) => {
+  const { RecordStore } = await import('../../api/store/record-store.ts');
+  const { VaultService } = await import('../../api/vaults/vault-service.ts');
+  const { mkdtempSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const store = await RecordStore.open(mkdtempSync(join(tmpdir(), 'openapi-')));
+  const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 1, vaultsPerOrg: 1 } });
+  const app = await buildApp({ config, logger, vaults });
+  t.teardown(async () => {
+    await app.close();
+    await store.close();
+  });
+  const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+  t.equal(doc.openapi, '3.1.0');
+  t.ok(doc.paths['/v1/vaults']?.post, 'POST /v1/vaults is documented');
+  t.ok(doc.paths['/v1/vaults/{vaultId}/wallets']?.post?.requestBody, 'with its body schema');
+  t.ok(doc.paths['/v1/api-keys']?.get?.responses?.['200'], 'and response schemas');
+  const page = await app.inject({ method: 'GET', url: '/docs/' });
+  t.equal(page.statusCode, 200);
+  t.match(page.headers['content-type'], /text\/html/);
+});
