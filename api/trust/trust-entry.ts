@@ -1,0 +1,301 @@
+// Entries of an organization's trust log, version 1 (docs/trust.md). The API keeps each organization's
+// log and attaches it to what it asks the cluster for; every signer node verifies and applies it on its
+// own, so the keys a node trusts change only through what an operator or the customer signed.
+//
+// Two kinds, one versioned encoding (domain `custody-trust\0`, version, kind):
+// - bootstrap: an organization's first API key, signed with Ed25519 by an operator key;
+// - request: a customer's signed HTTP request exactly as the API received it (RFC 9421 signature,
+//   RFC 9530 Content-Digest), checked with the API's own verifier.
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { parseDictionary } from 'structured-headers';
+import { lengthPrefixed } from '../../common/bytes.ts';
+import { verifyContentDigest } from '../auth/content-digest.ts';
+import { SignatureError, verifyRequest, type VerifyPolicy } from '../auth/http-signature.ts';
+import { apiKeyId } from './api-key-id.ts';
+
+export const TRUST_DOMAIN = new TextEncoder().encode('custody-trust\0');
+export const TRUST_VERSION = 1;
+export const KIND_BOOTSTRAP = 1;
+export const KIND_REQUEST = 2;
+
+/** Largest request body an entry carries (an end-user JWKS fits many times over). */
+export const MAX_ENTRY_BODY = 256 * 1024;
+const MAX_URL = 2048;
+const MAX_HEADER = 4096;
+const ORG = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+const METHOD = /^[A-Z]{1,16}$/;
+const VISIBLE = /^[\x20-\x7e]*$/;
+
+export class TrustEntryError extends Error {
+  readonly code = 'bad_trust_log';
+  constructor(message: string) {
+    super(message);
+    this.name = 'TrustEntryError';
+  }
+}
+
+export interface BootstrapEntry {
+  kind: 'bootstrap';
+  org: string;
+  /** apiKeyId(org, publicKey): checked when decoded. */
+  keyId: string;
+  /** Ed25519 public key, 64 lower-case hex characters. */
+  publicKey: string;
+  /** Unix seconds. */
+  created: number;
+  /** The operator key that signed, 64 lower-case hex characters. */
+  operatorKey: string;
+  signature: Uint8Array;
+}
+
+export interface RequestHeaders {
+  'signature-input': string;
+  signature: string;
+  'content-digest'?: string;
+  'content-type'?: string;
+}
+
+export interface RequestEntry {
+  kind: 'request';
+  method: string;
+  /** The absolute target URI as the client addressed it (what `@target-uri` covers). */
+  url: string;
+  headers: RequestHeaders;
+  body: Uint8Array;
+}
+
+export type TrustEntry = BootstrapEntry | RequestEntry;
+
+// --- encoding: u16-length strings, u32-length bytes, big-endian integers, no trailing bytes ---
+
+class Out {
+  private readonly parts: Uint8Array[] = [];
+  raw(b: Uint8Array): this {
+    this.parts.push(b);
+    return this;
+  }
+  u8(n: number): this {
+    return this.raw(new Uint8Array([n]));
+  }
+  u64(n: number): this {
+    const b = new Uint8Array(8);
+    new DataView(b.buffer).setBigUint64(0, BigInt(n));
+    return this.raw(b);
+  }
+  str(s: string, what: string, pattern: RegExp, max: number): this {
+    const b = new TextEncoder().encode(s);
+    if (b.length > max || !pattern.test(s)) throw new TrustEntryError(`${what} is not valid`);
+    const len = new Uint8Array(2);
+    new DataView(len.buffer).setUint16(0, b.length);
+    return this.raw(len).raw(b);
+  }
+  bytes(b: Uint8Array, max: number, what: string): this {
+    if (b.length > max) throw new TrustEntryError(`${what} exceeds ${max} bytes`);
+    const len = new Uint8Array(4);
+    new DataView(len.buffer).setUint32(0, b.length);
+    return this.raw(len).raw(b);
+  }
+  finish(): Uint8Array {
+    const out = new Uint8Array(this.parts.reduce((n, p) => n + p.length, 0));
+    let off = 0;
+    for (const p of this.parts) {
+      out.set(p, off);
+      off += p.length;
+    }
+    return out;
+  }
+}
+
+class In {
+  private off = 0;
+  constructor(private readonly b: Uint8Array) {}
+  get offset(): number {
+    return this.off;
+  }
+  take(n: number, what: string): Uint8Array {
+    if (this.off + n > this.b.length) throw new TrustEntryError(`entry ends inside ${what}`);
+    const out = this.b.slice(this.off, this.off + n);
+    this.off += n;
+    return out;
+  }
+  u8(what: string): number {
+    return this.take(1, what)[0]!;
+  }
+  u64(what: string): number {
+    const v = new DataView(this.take(8, what).buffer).getBigUint64(0);
+    if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new TrustEntryError(`${what} is out of range`);
+    return Number(v);
+  }
+  str(what: string, pattern: RegExp, max: number): string {
+    const len = new DataView(this.take(2, what).buffer).getUint16(0);
+    if (len > max) throw new TrustEntryError(`${what} is too long`);
+    let s: string;
+    try {
+      s = new TextDecoder('utf-8', { fatal: true }).decode(this.take(len, what));
+    } catch (err) {
+      if (err instanceof TrustEntryError) throw err;
+      throw new TrustEntryError(`${what} is not UTF-8`);
+    }
+    if (!pattern.test(s)) throw new TrustEntryError(`${what} is not valid`);
+    return s;
+  }
+  bytes(max: number, what: string): Uint8Array {
+    const len = new DataView(this.take(4, what).buffer).getUint32(0);
+    if (len > max) throw new TrustEntryError(`${what} exceeds ${max} bytes`);
+    return this.take(len, what);
+  }
+  end(): void {
+    if (this.off !== this.b.length) throw new TrustEntryError(`${this.b.length - this.off} trailing bytes after the entry`);
+  }
+}
+
+const header = (o: Out, kind: number) => o.raw(TRUST_DOMAIN).u8(TRUST_VERSION).u8(kind);
+const HEX32 = /^[0-9a-f]{64}$/;
+
+function checkCreated(created: number): void {
+  if (!Number.isSafeInteger(created) || created < 0) throw new TrustEntryError('created must be non-negative Unix seconds');
+}
+
+/** The canonical bytes an operator signs to bootstrap `org` with its first API key. */
+export function bootstrapMessage(org: string, publicKeyHex: string, created: number): Uint8Array {
+  const pk = publicKeyHex.toLowerCase();
+  if (!HEX32.test(pk)) throw new TrustEntryError('public key must be 32 bytes of hex');
+  checkCreated(created);
+  return header(new Out(), KIND_BOOTSTRAP)
+    .str(org, 'organization', ORG, 128)
+    .str(apiKeyId(org, pk), 'key id', /^key_[0-9a-f]{24}$/, 28)
+    .raw(hexToBytes(pk))
+    .u64(created)
+    .finish();
+}
+
+/** An operator's bootstrap entry (encoded): the signed message, the operator's public key, the signature. */
+export function signBootstrap(org: string, publicKeyHex: string, created: number, operatorSecretKey: Uint8Array): Uint8Array {
+  const message = bootstrapMessage(org, publicKeyHex, created);
+  return new Out().raw(message).raw(ed25519.getPublicKey(operatorSecretKey)).raw(ed25519.sign(message, operatorSecretKey)).finish();
+}
+
+/** True when the bootstrap entry is signed by one of `operatorKeys` (32-byte Ed25519 public keys, hex). */
+export function verifyBootstrap(entry: BootstrapEntry, operatorKeys: readonly string[]): boolean {
+  if (!operatorKeys.some((k) => k.toLowerCase() === entry.operatorKey)) return false;
+  if (entry.signature.length !== 64) return false;
+  try {
+    return ed25519.verify(entry.signature, bootstrapMessage(entry.org, entry.publicKey, entry.created), hexToBytes(entry.operatorKey), { zip215: false });
+  } catch {
+    return false;
+  }
+}
+
+/** Encodes a received request as a log entry. Header names are the lower-case ones of RequestHeaders. */
+export function requestEntry(req: { method: string; url: string; headers: RequestHeaders; body?: Uint8Array }): Uint8Array {
+  return encodeTrustEntry({ kind: 'request', method: req.method, url: req.url, headers: req.headers, body: req.body ?? new Uint8Array() });
+}
+
+export function encodeTrustEntry(e: TrustEntry): Uint8Array {
+  if (e.kind === 'bootstrap') {
+    if (!HEX32.test(e.operatorKey) || e.signature.length !== 64) throw new TrustEntryError('operator key and signature are 32 and 64 bytes');
+    return new Out().raw(bootstrapMessage(e.org, e.publicKey, e.created)).raw(hexToBytes(e.operatorKey)).raw(e.signature).finish();
+  }
+  const o = header(new Out(), KIND_REQUEST)
+    .str(e.method, 'method', METHOD, 16)
+    .str(e.url, 'url', /^https?:\/\/[\x21-\x7e]+$/, MAX_URL)
+    .str(e.headers['signature-input'], 'signature-input', VISIBLE, MAX_HEADER)
+    .str(e.headers.signature, 'signature', VISIBLE, MAX_HEADER);
+  for (const name of ['content-digest', 'content-type'] as const) {
+    const v = e.headers[name];
+    if (v === undefined) o.u8(0);
+    else o.u8(1).str(v, name, VISIBLE, MAX_HEADER);
+  }
+  return o.bytes(e.body, MAX_ENTRY_BODY, 'body').finish();
+}
+
+/** Parses one encoded entry; throws TrustEntryError unless the bytes are exactly one canonical entry. */
+export function decodeTrustEntry(bytes: Uint8Array): TrustEntry {
+  const r = new In(bytes);
+  const domain = r.take(TRUST_DOMAIN.length, 'domain');
+  if (!domain.every((b, i) => b === TRUST_DOMAIN[i])) throw new TrustEntryError('not a trust entry (domain)');
+  const version = r.u8('version');
+  if (version !== TRUST_VERSION) throw new TrustEntryError(`trust entry version ${version} is not supported`);
+  const kind = r.u8('kind');
+  let entry: TrustEntry;
+  if (kind === KIND_BOOTSTRAP) {
+    const org = r.str('organization', ORG, 128);
+    const keyId = r.str('key id', /^key_[0-9a-f]{24}$/, 28);
+    const publicKey = bytesToHex(r.take(32, 'public key'));
+    const created = r.u64('created');
+    const operatorKey = bytesToHex(r.take(32, 'operator key'));
+    const signature = r.take(64, 'signature');
+    if (keyId !== apiKeyId(org, publicKey)) throw new TrustEntryError('the key id is not the one derived from the organization and key');
+    entry = { kind: 'bootstrap', org, keyId, publicKey, created, operatorKey, signature };
+  } else if (kind === KIND_REQUEST) {
+    const method = r.str('method', METHOD, 16);
+    const url = r.str('url', /^https?:\/\/[\x21-\x7e]+$/, MAX_URL);
+    const headers: RequestHeaders = { 'signature-input': r.str('signature-input', VISIBLE, MAX_HEADER), signature: r.str('signature', VISIBLE, MAX_HEADER) };
+    for (const name of ['content-digest', 'content-type'] as const) {
+      const flag = r.u8(`${name} flag`);
+      if (flag > 1) throw new TrustEntryError(`${name} flag must be 0 or 1`);
+      if (flag === 1) headers[name] = r.str(name, VISIBLE, MAX_HEADER);
+    }
+    entry = { kind: 'request', method, url, headers, body: r.bytes(MAX_ENTRY_BODY, 'body') };
+  } else {
+    throw new TrustEntryError(`unknown trust entry kind ${kind}`);
+  }
+  r.end();
+  return entry;
+}
+
+/** Identifies an entry: SHA-256 over a domain tag and the entry's encoding, hex. */
+export function trustEntryHash(bytes: Uint8Array): string {
+  return bytesToHex(sha256(lengthPrefixed(['custody/trust-entry/v1', bytes])));
+}
+
+/** The request-signature profile of the vault API (api/auth/request-auth.ts), less its clock. */
+const POLICY: Omit<VerifyPolicy, 'requiredComponents'> = { requiredParams: ['created', 'expires', 'nonce', 'keyid'], maxValiditySeconds: 300, skewSeconds: 30 };
+
+export interface VerifiedRequestEntry {
+  /** The API key that signed. */
+  keyId: string;
+  /** The signature's `created`, Unix seconds. */
+  created: number;
+  /** The URL's path. */
+  path: string;
+}
+
+/**
+ * Verifies a request entry as the API verified the request: the Content-Digest of the body, then the
+ * RFC 9421 signature under the key `lookup` returns. Freshness is judged at the signature's own
+ * `created` time, not this machine's clock: a log is applied long after it was written, and what the
+ * entries do is safe to replay (docs/trust.md). Throws TrustEntryError.
+ */
+export function verifyRequestEntry(e: RequestEntry, lookup: (keyId: string) => Uint8Array | undefined): VerifiedRequestEntry {
+  const digest = e.headers['content-digest'];
+  if (e.body.length > 0 && digest === undefined) throw new TrustEntryError('a request with a body needs a Content-Digest');
+  if (digest !== undefined && !verifyContentDigest(digest, e.body)) throw new TrustEntryError('Content-Digest does not match the body');
+  let created: unknown;
+  try {
+    const inputs = parseDictionary(e.headers['signature-input']);
+    const first = [...inputs.values()][0];
+    created = inputs.size === 1 && first && Array.isArray(first[0]) ? first[1].get('created') : undefined;
+  } catch {
+    throw new TrustEntryError('Signature-Input is not a structured dictionary');
+  }
+  if (typeof created !== 'number' || !Number.isSafeInteger(created)) throw new TrustEntryError('the request signature carries no integer created time');
+  let url: URL;
+  try {
+    url = new URL(e.url);
+  } catch {
+    throw new TrustEntryError('the entry URL is not absolute');
+  }
+  try {
+    const v = verifyRequest({ method: e.method, url: e.url, headers: { ...e.headers } }, lookup, created, {
+      ...POLICY,
+      requiredComponents: e.body.length > 0 ? ['@method', '@target-uri', 'content-digest'] : ['@method', '@target-uri'],
+    });
+    return { keyId: v.keyId, created: v.created, path: url.pathname };
+  } catch (err) {
+    if (err instanceof SignatureError) throw new TrustEntryError(`request signature refused: ${err.message}`);
+    throw err;
+  }
+}
