@@ -1,6 +1,7 @@
 // API configuration: read once at boot from the environment (and API_CONFIG_FILE), validated, frozen.
 import { Type, type Static } from '@sinclair/typebox';
 import { ConfigError, isLoopbackHost, loadConfig, splitHostPort } from '../common/config.ts';
+import { chainInfo } from './vaults/wallet-address.ts';
 
 export const ApiConfigSchema = Type.Object({
   host: Type.String({ env: 'API_HOST', default: '127.0.0.1', minLength: 1 }),
@@ -15,8 +16,23 @@ export const ApiConfigSchema = Type.Object({
   maxApiKeysPerOrg: Type.Integer({ env: 'API_MAX_API_KEYS', default: 10, minimum: 1, maximum: 1000 }),
   maxVaultsPerOrg: Type.Integer({ env: 'API_MAX_VAULTS', default: 100, minimum: 1, maximum: 1000000 }),
   bodyLimitBytes: Type.Integer({ env: 'API_BODY_LIMIT_BYTES', default: 1_048_576, minimum: 1024, maximum: 10_485_760 }),
-  emailProvider: Type.Union([Type.Literal('none'), Type.Literal('local-dns')], { env: 'API_EMAIL_PROVIDER', default: 'none', description: 'sending-domain provider: none, or local-dns (verifies published records through DNS)' }),
+  emailProvider: Type.Union([Type.Literal('none'), Type.Literal('local-dns'), Type.Literal('ses')], { env: 'API_EMAIL_PROVIDER', default: 'none', description: 'sending-domain provider: none, local-dns (verifies published records through DNS) or ses (Amazon SES v2 domain identities)' }),
+  sesRegion: Type.Optional(Type.String({ env: 'API_SES_REGION', pattern: '^[a-z]{2}(-[a-z]+)+-\\d{1,2}$', description: 'AWS region of the SES account, e.g. eu-west-1' })),
+  sesEndpoint: Type.Optional(Type.String({ env: 'API_SES_ENDPOINT', pattern: '^https?://[^/?#]+$', description: 'origin of the SES v2 API; default https://email.<region>.amazonaws.com' })),
+  sesAccessKeyId: Type.Optional(Type.String({ env: 'API_SES_ACCESS_KEY_ID', pattern: '^[A-Z0-9]{16,128}$' })),
+  sesSecretAccessKey: Type.Optional(Type.String({ env: 'API_SES_SECRET_ACCESS_KEY', description: 'never printed' })),
+  objectStore: Type.Union([Type.Literal('directory'), Type.Literal('s3')], { env: 'API_OBJECT_STORE', default: 'directory', description: 'upload store: directory (<data dir>/objects, uploads through the API) or s3 (presigned PUTs to a bucket)' }),
+  s3Endpoint: Type.Optional(Type.String({ env: 'API_S3_ENDPOINT', pattern: '^https?://[^/?#]+$', description: 'origin of the S3 API, e.g. https://s3.eu-west-1.amazonaws.com' })),
+  s3Bucket: Type.Optional(Type.String({ env: 'API_S3_BUCKET', pattern: '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$' })),
+  s3Region: Type.Optional(Type.String({ env: 'API_S3_REGION', pattern: '^[a-z0-9-]{2,32}$' })),
+  s3AccessKeyId: Type.Optional(Type.String({ env: 'API_S3_ACCESS_KEY_ID', pattern: '^[A-Za-z0-9._-]{3,128}$' })),
+  s3SecretAccessKey: Type.Optional(Type.String({ env: 'API_S3_SECRET_ACCESS_KEY', description: 'never printed' })),
+  s3PathStyle: Type.Boolean({ env: 'API_S3_PATH_STYLE', default: true, description: 'path-style URLs (https://host/bucket/key) or virtual-hosted (https://bucket.host/key)' }),
   emailDnsServers: Type.Optional(Type.String({ env: 'API_EMAIL_DNS_SERVERS', pattern: '^[0-9a-fA-F:.\\[\\],]+$', description: 'comma-separated DNS servers for local-dns verification' })),
+  chainBackends: Type.Optional(Type.String({
+    env: 'API_CHAIN_BACKENDS', pattern: '^[a-z0-9-]+=https?://[^,\\s]+(,[a-z0-9-]+=https?://[^,\\s]+)*$',
+    description: 'comma-separated <chain>=<url>: EVM JSON-RPC endpoints and Esplora-compatible Bitcoin backends',
+  })),
   logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'API_LOG_LEVEL', default: 'info' }),
 });
 
@@ -29,5 +45,31 @@ export function loadApiConfig(env?: Record<string, string | undefined>): ApiConf
   if (c.coordinator && tls === 0 && !isLoopbackHost(splitHostPort(c.coordinator).host)) {
     throw new ConfigError([`API_COORDINATOR (coordinator): plaintext is allowed on loopback only; got ${c.coordinator} without TLS`]);
   }
+  const need = (what: string, pairs: [string, unknown][]) => {
+    const missing = pairs.filter(([, v]) => !v).map(([k]) => k);
+    if (missing.length) throw new ConfigError([`${what} needs ${missing.join(', ')}`]);
+  };
+  if (c.objectStore === 's3') {
+    need('API_OBJECT_STORE=s3', [['API_S3_ENDPOINT', c.s3Endpoint], ['API_S3_BUCKET', c.s3Bucket], ['API_S3_REGION', c.s3Region], ['API_S3_ACCESS_KEY_ID', c.s3AccessKeyId], ['API_S3_SECRET_ACCESS_KEY', c.s3SecretAccessKey]]);
+    plaintextOnLoopback('API_S3_ENDPOINT', c.s3Endpoint!);
+  }
+  if (c.emailProvider === 'ses') {
+    need('API_EMAIL_PROVIDER=ses', [['API_SES_REGION', c.sesRegion], ['API_SES_ACCESS_KEY_ID', c.sesAccessKeyId], ['API_SES_SECRET_ACCESS_KEY', c.sesSecretAccessKey]]);
+    if (c.sesEndpoint) plaintextOnLoopback('API_SES_ENDPOINT', c.sesEndpoint);
+  }
+  for (const chain of Object.keys(chainBackends(c))) {
+    if (!chainInfo(chain)) throw new ConfigError([`API_CHAIN_BACKENDS (chainBackends): unknown chain ${chain}`]);
+  }
   return c;
+}
+
+/** The configured chain backends by chain name. */
+export function chainBackends(c: Pick<ApiConfig, 'chainBackends'>): Record<string, string> {
+  return Object.fromEntries((c.chainBackends ?? '').split(',').filter(Boolean).map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
+}
+
+/** Credentials travel to these endpoints: plain http only on loopback. The setting's name is printed, not its value. */
+function plaintextOnLoopback(name: string, origin: string): void {
+  const u = new URL(origin);
+  if (u.protocol === 'http:' && !isLoopbackHost(u.hostname)) throw new ConfigError([`${name}: plain http is allowed on loopback only; use https`]);
 }

@@ -1,5 +1,8 @@
 // API process: loads configuration, connects to the coordinator, serves HTTP until SIGINT/SIGTERM.
-import { loadApiConfig } from './config.ts';
+import { chainBackends, loadApiConfig } from './config.ts';
+import { TransactionService } from './transactions/transaction-service.ts';
+import { TransactionWorker } from './transactions/transaction-worker.ts';
+import { connectChains } from './chains/connect-chains.ts';
 import { createLogger } from '../common/logger.ts';
 import { runMain } from '../common/process.ts';
 import { buildApp } from './app.ts';
@@ -9,7 +12,7 @@ import { VaultService } from './vaults/vault-service.ts';
 import { KeyJobs } from './vaults/key-jobs.ts';
 import { createPlatform } from './platform/platform.ts';
 import { join } from 'node:path';
-import { LocalDnsProvider, dnsResolver } from './platform/email-domains.ts';
+import { emailProviderFromConfig, objectStoreFromConfig } from './platform/adapters.ts';
 
 await runMain('api', async () => {
   const config = loadApiConfig();
@@ -21,17 +24,23 @@ await runMain('api', async () => {
   const store = await RecordStore.open(config.dataDir);
   const vaults = new VaultService({ store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg } });
   const jobs = new KeyJobs(vaults, coordinator, log);
-  const emailProvider = config.emailProvider === 'local-dns' ? new LocalDnsProvider(dnsResolver(config.emailDnsServers?.split(','))) : undefined;
-  const platform = await createPlatform(store, { objectDir: join(config.dataDir, 'objects'), ...(emailProvider ? { emailProvider } : {}) });
-  const app = await buildApp({ config, logger: log, coordinator, vaults, platform });
+  const chains = connectChains(chainBackends(config));
+  const transactions = new TransactionService({ vaults, hasBackend: (chain) => chains.has(chain) });
+  const txWorker = new TransactionWorker({ vaults, transactions, coordinator, chains, log });
+  const emailProvider = emailProviderFromConfig(config);
+  const objectStore = objectStoreFromConfig(config);
+  const platform = await createPlatform(store, { objectDir: join(config.dataDir, 'objects'), ...(emailProvider ? { emailProvider } : {}), ...(objectStore ? { objectStore } : {}) });
+  const app = await buildApp({ config, logger: log, coordinator, vaults, transactions, platform });
   const address = await app.listen({ host: config.host, port: config.port });
   log.info({ address }, 'api listening');
   jobs.start();
+  txWorker.start();
   platform.deliveries.start();
   return {
     log,
     async stop() {
       jobs.stop();
+      await txWorker.stop();
       await platform.deliveries.stop();
       await app.close();
       coordinator?.close();

@@ -1,18 +1,34 @@
-// The embedded object store for uploads (docs/platform/branding.md#logo): a directory, written by a
-// direct PUT to an expiring signed URL that the API serves. An S3-compatible store with presigned PUT
-// URLs is the production option behind the same interface.
+// The object store for uploads (docs/platform/branding.md#logo). The embedded store is a directory,
+// written by a direct PUT to an expiring signed URL that the API serves; the S3-compatible store
+// (s3-object-store.ts) hands out presigned PUT URLs to the bucket instead. Both answer the same interface.
 import { createHmac, timingSafeEqual, randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export interface UploadGrant { object_key: string; content_type: string; max_bytes: number; expires_at: number }
 
 export interface ObjectStore {
-  uploadUrl(grant: UploadGrant, origin: string): string;
+  /** `directory` stores are written through the API's own upload route; `s3` ones directly. */
+  readonly kind: 'directory' | 's3';
+  /** A URL that accepts one PUT of the object's bytes until the grant expires. */
+  uploadUrl(grant: UploadGrant, origin: string): string | Promise<string>;
+  /** The object's size, or undefined when there is none. */
+  head(objectKey: string): Promise<{ size: number } | undefined>;
   read(objectKey: string): Promise<Buffer | undefined>;
 }
 
+/** The store could not be reached or answered an error (not "no such object"). */
+export class ObjectStoreError extends Error {
+  constructor(message: string, readonly status: number | null) {
+    super(message);
+    this.name = 'ObjectStoreError';
+  }
+}
+
+export const OBJECT_KEY = /^[a-z_]+\/[0-9a-f]{32}$/;
+
 export class DirectoryObjectStore implements ObjectStore {
+  readonly kind = 'directory' as const;
   constructor(private readonly dir: string, private readonly key: Uint8Array) {}
 
   static newKey(prefix: string): string {
@@ -30,7 +46,7 @@ export class DirectoryObjectStore implements ObjectStore {
 
   /** The grant a signed URL carries, if its signature holds and it has not expired. */
   checkUpload(objectKey: string, q: Record<string, string | undefined>, nowMs: number): UploadGrant | undefined {
-    if (!/^[a-z_]+\/[0-9a-f]{32}$/.test(objectKey)) return undefined;
+    if (!OBJECT_KEY.test(objectKey)) return undefined;
     const g: UploadGrant = { object_key: objectKey, content_type: q.ct ?? '', max_bytes: Number(q.max), expires_at: Number(q.exp) };
     const given = Buffer.from(q.sig ?? '', 'base64url');
     const want = Buffer.from(this.sig(g), 'base64url');
@@ -44,8 +60,17 @@ export class DirectoryObjectStore implements ObjectStore {
     await writeFile(join(this.dir, prefix!, name!), bytes);
   }
 
+  async head(objectKey: string): Promise<{ size: number } | undefined> {
+    if (!OBJECT_KEY.test(objectKey)) return undefined;
+    try {
+      return { size: (await stat(join(this.dir, objectKey))).size };
+    } catch {
+      return undefined;
+    }
+  }
+
   async read(objectKey: string): Promise<Buffer | undefined> {
-    if (!/^[a-z_]+\/[0-9a-f]{32}$/.test(objectKey)) return undefined;
+    if (!OBJECT_KEY.test(objectKey)) return undefined;
     try {
       return await readFile(join(this.dir, objectKey));
     } catch {

@@ -8,7 +8,7 @@ import { TenancyService } from './tenancy.ts';
 import { WebhookEndpoints } from './webhook-endpoints.ts';
 import { DeliveryEngine } from './deliveries.ts';
 import { BrandingService } from './branding.ts';
-import { DirectoryObjectStore } from './object-store.ts';
+import { DirectoryObjectStore, type ObjectStore } from './object-store.ts';
 import { EmailDomains, type EmailDomainProvider } from './email-domains.ts';
 import { createHmac } from 'node:crypto';
 
@@ -22,18 +22,18 @@ export interface Platform {
   endpoints: WebhookEndpoints;
   deliveries: DeliveryEngine;
   branding: BrandingService;
-  objects: DirectoryObjectStore;
+  objects: ObjectStore;
   emailDomains: EmailDomains;
   /** Milliseconds since the epoch. */
   clock: () => number;
 }
 
-export async function createPlatform(store: RecordStore, opts: { emailProvider?: EmailDomainProvider; objectDir?: string; clock?: () => number; webhookTimeoutMs?: number; schedule?: number[]; concurrency?: number } = {}): Promise<Platform> {
+export async function createPlatform(store: RecordStore, opts: { emailProvider?: EmailDomainProvider; objectDir?: string; objectStore?: ObjectStore; clock?: () => number; webhookTimeoutMs?: number; schedule?: number[]; concurrency?: number } = {}): Promise<Platform> {
   const clock = opts.clock ?? Date.now;
   const keys = await loadServerKeys(store);
   const cursors = new CursorCodec(keys.cursorKey);
   const audit = new AuditLog(store, clock);
   const endpoints = new WebhookEndpoints({ store, cursors, audit, signingSeed: keys.webhookSeed, clock, ...(opts.webhookTimeoutMs ? { timeoutMs: opts.webhookTimeoutMs } : {}) });
   const deliveries = new DeliveryEngine({ store, endpoints, cursors, clock, ...(opts.schedule ? { schedule: opts.schedule } : {}), ...(opts.concurrency ? { concurrency: opts.concurrency } : {}) });
-  return { store, keys, clock, cursors, audit, endpoints, deliveries, emailDomains: new EmailDomains(store, audit, opts.emailProvider, clock), objects: new DirectoryObjectStore(opts.objectDir ?? 'objects', createHmac('sha256', keys.cursorKey).update('object-store').digest()), branding: new BrandingService(store, audit, keys.cursorKey, clock), tenancy: new TenancyService(store, clock), mfa: new MfaTokens(keys.mfaKey) };
+  return { store, keys, clock, cursors, audit, endpoints, deliveries, emailDomains: new EmailDomains(store, audit, opts.emailProvider, clock), objects: opts.objectStore ?? new DirectoryObjectStore(opts.objectDir ?? 'objects', createHmac('sha256', keys.cursorKey).update('object-store').digest()), branding: new BrandingService(store, audit, keys.cursorKey, clock), tenancy: new TenancyService(store, clock), mfa: new MfaTokens(keys.mfaKey) };
 }

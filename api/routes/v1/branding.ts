@@ -7,7 +7,7 @@ import { ErrorBody, ApiError } from '../../errors.ts';
 import { principalOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform/platform.ts';
 import { IpRateLimiter } from '../../platform/branding.ts';
-import { sniffImage } from '../../platform/object-store.ts';
+import { DirectoryObjectStore, ObjectStoreError, sniffImage } from '../../platform/object-store.ts';
 import type { DomainRecord } from '../../platform/email-domains.ts';
 
 const Loose = Type.Record(Type.String(), Type.Unknown());
@@ -47,28 +47,40 @@ export const brandingRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; pub
 const LOGO_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif'] as const;
 export const MAX_LOGO_BYTES = 5 * 1024 * 1024;
 const UPLOAD_TTL_MS = 15 * 60_000;
+const logoErrors = { ...errors, 502: ErrorBody };
 
-/** Logo flow: an upload target, the direct PUT the embedded object store serves, and confirmation. */
+/** Object-store failures (unreachable, refused) are the API's 502, never a 500 with the store's text. */
+async function fromStore<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (err) {
+    if (err instanceof ObjectStoreError) throw new ApiError(502, 'object_store_error', 'the object store failed; try again');
+    throw err;
+  }
+}
+
+/** Logo flow: an upload target, the direct PUT (to the embedded store's route or the bucket), and confirmation. */
 export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicOrigin?: string | undefined }> = async (app, { platform, publicOrigin }) => {
   const objects = platform.objects;
-  for (const ct of LOGO_TYPES) app.addContentTypeParser(ct, { parseAs: 'buffer', bodyLimit: MAX_LOGO_BYTES }, (_req, body: Buffer, done) => done(null, body));
+  if (objects instanceof DirectoryObjectStore) for (const ct of LOGO_TYPES) app.addContentTypeParser(ct, { parseAs: 'buffer', bodyLimit: MAX_LOGO_BYTES }, (_req, body: Buffer, done) => done(null, body));
 
   app.post('/branding/logo/upload-url', {
     config: { permission: 'branding.manage' },
     schema: {
       body: Type.Object({ content_type: Type.Union(LOGO_TYPES.map((t) => Type.Literal(t))), content_length: Type.Integer({ minimum: 1, maximum: MAX_LOGO_BYTES }) }, { additionalProperties: false }),
-      response: { 201: Type.Object({ upload_url: Type.String(), object_key: Type.String(), expires_at: Type.String() }), ...errors },
+      response: { 201: Type.Object({ upload_url: Type.String(), object_key: Type.String(), expires_at: Type.String() }), ...logoErrors },
     },
   }, async (req, reply) => {
     const expires = platform.clock() + UPLOAD_TTL_MS;
     const object_key = `logos/${randomBytes(16).toString('hex')}`;
     const origin = publicOrigin ?? `http://${req.headers.host ?? 'localhost'}`;
-    const upload_url = objects.uploadUrl({ object_key, content_type: req.body.content_type, max_bytes: req.body.content_length, expires_at: expires }, origin);
+    const upload_url = await objects.uploadUrl({ object_key, content_type: req.body.content_type, max_bytes: req.body.content_length, expires_at: expires }, origin);
     await platform.store.put('upload_grants', object_key, { tenant: principalOf(req).tenant });
     return reply.code(201).send({ upload_url, object_key, expires_at: new Date(expires).toISOString() });
   });
 
-  app.put('/uploads/:prefix/:name', {
+  // The embedded store takes the PUT here; an S3 store's URLs point at the bucket instead.
+  if (objects instanceof DirectoryObjectStore) app.put('/uploads/:prefix/:name', {
     config: { public: true },
     schema: { params: Type.Object({ prefix: Type.String(), name: Type.String() }), querystring: Type.Record(Type.String(), Type.String()), response: { 204: Type.Null(), ...errors } },
   }, async (req, reply) => {
@@ -87,7 +99,7 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
     schema: { params: Type.Object({ prefix: Type.String(), name: Type.String() }) },
   }, async (req, reply) => {
     const key = `${req.params.prefix}/${req.params.name}`;
-    const bytes = key.startsWith('logos/') && (await platform.store.get('branding_logos', key)) ? await objects.read(key) : undefined;
+    const bytes = key.startsWith('logos/') && (await platform.store.get('branding_logos', key)) ? await fromStore(() => objects.read(key)) : undefined;
     const type = bytes ? sniffImage(bytes) : undefined;
     if (!bytes || !type) throw new ApiError(404, 'not_found', 'no such object');
     return reply.type(type).header('x-content-type-options', 'nosniff').send(bytes);
@@ -95,11 +107,13 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
 
   app.post('/branding/logo', {
     config: { permission: 'branding.manage' },
-    schema: { body: Type.Object({ object_key: Type.String({ maxLength: 200 }) }, { additionalProperties: false }), response: { 200: View, ...errors } },
+    schema: { body: Type.Object({ object_key: Type.String({ maxLength: 200 }) }, { additionalProperties: false }), response: { 200: View, ...logoErrors } },
   }, async (req) => {
     const p = principalOf(req);
     const grant = await platform.store.get<{ tenant: string }>('upload_grants', req.body.object_key);
-    const bytes = grant?.tenant === p.tenant ? await objects.read(req.body.object_key) : undefined;
+    const size = grant?.tenant === p.tenant ? await fromStore(() => objects.head(req.body.object_key)) : undefined;
+    if (size && size.size > MAX_LOGO_BYTES) throw new ApiError(422, 'validation_failed', `object_key: the uploaded object is larger than ${MAX_LOGO_BYTES} bytes`);
+    const bytes = size ? await fromStore(() => objects.read(req.body.object_key)) : undefined;
     if (!bytes) throw new ApiError(422, 'validation_failed', 'object_key: no uploaded object with this key');
     if (!sniffImage(bytes)) throw new ApiError(422, 'validation_failed', 'object_key: the uploaded object is not a PNG, JPEG, WebP or GIF image');
     await platform.store.put('branding_logos', req.body.object_key, { tenant: p.tenant });

@@ -1,0 +1,32 @@
+// The platform's pluggable parts chosen by configuration: the object store for uploads and the
+// sending-domain provider (docs/platform/branding.md). Secrets go from the frozen config straight into
+// the adapters; nothing here logs them.
+import type { ApiConfig } from '../config.ts';
+import type { ObjectStore } from './object-store.ts';
+import { S3ObjectStore } from './s3-object-store.ts';
+import { LocalDnsProvider, dnsResolver, type EmailDomainProvider } from './email-domains.ts';
+import { SesEmailProvider } from './ses-email-provider.ts';
+
+/** The S3 store when API_OBJECT_STORE=s3; undefined means the embedded directory store. */
+export function objectStoreFromConfig(config: ApiConfig, clock?: () => number): ObjectStore | undefined {
+  if (config.objectStore !== 's3') return undefined;
+  return new S3ObjectStore({
+    endpoint: config.s3Endpoint!, bucket: config.s3Bucket!, region: config.s3Region!, pathStyle: config.s3PathStyle,
+    credentials: { accessKeyId: config.s3AccessKeyId!, secretAccessKey: config.s3SecretAccessKey! }, ...(clock ? { clock } : {}),
+  });
+}
+
+/** The provider API_EMAIL_PROVIDER names; undefined for `none` (provider_configured: false). */
+export function emailProviderFromConfig(config: ApiConfig, clock?: () => number): EmailDomainProvider | undefined {
+  switch (config.emailProvider) {
+    case 'local-dns':
+      return new LocalDnsProvider(dnsResolver(config.emailDnsServers?.split(',')));
+    case 'ses':
+      return new SesEmailProvider({
+        region: config.sesRegion!, credentials: { accessKeyId: config.sesAccessKeyId!, secretAccessKey: config.sesSecretAccessKey! },
+        ...(config.sesEndpoint ? { endpoint: config.sesEndpoint } : {}), ...(clock ? { clock } : {}),
+      });
+    default:
+      return undefined;
+  }
+}
