@@ -14,6 +14,7 @@ import { G, evalCommitment, parsePoint, parseScalar, pointHex, polyEval, randomS
 import { hashToScalar, taggedHashHex } from '../math/transcript.ts';
 import { InputError, ProtocolAbort, blame } from '../round/errors.ts';
 import { checkParties, checkSessionId, encodeBlob, readPayload, type Message, type Protocol } from '../round/machine.ts';
+import { checkEcho, echoDigest } from '../round/echo.ts';
 import { SecretShare, type KeyPackage, type KeyShare } from '../keys/key-package.ts';
 import { aggregateDealings } from '../keys/aggregate.ts';
 
@@ -65,7 +66,13 @@ function pokChallenge(ctx: string, from: number, C0: P, R: P): bigint {
 }
 
 function r1Digest(ctx: string, from: number, r: R1): string {
-  return taggedHashHex('custody/dkg/echo/v1', [ctx, from, r.commitment.join(','), r.pokR, r.pokZ, r.ccCommit]);
+  return echoDigest('custody/dkg/echo/v1', ctx, from, [r.commitment.join(','), r.pokR, r.pokZ, r.ccCommit]);
+}
+
+function r1Echo(s: DkgState): Record<string, string> {
+  const echo: Record<string, string> = {};
+  for (const p of s.params.parties) echo[String(p)] = r1Digest(s.context, p, s.r1[String(p)]!);
+  return echo;
 }
 
 const others = (s: DkgState) => s.params.parties.filter((p) => p !== s.params.me);
@@ -125,13 +132,8 @@ export const dkg: Protocol<DkgParams, DkgState, KeyShare> = {
     if (round === 2) {
       if (msg.to === 'all') {
         const e = readPayload<Record<string, string>>('dkg/r2-echo', msg);
-        for (const p of s.params.parties) {
-          const mine = r1Digest(s.context, p, s.r1[String(p)]!);
-          if (e[String(p)] !== mine) {
-            // `from` saw a different round-1 message from p than we did: p equivocated.
-            throw new ProtocolAbort('equivocation', [p], `party ${p} sent different round-1 messages (reported by ${from})`);
-          }
-        }
+        // `from` saw a different round-1 message from p than we did: p equivocated.
+        checkEcho(r1Echo(s), e, from, 'round-1 messages');
         return { echo: e };
       }
       if (msg.to !== s.params.me) throw new ProtocolAbort('bad_message', [from], 'share addressed to another party');
@@ -179,9 +181,7 @@ export const dkg: Protocol<DkgParams, DkgState, KeyShare> = {
     if (round === 1) {
       const coeffs = s.coeffs.map((c) => parseScalar(c, 'coefficient'));
       const out: Message[] = others(s).map((j) => ({ from: me, to: j, round: 2, payload: encodeBlob('dkg/r2-share', { share: scalarHex(polyEval(coeffs, BigInt(j))) }) }));
-      const echo: Record<string, string> = {};
-      for (const p of s.params.parties) echo[String(p)] = r1Digest(s.context, p, s.r1[String(p)]!);
-      out.push({ from: me, to: 'all', round: 2, payload: encodeBlob('dkg/r2-echo', echo) });
+      out.push({ from: me, to: 'all', round: 2, payload: encodeBlob('dkg/r2-echo', r1Echo(s)) });
       // The polynomial is no longer needed: only the own share remains.
       return { kind: 'next', state: { ...s, coeffs: [] }, out };
     }

@@ -12,6 +12,7 @@ import { G, Fn, evalCommitment, lagrangeAtZero, parsePoint, parseScalar, pointHe
 import { taggedHashHex } from '../math/transcript.ts';
 import { InputError, ProtocolAbort, blame } from '../round/errors.ts';
 import { checkParties, checkSessionId, encodeBlob, readPayload, type Message, type Protocol } from '../round/machine.ts';
+import { checkEcho, echoDigest } from '../round/echo.ts';
 import { SecretShare, checkKeyPackage, type KeyPackage, type KeyShare } from '../keys/key-package.ts';
 import { MAX_PARTIES } from '../dkg/dkg.ts';
 import { aggregateDealings } from '../keys/aggregate.ts';
@@ -61,7 +62,7 @@ function context(p: ReshareParams): string {
 /** Per dealer, a digest of the commitment as this party received it. */
 function echoDigests(s: ReshareState): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const d of dealers(s.params)) out[String(d.party)] = taggedHashHex('custody/reshare/echo/v1', [s.context, d.party, s.commitments[String(d.party)]!.join('.')]);
+  for (const d of dealers(s.params)) out[String(d.party)] = echoDigest('custody/reshare/echo/v1', s.context, d.party, [s.commitments[String(d.party)]!.join('.')]);
   return out;
 }
 
@@ -135,11 +136,8 @@ export const reshare: Protocol<ReshareParams, ReshareState, ReshareResult> = {
     }
     if (msg.to !== 'all' || m.newId === undefined) throw new ProtocolAbort('bad_message', [from], 'round 2 is a receivers\' broadcast');
     const r = readPayload<{ echo: Record<string, string>; confirm: string }>('reshare/r2', msg);
-    const mine = echoDigests(s);
-    for (const [dealer, digest] of Object.entries(mine)) {
-      // `from` received another commitment from this dealer than we did: the dealer equivocated.
-      if (r.echo?.[dealer] !== digest) throw new ProtocolAbort('equivocation', [Number(dealer)], `party ${dealer} dealt different commitments (reported by ${from})`);
-    }
+    // `from` received another commitment from a dealer than we did: the dealer equivocated.
+    checkEcho(echoDigests(s), r.echo, from, 'commitments');
     if (me.newId !== undefined && r.confirm !== s.confirm) throw new ProtocolAbort('confirmation_mismatch', [from], `party ${from} confirmed another package`);
     return r;
   },
