@@ -1,6 +1,7 @@
 // Sending domains (docs/platform/branding.md#email-domains). A provider interface; the local provider
 // publishes a verification TXT record and an SPF record and verifies them through a configurable DNS
-// resolver (node:dns by default; point it at any server with `dnsServers`).
+// resolver (node:dns by default; point it at any server with `dnsServers`). The hosted provider is
+// Amazon SES (ses-email-provider.ts).
 import { randomBytes } from 'node:crypto';
 import { Resolver } from 'node:dns/promises';
 import type { RecordStore } from '../store/record-store.ts';
@@ -17,6 +18,8 @@ export interface EmailDomainProvider {
   /** Records to publish; throws ProviderError('invalid') when the provider rejects the domain. */
   register(domain: string): Promise<DnsRecord[]>;
   verify(domain: string, records: DnsRecord[]): Promise<DomainStatus>;
+  /** Forgets the domain at the provider (absent there is fine); throws ProviderError on failure. */
+  remove?(domain: string): Promise<void>;
 }
 
 export class ProviderError extends Error {
@@ -139,6 +142,14 @@ export class EmailDomains {
 
   async remove(scope: Scope, actor: Actor, id: string): Promise<void> {
     const d = await this.get(scope, id);
+    // The provider forgets it first: a failure leaves both sides as they were, and the call can be retried.
+    if (this.provider?.remove) {
+      try {
+        await this.provider.remove(d.domain);
+      } catch {
+        throw new ApiError(502, 'email_domain_provider_error', 'the email provider failed; try again');
+      }
+    }
     await this.store.batch([
       { type: 'del', collection: 'email_domains', id, index: [`${scope.tenant}\x00${id}`] },
       { type: 'del', collection: 'email_domain_names', id: d.domain },
