@@ -1,5 +1,6 @@
-// Tenant branding (docs/platform/branding.md): a raw theme patch-written by the tenant, resolved over the
-// platform default, and a public bundle reached by a signed claim token. Every change is audited.
+// Tenant branding (docs/platform/branding.md): a raw theme patch-written by the tenant, optional
+// per-surface overrides, resolution surface → tenant → platform default, and a public bundle reached by a
+// signed claim token. Every change is audited.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { RecordStore } from '../store/record-store.ts';
 import { ApiError } from '../errors.ts';
@@ -46,10 +47,19 @@ function freeText(field: string, v: string, max: number): void {
   if (/[\r\n<>]/.test(v)) throw invalid(field, 'newlines and angle brackets are not allowed');
 }
 
-/** Validates a theme patch; throws validation_failed naming the first rejected field. */
-export function validateThemePatch(patch: Record<string, unknown>): void {
-  for (const [field, v] of Object.entries(patch)) {
-    const rule = THEME_FIELDS[field];
+/**
+ * The surfaces the spec's product descriptions name, each of which can override the tenant theme:
+ * the Hosted Auth page, the Hosted Account Center, and the emails the platform sends for the tenant.
+ */
+export const SURFACES = ['hosted_auth', 'account_center', 'email'] as const;
+export type Surface = (typeof SURFACES)[number];
+export const isSurface = (s: string): s is Surface => (SURFACES as readonly string[]).includes(s);
+
+/** Validates a theme patch; throws validation_failed naming the first rejected field (after `prefix`). */
+export function validateThemePatch(patch: Record<string, unknown>, prefix = ''): void {
+  for (const [name, v] of Object.entries(patch)) {
+    const rule = THEME_FIELDS[name];
+    const field = `${prefix}${name}`;
     if (!rule) throw invalid(field, 'not an editable theme field');
     if (v === null) continue;
     switch (rule.kind) {
@@ -91,17 +101,56 @@ export function validateThemePatch(patch: Record<string, unknown>): void {
   }
 }
 
-export function resolveTheme(raw: Theme, logoUrl: string | null): Theme {
-  const out: Theme = { ...PLATFORM_DEFAULT };
-  for (const k of Object.keys(THEME_FIELDS)) if (raw[k] !== undefined && raw[k] !== null) out[k] = raw[k];
-  for (const base of ['primary_color', 'secondary_color', 'accent_color']) if (raw[`${base}_dark`] == null && raw[base] != null) out[`${base}_dark`] = raw[base];
+/**
+ * Validates a PUT /branding body: tenant-wide theme fields, plus `surfaces` mapping a surface to a patch
+ * of the same fields under the same rules (or to null, which drops all of that surface's overrides).
+ */
+export function validateBrandingPatch(body: Record<string, unknown>): { theme: Record<string, unknown>; surfaces: Partial<Record<Surface, Record<string, unknown> | null>> } {
+  const { surfaces, ...theme } = body;
+  validateThemePatch(theme);
+  if (surfaces === undefined) return { theme, surfaces: {} };
+  if (surfaces === null || typeof surfaces !== 'object' || Array.isArray(surfaces)) throw invalid('surfaces', `must be an object keyed by surface (${SURFACES.join(', ')})`);
+  const out: Partial<Record<Surface, Record<string, unknown> | null>> = {};
+  for (const [name, p] of Object.entries(surfaces as Record<string, unknown>)) {
+    if (!isSurface(name)) throw invalid(`surfaces.${name}`, `not a surface; one of ${SURFACES.join(', ')}`);
+    if (p !== null && (typeof p !== 'object' || Array.isArray(p))) throw invalid(`surfaces.${name}`, 'must be an object of theme fields, or null');
+    if (p !== null) validateThemePatch(p as Record<string, unknown>, `surfaces.${name}.`);
+    out[name] = p as Record<string, unknown> | null;
+  }
+  return { theme, surfaces: out };
+}
+
+/**
+ * Layers field by field: the surface override, else the tenant theme, else the platform default. A dark
+ * palette color left unset in both layers takes the layered light color.
+ */
+export function resolveTheme(raw: Theme, logoUrl: string | null, override: Theme = {}): Theme {
+  const layered: Theme = {};
+  for (const k of Object.keys(THEME_FIELDS)) {
+    const v = override[k] ?? raw[k];
+    if (v !== undefined && v !== null) layered[k] = v;
+  }
+  const out: Theme = { ...PLATFORM_DEFAULT, ...layered };
+  for (const base of ['primary_color', 'secondary_color', 'accent_color']) if (layered[`${base}_dark`] == null && layered[base] != null) out[`${base}_dark`] = layered[base];
   out.logo_url = logoUrl;
   return out;
 }
 
 export const PUBLIC_FIELDS = ['brand_name', 'support_email', 'logo_url', 'primary_color', 'secondary_color', 'accent_color', 'primary_color_dark', 'secondary_color_dark', 'accent_color_dark', 'app_title', 'footer_text', 'terms_url', 'privacy_url'];
 
-interface BrandingRecord { tenant: string; theme: Theme; logo_url: string | null; updated_at: string }
+interface BrandingRecord { tenant: string; theme: Theme; surfaces?: Partial<Record<Surface, Theme>>; logo_url: string | null; updated_at: string }
+
+const rawView = (t: Theme): Theme => Object.fromEntries(Object.keys(THEME_FIELDS).map((k) => [k, t[k] ?? null]));
+
+/** What the audit log records: the tenant theme, and the surface overrides once there are any. */
+const auditView = (r: BrandingRecord): Theme => (r.surfaces && Object.keys(r.surfaces).length ? { ...r.theme, surfaces: r.surfaces } : r.theme);
+
+/** Applies a patch to stored fields: present values are set, null unsets. */
+function applyPatch(base: Theme, patch: Record<string, unknown>): Theme {
+  const out: Theme = { ...base, ...patch };
+  for (const [k, v] of Object.entries(patch)) if (v === null) delete out[k];
+  return out;
+}
 
 export class BrandingService {
   constructor(private readonly store: RecordStore, private readonly audit: AuditLog, private readonly claimKey: Uint8Array, private readonly clock: () => number = Date.now) {}
@@ -126,18 +175,29 @@ export class BrandingService {
 
   async view(tenant: string) {
     const r = await this.load(tenant);
-    const raw: Theme = {};
-    for (const k of Object.keys(THEME_FIELDS)) raw[k] = r.theme[k] ?? null;
-    return { resolved: resolveTheme(r.theme, r.logo_url), theme: { ...raw, logo_url: r.logo_url }, resolution_order: ['surface', 'tenant', 'platform_default'], public_claim_token: this.claimToken(tenant), updated_at: r.updated_at };
+    const surfaces = Object.fromEntries(SURFACES.map((s) => {
+      const o = r.surfaces?.[s] ?? {};
+      return [s, { theme: rawView(o), resolved: resolveTheme(r.theme, r.logo_url, o) }];
+    }));
+    return {
+      resolved: resolveTheme(r.theme, r.logo_url), theme: { ...rawView(r.theme), logo_url: r.logo_url }, surfaces,
+      resolution_order: ['surface', 'tenant', 'platform_default'], public_claim_token: this.claimToken(tenant), updated_at: r.updated_at,
+    };
   }
 
-  async patch(scope: Scope, actor: Actor, patch: Record<string, unknown>) {
-    validateThemePatch(patch);
+  /** Patches the tenant theme and any surface overrides in one audited write; `{}` is a no-op. */
+  async patch(scope: Scope, actor: Actor, body: Record<string, unknown>) {
+    const { theme, surfaces } = validateBrandingPatch(body);
     const before = await this.load(scope.tenant);
-    if (Object.keys(patch).length > 0) {
-      const after: BrandingRecord = { ...before, theme: { ...before.theme, ...patch }, updated_at: new Date(this.clock()).toISOString() };
-      for (const [k, v] of Object.entries(patch)) if (v === null) delete after.theme[k];
-      await this.store.batch([{ type: 'put', collection: 'branding', id: scope.tenant, value: after }, this.audit.op(scope, actor, 'branding.update', scope.tenant, before.theme, after.theme)]);
+    if (Object.keys(theme).length > 0 || Object.keys(surfaces).length > 0) {
+      const nextSurfaces: Partial<Record<Surface, Theme>> = { ...before.surfaces };
+      for (const [name, p] of Object.entries(surfaces) as [Surface, Record<string, unknown> | null][]) {
+        const next = p === null ? {} : applyPatch(nextSurfaces[name] ?? {}, p);
+        if (Object.keys(next).length) nextSurfaces[name] = next;
+        else delete nextSurfaces[name];
+      }
+      const after: BrandingRecord = { ...before, theme: applyPatch(before.theme, theme), surfaces: nextSurfaces, updated_at: new Date(this.clock()).toISOString() };
+      await this.store.batch([{ type: 'put', collection: 'branding', id: scope.tenant, value: after }, this.audit.op(scope, actor, 'branding.update', scope.tenant, auditView(before), auditView(after))]);
     }
     return this.view(scope.tenant);
   }
@@ -156,11 +216,14 @@ export class BrandingService {
     return this.view(scope.tenant);
   }
 
-  /** Never fails: any bad, unknown or missing claim token gets the platform default bundle. */
-  async publicBundle(claimToken: string | undefined): Promise<Theme> {
+  /**
+   * Never fails: any bad, unknown or missing claim token gets the platform default bundle. With a
+   * surface, that surface's overrides come first.
+   */
+  async publicBundle(claimToken: string | undefined, surface?: Surface): Promise<Theme> {
     const tenant = this.tenantOfClaim(claimToken);
     const r = tenant ? await this.store.get<BrandingRecord>('branding', tenant) : undefined;
-    const resolved = r ? resolveTheme(r.theme, r.logo_url) : resolveTheme({}, null);
+    const resolved = r ? resolveTheme(r.theme, r.logo_url, (surface && r.surfaces?.[surface]) || {}) : resolveTheme({}, null);
     return Object.fromEntries(PUBLIC_FIELDS.map((k) => [k, resolved[k] ?? null]));
   }
 }

@@ -6,12 +6,13 @@ import { randomBytes } from 'node:crypto';
 import { ErrorBody, ApiError } from '../../errors.ts';
 import { principalOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform/platform.ts';
-import { IpRateLimiter } from '../../platform/branding.ts';
+import { IpRateLimiter, SURFACES } from '../../platform/branding.ts';
 import { DirectoryObjectStore, ObjectStoreError, sniffImage } from '../../platform/object-store.ts';
 import type { DomainRecord } from '../../platform/email-domains.ts';
 
 const Loose = Type.Record(Type.String(), Type.Unknown());
-const View = Type.Object({ resolved: Loose, theme: Loose, resolution_order: Type.Array(Type.String()), public_claim_token: Type.String(), updated_at: Type.String() });
+const SurfaceName = Type.Union(SURFACES.map((s) => Type.Literal(s)));
+const View = Type.Object({ resolved: Loose, theme: Loose, surfaces: Type.Record(Type.String(), Type.Object({ theme: Loose, resolved: Loose })), resolution_order: Type.Array(Type.String()), public_claim_token: Type.String(), updated_at: Type.String() });
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 422: ErrorBody };
 
 export const brandingRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicPerMinute?: number }> = async (app, { platform, publicPerMinute }) => {
@@ -37,10 +38,10 @@ export const brandingRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; pub
 
   app.get('/public/branding', {
     config: { public: true },
-    schema: { querystring: Type.Object({ claim_token: Type.Optional(Type.String()) }), response: { 200: Loose, 429: ErrorBody } },
+    schema: { querystring: Type.Object({ claim_token: Type.Optional(Type.String()), surface: Type.Optional(SurfaceName) }), response: { 200: Loose, 400: ErrorBody, 429: ErrorBody } },
   }, async (req) => {
     if (!limiter.allow(req.ip)) throw new ApiError(429, 'rate_limited', 'too many requests from this address; try again in a minute');
-    return b.publicBundle(req.query.claim_token);
+    return b.publicBundle(req.query.claim_token, req.query.surface);
   });
 };
 
