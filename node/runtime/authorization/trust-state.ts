@@ -1,0 +1,231 @@
+// What a signer node trusts of one organization, and the rules by which a trust log changes it
+// (docs/trust.md). Pure: no storage, no clock. The registry (trust-registry.ts) persists the result.
+//
+// Rules, in log order, each entry verified against the state as the entries before it left it:
+// - a bootstrap entry signed by an operator key adds the organization's first key; an organization
+//   takes one bootstrap only;
+// - POST /v1/api-keys adds apiKeyId(org, public_key); a key id once revoked stays revoked, so a replayed
+//   registration changes nothing;
+// - POST /v1/api-keys/{id}/revoke revokes that id for good;
+// - PUT /v1/config/end-user-auth replaces the end-user auth config only when the entry is newer (by its
+//   signature's created time) than the config in force, so a replayed older config changes nothing;
+// - POST /v1/vaults is a vault's creation proof: verified, never changes the registry.
+// An entry already applied (same hash) is skipped; anything else refuses the whole log.
+import { hexToBytes } from '@noble/hashes/utils.js';
+import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
+import { apiKeyId } from '../../../api/trust/api-key-id.ts';
+import {
+  decodeTrustEntry, trustEntryHash, TrustEntryError, verifyBootstrap, verifyRequestEntry,
+  type RequestEntry, type TrustEntry,
+} from '../../../api/trust/trust-entry.ts';
+
+export { TrustEntryError };
+
+export interface TrustKey {
+  /** Ed25519 public key hex; empty for an id revoked before this node saw it registered. */
+  publicKey: string;
+  revoked: boolean;
+  label?: string;
+}
+
+export interface EndUserAuthConfig {
+  jwks: JSONWebKeySet;
+  audience: string;
+  /** The created time (Unix seconds) of the request that set it. */
+  created: number;
+}
+
+export interface OrgTrust {
+  org: string;
+  /** Hash of the operator bootstrap entry this organization was rooted with. */
+  bootstrap?: string;
+  keys: Record<string, TrustKey>;
+  endUser?: EndUserAuthConfig;
+  /** Hashes of every entry applied, in order. */
+  applied: string[];
+}
+
+/** Keys the operator installed from NODE_API_KEYS_FILE: key id -> public key hex. */
+export type FileKeys = Readonly<Record<string, string>>;
+
+export interface TrustContext {
+  /** Operator Ed25519 public keys (hex) that may sign bootstrap entries. */
+  operatorKeys: readonly string[];
+  /** This organization's keys from the bootstrap file, if any. */
+  fileKeys?: FileKeys;
+}
+
+export function emptyTrust(org: string): OrgTrust {
+  return { org, keys: {}, applied: [] };
+}
+
+const fail = (message: string): never => {
+  throw new TrustEntryError(message);
+};
+
+/** The active public key `keyId` names for the organization, or undefined when unknown or revoked. */
+export function activeKey(state: OrgTrust, fileKeys: FileKeys | undefined, keyId: string): Uint8Array | undefined {
+  const k = Object.hasOwn(state.keys, keyId) ? state.keys[keyId] : undefined;
+  if (k) return k.revoked || !k.publicKey ? undefined : hexToBytes(k.publicKey);
+  const f = fileKeys && Object.hasOwn(fileKeys, keyId) ? fileKeys[keyId] : undefined;
+  return f ? hexToBytes(f.toLowerCase()) : undefined;
+}
+
+const API_KEYS = /^(?:\/[^?#]*)?\/v1\/api-keys$/;
+const REVOKE = /^(?:\/[^?#]*)?\/v1\/api-keys\/([^/]+)\/revoke$/;
+const END_USER_AUTH = /^(?:\/[^?#]*)?\/v1\/config\/end-user-auth$/;
+const VAULTS = /^(?:\/[^?#]*)?\/v1\/vaults$/;
+const KEY_ID = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+type Recognized =
+  | { op: 'add_key'; publicKey: string; label?: string }
+  | { op: 'revoke_key'; keyId: string }
+  | { op: 'end_user_auth'; jwks: JSONWebKeySet; audience: string }
+  | { op: 'create_vault'; tier: 'hosted' | 'self' | 'customer_tee'; endUserSubject?: string };
+
+function jsonBody(e: RequestEntry): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(e.body));
+  } catch {
+    return fail('the request body is not UTF-8 JSON');
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) fail('the request body is not a JSON object');
+  return v as Record<string, unknown>;
+}
+
+/** The JWK members that carry private or symmetric key material: never accepted in a JWKS. */
+const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+
+function checkJwks(jwks: unknown): JSONWebKeySet {
+  if (typeof jwks !== 'object' || jwks === null || !Array.isArray((jwks as { keys?: unknown }).keys)) return fail('jwks must be {"keys": [...]}');
+  const keys = (jwks as { keys: unknown[] }).keys;
+  if (keys.length < 1 || keys.length > 100) fail('jwks holds 1 to 100 keys');
+  for (const k of keys) {
+    if (typeof k !== 'object' || k === null || Array.isArray(k)) fail('every JWK is an object');
+    const jwk = k as Record<string, unknown>;
+    if (jwk.kty !== 'EC' && jwk.kty !== 'OKP' && jwk.kty !== 'RSA') fail('JWKs are EC, OKP or RSA public keys');
+    if (PRIVATE_MEMBERS.some((m) => m in jwk)) fail('a JWK carries private key material');
+  }
+  try {
+    createLocalJWKSet(jwks as JSONWebKeySet);
+  } catch {
+    fail('jwks is not a valid JWK Set');
+  }
+  return jwks as JSONWebKeySet;
+}
+
+/** What a request entry asks for, from its method, path and body; unknown requests are refused. */
+export function recognize(e: RequestEntry, path: string): Recognized {
+  let m: RegExpExecArray | null;
+  if (e.method === 'POST' && API_KEYS.test(path)) {
+    const b = jsonBody(e);
+    if (typeof b.public_key !== 'string' || !/^[0-9a-fA-F]{64}$/.test(b.public_key)) fail('public_key must be 32 bytes of hex');
+    if (b.label !== undefined && (typeof b.label !== 'string' || b.label.length > 120)) fail('label must be a string of at most 120 characters');
+    return { op: 'add_key', publicKey: (b.public_key as string).toLowerCase(), ...(typeof b.label === 'string' ? { label: b.label } : {}) };
+  }
+  if (e.method === 'POST' && (m = REVOKE.exec(path))) {
+    let keyId: string;
+    try {
+      keyId = decodeURIComponent(m[1]!);
+    } catch {
+      return fail('the key id in the path is not valid');
+    }
+    if (!KEY_ID.test(keyId)) fail('the key id in the path is not valid');
+    return { op: 'revoke_key', keyId };
+  }
+  if (e.method === 'PUT' && END_USER_AUTH.test(path)) {
+    const b = jsonBody(e);
+    if (typeof b.audience !== 'string' || b.audience.length < 1 || b.audience.length > 255) fail('audience must be a string of 1 to 255 characters');
+    return { op: 'end_user_auth', jwks: checkJwks(b.jwks), audience: b.audience as string };
+  }
+  if (e.method === 'POST' && VAULTS.test(path)) {
+    const b = jsonBody(e);
+    if (b.tier !== 'hosted' && b.tier !== 'self' && b.tier !== 'customer_tee') fail('tier must be hosted, self or customer_tee');
+    const s = b.end_user_subject;
+    if (s !== undefined && (typeof s !== 'string' || s.length < 1 || s.length > 255)) fail('end_user_subject must be a string of 1 to 255 characters');
+    if (s !== undefined && b.tier !== 'hosted') fail('end_user_subject applies to hosted vaults only');
+    return { op: 'create_vault', tier: b.tier as 'hosted' | 'self' | 'customer_tee', ...(typeof s === 'string' ? { endUserSubject: s } : {}) };
+  }
+  return fail(`${e.method} ${path} is not a request this node applies`);
+}
+
+const clone = (s: OrgTrust): OrgTrust => ({
+  org: s.org, ...(s.bootstrap ? { bootstrap: s.bootstrap } : {}),
+  keys: Object.fromEntries(Object.entries(s.keys).map(([k, v]) => [k, { ...v }])),
+  ...(s.endUser ? { endUser: s.endUser } : {}), applied: [...s.applied],
+});
+
+function applyOne(s: OrgTrust, entry: TrustEntry, hash: string, ctx: TrustContext): void {
+  if (entry.kind === 'bootstrap') {
+    if (entry.org !== s.org) fail(`a bootstrap entry for ${entry.org} in the log of ${s.org}`);
+    if (!verifyBootstrap(entry, ctx.operatorKeys)) fail('the bootstrap entry is not signed by an operator key of this node');
+    if (s.bootstrap && s.bootstrap !== hash) fail(`${s.org} was bootstrapped already; a second bootstrap is refused`);
+    s.bootstrap = hash;
+    // A revoked id stays revoked, even against its own bootstrap.
+    if (!Object.hasOwn(s.keys, entry.keyId)) s.keys[entry.keyId] = { publicKey: entry.publicKey, revoked: false };
+    return;
+  }
+  const v = verifyRequestEntry(entry, (keyId) => activeKey(s, ctx.fileKeys, keyId));
+  const r = recognize(entry, v.path);
+  switch (r.op) {
+    case 'add_key': {
+      const id = apiKeyId(s.org, r.publicKey);
+      if (!Object.hasOwn(s.keys, id)) s.keys[id] = { publicKey: r.publicKey, revoked: false, ...(r.label ? { label: r.label } : {}) };
+      return;
+    }
+    case 'revoke_key': {
+      const known = Object.hasOwn(s.keys, r.keyId) ? s.keys[r.keyId] : undefined;
+      const fromFile = ctx.fileKeys && Object.hasOwn(ctx.fileKeys, r.keyId) ? ctx.fileKeys[r.keyId]!.toLowerCase() : '';
+      s.keys[r.keyId] = { ...(known ?? { publicKey: fromFile }), revoked: true };
+      return;
+    }
+    case 'end_user_auth':
+      if (!s.endUser || v.created > s.endUser.created) s.endUser = { jwks: r.jwks, audience: r.audience, created: v.created };
+      return;
+    case 'create_vault':
+      return;
+  }
+}
+
+/**
+ * Applies a log to a state: returns the new state (the input is not changed) and whether anything
+ * changed. Throws TrustEntryError (code bad_trust_log) naming the first entry that fails.
+ */
+export function applyTrustLog(state: OrgTrust, log: readonly Uint8Array[], ctx: TrustContext): { state: OrgTrust; changed: boolean } {
+  const s = clone(state);
+  const seen = new Set(s.applied);
+  let changed = false;
+  log.forEach((bytes, i) => {
+    const hash = trustEntryHash(bytes);
+    if (seen.has(hash)) return;
+    try {
+      applyOne(s, decodeTrustEntry(bytes), hash, ctx);
+    } catch (err) {
+      if (err instanceof TrustEntryError) throw new TrustEntryError(`trust log entry ${i}: ${err.message}`);
+      throw err;
+    }
+    seen.add(hash);
+    s.applied.push(hash);
+    changed = true;
+  });
+  return { state: s, changed };
+}
+
+export interface CreationProof {
+  tier: 'hosted' | 'self' | 'customer_tee';
+  endUserSubject?: string;
+  /** The API key that signed the creation request. */
+  keyId: string;
+  hash: string;
+}
+
+/** Verifies a vault's creation request (POST /v1/vaults, signed by an active key of the organization). */
+export function verifyCreationRequest(state: OrgTrust, fileKeys: FileKeys | undefined, bytes: Uint8Array): CreationProof {
+  const entry = decodeTrustEntry(bytes);
+  if (entry.kind !== 'request') return fail('the creation request is not a request entry');
+  const v = verifyRequestEntry(entry, (keyId) => activeKey(state, fileKeys, keyId));
+  const r = recognize(entry, v.path);
+  if (r.op !== 'create_vault') return fail('the creation request is not POST /v1/vaults');
+  return { tier: r.tier, ...(r.endUserSubject !== undefined ? { endUserSubject: r.endUserSubject } : {}), keyId: v.keyId, hash: trustEntryHash(bytes) };
+}
