@@ -66,7 +66,12 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
     async listNodes() {
       return { nodes: registry.list().map(toWire) };
     },
-    createKey: (req) => guard(async () => ({ key: keyInfo(await keys.createKey({ keyId: req.keyId, owner: req.owner, tier: tierName(req.tier), nodeIds: req.nodeIds, threshold: req.threshold || undefined })) })),
+    createKey: (req) => guard(async () => ({
+      key: keyInfo(await keys.createKey({
+        keyId: req.keyId, owner: req.owner, tier: tierName(req.tier), nodeIds: req.nodeIds, threshold: req.threshold || undefined,
+        trustLog: req.trustLog.map((e) => bytesToHex(e)), creationRequest: req.creationRequest.length ? bytesToHex(req.creationRequest) : undefined,
+      })),
+    })),
     getKey: (req) => guard(async () => ({ key: keyInfo(await keys.get(req.keyId)) })),
     reshare: (req) => guard(async () => ({
       key: keyInfo(await keys.reshare({ keyId: req.keyId, nodeIds: req.nodeIds, threshold: req.threshold || undefined, targetTier: req.targetTier ? tierName(req.targetTier) : undefined })),
@@ -79,6 +84,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
         keyId: req.keyId, path: req.path, scheme, digests: req.digests.map((d) => bytesToHex(d)),
         intent: bytesToHex(a?.intent ?? new Uint8Array()), intentSignature: bytesToHex(a?.intentSignature ?? new Uint8Array()),
         apiKeyId: a?.apiKeyId ?? '', template: bytesToHex(a?.template ?? new Uint8Array()), endUserToken: a?.endUserToken ?? '',
+        trustLog: (a?.trustLog ?? []).map((e) => bytesToHex(e)),
       });
       return { signatures: out.signatures.map(hexToBytes), recoveryIds: out.recoveryIds, signers: out.signers, publicKey: hexToBytes(out.publicKey) };
     }),

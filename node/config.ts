@@ -17,10 +17,11 @@ export const NodeConfigSchema = Type.Object({
   tlsCert: Type.Optional(Type.String({ env: 'NODE_TLS_CERT', description: 'PEM client certificate' })),
   tlsKey: Type.Optional(Type.String({ env: 'NODE_TLS_KEY', description: 'PEM client key' })),
   apiKeysFile: Type.Optional(Type.String({ env: 'NODE_API_KEYS_FILE', description: 'bootstrap API keys: {"<org>": {"<key id>": "<ed25519 public key hex>"}}' })),
+  operatorKeys: Type.String({ env: 'NODE_OPERATOR_KEYS', default: '', pattern: '^([0-9a-fA-F]{64}(,[0-9a-fA-F]{64})*)?$', description: 'comma-separated Ed25519 public keys (hex) whose bootstrap entries root organizations (docs/trust.md)' }),
   logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'NODE_LOG_LEVEL', default: 'info' }),
 });
 
-export type NodeConfig = Readonly<Static<typeof NodeConfigSchema> & { storageKeyFile: string }>;
+export type NodeConfig = Readonly<Omit<Static<typeof NodeConfigSchema>, 'operatorKeys'> & { storageKeyFile: string; operatorKeys: readonly string[] }>;
 
 export function loadNodeConfig(env?: Record<string, string | undefined>): NodeConfig {
   const c = loadConfig(NodeConfigSchema, { env, fileVar: 'NODE_CONFIG_FILE' });
@@ -31,5 +32,6 @@ export function loadNodeConfig(env?: Record<string, string | undefined>): NodeCo
   if (tls !== 0 && tls !== 3) problems.push('NODE_TLS_CA, NODE_TLS_CERT and NODE_TLS_KEY go together (mutual TLS)');
   if (tls === 0 && !isLoopbackHost(splitHostPort(c.coordinator).host)) problems.push(`NODE_COORDINATOR (coordinator): plaintext is allowed on loopback only; got ${c.coordinator} without TLS`);
   if (problems.length) throw new ConfigError(problems);
-  return Object.freeze({ ...c, storageKeyFile: c.storageKeyFile ?? join(c.dataDir, 'storage.key') });
+  const operatorKeys = Object.freeze(c.operatorKeys ? c.operatorKeys.toLowerCase().split(',') : []);
+  return Object.freeze({ ...c, storageKeyFile: c.storageKeyFile ?? join(c.dataDir, 'storage.key'), operatorKeys });
 }

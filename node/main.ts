@@ -13,7 +13,8 @@ import { CoordinatorLink } from './transport/coordinator-link.ts';
 import { KIND_VALUES } from './transport/attach.ts';
 import { SessionHost } from './runtime/session-host.ts';
 import { KeyVault } from './runtime/key-vault.ts';
-import { ApiKeyRegistry } from './runtime/authorization/api-key-registry.ts';
+import { loadApiKeysFile } from './runtime/authorization/api-key-registry.ts';
+import { TrustRegistry } from './runtime/authorization/trust-registry.ts';
 import { IntentAuthorizer } from './runtime/authorization/sign-authorizer.ts';
 import { nodeProtocols } from './runtime/protocols/node-protocols.ts';
 
@@ -38,8 +39,9 @@ await runMain('node', async () => {
     software: 'threshold-custody-node/0.1.0', reconnectMinMs: config.reconnectMinMs, reconnectMaxMs: config.reconnectMaxMs, log: nodeLog,
   });
   const vault = new KeyVault(store);
-  const authorizer = new IntentAuthorizer(ApiKeyRegistry.fromFile(config.apiKeysFile));
-  const host = new SessionHost(identity, (m) => void link.send(m), nodeProtocols({ vault, authorizer }), nodeLog);
+  const trust = new TrustRegistry(store, { operatorKeys: config.operatorKeys, fileKeys: loadApiKeysFile(config.apiKeysFile) });
+  const authorizer = new IntentAuthorizer(trust);
+  const host = new SessionHost(identity, (m) => void link.send(m), nodeProtocols({ vault, authorizer, trust }), nodeLog);
   link.on('session', (b) => {
     if (b.case === 'open') host.onOpen(b.value);
     else if (b.case === 'relay' && b.value.envelope) host.onRelay(b.value.envelope);

@@ -69,7 +69,11 @@ export class KeyService {
     return k;
   }
 
-  async createKey(input: { keyId: string; owner: string; tier: TierName; nodeIds?: string[]; threshold?: number }): Promise<KeyRecord> {
+  /**
+   * `trustLog` and `creationRequest` (hex) are the customer's own signed material (docs/trust.md):
+   * passed to the nodes unchanged, which verify them; the coordinator cannot make or alter them.
+   */
+  async createKey(input: { keyId: string; owner: string; tier: TierName; nodeIds?: string[]; threshold?: number; trustLog?: string[]; creationRequest?: string | undefined }): Promise<KeyRecord> {
     return this.serialize(input.keyId, async () => {
       if (await this.keys.get(input.keyId)) throw new KeyServiceError('conflict', `key ${input.keyId} exists`);
       let committee;
@@ -89,9 +93,18 @@ export class KeyService {
       const parties = record.committee.map((m) => this.party(m.nodeId, m.index));
       const outcome = await this.hub.run({
         sessionId: new Uint8Array(randomBytes(32)), protocol: Protocol.DKG, keyId: input.keyId, parties,
-        params: encodeBlob('dkg-params', { keyId: input.keyId, owner: input.owner, epoch: 0, threshold: committee.threshold }), timeoutMs: this.timeouts.dkgMs,
+        params: encodeBlob('dkg-params', {
+          keyId: input.keyId, owner: input.owner, epoch: 0, threshold: committee.threshold, tier: input.tier,
+          ...(input.trustLog?.length ? { trustLog: input.trustLog } : {}), ...(input.creationRequest ? { creationRequest: input.creationRequest } : {}),
+        }),
+        timeoutMs: this.timeouts.dkgMs,
       });
       const pkg = this.agreedPackage(outcome, 'dkg-result');
+      if (!pkg && !outcome.ok && outcome.code === 'party_failed' && outcome.reports.some((r) => REFUSALS.has(r.code))) {
+        const why = outcome.reports.map((r) => `${r.code}: ${r.message}`).join('; ');
+        await this.keys.put({ ...record, state: 'failed', problem: why, updatedAtMs: Date.now() });
+        throw new KeyServiceError('invalid', `refused by the nodes: ${why}`);
+      }
       if (!pkg) {
         await this.keys.put({ ...record, state: 'failed', problem: outcome.ok ? 'parties disagree on the key' : outcome.message, updatedAtMs: Date.now() });
         throw new KeyServiceError('failed', `key generation failed: ${outcome.ok ? 'parties disagree' : outcome.message}`, outcome.ok ? [] : outcome.culprits);
@@ -240,5 +253,10 @@ export class KeyService {
   }
 }
 
-const REFUSALS = new Set(['bad_intent', 'wrong_organization', 'unknown_api_key', 'bad_intent_signature', 'intent_expired', 'digest_mismatch', 'wrong_scheme', 'wrong_sender', 'bad_template', 'foreign_input', 'wrong_inputs', 'wrong_outputs', 'fee_ceiling', 'unsupported_scheme']);
+const REFUSALS = new Set([
+  'bad_intent', 'wrong_organization', 'unknown_api_key', 'bad_intent_signature', 'intent_expired', 'digest_mismatch', 'wrong_scheme', 'wrong_sender',
+  'bad_template', 'foreign_input', 'wrong_inputs', 'wrong_outputs', 'fee_ceiling', 'unsupported_scheme',
+  // docs/trust.md
+  'bad_trust_log', 'bad_creation_request', 'end_user_token_required', 'bad_end_user_token', 'wrong_end_user', 'token_intent_mismatch',
+]);
 

@@ -2,6 +2,7 @@
 // current epoch and, during a reshare, a pending one; the committee each share belongs to is pinned
 // with it (node ids and identity keys), so a coordinator cannot swap in other nodes later.
 import type { SealedStore } from '../storage/sealed-store.ts';
+import type { EndUserBinding } from './authorization/sign-authorizer.ts';
 import { decodeKeyShare, encodeKeyShare, type KeyShare } from '../protocols/keys/key-package.ts';
 
 export interface PinnedMember {
@@ -16,6 +17,10 @@ export interface StoredKey {
   /** Organization that owns the key; intents must name it. */
   owner: string;
   committee: PinnedMember[];
+  /** Tier the key was generated for (absent on keys from before nodes were told). */
+  tier?: string | undefined;
+  /** Hosted keys: whether signatures need an end-user token, and the bound end user (docs/trust.md). */
+  endUser?: EndUserBinding | undefined;
 }
 
 const enc = new TextEncoder();
@@ -38,8 +43,8 @@ export class KeyVault {
     const share = await this.store.getSecret(`key/${keyId}/${slot}/share`);
     const committee = await this.store.get(`key/${keyId}/${slot}/committee`);
     if (!share || !committee) return undefined;
-    const meta = JSON.parse(dec.decode(committee)) as { owner: string; committee: PinnedMember[] };
-    return { key: decodeKeyShare(share), owner: meta.owner, committee: meta.committee };
+    const meta = JSON.parse(dec.decode(committee)) as { owner: string; committee: PinnedMember[]; tier?: string; endUser?: EndUserBinding };
+    return { key: decodeKeyShare(share), owner: meta.owner, committee: meta.committee, ...(meta.tier ? { tier: meta.tier } : {}), ...(meta.endUser ? { endUser: meta.endUser } : {}) };
   }
 
   current(keyId: string): Promise<StoredKey | undefined> {
@@ -53,14 +58,24 @@ export class KeyVault {
   private ops(keyId: string, slot: 'current' | 'pending', k: StoredKey) {
     return [
       { type: 'put' as const, key: `key/${keyId}/${slot}/share`, value: encodeKeyShare(k.key), secret: true },
-      { type: 'put' as const, key: `key/${keyId}/${slot}/committee`, value: enc.encode(JSON.stringify({ owner: k.owner, committee: k.committee })) },
+      { type: 'put' as const, key: `key/${keyId}/${slot}/committee`, value: enc.encode(JSON.stringify({ owner: k.owner, committee: k.committee, tier: k.tier, endUser: k.endUser })) },
     ];
   }
 
-  /** A fresh key from DKG: becomes current at once (there is no older epoch to protect). */
-  async putNew(keyId: string, k: StoredKey): Promise<void> {
+  /**
+   * A fresh key from DKG: becomes current at once (there is no older epoch to protect). The creation
+   * request that asked for it, if any, is bound to it in the same batch.
+   */
+  async putNew(keyId: string, k: StoredKey, creationHash?: string): Promise<void> {
     if (await this.current(keyId)) throw new KeyVaultError('epoch_mismatch', `key ${keyId} already exists here`);
-    await this.store.batch(this.ops(keyId, 'current', k));
+    const bind = creationHash ? [{ type: 'put' as const, key: `creation/${creationHash}`, value: enc.encode(keyId) }] : [];
+    await this.store.batch([...this.ops(keyId, 'current', k), ...bind]);
+  }
+
+  /** The key a creation request was used for, if any. */
+  async creationBinding(creationHash: string): Promise<string | undefined> {
+    const v = await this.store.get(`creation/${creationHash}`);
+    return v ? dec.decode(v) : undefined;
   }
 
   async putPending(keyId: string, k: StoredKey): Promise<void> {

@@ -1,39 +1,30 @@
-// The organizations' Ed25519 API keys this node trusts to sign intents. It starts from a bootstrap set
-// the operator installs (NODE_API_KEYS_FILE) and is kept in the node's store.
+// The operator's bootstrap file of API keys (NODE_API_KEYS_FILE): organizations the node trusts from
+// configuration rather than from an operator-signed trust log (docs/trust.md). Read once at start; the
+// trust registry lays what the logs change (registrations, revocations) over it.
 import { readFileSync } from 'node:fs';
 
-export interface ApiKeyEntry {
-  publicKey: Uint8Array;
-  revoked: boolean;
+const ORG = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+const KEY_ID = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+export type ApiKeysFile = Record<string, Record<string, string>>;
+
+/** File format: { "<organization>": { "<api key id>": "<32-byte Ed25519 public key hex>" } }. */
+export function parseApiKeys(data: unknown): ApiKeysFile {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new Error('API keys file: expected an object of organizations');
+  const out: ApiKeysFile = {};
+  for (const [org, keys] of Object.entries(data)) {
+    if (!ORG.test(org)) throw new Error(`API keys file: ${org} is not a valid organization id`);
+    if (typeof keys !== 'object' || keys === null || Array.isArray(keys)) throw new Error(`API keys file: ${org}: expected an object of keys`);
+    out[org] = {};
+    for (const [id, hex] of Object.entries(keys as Record<string, unknown>)) {
+      if (!KEY_ID.test(id)) throw new Error(`API keys file: ${org}: ${id} is not a valid key id`);
+      if (typeof hex !== 'string' || !/^[0-9a-f]{64}$/i.test(hex)) throw new Error(`API key ${id} of ${org}: expected 32-byte hex`);
+      out[org][id] = hex.toLowerCase();
+    }
+  }
+  return out;
 }
 
-export class ApiKeyRegistry {
-  private readonly orgs = new Map<string, Map<string, ApiKeyEntry>>();
-
-  /** File format: { "<organization>": { "<api key id>": "<32-byte Ed25519 public key hex>" } }. */
-  static fromFile(path: string | undefined): ApiKeyRegistry {
-    const r = new ApiKeyRegistry();
-    if (!path) return r;
-    const data = JSON.parse(readFileSync(path, 'utf8')) as Record<string, Record<string, string>>;
-    for (const [org, keys] of Object.entries(data)) for (const [id, hex] of Object.entries(keys)) r.add(org, id, hex);
-    return r;
-  }
-
-  add(org: string, keyId: string, publicKeyHex: string): void {
-    if (!/^[0-9a-f]{64}$/i.test(publicKeyHex)) throw new Error(`API key ${keyId} of ${org}: expected 32-byte hex`);
-    const m = this.orgs.get(org) ?? new Map<string, ApiKeyEntry>();
-    m.set(keyId, { publicKey: new Uint8Array(Buffer.from(publicKeyHex, 'hex')), revoked: false });
-    this.orgs.set(org, m);
-  }
-
-  revoke(org: string, keyId: string): void {
-    const e = this.orgs.get(org)?.get(keyId);
-    if (e) e.revoked = true;
-  }
-
-  /** The active key, or undefined when unknown or revoked. */
-  active(org: string, keyId: string): Uint8Array | undefined {
-    const e = this.orgs.get(org)?.get(keyId);
-    return e && !e.revoked ? e.publicKey : undefined;
-  }
+export function loadApiKeysFile(path: string | undefined): ApiKeysFile {
+  return path ? parseApiKeys(JSON.parse(readFileSync(path, 'utf8'))) : {};
 }

@@ -1,7 +1,9 @@
-// The check a node runs before it contributes to any signature (DESIGN.md "Trust"): the intent verifies
-// under an active API key of the key's organization, has not expired, sends from the address of the key
-// and path being signed with, and every digest requested is one this node recomputes from the intent
-// and the service's template. A node refuses anything else, whatever the coordinator or API says.
+// The check a node runs before it contributes to any signature (DESIGN.md "Trust"): the carried trust
+// log applies (docs/trust.md), the intent verifies under an active API key of the key's organization in
+// the node's own registry, has not expired, a hosted vault's end-user token names it, it sends from the
+// address of the key and path being signed with, and every digest requested is one this node recomputes
+// from the intent and the service's template. A node refuses anything else, whatever the coordinator or
+// API says.
 import * as bitcoin from 'bitcoinjs-lib';
 import * as ecc from '@bitcoinerlab/secp256k1';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
@@ -16,7 +18,9 @@ import { outputKey } from '../../protocols/frost/taproot.ts';
 import { pointHex } from '../../protocols/math/curve.ts';
 import { decodeBlob } from '../../protocols/round/machine.ts';
 import { SessionRefused } from '../session-host.ts';
-import type { ApiKeyRegistry } from './api-key-registry.ts';
+import type { TrustRegistry } from './trust-registry.ts';
+import { applyCarriedLog } from './carried-log.ts';
+import { checkEndUserToken } from './end-user-token.ts';
 
 export type SignScheme = 'ecdsa' | 'taproot' | 'bip340';
 
@@ -30,12 +34,24 @@ export interface SignFields {
   apiKeyId: string;
   template: string;
   endUserToken: string;
+  /** The organization's trust log (encoded entries, hex), applied before anything is checked. */
+  trustLog?: string[];
+}
+
+/** A hosted key's end-user binding, fixed at key generation (docs/trust.md). */
+export interface EndUserBinding {
+  /** Whether every signature needs an end-user token. */
+  required: boolean;
+  /** The end user the vault is bound to, if its creation request named one. */
+  subject?: string;
 }
 
 export interface SignRequestView extends SignFields {
   owner: string;
   groupKey: string;
   chainCode: string;
+  /** Hosted keys: the end-user binding stored with the share at key generation. */
+  endUser?: EndUserBinding | undefined;
 }
 
 export interface SignAuthorizer {
@@ -56,7 +72,7 @@ const refuse = (code: string, message: string): never => {
 };
 
 export class IntentAuthorizer implements SignAuthorizer {
-  constructor(private readonly keys: ApiKeyRegistry, private readonly now: () => number = Date.now) {}
+  constructor(private readonly trust: TrustRegistry, private readonly now: () => number = Date.now) {}
 
   async authorize(req: SignRequestView): Promise<void> {
     let bytes: Uint8Array;
@@ -68,12 +84,14 @@ export class IntentAuthorizer implements SignAuthorizer {
       return refuse('bad_intent', err instanceof IntentFormatError ? err.message : 'intent is not hex');
     }
     if (intent.organization !== req.owner) refuse('wrong_organization', 'the intent names another organization than the key\'s owner');
-    const pub = this.keys.active(req.owner, req.apiKeyId);
+    const org = await applyCarriedLog(this.trust, req.owner, req.trustLog);
+    const pub = await this.trust.activeKey(req.owner, req.apiKeyId);
     if (!pub) refuse('unknown_api_key', `API key ${req.apiKeyId} is not active for ${req.owner}`);
     if (!/^[0-9a-f]{128}$/.test(req.intentSignature) || !verifyIntentSignature(bytes, hexToBytes(req.intentSignature), pub!)) {
       refuse('bad_intent_signature', 'intent signature does not verify');
     }
     if (intent.notAfter !== 0n && BigInt(Math.floor(this.now() / 1000)) > intent.notAfter) refuse('intent_expired', 'the intent has expired');
+    if (req.endUser?.required) await checkEndUserToken({ token: req.endUserToken, config: org.endUser, subject: req.endUser.subject, intent: bytes, nowMs: this.now() });
     const derived = derive(req.groupKey, req.chainCode, req.path).publicKey;
     const expected = intent.kind === 'evm.transfer' ? this.evmDigests(intent, req, pointHex(derived)) : this.btcDigests(intent, req, pointHex(derived));
     if (expected.length !== req.digests.length || expected.some((d, i) => d !== req.digests[i])) {
@@ -96,9 +114,10 @@ export class IntentAuthorizer implements SignAuthorizer {
   }
 
   private btcDigests(intent: BtcTransferIntent, req: SignRequestView, derivedKey: string): string[] {
-    if (req.scheme !== 'taproot') refuse('unsupported_scheme', 'Bitcoin intents are signed here for P2TR key-path spends');
+    // P2TR key path with BIP-340 (taproot), or P2WPKH with ECDSA under the derived key itself.
+    if (req.scheme !== 'taproot' && req.scheme !== 'ecdsa') refuse('unsupported_scheme', 'Bitcoin intents are signed for P2TR (taproot) or P2WPKH (ecdsa) spends');
     const network = NETWORKS[intent.network];
-    const own = bitcoin.payments.p2tr({ pubkey: outputKey(derivedKey), network });
+    const own = req.scheme === 'taproot' ? bitcoin.payments.p2tr({ pubkey: outputKey(derivedKey), network }) : bitcoin.payments.p2wpkh({ pubkey: hexToBytes(derivedKey), network });
     if (own.address !== intent.from) refuse('wrong_sender', 'the intent spends from another address than this key and path');
     let tx: bitcoin.Transaction;
     let prevouts: { script: Uint8Array; value: bigint }[];
@@ -110,6 +129,7 @@ export class IntentAuthorizer implements SignAuthorizer {
       return refuse('bad_template', 'malformed Bitcoin template');
     }
     if (prevouts.length !== tx.ins.length || tx.ins.length === 0) refuse('bad_template', 'one spent output per input');
+    if (prevouts.some((p) => p.value <= 0n || p.value > 21_000_000n * 100_000_000n)) refuse('bad_template', 'spent amounts are positive and at most 21 million BTC');
     for (const p of prevouts) if (bytesToHex(p.script) !== bytesToHex(own.output!)) refuse('foreign_input', 'an input does not spend from the intent\'s address');
     if (intent.inputs.length) {
       const want = intent.inputs.map((i) => `${bytesToHex(i.txid)}:${i.vout}`).sort();
@@ -131,11 +151,18 @@ export class IntentAuthorizer implements SignAuthorizer {
     }
     if (outs.some((o) => o.script !== bytesToHex(own.output!))) refuse('wrong_outputs', 'an extra output does not return change to the sender');
     const fee = prevouts.reduce((a, p) => a + p.value, 0n) - tx.outs.reduce((a, o) => a + BigInt(o.value), 0n);
-    // Signed size: each key-path input adds a 64-byte signature witness (1 item + length = 66 bytes).
-    const vsize = BigInt(Math.ceil((tx.weight() + (tx.hasWitnesses() ? 0 : 2) + tx.ins.length * 66) / 4));
+    // Signed size: a key-path input adds a 64-byte signature witness (1 item + length = 66 bytes); a
+    // P2WPKH input at most a 72-byte DER signature and a 33-byte key (2 items + lengths = 108 bytes).
+    const witness = req.scheme === 'taproot' ? 66 : 108;
+    const vsize = BigInt(Math.ceil((tx.weight() + (tx.hasWitnesses() ? 0 : 2) + tx.ins.length * witness) / 4));
     if (fee < 0n) refuse('bad_template', 'outputs exceed inputs');
     if (fee > intent.maxFee) refuse('fee_ceiling', `fee ${fee} sat exceeds the intent's ${intent.maxFee}`);
     if (fee > intent.maxFeeRate * vsize) refuse('fee_ceiling', `fee rate exceeds ${intent.maxFeeRate} sat/vB`);
-    return tx.ins.map((_, i) => bytesToHex(tx.hashForWitnessV1(i, prevouts.map((p) => p.script), prevouts.map((p) => p.value), bitcoin.Transaction.SIGHASH_DEFAULT)));
+    if (req.scheme === 'taproot') {
+      return tx.ins.map((_, i) => bytesToHex(tx.hashForWitnessV1(i, prevouts.map((p) => p.script), prevouts.map((p) => p.value), bitcoin.Transaction.SIGHASH_DEFAULT)));
+    }
+    // BIP-143: the script code of a P2WPKH input is the P2PKH script of its key hash.
+    const scriptCode = bitcoin.payments.p2pkh({ hash: own.hash!, network }).output!;
+    return tx.ins.map((_, i) => bytesToHex(tx.hashForWitnessV0(i, scriptCode, prevouts[i]!.value, bitcoin.Transaction.SIGHASH_ALL)));
   }
 }

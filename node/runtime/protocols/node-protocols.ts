@@ -14,6 +14,8 @@ import { SessionRefused, type ProtocolFactory, type SessionContext } from '../se
 import type { PartyProtocol } from '../party-protocol.ts';
 import type { KeyVault, PinnedMember, StoredKey } from '../key-vault.ts';
 import type { SignAuthorizer, SignFields } from '../authorization/sign-authorizer.ts';
+import { authorizeKeyCreation } from '../authorization/key-creation.ts';
+import type { TrustRegistry } from '../authorization/trust-registry.ts';
 import { inSequence, readParams, runProtocol } from './run-protocol.ts';
 import { ecdsaOtSetup, decodeOtSetup, encodeOtSetup, retireOtPairs } from '../../protocols/ecdsa/ot-setup.ts';
 import { ecdsaPresign } from '../../protocols/ecdsa/presign.ts';
@@ -25,6 +27,10 @@ export interface DkgSessionParams {
   owner: string;
   epoch: number;
   threshold: number;
+  tier: string;
+  /** The owner's trust log (encoded entries, hex) and its signed POST /v1/vaults request (docs/trust.md). */
+  trustLog?: string[];
+  creationRequest?: string;
 }
 
 export interface SignSessionParams extends SignFields {
@@ -85,10 +91,11 @@ function checkDigests(digests: unknown): void {
 export interface NodeProtocolDeps {
   vault: KeyVault;
   authorizer: SignAuthorizer;
+  trust: TrustRegistry;
 }
 
 export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
-  const { vault, authorizer } = deps;
+  const { vault, authorizer, trust } = deps;
   const sessionHex = (ctx: SessionContext) => bytesToHex(ctx.open.sessionId);
 
   return async (ctx): Promise<PartyProtocol> => {
@@ -98,9 +105,13 @@ export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
       case Protocol.DKG: {
         const p = readParams<DkgSessionParams>('dkg-params', ctx.open.params);
         if (await vault.current(p.keyId)) throw new SessionRefused('key_exists', `key ${p.keyId} already exists on this node`);
+        const grant = await authorizeKeyCreation(trust, p);
+        const used = grant.creationHash ? await vault.creationBinding(grant.creationHash) : undefined;
+        if (used !== undefined && used !== p.keyId) throw new SessionRefused('bad_creation_request', 'this creation request already created another key');
+        const meta = { owner: p.owner, tier: grant.tier, ...(grant.endUser ? { endUser: grant.endUser } : {}) };
         return runProtocol(dkg, me, [{ sessionId: sessionHex(ctx), keyId: p.keyId, epoch: p.epoch, threshold: p.threshold, parties: indexes, me }], ([k]) => ({
           result: encodeBlob('dkg-result', { pkg: k!.pkg }),
-          commit: () => vault.putNew(p.keyId, { key: k!, owner: p.owner, committee: pin(ctx.parties, (x) => x.index) }),
+          commit: () => vault.putNew(p.keyId, { key: k!, ...meta, committee: pin(ctx.parties, (x) => x.index) }, grant.creationHash),
         }));
       }
       case Protocol.SIGN_SCHNORR: {
@@ -108,7 +119,7 @@ export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
         const stored = await keyAtEpoch(vault, ctx, p.keyId, p.epoch);
         if (p.scheme !== 'taproot' && p.scheme !== 'bip340') throw new SessionRefused('wrong_scheme', 'Schnorr sessions sign taproot or bip340');
         checkDigests(p.digests);
-        await authorizer.authorize({ ...p, owner: stored.owner, groupKey: stored.key.pkg.groupKey, chainCode: stored.key.pkg.chainCode });
+        await authorizer.authorize({ ...p, owner: stored.owner, groupKey: stored.key.pkg.groupKey, chainCode: stored.key.pkg.chainCode, endUser: stored.endUser });
         // Nonces of this session are single-use from here on, across restarts.
         await vault.claimSession(sessionHex(ctx));
         const key = { id: stored.key.share.id, share: scalarHex(stored.key.share.scalar()), pkg: stored.key.pkg };
@@ -135,7 +146,7 @@ export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
         const ot = decodeOtSetup(otBytes);
         const retired = indexes.filter((i) => i !== me && ot.retired.includes(i));
         if (retired.length) throw new SessionRefused('ot_retired', `OT material with parties ${retired.join(',')} was retired after an abort; a new setup is needed`);
-        await authorizer.authorize({ ...p, owner: stored.owner, groupKey: stored.key.pkg.groupKey, chainCode: stored.key.pkg.chainCode });
+        await authorizer.authorize({ ...p, owner: stored.owner, groupKey: stored.key.pkg.groupKey, chainCode: stored.key.pkg.chainCode, endUser: stored.endUser });
         await vault.claimSession(sessionHex(ctx));
         const key = { id: stored.key.share.id, share: scalarHex(stored.key.share.scalar()), pkg: stored.key.pkg };
         let presigs: Presignature[] = [];
@@ -163,8 +174,12 @@ export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
         const mine = p.members.find((m) => m.party === me);
         if (!mine) throw new SessionRefused('not_a_party', 'this node is not a reshare member');
         let oldShare: { id: number; share: string } | undefined;
+        // A member that held the key keeps its tier and end-user binding in the new epoch.
+        let carried: Pick<StoredKey, 'tier' | 'endUser'> = {};
+        const held = await vault.current(p.keyId);
+        if (held) carried = { ...(held.tier ? { tier: held.tier } : {}), ...(held.endUser ? { endUser: held.endUser } : {}) };
         if (mine.oldId !== undefined) {
-          const stored = await vault.current(p.keyId);
+          const stored = held;
           if (!stored) throw new SessionRefused('unknown_key', `no share of ${p.keyId} here`);
           if (JSON.stringify(stored.key.pkg) !== JSON.stringify(p.oldPkg)) throw new SessionRefused('package_mismatch', 'the old package differs from the one stored here');
           if (stored.key.share.id !== mine.oldId) throw new SessionRefused('bad_params', 'wrong old id for this node');
@@ -178,7 +193,7 @@ export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
           const pkg = r!.kind === 'receiver' ? r!.key.pkg : r!.pkg;
           const out = { result: encodeBlob('reshare-result', { pkg }) };
           if (r!.kind !== 'receiver') return out;
-          return { ...out, commit: () => vault.putPending(p.keyId, { key: r!.key, owner: p.owner, committee: pin(ctx.parties, (x) => byParty.get(x.index)?.newId) }) };
+          return { ...out, commit: () => vault.putPending(p.keyId, { key: r!.key, owner: p.owner, ...carried, committee: pin(ctx.parties, (x) => byParty.get(x.index)?.newId) }) };
         });
       }
       case Protocol.COMMIT_EPOCH:

@@ -1,0 +1,61 @@
+// What a node checks before it joins a key generation (docs/trust.md): the carried trust log applies,
+// and the customer's signed creation request (POST /v1/vaults) asks for this tier. For a hosted key it
+// fixes the end-user binding stored with the share: tokens are required when the organization has an
+// end-user auth config at this moment, and the request's end_user_subject, if any, is the only end
+// user who can authorize its signatures.
+import { hexToBytes } from '@noble/hashes/utils.js';
+import { SessionRefused } from '../session-host.ts';
+import { applyCarriedLog } from './carried-log.ts';
+import type { TrustRegistry } from './trust-registry.ts';
+import { TrustEntryError, type CreationProof } from './trust-state.ts';
+import type { EndUserBinding } from './sign-authorizer.ts';
+
+export type TierName = 'hosted' | 'self' | 'customer_tee';
+export const TIER_NAMES: readonly TierName[] = ['hosted', 'self', 'customer_tee'];
+
+export interface KeyCreationRequest {
+  owner: string;
+  tier: unknown;
+  trustLog?: unknown;
+  /** The encoded POST /v1/vaults request entry, hex. */
+  creationRequest?: unknown;
+}
+
+export interface KeyCreationGrant {
+  tier: TierName;
+  endUser?: EndUserBinding;
+  /** Hash of the creation request, bound to the key so one request creates one key. */
+  creationHash?: string;
+}
+
+const refuse = (code: string, message: string): never => {
+  throw new SessionRefused(code, message);
+};
+
+export async function authorizeKeyCreation(trust: TrustRegistry, req: KeyCreationRequest): Promise<KeyCreationGrant> {
+  if (typeof req.tier !== 'string' || !TIER_NAMES.includes(req.tier as TierName)) refuse('bad_params', 'the key generation names no valid tier');
+  const tier = req.tier as TierName;
+  const org = await applyCarriedLog(trust, req.owner, req.trustLog);
+  let proof: CreationProof | undefined;
+  if (req.creationRequest !== undefined && req.creationRequest !== '') {
+    if (typeof req.creationRequest !== 'string' || !/^(?:[0-9a-f]{2})+$/.test(req.creationRequest)) refuse('bad_creation_request', 'the creation request is hex-encoded');
+    try {
+      proof = await trust.creationProof(req.owner, hexToBytes(req.creationRequest as string));
+    } catch (err) {
+      if (err instanceof TrustEntryError) return refuse('bad_creation_request', err.message);
+      throw err;
+    }
+    if (proof.tier !== tier) refuse('bad_creation_request', `the customer asked for a ${proof.tier} vault, not ${tier}`);
+  }
+  // An organization rooted by an operator bootstrap creates keys only on its own signed request.
+  // Organizations the node knows only from NODE_API_KEYS_FILE, or not at all, keep the older rule
+  // (the coordinator's word) until their log reaches the node.
+  if (!proof && org.bootstrap) {
+    refuse('bad_creation_request', `a ${tier} key of ${req.owner} needs the customer's signed creation request`);
+  }
+  const grant: KeyCreationGrant = { tier, ...(proof ? { creationHash: proof.hash } : {}) };
+  if (tier === 'hosted' && (org.endUser || proof?.endUserSubject !== undefined)) {
+    grant.endUser = { required: org.endUser !== undefined, ...(proof?.endUserSubject !== undefined ? { subject: proof.endUserSubject } : {}) };
+  }
+  return grant;
+}
