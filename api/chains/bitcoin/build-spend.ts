@@ -3,6 +3,7 @@
 // digests the signers sign; and the signed transaction once the signatures are back.
 import * as bitcoin from 'bitcoinjs-lib';
 import * as ecc from '@bitcoinerlab/secp256k1';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import type { BtcTransferIntent } from '../../intents/intent.ts';
 import { encodeBlob } from '../../../node/protocols/round/machine.ts';
@@ -99,5 +100,22 @@ export function buildSpend(intent: BtcTransferIntent, utxos: Utxo[], feeRate: bi
 export function finalizeTaproot(spend: UnsignedSpend, signatures: Uint8Array[]): string {
   const tx = spend.tx.clone();
   signatures.forEach((sig, i) => tx.setWitness(i, [sig]));
+  return tx.toHex();
+}
+
+/**
+ * Adds P2WPKH witnesses (BIP-141: DER ECDSA signature with the SIGHASH_ALL byte, then the 33-byte
+ * compressed key) and returns the raw hex. `signatures` are 64-byte r‖s, one per input, as the
+ * cluster returns them; a high-s signature is normalized, since relay policy refuses it.
+ */
+export function finalizeP2wpkh(spend: UnsignedSpend, signatures: Uint8Array[], publicKey: Uint8Array): string {
+  if (signatures.length !== spend.tx.ins.length) throw new SpendError('bad_intent', `${spend.tx.ins.length} signatures are needed, got ${signatures.length}`);
+  if (publicKey.length !== 33) throw new SpendError('bad_intent', 'a P2WPKH witness carries the 33-byte compressed key');
+  const tx = spend.tx.clone();
+  signatures.forEach((compact, i) => {
+    let sig = secp256k1.Signature.fromBytes(compact, 'compact');
+    if (sig.hasHighS()) sig = new secp256k1.Signature(sig.r, secp256k1.Point.Fn.neg(sig.s));
+    tx.setWitness(i, [new Uint8Array([...sig.toBytes('der'), bitcoin.Transaction.SIGHASH_ALL]), publicKey]);
+  });
   return tx.toHex();
 }

@@ -1,0 +1,115 @@
+// Bitcoin P2WPKH with ECDSA through the node's authorization: the BIP-143 digests a node recomputes
+// from the intent and template are the ones buildSpend produces; signed under the derived key and
+// finalized, the spend passes the regtest double's independent script interpreter. A template that
+// pays another output or a higher fee is refused.
+import t, { type Test } from 'tap';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as bitcoin from 'bitcoinjs-lib';
+import * as ecc from '@bitcoinerlab/secp256k1';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { buildSpend, finalizeP2wpkh, type UnsignedSpend } from '../../api/chains/bitcoin/build-spend.ts';
+import { EsploraClient } from '../../api/chains/bitcoin/esplora-client.ts';
+import { encodeIntent, signIntent, type BtcTransferIntent } from '../../api/intents/intent.ts';
+import { derive } from '../../node/protocols/derive/bip32.ts';
+import { Fn } from '../../node/protocols/math/curve.ts';
+import { encodeBlob } from '../../node/protocols/round/machine.ts';
+import { SealedStore } from '../../node/storage/sealed-store.ts';
+import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.ts';
+import { IntentAuthorizer, type SignRequestView, type SignScheme } from '../../node/runtime/authorization/sign-authorizer.ts';
+import { SessionRefused } from '../../node/runtime/session-host.ts';
+import { EsploraDouble } from './esplora-double.ts';
+
+bitcoin.initEccLib(ecc);
+const net = bitcoin.networks.regtest;
+const ORG = 'org_btc';
+const apiSecret = sha256(new TextEncoder().encode('p2wpkh api key'));
+const groupSecret = sha256(new TextEncoder().encode('p2wpkh group key'));
+const groupKey = bytesToHex(secp256k1.getPublicKey(groupSecret, true));
+const chainCode = bytesToHex(sha256(new TextEncoder().encode('p2wpkh chain code')));
+const PATH = [84, 1, 0, 0, 0];
+const derived = derive(groupKey, chainCode, PATH);
+const derivedSecret = Fn.toBytes(Fn.add(BigInt('0x' + bytesToHex(groupSecret)), derived.tweak));
+const derivedKey = derived.publicKey.toBytes(true);
+const from = bitcoin.payments.p2wpkh({ pubkey: derivedKey, network: net }).address!;
+const dest = bitcoin.payments.p2wpkh({ hash: new Uint8Array(20).fill(4), network: net }).address!;
+
+async function authorizer(t: Test) {
+  const store = await SealedStore.open(mkdtempSync(join(tmpdir(), 'p2wpkh-')), new Uint8Array(32).fill(1));
+  t.teardown(() => store.close());
+  const trust = new TrustRegistry(store, { operatorKeys: [], fileKeys: { [ORG]: { key_1: bytesToHex(ed25519.getPublicKey(apiSecret)) } } });
+  return new IntentAuthorizer(trust);
+}
+
+function intent(over: Partial<BtcTransferIntent> = {}): BtcTransferIntent {
+  return { kind: 'btc.transfer', organization: ORG, walletId: 'w', network: 'regtest', from, outputs: [{ address: dest, amount: 45_000n }], maxFeeRate: 15n, maxFee: 5_000n, inputs: [], idempotencyKey: 'p2wpkh-1', notAfter: 0n, ...over };
+}
+
+function view(i: BtcTransferIntent, template: Uint8Array, digests: Uint8Array[], scheme: SignScheme = 'ecdsa'): SignRequestView {
+  const bytes = encodeIntent(i);
+  return {
+    path: PATH, scheme, digests: digests.map(bytesToHex), intent: bytesToHex(bytes), intentSignature: bytesToHex(signIntent(bytes, apiSecret)), apiKeyId: 'key_1',
+    template: bytesToHex(template), endUserToken: '', owner: ORG, groupKey, chainCode,
+  };
+}
+
+const templateOf = (tx: bitcoin.Transaction, spend: UnsignedSpend) =>
+  encodeBlob('btc-template', { tx: tx.toHex(), prevouts: spend.prevouts.map((p) => ({ script: bytesToHex(p.script), value: String(p.value) })) });
+const refusal = (code: string) => ({ constructor: SessionRefused, code });
+
+t.test('a P2WPKH spend authorized by the node, signed with ECDSA under the derived key, passes the script interpreter', async (t) => {
+  const double = new EsploraDouble();
+  const esplora = new EsploraClient(await double.start());
+  t.teardown(() => double.stop());
+  double.fund(from, 30_000n);
+  double.fund(from, 30_000n);
+  const fields = intent();
+  const spend = buildSpend(fields, await esplora.utxos(from), 6n);
+  t.equal(spend.digests.length, 2, 'one BIP-143 digest per input');
+  const node = await authorizer(t);
+  await node.authorize(view(fields, spend.template, spend.digests));
+  const signatures = spend.digests.map((d) => secp256k1.sign(d, derivedSecret, { prehash: false }));
+  const txid = await esplora.broadcast(finalizeP2wpkh(spend, signatures, derivedKey));
+  t.match(txid, /^[0-9a-f]{64}$/, 'accepted after script verification');
+  t.equal((await esplora.utxos(dest))[0]!.value, 45_000n);
+  // A high-s signature is normalized into the low-s form relay policy wants.
+  const high = spend.digests.map((d) => {
+    const s = secp256k1.Signature.fromBytes(secp256k1.sign(d, derivedSecret, { prehash: false }), 'compact');
+    return new secp256k1.Signature(s.r, Fn.neg(s.s)).toBytes('compact');
+  });
+  t.equal(finalizeP2wpkh(spend, high, derivedKey), finalizeP2wpkh(spend, signatures, derivedKey));
+  t.throws(() => finalizeP2wpkh(spend, signatures.slice(1), derivedKey), /2 signatures are needed/);
+});
+
+t.test('the node refuses a P2WPKH template that pays another output or a higher fee', async (t) => {
+  const node = await authorizer(t);
+  const utxos = [{ txid: 'ab'.repeat(32), vout: 1, value: 80_000n, status: { confirmed: true } }];
+  const fields = intent({ idempotencyKey: 'p2wpkh-2' });
+  const spend = buildSpend(fields, utxos, 5n);
+  await node.authorize(view(fields, spend.template, spend.digests));
+
+  // Another recipient: the template of a different intent.
+  const other = buildSpend(intent({ outputs: [{ address: bitcoin.payments.p2wpkh({ hash: new Uint8Array(20).fill(9), network: net }).address!, amount: 45_000n }] }), utxos, 5n);
+  await t.rejects(node.authorize(view(fields, other.template, other.digests)), refusal('wrong_outputs'));
+
+  // A bigger fee taken out of the change: over max_fee.
+  const greedy = spend.tx.clone();
+  greedy.outs[1]!.value -= 5_000n;
+  await t.rejects(node.authorize(view(fields, templateOf(greedy, spend), spend.digests)), refusal('fee_ceiling'));
+  // Within max_fee but over max_fee_rate.
+  const rate = spend.tx.clone();
+  rate.outs[1]!.value -= 1_500n;
+  await t.rejects(node.authorize(view(intent({ idempotencyKey: 'p2wpkh-2', maxFeeRate: 5n, maxFee: 100_000n }), templateOf(rate, spend), spend.digests)), refusal('fee_ceiling'));
+  // The right template, other digests.
+  await t.rejects(node.authorize(view(fields, spend.template, [new Uint8Array(32).fill(1)])), refusal('digest_mismatch'));
+  // The P2WPKH address is not this key's P2TR address, and BIP-340 under the plain key signs no Bitcoin spend.
+  await t.rejects(node.authorize(view(fields, spend.template, spend.digests, 'taproot')), refusal('wrong_sender'));
+  await t.rejects(node.authorize(view(fields, spend.template, spend.digests, 'bip340')), refusal('unsupported_scheme'));
+  // An input from another address.
+  const foreign = encodeBlob('btc-template', { tx: spend.tx.toHex(), prevouts: [{ script: bytesToHex(bitcoin.address.toOutputScript(dest, net)), value: '80000' }] });
+  await t.rejects(node.authorize(view(fields, foreign, spend.digests)), refusal('foreign_input'));
+});
