@@ -2,12 +2,19 @@
 // presignature's R, u_i (share of r·φ), v_i (share of sk·φ) and φ_i, each signer broadcasts u_i and
 // w_i = H(m)·φ_i + r_x·v_i; then s = Σ w / Σ u = (H(m) + r_x·sk) / r. The signature is verified under the
 // public key before release, normalised to low s, and returned with its recovery id.
+//
+// Identifiable abort: presigning left every signer with the echo-checked images U_j = u_j·G,
+// V_j = v_j·G and Φ_j = φ_j·G of every signer's shares. Each online message also echoes those images
+// as its sender received them (a signer that broadcast different images to different peers is named).
+// When the combined signature does not verify, each share is checked on its own:
+// u_j·G = U_j and w_j·G = H(m)·Φ_j + r_x·V_j; every signer whose share fails is named.
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { hexToBytes } from '@noble/hashes/utils.js';
-import { Fn, ORDER, parsePoint, parseScalar, scalarHex } from '../math/curve.ts';
+import { Fn, G, ORDER, parsePoint, parseScalar, scalarHex } from '../math/curve.ts';
 import { InputError, ProtocolAbort } from '../round/errors.ts';
 import { encodeBlob, readPayload, type Protocol } from '../round/machine.ts';
-import type { Presignature } from './presignature.ts';
+import { checkEcho } from '../round/echo.ts';
+import type { Presignature, SignerImages } from './presignature.ts';
 
 export interface OnlineParams {
   /** Consumed by `start`: the caller marks its id used durably before the first message leaves. */
@@ -26,7 +33,17 @@ export interface OnlineState {
   digest: string;
   u: string;
   w: string;
+  /** Every signer's public images and, per signer, the digest of its presigning broadcast. */
+  images: Record<string, SignerImages>;
+  echo: Record<string, string>;
   shares: Record<string, { u: string; w: string }>;
+}
+
+interface R1 {
+  id: string;
+  u: string;
+  w: string;
+  echo: Record<string, string>;
 }
 
 export interface EcdsaSignature {
@@ -61,18 +78,21 @@ export const ecdsaOnline: Protocol<OnlineParams, OnlineState, EcdsaSignature> = 
     const u = p.u;
     const state: OnlineState = {
       presignatureId: p.id, sessionId: p.sessionId, signers: p.signers, me: p.me, publicKey: p.publicKey, R: p.R, digest: params.digest,
-      u, w: scalarHex(w), shares: {},
+      u, w: scalarHex(w), images: p.images, echo: p.echo, shares: {},
     };
-    return { state, out: [{ from: p.me, to: 'all', round: 1, payload: encodeBlob('ecdsa-online/r1', { id: p.id, u, w: state.w }) }] };
+    const r1: R1 = { id: p.id, u, w: state.w, echo: p.echo };
+    return { state, out: [{ from: p.me, to: 'all', round: 1, payload: encodeBlob('ecdsa-online/r1', r1) }] };
   },
 
   verify(s, round, msg) {
     const from = msg.from;
     if (!others(s).includes(from)) throw new ProtocolAbort('unknown_party', [from], `party ${from} is not in this session`);
     if (round !== 1 || msg.to !== 'all') throw new ProtocolAbort('bad_message', [from], 'the online round is one broadcast');
-    const r = readPayload<{ id: string; u: string; w: string }>('ecdsa-online/r1', msg);
+    const r = readPayload<R1>('ecdsa-online/r1', msg);
     // Every signer's presignature carries the same id (it hashes the context and R).
     if (r.id !== s.presignatureId) throw new ProtocolAbort('wrong_session', [from], `party ${from} signs with another presignature`);
+    // `from` holds other images of some signer j than we do: j broadcast different ones in presigning.
+    checkEcho(s.echo, r.echo, from, 'presigning images');
     try {
       parseScalar(r.u, 'u', true);
       parseScalar(r.w, 'w', true);
@@ -110,9 +130,28 @@ export const ecdsaOnline: Protocol<OnlineParams, OnlineState, EcdsaSignature> = 
     const compact = scalarHex(r) + scalarHex(sig);
     // Released only if it verifies: a signer that sent a wrong (u, w) cannot make us output garbage.
     if (sig === 0n || !secp256k1.verify(hexToBytes(compact), hexToBytes(s.digest), hexToBytes(s.publicKey), { prehash: false, lowS: true })) {
-      throw new ProtocolAbort('bad_signature_share', [], 'the combined signature does not verify');
+      const culprits = wrongShares(s, r);
+      if (culprits.length) throw new ProtocolAbort('bad_signature_share', culprits, `signature shares of ${culprits.join(', ')} do not match their presigning images`);
+      // Every share matches its image, so the images themselves do not add up (a deviation in
+      // presigning that its checks cannot attribute); nothing is released.
+      throw new ProtocolAbort('bad_presignature', [], 'the combined signature does not verify');
     }
     return { kind: 'done', state: { ...s, u: '', w: '' }, result: { r: scalarHex(r), s: scalarHex(sig), recovery, compact, publicKey: s.publicKey } };
   },
 };
 
+/** The signers whose online share fails u_j·G = U_j or w_j·G = H(m)·Φ_j + r_x·V_j (public values only). */
+function wrongShares(s: OnlineState, rx: bigint): number[] {
+  const m = digestScalar(s.digest);
+  const out: number[] = [];
+  for (const j of others(s)) {
+    const sh = s.shares[String(j)]!;
+    const im = s.images[String(j)]!;
+    const u = parseScalar(sh.u, 'u', true);
+    const w = parseScalar(sh.w, 'w', true);
+    const uOk = G.multiplyUnsafe(u).equals(parsePoint(im.U, 'U'));
+    const wOk = G.multiplyUnsafe(w).equals(parsePoint(im.Phi, 'Phi').multiplyUnsafe(m).add(parsePoint(im.V, 'V').multiplyUnsafe(rx)));
+    if (!uOk || !wOk) out.push(j);
+  }
+  return out;
+}

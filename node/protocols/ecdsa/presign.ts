@@ -7,13 +7,18 @@
 //          message that fixes a random χ_ij (rvole.ts).
 //   round 2 (direct, to each j): as Alice toward j, the multiplication message for inputs (r_i, sk_i)
 //          with shares c; Γ^u = c_u·G and Γ^v = c_v·G; the opening of R_i; pk_i = sk_i·G; ψ_ij = φ_i − χ_ij.
-//   finish: as Bob, d from each j; checks d_u·G = χ·R_j − Γ^u and d_v·G = χ·pk_j − Γ^v (culprit j),
-//          Σ pk_j = Y; R = Σ R_j; shares u_i of r·φ and v_i of sk·φ.
+//   round 3 (broadcast): as Bob, d from each j; checks d_u·G = χ·R_j − Γ^u and d_v·G = χ·pk_j − Γ^v
+//          (culprit j); shares u_i of r·φ and v_i of sk·φ. Broadcasts an echo of every R_j and pk_j as
+//          received (round/echo.ts), so a party that sent different R_j or pk_j to different peers is
+//          named, and the public images U_i = u_i·G, V_i = v_i·G, Φ_i = φ_i·G that let every signer
+//          check each online share (online.ts).
+//   finish: the echoes agree; Σ pk_j = Y; R = Σ R_j.
 import { hexToBytes } from '@noble/hashes/utils.js';
 import { Fn, G, Point, lagrangeAtZero, parsePoint, parseScalar, pointHex, randomScalar, scalarHex, type Point as P } from '../math/curve.ts';
 import { hashToScalar, taggedHashHex } from '../math/transcript.ts';
 import { InputError, ProtocolAbort, blame } from '../round/errors.ts';
 import { checkParties, checkSessionId, encodeBlob, readPayload, type Message, type Protocol } from '../round/machine.ts';
+import { checkEcho, echoDigest } from '../round/echo.ts';
 import { deriveKeyShare } from '../derive/bip32.ts';
 import { SecretShare, type KeyPackage } from '../keys/key-package.ts';
 import { splitKeys } from '../ot/base-ot.ts';
@@ -21,7 +26,7 @@ import type { KosReceiverMessage } from '../ot/kos.ts';
 import { commit, openCommitment } from './hash.ts';
 import { scalarOfSeed, type EcdsaOtSetup } from './ot-setup.ts';
 import { rvoleAlice, rvoleBobFinish, rvoleBobStart, type AliceMessage, type BobState } from './rvole.ts';
-import { Presignature } from './presignature.ts';
+import { Presignature, type SignerImages } from './presignature.ts';
 
 export interface PresignParams {
   sessionId: string;
@@ -50,6 +55,14 @@ interface R2 {
   mult: AliceMessage;
 }
 
+/** Round 3, broadcast: the echo of round 2's broadcast values and this signer's public images. */
+interface R3 {
+  echo: Record<string, string>;
+  U: string;
+  V: string;
+  Phi: string;
+}
+
 export interface PresignState {
   sessionId: string;
   signers: number[];
@@ -71,12 +84,33 @@ export interface PresignState {
   bob: Record<string, BobState>;
   /** Per peer, as Alice: our multiplication shares c_u, c_v (secret). */
   c: Record<string, [string, string]>;
+  /** Secret shares u_i, v_i, set in round 2's finish and moved into the presignature. */
+  u: string;
+  v: string;
   r1: Record<string, R1>;
   r2: Record<string, R2>;
+  /** Our round-3 message, and the peers'. */
+  mine3?: R3;
+  r3: Record<string, R3>;
 }
 
 const others = (s: { signers: number[]; me: number }) => s.signers.filter((p) => p !== s.me);
 export const pairContext = (ctx: string, alice: number, bob: number): string => taggedHashHex('custody/ecdsa/pair/v1', [ctx, alice, bob]);
+
+/** Digest of what party `from` broadcast in round 2 (R_from, pk_from), for the round-3 echo. */
+const r2Digest = (ctx: string, from: number, R: string, pk: string): string => echoDigest('custody/ecdsa/presign/echo-r2/v1', ctx, from, [R, pk]);
+/** Digest of a round-3 broadcast (U, V, Φ), echoed in the online round. */
+export const r3Digest = (ctx: string, from: number, m: { U: string; V: string; Phi: string }): string => echoDigest('custody/ecdsa/presign/echo-r3/v1', ctx, from, [m.U, m.V, m.Phi]);
+
+function r2Echo(s: PresignState): Record<string, string> {
+  const echo: Record<string, string> = { [s.me]: r2Digest(s.context, s.me, s.Ri, s.pki) };
+  for (const j of others(s)) echo[String(j)] = r2Digest(s.context, j, s.r2[String(j)]!.R, s.r2[String(j)]!.pk);
+  return echo;
+}
+
+export function presignContext(p: PresignParams, publicKey: string): string {
+  return context(p, publicKey);
+}
 
 function context(p: PresignParams, publicKey: string): string {
   return taggedHashHex('custody/ecdsa/presign/context/v1', [p.sessionId, p.key.pkg.keyId, p.key.pkg.epoch, publicKey, [...p.signers].sort((a, b) => a - b).join(','), p.path.join('/'), p.ot.setupId]);
@@ -129,7 +163,7 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
     }
     const state: PresignState = {
       sessionId: params.sessionId, signers: [...params.signers].sort((a, b) => a - b), me, context: ctx, publicKey,
-      sk: scalarHex(sk), r: scalarHex(r), phi: scalarHex(phi), salt: com.salt, Ri: pointHex(R), pki: pointHex(G.multiply(sk)), alice, bob, c: {}, r1: {}, r2: {},
+      sk: scalarHex(sk), r: scalarHex(r), phi: scalarHex(phi), salt: com.salt, Ri: pointHex(R), pki: pointHex(G.multiply(sk)), alice, bob, c: {}, u: '', v: '', r1: {}, r2: {}, r3: {},
     };
     return { state, out };
   },
@@ -137,6 +171,18 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
   verify(s, round, msg) {
     const from = msg.from;
     if (!others(s).includes(from)) throw new ProtocolAbort('unknown_party', [from], `party ${from} is not in this session`);
+    if (round === 3) {
+      if (msg.to !== 'all') throw new ProtocolAbort('bad_message', [from], 'round 3 is a broadcast');
+      const r = readPayload<R3>('ecdsa-presign/r3', msg);
+      // `from` saw another R_j or pk_j than we did: j equivocated.
+      checkEcho(r2Echo(s), r.echo, from, 'R_i or pk_i');
+      return blame(from, 'bad_message', () => {
+        parsePoint(r.U, 'U');
+        parsePoint(r.V, 'V');
+        parsePoint(r.Phi, 'Phi');
+        return { echo: r.echo, U: r.U, V: r.V, Phi: r.Phi } satisfies R3;
+      });
+    }
     if (msg.to !== s.me) throw new ProtocolAbort('bad_message', [from], 'message addressed to another party');
     if (round === 1) {
       const r = readPayload<R1>('ecdsa-presign/r1', msg);
@@ -164,15 +210,17 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
   store(s, round, msg, parsed) {
     const k = String(msg.from);
     if (round === 1) return { ...s, r1: { ...s.r1, [k]: parsed as R1 } };
-    return { ...s, r2: { ...s.r2, [k]: parsed as R2 } };
+    if (round === 2) return { ...s, r2: { ...s.r2, [k]: parsed as R2 } };
+    return { ...s, r3: { ...s.r3, [k]: parsed as R3 } };
   },
 
   ready(s, round) {
-    return others(s).every((p) => (round === 1 ? s.r1[String(p)] : s.r2[String(p)]));
+    return others(s).every((p) => (round === 1 ? s.r1 : round === 2 ? s.r2 : s.r3)[String(p)]);
   },
 
   finalize(s, round, rng) {
     const me = s.me;
+    if (round === 3) return finish(s);
     const r = parseScalar(s.r, 'r');
     const sk = parseScalar(s.sk, 'sk');
     if (round === 1) {
@@ -196,8 +244,6 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
     const phi = parseScalar(s.phi, 'phi');
     let u = Fn.mul(r, phi);
     let v = Fn.mul(sk, phi);
-    let Rsum: P = parsePoint(s.Ri, 'R');
-    let pkSum: P = parsePoint(s.pki, 'pk');
     for (const j of others(s)) {
       const m = s.r2[String(j)]!;
       const bob = s.bob[String(j)];
@@ -216,14 +262,37 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
       const psi = parseScalar(m.psi, 'psi', true);
       u = Fn.add(u, Fn.add(Fn.add(cu, Fn.mul(r, psi)), d[0]));
       v = Fn.add(v, Fn.add(Fn.add(cv, Fn.mul(sk, psi)), d[1]));
-      Rsum = Rsum.add(Rj);
-      pkSum = pkSum.add(pkj);
     }
-    if (!pkSum.equals(parsePoint(s.publicKey, 'public key'))) throw new ProtocolAbort('bad_key_share', [], 'the signers\' key shares do not add up to the public key');
-    if (Rsum.is0() || Rsum.equals(Point.ZERO)) throw new ProtocolAbort('degenerate_nonce', [], 'R is the identity');
-    const id = taggedHashHex('custody/ecdsa/presignature-id/v1', [s.context, pointHex(Rsum)]);
-    const presig = new Presignature({ id, sessionId: s.sessionId, context: s.context, signers: s.signers, me, publicKey: s.publicKey, R: pointHex(Rsum), u: scalarHex(u), v: scalarHex(v), phi: scalarHex(phi) });
-    return { kind: 'done', state: { ...s, sk: '', r: '', phi: '', salt: '', pki: '', bob: {}, c: {} }, result: presig };
+    // u_i or v_i = 0 happens with negligible probability; their images would be the identity.
+    if (u === 0n || v === 0n) throw new ProtocolAbort('degenerate_nonce', [], 'a zero signing share');
+    const r2done: PresignState = { ...s, sk: '', r: '', salt: '', bob: {}, c: {}, u: scalarHex(u), v: scalarHex(v) };
+    const mine3: R3 = { echo: r2Echo(s), U: pointHex(G.multiply(u)), V: pointHex(G.multiply(v)), Phi: pointHex(G.multiply(phi)) };
+    return { kind: 'next', state: { ...r2done, mine3 }, out: [{ from: me, to: 'all', round: 3, payload: encodeBlob('ecdsa-presign/r3', mine3) }] };
   },
 };
+
+/** After the echoes agreed: Σ pk_j = Y, R = Σ R_j, and the presignature with every signer's images. */
+function finish(s: PresignState): { kind: 'done'; state: PresignState; result: Presignature } {
+  let Rsum: P = parsePoint(s.Ri, 'R');
+  let pkSum: P = parsePoint(s.pki, 'pk');
+  const mine3 = s.mine3!;
+  const images: Record<string, SignerImages> = { [s.me]: { U: mine3.U, V: mine3.V, Phi: mine3.Phi } };
+  const echo: Record<string, string> = { [s.me]: r3Digest(s.context, s.me, mine3) };
+  for (const j of others(s)) {
+    const m = s.r2[String(j)]!;
+    Rsum = Rsum.add(parsePoint(m.R, 'R'));
+    pkSum = pkSum.add(parsePoint(m.pk, 'pk'));
+    const m3 = s.r3[String(j)]!;
+    images[String(j)] = { U: m3.U, V: m3.V, Phi: m3.Phi };
+    echo[String(j)] = r3Digest(s.context, j, m3);
+  }
+  // Checked after the echo, so that an equivocated pk_j is named rather than reported without culprit.
+  if (!pkSum.equals(parsePoint(s.publicKey, 'public key'))) throw new ProtocolAbort('bad_key_share', [], 'the signers\' key shares do not add up to the public key');
+  if (Rsum.is0() || Rsum.equals(Point.ZERO)) throw new ProtocolAbort('degenerate_nonce', [], 'R is the identity');
+  const id = taggedHashHex('custody/ecdsa/presignature-id/v1', [s.context, pointHex(Rsum)]);
+  const presig = new Presignature({
+    id, sessionId: s.sessionId, context: s.context, signers: s.signers, me: s.me, publicKey: s.publicKey, R: pointHex(Rsum), u: s.u, v: s.v, phi: s.phi, images, echo,
+  });
+  return { kind: 'done', state: { ...s, phi: '', u: '', v: '', pki: '' }, result: presig };
+}
 

@@ -6,6 +6,13 @@ import { decodeBlob, encodeBlob } from '../round/machine.ts';
 import { InputError, ProtocolBug } from '../round/errors.ts';
 import { parsePoint, parseScalar } from '../math/curve.ts';
 
+/** A signer's public images from presigning: U_j = u_j·G, V_j = v_j·G, Φ_j = φ_j·G. */
+export interface SignerImages {
+  U: string;
+  V: string;
+  Phi: string;
+}
+
 export interface PresignatureData {
   id: string;
   sessionId: string;
@@ -18,6 +25,10 @@ export interface PresignatureData {
   u: string;
   v: string;
   phi: string;
+  /** Every signer's images (public, echo-checked in the online round), by party. */
+  images: Record<string, SignerImages>;
+  /** Per signer, the digest of its round-3 broadcast as this party received it (for the online echo). */
+  echo: Record<string, string>;
 }
 
 const REDACTED = '<redacted>';
@@ -29,7 +40,7 @@ export class Presignature {
   readonly publicKey: string;
   readonly signers: number[];
   constructor(data: PresignatureData) {
-    this.#data = { ...data, signers: [...data.signers] };
+    this.#data = { ...data, signers: [...data.signers], images: { ...data.images }, echo: { ...data.echo } };
     this.id = data.id;
     this.R = data.R;
     this.publicKey = data.publicKey;
@@ -72,5 +83,11 @@ export function decodePresignature(bytes: Uint8Array): Presignature {
   parsePoint(d.R, 'R');
   parsePoint(d.publicKey, 'public key');
   for (const x of [d.u, d.v, d.phi]) parseScalar(x, 'presignature scalar');
+  if (typeof d.images !== 'object' || d.images === null || typeof d.echo !== 'object' || d.echo === null) throw new InputError('bad_encoding', 'presignature without signer images');
+  for (const j of d.signers) {
+    const im = d.images[String(j)];
+    if (!im || typeof d.echo[String(j)] !== 'string') throw new InputError('bad_encoding', `presignature without images of signer ${j}`);
+    for (const x of [im.U, im.V, im.Phi]) parsePoint(x, 'signer image');
+  }
   return new Presignature(d);
 }

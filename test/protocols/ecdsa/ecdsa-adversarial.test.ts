@@ -90,6 +90,7 @@ t.test('a wrong online share aborts and releases no signature', async (t) => {
   const pre = presign(c, [1, 3], 'bad-online');
   const res = online(pre.results, digest, { tamper: new Map([[3, rewrite(1, 'ecdsa-online/r1', (v) => { v.w = '00'.repeat(31) + '05'; })]]) });
   t.equal(res.aborts.get(1)?.code, 'bad_signature_share', 'the honest signer refuses the signature');
+  t.same(res.aborts.get(1)?.culprits, [3], 'and names the signer whose share is wrong');
   t.notOk(res.results.has(1), 'no signature is released to the honest signer');
 });
 

@@ -20,7 +20,7 @@ const c = committee(3, 2, 'state');
 
 const kinds: Record<string, string[]> = {
   setup: ['ecdsa-ot-setup/r1', 'ecdsa-ot-setup/r2', 'ecdsa-ot-setup/r3'],
-  presign: ['ecdsa-presign/r1', 'ecdsa-presign/r2'],
+  presign: ['ecdsa-presign/r1', 'ecdsa-presign/r2', 'ecdsa-presign/r3'],
   online: ['ecdsa-online/r1'],
 };
 

@@ -1,0 +1,123 @@
+// Identifiable abort in signing: a signer that sends different R_i (with a consistent multiplication
+// toward each peer) is named by the round-3 echo; one that broadcasts different presigning images is
+// named by the online echo; one that sends a wrong online share is named by the per-share check
+// against its images. In every case no signature is released.
+import t, { type Test } from 'tap';
+import { decodeBlob, deliver, encodeBlob, startRun, type Message, type Run } from '../../../node/protocols/round/machine.ts';
+import { G, pointHex, scalarHex } from '../../../node/protocols/math/curve.ts';
+import { ProtocolAbort } from '../../../node/protocols/round/errors.ts';
+import { ecdsaPresign, presignContext, r3Digest, type PresignParams, type PresignState } from '../../../node/protocols/ecdsa/presign.ts';
+import type { Presignature } from '../../../node/protocols/ecdsa/presignature.ts';
+import { seededRng, type SimMessage, type Tamper } from '../simulate.ts';
+import { committee, online, presign, sid, type Committee } from './harness.ts';
+
+const c = committee(3, 2, 'identifiable');
+const digest = sid('identifiable message');
+const signers = [1, 2, 3];
+
+type Obj = Record<string, unknown>;
+function rewrite(round: number, kind: string, f: (v: Obj) => void): Tamper {
+  return (m: Message) => {
+    if (m.round !== round) return [m];
+    const v = decodeBlob<Obj>(kind, m.payload);
+    f(v);
+    return [{ ...m, payload: encodeBlob(kind, v) }];
+  };
+}
+
+function expectNamed(t: Test, res: { aborts: Map<number, ProtocolAbort>; results: Map<number, unknown> }, honest: number[], code: string, culprit: number) {
+  for (const h of honest) {
+    const a = res.aborts.get(h);
+    t.ok(a instanceof ProtocolAbort, `party ${h} aborts`);
+    t.equal(a?.code, code, `party ${h}: code ${code}`);
+    t.same(a?.culprits, [culprit], `party ${h} names party ${culprit}`);
+    t.notOk(res.results.has(h), `party ${h} releases nothing`);
+  }
+}
+
+/**
+ * Presigning where `evil` runs one honest instance per peer, each with its own instance key r: toward
+ * each peer on its own it is a consistent signer (commitment, opening and multiplication all match),
+ * but the peers see different R_evil. Every instance hears everyone; each speaks only to its peer.
+ */
+function presignEquivocating(c: Committee, evil: number, label: string) {
+  const params = (me: number): PresignParams => ({ sessionId: sid(label), signers, me, key: c.keys.get(me)!, path: [], ot: c.ots.get(me)! });
+  interface Inst { key: string; id: number; faces?: number; rng: (n: number) => Uint8Array; run: Run<PresignState> }
+  const insts: Inst[] = [];
+  const queue: { from: Inst; msg: Message }[] = [];
+  const add = (key: string, id: number, faces?: number) => {
+    const rng = seededRng(`${label}/${key}`);
+    const { run, out } = startRun(ecdsaPresign, params(id), rng);
+    const inst: Inst = { key, id, rng, run, ...(faces ? { faces } : {}) };
+    insts.push(inst);
+    for (const msg of out) queue.push({ from: inst, msg });
+  };
+  for (const p of signers) {
+    if (p !== evil) add(String(p), p);
+    else for (const q of signers) if (q !== evil) add(`${p}@${q}`, p, q);
+  }
+  const aborts = new Map<number, ProtocolAbort>();
+  const results = new Map<number, Presignature>();
+  const dead = new Set<string>();
+  while (queue.length) {
+    const { from, msg } = queue.shift()!;
+    for (const to of insts) {
+      if (to.id === from.id || dead.has(to.key)) continue;
+      if (msg.to !== 'all' && msg.to !== to.id) continue;
+      if (from.faces !== undefined && to.id !== from.faces) continue;
+      try {
+        const step = deliver(ecdsaPresign, to.run, msg, to.rng);
+        to.run = step.run;
+        for (const m of step.out) queue.push({ from: to, msg: m });
+        if (step.kind === 'done') {
+          dead.add(to.key);
+          if (to.faces === undefined) results.set(to.id, step.result);
+        }
+      } catch (err) {
+        if (!(err instanceof ProtocolAbort)) throw err;
+        dead.add(to.key);
+        if (to.faces === undefined) aborts.set(to.id, err);
+      }
+    }
+  }
+  return { aborts, results };
+}
+
+t.test('a signer that sends different R_i to different peers is named, and nothing is released', async (t) => {
+  const res = presignEquivocating(c, 3, 'equivocate-R');
+  expectNamed(t, res, [1, 2], 'equivocation', 3);
+});
+
+t.test('a signer that broadcasts different presigning images is named in the online round', async (t) => {
+  const split: Tamper = (m: Message) => {
+    if (m.round !== 3) return [m];
+    const v = decodeBlob<Obj>('ecdsa-presign/r3', m.payload);
+    const forged = encodeBlob('ecdsa-presign/r3', { ...v, U: pointHex(G.multiply(4242n)) });
+    return [{ ...m, only: [1] }, { ...m, payload: forged, only: [2] }] satisfies SimMessage[];
+  };
+  const pre = presign(c, signers, 'equivocate-images', [], { tamper: new Map([[3, split]]) });
+  t.equal(pre.results.size, 3, 'presigning cannot see it yet');
+  const res = online(pre.results, digest);
+  expectNamed(t, res, [1, 2], 'equivocation', 3);
+});
+
+t.test('a wrong online share is named by the check against its presigning images', async (t) => {
+  const pre = presign(c, [1, 3], 'wrong-w');
+  const res = online(pre.results, digest, { tamper: new Map([[3, rewrite(1, 'ecdsa-online/r1', (v) => { v.w = scalarHex(5n); })]]) });
+  expectNamed(t, res, [1], 'bad_signature_share', 3);
+  const pre2 = presign(c, signers, 'wrong-u');
+  const res2 = online(pre2.results, digest, { tamper: new Map([[2, rewrite(1, 'ecdsa-online/r1', (v) => { v.u = scalarHex(7n); })]]) });
+  expectNamed(t, res2, [1, 3], 'bad_signature_share', 2);
+});
+
+t.test('images that lie consistently in presigning and online abort without a culprit, releasing nothing', async (t) => {
+  let sent: Obj = {};
+  const pre = presign(c, [2, 3], 'lying-images', [], { tamper: new Map([[3, rewrite(3, 'ecdsa-presign/r3', (v) => { v.U = pointHex(G.multiply(99n)); sent = v; })]]) });
+  // The liar also echoes its forged images, so the echo agrees and only the signature can fail.
+  const params: PresignParams = { sessionId: sid('lying-images'), signers: [2, 3], me: 3, key: c.keys.get(3)!, path: [], ot: c.ots.get(3)! };
+  const forgedEcho = r3Digest(presignContext(params, c.keys.get(3)!.pkg.groupKey), 3, sent as { U: string; V: string; Phi: string });
+  const res = online(pre.results, digest, { tamper: new Map([[3, rewrite(1, 'ecdsa-online/r1', (v) => { v.u = scalarHex(99n); (v.echo as Obj)['3'] = forgedEcho; })]]) });
+  t.equal(res.aborts.get(2)?.code, 'bad_presignature', 'the honest signer aborts');
+  t.same(res.aborts.get(2)?.culprits, [], 'naming no one');
+  t.notOk(res.results.has(2), 'no signature is released');
+});
