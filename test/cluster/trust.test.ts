@@ -1,0 +1,133 @@
+// Real node processes that know only an operator key (no API keys file) learn an organization's trust
+// from the log carried with each request (docs/trust.md): an operator bootstrap roots it, a key
+// registered by a signed request signs, its revocation is final even when a later log omits it, and a
+// hosted vault created after the end-user auth config signs only with its end user's token for the
+// exact intent.
+import t from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import * as bitcoin from 'bitcoinjs-lib';
+import * as ecc from '@bitcoinerlab/secp256k1';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { schnorr } from '@noble/curves/secp256k1.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { SignJWT, exportJWK, generateKeyPair } from 'jose';
+import { Cluster, freePort } from './cluster-harness.ts';
+import { startCoordinator } from '../../coordinator/coordinator-server.ts';
+import { loadCoordinatorConfig } from '../../coordinator/config.ts';
+import { createLogger } from '../../common/logger.ts';
+import { createClient } from '../../proto/grpc.ts';
+import { CoordinatorService, Scheme, Tier } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
+import { encodeIntent, signIntent } from '../../api/intents/intent.ts';
+import { signBootstrap } from '../../api/trust/trust-entry.ts';
+import { encodeBlob } from '../../node/protocols/round/machine.ts';
+import { derive } from '../../node/protocols/derive/bip32.ts';
+import { outputKey } from '../../node/protocols/frost/taproot.ts';
+import { pointHex } from '../../node/protocols/math/curve.ts';
+import { signedEntry, signer, type Signer } from '../api/trust/trust-fixtures.ts';
+
+bitcoin.initEccLib(ecc);
+const ORG = 'org_trusted';
+const PATH = [86, 1, 0, 0, 0];
+
+t.test('nodes rooted by an operator key: registration, revocation that sticks, hosted end-user tokens', async (t) => {
+  const cluster = new Cluster();
+  const dir = mkdtempSync(join(tmpdir(), 'coord-'));
+  const port = await freePort();
+  const coordinator = await startCoordinator(
+    loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_HEARTBEAT_MS: '1000', COORDINATOR_SIGN_TIMEOUT_MS: '6000' }),
+    createLogger('coordinator', 'silent'),
+  );
+  cluster.useCoordinatorPort(port);
+  const client = createClient(CoordinatorService, `127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  t.teardown(async () => {
+    client.close();
+    await cluster.stop();
+    await coordinator.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const operator = new Uint8Array(randomBytes(32));
+  const env = { NODE_OPERATOR_KEYS: bytesToHex(ed25519.getPublicKey(operator)) };
+  const nodes = await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => cluster.startNode(n, env)));
+
+  const first = signer(ORG, new Uint8Array(randomBytes(32)));
+  const second = signer(ORG, new Uint8Array(randomBytes(32)));
+  const trustLog = [signBootstrap(ORG, first.publicKey, Math.floor(Date.now() / 1000), operator), signedEntry(first, 'POST', '/v1/api-keys', { public_key: second.publicKey, label: 'backend' })];
+
+  const createKey = (keyId: string, creation: Uint8Array | undefined, log: Uint8Array[]) =>
+    client.createKey({ keyId, owner: ORG, tier: Tier.HOSTED, trustLog: log, ...(creation ? { creationRequest: creation } : {}) }, { deadline: Date.now() + 60_000 });
+
+  /** A P2TR spend from the key's wallet, its intent signed by `by`. */
+  const spend = (key: { publicKey: Uint8Array; chainCode: Uint8Array }, by: Signer) => {
+    const q = outputKey(pointHex(derive(bytesToHex(key.publicKey), bytesToHex(key.chainCode), PATH).publicKey));
+    const own = bitcoin.payments.p2tr({ pubkey: q, network: bitcoin.networks.regtest });
+    const dest = bitcoin.payments.p2wpkh({ hash: new Uint8Array(20).fill(7), network: bitcoin.networks.regtest });
+    const intent = encodeIntent({
+      kind: 'btc.transfer', organization: ORG, walletId: 'wal', network: 'regtest', from: own.address!, outputs: [{ address: dest.address!, amount: 60_000n }],
+      maxFeeRate: 20n, maxFee: 5_000n, inputs: [], idempotencyKey: 'btc-' + bytesToHex(randomBytes(4)), notAfter: 0n,
+    });
+    const tx = new bitcoin.Transaction();
+    tx.version = 2;
+    tx.addInput(new Uint8Array(randomBytes(32)), 0);
+    tx.addOutput(dest.output!, 60_000n);
+    tx.addOutput(own.output!, 39_000n);
+    const digest = tx.hashForWitnessV1(0, [own.output!], [100_000n], bitcoin.Transaction.SIGHASH_DEFAULT);
+    const template = encodeBlob('btc-template', { tx: tx.toHex(), prevouts: [{ script: bytesToHex(own.output!), value: '100000' }] });
+    return { intent, intentSignature: signIntent(intent, by.secret), apiKeyId: by.keyId, template, digest, q };
+  };
+  const sign = (keyId: string, s: ReturnType<typeof spend>, log: Uint8Array[], endUserToken = '') =>
+    client.sign({
+      keyId, path: PATH, scheme: Scheme.SCHNORR_TAPROOT, digests: [s.digest],
+      authorization: { intent: s.intent, intentSignature: s.intentSignature, apiKeyId: s.apiKeyId, template: s.template, endUserToken, trustLog: log },
+    }, { deadline: Date.now() + 30_000 });
+
+  // A hosted key needs the customer's signed creation request once the organization is rooted.
+  await t.rejects(createKey('vault-forged', undefined, trustLog), { code: grpc.status.PERMISSION_DENIED, details: /bad_creation_request/ });
+  const plain = (await createKey('vault-plain', signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted', name: 'ops' }), trustLog)).key!;
+  t.equal(plain.state, 'active');
+
+  // The key the API registered signs.
+  const s1 = spend(plain, second);
+  const signed = await sign('vault-plain', s1, trustLog);
+  t.ok(schnorr.verify(signed.signatures[0]!, s1.digest, s1.q), 'a key registered through the log signs');
+
+  // Revoked: refused at once, and still refused when a later log omits the revocation.
+  const withRevoke = [...trustLog, signedEntry(first, 'POST', `/v1/api-keys/${second.keyId}/revoke`)];
+  await t.rejects(sign('vault-plain', spend(plain, second), withRevoke), { code: grpc.status.PERMISSION_DENIED, details: /unknown_api_key/ });
+  await t.rejects(sign('vault-plain', spend(plain, second), trustLog), { code: grpc.status.PERMISSION_DENIED, details: /unknown_api_key/ }, 'the nodes remember the revocation');
+  // A log forged by whoever relays it refuses the session.
+  const forged = signBootstrap(ORG, second.publicKey, 1, new Uint8Array(randomBytes(32)));
+  await t.rejects(sign('vault-plain', spend(plain, first), [...withRevoke, forged]), { code: grpc.status.PERMISSION_DENIED, details: /bad_trust_log/ });
+
+  // End-user auth, then a hosted vault bound to user-42.
+  const idp = await generateKeyPair('ES256');
+  const jwk = { ...(await exportJWK(idp.publicKey)), kid: 'idp-1', alg: 'ES256' };
+  const fullLog = [...withRevoke, signedEntry(first, 'PUT', '/v1/config/end-user-auth', { jwks: { keys: [jwk] }, audience: 'custody-test' })];
+  const hosted = (await createKey('vault-hosted', signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted', end_user_subject: 'user-42' }), fullLog)).key!;
+  const sent: string[] = [];
+  const tokenFor = async (intent: Uint8Array, sub = 'user-42') => {
+    const jwt = await new SignJWT({ intent_sha256: bytesToHex(sha256(intent)) }).setProtectedHeader({ alg: 'ES256', kid: 'idp-1' }).setSubject(sub)
+      .setAudience('custody-test').setIssuedAt().setExpirationTime('5m').sign(idp.privateKey);
+    sent.push(jwt);
+    return jwt;
+  };
+
+  const h = spend(hosted, first);
+  await t.rejects(sign('vault-hosted', h, fullLog), { code: grpc.status.PERMISSION_DENIED, details: /end_user_token_required/ });
+  await t.rejects(sign('vault-hosted', h, fullLog, await tokenFor(h.intent, 'user-99')), { code: grpc.status.PERMISSION_DENIED, details: /wrong_end_user/ });
+  await t.rejects(sign('vault-hosted', h, fullLog, await tokenFor(spend(hosted, first).intent)), { code: grpc.status.PERMISSION_DENIED, details: /token_intent_mismatch/ });
+  const ok = await sign('vault-hosted', h, fullLog, await tokenFor(h.intent));
+  t.ok(schnorr.verify(ok.signatures[0]!, h.digest, h.q), 'with the end user\'s token for this intent it signs');
+  // The vault created before the config keeps signing without tokens.
+  const s2 = spend(plain, first);
+  t.ok(schnorr.verify((await sign('vault-plain', s2, fullLog)).signatures[0]!, s2.digest, s2.q));
+
+  // No node logged a token, or any part of one.
+  const parts = sent.flatMap((jwt) => jwt.split('.').slice(1));
+  for (const n of nodes) t.notOk(n.proc.raw.some((l) => l.includes('eyJ') || parts.some((p) => l.includes(p))), `${n.nodeId.slice(0, 8)} logged no token`);
+});
