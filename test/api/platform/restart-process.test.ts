@@ -1,7 +1,7 @@
 // The real API process killed (SIGKILL) in the middle of a webhook delivery run and restarted on the same
 // data directory: no event is lost, and no endpoint gets one event under two event ids. The tenant and
 // its key come from the operator command; the receivers are real HTTP servers on loopback.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
@@ -16,7 +16,7 @@ const run = promisify(execFile);
 interface Got { headers: IncomingHttpHeaders; body: string; answered: boolean }
 
 /** Loopback receivers that hold every request while `hold` is on; `release` answers the held ones 200. */
-function receivers(t: Parameters<Parameters<typeof t.test>[1]>[0]) {
+function receivers(t: Test) {
   let hold = true;
   const held: { g: Got; res: ServerResponse }[] = [];
   const make = async () => {
