@@ -1,13 +1,13 @@
 // Hashing for DKLs23 (ePrint 2023/765 §2, "random oracle" uses): every call is domain-separated and
 // length-prefixed through math/transcript.ts (a TupleHash-style encoding: each part is preceded by its
 // length, so no two part lists encode alike) and carries the session context among its parts.
-// Here: salted hash commitments (F_Com), Schnorr proofs of knowledge of a discrete log, and hashing
-// to several scalars at once (used per OT row, where one SHA-256 pair per scalar costs too much).
+// Here: salted hash commitments (F_Com) and hashing to several scalars at once (used per OT row, where
+// one SHA-256 pair per scalar costs too much). Proofs of knowledge are in fischlin.ts.
 import { chacha20 } from '@noble/ciphers/chacha.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { Fn, G, ORDER, equalBytes, pointHex, randomScalar, type Point } from '../math/curve.ts';
-import { hashToScalar, taggedHash, transcript, type Part } from '../math/transcript.ts';
+import { ORDER, equalBytes } from '../math/curve.ts';
+import { taggedHash, transcript, type Part } from '../math/transcript.ts';
 import type { Rng } from '../round/machine.ts';
 
 /** Salted hash commitment: H(tag, context, salt, value). The salt is 32 fresh random bytes. */
@@ -19,29 +19,6 @@ export function commit(tag: string, context: string, parts: Part[], rng: Rng): {
 export function openCommitment(tag: string, context: string, parts: Part[], salt: string, commitment: string): boolean {
   if (!/^[0-9a-f]{64}$/.test(salt) || !/^[0-9a-f]{64}$/.test(commitment)) return false;
   return equalBytes(taggedHash(`custody/commit/${tag}/v1`, [context, salt, ...parts]), hexToBytes(commitment));
-}
-
-export interface DlogProof {
-  R: string;
-  z: string;
-}
-
-function pokChallenge(tag: string, context: string, prover: number, X: Point, R: Point): bigint {
-  return hashToScalar(`custody/pok/${tag}/v1`, [context, prover, pointHex(X), pointHex(R)]);
-}
-
-/** Schnorr proof of knowledge of x with X = x·G, bound to the context and the prover (Fiat-Shamir). */
-export function proveDlog(tag: string, context: string, prover: number, x: bigint, X: Point, rng: Rng): DlogProof {
-  const k = randomScalar(rng);
-  const R = G.multiply(k);
-  const c = pokChallenge(tag, context, prover, X, R);
-  return { R: pointHex(R), z: bytesToHex(Fn.toBytes(Fn.add(k, Fn.mul(c, x)))) };
-}
-
-export function verifyDlog(tag: string, context: string, prover: number, X: Point, R: Point, z: bigint): boolean {
-  const c = pokChallenge(tag, context, prover, X, R);
-  // z·G - c·X == R, with one double-scalar product instead of two full multiplications.
-  return G.multiply(z).add(X.multiplyUnsafe(Fn.neg(c))).equals(R);
 }
 
 const NONCE = new Uint8Array(12);

@@ -4,7 +4,8 @@
 // Per unordered pair {i, j}, i < j, 256 public-key base OTs run from i to j; the 256 OTs of the other
 // direction are bootstrapped from them by one KOS extension (OT extension outputs serve as base OTs, as
 // in every extension-based setup), which halves the curve work. Rounds (all direct):
-//   1. i -> j: A = a·G with a proof of knowledge of a (i is the base-OT sender); both send a salted
+//   1. i -> j: A = a·G with a Fischlin proof of knowledge of a (i is the base-OT sender; DKLs19 §5 and
+//      DKLs23 §3 need the simulator to extract a straight-line: fischlin.ts); both send a salted
 //      commitment to their half of the pair's zero-sharing seed;
 //   2. j -> i: 256 base-OT points B (choice bits Δ_j: j's OT-extension key as Alice toward i); both
 //      reveal their seed halves;
@@ -20,7 +21,8 @@ import { checkParties, checkSessionId, decodeBlob, encodeBlob, readPayload, type
 import { BASE_OT_COUNT, baseOtChoose, baseOtKeys, baseOtSender, joinKeys, splitKeys, unpackPoints } from '../ot/base-ot.ts';
 import { kosReceive, kosSend, rowOf, type KosReceiverMessage } from '../ot/kos.ts';
 import { taggedHash } from '../math/transcript.ts';
-import { commit, openCommitment, proveDlog, verifyDlog } from './hash.ts';
+import { commit, openCommitment } from './hash.ts';
+import { proveDlogFischlin, verifyDlogFischlin, type FischlinProof } from './fischlin.ts';
 
 export interface OtSetupParams {
   sessionId: string;
@@ -61,8 +63,8 @@ export interface EcdsaOtSetup {
 interface R1 {
   /** Only from the lower id of the pair. */
   A?: string;
-  proofR?: string;
-  proofZ?: string;
+  /** Proof of knowledge of a, Fischlin-transformed (straight-line extractable: fischlin.ts). */
+  proof?: FischlinProof;
   seedCommit: string;
 }
 
@@ -119,9 +121,9 @@ export const ecdsaOtSetup: Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> =
       let a = '';
       if (params.me < j) {
         const s = baseOtSender(rng);
-        const proof = proveDlog('ot-sender', pc, params.me, s.a, s.A, rng);
+        const proof = proveDlogFischlin('ot-sender', pc, params.me, s.a, s.A, rng);
         a = scalarHex(s.a);
-        Object.assign(r1, { A: pointHex(s.A), proofR: proof.R, proofZ: proof.z });
+        Object.assign(r1, { A: pointHex(s.A), proof });
       }
       mine[String(j)] = { a, seed, salt: c.salt };
       out.push({ from: params.me, to: j, round: 1, payload: encodeBlob('ecdsa-ot-setup/r1', r1) });
@@ -140,10 +142,9 @@ export const ecdsaOtSetup: Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> =
         if (typeof r.seedCommit !== 'string' || !/^[0-9a-f]{64}$/.test(r.seedCommit)) throw new InputError('bad_commitment', 'seed commitment');
         if (from > s.params.me) return { seedCommit: r.seedCommit } satisfies R1;
         const A = parsePoint(r.A, 'A');
-        const R = parsePoint(r.proofR, 'proof R');
-        const z = parseScalar(r.proofZ, 'proof z');
-        if (!verifyDlog('ot-sender', pc, from, A, R, z)) throw new ProtocolAbort('bad_proof', [from], `party ${from}: proof of knowledge does not verify`);
-        return { A: r.A, proofR: r.proofR, proofZ: r.proofZ, seedCommit: r.seedCommit } satisfies R1;
+        if (!verifyDlogFischlin('ot-sender', pc, from, A, r.proof)) throw new ProtocolAbort('bad_proof', [from], `party ${from}: proof of knowledge does not verify`);
+        const proof = r.proof!;
+        return { A: r.A, proof: { R: proof.R, c: proof.c, z: proof.z }, seedCommit: r.seedCommit } satisfies R1;
       });
     }
     if (round === 2) {

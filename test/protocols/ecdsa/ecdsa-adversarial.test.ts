@@ -61,7 +61,7 @@ t.test('a wrong opening of R aborts naming its sender', async (t) => {
 });
 
 t.test('a bad proof of knowledge in the OT setup aborts naming its sender', async (t) => {
-  const res = otSetup(c.keys, 'bad-proof', { tamper: new Map([[1, rewrite(1, 'ecdsa-ot-setup/r1', (v) => { v.proofZ = flipHex(v.proofZ as string, 20); }, 3)]]) });
+  const res = otSetup(c.keys, 'bad-proof', { tamper: new Map([[1, rewrite(1, 'ecdsa-ot-setup/r1', (v) => { const p = v.proof as { z: string[] }; p.z[3] = flipHex(p.z[3]!, 20); }, 3)]]) });
   expectAbort(t, res, 3, 'bad_proof', 1);
 });
 
