@@ -10,6 +10,9 @@ import type { VaultService } from './vaults/vault-service.ts';
 import { requestAuth } from './auth/request-auth.ts';
 import { apiKeyRoutes } from './routes/v1/api-keys.ts';
 import { vaultRoutes } from './routes/v1/vaults.ts';
+import { endUserAuthRoutes } from './routes/v1/end-user-auth.ts';
+import { transactionRoutes } from './routes/v1/transactions.ts';
+import type { TransactionService } from './transactions/transaction-service.ts';
 import type { Platform } from './platform/platform.ts';
 import { bearerAuth } from './auth/bearer-auth.ts';
 import { webhookEndpointRoutes } from './routes/v1/webhook-endpoints.ts';
@@ -23,6 +26,7 @@ export interface AppOptions {
   logger: Logger;
   coordinator?: CoordinatorClient | undefined;
   vaults?: VaultService | undefined;
+  transactions?: TransactionService | undefined;
   /** The customer platform API (tenancy, webhooks, branding), authenticated by workspace bearer keys. */
   platform?: Platform | undefined;
   /** Seconds since the epoch, for signature freshness (injectable in tests). */
@@ -60,6 +64,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await v1.register(requestAuth, { findKey: (id) => vaults.activeKey(id), publicOrigin: opts.config.publicUrl, ...(opts.now ? { now: opts.now } : {}) });
       await v1.register(apiKeyRoutes, { vaults });
       await v1.register(vaultRoutes, { vaults });
+      await v1.register(endUserAuthRoutes, { vaults });
+      if (opts.transactions) await v1.register(transactionRoutes, { transactions: opts.transactions });
     }, { prefix: '/v1' });
   }
   const platform = opts.platform;

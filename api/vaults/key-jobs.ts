@@ -55,6 +55,7 @@ export class KeyJobs {
     const vault = await store.get<VaultRecord>('vaults', job.vault_id);
     if (!vault) return store.batch([{ type: 'del', collection: 'jobs', id: job.id }]);
     if (!this.coordinator) return;
+    if (job.kind === 'reshare') return this.reshare(job, vault);
     let key: KeyInfo | undefined;
     try {
       key = (await this.coordinator.createKey({ keyId: vault.id, owner: vault.org, tier: TIERS[vault.tier] }, { deadline: Date.now() + 120_000 })).key;
@@ -77,8 +78,42 @@ export class KeyJobs {
     await store.batch([
       this.vaults.vaultOp(updated),
       { type: 'del', collection: 'jobs', id: job.id },
-      this.vaults.event(vault.org, 'vault.active', 'vault', vault.id, { state: 'active', public_key: updated.public_key }),
+      this.vaults.event(vault.org, 'vault.activated', 'vault', vault.id, { vault_id: vault.id, state: 'active', public_key: updated.public_key }),
     ]);
     this.log.info({ vault: vault.id }, 'vault active');
+  }
+
+  /**
+   * Runs a reshare through the coordinator (which commits it in two phases). Success: active, rotation
+   * from the coordinator, the new tier. A failure the coordinator reports leaves the old epoch signing and
+   * the vault reshare_pending with the reason; an unreachable coordinator is retried.
+   */
+  private async reshare(job: JobRecord, vault: VaultRecord): Promise<void> {
+    const store = this.vaults.store;
+    const finish = async (next: VaultRecord, type: string) => {
+      await store.batch([
+        this.vaults.vaultOp(next), { type: 'del', collection: 'jobs', id: job.id },
+        this.vaults.event(vault.org, type, 'vault', vault.id, { vault_id: vault.id, state: next.state, rotation: next.rotation, tier: next.tier }),
+      ]);
+    };
+    const target = job.target_tier ?? vault.tier;
+    try {
+      const { key } = await this.coordinator!.reshare({ keyId: vault.id, targetTier: TIERS[target] }, { deadline: Date.now() + 180_000 });
+      if (!key || bytesToHex(key.publicKey) !== vault.public_key) throw new Error('the reshared key differs from the vault key');
+      const { problem: _p, ...rest } = vault;
+      await finish({ ...rest, state: 'active', tier: target, rotation: key.rotation, updated_at: new Date().toISOString() }, 'vault.reshare.completed');
+      this.log.info({ vault: vault.id, rotation: key.rotation, tier: target }, 'vault reshared');
+    } catch (err) {
+      const e = err as grpc.ServiceError;
+      const message = e.details ?? e.message;
+      if (e.code === grpc.status.UNAVAILABLE && job.attempts < 5) {
+        const attempts = job.attempts + 1;
+        this.log.warn({ vault: vault.id, attempts, err: message }, 'reshare could not start; will retry');
+        await store.batch([{ type: 'put', collection: 'jobs', id: job.id, value: { ...job, attempts, next_at: Date.now() + 2000 * attempts, last_error: message } }]);
+        return;
+      }
+      await finish({ ...vault, state: 'reshare_pending', problem: message.slice(0, 500), updated_at: new Date().toISOString() }, 'vault.reshare.pending');
+      this.log.warn({ vault: vault.id, err: message }, 'reshare needs attention; the old shares keep signing');
+    }
   }
 }

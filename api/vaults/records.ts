@@ -29,6 +29,12 @@ export interface VaultRecord {
   chain_code: string | null;
   policy: Record<string, unknown> | null;
   end_user_subject: string | null;
+  /** Hosted vaults created while the organization had end-user auth registered need a token per transaction. */
+  end_user_auth?: boolean;
+  /** The state a frozen vault returns to when unfrozen. */
+  frozen_from?: VaultState;
+  /** Why the last reshare needs attention (state reshare_pending). */
+  problem?: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -47,8 +53,10 @@ export interface WalletRecord {
 
 export interface JobRecord {
   id: string;
-  kind: 'create_key';
+  kind: 'create_key' | 'reshare';
   vault_id: string;
+  /** Reshare: the tier the vault moves to (its own when absent). */
+  target_tier?: Tier;
   attempts: number;
   next_at: number;
   last_error?: string;

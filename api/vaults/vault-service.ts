@@ -5,6 +5,7 @@ import type { RecordStore, Op } from '../store/record-store.ts';
 import { ApiError } from '../errors.ts';
 import type { ApiKeyRecord, EventRecord, JobRecord, OrgRecord, Tier, VaultRecord, WalletRecord } from './records.ts';
 import { chainInfo, walletAddress } from './wallet-address.ts';
+import type { EndUserAuthConfig } from '../auth/end-user-token.ts';
 
 export const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
 
@@ -99,9 +100,10 @@ export class VaultService {
     const existing = await this.o.store.byIndex<VaultRecord>('vaults', `org/${org}/`, this.o.limits.vaultsPerOrg + 1);
     if (existing.length >= this.o.limits.vaultsPerOrg) throw new ApiError(429, 'rate_limited', `vault quota reached (${this.o.limits.vaultsPerOrg})`);
     const t = iso(this.now());
+    const endUserAuth = input.tier === 'hosted' && (await this.endUserAuth(org)) !== undefined;
     const v: VaultRecord = {
       id: newId('vlt'), org, name: input.name ?? null, tier: input.tier, state: 'creating', rotation: 0, public_key: null, chain_code: null,
-      policy: input.policy ?? null, end_user_subject: input.end_user_subject ?? null, created_at: t, updated_at: t,
+      policy: input.policy ?? null, end_user_subject: input.end_user_subject ?? null, end_user_auth: endUserAuth, created_at: t, updated_at: t,
     };
     const job: JobRecord = { id: newId('job'), kind: 'create_key', vault_id: v.id, attempts: 0, next_at: 0 };
     await this.o.store.batch([this.vaultOp(v), { type: 'put', collection: 'jobs', id: job.id, value: job }, this.event(org, 'vault.created', 'vault', v.id, { state: 'creating', tier: v.tier })]);
@@ -117,6 +119,48 @@ export class VaultService {
     const v = await this.o.store.get<VaultRecord>('vaults', id);
     if (!v || v.org !== org) throw new ApiError(404, 'not_found', 'no such vault');
     return v;
+  }
+
+  /**
+   * Starts a reshare (new shares, same key), optionally moving the vault to `targetTier`. Allowed from
+   * active, and from reshare_pending to finish a rotation that needs attention; 409 otherwise.
+   */
+  async reshare(org: string, vaultId: string, targetTier: Tier | undefined): Promise<{ id: string; status: 'accepted' }> {
+    const v = await this.vault(org, vaultId);
+    if (v.state !== 'active' && v.state !== 'reshare_pending') throw new ApiError(409, 'conflict', `the vault is ${v.state}; a reshare needs it active`);
+    const job: JobRecord = { id: newId('rsh'), kind: 'reshare', vault_id: v.id, attempts: 0, next_at: 0, ...(targetTier ? { target_tier: targetTier } : {}) };
+    const next: VaultRecord = { ...v, state: 'resharing', updated_at: iso(this.now()) };
+    await this.o.store.batch([
+      this.vaultOp(next), { type: 'put', collection: 'jobs', id: job.id, value: job },
+      this.event(org, 'vault.reshare.started', 'vault', v.id, { vault_id: v.id, state: 'resharing', rotation: v.rotation, tier: v.tier, target_tier: targetTier ?? v.tier }),
+    ]);
+    this.wake?.();
+    return { id: job.id, status: 'accepted' };
+  }
+
+  /** Operator: a frozen vault signs nothing until unfrozen (docs/vault-api.md, vault states). */
+  async freeze(vaultId: string, frozen: boolean): Promise<VaultRecord> {
+    const v = await this.o.store.get<VaultRecord>('vaults', vaultId);
+    if (!v) throw new ApiError(404, 'not_found', 'no such vault');
+    if (frozen && v.state === 'frozen') throw new ApiError(409, 'conflict', 'the vault is already frozen');
+    if (frozen && v.state !== 'active' && v.state !== 'reshare_pending') throw new ApiError(409, 'conflict', `a ${v.state} vault cannot be frozen; wait until it settles`);
+    if (!frozen && v.state !== 'frozen') throw new ApiError(409, 'conflict', 'the vault is not frozen');
+    const { frozen_from: from, ...rest } = v;
+    const next: VaultRecord = frozen ? { ...v, state: 'frozen', frozen_from: v.state, updated_at: iso(this.now()) } : { ...rest, state: from ?? 'active', updated_at: iso(this.now()) };
+    await this.o.store.batch([this.vaultOp(next), this.event(v.org, frozen ? 'vault.frozen' : 'vault.unfrozen', 'vault', v.id, { vault_id: v.id, state: next.state })]);
+    return next;
+  }
+
+  // Hosted-tier end-user authentication (docs/end-user-auth.md).
+  endUserAuth(org: string): Promise<EndUserAuthConfig | undefined> {
+    return this.o.store.get<EndUserAuthConfig>('end_user_auth', org);
+  }
+
+  async setEndUserAuth(org: string, config: EndUserAuthConfig, extra: Op[] = []): Promise<void> {
+    await this.o.store.batch([
+      { type: 'put', collection: 'end_user_auth', id: org, value: config }, ...extra,
+      this.event(org, 'end_user_auth.registered', 'organization', org, { audience: config.audience, keys: config.jwks.keys.length }),
+    ]);
   }
 
   async createWallet(org: string, vaultId: string, chain: string, accountIndex: number, addressType: 'p2wpkh' | 'p2tr' | undefined): Promise<{ wallet: WalletRecord; created: boolean }> {

@@ -5,6 +5,7 @@ import { ErrorBody } from '../../errors.ts';
 import type { VaultService } from '../../vaults/vault-service.ts';
 import type { VaultRecord, WalletRecord } from '../../vaults/records.ts';
 import { CHAINS } from '../../vaults/wallet-address.ts';
+import { PolicySchema, type Policy } from '../../policy/policy.ts';
 
 const TierT = Type.Union([Type.Literal('hosted'), Type.Literal('self'), Type.Literal('customer_tee')]);
 
@@ -15,8 +16,10 @@ export const Vault = Type.Object({
   state: Type.Union([Type.Literal('creating'), Type.Literal('active'), Type.Literal('resharing'), Type.Literal('reshare_pending'), Type.Literal('frozen')]),
   rotation: Type.Integer({ description: 'increments at each share rotation; public key and addresses stay' }),
   public_key: Type.Union([Type.String({ description: 'compressed secp256k1 key, hex' }), Type.Null()]),
-  policy: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+  policy: Type.Union([PolicySchema, Type.Null()]),
   end_user_subject: Type.Union([Type.String(), Type.Null()]),
+  end_user_auth: Type.Boolean({ description: 'hosted: each transaction needs an end-user token' }),
+  problem: Type.Union([Type.String({ description: 'why a reshare needs attention (reshare_pending)' }), Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
 });
@@ -33,8 +36,8 @@ export const Wallet = Type.Object({
 });
 
 const vaultView = (v: VaultRecord) => ({
-  id: v.id, name: v.name, tier: v.tier, state: v.state, rotation: v.rotation, public_key: v.public_key, policy: v.policy,
-  end_user_subject: v.end_user_subject, created_at: v.created_at, updated_at: v.updated_at,
+  id: v.id, name: v.name, tier: v.tier, state: v.state, rotation: v.rotation, public_key: v.public_key, policy: v.policy as Policy | null,
+  end_user_subject: v.end_user_subject, end_user_auth: v.end_user_auth ?? false, problem: v.problem ?? null, created_at: v.created_at, updated_at: v.updated_at,
 });
 const walletView = ({ org: _o, ...w }: WalletRecord) => w;
 const VaultId = Type.Object({ vaultId: Type.String({ minLength: 1, maxLength: 64 }) });
@@ -45,7 +48,7 @@ export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> = 
       body: Type.Object({
         tier: TierT,
         name: Type.Optional(Type.String({ minLength: 1, maxLength: 120 })),
-        policy: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+        policy: Type.Optional(PolicySchema),
         end_user_subject: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
       }, { additionalProperties: false }),
       response: { 202: Vault, 400: ErrorBody, 401: ErrorBody, 429: ErrorBody },
@@ -54,6 +57,14 @@ export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> = 
 
   app.get('/vaults/:vaultId', { schema: { params: VaultId, response: { 200: Vault, 401: ErrorBody, 404: ErrorBody } } }, async (req) =>
     vaultView(await vaults.vault(req.caller!.org, req.params.vaultId)));
+
+  app.post('/vaults/:vaultId/reshare', {
+    schema: {
+      params: VaultId,
+      body: Type.Optional(Type.Object({ target_tier: Type.Optional(TierT) }, { additionalProperties: false })),
+      response: { 202: Type.Object({ id: Type.String(), status: Type.Literal('accepted') }), 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody },
+    },
+  }, async (req, reply) => reply.code(202).send(await vaults.reshare(req.caller!.org, req.params.vaultId, req.body?.target_tier)));
 
   app.post('/vaults/:vaultId/wallets', {
     schema: {

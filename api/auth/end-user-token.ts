@@ -1,0 +1,71 @@
+// Hosted-tier end-user tokens (docs/end-user-auth.md): a JWT from the customer's identity provider,
+// verified with `jose` against the JWK Set and audience the organization registered, naming the vault's
+// bound subject and the SHA-256 of the exact intent bytes it authorizes. The API and the nodes run this
+// same check, so neither can sign a hosted vault's transaction without the end user.
+import { createLocalJWKSet, importJWK, jwtVerify, type JWK, type JSONWebKeySet } from 'jose';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+
+export const END_USER_ALGORITHMS = ['ES256', 'ES384', 'EdDSA', 'RS256', 'PS256'];
+/** Longest accepted token lifetime (exp - iat), seconds: a token authorizes one signature, soon. */
+export const MAX_TOKEN_LIFETIME_S = 900;
+const SKEW_S = 30;
+const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k', 'oth'];
+
+export interface EndUserAuthConfig {
+  jwks: { keys: JWK[] };
+  audience: string;
+}
+
+export class EndUserTokenError extends Error {
+  constructor(readonly reason: 'end_user_token_required' | 'bad_end_user_token' | 'wrong_end_user' | 'token_intent_mismatch', message: string) {
+    super(message);
+    this.name = 'EndUserTokenError';
+  }
+}
+
+/** Checks a JWK Set a customer registers: 1 to 20 public keys of the accepted kinds, each importable. */
+export async function validateJwks(jwks: unknown): Promise<string | undefined> {
+  const keys = (jwks as { keys?: unknown } | null)?.keys;
+  if (!Array.isArray(keys) || keys.length < 1 || keys.length > 20) return 'jwks.keys must hold 1 to 20 keys';
+  for (const [i, k] of keys.entries()) {
+    if (typeof k !== 'object' || k === null || Array.isArray(k)) return `jwks.keys[${i}] is not a JWK`;
+    if (PRIVATE_MEMBERS.some((m) => m in k)) return `jwks.keys[${i}] holds private key material; register public keys only`;
+    const jwk = k as JWK;
+    if (!['EC', 'OKP', 'RSA'].includes(String(jwk.kty))) return `jwks.keys[${i}].kty must be EC, OKP or RSA`;
+    if (jwk.alg !== undefined && !END_USER_ALGORITHMS.includes(jwk.alg)) return `jwks.keys[${i}].alg ${jwk.alg} is not accepted (${END_USER_ALGORITHMS.join(', ')})`;
+    const alg = jwk.alg ?? (jwk.kty === 'OKP' ? 'EdDSA' : jwk.kty === 'RSA' ? 'RS256' : jwk.crv === 'P-384' ? 'ES384' : 'ES256');
+    try {
+      await importJWK(jwk, alg);
+    } catch (err) {
+      return `jwks.keys[${i}] is not a usable ${alg} key: ${(err as Error).message}`;
+    }
+  }
+  return undefined;
+}
+
+export const intentSha256 = (intent: Uint8Array) => bytesToHex(sha256(intent));
+
+/**
+ * Verifies `token` for one intent. `subject` is the vault's bound end user, when it has one.
+ * Throws EndUserTokenError; never includes the token in a message.
+ */
+export async function verifyEndUserToken(config: EndUserAuthConfig, token: string | undefined, intent: Uint8Array, subject: string | null, nowSeconds: number): Promise<void> {
+  if (!token) throw new EndUserTokenError('end_user_token_required', 'this hosted vault needs an end-user token for each transaction');
+  if (token.length > 16_384) throw new EndUserTokenError('bad_end_user_token', 'end-user token is too long');
+  let payload;
+  try {
+    ({ payload } = await jwtVerify(token, createLocalJWKSet(config.jwks as JSONWebKeySet), {
+      audience: config.audience,
+      algorithms: END_USER_ALGORITHMS,
+      requiredClaims: ['exp', 'iat', 'sub', 'intent_sha256'],
+      clockTolerance: SKEW_S,
+      currentDate: new Date(nowSeconds * 1000),
+    }));
+  } catch (err) {
+    throw new EndUserTokenError('bad_end_user_token', `end-user token does not verify: ${(err as Error).message}`);
+  }
+  if (payload.exp! - payload.iat! > MAX_TOKEN_LIFETIME_S) throw new EndUserTokenError('bad_end_user_token', `end-user token lives longer than ${MAX_TOKEN_LIFETIME_S} s`);
+  if (subject !== null && payload.sub !== subject) throw new EndUserTokenError('wrong_end_user', 'end-user token names another subject than the vault is bound to');
+  if (payload['intent_sha256'] !== intentSha256(intent)) throw new EndUserTokenError('token_intent_mismatch', 'end-user token authorizes another intent');
+}

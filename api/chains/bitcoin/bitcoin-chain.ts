@@ -1,0 +1,59 @@
+// One Bitcoin network the service talks to through an Esplora-compatible backend: UTXOs of a wallet,
+// a fee rate, broadcast and confirmation depth, for the transaction worker.
+import { EsploraClient, EsploraError, type Utxo } from './esplora-client.ts';
+import { ChainError } from '../evm/evm-chain.ts';
+
+export interface BitcoinNetworkInfo {
+  chain: string;
+  network: 'mainnet' | 'testnet' | 'signet' | 'regtest';
+  /** Confirmations after which a transaction counts as final. */
+  finalityDepth: number;
+}
+
+export const BITCOIN_NETWORKS: readonly BitcoinNetworkInfo[] = Object.freeze([
+  { chain: 'bitcoin', network: 'mainnet', finalityDepth: 6 },
+  { chain: 'bitcoin-testnet', network: 'testnet', finalityDepth: 3 },
+  { chain: 'bitcoin-signet', network: 'signet', finalityDepth: 3 },
+  { chain: 'bitcoin-regtest', network: 'regtest', finalityDepth: 1 },
+]);
+
+export class BitcoinChain {
+  private readonly client: EsploraClient;
+
+  constructor(readonly info: BitcoinNetworkInfo, baseUrl: string) {
+    this.client = new EsploraClient(baseUrl);
+  }
+
+  utxos(address: string): Promise<Utxo[]> {
+    return this.client.utxos(address);
+  }
+
+  /** sat/vB for confirmation within about six blocks; 1 when the backend has no estimate (regtest). */
+  async feeRate(): Promise<bigint> {
+    const est = await this.client.feeEstimates();
+    const rate = est['6'] ?? est['3'] ?? est['1'];
+    return rate === undefined ? 1n : BigInt(Math.max(1, Math.ceil(rate)));
+  }
+
+  async broadcast(rawHex: string, txid: string): Promise<void> {
+    try {
+      const got = await this.client.broadcast(rawHex);
+      if (got !== txid) throw new ChainError('broadcast_rejected', `backend answered txid ${got.slice(0, 80)}, expected ${txid}`, true);
+    } catch (err) {
+      if (err instanceof ChainError) throw err;
+      if (err instanceof EsploraError && err.status >= 400 && err.status < 500) {
+        if (/already in block chain|txn-already-known|already known/i.test(err.message)) return;
+        throw new ChainError('broadcast_rejected', err.message, true);
+      }
+      throw new ChainError('rpc_error', (err as Error).message, false);
+    }
+  }
+
+  /** Confirmations of `txid`: 0 while unconfirmed. */
+  async confirmations(txid: string): Promise<{ confirmations: number; blockHeight?: number }> {
+    const s = await this.client.status(txid);
+    if (!s.confirmed || s.block_height === undefined) return { confirmations: 0 };
+    const tip = await this.client.tipHeight();
+    return { confirmations: tip - s.block_height + 1, blockHeight: s.block_height };
+  }
+}

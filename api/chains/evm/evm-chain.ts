@@ -1,0 +1,85 @@
+// One EVM chain the service talks to over JSON-RPC (viem): the pending nonce of an address, fees and gas
+// for a transaction under the intent's ceiling, broadcast, receipts and the tip, for the transaction worker.
+import { createPublicClient, http, type Hex, type PublicClient, type TransactionSerializableEIP1559 } from 'viem';
+import type { EvmNetwork } from './evm-networks.ts';
+import type { EvmTemplate } from './evm-transaction.ts';
+
+export class ChainError extends Error {
+  constructor(readonly code: string, message: string, readonly permanent: boolean) {
+    super(message);
+    this.name = 'ChainError';
+  }
+}
+
+export interface EvmReceipt {
+  status: 'success' | 'reverted';
+  blockNumber: bigint;
+}
+
+export class EvmChain {
+  private readonly client: PublicClient;
+
+  constructor(readonly network: EvmNetwork, rpcUrl: string, timeoutMs = 10_000) {
+    this.client = createPublicClient({ transport: http(rpcUrl, { timeout: timeoutMs, retryCount: 1 }) }) as PublicClient;
+  }
+
+  pendingNonce(address: Hex): Promise<number> {
+    return this.client.getTransactionCount({ address, blockTag: 'pending' });
+  }
+
+  /**
+   * Gas and fees for `tx` (from `from`) whose whole fee stays within `maxFee`: the network's estimate,
+   * lowered to the ceiling when it is above it but still at or over the base fee; otherwise refused.
+   */
+  async template(from: Hex, tx: Pick<TransactionSerializableEIP1559, 'to' | 'value' | 'data'>, nonce: number, maxFee: bigint): Promise<EvmTemplate> {
+    let gas: bigint;
+    try {
+      gas = await this.client.estimateGas({ account: from, to: tx.to!, value: tx.value ?? 0n, ...(tx.data ? { data: tx.data } : {}) });
+    } catch (err) {
+      const msg = (err as Error).message;
+      if (/insufficient funds|exceeds balance|transfer amount exceeds/i.test(msg)) throw new ChainError('insufficient_funds', 'the wallet cannot pay this transaction', true);
+      if (/revert/i.test(msg)) throw new ChainError('would_revert', `the transaction would revert: ${msg.split('\n')[0]}`, true);
+      throw new ChainError('rpc_error', msg.split('\n')[0]!, false);
+    }
+    // Plain transfers use exactly what they need; calls get a margin for state that moves under them.
+    const gasLimit = gas === 21_000n ? gas : (gas * 12n) / 10n;
+    const block = await this.client.getBlock({ blockTag: 'latest' });
+    const base = block.baseFeePerGas ?? 0n;
+    const fees = await this.client.estimateFeesPerGas();
+    let maxFeePerGas = fees.maxFeePerGas;
+    let priority = fees.maxPriorityFeePerGas;
+    if (gasLimit * maxFeePerGas > maxFee) maxFeePerGas = maxFee / gasLimit;
+    if (maxFeePerGas < base) {
+      throw new ChainError('fee_ceiling', `the fee ceiling of ${maxFee} wei is below what ${gasLimit} gas costs at the current base fee of ${base} wei`, true);
+    }
+    if (priority > maxFeePerGas - base) priority = maxFeePerGas - base;
+    return { nonce, gasLimit, maxFeePerGas, maxPriorityFeePerGas: priority };
+  }
+
+  /** Sends a signed transaction; one the node already knows counts as sent. */
+  async broadcast(raw: Hex, hash: Hex): Promise<void> {
+    try {
+      await this.client.sendRawTransaction({ serializedTransaction: raw });
+    } catch (err) {
+      const msg = (err as Error).message;
+      if (/already known|known transaction|already imported/i.test(msg)) return;
+      if (/nonce too low/i.test(msg) && (await this.receipt(hash))) return;
+      const permanent = /nonce too low|insufficient funds|intrinsic gas|invalid|underpriced|exceeds block gas limit/i.test(msg);
+      throw new ChainError(permanent ? 'broadcast_rejected' : 'rpc_error', msg.split('\n')[0]!, permanent);
+    }
+  }
+
+  async receipt(hash: Hex): Promise<EvmReceipt | undefined> {
+    try {
+      const r = await this.client.getTransactionReceipt({ hash });
+      return { status: r.status, blockNumber: r.blockNumber };
+    } catch (err) {
+      if ((err as Error).name === 'TransactionReceiptNotFoundError') return undefined;
+      throw err;
+    }
+  }
+
+  tip(): Promise<bigint> {
+    return this.client.getBlockNumber({ cacheTime: 0 });
+  }
+}

@@ -1,0 +1,49 @@
+// Transactions as stored (docs/transactions.md). The end-user token never lives here: it stays in the
+// transaction's job until the signature is made, then goes.
+export type TransactionState = 'created' | 'checks' | 'signed' | 'broadcast' | 'confirmed' | 'final' | 'failed' | 'rejected';
+
+export const TERMINAL: readonly TransactionState[] = ['final', 'failed', 'rejected'];
+
+export interface TransferRecord {
+  recipient: string;
+  /** `<chain>:native` or `<chain>:<token contract>`. */
+  asset: string;
+  amount: string;
+}
+
+export interface TransactionRecord {
+  id: string;
+  org: string;
+  vault_id: string;
+  wallet_id: string;
+  chain: string;
+  family: 'evm' | 'bitcoin';
+  state: TransactionState;
+  idempotency_key: string;
+  /** SHA-256 of the request's describing fields, for idempotent retries. */
+  request_hash: string;
+  intent: string;
+  intent_signature: string;
+  api_key_id: string;
+  intent_sha256: string;
+  transfers: TransferRecord[];
+  tx_hash: string | null;
+  reason: string | null;
+  /** EVM: the nonce it was signed with; Bitcoin: the outpoints it spends. */
+  nonce?: number;
+  inputs?: string[];
+  fee: string | null;
+  raw_tx?: string;
+  block_number?: number;
+  confirmations?: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TransactionJob {
+  id: string;
+  attempts: number;
+  next_at: number;
+  end_user_token?: string;
+  last_error?: string;
+}

@@ -1,0 +1,217 @@
+// POST /transactions and GET /transactions/{txId} (docs/transactions.md): everything that can be
+// checked at once is checked before anything is stored (intent form and binding to the wallet, the
+// intent signature, the end-user token, policy and spend limits), so a refused request changes nothing.
+// An accepted one is stored with its job and its outbox event in one batch, under a per-organization lock so
+// two concurrent submissions cannot both pass a spend limit that only one fits under, nor both
+// take one idempotency key.
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { toHex as viemHex } from 'viem';
+import { KeyedMutex } from '../../common/keyed-mutex.ts';
+import { ApiError } from '../errors.ts';
+import { IntentFormatError } from '../intents/canonical.ts';
+import { decodeIntent, encodeIntent, verifyIntentSignature, type Intent } from '../intents/intent.ts';
+import { evmIntentFromFields } from '../intents/evm-fields.ts';
+import { evmNetwork } from '../chains/evm/evm-networks.ts';
+import { BITCOIN_NETWORKS } from '../chains/bitcoin/bitcoin-chain.ts';
+import { checkPolicy, normalizeRecipient, type Policy, type Transfer } from '../policy/policy.ts';
+import { EndUserTokenError, intentSha256, verifyEndUserToken, type EndUserAuthConfig } from '../auth/end-user-token.ts';
+import type { VaultService } from '../vaults/vault-service.ts';
+import type { ApiKeyRecord, VaultRecord, WalletRecord } from '../vaults/records.ts';
+import { newId } from '../vaults/vault-service.ts';
+import { TERMINAL, type TransactionJob, type TransactionRecord } from './records.ts';
+
+export interface SubmitTransaction {
+  wallet_id: string;
+  intent?: string | undefined;
+  to?: string | undefined;
+  amount?: string | undefined;
+  asset?: string | undefined;
+  max_fee?: string | undefined;
+  idempotency_key: string;
+  intent_signature: string;
+  end_user_token?: string | undefined;
+}
+
+export interface TransactionServiceOptions {
+  vaults: VaultService;
+  /** Chains with a configured backend; others are refused with 409. */
+  hasBackend(chain: string): boolean;
+  now?: () => Date;
+}
+
+const bad = (message: string) => new ApiError(400, 'invalid_request', message);
+const forbidden = (message: string) => new ApiError(403, 'forbidden', message);
+
+/** Vault states in which transactions are accepted: a reshare in flight or needing attention still signs with the old epoch. */
+const SIGNING_STATES: readonly VaultRecord['state'][] = ['active', 'resharing', 'reshare_pending'];
+
+/** Canonical JSON (sorted keys) of the fields that describe the transaction; the token only authorizes it. */
+function requestHash(body: SubmitTransaction): string {
+  const { end_user_token: _t, ...rest } = body;
+  const sorted = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : 1)));
+  return bytesToHex(sha256(new TextEncoder().encode(JSON.stringify(sorted))));
+}
+
+export class TransactionService {
+  private readonly lock = new KeyedMutex();
+  private readonly now: () => Date;
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly o: TransactionServiceOptions) {
+    this.now = o.now ?? (() => new Date());
+  }
+
+  onJob(wake: () => void): void {
+    this.wake = wake;
+  }
+
+  async get(org: string, id: string): Promise<TransactionRecord> {
+    const t = await this.o.vaults.store.get<TransactionRecord>('transactions', id);
+    if (!t || t.org !== org) throw new ApiError(404, 'not_found', 'no such transaction');
+    return t;
+  }
+
+  /** Returns the transaction and whether this call created it (false: an idempotent retry). */
+  async submit(org: string, callerKeyId: string, body: SubmitTransaction): Promise<{ tx: TransactionRecord; created: boolean }> {
+    const store = this.o.vaults.store;
+    const hash = requestHash(body);
+    const prior = await this.byIdempotencyKey(org, body.idempotency_key);
+    if (prior) return this.replay(prior, hash);
+
+    const wallet = await store.get<WalletRecord>('wallets', body.wallet_id);
+    if (!wallet || wallet.org !== org) throw new ApiError(404, 'not_found', 'no such wallet');
+    const vault = await this.o.vaults.vault(org, wallet.vault_id);
+    const { intent, bytes } = this.intentOf(org, wallet, body);
+    this.checkBinding(org, wallet, intent, body.idempotency_key);
+    if (!this.o.hasBackend(wallet.chain)) throw new ApiError(409, 'conflict', `chain ${wallet.chain} has no backend configured on this service`);
+    const apiKeyId = await this.verifySignature(org, callerKeyId, bytes, body.intent_signature);
+    const nowMs = this.now().getTime();
+    if (intent.notAfter !== 0n && BigInt(Math.floor(nowMs / 1000)) > intent.notAfter) throw forbidden('the intent has expired (not_after)');
+    if (vault.tier === 'hosted' && vault.end_user_auth) await this.checkEndUser(org, vault, body.end_user_token, bytes, nowMs);
+    else if (body.end_user_token !== undefined) throw bad('end_user_token applies to hosted vaults with end-user authentication only');
+    const transfers = transfersOf(wallet.chain, intent);
+
+    return this.lock.run(org, async () => {
+      // Re-read under the lock: the state, and a concurrent submission with the same key.
+      const again = await this.byIdempotencyKey(org, body.idempotency_key);
+      if (again) return this.replay(again, hash);
+      const current = await this.o.vaults.vault(org, vault.id);
+      if (!SIGNING_STATES.includes(current.state)) throw new ApiError(409, 'conflict', `the vault is ${current.state}; it signs nothing now`);
+      checkPolicy(current.policy as Policy | null, transfers, await this.windowSpends(current, nowMs), nowMs);
+      const t = this.now().toISOString();
+      const tx: TransactionRecord = {
+        id: newId('txn'), org, vault_id: vault.id, wallet_id: wallet.id, chain: wallet.chain, family: intent.kind === 'evm.transfer' ? 'evm' : 'bitcoin',
+        state: 'created', idempotency_key: body.idempotency_key, request_hash: hash, intent: bytesToHex(bytes), intent_signature: body.intent_signature.toLowerCase(),
+        api_key_id: apiKeyId, intent_sha256: intentSha256(bytes), transfers: transfers.map((x) => ({ ...x, amount: x.amount.toString() })),
+        tx_hash: null, reason: null, fee: null, created_at: t, updated_at: t,
+      };
+      const job: TransactionJob = { id: tx.id, attempts: 0, next_at: 0, ...(body.end_user_token ? { end_user_token: body.end_user_token } : {}) };
+      await store.batch([
+        this.txOp(tx),
+        { type: 'put', collection: 'tx_jobs', id: tx.id, value: job },
+        this.o.vaults.event(org, 'transaction.created', 'transaction', tx.id, { transaction_id: tx.id, vault_id: vault.id, state: 'created' }),
+      ]);
+      this.wake?.();
+      return { tx, created: true };
+    });
+  }
+
+  txOp(tx: TransactionRecord) {
+    return {
+      type: 'put' as const, collection: 'transactions', id: tx.id, value: tx,
+      index: [`idem/${tx.org}/${tx.idempotency_key}`, `vault/${tx.vault_id}/${tx.created_at}/${tx.id}`, `wallet/${tx.wallet_id}/${tx.created_at}/${tx.id}`],
+    };
+  }
+
+  private async byIdempotencyKey(org: string, key: string): Promise<TransactionRecord | undefined> {
+    return (await this.o.vaults.store.byIndex<TransactionRecord>('transactions', `idem/${org}/${key}\x00`, 1))[0];
+  }
+
+  private replay(prior: TransactionRecord, hash: string): { tx: TransactionRecord; created: boolean } {
+    if (prior.request_hash !== hash) throw new ApiError(409, 'conflict', 'this idempotency_key was used for another transaction');
+    return { tx: prior, created: false };
+  }
+
+  private intentOf(org: string, wallet: WalletRecord, body: SubmitTransaction): { intent: Intent; bytes: Uint8Array } {
+    if (body.intent !== undefined) {
+      try {
+        const bytes = hexToBytes(body.intent);
+        return { intent: decodeIntent(bytes), bytes };
+      } catch (err) {
+        throw bad(`intent: ${err instanceof IntentFormatError ? err.message : 'not hex'}`);
+      }
+    }
+    const net = evmNetwork(wallet.chain);
+    if (!net) throw bad('a Bitcoin transaction needs `intent`; the convenience fields are for EVM chains');
+    if (body.to === undefined || body.amount === undefined) throw bad('give either `intent`, or `to` and `amount`');
+    try {
+      const intent = evmIntentFromFields({
+        organization: org, walletId: wallet.id, chainId: net.chainId, from: wallet.address, to: body.to, amount: body.amount,
+        asset: body.asset, maxFee: body.max_fee, idempotencyKey: body.idempotency_key,
+      });
+      return { intent, bytes: encodeIntent(intent) };
+    } catch (err) {
+      throw bad(err instanceof IntentFormatError ? err.message : `convenience fields: ${(err as Error).message}`);
+    }
+  }
+
+  /** The intent must describe a payment from this wallet, of this organization, on this wallet's chain. */
+  private checkBinding(org: string, wallet: WalletRecord, intent: Intent, idempotencyKey: string): void {
+    if (intent.organization !== org) throw bad('the intent names another organization');
+    if (intent.walletId !== wallet.id) throw bad('the intent names another wallet than wallet_id');
+    if (intent.idempotencyKey !== idempotencyKey) throw bad('idempotency_key differs from the one inside the intent');
+    if (intent.kind === 'evm.transfer') {
+      const net = evmNetwork(wallet.chain);
+      if (!net || net.chainId !== intent.chainId) throw bad(`the intent is for chain id ${intent.chainId}, the wallet is on ${wallet.chain}`);
+      if (viemHex(intent.from).toLowerCase() !== wallet.address.toLowerCase()) throw bad('the intent sends from another address than the wallet');
+      return;
+    }
+    const net = BITCOIN_NETWORKS.find((n) => n.chain === wallet.chain);
+    if (!net || net.network !== intent.network) throw bad(`the intent is for bitcoin ${intent.network}, the wallet is on ${wallet.chain}`);
+    if (intent.from !== wallet.address) throw bad('the intent spends from another address than the wallet');
+  }
+
+  /** The API key of the organization whose signature the intent carries: the caller's first, then the others. */
+  private async verifySignature(org: string, callerKeyId: string, bytes: Uint8Array, sigHex: string): Promise<string> {
+    const sig = hexToBytes(sigHex.toLowerCase());
+    const keys = (await this.o.vaults.listKeys(org)).filter((k) => !k.revoked);
+    const ordered = [...keys.filter((k) => k.id === callerKeyId), ...keys.filter((k) => k.id !== callerKeyId)];
+    const ok = ordered.find((k: ApiKeyRecord) => verifyIntentSignature(bytes, sig, hexToBytes(k.public_key)));
+    if (!ok) throw forbidden('the intent signature did not verify under an active API key of the organization');
+    return ok.id;
+  }
+
+  private async checkEndUser(org: string, vault: VaultRecord, token: string | undefined, intent: Uint8Array, nowMs: number): Promise<void> {
+    const config = await this.o.vaults.store.get<EndUserAuthConfig>('end_user_auth', org);
+    if (!config) throw forbidden('end-user authentication is not configured for the organization');
+    try {
+      await verifyEndUserToken(config, token, intent, vault.end_user_subject, Math.floor(nowMs / 1000));
+    } catch (err) {
+      if (err instanceof EndUserTokenError) throw forbidden(err.message);
+      throw err;
+    }
+  }
+
+  /** Spends of the vault that still count against its rolling window: every transaction not failed or rejected. */
+  private async windowSpends(vault: VaultRecord, nowMs: number) {
+    const seconds = (vault.policy as Policy | null)?.rolling_window?.seconds;
+    if (!seconds) return [];
+    const since = new Date(nowMs - seconds * 1000).toISOString();
+    const txs = await this.o.vaults.store.byIndexAfter<TransactionRecord>('transactions', `vault/${vault.id}/`, since, 100_000);
+    return txs
+      .filter((t) => t.state !== 'failed' && t.state !== 'rejected')
+      .flatMap((t) => t.transfers.map((x) => ({ asset: x.asset, amount: BigInt(x.amount), at: Date.parse(t.created_at) })));
+  }
+}
+
+export const isTerminal = (t: TransactionRecord) => TERMINAL.includes(t.state);
+
+/** What a transaction moves, for policy: recipients, assets (`<chain>:native` or `<chain>:<contract>`) and amounts. */
+export function transfersOf(chain: string, intent: Intent): Transfer[] {
+  if (intent.kind === 'evm.transfer') {
+    const asset = intent.asset.kind === 'native' ? `${chain}:native` : `${chain}:${viemHex(intent.asset.contract).toLowerCase()}`;
+    return [{ recipient: normalizeRecipient(viemHex(intent.to)), asset, amount: intent.amount }];
+  }
+  return intent.outputs.map((o) => ({ recipient: o.address, asset: `${chain}:native`, amount: o.amount }));
+}

@@ -1,0 +1,304 @@
+// Moves transactions through their lifecycle from durable jobs (docs/transactions.md):
+// created -> checks -> signed -> broadcast -> confirmed -> final, or failed / rejected with a reason.
+// Each step's result is stored (with its outbox event) before the next step starts, so a restart resumes
+// where it stopped: a signed transaction is broadcast again (the same bytes), never signed twice into
+// two different transactions. A wallet's steps from nonce or UTXO choice to broadcast run one at a time,
+// so concurrent submissions never share a nonce or an output.
+import * as grpc from '@grpc/grpc-js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { keccak256, recoverTransactionAddress, type Hex } from 'viem';
+import type { Logger } from '../../common/logger.ts';
+import { KeyedMutex } from '../../common/keyed-mutex.ts';
+import type { CoordinatorClient } from '../coordinator/coordinator-client.ts';
+import { Scheme } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
+import { encodeBlob } from '../../node/protocols/round/machine.ts';
+import { decodeIntent, type BtcTransferIntent, type EvmTransferIntent } from '../intents/intent.ts';
+import { evmSignedTransaction, evmSigningDigest, evmTransaction } from '../chains/evm/evm-transaction.ts';
+import { ChainError, type EvmChain } from '../chains/evm/evm-chain.ts';
+import type { BitcoinChain } from '../chains/bitcoin/bitcoin-chain.ts';
+import { buildSpend, finalizeP2wpkh, finalizeTaproot, SpendError } from '../chains/bitcoin/build-spend.ts';
+import type { VaultService } from '../vaults/vault-service.ts';
+import type { WalletRecord } from '../vaults/records.ts';
+import type { TransactionService } from './transaction-service.ts';
+import type { TransactionJob, TransactionRecord, TransactionState } from './records.ts';
+import type { Op } from '../store/record-store.ts';
+
+export interface Chains {
+  evm(chain: string): EvmChain | undefined;
+  bitcoin(chain: string): BitcoinChain | undefined;
+}
+
+export interface TransactionWorkerOptions {
+  vaults: VaultService;
+  transactions: TransactionService;
+  coordinator: CoordinatorClient | undefined;
+  chains: Chains;
+  log: Logger;
+  /** The organization's trust log entries the nodes verify (docs/trust.md). */
+  trustLog?: (org: string) => Promise<Uint8Array[]>;
+  pollMs?: number;
+  /** How long a signing may wait on an unavailable cluster before the transaction fails. */
+  maxSigningAttempts?: number;
+}
+
+/** A step's outcome: a new state (with record changes), a wait (poll again later), or a retry after an error. */
+type Step = { to: TransactionState; patch?: Partial<TransactionRecord>; extra?: Op[] } | { wait: number };
+
+const EVENTS: Partial<Record<TransactionState, string>> = {
+  checks: 'transaction.checks', signed: 'transaction.signed', broadcast: 'transaction.broadcast', confirmed: 'transaction.confirmed',
+  final: 'transaction.final', failed: 'transaction.failed', rejected: 'transaction.rejected',
+};
+
+export class TransactionWorker {
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private readonly inFlight = new Set<string>();
+  private readonly walletLock = new KeyedMutex();
+  private readonly pollMs: number;
+
+  constructor(private readonly o: TransactionWorkerOptions) {
+    this.pollMs = o.pollMs ?? 1000;
+    o.transactions.onJob(() => this.kick());
+  }
+
+  start(): void {
+    this.kick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    while (this.inFlight.size) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  private kick(): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.tick(), 0);
+  }
+
+  private async tick(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      for await (const job of this.o.vaults.store.all<TransactionJob>('tx_jobs')) {
+        if (this.stopped) break;
+        if (job.next_at > Date.now() || this.inFlight.has(job.id)) continue;
+        this.inFlight.add(job.id);
+        void this.advance(job).finally(() => {
+          this.inFlight.delete(job.id);
+          this.kick();
+        });
+      }
+    } catch (err) {
+      this.o.log.error({ err: (err as Error).message }, 'transaction job loop failed');
+    } finally {
+      if (!this.stopped) {
+        clearTimeout(this.timer);
+        this.timer = setTimeout(() => void this.tick(), this.pollMs);
+      }
+    }
+  }
+
+  /** Runs steps of one transaction until it waits or ends. */
+  private async advance(job: TransactionJob): Promise<void> {
+    const store = this.o.vaults.store;
+    for (;;) {
+      if (this.stopped) return;
+      const tx = await store.get<TransactionRecord>('transactions', job.id);
+      if (!tx || tx.state === 'final' || tx.state === 'failed' || tx.state === 'rejected') {
+        await store.batch([{ type: 'del', collection: 'tx_jobs', id: job.id }]);
+        return;
+      }
+      let step: Step;
+      try {
+        step = await this.step(tx, job);
+      } catch (err) {
+        const attempts = job.attempts + 1;
+        const max = this.o.maxSigningAttempts ?? 8;
+        const message = (err as Error).message.split('\n')[0]!.slice(0, 300);
+        if (err instanceof ChainError && err.permanent) {
+          step = { to: 'failed', patch: { reason: `${err.code}: ${err.message}`.slice(0, 500) } };
+        } else if (attempts >= max && (tx.state === 'created' || tx.state === 'checks')) {
+          step = { to: 'failed', patch: { reason: `signing_unavailable: ${message}` } };
+        } else {
+          const delay = Math.min(30_000, 250 * 2 ** Math.min(attempts, 7));
+          this.o.log.warn({ transaction: tx.id, state: tx.state, attempts, err: message }, 'transaction step failed; will retry');
+          job = { ...job, attempts, next_at: Date.now() + delay, last_error: message };
+          await store.batch([{ type: 'put', collection: 'tx_jobs', id: job.id, value: job }]);
+          return;
+        }
+      }
+      if ('wait' in step) {
+        job = { ...job, next_at: Date.now() + step.wait };
+        await store.batch([{ type: 'put', collection: 'tx_jobs', id: job.id, value: job }]);
+        return;
+      }
+      job = await this.transition(tx, job, step);
+    }
+  }
+
+  private async transition(tx: TransactionRecord, job: TransactionJob, step: Exclude<Step, { wait: number }>): Promise<TransactionJob> {
+    const next: TransactionRecord = { ...tx, ...step.patch, state: step.to, updated_at: new Date().toISOString() };
+    // The end-user token authorized one signature: it goes once the signature exists.
+    const { end_user_token: _token, ...rest } = job;
+    const nextJob: TransactionJob = step.to === 'signed' || step.to === 'failed' || step.to === 'rejected' ? { ...rest, attempts: 0 } : { ...job, attempts: 0 };
+    const ops: Op[] = [this.o.transactions.txOp(next), ...(step.extra ?? [])];
+    const type = EVENTS[step.to];
+    if (type) {
+      ops.push(this.o.vaults.event(tx.org, type, 'transaction', tx.id, {
+        transaction_id: tx.id, vault_id: tx.vault_id, state: step.to, ...(next.tx_hash ? { tx_hash: next.tx_hash } : {}), ...(next.reason ? { reason: next.reason } : {}),
+        ...(next.confirmations !== undefined && (step.to === 'confirmed' || step.to === 'final') ? { confirmations: next.confirmations } : {}),
+      }));
+    }
+    ops.push({ type: 'put', collection: 'tx_jobs', id: job.id, value: nextJob });
+    await this.o.vaults.store.batch(ops);
+    if (step.to === 'failed' || step.to === 'rejected') this.o.log.warn({ transaction: tx.id, state: step.to, reason: next.reason }, 'transaction ended unsuccessfully');
+    else this.o.log.info({ transaction: tx.id, state: step.to }, 'transaction advanced');
+    return nextJob;
+  }
+
+  private async step(tx: TransactionRecord, job: TransactionJob): Promise<Step> {
+    switch (tx.state) {
+      case 'created':
+        return { to: 'checks' };
+      case 'checks':
+      case 'signed': {
+        const wallet = await this.o.vaults.store.get<WalletRecord>('wallets', tx.wallet_id);
+        if (!wallet) return { to: 'rejected', patch: { reason: 'wallet_missing' } };
+        // From choosing a nonce or outputs to broadcast, one transaction of a wallet at a time.
+        return this.walletLock.run(wallet.id, () => (tx.family === 'evm' ? this.evmSignAndSend(tx, job, wallet) : this.btcSignAndSend(tx, job, wallet)));
+      }
+      case 'broadcast':
+      case 'confirmed':
+        return tx.family === 'evm' ? this.evmFollow(tx) : this.btcFollow(tx);
+      default:
+        return { wait: 60_000 };
+    }
+  }
+
+  private evmChain(tx: TransactionRecord): EvmChain {
+    const c = this.o.chains.evm(tx.chain);
+    if (!c) throw new ChainError('chain_unavailable', `no backend for ${tx.chain}`, true);
+    return c;
+  }
+
+  private btcChain(tx: TransactionRecord): BitcoinChain {
+    const c = this.o.chains.bitcoin(tx.chain);
+    if (!c) throw new ChainError('chain_unavailable', `no backend for ${tx.chain}`, true);
+    return c;
+  }
+
+  private async evmSignAndSend(txRec: TransactionRecord, job: TransactionJob, wallet: WalletRecord): Promise<Step> {
+    const tx = (await this.o.vaults.store.get<TransactionRecord>('transactions', txRec.id))!;
+    const chain = this.evmChain(tx);
+    const from = wallet.address as Hex;
+    if (tx.state === 'signed') {
+      await chain.broadcast(tx.raw_tx as Hex, tx.tx_hash as Hex).catch(async (err: unknown) => {
+        // A permanent refusal frees the nonce for the wallet's next transaction.
+        if (err instanceof ChainError && err.permanent) await this.o.vaults.store.put('evm_nonces', `${tx.chain}/${from.toLowerCase()}`, tx.nonce);
+        throw err;
+      });
+      return { to: 'broadcast' };
+    }
+    const intent = decodeIntent(hexToBytes(tx.intent)) as EvmTransferIntent;
+    const nonceKey = `${tx.chain}/${from.toLowerCase()}`;
+    const stored = (await this.o.vaults.store.get<number>('evm_nonces', nonceKey)) ?? 0;
+    const nonce = Math.max(stored, await chain.pendingNonce(from));
+    const shape = evmTransaction(intent, { nonce, gasLimit: 1n, maxFeePerGas: 1n, maxPriorityFeePerGas: 0n });
+    const template = await chain.template(from, shape, nonce, intent.maxFee);
+    const unsigned = evmTransaction(intent, template);
+    const templateBlob = encodeBlob('evm-template', {
+      nonce, gasLimit: String(template.gasLimit), maxFeePerGas: String(template.maxFeePerGas), maxPriorityFeePerGas: String(template.maxPriorityFeePerGas),
+    });
+    const digest = evmSigningDigest(unsigned);
+    const signed = await this.sign(tx, job, wallet, Scheme.ECDSA, [digest], templateBlob);
+    if ('to' in signed) return signed;
+    const sig = signed.signatures[0]!;
+    const raw = evmSignedTransaction(unsigned, { r: BigInt('0x' + bytesToHex(sig.subarray(0, 32))), s: BigInt('0x' + bytesToHex(sig.subarray(32))), recovery: signed.recoveryIds[0]! });
+    // Never broadcast what does not come from the wallet.
+    const signer = await recoverTransactionAddress({ serializedTransaction: raw as `0x02${string}` });
+    if (signer.toLowerCase() !== from.toLowerCase()) throw new Error(`signature recovers ${signer}, not the wallet ${from}`);
+    const hash = keccak256(raw);
+    return {
+      to: 'signed',
+      patch: { nonce, raw_tx: raw, tx_hash: hash, fee: String(template.gasLimit * template.maxFeePerGas) },
+      extra: [{ type: 'put', collection: 'evm_nonces', id: nonceKey, value: nonce + 1 }],
+    };
+  }
+
+  private async btcSignAndSend(txRec: TransactionRecord, job: TransactionJob, wallet: WalletRecord): Promise<Step> {
+    const tx = (await this.o.vaults.store.get<TransactionRecord>('transactions', txRec.id))!;
+    const chain = this.btcChain(tx);
+    if (tx.state === 'signed') {
+      await chain.broadcast(tx.raw_tx!, tx.tx_hash!);
+      return { to: 'broadcast' };
+    }
+    const intent = decodeIntent(hexToBytes(tx.intent)) as BtcTransferIntent;
+    // Outputs our own unconfirmed transactions already spend are not offered again.
+    const busy = new Set((await this.o.vaults.store.byIndex<TransactionRecord>('transactions', `wallet/${wallet.id}/`, 10_000))
+      .filter((t) => t.id !== tx.id && (t.state === 'signed' || t.state === 'broadcast'))
+      .flatMap((t) => t.inputs ?? []));
+    const utxos = (await chain.utxos(wallet.address)).filter((u) => !busy.has(`${u.txid}:${u.vout}`));
+    let spend;
+    try {
+      spend = buildSpend(intent, utxos, await chain.feeRate());
+    } catch (err) {
+      if (err instanceof SpendError) throw new ChainError(err.code, err.message, true);
+      throw err;
+    }
+    const scheme = wallet.address_type === 'p2tr' ? Scheme.SCHNORR_TAPROOT : Scheme.ECDSA;
+    const signed = await this.sign(tx, job, wallet, scheme, spend.digests, spend.template);
+    if ('to' in signed) return signed;
+    const raw = wallet.address_type === 'p2tr' ? finalizeTaproot(spend, signed.signatures) : finalizeP2wpkh(spend, signed.signatures, signed.publicKey);
+    return {
+      to: 'signed',
+      patch: { raw_tx: raw, tx_hash: spend.tx.getId(), fee: String(spend.fee), inputs: spend.tx.ins.map((i) => `${bytesToHex(Uint8Array.from(i.hash).reverse())}:${i.index}`) },
+    };
+  }
+
+  /** Asks the cluster for signatures; a refusal by the nodes rejects the transaction. */
+  private async sign(tx: TransactionRecord, job: TransactionJob, wallet: WalletRecord, scheme: Scheme, digests: Uint8Array[], template: Uint8Array):
+    Promise<{ signatures: Uint8Array[]; recoveryIds: number[]; publicKey: Uint8Array } | { to: 'rejected'; patch: Partial<TransactionRecord> }> {
+    if (!this.o.coordinator) throw new Error('no coordinator configured');
+    const vault = await this.o.vaults.vault(tx.org, tx.vault_id);
+    if (vault.state === 'frozen') return { to: 'rejected', patch: { reason: 'vault_frozen' } };
+    const path = wallet.derivation_path.split('/').slice(1).map(Number);
+    try {
+      const res = await this.o.coordinator.sign({
+        keyId: tx.vault_id, path, scheme, digests, requestId: `${tx.id}/${job.attempts}`,
+        authorization: {
+          intent: hexToBytes(tx.intent), intentSignature: hexToBytes(tx.intent_signature), apiKeyId: tx.api_key_id, template,
+          endUserToken: job.end_user_token ?? '', ...(this.o.trustLog ? { trustLog: await this.o.trustLog(tx.org) } : {}),
+        },
+      }, { deadline: Date.now() + 90_000 });
+      if (res.signatures.length !== digests.length) throw new Error('the cluster returned a wrong number of signatures');
+      return { signatures: res.signatures, recoveryIds: res.recoveryIds, publicKey: res.publicKey };
+    } catch (err) {
+      const e = err as grpc.ServiceError;
+      if (e.code === grpc.status.PERMISSION_DENIED) return { to: 'rejected', patch: { reason: `refused_by_signers: ${e.details}`.slice(0, 500) } };
+      throw new Error(`signing: ${e.details ?? e.message}`);
+    }
+  }
+
+  private async evmFollow(tx: TransactionRecord): Promise<Step> {
+    const chain = this.evmChain(tx);
+    const receipt = await chain.receipt(tx.tx_hash as Hex);
+    if (!receipt) return { wait: 1000 };
+    if (receipt.status === 'reverted') return { to: 'failed', patch: { reason: 'reverted: the transaction was included but reverted', block_number: Number(receipt.blockNumber) } };
+    const confirmations = Number((await chain.tip()) - receipt.blockNumber + 1n);
+    const patch = { block_number: Number(receipt.blockNumber), confirmations };
+    if (tx.state === 'broadcast') return { to: 'confirmed', patch };
+    if (confirmations >= chain.network.finalityDepth) return { to: 'final', patch };
+    return { wait: 1000 };
+  }
+
+  private async btcFollow(tx: TransactionRecord): Promise<Step> {
+    const chain = this.btcChain(tx);
+    const { confirmations, blockHeight } = await chain.confirmations(tx.tx_hash!);
+    if (confirmations < 1) return { wait: 2000 };
+    const patch = { confirmations, ...(blockHeight !== undefined ? { block_number: blockHeight } : {}) };
+    if (tx.state === 'broadcast') return { to: 'confirmed', patch };
+    if (confirmations >= chain.info.finalityDepth) return { to: 'final', patch };
+    return { wait: 2000 };
+  }
+}

@@ -1,0 +1,84 @@
+// The whole system as real processes for end-to-end tests: an organization made by the operator
+// command, the coordinator, three service nodes (and optionally the organization's self node), the API
+// with chain backends (a real anvil, the Esplora regtest double), and an SDK client.
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { Cluster } from '../cluster/cluster-harness.ts';
+import { startAnvil, type Anvil } from '../chains/anvil.ts';
+import { EsploraDouble } from '../chains/esplora-double.ts';
+import { CustodyClient } from '../../api/sdk/client.ts';
+
+const root = resolve(import.meta.dirname, '../..');
+
+export interface Stack {
+  cluster: Cluster;
+  client: CustodyClient;
+  organization: string;
+  apiKeyId: string;
+  secretKey: Uint8Array;
+  anvil?: Anvil;
+  esplora?: EsploraDouble;
+  base: string;
+  stop(): Promise<void>;
+}
+
+/** Runs the operator command against the API's data directory (the API must not be running). */
+export function admin(cluster: Cluster, args: string[]): Record<string, string> {
+  const out = execFileSync(process.execPath, ['--import', 'tsx', join(root, 'api/admin/main.ts'), ...args], {
+    cwd: root, env: { PATH: process.env.PATH ?? '', API_DATA_DIR: join(cluster.dir, 'api') }, encoding: 'utf8',
+  });
+  return JSON.parse(out) as Record<string, string>;
+}
+
+export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; esplora?: boolean; apiEnv?: Record<string, string> } = {}): Promise<Stack> {
+  const cluster = new Cluster();
+  const secretKey = ed25519.utils.randomSecretKey();
+  const publicKey = bytesToHex(ed25519.getPublicKey(secretKey));
+  const { organization, api_key_id: apiKeyId } = admin(cluster, ['org', 'create', '--name', 'Acme', '--public-key', publicKey]) as { organization: string; api_key_id: string };
+  // The nodes' bootstrap key set: the organization's first key, installed by the operator.
+  const keysFile = join(cluster.dir, 'api-keys.json');
+  writeFileSync(keysFile, JSON.stringify({ [organization]: { [apiKeyId]: publicKey } }));
+  // Protocol steps run on a node's event loop (an OT setup holds it for seconds on a loaded machine):
+  // the default heartbeat keeps such a node attached.
+  await cluster.startCoordinator({ COORDINATOR_HEARTBEAT_MS: '2000' });
+  await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => cluster.startNode(n, { NODE_API_KEYS_FILE: keysFile })));
+  if (opts.selfNode) await cluster.startNode('self-1', { NODE_API_KEYS_FILE: keysFile, NODE_KIND: 'self', NODE_OWNER: organization });
+  const anvil = opts.anvil ? await startAnvil() : undefined;
+  const esplora = opts.esplora ? new EsploraDouble() : undefined;
+  if (esplora) await esplora.start();
+  const backends = [anvil ? `evm-local=${anvil.url}` : '', esplora ? `bitcoin-regtest=${esplora.url}` : ''].filter(Boolean).join(',');
+  await cluster.startApi({ ...(backends ? { API_CHAIN_BACKENDS: backends } : {}), ...opts.apiEnv });
+  const base = `http://127.0.0.1:${cluster.apiPort}`;
+  const client = new CustodyClient({ baseUrl: base, organization, keyId: apiKeyId, secretKey });
+  return {
+    cluster, client, organization, apiKeyId, secretKey, base,
+    ...(anvil ? { anvil } : {}), ...(esplora ? { esplora } : {}),
+    async stop() {
+      // E2E_LOG_DIR keeps every process's log lines for a look after a failure.
+      if (process.env.E2E_LOG_DIR) for (const p of cluster.procs) writeFileSync(join(process.env.E2E_LOG_DIR, `${p.name}.log`), p.raw.join('\n'));
+      await cluster.stop();
+      await anvil?.stop();
+      await esplora?.stop();
+    },
+  };
+}
+
+/** Keeps producing blocks while `until` is pending, so confirmations and finality advance. */
+export async function mining<T>(mine: () => Promise<unknown> | void, until: Promise<T>, everyMs = 300): Promise<T> {
+  let done = false;
+  const loop = (async () => {
+    while (!done) {
+      await mine();
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+  })();
+  try {
+    return await until;
+  } finally {
+    done = true;
+    await loop;
+  }
+}

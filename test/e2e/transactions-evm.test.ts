@@ -1,0 +1,111 @@
+// End to end with real processes (coordinator, three service nodes, the organization's self node, the
+// API) and a real anvil: a hosted vault gated by end-user tokens and a self vault, EVM wallets funded from
+// anvil, native and ERC-20 transfers sent through the SDK reach `final`, balances move by exactly the
+// amount, viem recovers each wallet as the sender; then the hosted vault reshares to the self tier while
+// transfers keep flowing, keeping its key and addresses.
+import t from 'tap';
+import { createRequire } from 'node:module';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { SignJWT, exportJWK, generateKeyPair } from 'jose';
+import { createWalletClient, erc20Abi, http, parseEther, recoverTransactionAddress, type Abi, type Hex } from 'viem';
+import { foundry } from 'viem/chains';
+import { startStack, mining } from './stack.ts';
+import type { CustodyClient, SendEvmParameters, Transaction, Wallet } from '../../api/sdk/client.ts';
+
+const require = createRequire(import.meta.url);
+const token = require('@openzeppelin/contracts/build/contracts/ERC20PresetFixedSupply.json') as { abi: Abi; bytecode: Hex };
+
+t.test('EVM: hosted and self vaults send native and ERC-20 transfers to final on anvil; reshare hosted -> self while sending', async (t) => {
+  const stack = await startStack({ selfNode: true, anvil: true });
+  t.teardown(() => stack.stop());
+  const { client, anvil } = stack;
+  const chain = anvil!;
+
+  // Hosted-tier end-user auth: the customer's identity provider key and audience.
+  const idp = await generateKeyPair('ES256');
+  const jwk = { ...(await exportJWK(idp.publicKey)), kid: 'idp-1', alg: 'ES256' };
+  t.same(await client.setEndUserAuth({ jwks: { keys: [jwk] }, audience: 'custody-test' }), { status: 'registered', audience: 'custody-test', key_count: 1 });
+  const tokenFor = (intent: Uint8Array, sub = 'user-42') =>
+    new SignJWT({ intent_sha256: bytesToHex(sha256(intent)) }).setProtectedHeader({ alg: 'ES256', kid: 'idp-1' }).setSubject(sub)
+      .setAudience('custody-test').setIssuedAt().setExpirationTime('5m').sign(idp.privateKey);
+
+  const hosted = await client.createVault({ tier: 'hosted', name: 'embedded', end_user_subject: 'user-42' });
+  const self = await client.createVault({ tier: 'self', name: 'treasury' });
+  t.equal(hosted.state, 'creating');
+  const [h, s] = await Promise.all([client.waitForVault(hosted.id), client.waitForVault(self.id)]);
+  t.equal(h.end_user_auth, true, 'hosted vault created after end-user auth needs tokens');
+  const hw = await client.createWallet(h.id, { chain: 'evm-local' });
+  const sw = await client.createWallet(s.id, { chain: 'evm-local' });
+  for (const w of [hw, sw]) await chain.testClient.setBalance({ address: w.address as Hex, value: parseEther('10') });
+
+  // An ERC-20 whose whole supply belongs to the self vault's wallet.
+  // anvil's first dev account, unlocked on the node.
+  const deployer = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266' as Hex;
+  const wallet = createWalletClient({ chain: foundry, transport: http(chain.url), account: deployer });
+  const deployHash = await wallet.deployContract({ abi: token.abi, bytecode: token.bytecode, args: ['Test Dollar', 'TUSD', 1_000_000n * 10n ** 18n, sw.address as Hex] });
+  const contract = (await chain.publicClient.waitForTransactionReceipt({ hash: deployHash })).contractAddress!;
+
+  const alice = '0x00000000000000000000000000000000000a11ce' as Hex;
+  const bob = '0x0000000000000000000000000000000000000b0b' as Hex;
+  const mine = () => chain.testClient.mine({ blocks: 1 });
+
+  /** Sends through the SDK and follows the transaction to `final`, checking the lifecycle. */
+  const send = async (c: CustodyClient, p: SendEvmParameters, hostedVault: boolean): Promise<Transaction> => {
+    const intent = c.evmIntent(p);
+    const accepted = await c.sendEvm({ ...p, ...(hostedVault ? { endUserToken: await tokenFor(intent) } : {}) });
+    t.ok(['created', 'checks'].includes(accepted.state), `202 in an early state (${accepted.state})`);
+    return mining(mine, c.waitForTransaction(accepted.id, ['final'], { timeoutMs: 90_000 }));
+  };
+  const recovered = async (hash: string) => {
+    const raw = await chain.publicClient.request({ method: 'eth_getRawTransactionByHash' as never, params: [hash] as never }) as Hex;
+    return (await recoverTransactionAddress({ serializedTransaction: raw as `0x02${string}` })).toLowerCase();
+  };
+
+  // Native from the hosted vault, with the end user's token.
+  const before = await chain.publicClient.getBalance({ address: alice });
+  const native = await send(client, { wallet: hw, to: alice, amount: parseEther('1.25'), idempotencyKey: 'native-1' }, true);
+  t.equal(native.state, 'final', `native transfer final (${native.reason ?? ''})`);
+  t.equal(await chain.publicClient.getBalance({ address: alice }) - before, parseEther('1.25'), 'recipient credited exactly');
+  t.equal(await recovered(native.tx_hash!), hw.address.toLowerCase(), 'viem recovers the hosted wallet as the sender');
+  t.ok(native.confirmations! >= 2, 'final after the finality depth');
+
+  // Without a token, or with another user's token, the hosted vault refuses.
+  const noToken = client.sendEvm({ wallet: hw, to: alice, amount: 1n, idempotencyKey: 'native-no-token' });
+  await t.rejects(noToken, { status: 403, code: 'forbidden' }, 'hosted vault needs the end-user token');
+  const p2 = { wallet: hw, to: alice, amount: 1n, idempotencyKey: 'native-wrong-user' };
+  await t.rejects(client.sendEvm({ ...p2, endUserToken: await tokenFor(client.evmIntent(p2), 'user-99') }), { status: 403, code: 'forbidden' }, 'another user\'s token is refused');
+
+  // ERC-20 from the self vault.
+  const erc20Before = await chain.publicClient.readContract({ address: contract, abi: erc20Abi, functionName: 'balanceOf', args: [bob] });
+  const erc20 = await send(client, { wallet: sw, to: bob, amount: 12_345n, asset: contract, idempotencyKey: 'erc20-1' }, false);
+  t.equal(erc20.state, 'final', `ERC-20 transfer final (${erc20.reason ?? ''})`);
+  t.equal(await chain.publicClient.readContract({ address: contract, abi: erc20Abi, functionName: 'balanceOf', args: [bob] }) - erc20Before, 12_345n, 'token balance moved by exactly the amount');
+  t.equal(await recovered(erc20.tx_hash!), sw.address.toLowerCase(), 'viem recovers the self wallet as the sender');
+
+  // Same idempotency key and body: the same transaction; another body: 409.
+  const replay = await client.sendEvm({ wallet: sw, to: bob, amount: 12_345n, asset: contract, idempotencyKey: 'erc20-1' });
+  t.equal(replay.id, erc20.id, 'an idempotent retry returns the same transaction');
+  await t.rejects(client.sendEvm({ wallet: sw, to: bob, amount: 1n, asset: contract, idempotencyKey: 'erc20-1' }), { status: 409, code: 'conflict' });
+
+  // Reshare the hosted vault to the self tier while transfers keep flowing.
+  const ack = await client.reshareVault(h.id, { target_tier: 'self' });
+  t.equal(ack.status, 'accepted');
+  const flowing: Promise<Transaction>[] = [];
+  for (let i = 0; i < 3; i++) {
+    flowing.push(send(client, { wallet: sw, to: alice, amount: 1000n + BigInt(i), idempotencyKey: `during-reshare-${i}` }, false));
+  }
+  const during = await Promise.all(flowing);
+  t.same(during.map((x) => x.state), ['final', 'final', 'final'], 'transactions kept flowing during the reshare');
+  t.same(new Set(during.map((x) => x.nonce)).size, 3, 'concurrent submissions took distinct nonces');
+  const reshared = await client.waitForVault(h.id, (v) => v.state !== 'resharing', { timeoutMs: 120_000 });
+  t.equal(reshared.state, 'active', `reshare settled (${reshared.problem ?? ''})`);
+  t.equal(reshared.tier, 'self', 'moved to the self tier');
+  t.equal(reshared.rotation, h.rotation + 1, 'rotation counter +1');
+  t.equal(reshared.public_key, h.public_key, 'same public key');
+  const again: Wallet = await client.createWallet(h.id, { chain: 'evm-local' });
+  t.equal(again.address, hw.address, 'same address after the reshare');
+  const afterReshare = await send(client, { wallet: hw, to: alice, amount: 777n, idempotencyKey: 'after-reshare' }, false);
+  t.equal(afterReshare.state, 'final', `the reshared vault signs (${afterReshare.reason ?? ''})`);
+  t.equal(await recovered(afterReshare.tx_hash!), hw.address.toLowerCase());
+});
