@@ -214,7 +214,7 @@ export class KeyService {
       const outcome = await this.hub.run({
         sessionId: new Uint8Array(randomBytes(32)), protocol: Protocol.RESHARE, keyId: key.keyId,
         parties: union.map((nodeId, i) => this.party(nodeId, i + 1)),
-        params: encodeBlob('reshare-params', { keyId: key.keyId, owner: key.owner, oldPkg, newEpoch, newThreshold: target.threshold, members }),
+        params: encodeBlob('reshare-params', { keyId: key.keyId, owner: key.owner, oldPkg, newEpoch, newThreshold: target.threshold, members, tier: input.targetTier ?? key.tier }),
         timeoutMs: this.timeouts.reshareMs,
       });
       const pkg = this.agreedPackage(outcome, 'reshare-result');

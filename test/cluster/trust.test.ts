@@ -2,7 +2,7 @@
 // from the log carried with each request (docs/trust.md): an operator bootstrap roots it, a key
 // registered by a signed request signs, its revocation is final even when a later log omits it, and a
 // hosted vault created after the end-user auth config signs only with its end user's token for the
-// exact intent.
+// exact intent, through a refresh, until it moves to the self tier.
 import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -126,6 +126,17 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
   // The vault created before the config keeps signing without tokens.
   const s2 = spend(plain, first);
   t.ok(schnorr.verify((await sign('vault-plain', s2, fullLog)).signatures[0]!, s2.digest, s2.q));
+
+  // A refresh keeps the key hosted: the binding holds in the new epoch. A move to the self tier drops it.
+  await client.reshare({ keyId: 'vault-hosted' }, { deadline: Date.now() + 60_000 });
+  const r1 = spend(hosted, first);
+  await t.rejects(sign('vault-hosted', r1, fullLog), { code: grpc.status.PERMISSION_DENIED, details: /end_user_token_required/ }, 'after a refresh');
+  t.ok(schnorr.verify((await sign('vault-hosted', r1, fullLog, await tokenFor(r1.intent))).signatures[0]!, r1.digest, r1.q));
+  const self = await cluster.startNode('self-1', { ...env, NODE_KIND: 'self', NODE_OWNER: ORG });
+  const moved = (await client.reshare({ keyId: 'vault-hosted', targetTier: Tier.SELF }, { deadline: Date.now() + 60_000 })).key!;
+  t.ok(moved.committee.some((m) => m.nodeId === self.nodeId));
+  const r2 = spend(hosted, first);
+  t.ok(schnorr.verify((await sign('vault-hosted', r2, fullLog)).signatures[0]!, r2.digest, r2.q), 'the self tier signs without end-user tokens');
 
   // No node logged a token, or any part of one.
   const parts = sent.flatMap((jwt) => jwt.split('.').slice(1));

@@ -45,6 +45,8 @@ export interface ReshareSessionParams {
   newEpoch: number;
   newThreshold: number;
   members: ReshareMember[];
+  /** Tier of the new epoch. */
+  tier?: string;
 }
 
 export interface EpochSessionParams {
@@ -174,10 +176,14 @@ export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
         const mine = p.members.find((m) => m.party === me);
         if (!mine) throw new SessionRefused('not_a_party', 'this node is not a reshare member');
         let oldShare: { id: number; share: string } | undefined;
-        // A member that held the key keeps its tier and end-user binding in the new epoch.
-        let carried: Pick<StoredKey, 'tier' | 'endUser'> = {};
+        // A member that held the key keeps its end-user binding while the key stays hosted; end-user
+        // tokens gate the hosted tier only, so a move to another tier drops it (docs/trust.md).
         const held = await vault.current(p.keyId);
-        if (held) carried = { ...(held.tier ? { tier: held.tier } : {}), ...(held.endUser ? { endUser: held.endUser } : {}) };
+        const tier = typeof p.tier === 'string' ? p.tier : held?.tier;
+        const carried: Pick<StoredKey, 'tier' | 'endUser'> = {
+          ...(tier ? { tier } : {}),
+          ...(held?.endUser && (tier === undefined || tier === 'hosted') ? { endUser: held.endUser } : {}),
+        };
         if (mine.oldId !== undefined) {
           const stored = held;
           if (!stored) throw new SessionRefused('unknown_key', `no share of ${p.keyId} here`);
