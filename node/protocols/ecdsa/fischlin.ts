@@ -16,7 +16,7 @@
 // context carries the session id, the prover's party id is bound, and every tag is versioned and
 // distinct from every other hash of the protocol.
 import { sha256 } from '@noble/hashes/sha2.js';
-import { Fn, G, pointHex, randomScalar, scalarHex, parsePoint, parseScalar, type Point } from '../math/curve.ts';
+import { Fn, G, mulBase, pointHex, randomScalar, scalarHex, parsePoint, parseScalar, type Point } from '../math/curve.ts';
 import { taggedHash, transcript } from '../math/transcript.ts';
 import { InputError } from '../round/errors.ts';
 import type { Rng } from '../round/machine.ts';
@@ -59,7 +59,7 @@ function repetition(tag: string, D: Uint8Array, i: number) {
 export function proveDlogFischlin(tag: string, context: string, prover: number, x: bigint, X: Point, rng: Rng): FischlinProof {
   for (;;) {
     const k = Array.from({ length: FISCHLIN_RHO }, () => randomScalar(rng));
-    const R = k.map((ki) => pointHex(G.multiply(ki)));
+    const R = k.map((ki) => pointHex(mulBase(ki)));
     const D = commitmentsDigest(tag, context, prover, X, R);
     const c: number[] = [];
     const z: string[] = [];

@@ -14,7 +14,7 @@
 //          check each online share (online.ts).
 //   finish: the echoes agree; Σ pk_j = Y; R = Σ R_j.
 import { hexToBytes } from '@noble/hashes/utils.js';
-import { Fn, G, Point, lagrangeAtZero, parsePoint, parseScalar, pointHex, randomScalar, scalarHex, type Point as P } from '../math/curve.ts';
+import { Fn, Point, lagrangeAtZero, mulBase, parsePoint, parseScalar, pointHex, randomScalar, scalarHex, type Point as P } from '../math/curve.ts';
 import { hashToScalar, taggedHashHex } from '../math/transcript.ts';
 import { InputError, ProtocolAbort, blame } from '../round/errors.ts';
 import { checkParties, checkSessionId, encodeBlob, readPayload, type Message, type Protocol } from '../round/machine.ts';
@@ -149,7 +149,7 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
     }
     const r = randomScalar(rng);
     const phi = randomScalar(rng);
-    const R = G.multiply(r);
+    const R = mulBase(r);
     const com = commit('instance-key', ctx, [me, pointHex(R)], rng);
     const out: Message[] = [];
     const bob: PresignState['bob'] = {};
@@ -163,7 +163,7 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
     }
     const state: PresignState = {
       sessionId: params.sessionId, signers: [...params.signers].sort((a, b) => a - b), me, context: ctx, publicKey,
-      sk: scalarHex(sk), r: scalarHex(r), phi: scalarHex(phi), salt: com.salt, Ri: pointHex(R), pki: pointHex(G.multiply(sk)), alice, bob, c: {}, u: '', v: '', r1: {}, r2: {}, r3: {},
+      sk: scalarHex(sk), r: scalarHex(r), phi: scalarHex(phi), salt: com.salt, Ri: pointHex(R), pki: pointHex(mulBase(sk)), alice, bob, c: {}, u: '', v: '', r1: {}, r2: {}, r3: {},
     };
     return { state, out };
   },
@@ -233,7 +233,7 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
         c[String(j)] = [scalarHex(res.c[0]), scalarHex(res.c[1])];
         const chi = parseScalar(s.bob[String(j)]!.chi, 'chi', true);
         const r2: R2 = {
-          R: s.Ri, salt: s.salt, pk: s.pki, gu: pointHex(G.multiply(res.c[0])), gv: pointHex(G.multiply(res.c[1])),
+          R: s.Ri, salt: s.salt, pk: s.pki, gu: pointHex(mulBase(res.c[0])), gv: pointHex(mulBase(res.c[1])),
           psi: scalarHex(Fn.sub(parseScalar(s.phi, 'phi'), chi)), mult: res.msg,
         };
         out.push({ from: me, to: j, round: 2, payload: encodeBlob('ecdsa-presign/r2', r2) });
@@ -255,7 +255,7 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
       const pkj = parsePoint(m.pk, 'pk');
       // Both DKLs23 checks at once, under a random combination ρ: (d_u + ρ·d_v)·G + Γ^u + ρ·Γ^v = χ·(R_j + ρ·pk_j).
       const rho = hashToScalar('custody/ecdsa/gamma-check/v1', [pc, m.R, m.pk, m.gu, m.gv]);
-      const lhs = G.multiply(Fn.add(d[0], Fn.mul(rho, d[1]))).add(parsePoint(m.gu, 'gu')).add(parsePoint(m.gv, 'gv').multiplyUnsafe(rho));
+      const lhs = mulBase(Fn.add(d[0], Fn.mul(rho, d[1]))).add(parsePoint(m.gu, 'gu')).add(parsePoint(m.gv, 'gv').multiplyUnsafe(rho));
       const rhs = Rj.add(pkj.multiplyUnsafe(rho)).multiply(chi === 0n ? 1n : chi);
       if (chi === 0n || !lhs.equals(rhs)) throw new ProtocolAbort('bad_multiplication', [j], `party ${j}: multiplication shares do not match R and pk`);
       const [cu, cv] = s.c[String(j)]!.map((x) => parseScalar(x, 'c', true)) as [bigint, bigint];
@@ -266,7 +266,7 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
     // u_i or v_i = 0 happens with negligible probability; their images would be the identity.
     if (u === 0n || v === 0n) throw new ProtocolAbort('degenerate_nonce', [], 'a zero signing share');
     const r2done: PresignState = { ...s, sk: '', r: '', salt: '', bob: {}, c: {}, u: scalarHex(u), v: scalarHex(v) };
-    const mine3: R3 = { echo: r2Echo(s), U: pointHex(G.multiply(u)), V: pointHex(G.multiply(v)), Phi: pointHex(G.multiply(phi)) };
+    const mine3: R3 = { echo: r2Echo(s), U: pointHex(mulBase(u)), V: pointHex(mulBase(v)), Phi: pointHex(mulBase(phi)) };
     return { kind: 'next', state: { ...r2done, mine3 }, out: [{ from: me, to: 'all', round: 3, payload: encodeBlob('ecdsa-presign/r3', mine3) }] };
   },
 };

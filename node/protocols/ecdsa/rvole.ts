@@ -17,6 +17,17 @@ import { hashToScalars } from './hash.ts';
 /** Hex of a reduced scalar (hot loops: no re-validation). */
 const hx = (n: bigint): string => n.toString(16).padStart(64, '0');
 
+const M64 = (1n << 64n) - 1n;
+/** A reduced scalar as 32 big-endian bytes at `off` (hot loop: four 64-bit limbs). */
+function writeScalar(v: DataView, off: number, n: bigint): void {
+  v.setBigUint64(off, n >> 192n);
+  v.setBigUint64(off + 8, (n >> 128n) & M64);
+  v.setBigUint64(off + 16, (n >> 64n) & M64);
+  v.setBigUint64(off + 24, n & M64);
+}
+const readScalar = (v: DataView, off: number): bigint =>
+  (v.getBigUint64(off) << 192n) | (v.getBigUint64(off + 8) << 128n) | (v.getBigUint64(off + 16) << 64n) | v.getBigUint64(off + 24);
+
 let gadgetCache: bigint[] | undefined;
 /** The public gadget vector g (XI scalars, fixed for the protocol version). */
 export function gadget(): bigint[] {
@@ -77,15 +88,18 @@ export function rvoleAlice(ctx: string, delta: Uint8Array, kd: Uint8Array[], bob
   const alpha = [a[0], a[1], ahat[0]!, ahat[1]!];
   const qd = new Uint8Array(32);
   const zA: bigint[][] = [];
-  let tau = '';
+  // τ is written as bytes (one conversion to hex at the end instead of one string per entry).
+  const tauBytes = new Uint8Array(XI * 4 * 32);
+  const tv = new DataView(tauBytes.buffer);
   for (let k = 0; k < XI; k++) {
     const qk = rowOf(q, k);
     for (let i = 0; i < 32; i++) qd[i] = qk[i]! ^ delta[i]!;
     const p0 = pad(pc, k, qk);
     const p1 = pad(pc, k, qd);
-    for (let j = 0; j < 4; j++) tau += hx(Fn.sub(Fn.add(alpha[j]!, p0[j]!), p1[j]!));
+    for (let j = 0; j < 4; j++) writeScalar(tv, (4 * k + j) * 32, Fn.sub(Fn.add(alpha[j]!, p0[j]!), p1[j]!));
     zA.push(p0.map((x) => Fn.neg(x)));
   }
+  const tau = bytesToHex(tauBytes);
   const th = theta(ctx, tau);
   const rows = zA.map((z) => [Fn.add(Fn.mul(th[0], z[0]!), z[2]!), Fn.add(Fn.mul(th[1], z[1]!), z[3]!)]);
   let c0 = 0n;
@@ -108,6 +122,7 @@ export function rvoleBobFinish(ctx: string, st: BobState, msg: AliceMessage): [b
   const pc = padCtx(ctx);
   const g = gadget();
   const th = theta(ctx, msg.tau);
+  const tv = new DataView(hexToBytes(msg.tau).buffer);
   const rows: bigint[][] = [];
   let d0 = 0n;
   let d1 = 0n;
@@ -115,7 +130,7 @@ export function rvoleBobFinish(ctx: string, st: BobState, msg: AliceMessage): [b
     const z = pad(pc, k, rowOf(t, k));
     if (bitOf(r, k)) {
       for (let j = 0; j < 4; j++) {
-        const v = BigInt('0x' + msg.tau.slice((4 * k + j) * 64, (4 * k + j + 1) * 64));
+        const v = readScalar(tv, (4 * k + j) * 32);
         if (v >= ORDER) throw new InputError('bad_multiplication', 'tau entry out of range');
         z[j] = Fn.add(z[j]!, v);
       }

@@ -5,7 +5,7 @@ import t from 'tap';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { Fn } from '../../../node/protocols/math/curve.ts';
 import { BASE_OT_COUNT, baseOtChoose, baseOtKeys, baseOtSender, unpackPoints } from '../../../node/protocols/ot/base-ot.ts';
-import { M, bitOf, kosReceive, kosSend, rowOf } from '../../../node/protocols/ot/kos.ts';
+import { KAPPA, M, bitOf, kosReceive, kosSend, rowOf, transposeColumns } from '../../../node/protocols/ot/kos.ts';
 import { rvoleAlice, rvoleBobFinish, rvoleBobStart } from '../../../node/protocols/ecdsa/rvole.ts';
 import { InputError } from '../../../node/protocols/round/errors.ts';
 import { seededRng } from '../simulate.ts';
@@ -60,4 +60,16 @@ t.test('RVOLE: c + d = χ·a, and a tampered τ is caught', async (t) => {
   const tau = alice.msg.tau;
   const bad = tau.slice(0, 64 * 9) + (tau[64 * 9] === '1' ? '2' : '1') + tau.slice(64 * 9 + 1);
   t.throws(() => rvoleBobFinish('mul ctx', bob.state, { ...alice.msg, tau: bad }), InputError, 'inconsistent input refused');
+});
+
+t.test('KOS: the 8×8-block transpose equals the bit-by-bit one', async (t) => {
+  const r = seededRng('transpose');
+  for (let round = 0; round < 3; round++) {
+    const cols = Array.from({ length: KAPPA }, () => r(M / 8));
+    if (round === 1) cols[9] = new Uint8Array(M / 8); // an all-zero column
+    const rows = transposeColumns(cols);
+    let same = true;
+    for (let c = 0; c < KAPPA; c++) for (let k = 0; k < M; k++) if (bitOf(cols[c]!, k) !== bitOf(rowOf(rows, k), c)) same = false;
+    t.ok(same, `random matrix ${round}: bit (c, k) of the columns is bit (k, c) of the rows`);
+  }
 });
