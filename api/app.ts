@@ -20,6 +20,9 @@ import { webhookDeliveryRoutes } from './routes/v1/webhook-deliveries.ts';
 import { brandingRoutes, emailDomainRoutes, logoRoutes } from './routes/v1/branding.ts';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { OptionalKind, type TSchema } from '@sinclair/typebox';
+import { ApiError } from './errors.ts';
 
 export interface AppOptions {
   config: ApiConfig;
@@ -61,6 +64,20 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   if (vaults) {
     // The vault API: every route under /v1 is authenticated by an RFC 9421 request signature.
     await app.register(async (v1) => {
+      // Input is checked as sent: a number where a string belongs, or a string where a list belongs, is
+      // refused rather than coerced (the app-wide validator coerces, which query strings elsewhere need).
+      v1.setValidatorCompiler(({ schema, httpPart }) => {
+        const check = TypeCompiler.Compile(schema as TSchema);
+        // A route whose body is Type.Optional accepts a request without one (Fastify passes null then).
+        const optional = httpPart === 'body' && (schema as TSchema)[OptionalKind] === 'Optional';
+        return (value: unknown) => {
+          if (value === null && optional) return { value: undefined };
+          if (check.Check(value)) return { value };
+          const e = check.Errors(value).First();
+          const choices = (e?.schema.anyOf as TSchema[] | undefined)?.every((s) => 'const' in s) ? ` (one of ${e!.schema.anyOf.map((s: TSchema) => s.const).join(', ')})` : '';
+          return { error: new ApiError(400, 'invalid_request', `${httpPart ?? 'request'}${e?.path ?? ''}: ${e?.message ?? 'invalid'}${choices}`) };
+        };
+      });
       await v1.register(requestAuth, { findKey: (id) => vaults.activeKey(id), publicOrigin: opts.config.publicUrl, ...(opts.now ? { now: opts.now } : {}) });
       await v1.register(apiKeyRoutes, { vaults });
       await v1.register(vaultRoutes, { vaults });

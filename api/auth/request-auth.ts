@@ -39,7 +39,8 @@ const plugin: FastifyPluginAsync<RequestAuthOptions> = async (app, opts) => {
 
   parseJsonKeepingRawBody(app);
 
-  app.addHook('preHandler', async (req: FastifyRequest) => {
+  // Before validation: an unsigned request learns nothing about its body, and gets 401, not 400.
+  app.addHook('preValidation', async (req: FastifyRequest) => {
     if (req.routeOptions.config?.public) return;
     const unauthorized = (message: string) => new ApiError(401, 'unauthorized', message);
     const body = req.rawBody ?? Buffer.alloc(0);

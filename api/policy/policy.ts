@@ -7,7 +7,8 @@ import { ApiError } from '../errors.ts';
 /** `<chain>:native` or `<chain>:<token contract 0x address, lower case>`. */
 const ASSET = '^[a-z0-9-]{1,40}:(native|0x[0-9a-f]{40})$';
 const AMOUNT = '^(0|[1-9][0-9]{0,77})$';
-const Caps = Type.Record(Type.String({ pattern: ASSET }), Type.String({ pattern: AMOUNT }), { maxProperties: 100 });
+// Keys that are not assets are refused: such a cap would be stored and never apply.
+const Caps = Type.Record(Type.String({ pattern: ASSET }), Type.String({ pattern: AMOUNT }), { maxProperties: 100, additionalProperties: false });
 
 export const PolicySchema = Type.Object({
   per_transaction_cap: Type.Optional(Caps),

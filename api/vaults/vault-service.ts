@@ -71,7 +71,7 @@ export class VaultService {
   async registerKey(org: string, publicKeyHex: string, label: string | null): Promise<ApiKeyRecord> {
     const pub = publicKeyHex.toLowerCase();
     const keys = await this.listKeys(org);
-    if (keys.some((k) => k.public_key === pub)) throw new ApiError(409, 'conflict', 'this public key is already registered');
+    if (keys.some((k) => k.public_key === pub)) throw new ApiError(400, 'invalid_request', 'this public key is already registered');
     if (keys.filter((k) => !k.revoked).length >= this.o.limits.apiKeysPerOrg) throw new ApiError(429, 'rate_limited', `API key quota reached (${this.o.limits.apiKeysPerOrg} active keys)`);
     const key = this.keyRecord(org, pub, label);
     await this.o.store.batch([this.keyOp(key), this.event(org, 'api_key.created', 'api_key', key.id, { id: key.id })]);
@@ -168,7 +168,7 @@ export class VaultService {
     const info = chainInfo(chain);
     if (!info || info.environment !== this.o.environment) throw new ApiError(400, 'invalid_request', `chain ${chain} is not served in ${this.o.environment}`);
     if (info.family === 'evm' && addressType !== undefined) throw new ApiError(400, 'invalid_request', 'address_type applies to Bitcoin chains only');
-    if (!v.public_key || !v.chain_code) throw new ApiError(409, 'conflict', 'the vault key is not generated yet');
+    if (!v.public_key || !v.chain_code) throw new ApiError(400, 'invalid_request', `the vault key is not generated yet (the vault is ${v.state}); derive wallets once it is active`);
     const type = info.family === 'evm' ? 'evm' : (addressType ?? 'p2wpkh');
     const existing = await this.o.store.byIndex<WalletRecord>('wallets', `derivation/${v.id}/${chain}/${type}/${accountIndex}/`);
     if (existing[0]) return { wallet: existing[0], created: false };

@@ -24,7 +24,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> =
         public_key: Type.String({ pattern: '^[0-9a-fA-F]{64}$', description: 'hex of a 32-byte Ed25519 public key' }),
         label: Type.Optional(Type.String({ minLength: 1, maxLength: 120 })),
       }, { additionalProperties: false }),
-      response: { 201: ApiKey, 400: ErrorBody, 401: ErrorBody, 409: ErrorBody, 429: ErrorBody },
+      response: { 201: ApiKey, 400: ErrorBody, 401: ErrorBody, 429: ErrorBody },
     },
   }, async (req, reply) => {
     const k = await vaults.registerKey(req.caller!.org, req.body.public_key, req.body.label ?? null);

@@ -74,7 +74,7 @@ export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> = 
         account_index: Type.Optional(Type.Integer({ minimum: 0, maximum: 2147483647 })),
         address_type: Type.Optional(Type.Union([Type.Literal('p2wpkh'), Type.Literal('p2tr')])),
       }, { additionalProperties: false }),
-      response: { 200: Wallet, 201: Wallet, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody },
+      response: { 200: Wallet, 201: Wallet, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
     },
   }, async (req, reply) => {
     const { wallet, created } = await vaults.createWallet(req.caller!.org, req.params.vaultId, req.body.chain, req.body.account_index ?? 0, req.body.address_type);
