@@ -21,7 +21,7 @@ import { checkParties, checkSessionId, encodeBlob, readPayload, type Message, ty
 import { checkEcho, echoDigest } from '../round/echo.ts';
 import { deriveKeyShare } from '../derive/bip32.ts';
 import { SecretShare, type KeyPackage } from '../keys/key-package.ts';
-import { splitKeys } from '../ot/base-ot.ts';
+import { packPoints, splitKeys, unpackPoints } from '../ot/base-ot.ts';
 import type { KosReceiverMessage } from '../ot/kos.ts';
 import { commit, openCommitment } from './hash.ts';
 import { scalarOfSeed, type EcdsaOtSetup } from './ot-setup.ts';
@@ -54,6 +54,10 @@ interface R2 {
   psi: string;
   mult: AliceMessage;
 }
+
+/** A verified round-2 message as stored: its R, pk, Γ^u, Γ^v also uncompressed (`pts`). */
+type StoredR2 = R2 & { pts: string };
+const r2Points = (m: StoredR2): [P, P, P, P] => unpackPoints(m.pts, 4, 'round 2 points') as [P, P, P, P];
 
 /** Round 3, broadcast: the echo of round 2's broadcast values and this signer's public images. */
 interface R3 {
@@ -88,7 +92,7 @@ export interface PresignState {
   u: string;
   v: string;
   r1: Record<string, R1>;
-  r2: Record<string, R2>;
+  r2: Record<string, StoredR2>;
   /** Our round-3 message, and the peers'. */
   mine3?: R3;
   r3: Record<string, R3>;
@@ -193,15 +197,17 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
       const r = readPayload<R2>('ecdsa-presign/r2', msg);
       return blame(from, 'bad_message', () => {
         const R = parsePoint(r.R, 'R');
-        parsePoint(r.pk, 'pk');
-        parsePoint(r.gu, 'Gamma u');
-        parsePoint(r.gv, 'Gamma v');
+        const pk = parsePoint(r.pk, 'pk');
+        const gu = parsePoint(r.gu, 'Gamma u');
+        const gv = parsePoint(r.gv, 'Gamma v');
         parseScalar(r.psi, 'psi', true);
         if (typeof r.mult !== 'object' || r.mult === null) throw new InputError('bad_message', 'multiplication message');
         if (!openCommitment('instance-key', s.context, [from, pointHex(R)], r.salt, s.r1[String(from)]!.commitR)) {
           throw new ProtocolAbort('bad_commitment', [from], `party ${from}: R does not open its commitment`);
         }
-        return { R: r.R, salt: r.salt, pk: r.pk, gu: r.gu, gv: r.gv, psi: r.psi, mult: { tau: r.mult.tau, eta: r.mult.eta, mu: r.mult.mu } } satisfies R2;
+        // The validated points are kept uncompressed too, so later steps read them without a square root.
+        const pts = packPoints([R, pk, gu, gv]);
+        return { R: r.R, salt: r.salt, pk: r.pk, gu: r.gu, gv: r.gv, psi: r.psi, mult: { tau: r.mult.tau, eta: r.mult.eta, mu: r.mult.mu }, pts } satisfies StoredR2;
       });
     }
     throw new ProtocolAbort('bad_message', [from], `no round ${round}`);
@@ -210,7 +216,7 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
   store(s, round, msg, parsed) {
     const k = String(msg.from);
     if (round === 1) return { ...s, r1: { ...s.r1, [k]: parsed as R1 } };
-    if (round === 2) return { ...s, r2: { ...s.r2, [k]: parsed as R2 } };
+    if (round === 2) return { ...s, r2: { ...s.r2, [k]: parsed as StoredR2 } };
     return { ...s, r3: { ...s.r3, [k]: parsed as R3 } };
   },
 
@@ -251,11 +257,11 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
       const pc = pairContext(s.context, j, me);
       const d = blame(j, 'bad_multiplication', () => rvoleBobFinish(pc, bob, m.mult));
       const chi = parseScalar(bob.chi, 'chi', true);
-      const Rj = parsePoint(m.R, 'R');
-      const pkj = parsePoint(m.pk, 'pk');
+      const [Rj, pkj, gu, gv] = r2Points(m);
       // Both DKLs23 checks at once, under a random combination ρ: (d_u + ρ·d_v)·G + Γ^u + ρ·Γ^v = χ·(R_j + ρ·pk_j).
-      const rho = hashToScalar('custody/ecdsa/gamma-check/v1', [pc, m.R, m.pk, m.gu, m.gv]);
-      const lhs = mulBase(Fn.add(d[0], Fn.mul(rho, d[1]))).add(parsePoint(m.gu, 'gu')).add(parsePoint(m.gv, 'gv').multiplyUnsafe(rho));
+      // ρ has 128 bits (soundness 2^-128, the curve's level), which halves the two products by ρ.
+      const rho = hashToScalar('custody/ecdsa/gamma-check/v1', [pc, m.R, m.pk, m.gu, m.gv]) >> 128n;
+      const lhs = mulBase(Fn.add(d[0], Fn.mul(rho, d[1]))).add(gu).add(gv.multiplyUnsafe(rho));
       const rhs = Rj.add(pkj.multiplyUnsafe(rho)).multiply(chi === 0n ? 1n : chi);
       if (chi === 0n || !lhs.equals(rhs)) throw new ProtocolAbort('bad_multiplication', [j], `party ${j}: multiplication shares do not match R and pk`);
       const [cu, cv] = s.c[String(j)]!.map((x) => parseScalar(x, 'c', true)) as [bigint, bigint];
@@ -280,8 +286,9 @@ function finish(s: PresignState): { kind: 'done'; state: PresignState; result: P
   const echo: Record<string, string> = { [s.me]: r3Digest(s.context, s.me, mine3) };
   for (const j of others(s)) {
     const m = s.r2[String(j)]!;
-    Rsum = Rsum.add(parsePoint(m.R, 'R'));
-    pkSum = pkSum.add(parsePoint(m.pk, 'pk'));
+    const [Rj, pkj] = r2Points(m);
+    Rsum = Rsum.add(Rj);
+    pkSum = pkSum.add(pkj);
     const m3 = s.r3[String(j)]!;
     images[String(j)] = { U: m3.U, V: m3.V, Phi: m3.Phi };
     echo[String(j)] = r3Digest(s.context, j, m3);

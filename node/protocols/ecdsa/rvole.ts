@@ -69,9 +69,9 @@ export interface AliceMessage {
   mu: string;
 }
 
-function theta(ctx: string, tau: string): [bigint, bigint] {
-  // The long τ is hashed once; both challenges derive from its digest.
-  const d = taggedHash('custody/dkls23/rvole/tau/v1', [ctx, tau]);
+function theta(ctx: string, tau: Uint8Array): [bigint, bigint] {
+  // The long τ is hashed once (as its bytes); both challenges derive from its digest.
+  const d = taggedHash('custody/dkls23/rvole/tau/v2', [ctx, tau]);
   return [hashToScalar('custody/dkls23/rvole/theta/v1', [ctx, 0, d]), hashToScalar('custody/dkls23/rvole/theta/v1', [ctx, 1, d])];
 }
 
@@ -87,7 +87,12 @@ export function rvoleAlice(ctx: string, delta: Uint8Array, kd: Uint8Array[], bob
   const ahat = [randomScalar(rng), randomScalar(rng)];
   const alpha = [a[0], a[1], ahat[0]!, ahat[1]!];
   const qd = new Uint8Array(32);
-  const zA: bigint[][] = [];
+  // Hot loop: sums are reduced once at the end and sums of two reduced values by one conditional
+  // subtraction (n is public, so this branch leaks nothing).
+  const n = ORDER;
+  const p0s: bigint[] = new Array<bigint>(4 * XI);
+  let s0 = 0n;
+  let s1 = 0n;
   // τ is written as bytes (one conversion to hex at the end instead of one string per entry).
   const tauBytes = new Uint8Array(XI * 4 * 32);
   const tv = new DataView(tauBytes.buffer);
@@ -96,18 +101,27 @@ export function rvoleAlice(ctx: string, delta: Uint8Array, kd: Uint8Array[], bob
     for (let i = 0; i < 32; i++) qd[i] = qk[i]! ^ delta[i]!;
     const p0 = pad(pc, k, qk);
     const p1 = pad(pc, k, qd);
-    for (let j = 0; j < 4; j++) writeScalar(tv, (4 * k + j) * 32, Fn.sub(Fn.add(alpha[j]!, p0[j]!), p1[j]!));
-    zA.push(p0.map((x) => Fn.neg(x)));
+    for (let j = 0; j < 4; j++) {
+      let v = alpha[j]! + p0[j]! - p1[j]!;
+      if (v < 0n) v += n;
+      else if (v >= n) v -= n;
+      writeScalar(tv, (4 * k + j) * 32, v);
+      p0s[4 * k + j] = p0[j]!;
+    }
+    // Alice's row shares are z^A_k = −p0_k: c = Σ g_k·z^A_k = −Σ g_k·p0_k.
+    s0 += g[k]! * p0[0]!;
+    s1 += g[k]! * p0[1]!;
   }
   const tau = bytesToHex(tauBytes);
-  const th = theta(ctx, tau);
-  const rows = zA.map((z) => [Fn.add(Fn.mul(th[0], z[0]!), z[2]!), Fn.add(Fn.mul(th[1], z[1]!), z[3]!)]);
-  let c0 = 0n;
-  let c1 = 0n;
-  for (let k = 0; k < XI; k++) {
-    c0 = Fn.add(c0, Fn.mul(g[k]!, zA[k]![0]!));
-    c1 = Fn.add(c1, Fn.mul(g[k]!, zA[k]![1]!));
-  }
+  const th = theta(ctx, tauBytes);
+  const negMod = (x: bigint): bigint => {
+    const r = x % n;
+    return r === 0n ? 0n : n - r;
+  };
+  // θ⊙z^A_k + ẑ^A_k = −(θ·p0_k + p̂0_k).
+  const rows = Array.from({ length: XI }, (_, k) => [negMod(th[0] * p0s[4 * k]! + p0s[4 * k + 2]!), negMod(th[1] * p0s[4 * k + 1]! + p0s[4 * k + 3]!)]);
+  const c0 = negMod(s0);
+  const c1 = negMod(s1);
   const eta: [string, string] = [scalarHex(Fn.add(Fn.mul(th[0], a[0]), ahat[0]!)), scalarHex(Fn.add(Fn.mul(th[1], a[1]), ahat[1]!))];
   return { msg: { tau, eta, mu: bytesToHex(muOf(ctx, rows)) }, c: [c0, c1] };
 }
@@ -121,25 +135,36 @@ export function rvoleBobFinish(ctx: string, st: BobState, msg: AliceMessage): [b
   const t = hexToBytes(st.t);
   const pc = padCtx(ctx);
   const g = gadget();
-  const th = theta(ctx, msg.tau);
-  const tv = new DataView(hexToBytes(msg.tau).buffer);
+  const tauBytes = hexToBytes(msg.tau);
+  const th = theta(ctx, tauBytes);
+  const tv = new DataView(tauBytes.buffer, tauBytes.byteOffset, tauBytes.byteLength);
+  // Every entry is range-checked, whatever Bob's bits: a refusal must not depend on them.
+  const tau = Array.from({ length: 4 * XI }, (_, i) => readScalar(tv, 32 * i));
+  if (tau.some((v) => v >= ORDER)) throw new InputError('bad_multiplication', 'tau entry out of range');
+  const n = ORDER;
   const rows: bigint[][] = [];
   let d0 = 0n;
   let d1 = 0n;
   for (let k = 0; k < XI; k++) {
     const z = pad(pc, k, rowOf(t, k));
-    if (bitOf(r, k)) {
+    const bit = bitOf(r, k);
+    if (bit) {
       for (let j = 0; j < 4; j++) {
-        const v = readScalar(tv, (4 * k + j) * 32);
-        if (v >= ORDER) throw new InputError('bad_multiplication', 'tau entry out of range');
-        z[j] = Fn.add(z[j]!, v);
+        const v = z[j]! + tau[4 * k + j]!;
+        z[j] = v >= n ? v - n : v;
       }
     }
-    const b = bitOf(r, k) ? 1n : 0n;
-    rows.push([Fn.sub(Fn.sub(Fn.mul(b, eta[0]!), Fn.mul(th[0], z[0]!)), z[2]!), Fn.sub(Fn.sub(Fn.mul(b, eta[1]!), Fn.mul(th[1], z[1]!)), z[3]!)]);
-    d0 = Fn.add(d0, Fn.mul(g[k]!, z[0]!));
-    d1 = Fn.add(d1, Fn.mul(g[k]!, z[1]!));
+    // β_k·η − θ⊙z^B_k − ẑ^B_k, reduced once.
+    let r0 = ((bit ? eta[0]! : 0n) - th[0] * z[0]! - z[2]!) % n;
+    let r1 = ((bit ? eta[1]! : 0n) - th[1] * z[1]! - z[3]!) % n;
+    if (r0 < 0n) r0 += n;
+    if (r1 < 0n) r1 += n;
+    rows.push([r0, r1]);
+    d0 += g[k]! * z[0]!;
+    d1 += g[k]! * z[1]!;
   }
+  d0 %= n;
+  d1 %= n;
   if (!equalBytes(muOf(ctx, rows), hexToBytes(msg.mu))) throw new InputError('bad_multiplication', 'multiplication consistency check failed');
   return [d0, d1];
 }
