@@ -65,6 +65,8 @@ export async function verifyEndUserToken(config: EndUserAuthConfig, token: strin
   } catch (err) {
     throw new EndUserTokenError('bad_end_user_token', `end-user token does not verify: ${(err as Error).message}`);
   }
+  // A future iat would stretch the lifetime bound: iat an hour ahead, exp 15 minutes after that.
+  if (payload.iat! > nowSeconds + SKEW_S) throw new EndUserTokenError('bad_end_user_token', 'end-user token was issued in the future ("iat")');
   if (payload.exp! - payload.iat! > MAX_TOKEN_LIFETIME_S) throw new EndUserTokenError('bad_end_user_token', `end-user token lives longer than ${MAX_TOKEN_LIFETIME_S} s`);
   if (subject !== null && payload.sub !== subject) throw new EndUserTokenError('wrong_end_user', 'end-user token names another subject than the vault is bound to');
   if (payload['intent_sha256'] !== intentSha256(intent)) throw new EndUserTokenError('token_intent_mismatch', 'end-user token authorizes another intent');
