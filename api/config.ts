@@ -29,6 +29,7 @@ export const ApiConfigSchema = Type.Object({
   s3SecretAccessKey: Type.Optional(Type.String({ env: 'API_S3_SECRET_ACCESS_KEY', description: 'never printed' })),
   s3PathStyle: Type.Boolean({ env: 'API_S3_PATH_STYLE', default: true, description: 'path-style URLs (https://host/bucket/key) or virtual-hosted (https://bucket.host/key)' }),
   emailDnsServers: Type.Optional(Type.String({ env: 'API_EMAIL_DNS_SERVERS', pattern: '^[0-9a-fA-F:.\\[\\],]+$', description: 'comma-separated DNS servers for local-dns verification' })),
+  operatorKeyFile: Type.Optional(Type.String({ env: 'API_OPERATOR_KEY_FILE', minLength: 1, description: 'hex Ed25519 secret key the operator command signs organization bootstraps with (docs/trust.md)' })),
   chainBackends: Type.Optional(Type.String({
     env: 'API_CHAIN_BACKENDS', pattern: '^[a-z0-9-]+=https?://[^,\\s]+(,[a-z0-9-]+=https?://[^,\\s]+)*$',
     description: 'comma-separated <chain>=<url>: EVM JSON-RPC endpoints and Esplora-compatible Bitcoin backends',

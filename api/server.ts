@@ -26,7 +26,7 @@ await runMain('api', async () => {
   const jobs = new KeyJobs(vaults, coordinator, log);
   const chains = connectChains(chainBackends(config));
   const transactions = new TransactionService({ vaults, hasBackend: (chain) => chains.has(chain) });
-  const txWorker = new TransactionWorker({ vaults, transactions, coordinator, chains, log });
+  const txWorker = new TransactionWorker({ vaults, transactions, coordinator, chains, log, trustLog: (org) => vaults.trustLog(org) });
   const emailProvider = emailProviderFromConfig(config);
   const objectStore = objectStoreFromConfig(config);
   const platform = await createPlatform(store, { objectDir: join(config.dataDir, 'objects'), ...(emailProvider ? { emailProvider } : {}), ...(objectStore ? { objectStore } : {}) });

@@ -5,6 +5,8 @@
 // Organizations, tenants and their keys are a private management function; a bearer key is printed once. It opens the API's store
 // directly (API_DATA_DIR), so run it while the API process is stopped.
 import { parseArgs } from 'node:util';
+import { readFileSync } from 'node:fs';
+import { hexToBytes } from '@noble/hashes/utils.js';
 import { loadApiConfig } from '../config.ts';
 import { RecordStore } from '../store/record-store.ts';
 import { VaultService } from '../vaults/vault-service.ts';
@@ -39,6 +41,12 @@ async function platformCommand(verb: string, rest: string[]): Promise<number> {
   }
 }
 
+function readOperatorKey(path: string): Uint8Array {
+  const hex = readFileSync(path, 'utf8').trim();
+  if (!/^[0-9a-fA-F]{64}$/.test(hex)) throw new ConfigError([`API_OPERATOR_KEY_FILE (operatorKeyFile): ${path} must hold a 32-byte Ed25519 secret key in hex`]);
+  return hexToBytes(hex.toLowerCase());
+}
+
 async function main(): Promise<number> {
   const [area, verb, ...rest] = process.argv.slice(2);
   if ((area === 'tenant' || area === 'key') && verb === 'create') return platformCommand(area, rest);
@@ -55,7 +63,9 @@ async function main(): Promise<number> {
   const store = await RecordStore.open(config.dataDir);
   try {
     const vaults = new VaultService({ store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg } });
-    const { org, key } = await vaults.createOrg(values.name, values['public-key'], values.label ?? 'bootstrap');
+    // With the operator key, the organization's first key is rooted for the signer nodes (docs/trust.md).
+    const operator = config.operatorKeyFile ? readOperatorKey(config.operatorKeyFile) : undefined;
+    const { org, key } = await vaults.createOrg(values.name, values['public-key'], values.label ?? 'bootstrap', operator);
     process.stdout.write(JSON.stringify({ organization: org.id, api_key_id: key.id }) + '\n');
     return 0;
   } finally {

@@ -8,10 +8,22 @@ import { SignatureError, verifyRequest, type VerifyPolicy } from './http-signatu
 import { ReplayGuard } from './replay-guard.ts';
 import { ApiError } from '../errors.ts';
 import { parseJsonKeepingRawBody } from './raw-json.ts';
+import { requestEntry, type RequestHeaders } from '../trust/trust-entry.ts';
+
+const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join(', ') : v);
+
+/** The received headers a node needs to verify the request again (lower-case names, lines joined). */
+function trustHeaders(h: Record<string, string | string[] | undefined>): RequestHeaders {
+  const digest = one(h['content-digest']);
+  const type = one(h['content-type']);
+  return { 'signature-input': one(h['signature-input']) ?? '', signature: one(h['signature']) ?? '', ...(digest ? { 'content-digest': digest } : {}), ...(type ? { 'content-type': type } : {}) };
+}
 
 export interface Caller {
   org: string;
   keyId: string;
+  /** The request as verified, encoded as a trust-log entry (docs/trust.md) for changes the nodes must learn. */
+  entry: () => Uint8Array;
 }
 
 declare module 'fastify' {
@@ -61,7 +73,11 @@ const plugin: FastifyPluginAsync<RequestAuthOptions> = async (app, opts) => {
         { ...POLICY, requiredComponents: body.length > 0 ? ['@method', '@target-uri', 'content-digest'] : ['@method', '@target-uri'] },
       );
       if (!guard.claim(v.keyId, v.nonce!, v.expires!, now())) throw new SignatureError('replayed', 'this nonce was already used');
-      req.caller = { org: key!.org, keyId: v.keyId };
+      const url = origin + req.url;
+      req.caller = {
+        org: key!.org, keyId: v.keyId,
+        entry: () => requestEntry({ method: req.method, url, headers: trustHeaders(req.headers as Record<string, string | string[] | undefined>), body }),
+      };
     } catch (err) {
       if (err instanceof SignatureError) {
         req.log.info({ reason: err.reason }, 'request signature refused');

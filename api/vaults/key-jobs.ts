@@ -1,7 +1,7 @@
 // Runs queued key generations against the coordinator. Jobs live in the store, so a restart resumes
 // them; a job that already generated its key (the coordinator says it exists) just finishes.
 import * as grpc from '@grpc/grpc-js';
-import { bytesToHex } from '@noble/hashes/utils.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import type { Logger } from '../../common/logger.ts';
 import type { CoordinatorClient } from '../coordinator/coordinator-client.ts';
 import { Tier as WireTier, type KeyInfo } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
@@ -58,7 +58,10 @@ export class KeyJobs {
     if (job.kind === 'reshare') return this.reshare(job, vault);
     let key: KeyInfo | undefined;
     try {
-      key = (await this.coordinator.createKey({ keyId: vault.id, owner: vault.org, tier: TIERS[vault.tier] }, { deadline: Date.now() + 120_000 })).key;
+      key = (await this.coordinator.createKey({
+        keyId: vault.id, owner: vault.org, tier: TIERS[vault.tier], trustLog: await this.vaults.trustLog(vault.org),
+        ...(vault.creation_request ? { creationRequest: hexToBytes(vault.creation_request) } : {}),
+      }, { deadline: Date.now() + 120_000 })).key;
     } catch (err) {
       const e = err as grpc.ServiceError;
       if (e.code === grpc.status.FAILED_PRECONDITION && /exists/.test(e.details)) {

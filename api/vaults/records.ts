@@ -33,6 +33,8 @@ export interface VaultRecord {
   end_user_auth?: boolean;
   /** The state a frozen vault returns to when unfrozen. */
   frozen_from?: VaultState;
+  /** The signed POST /vaults request (trust entry, hex) the nodes check at key generation. */
+  creation_request?: string;
   /** Why the last reshare needs attention (state reshare_pending). */
   problem?: string | null;
   created_at: string;

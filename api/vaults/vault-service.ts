@@ -1,6 +1,10 @@
 // Organizations, API keys, vaults and wallets: the vault API's domain logic over the record store.
 // Every state change and its outbox event go in one batch; key generation runs from a durable job.
 import { randomBytes } from 'node:crypto';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { KeyedMutex } from '../../common/keyed-mutex.ts';
+import { apiKeyId } from '../trust/api-key-id.ts';
+import { signBootstrap } from '../trust/trust-entry.ts';
 import type { RecordStore, Op } from '../store/record-store.ts';
 import { ApiError } from '../errors.ts';
 import type { ApiKeyRecord, EventRecord, JobRecord, OrgRecord, Tier, VaultRecord, WalletRecord } from './records.ts';
@@ -25,6 +29,7 @@ const iso = (d: Date) => d.toISOString();
 
 export class VaultService {
   private readonly now: () => Date;
+  private readonly orgLock = new KeyedMutex();
   private wake: (() => void) | undefined;
 
   constructor(private readonly o: VaultServiceOptions) {
@@ -46,16 +51,43 @@ export class VaultService {
   }
 
   // Organizations and keys (organizations are made by the operator command).
-  async createOrg(name: string, publicKeyHex: string, label = 'bootstrap'): Promise<{ org: OrgRecord; key: ApiKeyRecord }> {
+  /**
+   * Creates an organization with its first API key. With the operator's secret key, the key is also
+   * rooted for the signer nodes by a bootstrap entry, the first of the organization's trust log.
+   */
+  async createOrg(name: string, publicKeyHex: string, label = 'bootstrap', operatorSecretKey?: Uint8Array): Promise<{ org: OrgRecord; key: ApiKeyRecord }> {
     if (!/^[0-9a-f]{64}$/i.test(publicKeyHex)) throw new ApiError(400, 'invalid_request', 'public_key must be 32 bytes of hex');
     const org: OrgRecord = { id: newId('org'), name, created_at: iso(this.now()) };
     const key = this.keyRecord(org.id, publicKeyHex.toLowerCase(), label);
-    await this.o.store.batch([{ type: 'put', collection: 'orgs', id: org.id, value: org }, this.keyOp(key)]);
+    const ops: Op[] = [{ type: 'put', collection: 'orgs', id: org.id, value: org }, this.keyOp(key)];
+    if (operatorSecretKey) ops.push(this.trustOp(org.id, 0, signBootstrap(org.id, key.public_key, Math.floor(this.now().getTime() / 1000), operatorSecretKey)));
+    await this.o.store.batch(ops);
     return { org, key };
   }
 
   private keyRecord(org: string, publicKey: string, label: string | null): ApiKeyRecord {
-    return { id: newId('key'), org, public_key: publicKey, label, created_at: iso(this.now()), revoked: false };
+    // The id derives from the key, so the nodes name it the same without being told (docs/trust.md).
+    return { id: apiKeyId(org, publicKey), org, public_key: publicKey, label, created_at: iso(this.now()), revoked: false };
+  }
+
+  // The organization's trust log (docs/trust.md): entries the nodes verify and apply, in order.
+  private trustOp(org: string, seq: number, entry: Uint8Array): Op {
+    return { type: 'put', collection: 'trust_log', id: `${org}/${String(seq).padStart(10, '0')}`, value: bytesToHex(entry) };
+  }
+
+  async trustLog(org: string): Promise<Uint8Array[]> {
+    const out: Uint8Array[] = [];
+    for await (const hex of this.o.store.range<string>('trust_log', { after: `${org}/`, lt: `${org}/\xff` })) out.push(hexToBytes(hex));
+    return out;
+  }
+
+  /** Applies `ops` with `entry` appended to the organization's log, one writer per organization. */
+  private appendTrust(org: string, entry: Uint8Array | undefined, ops: Op[]): Promise<void> {
+    if (!entry) return this.o.store.batch(ops);
+    return this.orgLock.run(org, async () => {
+      const seq = (await this.trustLog(org)).length;
+      await this.o.store.batch([...ops, this.trustOp(org, seq, entry)]);
+    });
   }
 
   private keyOp(k: ApiKeyRecord): Op {
@@ -68,13 +100,13 @@ export class VaultService {
     return { org: k.org, publicKey: new Uint8Array(Buffer.from(k.public_key, 'hex')) };
   }
 
-  async registerKey(org: string, publicKeyHex: string, label: string | null): Promise<ApiKeyRecord> {
+  async registerKey(org: string, publicKeyHex: string, label: string | null, entry?: Uint8Array): Promise<ApiKeyRecord> {
     const pub = publicKeyHex.toLowerCase();
     const keys = await this.listKeys(org);
     if (keys.some((k) => k.public_key === pub)) throw new ApiError(400, 'invalid_request', 'this public key is already registered');
     if (keys.filter((k) => !k.revoked).length >= this.o.limits.apiKeysPerOrg) throw new ApiError(429, 'rate_limited', `API key quota reached (${this.o.limits.apiKeysPerOrg} active keys)`);
     const key = this.keyRecord(org, pub, label);
-    await this.o.store.batch([this.keyOp(key), this.event(org, 'api_key.created', 'api_key', key.id, { id: key.id })]);
+    await this.appendTrust(org, entry, [this.keyOp(key), this.event(org, 'api_key.created', 'api_key', key.id, { id: key.id })]);
     return key;
   }
 
@@ -82,20 +114,20 @@ export class VaultService {
     return this.o.store.byIndex<ApiKeyRecord>('api_keys', `org/${org}/`);
   }
 
-  async revokeKey(org: string, keyId: string, callerKeyId: string): Promise<ApiKeyRecord> {
+  async revokeKey(org: string, keyId: string, entry?: Uint8Array): Promise<ApiKeyRecord> {
     const k = await this.o.store.get<ApiKeyRecord>('api_keys', keyId);
     if (!k || k.org !== org) throw new ApiError(404, 'not_found', 'no such API key');
     if (k.revoked) throw new ApiError(409, 'conflict', 'the key is already revoked');
     const active = (await this.listKeys(org)).filter((x) => !x.revoked);
     if (active.length === 1) throw new ApiError(409, 'conflict', 'the last active key cannot be revoked; register another first');
-    void callerKeyId;
     const revoked: ApiKeyRecord = { ...k, revoked: true, revoked_at: iso(this.now()) };
-    await this.o.store.batch([this.keyOp(revoked), this.event(org, 'api_key.revoked', 'api_key', k.id, { id: k.id })]);
+    await this.appendTrust(org, entry, [this.keyOp(revoked), this.event(org, 'api_key.revoked', 'api_key', k.id, { id: k.id })]);
     return revoked;
   }
 
   // Vaults.
-  async createVault(org: string, input: { tier: Tier; name?: string | undefined; policy?: Record<string, unknown> | undefined; end_user_subject?: string | undefined }): Promise<VaultRecord> {
+  /** `creationRequest`: the signed POST /vaults as a trust entry, which the nodes check at key generation. */
+  async createVault(org: string, input: { tier: Tier; name?: string | undefined; policy?: Record<string, unknown> | undefined; end_user_subject?: string | undefined }, creationRequest?: Uint8Array): Promise<VaultRecord> {
     if (input.tier !== 'hosted' && input.end_user_subject !== undefined) throw new ApiError(400, 'invalid_request', 'end_user_subject applies to hosted vaults only');
     const existing = await this.o.store.byIndex<VaultRecord>('vaults', `org/${org}/`, this.o.limits.vaultsPerOrg + 1);
     if (existing.length >= this.o.limits.vaultsPerOrg) throw new ApiError(429, 'rate_limited', `vault quota reached (${this.o.limits.vaultsPerOrg})`);
@@ -104,6 +136,7 @@ export class VaultService {
     const v: VaultRecord = {
       id: newId('vlt'), org, name: input.name ?? null, tier: input.tier, state: 'creating', rotation: 0, public_key: null, chain_code: null,
       policy: input.policy ?? null, end_user_subject: input.end_user_subject ?? null, end_user_auth: endUserAuth, created_at: t, updated_at: t,
+      ...(creationRequest ? { creation_request: bytesToHex(creationRequest) } : {}),
     };
     const job: JobRecord = { id: newId('job'), kind: 'create_key', vault_id: v.id, attempts: 0, next_at: 0 };
     await this.o.store.batch([this.vaultOp(v), { type: 'put', collection: 'jobs', id: job.id, value: job }, this.event(org, 'vault.created', 'vault', v.id, { state: 'creating', tier: v.tier })]);
@@ -156,9 +189,9 @@ export class VaultService {
     return this.o.store.get<EndUserAuthConfig>('end_user_auth', org);
   }
 
-  async setEndUserAuth(org: string, config: EndUserAuthConfig, extra: Op[] = []): Promise<void> {
-    await this.o.store.batch([
-      { type: 'put', collection: 'end_user_auth', id: org, value: config }, ...extra,
+  async setEndUserAuth(org: string, config: EndUserAuthConfig, entry?: Uint8Array): Promise<void> {
+    await this.appendTrust(org, entry, [
+      { type: 'put', collection: 'end_user_auth', id: org, value: config },
       this.event(org, 'end_user_auth.registered', 'organization', org, { audience: config.audience, keys: config.jwks.keys.length }),
     ]);
   }

@@ -26,9 +26,9 @@ export interface Stack {
 }
 
 /** Runs the operator command against the API's data directory (the API must not be running). */
-export function admin(cluster: Cluster, args: string[]): Record<string, string> {
+export function admin(cluster: Cluster, args: string[], env: Record<string, string> = {}): Record<string, string> {
   const out = execFileSync(process.execPath, ['--import', 'tsx', join(root, 'api/admin/main.ts'), ...args], {
-    cwd: root, env: { PATH: process.env.PATH ?? '', API_DATA_DIR: join(cluster.dir, 'api') }, encoding: 'utf8',
+    cwd: root, env: { PATH: process.env.PATH ?? '', API_DATA_DIR: join(cluster.dir, 'api'), ...env }, encoding: 'utf8',
   });
   return JSON.parse(out) as Record<string, string>;
 }
@@ -37,15 +37,18 @@ export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; es
   const cluster = new Cluster();
   const secretKey = ed25519.utils.randomSecretKey();
   const publicKey = bytesToHex(ed25519.getPublicKey(secretKey));
-  const { organization, api_key_id: apiKeyId } = admin(cluster, ['org', 'create', '--name', 'Acme', '--public-key', publicKey]) as { organization: string; api_key_id: string };
-  // The nodes' bootstrap key set: the organization's first key, installed by the operator.
-  const keysFile = join(cluster.dir, 'api-keys.json');
-  writeFileSync(keysFile, JSON.stringify({ [organization]: { [apiKeyId]: publicKey } }));
+  // The operator key roots every organization on the nodes: the operator command signs the
+  // organization's bootstrap, and the nodes learn everything else from the trust log the API carries.
+  const operator = ed25519.utils.randomSecretKey();
+  const operatorFile = join(cluster.dir, 'operator.key');
+  writeFileSync(operatorFile, bytesToHex(operator), { mode: 0o600 });
+  const { organization, api_key_id: apiKeyId } = admin(cluster, ['org', 'create', '--name', 'Acme', '--public-key', publicKey], { API_OPERATOR_KEY_FILE: operatorFile }) as { organization: string; api_key_id: string };
+  const nodeEnv = { NODE_OPERATOR_KEYS: bytesToHex(ed25519.getPublicKey(operator)) };
   // Protocol steps run on a node's event loop (an OT setup holds it for seconds on a loaded machine):
   // the default heartbeat keeps such a node attached.
   await cluster.startCoordinator({ COORDINATOR_HEARTBEAT_MS: '2000' });
-  await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => cluster.startNode(n, { NODE_API_KEYS_FILE: keysFile })));
-  if (opts.selfNode) await cluster.startNode('self-1', { NODE_API_KEYS_FILE: keysFile, NODE_KIND: 'self', NODE_OWNER: organization });
+  await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => cluster.startNode(n, nodeEnv)));
+  if (opts.selfNode) await cluster.startNode('self-1', { ...nodeEnv, NODE_KIND: 'self', NODE_OWNER: organization });
   const anvil = opts.anvil ? await startAnvil() : undefined;
   const esplora = opts.esplora ? new EsploraDouble() : undefined;
   if (esplora) await esplora.start();

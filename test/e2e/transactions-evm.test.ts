@@ -1,5 +1,5 @@
 // End to end with real processes (coordinator, three service nodes, the organization's self node, the
-// API) and a real anvil: a hosted vault gated by end-user tokens and a self vault, EVM wallets funded from
+// API) and a real anvil: the organization rotates its API key, a hosted vault gated by end-user tokens and a self vault, EVM wallets funded from
 // anvil, native and ERC-20 transfers sent through the SDK reach `final`, balances move by exactly the
 // amount, viem recovers each wallet as the sender; then the hosted vault reshares to the self tier while
 // transfers keep flowing, keeping its key and addresses.
@@ -11,7 +11,8 @@ import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import { createWalletClient, erc20Abi, http, parseEther, recoverTransactionAddress, type Abi, type Hex } from 'viem';
 import { foundry } from 'viem/chains';
 import { startStack, mining } from './stack.ts';
-import type { CustodyClient, SendEvmParameters, Transaction, Wallet } from '../../api/sdk/client.ts';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { CustodyClient, type SendEvmParameters, type Transaction, type Wallet } from '../../api/sdk/client.ts';
 
 const require = createRequire(import.meta.url);
 const token = require('@openzeppelin/contracts/build/contracts/ERC20PresetFixedSupply.json') as { abi: Abi; bytecode: Hex };
@@ -19,8 +20,16 @@ const token = require('@openzeppelin/contracts/build/contracts/ERC20PresetFixedS
 t.test('EVM: hosted and self vaults send native and ERC-20 transfers to final on anvil; reshare hosted -> self while sending', async (t) => {
   const stack = await startStack({ selfNode: true, anvil: true });
   t.teardown(() => stack.stop());
-  const { client, anvil } = stack;
+  const { anvil } = stack;
   const chain = anvil!;
+
+  // Rotation, first half: register a second key; it signs requests and intents from now on, and the
+  // nodes learn it from the organization's trust log, not from the operator.
+  const secondSecret = ed25519.utils.randomSecretKey();
+  const second = await stack.client.registerApiKey({ public_key: bytesToHex(ed25519.getPublicKey(secondSecret)), label: 'rotated' });
+  const client = new CustodyClient({ baseUrl: stack.base, organization: stack.organization, keyId: second.id, secretKey: secondSecret });
+  await stack.client.revokeApiKey(stack.apiKeyId);
+  await t.rejects(stack.client.listApiKeys(), { status: 401, code: 'unauthorized' }, 'the revoked first key stops authenticating at once');
 
   // Hosted-tier end-user auth: the customer's identity provider key and audience.
   const idp = await generateKeyPair('ES256');

@@ -27,7 +27,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> =
       response: { 201: ApiKey, 400: ErrorBody, 401: ErrorBody, 429: ErrorBody },
     },
   }, async (req, reply) => {
-    const k = await vaults.registerKey(req.caller!.org, req.body.public_key, req.body.label ?? null);
+    const k = await vaults.registerKey(req.caller!.org, req.body.public_key, req.body.label ?? null, req.caller!.entry());
     return reply.code(201).send(view(k));
   });
 
@@ -37,5 +37,5 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> =
 
   app.post('/api-keys/:keyId/revoke', {
     schema: { params: Type.Object({ keyId: Type.String({ minLength: 1, maxLength: 64 }) }), response: { 200: ApiKey, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
-  }, async (req) => view(await vaults.revokeKey(req.caller!.org, req.params.keyId, req.caller!.keyId)));
+  }, async (req) => view(await vaults.revokeKey(req.caller!.org, req.params.keyId, req.caller!.entry())));
 };

@@ -19,7 +19,7 @@ export const endUserAuthRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService
   }, async (req) => {
     const problem = await validateJwks(req.body.jwks);
     if (problem) throw new ApiError(400, 'invalid_request', problem);
-    await vaults.setEndUserAuth(req.caller!.org, { jwks: { keys: req.body.jwks.keys as JWK[] }, audience: req.body.audience });
+    await vaults.setEndUserAuth(req.caller!.org, { jwks: { keys: req.body.jwks.keys as JWK[] }, audience: req.body.audience }, req.caller!.entry());
     return { status: 'registered' as const, audience: req.body.audience, key_count: req.body.jwks.keys.length };
   });
 };

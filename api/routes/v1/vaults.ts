@@ -1,7 +1,8 @@
-// POST /v1/vaults, GET /v1/vaults/{vaultId}, POST /v1/vaults/{vaultId}/wallets (docs/vault-api.md).
+// POST /v1/vaults, GET /v1/vaults/{vaultId}, POST /v1/vaults/{vaultId}/wallets, GET /v1/wallets/{walletId}
+// (docs/vault-api.md).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { ErrorBody } from '../../errors.ts';
+import { ApiError, ErrorBody } from '../../errors.ts';
 import type { VaultService } from '../../vaults/vault-service.ts';
 import type { VaultRecord, WalletRecord } from '../../vaults/records.ts';
 import { CHAINS } from '../../vaults/wallet-address.ts';
@@ -53,7 +54,7 @@ export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> = 
       }, { additionalProperties: false }),
       response: { 202: Vault, 400: ErrorBody, 401: ErrorBody, 429: ErrorBody },
     },
-  }, async (req, reply) => reply.code(202).send(vaultView(await vaults.createVault(req.caller!.org, req.body))));
+  }, async (req, reply) => reply.code(202).send(vaultView(await vaults.createVault(req.caller!.org, req.body, req.caller!.entry()))));
 
   app.get('/vaults/:vaultId', { schema: { params: VaultId, response: { 200: Vault, 401: ErrorBody, 404: ErrorBody } } }, async (req) =>
     vaultView(await vaults.vault(req.caller!.org, req.params.vaultId)));
@@ -79,5 +80,14 @@ export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> = 
   }, async (req, reply) => {
     const { wallet, created } = await vaults.createWallet(req.caller!.org, req.params.vaultId, req.body.chain, req.body.account_index ?? 0, req.body.address_type);
     return reply.code(created ? 201 : 200).send(walletView(wallet));
+  });
+
+  // A wallet's fields (chain, address) are what a client needs to build the intent it signs.
+  app.get('/wallets/:walletId', {
+    schema: { params: Type.Object({ walletId: Type.String({ minLength: 1, maxLength: 64 }) }), response: { 200: Wallet, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody } },
+  }, async (req) => {
+    const w = await vaults.store.get<WalletRecord>('wallets', req.params.walletId);
+    if (!w || w.org !== req.caller!.org) throw new ApiError(404, 'not_found', 'no such wallet');
+    return walletView(w);
   });
 };
