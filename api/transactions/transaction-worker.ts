@@ -113,16 +113,19 @@ export class TransactionWorker {
       try {
         step = await this.step(tx, job);
       } catch (err) {
+        // The step may have stored progress (a signed transaction) before it failed: judge from that.
+        const now = (await store.get<TransactionRecord>('transactions', job.id)) ?? tx;
+        job = (await store.get<TransactionJob>('tx_jobs', job.id)) ?? job;
         const attempts = job.attempts + 1;
         const max = this.o.maxSigningAttempts ?? 8;
         const message = (err as Error).message.split('\n')[0]!.slice(0, 300);
         if (err instanceof ChainError && err.permanent) {
           step = { to: 'failed', patch: { reason: `${err.code}: ${err.message}`.slice(0, 500) } };
-        } else if (attempts >= max && (tx.state === 'created' || tx.state === 'checks')) {
+        } else if (attempts >= max && (now.state === 'created' || now.state === 'checks')) {
           step = { to: 'failed', patch: { reason: `signing_unavailable: ${message}` } };
         } else {
           const delay = Math.min(30_000, 250 * 2 ** Math.min(attempts, 7));
-          this.o.log.warn({ transaction: tx.id, state: tx.state, attempts, err: message }, 'transaction step failed; will retry');
+          this.o.log.warn({ transaction: tx.id, state: now.state, attempts, err: message }, 'transaction step failed; will retry');
           job = { ...job, attempts, next_at: Date.now() + delay, last_error: message };
           await store.batch([{ type: 'put', collection: 'tx_jobs', id: job.id, value: job }]);
           return;
@@ -133,11 +136,15 @@ export class TransactionWorker {
         await store.batch([{ type: 'put', collection: 'tx_jobs', id: job.id, value: job }]);
         return;
       }
-      job = await this.transition(tx, job, step);
+      job = await this.transition(tx.id, step);
     }
   }
 
-  private async transition(tx: TransactionRecord, job: TransactionJob, step: Exclude<Step, { wait: number }>): Promise<TransactionJob> {
+  /** Stores a step's outcome over the freshest record and job (a step may have stored one before). */
+  private async transition(id: string, step: Exclude<Step, { wait: number }>): Promise<TransactionJob> {
+    const store = this.o.vaults.store;
+    const tx = (await store.get<TransactionRecord>('transactions', id))!;
+    const job = (await store.get<TransactionJob>('tx_jobs', id)) ?? { id, attempts: 0, next_at: 0 };
     const next: TransactionRecord = { ...tx, ...step.patch, state: step.to, updated_at: new Date().toISOString() };
     // The end-user token authorized one signature: it goes once the signature exists.
     const { end_user_token: _token, ...rest } = job;
@@ -151,7 +158,7 @@ export class TransactionWorker {
       }));
     }
     ops.push({ type: 'put', collection: 'tx_jobs', id: job.id, value: nextJob });
-    await this.o.vaults.store.batch(ops);
+    await store.batch(ops);
     if (step.to === 'failed' || step.to === 'rejected') this.o.log.warn({ transaction: tx.id, state: step.to, reason: next.reason }, 'transaction ended unsuccessfully');
     else this.o.log.info({ transaction: tx.id, state: step.to }, 'transaction advanced');
     return nextJob;
@@ -165,8 +172,20 @@ export class TransactionWorker {
       case 'signed': {
         const wallet = await this.o.vaults.store.get<WalletRecord>('wallets', tx.wallet_id);
         if (!wallet) return { to: 'rejected', patch: { reason: 'wallet_missing' } };
-        // From choosing a nonce or outputs to broadcast, one transaction of a wallet at a time.
-        return this.walletLock.run(wallet.id, () => (tx.family === 'evm' ? this.evmSignAndSend(tx, job, wallet) : this.btcSignAndSend(tx, job, wallet)));
+        // From choosing a nonce or outputs to broadcast, one transaction of a wallet at a time; the
+        // signed transaction is stored before it is sent, so a restart sends the same bytes.
+        return this.walletLock.run(wallet.id, async () => {
+          let current = (await this.o.vaults.store.get<TransactionRecord>('transactions', tx.id))!;
+          if (current.state === 'checks') {
+            const signed = tx.family === 'evm' ? await this.evmSign(current, job, wallet) : await this.btcSign(current, job, wallet);
+            if (signed.to !== 'signed') return signed;
+            await this.transition(tx.id, signed);
+            current = (await this.o.vaults.store.get<TransactionRecord>('transactions', tx.id))!;
+          }
+          if (tx.family === 'evm') await this.evmBroadcast(current, wallet);
+          else await this.btcChain(current).broadcast(current.raw_tx!, current.tx_hash!);
+          return { to: 'broadcast' };
+        });
       }
       case 'broadcast':
       case 'confirmed':
@@ -188,18 +207,17 @@ export class TransactionWorker {
     return c;
   }
 
-  private async evmSignAndSend(txRec: TransactionRecord, job: TransactionJob, wallet: WalletRecord): Promise<Step> {
-    const tx = (await this.o.vaults.store.get<TransactionRecord>('transactions', txRec.id))!;
+  private async evmBroadcast(tx: TransactionRecord, wallet: WalletRecord): Promise<void> {
+    await this.evmChain(tx).broadcast(tx.raw_tx as Hex, tx.tx_hash as Hex).catch(async (err: unknown) => {
+      // A permanent refusal frees the nonce for the wallet's next transaction.
+      if (err instanceof ChainError && err.permanent) await this.o.vaults.store.put('evm_nonces', `${tx.chain}/${wallet.address.toLowerCase()}`, tx.nonce);
+      throw err;
+    });
+  }
+
+  private async evmSign(tx: TransactionRecord, job: TransactionJob, wallet: WalletRecord): Promise<Exclude<Step, { wait: number }>> {
     const chain = this.evmChain(tx);
     const from = wallet.address as Hex;
-    if (tx.state === 'signed') {
-      await chain.broadcast(tx.raw_tx as Hex, tx.tx_hash as Hex).catch(async (err: unknown) => {
-        // A permanent refusal frees the nonce for the wallet's next transaction.
-        if (err instanceof ChainError && err.permanent) await this.o.vaults.store.put('evm_nonces', `${tx.chain}/${from.toLowerCase()}`, tx.nonce);
-        throw err;
-      });
-      return { to: 'broadcast' };
-    }
     const intent = decodeIntent(hexToBytes(tx.intent)) as EvmTransferIntent;
     const nonceKey = `${tx.chain}/${from.toLowerCase()}`;
     const stored = (await this.o.vaults.store.get<number>('evm_nonces', nonceKey)) ?? 0;
@@ -226,13 +244,8 @@ export class TransactionWorker {
     };
   }
 
-  private async btcSignAndSend(txRec: TransactionRecord, job: TransactionJob, wallet: WalletRecord): Promise<Step> {
-    const tx = (await this.o.vaults.store.get<TransactionRecord>('transactions', txRec.id))!;
+  private async btcSign(tx: TransactionRecord, job: TransactionJob, wallet: WalletRecord): Promise<Exclude<Step, { wait: number }>> {
     const chain = this.btcChain(tx);
-    if (tx.state === 'signed') {
-      await chain.broadcast(tx.raw_tx!, tx.tx_hash!);
-      return { to: 'broadcast' };
-    }
     const intent = decodeIntent(hexToBytes(tx.intent)) as BtcTransferIntent;
     // Outputs our own unconfirmed transactions already spend are not offered again.
     const busy = new Set((await this.o.vaults.store.byIndex<TransactionRecord>('transactions', `wallet/${wallet.id}/`, 10_000))

@@ -1,6 +1,6 @@
 // One EVM chain the service talks to over JSON-RPC (viem): the pending nonce of an address, fees and gas
 // for a transaction under the intent's ceiling, broadcast, receipts and the tip, for the transaction worker.
-import { createPublicClient, http, type Hex, type PublicClient, type TransactionSerializableEIP1559 } from 'viem';
+import { BaseError, createPublicClient, http, type Hex, type PublicClient, type TransactionSerializableEIP1559 } from 'viem';
 import type { EvmNetwork } from './evm-networks.ts';
 import type { EvmTemplate } from './evm-transaction.ts';
 
@@ -61,7 +61,8 @@ export class EvmChain {
     try {
       await this.client.sendRawTransaction({ serializedTransaction: raw });
     } catch (err) {
-      const msg = (err as Error).message;
+      // viem's first line is generic; the node's own words are in `details`.
+      const msg = err instanceof BaseError ? `${err.shortMessage} ${err.details ?? ''}`.trim() : (err as Error).message;
       if (/already known|known transaction|already imported/i.test(msg)) return;
       if (/nonce too low/i.test(msg) && (await this.receipt(hash))) return;
       const permanent = /nonce too low|insufficient funds|intrinsic gas|invalid|underpriced|exceeds block gas limit/i.test(msg);
