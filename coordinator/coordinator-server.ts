@@ -60,6 +60,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
     attach: createLinkHandler({
       coordinatorId: config.coordinatorId, heartbeatIntervalMs: config.heartbeatIntervalMs, registry, log,
       onSession: (nodeId, msg) => hub.fromNode(nodeId, msg),
+      inSession: (nodeId) => hub.hasParty(nodeId),
     }),
   });
   addService(server, CoordinatorService, {

@@ -75,7 +75,9 @@ export class KeyService {
    */
   async createKey(input: { keyId: string; owner: string; tier: TierName; nodeIds?: string[]; threshold?: number; trustLog?: string[]; creationRequest?: string | undefined }): Promise<KeyRecord> {
     return this.serialize(input.keyId, async () => {
-      if (await this.keys.get(input.keyId)) throw new KeyServiceError('conflict', `key ${input.keyId} exists`);
+      // A generation that failed for want of a party (not refused by the nodes) may run again.
+      const existing = await this.keys.get(input.keyId);
+      if (existing && !(existing.state === 'failed' && !existing.refused)) throw new KeyServiceError('conflict', `key ${input.keyId} exists`);
       let committee;
       try {
         committee = input.nodeIds?.length ? { nodeIds: input.nodeIds, threshold: input.threshold ?? input.nodeIds.length } : committeeFor(input.tier, input.owner, this.nodes.list());
@@ -102,7 +104,7 @@ export class KeyService {
       const pkg = this.agreedPackage(outcome, 'dkg-result');
       if (!pkg && !outcome.ok && outcome.code === 'party_failed' && outcome.reports.some((r) => REFUSALS.has(r.code))) {
         const why = outcome.reports.map((r) => `${r.code}: ${r.message}`).join('; ');
-        await this.keys.put({ ...record, state: 'failed', problem: why, updatedAtMs: Date.now() });
+        await this.keys.put({ ...record, state: 'failed', refused: true, problem: why, updatedAtMs: Date.now() });
         throw new KeyServiceError('invalid', `refused by the nodes: ${why}`);
       }
       if (!pkg) {

@@ -40,6 +40,8 @@ export interface KeyRecord {
   otEpoch?: number | undefined;
   /** Why the key needs attention, when it does. */
   problem?: string | undefined;
+  /** A failed generation the nodes refused (final), as opposed to one that lacked a party (retried). */
+  refused?: boolean | undefined;
   createdAtMs: number;
   updatedAtMs: number;
 }

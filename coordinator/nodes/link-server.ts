@@ -29,6 +29,11 @@ export interface LinkServerOptions {
   handshakeTimeoutMs?: number;
   /** Receives session traffic from attached nodes. */
   onSession?: (nodeId: string, msg: SessionMessage) => void;
+  /**
+   * True while the node is a party of a running session: a node busy computing a protocol step misses
+   * heartbeats, and the session's own deadline (which names it) is the judge then, not the heartbeat.
+   */
+  inSession?: (nodeId: string) => boolean;
 }
 
 export type SessionMessage = Extract<AttachRequest['body'], { case: 'send' | 'done' | 'failed' }>;
@@ -118,7 +123,7 @@ export function createLinkHandler(opts: LinkServerOptions): (call: Call) => void
             call.write({ body: { case: 'welcome', value: { nodeId: h.nodeId, heartbeatIntervalMs: opts.heartbeatIntervalMs } } });
             opts.log.info({ nodeId: h.nodeId, kind, peer, software: h.software }, 'node attached');
             heartbeat = setInterval(() => {
-              if (now() - lastHeard > SILENT_INTERVALS * opts.heartbeatIntervalMs) {
+              if (now() - lastHeard > SILENT_INTERVALS * opts.heartbeatIntervalMs && !opts.inSession?.(h.nodeId)) {
                 opts.log.warn({ nodeId: h.nodeId }, `node silent for ${SILENT_INTERVALS} heartbeats; dropping it`);
                 return close();
               }

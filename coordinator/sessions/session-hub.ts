@@ -46,6 +46,12 @@ export class SessionHub {
 
   constructor(private readonly nodes: NodeSender, private readonly log: Logger) {}
 
+  /** Whether the node is a party of a session still running (and has not reported its result). */
+  hasParty(nodeId: string): boolean {
+    for (const r of this.sessions.values()) if (r.parties.has(nodeId) && !r.results.has(nodeId)) return true;
+    return false;
+  }
+
   run(spec: SessionSpec): Promise<SessionOutcome> {
     const id = toHex(spec.sessionId);
     const missing = spec.parties.filter((p) => !this.nodes.isAttached(p.nodeId)).map((p) => p.nodeId);
