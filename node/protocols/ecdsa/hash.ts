@@ -22,13 +22,20 @@ export function openCommitment(tag: string, context: string, parts: Part[], salt
 }
 
 const NONCE = new Uint8Array(12);
+let ZEROS = new Uint8Array(128);
+let STREAM = new Uint8Array(128);
 
 /**
  * `count` scalars from one input: SHA-256 of the (already domain-separated) input keys a ChaCha20
  * stream, read as 32-byte big-endian values reduced mod n (bias below 2^-127 for secp256k1's n).
  */
 export function hashToScalars(input: Uint8Array, count: number): bigint[] {
-  const out = chacha20(sha256(input), NONCE, new Uint8Array(32 * count));
+  // Scratch buffers reused across calls (read out before returning): allocation is a fifth of the cost.
+  if (ZEROS.length < 32 * count) {
+    ZEROS = new Uint8Array(32 * count);
+    STREAM = new Uint8Array(32 * count);
+  }
+  const out = chacha20(sha256(input), NONCE, ZEROS.subarray(0, 32 * count), STREAM.subarray(0, 32 * count));
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
   const res: bigint[] = [];
   for (let i = 0; i < count; i++) {

@@ -14,9 +14,6 @@ import type { Rng } from '../round/machine.ts';
 import { XI, bitOf, kosReceive, kosSend, rowOf, type KosReceiverMessage } from '../ot/kos.ts';
 import { hashToScalars } from './hash.ts';
 
-/** Hex of a reduced scalar (hot loops: no re-validation). */
-const hx = (n: bigint): string => n.toString(16).padStart(64, '0');
-
 const M64 = (1n << 64n) - 1n;
 /** A reduced scalar as 32 big-endian bytes at `off` (hot loop: four 64-bit limbs). */
 function writeScalar(v: DataView, off: number, n: bigint): void {
@@ -76,7 +73,14 @@ function theta(ctx: string, tau: Uint8Array): [bigint, bigint] {
 }
 
 function muOf(ctx: string, rows: bigint[][]): Uint8Array {
-  return taggedHash('custody/dkls23/rvole/mu/v1', [ctx, rows.map((r) => hx(r[0]!) + hx(r[1]!)).join('')]);
+  // The rows as 64 bytes each (two 32-byte big-endian scalars), hashed once.
+  const buf = new Uint8Array(rows.length * 64);
+  const v = new DataView(buf.buffer);
+  rows.forEach((r, k) => {
+    writeScalar(v, 64 * k, r[0]!);
+    writeScalar(v, 64 * k + 32, r[1]!);
+  });
+  return taggedHash('custody/dkls23/rvole/mu/v2', [ctx, buf]);
 }
 
 /** Alice, round 2: checks Bob's extension, then returns her shares c and her message. Throws InputError('bad_ot_check'). */

@@ -91,8 +91,10 @@ const ONE = (() => {
   return b;
 })();
 
-function challenge(ctx: Uint8Array, u: string, lane: number): Uint8Array {
-  return taggedHash('custody/ot/kos/chi/v1', [ctx, lane, u]).subarray(0, 16);
+/** Both lanes' challenges: the matrix (as bytes) is hashed once, each lane's χ derives from that digest. */
+function challenges(ctx: Uint8Array, u: Uint8Array): [Uint8Array, Uint8Array] {
+  const d = taggedHash('custody/ot/kos/matrix/v2', [ctx, u]);
+  return [taggedHash('custody/ot/kos/chi/v2', [ctx, 0, d]).subarray(0, 16), taggedHash('custody/ot/kos/chi/v2', [ctx, 1, d]).subarray(0, 16)];
 }
 
 function lane(rows: Uint8Array, l: number): Uint8Array {
@@ -131,8 +133,9 @@ export function kosReceive(ctx: string, k0: Uint8Array[], k1: Uint8Array[], rng:
   const t = transpose(t0);
   const rb = bitsAsBlocks(r);
   let check = '';
+  const chis = challenges(sc, u);
   for (let l = 0; l < 2; l++) {
-    const chi = challenge(sc, uHex, l);
+    const chi = chis[l]!;
     check += bytesToHex(ghash(rb, chi)) + bytesToHex(ghash(lane(t, l), chi));
   }
   return { msg: { nonce, u: uHex, check }, r, t };
@@ -153,8 +156,9 @@ export function kosSend(ctx: string, delta: Uint8Array, kd: Uint8Array[], msg: K
   }
   const q = transpose(cols);
   const check = hexToBytes(msg.check);
+  const chis = challenges(sc, u);
   for (let l = 0; l < 2; l++) {
-    const chi = challenge(sc, msg.u, l);
+    const chi = chis[l]!;
     const x = check.subarray(32 * l, 32 * l + 16);
     const t = check.subarray(32 * l + 16, 32 * l + 32);
     const lhs = ghash(lane(q, l), chi);
