@@ -14,6 +14,8 @@ import { decodeIntent, encodeIntent, verifyIntentSignature, type Intent } from '
 import { evmIntentFromFields } from '../intents/evm-fields.ts';
 import { evmNetwork } from '../chains/evm/evm-networks.ts';
 import { BITCOIN_NETWORKS } from '../chains/bitcoin/bitcoin-chain.ts';
+import * as bitcoin from 'bitcoinjs-lib';
+import { NETWORKS } from '../chains/bitcoin/build-spend.ts';
 import { checkPolicy, normalizeRecipient, type Policy, type Transfer } from '../policy/policy.ts';
 import { EndUserTokenError, intentSha256, verifyEndUserToken, type EndUserAuthConfig } from '../auth/end-user-token.ts';
 import type { VaultService } from '../vaults/vault-service.ts';
@@ -170,6 +172,13 @@ export class TransactionService {
     const net = BITCOIN_NETWORKS.find((n) => n.chain === wallet.chain);
     if (!net || net.network !== intent.network) throw bad(`the intent is for bitcoin ${intent.network}, the wallet is on ${wallet.chain}`);
     if (intent.from !== wallet.address) throw bad('the intent spends from another address than the wallet');
+    for (const o of intent.outputs) {
+      try {
+        bitcoin.address.toOutputScript(o.address, NETWORKS[intent.network]);
+      } catch {
+        throw bad(`output address ${o.address} is not a valid ${intent.network} address`);
+      }
+    }
   }
 
   /** The API key of the organization whose signature the intent carries: the caller's first, then the others. */
