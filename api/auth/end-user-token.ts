@@ -6,7 +6,7 @@ import { createLocalJWKSet, importJWK, jwtVerify, type JWK, type JSONWebKeySet }
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 
-export const END_USER_ALGORITHMS = ['ES256', 'ES384', 'EdDSA', 'RS256', 'PS256'];
+export const END_USER_ALGORITHMS = ['ES256', 'EdDSA', 'RS256', 'PS256'];
 /** Longest accepted token lifetime (exp - iat), seconds: a token authorizes one signature, soon. */
 export const MAX_TOKEN_LIFETIME_S = 900;
 const SKEW_S = 30;
@@ -34,7 +34,7 @@ export async function validateJwks(jwks: unknown): Promise<string | undefined> {
     const jwk = k as JWK;
     if (!['EC', 'OKP', 'RSA'].includes(String(jwk.kty))) return `jwks.keys[${i}].kty must be EC, OKP or RSA`;
     if (jwk.alg !== undefined && !END_USER_ALGORITHMS.includes(jwk.alg)) return `jwks.keys[${i}].alg ${jwk.alg} is not accepted (${END_USER_ALGORITHMS.join(', ')})`;
-    const alg = jwk.alg ?? (jwk.kty === 'OKP' ? 'EdDSA' : jwk.kty === 'RSA' ? 'RS256' : jwk.crv === 'P-384' ? 'ES384' : 'ES256');
+    const alg = jwk.alg ?? (jwk.kty === 'OKP' ? 'EdDSA' : jwk.kty === 'RSA' ? 'RS256' : 'ES256');
     try {
       await importJWK(jwk, alg);
     } catch (err) {
@@ -58,7 +58,7 @@ export async function verifyEndUserToken(config: EndUserAuthConfig, token: strin
     ({ payload } = await jwtVerify(token, createLocalJWKSet(config.jwks as JSONWebKeySet), {
       audience: config.audience,
       algorithms: END_USER_ALGORITHMS,
-      requiredClaims: ['exp', 'iat', 'sub', 'intent_sha256'],
+      requiredClaims: ['exp', 'iat', 'intent_sha256'],
       clockTolerance: SKEW_S,
       currentDate: new Date(nowSeconds * 1000),
     }));
@@ -67,6 +67,7 @@ export async function verifyEndUserToken(config: EndUserAuthConfig, token: strin
   }
   // A future iat would stretch the lifetime bound: iat an hour ahead, exp 15 minutes after that.
   if (payload.iat! > nowSeconds + SKEW_S) throw new EndUserTokenError('bad_end_user_token', 'end-user token was issued in the future ("iat")');
+  if (payload.iat! > nowSeconds + SKEW_S) throw new EndUserTokenError('bad_end_user_token', 'end-user token was issued in the future');
   if (payload.exp! - payload.iat! > MAX_TOKEN_LIFETIME_S) throw new EndUserTokenError('bad_end_user_token', `end-user token lives longer than ${MAX_TOKEN_LIFETIME_S} s`);
   if (subject !== null && payload.sub !== subject) throw new EndUserTokenError('wrong_end_user', 'end-user token names another subject than the vault is bound to');
   if (payload['intent_sha256'] !== intentSha256(intent)) throw new EndUserTokenError('token_intent_mismatch', 'end-user token authorizes another intent');
