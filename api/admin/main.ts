@@ -1,5 +1,6 @@
 // Operator command (docs/platform/tenancy.md):
 //   npm run admin -- org create --name <name> --public-key <ed25519 hex> [--label <label>]
+//   npm run admin -- vault freeze|unfreeze --id <vault id>  (a frozen vault signs nothing)
 //   npm run admin -- tenant create --name <name>            (a tenant with sandbox and production workspaces)
 //   npm run admin -- key create --workspace <id> --role <role> [--label <l>] [--public-key <hex>] [--mfa]
 // Organizations, tenants and their keys are a private management function; a bearer key is printed once. It opens the API's store
@@ -15,6 +16,7 @@ import { TenancyService } from '../platform/tenancy.ts';
 import { ApiError } from '../errors.ts';
 
 const USAGE = 'usage: npm run admin -- org create --name <name> --public-key <hex> [--label <label>]\n'
+  + '       npm run admin -- vault freeze|unfreeze --id <vault id>\n'
   + '       npm run admin -- tenant create --name <name>\n'
   + '       npm run admin -- key create --workspace <id> --role <owner|admin|developer|brand_manager|viewer> [--label <l>] [--public-key <hex>] [--mfa]\n';
 
@@ -47,9 +49,26 @@ function readOperatorKey(path: string): Uint8Array {
   return hexToBytes(hex.toLowerCase());
 }
 
+/** `vault freeze|unfreeze --id <vaultId>`: a frozen vault signs nothing until unfrozen (docs/vault-api.md). */
+async function vaultCommand(verb: string, rest: string[]): Promise<number> {
+  const { values } = parseArgs({ args: rest, options: { id: { type: 'string' } } });
+  if (!values.id) throw new ApiError(400, 'usage', `vault ${verb} needs --id`);
+  const config = loadApiConfig();
+  const store = await RecordStore.open(config.dataDir);
+  try {
+    const vaults = new VaultService({ store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg } });
+    const v = await vaults.freeze(values.id, verb === 'freeze');
+    process.stdout.write(JSON.stringify({ vault: v.id, state: v.state }) + '\n');
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
 async function main(): Promise<number> {
   const [area, verb, ...rest] = process.argv.slice(2);
   if ((area === 'tenant' || area === 'key') && verb === 'create') return platformCommand(area, rest);
+  if (area === 'vault' && (verb === 'freeze' || verb === 'unfreeze')) return vaultCommand(verb, rest);
   if (area !== 'org' || verb !== 'create') {
     process.stderr.write(USAGE);
     return 64;
