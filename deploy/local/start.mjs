@@ -1,9 +1,11 @@
 #!/usr/bin/env node
-// `npm start`: builds when the sources are newer than the build, then runs the coordinator, three
-// service nodes and the API on this machine with embedded LevelDB under ./data/. A second start reuses
-// the same identities and data. Ctrl-C stops every child.
+// `npm start`: builds when the sources are newer than the build, then runs a local EVM chain (anvil),
+// the coordinator, three service nodes and the API on this machine with embedded LevelDB under ./data/.
+// A second start reuses the same identities, operator key and data. Ctrl-C stops every child.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -13,6 +15,7 @@ const data = resolve(process.env.DATA_DIR ?? join(root, 'data'));
 const apiPort = process.env.API_PORT ?? '8080';
 const coordinatorPort = process.env.COORDINATOR_PORT ?? '7400';
 const nodes = Number(process.env.LOCAL_NODES ?? '3');
+const anvilPort = process.env.ANVIL_PORT ?? '8545';
 
 function newest(dir) {
   let t = 0;
@@ -87,8 +90,39 @@ function stop(code = 0) {
   }, 8000).unref();
 }
 
+// The operator key roots each organization on the nodes (docs/trust.md): made once, kept in the data
+// directory; `npm run admin -- org create` signs the organization's bootstrap with it.
+const operatorFile = join(data, 'operator.key');
+const operatorPublicFile = join(data, 'operator.pub');
+if (!existsSync(operatorFile) || !existsSync(operatorPublicFile)) {
+  const jwk = generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' });
+  writeFileSync(operatorFile, Buffer.from(jwk.d, 'base64url').toString('hex') + '\n', { mode: 0o600 });
+  writeFileSync(operatorPublicFile, Buffer.from(jwk.x, 'base64url').toString('hex') + '\n');
+}
+const operatorPublic = readFileSync(operatorPublicFile, 'utf8').trim();
+
+// The local EVM chain (evm-local, chain id 31337): the anvil shipped on npm, its state kept in the
+// data directory. Skipped when the package is absent (a production install).
+const require = createRequire(import.meta.url);
+let anvilBin;
+try {
+  anvilBin = join(require.resolve('@foundry-rs/anvil-linux-amd64/package.json'), '..', 'bin', 'anvil');
+} catch {
+  anvilBin = undefined;
+}
+
 process.on('SIGINT', () => stop(0));
 process.on('SIGTERM', () => stop(0));
+
+if (anvilBin && existsSync(anvilBin)) {
+  const anvil = spawn(anvilBin, ['--host', '127.0.0.1', '--port', anvilPort, '--chain-id', '31337', '--silent', '--state', join(data, 'anvil-state.json')], { stdio: 'ignore' });
+  anvil.on('exit', (code, signal) => {
+    console.log(`[anvil] exited (${signal ?? code})`);
+    if (!stopping) stop(1);
+  });
+  children.push({ name: 'anvil', child: anvil });
+  console.log(`[start] evm-local (anvil) on http://127.0.0.1:${anvilPort}`);
+}
 
 run('coordinator', 'coordinator/main.js', {
   COORDINATOR_LISTEN: `127.0.0.1:${coordinatorPort}`,
@@ -99,6 +133,7 @@ for (let i = 1; i <= nodes; i++) {
     NODE_COORDINATOR: `127.0.0.1:${coordinatorPort}`,
     NODE_DATA_DIR: join(data, `node-${i}`),
     NODE_KIND: 'service',
+    NODE_OPERATOR_KEYS: operatorPublic,
   });
 }
 run('api', 'api/server.js', {
@@ -106,5 +141,7 @@ run('api', 'api/server.js', {
   API_PORT: apiPort,
   API_DATA_DIR: join(data, 'api'),
   API_COORDINATOR: `127.0.0.1:${coordinatorPort}`,
+  API_OPERATOR_KEY_FILE: operatorFile,
+  ...(anvilBin && existsSync(anvilBin) ? { API_CHAIN_BACKENDS: process.env.API_CHAIN_BACKENDS ?? `evm-local=http://127.0.0.1:${anvilPort}` } : {}),
 });
 console.log(`[start] API on http://127.0.0.1:${apiPort} (readiness: /readyz); data in ${data}; Ctrl-C stops everything`);
