@@ -133,6 +133,11 @@ export class CustodyClient {
     return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/wallets`, body);
   }
 
+  /** A wallet's chain and address: what sendEvm and sendBitcoin need to build the intent. */
+  getWallet(walletId: string): Promise<Wallet> {
+    return this.request('GET', `/v1/wallets/${encodeURIComponent(walletId)}`);
+  }
+
   setEndUserAuth(body: { jwks: { keys: Record<string, unknown>[] }; audience: string }): Promise<{ status: 'registered'; audience: string; key_count: number }> {
     return this.request('PUT', '/v1/config/end-user-auth', body);
   }

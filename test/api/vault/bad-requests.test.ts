@@ -34,6 +34,7 @@ const STATUS_SETS = {
   'GET /vaults/{vaultId}': [400, 401, 404],
   'POST /vaults/{vaultId}/wallets': [400, 401, 404],
   'POST /vaults/{vaultId}/reshare': [400, 401, 404, 409],
+  'GET /wallets/{walletId}': [400, 401, 404],
   'POST /transactions': [400, 401, 403, 404, 409],
   'GET /transactions/{txId}': [400, 401, 404],
   'PUT /config/end-user-auth': [400, 401],
@@ -298,6 +299,11 @@ const rows: Row[] = [
   { name: 'wallets: another organization\'s vault', op: 'POST /vaults/{vaultId}/wallets', method: 'POST', path: `/v1/vaults/${vaultB.id}/wallets`, body: { chain: 'evm-local', account_index: 5 }, status: 404, code: 'not_found', message: /no such vault/ },
   { name: 'wallets: no such vault', op: 'POST /vaults/{vaultId}/wallets', method: 'POST', path: '/v1/vaults/vlt_missing/wallets', body: { chain: 'evm-local' }, status: 404, code: 'not_found', message: /no such vault/ },
 
+  // GET /wallets/{walletId}.
+  { name: 'GET /wallets/{id}: another organization\'s wallet', op: 'GET /wallets/{walletId}', method: 'GET', path: `/v1/wallets/${walletB.id}`, status: 404, code: 'not_found', message: /no such wallet/ },
+  { name: 'GET /wallets/{id}: no such wallet', op: 'GET /wallets/{walletId}', method: 'GET', path: '/v1/wallets/wal_missing', status: 404, code: 'not_found', message: /no such wallet/ },
+  { name: 'GET /wallets/{id}: unsigned', op: 'GET /wallets/{walletId}', method: 'GET', path: `/v1/wallets/${walletA.id}`, sign: { drop: ['signature', 'signature-input'] }, status: 401, code: 'unauthorized', message: /no Signature/ },
+
   // POST /vaults/{vaultId}/reshare.
   { name: 'reshare: unknown target tier', op: 'POST /vaults/{vaultId}/reshare', method: 'POST', path: `/v1/vaults/${vaultA.id}/reshare`, body: { target_tier: 'cold' }, status: 400, code: 'invalid_request', message: /target_tier/ },
   { name: 'reshare: unknown field', op: 'POST /vaults/{vaultId}/reshare', method: 'POST', path: `/v1/vaults/${vaultA.id}/reshare`, body: { threshold: 3 }, status: 400, code: 'invalid_request', message: /Unexpected property/ },
@@ -435,6 +441,9 @@ t.test('the fixture itself was accepted: the rows are refusals of otherwise work
   const list = await app.inject({ method: 'GET', url: '/v1/api-keys', headers: signed('GET', '/v1/api-keys', undefined) });
   t.equal(list.statusCode, 200);
   t.equal(list.json().api_keys.length, 4);
+  const wal = await app.inject({ method: 'GET', url: `/v1/wallets/${walletA.id}`, headers: signed('GET', `/v1/wallets/${walletA.id}`, undefined) });
+  t.equal(wal.statusCode, 200);
+  t.same(wal.json(), (({ org: _o, ...w }) => w)(walletA), 'GET /v1/wallets/{id} shows the wallet without its organization');
   const own = await app.inject({ method: 'GET', url: `/v1/transactions/${prior.tx.id}`, headers: signed('GET', `/v1/transactions/${prior.tx.id}`, undefined) });
   t.equal(own.statusCode, 200);
   t.equal(own.json().state, 'created');

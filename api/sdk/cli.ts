@@ -1,0 +1,217 @@
+// The vault API from a shell, on the SDK (docs/sdk.md): `npm run cli -- <command> [options]`.
+// Settings come from CUSTODY_URL, CUSTODY_ORGANIZATION, CUSTODY_KEY_ID and CUSTODY_SECRET_KEY_FILE
+// (api/sdk/config.ts). Each command prints one JSON value on stdout; a failure prints
+// {"error", "code", "status"} on stderr (status is the HTTP status, or null when no request answered)
+// and exits 1 (2 for a usage error).
+import { parseArgs } from 'node:util';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import type { CustodyApiError, CustodyClient, Tier, TransactionState, Vault } from './client.ts';
+import { loadCliConfig } from './config.ts';
+import { ConfigError } from '../../common/config.ts';
+import type { Policy } from '../policy/policy.ts';
+
+const USAGE = `usage: npm run cli -- <command>
+  keygen --out <file>                                   new Ed25519 key pair; the secret (hex) goes to <file>
+  keys list
+  keys register --public-key <hex> [--label <text>]
+  keys revoke <keyId>
+  vault create --tier <hosted|self|customer_tee> [--name <text>] [--policy-file <json>] [--end-user-subject <sub>]
+  vault get <vaultId>
+  vault wait <vaultId> [--state <state>] [--timeout <ms>]  (default state: active)
+  vault reshare <vaultId> [--target-tier <tier>]
+  wallet create <vaultId> --chain <chain> [--account <n>] [--address-type <p2wpkh|p2tr>]
+  wallet get <walletId>
+  tx send-evm --wallet <walletId> --to <0x address> --amount <base units> --idempotency-key <key>
+              [--asset <native|0x contract>] [--max-fee <wei>] [--end-user-token <jwt>]
+  tx get <txId>
+  tx wait <txId> [--state <state>] [--timeout <ms>]      (default state: final; exits 1 if it ends failed or rejected)
+  end-user-auth set --jwks-file <json> --audience <aud>
+settings: CUSTODY_URL, CUSTODY_ORGANIZATION, CUSTODY_KEY_ID, CUSTODY_SECRET_KEY_FILE`;
+
+class UsageError extends Error {}
+/** Returned by --help: the usage text goes to stdout as is. */
+const HELP = Symbol('help');
+
+const OPTIONS = {
+  out: { type: 'string' }, 'public-key': { type: 'string' }, label: { type: 'string' },
+  tier: { type: 'string' }, name: { type: 'string' }, 'policy-file': { type: 'string' }, 'end-user-subject': { type: 'string' }, 'target-tier': { type: 'string' },
+  chain: { type: 'string' }, account: { type: 'string' }, 'address-type': { type: 'string' },
+  wallet: { type: 'string' }, to: { type: 'string' }, amount: { type: 'string' }, asset: { type: 'string' }, 'max-fee': { type: 'string' },
+  'idempotency-key': { type: 'string' }, 'end-user-token': { type: 'string' },
+  'jwks-file': { type: 'string' }, audience: { type: 'string' },
+  state: { type: 'string' }, timeout: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+} as const;
+type Option = keyof typeof OPTIONS;
+type Values = Partial<Record<Option, string>>;
+
+interface Command {
+  /** Names of the positional arguments after the command words. */
+  args: string[];
+  required?: Option[];
+  optional?: Option[];
+  /** Runs with the settings' client; `keygen` alone needs none. */
+  run(a: Record<string, string>, o: Values, client: () => Promise<CustodyClient>): Promise<unknown>;
+}
+
+const TIERS = ['hosted', 'self', 'customer_tee'];
+const BASE10 = /^(0|[1-9][0-9]*)$/;
+
+function tier(value: string | undefined, flag: string): Tier | undefined {
+  if (value !== undefined && !TIERS.includes(value)) throw new UsageError(`${flag} must be one of ${TIERS.join(', ')}`);
+  return value as Tier | undefined;
+}
+
+function integer(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!BASE10.test(value) || !Number.isSafeInteger(Number(value))) throw new UsageError(`${flag} must be a non-negative base-10 integer`);
+  return Number(value);
+}
+
+function jsonFile(path: string, flag: string): unknown {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new UsageError(`${flag}: cannot read JSON from ${path}: ${(err as Error).message}`);
+  }
+}
+
+const COMMANDS: Record<string, Command> = {
+  keygen: {
+    args: [], required: ['out'],
+    async run(_a, o) {
+      const secret = ed25519.utils.randomSecretKey();
+      // wx: never overwrite a key file that may hold a key in use.
+      try {
+        writeFileSync(o.out!, bytesToHex(secret) + '\n', { mode: 0o600, flag: 'wx' });
+      } catch (err) {
+        throw new UsageError(`--out: cannot create ${o.out}: ${(err as Error).message}`);
+      }
+      return { public_key: bytesToHex(ed25519.getPublicKey(secret)), secret_key_file: o.out };
+    },
+  },
+  'keys list': { args: [], run: async (_a, _o, c) => ({ api_keys: await (await c()).listApiKeys() }) },
+  'keys register': {
+    args: [], required: ['public-key'], optional: ['label'],
+    run: async (_a, o, c) => (await c()).registerApiKey({ public_key: o['public-key']!, ...(o.label !== undefined ? { label: o.label } : {}) }),
+  },
+  'keys revoke': { args: ['keyId'], run: async (a, _o, c) => (await c()).revokeApiKey(a.keyId!) },
+  'vault create': {
+    args: [], required: ['tier'], optional: ['name', 'policy-file', 'end-user-subject'],
+    run: async (_a, o, c) => (await c()).createVault({
+      tier: tier(o.tier, '--tier')!,
+      ...(o.name !== undefined ? { name: o.name } : {}),
+      ...(o['policy-file'] !== undefined ? { policy: jsonFile(o['policy-file'], '--policy-file') as Policy } : {}),
+      ...(o['end-user-subject'] !== undefined ? { end_user_subject: o['end-user-subject'] } : {}),
+    }),
+  },
+  'vault get': { args: ['vaultId'], run: async (a, _o, c) => (await c()).getVault(a.vaultId!) },
+  'vault wait': {
+    args: ['vaultId'], optional: ['state', 'timeout'],
+    run: async (a, o, c) => (await c()).waitForVault(a.vaultId!, (v: Vault) => v.state === (o.state ?? 'active'), { timeoutMs: integer(o.timeout, '--timeout') ?? 120_000 }),
+  },
+  'vault reshare': {
+    args: ['vaultId'], optional: ['target-tier'],
+    run: async (a, o, c) => {
+      const target = tier(o['target-tier'], '--target-tier');
+      return (await c()).reshareVault(a.vaultId!, target ? { target_tier: target } : {});
+    },
+  },
+  'wallet create': {
+    args: ['vaultId'], required: ['chain'], optional: ['account', 'address-type'],
+    run: async (a, o, c) => {
+      const type = o['address-type'];
+      if (type !== undefined && type !== 'p2wpkh' && type !== 'p2tr') throw new UsageError('--address-type must be p2wpkh or p2tr');
+      const account = integer(o.account, '--account');
+      return (await c()).createWallet(a.vaultId!, { chain: o.chain!, ...(account !== undefined ? { account_index: account } : {}), ...(type ? { address_type: type } : {}) });
+    },
+  },
+  'wallet get': { args: ['walletId'], run: async (a, _o, c) => (await c()).getWallet(a.walletId!) },
+  'tx send-evm': {
+    args: [], required: ['wallet', 'to', 'amount', 'idempotency-key'], optional: ['asset', 'max-fee', 'end-user-token'],
+    async run(_a, o, c) {
+      if (!BASE10.test(o.amount!)) throw new UsageError('--amount must be base units as a base-10 integer');
+      if (o['max-fee'] !== undefined && !BASE10.test(o['max-fee'])) throw new UsageError('--max-fee must be wei as a base-10 integer');
+      const client = await c();
+      // The intent names the wallet's chain and address, so the wallet is read first.
+      const wallet = await client.getWallet(o.wallet!);
+      return client.sendEvm({
+        wallet, to: o.to!, amount: o.amount!, idempotencyKey: o['idempotency-key']!,
+        ...(o.asset !== undefined ? { asset: o.asset } : {}), ...(o['max-fee'] !== undefined ? { maxFee: o['max-fee'] } : {}),
+        ...(o['end-user-token'] !== undefined ? { endUserToken: o['end-user-token'] } : {}),
+      });
+    },
+  },
+  'tx get': { args: ['txId'], run: async (a, _o, c) => (await c()).getTransaction(a.txId!) },
+  'tx wait': {
+    args: ['txId'], optional: ['state', 'timeout'],
+    async run(a, o, c) {
+      const want = (o.state ?? 'final') as TransactionState;
+      const tx = await (await c()).waitForTransaction(a.txId!, [want], { timeoutMs: integer(o.timeout, '--timeout') ?? 120_000 });
+      if (tx.state !== want) process.exitCode = 1;
+      return tx;
+    },
+  },
+  'end-user-auth set': {
+    args: [], required: ['jwks-file', 'audience'],
+    run: async (_a, o, c) => (await c()).setEndUserAuth({ jwks: jsonFile(o['jwks-file']!, '--jwks-file') as { keys: Record<string, unknown>[] }, audience: o.audience! }),
+  },
+};
+
+async function run(argv: string[]): Promise<unknown> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return HELP;
+  if (positionals.length === 0) throw new UsageError('no command given');
+  const oneWord = positionals[0] === 'keygen';
+  const name = oneWord ? 'keygen' : positionals.slice(0, 2).join(' ');
+  const cmd = COMMANDS[name];
+  if (!cmd) throw new UsageError(`unknown command: ${name}`);
+  const rest = positionals.slice(oneWord ? 1 : 2);
+  if (rest.length !== cmd.args.length) throw new UsageError(`${name} takes ${cmd.args.length ? cmd.args.map((x) => `<${x}>`).join(' ') : 'no arguments'}`);
+  const o = values as Values & { help?: boolean };
+  const allowed = new Set<string>([...(cmd.required ?? []), ...(cmd.optional ?? []), 'help']);
+  for (const k of Object.keys(o)) if (!allowed.has(k)) throw new UsageError(`${name} does not take --${k}`);
+  for (const k of cmd.required ?? []) if (o[k] === undefined || o[k] === '') throw new UsageError(`${name} needs --${k}`);
+  const args = Object.fromEntries(cmd.args.map((k, i) => [k, rest[i]!]));
+  // The client (and the chain code it pulls in) loads only for a command that calls the API, so usage
+  // and settings errors answer at once.
+  const lazyClient = async () => {
+    const s = loadCliConfig();
+    const { CustodyClient } = await import('./client.ts');
+    return new CustodyClient({ baseUrl: s.url, organization: s.organization, keyId: s.keyId, secretKey: s.secretKey });
+  };
+  return cmd.run(args, o, lazyClient);
+}
+
+/** The error line: what failed, a stable code, and the HTTP status when the API answered. */
+function describe(err: unknown): { body: { error: string; code: string; status: number | null }; exit: number } {
+  // By name: the client module is loaded lazily, so its classes are not at hand here.
+  const named = (name: string) => err instanceof Error && err.name === name;
+  if (named('CustodyApiError')) {
+    const e = err as CustodyApiError;
+    return { body: { error: e.message, code: e.code, status: e.status }, exit: 1 };
+  }
+  if (err instanceof UsageError) return { body: { error: `${err.message} (npm run cli -- --help lists the commands)`, code: 'usage', status: null }, exit: 2 };
+  if (err instanceof ConfigError) return { body: { error: err.problems.join('; '), code: err.code, status: null }, exit: 2 };
+  if (named('WaitTimeoutError')) return { body: { error: (err as Error).message, code: 'timeout', status: null }, exit: 1 };
+  const e = err as Error & { cause?: { message?: string } };
+  if (e instanceof TypeError && e.message === 'fetch failed') return { body: { error: `cannot reach the API: ${e.cause?.message ?? e.message}`, code: 'network', status: null }, exit: 1 };
+  return { body: { error: e?.message ?? String(err), code: 'error', status: null }, exit: 1 };
+}
+
+try {
+  const result = await run(process.argv.slice(2));
+  process.stdout.write((result === HELP ? USAGE : JSON.stringify(result, null, 2)) + '\n');
+  process.exit(process.exitCode ?? 0);
+} catch (err) {
+  const { body, exit } = describe(err);
+  process.stderr.write(JSON.stringify(body) + '\n');
+  process.exit(exit);
+}
