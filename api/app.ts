@@ -1,5 +1,5 @@
 // The API as a Fastify application factory. server.ts boots it; tests call buildApp and use inject.
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from '../common/logger.ts';
 import type { ApiConfig } from './config.ts';
@@ -77,6 +77,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
           const choices = (e?.schema.anyOf as TSchema[] | undefined)?.every((s) => 'const' in s) ? ` (one of ${e!.schema.anyOf.map((s: TSchema) => s.const).join(', ')})` : '';
           return { error: new ApiError(400, 'invalid_request', `${httpPart ?? 'request'}${e?.path ?? ''}: ${e?.message ?? 'invalid'}${choices}`) };
         };
+      });
+      // The spec's status sets for the vault API have no 413 or 415: a body it cannot take is a bad request.
+      v1.setErrorHandler((err: FastifyError, req, reply) => {
+        if (err.statusCode === 415) return reply.code(400).send({ error: `the body must be sent as application/json (got Content-Type ${req.headers['content-type'] ?? 'none'})`, code: 'invalid_request' });
+        if (err.statusCode === 413) return reply.code(400).send({ error: `the body is larger than ${opts.config.bodyLimitBytes} bytes`, code: 'invalid_request' });
+        throw err;
       });
       await v1.register(requestAuth, { findKey: (id) => vaults.activeKey(id), publicOrigin: opts.config.publicUrl, ...(opts.now ? { now: opts.now } : {}) });
       await v1.register(apiKeyRoutes, { vaults });

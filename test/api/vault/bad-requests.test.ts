@@ -174,6 +174,7 @@ interface SignKnobs {
   /** Digest header of the sent body recomputed after signing. */
   redigest?: boolean;
   drop?: string[];
+  contentType?: string;
   edit?: (h: Record<string, string>) => void;
 }
 const nowS = () => Math.floor(Date.now() / 1000);
@@ -181,7 +182,7 @@ function signed(method: string, path: string, payload: string | undefined, k: Si
   const creds = k.creds ?? credsA;
   const body = k.signedBody ?? payload;
   const h: Record<string, string> = { host: HOST };
-  if (payload !== undefined) h['content-type'] = 'application/json';
+  if (payload !== undefined) h['content-type'] = k.contentType ?? 'application/json';
   if (body !== undefined && body.length > 0) h['content-digest'] = contentDigest(utf8(body));
   const components = k.components ?? ['@method', '@target-uri', ...(h['content-digest'] ? ['content-digest'] : [])];
   const created = k.created ?? nowS();
@@ -268,6 +269,9 @@ const rows: Row[] = [
   { name: 'POST /vaults: name not a string', op: 'POST /vaults', method: 'POST', path: '/v1/vaults', body: { tier: 'self', name: 7 }, sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /name/ },
   { name: 'POST /vaults: end-user subject on a self vault', op: 'POST /vaults', method: 'POST', path: '/v1/vaults', body: { tier: 'self', end_user_subject: 'u' }, sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /hosted vaults only/ },
   { name: 'POST /vaults: body not JSON', op: 'POST /vaults', method: 'POST', path: '/v1/vaults', body: '{"tier": "self"', sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /not valid JSON/ },
+  { name: 'POST /vaults: body not sent as JSON', op: 'POST /vaults', method: 'POST', path: '/v1/vaults', body: 'tier=self', sign: { creds: credsB, contentType: 'application/x-www-form-urlencoded' }, status: 400, code: 'invalid_request', message: /Content-Type/i },
+  { name: 'POST /vaults: body over the size limit', op: 'POST /vaults', method: 'POST', path: '/v1/vaults', body: { tier: 'self', name: 'x'.repeat(1_100_000) }, sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /too large|body/i },
+  { name: 'POST /vaults: empty end-user subject', op: 'POST /vaults', method: 'POST', path: '/v1/vaults', body: { tier: 'hosted', end_user_subject: '' }, sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /end_user_subject/ },
   { name: 'POST /vaults: no body', op: 'POST /vaults', method: 'POST', path: '/v1/vaults', sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /body: Expected object/ },
   policyRow('with an unknown rule', { max_daily: '5' }, /Unexpected property/),
   policyRow('cap keyed by a malformed asset', { per_transaction_cap: { 'ETH': '5' } }, /per_transaction_cap/),
@@ -331,6 +335,7 @@ const rows: Row[] = [
   { name: 'tx: intent with trailing bytes', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: (() => { const s = submission({ wallet: walletA, key: 'trail-1' }); return { ...s, intent: s.intent + '00' }; })(), status: 400, code: 'invalid_request', message: /intent: / },
   { name: 'tx: neither intent nor to and amount', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: (({ to: _t, ...rest }) => rest)(tx({})), status: 400, code: 'invalid_request', message: /either `intent`, or `to` and `amount`/ },
   { name: 'tx: convenience fields for a Bitcoin wallet', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: tx({ wallet_id: btcA.id }), status: 400, code: 'invalid_request', message: /Bitcoin transaction needs `intent`/ },
+  { name: 'tx: empty end-user token', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: submission({ wallet: hostedWallet, key: 'eut-0' }, secretA, { end_user_token: '' }), status: 400, code: 'invalid_request', message: /end_user_token/ },
   { name: 'tx: end-user token on a vault without end-user auth', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: submission({ wallet: walletA, key: 'eut-1' }, secretA, { end_user_token: 'x.y.z' }), status: 400, code: 'invalid_request', message: /end_user_token applies to hosted vaults/ },
 
   // POST /transactions: the intent's binding to the wallet, organization and chain.
@@ -392,12 +397,14 @@ const rows: Row[] = [
   { name: 'POST /api-keys: public key of 31 bytes', op: 'POST /api-keys', method: 'POST', path: '/v1/api-keys', body: { public_key: 'ab'.repeat(31) }, sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /public_key/ },
   { name: 'POST /api-keys: no public key', op: 'POST /api-keys', method: 'POST', path: '/v1/api-keys', body: { label: 'x' }, sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /public_key/ },
   { name: 'POST /api-keys: empty label', op: 'POST /api-keys', method: 'POST', path: '/v1/api-keys', body: { public_key: pubHex(newSecret()), label: '' }, sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /label/ },
+  { name: 'POST /api-keys: label over 120 characters', op: 'POST /api-keys', method: 'POST', path: '/v1/api-keys', body: { public_key: pubHex(newSecret()), label: 'l'.repeat(121) }, sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /label/ },
   { name: 'POST /api-keys: unknown field (a private key)', op: 'POST /api-keys', method: 'POST', path: '/v1/api-keys', body: { public_key: pubHex(newSecret()), secret_key: 'ab'.repeat(32) }, sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /Unexpected property/ },
   { name: 'POST /api-keys: public key already registered', op: 'POST /api-keys', method: 'POST', path: '/v1/api-keys', body: { public_key: pubHex(secretB).toUpperCase() }, sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /already registered/ },
   { name: 'POST /api-keys: key quota', op: 'POST /api-keys', method: 'POST', path: '/v1/api-keys', body: { public_key: pubHex(newSecret()) }, status: 429, code: 'rate_limited', message: /API key quota reached \(3 active keys\)/ },
 
   // POST /api-keys/{keyId}/revoke.
   { name: 'revoke: another organization\'s key', op: 'POST /api-keys/{keyId}/revoke', method: 'POST', path: `/v1/api-keys/${keyB.id}/revoke`, status: 404, code: 'not_found', message: /no such API key/ },
+  { name: 'revoke: key id too long', op: 'POST /api-keys/{keyId}/revoke', method: 'POST', path: `/v1/api-keys/${'k'.repeat(65)}/revoke`, status: 400, code: 'invalid_request', message: /keyId/ },
   { name: 'revoke: no such key', op: 'POST /api-keys/{keyId}/revoke', method: 'POST', path: '/v1/api-keys/key_missing/revoke', status: 404, code: 'not_found', message: /no such API key/ },
   { name: 'revoke: already revoked', op: 'POST /api-keys/{keyId}/revoke', method: 'POST', path: `/v1/api-keys/${revokedKey.id}/revoke`, status: 409, code: 'conflict', message: /already revoked/ },
   { name: 'revoke: the last active key', op: 'POST /api-keys/{keyId}/revoke', method: 'POST', path: `/v1/api-keys/${keyB.id}/revoke`, sign: { creds: credsB }, status: 409, code: 'conflict', message: /last active key/ },
