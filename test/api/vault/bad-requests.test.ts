@@ -244,6 +244,8 @@ const rows: Row[] = [
   { name: 'auth: created in the future', op: 'GET /api-keys', method: 'GET', path: '/v1/api-keys', sign: { created: nowS() + 600 }, status: 401, code: 'unauthorized', message: /in the future/ },
   { name: 'auth: expires too far after created', op: 'POST /vaults', method: 'POST', path: '/v1/vaults', body: goodVaultBody, sign: { creds: credsB, lifetime: 301 }, status: 401, code: 'unauthorized', message: /300 s at most/ },
   { name: 'auth: missing nonce', op: 'POST /vaults', method: 'POST', path: '/v1/vaults', body: goodVaultBody, sign: { creds: credsB, nonce: null }, status: 401, code: 'unauthorized', message: /nonce is required/ },
+  { name: 'auth: missing expires', op: 'GET /api-keys', method: 'GET', path: '/v1/api-keys', sign: { edit: (h) => { h['signature-input'] = h['signature-input']!.replace(/;expires=\d+/, ''); } }, status: 401, code: 'unauthorized', message: /expires is required/ },
+  { name: 'auth: missing created', op: 'GET /api-keys', method: 'GET', path: '/v1/api-keys', sign: { edit: (h) => { h['signature-input'] = h['signature-input']!.replace(/;created=\d+/, ''); } }, status: 401, code: 'unauthorized', message: /created is required/ },
   { name: 'auth: nonce too short', op: 'GET /api-keys', method: 'GET', path: '/v1/api-keys', sign: { nonce: 'short' }, status: 401, code: 'unauthorized', message: /nonce must be/ },
   {
     name: 'auth: replayed nonce', op: 'GET /api-keys', method: 'GET', path: '/v1/api-keys',
@@ -370,6 +372,17 @@ const rows: Row[] = [
   { name: 'tx: hosted vault with a token for another audience', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', makeBody: async () => { const s = submission({ wallet: hostedWallet, key: 'eu-3' }); return { ...s, end_user_token: await endUserToken({ intent: Buffer.from(s.intent, 'hex'), aud: 'https://other.test' }) }; }, status: 403, code: 'forbidden', message: /end-user token does not verify.*aud/ },
   { name: 'tx: hosted vault with a token for another end user', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', makeBody: async () => { const s = submission({ wallet: hostedWallet, key: 'eu-4' }); return { ...s, end_user_token: await endUserToken({ intent: Buffer.from(s.intent, 'hex'), sub: 'user-2' }) }; }, status: 403, code: 'forbidden', message: /another subject/ },
   { name: 'tx: hosted vault with a token for another intent', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', makeBody: async () => { const s = submission({ wallet: hostedWallet, key: 'eu-5' }); return { ...s, end_user_token: await endUserToken({ intent: evmIntent({ wallet: hostedWallet, key: 'eu-5', amount: 2n }) }) }; }, status: 403, code: 'forbidden', message: /authorizes another intent/ },
+  {
+    name: 'tx: hosted vault with a token issued in the future (it would outlive 900 s)', op: 'POST /transactions', method: 'POST', path: '/v1/transactions',
+    makeBody: async () => {
+      const s = submission({ wallet: hostedWallet, key: 'eu-7' });
+      const iat = nowS() + 3600;
+      const tok = await new SignJWT({ intent_sha256: intentSha256(Buffer.from(s.intent, 'hex')) }).setProtectedHeader({ alg: 'ES256', kid: 'eu-1' })
+        .setSubject('user-1').setAudience(AUDIENCE).setIssuedAt(iat).setExpirationTime(iat + 600).sign(endUser.privateKey);
+      return { ...s, end_user_token: tok };
+    },
+    status: 403, code: 'forbidden', message: /issued in the future/,
+  },
   { name: 'tx: hosted vault with a token that is not a JWT', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: submission({ wallet: hostedWallet, key: 'eu-6' }, secretA, { end_user_token: 'not-a-jwt' }), status: 403, code: 'forbidden', message: /end-user token does not verify/ },
   { name: 'tx: frozen vault', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: submission({ wallet: frozenWallet, key: 'frz-1' }), status: 409, code: 'conflict', message: /the vault is frozen/ },
   { name: 'tx: reused idempotency key with another body', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: submission({ wallet: walletA, amount: 5n, key: 'prior-1' }), status: 409, code: 'conflict', message: /idempotency_key was used for another transaction/ },
