@@ -32,8 +32,11 @@ export function gadget(): bigint[] {
   return gadgetCache;
 }
 
+let padInput = new Uint8Array(66);
 function pad(ctx: Uint8Array, k: number, row: Uint8Array): bigint[] {
-  const inp = new Uint8Array(ctx.length + 2 + row.length);
+  // One scratch input for every row (hashToScalars reads it before returning).
+  if (padInput.length !== ctx.length + 2 + row.length) padInput = new Uint8Array(ctx.length + 2 + row.length);
+  const inp = padInput;
   inp.set(ctx, 0);
   inp[ctx.length] = k >> 8;
   inp[ctx.length + 1] = k & 0xff;

@@ -38,12 +38,13 @@ export interface KosReceiverMessage {
 }
 
 /** Column expansion: XChaCha20 keyed by the base-OT key, nonce = 22 bytes of the per-use context || column. */
+const ZERO_COLUMN = new Uint8Array(MB);
 function prg(seed: Uint8Array, ctx: Uint8Array, col: number): Uint8Array {
   const nonce = new Uint8Array(24);
   nonce.set(ctx.subarray(0, 22), 0);
   nonce[22] = col >> 8;
   nonce[23] = col & 0xff;
-  return xchacha20(seed, nonce, new Uint8Array(MB));
+  return xchacha20(seed, nonce, ZERO_COLUMN);
 }
 
 /**
