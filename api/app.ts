@@ -40,10 +40,16 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: opts.logger as FastifyBaseLogger,
     bodyLimit: opts.config.bodyLimitBytes,
+    // Request lines are logged by the hooks below without the query string, which may carry an
+    // upload signature or a claim token.
+    disableRequestLogging: true,
     // Unknown fields are refused, not silently dropped: bad input changes nothing and says so.
     ajv: { customOptions: { removeAdditional: false, allErrors: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   installErrorHandling(app);
+  app.addHook('onResponse', async (req, reply) => {
+    req.log.info({ method: req.method, path: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+  });
   // The OpenAPI document is generated from the routes' TypeBox schemas: GET /openapi.json, page at /docs.
   await app.register(swagger, {
     openapi: {

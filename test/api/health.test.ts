@@ -1,5 +1,6 @@
 // Liveness, readiness without a coordinator, and the one error shape for unknown routes.
 import t from 'tap';
+import { Writable } from 'node:stream';
 import { buildApp } from '../../api/app.ts';
 import { loadApiConfig } from '../../api/config.ts';
 import { createLogger } from '../../common/logger.ts';
@@ -67,4 +68,16 @@ t.test('the OpenAPI document lists the routes with their schemas, and /docs serv
   const page = await app.inject({ method: 'GET', url: '/docs/' });
   t.equal(page.statusCode, 200);
   t.match(page.headers['content-type'], /text\/html/);
+});
+
+t.test('request lines are logged without the query string (upload signatures, claim tokens)', async (t) => {
+  const lines: string[] = [];
+  const sink = new Writable({ write: (chunk: Buffer, _e, done) => { lines.push(chunk.toString()); done(); } });
+  const app = await buildApp({ config, logger: createLogger('api-test', 'info', sink) });
+  t.teardown(() => app.close());
+  await app.inject({ method: 'GET', url: '/healthz?sig=s3cr3t-signature&claim_token=t0ken' });
+  const logged = lines.join('');
+  t.match(logged, /"path":"\/healthz"/, 'the request is logged with its path and status');
+  t.match(logged, /"status":200/);
+  t.notMatch(logged, /s3cr3t|t0ken/, 'no query value reaches the log');
 });
