@@ -119,7 +119,11 @@ export const ecdsaOnline: Protocol<OnlineParams, OnlineState, EcdsaSignature> = 
     }
     const R = parsePoint(s.R, 'R').toAffine();
     const r = Fn.create(R.x);
-    if (u === 0n || r === 0n) throw new ProtocolAbort('bad_signature_share', [], 'degenerate signature');
+    if (u === 0n || r === 0n) {
+      // Σu = 0 can only come from a wrong share (or a negligible accident): name whoever fails its images.
+      const culprits = r === 0n ? [] : wrongShares(s, r);
+      throw new ProtocolAbort('bad_signature_share', culprits, 'degenerate signature');
+    }
     let sig = Fn.div(w, u);
     let odd = R.y & 1n;
     if (sig > ORDER >> 1n) {

@@ -4,7 +4,7 @@
 // against its images. In every case no signature is released.
 import t, { type Test } from 'tap';
 import { decodeBlob, deliver, encodeBlob, startRun, type Message, type Run } from '../../../node/protocols/round/machine.ts';
-import { G, pointHex, scalarHex } from '../../../node/protocols/math/curve.ts';
+import { G, ORDER, pointHex, scalarHex } from '../../../node/protocols/math/curve.ts';
 import { ProtocolAbort } from '../../../node/protocols/round/errors.ts';
 import { ecdsaPresign, presignContext, r3Digest, type PresignParams, type PresignState } from '../../../node/protocols/ecdsa/presign.ts';
 import type { Presignature } from '../../../node/protocols/ecdsa/presignature.ts';
@@ -108,6 +108,14 @@ t.test('a wrong online share is named by the check against its presigning images
   const pre2 = presign(c, signers, 'wrong-u');
   const res2 = online(pre2.results, digest, { tamper: new Map([[2, rewrite(1, 'ecdsa-online/r1', (v) => { v.u = scalarHex(7n); })]]) });
   expectNamed(t, res2, [1, 3], 'bad_signature_share', 2);
+});
+
+t.test('a share that cancels the others (Σu = 0) is named as well', async (t) => {
+  const pre = presign(c, [1, 2], 'cancel-u');
+  // A real attacker sees u_1 in party 1's online message first; the test reads it from party 1's stored presignature.
+  const u1 = BigInt('0x' + decodeBlob<{ u: string }>('ecdsa-presignature', pre.results.get(1)!.encode()).u);
+  const res = online(pre.results, digest, { tamper: new Map([[2, rewrite(1, 'ecdsa-online/r1', (v) => { v.u = scalarHex(ORDER - u1); })]]) });
+  expectNamed(t, res, [1], 'bad_signature_share', 2);
 });
 
 t.test('images that lie consistently in presigning and online abort without a culprit, releasing nothing', async (t) => {
