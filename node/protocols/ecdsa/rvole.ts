@@ -44,7 +44,9 @@ function pad(ctx: Uint8Array, k: number, row: Uint8Array): bigint[] {
   return hashToScalars(inp, 4);
 }
 
-const padCtx = (ctx: string) => taggedHash('custody/dkls23/rvole/pad/v1', [ctx]);
+// The row hash's domain: 16 bytes of a tagged hash of the pair context (128 bits separate sessions and
+// pairs), so that context, row index and row (50 bytes) fit one SHA-256 block.
+const padCtx = (ctx: string) => taggedHash('custody/dkls23/rvole/pad/v2', [ctx]).subarray(0, 16);
 
 export interface BobState {
   /** Choice bits (hex) and rows t_k (hex). Secret. */
