@@ -10,7 +10,7 @@ import type { Policy } from '../policy/policy.ts';
 import { encodeIntent, signIntent, type BtcOutpoint, type BtcOutput } from '../intents/intent.ts';
 import { evmIntentFromFields } from '../intents/evm-fields.ts';
 import { evmNetwork } from '../chains/evm/evm-networks.ts';
-import { BITCOIN_NETWORKS } from '../chains/bitcoin/bitcoin-chain.ts';
+import { BITCOIN_NETWORKS } from '../chains/bitcoin/bitcoin-networks.ts';
 import { signedHeaders } from './request-signer.ts';
 
 export type Vault = Static<typeof VaultSchema>;

@@ -13,7 +13,7 @@ import { IntentFormatError } from '../intents/canonical.ts';
 import { decodeIntent, encodeIntent, verifyIntentSignature, type Intent } from '../intents/intent.ts';
 import { evmIntentFromFields } from '../intents/evm-fields.ts';
 import { evmNetwork } from '../chains/evm/evm-networks.ts';
-import { BITCOIN_NETWORKS } from '../chains/bitcoin/bitcoin-chain.ts';
+import { BITCOIN_NETWORKS } from '../chains/bitcoin/bitcoin-networks.ts';
 import * as bitcoin from 'bitcoinjs-lib';
 import { NETWORKS } from '../chains/bitcoin/build-spend.ts';
 import { checkPolicy, normalizeRecipient, type Policy, type Transfer } from '../policy/policy.ts';

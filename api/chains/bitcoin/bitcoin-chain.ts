@@ -1,21 +1,8 @@
 // One Bitcoin network the service talks to through an Esplora-compatible backend: UTXOs of a wallet,
 // a fee rate, broadcast and confirmation depth, for the transaction worker.
 import { EsploraClient, EsploraError, type Utxo } from './esplora-client.ts';
-import { ChainError } from '../evm/evm-chain.ts';
-
-export interface BitcoinNetworkInfo {
-  chain: string;
-  network: 'mainnet' | 'testnet' | 'signet' | 'regtest';
-  /** Confirmations after which a transaction counts as final. */
-  finalityDepth: number;
-}
-
-export const BITCOIN_NETWORKS: readonly BitcoinNetworkInfo[] = Object.freeze([
-  { chain: 'bitcoin', network: 'mainnet', finalityDepth: 6 },
-  { chain: 'bitcoin-testnet', network: 'testnet', finalityDepth: 3 },
-  { chain: 'bitcoin-signet', network: 'signet', finalityDepth: 3 },
-  { chain: 'bitcoin-regtest', network: 'regtest', finalityDepth: 1 },
-]);
+import { ChainError } from '../chain-error.ts';
+import type { BitcoinNetworkInfo } from './bitcoin-networks.ts';
 
 export class BitcoinChain {
   private readonly client: EsploraClient;

@@ -3,13 +3,7 @@
 import { BaseError, createPublicClient, http, type Hex, type PublicClient, type TransactionSerializableEIP1559 } from 'viem';
 import type { EvmNetwork } from './evm-networks.ts';
 import type { EvmTemplate } from './evm-transaction.ts';
-
-export class ChainError extends Error {
-  constructor(readonly code: string, message: string, readonly permanent: boolean) {
-    super(message);
-    this.name = 'ChainError';
-  }
-}
+import { ChainError } from '../chain-error.ts';
 
 export interface EvmReceipt {
   status: 'success' | 'reverted';
