@@ -1,5 +1,5 @@
 // The API as a Fastify application factory. server.ts boots it; tests call buildApp and use inject.
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from '../common/logger.ts';
 import type { ApiConfig } from './config.ts';
@@ -42,7 +42,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     bodyLimit: opts.config.bodyLimitBytes,
     // Request lines are logged by the hooks below without the query string, which may carry an
     // upload signature or a claim token.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // Unknown fields are refused, not silently dropped: bad input changes nothing and says so.
     ajv: { customOptions: { removeAdditional: false, allErrors: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
