@@ -47,7 +47,10 @@ export function createLinkHandler(opts: LinkServerOptions): (call: Call) => void
     const peer = call.getPeer();
     let state: 'hello' | 'challenge' | 'attached' | 'closed' = 'hello';
     let hello: Hello | undefined;
-    let lastHeard = now();
+    // Ticks of our own heartbeat with nothing heard since the one before: counted, not timed, so a
+    // coordinator whose own event loop was held up does not blame the node for the delay.
+    let heard = true;
+    let missed = 0;
     let heartbeat: NodeJS.Timeout | undefined;
     let seq = 0n;
 
@@ -73,7 +76,7 @@ export function createLinkHandler(opts: LinkServerOptions): (call: Call) => void
     const handshakeTimer = setTimeout(() => refuse('handshake_timeout', 'no complete handshake in time'), opts.handshakeTimeoutMs ?? 10_000);
 
     call.on('data', (msg: AttachRequest) => {
-      lastHeard = now();
+      heard = true;
       const body = msg.body;
       if (state === 'hello') {
         if (body.case !== 'hello') return refuse('protocol', 'first message must be hello');
@@ -123,7 +126,9 @@ export function createLinkHandler(opts: LinkServerOptions): (call: Call) => void
             call.write({ body: { case: 'welcome', value: { nodeId: h.nodeId, heartbeatIntervalMs: opts.heartbeatIntervalMs } } });
             opts.log.info({ nodeId: h.nodeId, kind, peer, software: h.software }, 'node attached');
             heartbeat = setInterval(() => {
-              if (now() - lastHeard > SILENT_INTERVALS * opts.heartbeatIntervalMs && !opts.inSession?.(h.nodeId)) {
+              missed = heard ? 0 : missed + 1;
+              heard = false;
+              if (missed >= SILENT_INTERVALS && !opts.inSession?.(h.nodeId)) {
                 opts.log.warn({ nodeId: h.nodeId }, `node silent for ${SILENT_INTERVALS} heartbeats; dropping it`);
                 return close();
               }

@@ -135,6 +135,26 @@ t.test('a node presenting a wrong identity signature is refused, and the refusal
   });
   t.ok(good.some((m) => m.body.case === 'welcome'), 'a correct signature is welcomed');
 
+  // A node that attaches and then says nothing is dropped after five heartbeat ticks without a word.
+  const silentEnded = new Promise<number>((resolve) => {
+    const stream = client.attach();
+    let welcomedAt = 0;
+    stream.on('data', (m: AttachResponse) => {
+      if (m.body.case === 'challenge') {
+        const c = m.body.value;
+        stream.write({ body: { case: 'response', value: { signature: ed25519.sign(attachMessage({ coordinatorId: c.coordinatorId, connectionId: c.connectionId, nonce: c.nonce, nodeId, kind: NodeKind.SERVICE, owner: '', signingKey, encryptionKey }), signingSecret) } } });
+      }
+      if (m.body.case === 'welcome') welcomedAt = Date.now();
+    });
+    const done = () => resolve(welcomedAt ? Date.now() - welcomedAt : -1);
+    stream.on('end', done);
+    stream.on('error', done);
+    stream.write({ body: { case: 'hello', value: { version: LINK_VERSION, nodeId, kind: NodeKind.SERVICE, owner: '', signingKey, encryptionKey, software: 'test' } } });
+  });
+  const silentFor = await silentEnded;
+  t.ok(silentFor >= 5 * 500, `a silent node is dropped, not before five heartbeat intervals (${silentFor} ms)`);
+  await coordinator.waitFor((l) => l.msg.startsWith('node silent for 5 heartbeats') && l['nodeId'] === nodeId, 5000, 'the drop is logged');
+
   const coord = connectCoordinator({ address });
   t.teardown(() => coord.close());
   await waitUntil(async () => (await attachedNodes(coord)).length === 0, 10_000, 'cancelled stream detaches');
