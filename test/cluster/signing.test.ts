@@ -28,6 +28,9 @@ import { KeyVault } from '../../node/runtime/key-vault.ts';
 import { scalarHex } from '../../node/protocols/math/curve.ts';
 import type { Envelope } from '../../proto/gen/mpc/v1/session_pb.ts';
 
+// Real processes on a 2-core machine shared with the rest of the suite: more than tap's default file budget.
+t.setTimeout(300_000);
+
 bitcoin.initEccLib(ecc);
 const ORG = 'org_acme';
 const apiSecret = new Uint8Array(randomBytes(32));

@@ -30,6 +30,9 @@ import { outputKey } from '../../node/protocols/frost/taproot.ts';
 import { pointHex } from '../../node/protocols/math/curve.ts';
 import { signedEntry, signer, type Signer } from '../api/trust/trust-fixtures.ts';
 
+// Real processes on a 2-core machine shared with the rest of the suite: more than tap's default file budget.
+t.setTimeout(300_000);
+
 bitcoin.initEccLib(ecc);
 const ORG = 'org_trusted';
 const PATH = [86, 1, 0, 0, 0];

@@ -13,6 +13,9 @@ import { Scheme } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
 import { buildSpend } from '../../api/chains/bitcoin/build-spend.ts';
 import { decodeIntent, type BtcTransferIntent } from '../../api/intents/intent.ts';
 
+// Real processes on a 2-core machine shared with the rest of the suite: more than tap's default file budget.
+t.setTimeout(300_000);
+
 const p2wpkh = () => bitcoin.payments.p2wpkh({ pubkey: secp256k1.getPublicKey(secp256k1.utils.randomSecretKey()), network: bitcoin.networks.regtest }).address!;
 const RECIPIENT = p2wpkh();
 const ATTACKER = p2wpkh();

@@ -14,6 +14,9 @@ import { startStack, mining } from './stack.ts';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { CustodyClient, type SendEvmParameters, type Transaction, type Wallet } from '../../api/sdk/client.ts';
 
+// Real processes on a 2-core machine shared with the rest of the suite: more than tap's default file budget.
+t.setTimeout(300_000);
+
 const require = createRequire(import.meta.url);
 const token = require('@openzeppelin/contracts/build/contracts/ERC20PresetFixedSupply.json') as { abi: Abi; bytecode: Hex };
 
