@@ -58,9 +58,12 @@ export class KeyJobs {
     if (job.kind === 'reshare') return this.reshare(job, vault);
     let key: KeyInfo | undefined;
     try {
+      // The creation request proves the customer asked for this key; nodes can check it only against an
+      // organization whose log an operator rooted (docs/trust.md), so it goes along with a log only.
+      const trustLog = await this.vaults.trustLog(vault.org);
       key = (await this.coordinator.createKey({
-        keyId: vault.id, owner: vault.org, tier: TIERS[vault.tier], trustLog: await this.vaults.trustLog(vault.org),
-        ...(vault.creation_request ? { creationRequest: hexToBytes(vault.creation_request) } : {}),
+        keyId: vault.id, owner: vault.org, tier: TIERS[vault.tier], trustLog,
+        ...(vault.creation_request && trustLog.length ? { creationRequest: hexToBytes(vault.creation_request) } : {}),
       }, { deadline: Date.now() + 120_000 })).key;
     } catch (err) {
       const e = err as grpc.ServiceError;
