@@ -13,8 +13,18 @@ export class IntentFormatError extends Error {
 const enc = new TextEncoder();
 const dec = new TextDecoder('utf-8', { fatal: true });
 
+/** How a format names itself in errors, and the error class it throws (intents, trust entries). */
+export interface FormatErrors {
+  noun: string;
+  fail(message: string): Error;
+}
+
+const INTENT_ERRORS: FormatErrors = { noun: 'intent', fail: (m) => new IntentFormatError(m) };
+
 export class Writer {
   private parts: Uint8Array[] = [];
+
+  constructor(private readonly errors: FormatErrors = INTENT_ERRORS) {}
 
   raw(b: Uint8Array): this {
     this.parts.push(b.slice());
@@ -22,31 +32,31 @@ export class Writer {
   }
 
   u8(n: number): this {
-    if (!Number.isInteger(n) || n < 0 || n > 0xff) throw new IntentFormatError(`u8 out of range: ${n}`);
+    if (!Number.isInteger(n) || n < 0 || n > 0xff) throw this.errors.fail(`u8 out of range: ${n}`);
     return this.raw(new Uint8Array([n]));
   }
 
   u16(n: number): this {
-    if (!Number.isInteger(n) || n < 0 || n > 0xffff) throw new IntentFormatError(`u16 out of range: ${n}`);
+    if (!Number.isInteger(n) || n < 0 || n > 0xffff) throw this.errors.fail(`u16 out of range: ${n}`);
     return this.raw(new Uint8Array([n >> 8, n & 0xff]));
   }
 
   u32(n: number): this {
-    if (!Number.isInteger(n) || n < 0 || n > 0xffffffff) throw new IntentFormatError(`u32 out of range: ${n}`);
+    if (!Number.isInteger(n) || n < 0 || n > 0xffffffff) throw this.errors.fail(`u32 out of range: ${n}`);
     const b = new Uint8Array(4);
     new DataView(b.buffer).setUint32(0, n);
     return this.raw(b);
   }
 
   u64(n: bigint): this {
-    if (n < 0n || n >= 1n << 64n) throw new IntentFormatError(`u64 out of range: ${n}`);
+    if (n < 0n || n >= 1n << 64n) throw this.errors.fail(`u64 out of range: ${n}`);
     const b = new Uint8Array(8);
     new DataView(b.buffer).setBigUint64(0, n);
     return this.raw(b);
   }
 
   u256(n: bigint): this {
-    if (n < 0n || n >= 1n << 256n) throw new IntentFormatError(`u256 out of range: ${n}`);
+    if (n < 0n || n >= 1n << 256n) throw this.errors.fail(`u256 out of range: ${n}`);
     const b = new Uint8Array(32);
     let x = n;
     for (let i = 31; i >= 0; i--) {
@@ -57,19 +67,19 @@ export class Writer {
   }
 
   fixed(b: Uint8Array, len: number, what: string): this {
-    if (b.length !== len) throw new IntentFormatError(`${what} must be ${len} bytes`);
+    if (b.length !== len) throw this.errors.fail(`${what} must be ${len} bytes`);
     return this.raw(b);
   }
 
   /** A UTF-8 string with a u16 length, checked against `pattern`. */
   str(s: string, what: string, pattern: RegExp, max: number): this {
     const b = enc.encode(s);
-    if (b.length > max || !pattern.test(s)) throw new IntentFormatError(`${what} is not valid`);
+    if (b.length > max || !pattern.test(s)) throw this.errors.fail(`${what} is not valid`);
     return this.u16(b.length).raw(b);
   }
 
   bytes(b: Uint8Array, max: number, what: string): this {
-    if (b.length > max) throw new IntentFormatError(`${what} exceeds ${max} bytes`);
+    if (b.length > max) throw this.errors.fail(`${what} exceeds ${max} bytes`);
     return this.u32(b.length).raw(b);
   }
 
@@ -86,10 +96,10 @@ export class Writer {
 
 export class Reader {
   private off = 0;
-  constructor(private readonly b: Uint8Array) {}
+  constructor(private readonly b: Uint8Array, private readonly errors: FormatErrors = INTENT_ERRORS) {}
 
   private take(n: number, what: string): Uint8Array {
-    if (this.off + n > this.b.length) throw new IntentFormatError(`intent ends inside ${what}`);
+    if (this.off + n > this.b.length) throw this.errors.fail(`${this.errors.noun} ends inside ${what}`);
     const out = this.b.subarray(this.off, this.off + n);
     this.off += n;
     return out;
@@ -126,24 +136,25 @@ export class Reader {
 
   str(what: string, pattern: RegExp, max: number): string {
     const len = this.u16(what);
-    if (len > max) throw new IntentFormatError(`${what} is too long`);
+    if (len > max) throw this.errors.fail(`${what} is too long`);
+    const raw = this.take(len, what);
     let s: string;
     try {
-      s = dec.decode(this.take(len, what));
+      s = dec.decode(raw);
     } catch {
-      throw new IntentFormatError(`${what} is not UTF-8`);
+      throw this.errors.fail(`${what} is not UTF-8`);
     }
-    if (!pattern.test(s)) throw new IntentFormatError(`${what} is not valid`);
+    if (!pattern.test(s)) throw this.errors.fail(`${what} is not valid`);
     return s;
   }
 
   bytes(max: number, what: string): Uint8Array {
     const len = this.u32(what);
-    if (len > max) throw new IntentFormatError(`${what} exceeds ${max} bytes`);
+    if (len > max) throw this.errors.fail(`${what} exceeds ${max} bytes`);
     return this.take(len, what).slice();
   }
 
   end(): void {
-    if (this.off !== this.b.length) throw new IntentFormatError(`${this.b.length - this.off} trailing bytes after the intent`);
+    if (this.off !== this.b.length) throw this.errors.fail(`${this.b.length - this.off} trailing bytes after the ${this.errors.noun}`);
   }
 }

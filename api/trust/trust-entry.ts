@@ -14,6 +14,7 @@ import { lengthPrefixed } from '../../common/bytes.ts';
 import { verifyContentDigest } from '../auth/content-digest.ts';
 import { SignatureError, verifyRequest, type VerifyPolicy } from '../auth/http-signature.ts';
 import { apiKeyId } from './api-key-id.ts';
+import { Reader, Writer, type FormatErrors } from '../intents/canonical.ts';
 
 export const TRUST_DOMAIN = new TextEncoder().encode('custody-trust\0');
 export const TRUST_VERSION = 1;
@@ -68,90 +69,12 @@ export interface RequestEntry {
 
 export type TrustEntry = BootstrapEntry | RequestEntry;
 
-// --- encoding: u16-length strings, u32-length bytes, big-endian integers, no trailing bytes ---
+// The encoding is the intents' (api/intents/canonical.ts): u16-length strings, u32-length bytes,
+// big-endian integers, no trailing bytes; only the errors differ.
+const ERRORS: FormatErrors = { noun: 'entry', fail: (m) => new TrustEntryError(m) };
+const out = () => new Writer(ERRORS);
 
-class Out {
-  private readonly parts: Uint8Array[] = [];
-  raw(b: Uint8Array): this {
-    this.parts.push(b);
-    return this;
-  }
-  u8(n: number): this {
-    return this.raw(new Uint8Array([n]));
-  }
-  u64(n: number): this {
-    const b = new Uint8Array(8);
-    new DataView(b.buffer).setBigUint64(0, BigInt(n));
-    return this.raw(b);
-  }
-  str(s: string, what: string, pattern: RegExp, max: number): this {
-    const b = new TextEncoder().encode(s);
-    if (b.length > max || !pattern.test(s)) throw new TrustEntryError(`${what} is not valid`);
-    const len = new Uint8Array(2);
-    new DataView(len.buffer).setUint16(0, b.length);
-    return this.raw(len).raw(b);
-  }
-  bytes(b: Uint8Array, max: number, what: string): this {
-    if (b.length > max) throw new TrustEntryError(`${what} exceeds ${max} bytes`);
-    const len = new Uint8Array(4);
-    new DataView(len.buffer).setUint32(0, b.length);
-    return this.raw(len).raw(b);
-  }
-  finish(): Uint8Array {
-    const out = new Uint8Array(this.parts.reduce((n, p) => n + p.length, 0));
-    let off = 0;
-    for (const p of this.parts) {
-      out.set(p, off);
-      off += p.length;
-    }
-    return out;
-  }
-}
-
-class In {
-  private off = 0;
-  constructor(private readonly b: Uint8Array) {}
-  get offset(): number {
-    return this.off;
-  }
-  take(n: number, what: string): Uint8Array {
-    if (this.off + n > this.b.length) throw new TrustEntryError(`entry ends inside ${what}`);
-    const out = this.b.slice(this.off, this.off + n);
-    this.off += n;
-    return out;
-  }
-  u8(what: string): number {
-    return this.take(1, what)[0]!;
-  }
-  u64(what: string): number {
-    const v = new DataView(this.take(8, what).buffer).getBigUint64(0);
-    if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new TrustEntryError(`${what} is out of range`);
-    return Number(v);
-  }
-  str(what: string, pattern: RegExp, max: number): string {
-    const len = new DataView(this.take(2, what).buffer).getUint16(0);
-    if (len > max) throw new TrustEntryError(`${what} is too long`);
-    let s: string;
-    try {
-      s = new TextDecoder('utf-8', { fatal: true }).decode(this.take(len, what));
-    } catch (err) {
-      if (err instanceof TrustEntryError) throw err;
-      throw new TrustEntryError(`${what} is not UTF-8`);
-    }
-    if (!pattern.test(s)) throw new TrustEntryError(`${what} is not valid`);
-    return s;
-  }
-  bytes(max: number, what: string): Uint8Array {
-    const len = new DataView(this.take(4, what).buffer).getUint32(0);
-    if (len > max) throw new TrustEntryError(`${what} exceeds ${max} bytes`);
-    return this.take(len, what);
-  }
-  end(): void {
-    if (this.off !== this.b.length) throw new TrustEntryError(`${this.b.length - this.off} trailing bytes after the entry`);
-  }
-}
-
-const header = (o: Out, kind: number) => o.raw(TRUST_DOMAIN).u8(TRUST_VERSION).u8(kind);
+const header = (o: Writer, kind: number) => o.raw(TRUST_DOMAIN).u8(TRUST_VERSION).u8(kind);
 const HEX32 = /^[0-9a-f]{64}$/;
 
 function checkCreated(created: number): void {
@@ -163,18 +86,18 @@ export function bootstrapMessage(org: string, publicKeyHex: string, created: num
   const pk = publicKeyHex.toLowerCase();
   if (!HEX32.test(pk)) throw new TrustEntryError('public key must be 32 bytes of hex');
   checkCreated(created);
-  return header(new Out(), KIND_BOOTSTRAP)
+  return header(out(), KIND_BOOTSTRAP)
     .str(org, 'organization', ORG, 128)
     .str(apiKeyId(org, pk), 'key id', /^key_[0-9a-f]{24}$/, 28)
     .raw(hexToBytes(pk))
-    .u64(created)
+    .u64(BigInt(created))
     .finish();
 }
 
 /** An operator's bootstrap entry (encoded): the signed message, the operator's public key, the signature. */
 export function signBootstrap(org: string, publicKeyHex: string, created: number, operatorSecretKey: Uint8Array): Uint8Array {
   const message = bootstrapMessage(org, publicKeyHex, created);
-  return new Out().raw(message).raw(ed25519.getPublicKey(operatorSecretKey)).raw(ed25519.sign(message, operatorSecretKey)).finish();
+  return out().raw(message).raw(ed25519.getPublicKey(operatorSecretKey)).raw(ed25519.sign(message, operatorSecretKey)).finish();
 }
 
 /** True when the bootstrap entry is signed by one of `operatorKeys` (32-byte Ed25519 public keys, hex). */
@@ -196,9 +119,9 @@ export function requestEntry(req: { method: string; url: string; headers: Reques
 export function encodeTrustEntry(e: TrustEntry): Uint8Array {
   if (e.kind === 'bootstrap') {
     if (!HEX32.test(e.operatorKey) || e.signature.length !== 64) throw new TrustEntryError('operator key and signature are 32 and 64 bytes');
-    return new Out().raw(bootstrapMessage(e.org, e.publicKey, e.created)).raw(hexToBytes(e.operatorKey)).raw(e.signature).finish();
+    return out().raw(bootstrapMessage(e.org, e.publicKey, e.created)).raw(hexToBytes(e.operatorKey)).raw(e.signature).finish();
   }
-  const o = header(new Out(), KIND_REQUEST)
+  const o = header(out(), KIND_REQUEST)
     .str(e.method, 'method', METHOD, 16)
     .str(e.url, 'url', /^https?:\/\/[\x21-\x7e]+$/, MAX_URL)
     .str(e.headers['signature-input'], 'signature-input', VISIBLE, MAX_HEADER)
@@ -213,8 +136,8 @@ export function encodeTrustEntry(e: TrustEntry): Uint8Array {
 
 /** Parses one encoded entry; throws TrustEntryError unless the bytes are exactly one canonical entry. */
 export function decodeTrustEntry(bytes: Uint8Array): TrustEntry {
-  const r = new In(bytes);
-  const domain = r.take(TRUST_DOMAIN.length, 'domain');
+  const r = new Reader(bytes, ERRORS);
+  const domain = r.fixed(TRUST_DOMAIN.length, 'domain');
   if (!domain.every((b, i) => b === TRUST_DOMAIN[i])) throw new TrustEntryError('not a trust entry (domain)');
   const version = r.u8('version');
   if (version !== TRUST_VERSION) throw new TrustEntryError(`trust entry version ${version} is not supported`);
@@ -223,10 +146,12 @@ export function decodeTrustEntry(bytes: Uint8Array): TrustEntry {
   if (kind === KIND_BOOTSTRAP) {
     const org = r.str('organization', ORG, 128);
     const keyId = r.str('key id', /^key_[0-9a-f]{24}$/, 28);
-    const publicKey = bytesToHex(r.take(32, 'public key'));
-    const created = r.u64('created');
-    const operatorKey = bytesToHex(r.take(32, 'operator key'));
-    const signature = r.take(64, 'signature');
+    const publicKey = bytesToHex(r.fixed(32, 'public key'));
+    const stamp = r.u64('created');
+    if (stamp > BigInt(Number.MAX_SAFE_INTEGER)) throw new TrustEntryError('created is out of range');
+    const created = Number(stamp);
+    const operatorKey = bytesToHex(r.fixed(32, 'operator key'));
+    const signature = r.fixed(64, 'signature');
     if (keyId !== apiKeyId(org, publicKey)) throw new TrustEntryError('the key id is not the one derived from the organization and key');
     entry = { kind: 'bootstrap', org, keyId, publicKey, created, operatorKey, signature };
   } else if (kind === KIND_REQUEST) {
