@@ -2,7 +2,7 @@
 // API) and a real anvil: the organization rotates its API key, a hosted vault gated by end-user tokens and a self vault, EVM wallets funded from
 // anvil, native and ERC-20 transfers sent through the SDK reach `final`, balances move by exactly the
 // amount, viem recovers each wallet as the sender; then the hosted vault reshares to the self tier while
-// transfers keep flowing, keeping its key and addresses.
+// transfers keep flowing, keeping its key and addresses; and a killed API resumes its transactions.
 import t from 'tap';
 import { createRequire } from 'node:module';
 import { sha256 } from '@noble/hashes/sha2.js';
@@ -120,4 +120,17 @@ t.test('EVM: hosted and self vaults send native and ERC-20 transfers to final on
   const afterReshare = await send(client, { wallet: hw, to: alice, amount: 777n, idempotencyKey: 'after-reshare' }, false);
   t.equal(afterReshare.state, 'final', `the reshared vault signs (${afterReshare.reason ?? ''})`);
   t.equal(await recovered(afterReshare.tx_hash!), hw.address.toLowerCase());
+
+  // Kill the API right after two submissions and start it again on the same data: both transactions
+  // finish, each once, with the next two nonces of the wallet; the chain sees no gap and no repeat.
+  const nonceBefore = await chain.publicClient.getTransactionCount({ address: sw.address as Hex });
+  const queued = [];
+  for (let i = 0; i < 2; i++) queued.push(await client.sendEvm({ wallet: sw, to: bob, amount: 50n + BigInt(i), idempotencyKey: `restart-${i}` }));
+  const api = stack.cluster.procs.find((p) => p.name === 'api' && p.running)!;
+  await api.kill('SIGKILL');
+  await stack.cluster.startApi({ API_CHAIN_BACKENDS: `evm-local=${chain.url}` });
+  const resumed = await Promise.all(queued.map((q) => mining(mine, client.waitForTransaction(q.id, ['final'], { timeoutMs: 90_000 }))));
+  t.same(resumed.map((r) => r.state), ['final', 'final'], 'both finish after the restart');
+  t.same(resumed.map((r) => r.nonce).sort(), [nonceBefore, nonceBefore + 1], 'the next two nonces, each used once');
+  t.equal(await chain.publicClient.getTransactionCount({ address: sw.address as Hex }), nonceBefore + 2, 'the chain saw exactly two transactions');
 });
