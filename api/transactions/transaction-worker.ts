@@ -17,7 +17,7 @@ import { evmSignedTransaction, evmSigningDigest, evmTransaction } from '../chain
 import type { EvmChain } from '../chains/evm/evm-chain.ts';
 import { ChainError } from '../chains/chain-error.ts';
 import type { BitcoinChain } from '../chains/bitcoin/bitcoin-chain.ts';
-import { buildSpend, finalizeP2wpkh, finalizeTaproot, SpendError } from '../chains/bitcoin/build-spend.ts';
+import { buildSpend, finalizeP2wpkh, finalizeTaproot, NETWORKS, SpendError } from '../chains/bitcoin/build-spend.ts';
 import type { VaultService } from '../vaults/vault-service.ts';
 import type { WalletRecord } from '../vaults/records.ts';
 import type { TransactionService } from './transaction-service.ts';
@@ -263,7 +263,8 @@ export class TransactionWorker {
     const scheme = wallet.address_type === 'p2tr' ? Scheme.SCHNORR_TAPROOT : Scheme.ECDSA;
     const signed = await this.sign(tx, job, wallet, scheme, spend.digests, spend.template);
     if ('to' in signed) return signed;
-    const raw = wallet.address_type === 'p2tr' ? finalizeTaproot(spend, signed.signatures) : finalizeP2wpkh(spend, signed.signatures, signed.publicKey);
+    const network = NETWORKS[intent.network];
+    const raw = wallet.address_type === 'p2tr' ? finalizeTaproot(spend, signed.signatures, network) : finalizeP2wpkh(spend, signed.signatures, signed.publicKey, network);
     return {
       to: 'signed',
       patch: { raw_tx: raw, tx_hash: spend.tx.getId(), fee: String(spend.fee), inputs: spend.tx.ins.map((i) => `${bytesToHex(Uint8Array.from(i.hash).reverse())}:${i.index}`) },

@@ -96,26 +96,49 @@ export function buildSpend(intent: BtcTransferIntent, utxos: Utxo[], feeRate: bi
   return { tx, prevouts, digests, fee, template };
 }
 
-/** Adds key-path witnesses (64-byte BIP-340 signatures, SIGHASH_DEFAULT) and returns the raw hex. */
-export function finalizeTaproot(spend: UnsignedSpend, signatures: Uint8Array[]): string {
-  const tx = spend.tx.clone();
-  signatures.forEach((sig, i) => tx.setWitness(i, [sig]));
+/** The unsigned spend as a PSBT (BIP-174): every input with the output it spends. */
+export function spendPsbt(spend: UnsignedSpend, network: bitcoin.Network): bitcoin.Psbt {
+  const psbt = new bitcoin.Psbt({ network });
+  psbt.setVersion(spend.tx.version);
+  psbt.setLocktime(spend.tx.locktime);
+  spend.tx.ins.forEach((i, n) => psbt.addInput({ hash: i.hash, index: i.index, sequence: i.sequence, witnessUtxo: { script: spend.prevouts[n]!.script, value: spend.prevouts[n]!.value } }));
+  for (const o of spend.tx.outs) psbt.addOutput({ script: o.script, value: o.value });
+  return psbt;
+}
+
+function finalized(psbt: bitcoin.Psbt, spend: UnsignedSpend): string {
+  psbt.finalizeAllInputs();
+  const tx = psbt.extractTransaction();
+  // The PSBT must describe exactly the transaction the nodes signed.
+  if (tx.getId() !== spend.tx.getId()) throw new SpendError('bad_intent', 'the finalized transaction differs from the signed one');
   return tx.toHex();
 }
 
+const checkCount = (spend: UnsignedSpend, signatures: Uint8Array[]) => {
+  if (signatures.length !== spend.tx.ins.length) throw new SpendError('bad_intent', `${spend.tx.ins.length} signatures are needed, got ${signatures.length}`);
+};
+
+/** Finalizes key-path inputs (64-byte BIP-340 signatures, SIGHASH_DEFAULT) through the PSBT; raw hex. */
+export function finalizeTaproot(spend: UnsignedSpend, signatures: Uint8Array[], network: bitcoin.Network = bitcoin.networks.regtest): string {
+  checkCount(spend, signatures);
+  const psbt = spendPsbt(spend, network);
+  signatures.forEach((sig, i) => psbt.updateInput(i, { tapKeySig: sig }));
+  return finalized(psbt, spend);
+}
+
 /**
- * Adds P2WPKH witnesses (BIP-141: DER ECDSA signature with the SIGHASH_ALL byte, then the 33-byte
- * compressed key) and returns the raw hex. `signatures` are 64-byte r‖s, one per input, as the
+ * Finalizes P2WPKH inputs through the PSBT (BIP-141 witness: DER ECDSA signature with SIGHASH_ALL,
+ * then the 33-byte compressed key); raw hex. `signatures` are 64-byte r‖s, one per input, as the
  * cluster returns them; a high-s signature is normalized, since relay policy refuses it.
  */
-export function finalizeP2wpkh(spend: UnsignedSpend, signatures: Uint8Array[], publicKey: Uint8Array): string {
-  if (signatures.length !== spend.tx.ins.length) throw new SpendError('bad_intent', `${spend.tx.ins.length} signatures are needed, got ${signatures.length}`);
+export function finalizeP2wpkh(spend: UnsignedSpend, signatures: Uint8Array[], publicKey: Uint8Array, network: bitcoin.Network = bitcoin.networks.regtest): string {
+  checkCount(spend, signatures);
   if (publicKey.length !== 33) throw new SpendError('bad_intent', 'a P2WPKH witness carries the 33-byte compressed key');
-  const tx = spend.tx.clone();
+  const psbt = spendPsbt(spend, network);
   signatures.forEach((compact, i) => {
     let sig = secp256k1.Signature.fromBytes(compact, 'compact');
     if (sig.hasHighS()) sig = new secp256k1.Signature(sig.r, secp256k1.Point.Fn.neg(sig.s));
-    tx.setWitness(i, [new Uint8Array([...sig.toBytes('der'), bitcoin.Transaction.SIGHASH_ALL]), publicKey]);
+    psbt.updateInput(i, { partialSig: [{ pubkey: publicKey, signature: bitcoin.script.signature.encode(sig.toBytes('compact'), bitcoin.Transaction.SIGHASH_ALL) }] });
   });
-  return tx.toHex();
+  return finalized(psbt, spend);
 }
