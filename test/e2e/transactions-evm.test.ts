@@ -49,12 +49,16 @@ t.test('EVM: hosted and self vaults send native and ERC-20 transfers to final on
   t.equal(h.end_user_auth, true, 'hosted vault created after end-user auth needs tokens');
   const hw = await client.createWallet(h.id, { chain: 'evm-local' });
   const sw = await client.createWallet(s.id, { chain: 'evm-local' });
-  for (const w of [hw, sw]) await chain.testClient.setBalance({ address: w.address as Hex, value: parseEther('10') });
-
-  // An ERC-20 whose whole supply belongs to the self vault's wallet.
-  // anvil's first dev account, unlocked on the node.
+  // Funded from anvil's first dev account (unlocked on the node), by ordinary transfers.
   const deployer = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266' as Hex;
   const wallet = createWalletClient({ chain: foundry, transport: http(chain.url), account: deployer });
+  for (const w of [hw, sw]) {
+    const hash = await wallet.sendTransaction({ to: w.address as Hex, value: parseEther('10') });
+    await chain.publicClient.waitForTransactionReceipt({ hash });
+    t.equal(await chain.publicClient.getBalance({ address: w.address as Hex }), parseEther('10'), 'wallet funded from an anvil account');
+  }
+
+  // An ERC-20 whose whole supply belongs to the self vault's wallet.
   const deployHash = await wallet.deployContract({ abi: token.abi, bytecode: token.bytecode, args: ['Test Dollar', 'TUSD', 1_000_000n * 10n ** 18n, sw.address as Hex] });
   const contract = (await chain.publicClient.waitForTransactionReceipt({ hash: deployHash })).contractAddress!;
 
@@ -104,12 +108,14 @@ t.test('EVM: hosted and self vaults send native and ERC-20 transfers to final on
   const ack = await client.reshareVault(h.id, { target_tier: 'self' });
   t.equal(ack.status, 'accepted');
   const flowing: Promise<Transaction>[] = [];
+  // The resharing vault's own transfers (old shares sign until the commit) and the other vault's.
   for (let i = 0; i < 3; i++) {
-    flowing.push(send(client, { wallet: sw, to: alice, amount: 1000n + BigInt(i), idempotencyKey: `during-reshare-${i}` }, false));
+    flowing.push(send(client, { wallet: hw, to: alice, amount: 1000n + BigInt(i), idempotencyKey: `during-reshare-${i}` }, true));
   }
+  flowing.push(send(client, { wallet: sw, to: alice, amount: 999n, idempotencyKey: 'during-reshare-self' }, false));
   const during = await Promise.all(flowing);
-  t.same(during.map((x) => x.state), ['final', 'final', 'final'], 'transactions kept flowing during the reshare');
-  t.same(new Set(during.map((x) => x.nonce)).size, 3, 'concurrent submissions took distinct nonces');
+  t.same(during.map((x) => x.state), ['final', 'final', 'final', 'final'], `transactions kept flowing during the reshare (${during.map((x) => x.reason ?? '').join(' ')})`);
+  t.same(new Set(during.slice(0, 3).map((x) => x.nonce)).size, 3, 'concurrent submissions of one wallet took distinct nonces');
   const reshared = await client.waitForVault(h.id, (v) => v.state !== 'resharing', { timeoutMs: 120_000 });
   t.equal(reshared.state, 'active', `reshare settled (${reshared.problem ?? ''})`);
   t.equal(reshared.tier, 'self', 'moved to the self tier');
