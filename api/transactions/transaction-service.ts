@@ -21,7 +21,7 @@ import { EndUserTokenError, intentSha256, verifyEndUserToken, type EndUserAuthCo
 import type { VaultService } from '../vaults/vault-service.ts';
 import type { ApiKeyRecord, VaultRecord, WalletRecord } from '../vaults/records.ts';
 import { newId } from '../vaults/vault-service.ts';
-import { TERMINAL, type TransactionJob, type TransactionRecord } from './records.ts';
+import type { TransactionJob, TransactionRecord } from './records.ts';
 
 export interface SubmitTransaction {
   wallet_id: string;
@@ -167,6 +167,8 @@ export class TransactionService {
       const net = evmNetwork(wallet.chain);
       if (!net || net.chainId !== intent.chainId) throw bad(`the intent is for chain id ${intent.chainId}, the wallet is on ${wallet.chain}`);
       if (viemHex(intent.from).toLowerCase() !== wallet.address.toLowerCase()) throw bad('the intent sends from another address than the wallet');
+      // No transaction fits under a zero ceiling: refuse it now rather than fail it later.
+      if (intent.maxFee === 0n) throw bad('max_fee must be positive');
       return;
     }
     const net = BITCOIN_NETWORKS.find((n) => n.chain === wallet.chain);
@@ -213,8 +215,6 @@ export class TransactionService {
       .flatMap((t) => t.transfers.map((x) => ({ asset: x.asset, amount: BigInt(x.amount), at: Date.parse(t.created_at) })));
   }
 }
-
-export const isTerminal = (t: TransactionRecord) => TERMINAL.includes(t.state);
 
 /** What a transaction moves, for policy: recipients, assets (`<chain>:native` or `<chain>:<contract>`) and amounts. */
 export function transfersOf(chain: string, intent: Intent): Transfer[] {

@@ -13,7 +13,7 @@ import type { CoordinatorClient } from '../coordinator/coordinator-client.ts';
 import { Scheme } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
 import { encodeBlob } from '../../node/protocols/round/machine.ts';
 import { decodeIntent, type BtcTransferIntent, type EvmTransferIntent } from '../intents/intent.ts';
-import { evmSignedTransaction, evmSigningDigest, evmTransaction } from '../chains/evm/evm-transaction.ts';
+import { evmSignedTransaction, evmSigningDigest, evmTransaction, EvmTemplateError, type EvmTemplate } from '../chains/evm/evm-transaction.ts';
 import type { EvmChain } from '../chains/evm/evm-chain.ts';
 import { ChainError } from '../chains/chain-error.ts';
 import type { BitcoinChain } from '../chains/bitcoin/bitcoin-chain.ts';
@@ -223,9 +223,17 @@ export class TransactionWorker {
     const nonceKey = `${tx.chain}/${from.toLowerCase()}`;
     const stored = (await this.o.vaults.store.get<number>('evm_nonces', nonceKey)) ?? 0;
     const nonce = Math.max(stored, await chain.pendingNonce(from));
-    const shape = evmTransaction(intent, { nonce, gasLimit: 1n, maxFeePerGas: 1n, maxPriorityFeePerGas: 0n });
-    const template = await chain.template(from, shape, nonce, intent.maxFee);
-    const unsigned = evmTransaction(intent, template);
+    let template: EvmTemplate;
+    let unsigned;
+    try {
+      // The call's shape (to, value, data) comes from the intent; gas and fees from the chain, under the ceiling.
+      const shape = evmTransaction(intent, { nonce, gasLimit: 1n, maxFeePerGas: 1n, maxPriorityFeePerGas: 0n });
+      template = await chain.template(from, shape, nonce, intent.maxFee);
+      unsigned = evmTransaction(intent, template);
+    } catch (err) {
+      if (err instanceof EvmTemplateError) throw new ChainError('fee_ceiling', err.message, true);
+      throw err;
+    }
     const templateBlob = encodeBlob('evm-template', {
       nonce, gasLimit: String(template.gasLimit), maxFeePerGas: String(template.maxFeePerGas), maxPriorityFeePerGas: String(template.maxPriorityFeePerGas),
     });
