@@ -6,6 +6,7 @@ import { ed25519, x25519 } from '@noble/curves/ed25519.js';
 import { randomBytes } from 'node:crypto';
 import { taggedDigest, toHex } from '../../common/bytes.ts';
 import type { SealedStore } from '../storage/sealed-store.ts';
+import { BoundedMemo } from '../protocols/math/memo.ts';
 
 const IDENTITY_KEY = 'identity/v1';
 const IDENTITY_VERSION = 1;
@@ -22,6 +23,7 @@ export class NodeIdentity implements PublicIdentity {
   readonly encryptionKey: Uint8Array;
   readonly #signingSecret: Uint8Array;
   readonly #encryptionSecret: Uint8Array;
+  readonly #agreed = new BoundedMemo<Uint8Array>(4096);
 
   constructor(signingSecret: Uint8Array, encryptionSecret: Uint8Array) {
     this.#signingSecret = signingSecret;
@@ -35,9 +37,12 @@ export class NodeIdentity implements PublicIdentity {
     return ed25519.sign(message, this.#signingSecret);
   }
 
-  /** X25519 shared secret with a peer's encryption key. */
+  /**
+   * X25519 shared secret with a peer's encryption key, computed once per peer and kept for the life of
+   * the process (like the identity secret itself). Callers must not modify or zero the result.
+   */
   agree(peerEncryptionKey: Uint8Array): Uint8Array {
-    return x25519.getSharedSecret(this.#encryptionSecret, peerEncryptionKey);
+    return this.#agreed.get(toHex(peerEncryptionKey), () => x25519.getSharedSecret(this.#encryptionSecret, peerEncryptionKey));
   }
 
   toPublic(): PublicIdentity {

@@ -2,11 +2,13 @@
 // envelopes as opaque bytes: it can drop or delay them, but not read a direct payload, and not forge,
 // alter, redirect or replay any payload without the recipient noticing and naming the failure.
 //
-// Direct (one recipient): a fresh ephemeral X25519 key per envelope; key = HKDF-SHA256(ikm = X25519(eph,
-// recipient), salt = session id, info = domain ‖ header ‖ eph_pub ‖ recipient_pub); ChaCha20-Poly1305 with
-// a zero nonce (the key is never reused) and the header as associated data. Broadcast: the payload in the
-// clear. Both: the sender's Ed25519 signature over domain ‖ header ‖ eph_pub ‖ body.
-import { ed25519, x25519 } from '@noble/curves/ed25519.js';
+// Direct (one recipient): key = HKDF-SHA256(ikm = X25519(sender static, recipient static), salt = session
+// id, info = domain ‖ header ‖ key salt ‖ sender_pub ‖ recipient_pub), with 32 fresh random bytes of key
+// salt per envelope, so no two envelopes share a key; ChaCha20-Poly1305 with a zero nonce and the header
+// as associated data. The static-static secret is computed once per peer (NodeIdentity.agree), which
+// takes the X25519 work off every envelope. Broadcast: the payload in the clear. Both: the sender's
+// Ed25519 signature over domain ‖ header ‖ key salt ‖ SHA-256(body).
+import { ed25519 } from '@noble/curves/ed25519.js';
 import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { hkdf } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
@@ -14,9 +16,10 @@ import { randomBytes } from 'node:crypto';
 import { lengthPrefixed } from '../../common/bytes.ts';
 import type { NodeIdentity, PublicIdentity } from '../runtime/identity.ts';
 
-export const ENVELOPE_VERSION = 1;
-const SIGN_DOMAIN = 'mpc/v1/envelope/sign';
-const KEY_DOMAIN = 'mpc/v1/envelope/key';
+export const ENVELOPE_VERSION = 2;
+const SIGN_DOMAIN = 'mpc/v2/envelope/sign';
+const KEY_DOMAIN = 'mpc/v2/envelope/key';
+const SALT_BYTES = 32;
 const ZERO_NONCE = new Uint8Array(12);
 
 export interface EnvelopeHeader {
@@ -29,8 +32,8 @@ export interface EnvelopeHeader {
 }
 
 export interface Envelope extends EnvelopeHeader {
-  /** Ephemeral X25519 public key (direct envelopes), or empty. */
-  ephemeral: Uint8Array;
+  /** Fresh random key salt (direct envelopes), or empty. */
+  keySalt: Uint8Array;
   /** Ciphertext (direct) or plaintext (broadcast). */
   body: Uint8Array;
   signature: Uint8Array;
@@ -57,34 +60,30 @@ function u32(n: number): Uint8Array {
   return b;
 }
 
-function signedBytes(h: EnvelopeHeader, ephemeral: Uint8Array, body: Uint8Array): Uint8Array {
+function signedBytes(h: EnvelopeHeader, keySalt: Uint8Array, body: Uint8Array): Uint8Array {
   // The body is hashed first so large payloads are not copied into the signed message.
-  return lengthPrefixed([SIGN_DOMAIN, headerBytes(h), ephemeral, sha256(body)]);
+  return lengthPrefixed([SIGN_DOMAIN, headerBytes(h), keySalt, sha256(body)]);
 }
 
-function deriveKey(shared: Uint8Array, h: EnvelopeHeader, ephemeral: Uint8Array, recipientKey: Uint8Array): Uint8Array {
-  return hkdf(sha256, shared, h.sessionId, lengthPrefixed([KEY_DOMAIN, headerBytes(h), ephemeral, recipientKey]), 32);
+function deriveKey(shared: Uint8Array, h: EnvelopeHeader, keySalt: Uint8Array, senderKey: Uint8Array, recipientKey: Uint8Array): Uint8Array {
+  return hkdf(sha256, shared, h.sessionId, lengthPrefixed([KEY_DOMAIN, headerBytes(h), keySalt, senderKey, recipientKey]), 32);
 }
 
 /** Encrypts and signs a payload for one recipient. */
 export function sealDirect(sender: NodeIdentity, recipient: PublicIdentity, h: Omit<EnvelopeHeader, 'version' | 'from' | 'to'>, payload: Uint8Array): Envelope {
   const header: EnvelopeHeader = { version: ENVELOPE_VERSION, sessionId: h.sessionId, round: h.round, from: sender.nodeId, to: recipient.nodeId };
-  const eph = new Uint8Array(randomBytes(32));
-  const ephemeral = x25519.getPublicKey(eph);
-  const shared = x25519.getSharedSecret(eph, recipient.encryptionKey);
-  eph.fill(0);
-  const key = deriveKey(shared, header, ephemeral, recipient.encryptionKey);
-  shared.fill(0);
+  const keySalt = new Uint8Array(randomBytes(SALT_BYTES));
+  const key = deriveKey(sender.agree(recipient.encryptionKey), header, keySalt, sender.encryptionKey, recipient.encryptionKey);
   const body = chacha20poly1305(key, ZERO_NONCE, headerBytes(header)).encrypt(payload);
   key.fill(0);
-  return { ...header, ephemeral, body, signature: sender.sign(signedBytes(header, ephemeral, body)) };
+  return { ...header, keySalt, body, signature: sender.sign(signedBytes(header, keySalt, body)) };
 }
 
 /** Signs a payload for every party of the session. */
 export function sealBroadcast(sender: NodeIdentity, h: Omit<EnvelopeHeader, 'version' | 'from' | 'to'>, payload: Uint8Array): Envelope {
   const header: EnvelopeHeader = { version: ENVELOPE_VERSION, sessionId: h.sessionId, round: h.round, from: sender.nodeId, to: '' };
-  const ephemeral = new Uint8Array(0);
-  return { ...header, ephemeral, body: payload, signature: sender.sign(signedBytes(header, ephemeral, payload)) };
+  const keySalt = new Uint8Array(0);
+  return { ...header, keySalt, body: payload, signature: sender.sign(signedBytes(header, keySalt, payload)) };
 }
 
 /**
@@ -99,21 +98,20 @@ export function open(me: NodeIdentity, sender: PublicIdentity, sessionId: Uint8A
   if (env.to !== '' && env.to !== me.nodeId) throw new EnvelopeError('wrong_recipient', culprit, 'envelope is addressed to another node');
   let ok = false;
   try {
-    ok = env.signature.length === 64 && ed25519.verify(env.signature, signedBytes(env, env.ephemeral, env.body), sender.signingKey);
+    ok = env.signature.length === 64 && ed25519.verify(env.signature, signedBytes(env, env.keySalt, env.body), sender.signingKey);
   } catch {
     ok = false;
   }
   if (!ok) throw new EnvelopeError('bad_signature', culprit, 'envelope signature does not verify');
   if (env.to === '') return env.body;
-  if (env.ephemeral.length !== 32) throw new EnvelopeError('malformed', culprit, 'direct envelope lacks an ephemeral key');
+  if (env.keySalt.length !== SALT_BYTES) throw new EnvelopeError('malformed', culprit, 'direct envelope lacks its key salt');
   let shared: Uint8Array;
   try {
-    shared = me.agree(env.ephemeral);
+    shared = me.agree(sender.encryptionKey);
   } catch {
-    throw new EnvelopeError('malformed', culprit, 'ephemeral key is not a valid X25519 point');
+    throw new EnvelopeError('malformed', culprit, 'sender encryption key is not a valid X25519 point');
   }
-  const key = deriveKey(shared, env, env.ephemeral, me.encryptionKey);
-  shared.fill(0);
+  const key = deriveKey(shared, env, env.keySalt, sender.encryptionKey, me.encryptionKey);
   try {
     return chacha20poly1305(key, ZERO_NONCE, headerBytes(env)).decrypt(env.body);
   } catch {

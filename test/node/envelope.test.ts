@@ -23,10 +23,31 @@ t.test('a direct envelope opens for its recipient only and hides the payload', a
   t.throws(() => open(carol, alice, sessionId, { ...env, to: carol.nodeId }), { code: 'bad_signature' });
 });
 
-t.test('two envelopes of the same payload differ (fresh ephemeral key)', async (t) => {
+t.test('two envelopes of the same payload differ (fresh key salt, so a fresh key)', async (t) => {
   const a = sealDirect(alice, bob, { sessionId, round: 1 }, payload);
   const b = sealDirect(alice, bob, { sessionId, round: 1 }, payload);
+  t.equal(a.keySalt.length, 32);
+  t.not(toHex(a.keySalt), toHex(b.keySalt));
   t.not(toHex(a.body), toHex(b.body));
+  t.same(open(bob, alice, sessionId, a), payload);
+  t.same(open(bob, alice, sessionId, b), payload);
+});
+
+t.test('the pairwise secret is the same from both ends and differs per pair', async (t) => {
+  t.equal(toHex(alice.agree(bob.encryptionKey)), toHex(bob.agree(alice.encryptionKey)));
+  t.not(toHex(alice.agree(bob.encryptionKey)), toHex(alice.agree(carol.encryptionKey)));
+  // A cached secret is the one a fresh identity with the same keys computes.
+  const again = NodeIdentity.deserializeSecret(alice.serializeSecret());
+  t.equal(toHex(again.agree(bob.encryptionKey)), toHex(alice.agree(bob.encryptionKey)));
+});
+
+t.test('a third party that swaps in its own encryption key cannot read or redirect', async (t) => {
+  const env = sealDirect(alice, bob, { sessionId, round: 2 }, payload);
+  // carol claims to be bob's sender with alice's identity but her own encryption key: the key differs.
+  const fakeAlice = { nodeId: alice.nodeId, signingKey: alice.signingKey, encryptionKey: carol.encryptionKey };
+  t.throws(() => open(bob, fakeAlice, sessionId, env), { code: 'decrypt_failed' });
+  // A shortened salt breaks the signature.
+  t.throws(() => open(bob, alice, sessionId, { ...env, keySalt: env.keySalt.subarray(0, 16) }), { code: 'bad_signature' });
 });
 
 t.test('every tampering is refused and names the sender', async (t) => {
@@ -41,7 +62,7 @@ t.test('every tampering is refused and names the sender', async (t) => {
     ['flipped signature byte', { ...env, signature: flip(env.signature) }, 'bad_signature'],
     ['changed round', { ...env, round: 3 }, 'bad_signature'],
     ['replayed into another session', { ...env, sessionId: new Uint8Array(32).fill(4) }, 'wrong_session'],
-    ['other ephemeral key', { ...env, ephemeral: flip(env.ephemeral) }, 'bad_signature'],
+    ['other key salt', { ...env, keySalt: flip(env.keySalt) }, 'bad_signature'],
     ['unknown version', { ...env, version: 9 }, 'bad_version'],
   ];
   for (const [what, bad, code] of cases) {
