@@ -7,6 +7,7 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { Fn, G, ORDER, parsePoint, pointHex, type Point } from '../math/curve.ts';
 import { InputError } from '../round/errors.ts';
 import { SecretShare, type KeyPackage, type KeyShare } from '../keys/key-package.ts';
+import { BoundedMemo } from '../math/memo.ts';
 
 export const HARDENED = 0x80000000;
 
@@ -26,18 +27,11 @@ export function checkPath(path: number[]): void {
 }
 
 // Derivation depends only on public inputs; wallets are derived again and again, so results are kept.
-const DERIVED_LIMIT = 4096;
-const derived = new Map<string, Derived>();
+const derived = new BoundedMemo<Derived>(4096);
 
 export function derive(groupKey: string, chainCode: string, path: number[]): Derived {
   checkPath(path);
-  const key = `${groupKey}/${chainCode}/${path.join('/')}`;
-  const hit = derived.get(key);
-  if (hit) return hit;
-  const out = deriveUncached(groupKey, chainCode, path);
-  if (derived.size >= DERIVED_LIMIT) derived.delete(derived.keys().next().value!);
-  derived.set(key, out);
-  return out;
+  return derived.get(`${groupKey}/${chainCode}/${path.join('/')}`, () => deriveUncached(groupKey, chainCode, path));
 }
 
 function deriveUncached(groupKey: string, chainCode: string, path: number[]): Derived {

@@ -6,6 +6,7 @@ import { SecretShare, type KeyPackage, type KeyShare } from '../keys/key-package
 import { derive, negateKeyShare, tweakKeyShare } from '../derive/bip32.ts';
 import { tapTweak } from './taproot.ts';
 import { Fn, parsePoint } from '../math/curve.ts';
+import { BoundedMemo } from '../math/memo.ts';
 
 interface Prepared {
   pkg: KeyPackage;
@@ -14,13 +15,13 @@ interface Prepared {
   tap: bigint;
 }
 
-const CACHE_LIMIT = 2048;
-const cache = new Map<string, Prepared>();
+const cache = new BoundedMemo<Prepared>(2048);
 
 function prepare(pkg: KeyPackage, path: number[], taproot: boolean, merkleRoot: string | undefined): Prepared {
-  const key = JSON.stringify([pkg, path, taproot, merkleRoot ?? '']);
-  const hit = cache.get(key);
-  if (hit) return hit;
+  return cache.get(JSON.stringify([pkg, path, taproot, merkleRoot ?? '']), () => prepareUncached(pkg, path, taproot, merkleRoot));
+}
+
+function prepareUncached(pkg: KeyPackage, path: number[], taproot: boolean, merkleRoot: string | undefined): Prepared {
   // Worked on a stand-in share of 0: only the public package and the tweaks are kept.
   const zero: KeyShare = { share: new SecretShare(0, 0n), pkg };
   const d = derive(pkg.groupKey, pkg.chainCode, path);
@@ -34,10 +35,7 @@ function prepare(pkg: KeyPackage, path: number[], taproot: boolean, merkleRoot: 
     tap = tapTweak(hexToBytes(k.pkg.groupKey).slice(1), merkleRoot ? hexToBytes(merkleRoot) : undefined);
     k = tweakKeyShare(k, tap);
   }
-  const out = { pkg: k.pkg, derivation: d.tweak, negate, tap };
-  if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
-  cache.set(key, out);
-  return out;
+  return { pkg: k.pkg, derivation: d.tweak, negate, tap };
 }
 
 /** The key share that signs for `path` (and, for Taproot, the BIP-341 output key). */

@@ -5,6 +5,7 @@ import { schnorr } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { Fn, G, parsePoint } from '../math/curve.ts';
 import { InputError } from '../round/errors.ts';
+import { BoundedMemo } from '../math/memo.ts';
 import type { KeyShare } from '../keys/key-package.ts';
 import { negateKeyShare, tweakKeyShare } from '../derive/bip32.ts';
 
@@ -20,8 +21,15 @@ export function internalKey(groupKey: string): Uint8Array {
   return parsePoint(groupKey, 'group key').toBytes(true).slice(1);
 }
 
+const outputKeys = new BoundedMemo<Uint8Array>(4096);
+
 /** The x-only output key Q = lift_x(x(P)) + tG that a P2TR output commits to. */
 export function outputKey(groupKey: string, merkleRoot?: Uint8Array): Uint8Array {
+  // Public inputs only, asked for on every P2TR authorization: kept, and handed out as a copy.
+  return outputKeys.get(`${groupKey}/${merkleRoot ? bytesToHex(merkleRoot) : ''}`, () => outputKeyUncached(groupKey, merkleRoot)).slice();
+}
+
+function outputKeyUncached(groupKey: string, merkleRoot?: Uint8Array): Uint8Array {
   const x = internalKey(groupKey);
   const P = parsePoint('02' + bytesToHex(x), 'internal key');
   return P.add(G.multiply(tapTweak(x, merkleRoot))).toBytes(true).slice(1);
