@@ -88,9 +88,9 @@ export class Cluster {
   coordinatorPort = 0;
   apiPort = 0;
 
-  /** Starts one of the programs from its TypeScript entry. */
+  /** Starts one of the programs from its TypeScript entry. CLUSTER_PROF_DIR writes a CPU profile per node process. */
   spawn(name: string, entry: string, env: Record<string, string>): Proc {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, entry)], {
+    const child = spawn(process.execPath, [...(entry === 'node/main.ts' && process.env.CLUSTER_PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.CLUSTER_PROF_DIR] : []), '--import', 'tsx', join(root, entry)], {
       cwd: root,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
