@@ -1,5 +1,6 @@
 // Benchmark harness: each suite file exports `suite`, a list of cases. A case names the baseline it is
-// compared with; the baseline is measured in the same run, so ratios hold across machines.
+// compared with; the baseline is sampled in the same run, around the case, so ratios hold across
+// machines and across a machine whose speed drifts during the run.
 import { cpus, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
 
@@ -31,6 +32,8 @@ export interface BenchResult {
   runs: number;
   baseline: string | null;
   ratio: number | null;
+  /** The baseline median the ratio divides by (sampled around this case). */
+  baseline_ms?: number;
   extra?: Record<string, number | string>;
 }
 
@@ -40,44 +43,81 @@ function quantile(sorted: number[], q: number): number {
   return sorted[Math.max(0, idx)]!;
 }
 
-export async function measure(c: BenchCase): Promise<{ median: number; p99: number; runs: number }> {
-  const runs = c.runs ?? 50;
-  for (let i = 0; i < (c.warmup ?? Math.min(5, runs)); i++) await c.fn();
+async function sample(c: BenchCase, runs: number, warmup: number): Promise<number[]> {
+  for (let i = 0; i < warmup; i++) await c.fn();
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
     const t0 = performance.now();
     await c.fn();
     times.push(performance.now() - t0);
   }
-  times.sort((a, b) => a - b);
-  return { median: quantile(times, 0.5), p99: quantile(times, 0.99), runs };
+  return times;
+}
+
+function summary(times: number[]): { median: number; p99: number; runs: number } {
+  const sorted = [...times].sort((a, b) => a - b);
+  return { median: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), runs: sorted.length };
+}
+
+export async function measure(c: BenchCase): Promise<{ median: number; p99: number; runs: number }> {
+  const runs = c.runs ?? 50;
+  return summary(await sample(c, runs, c.warmup ?? Math.min(5, runs)));
+}
+
+interface Registered {
+  c: BenchCase;
+  suite: BenchSuite;
+}
+
+/**
+ * Ratios are paired: before every timed run of a case, its baseline runs a few times, and the ratio
+ * divides the case's median by the median of those interleaved baseline samples. On a shared machine
+ * whose speed drifts, a baseline measured minutes earlier would move the ratio as much as the code does.
+ */
+async function measurePaired(c: BenchCase, base: BenchCase): Promise<{ median: number; p99: number; runs: number; base: number }> {
+  const runs = c.runs ?? 50;
+  const perRun = Math.max(3, Math.ceil((base.runs ?? 50) / runs));
+  await sample(base, 0, 3);
+  for (let i = 0; i < (c.warmup ?? Math.min(5, runs)); i++) await c.fn();
+  const times: number[] = [];
+  const baseTimes: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    baseTimes.push(...(await sample(base, perRun, 0)));
+    times.push(...(await sample(c, 1, 0)));
+  }
+  return { ...summary(times), base: summary(baseTimes).median };
 }
 
 export async function runSuites(suites: BenchSuite[]): Promise<BenchResult[]> {
+  const byName = new Map<string, Registered>();
+  for (const suite of suites) for (const c of suite.cases) byName.set(c.name, { c, suite });
   const results: BenchResult[] = [];
+  const medians = new Map<string, number>();
   for (const s of suites) {
     await s.setup?.();
     try {
       for (const c of s.cases) {
-        const m = await measure(c);
+        const base = c.baseline === undefined ? undefined : byName.get(c.baseline);
+        if (c.baseline !== undefined && !base) throw new Error(`baseline ${c.baseline} of ${c.name} is not in this run`);
+        // A baseline from another suite is interleaved only if that suite needs no setup.
+        const pair = base && (base.suite === s || (!base.suite.setup && !base.suite.teardown)) ? base.c : undefined;
+        const m: { median: number; p99: number; runs: number; base?: number } = pair ? await measurePaired(c, pair) : await measure(c);
         const r: BenchResult = {
           name: c.name, median_ms: m.median, p99_ms: round(m.p99), runs: m.runs, baseline: c.baseline ?? null, ratio: null,
         };
+        medians.set(c.name, m.median);
+        const denominator = m.base ?? medians.get(c.baseline ?? '');
+        if (c.baseline !== undefined) {
+          if (denominator === undefined) throw new Error(`baseline ${c.baseline} of ${c.name} has not run yet`);
+          r.ratio = round(m.median / denominator, 2);
+          r.baseline_ms = round(denominator);
+        }
         const extra = c.extra?.();
         if (extra) r.extra = extra;
         results.push(r);
       }
     } finally {
       await s.teardown?.();
-    }
-  }
-  // Ratios are taken once everything ran, so a baseline may sit in any suite of the same run.
-  const medians = new Map(results.map((r) => [r.name, r.median_ms]));
-  for (const r of results) {
-    if (r.baseline !== null) {
-      const base = medians.get(r.baseline);
-      if (base === undefined) throw new Error(`baseline ${r.baseline} of ${r.name} was not measured in this run`);
-      r.ratio = round(r.median_ms / base, 2);
     }
   }
   for (const r of results) r.median_ms = round(r.median_ms);
@@ -95,10 +135,10 @@ export function machine(): string {
 }
 
 export function table(results: BenchResult[]): string {
-  const rows = [['name', 'median ms', 'p99 ms', 'runs', 'baseline', 'ratio', 'extra']];
+  const rows = [['name', 'median ms', 'p99 ms', 'runs', 'baseline', 'baseline ms', 'ratio', 'extra']];
   for (const r of results) {
     rows.push([
-      r.name, r.median_ms.toFixed(3), r.p99_ms.toFixed(3), String(r.runs), r.baseline ?? '', r.ratio === null ? '' : `${r.ratio}x`,
+      r.name, r.median_ms.toFixed(3), r.p99_ms.toFixed(3), String(r.runs), r.baseline ?? '', r.baseline_ms?.toFixed(3) ?? '', r.ratio === null ? '' : `${r.ratio}x`,
       r.extra ? Object.entries(r.extra).map(([k, v]) => `${k}=${v}`).join(' ') : '',
     ]);
   }
