@@ -49,9 +49,9 @@ function pad(ctx: Uint8Array, k: number, row: Uint8Array): bigint[] {
 const padCtx = (ctx: string) => taggedHash('custody/dkls23/rvole/pad/v2', [ctx]).subarray(0, 16);
 
 export interface BobState {
-  /** Choice bits (hex) and rows t_k (hex). Secret. */
-  r: string;
-  t: string;
+  /** Choice bits and rows t_k. Secret. */
+  r: Uint8Array;
+  t: Uint8Array;
   chi: string;
 }
 
@@ -61,12 +61,12 @@ export function rvoleBobStart(ctx: string, k0: Uint8Array[], k1: Uint8Array[], r
   const g = gadget();
   let chi = 0n;
   for (let k = 0; k < XI; k++) if (bitOf(r, k)) chi = Fn.add(chi, g[k]!);
-  return { msg, state: { r: bytesToHex(r), t: bytesToHex(t), chi: scalarHex(chi) }, chi };
+  return { msg, state: { r, t, chi: scalarHex(chi) }, chi };
 }
 
 export interface AliceMessage {
-  /** XI rows of 4 scalars, hex concatenated. */
-  tau: string;
+  /** XI rows of 4 scalars, 32 bytes each, concatenated. */
+  tau: Uint8Array;
   eta: [string, string];
   mu: string;
 }
@@ -102,7 +102,6 @@ export function rvoleAlice(ctx: string, delta: Uint8Array, kd: Uint8Array[], bob
   const p0s: bigint[] = new Array<bigint>(4 * XI);
   let s0 = 0n;
   let s1 = 0n;
-  // τ is written as bytes (one conversion to hex at the end instead of one string per entry).
   const tauBytes = new Uint8Array(XI * 4 * 32);
   const tv = new DataView(tauBytes.buffer);
   for (let k = 0; k < XI; k++) {
@@ -121,7 +120,6 @@ export function rvoleAlice(ctx: string, delta: Uint8Array, kd: Uint8Array[], bob
     s0 += g[k]! * p0[0]!;
     s1 += g[k]! * p0[1]!;
   }
-  const tau = bytesToHex(tauBytes);
   const th = theta(ctx, tauBytes);
   const negMod = (x: bigint): bigint => {
     const r = x % n;
@@ -132,19 +130,19 @@ export function rvoleAlice(ctx: string, delta: Uint8Array, kd: Uint8Array[], bob
   const c0 = negMod(s0);
   const c1 = negMod(s1);
   const eta: [string, string] = [scalarHex(Fn.add(Fn.mul(th[0], a[0]), ahat[0]!)), scalarHex(Fn.add(Fn.mul(th[1], a[1]), ahat[1]!))];
-  return { msg: { tau, eta, mu: bytesToHex(muOf(ctx, rows)) }, c: [c0, c1] };
+  return { msg: { tau: tauBytes, eta, mu: bytesToHex(muOf(ctx, rows)) }, c: [c0, c1] };
 }
 
 /** Bob, round 3: his shares d, after checking Alice's μ. Throws InputError('bad_multiplication'). */
 export function rvoleBobFinish(ctx: string, st: BobState, msg: AliceMessage): [bigint, bigint] {
-  if (typeof msg.tau !== 'string' || msg.tau.length !== XI * 4 * 64 || !/^[0-9a-f]*$/.test(msg.tau)) throw new InputError('bad_multiplication', 'tau has the wrong size');
+  if (!(msg.tau instanceof Uint8Array) || msg.tau.length !== XI * 4 * 32) throw new InputError('bad_multiplication', 'tau has the wrong size');
+  if (!(st.r instanceof Uint8Array) || !(st.t instanceof Uint8Array)) throw new InputError('bad_state', 'multiplication state is malformed');
   if (!Array.isArray(msg.eta) || msg.eta.length !== 2 || typeof msg.mu !== 'string' || !/^[0-9a-f]{64}$/.test(msg.mu)) throw new InputError('bad_multiplication', 'malformed check values');
   const eta = [parseScalar(msg.eta[0], 'eta', true), parseScalar(msg.eta[1], 'eta', true)];
-  const r = hexToBytes(st.r);
-  const t = hexToBytes(st.t);
+  const { r, t } = st;
   const pc = padCtx(ctx);
   const g = gadget();
-  const tauBytes = hexToBytes(msg.tau);
+  const tauBytes = msg.tau;
   const th = theta(ctx, tauBytes);
   const tv = new DataView(tauBytes.buffer, tauBytes.byteOffset, tauBytes.byteLength);
   // Every entry is range-checked, whatever Bob's bits: a refusal must not depend on them.

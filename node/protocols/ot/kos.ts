@@ -13,7 +13,7 @@
 // Sender checks Σ χ^k·q_k == t + x·Δ per lane, then q_k = t_k ⊕ r_k·Δ for every row k.
 import { ghash } from '@noble/ciphers/_polyval.js';
 import { xchacha20 } from '@noble/ciphers/chacha.js';
-import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
 import { taggedHash } from '../math/transcript.ts';
 import { equalBytes } from '../math/curve.ts';
 import { InputError } from '../round/errors.ts';
@@ -31,10 +31,10 @@ const ROW = KAPPA / 8;
 
 export interface KosReceiverMessage {
   nonce: string;
-  /** KAPPA columns of M bits, hex, concatenated. */
-  u: string;
-  /** Per lane: x (16 bytes) then t (16 bytes), hex. */
-  check: string;
+  /** KAPPA columns of M bits, concatenated. */
+  u: Uint8Array;
+  /** Per lane: x (16 bytes) then t (16 bytes). */
+  check: Uint8Array;
 }
 
 /** Column expansion: XChaCha20 keyed by the base-OT key, nonce = 22 bytes of the per-use context || column. */
@@ -130,25 +130,25 @@ export function kosReceive(ctx: string, k0: Uint8Array[], k1: Uint8Array[], rng:
     t0.push(a);
     for (let i = 0; i < MB; i++) u[c * MB + i] = a[i]! ^ b[i]! ^ r[i]!;
   }
-  const uHex = bytesToHex(u);
   const t = transpose(t0);
   const rb = bitsAsBlocks(r);
-  let check = '';
+  const check = new Uint8Array(64);
   const chis = challenges(sc, u);
   for (let l = 0; l < 2; l++) {
     const chi = chis[l]!;
-    check += bytesToHex(ghash(rb, chi)) + bytesToHex(ghash(lane(t, l), chi));
+    check.set(ghash(rb, chi), 32 * l);
+    check.set(ghash(lane(t, l), chi), 32 * l + 16);
   }
-  return { msg: { nonce, u: uHex, check }, r, t };
+  return { msg: { nonce, u, check }, r, t };
 }
 
 /** Sender: checks the receiver's message and returns its rows q_k (= t_k ⊕ r_k·Δ). Throws InputError on a failed check. */
 export function kosSend(ctx: string, delta: Uint8Array, kd: Uint8Array[], msg: KosReceiverMessage): Uint8Array {
   if (typeof msg.nonce !== 'string' || !/^[0-9a-f]{64}$/.test(msg.nonce)) throw new InputError('bad_ot', 'extension nonce');
-  if (typeof msg.u !== 'string' || msg.u.length !== KAPPA * MB * 2 || !/^[0-9a-f]*$/.test(msg.u)) throw new InputError('bad_ot', 'extension matrix has the wrong size');
-  if (typeof msg.check !== 'string' || !/^[0-9a-f]{128}$/.test(msg.check)) throw new InputError('bad_ot', 'extension check values');
+  if (!(msg.u instanceof Uint8Array) || msg.u.length !== KAPPA * MB) throw new InputError('bad_ot', 'extension matrix has the wrong size');
+  if (!(msg.check instanceof Uint8Array) || msg.check.length !== 64) throw new InputError('bad_ot', 'extension check values');
   const sc = sessionCtx(ctx, msg.nonce);
-  const u = hexToBytes(msg.u);
+  const u = msg.u;
   const cols: Uint8Array[] = [];
   for (let c = 0; c < KAPPA; c++) {
     const q = prg(kd[c]!, sc, c);
@@ -156,7 +156,7 @@ export function kosSend(ctx: string, delta: Uint8Array, kd: Uint8Array[], msg: K
     cols.push(q);
   }
   const q = transpose(cols);
-  const check = hexToBytes(msg.check);
+  const check = msg.check;
   const chis = challenges(sc, u);
   for (let l = 0; l < 2; l++) {
     const chi = chis[l]!;

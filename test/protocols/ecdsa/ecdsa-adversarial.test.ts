@@ -26,6 +26,11 @@ function rewrite(round: number, kind: string, f: (v: Obj) => void, to?: number):
 }
 
 const flipHex = (h: string, at = 10) => h.slice(0, at) + (h[at] === '0' ? '1' : '0') + h.slice(at + 1);
+const flipByte = (b: Uint8Array, at: number) => {
+  const c = b.slice();
+  c[at]! ^= 1;
+  return c;
+};
 
 function expectAbort(t: Test, res: { aborts: Map<number, ProtocolAbort>; results: Map<number, unknown> }, victim: number, code: string, culprit: number) {
   const a = res.aborts.get(victim);
@@ -36,12 +41,12 @@ function expectAbort(t: Test, res: { aborts: Map<number, ProtocolAbort>; results
 }
 
 t.test('a tampered OT-extension matrix aborts naming its sender', async (t) => {
-  const res = presign(c, [1, 2], 'tamper-u', [], { tamper: new Map([[2, rewrite(1, 'ecdsa-presign/r1', (v) => { const ot = v.ot as Obj; ot.u = flipHex(ot.u as string, 500); })]]) });
+  const res = presign(c, [1, 2], 'tamper-u', [], { tamper: new Map([[2, rewrite(1, 'ecdsa-presign/r1', (v) => { const ot = v.ot as Obj; ot.u = flipByte(ot.u as Uint8Array, 250); })]]) });
   expectAbort(t, res, 1, 'bad_ot_check', 2);
 });
 
 t.test('a wrong OT consistency-check value aborts naming its sender', async (t) => {
-  const res = presign(c, [1, 3], 'tamper-check', [], { tamper: new Map([[3, rewrite(1, 'ecdsa-presign/r1', (v) => { const ot = v.ot as Obj; ot.check = flipHex(ot.check as string, 3); })]]) });
+  const res = presign(c, [1, 3], 'tamper-check', [], { tamper: new Map([[3, rewrite(1, 'ecdsa-presign/r1', (v) => { const ot = v.ot as Obj; ot.check = flipByte(ot.check as Uint8Array, 1); })]]) });
   expectAbort(t, res, 1, 'bad_ot_check', 3);
 });
 
@@ -51,7 +56,7 @@ t.test('a wrong multiplication share (Γ) aborts naming its sender', async (t) =
 });
 
 t.test('an inconsistent multiplication input (τ) fails the DKLs19 check, naming its sender', async (t) => {
-  const res = presign(c, [2, 3], 'tamper-tau', [], { tamper: new Map([[3, rewrite(2, 'ecdsa-presign/r2', (v) => { const m = v.mult as Obj; m.tau = flipHex(m.tau as string, 64 * 40 + 5); })]]) });
+  const res = presign(c, [2, 3], 'tamper-tau', [], { tamper: new Map([[3, rewrite(2, 'ecdsa-presign/r2', (v) => { const m = v.mult as Obj; m.tau = flipByte(m.tau as Uint8Array, 32 * 40 + 2); })]]) });
   expectAbort(t, res, 2, 'bad_multiplication', 3);
 });
 
@@ -71,7 +76,7 @@ t.test('a tampered base-OT point aborts naming its sender', async (t) => {
 });
 
 t.test('a tampered bootstrapping extension in the OT setup aborts naming its sender', async (t) => {
-  const res = otSetup(c.keys, 'bad-reverse-ot', { tamper: new Map([[1, rewrite(3, 'ecdsa-ot-setup/r3', (v) => { const ot = v.ot as Obj; ot.u = flipHex(ot.u as string, 900); }, 2)]]) });
+  const res = otSetup(c.keys, 'bad-reverse-ot', { tamper: new Map([[1, rewrite(3, 'ecdsa-ot-setup/r3', (v) => { const ot = v.ot as Obj; ot.u = flipByte(ot.u as Uint8Array, 450); }, 2)]]) });
   expectAbort(t, res, 2, 'bad_ot_check', 1);
 });
 

@@ -45,7 +45,8 @@ t.test('KOS: rows are correlated by Δ, and the check refuses a tampered matrix'
     if (qk.every((b, i) => b === (tk[i]! ^ (bitOf(ext.r, k) ? delta[i]! : 0)))) good++;
   }
   t.equal(good, M, 'q_k = t_k xor r_k·Δ for every row');
-  const flipped = ext.msg.u.slice(0, 100) + (ext.msg.u[100] === 'a' ? 'b' : 'a') + ext.msg.u.slice(101);
+  const flipped = ext.msg.u.slice();
+  flipped[50]! ^= 0x10;
   t.throws(() => kosSend('ext ctx', delta, recv.keys, { ...ext.msg, u: flipped }), InputError, 'tampered matrix refused');
   t.throws(() => kosSend('another ctx', delta, recv.keys, ext.msg), InputError, 'message from another context refused');
 });
@@ -58,7 +59,8 @@ t.test('RVOLE: c + d = χ·a, and a tampered τ is caught', async (t) => {
   t.equal(Fn.add(alice.c[0], d[0]), Fn.mul(bob.chi, input[0]), 'first product');
   t.equal(Fn.add(alice.c[1], d[1]), Fn.mul(bob.chi, input[1]), 'second product');
   const tau = alice.msg.tau;
-  const bad = tau.slice(0, 64 * 9) + (tau[64 * 9] === '1' ? '2' : '1') + tau.slice(64 * 9 + 1);
+  const bad = tau.slice();
+  bad[32 * 9 + 31]! ^= 1;
   t.throws(() => rvoleBobFinish('mul ctx', bob.state, { ...alice.msg, tau: bad }), InputError, 'inconsistent input refused');
 });
 
