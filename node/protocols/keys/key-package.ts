@@ -4,6 +4,9 @@
 import { InputError } from '../round/errors.ts';
 import { G, Point, parsePoint, parseScalar, pointHex, scalarHex, type Point as P } from '../math/curve.ts';
 import { decodeBlob, encodeBlob } from '../round/machine.ts';
+import { BoundedMemo } from '../math/memo.ts';
+import { taggedHash } from '../math/transcript.ts';
+import { bytesToHex } from '@noble/hashes/utils.js';
 
 export interface KeyPackage {
   keyId: string;
@@ -66,12 +69,22 @@ export function encodeKeyShare(k: KeyShare): Uint8Array {
   return encodeBlob('key-share', { id: k.share.id, share: scalarHex(k.share.scalar()), pkg: k.pkg });
 }
 
+/**
+ * Digests of encoded key shares that passed the checks below. A node loads its share for every
+ * session; the checks (five square roots, a constant-time product) then run once per stored record.
+ * Only a hash of the encoding is kept, never the share.
+ */
+const checkedShares = new BoundedMemo<true>(1024);
+
 export function decodeKeyShare(bytes: Uint8Array): KeyShare {
   const v = decodeBlob<{ id: number; share: string; pkg: KeyPackage }>('key-share', bytes);
   const share = new SecretShare(v.id, parseScalar(v.share, 'share'));
-  checkKeyPackage(v.pkg);
-  if (!G.multiply(share.scalar()).equals(parsePoint(v.pkg.verificationShares[String(v.id)], 'own verification share'))) {
-    throw new InputError('bad_package', 'share does not match its verification share');
-  }
+  checkedShares.get(bytesToHex(taggedHash('custody/key-share/checked/v1', [bytes])), () => {
+    checkKeyPackage(v.pkg);
+    if (!G.multiply(share.scalar()).equals(parsePoint(v.pkg.verificationShares[String(v.id)], 'own verification share'))) {
+      throw new InputError('bad_package', 'share does not match its verification share');
+    }
+    return true;
+  });
   return { share, pkg: v.pkg };
 }

@@ -5,7 +5,7 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import { dkg, type DkgParams } from '../../../node/protocols/dkg/dkg.ts';
 import { G, Fn, lagrangeAtZero, pointHex, scalarHex } from '../../../node/protocols/math/curve.ts';
 import { decodeBlob, encodeBlob, type Message } from '../../../node/protocols/round/machine.ts';
-import { decodeKeyShare, encodeKeyShare, checkKeyPackage, type KeyShare } from '../../../node/protocols/keys/key-package.ts';
+import { decodeKeyShare, encodeKeyShare, checkKeyPackage, SecretShare, type KeyShare } from '../../../node/protocols/keys/key-package.ts';
 import { simulate } from '../simulate.ts';
 import { inspect } from 'node:util';
 
@@ -71,6 +71,21 @@ t.test('a key share round-trips through sealed-storage encoding and never prints
   t.notOk(JSON.stringify(k).includes(secretHex), 'JSON shows no secret');
   t.notOk(inspect(k).includes(secretHex), 'inspect shows no secret');
   t.notOk(String(k.share).includes(secretHex));
+});
+
+t.test('a stored share whose scalar or package is wrong is refused on every load, also after good loads', async (t) => {
+  const { results } = simulate(dkg, dkgParams(3, 2), { seed: 'enc-bad' });
+  const k = results.get(2)!;
+  const good = encodeKeyShare(k);
+  decodeKeyShare(good);
+  decodeKeyShare(good);
+  const wrongScalar = encodeKeyShare({ share: new SecretShare(2, k.share.scalar() + 1n), pkg: k.pkg });
+  const wrongPkg = encodeKeyShare({ share: k.share, pkg: { ...k.pkg, verificationShares: { ...k.pkg.verificationShares, '3': k.pkg.verificationShares['1']! } } });
+  for (let i = 0; i < 2; i++) {
+    t.throws(() => decodeKeyShare(wrongScalar), { code: 'bad_package' }, `wrong scalar, load ${i + 1}`);
+    t.throws(() => decodeKeyShare(wrongPkg), { code: 'bad_package' }, `wrong package, load ${i + 1}`);
+  }
+  t.equal(decodeKeyShare(good).share.scalar(), k.share.scalar(), 'the good record still loads');
 });
 
 function corrupt(kind: string, round: number, to: number | 'all' | undefined, edit: (v: Record<string, unknown>) => void) {
