@@ -62,8 +62,8 @@ export const suite: BenchSuite = {
     figures.presignature_bytes = pool[0]!.get(1)!.encode().length;
   },
   cases: [
-    { name: 'ecdsa.dkg+ot.2of3', baseline: 'baseline.ecdsa.sign', runs: 3, warmup: 1, fn: () => dkgWithOt([1, 2, 3], 2) },
-    { name: 'ecdsa.dkg+ot.2of2', baseline: 'baseline.ecdsa.sign', runs: 3, warmup: 1, fn: () => dkgWithOt([1, 2], 2) },
+    { name: 'ecdsa.dkg+ot.2of3', baseline: 'baseline.ecdsa.sign', runs: 5, warmup: 1, fn: () => dkgWithOt([1, 2, 3], 2) },
+    { name: 'ecdsa.dkg+ot.2of2', baseline: 'baseline.ecdsa.sign', runs: 5, warmup: 1, fn: () => dkgWithOt([1, 2], 2) },
     {
       name: 'ecdsa.sign.2of3.session', baseline: 'baseline.ecdsa.sign', runs: 20, warmup: 3, fn: () => onlineOnce(presignOnce()),
       extra: () => ({ bytes_per_party: figures.presign_bytes_per_party! + figures.online_bytes_per_party! }),
