@@ -1,7 +1,7 @@
 // Branding: every theme validation rule, table-driven; resolution over the platform default; permissions;
 // audit entries; the public bundle always 200 and rate-limited per client IP.
 import t from 'tap';
-import { setupPlatform } from './helpers.ts';
+import { confirmAndServeLogo, setupPlatform } from './helpers.ts';
 import { PLATFORM_DEFAULT, PUBLIC_FIELDS } from '../../../api/platform/branding.ts';
 
 const rejected: [string, unknown][] = [
@@ -95,13 +95,7 @@ t.test('logo flow: upload target, direct PUT to the signed URL, confirmation che
   t.equal((await put(path, png, 'image/gif')).statusCode, 415, 'other content type refused');
   t.equal((await put(path, Buffer.concat([png, Buffer.alloc(1)]))).statusCode, 413, 'more bytes than declared refused');
   t.equal((await put(path, png)).statusCode, 204);
-  const ok = await s.call('POST', '/v1/branding/logo', { object_key: tg.object_key });
-  t.equal(ok.statusCode, 200);
-  t.equal(ok.json().resolved.logo_url, `/v1/objects/${tg.object_key}`);
-  const served = await s.app.inject({ method: 'GET', url: ok.json().resolved.logo_url });
-  t.equal(served.statusCode, 200);
-  t.equal(served.headers['content-type'], 'image/png');
-  t.same(served.rawPayload, png, 'the confirmed logo is served publicly');
+  await confirmAndServeLogo(t, s, tg.object_key, png, 'image/png', 'the confirmed logo is served publicly');
 
   const fake = (await target('image/png', 20)).json();
   const fakePath = new URL(fake.upload_url).pathname + new URL(fake.upload_url).search;

@@ -51,3 +51,14 @@ export async function receiver(t: Test, answer: (n: number) => number | 'hang' =
   }));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got };
 }
+
+/** Confirms an uploaded logo and checks that the API then serves exactly those bytes as that type. */
+export async function confirmAndServeLogo(t: Test, s: Awaited<ReturnType<typeof setupPlatform>>, objectKey: string, bytes: Buffer, contentType: string, what: string) {
+  const ok = await s.call('POST', '/v1/branding/logo', { object_key: objectKey });
+  t.equal(ok.statusCode, 200);
+  t.equal(ok.json().resolved.logo_url, `/v1/objects/${objectKey}`);
+  const served = await s.app.inject({ method: 'GET', url: ok.json().resolved.logo_url });
+  t.equal(served.statusCode, 200);
+  t.equal(served.headers['content-type'], contentType);
+  t.same(served.rawPayload, bytes, what);
+}

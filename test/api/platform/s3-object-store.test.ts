@@ -12,7 +12,7 @@ import { loadApiConfig } from '../../../api/config.ts';
 import { ConfigError } from '../../../common/config.ts';
 import { signingKey, verifySigV4 } from './sigv4-verifier.ts';
 import { s3Double } from './s3-double.ts';
-import { setupPlatform } from './helpers.ts';
+import { confirmAndServeLogo, setupPlatform } from './helpers.ts';
 import { bytesToHex } from '@noble/hashes/utils.js';
 
 const V = JSON.parse(readFileSync(join(import.meta.dirname, 'aws-sigv4-vectors.json'), 'utf8'));
@@ -140,13 +140,7 @@ t.test('logo flow end to end with API_OBJECT_STORE=s3: upload target, direct PUT
   t.equal((await s.call('POST', '/v1/branding/logo', { object_key: tg.object_key })).json().code, 'validation_failed', 'confirming before the upload is refused');
   const put = await fetch(tg.upload_url, { method: 'PUT', body: PNG, headers: { 'content-type': 'image/png' } });
   t.equal(put.status, 200, 'direct PUT to the bucket');
-  const ok = await s.call('POST', '/v1/branding/logo', { object_key: tg.object_key });
-  t.equal(ok.statusCode, 200);
-  t.equal(ok.json().resolved.logo_url, `/v1/objects/${tg.object_key}`);
-  const served = await s.app.inject({ method: 'GET', url: ok.json().resolved.logo_url });
-  t.equal(served.statusCode, 200);
-  t.equal(served.headers['content-type'], 'image/png');
-  t.same(served.rawPayload, PNG, 'the confirmed logo is served from the bucket');
+  await confirmAndServeLogo(t, s, tg.object_key, PNG, 'image/png', 'the confirmed logo is served from the bucket');
 
   const fake = await target('image/jpeg', 18);
   t.equal((await fetch(fake.upload_url, { method: 'PUT', body: Buffer.from('<html>not an image'), headers: { 'content-type': 'image/jpeg' } })).status, 200, 'the bucket takes any bytes');
