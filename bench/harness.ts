@@ -59,7 +59,7 @@ function summary(times: number[]): { median: number; p99: number; runs: number }
   return { median: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), runs: sorted.length };
 }
 
-export async function measure(c: BenchCase): Promise<{ median: number; p99: number; runs: number }> {
+async function measure(c: BenchCase): Promise<{ median: number; p99: number; runs: number }> {
   const runs = c.runs ?? 50;
   return summary(await sample(c, runs, c.warmup ?? Math.min(5, runs)));
 }
