@@ -2,6 +2,7 @@
 // Structured fields are parsed and serialized by `structured-headers` (RFC 8941); this module builds the
 // signature base (RFC 9421 §2.5) from the covered components and checks the profile's rules.
 import { ed25519 } from '@noble/curves/ed25519.js';
+import { verifyEd25519 } from '../../common/ed25519.ts';
 import { parseDictionary, serializeInnerList, type InnerList, type Item, type Parameters } from 'structured-headers';
 
 export interface SignedRequest {
@@ -164,13 +165,7 @@ export function verifyRequest(req: SignedRequest, lookup: (keyId: string) => Uin
   const key = lookup(keyId);
   if (!key) return fail('unknown_key', 'unknown or revoked key');
   const base = signatureBase(req, inner);
-  let ok = false;
-  try {
-    ok = signature.length === 64 && ed25519.verify(signature, new TextEncoder().encode(base), key, { zip215: false });
-  } catch {
-    ok = false;
-  }
-  if (!ok) fail('bad_signature', 'signature does not verify');
+  if (!verifyEd25519(signature, new TextEncoder().encode(base), key)) fail('bad_signature', 'signature does not verify');
   return {
     keyId, label, created: created as number, components,
     ...(typeof expires === 'number' ? { expires } : {}), ...(typeof nonce === 'string' ? { nonce } : {}),

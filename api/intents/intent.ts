@@ -3,6 +3,7 @@
 // recomputes the digest it signs from them.
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { IntentFormatError, Reader, Writer } from './canonical.ts';
+import { verifyEd25519 } from '../../common/ed25519.ts';
 
 /** Every intent starts with these 15 bytes: the domain, then a NUL. */
 export const INTENT_DOMAIN = new TextEncoder().encode('custody-intent\0');
@@ -172,11 +173,6 @@ export function signIntent(bytes: Uint8Array, apiSecretKey: Uint8Array): Uint8Ar
 }
 
 export function verifyIntentSignature(bytes: Uint8Array, signature: Uint8Array, apiPublicKey: Uint8Array): boolean {
-  if (signature.length !== 64 || apiPublicKey.length !== 32) return false;
-  try {
-    // Strict RFC 8032 verification: no malleable or small-order encodings.
-    return ed25519.verify(signature, bytes, apiPublicKey, { zip215: false });
-  } catch {
-    return false;
-  }
+  // Strict RFC 8032 verification: no malleable or non-canonical encodings.
+  return verifyEd25519(signature, bytes, apiPublicKey);
 }

@@ -11,6 +11,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { parseDictionary } from 'structured-headers';
 import { lengthPrefixed } from '../../common/bytes.ts';
+import { verifyEd25519 } from '../../common/ed25519.ts';
 import { verifyContentDigest } from '../auth/content-digest.ts';
 import { SignatureError, verifyRequest, type VerifyPolicy } from '../auth/http-signature.ts';
 import { apiKeyId } from './api-key-id.ts';
@@ -104,11 +105,7 @@ export function signBootstrap(org: string, publicKeyHex: string, created: number
 export function verifyBootstrap(entry: BootstrapEntry, operatorKeys: readonly string[]): boolean {
   if (!operatorKeys.some((k) => k.toLowerCase() === entry.operatorKey)) return false;
   if (entry.signature.length !== 64) return false;
-  try {
-    return ed25519.verify(entry.signature, bootstrapMessage(entry.org, entry.publicKey, entry.created), hexToBytes(entry.operatorKey), { zip215: false });
-  } catch {
-    return false;
-  }
+  return verifyEd25519(entry.signature, bootstrapMessage(entry.org, entry.publicKey, entry.created), hexToBytes(entry.operatorKey));
 }
 
 /** Encodes a received request as a log entry. Header names are the lower-case ones of RequestHeaders. */

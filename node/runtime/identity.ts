@@ -6,7 +6,8 @@ import { ed25519, x25519 } from '@noble/curves/ed25519.js';
 import { randomBytes } from 'node:crypto';
 import { taggedDigest, toHex } from '../../common/bytes.ts';
 import type { SealedStore } from '../storage/sealed-store.ts';
-import { BoundedMemo } from '../protocols/math/memo.ts';
+import { BoundedMemo } from '../../common/memo.ts';
+import { Ed25519Signer } from '../../common/ed25519.ts';
 
 const IDENTITY_KEY = 'identity/v1';
 const IDENTITY_VERSION = 1;
@@ -24,17 +25,19 @@ export class NodeIdentity implements PublicIdentity {
   readonly #signingSecret: Uint8Array;
   readonly #encryptionSecret: Uint8Array;
   readonly #agreed = new BoundedMemo<Uint8Array>(4096);
+  readonly #signer: Ed25519Signer;
 
   constructor(signingSecret: Uint8Array, encryptionSecret: Uint8Array) {
     this.#signingSecret = signingSecret;
     this.#encryptionSecret = encryptionSecret;
     this.signingKey = ed25519.getPublicKey(signingSecret);
+    this.#signer = new Ed25519Signer(signingSecret);
     this.encryptionKey = x25519.getPublicKey(encryptionSecret);
     this.nodeId = nodeIdFor(this.signingKey);
   }
 
   sign(message: Uint8Array): Uint8Array {
-    return ed25519.sign(message, this.#signingSecret);
+    return this.#signer.sign(message);
   }
 
   /**

@@ -1,7 +1,7 @@
 // The attach handshake's signed transcript (docs/transport.md). Both ends build the same bytes; the
 // coordinator's per-connection id and nonce make a captured answer useless on any other connection.
-import { ed25519 } from '@noble/curves/ed25519.js';
 import { lengthPrefixed, utf8 } from '../../common/bytes.ts';
+import { verifyEd25519 } from '../../common/ed25519.ts';
 import { NodeKind } from '../../proto/gen/mpc/v1/node_link_pb.ts';
 
 export const LINK_VERSION = 1;
@@ -25,11 +25,7 @@ export function attachMessage(t: AttachTranscript): Uint8Array {
 }
 
 export function verifyAttach(t: AttachTranscript, signature: Uint8Array): boolean {
-  try {
-    return signature.length === 64 && t.signingKey.length === 32 && ed25519.verify(signature, attachMessage(t), t.signingKey);
-  } catch {
-    return false;
-  }
+  return verifyEd25519(signature, attachMessage(t), t.signingKey);
 }
 
 export type NodeKindName = 'service' | 'self' | 'tee';

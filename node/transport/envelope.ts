@@ -8,12 +8,12 @@
 // as associated data. The static-static secret is computed once per peer (NodeIdentity.agree), which
 // takes the X25519 work off every envelope. Broadcast: the payload in the clear. Both: the sender's
 // Ed25519 signature over domain ‖ header ‖ key salt ‖ SHA-256(body).
-import { ed25519 } from '@noble/curves/ed25519.js';
 import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { hkdf } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { randomBytes } from 'node:crypto';
 import { lengthPrefixed } from '../../common/bytes.ts';
+import { verifyEd25519 } from '../../common/ed25519.ts';
 import type { NodeIdentity, PublicIdentity } from '../runtime/identity.ts';
 
 export const ENVELOPE_VERSION = 2;
@@ -96,13 +96,7 @@ export function open(me: NodeIdentity, sender: PublicIdentity, sessionId: Uint8A
   if (env.from !== sender.nodeId) throw new EnvelopeError('malformed', culprit, 'envelope sender does not match the expected party');
   if (!equalBytes(env.sessionId, sessionId)) throw new EnvelopeError('wrong_session', culprit, 'envelope belongs to another session');
   if (env.to !== '' && env.to !== me.nodeId) throw new EnvelopeError('wrong_recipient', culprit, 'envelope is addressed to another node');
-  let ok = false;
-  try {
-    ok = env.signature.length === 64 && ed25519.verify(env.signature, signedBytes(env, env.keySalt, env.body), sender.signingKey);
-  } catch {
-    ok = false;
-  }
-  if (!ok) throw new EnvelopeError('bad_signature', culprit, 'envelope signature does not verify');
+  if (!verifyEd25519(env.signature, signedBytes(env, env.keySalt, env.body), sender.signingKey)) throw new EnvelopeError('bad_signature', culprit, 'envelope signature does not verify');
   if (env.to === '') return env.body;
   if (env.keySalt.length !== SALT_BYTES) throw new EnvelopeError('malformed', culprit, 'direct envelope lacks its key salt');
   let shared: Uint8Array;

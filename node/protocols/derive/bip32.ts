@@ -7,7 +7,7 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { Fn, G, ORDER, parsePoint, pointHex, type Point } from '../math/curve.ts';
 import { InputError } from '../round/errors.ts';
 import { SecretShare, type KeyPackage, type KeyShare } from '../keys/key-package.ts';
-import { BoundedMemo } from '../math/memo.ts';
+import { BoundedMemo } from '../../../common/memo.ts';
 
 export const HARDENED = 0x80000000;
 

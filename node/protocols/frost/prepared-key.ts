@@ -6,7 +6,7 @@ import { SecretShare, type KeyPackage, type KeyShare } from '../keys/key-package
 import { derive, negateKeyShare, tweakKeyShare } from '../derive/bip32.ts';
 import { tapTweak } from './taproot.ts';
 import { Fn, parsePoint } from '../math/curve.ts';
-import { BoundedMemo } from '../math/memo.ts';
+import { BoundedMemo } from '../../../common/memo.ts';
 
 interface Prepared {
   pkg: KeyPackage;

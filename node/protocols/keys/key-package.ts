@@ -4,7 +4,7 @@
 import { InputError } from '../round/errors.ts';
 import { G, Point, parsePoint, parseScalar, pointHex, scalarHex, type Point as P } from '../math/curve.ts';
 import { decodeBlob, encodeBlob } from '../round/machine.ts';
-import { BoundedMemo } from '../math/memo.ts';
+import { BoundedMemo } from '../../../common/memo.ts';
 import { taggedHash } from '../math/transcript.ts';
 import { bytesToHex } from '@noble/hashes/utils.js';
 
