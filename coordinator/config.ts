@@ -11,6 +11,7 @@ export const CoordinatorConfigSchema = Type.Object({
   dkgTimeoutMs: Type.Integer({ env: 'COORDINATOR_DKG_TIMEOUT_MS', default: 60000, minimum: 500, maximum: 600000 }),
   signTimeoutMs: Type.Integer({ env: 'COORDINATOR_SIGN_TIMEOUT_MS', default: 20000, minimum: 500, maximum: 600000 }),
   reshareTimeoutMs: Type.Integer({ env: 'COORDINATOR_RESHARE_TIMEOUT_MS', default: 60000, minimum: 500, maximum: 600000 }),
+  attachWaitMs: Type.Integer({ env: 'COORDINATOR_ATTACH_WAIT_MS', default: 5000, minimum: 0, maximum: 60000, description: 'how long a signing waits for committee members that are redialing' }),
   tlsCert: Type.Optional(Type.String({ env: 'COORDINATOR_TLS_CERT', description: 'PEM server certificate' })),
   tlsKey: Type.Optional(Type.String({ env: 'COORDINATOR_TLS_KEY', description: 'PEM server key' })),
   tlsClientCa: Type.Optional(Type.String({ env: 'COORDINATOR_TLS_CLIENT_CA', description: 'PEM CA that signs node certificates (mutual TLS)' })),

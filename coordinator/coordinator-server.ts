@@ -41,7 +41,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
   const keyStore = new KeyStore(db);
   const hub = new SessionHub({ send: (id, m) => registry.send(id, m), isAttached: (id) => registry.isAttached(id) }, log);
   registry.on('left', (nodeId) => hub.nodeLeft(nodeId));
-  const keys = new KeyService(keyStore, registry, hub, log, { dkgMs: config.dkgTimeoutMs, signMs: config.signTimeoutMs, reshareMs: config.reshareTimeoutMs });
+  const keys = new KeyService(keyStore, registry, hub, log, { dkgMs: config.dkgTimeoutMs, signMs: config.signTimeoutMs, reshareMs: config.reshareTimeoutMs, attachWaitMs: config.attachWaitMs });
   const guard = async <T>(f: () => Promise<T>): Promise<T> => {
     try {
       return await f();

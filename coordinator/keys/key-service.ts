@@ -25,6 +25,8 @@ export interface Timeouts {
   dkgMs: number;
   signMs: number;
   reshareMs: number;
+  /** How long a signing waits for enough committee members to be attached (a node redialing after a restart or a dropped stream). */
+  attachWaitMs: number;
 }
 
 export interface SignInput extends SignFields {
@@ -46,7 +48,7 @@ export class KeyService {
     private readonly nodes: NodeRegistry,
     private readonly hub: SessionHub,
     private readonly log: Logger,
-    private readonly timeouts: Timeouts = { dkgMs: 30_000, signMs: 20_000, reshareMs: 30_000 },
+    private readonly timeouts: Timeouts = { dkgMs: 30_000, signMs: 20_000, reshareMs: 30_000, attachWaitMs: 5_000 },
   ) {}
 
   /** One key operation at a time per key. */
@@ -61,6 +63,29 @@ export class KeyService {
     const n = this.nodes.get(nodeId);
     if (!n) throw new KeyServiceError('unavailable', `node ${nodeId} is not attached`, [nodeId]);
     return { $typeName: 'mpc.v1.Party', nodeId, index, signingKey: n.signingKey, encryptionKey: n.encryptionKey };
+  }
+
+  /**
+   * Waits (up to attachWaitMs) until at least `needed` of `nodeIds` are attached, and returns whether they
+   * are. A node whose stream dropped redials within a second or two; a signing that arrives meanwhile
+   * waits for it instead of failing.
+   */
+  private enoughAttached(nodeIds: string[], needed: number): Promise<boolean> {
+    const enough = () => nodeIds.filter((n) => this.nodes.isAttached(n)).length >= needed;
+    if (enough()) return Promise.resolve(true);
+    if (this.timeouts.attachWaitMs <= 0) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        this.nodes.off('change', onChange);
+        resolve(ok);
+      };
+      const onChange = () => {
+        if (enough()) done(true);
+      };
+      const timer = setTimeout(() => done(false), this.timeouts.attachWaitMs);
+      this.nodes.on('change', onChange);
+    });
   }
 
   async get(keyId: string): Promise<KeyRecord> {
@@ -157,8 +182,14 @@ export class KeyService {
     const excluded = new Set<string>();
     let last: SessionOutcome | undefined;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const candidates = ready.committee.filter((m) => this.nodes.isAttached(m.nodeId) && !excluded.has(m.nodeId));
-      if (candidates.length < ready.threshold) break;
+      const eligible = ready.committee.filter((m) => !excluded.has(m.nodeId));
+      if (eligible.length < ready.threshold) break;
+      if (!(await this.enoughAttached(eligible.map((m) => m.nodeId), ready.threshold))) {
+        if (last) break;
+        const missing = eligible.filter((m) => !this.nodes.isAttached(m.nodeId)).map((m) => m.nodeId);
+        throw new KeyServiceError('unavailable', `signing needs ${ready.threshold} attached members of the committee; not attached: ${missing.join(', ')}`, missing);
+      }
+      const candidates = eligible.filter((m) => this.nodes.isAttached(m.nodeId));
       const signers = candidates.slice(0, ready.threshold);
       const params: Record<string, unknown> = { ...input, epoch: ready.epoch };
       delete params.keyId;
@@ -180,7 +211,7 @@ export class KeyService {
       if (!outcome.culprits.length) break;
       for (const c of outcome.culprits) excluded.add(c);
     }
-    throw new KeyServiceError('failed', `signing failed: ${last ? (last.ok ? '' : last.message) : 'not enough nodes attached'}`, last && !last.ok ? last.culprits : []);
+    throw new KeyServiceError('failed', `signing failed: ${last && !last.ok ? last.message : 'no qualified subset left'}`, last && !last.ok ? last.culprits : []);
   }
 
   async reshare(input: { keyId: string; nodeIds?: string[]; threshold?: number; targetTier?: TierName }): Promise<KeyRecord> {

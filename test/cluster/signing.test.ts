@@ -45,11 +45,11 @@ interface Harness {
   tamper?: (env: Envelope) => Envelope[] | undefined;
 }
 
-async function setup(t: Test): Promise<Harness> {
+async function setup(t: Test, attachWaitMs: number): Promise<Harness> {
   const cluster = new Cluster();
   const dir = mkdtempSync(join(tmpdir(), 'coord-'));
   const port = await freePort();
-  const coordinator = await startCoordinator(loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_HEARTBEAT_MS: '1000', COORDINATOR_SIGN_TIMEOUT_MS: '4000' }), createLogger('coordinator', process.env.DEBUG_COORD ? 'warn' : 'silent'));
+  const coordinator = await startCoordinator(loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_HEARTBEAT_MS: '1000', COORDINATOR_SIGN_TIMEOUT_MS: '4000', COORDINATOR_ATTACH_WAIT_MS: String(attachWaitMs) }), createLogger('coordinator', process.env.DEBUG_COORD ? 'warn' : 'silent'));
   cluster.useCoordinatorPort(port);
   const keysFile = join(cluster.dir, 'api-keys.json');
   writeFileSync(keysFile, JSON.stringify({ [ORG]: { key_1: bytesToHex(ed25519.getPublicKey(apiSecret)) } }));
@@ -97,7 +97,7 @@ async function signSpend(h: Harness, keyId: string, spend: ReturnType<typeof tap
 }
 
 t.test('DKG 2-of-3 over gRPC, Taproot signatures, failures, reshare to a self node, restart', async (t) => {
-  const h = await setup(t);
+  const h = await setup(t, 30_000);
   const env = { NODE_API_KEYS_FILE: h.keysFile };
   const nodes = await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => h.cluster.startNode(n, env)));
 
@@ -164,12 +164,13 @@ t.test('DKG 2-of-3 over gRPC, Taproot signatures, failures, reshare to a self no
   t.ok(schnorr.verify(newSig.signatures[0]!, afterReshare.digest, afterReshare.q), 'the new committee signs for the same address');
   t.ok(newSig.signers.includes(self.nodeId), 'with the self node');
 
-  // Restart every process: the key still signs.
+  // Restart every process: the key still signs. The signing is sent while the nodes are still booting;
+  // the coordinator waits for the committee to attach instead of failing.
   await Promise.all(h.cluster.procs.filter((p) => p.running).map((p) => p.kill('SIGTERM')));
-  await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => h.cluster.startNode(n, env)));
-  await h.cluster.startNode('self-1', { ...env, NODE_KIND: 'self', NODE_OWNER: ORG });
+  const booting = [...['node-1', 'node-2', 'node-3'].map((n) => h.cluster.startNode(n, env)), h.cluster.startNode('self-1', { ...env, NODE_KIND: 'self', NODE_OWNER: ORG })];
   const later = taprootSpend(groupKey, chainCode);
   const again = await signSpend(h, 'vault-1', later);
+  await Promise.all(booting);
   t.ok(schnorr.verify(again.signatures[0]!, later.digest, later.q), 'after a restart of every node the key signs');
 
   // The old committee's other members dropped their shares; nothing the coordinator relayed holds a share.
@@ -190,7 +191,7 @@ t.test('DKG 2-of-3 over gRPC, Taproot signatures, failures, reshare to a self no
 });
 
 t.test('a node killed in the middle of a reshare: the old epoch still signs, the key needs attention, a later reshare completes', async (t) => {
-  const h = await setup(t);
+  const h = await setup(t, 1_500);
   const env = { NODE_API_KEYS_FILE: h.keysFile };
   const nodes = await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => h.cluster.startNode(n, env)));
   const created = await h.client.createKey({ keyId: 'vault-2', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 60_000 });
@@ -219,7 +220,7 @@ t.test('a node killed in the middle of a reshare: the old epoch still signs, the
   const sig = await signSpend(h, 'vault-2', spend);
   t.ok(schnorr.verify(sig.signatures[0]!, spend.digest, spend.q), 'the old epoch still signs');
 
-  await h.cluster.startNode('node-4', env);
+  const fourthAgain = await h.cluster.startNode('node-4', env);
   const done = (await h.client.reshare({ keyId: 'vault-2', nodeIds: target, threshold: 2 }, { deadline: Date.now() + 60_000 })).key!;
   t.equal(done.state, 'active');
   t.equal(done.epoch, 1);
@@ -228,13 +229,21 @@ t.test('a node killed in the middle of a reshare: the old epoch still signs, the
   const later = taprootSpend(groupKey, chainCode);
   const sig2 = await signSpend(h, 'vault-2', later);
   t.ok(schnorr.verify(sig2.signatures[0]!, later.digest, later.q), 'the new epoch signs');
+
+  // With two of the three members gone and not coming back, signing answers UNAVAILABLE naming them
+  // once the attach wait is over; nothing is started.
+  const gone = [nodes[1]!, fourthAgain];
+  await Promise.all(gone.map((n) => n.proc.kill('SIGTERM')));
+  const sessionsBefore = h.relayed.length;
+  await t.rejects(signSpend(h, 'vault-2', taprootSpend(groupKey, chainCode)), { code: grpc.status.UNAVAILABLE, details: new RegExp(`not attached: .*(${gone.map((n) => n.nodeId).join('|')})`) });
+  t.equal(h.relayed.length, sessionsBefore, 'no session was opened');
 });
 
 t.test('a P2TR spend signed by the cluster is accepted by the regtest double\'s script interpreter', async (t) => {
   const { EsploraDouble } = await import('../chains/esplora-double.ts');
   const { EsploraClient } = await import('../../api/chains/bitcoin/esplora-client.ts');
   const { buildSpend, finalizeTaproot } = await import('../../api/chains/bitcoin/build-spend.ts');
-  const h = await setup(t);
+  const h = await setup(t, 1_500);
   const env = { NODE_API_KEYS_FILE: h.keysFile };
   await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => h.cluster.startNode(n, env)));
   const key = (await h.client.createKey({ keyId: 'vault-btc', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 60_000 })).key!;
@@ -265,7 +274,7 @@ t.test('threshold ECDSA over gRPC: DKG with OT setup, an EVM transfer signed by 
   const { secp256k1 } = await import('@noble/curves/secp256k1.js');
   const viem = await import('viem');
   const { publicKeyToAddress } = await import('viem/utils');
-  const h = await setup(t);
+  const h = await setup(t, 1_500);
   const env = { NODE_API_KEYS_FILE: h.keysFile };
   await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => h.cluster.startNode(n, env)));
   const key = (await h.client.createKey({ keyId: 'vault-evm', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 120_000 })).key!;
