@@ -127,10 +127,10 @@ export const frostSign: Protocol<FrostSignParams, FrostSignState, FrostSignature
         return { hiding: c.hiding, binding: c.binding } satisfies Commit;
       });
     }
+    // The share is parsed here and checked through the aggregate in finalize (RFC 9591 §5.3): when the
+    // aggregate does not verify, every share is verified (§5.4) and the failing signers are named.
     const { share } = readPayload<{ share: string }>('frost/r2', msg);
     blame(from, 'bad_signature_share', () => parseScalar(share, 'signature share', true));
-    const ok = suiteOf(s.params.suite).verifyShare(frostPublic(s.pkg, s.params.signers), commitmentList(s), messageBytes(s), idOf(from), hexToBytes(share));
-    if (!ok) throw new ProtocolAbort('bad_signature_share', [from], `party ${from}: signature share does not verify`);
     return share;
   },
 
@@ -166,7 +166,8 @@ export const frostSign: Protocol<FrostSignParams, FrostSignState, FrostSignature
       sig = suite.aggregate(pub, commitmentList(s), messageBytes(s), shares);
     } catch (err) {
       const cheaters = ((err as { cheaters?: string[] }).cheaters ?? []).map((id) => s.params.signers.find((p) => idOf(p) === id)!);
-      throw new ProtocolAbort('aggregation_failed', cheaters, `aggregation failed: ${(err as Error).message}`);
+      if (cheaters.length) throw new ProtocolAbort('bad_signature_share', cheaters, `signature share of ${cheaters.join(', ')} does not verify`);
+      throw new ProtocolAbort('aggregation_failed', [], `aggregation failed: ${(err as Error).message}`);
     }
     const xOnly = s.params.suite !== 'secp256k1';
     const publicKey = xOnly ? bytesToHex(hexToBytes(s.pkg.groupKey).slice(1)) : s.pkg.groupKey;
