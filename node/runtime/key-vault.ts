@@ -126,8 +126,9 @@ export class KeyVault {
   }
 
   /**
-   * Marks a signing session's nonces used, durably, before anything derived from them leaves the
-   * node. A session id is accepted once, ever.
+   * Marks a signing session's nonces used, durably, before anything computed with them leaves the
+   * node (a FROST signature share, any ECDSA presigning message; FROST's public nonce commitments may
+   * precede it). A session id is accepted once, ever.
    */
   async claimSession(sessionId: string): Promise<void> {
     const k = `used/${sessionId}`;

@@ -21,4 +21,10 @@ export interface PartyProtocol {
   deliver(from: number, round: number, payload: Uint8Array, broadcast: boolean): Promise<Step> | Step;
   /** Releases secret state after an abort or cancel. */
   dispose(): void;
+  /**
+   * A check the runtime awaits after sending start()'s messages and before delivering any payload; it
+   * throws SessionRefused to refuse. A protocol whose first round is independent of the request (FROST
+   * nonce commitments, RFC 9591 §5.1) runs its authorization here, while that round is relayed.
+   */
+  admit?: () => Promise<void>;
 }

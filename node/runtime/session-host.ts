@@ -87,12 +87,18 @@ export class SessionHost {
       try {
         live.protocol = await this.factory(live.ctx);
       } catch (err) {
-        const e = err instanceof SessionRefused ? err : new SessionRefused('refused', (err as Error).message);
-        this.log.warn({ session: id, code: e.code }, `session refused: ${e.message}`);
-        this.fail(open.sessionId, e.code, e.message, e.culprits);
-        return this.finish(id, 'refused');
+        return this.refuse(id, open.sessionId, err);
       }
       await this.apply(id, live, await live.protocol.start());
+      if (live.protocol.admit && !live.finished) {
+        // Let the first round's messages go out before the check runs.
+        await new Promise((resolve) => setImmediate(resolve));
+        try {
+          await live.protocol.admit();
+        } catch (err) {
+          return this.refuse(id, open.sessionId, err);
+        }
+      }
       for (const env of live.pending.splice(0)) await this.deliver(id, live, env);
     });
   }
@@ -149,6 +155,13 @@ export class SessionHost {
     if (live.seen.has(key)) return this.relayFault(id, live, `repeated round ${wire.round} message from ${wire.from}`);
     live.seen.add(key);
     await this.apply(id, live, await live.protocol!.deliver(sender.index, wire.round, payload, wire.to === ''));
+  }
+
+  private refuse(id: string, sessionId: Uint8Array, err: unknown): void {
+    const e = err instanceof SessionRefused ? err : new SessionRefused('refused', (err as Error).message);
+    this.log.warn({ session: id, code: e.code }, `session refused: ${e.message}`);
+    this.fail(sessionId, e.code, e.message, e.culprits);
+    this.finish(id, 'refused');
   }
 
   private relayFault(id: string, live: Live, message: string): void {

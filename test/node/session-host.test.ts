@@ -158,6 +158,41 @@ t.test('a refused session reports why and runs nothing', async (t) => {
   t.equal(net.done.size, 0);
 });
 
+t.test('an admission check runs after the first round is sent and before anything is delivered', async (t) => {
+  const events: string[] = [];
+  const net = network(2, (i) => async (ctx) => {
+    const p = toy(ctx.myIndex, ctx.parties.length);
+    return {
+      ...p,
+      start: () => {
+        events.push(`${i}:start`);
+        return p.start();
+      },
+      deliver: (f, r, pl, b) => {
+        events.push(`${i}:deliver${r}`);
+        return p.deliver(f, r, pl, b);
+      },
+      admit: async () => {
+        events.push(`${i}:admit`);
+        if (i === 1) throw new SessionRefused('digest_mismatch', 'not the intent\'s digest');
+      },
+    };
+  });
+  net.tamper = (e) => {
+    events.push(`relay${e.round}:${net.ids.findIndex((id) => id.nodeId === e.from)}`);
+    return [e];
+  };
+  openAll(net);
+  await settle();
+  t.match(net.failed.get(1), { code: 'digest_mismatch' }, 'the refusing node reports its code');
+  t.equal(net.done.size, 0, 'no result anywhere');
+  t.notOk(events.includes('1:deliver1'), 'the refusing node delivered nothing');
+  t.ok(events.indexOf('relay1:1') >= 0 && events.indexOf('relay1:1') < events.indexOf('1:admit'), 'its first round went out before the check');
+  t.equal(events.filter((e) => e.startsWith('relay2')).length, 1, 'only the admitted node answers round 1');
+  t.notOk(events.includes('relay2:1'), 'the refusing node sends no second round');
+  for (const h of net.hosts) h.abortAll('test over');
+});
+
 t.test('a session that names this node with other keys is refused', async (t) => {
   const net = network(2);
   const sessionId = new Uint8Array(randomBytes(32));

@@ -121,13 +121,20 @@ export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
         const stored = await keyAtEpoch(vault, ctx, p.keyId, p.epoch);
         if (p.scheme !== 'taproot' && p.scheme !== 'bip340') throw new SessionRefused('wrong_scheme', 'Schnorr sessions sign taproot or bip340');
         checkDigests(p.digests);
-        await authorizer.authorize({ ...p, owner: stored.owner, groupKey: stored.key.pkg.groupKey, chainCode: stored.key.pkg.chainCode, endUser: stored.endUser });
-        // Nonces of this session are single-use from here on, across restarts.
-        await vault.claimSession(sessionHex(ctx));
         const key = { id: stored.key.share.id, share: scalarHex(stored.key.share.scalar()), pkg: stored.key.pkg };
         const suite: FrostSuite = p.scheme;
         const params = p.digests.map((message, i) => ({ sessionId: bytesToHex(sessionDigest(ctx.open.sessionId, i)), suite, message, signers: indexes, me, key, path: p.path }));
-        return runProtocol(frostSign, me, params, (sigs) => ({ result: encodeBlob('sign-result', { signatures: sigs.map((s) => s.signature), publicKey: sigs[0]!.publicKey }) }));
+        const run = runProtocol(frostSign, me, params, (sigs) => ({ result: encodeBlob('sign-result', { signatures: sigs.map((s) => s.signature), publicKey: sigs[0]!.publicKey }) }));
+        // Round 1 (fresh nonce commitments) does not depend on the request and goes out first; the
+        // request is verified while it is relayed, and no signature share is made before that passes.
+        return {
+          ...run,
+          admit: async () => {
+            await authorizer.authorize({ ...p, owner: stored.owner, groupKey: stored.key.pkg.groupKey, chainCode: stored.key.pkg.chainCode, endUser: stored.endUser });
+            // Nonces of this session are single-use from here on, across restarts.
+            await vault.claimSession(sessionHex(ctx));
+          },
+        };
       }
       case Protocol.OT_SETUP: {
         const p = readParams<EpochSessionParams>('ot-params', ctx.open.params);
