@@ -40,8 +40,7 @@ export class KeyVault {
   constructor(private readonly store: SealedStore) {}
 
   private async read(keyId: string, slot: 'current' | 'pending'): Promise<StoredKey | undefined> {
-    const share = await this.store.getSecret(`key/${keyId}/${slot}/share`);
-    const committee = await this.store.get(`key/${keyId}/${slot}/committee`);
+    const [share, committee] = await Promise.all([this.store.getSecret(`key/${keyId}/${slot}/share`), this.store.get(`key/${keyId}/${slot}/committee`)]);
     if (!share || !committee) return undefined;
     const meta = JSON.parse(dec.decode(committee)) as { owner: string; committee: PinnedMember[]; tier?: string; endUser?: EndUserBinding };
     return { key: decodeKeyShare(share), owner: meta.owner, committee: meta.committee, ...(meta.tier ? { tier: meta.tier } : {}), ...(meta.endUser ? { endUser: meta.endUser } : {}) };

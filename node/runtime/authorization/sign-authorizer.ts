@@ -21,6 +21,7 @@ import { SessionRefused } from '../session-host.ts';
 import type { TrustRegistry } from './trust-registry.ts';
 import { applyCarriedLog } from './carried-log.ts';
 import { checkEndUserToken } from './end-user-token.ts';
+import { BoundedMemo } from '../../../common/memo.ts';
 
 export type SignScheme = 'ecdsa' | 'taproot' | 'bip340';
 
@@ -66,6 +67,25 @@ const NETWORKS: Record<BtcTransferIntent['network'], bitcoin.Network> = {
   signet: bitcoin.networks.testnet,
   regtest: bitcoin.networks.regtest,
 };
+
+// The sender's address and output script depend only on public inputs; computing them (a point check
+// and an address encoding) on every signature cost more than the sighashes themselves.
+interface OwnPayment {
+  address: string;
+  output: Uint8Array;
+  /** P2WPKH: the key hash. */
+  hash?: Uint8Array;
+}
+
+const ownPayments = new BoundedMemo<OwnPayment>(4096);
+
+function ownPayment(scheme: 'taproot' | 'ecdsa', derivedKey: string, networkName: BtcTransferIntent['network']): OwnPayment {
+  return ownPayments.get(`${scheme}/${networkName}/${derivedKey}`, () => {
+    const network = NETWORKS[networkName];
+    const p = scheme === 'taproot' ? bitcoin.payments.p2tr({ pubkey: outputKey(derivedKey), network }) : bitcoin.payments.p2wpkh({ pubkey: hexToBytes(derivedKey), network });
+    return { address: p.address!, output: p.output!, ...(p.hash ? { hash: p.hash } : {}) };
+  });
+}
 
 const refuse = (code: string, message: string): never => {
   throw new SessionRefused(code, message);
@@ -115,9 +135,9 @@ export class IntentAuthorizer implements SignAuthorizer {
 
   private btcDigests(intent: BtcTransferIntent, req: SignRequestView, derivedKey: string): string[] {
     // P2TR key path with BIP-340 (taproot), or P2WPKH with ECDSA under the derived key itself.
-    if (req.scheme !== 'taproot' && req.scheme !== 'ecdsa') refuse('unsupported_scheme', 'Bitcoin intents are signed for P2TR (taproot) or P2WPKH (ecdsa) spends');
+    if (req.scheme !== 'taproot' && req.scheme !== 'ecdsa') return refuse('unsupported_scheme', 'Bitcoin intents are signed for P2TR (taproot) or P2WPKH (ecdsa) spends');
     const network = NETWORKS[intent.network];
-    const own = req.scheme === 'taproot' ? bitcoin.payments.p2tr({ pubkey: outputKey(derivedKey), network }) : bitcoin.payments.p2wpkh({ pubkey: hexToBytes(derivedKey), network });
+    const own = ownPayment(req.scheme, derivedKey, intent.network);
     if (own.address !== intent.from) refuse('wrong_sender', 'the intent spends from another address than this key and path');
     let tx: bitcoin.Transaction;
     let prevouts: { script: Uint8Array; value: bigint }[];
