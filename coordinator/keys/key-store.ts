@@ -54,8 +54,9 @@ export class KeyStore {
     return raw === undefined ? undefined : (JSON.parse(raw) as KeyRecord);
   }
 
+  /** On disk (fsync) before this resolves: a committed epoch must not be forgotten after nodes dropped the old one. */
   async put(record: KeyRecord): Promise<void> {
-    await this.db.put(`key/${record.keyId}`, JSON.stringify(record));
+    await this.db.put(`key/${record.keyId}`, JSON.stringify(record), { sync: true });
   }
 
   /** Creates the record; false when the key id is taken. */

@@ -61,18 +61,25 @@ export class SealedStore {
     return blob === undefined ? undefined : this.unseal(key, blob);
   }
 
+  /**
+   * A plain record, written to the log without waiting for the disk: it survives the process dying,
+   * not the machine losing power. For marks whose loss cannot do harm (a claimed session id guards
+   * nonces that live only in memory and die with the machine too).
+   */
   async put(key: string, value: Uint8Array): Promise<void> {
     await this.db.put(key, value);
   }
 
+  /** A sealed record, on disk (fsync) before this resolves. */
   async putSecret(key: string, value: Uint8Array): Promise<void> {
-    await this.db.put(key, this.seal(key, value));
+    await this.db.put(key, this.seal(key, value), { sync: true });
   }
 
-  /** Applies every operation or none. */
+  /** Applies every operation or none, on disk (fsync) before this resolves: key material goes this way. */
   async batch(ops: BatchOp[]): Promise<void> {
     await this.db.batch(
       ops.map((op) => (op.type === 'del' ? op : { type: 'put' as const, key: op.key, value: op.secret ? this.seal(op.key, op.value) : op.value })),
+      { sync: true },
     );
   }
 
