@@ -9,6 +9,7 @@ import type { CursorCodec, PageResult } from './pagination.ts';
 import { pageOf } from './pagination.ts';
 import { ed25519Signature, hmacSignature, newWebhookSecret, secretFingerprint } from './webhook-signing.ts';
 import type { AuditLog, Actor } from './audit-log.ts';
+import { Ed25519Signer } from '../../common/ed25519.ts';
 
 export interface EndpointRecord {
   id: string;
@@ -75,8 +76,10 @@ export function validateEvents(events: string[]): void {
 
 export class WebhookEndpoints {
   private readonly clock: () => number;
+  private readonly signer: Ed25519Signer;
   constructor(private readonly o: WebhookEndpointsOptions) {
     this.clock = o.clock ?? Date.now;
+    this.signer = new Ed25519Signer(o.signingSeed);
   }
 
   /** Both secrets while the overlap lasts, else the current one. */
@@ -178,7 +181,7 @@ export class WebhookEndpoints {
         'svc-webhook-event-id': envelope.id,
         'svc-webhook-timestamp': String(ts),
         'svc-webhook-signature': this.signingSecrets(e).map((s) => hmacSignature(s, envelope.id, ts, body)).join(' '),
-        'svc-webhook-signature-ed25519': ed25519Signature(this.o.signingSeed, envelope.id, ts, body),
+        'svc-webhook-signature-ed25519': ed25519Signature(this.signer, envelope.id, ts, body),
         'x-correlation-id': correlationId,
       },
     };

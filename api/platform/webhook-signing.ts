@@ -4,7 +4,7 @@
 // `<event id>.<timestamp>.<exact raw body>`; SVC-Webhook-Signature-Ed25519 is `v1a,<base64 Ed25519>`
 // over the same bytes, under the platform key published at GET /v1/public/webhook-signing-key.
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { ed25519 } from '@noble/curves/ed25519.js';
+import type { Ed25519Signer } from '../../common/ed25519.ts';
 
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(24).toString('base64')}`;
@@ -26,6 +26,6 @@ export function hmacSignature(secret: string, eventId: string, timestamp: number
   return `v1,${createHmac('sha256', secretKeyBytes(secret)).update(signedContent(eventId, timestamp, rawBody)).digest('base64')}`;
 }
 
-export function ed25519Signature(seed: Uint8Array, eventId: string, timestamp: number, rawBody: string): string {
-  return `v1a,${Buffer.from(ed25519.sign(signedContent(eventId, timestamp, rawBody), seed)).toString('base64')}`;
+export function ed25519Signature(signer: Ed25519Signer, eventId: string, timestamp: number, rawBody: string): string {
+  return `v1a,${Buffer.from(signer.sign(signedContent(eventId, timestamp, rawBody))).toString('base64')}`;
 }

@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { BenchCase, BenchSuite } from '../harness.ts';
+import { Ed25519Signer } from '../../common/ed25519.ts';
 import { RecordStore } from '../../api/store/record-store.ts';
 import { createPlatform, type Platform } from '../../api/platform/platform.ts';
 import { hmacSignature, ed25519Signature, newWebhookSecret } from '../../api/platform/webhook-signing.ts';
@@ -62,6 +63,7 @@ function deliveryCase(concurrency: number): BenchCase {
 
 const secret = newWebhookSecret();
 const seed = new Uint8Array(32).fill(7);
+const signer = new Ed25519Signer(seed);
 const body = JSON.stringify({ id: 'evt_bench', type: 'payment.confirmed', version: 1, data: { payment_id: 'pay_1', status: 'confirmed', amount: '125.00' } });
 
 export const suite: BenchSuite = {
@@ -87,7 +89,7 @@ export const suite: BenchSuite = {
   },
   cases: [
     { name: 'webhooks.sign.hmac', runs: 2000, fn: () => hmacSignature(secret, 'evt_bench', 1_700_000_000, body) },
-    { name: 'webhooks.sign.ed25519', baseline: 'baseline.schnorr.sign', runs: 500, fn: () => ed25519Signature(seed, 'evt_bench', 1_700_000_000, body) },
+    { name: 'webhooks.sign.ed25519', baseline: 'baseline.schnorr.sign', runs: 500, fn: () => ed25519Signature(signer, 'evt_bench', 1_700_000_000, body) },
     deliveryCase(1),
     deliveryCase(16),
   ],

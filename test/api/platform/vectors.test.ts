@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { verifyWebhookHmac, verifyWebhookEd25519, EventDeduper } from '../../../api/sdk/webhook-receiver.ts';
 import { hmacSignature, ed25519Signature } from '../../../api/platform/webhook-signing.ts';
+import { Ed25519Signer } from '../../../common/ed25519.ts';
 import { totp, verifyTotp } from '../../../api/platform/totp.ts';
 import { EVENT_TYPES, sensitiveDataAllowed } from '../../../api/platform/event-catalog.ts';
 import { setupPlatform, receiver } from './helpers.ts';
@@ -22,7 +23,7 @@ t.test('Standard Webhooks vectors: our signer and the receiver helpers agree wit
   const ed = sw.vectors.find((v) => v.privateKey)!;
   const seed = Buffer.from(ed.privateKey!, 'base64');
   t.equal('whpk_' + Buffer.from(ed25519.getPublicKey(seed)).toString('base64'), ed.derivedPublicKey);
-  t.equal(ed25519Signature(seed, ed.msgId, ed.timestamp, ed.payload), ed.expectedSignature);
+  t.equal(ed25519Signature(new Ed25519Signer(seed), ed.msgId, ed.timestamp, ed.payload), ed.expectedSignature);
   t.ok(verifyWebhookEd25519({ eventId: ed.msgId, timestamp: ed.timestamp, signature: '', signatureEd25519: ed.expectedSignature }, ed.payload, ed.derivedPublicKey!));
   t.notOk(verifyWebhookEd25519({ eventId: ed.msgId, timestamp: ed.timestamp + 1, signature: '', signatureEd25519: ed.expectedSignature }, ed.payload, ed.derivedPublicKey!));
   const dd = new EventDeduper();
