@@ -84,7 +84,7 @@ async function measurePaired(c: BenchCase, base: BenchCase): Promise<{ median: n
   const runs = c.runs ?? 50;
   const perRun = Math.max(3, Math.ceil((base.runs ?? 50) / runs));
   await sample(base, 0, 3);
-  for (let i = 0; i < (c.warmup ?? Math.min(5, runs)); i++) await c.fn();
+  await sample(c, 0, c.warmup ?? Math.min(5, runs));
   const times: number[] = [];
   const baseTimes: number[] = [];
   for (let i = 0; i < runs; i++) {

@@ -104,7 +104,6 @@ export function signBootstrap(org: string, publicKeyHex: string, created: number
 /** True when the bootstrap entry is signed by one of `operatorKeys` (32-byte Ed25519 public keys, hex). */
 export function verifyBootstrap(entry: BootstrapEntry, operatorKeys: readonly string[]): boolean {
   if (!operatorKeys.some((k) => k.toLowerCase() === entry.operatorKey)) return false;
-  if (entry.signature.length !== 64) return false;
   return verifyEd25519(entry.signature, bootstrapMessage(entry.org, entry.publicKey, entry.created), hexToBytes(entry.operatorKey));
 }
 
