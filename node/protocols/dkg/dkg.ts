@@ -133,8 +133,8 @@ export const dkg: Protocol<DkgParams, DkgState, KeyShare> = {
     if (round === 2) {
       if (msg.to === 'all') {
         const e = readPayload<Record<string, string>>('dkg/r2-echo', msg);
-        // `from` saw a different round-1 message from p than we did: p equivocated.
-        checkEcho(r1Echo(s), e, from, 'round-1 messages');
+        // `from` saw a different round-1 message from p than we did: p equivocated or `from` lies (both named).
+        checkEcho(r1Echo(s), e, from, s.params.me, 'round-1 messages');
         return { echo: e };
       }
       if (msg.to !== s.params.me) throw new ProtocolAbort('bad_message', [from], 'share addressed to another party');

@@ -3,9 +3,11 @@
 // w_i = H(m)·φ_i + r_x·v_i; then s = Σ w / Σ u = (H(m) + r_x·sk) / r. The signature is verified under the
 // public key before release, normalised to low s, and returned with its recovery id.
 //
-// Identifiable abort: presigning left every signer with the echo-checked images U_j = u_j·G,
-// V_j = v_j·G and Φ_j = φ_j·G of every signer's shares. Each online message also echoes those images
-// as its sender received them (a signer that broadcast different images to different peers is named).
+// Identifiable abort: presigning left every signer with the images U_j = u_j·G, V_j = v_j·G and
+// Φ_j = φ_j·G of every signer's shares, received end-to-end encrypted. Each online message echoes them
+// as a digest per signer (a signer that sent different images to different peers is caught). Only
+// signers see the images: with Φ = Σ Φ_j and the broadcast Σ u_j = r·φ they give k⁻¹·G, which the
+// coordinator, seeing the broadcasts (u_j, w_j and digests), cannot compute.
 // When the combined signature does not verify, each share is checked on its own:
 // u_j·G = U_j and w_j·G = H(m)·Φ_j + r_x·V_j; every signer whose share fails is named.
 import { secp256k1 } from '@noble/curves/secp256k1.js';
@@ -91,8 +93,8 @@ export const ecdsaOnline: Protocol<OnlineParams, OnlineState, EcdsaSignature> = 
     const r = readPayload<R1>('ecdsa-online/r1', msg);
     // Every signer's presignature carries the same id (it hashes the context and R).
     if (r.id !== s.presignatureId) throw new ProtocolAbort('wrong_session', [from], `party ${from} signs with another presignature`);
-    // `from` holds other images of some signer j than we do: j broadcast different ones in presigning.
-    checkEcho(s.echo, r.echo, from, 'presigning images');
+    // `from` holds other images of some signer j than we do: j sent different ones in presigning, or `from` lies.
+    checkEcho(s.echo, r.echo, from, s.me, 'presigning images');
     try {
       parseScalar(r.u, 'u', true);
       parseScalar(r.w, 'w', true);

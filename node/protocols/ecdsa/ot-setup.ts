@@ -10,7 +10,9 @@
 //   2. j -> i: 256 base-OT points B (choice bits Δ_j: j's OT-extension key as Alice toward i); both
 //      reveal their seed halves;
 //   3. i -> j: a KOS extension message from the base keys, with random choice bits Δ_i (i's key as
-//      Alice toward j); j's rows give it both keys of 256 OTs toward i.
+//      Alice toward j); j's rows give it both keys of 256 OTs toward i. The nonce is i's, but j's rows
+//      also carry j's own fresh randomness (its Δ_j and base-OT keys are drawn anew in every run), so
+//      a replayed session id gives i nothing it could combine with an earlier run.
 // Afterwards every party holds, per peer, both keys of 256 OTs (its role as Bob, the extension
 // receiver), Δ and the chosen keys of 256 OTs (its role as Alice), and the zero-sharing seed.
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
@@ -97,6 +99,9 @@ function context(p: OtSetupParams): string {
   return taggedHashHex('custody/ecdsa/ot-setup/context/v1', [p.sessionId, p.keyId, p.epoch, [...p.parties].sort((a, b) => a - b).join(',')]);
 }
 
+/** Round 3 carries a KOS message, whose matrix grew with kos.ts's EXTRA (v2). */
+export const R3_KIND = 'ecdsa-ot-setup/r3/v2';
+
 const others = (p: OtSetupParams) => p.parties.filter((x) => x !== p.me);
 const lower = (p: OtSetupParams) => p.parties.filter((x) => x < p.me);
 const reverseCtx = (ctx: string, from: number, to: number) => taggedHashHex('custody/ecdsa/ot-setup/reverse/v1', [ctx, from, to]);
@@ -104,7 +109,7 @@ const rowKey = (ctx: string, k: number, row: Uint8Array) => taggedHash('custody/
 const pairCtx = (ctx: string, from: number, to: number) => taggedHashHex('custody/ecdsa/ot-setup/pair/v1', [ctx, from, to]);
 
 export const ecdsaOtSetup: Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> = {
-  name: 'ecdsa-ot-setup/v1',
+  name: 'ecdsa-ot-setup/v2',
 
   start(params, rng) {
     checkSessionId(params.sessionId);
@@ -157,7 +162,7 @@ export const ecdsaOtSetup: Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> =
     }
     if (round === 3) {
       if (from > s.params.me) throw new ProtocolAbort('bad_message', [from], 'round 3 runs from the lower id');
-      const r = readPayload<R3>('ecdsa-ot-setup/r3', msg);
+      const r = readPayload<R3>(R3_KIND, msg);
       if (typeof r.ot !== 'object' || r.ot === null) throw new ProtocolAbort('bad_message', [from], `party ${from}: malformed round 3`);
       return { ot: { nonce: r.ot.nonce, u: r.ot.u, check: r.ot.check } } satisfies R3;
     }
@@ -216,7 +221,7 @@ export const ecdsaOtSetup: Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> =
         const delta = ext.r.slice(0, BASE_OT_COUNT / 8);
         const kd = Array.from({ length: BASE_OT_COUNT }, (_, k) => rowKey(rc, k, rowOf(ext.t, k)));
         peers[String(j)] = { k0: joinKeys(k0), k1: joinKeys(k1), delta: bytesToHex(delta), kd: joinKeys(kd), zeroSeed };
-        out.push({ from: me, to: j, round: 3, payload: encodeBlob('ecdsa-ot-setup/r3', { ot: ext.msg } satisfies R3) });
+        out.push({ from: me, to: j, round: 3, payload: encodeBlob(R3_KIND, { ot: ext.msg } satisfies R3) });
       }
       return { kind: 'next', state: { ...s, mine: {}, chosen: {}, peers }, out };
     }

@@ -7,11 +7,12 @@
 //          message that fixes a random χ_ij (rvole.ts).
 //   round 2 (direct, to each j): as Alice toward j, the multiplication message for inputs (r_i, sk_i)
 //          with shares c; Γ^u = c_u·G and Γ^v = c_v·G; the opening of R_i; pk_i = sk_i·G; ψ_ij = φ_i − χ_ij.
-//   round 3 (broadcast): as Bob, d from each j; checks d_u·G = χ·R_j − Γ^u and d_v·G = χ·pk_j − Γ^v
-//          (culprit j); shares u_i of r·φ and v_i of sk·φ. Broadcasts an echo of every R_j and pk_j as
-//          received (round/echo.ts), so a party that sent different R_j or pk_j to different peers is
-//          named, and the public images U_i = u_i·G, V_i = v_i·G, Φ_i = φ_i·G that let every signer
-//          check each online share (online.ts).
+//   round 3 (direct, to each j, the same content): as Bob, d from each j; checks d_u·G = χ·R_j − Γ^u
+//          and d_v·G = χ·pk_j − Γ^v (culprit j); shares u_i of r·φ and v_i of sk·φ. Sends an echo of
+//          every R_j and pk_j as received (round/echo.ts), so a party that sent different R_j or pk_j to
+//          different peers is caught, and the images U_i = u_i·G, V_i = v_i·G, Φ_i = φ_i·G that let every
+//          signer check each online share (online.ts). Direct messages are end-to-end encrypted: the
+//          coordinator never sees the images (Φ with the public Σu would give it k⁻¹·G); the signers do.
 //   finish: the echoes agree; Σ pk_j = Y; R = Σ R_j.
 import { hexToBytes } from '@noble/hashes/utils.js';
 import { Fn, Point, lagrangeAtZero, mulBase, parsePoint, parseScalar, pointHex, randomScalar, scalarHex, type Point as P } from '../math/curve.ts';
@@ -59,7 +60,7 @@ interface R2 {
 type StoredR2 = R2 & { pts: string };
 const r2Points = (m: StoredR2): [P, P, P, P] => unpackPoints(m.pts, 4, 'round 2 points') as [P, P, P, P];
 
-/** Round 3, broadcast: the echo of round 2's broadcast values and this signer's public images. */
+/** Round 3, to each peer directly (same content to each): the echo of round 2's R_i, pk_i and this signer's images. */
 interface R3 {
   echo: Record<string, string>;
   U: string;
@@ -98,12 +99,18 @@ export interface PresignState {
   r3: Record<string, R3>;
 }
 
+// Wire kinds, versioned with the protocol: v2 carries the larger KOS matrix (kos.ts), Alice's salt in
+// round 2 (rvole.ts) and round 3 as direct messages.
+export const R1_KIND = 'ecdsa-presign/r1/v2';
+export const R2_KIND = 'ecdsa-presign/r2/v2';
+export const R3_KIND = 'ecdsa-presign/r3/v2';
+
 const others = (s: { signers: number[]; me: number }) => s.signers.filter((p) => p !== s.me);
 export const pairContext = (ctx: string, alice: number, bob: number): string => taggedHashHex('custody/ecdsa/pair/v1', [ctx, alice, bob]);
 
-/** Digest of what party `from` broadcast in round 2 (R_from, pk_from), for the round-3 echo. */
+/** Digest of what party `from` sent every peer in round 2 (R_from, pk_from), for the round-3 echo. */
 const r2Digest = (ctx: string, from: number, R: string, pk: string): string => echoDigest('custody/ecdsa/presign/echo-r2/v1', ctx, from, [R, pk]);
-/** Digest of a round-3 broadcast (U, V, Φ), echoed in the online round. */
+/** Digest of a round-3 message (U, V, Φ), echoed in the online round. */
 export const r3Digest = (ctx: string, from: number, m: { U: string; V: string; Phi: string }): string => echoDigest('custody/ecdsa/presign/echo-r3/v1', ctx, from, [m.U, m.V, m.Phi]);
 
 function r2Echo(s: PresignState): Record<string, string> {
@@ -137,7 +144,7 @@ export function checkPresignParams(p: PresignParams): void {
 }
 
 export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> = {
-  name: 'ecdsa-presign/v1',
+  name: 'ecdsa-presign/v2',
 
   start(params, rng) {
     checkPresignParams(params);
@@ -163,7 +170,7 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
       const b = rvoleBobStart(pairContext(ctx, j, me), splitKeys(peer.k0), splitKeys(peer.k1), rng);
       bob[String(j)] = b.state;
       alice[String(j)] = { delta: peer.delta, kd: peer.kd };
-      out.push({ from: me, to: j, round: 1, payload: encodeBlob('ecdsa-presign/r1', { commitR: com.commitment, ot: b.msg } satisfies R1) });
+      out.push({ from: me, to: j, round: 1, payload: encodeBlob(R1_KIND, { commitR: com.commitment, ot: b.msg } satisfies R1) });
     }
     const state: PresignState = {
       sessionId: params.sessionId, signers: [...params.signers].sort((a, b) => a - b), me, context: ctx, publicKey,
@@ -176,10 +183,11 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
     const from = msg.from;
     if (!others(s).includes(from)) throw new ProtocolAbort('unknown_party', [from], `party ${from} is not in this session`);
     if (round === 3) {
-      if (msg.to !== 'all') throw new ProtocolAbort('bad_message', [from], 'round 3 is a broadcast');
-      const r = readPayload<R3>('ecdsa-presign/r3', msg);
-      // `from` saw another R_j or pk_j than we did: j equivocated.
-      checkEcho(r2Echo(s), r.echo, from, 'R_i or pk_i');
+      // Direct, so that the images travel end-to-end encrypted: the coordinator must not see Φ_i.
+      if (msg.to !== s.me) throw new ProtocolAbort('bad_message', [from], 'round 3 is sent to each signer directly');
+      const r = readPayload<R3>(R3_KIND, msg);
+      // `from` saw another R_j or pk_j than we did: j equivocated or `from` lies (round/echo.ts names both).
+      checkEcho(r2Echo(s), r.echo, from, s.me, 'R_i or pk_i');
       return blame(from, 'bad_message', () => {
         parsePoint(r.U, 'U');
         parsePoint(r.V, 'V');
@@ -189,12 +197,12 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
     }
     if (msg.to !== s.me) throw new ProtocolAbort('bad_message', [from], 'message addressed to another party');
     if (round === 1) {
-      const r = readPayload<R1>('ecdsa-presign/r1', msg);
+      const r = readPayload<R1>(R1_KIND, msg);
       if (typeof r.commitR !== 'string' || !/^[0-9a-f]{64}$/.test(r.commitR) || typeof r.ot !== 'object' || r.ot === null) throw new ProtocolAbort('bad_message', [from], `party ${from}: malformed round 1`);
       return { commitR: r.commitR, ot: { nonce: r.ot.nonce, u: r.ot.u, check: r.ot.check } } satisfies R1;
     }
     if (round === 2) {
-      const r = readPayload<R2>('ecdsa-presign/r2', msg);
+      const r = readPayload<R2>(R2_KIND, msg);
       return blame(from, 'bad_message', () => {
         const R = parsePoint(r.R, 'R');
         const pk = parsePoint(r.pk, 'pk');
@@ -207,7 +215,7 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
         }
         // The validated points are kept uncompressed too, so later steps read them without a square root.
         const pts = packPoints([R, pk, gu, gv]);
-        return { R: r.R, salt: r.salt, pk: r.pk, gu: r.gu, gv: r.gv, psi: r.psi, mult: { tau: r.mult.tau, eta: r.mult.eta, mu: r.mult.mu }, pts } satisfies StoredR2;
+        return { R: r.R, salt: r.salt, pk: r.pk, gu: r.gu, gv: r.gv, psi: r.psi, mult: { salt: r.mult.salt, tau: r.mult.tau, eta: r.mult.eta, mu: r.mult.mu }, pts } satisfies StoredR2;
       });
     }
     throw new ProtocolAbort('bad_message', [from], `no round ${round}`);
@@ -242,7 +250,7 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
           R: s.Ri, salt: s.salt, pk: s.pki, gu: pointHex(mulBase(res.c[0])), gv: pointHex(mulBase(res.c[1])),
           psi: scalarHex(Fn.sub(parseScalar(s.phi, 'phi'), chi)), mult: res.msg,
         };
-        out.push({ from: me, to: j, round: 2, payload: encodeBlob('ecdsa-presign/r2', r2) });
+        out.push({ from: me, to: j, round: 2, payload: encodeBlob(R2_KIND, r2) });
       }
       // The extension keys are not needed any more in this run: one use per run.
       return { kind: 'next', state: { ...s, alice: {}, c }, out };
@@ -273,7 +281,9 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
     if (u === 0n || v === 0n) throw new ProtocolAbort('degenerate_nonce', [], 'a zero signing share');
     const r2done: PresignState = { ...s, sk: '', r: '', salt: '', bob: {}, c: {}, u: scalarHex(u), v: scalarHex(v) };
     const mine3: R3 = { echo: r2Echo(s), U: pointHex(mulBase(u)), V: pointHex(mulBase(v)), Phi: pointHex(mulBase(phi)) };
-    return { kind: 'next', state: { ...r2done, mine3 }, out: [{ from: me, to: 'all', round: 3, payload: encodeBlob('ecdsa-presign/r3', mine3) }] };
+    // The same bytes to every peer (the online echo checks they were), never a clear broadcast.
+    const payload = encodeBlob(R3_KIND, mine3);
+    return { kind: 'next', state: { ...r2done, mine3 }, out: others(s).map((j) => ({ from: me, to: j, round: 3, payload })) };
   },
 };
 
@@ -293,7 +303,7 @@ function finish(s: PresignState): { kind: 'done'; state: PresignState; result: P
     images[String(j)] = { U: m3.U, V: m3.V, Phi: m3.Phi };
     echo[String(j)] = r3Digest(s.context, j, m3);
   }
-  // Checked after the echo, so that an equivocated pk_j is named rather than reported without culprit.
+  // Checked after the echo, so that an equivocated pk_j is caught with culprits rather than without.
   if (!pkSum.equals(parsePoint(s.publicKey, 'public key'))) throw new ProtocolAbort('bad_key_share', [], 'the signers\' key shares do not add up to the public key');
   if (Rsum.is0() || Rsum.equals(Point.ZERO)) throw new ProtocolAbort('degenerate_nonce', [], 'R is the identity');
   const id = taggedHashHex('custody/ecdsa/presignature-id/v1', [s.context, pointHex(Rsum)]);

@@ -6,6 +6,11 @@
 // Alice's consistency check (DKLs19 Protocol 1, steps 5-8): she adds a random â to her input, and with
 // θ = H(transcript) sends η = θ⊙a + â and μ = H({θ⊙z^A_k + ẑ^A_k}_k). Bob recomputes each row from his
 // side and compares μ: an Alice whose rows do not all carry one input is caught.
+//
+// Alice draws a fresh 32-byte salt per run and keys her row pads, θ and μ with it (sent in her
+// message). The rows q_k come from an extension whose nonce Bob draws, so without the salt a Bob that
+// replays a session id with the same nonce and complemented choice bits would swap Alice's two pads
+// and read α¹ + α² (so 2·sk_i) from τ¹ + τ²; with it, each side's pads carry its own randomness.
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { Fn, ORDER, equalBytes, parseScalar, randomScalar, scalarHex } from '../math/curve.ts';
 import { hashToScalar, taggedHash } from '../math/transcript.ts';
@@ -44,9 +49,9 @@ function pad(ctx: Uint8Array, k: number, row: Uint8Array): bigint[] {
   return hashToScalars(inp, 4);
 }
 
-// The row hash's domain: 16 bytes of a tagged hash of the pair context (128 bits separate sessions and
-// pairs), so that context, row index and row (50 bytes) fit one SHA-256 block.
-const padCtx = (ctx: string) => taggedHash('custody/dkls23/rvole/pad/v2', [ctx]).subarray(0, 16);
+// The row hash's domain: 16 bytes of a tagged hash of the pair context and Alice's salt (128 bits
+// separate runs and pairs), so that domain, row index and row (50 bytes) fit one SHA-256 block.
+const padCtx = (ctx: string, salt: string) => taggedHash('custody/dkls23/rvole/pad/v3', [ctx, salt]).subarray(0, 16);
 
 export interface BobState {
   /** Choice bits and rows t_k. Secret. */
@@ -65,19 +70,21 @@ export function rvoleBobStart(ctx: string, k0: Uint8Array[], k1: Uint8Array[], r
 }
 
 export interface AliceMessage {
+  /** Alice's fresh 32 bytes (hex) for this run: keys the pads, θ and μ. */
+  salt: string;
   /** XI rows of 4 scalars, 32 bytes each, concatenated. */
   tau: Uint8Array;
   eta: [string, string];
   mu: string;
 }
 
-function theta(ctx: string, tau: Uint8Array): [bigint, bigint] {
+function theta(ctx: string, salt: string, tau: Uint8Array): [bigint, bigint] {
   // The long τ is hashed once (as its bytes); both challenges derive from its digest.
-  const d = taggedHash('custody/dkls23/rvole/tau/v2', [ctx, tau]);
-  return [hashToScalar('custody/dkls23/rvole/theta/v1', [ctx, 0, d]), hashToScalar('custody/dkls23/rvole/theta/v1', [ctx, 1, d])];
+  const d = taggedHash('custody/dkls23/rvole/tau/v3', [ctx, salt, tau]);
+  return [hashToScalar('custody/dkls23/rvole/theta/v2', [ctx, salt, 0, d]), hashToScalar('custody/dkls23/rvole/theta/v2', [ctx, salt, 1, d])];
 }
 
-function muOf(ctx: string, rows: bigint[][]): Uint8Array {
+function muOf(ctx: string, salt: string, rows: bigint[][]): Uint8Array {
   // The rows as 64 bytes each (two 32-byte big-endian scalars), hashed once.
   const buf = new Uint8Array(rows.length * 64);
   const v = new DataView(buf.buffer);
@@ -85,19 +92,20 @@ function muOf(ctx: string, rows: bigint[][]): Uint8Array {
     writeScalar(v, 64 * k, r[0]!);
     writeScalar(v, 64 * k + 32, r[1]!);
   });
-  return taggedHash('custody/dkls23/rvole/mu/v2', [ctx, buf]);
+  return taggedHash('custody/dkls23/rvole/mu/v3', [ctx, salt, buf]);
 }
 
 /** Alice, round 2: checks Bob's extension, then returns her shares c and her message. Throws InputError('bad_ot_check'). */
 export function rvoleAlice(ctx: string, delta: Uint8Array, kd: Uint8Array[], bobMsg: KosReceiverMessage, a: [bigint, bigint], rng: Rng): { msg: AliceMessage; c: [bigint, bigint] } {
   const q = kosSend(ctx, delta, kd, bobMsg);
-  const pc = padCtx(ctx);
+  const salt = bytesToHex(rng(32));
+  const pc = padCtx(ctx, salt);
   const g = gadget();
   const ahat = [randomScalar(rng), randomScalar(rng)];
   const alpha = [a[0], a[1], ahat[0]!, ahat[1]!];
   const qd = new Uint8Array(32);
   // Hot loop: sums are reduced once at the end and sums of two reduced values by one conditional
-  // subtraction (n is public, so this branch leaks nothing).
+  // correction. That branch and BigInt itself depend on secret values (docs/protocols/ecdsa.md, "Timing").
   const n = ORDER;
   const p0s: bigint[] = new Array<bigint>(4 * XI);
   let s0 = 0n;
@@ -120,7 +128,7 @@ export function rvoleAlice(ctx: string, delta: Uint8Array, kd: Uint8Array[], bob
     s0 += g[k]! * p0[0]!;
     s1 += g[k]! * p0[1]!;
   }
-  const th = theta(ctx, tauBytes);
+  const th = theta(ctx, salt, tauBytes);
   const negMod = (x: bigint): bigint => {
     const r = x % n;
     return r === 0n ? 0n : n - r;
@@ -130,20 +138,21 @@ export function rvoleAlice(ctx: string, delta: Uint8Array, kd: Uint8Array[], bob
   const c0 = negMod(s0);
   const c1 = negMod(s1);
   const eta: [string, string] = [scalarHex(Fn.add(Fn.mul(th[0], a[0]), ahat[0]!)), scalarHex(Fn.add(Fn.mul(th[1], a[1]), ahat[1]!))];
-  return { msg: { tau: tauBytes, eta, mu: bytesToHex(muOf(ctx, rows)) }, c: [c0, c1] };
+  return { msg: { salt, tau: tauBytes, eta, mu: bytesToHex(muOf(ctx, salt, rows)) }, c: [c0, c1] };
 }
 
 /** Bob, round 3: his shares d, after checking Alice's μ. Throws InputError('bad_multiplication'). */
 export function rvoleBobFinish(ctx: string, st: BobState, msg: AliceMessage): [bigint, bigint] {
   if (!(msg.tau instanceof Uint8Array) || msg.tau.length !== XI * 4 * 32) throw new InputError('bad_multiplication', 'tau has the wrong size');
   if (!(st.r instanceof Uint8Array) || !(st.t instanceof Uint8Array)) throw new InputError('bad_state', 'multiplication state is malformed');
+  if (typeof msg.salt !== 'string' || !/^[0-9a-f]{64}$/.test(msg.salt)) throw new InputError('bad_multiplication', 'malformed salt');
   if (!Array.isArray(msg.eta) || msg.eta.length !== 2 || typeof msg.mu !== 'string' || !/^[0-9a-f]{64}$/.test(msg.mu)) throw new InputError('bad_multiplication', 'malformed check values');
   const eta = [parseScalar(msg.eta[0], 'eta', true), parseScalar(msg.eta[1], 'eta', true)];
   const { r, t } = st;
-  const pc = padCtx(ctx);
+  const pc = padCtx(ctx, msg.salt);
   const g = gadget();
   const tauBytes = msg.tau;
-  const th = theta(ctx, tauBytes);
+  const th = theta(ctx, msg.salt, tauBytes);
   const tv = new DataView(tauBytes.buffer, tauBytes.byteOffset, tauBytes.byteLength);
   // Every entry is range-checked, whatever Bob's bits: a refusal must not depend on them.
   const tau = Array.from({ length: 4 * XI }, (_, i) => readScalar(tv, 32 * i));
@@ -154,6 +163,7 @@ export function rvoleBobFinish(ctx: string, st: BobState, msg: AliceMessage): [b
   let d1 = 0n;
   for (let k = 0; k < XI; k++) {
     const z = pad(pc, k, rowOf(t, k));
+    // A branch on Bob's bit: the time of the loop follows the weight of β ("Timing" in the doc).
     const bit = bitOf(r, k);
     if (bit) {
       for (let j = 0; j < 4; j++) {
@@ -172,6 +182,6 @@ export function rvoleBobFinish(ctx: string, st: BobState, msg: AliceMessage): [b
   }
   d0 %= n;
   d1 %= n;
-  if (!equalBytes(muOf(ctx, rows), hexToBytes(msg.mu))) throw new InputError('bad_multiplication', 'multiplication consistency check failed');
+  if (!equalBytes(muOf(ctx, msg.salt, rows), hexToBytes(msg.mu))) throw new InputError('bad_multiplication', 'multiplication consistency check failed');
   return [d0, d1];
 }

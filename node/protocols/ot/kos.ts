@@ -11,6 +11,16 @@
 //
 // Receiver sends u (KAPPA columns of M bits) and, per lane, x = Σ χ^k·r_k and t = Σ χ^k·t_k.
 // Sender checks Σ χ^k·q_k == t + x·Δ per lane, then q_k = t_k ⊕ r_k·Δ for every row k.
+//
+// The two lanes' x reveal 256 GF(2)-linear functions of the choice bits. The EXTRA random rows hide
+// the first XI bits exactly when those functions restricted to the extra rows have rank 256; over the
+// extra rows' exponents that rank is min(EXTRA, deg lcm(minpoly χ_0, minpoly χ_1)), so EXTRA ≥ 256 and
+// a challenge pair is refused (re-derived) unless both χ have degree 128 and are not conjugate
+// (docs/protocols/ecdsa.md, "OT extension").
+//
+// The nonce is the receiver's: a receiver that repeats it (a replayed session id) gets rows correlated
+// with an earlier run's (q_k ⊕ q'_k = (r_k ⊕ r'_k)·Δ). The sender's safety must not rest on it: a caller
+// that hashes rows into pads keys that hash with the sender's own fresh randomness (rvole.ts).
 import { ghash } from '@noble/ciphers/_polyval.js';
 import { xchacha20 } from '@noble/ciphers/chacha.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
@@ -23,8 +33,8 @@ import { BASE_OT_COUNT } from './base-ot.ts';
 export const KAPPA = BASE_OT_COUNT;
 /** Rows the caller uses (DKLs23: ξ = κ + 2s with s = 80). */
 export const XI = 416;
-/** Extra random rows that mask the check (κ/2 + s per lane, rounded to whole bytes). */
-export const EXTRA = 208;
+/** Extra random rows that mask the check: 256 for the two lanes' x values plus s = 80 of margin. */
+export const EXTRA = 336;
 export const M = XI + EXTRA;
 const MB = M / 8;
 const ROW = KAPPA / 8;
@@ -92,11 +102,83 @@ const ONE = (() => {
   return b;
 })();
 
+// Squaring in GF(2^128) is GF(2)-linear: the square of a block is the XOR, over its 16 bytes, of the
+// square of that byte alone at its position. The table (16 × 256 entries of four big-endian 32-bit
+// words) is built once from the squares of the 128 one-bit blocks, each computed with GHASH's product.
+let squares: Uint32Array | undefined;
+function squareTable(): Uint32Array {
+  const bit = new Uint32Array(128 * 4);
+  for (let i = 0; i < 128; i++) {
+    const e = new Uint8Array(16);
+    e[i >> 3] = 1 << (i & 7);
+    const sq = ghash(e, e); // one block: e·e
+    const v = new DataView(sq.buffer, sq.byteOffset, 16);
+    for (let w = 0; w < 4; w++) bit[4 * i + w] = v.getUint32(4 * w);
+  }
+  const tab = new Uint32Array(16 * 256 * 4);
+  for (let b = 0; b < 16; b++) {
+    for (let v = 1; v < 256; v++) {
+      const low = v & -v; // the lowest set bit, added to the entry without it
+      const i = 8 * b + 31 - Math.clz32(low);
+      for (let w = 0; w < 4; w++) tab[(b * 256 + v) * 4 + w] = tab[(b * 256 + (v ^ low)) * 4 + w]! ^ bit[4 * i + w]!;
+    }
+  }
+  return tab;
+}
+
+function square(z: Uint32Array): Uint32Array {
+  squares ??= squareTable();
+  const out = new Uint32Array(4);
+  for (let b = 0; b < 16; b++) {
+    // Challenges are public: indexing by their bytes leaks nothing.
+    const at = (b * 256 + ((z[b >> 2]! >>> (24 - 8 * (b & 3))) & 0xff)) * 4;
+    out[0]! ^= squares[at]!;
+    out[1]! ^= squares[at + 1]!;
+    out[2]! ^= squares[at + 2]!;
+    out[3]! ^= squares[at + 3]!;
+  }
+  return out;
+}
+
+const words = (b: Uint8Array): Uint32Array => {
+  const v = new DataView(b.buffer, b.byteOffset, 16);
+  return Uint32Array.from([0, 1, 2, 3], (w) => v.getUint32(4 * w));
+};
+const sameWords = (a: Uint32Array, b: Uint32Array): boolean => a[0] === b[0] && a[1] === b[1] && a[2] === b[2] && a[3] === b[3];
+
+/**
+ * Whether a challenge pair would leave the extra rows' map below rank 256: χ_0 or χ_1 in the subfield
+ * GF(2^64) (which holds every proper subfield, and 0), or χ_1 a conjugate χ_0^(2^i) of χ_0. Exported for
+ * the tests; a random pair is refused with probability about 2^-63.
+ */
+export function degenerateChallenges(c0: Uint8Array, c1: Uint8Array): boolean {
+  const z0 = words(c0);
+  const z1 = words(c1);
+  let y = z1;
+  for (let i = 0; i < 64; i++) y = square(y);
+  if (sameWords(y, z1)) return true;
+  let x = z0;
+  for (let i = 0; i < 128; i++) {
+    if (i === 64 && sameWords(x, z0)) return true;
+    if (sameWords(x, z1)) return true;
+    x = square(x);
+  }
+  return false;
+}
+
 /** Both lanes' challenges: the matrix (as bytes) is hashed once, each lane's χ derives from that digest. */
 function challenges(ctx: Uint8Array, u: Uint8Array): [Uint8Array, Uint8Array] {
-  const d = taggedHash('custody/ot/kos/matrix/v2', [ctx, u]);
-  return [taggedHash('custody/ot/kos/chi/v2', [ctx, 0, d]).subarray(0, 16), taggedHash('custody/ot/kos/chi/v2', [ctx, 1, d]).subarray(0, 16)];
+  const d = taggedHash('custody/ot/kos/matrix/v3', [ctx, u]);
+  // A degenerate pair (about 2^-63) is re-derived with the next counter: both sides do the same.
+  for (let i = 0; ; i++) {
+    const c0 = taggedHash('custody/ot/kos/chi/v3', [ctx, 0, i, d]).subarray(0, 16);
+    const c1 = taggedHash('custody/ot/kos/chi/v3', [ctx, 1, i, d]).subarray(0, 16);
+    if (!degenerateChallenges(c0, c1)) return [c0, c1];
+  }
 }
+
+/** The check's challenges for a receiver message (what kosReceive and kosSend use), for the tests. */
+export const checkChallenges = (ctx: string, nonce: string, u: Uint8Array): [Uint8Array, Uint8Array] => challenges(sessionCtx(ctx, nonce), u);
 
 function lane(rows: Uint8Array, l: number): Uint8Array {
   const out = new Uint8Array(M * 16);
@@ -106,7 +188,8 @@ function lane(rows: Uint8Array, l: number): Uint8Array {
 
 function bitsAsBlocks(bits: Uint8Array): Uint8Array {
   const out = new Uint8Array(M * 16);
-  for (let k = 0; k < M; k++) if ((bits[k >> 3]! >> (k & 7)) & 1) out.set(ONE, k * 16);
+  // The field's 1 is 0x80 in the block's first byte: written under a mask, without a branch on the bit.
+  for (let k = 0; k < M; k++) out[k * 16] = -((bits[k >> 3]! >> (k & 7)) & 1) & ONE[0]!;
   return out;
 }
 
@@ -152,7 +235,9 @@ export function kosSend(ctx: string, delta: Uint8Array, kd: Uint8Array[], msg: K
   const cols: Uint8Array[] = [];
   for (let c = 0; c < KAPPA; c++) {
     const q = prg(kd[c]!, sc, c);
-    if ((delta[c >> 3]! >> (c & 7)) & 1) for (let i = 0; i < MB; i++) q[i]! ^= u[c * MB + i]!;
+    // Every column is combined under a mask of Δ's bit: no branch on the long-lived secret Δ.
+    const mask = -((delta[c >> 3]! >> (c & 7)) & 1) & 0xff;
+    for (let i = 0; i < MB; i++) q[i]! ^= u[c * MB + i]! & mask;
     cols.push(q);
   }
   const q = transpose(cols);

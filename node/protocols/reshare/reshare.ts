@@ -136,8 +136,8 @@ export const reshare: Protocol<ReshareParams, ReshareState, ReshareResult> = {
     }
     if (msg.to !== 'all' || m.newId === undefined) throw new ProtocolAbort('bad_message', [from], 'round 2 is a receivers\' broadcast');
     const r = readPayload<{ echo: Record<string, string>; confirm: string }>('reshare/r2', msg);
-    // `from` received another commitment from a dealer than we did: the dealer equivocated.
-    checkEcho(echoDigests(s), r.echo, from, 'commitments');
+    // `from` received another commitment from a dealer than we did: the dealer equivocated or `from` lies.
+    checkEcho(echoDigests(s), r.echo, from, s.params.me, 'commitments');
     if (me.newId !== undefined && r.confirm !== s.confirm) throw new ProtocolAbort('confirmation_mismatch', [from], `party ${from} confirmed another package`);
     return r;
   },

@@ -41,27 +41,27 @@ function expectAbort(t: Test, res: { aborts: Map<number, ProtocolAbort>; results
 }
 
 t.test('a tampered OT-extension matrix aborts naming its sender', async (t) => {
-  const res = presign(c, [1, 2], 'tamper-u', [], { tamper: new Map([[2, rewrite(1, 'ecdsa-presign/r1', (v) => { const ot = v.ot as Obj; ot.u = flipByte(ot.u as Uint8Array, 250); })]]) });
+  const res = presign(c, [1, 2], 'tamper-u', [], { tamper: new Map([[2, rewrite(1, 'ecdsa-presign/r1/v2', (v) => { const ot = v.ot as Obj; ot.u = flipByte(ot.u as Uint8Array, 250); })]]) });
   expectAbort(t, res, 1, 'bad_ot_check', 2);
 });
 
 t.test('a wrong OT consistency-check value aborts naming its sender', async (t) => {
-  const res = presign(c, [1, 3], 'tamper-check', [], { tamper: new Map([[3, rewrite(1, 'ecdsa-presign/r1', (v) => { const ot = v.ot as Obj; ot.check = flipByte(ot.check as Uint8Array, 1); })]]) });
+  const res = presign(c, [1, 3], 'tamper-check', [], { tamper: new Map([[3, rewrite(1, 'ecdsa-presign/r1/v2', (v) => { const ot = v.ot as Obj; ot.check = flipByte(ot.check as Uint8Array, 1); })]]) });
   expectAbort(t, res, 1, 'bad_ot_check', 3);
 });
 
 t.test('a wrong multiplication share (Γ) aborts naming its sender', async (t) => {
-  const res = presign(c, [1, 2], 'tamper-gamma', [], { tamper: new Map([[2, rewrite(2, 'ecdsa-presign/r2', (v) => { v.gu = pointHex(G.multiply(12345n)); })]]) });
+  const res = presign(c, [1, 2], 'tamper-gamma', [], { tamper: new Map([[2, rewrite(2, 'ecdsa-presign/r2/v2', (v) => { v.gu = pointHex(G.multiply(12345n)); })]]) });
   expectAbort(t, res, 1, 'bad_multiplication', 2);
 });
 
 t.test('an inconsistent multiplication input (τ) fails the DKLs19 check, naming its sender', async (t) => {
-  const res = presign(c, [2, 3], 'tamper-tau', [], { tamper: new Map([[3, rewrite(2, 'ecdsa-presign/r2', (v) => { const m = v.mult as Obj; m.tau = flipByte(m.tau as Uint8Array, 32 * 40 + 2); })]]) });
+  const res = presign(c, [2, 3], 'tamper-tau', [], { tamper: new Map([[3, rewrite(2, 'ecdsa-presign/r2/v2', (v) => { const m = v.mult as Obj; m.tau = flipByte(m.tau as Uint8Array, 32 * 40 + 2); })]]) });
   expectAbort(t, res, 2, 'bad_multiplication', 3);
 });
 
 t.test('a wrong opening of R aborts naming its sender', async (t) => {
-  const res = presign(c, [1, 2], 'tamper-R', [], { tamper: new Map([[1, rewrite(2, 'ecdsa-presign/r2', (v) => { v.R = pointHex(G.multiply(777n)); })]]) });
+  const res = presign(c, [1, 2], 'tamper-R', [], { tamper: new Map([[1, rewrite(2, 'ecdsa-presign/r2/v2', (v) => { v.R = pointHex(G.multiply(777n)); })]]) });
   expectAbort(t, res, 2, 'bad_commitment', 1);
 });
 
@@ -76,7 +76,7 @@ t.test('a tampered base-OT point aborts naming its sender', async (t) => {
 });
 
 t.test('a tampered bootstrapping extension in the OT setup aborts naming its sender', async (t) => {
-  const res = otSetup(c.keys, 'bad-reverse-ot', { tamper: new Map([[1, rewrite(3, 'ecdsa-ot-setup/r3', (v) => { const ot = v.ot as Obj; ot.u = flipByte(ot.u as Uint8Array, 450); }, 2)]]) });
+  const res = otSetup(c.keys, 'bad-reverse-ot', { tamper: new Map([[1, rewrite(3, 'ecdsa-ot-setup/r3/v2', (v) => { const ot = v.ot as Obj; ot.u = flipByte(ot.u as Uint8Array, 450); }, 2)]]) });
   expectAbort(t, res, 2, 'bad_ot_check', 1);
 });
 

@@ -1,14 +1,15 @@
 // Identifiable abort in signing: a signer that sends different R_i (with a consistent multiplication
-// toward each peer) is named by the round-3 echo; one that broadcasts different presigning images is
-// named by the online echo; one that sends a wrong online share is named by the per-share check
-// against its images. In every case no signature is released.
+// toward each peer) is caught by the round-3 echo; one that sends different presigning images to
+// different peers is caught by the online echo (an echo disagreement names the reporter and the subject,
+// round/echo.ts, so every honest signer names the equivocator and one other); one that sends a wrong
+// online share is named by the per-share check against its images. In every case no signature is released.
 import t, { type Test } from 'tap';
 import { decodeBlob, deliver, encodeBlob, startRun, type Message, type Run } from '../../../node/protocols/round/machine.ts';
 import { G, ORDER, pointHex, scalarHex } from '../../../node/protocols/math/curve.ts';
 import { ProtocolAbort } from '../../../node/protocols/round/errors.ts';
 import { ecdsaPresign, presignContext, r3Digest, type PresignParams, type PresignState } from '../../../node/protocols/ecdsa/presign.ts';
 import type { Presignature } from '../../../node/protocols/ecdsa/presignature.ts';
-import { seededRng, type SimMessage, type Tamper } from '../simulate.ts';
+import { seededRng, type Tamper } from '../simulate.ts';
 import { committee, online, presign, sid, type Committee } from './harness.ts';
 
 const c = committee(3, 2, 'identifiable');
@@ -33,6 +34,20 @@ function expectNamed(t: Test, res: { aborts: Map<number, ProtocolAbort>; results
     t.same(a?.culprits, [culprit], `party ${h} names party ${culprit}`);
     t.notOk(res.results.has(h), `party ${h} releases nothing`);
   }
+}
+
+/** An echo disagreement: each honest party names the equivocator together with the reporter it heard first. */
+function expectEchoBlame(t: Test, res: { aborts: Map<number, ProtocolAbort>; results: Map<number, unknown> }, named: Record<number, number[]>, equivocator: number) {
+  for (const [h, culprits] of Object.entries(named)) {
+    const a = res.aborts.get(Number(h));
+    t.ok(a instanceof ProtocolAbort, `party ${h} aborts`);
+    t.equal(a?.code, 'equivocation', `party ${h}: code equivocation`);
+    t.same(a?.culprits, culprits, `party ${h} names parties ${culprits.join(', ')}`);
+    t.ok(a?.culprits.includes(equivocator), `party ${h}'s culprits include the equivocator`);
+    t.notOk(res.results.has(Number(h)), `party ${h} releases nothing`);
+  }
+  const common = Object.values(named).reduce((acc, c) => acc.filter((x) => c.includes(x)));
+  t.same(common, [equivocator], 'the honest parties\' reports intersect in the equivocator');
 }
 
 /**
@@ -83,22 +98,24 @@ function presignEquivocating(c: Committee, evil: number, label: string) {
   return { aborts, results };
 }
 
-t.test('a signer that sends different R_i to different peers is named, and nothing is released', async (t) => {
+t.test('a signer that sends different R_i to different peers is caught, and nothing is released', async (t) => {
   const res = presignEquivocating(c, 3, 'equivocate-R');
-  expectNamed(t, res, [1, 2], 'equivocation', 3);
+  // Party 1 hears party 2 echo another R_3 than it received (and the reverse for party 2).
+  expectEchoBlame(t, res, { 1: [2, 3], 2: [1, 3] }, 3);
 });
 
-t.test('a signer that broadcasts different presigning images is named in the online round', async (t) => {
+t.test('a signer that sends different presigning images to different peers is caught in the online round', async (t) => {
   const split: Tamper = (m: Message) => {
-    if (m.round !== 3) return [m];
-    const v = decodeBlob<Obj>('ecdsa-presign/r3', m.payload);
-    const forged = encodeBlob('ecdsa-presign/r3', { ...v, U: pointHex(G.multiply(4242n)) });
-    return [{ ...m, only: [1] }, { ...m, payload: forged, only: [2] }] satisfies SimMessage[];
+    if (m.round !== 3 || m.to !== 2) return [m];
+    const v = decodeBlob<Obj>('ecdsa-presign/r3/v2', m.payload);
+    return [{ ...m, payload: encodeBlob('ecdsa-presign/r3/v2', { ...v, U: pointHex(G.multiply(4242n)) }) }];
   };
   const pre = presign(c, signers, 'equivocate-images', [], { tamper: new Map([[3, split]]) });
   t.equal(pre.results.size, 3, 'presigning cannot see it yet');
   const res = online(pre.results, digest);
-  expectNamed(t, res, [1, 2], 'equivocation', 3);
+  // Party 1 hears party 2 report other images of 3; party 2 hears 3 echo images of its own that differ
+  // from what 3 sent it, which proves 3 dishonest alone.
+  expectEchoBlame(t, res, { 1: [2, 3], 2: [3] }, 3);
 });
 
 t.test('a wrong online share is named by the check against its presigning images', async (t) => {
@@ -120,7 +137,7 @@ t.test('a share that cancels the others (Σu = 0) is named as well', async (t) =
 
 t.test('images that lie consistently in presigning and online abort without a culprit, releasing nothing', async (t) => {
   let sent: Obj = {};
-  const pre = presign(c, [2, 3], 'lying-images', [], { tamper: new Map([[3, rewrite(3, 'ecdsa-presign/r3', (v) => { v.U = pointHex(G.multiply(99n)); sent = v; })]]) });
+  const pre = presign(c, [2, 3], 'lying-images', [], { tamper: new Map([[3, rewrite(3, 'ecdsa-presign/r3/v2', (v) => { v.U = pointHex(G.multiply(99n)); sent = v; })]]) });
   // The liar also echoes its forged images, so the echo agrees and only the signature can fail.
   const params: PresignParams = { sessionId: sid('lying-images'), signers: [2, 3], me: 3, key: c.keys.get(3)!, path: [], ot: c.ots.get(3)! };
   const forgedEcho = r3Digest(presignContext(params, c.keys.get(3)!.pkg.groupKey), 3, sent as { U: string; V: string; Phi: string });

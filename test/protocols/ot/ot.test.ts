@@ -5,7 +5,8 @@ import t from 'tap';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { Fn } from '../../../node/protocols/math/curve.ts';
 import { BASE_OT_COUNT, baseOtChoose, baseOtKeys, baseOtSender, unpackPoints } from '../../../node/protocols/ot/base-ot.ts';
-import { KAPPA, M, bitOf, kosReceive, kosSend, rowOf, transposeColumns } from '../../../node/protocols/ot/kos.ts';
+import { KAPPA, M, bitOf, degenerateChallenges, kosReceive, kosSend, rowOf, transposeColumns } from '../../../node/protocols/ot/kos.ts';
+import { ghash } from '@noble/ciphers/_polyval.js';
 import { rvoleAlice, rvoleBobFinish, rvoleBobStart } from '../../../node/protocols/ecdsa/rvole.ts';
 import { InputError } from '../../../node/protocols/round/errors.ts';
 import { seededRng } from '../simulate.ts';
@@ -74,4 +75,22 @@ t.test('KOS: the 8×8-block transpose equals the bit-by-bit one', async (t) => {
     for (let c = 0; c < KAPPA; c++) for (let k = 0; k < M; k++) if (bitOf(cols[c]!, k) !== bitOf(rowOf(rows, k), c)) same = false;
     t.ok(same, `random matrix ${round}: bit (c, k) of the columns is bit (k, c) of the rows`);
   }
+});
+
+t.test('KOS: a challenge pair that would lower the check\'s rank is refused', async (t) => {
+  const r = seededRng('challenges');
+  const square = (x: Uint8Array) => ghash(x, x); // one block: x·x
+  const pow2 = (x: Uint8Array, i: number) => Array.from({ length: i }).reduce<Uint8Array>((y) => square(y), x);
+  const one = new Uint8Array(16);
+  one[0] = 0x80;
+  for (let i = 0; i < 4; i++) t.notOk(degenerateChallenges(r(16), r(16)), `random pair ${i} is accepted`);
+  const a = r(16);
+  t.ok(degenerateChallenges(a, a), 'equal challenges');
+  t.ok(degenerateChallenges(a, pow2(a, 1)), 'χ_1 = χ_0^2');
+  t.ok(degenerateChallenges(a, pow2(a, 77)), 'χ_1 = χ_0^(2^77)');
+  t.ok(degenerateChallenges(new Uint8Array(16), a) && degenerateChallenges(a, new Uint8Array(16)), 'zero');
+  t.ok(degenerateChallenges(one, a) && degenerateChallenges(a, one), 'one (in GF(2))');
+  // The norm a^(2^64 + 1) lies in the subfield GF(2^64).
+  const norm = ghash(pow2(a, 64), a);
+  t.ok(degenerateChallenges(norm, r(16)) && degenerateChallenges(r(16), norm), 'an element of GF(2^64)');
 });
