@@ -1,16 +1,31 @@
 // The node's LevelDB store. Public values are stored as they are; secret values are sealed with
 // XChaCha20-Poly1305 under the node storage key, with the record's key as associated data so a
 // ciphertext cannot be moved to another record. Every multi-record change is one atomic batch.
+//
+// Every record, public or sealed, is also covered by an authenticated head (docs/storage.md): a sealed
+// record holding a version that grows with every write, the record count, and a keyed set hash, the
+// XOR of HMAC(record key, stored bytes) over all records (MSet-XOR-Hash, Clarke et al. 2003, keyed
+// from the storage key: without the key nobody can compute or test it offline). On open the store
+// recomputes it from what is on disk and refuses to open when a record was edited, removed, added or
+// rolled back to an older value; every read checks the record against the digest the head accounts
+// for. A rollback of the whole directory, head included, is caught by a rollback anchor kept
+// elsewhere (rollback-anchor.ts), when one is configured.
 import { Level } from 'level';
 import { xchacha20poly1305 } from '@noble/ciphers/chacha.js';
-import { randomBytes } from 'node:crypto';
+import { hkdf } from '@noble/hashes/hkdf.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { RollbackAnchor } from './rollback-anchor.ts';
 
 const SEALED_VERSION = 1;
 const NONCE_BYTES = 24;
+const HEAD_VERSION = 1;
+/** Sorts before every record key and is no record's name. */
+const HEAD_KEY = '\u0000head';
 const enc = new TextEncoder();
 
 export class SealedStoreError extends Error {
-  constructor(readonly code: 'not_found' | 'unseal_failed' | 'bad_version', message: string) {
+  constructor(readonly code: 'not_found' | 'unseal_failed' | 'bad_version' | 'tampered' | 'rolled_back', message: string) {
     super(message);
     this.name = 'SealedStoreError';
   }
@@ -20,17 +35,86 @@ export type BatchOp =
   | { type: 'put'; key: string; value: Uint8Array; secret?: boolean }
   | { type: 'del'; key: string };
 
+export interface SealedStoreOptions {
+  /** Where the head's version is also kept, off this disk (rollback-anchor.ts). */
+  anchor?: RollbackAnchor;
+}
+
+interface Head {
+  version: bigint;
+  count: number;
+  acc: Uint8Array;
+}
+
 export class SealedStore {
+  /** Digest of every record as the head accounts for it; a write in flight adds its new digest in `pending`. */
+  private readonly digests = new Map<string, Uint8Array>();
+  private readonly pending = new Map<string, Uint8Array | undefined>();
+  private writes: Promise<unknown> = Promise.resolve();
+
   private constructor(
     private readonly db: Level<string, Uint8Array>,
     private readonly storageKey: Uint8Array,
+    private readonly macKey: Uint8Array,
+    private head: Head,
+    private readonly anchor: RollbackAnchor | undefined,
+    /** True when the store had records but no head yet (written before heads existed) and was adopted. */
+    readonly adopted: boolean,
   ) {}
 
-  static async open(dir: string, storageKey: Uint8Array): Promise<SealedStore> {
+  static async open(dir: string, storageKey: Uint8Array, opts: SealedStoreOptions = {}): Promise<SealedStore> {
     if (storageKey.length !== 32) throw new Error('storage key must be 32 bytes');
+    const macKey = hkdf(sha256, storageKey, undefined, enc.encode('custody/store/record-mac/v1'), 32);
     const db = new Level<string, Uint8Array>(dir, { valueEncoding: 'view' });
     await db.open();
-    return new SealedStore(db, storageKey);
+    try {
+      const digests = new Map<string, Uint8Array>();
+      const acc = new Uint8Array(32);
+      for await (const [key, value] of db.iterator()) {
+        if (key === HEAD_KEY) continue;
+        const d = recordDigest(macKey, key, value);
+        digests.set(key, d);
+        xorInto(acc, d);
+      }
+      const headBlob = await db.get(HEAD_KEY);
+      let head: Head;
+      let adopted = false;
+      if (headBlob === undefined) {
+        head = { version: 0n, count: digests.size, acc };
+        adopted = digests.size > 0;
+      } else {
+        try {
+          head = decodeHead(unsealWith(storageKey, HEAD_KEY, headBlob));
+        } catch (err) {
+          if (err instanceof SealedStoreError && err.code === 'unseal_failed') throw new SealedStoreError('unseal_failed', 'the store\'s head does not open under this storage key: is it the key this store was made with?');
+          throw err;
+        }
+        if (head.count !== digests.size || !timingSafeEqual(head.acc, acc)) {
+          throw new SealedStoreError('tampered', 'the store\'s records do not match its authenticated head: a record was edited, removed, added or rolled back');
+        }
+      }
+      if (opts.anchor) {
+        const anchored = await opts.anchor.read();
+        if (anchored !== undefined && anchored > head.version) {
+          throw new SealedStoreError('rolled_back', `the store is at version ${head.version} but its rollback anchor says ${anchored}: the data directory was restored from an older copy`);
+        }
+      }
+      const store = new SealedStore(db, storageKey, macKey, head, opts.anchor, adopted);
+      for (const [k, d] of digests) store.digests.set(k, d);
+      // A store from before heads existed gets one now; an anchor behind the head (a crash between the
+      // two writes) catches up.
+      if (adopted) await store.commit([]);
+      else if (opts.anchor) await opts.anchor.write(head.version);
+      return store;
+    } catch (err) {
+      await db.close();
+      throw err;
+    }
+  }
+
+  /** The head's version: grows by one with every write. */
+  get version(): bigint {
+    return this.head.version;
   }
 
   private seal(key: string, plaintext: Uint8Array): Uint8Array {
@@ -43,48 +127,93 @@ export class SealedStore {
     return out;
   }
 
-  private unseal(key: string, blob: Uint8Array): Uint8Array {
-    if (blob[0] !== SEALED_VERSION) throw new SealedStoreError('bad_version', `sealed record ${key} has unknown version ${blob[0]}`);
-    try {
-      return xchacha20poly1305(this.storageKey, blob.subarray(1, 1 + NONCE_BYTES), enc.encode(key)).decrypt(blob.subarray(1 + NONCE_BYTES));
-    } catch {
-      throw new SealedStoreError('unseal_failed', `sealed record ${key} does not open under this storage key`);
+  /** The stored bytes of `key`, checked against the digest the head accounts for. */
+  private async read(key: string): Promise<Uint8Array | undefined> {
+    if (key === HEAD_KEY) throw new SealedStoreError('not_found', 'not a record');
+    const raw = (await this.db.get(key)) ?? undefined;
+    const expected = this.digests.get(key);
+    const inFlight = this.pending.has(key);
+    const next = this.pending.get(key);
+    if (raw === undefined) {
+      if (expected && !(inFlight && next === undefined)) throw tampered(key);
+      return undefined;
     }
+    const d = recordDigest(this.macKey, key, raw);
+    const ok = (expected !== undefined && timingSafeEqual(d, expected)) || (next !== undefined && timingSafeEqual(d, next));
+    if (!ok) throw tampered(key);
+    return raw;
   }
 
   async get(key: string): Promise<Uint8Array | undefined> {
-    return (await this.db.get(key)) ?? undefined;
+    return this.read(key);
   }
 
   async getSecret(key: string): Promise<Uint8Array | undefined> {
-    const blob = await this.db.get(key);
-    return blob === undefined ? undefined : this.unseal(key, blob);
+    const blob = await this.read(key);
+    return blob === undefined ? undefined : unsealWith(this.storageKey, key, blob);
   }
 
-  /**
-   * A plain record, written to the log without waiting for the disk: it survives the process dying,
-   * not the machine losing power. For marks whose loss cannot do harm (a claimed session id guards
-   * nonces that live only in memory and die with the machine too).
-   */
+  /** A public record, on disk (fsync) with the head before this resolves. */
   async put(key: string, value: Uint8Array): Promise<void> {
-    await this.db.put(key, value);
+    await this.batch([{ type: 'put', key, value }]);
   }
 
-  /** A sealed record, on disk (fsync) before this resolves. */
+  /** A sealed record, on disk (fsync) with the head before this resolves. */
   async putSecret(key: string, value: Uint8Array): Promise<void> {
-    await this.db.put(key, this.seal(key, value), { sync: true });
+    await this.batch([{ type: 'put', key, value, secret: true }]);
   }
 
-  /** Applies every operation or none, on disk (fsync) before this resolves: key material goes this way. */
+  /** Applies every operation or none, with the new head, on disk (fsync) before this resolves. */
   async batch(ops: BatchOp[]): Promise<void> {
-    await this.db.batch(
-      ops.map((op) => (op.type === 'del' ? op : { type: 'put' as const, key: op.key, value: op.secret ? this.seal(op.key, op.value) : op.value })),
-      { sync: true },
-    );
+    for (const op of ops) if (op.key === HEAD_KEY) throw new SealedStoreError('not_found', 'not a record');
+    await this.commit(ops.map((op) => (op.type === 'del' ? op : { type: 'put' as const, key: op.key, value: op.secret ? this.seal(op.key, op.value) : op.value })));
   }
 
+  /** Writes are serialized: each moves the head from the version the previous one left. */
+  private commit(ops: ({ type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string })[]): Promise<void> {
+    const run = async () => {
+      const acc = new Uint8Array(this.head.acc);
+      let count = this.head.count;
+      const changes = new Map<string, Uint8Array | undefined>();
+      for (const op of ops) {
+        const old = changes.has(op.key) ? changes.get(op.key) : this.digests.get(op.key);
+        if (old) {
+          xorInto(acc, old);
+          count--;
+        }
+        if (op.type === 'put') {
+          const d = recordDigest(this.macKey, op.key, op.value);
+          xorInto(acc, d);
+          count++;
+          changes.set(op.key, d);
+        } else changes.set(op.key, undefined);
+      }
+      const head: Head = { version: this.head.version + 1n, count, acc };
+      for (const [k, d] of changes) this.pending.set(k, d);
+      try {
+        await this.db.batch([...ops, { type: 'put', key: HEAD_KEY, value: this.seal(HEAD_KEY, encodeHead(head)) }], { sync: true });
+        for (const [k, d] of changes) {
+          if (d) this.digests.set(k, d);
+          else this.digests.delete(k);
+        }
+        this.head = head;
+      } finally {
+        for (const k of changes.keys()) this.pending.delete(k);
+      }
+      await this.anchor?.write(head.version);
+    };
+    const next = this.writes.then(run, run);
+    this.writes = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Record keys under `prefix`, in order (only records the head accounts for). */
   async *keys(prefix: string): AsyncGenerator<string> {
-    for await (const k of this.db.keys({ gte: prefix, lt: prefix + '\xff' })) yield k;
+    for await (const k of this.db.keys({ gte: prefix, lt: prefix + '\xff' })) {
+      if (k === HEAD_KEY) continue;
+      if (!this.digests.has(k) && !this.pending.has(k)) throw tampered(k);
+      yield k;
+    }
   }
 
   /** Raw bytes as stored (for tests that prove secrets are not stored in the clear). */
@@ -93,6 +222,49 @@ export class SealedStore {
   }
 
   async close(): Promise<void> {
+    await this.writes;
     await this.db.close();
   }
+}
+
+function tampered(key: string): SealedStoreError {
+  return new SealedStoreError('tampered', `record ${key} is not the one the store's authenticated head accounts for`);
+}
+
+function unsealWith(storageKey: Uint8Array, key: string, blob: Uint8Array): Uint8Array {
+  if (blob[0] !== SEALED_VERSION) throw new SealedStoreError('bad_version', `sealed record ${key} has unknown version ${blob[0]}`);
+  try {
+    return xchacha20poly1305(storageKey, blob.subarray(1, 1 + NONCE_BYTES), enc.encode(key)).decrypt(blob.subarray(1 + NONCE_BYTES));
+  } catch {
+    throw new SealedStoreError('unseal_failed', `sealed record ${key} does not open under this storage key`);
+  }
+}
+
+/** HMAC-SHA-256 under the store's record key of (u32 length ‖ record key ‖ stored bytes). */
+function recordDigest(macKey: Uint8Array, key: string, value: Uint8Array): Uint8Array {
+  const k = enc.encode(key);
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(k.length);
+  return new Uint8Array(createHmac('sha256', macKey).update(len).update(k).update(value).digest());
+}
+
+function xorInto(acc: Uint8Array, d: Uint8Array): void {
+  for (let i = 0; i < acc.length; i++) acc[i]! ^= d[i]!;
+}
+
+/** Head bytes: version byte, u64 version, u32 record count, 32-byte set hash. */
+function encodeHead(h: Head): Uint8Array {
+  const out = new Uint8Array(1 + 8 + 4 + 32);
+  const v = new DataView(out.buffer);
+  out[0] = HEAD_VERSION;
+  v.setBigUint64(1, h.version);
+  v.setUint32(9, h.count);
+  out.set(h.acc, 13);
+  return out;
+}
+
+function decodeHead(b: Uint8Array): Head {
+  if (b.length !== 45 || b[0] !== HEAD_VERSION) throw new SealedStoreError('bad_version', 'the store head has an unknown format');
+  const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  return { version: v.getBigUint64(1), count: v.getUint32(9), acc: b.slice(13) };
 }

@@ -37,9 +37,8 @@ t.test('secrets are not stored in the clear, and open only under the same key an
   await t.rejects(store.getSecret('share/v1/b'), SealedStoreError);
   await store.close();
 
-  const wrong = await SealedStore.open(d, new Uint8Array(32).fill(8));
-  await t.rejects(wrong.getSecret('share/v1/a'), { code: 'unseal_failed' });
-  await wrong.close();
+  // Under another key the store's authenticated head does not open, so nothing is read at all.
+  await t.rejects(SealedStore.open(d, new Uint8Array(32).fill(8)), { code: 'unseal_failed' });
 });
 
 t.test('batches apply every operation together', async (t) => {

@@ -1,0 +1,79 @@
+// Where a node keeps the version of its store's authenticated head apart from the store itself, so
+// that restoring the whole data directory from an older copy (head included) is noticed at the next
+// open (docs/storage.md). An anchor is only as good as the place it lives: on the same disk as the
+// store it stops nothing; on storage the host cannot roll back (another volume under separate control,
+// or a monotonic counter of an enclave's key service) it makes the store's version monotonic.
+import { xchacha20poly1305 } from '@noble/ciphers/chacha.js';
+import { hkdf } from '@noble/hashes/hkdf.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+export interface RollbackAnchor {
+  /** The highest version written, or undefined when the anchor is new. */
+  read(): Promise<bigint | undefined>;
+  /** Records `version`, durably; a lower version than the one held is ignored. */
+  write(version: bigint): Promise<void>;
+}
+
+export class RollbackAnchorError extends Error {
+  readonly code = 'bad_anchor';
+  constructor(message: string) {
+    super(message);
+    this.name = 'RollbackAnchorError';
+  }
+}
+
+const AAD = new TextEncoder().encode('custody/rollback-anchor/v1');
+
+/**
+ * A file holding the version sealed under a key derived from the storage key, so nobody without the
+ * key can write a version it accepts. Written to a temporary file, synced and renamed over the old one.
+ */
+export class FileRollbackAnchor implements RollbackAnchor {
+  private readonly key: Uint8Array;
+  private held: bigint | undefined;
+
+  constructor(private readonly path: string, storageKey: Uint8Array) {
+    this.key = hkdf(sha256, storageKey, undefined, new TextEncoder().encode('custody/store/rollback-anchor/v1'), 32);
+  }
+
+  async read(): Promise<bigint | undefined> {
+    if (!existsSync(this.path)) return (this.held = undefined);
+    const blob = new Uint8Array(readFileSync(this.path));
+    if (blob.length !== 24 + 8 + 16) throw new RollbackAnchorError(`${this.path} is not a rollback anchor`);
+    let plain: Uint8Array;
+    try {
+      plain = xchacha20poly1305(this.key, blob.subarray(0, 24), AAD).decrypt(blob.subarray(24));
+    } catch {
+      throw new RollbackAnchorError(`${this.path} does not open under this node's storage key`);
+    }
+    this.held = new DataView(plain.buffer, plain.byteOffset, 8).getBigUint64(0);
+    return this.held;
+  }
+
+  async write(version: bigint): Promise<void> {
+    if (this.held !== undefined && version <= this.held) return;
+    const plain = new Uint8Array(8);
+    new DataView(plain.buffer).setBigUint64(0, version);
+    const nonce = new Uint8Array(randomBytes(24));
+    const blob = new Uint8Array([...nonce, ...xchacha20poly1305(this.key, nonce, AAD).encrypt(plain)]);
+    const tmp = `${this.path}.tmp`;
+    const fd = openSync(tmp, 'w', 0o600);
+    try {
+      writeSync(fd, blob);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, this.path);
+    const dir = openSync(dirname(this.path), 'r');
+    try {
+      fsyncSync(dir);
+    } finally {
+      closeSync(dir);
+    }
+    this.held = version;
+  }
+}

@@ -1,0 +1,119 @@
+// The disk under a node may be malicious (docs/threat-model.md): it must not be able to edit, remove,
+// add or roll back the records that decide authorization — a vault's owner, end-user requirement and
+// committee pins, the OT retirement, used marks, the trust log — without the node noticing. Each test
+// changes the LevelDB directory while the node is stopped, as a host with the disk would, and reopens.
+import t, { type Test } from 'tap';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { Level } from 'level';
+import { SealedStore } from '../../node/storage/sealed-store.ts';
+import { FileRollbackAnchor } from '../../node/storage/rollback-anchor.ts';
+import { KeyVault } from '../../node/runtime/key-vault.ts';
+import { encodeOtSetup, type EcdsaOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
+
+const storageKey = new Uint8Array(randomBytes(32));
+const setup: EcdsaOtSetup = { keyId: 'k', epoch: 0, parties: [1, 2, 3], me: 1, setupId: 'ab'.repeat(32), peers: {}, retired: [] };
+
+function tmp(t: Test): string {
+  const d = mkdtempSync(join(tmpdir(), 'rollback-'));
+  t.teardown(() => rmSync(d, { recursive: true, force: true }));
+  return d;
+}
+
+/** The host's view: the raw LevelDB, with no key. */
+async function onDisk(dir: string, f: (db: Level<string, Uint8Array>) => Promise<void>): Promise<void> {
+  const db = new Level<string, Uint8Array>(dir, { valueEncoding: 'view' });
+  await db.open();
+  await f(db);
+  await db.close();
+}
+
+async function populated(dir: string): Promise<void> {
+  const store = await SealedStore.open(dir, storageKey);
+  await store.batch([{ type: 'put', key: 'key/k/current/committee', value: new TextEncoder().encode(JSON.stringify({ owner: 'acme', committee: [], tier: 'hosted', endUser: { required: true } })) }]);
+  const vault = new KeyVault(store);
+  await vault.putOt('k', setup, encodeOtSetup(setup));
+  await vault.claimSession('cd'.repeat(32));
+  await store.close();
+}
+
+t.test('an edited public record (a vault\'s owner and end-user requirement) is refused at open', async (t) => {
+  const dir = tmp(t);
+  await populated(dir);
+  await onDisk(dir, (db) => db.put('key/k/current/committee', new TextEncoder().encode(JSON.stringify({ owner: 'mallory', committee: [], tier: 'hosted' }))));
+  await t.rejects(SealedStore.open(dir, storageKey), { code: 'tampered' });
+});
+
+t.test('a removed used mark is refused at open', async (t) => {
+  const dir = tmp(t);
+  await populated(dir);
+  await onDisk(dir, (db) => db.del(`used/${'cd'.repeat(32)}`));
+  await t.rejects(SealedStore.open(dir, storageKey), { code: 'tampered' });
+});
+
+t.test('an added record is refused at open', async (t) => {
+  const dir = tmp(t);
+  await populated(dir);
+  await onDisk(dir, (db) => db.put('trust/org/mallory', new Uint8Array([1, 2, 3])));
+  await t.rejects(SealedStore.open(dir, storageKey), { code: 'tampered' });
+});
+
+t.test('a retirement rolled back to its older sealed value is refused at open', async (t) => {
+  const dir = tmp(t);
+  await populated(dir);
+  let before: Uint8Array | undefined;
+  await onDisk(dir, async (db) => {
+    before = await db.get('key/k/current/ot-retired');
+  });
+  const store = await SealedStore.open(dir, storageKey);
+  await new KeyVault(store).retireOtPairs('k', setup.setupId, [2]);
+  t.same((await new KeyVault(store).ot('k'))?.retired, [2]);
+  await store.close();
+  // The host writes back the record as it was before the retirement: it opens under the storage key
+  // (it is a genuine old ciphertext of that record), but the head accounts for the newer one.
+  await onDisk(dir, (db) => db.put('key/k/current/ot-retired', before!));
+  await t.rejects(SealedStore.open(dir, storageKey), { code: 'tampered' });
+});
+
+t.test('a whole directory restored from an older copy is refused when a rollback anchor is kept elsewhere', async (t) => {
+  const dir = tmp(t);
+  const elsewhere = tmp(t);
+  const anchorFile = join(elsewhere, 'anchor');
+  const store = await SealedStore.open(dir, storageKey, { anchor: new FileRollbackAnchor(anchorFile, storageKey) });
+  await new KeyVault(store).putOt('k', setup, encodeOtSetup(setup));
+  await store.close();
+  const copy = tmp(t);
+  cpSync(dir, copy, { recursive: true });
+  const again = await SealedStore.open(dir, storageKey, { anchor: new FileRollbackAnchor(anchorFile, storageKey) });
+  await new KeyVault(again).retireOtPairs('k', setup.setupId, [3]);
+  await again.close();
+  rmSync(dir, { recursive: true, force: true });
+  cpSync(copy, dir, { recursive: true });
+  await t.rejects(SealedStore.open(dir, storageKey, { anchor: new FileRollbackAnchor(anchorFile, storageKey) }), { code: 'rolled_back' }, 'the older copy is consistent in itself, but behind the anchor');
+  const current = await SealedStore.open(copy, storageKey);
+  t.ok(current, 'without an anchor the older copy opens: the anchor is what makes the version monotonic');
+  await current.close();
+});
+
+t.test('an untouched store reopens, its version having grown with every write', async (t) => {
+  const dir = tmp(t);
+  await populated(dir);
+  const store = await SealedStore.open(dir, storageKey);
+  t.equal(store.version, 3n, 'three writes');
+  t.same((await new KeyVault(store).ot('k'))?.setupId, setup.setupId);
+  await store.close();
+});
+
+t.test('a store written before heads existed is adopted once', async (t) => {
+  const dir = tmp(t);
+  await onDisk(dir, (db) => db.put('identity/v1', new Uint8Array([1])));
+  const store = await SealedStore.open(dir, storageKey);
+  t.ok(store.adopted);
+  t.equal(store.version, 1n);
+  await store.close();
+  const again = await SealedStore.open(dir, storageKey);
+  t.notOk(again.adopted, 'and verified from then on');
+  await again.close();
+});
