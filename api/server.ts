@@ -25,7 +25,11 @@ await runMain('api', async () => {
   const vaults = new VaultService({ store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg } });
   const jobs = new KeyJobs(vaults, coordinator, log);
   const chains = connectChains(chainBackends(config));
-  const transactions = new TransactionService({ vaults, hasBackend: (chain) => chains.has(chain) });
+  const transactions = new TransactionService({
+    vaults, hasBackend: (chain) => chains.has(chain),
+    utxos: async (chain, address) => (await chains.bitcoin(chain)?.utxos(address)) ?? [],
+    busyOutputs: (wallet): Promise<Set<string>> => txWorker.busyOutputs(wallet),
+  });
   const txWorker = new TransactionWorker({ vaults, transactions, coordinator, chains, log, trustLog: (org) => vaults.trustLog(org) });
   const emailProvider = emailProviderFromConfig(config);
   const objectStore = objectStoreFromConfig(config);

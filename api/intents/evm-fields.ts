@@ -19,6 +19,8 @@ export interface EvmFields {
   asset?: string | undefined;
   maxFee?: string | undefined;
   idempotencyKey: string;
+  /** Unix seconds; nodes refuse 0 (no expiry) and anything more than a day ahead. */
+  notAfter?: bigint | undefined;
 }
 
 const addr = (a: string) => hexToBytes(a.slice(2).toLowerCase());
@@ -36,6 +38,6 @@ export function evmIntentFromFields(f: EvmFields): EvmTransferIntent {
     data: new Uint8Array(),
     maxFee: f.maxFee === undefined ? DEFAULT_EVM_MAX_FEE : BigInt(f.maxFee),
     idempotencyKey: f.idempotencyKey,
-    notAfter: 0n,
+    notAfter: f.notAfter ?? 0n,
   };
 }

@@ -1,6 +1,7 @@
-// Transaction intents, version 1 (docs/intents.md). A customer signs the canonical bytes with an
+// Transaction intents, versions 1 and 2 (docs/intents.md). A customer signs the canonical bytes with an
 // Ed25519 API key; the API and every signer node parse the same bytes with this module, and each node
-// recomputes the digest it signs from them.
+// recomputes the digest it signs from them. Version 2 is a Bitcoin transfer whose named inputs carry
+// their amounts (BIP-143 commits a P2WPKH signature to its own input's amount only).
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { IntentFormatError, Reader, Writer } from './canonical.ts';
 import { verifyEd25519 } from '../../common/ed25519.ts';
@@ -8,6 +9,15 @@ import { verifyEd25519 } from '../../common/ed25519.ts';
 /** Every intent starts with these 15 bytes: the domain, then a NUL. */
 export const INTENT_DOMAIN = new TextEncoder().encode('custody-intent\0');
 export const INTENT_VERSION = 1;
+/** Bitcoin transfers whose named inputs carry their amounts. */
+export const INTENT_VERSION_INPUT_AMOUNTS = 2;
+
+/**
+ * The longest an intent may stay signable: nodes and the API refuse a `not_after` further than this
+ * from their clock. It bounds how long a node must remember what it signed for an intent, and how long a
+ * leaked signed intent stays usable.
+ */
+export const MAX_INTENT_LIFETIME_SECONDS = 24n * 60n * 60n;
 
 export const KIND_EVM_TRANSFER = 1;
 export const KIND_BTC_TRANSFER = 2;
@@ -38,7 +48,7 @@ export interface EvmTransferIntent {
   /** Ceiling on the whole fee in wei: gas limit x max fee per gas. */
   maxFee: bigint;
   idempotencyKey: string;
-  /** Unix seconds after which nodes refuse to sign; 0 for none. */
+  /** Unix seconds after which nodes refuse to sign; required (not 0), at most a day ahead. */
   notAfter: bigint;
 }
 
@@ -55,6 +65,11 @@ export interface BtcOutpoint {
   /** Transaction id as displayed (big-endian hex order), 32 bytes. */
   txid: Uint8Array;
   vout: number;
+  /**
+   * Satoshis of the spent output (version 2). Either every named input carries one or none does; a
+   * P2WPKH spend needs them, since its signature commits to its own input's amount only.
+   */
+  amount?: bigint;
 }
 
 export interface BtcTransferIntent {
@@ -69,7 +84,7 @@ export interface BtcTransferIntent {
   maxFeeRate: bigint;
   /** Ceiling on the absolute fee, satoshis. */
   maxFee: bigint;
-  /** Inputs to spend; empty lets the service select UTXOs of `from`. */
+  /** Inputs to spend; empty lets the service select UTXOs of `from` (P2TR only). */
   inputs: BtcOutpoint[];
   idempotencyKey: string;
   notAfter: bigint;
@@ -77,8 +92,28 @@ export interface BtcTransferIntent {
 
 export type Intent = EvmTransferIntent | BtcTransferIntent;
 
-function header(w: Writer, kind: number): Writer {
-  return w.raw(INTENT_DOMAIN).u8(INTENT_VERSION).u8(kind);
+const MAX_MONEY = 21_000_000n * 100_000_000n;
+
+function header(w: Writer, kind: number, version = INTENT_VERSION): Writer {
+  return w.raw(INTENT_DOMAIN).u8(version).u8(kind);
+}
+
+/** Version 2 exactly when the named inputs carry amounts: one encoding per intent. */
+function btcVersion(inputs: BtcOutpoint[]): number {
+  const withAmount = inputs.filter((i) => i.amount !== undefined).length;
+  if (withAmount && withAmount !== inputs.length) throw new IntentFormatError('either every input carries its amount or none does');
+  return withAmount ? INTENT_VERSION_INPUT_AMOUNTS : INTENT_VERSION;
+}
+
+/**
+ * Why an intent's `not_after` does not allow signing at `nowSeconds`, or undefined when it does. The
+ * API and every node apply this same rule.
+ */
+export function intentExpiryProblem(notAfter: bigint, nowSeconds: bigint): 'intent_expiry_required' | 'intent_expiry_too_far' | 'intent_expired' | undefined {
+  if (notAfter === 0n) return 'intent_expiry_required';
+  if (notAfter > nowSeconds + MAX_INTENT_LIFETIME_SECONDS) return 'intent_expiry_too_far';
+  if (nowSeconds > notAfter) return 'intent_expired';
+  return undefined;
 }
 
 export function encodeIntent(intent: Intent): Uint8Array {
@@ -96,7 +131,7 @@ export function encodeIntent(intent: Intent): Uint8Array {
     if (intent.chainId === 0n) throw new IntentFormatError('chain id must not be 0');
     w.u256(intent.amount).bytes(intent.data, MAX_CALLDATA, 'data').u256(intent.maxFee);
   } else {
-    header(w, KIND_BTC_TRANSFER)
+    header(w, KIND_BTC_TRANSFER, btcVersion(intent.inputs))
       .str(intent.organization, 'organization', ID, 128)
       .str(intent.walletId, 'wallet_id', ID, 128)
       .u8(NETWORKS.indexOf(intent.network) + 1)
@@ -111,7 +146,18 @@ export function encodeIntent(intent: Intent): Uint8Array {
     w.u64(intent.maxFeeRate).u64(intent.maxFee);
     if (intent.inputs.length > MAX_INPUTS) throw new IntentFormatError(`at most ${MAX_INPUTS} inputs`);
     w.u16(intent.inputs.length);
-    for (const i of intent.inputs) w.fixed(i.txid, 32, 'input txid').u32(i.vout);
+    const seen = new Set<string>();
+    for (const i of intent.inputs) {
+      w.fixed(i.txid, 32, 'input txid').u32(i.vout);
+      if (i.amount !== undefined) {
+        if (i.amount <= 0n || i.amount > MAX_MONEY) throw new IntentFormatError('input amounts are positive and at most 21 million BTC');
+        w.u64(i.amount);
+        // A duplicate outpoint could state two amounts for one output; version 1 keeps its old rules.
+        const id = `${Array.from(i.txid).join()}:${i.vout}`;
+        if (seen.has(id)) throw new IntentFormatError('an input is named twice');
+        seen.add(id);
+      }
+    }
   }
   return w.str(intent.idempotencyKey, 'idempotency_key', IDEMPOTENCY, 128).u64(intent.notAfter).finish();
 }
@@ -122,8 +168,9 @@ export function decodeIntent(bytes: Uint8Array): Intent {
   const domain = r.fixed(INTENT_DOMAIN.length, 'domain');
   if (!domain.every((b, i) => b === INTENT_DOMAIN[i])) throw new IntentFormatError('not an intent (domain)');
   const version = r.u8('version');
-  if (version !== INTENT_VERSION) throw new IntentFormatError(`intent version ${version} is not supported`);
+  if (version !== INTENT_VERSION && version !== INTENT_VERSION_INPUT_AMOUNTS) throw new IntentFormatError(`intent version ${version} is not supported`);
   const kind = r.u8('kind');
+  if (version === INTENT_VERSION_INPUT_AMOUNTS && kind !== KIND_BTC_TRANSFER) throw new IntentFormatError(`intent version ${version} is for Bitcoin transfers`);
   let intent: Intent;
   if (kind === KIND_EVM_TRANSFER) {
     const organization = r.str('organization', ID, 128);
@@ -152,7 +199,12 @@ export function decodeIntent(bytes: Uint8Array): Intent {
     const maxFee = r.u64('max_fee');
     const inputs: BtcOutpoint[] = [];
     const nIn = r.u16('inputs');
-    for (let i = 0; i < nIn; i++) inputs.push({ txid: r.fixed(32, 'input txid'), vout: r.u32('input vout') });
+    if (version === INTENT_VERSION_INPUT_AMOUNTS && nIn === 0) throw new IntentFormatError(`intent version ${version} names its inputs`);
+    for (let i = 0; i < nIn; i++) {
+      const input: BtcOutpoint = { txid: r.fixed(32, 'input txid'), vout: r.u32('input vout') };
+      if (version === INTENT_VERSION_INPUT_AMOUNTS) input.amount = r.u64('input amount');
+      inputs.push(input);
+    }
     intent = { kind: 'btc.transfer', organization, walletId, network, from, outputs, maxFeeRate, maxFee, inputs, idempotencyKey: '', notAfter: 0n };
   } else {
     throw new IntentFormatError(`unknown intent kind ${kind}`);

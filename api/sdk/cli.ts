@@ -23,8 +23,13 @@ const USAGE = `usage: npm run cli -- <command>
   vault reshare <vaultId> [--target-tier <tier>]
   wallet create <vaultId> --chain <chain> [--account <n>] [--address-type <p2wpkh|p2tr>]
   wallet get <walletId>
+  wallet utxos <walletId>                               a Bitcoin wallet's unspent outputs with their amounts
   tx send-evm --wallet <walletId> --to <0x address> --amount <base units> --idempotency-key <key>
-              [--asset <native|0x contract>] [--max-fee <wei>] [--end-user-token <jwt>]
+              [--asset <native|0x contract>] [--max-fee <wei>] [--not-after <unix s>] [--end-user-token <jwt>]
+  tx send-btc --wallet <walletId> --to <address> --amount <sat> --max-fee-rate <sat/vB> --max-fee <sat>
+              --idempotency-key <key> [--not-after <unix s>] [--end-user-token <jwt>]
+              (inputs, with their amounts, are chosen from the wallet's UTXOs for a P2WPKH wallet)
+  (--not-after defaults to an hour from now; the nodes refuse more than 24 hours ahead)
   tx get <txId>
   tx wait <txId> [--state <state>] [--timeout <ms>]      (default state: final; exits 1 if it ends failed or rejected)
   end-user-auth set --jwks-file <json> --audience <aud>
@@ -39,7 +44,7 @@ const OPTIONS = {
   tier: { type: 'string' }, name: { type: 'string' }, 'policy-file': { type: 'string' }, 'end-user-subject': { type: 'string' }, 'target-tier': { type: 'string' },
   chain: { type: 'string' }, account: { type: 'string' }, 'address-type': { type: 'string' },
   wallet: { type: 'string' }, to: { type: 'string' }, amount: { type: 'string' }, asset: { type: 'string' }, 'max-fee': { type: 'string' },
-  'idempotency-key': { type: 'string' }, 'end-user-token': { type: 'string' },
+  'idempotency-key': { type: 'string' }, 'end-user-token': { type: 'string' }, 'not-after': { type: 'string' }, 'max-fee-rate': { type: 'string' },
   'jwks-file': { type: 'string' }, audience: { type: 'string' },
   state: { type: 'string' }, timeout: { type: 'string' }, help: { type: 'boolean', short: 'h' },
 } as const;
@@ -128,17 +133,35 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'wallet get': { args: ['walletId'], run: async (a, _o, c) => (await c()).getWallet(a.walletId!) },
+  'wallet utxos': { args: ['walletId'], run: async (a, _o, c) => ({ utxos: await (await c()).listUtxos(a.walletId!) }) },
   'tx send-evm': {
-    args: [], required: ['wallet', 'to', 'amount', 'idempotency-key'], optional: ['asset', 'max-fee', 'end-user-token'],
+    args: [], required: ['wallet', 'to', 'amount', 'idempotency-key'], optional: ['asset', 'max-fee', 'not-after', 'end-user-token'],
     async run(_a, o, c) {
       if (!BASE10.test(o.amount!)) throw new UsageError('--amount must be base units as a base-10 integer');
       if (o['max-fee'] !== undefined && !BASE10.test(o['max-fee'])) throw new UsageError('--max-fee must be wei as a base-10 integer');
+      const notAfter = integer(o['not-after'], '--not-after');
       const client = await c();
       // The intent names the wallet's chain and address, so the wallet is read first.
       const wallet = await client.getWallet(o.wallet!);
       return client.sendEvm({
         wallet, to: o.to!, amount: o.amount!, idempotencyKey: o['idempotency-key']!,
         ...(o.asset !== undefined ? { asset: o.asset } : {}), ...(o['max-fee'] !== undefined ? { maxFee: o['max-fee'] } : {}),
+        ...(notAfter !== undefined ? { notAfter: BigInt(notAfter) } : {}),
+        ...(o['end-user-token'] !== undefined ? { endUserToken: o['end-user-token'] } : {}),
+      });
+    },
+  },
+  'tx send-btc': {
+    args: [], required: ['wallet', 'to', 'amount', 'max-fee-rate', 'max-fee', 'idempotency-key'], optional: ['not-after', 'end-user-token'],
+    async run(_a, o, c) {
+      for (const k of ['amount', 'max-fee-rate', 'max-fee'] as const) if (!BASE10.test(o[k]!)) throw new UsageError(`--${k} must be a base-10 integer`);
+      if (BigInt(o.amount!) === 0n) throw new UsageError('--amount must be positive');
+      const notAfter = integer(o['not-after'], '--not-after');
+      const client = await c();
+      const wallet = await client.getWallet(o.wallet!);
+      return client.sendBitcoin({
+        wallet, outputs: [{ address: o.to!, amount: BigInt(o.amount!) }], maxFeeRate: BigInt(o['max-fee-rate']!), maxFee: BigInt(o['max-fee']!),
+        idempotencyKey: o['idempotency-key']!, ...(notAfter !== undefined ? { notAfter: BigInt(notAfter) } : {}),
         ...(o['end-user-token'] !== undefined ? { endUserToken: o['end-user-token'] } : {}),
       });
     },

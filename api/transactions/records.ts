@@ -29,9 +29,13 @@ export interface TransactionRecord {
   transfers: TransferRecord[];
   tx_hash: string | null;
   reason: string | null;
-  /** EVM: the nonce it was signed with; Bitcoin: the outpoints it spends. */
+  /**
+   * EVM: the nonce it is signed with; Bitcoin: the outpoints it spends (`txid:vout`) and their amounts
+   * (sat). Reserved before the first signing request and kept by every retry.
+   */
   nonce?: number;
   inputs?: string[];
+  input_amounts?: string[];
   fee: string | null;
   raw_tx?: string;
   block_number?: number;

@@ -10,7 +10,7 @@ import { toHex as viemHex } from 'viem';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import { ApiError } from '../errors.ts';
 import { IntentFormatError } from '../intents/canonical.ts';
-import { decodeIntent, encodeIntent, verifyIntentSignature, type Intent } from '../intents/intent.ts';
+import { decodeIntent, encodeIntent, intentExpiryProblem, MAX_INTENT_LIFETIME_SECONDS, verifyIntentSignature, type Intent } from '../intents/intent.ts';
 import { evmIntentFromFields } from '../intents/evm-fields.ts';
 import { evmNetwork } from '../chains/evm/evm-networks.ts';
 import { BITCOIN_NETWORKS } from '../chains/bitcoin/bitcoin-networks.ts';
@@ -22,6 +22,7 @@ import type { VaultService } from '../vaults/vault-service.ts';
 import type { ApiKeyRecord, VaultRecord, WalletRecord } from '../vaults/records.ts';
 import { newId } from '../vaults/vault-service.ts';
 import type { TransactionJob, TransactionRecord } from './records.ts';
+import type { Utxo } from '../chains/bitcoin/esplora-client.ts';
 
 export interface SubmitTransaction {
   wallet_id: string;
@@ -30,6 +31,8 @@ export interface SubmitTransaction {
   amount?: string | undefined;
   asset?: string | undefined;
   max_fee?: string | undefined;
+  /** EVM convenience: the intent's not_after, Unix seconds. */
+  not_after?: number | undefined;
   idempotency_key: string;
   intent_signature: string;
   end_user_token?: string | undefined;
@@ -39,6 +42,10 @@ export interface TransactionServiceOptions {
   vaults: VaultService;
   /** Chains with a configured backend; others are refused with 409. */
   hasBackend(chain: string): boolean;
+  /** Unspent outputs of a Bitcoin address on a chain with a backend (GET /v1/wallets/{id}/utxos). */
+  utxos?(chain: string, address: string): Promise<Utxo[]>;
+  /** Outputs the wallet's own transactions spend or hold, not to be offered again. */
+  busyOutputs?(wallet: WalletRecord): Promise<Set<string>>;
   now?: () => Date;
 }
 
@@ -86,10 +93,14 @@ export class TransactionService {
     const vault = await this.o.vaults.vault(org, wallet.vault_id);
     const { intent, bytes } = this.intentOf(org, wallet, body);
     this.checkBinding(org, wallet, intent, body.idempotency_key);
+    const nowMs = this.now().getTime();
+    // The nodes sign only intents that expire within a day (docs/intents.md): refuse the others now.
+    const expiry = intentExpiryProblem(intent.notAfter, BigInt(Math.floor(nowMs / 1000)));
+    if (expiry === 'intent_expiry_required') throw bad('the intent needs a not_after (Unix seconds); nodes sign only intents that expire');
+    if (expiry === 'intent_expiry_too_far') throw bad(`the intent's not_after is more than ${MAX_INTENT_LIFETIME_SECONDS / 3600n} hours ahead`);
     if (!this.o.hasBackend(wallet.chain)) throw new ApiError(409, 'conflict', `chain ${wallet.chain} has no backend configured on this service`);
     const apiKeyId = await this.verifySignature(org, callerKeyId, bytes, body.intent_signature);
-    const nowMs = this.now().getTime();
-    if (intent.notAfter !== 0n && BigInt(Math.floor(nowMs / 1000)) > intent.notAfter) throw forbidden('the intent has expired (not_after)');
+    if (expiry === 'intent_expired') throw forbidden('the intent has expired (not_after)');
     if (vault.tier === 'hosted' && vault.end_user_auth) await this.checkEndUser(org, vault, body.end_user_token, bytes, nowMs);
     else if (body.end_user_token !== undefined) throw bad('end_user_token applies to hosted vaults with end-user authentication only');
     const transfers = transfersOf(wallet.chain, intent);
@@ -150,7 +161,7 @@ export class TransactionService {
     try {
       const intent = evmIntentFromFields({
         organization: org, walletId: wallet.id, chainId: net.chainId, from: wallet.address, to: body.to, amount: body.amount,
-        asset: body.asset, maxFee: body.max_fee, idempotencyKey: body.idempotency_key,
+        asset: body.asset, maxFee: body.max_fee, idempotencyKey: body.idempotency_key, notAfter: BigInt(body.not_after ?? 0),
       });
       return { intent, bytes: encodeIntent(intent) };
     } catch (err) {
@@ -174,6 +185,10 @@ export class TransactionService {
     const net = BITCOIN_NETWORKS.find((n) => n.chain === wallet.chain);
     if (!net || net.network !== intent.network) throw bad(`the intent is for bitcoin ${intent.network}, the wallet is on ${wallet.chain}`);
     if (intent.from !== wallet.address) throw bad('the intent spends from another address than the wallet');
+    // A P2WPKH signature commits to its own input's amount only: the customer names every input and amount.
+    if (wallet.address_type !== 'p2tr' && !(intent.inputs.length && intent.inputs.every((i) => i.amount !== undefined))) {
+      throw bad('a P2WPKH wallet\'s intent names its inputs with their amounts (intent version 2; GET /v1/wallets/{id}/utxos lists them)');
+    }
     for (const o of intent.outputs) {
       try {
         bitcoin.address.toOutputScript(o.address, NETWORKS[intent.network]);
@@ -181,6 +196,19 @@ export class TransactionService {
         throw bad(`output address ${o.address} is not a valid ${intent.network} address`);
       }
     }
+  }
+
+  /** Unspent outputs of a Bitcoin wallet, without those its own transactions spend or hold. */
+  async walletUtxos(org: string, walletId: string): Promise<{ txid: string; vout: number; amount: string; confirmed: boolean }[]> {
+    const wallet = await this.o.vaults.store.get<WalletRecord>('wallets', walletId);
+    if (!wallet || wallet.org !== org) throw new ApiError(404, 'not_found', 'no such wallet');
+    if (!BITCOIN_NETWORKS.some((n) => n.chain === wallet.chain)) throw bad(`${wallet.chain} is not a Bitcoin chain`);
+    if (!this.o.hasBackend(wallet.chain) || !this.o.utxos) throw new ApiError(409, 'conflict', `chain ${wallet.chain} has no backend configured on this service`);
+    const busy = (await this.o.busyOutputs?.(wallet)) ?? new Set<string>();
+    const utxos = await this.o.utxos(wallet.chain, wallet.address).catch((err: unknown) => {
+      throw new ApiError(409, 'conflict', `the ${wallet.chain} backend did not answer: ${(err as Error).message}`.slice(0, 300));
+    });
+    return utxos.filter((u) => !busy.has(`${u.txid}:${u.vout}`)).map((u) => ({ txid: u.txid, vout: u.vout, amount: String(u.value), confirmed: u.status.confirmed }));
   }
 
   /** The API key of the organization whose signature the intent carries: the caller's first, then the others. */

@@ -3,10 +3,12 @@
 // Each step's result is stored (with its outbox event) before the next step starts, so a restart resumes
 // where it stopped: a signed transaction is broadcast again (the same bytes), never signed twice into
 // two different transactions. A wallet's steps from nonce or UTXO choice to broadcast run one at a time,
-// so concurrent submissions never share a nonce or an output.
+// so concurrent submissions never share a nonce or an output. The nonce or the inputs are stored with the
+// transaction before the first signing request and kept by every retry: a node signs an intent for one
+// EVM nonce or one Bitcoin input set only.
 import * as grpc from '@grpc/grpc-js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { keccak256, recoverTransactionAddress, type Hex } from 'viem';
+import { keccak256, recoverAddress, toHex as viemHex, type Hex } from 'viem';
 import type { Logger } from '../../common/logger.ts';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import type { CoordinatorClient } from '../coordinator/coordinator-client.ts';
@@ -137,8 +139,28 @@ export class TransactionWorker {
         await store.batch([{ type: 'put', collection: 'tx_jobs', id: job.id, value: job }]);
         return;
       }
-      job = await this.transition(tx.id, step);
+      if (step.to === 'failed' || step.to === 'rejected') {
+        const ending = step;
+        job = await this.walletLock.run(tx.wallet_id, async () => this.transition(tx.id, { ...ending, extra: [...(ending.extra ?? []), ...(await this.nonceHandBack(tx.id))] }));
+      } else {
+        job = await this.transition(tx.id, step);
+      }
     }
+  }
+
+  /**
+   * An EVM transaction that ends before it was signed gives its reserved nonce back to the wallet's next
+   * transaction (under the wallet lock, as nonces are chosen), so the wallet keeps no gap.
+   */
+  private async nonceHandBack(id: string): Promise<Op[]> {
+    const store = this.o.vaults.store;
+    const tx = await store.get<TransactionRecord>('transactions', id);
+    if (!tx || tx.family !== 'evm' || tx.nonce === undefined || (tx.state !== 'created' && tx.state !== 'checks')) return [];
+    const wallet = await store.get<WalletRecord>('wallets', tx.wallet_id);
+    if (!wallet) return [];
+    const nonceKey = `${tx.chain}/${wallet.address.toLowerCase()}`;
+    const next = await store.get<number>('evm_nonces', nonceKey);
+    return next !== undefined && next > tx.nonce ? [{ type: 'put', collection: 'evm_nonces', id: nonceKey, value: tx.nonce }] : [];
   }
 
   /** Stores a step's outcome over the freshest record and job (a step may have stored one before). */
@@ -221,8 +243,17 @@ export class TransactionWorker {
     const from = wallet.address as Hex;
     const intent = decodeIntent(hexToBytes(tx.intent)) as EvmTransferIntent;
     const nonceKey = `${tx.chain}/${from.toLowerCase()}`;
-    const stored = (await this.o.vaults.store.get<number>('evm_nonces', nonceKey)) ?? 0;
-    const nonce = Math.max(stored, await chain.pendingNonce(from));
+    let nonce = tx.nonce;
+    if (nonce === undefined) {
+      const stored = (await this.o.vaults.store.get<number>('evm_nonces', nonceKey)) ?? 0;
+      nonce = Math.max(stored, await chain.pendingNonce(from));
+      // Reserved before the first signing request: the nodes record this nonce for the intent and sign
+      // no other, so every retry (and a restart) asks for the same one.
+      await this.o.vaults.store.batch([
+        this.o.transactions.txOp({ ...tx, nonce, updated_at: new Date().toISOString() }),
+        { type: 'put', collection: 'evm_nonces', id: nonceKey, value: nonce + 1 },
+      ]);
+    }
     let template: EvmTemplate;
     let unsigned;
     try {
@@ -242,28 +273,36 @@ export class TransactionWorker {
     if ('to' in signed) return signed;
     const sig = signed.signatures[0]!;
     const raw = evmSignedTransaction(unsigned, { r: BigInt('0x' + bytesToHex(sig.subarray(0, 32))), s: BigInt('0x' + bytesToHex(sig.subarray(32))), recovery: signed.recoveryIds[0]! });
-    // Never broadcast what does not come from the wallet.
-    const signer = await recoverTransactionAddress({ serializedTransaction: raw as `0x02${string}` });
+    // Never broadcast what does not come from the wallet (recovered from the digest: a chain id of any size).
+    const signer = await recoverAddress({ hash: viemHex(digest), signature: { r: viemHex(sig.subarray(0, 32)), s: viemHex(sig.subarray(32)), yParity: signed.recoveryIds[0]! } });
     if (signer.toLowerCase() !== from.toLowerCase()) throw new Error(`signature recovers ${signer}, not the wallet ${from}`);
     const hash = keccak256(raw);
-    return {
-      to: 'signed',
-      patch: { nonce, raw_tx: raw, tx_hash: hash, fee: String(template.gasLimit * template.maxFeePerGas) },
-      extra: [{ type: 'put', collection: 'evm_nonces', id: nonceKey, value: nonce + 1 }],
-    };
+    return { to: 'signed', patch: { nonce, raw_tx: raw, tx_hash: hash, fee: String(template.gasLimit * template.maxFeePerGas) } };
   }
 
   private async btcSign(tx: TransactionRecord, job: TransactionJob, wallet: WalletRecord): Promise<Exclude<Step, { wait: number }>> {
     const chain = this.btcChain(tx);
     const intent = decodeIntent(hexToBytes(tx.intent)) as BtcTransferIntent;
-    // Outputs our own unconfirmed transactions already spend are not offered again.
-    const busy = new Set((await this.o.vaults.store.byIndex<TransactionRecord>('transactions', `wallet/${wallet.id}/`, 10_000))
-      .filter((t) => t.id !== tx.id && (t.state === 'signed' || t.state === 'broadcast'))
-      .flatMap((t) => t.inputs ?? []));
-    const utxos = (await chain.utxos(wallet.address)).filter((u) => !busy.has(`${u.txid}:${u.vout}`));
+    const outpoint = (u: { txid: string; vout: number }) => `${u.txid}:${u.vout}`;
     let spend;
     try {
-      spend = buildSpend(intent, utxos, await chain.feeRate());
+      const unspent = await chain.utxos(wallet.address);
+      if (tx.inputs) {
+        // Inputs reserved by an earlier attempt: the nodes sign this intent for that input set only.
+        const reserved = tx.inputs.map((o, i) => {
+          const u = unspent.find((x) => outpoint(x) === o);
+          if (!u || (tx.input_amounts && String(u.value) !== tx.input_amounts[i])) throw new SpendError('insufficient_funds', `reserved input ${o} is no longer unspent`);
+          return u;
+        });
+        spend = buildSpend(intent, reserved, await chain.feeRate(), { exactInputs: true });
+      } else {
+        const busy = await this.busyOutputs(wallet, tx.id);
+        spend = buildSpend(intent, unspent.filter((u) => !busy.has(outpoint(u))), await chain.feeRate());
+        const inputs = spend.tx.ins.map((i) => `${bytesToHex(Uint8Array.from(i.hash).reverse())}:${i.index}`);
+        await this.o.vaults.store.batch([
+          this.o.transactions.txOp({ ...tx, inputs, input_amounts: spend.prevouts.map((p) => String(p.value)), updated_at: new Date().toISOString() }),
+        ]);
+      }
     } catch (err) {
       if (err instanceof SpendError) throw new ChainError(err.code, err.message, true);
       throw err;
@@ -277,6 +316,13 @@ export class TransactionWorker {
       to: 'signed',
       patch: { raw_tx: raw, tx_hash: spend.tx.getId(), fee: String(spend.fee), inputs: spend.tx.ins.map((i) => `${bytesToHex(Uint8Array.from(i.hash).reverse())}:${i.index}`) },
     };
+  }
+
+  /** Outputs the wallet's own transactions spend or hold for a retry, not yet confirmed: never offered again. */
+  async busyOutputs(wallet: WalletRecord, except?: string): Promise<Set<string>> {
+    return new Set((await this.o.vaults.store.byIndex<TransactionRecord>('transactions', `wallet/${wallet.id}/`, 10_000))
+      .filter((t) => t.id !== except && (t.state === 'checks' || t.state === 'signed' || t.state === 'broadcast'))
+      .flatMap((t) => t.inputs ?? []));
   }
 
   /** Asks the cluster for signatures; a refusal by the nodes rejects the transaction. */

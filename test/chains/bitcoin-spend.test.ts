@@ -70,7 +70,10 @@ t.test('a P2WPKH spend signed with ECDSA is verified and accepted', async (t) =>
   const pub = secp256k1.getPublicKey(sk, true);
   const from = bitcoin.payments.p2wpkh({ pubkey: pub, network: net }).address!;
   double.fund(from, 100_000n);
-  const spend = buildSpend(intent(from), await client.utxos(from), 5n);
+  const utxos = await client.utxos(from);
+  // P2WPKH: the intent names its inputs with their amounts (BIP-143 signs no other input's amount).
+  const inputs = utxos.map((u) => ({ txid: Uint8Array.from(Buffer.from(u.txid, 'hex')), vout: u.vout, amount: u.value }));
+  const spend = buildSpend(intent(from, { inputs }), utxos, 5n);
   const tx = spend.tx.clone();
   spend.digests.forEach((d, i) => {
     const der = secp256k1.sign(d, sk, { prehash: false, format: 'der' });

@@ -55,10 +55,12 @@ t.test('Bitcoin: P2WPKH and P2TR spends through the SDK are accepted by the scri
   // A compromised API: it holds a genuine signed intent but asks the nodes to sign a transaction that
   // pays someone else. The nodes recompute the sighash from the intent and refuse.
   esplora.fund(segwit.address, 90_000n);
-  const intentBytes = client.bitcoinIntent({ wallet: segwit, outputs: [{ address: RECIPIENT, amount: 10_000n }], maxFeeRate: 20n, maxFee: 20_000n, idempotencyKey: 'btc-evil' });
-  const intent = decodeIntent(intentBytes) as BtcTransferIntent;
   const utxos = (await (await fetch(`${esplora.url}/address/${segwit.address}/utxo`)).json() as { txid: string; vout: number; value: number; status: { confirmed: boolean } }[])
     .map((u) => ({ ...u, value: BigInt(u.value) }));
+  // A P2WPKH intent names its inputs with their amounts.
+  const inputs = utxos.map((u) => ({ txid: hexToBytes(u.txid), vout: u.vout, amount: u.value }));
+  const intentBytes = client.bitcoinIntent({ wallet: segwit, outputs: [{ address: RECIPIENT, amount: 10_000n }], maxFeeRate: 20n, maxFee: 20_000n, inputs, idempotencyKey: 'btc-evil' });
+  const intent = decodeIntent(intentBytes) as BtcTransferIntent;
   const honest = buildSpend(intent, utxos, 5n);
   const evil = buildSpend({ ...intent, outputs: [{ address: ATTACKER, amount: 10_000n }] }, utxos, 5n);
   const coordinator = connectCoordinator({ address: `127.0.0.1:${stack.cluster.coordinatorPort}` });

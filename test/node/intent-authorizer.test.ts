@@ -43,11 +43,11 @@ async function setup(t: Test) {
 
 let n = 0;
 /** An EVM transfer from the group key's own address (path m), signed by `by`. */
-function request(by: Signer, over: Partial<SignRequestView> = {}): SignRequestView & { intentBytes: Uint8Array } {
+function request(by: Signer, over: Partial<SignRequestView> = {}, fieldsOver: Partial<EvmTransferIntent> = {}): SignRequestView & { intentBytes: Uint8Array } {
   const from = publicKeyToAddress(viemHex(secp256k1.getPublicKey(groupSecret, false)));
   const fields: EvmTransferIntent = {
     kind: 'evm.transfer', organization: ORG, walletId: 'w', chainId: 1n, from: hexToBytes(from.slice(2)), to: new Uint8Array(20).fill(0xb0),
-    asset: { kind: 'native' }, amount: 1000n, data: new Uint8Array(), maxFee: 10n ** 16n, idempotencyKey: `k-${++n}`, notAfter: 0n,
+    asset: { kind: 'native' }, amount: 1000n, data: new Uint8Array(), maxFee: 10n ** 16n, idempotencyKey: `k-${++n}`, notAfter: BigInt(NOW / 1000 + 600), ...fieldsOver,
   };
   const intent = encodeIntent(fields);
   const template = { nonce: 0, gasLimit: 21_000n, maxFeePerGas: 10n ** 9n, maxPriorityFeePerGas: 1n };
@@ -136,4 +136,16 @@ t.test('a refusal never quotes the token', async (t) => {
   const err = await authorizer.authorize({ ...x, endUserToken: tok }).catch((e: Error) => e);
   t.ok(err instanceof SessionRefused);
   t.notOk((err as Error).message.includes(tok.split('.')[2]!), 'no token in the message');
+});
+
+t.test('an intent must expire, within a day: no not_after, or one further ahead, is refused', async (t) => {
+  const { authorizer, trust } = await setup(t);
+  await trust.apply(ORG, [bootstrap]);
+  const now = BigInt(NOW / 1000);
+  await t.rejects(authorizer.authorize(request(first, {}, { notAfter: 0n })), refusal('intent_expiry_required'));
+  await t.rejects(authorizer.authorize(request(first, {}, { notAfter: now + 24n * 3600n + 1n })), refusal('intent_expiry_too_far'));
+  await t.rejects(authorizer.authorize(request(first, {}, { notAfter: now - 1n })), refusal('intent_expired'));
+  const grant = await authorizer.authorize(request(first, {}, { notAfter: now + 24n * 3600n }));
+  t.match(grant, { notAfter: now + 24n * 3600n, use: { chain: 'evm', chainId: 1n, nonce: 0 } }, 'a day ahead is allowed; the grant names the nonce');
+  t.match(grant.intentHash, /^[0-9a-f]{64}$/);
 });

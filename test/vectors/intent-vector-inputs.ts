@@ -53,6 +53,34 @@ export function intentVectorInputs(): { name: string; intent: Intent }[] {
   ];
 }
 
+/** Version 2: Bitcoin transfers whose named inputs carry their amounts (what a P2WPKH spend needs). */
+export function intentVectorInputsV2(): { name: string; intent: Intent }[] {
+  return [
+    {
+      name: 'btc p2wpkh transfer, inputs with amounts',
+      intent: {
+        kind: 'btc.transfer', organization: 'org_acme', walletId: 'wal_btc', network: 'regtest', from: 'bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080',
+        outputs: [{ address: 'bcrt1q9vza2e8x573nczrlzms0wvx3gsqjx7vaxwd45v', amount: 150_000n }], maxFeeRate: 25n, maxFee: 10_000n,
+        inputs: [{ txid: fromHex('ab'.repeat(32)), vout: 0, amount: 100_000n }, { txid: fromHex('cd'.repeat(32)), vout: 3, amount: 60_000n }],
+        idempotencyKey: 'btc-v2-0001', notAfter: 1795003600n,
+      },
+    },
+    {
+      name: 'btc p2tr transfer, one input with its amount, two outputs',
+      intent: {
+        kind: 'btc.transfer', organization: 'org_acme', walletId: 'wal_btc', network: 'testnet', from: 'tb1pqqqqp399et2xygdj5xreqhjjvcmzhxw4aywxecjdzew6hylgvsesf3hn0c',
+        outputs: [
+          { address: 'tb1qrp33g0q5c5txsp9arysrx4k6zdkfs4nce4xj0gdcccefvpysxf3q0sl5k7', amount: 70_000n },
+          { address: 'tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx', amount: 30_000n },
+        ],
+        maxFeeRate: 10n, maxFee: 5_000n,
+        inputs: [{ txid: fromHex('0123456789abcdef'.repeat(4)), vout: 1, amount: 2_100_000_000_000_000n }],
+        idempotencyKey: 'btc-v2-0002', notAfter: 1800000000n,
+      },
+    },
+  ];
+}
+
 export function intentToJson(i: Intent): Record<string, unknown> {
   return JSON.parse(JSON.stringify(i, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v instanceof Uint8Array ? toHex(v) : v))) as Record<string, unknown>;
 }

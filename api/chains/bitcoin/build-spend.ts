@@ -19,7 +19,7 @@ export const NETWORKS: Record<BtcTransferIntent['network'], bitcoin.Network> = {
 };
 
 export class SpendError extends Error {
-  constructor(readonly code: 'insufficient_funds' | 'fee_ceiling' | 'bad_intent', message: string) {
+  constructor(readonly code: 'insufficient_funds' | 'fee_ceiling' | 'bad_intent' | 'input_amounts_required' | 'wrong_input_amounts', message: string) {
     super(message);
     this.name = 'SpendError';
   }
@@ -43,19 +43,35 @@ function signedVsize(nIn: number, outputs: Uint8Array[], kind: 'p2tr' | 'p2wpkh'
   return BigInt(Math.ceil((base * 4 + witness) / 4));
 }
 
-export function buildSpend(intent: BtcTransferIntent, utxos: Utxo[], feeRate: bigint): UnsignedSpend {
+export interface BuildSpendOptions {
+  /**
+   * Spend exactly `utxos`, in this order, with no selection: the inputs a transaction was first signed
+   * with, kept across retries, since the nodes sign an intent for one input set only.
+   */
+  exactInputs?: boolean;
+}
+
+export function buildSpend(intent: BtcTransferIntent, utxos: Utxo[], feeRate: bigint, opts: BuildSpendOptions = {}): UnsignedSpend {
   const network = NETWORKS[intent.network];
   const own = bitcoin.address.toOutputScript(intent.from, network);
   const kind = own.length === 34 && own[0] === 0x51 ? 'p2tr' : own.length === 22 && own[0] === 0x00 ? 'p2wpkh' : undefined;
   if (!kind) throw new SpendError('bad_intent', 'the sending address is neither P2TR nor P2WPKH');
+  // The nodes sign a P2WPKH input only for an amount the customer named (BIP-143 commits to nothing else).
+  const namedAmounts = intent.inputs.length > 0 && intent.inputs.every((i) => i.amount !== undefined);
+  if (kind === 'p2wpkh' && !namedAmounts) throw new SpendError('input_amounts_required', 'a P2WPKH spend needs an intent naming its inputs with their amounts');
   const rate = feeRate > intent.maxFeeRate ? intent.maxFeeRate : feeRate;
   const outs = intent.outputs.map((o) => ({ script: bitcoin.address.toOutputScript(o.address, network), value: o.amount }));
   const want = outs.reduce((a, o) => a + o.value, 0n);
   let pool: Utxo[];
-  if (intent.inputs.length) {
+  const fixed = intent.inputs.length > 0 || opts.exactInputs === true;
+  if (opts.exactInputs) {
+    pool = utxos;
+    if (!pool.length) throw new SpendError('insufficient_funds', 'no inputs to spend');
+  } else if (intent.inputs.length) {
     pool = intent.inputs.map((i) => {
       const u = utxos.find((x) => x.txid === bytesToHex(i.txid) && x.vout === i.vout);
       if (!u) throw new SpendError('insufficient_funds', `input ${bytesToHex(i.txid)}:${i.vout} is not an unspent output of ${intent.from}`);
+      if (i.amount !== undefined && u.value !== i.amount) throw new SpendError('wrong_input_amounts', `input ${u.txid}:${u.vout} holds ${u.value} sat, the intent says ${i.amount}`);
       return u;
     });
   } else {
@@ -68,7 +84,7 @@ export function buildSpend(intent: BtcTransferIntent, utxos: Utxo[], feeRate: bi
     chosen.push(u);
     have += u.value;
     const feeNoChange = rate * signedVsize(chosen.length, outs.map((o) => o.script), kind);
-    if (have >= want + feeNoChange && !intent.inputs.length) break;
+    if (have >= want + feeNoChange && !fixed) break;
   }
   const withChange = [...outs.map((o) => o.script), own];
   let fee = rate * signedVsize(chosen.length, withChange, kind);

@@ -1,4 +1,5 @@
-// POST /v1/transactions and GET /v1/transactions/{txId} (docs/transactions.md).
+// POST /v1/transactions and GET /v1/transactions/{txId} (docs/transactions.md), and
+// GET /v1/wallets/{walletId}/utxos, what a Bitcoin intent names as its inputs (docs/vault-api.md).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
@@ -37,6 +38,13 @@ export const transactionView = (t: TransactionRecord) => ({
   ...(t.confirmations !== undefined ? { confirmations: t.confirmations } : {}), created_at: t.created_at, updated_at: t.updated_at,
 });
 
+export const Utxo = Type.Object({
+  txid: Type.String({ description: 'display order, hex' }),
+  vout: Type.Integer(),
+  amount: Type.String({ description: 'satoshis, base-10 integer' }),
+  confirmed: Type.Boolean(),
+});
+
 export const SubmitBody = Type.Object({
   wallet_id: Type.String({ minLength: 1, maxLength: 64 }),
   intent: Type.Optional(Type.String({ pattern: '^([0-9a-fA-F]{2}){16,70000}$', description: 'hex of the exact canonical intent bytes that were signed (docs/intents.md)' })),
@@ -44,6 +52,7 @@ export const SubmitBody = Type.Object({
   amount: Type.Optional(Type.String({ pattern: AMOUNT, description: 'EVM convenience: base units, base-10 integer' })),
   asset: Type.Optional(Type.String({ pattern: `^(native|0x[0-9a-fA-F]{40})$`, description: 'EVM convenience: native (default) or a token contract' })),
   max_fee: Type.Optional(Type.String({ pattern: AMOUNT, description: 'EVM convenience: fee ceiling in wei (default 10^16)' })),
+  not_after: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'EVM convenience: the intent\'s not_after, Unix seconds, at most 24 hours ahead; required with the convenience fields' })),
   idempotency_key: Type.String({ pattern: '^[\\x21-\\x7e]{1,128}$' }),
   intent_signature: Type.String({ pattern: '^[0-9a-fA-F]{128}$', description: 'Ed25519 signature over the canonical intent, hex' }),
   end_user_token: Type.Optional(Type.String({ minLength: 1, maxLength: 16384, description: 'hosted tier: JWT naming this intent (docs/end-user-auth.md)' })),
@@ -57,6 +66,13 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
     if (!created) reply.header('idempotent-replayed', 'true');
     return reply.code(202).send(transactionView(tx));
   });
+
+  app.get('/wallets/:walletId/utxos', {
+    schema: {
+      params: Type.Object({ walletId: Type.String({ minLength: 1, maxLength: 64 }) }),
+      response: { 200: Type.Object({ utxos: Type.Array(Utxo) }), 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody },
+    },
+  }, async (req) => ({ utxos: await transactions.walletUtxos(req.caller!.org, req.params.walletId) }));
 
   app.get('/transactions/:txId', {
     schema: { params: Type.Object({ txId: Type.String({ minLength: 1, maxLength: 64 }) }), response: { 200: Transaction, 401: ErrorBody, 404: ErrorBody } },

@@ -3,14 +3,16 @@
 // the node's own registry, has not expired, a hosted vault's end-user token names it, it sends from the
 // address of the key and path being signed with, and every digest requested is one this node recomputes
 // from the intent and the service's template. A node refuses anything else, whatever the coordinator or
-// API says.
+// API says. What it agrees to sign comes back as a grant (the EVM nonce, or the exact Bitcoin input set
+// with amounts) for the intent ledger to claim before anything derived from the signing leaves.
 import * as bitcoin from 'bitcoinjs-lib';
 import * as ecc from '@bitcoinerlab/secp256k1';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { sha256 } from '@noble/hashes/sha2.js';
 import { publicKeyToAddress } from 'viem/utils';
 import { toHex as viemHex } from 'viem';
-import { decodeIntent, verifyIntentSignature, type BtcTransferIntent, type EvmTransferIntent, type Intent } from '../../../api/intents/intent.ts';
+import { decodeIntent, intentExpiryProblem, verifyIntentSignature, type BtcTransferIntent, type EvmTransferIntent, type Intent } from '../../../api/intents/intent.ts';
 import { IntentFormatError } from '../../../api/intents/canonical.ts';
 import { evmSigningDigest, evmTransaction, EvmTemplateError, type EvmTemplate } from '../../../api/chains/evm/evm-transaction.ts';
 import { derive } from '../../protocols/derive/bip32.ts';
@@ -55,8 +57,37 @@ export interface SignRequestView extends SignFields {
   endUser?: EndUserBinding | undefined;
 }
 
+/** An EVM transaction of an intent: one nonce of one sender on one chain can be mined once. */
+export interface EvmUse {
+  chain: 'evm';
+  chainId: bigint;
+  /** 0x address, lower case. */
+  from: string;
+  nonce: number;
+}
+
+/** A Bitcoin spend of an intent: the exact set of outputs it spends, with their amounts. */
+export interface BtcUse {
+  chain: 'bitcoin';
+  /** Sorted by txid then vout; txid in display order, hex. */
+  inputs: { txid: string; vout: number; amount: bigint }[];
+}
+
+/**
+ * What an authorized request signs for its intent. Two signings of one intent may differ in fees, but
+ * never in the EVM nonce or the Bitcoin input set: only one of them can then be mined.
+ */
+export interface SignGrant {
+  /** SHA-256 of the intent bytes, hex (the API's `intent_sha256`). */
+  intentHash: string;
+  /** The intent's expiry: a node may forget the grant once it has passed. */
+  notAfter: bigint;
+  use: EvmUse | BtcUse;
+}
+
 export interface SignAuthorizer {
-  authorize(req: SignRequestView): Promise<void>;
+  /** Refuses (SessionRefused) or returns what is to be signed, for the intent ledger to claim. */
+  authorize(req: SignRequestView): Promise<SignGrant>;
 }
 
 bitcoin.initEccLib(ecc);
@@ -94,7 +125,7 @@ const refuse = (code: string, message: string): never => {
 export class IntentAuthorizer implements SignAuthorizer {
   constructor(private readonly trust: TrustRegistry, private readonly now: () => number = Date.now) {}
 
-  async authorize(req: SignRequestView): Promise<void> {
+  async authorize(req: SignRequestView): Promise<SignGrant> {
     let bytes: Uint8Array;
     let intent: Intent;
     try {
@@ -110,16 +141,20 @@ export class IntentAuthorizer implements SignAuthorizer {
     if (!/^[0-9a-f]{128}$/.test(req.intentSignature) || !verifyIntentSignature(bytes, hexToBytes(req.intentSignature), pub!)) {
       refuse('bad_intent_signature', 'intent signature does not verify');
     }
-    if (intent.notAfter !== 0n && BigInt(Math.floor(this.now() / 1000)) > intent.notAfter) refuse('intent_expired', 'the intent has expired');
+    const expiry = intentExpiryProblem(intent.notAfter, BigInt(Math.floor(this.now() / 1000)));
+    if (expiry === 'intent_expiry_required') refuse(expiry, 'the intent has no not_after; nodes sign only intents that expire');
+    if (expiry === 'intent_expiry_too_far') refuse(expiry, 'the intent\'s not_after is more than 24 hours ahead');
+    if (expiry === 'intent_expired') refuse(expiry, 'the intent has expired');
     if (req.endUser?.required) await checkEndUserToken({ token: req.endUserToken, config: org.endUser, subject: req.endUser.subject, intent: bytes, nowMs: this.now() });
     const derived = derive(req.groupKey, req.chainCode, req.path).publicKey;
-    const expected = intent.kind === 'evm.transfer' ? this.evmDigests(intent, req, pointHex(derived)) : this.btcDigests(intent, req, pointHex(derived));
+    const { digests: expected, use } = intent.kind === 'evm.transfer' ? this.evmDigests(intent, req, pointHex(derived)) : this.btcDigests(intent, req, pointHex(derived));
     if (expected.length !== req.digests.length || expected.some((d, i) => d !== req.digests[i])) {
       refuse('digest_mismatch', 'the digests asked for are not the ones this intent and template produce');
     }
+    return { intentHash: bytesToHex(sha256(bytes)), notAfter: intent.notAfter, use };
   }
 
-  private evmDigests(intent: EvmTransferIntent, req: SignRequestView, derivedKey: string): string[] {
+  private evmDigests(intent: EvmTransferIntent, req: SignRequestView, derivedKey: string): { digests: string[]; use: EvmUse } {
     if (req.scheme !== 'ecdsa') refuse('wrong_scheme', 'EVM transactions are signed with ECDSA');
     const from = publicKeyToAddress(viemHex(secp256k1.Point.fromBytes(hexToBytes(derivedKey)).toBytes(false))).toLowerCase();
     if (from !== viemHex(intent.from).toLowerCase()) refuse('wrong_sender', 'the intent sends from another address than this key and path');
@@ -127,18 +162,23 @@ export class IntentAuthorizer implements SignAuthorizer {
     try {
       const raw = decodeBlob<{ nonce: number; gasLimit: string; maxFeePerGas: string; maxPriorityFeePerGas: string }>('evm-template', hexToBytes(req.template));
       t = { nonce: raw.nonce, gasLimit: BigInt(raw.gasLimit), maxFeePerGas: BigInt(raw.maxFeePerGas), maxPriorityFeePerGas: BigInt(raw.maxPriorityFeePerGas) };
-      return [bytesToHex(evmSigningDigest(evmTransaction(intent, t)))];
+      const digests = [bytesToHex(evmSigningDigest(evmTransaction(intent, t)))];
+      return { digests, use: { chain: 'evm', chainId: intent.chainId, from, nonce: t.nonce } };
     } catch (err) {
       return refuse('bad_template', err instanceof EvmTemplateError ? err.message : 'malformed EVM template');
     }
   }
 
-  private btcDigests(intent: BtcTransferIntent, req: SignRequestView, derivedKey: string): string[] {
+  private btcDigests(intent: BtcTransferIntent, req: SignRequestView, derivedKey: string): { digests: string[]; use: BtcUse } {
     // P2TR key path with BIP-340 (taproot), or P2WPKH with ECDSA under the derived key itself.
     if (req.scheme !== 'taproot' && req.scheme !== 'ecdsa') return refuse('unsupported_scheme', 'Bitcoin intents are signed for P2TR (taproot) or P2WPKH (ecdsa) spends');
     const network = NETWORKS[intent.network];
     const own = ownPayment(req.scheme, derivedKey, intent.network);
     if (own.address !== intent.from) refuse('wrong_sender', 'the intent spends from another address than this key and path');
+    // BIP-143 commits a P2WPKH signature to its own input's amount only: with amounts from the template,
+    // two sessions that each understate the other input would yield one transaction paying any fee.
+    const namedAmounts = intent.inputs.length > 0 && intent.inputs.every((i) => i.amount !== undefined);
+    if (req.scheme === 'ecdsa' && !namedAmounts) refuse('input_amounts_required', 'a P2WPKH spend needs an intent naming its inputs with their amounts (intent version 2)');
     let tx: bitcoin.Transaction;
     let prevouts: { script: Uint8Array; value: bigint }[];
     try {
@@ -151,11 +191,21 @@ export class IntentAuthorizer implements SignAuthorizer {
     if (prevouts.length !== tx.ins.length || tx.ins.length === 0) refuse('bad_template', 'one spent output per input');
     if (prevouts.some((p) => p.value <= 0n || p.value > 21_000_000n * 100_000_000n)) refuse('bad_template', 'spent amounts are positive and at most 21 million BTC');
     for (const p of prevouts) if (bytesToHex(p.script) !== bytesToHex(own.output!)) refuse('foreign_input', 'an input does not spend from the intent\'s address');
+    const spent = tx.ins.map((i, n) => ({ txid: bytesToHex(Uint8Array.from(i.hash).reverse()), vout: i.index, amount: prevouts[n]!.value }));
+    const outpoint = (i: { txid: string; vout: number }) => `${i.txid}:${i.vout}`;
+    if (new Set(spent.map(outpoint)).size !== spent.length) refuse('bad_template', 'an output is spent twice');
     if (intent.inputs.length) {
       const want = intent.inputs.map((i) => `${bytesToHex(i.txid)}:${i.vout}`).sort();
-      const got = tx.ins.map((i) => `${bytesToHex(Uint8Array.from(i.hash).reverse())}:${i.index}`).sort();
+      const got = spent.map(outpoint).sort();
       if (want.join() !== got.join()) refuse('wrong_inputs', 'the inputs differ from the intent\'s');
     }
+    if (namedAmounts) {
+      const authorized = new Map(intent.inputs.map((i) => [`${bytesToHex(i.txid)}:${i.vout}`, i.amount!]));
+      for (const s of spent) {
+        if (authorized.get(outpoint(s)) !== s.amount) refuse('wrong_input_amounts', `the template says ${outpoint(s)} holds ${s.amount} sat, the intent ${authorized.get(outpoint(s))}`);
+      }
+    }
+    const use: BtcUse = { chain: 'bitcoin', inputs: [...spent].sort((a, b) => (a.txid < b.txid ? -1 : a.txid > b.txid ? 1 : a.vout - b.vout)) };
     // Every intent output exactly once, everything else is change back to the sender.
     const outs = tx.outs.map((o) => ({ script: bytesToHex(o.script), value: BigInt(o.value) }));
     for (const o of intent.outputs) {
@@ -179,10 +229,10 @@ export class IntentAuthorizer implements SignAuthorizer {
     if (fee > intent.maxFee) refuse('fee_ceiling', `fee ${fee} sat exceeds the intent's ${intent.maxFee}`);
     if (fee > intent.maxFeeRate * vsize) refuse('fee_ceiling', `fee rate exceeds ${intent.maxFeeRate} sat/vB`);
     if (req.scheme === 'taproot') {
-      return tx.ins.map((_, i) => bytesToHex(tx.hashForWitnessV1(i, prevouts.map((p) => p.script), prevouts.map((p) => p.value), bitcoin.Transaction.SIGHASH_DEFAULT)));
+      return { use, digests: tx.ins.map((_, i) => bytesToHex(tx.hashForWitnessV1(i, prevouts.map((p) => p.script), prevouts.map((p) => p.value), bitcoin.Transaction.SIGHASH_DEFAULT))) };
     }
     // BIP-143: the script code of a P2WPKH input is the P2PKH script of its key hash.
     const scriptCode = bitcoin.payments.p2pkh({ hash: own.hash!, network }).output!;
-    return tx.ins.map((_, i) => bytesToHex(tx.hashForWitnessV0(i, scriptCode, prevouts[i]!.value, bitcoin.Transaction.SIGHASH_ALL)));
+    return { use, digests: tx.ins.map((_, i) => bytesToHex(tx.hashForWitnessV0(i, scriptCode, prevouts[i]!.value, bitcoin.Transaction.SIGHASH_ALL))) };
   }
 }

@@ -1,11 +1,11 @@
-// Intent format v1: the published vectors encode byte for byte, decode back to their inputs, and their
-// signatures verify; anything not canonical is refused.
+// Intent formats v1 and v2: the published vectors encode byte for byte, decode back to their inputs, and
+// their signatures verify; anything not canonical is refused.
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { decodeIntent, encodeIntent, verifyIntentSignature, signIntent, INTENT_DOMAIN, type Intent } from '../../../api/intents/intent.ts';
 import { IntentFormatError } from '../../../api/intents/canonical.ts';
 import { fromHex, toHex } from '../../../common/bytes.ts';
-import { intentToJson, intentVectorInputs } from '../../vectors/intent-vector-inputs.ts';
+import { intentToJson, intentVectorInputs, intentVectorInputsV2 } from '../../vectors/intent-vector-inputs.ts';
 
 interface Vectors {
   api_secret_key_hex: string;
@@ -80,4 +80,47 @@ t.test('the encoder refuses values outside the rules', async (t) => {
     ['bad address characters', { ...btc, outputs: [{ address: 'bcrt1q!!!!!!!!!!!!!!!!', amount: 1n }] }],
   ];
   for (const [what, intent] of cases) t.throws(() => encodeIntent(intent), IntentFormatError, what);
+});
+
+const fileV2 = JSON.parse(readFileSync(new URL('../../vectors/intents-v2.json', import.meta.url), 'utf8')) as Vectors;
+
+t.test('version 2: Bitcoin inputs with their amounts encode, decode and verify; version 1 still parses', async (t) => {
+  const inputsV2 = intentVectorInputsV2();
+  t.equal(fileV2.vectors.length, inputsV2.length);
+  for (const [i, v] of fileV2.vectors.entries()) {
+    t.equal(toHex(encodeIntent(inputsV2[i]!.intent)), v.intent_hex, `${v.name}: encoding is pinned`);
+    const bytes = fromHex(v.intent_hex);
+    t.equal(bytes[INTENT_DOMAIN.length], 2, `${v.name}: version 2`);
+    t.same(intentToJson(decodeIntent(bytes)), v.intent, `${v.name}: decodes with its amounts`);
+    t.ok(verifyIntentSignature(bytes, fromHex(v.signature_hex), fromHex(fileV2.api_public_key_hex)));
+  }
+  // Amounts are signed: changing one changes the bytes (and so the signature's meaning).
+  const btc = inputsV2[0]!.intent as Extract<Intent, { kind: 'btc.transfer' }>;
+  const moreFee = { ...btc, inputs: btc.inputs.map((x, i) => (i === 1 ? { ...x, amount: x.amount! + 1n } : x)) };
+  t.not(toHex(encodeIntent(moreFee)), fileV2.vectors[0]!.intent_hex);
+  // Inputs without amounts are version 1, as before.
+  t.equal(encodeIntent({ ...btc, inputs: btc.inputs.map(({ txid, vout }) => ({ txid, vout })) })[INTENT_DOMAIN.length], 1);
+});
+
+t.test('version 2 refuses what has no single encoding or no meaning', async (t) => {
+  const btc = intentVectorInputsV2()[0]!.intent as Extract<Intent, { kind: 'btc.transfer' }>;
+  const refused = (what: string, intent: Intent, re: RegExp) => t.throws(() => encodeIntent(intent), re, what);
+  refused('some inputs with amounts, some without', { ...btc, inputs: [btc.inputs[0]!, { txid: btc.inputs[1]!.txid, vout: 3 }] }, /every input/);
+  refused('zero amount', { ...btc, inputs: [{ ...btc.inputs[0]!, amount: 0n }] }, /input amounts/);
+  refused('over 21 million BTC', { ...btc, inputs: [{ ...btc.inputs[0]!, amount: 21_000_000n * 100_000_000n + 1n }] }, /input amounts/);
+  refused('an input named twice', { ...btc, inputs: [btc.inputs[0]!, { ...btc.inputs[0]!, amount: 1n }] }, /twice/);
+  const v2 = fromHex(fileV2.vectors[0]!.intent_hex);
+  // Version 2 with no inputs would be a second encoding of a version 1 intent.
+  const noInputs = encodeIntent({ ...btc, inputs: [] });
+  const forged = noInputs.slice();
+  forged[INTENT_DOMAIN.length] = 2;
+  t.throws(() => decodeIntent(forged), /names its inputs/);
+  // An EVM intent has no version 2.
+  const evm = fromHex(file.vectors[0]!.intent_hex);
+  evm[INTENT_DOMAIN.length] = 2;
+  t.throws(() => decodeIntent(evm), /for Bitcoin transfers/);
+  // A version 2 intent read as version 1 does not parse (the amounts become trailing garbage).
+  const asV1 = v2.slice();
+  asV1[INTENT_DOMAIN.length] = 1;
+  t.throws(() => decodeIntent(asV1), IntentFormatError);
 });

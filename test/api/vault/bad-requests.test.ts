@@ -119,6 +119,9 @@ const frozenWallet = await wallet(orgA.id, frozenA.id, 'evm-local');
 await vaults.freeze(frozenA.id, true);
 const walletB = await wallet(orgB.id, vaultB.id, 'evm-local');
 
+/** Intents expire an hour from now unless a case says otherwise. */
+const NOT_AFTER = BigInt(Math.floor(Date.now() / 1000) + 3600);
+
 interface EvmSpec {
   wallet: WalletRecord;
   org?: string;
@@ -133,9 +136,8 @@ interface EvmSpec {
 function evmIntent(s: EvmSpec): Uint8Array {
   const intent: Intent = evmIntentFromFields({
     organization: s.org ?? s.wallet.org, walletId: s.walletId ?? s.wallet.id, chainId: s.chainId ?? 31337n, from: s.wallet.address, to: s.to ?? ALLOWED,
-    amount: String(s.amount ?? 1n), asset: s.asset, idempotencyKey: s.key,
+    amount: String(s.amount ?? 1n), asset: s.asset, idempotencyKey: s.key, notAfter: s.notAfter ?? NOT_AFTER,
   });
-  if (s.notAfter !== undefined) intent.notAfter = s.notAfter;
   return encodeIntent(intent);
 }
 /** A POST /transactions body carrying a full intent, signed by `secret` (A's key unless given). */
@@ -361,7 +363,19 @@ const rows: Row[] = [
   // POST /transactions: signatures, tokens, policy and state.
   { name: 'tx: intent signature by a key of another organization', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: submission({ wallet: walletA, key: 'sig-1' }, secretB), status: 403, code: 'forbidden', message: /intent signature did not verify/ },
   { name: 'tx: intent signature by a revoked key', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: submission({ wallet: walletA, key: 'sig-2' }, secretRevoked), status: 403, code: 'forbidden', message: /intent signature did not verify/ },
-  { name: 'tx: convenience fields with a signature over other fields', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: (() => { const s = submission({ wallet: walletA, amount: 5n, key: 'sig-3' }); return { wallet_id: walletA.id, to: ALLOWED, amount: '6', idempotency_key: 'sig-3', intent_signature: s.intent_signature }; })(), status: 403, code: 'forbidden', message: /intent signature did not verify/ },
+  { name: 'tx: convenience fields with a signature over other fields', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: (() => { const s = submission({ wallet: walletA, amount: 5n, key: 'sig-3' }); return { wallet_id: walletA.id, to: ALLOWED, amount: '6', not_after: Number(NOT_AFTER), idempotency_key: 'sig-3', intent_signature: s.intent_signature }; })(), status: 403, code: 'forbidden', message: /intent signature did not verify/ },
+  { name: 'tx: intent without not_after', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: submission({ wallet: walletA, key: 'exp-2', notAfter: 0n }), status: 400, code: 'invalid_request', message: /needs a not_after/ },
+  { name: 'tx: intent expiring more than a day ahead', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: submission({ wallet: walletA, key: 'exp-3', notAfter: BigInt(nowS() + 24 * 3600 + 120) }), status: 400, code: 'invalid_request', message: /more than 24 hours ahead/ },
+  { name: 'tx: convenience fields without not_after', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: (() => { const s = submission({ wallet: walletA, key: 'exp-4', notAfter: 0n }); return { wallet_id: walletA.id, to: ALLOWED, amount: '1', idempotency_key: 'exp-4', intent_signature: s.intent_signature }; })(), status: 400, code: 'invalid_request', message: /needs a not_after/ },
+  { name: 'tx: not_after not an integer', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: tx({ not_after: '1795000000' }), status: 400, code: 'invalid_request', message: /not_after/ },
+  {
+    name: 'tx: P2WPKH intent without input amounts', op: 'POST /transactions', method: 'POST', path: '/v1/transactions',
+    body: (() => {
+      const bytes = encodeIntent({ kind: 'btc.transfer', organization: orgA.id, walletId: btcA.id, network: 'regtest', from: btcA.address, outputs: [{ address: btcA.address, amount: 1000n }], maxFeeRate: 10n, maxFee: 5000n, inputs: [{ txid: new Uint8Array(32).fill(1), vout: 0 }], idempotencyKey: 'btc-2', notAfter: NOT_AFTER });
+      return { wallet_id: btcA.id, intent: bytesToHex(bytes), idempotency_key: 'btc-2', intent_signature: bytesToHex(signIntent(bytes, secretA)) };
+    })(),
+    status: 400, code: 'invalid_request', message: /names its inputs with their amounts/,
+  },
   { name: 'tx: expired intent (not_after)', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: submission({ wallet: walletA, key: 'exp-1', notAfter: 1_000_000n }), status: 403, code: 'forbidden', message: /expired/ },
   { name: 'tx: per-transaction cap', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: submission({ wallet: walletA, amount: 1001n, key: 'cap-1' }), status: 403, code: 'cap_exceeded', message: /over the per-transaction cap of 1000/ },
   { name: 'tx: rolling-window limit', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: submission({ wallet: walletA, amount: 601n, key: 'win-1' }), status: 403, code: 'forbidden', message: /spend limit: 900 already spent of 1500 per 3600 s/ },

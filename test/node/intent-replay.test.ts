@@ -1,0 +1,222 @@
+// One customer-signed intent, one transfer (DESIGN.md "Trust", point 3). Three honest nodes run their
+// real signing-session factory (node-protocols.ts) over a real sealed store (LevelDB in a temp dir),
+// the real intent authorizer and the intent ledger. A coordinator replaying an intent with another EVM
+// nonce, or with other Bitcoin inputs, is refused by every node before anything derived from the
+// signing leaves; the same nonce or input set again is allowed (a retry); the record survives a
+// restart; two concurrent sessions for one intent cannot both pass.
+import t, { type Test } from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { create } from '@bufbuild/protobuf';
+import * as bitcoin from 'bitcoinjs-lib';
+import * as ecc from '@bitcoinerlab/secp256k1';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { toHex as viemHex } from 'viem';
+import { publicKeyToAddress } from 'viem/utils';
+import { encodeIntent, signIntent, type BtcTransferIntent, type EvmTransferIntent } from '../../api/intents/intent.ts';
+import { evmSigningDigest, evmTransaction, type EvmTemplate } from '../../api/chains/evm/evm-transaction.ts';
+import { buildSpend } from '../../api/chains/bitcoin/build-spend.ts';
+import { SealedStore } from '../../node/storage/sealed-store.ts';
+import { KeyVault, type PinnedMember } from '../../node/runtime/key-vault.ts';
+import { nodeProtocols } from '../../node/runtime/protocols/node-protocols.ts';
+import type { PartyProtocol } from '../../node/runtime/party-protocol.ts';
+import type { SessionContext } from '../../node/runtime/session-host.ts';
+import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.ts';
+import { IntentAuthorizer } from '../../node/runtime/authorization/sign-authorizer.ts';
+import { IntentLedger } from '../../node/runtime/authorization/intent-ledger.ts';
+import { encodeOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
+import { encodeBlob } from '../../node/protocols/round/machine.ts';
+import { SecretShare } from '../../node/protocols/keys/key-package.ts';
+import { parseScalar, pointHex } from '../../node/protocols/math/curve.ts';
+import { derive } from '../../node/protocols/derive/bip32.ts';
+import { outputKey } from '../../node/protocols/frost/taproot.ts';
+import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
+import { committee } from '../protocols/ecdsa/harness.ts';
+
+bitcoin.initEccLib(ecc);
+const ORG = 'org_replay';
+const apiSecret = sha256(new TextEncoder().encode('intent replay api key'));
+const NOW = Date.now();
+const NOT_AFTER = BigInt(Math.floor(NOW / 1000) + 3600);
+const c = committee(3, 2, 'intent-replay');
+const pkg = c.keys.get(1)!.pkg;
+const keyId = pkg.keyId;
+const derived = pointHex(derive(pkg.groupKey, pkg.chainCode, []).publicKey);
+const evmFrom = publicKeyToAddress(viemHex(secp256k1.Point.fromHex(derived).toBytes(false)));
+const p2tr = bitcoin.payments.p2tr({ pubkey: outputKey(derived), network: bitcoin.networks.regtest }).address!;
+const dest = bitcoin.payments.p2wpkh({ hash: new Uint8Array(20).fill(7), network: bitcoin.networks.regtest }).address!;
+
+const ids: PinnedMember[] = [1, 2, 3].map((i) => ({ index: i, nodeId: `node-${i}`, signingKey: bytesToHex(randomBytes(32)), encryptionKey: bytesToHex(randomBytes(32)) }));
+const parties: Party[] = ids.map((m) => ({ $typeName: 'mpc.v1.Party', nodeId: m.nodeId, index: m.index, signingKey: hexToBytes(m.signingKey), encryptionKey: hexToBytes(m.encryptionKey) }));
+
+interface Node {
+  me: number;
+  dir: string;
+  storageKey: Uint8Array<ArrayBuffer>;
+  store: SealedStore;
+  open(protocol: Protocol, params: Uint8Array): Promise<PartyProtocol>;
+}
+
+/** Node `me` with its share and OT setup, as DKG and the OT-setup session leave them. */
+async function startNode(t: Test, me: number, dir = mkdtempSync(join(tmpdir(), 'replay-')), storageKey: Uint8Array<ArrayBuffer> = new Uint8Array(randomBytes(32)), fresh = true): Promise<Node> {
+  const store = await SealedStore.open(dir, storageKey);
+  t.teardown(() => store.close().catch(() => undefined));
+  const vault = new KeyVault(store);
+  if (fresh) {
+    const k = c.keys.get(me)!;
+    await vault.putNew(keyId, { key: { share: new SecretShare(me, parseScalar(k.share, 'share')), pkg: k.pkg }, owner: ORG, committee: ids, tier: 'hosted' });
+    const ot = c.ots.get(me)!;
+    await vault.putOt(keyId, ot, encodeOtSetup(ot));
+  }
+  const trust = new TrustRegistry(store, { operatorKeys: [], fileKeys: { [ORG]: { key_1: bytesToHex(ed25519.getPublicKey(apiSecret)) } } });
+  const factory = nodeProtocols({ vault, authorizer: new IntentAuthorizer(trust, () => NOW), trust, ledger: new IntentLedger(store) } as Parameters<typeof nodeProtocols>[0]);
+  return {
+    me, dir, storageKey, store,
+    open: (protocol, params) => {
+      const ctx: SessionContext = {
+        open: create(SessionOpenSchema, { sessionId: new Uint8Array(randomBytes(32)), protocol, keyId, parties, params, deadlineMs: BigInt(Date.now() + 60_000) }),
+        myIndex: me,
+        parties,
+      };
+      return factory(ctx);
+    },
+  };
+}
+
+async function cluster(t: Test): Promise<Node[]> {
+  const nodes = await Promise.all([1, 2, 3].map((me) => startNode(t, me)));
+  t.teardown(() => nodes.forEach((n) => rmSync(n.dir, { recursive: true, force: true })));
+  return nodes;
+}
+
+function evmIntent(key: string): EvmTransferIntent {
+  return {
+    kind: 'evm.transfer', organization: ORG, walletId: 'w', chainId: 31337n, from: hexToBytes(evmFrom.slice(2)), to: new Uint8Array(20).fill(0xb0),
+    asset: { kind: 'native' }, amount: 10n ** 18n, data: new Uint8Array(), maxFee: 10n ** 16n, idempotencyKey: key, notAfter: NOT_AFTER,
+  };
+}
+
+/** The SIGN_ECDSA session parameters a coordinator sends for `intent` at `nonce`. */
+function evmSession(intent: EvmTransferIntent, nonce: number, maxFeePerGas = 10n ** 9n): Uint8Array {
+  const bytes = encodeIntent(intent);
+  const template: EvmTemplate = { nonce, gasLimit: 21_000n, maxFeePerGas, maxPriorityFeePerGas: 1n };
+  return encodeBlob('sign-params', {
+    keyId, epoch: pkg.epoch, path: [], scheme: 'ecdsa', digests: [bytesToHex(evmSigningDigest(evmTransaction(intent, template)))],
+    intent: bytesToHex(bytes), intentSignature: bytesToHex(signIntent(bytes, apiSecret)), apiKeyId: 'key_1',
+    template: bytesToHex(encodeBlob('evm-template', { nonce, gasLimit: '21000', maxFeePerGas: String(maxFeePerGas), maxPriorityFeePerGas: '1' })), endUserToken: '',
+  });
+}
+
+const utxo = (byte: number, value: bigint) => ({ txid: bytesToHex(new Uint8Array(32).fill(byte)), vout: 0, value, status: { confirmed: true } });
+
+/** A Taproot intent that leaves input selection to the service (what a replay with other inputs abuses). */
+function btcIntent(key: string): BtcTransferIntent {
+  return { kind: 'btc.transfer', organization: ORG, walletId: 'w', network: 'regtest', from: p2tr, outputs: [{ address: dest, amount: 40_000n }], maxFeeRate: 20n, maxFee: 5_000n, inputs: [], idempotencyKey: key, notAfter: NOT_AFTER };
+}
+
+/** The SIGN_SCHNORR session parameters for `intent` spending `utxos`. */
+function btcSession(intent: BtcTransferIntent, utxos: ReturnType<typeof utxo>[], feeRate = 5n): Uint8Array {
+  const bytes = encodeIntent(intent);
+  const spend = buildSpend(intent, utxos, feeRate);
+  return encodeBlob('sign-params', {
+    keyId, epoch: pkg.epoch, path: [], scheme: 'taproot', digests: spend.digests.map(bytesToHex),
+    intent: bytesToHex(bytes), intentSignature: bytesToHex(signIntent(bytes, apiSecret)), apiKeyId: 'key_1', template: bytesToHex(spend.template), endUserToken: '',
+  });
+}
+
+/** Opens the session on `node` and, for Schnorr, admits it (its authorization runs in `admit`). */
+async function signs(node: Node, protocol: Protocol, params: Uint8Array): Promise<void> {
+  const p = await node.open(protocol, params);
+  try {
+    await p.admit?.();
+  } finally {
+    p.dispose();
+  }
+}
+
+const used = { code: 'intent_already_used' };
+
+t.test('an EVM intent signed at one nonce is refused at another by every node, and signs again at the same nonce', async (t) => {
+  const nodes = await cluster(t);
+  const intent = evmIntent('evm-replay-1');
+  for (const n of nodes) await signs(n, Protocol.SIGN_ECDSA, evmSession(intent, 7));
+  for (const n of nodes) {
+    await t.rejects(signs(n, Protocol.SIGN_ECDSA, evmSession(intent, 8)), used, `node ${n.me} refuses nonce 8`);
+    await t.rejects(signs(n, Protocol.SIGN_ECDSA, evmSession(intent, 6)), used, `node ${n.me} refuses nonce 6`);
+  }
+  // A retry at the same nonce (other fees): only one of the two can ever be mined.
+  for (const n of nodes) await signs(n, Protocol.SIGN_ECDSA, evmSession(intent, 7, 2n * 10n ** 9n));
+  // Another intent is not affected.
+  for (const n of nodes) await signs(n, Protocol.SIGN_ECDSA, evmSession(evmIntent('evm-replay-2'), 8));
+});
+
+t.test('a Bitcoin intent signed for one input set is refused for other inputs by every node; the same set signs again', async (t) => {
+  const nodes = await cluster(t);
+  const intent = btcIntent('btc-replay-1');
+  const a = utxo(0xa1, 60_000n);
+  const b = utxo(0xb2, 60_000n);
+  for (const n of nodes) await signs(n, Protocol.SIGN_SCHNORR, btcSession(intent, [a]));
+  for (const n of nodes) {
+    await t.rejects(signs(n, Protocol.SIGN_SCHNORR, btcSession(intent, [b])), used, `node ${n.me} refuses other inputs`);
+    await t.rejects(signs(n, Protocol.SIGN_SCHNORR, btcSession({ ...intent, inputs: [] }, [a, b].map((u) => ({ ...u, value: 25_000n })))), used, `node ${n.me} refuses a superset`);
+  }
+  // The same outpoint claimed with another amount is another input set.
+  for (const n of nodes) await t.rejects(signs(n, Protocol.SIGN_SCHNORR, btcSession(intent, [{ ...a, value: 70_000n }])), used);
+  // The same input set at another fee rate is a retry.
+  for (const n of nodes) await signs(n, Protocol.SIGN_SCHNORR, btcSession(intent, [a], 10n));
+});
+
+t.test('the record survives a restart of the node', async (t) => {
+  const [node] = await Promise.all([startNode(t, 1)]);
+  t.teardown(() => rmSync(node!.dir, { recursive: true, force: true }));
+  const evm = evmIntent('evm-restart');
+  const btc = btcIntent('btc-restart');
+  await signs(node!, Protocol.SIGN_ECDSA, evmSession(evm, 3));
+  await signs(node!, Protocol.SIGN_SCHNORR, btcSession(btc, [utxo(0xc3, 80_000n)]));
+  await node!.store.close();
+  const again = await startNode(t, 1, node!.dir, node!.storageKey, false);
+  await t.rejects(signs(again, Protocol.SIGN_ECDSA, evmSession(evm, 4)), used, 'another nonce after the restart');
+  await t.rejects(signs(again, Protocol.SIGN_SCHNORR, btcSession(btc, [utxo(0xd4, 80_000n)])), used, 'other inputs after the restart');
+  await signs(again, Protocol.SIGN_ECDSA, evmSession(evm, 3));
+  await signs(again, Protocol.SIGN_SCHNORR, btcSession(btc, [utxo(0xc3, 80_000n)]));
+  // The record is sealed: neither the intent's outpoint nor its nonce is stored in the clear.
+  let raw = '';
+  for await (const k of again.store.keys('intent/')) raw += Buffer.from((await again.store.raw(k))!).toString('latin1');
+  t.notOk(raw.includes('c3c3c3c3'), 'no outpoint in the clear');
+});
+
+t.test('two concurrent sessions for one intent with different inputs: exactly one passes', async (t) => {
+  const nodes = await cluster(t);
+  const intent = btcIntent('btc-race');
+  for (const n of nodes) {
+    const outcomes = await Promise.allSettled([
+      signs(n, Protocol.SIGN_SCHNORR, btcSession(intent, [utxo(0xe5, 60_000n)])),
+      signs(n, Protocol.SIGN_SCHNORR, btcSession(intent, [utxo(0xf6, 60_000n)])),
+    ]);
+    t.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 1, `node ${n.me}: one session passes`);
+    t.match(outcomes.find((o) => o.status === 'rejected'), { reason: used }, `node ${n.me}: the other is refused as a replay`);
+  }
+});
+
+t.test('the ledger on its own: a second, different claim of one intent is refused, concurrently too', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ledger-'));
+  const store = await SealedStore.open(dir, new Uint8Array(32).fill(3));
+  t.teardown(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const ledger = new IntentLedger(store);
+  const grant = (nonce: number) => ({ intentHash: 'ab'.repeat(32), notAfter: NOT_AFTER, use: { chain: 'evm' as const, chainId: 2n ** 60n + 1n, from: evmFrom.toLowerCase(), nonce } });
+  const outcomes = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => ledger.claim(grant(i))));
+  t.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 1, 'one of eight concurrent nonces wins');
+  const winner = outcomes.findIndex((o) => o.status === 'fulfilled');
+  await ledger.claim(grant(winner));
+  t.same(await ledger.recorded('ab'.repeat(32)), grant(winner).use, 'the record keeps the chain id exactly');
+  await t.rejects(ledger.claim({ ...grant(winner), use: { chain: 'bitcoin', inputs: [{ txid: 'cd'.repeat(32), vout: 0, amount: 1n }] } }), used);
+  await t.rejects(ledger.claim({ ...grant(winner), intentHash: 'AB' }), /intent hash/);
+});
