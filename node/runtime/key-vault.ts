@@ -4,6 +4,9 @@
 import type { SealedStore } from '../storage/sealed-store.ts';
 import type { EndUserBinding } from './authorization/sign-authorizer.ts';
 import { decodeKeyShare, encodeKeyShare, type KeyShare } from '../protocols/keys/key-package.ts';
+import { decodeOtSetup, type EcdsaOtSetup } from '../protocols/ecdsa/ot-setup.ts';
+import { decodeBlob, encodeBlob } from '../protocols/round/machine.ts';
+import { KeyedMutex } from '../../common/keyed-mutex.ts';
 
 export interface PinnedMember {
   index: number;
@@ -26,6 +29,19 @@ export interface StoredKey {
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
+/**
+ * Which peers' OT material of one setup must never be used again. Kept apart from the setup itself so
+ * a retirement is a small read-merge-write under the key's lock, and no write of a setup snapshot
+ * taken earlier can clear it (a new setup, with fresh Δ and keys, starts a new record).
+ */
+export interface OtRetirement {
+  setupId: string;
+  retired: number[];
+}
+
+/** Every KeyVault over one store shares its per-key locks: OT records change under them only. */
+const storeLocks = new WeakMap<SealedStore, KeyedMutex>();
+
 export class KeyVaultError extends Error {
   constructor(readonly code: 'unknown_key' | 'session_reused' | 'no_pending' | 'epoch_mismatch', message: string) {
     super(message);
@@ -37,7 +53,13 @@ export class KeyVault {
   /** Session ids claimed in this process but maybe not yet on disk: closes the check-then-write gap. */
   private readonly claiming = new Set<string>();
 
-  constructor(private readonly store: SealedStore) {}
+  private readonly locks: KeyedMutex;
+
+  constructor(private readonly store: SealedStore) {
+    let locks = storeLocks.get(store);
+    if (!locks) storeLocks.set(store, (locks = new KeyedMutex()));
+    this.locks = locks;
+  }
 
   private async read(keyId: string, slot: 'current' | 'pending'): Promise<StoredKey | undefined> {
     const [share, committee] = await Promise.all([this.store.getSecret(`key/${keyId}/${slot}/share`), this.store.get(`key/${keyId}/${slot}/committee`)]);
@@ -93,6 +115,7 @@ export class KeyVault {
         { type: 'del', key: `key/${keyId}/pending/committee` },
         // The old epoch's OT material belongs to the old committee: a fresh setup follows.
         { type: 'del', key: `key/${keyId}/current/ot` },
+        { type: 'del', key: `key/${keyId}/current/ot-retired` },
       ]);
       return 'promoted';
     }
@@ -101,6 +124,7 @@ export class KeyVault {
         { type: 'del', key: `key/${keyId}/current/share` },
         { type: 'del', key: `key/${keyId}/current/committee` },
         { type: 'del', key: `key/${keyId}/current/ot` },
+        { type: 'del', key: `key/${keyId}/current/ot-retired` },
       ]);
       return 'removed';
     }
@@ -108,13 +132,52 @@ export class KeyVault {
     throw new KeyVaultError('no_pending', `no pending epoch ${epoch} for ${keyId}`);
   }
 
-  /** The ECDSA OT setup stored with the current epoch (secret), if any. */
-  async ot(keyId: string): Promise<Uint8Array | undefined> {
-    return this.store.getSecret(`key/${keyId}/current/ot`);
+  /**
+   * The ECDSA OT setup stored with the current epoch (secret), if any, with every retirement recorded
+   * for it merged in.
+   */
+  async ot(keyId: string): Promise<EcdsaOtSetup | undefined> {
+    const [bytes, retirement] = await Promise.all([this.store.getSecret(`key/${keyId}/current/ot`), this.otRetirement(keyId)]);
+    if (!bytes) return undefined;
+    const setup = decodeOtSetup(bytes);
+    const retired = retirement?.setupId === setup.setupId ? retirement.retired : [];
+    return { ...setup, retired: [...new Set([...setup.retired, ...retired])].sort((a, b) => a - b) };
   }
 
-  async putOt(keyId: string, setup: Uint8Array): Promise<void> {
-    await this.store.putSecret(`key/${keyId}/current/ot`, setup);
+  /** The retirement record of the current OT setup, read from the store (never from a snapshot). */
+  async otRetirement(keyId: string): Promise<OtRetirement | undefined> {
+    const raw = await this.store.getSecret(`key/${keyId}/current/ot-retired`);
+    return raw ? decodeBlob<OtRetirement>('ot-retirement', raw) : undefined;
+  }
+
+  /** Stores a new OT setup; its retirement record starts from the setup's own list. */
+  async putOt(keyId: string, setup: EcdsaOtSetup, encoded: Uint8Array): Promise<void> {
+    await this.locks.run(`ot/${keyId}`, () =>
+      this.store.batch([
+        { type: 'put', key: `key/${keyId}/current/ot`, value: encoded, secret: true },
+        { type: 'put', key: `key/${keyId}/current/ot-retired`, value: encodeBlob('ot-retirement', { setupId: setup.setupId, retired: [...setup.retired] } satisfies OtRetirement), secret: true },
+      ]),
+    );
+  }
+
+  /**
+   * Retires the OT material shared with `peers` in setup `setupId`, merged into the stored record under
+   * the key's lock and on disk before this resolves. Retirements only accumulate: nothing but a new
+   * setup (fresh keys and Δ) starts a clean record. A setup already replaced needs nothing.
+   */
+  async retireOtPairs(keyId: string, setupId: string, peers: number[]): Promise<OtRetirement | undefined> {
+    return this.locks.run(`ot/${keyId}`, async () => {
+      const bytes = await this.store.getSecret(`key/${keyId}/current/ot`);
+      if (!bytes) return undefined;
+      const setup = decodeOtSetup(bytes);
+      if (setup.setupId !== setupId) return undefined;
+      const before = await this.otRetirement(keyId);
+      const had = before?.setupId === setupId ? before.retired : [];
+      const retired = [...new Set([...setup.retired, ...had, ...peers.filter((p) => p !== setup.me)])].sort((a, b) => a - b);
+      const record: OtRetirement = { setupId, retired };
+      await this.store.putSecret(`key/${keyId}/current/ot-retired`, encodeBlob('ot-retirement', record));
+      return record;
+    });
   }
 
   async abandon(keyId: string, epoch: number): Promise<void> {
@@ -133,6 +196,8 @@ export class KeyVault {
     const k = `used/${sessionId}`;
     if (this.claiming.has(sessionId) || (await this.store.get(k))) throw new KeyVaultError('session_reused', 'this session id was used before');
     this.claiming.add(sessionId);
-    await this.store.put(k, new Uint8Array([1]));
+    // On disk before anything that uses the session's nonces leaves: a mark lost to a crash would let
+    // a restarted node run the same session id again.
+    await this.store.batch([{ type: 'put', key: k, value: new Uint8Array([1]) }]);
   }
 }

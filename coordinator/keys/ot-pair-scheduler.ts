@@ -1,0 +1,72 @@
+// Nodes run one ECDSA session per OT pair at a time and refuse (after a short wait) a session over a
+// pair that is busy (node/runtime/ot-pair-locks.ts). The coordinator keeps to that rule so that honest
+// traffic is never refused: each ECDSA session takes a signer subset none of whose pairs is in use,
+// and waits for one when every subset has a busy pair. A 2-of-3 vault so runs three sessions at once.
+
+type Member = { nodeId: string; index: number };
+
+export class OtPairScheduler {
+  private readonly busy = new Set<string>();
+  private waiters: (() => void)[] = [];
+
+  /**
+   * The first `size` members of `candidates` (in their order, over subsets) whose pairs are all free,
+   * taken until the returned release is called; waits up to `waitMs` for one, then returns undefined.
+   */
+  async take<M extends Member>(keyId: string, candidates: M[], size: number, waitMs: number): Promise<{ signers: M[]; release: () => void } | undefined> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const signers = this.freeSubset(keyId, candidates, size);
+      if (signers) {
+        const names = pairNames(keyId, signers);
+        for (const n of names) this.busy.add(n);
+        let released = false;
+        return {
+          signers,
+          release: () => {
+            if (released) return;
+            released = true;
+            for (const n of names) this.busy.delete(n);
+            const w = this.waiters;
+            this.waiters = [];
+            for (const f of w) f();
+          },
+        };
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) return undefined;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, left);
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.waiters.push(done);
+      });
+    }
+  }
+
+  private freeSubset<M extends Member>(keyId: string, candidates: M[], size: number): M[] | undefined {
+    if (candidates.length < size) return undefined;
+    // Subsets in lexicographic order of position; committees are small (at most a few dozen subsets).
+    let tried = 0;
+    const pick: number[] = Array.from({ length: size }, (_, i) => i);
+    for (;;) {
+      const subset = pick.map((i) => candidates[i]!);
+      if (!pairNames(keyId, subset).some((n) => this.busy.has(n))) return subset;
+      if (++tried >= 256) return undefined;
+      let i = size - 1;
+      while (i >= 0 && pick[i] === candidates.length - size + i) i--;
+      if (i < 0) return undefined;
+      pick[i]!++;
+      for (let j = i + 1; j < size; j++) pick[j] = pick[j - 1]! + 1;
+    }
+  }
+}
+
+function pairNames(keyId: string, members: Member[]): string[] {
+  const ids = members.map((m) => m.index).sort((a, b) => a - b);
+  const out: string[] = [];
+  for (let i = 0; i < ids.length; i++) for (let j = i + 1; j < ids.length; j++) out.push(`${keyId}/${ids[i]}-${ids[j]}`);
+  return out;
+}
