@@ -10,6 +10,7 @@ import type { VaultService } from './vaults/vault-service.ts';
 import { requestAuth } from './auth/request-auth.ts';
 import { apiKeyRoutes } from './routes/v1/api-keys.ts';
 import { vaultRoutes } from './routes/v1/vaults.ts';
+import { committeeRoutes } from './routes/v1/committees.ts';
 import { endUserAuthRoutes } from './routes/v1/end-user-auth.ts';
 import { transactionRoutes } from './routes/v1/transactions.ts';
 import type { TransactionService } from './transactions/transaction-service.ts';
@@ -93,6 +94,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await v1.register(requestAuth, { findKey: (id) => vaults.activeKey(id), publicOrigin: opts.config.publicUrl, ...(opts.now ? { now: opts.now } : {}) });
       await v1.register(apiKeyRoutes, { vaults });
       await v1.register(vaultRoutes, { vaults });
+      await v1.register(committeeRoutes, { coordinator: opts.coordinator });
       await v1.register(endUserAuthRoutes, { vaults });
       if (opts.transactions) await v1.register(transactionRoutes, { transactions: opts.transactions });
     }, { prefix: '/v1' });

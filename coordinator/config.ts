@@ -1,7 +1,9 @@
 // Coordinator configuration: read once at boot from the environment (and COORDINATOR_CONFIG_FILE),
 // validated, frozen.
 import { Type, type Static } from '@sinclair/typebox';
+import { readFileSync } from 'node:fs';
 import { ConfigError, isLoopbackHost, loadConfig, splitHostPort } from '../common/config.ts';
+import { decodeRoster, RosterError, type SignedRoster } from '../api/trust/roster.ts';
 
 export const CoordinatorConfigSchema = Type.Object({
   listen: Type.String({ env: 'COORDINATOR_LISTEN', default: '127.0.0.1:7400', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port the gRPC server binds' }),
@@ -12,13 +14,37 @@ export const CoordinatorConfigSchema = Type.Object({
   signTimeoutMs: Type.Integer({ env: 'COORDINATOR_SIGN_TIMEOUT_MS', default: 20000, minimum: 500, maximum: 600000 }),
   reshareTimeoutMs: Type.Integer({ env: 'COORDINATOR_RESHARE_TIMEOUT_MS', default: 60000, minimum: 500, maximum: 600000 }),
   attachWaitMs: Type.Integer({ env: 'COORDINATOR_ATTACH_WAIT_MS', default: 5000, minimum: 0, maximum: 60000, description: 'how long a signing waits for committee members that are redialing' }),
+  rosterFile: Type.Optional(Type.String({ env: 'COORDINATOR_ROSTER_FILE', minLength: 1, description: 'the operator-signed service-node roster (hex, `npm run admin -- roster sign`); nodes join key generations and reshares only with it' })),
   tlsCert: Type.Optional(Type.String({ env: 'COORDINATOR_TLS_CERT', description: 'PEM server certificate' })),
   tlsKey: Type.Optional(Type.String({ env: 'COORDINATOR_TLS_KEY', description: 'PEM server key' })),
   tlsClientCa: Type.Optional(Type.String({ env: 'COORDINATOR_TLS_CLIENT_CA', description: 'PEM CA that signs node certificates (mutual TLS)' })),
   logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'COORDINATOR_LOG_LEVEL', default: 'info' }),
 });
 
-export type CoordinatorConfig = Readonly<Static<typeof CoordinatorConfigSchema>>;
+/** The roster as the coordinator carries it: the signed bytes (hex) unchanged, and what they list. */
+export interface LoadedRoster {
+  hex: string;
+  roster: SignedRoster;
+}
+
+export type CoordinatorConfig = Readonly<Static<typeof CoordinatorConfigSchema> & { roster?: LoadedRoster | undefined }>;
+
+/** Reads the roster file once; the nodes verify its signature, the coordinator only needs its list. */
+function readRoster(path: string): LoadedRoster {
+  let hex: string;
+  try {
+    hex = readFileSync(path, 'utf8').trim().toLowerCase();
+  } catch (err) {
+    throw new ConfigError([`COORDINATOR_ROSTER_FILE (rosterFile): cannot read ${path}: ${(err as Error).message}`]);
+  }
+  try {
+    if (!/^(?:[0-9a-f]{2})+$/.test(hex)) throw new RosterError('the file must hold the signed roster in hex');
+    return { hex, roster: decodeRoster(Buffer.from(hex, 'hex')) };
+  } catch (err) {
+    if (err instanceof RosterError) throw new ConfigError([`COORDINATOR_ROSTER_FILE (rosterFile): ${path}: ${err.message}`]);
+    throw err;
+  }
+}
 
 export function loadCoordinatorConfig(env?: Record<string, string | undefined>): CoordinatorConfig {
   const config = loadConfig(CoordinatorConfigSchema, { env, fileVar: 'COORDINATOR_CONFIG_FILE' });
@@ -27,5 +53,5 @@ export function loadCoordinatorConfig(env?: Record<string, string | undefined>):
   if (tls === 0 && !isLoopbackHost(splitHostPort(config.listen).host)) {
     throw new ConfigError([`COORDINATOR_LISTEN (listen): plaintext is allowed on loopback only; got ${config.listen} without TLS`]);
   }
-  return config;
+  return Object.freeze({ ...config, ...(config.rosterFile ? { roster: readRoster(config.rosterFile) } : {}) });
 }

@@ -41,7 +41,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
   const keyStore = new KeyStore(db);
   const hub = new SessionHub({ send: (id, m) => registry.send(id, m), isAttached: (id) => registry.isAttached(id) }, log);
   registry.on('left', (nodeId) => hub.nodeLeft(nodeId));
-  const keys = new KeyService(keyStore, registry, hub, log, { dkgMs: config.dkgTimeoutMs, signMs: config.signTimeoutMs, reshareMs: config.reshareTimeoutMs, attachWaitMs: config.attachWaitMs });
+  const keys = new KeyService(keyStore, registry, hub, log, { dkgMs: config.dkgTimeoutMs, signMs: config.signTimeoutMs, reshareMs: config.reshareTimeoutMs, attachWaitMs: config.attachWaitMs }, config.roster);
   const guard = async <T>(f: () => Promise<T>): Promise<T> => {
     try {
       return await f();
@@ -75,8 +75,18 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
     })),
     getKey: (req) => guard(async () => ({ key: keyInfo(await keys.get(req.keyId)) })),
     reshare: (req) => guard(async () => ({
-      key: keyInfo(await keys.reshare({ keyId: req.keyId, nodeIds: req.nodeIds, threshold: req.threshold || undefined, targetTier: req.targetTier ? tierName(req.targetTier) : undefined })),
+      key: keyInfo(await keys.reshare({
+        keyId: req.keyId, nodeIds: req.nodeIds, threshold: req.threshold || undefined, targetTier: req.targetTier ? tierName(req.targetTier) : undefined,
+        trustLog: req.trustLog.map((e) => bytesToHex(e)), reshareRequest: req.reshareRequest.length ? bytesToHex(req.reshareRequest) : undefined,
+      })),
     })),
+    proposeCommittee: (req) => guard(async () => {
+      const p = keys.proposeCommittee(req.owner, tierName(req.tier));
+      return {
+        members: p.members.map((m) => ({ nodeId: m.nodeId, kind: KIND_VALUES[m.kind], signingKey: m.signingKey, encryptionKey: m.encryptionKey })),
+        threshold: p.threshold, rosterVersion: BigInt(p.rosterVersion),
+      };
+    }),
     sign: (req) => guard(async () => {
       const scheme = req.scheme === Scheme.SCHNORR_TAPROOT ? 'taproot' : req.scheme === Scheme.SCHNORR_BIP340 ? 'bip340' : req.scheme === Scheme.ECDSA ? 'ecdsa' : undefined;
       if (!scheme) throw new GrpcStatusError(grpc.status.INVALID_ARGUMENT, 'unknown scheme');

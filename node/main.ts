@@ -8,6 +8,7 @@ import { createLogger } from '../common/logger.ts';
 import { runMain } from '../common/process.ts';
 import { loadStorageKey } from './storage/storage-key.ts';
 import { SealedStore } from './storage/sealed-store.ts';
+import { FileRollbackAnchor } from './storage/rollback-anchor.ts';
 import { NodeIdentity } from './runtime/identity.ts';
 import { CoordinatorLink } from './transport/coordinator-link.ts';
 import { KIND_VALUES } from './transport/attach.ts';
@@ -16,13 +17,18 @@ import { KeyVault } from './runtime/key-vault.ts';
 import { loadApiKeysFile } from './runtime/authorization/api-key-registry.ts';
 import { TrustRegistry } from './runtime/authorization/trust-registry.ts';
 import { IntentAuthorizer } from './runtime/authorization/sign-authorizer.ts';
+import { IntentLedger } from './runtime/authorization/intent-ledger.ts';
+import { RosterRegistry } from './runtime/authorization/roster-registry.ts';
 import { nodeProtocols } from './runtime/protocols/node-protocols.ts';
 
 await runMain('node', async () => {
   const config = loadNodeConfig();
   const log = createLogger('node', config.logLevel);
   const storageKey = loadStorageKey(config.storageKeyFile, config.createStorageKey);
-  const store = await SealedStore.open(join(config.dataDir, 'db'), storageKey);
+  const anchor = config.rollbackAnchorFile ? new FileRollbackAnchor(config.rollbackAnchorFile, storageKey) : undefined;
+  const store = await SealedStore.open(join(config.dataDir, 'db'), storageKey, anchor ? { anchor } : {});
+  if (store.adopted) log.info('the store had no authenticated head yet: one was written over its present records');
+  if (!anchor) log.warn('no NODE_ROLLBACK_ANCHOR_FILE: a restore of the whole data directory from an older copy would not be noticed (docs/storage.md)');
   const { identity, created } = await NodeIdentity.loadOrCreate(store);
   const nodeLog = log.child({ nodeId: identity.nodeId });
   nodeLog.info({ created, kind: config.kind }, created ? 'identity created' : 'identity loaded');
@@ -41,7 +47,7 @@ await runMain('node', async () => {
   const vault = new KeyVault(store);
   const trust = new TrustRegistry(store, { operatorKeys: config.operatorKeys, fileKeys: loadApiKeysFile(config.apiKeysFile) });
   const authorizer = new IntentAuthorizer(trust);
-  const host = new SessionHost(identity, (m) => void link.send(m), nodeProtocols({ vault, authorizer, trust }), nodeLog);
+  const host = new SessionHost(identity, (m) => void link.send(m), nodeProtocols({ vault, authorizer, trust, ledger: new IntentLedger(store), rosters: new RosterRegistry(store, config.operatorKeys) }), nodeLog);
   link.on('session', (b) => {
     if (b.case === 'open') host.onOpen(b.value);
     else if (b.case === 'relay' && b.value.envelope) host.onRelay(b.value.envelope);

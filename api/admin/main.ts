@@ -3,10 +3,12 @@
 //   npm run admin -- vault freeze|unfreeze --id <vault id>  (a frozen vault signs nothing)
 //   npm run admin -- tenant create --name <name>            (a tenant with sandbox and production workspaces)
 //   npm run admin -- key create --workspace <id> --role <role> [--label <l>] [--public-key <hex>] [--mfa]
+//   npm run admin -- roster sign --version <n> --identity <file>... [--out <file>] [--operator-key-file <file>]
+//     (the service-node roster, docs/trust.md "Committees", from `npm run node-identity` outputs)
 // Organizations, tenants and their keys are a private management function; a bearer key is printed once. It opens the API's store
 // directly (API_DATA_DIR), so run it while the API process is stopped.
 import { parseArgs } from 'node:util';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { hexToBytes } from '@noble/hashes/utils.js';
 import { loadApiConfig } from '../config.ts';
 import { RecordStore } from '../store/record-store.ts';
@@ -14,11 +16,13 @@ import { VaultService } from '../vaults/vault-service.ts';
 import { ConfigError } from '../../common/config.ts';
 import { TenancyService } from '../platform/tenancy.ts';
 import { ApiError } from '../errors.ts';
+import { signRoster, RosterError, type RosterNode } from '../trust/roster.ts';
 
 const USAGE = 'usage: npm run admin -- org create --name <name> --public-key <hex> [--label <label>]\n'
   + '       npm run admin -- vault freeze|unfreeze --id <vault id>\n'
   + '       npm run admin -- tenant create --name <name>\n'
-  + '       npm run admin -- key create --workspace <id> --role <owner|admin|developer|brand_manager|viewer> [--label <l>] [--public-key <hex>] [--mfa]\n';
+  + '       npm run admin -- key create --workspace <id> --role <owner|admin|developer|brand_manager|viewer> [--label <l>] [--public-key <hex>] [--mfa]\n'
+  + '       npm run admin -- roster sign --version <n> --identity <file>... [--created <unix seconds>] [--out <file>] [--operator-key-file <file>]\n';
 
 async function platformCommand(verb: string, rest: string[]): Promise<number> {
   const { values } = parseArgs({ args: rest, options: { name: { type: 'string' }, workspace: { type: 'string' }, role: { type: 'string' }, label: { type: 'string' }, 'public-key': { type: 'string' }, mfa: { type: 'boolean' } } });
@@ -65,8 +69,50 @@ async function vaultCommand(verb: string, rest: string[]): Promise<number> {
   }
 }
 
+/** One node's public identity as `npm run node-identity` prints it. */
+function readIdentity(path: string): RosterNode {
+  let j: { node_id?: unknown; signing_key?: unknown; encryption_key?: unknown; kind?: unknown };
+  try {
+    j = JSON.parse(readFileSync(path, 'utf8')) as typeof j;
+  } catch (err) {
+    throw new ApiError(400, 'usage', `--identity ${path}: not a JSON identity (${(err as Error).message})`);
+  }
+  if (typeof j.node_id !== 'string' || typeof j.signing_key !== 'string' || typeof j.encryption_key !== 'string') {
+    throw new ApiError(400, 'usage', `--identity ${path}: needs node_id, signing_key and encryption_key (npm run node-identity)`);
+  }
+  if (j.kind !== undefined && j.kind !== 'service') throw new ApiError(400, 'usage', `--identity ${path}: a ${String(j.kind)} node is not a service node`);
+  return { nodeId: j.node_id, signingKey: j.signing_key, encryptionKey: j.encryption_key };
+}
+
+/**
+ * `roster sign`: the operator's signed list of service nodes, written as hex (COORDINATOR_ROSTER_FILE).
+ * Each node verifies it under NODE_OPERATOR_KEYS and refuses a version older than one it accepted, so
+ * every change of the node set takes a higher version.
+ */
+async function rosterCommand(rest: string[]): Promise<number> {
+  const { values } = parseArgs({ args: rest, options: { version: { type: 'string' }, identity: { type: 'string', multiple: true }, created: { type: 'string' }, out: { type: 'string' }, 'operator-key-file': { type: 'string' } } });
+  if (!values.version || !/^\d{1,15}$/.test(values.version)) throw new ApiError(400, 'usage', 'roster sign needs --version <non-negative integer>');
+  if (!values.identity?.length) throw new ApiError(400, 'usage', 'roster sign needs at least one --identity <file>');
+  if (values.created !== undefined && !/^\d{1,15}$/.test(values.created)) throw new ApiError(400, 'usage', '--created is Unix seconds');
+  const keyFile = values['operator-key-file'] ?? loadApiConfig().operatorKeyFile;
+  if (!keyFile) throw new ApiError(400, 'usage', 'roster sign needs --operator-key-file (or API_OPERATOR_KEY_FILE)');
+  const nodes = values.identity.map(readIdentity);
+  let roster: Uint8Array;
+  try {
+    roster = signRoster({ version: Number(values.version), created: values.created !== undefined ? Number(values.created) : Math.floor(Date.now() / 1000), nodes }, readOperatorKey(keyFile));
+  } catch (err) {
+    if (err instanceof RosterError) throw new ApiError(400, 'bad_roster', err.message);
+    throw err;
+  }
+  const hex = Buffer.from(roster).toString('hex');
+  if (values.out) writeFileSync(values.out, hex + '\n');
+  process.stdout.write(JSON.stringify({ roster_version: Number(values.version), nodes: nodes.map((n) => n.nodeId).sort(), ...(values.out ? { out: values.out } : { roster: hex }) }) + '\n');
+  return 0;
+}
+
 async function main(): Promise<number> {
   const [area, verb, ...rest] = process.argv.slice(2);
+  if (area === 'roster' && verb === 'sign') return rosterCommand(rest);
   if ((area === 'tenant' || area === 'key') && verb === 'create') return platformCommand(area, rest);
   if (area === 'vault' && (verb === 'freeze' || verb === 'unfreeze')) return vaultCommand(verb, rest);
   if (area !== 'org' || verb !== 'create') {

@@ -6,6 +6,7 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import type { Vault as VaultSchema, Wallet as WalletSchema } from '../routes/v1/vaults.ts';
 import type { Transaction as TransactionSchema } from '../routes/v1/transactions.ts';
 import type { ApiKey as ApiKeySchema } from '../routes/v1/api-keys.ts';
+import type { Committee as CommitteeSchema } from '../routes/v1/committees.ts';
 import type { Policy } from '../policy/policy.ts';
 import { encodeIntent, signIntent, type BtcOutpoint, type BtcOutput } from '../intents/intent.ts';
 import { evmIntentFromFields } from '../intents/evm-fields.ts';
@@ -18,6 +19,22 @@ export type Wallet = Static<typeof WalletSchema>;
 export type Transaction = Static<typeof TransactionSchema>;
 export type ApiKey = Static<typeof ApiKeySchema>;
 export type Tier = Vault['tier'];
+export type CommitteeProposal = Static<typeof CommitteeSchema>;
+
+/** A node's public identity, as `npm run node-identity` prints it on that node. */
+export interface NodeIdentityRef {
+  node_id: string;
+  signing_key: string;
+  encryption_key: string;
+}
+
+/** What a signed vault or reshare request binds of the committee (docs/trust.md "Committees"). */
+export interface CommitteeBinding {
+  /** The node ids shown by GET /v1/committees: the nodes join only this committee. */
+  committee?: string[];
+  /** Self and customer_tee: the customer's own node; pass it to pin it yourself rather than take the proposal's. */
+  customer_node?: NodeIdentityRef;
+}
 export type TransactionState = Transaction['state'];
 
 export interface CustodyClientOptions {
@@ -62,20 +79,42 @@ export interface SendEvmParameters {
   idempotencyKey: string;
   /** Calldata of a native-asset contract call (hex); sent as a full intent. */
   data?: string;
-  /** Unix seconds after which the nodes refuse to sign; 0 for none. */
+  /** Unix seconds after which the nodes refuse to sign; default an hour from now, at most a day ahead. */
   notAfter?: bigint;
   endUserToken?: string;
 }
 
+/** An unspent output of a Bitcoin wallet, as GET /v1/wallets/{id}/utxos lists it. */
+export interface WalletUtxo {
+  txid: string;
+  vout: number;
+  /** Satoshis, base-10. */
+  amount: string;
+  confirmed: boolean;
+}
+
+/** How long an intent stays signable when the caller gives no not_after (the nodes allow a day at most). */
+export const DEFAULT_INTENT_LIFETIME_SECONDS = 3600n;
+
+const defaultNotAfter = () => BigInt(Math.floor(Date.now() / 1000)) + DEFAULT_INTENT_LIFETIME_SECONDS;
+
+/** A native-segwit v0 (P2WPKH) address on any network; P2TR addresses are segwit v1 (`...1p`). */
+const isP2wpkh = (w: { address: string; address_type?: string }) => (w.address_type ? w.address_type === 'p2wpkh' : /^(bc|tb|bcrt)1q/i.test(w.address));
+
 export interface SendBitcoinParameters {
-  wallet: Pick<Wallet, 'id' | 'chain' | 'address'>;
+  wallet: Pick<Wallet, 'id' | 'chain' | 'address'> & Partial<Pick<Wallet, 'address_type'>>;
   outputs: { address: string; amount: bigint }[];
   /** sat/vB ceiling. */
   maxFeeRate: bigint;
   /** Absolute fee ceiling, sat. */
   maxFee: bigint;
+  /**
+   * Inputs to spend, each with its amount (intent version 2). A P2WPKH wallet needs them: sendBitcoin
+   * selects them from the wallet's UTXOs when absent. A P2TR wallet may leave the choice to the service.
+   */
   inputs?: BtcOutpoint[];
   idempotencyKey: string;
+  /** Unix seconds after which the nodes refuse to sign; default an hour from now, at most a day ahead. */
   notAfter?: bigint;
   endUserToken?: string;
 }
@@ -84,6 +123,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class CustodyClient {
   private readonly fetch: typeof fetch;
+  // The default not_after chosen per idempotency key, so a retry (or evmIntent then sendEvm) builds the
+  // same bytes and the API answers it as a replay rather than a conflict.
+  private readonly notAfters = new Map<string, bigint>();
 
   constructor(private readonly o: CustodyClientOptions) {
     this.fetch = o.fetch ?? fetch;
@@ -117,16 +159,51 @@ export class CustodyClient {
   }
 
   // Vaults and wallets.
-  createVault(body: { tier: Tier; name?: string; policy?: Policy; end_user_subject?: string }): Promise<Vault> {
-    return this.request('POST', '/v1/vaults', body);
+  /** The committee a new vault at `tier` would get now, with each member's keys and the roster version. */
+  proposeCommittee(tier: Tier): Promise<CommitteeProposal> {
+    return this.request('GET', `/v1/committees?tier=${encodeURIComponent(tier)}`);
+  }
+
+  /**
+   * The committee the customer binds in its signed request: the proposal's node ids, and for self and
+   * customer_tee its customer node (the one given, which must be the proposal's, or else the proposal's).
+   * An API that cannot propose one (no coordinator) leaves the request without: the nodes then still
+   * check the roster and the tier's shape.
+   */
+  private async bindCommittee(tier: Tier, given: CommitteeBinding): Promise<CommitteeBinding> {
+    if (given.committee) return {};
+    let proposal: CommitteeProposal;
+    try {
+      proposal = await this.proposeCommittee(tier);
+    } catch (err) {
+      if (err instanceof CustodyApiError && (err.status === 503 || err.status === 404)) return {};
+      throw err;
+    }
+    const customers = proposal.members.filter((m) => m.kind !== 'service');
+    const mine = given.customer_node;
+    if (mine && !customers.some((m) => m.node_id === mine.node_id && m.signing_key === mine.signing_key.toLowerCase() && m.encryption_key === mine.encryption_key.toLowerCase())) {
+      throw new CustodyApiError(409, 'committee_mismatch', `the proposed committee does not seat your node ${mine.node_id}`);
+    }
+    const customer = mine ?? (customers[0] ? { node_id: customers[0].node_id, signing_key: customers[0].signing_key, encryption_key: customers[0].encryption_key } : undefined);
+    return { committee: proposal.members.map((m) => m.node_id), ...(tier !== 'hosted' && customer ? { customer_node: customer } : {}) };
+  }
+
+  /** Creates a vault, binding the committee it was shown (bindCommittee) in the signed body. */
+  async createVault(body: { tier: Tier; name?: string; policy?: Policy; end_user_subject?: string } & CommitteeBinding): Promise<Vault> {
+    return this.request('POST', '/v1/vaults', { ...body, ...(await this.bindCommittee(body.tier, body)) });
   }
 
   getVault(vaultId: string): Promise<Vault> {
     return this.request('GET', `/v1/vaults/${encodeURIComponent(vaultId)}`);
   }
 
-  reshareVault(vaultId: string, body: { target_tier?: Tier } = {}): Promise<{ id: string; status: 'accepted' }> {
-    return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/reshare`, body);
+  /**
+   * Reshares a vault. A move to self or customer_tee binds the committee shown and the customer's node
+   * in the signed body, which is what lets the nodes seat that node.
+   */
+  async reshareVault(vaultId: string, body: { target_tier?: Tier } & CommitteeBinding = {}): Promise<{ id: string; status: 'accepted' }> {
+    const bound = body.target_tier && body.target_tier !== 'hosted' ? await this.bindCommittee(body.target_tier, body) : {};
+    return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/reshare`, { ...body, ...bound });
   }
 
   createWallet(vaultId: string, body: { chain: string; account_index?: number; address_type?: 'p2wpkh' | 'p2tr' }): Promise<Wallet> {
@@ -136,6 +213,30 @@ export class CustodyClient {
   /** A wallet's chain and address: what sendEvm and sendBitcoin need to build the intent. */
   getWallet(walletId: string): Promise<Wallet> {
     return this.request('GET', `/v1/wallets/${encodeURIComponent(walletId)}`);
+  }
+
+  /** Unspent outputs of a Bitcoin wallet, without those its own transactions spend or hold. */
+  async listUtxos(walletId: string): Promise<WalletUtxo[]> {
+    return (await this.request<{ utxos: WalletUtxo[] }>('GET', `/v1/wallets/${encodeURIComponent(walletId)}/utxos`)).utxos;
+  }
+
+  /**
+   * Inputs for a Bitcoin intent, with their amounts: the wallet's UTXOs, confirmed first and largest
+   * first, until they cover the outputs plus the fee ceiling.
+   */
+  async selectInputs(p: Pick<SendBitcoinParameters, 'wallet' | 'outputs' | 'maxFee'>): Promise<BtcOutpoint[]> {
+    const want = p.outputs.reduce((a, o) => a + o.amount, 0n) + p.maxFee;
+    const utxos = [...(await this.listUtxos(p.wallet.id))]
+      .sort((a, b) => Number(b.confirmed) - Number(a.confirmed) || (BigInt(b.amount) > BigInt(a.amount) ? 1 : BigInt(b.amount) < BigInt(a.amount) ? -1 : 0));
+    const chosen: BtcOutpoint[] = [];
+    let have = 0n;
+    for (const u of utxos) {
+      if (have >= want) break;
+      chosen.push({ txid: hexToBytes(u.txid), vout: u.vout, amount: BigInt(u.amount) });
+      have += BigInt(u.amount);
+    }
+    if (have < want) throw new Error(`wallet ${p.wallet.id} holds ${have} sat available; ${want} (outputs plus the fee ceiling) are needed`);
+    return chosen;
   }
 
   setEndUserAuth(body: { jwks: { keys: Record<string, unknown>[] }; audience: string }): Promise<{ status: 'registered'; audience: string; key_count: number }> {
@@ -149,7 +250,7 @@ export class CustodyClient {
 
   // Transactions.
   submitTransaction(body: {
-    wallet_id: string; intent?: string; to?: string; amount?: string; asset?: string; max_fee?: string;
+    wallet_id: string; intent?: string; to?: string; amount?: string; asset?: string; max_fee?: string; not_after?: number;
     idempotency_key: string; intent_signature: string; end_user_token?: string;
   }): Promise<Transaction> {
     return this.request('POST', '/v1/transactions', body);
@@ -170,21 +271,33 @@ export class CustodyClient {
     if (!net) throw new Error(`${p.wallet.chain} is not an EVM chain`);
     const intent = evmIntentFromFields({
       organization: this.o.organization, walletId: p.wallet.id, chainId: net.chainId, from: p.wallet.address, to: p.to, amount: String(p.amount),
-      asset: p.asset, maxFee: p.maxFee === undefined ? undefined : String(p.maxFee), idempotencyKey: p.idempotencyKey,
+      asset: p.asset, maxFee: p.maxFee === undefined ? undefined : String(p.maxFee), idempotencyKey: p.idempotencyKey, notAfter: this.notAfter(p.idempotencyKey, p.notAfter),
     });
     if (p.data) intent.data = hexToBytes(p.data.replace(/^0x/, ''));
-    if (p.notAfter !== undefined) intent.notAfter = p.notAfter;
     return encodeIntent(intent);
   }
 
-  /** The canonical intent of a Bitcoin transfer; the idempotency key travels inside it. */
+  /**
+   * The canonical intent of a Bitcoin transfer; the idempotency key travels inside it. Inputs given with
+   * amounts make a version 2 intent, which a P2WPKH wallet needs (sendBitcoin selects them).
+   */
   bitcoinIntent(p: SendBitcoinParameters): Uint8Array {
     const net = BITCOIN_NETWORKS.find((n) => n.chain === p.wallet.chain);
     if (!net) throw new Error(`${p.wallet.chain} is not a Bitcoin chain`);
     return encodeIntent({
       kind: 'btc.transfer', organization: this.o.organization, walletId: p.wallet.id, network: net.network, from: p.wallet.address,
-      outputs: p.outputs as BtcOutput[], maxFeeRate: p.maxFeeRate, maxFee: p.maxFee, inputs: p.inputs ?? [], idempotencyKey: p.idempotencyKey, notAfter: p.notAfter ?? 0n,
+      outputs: p.outputs as BtcOutput[], maxFeeRate: p.maxFeeRate, maxFee: p.maxFee, inputs: p.inputs ?? [], idempotencyKey: p.idempotencyKey, notAfter: this.notAfter(p.idempotencyKey, p.notAfter),
     });
+  }
+
+  private notAfter(idempotencyKey: string, given: bigint | undefined): bigint {
+    if (given !== undefined) return given;
+    const known = this.notAfters.get(idempotencyKey);
+    if (known !== undefined && known > BigInt(Math.floor(Date.now() / 1000))) return known;
+    if (this.notAfters.size >= 10_000) this.notAfters.delete(this.notAfters.keys().next().value!);
+    const chosen = defaultNotAfter();
+    this.notAfters.set(idempotencyKey, chosen);
+    return chosen;
   }
 
   /** Signs canonical intent bytes with this client's API key. */
@@ -197,9 +310,10 @@ export class CustodyClient {
     return this.submitIntent(p.wallet.id, this.evmIntent(p), p.idempotencyKey, p.endUserToken);
   }
 
-  /** Builds, signs and submits a Bitcoin transfer. */
-  sendBitcoin(p: SendBitcoinParameters): Promise<Transaction> {
-    return this.submitIntent(p.wallet.id, this.bitcoinIntent(p), p.idempotencyKey, p.endUserToken);
+  /** Builds, signs and submits a Bitcoin transfer; for a P2WPKH wallet without `inputs`, selects them first. */
+  async sendBitcoin(p: SendBitcoinParameters): Promise<Transaction> {
+    const inputs = p.inputs ?? (isP2wpkh(p.wallet) ? await this.selectInputs(p) : undefined);
+    return this.submitIntent(p.wallet.id, this.bitcoinIntent({ ...p, ...(inputs ? { inputs } : {}) }), p.idempotencyKey, p.endUserToken);
   }
 
   private submitIntent(walletId: string, intent: Uint8Array, idempotencyKey: string, endUserToken: string | undefined): Promise<Transaction> {

@@ -70,6 +70,14 @@ export class KeyJobs {
       if (e.code === grpc.status.FAILED_PRECONDITION && /exists/.test(e.details)) {
         key = (await this.coordinator.getKey({ keyId: vault.id }).catch(() => ({ key: undefined }))).key;
       }
+      // Refused by the nodes (an unverified committee, a creation request they reject): a retry would be
+      // refused too. The vault keeps the reason as its problem.
+      if (!key && e.code === grpc.status.PERMISSION_DENIED) {
+        const problem = (e.details ?? e.message).slice(0, 500);
+        await store.batch([this.vaults.vaultOp({ ...vault, problem, updated_at: new Date().toISOString() }), { type: 'del', collection: 'jobs', id: job.id }]);
+        this.log.warn({ vault: vault.id, err: problem }, 'key generation refused by the nodes');
+        return;
+      }
       if (!key || key.state !== 'active') {
         const attempts = job.attempts + 1;
         const delay = Math.min(60_000, 1000 * 2 ** Math.min(attempts, 6));
@@ -104,7 +112,12 @@ export class KeyJobs {
     };
     const target = job.target_tier ?? vault.tier;
     try {
-      const { key } = await this.coordinator!.reshare({ keyId: vault.id, targetTier: TIERS[target] }, { deadline: Date.now() + 180_000 });
+      // The customer's signed reshare request goes along with the log that lets the nodes verify it.
+      const trustLog = await this.vaults.trustLog(vault.org);
+      const { key } = await this.coordinator!.reshare({
+        keyId: vault.id, targetTier: TIERS[target], trustLog,
+        ...(job.reshare_request && trustLog.length ? { reshareRequest: hexToBytes(job.reshare_request) } : {}),
+      }, { deadline: Date.now() + 180_000 });
       if (!key || bytesToHex(key.publicKey) !== vault.public_key) throw new Error('the reshared key differs from the vault key');
       const { problem: _p, ...rest } = vault;
       await finish({ ...rest, state: 'active', tier: target, rotation: key.rotation, updated_at: new Date().toISOString() }, 'vault.reshare.completed');

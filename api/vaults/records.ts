@@ -59,6 +59,8 @@ export interface JobRecord {
   vault_id: string;
   /** Reshare: the tier the vault moves to (its own when absent). */
   target_tier?: Tier;
+  /** Reshare: the customer's signed POST /v1/vaults/{id}/reshare as a trust entry, hex (nodes check it). */
+  reshare_request?: string;
   attempts: number;
   next_at: number;
   last_error?: string;

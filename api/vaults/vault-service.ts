@@ -9,6 +9,7 @@ import type { RecordStore, Op } from '../store/record-store.ts';
 import { ApiError } from '../errors.ts';
 import type { ApiKeyRecord, EventRecord, JobRecord, OrgRecord, Tier, VaultRecord, WalletRecord } from './records.ts';
 import { chainInfo, walletAddress } from './wallet-address.ts';
+import { nodeIdFor } from '../../node/runtime/identity.ts';
 import type { EndUserAuthConfig } from '../auth/end-user-token.ts';
 
 export const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
@@ -26,6 +27,24 @@ export interface VaultServiceOptions {
 }
 
 const iso = (d: Date) => d.toISOString();
+
+/** What a customer's signed vault or reshare request binds of the committee (docs/trust.md "Committees"). */
+export interface CommitteeFields {
+  /** The node ids the customer was shown (GET /v1/committees). */
+  committee?: string[] | undefined;
+  /** Self and customer_tee: the customer's own node, the only one seated as the customer member. */
+  customer_node?: { node_id: string; signing_key: string; encryption_key: string } | undefined;
+}
+
+/** The nodes refuse these too; checked here so a bad request is refused at once and queues nothing. */
+function checkCommitteeFields(tier: Tier, f: CommitteeFields): void {
+  if (f.committee && new Set(f.committee).size !== f.committee.length) throw new ApiError(400, 'invalid_request', 'committee lists a node twice');
+  const n = f.customer_node;
+  if (!n) return;
+  if (tier === 'hosted') throw new ApiError(400, 'invalid_request', 'customer_node applies to self and customer_tee vaults only');
+  if (n.node_id !== nodeIdFor(hexToBytes(n.signing_key.toLowerCase()))) throw new ApiError(400, 'invalid_request', 'customer_node.node_id is not the id derived from its signing_key');
+  if (f.committee && !f.committee.includes(n.node_id)) throw new ApiError(400, 'invalid_request', 'customer_node is not in the committee');
+}
 
 export class VaultService {
   private readonly now: () => Date;
@@ -127,8 +146,9 @@ export class VaultService {
 
   // Vaults.
   /** `creationRequest`: the signed POST /vaults as a trust entry, which the nodes check at key generation. */
-  async createVault(org: string, input: { tier: Tier; name?: string | undefined; policy?: Record<string, unknown> | undefined; end_user_subject?: string | undefined }, creationRequest?: Uint8Array): Promise<VaultRecord> {
+  async createVault(org: string, input: { tier: Tier; name?: string | undefined; policy?: Record<string, unknown> | undefined; end_user_subject?: string | undefined } & CommitteeFields, creationRequest?: Uint8Array): Promise<VaultRecord> {
     if (input.tier !== 'hosted' && input.end_user_subject !== undefined) throw new ApiError(400, 'invalid_request', 'end_user_subject applies to hosted vaults only');
+    checkCommitteeFields(input.tier, input);
     const existing = await this.o.store.byIndex<VaultRecord>('vaults', `org/${org}/`, this.o.limits.vaultsPerOrg + 1);
     if (existing.length >= this.o.limits.vaultsPerOrg) throw new ApiError(429, 'rate_limited', `vault quota reached (${this.o.limits.vaultsPerOrg})`);
     const t = iso(this.now());
@@ -158,10 +178,14 @@ export class VaultService {
    * Starts a reshare (new shares, same key), optionally moving the vault to `targetTier`. Allowed from
    * active, and from reshare_pending to finish a rotation that needs attention; 409 otherwise.
    */
-  async reshare(org: string, vaultId: string, targetTier: Tier | undefined): Promise<{ id: string; status: 'accepted' }> {
+  async reshare(org: string, vaultId: string, targetTier: Tier | undefined, committee: CommitteeFields = {}, reshareRequest?: Uint8Array): Promise<{ id: string; status: 'accepted' }> {
     const v = await this.vault(org, vaultId);
     if (v.state !== 'active' && v.state !== 'reshare_pending') throw new ApiError(409, 'conflict', `the vault is ${v.state}; a reshare needs it active`);
-    const job: JobRecord = { id: newId('rsh'), kind: 'reshare', vault_id: v.id, attempts: 0, next_at: 0, ...(targetTier ? { target_tier: targetTier } : {}) };
+    checkCommitteeFields(targetTier ?? v.tier, committee);
+    const job: JobRecord = {
+      id: newId('rsh'), kind: 'reshare', vault_id: v.id, attempts: 0, next_at: 0, ...(targetTier ? { target_tier: targetTier } : {}),
+      ...(reshareRequest ? { reshare_request: bytesToHex(reshareRequest) } : {}),
+    };
     const next: VaultRecord = { ...v, state: 'resharing', updated_at: iso(this.now()) };
     await this.o.store.batch([
       this.vaultOp(next), { type: 'put', collection: 'jobs', id: job.id, value: job },

@@ -52,7 +52,7 @@ function evmRequest() {
   const from = publicKeyToAddress(toHex(secp256k1.Point.fromBytes(derived.toBytes(true)).toBytes(false)));
   const fields = {
     kind: 'evm.transfer' as const, organization: ORG, walletId: 'w', chainId: 31337n, from: Buffer.from(from.slice(2), 'hex'), to: new Uint8Array(20).fill(1),
-    asset: { kind: 'native' as const }, amount: 1n, data: new Uint8Array(), maxFee: 10n ** 16n, idempotencyKey: bytesToHex(randomBytes(8)), notAfter: 0n,
+    asset: { kind: 'native' as const }, amount: 1n, data: new Uint8Array(), maxFee: 10n ** 16n, idempotencyKey: bytesToHex(randomBytes(8)), notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
   };
   const template = { nonce: 0, gasLimit: 21_000n, maxFeePerGas: 2_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n };
   const digest = evmSigningDigest(evmTransaction(fields, template));
@@ -74,7 +74,7 @@ function spendRequest() {
   const dest = bitcoin.payments.p2wpkh({ hash: new Uint8Array(20).fill(9), network: bitcoin.networks.regtest });
   const intent = encodeIntent({
     kind: 'btc.transfer', organization: ORG, walletId: 'w', network: 'regtest', from: own.address!, outputs: [{ address: dest.address!, amount: 50_000n }],
-    maxFeeRate: 20n, maxFee: 5_000n, inputs: [], idempotencyKey: bytesToHex(randomBytes(8)), notAfter: 0n,
+    maxFeeRate: 20n, maxFee: 5_000n, inputs: [], idempotencyKey: bytesToHex(randomBytes(8)), notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
   });
   const tx = new bitcoin.Transaction();
   tx.addInput(new Uint8Array(randomBytes(32)), 0);
@@ -109,7 +109,7 @@ export const suite: BenchSuite = {
     cluster = new Cluster();
     dir = mkdtempSync(join(tmpdir(), 'bench-coord-'));
     const port = await freePort();
-    coordinator = await startCoordinator(loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_LOG_LEVEL: 'silent' }), createLogger('c', 'silent'));
+    coordinator = await startCoordinator(loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_ROSTER_FILE: await cluster.roster(['n1', 'n2', 'n3']), COORDINATOR_LOG_LEVEL: 'silent' }), createLogger('c', 'silent'));
     cluster.useCoordinatorPort(port);
     const keysFile = join(cluster.dir, 'keys.json');
     writeFileSync(keysFile, JSON.stringify({ [ORG]: { k: bytesToHex(ed25519.getPublicKey(apiSecret)) } }));

@@ -11,7 +11,11 @@ import type { ReshareMember } from '../../node/protocols/reshare/reshare.ts';
 import type { NodeRegistry } from '../nodes/node-registry.ts';
 import type { SessionHub, SessionOutcome } from '../sessions/session-hub.ts';
 import type { KeyRecord, KeyStore } from './key-store.ts';
-import { committeeFor, PolicyError, type TierName } from './tier-policy.ts';
+import { committeeFor, PolicyError, thresholdFor, type TierName } from './tier-policy.ts';
+import { requestedCommittee } from './requested-committee.ts';
+import type { LoadedRoster } from '../config.ts';
+import type { NodeKindName } from '../nodes/node-registry.ts';
+import { OtPairScheduler } from './ot-pair-scheduler.ts';
 import type { SignFields } from '../../node/runtime/authorization/sign-authorizer.ts';
 
 export class KeyServiceError extends Error {
@@ -42,6 +46,7 @@ export interface SignOutput {
 
 export class KeyService {
   private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly otPairs = new OtPairScheduler();
 
   constructor(
     private readonly keys: KeyStore,
@@ -49,7 +54,34 @@ export class KeyService {
     private readonly hub: SessionHub,
     private readonly log: Logger,
     private readonly timeouts: Timeouts = { dkgMs: 30_000, signMs: 20_000, reshareMs: 30_000, attachWaitMs: 5_000 },
+    /** The operator-signed service-node roster, carried unchanged to every DKG and reshare (nodes refuse both without it). */
+    private readonly roster?: LoadedRoster,
   ) {}
+
+  private rosterHex(): string {
+    if (!this.roster) throw new KeyServiceError('unavailable', 'no service-node roster is configured (COORDINATOR_ROSTER_FILE): nodes join no key generation or reshare without one');
+    return this.roster.hex;
+  }
+
+  /**
+   * The committee a new key of `owner` at `tier` would get now: what GET /v1/committees shows the
+   * customer, who binds it in its signed creation request.
+   */
+  proposeCommittee(owner: string, tier: TierName): { members: { nodeId: string; kind: NodeKindName; signingKey: Uint8Array; encryptionKey: Uint8Array }[]; threshold: number; rosterVersion: number } {
+    this.rosterHex();
+    let committee;
+    try {
+      committee = committeeFor(tier, owner, this.nodes.list(), this.roster!.roster);
+    } catch (err) {
+      if (err instanceof PolicyError) throw new KeyServiceError('unavailable', err.message);
+      throw err;
+    }
+    const members = committee.nodeIds.map((nodeId) => {
+      const n = this.nodes.get(nodeId)!;
+      return { nodeId, kind: n.kind, signingKey: n.signingKey, encryptionKey: n.encryptionKey };
+    });
+    return { members, threshold: committee.threshold, rosterVersion: this.roster!.roster.version };
+  }
 
   /** One key operation at a time per key. */
   private serialize<T>(keyId: string, f: () => Promise<T>): Promise<T> {
@@ -103,9 +135,14 @@ export class KeyService {
       // A generation that failed for want of a party (not refused by the nodes) may run again.
       const existing = await this.keys.get(input.keyId);
       if (existing && !(existing.state === 'failed' && !existing.refused)) throw new KeyServiceError('conflict', `key ${input.keyId} exists`);
+      const roster = this.rosterHex();
+      // The committee the customer's signed request names, when it names one: nodes accept no other.
+      const asked = requestedCommittee(input.creationRequest);
       let committee;
       try {
-        committee = input.nodeIds?.length ? { nodeIds: input.nodeIds, threshold: input.threshold ?? input.nodeIds.length } : committeeFor(input.tier, input.owner, this.nodes.list());
+        committee = input.nodeIds?.length ? { nodeIds: input.nodeIds, threshold: input.threshold ?? thresholdFor(input.tier, input.nodeIds.length) }
+          : asked.nodeIds ? { nodeIds: asked.nodeIds, threshold: thresholdFor(input.tier, asked.nodeIds.length) }
+            : committeeFor(input.tier, input.owner, this.nodes.list(), this.roster!.roster, asked.customerNodeId);
       } catch (err) {
         if (err instanceof PolicyError) throw new KeyServiceError('unavailable', err.message);
         throw err;
@@ -122,7 +159,7 @@ export class KeyService {
         sessionId: new Uint8Array(randomBytes(32)), protocol: Protocol.DKG, keyId: input.keyId, parties,
         params: encodeBlob('dkg-params', {
           keyId: input.keyId, owner: input.owner, epoch: 0, threshold: committee.threshold, tier: input.tier,
-          ...(input.trustLog?.length ? { trustLog: input.trustLog } : {}), ...(input.creationRequest ? { creationRequest: input.creationRequest } : {}),
+          ...(input.trustLog?.length ? { trustLog: input.trustLog } : {}), ...(input.creationRequest ? { creationRequest: input.creationRequest } : {}), roster,
         }),
         timeoutMs: this.timeouts.dkgMs,
       });
@@ -190,13 +227,23 @@ export class KeyService {
         throw new KeyServiceError('unavailable', `signing needs ${ready.threshold} attached members of the committee; not attached: ${missing.join(', ')}`, missing);
       }
       const candidates = eligible.filter((m) => this.nodes.isAttached(m.nodeId));
-      const signers = candidates.slice(0, ready.threshold);
+      // ECDSA: a subset none of whose OT pairs is in another run (nodes refuse that); Schnorr: any.
+      const slot = protocol === Protocol.SIGN_ECDSA
+        ? await this.otPairs.take(input.keyId, candidates, ready.threshold, this.timeouts.signMs)
+        : { signers: candidates.slice(0, ready.threshold), release: () => undefined };
+      if (!slot) throw new KeyServiceError('unavailable', 'every signer subset of this vault is busy with other ECDSA signings; retry later');
+      const signers = slot.signers;
       const params: Record<string, unknown> = { ...input, epoch: ready.epoch };
       delete params.keyId;
-      const outcome = await this.hub.run({
-        sessionId: new Uint8Array(randomBytes(32)), protocol, keyId: input.keyId,
-        parties: signers.map((m) => this.party(m.nodeId, m.index)), params: encodeBlob('sign-params', { keyId: input.keyId, ...params }), timeoutMs: this.timeouts.signMs,
-      });
+      let outcome: SessionOutcome;
+      try {
+        outcome = await this.hub.run({
+          sessionId: new Uint8Array(randomBytes(32)), protocol, keyId: input.keyId,
+          parties: signers.map((m) => this.party(m.nodeId, m.index)), params: encodeBlob('sign-params', { keyId: input.keyId, ...params }), timeoutMs: this.timeouts.signMs,
+        });
+      } finally {
+        slot.release();
+      }
       if (outcome.ok) {
         const results = [...outcome.results.values()].map((r) => decodeBlob<{ signatures: string[]; recoveryIds?: number[]; publicKey: string }>('sign-result', r));
         if (new Set(results.map((r) => JSON.stringify(r))).size !== 1) throw new KeyServiceError('failed', 'signers returned different signatures');
@@ -207,6 +254,12 @@ export class KeyService {
       if (outcome.code === 'party_failed' && outcome.reports.some((r) => REFUSALS.has(r.code))) {
         throw new KeyServiceError('invalid', `refused by the nodes: ${outcome.reports.map((r) => `${r.code}: ${r.message}`).join('; ')}`);
       }
+      // Nodes retired OT pairs after an abort: a fresh setup (new keys and Δ) lets the pairs sign again.
+      if (!outcome.ok && outcome.code === 'party_failed' && outcome.reports.some((r) => r.code === 'ot_retired')) {
+        this.log.warn({ keyId: input.keyId, attempt }, 'OT pairs were retired; running a new OT setup');
+        ready = await this.serialize(key.keyId, () => this.otSetup(ready));
+        continue;
+      }
       this.log.warn({ keyId: input.keyId, attempt, culprits: outcome.culprits, code: outcome.code }, 'signing attempt failed; retrying without the culprits');
       if (!outcome.culprits.length) break;
       for (const c of outcome.culprits) excluded.add(c);
@@ -214,17 +267,26 @@ export class KeyService {
     throw new KeyServiceError('failed', `signing failed: ${last && !last.ok ? last.message : 'no qualified subset left'}`, last && !last.ok ? last.culprits : []);
   }
 
-  async reshare(input: { keyId: string; nodeIds?: string[]; threshold?: number; targetTier?: TierName }): Promise<KeyRecord> {
+  /**
+   * `trustLog` and `reshareRequest` (hex) are the customer's own signed material (docs/trust.md
+   * "Committees"): a self or customer_tee target seats the customer's node its request names.
+   */
+  async reshare(input: { keyId: string; nodeIds?: string[]; threshold?: number; targetTier?: TierName; trustLog?: string[]; reshareRequest?: string | undefined }): Promise<KeyRecord> {
     return this.serialize(input.keyId, async () => {
       const key = await this.get(input.keyId);
       if (key.state !== 'active' && key.state !== 'needs_attention') throw new KeyServiceError('conflict', `key ${input.keyId} is ${key.state}`);
+      const roster = this.rosterHex();
+      const asked = requestedCommittee(input.reshareRequest);
+      const tier = input.targetTier ?? (key.tier as TierName);
       let target: { nodeIds: string[]; threshold: number };
       try {
         target = input.nodeIds?.length
           ? { nodeIds: input.nodeIds, threshold: input.threshold ?? key.threshold }
-          : input.targetTier
-            ? committeeFor(input.targetTier, key.owner, this.nodes.list())
-            : { nodeIds: key.committee.map((m) => m.nodeId), threshold: key.threshold };
+          : asked.nodeIds
+            ? { nodeIds: asked.nodeIds, threshold: thresholdFor(tier, asked.nodeIds.length) }
+            : input.targetTier || asked.customerNodeId
+              ? committeeFor(tier, key.owner, this.nodes.list(), this.roster!.roster, asked.customerNodeId)
+              : { nodeIds: key.committee.map((m) => m.nodeId), threshold: key.threshold };
       } catch (err) {
         if (err instanceof PolicyError) throw new KeyServiceError('unavailable', err.message);
         throw err;
@@ -247,12 +309,17 @@ export class KeyService {
       const outcome = await this.hub.run({
         sessionId: new Uint8Array(randomBytes(32)), protocol: Protocol.RESHARE, keyId: key.keyId,
         parties: union.map((nodeId, i) => this.party(nodeId, i + 1)),
-        params: encodeBlob('reshare-params', { keyId: key.keyId, owner: key.owner, oldPkg, newEpoch, newThreshold: target.threshold, members, tier: input.targetTier ?? key.tier }),
+        params: encodeBlob('reshare-params', {
+          keyId: key.keyId, owner: key.owner, oldPkg, newEpoch, newThreshold: target.threshold, members, tier, roster,
+          ...(input.trustLog?.length ? { trustLog: input.trustLog } : {}), ...(input.reshareRequest ? { reshareRequest: input.reshareRequest } : {}),
+        }),
         timeoutMs: this.timeouts.reshareMs,
       });
       const pkg = this.agreedPackage(outcome, 'reshare-result');
       if (!pkg || pkg.groupKey !== key.publicKey) {
-        const problem = outcome.ok ? 'reshare results disagree' : outcome.message;
+        // A refusal (an unverified committee, say) says which node refused and why.
+        const refused = !outcome.ok && outcome.code === 'party_failed' && outcome.reports.some((r) => REFUSALS.has(r.code));
+        const problem = outcome.ok ? 'reshare results disagree' : refused ? `refused by the nodes: ${outcome.reports.map((r) => `${r.code}: ${r.message}`).join('; ')}` : outcome.message;
         await this.keys.put({ ...key, state: 'needs_attention', problem: `reshare to epoch ${newEpoch} failed: ${problem}`, updatedAtMs: Date.now() });
         for (const nodeId of target.nodeIds) void this.epochSession(Protocol.ABANDON_EPOCH, key.keyId, newEpoch, nodeId).catch(() => undefined);
         this.log.warn({ keyId: key.keyId, problem }, 'reshare failed; the old epoch stays in force');
@@ -289,7 +356,8 @@ export class KeyService {
 const REFUSALS = new Set([
   'bad_intent', 'wrong_organization', 'unknown_api_key', 'bad_intent_signature', 'intent_expired', 'digest_mismatch', 'wrong_scheme', 'wrong_sender',
   'bad_template', 'foreign_input', 'wrong_inputs', 'wrong_outputs', 'fee_ceiling', 'unsupported_scheme',
+  'intent_already_used', 'intent_expiry_required', 'intent_expiry_too_far', 'input_amounts_required', 'wrong_input_amounts',
   // docs/trust.md
-  'bad_trust_log', 'bad_creation_request', 'end_user_token_required', 'bad_end_user_token', 'wrong_end_user', 'token_intent_mismatch',
+  'bad_trust_log', 'bad_creation_request', 'bad_reshare_request', 'bad_roster', 'stale_roster', 'unverified_committee', 'bad_committee', 'end_user_token_required', 'bad_end_user_token', 'wrong_end_user', 'token_intent_mismatch',
 ]);
 

@@ -1,7 +1,11 @@
 // Which nodes hold a key, by tier (DESIGN.md): hosted 2-of-3 service nodes; self 2-of-2 with one
 // service node and the customer's self node; customer_tee 2-of-2 with one service node and the
-// customer's enclave node.
+// customer's enclave node. Service members come only from the operator-signed roster (with the keys it
+// lists), since every node refuses any other (docs/trust.md "Committees"); a customer member is the node
+// the customer's signed request names when it names one.
+import { bytesToHex } from '@noble/hashes/utils.js';
 import type { AttachedNodeInfo } from '../nodes/node-registry.ts';
+import type { SignedRoster } from '../../api/trust/roster.ts';
 
 export type TierName = 'hosted' | 'self' | 'customer_tee';
 
@@ -17,15 +21,31 @@ export interface Committee {
   threshold: number;
 }
 
-export function committeeFor(tier: TierName, owner: string, attached: AttachedNodeInfo[]): Committee {
-  const service = attached.filter((n) => n.kind === 'service').map((n) => n.nodeId).sort();
+/** The threshold a committee of `size` members has at `tier`: hosted 2, otherwise every member. */
+export function thresholdFor(tier: TierName, size: number): number {
+  return tier === 'hosted' ? 2 : size;
+}
+
+/** Attached service nodes listed on the roster with the same keys (all attached ones without a roster). */
+export function rosterServiceNodes(attached: AttachedNodeInfo[], roster: SignedRoster | undefined): AttachedNodeInfo[] {
+  const listed = new Map(roster?.nodes.map((n) => [n.nodeId, n]) ?? []);
+  return attached.filter((n) => {
+    if (n.kind !== 'service') return false;
+    if (!roster) return true;
+    const r = listed.get(n.nodeId);
+    return r !== undefined && r.signingKey === bytesToHex(n.signingKey) && r.encryptionKey === bytesToHex(n.encryptionKey);
+  });
+}
+
+export function committeeFor(tier: TierName, owner: string, attached: AttachedNodeInfo[], roster?: SignedRoster, customerNodeId?: string): Committee {
+  const service = rosterServiceNodes(attached, roster).map((n) => n.nodeId).sort();
   if (tier === 'hosted') {
     if (service.length < 3) throw new PolicyError('not_enough_nodes', `hosted keys need 3 service nodes; ${service.length} attached`);
     return { nodeIds: service.slice(0, 3), threshold: 2 };
   }
   const kind = tier === 'self' ? 'self' : 'tee';
-  const customer = attached.filter((n) => n.kind === kind && n.owner === owner).map((n) => n.nodeId).sort();
-  if (!customer.length) throw new PolicyError('no_customer_node', `no ${kind} node of ${owner} is attached`);
+  const customer = attached.filter((n) => n.kind === kind && n.owner === owner && (customerNodeId === undefined || n.nodeId === customerNodeId)).map((n) => n.nodeId).sort();
+  if (!customer.length) throw new PolicyError('no_customer_node', customerNodeId ? `the customer's node ${customerNodeId} (${kind}) is not attached` : `no ${kind} node of ${owner} is attached`);
   if (!service.length) throw new PolicyError('not_enough_nodes', 'no service node is attached');
   return { nodeIds: [service[0]!, customer[0]!], threshold: 2 };
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // `npm start`: builds when the sources are newer than the build, then runs a local EVM chain (anvil),
 // the coordinator, three service nodes and the API on this machine with embedded LevelDB under ./data/.
-// A second start reuses the same identities, operator key and data. Ctrl-C stops every child.
+// A second start reuses the same identities, operator key and data; the service-node roster the
+// coordinator carries is signed with the operator key, and signed again (a higher version) when the
+// node set changes. Ctrl-C stops every child.
 import { spawn, spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -101,6 +103,35 @@ if (!existsSync(operatorFile) || !existsSync(operatorPublicFile)) {
 }
 const operatorPublic = readFileSync(operatorPublicFile, 'utf8').trim();
 
+// The service-node roster (docs/trust.md "Committees"): each node's identity is created (or read) before
+// it starts, and the operator signs the list. Nodes refuse a key generation or reshare whose members are
+// not on it, and a roster older than one they accepted: a changed node set gets the next version.
+function tool(script, env) {
+  const r = spawnSync(process.execPath, [join(dist, script), ...env.args], { cwd: root, env: { ...process.env, ...env.vars }, encoding: 'utf8' });
+  if (r.status !== 0) {
+    console.error(`[start] ${script} failed: ${r.stderr || r.stdout}`);
+    process.exit(r.status ?? 1);
+  }
+  return JSON.parse(r.stdout);
+}
+const identityFiles = [];
+for (let i = 1; i <= nodes; i++) {
+  const id = tool('node/identity-cli.js', { args: [], vars: { NODE_DATA_DIR: join(data, `node-${i}`), NODE_KIND: 'service' } });
+  const file = join(data, `node-${i}.identity.json`);
+  writeFileSync(file, JSON.stringify(id) + '\n');
+  identityFiles.push({ file, id });
+}
+const rosterFile = join(data, 'roster.hex');
+const rosterInfoFile = join(data, 'roster.json');
+const nodeSet = identityFiles.map(({ id }) => `${id.node_id}:${id.signing_key}:${id.encryption_key}`).sort().join(',');
+const previous = existsSync(rosterInfoFile) && existsSync(rosterFile) ? JSON.parse(readFileSync(rosterInfoFile, 'utf8')) : undefined;
+if (!previous || previous.nodes !== nodeSet) {
+  const version = (previous?.version ?? 0) + 1;
+  tool('api/admin/main.js', { args: ['roster', 'sign', '--version', String(version), ...identityFiles.flatMap(({ file }) => ['--identity', file]), '--operator-key-file', operatorFile, '--out', rosterFile], vars: {} });
+  writeFileSync(rosterInfoFile, JSON.stringify({ version, nodes: nodeSet }) + '\n');
+  console.log(`[start] service-node roster version ${version} signed (${nodes} nodes)`);
+}
+
 // The local EVM chain (evm-local, chain id 31337): the anvil shipped on npm, its state kept in the
 // data directory. Skipped when the package is absent (a production install).
 const require = createRequire(import.meta.url);
@@ -127,6 +158,7 @@ if (anvilBin && existsSync(anvilBin)) {
 run('coordinator', 'coordinator/main.js', {
   COORDINATOR_LISTEN: `127.0.0.1:${coordinatorPort}`,
   COORDINATOR_DATA_DIR: join(data, 'coordinator'),
+  COORDINATOR_ROSTER_FILE: rosterFile,
 });
 for (let i = 1; i <= nodes; i++) {
   run(`node-${i}`, 'node/main.js', {

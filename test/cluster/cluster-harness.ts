@@ -1,10 +1,19 @@
 // Starts the real programs as child processes on loopback, in a temporary directory, and reads their
-// structured logs. Used by every multi-process test.
+// structured logs. Used by every multi-process test. Like the local launcher, it holds an operator key,
+// creates the nodes' identities before they start and signs the service-node roster the coordinator
+// carries (docs/trust.md "Committees"); every node it starts trusts that operator key.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createServer } from 'node:net';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { loadStorageKey } from '../../node/storage/storage-key.ts';
+import { SealedStore } from '../../node/storage/sealed-store.ts';
+import { NodeIdentity } from '../../node/runtime/identity.ts';
+import { signRoster } from '../../api/trust/roster.ts';
 
 const root = resolve(import.meta.dirname, '../..');
 
@@ -82,11 +91,47 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** A node's public identity as `npm run node-identity` prints it. */
+export interface NodePublicIdentity {
+  node_id: string;
+  signing_key: string;
+  encryption_key: string;
+}
+
 export class Cluster {
   readonly dir = mkdtempSync(join(tmpdir(), 'cluster-'));
   readonly procs: Proc[] = [];
   coordinatorPort = 0;
   apiPort = 0;
+  /** Signs the service-node roster; every node started here trusts its public key. */
+  readonly operator = new Uint8Array(randomBytes(32));
+  readonly operatorPublic = bytesToHex(ed25519.getPublicKey(this.operator));
+  /** The last roster signed, which startCoordinator gives the coordinator. */
+  rosterFile: string | undefined;
+  private rosterVersion = 0;
+
+  /** The identity of the node named `name` (its data directory), created as the node creates it at first start. */
+  async identity(name: string): Promise<NodePublicIdentity> {
+    const dir = join(this.dir, name);
+    const store = await SealedStore.open(join(dir, 'db'), loadStorageKey(join(dir, 'storage.key'), true));
+    try {
+      const { identity } = await NodeIdentity.loadOrCreate(store);
+      return { node_id: identity.nodeId, signing_key: bytesToHex(identity.signingKey), encryption_key: bytesToHex(identity.encryptionKey) };
+    } finally {
+      await store.close();
+    }
+  }
+
+  /** Signs a roster of the named service nodes (the next version) and returns its file. */
+  async roster(names: string[], version = this.rosterVersion + 1): Promise<string> {
+    const ids = await Promise.all(names.map((n) => this.identity(n)));
+    const bytes = signRoster({ version, created: Math.floor(Date.now() / 1000), nodes: ids.map((i) => ({ nodeId: i.node_id, signingKey: i.signing_key, encryptionKey: i.encryption_key })) }, this.operator);
+    const file = join(this.dir, `roster-v${version}.hex`);
+    writeFileSync(file, bytesToHex(bytes) + '\n');
+    this.rosterVersion = Math.max(this.rosterVersion, version);
+    this.rosterFile = file;
+    return file;
+  }
 
   /** Starts one of the programs from its TypeScript entry. CLUSTER_PROF_DIR writes a CPU profile per node process. */
   spawn(name: string, entry: string, env: Record<string, string>): Proc {
@@ -100,12 +145,15 @@ export class Cluster {
     return p;
   }
 
+  /** Starts the coordinator with the last roster signed, or one of node-1 to node-3. */
   async startCoordinator(extra: Record<string, string> = {}): Promise<Proc> {
     this.coordinatorPort ||= await freePort();
+    const rosterFile = this.rosterFile ?? (await this.roster(['node-1', 'node-2', 'node-3']));
     const p = this.spawn('coordinator', 'coordinator/main.ts', {
       COORDINATOR_LISTEN: `127.0.0.1:${this.coordinatorPort}`,
       COORDINATOR_DATA_DIR: join(this.dir, 'coordinator'),
       COORDINATOR_HEARTBEAT_MS: '500',
+      COORDINATOR_ROSTER_FILE: rosterFile,
       ...extra,
     });
     await p.waitFor((l) => l.msg === 'coordinator listening', 30_000, 'listening line');
@@ -124,6 +172,7 @@ export class Cluster {
       NODE_RECONNECT_MIN_MS: '50',
       NODE_RECONNECT_MAX_MS: '500',
       ...extra,
+      NODE_OPERATOR_KEYS: [extra.NODE_OPERATOR_KEYS, this.operatorPublic].filter(Boolean).join(','),
     });
     const l = await p.waitFor((l) => l.msg === 'attached to coordinator', 30_000, 'attach');
     return { proc: p, nodeId: String(l['nodeId']) };

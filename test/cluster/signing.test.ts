@@ -27,6 +27,7 @@ import { loadStorageKey } from '../../node/storage/storage-key.ts';
 import { KeyVault } from '../../node/runtime/key-vault.ts';
 import { scalarHex } from '../../node/protocols/math/curve.ts';
 import type { Envelope } from '../../proto/gen/mpc/v1/session_pb.ts';
+import { signedEntry, signer } from '../api/trust/trust-fixtures.ts';
 
 // Real processes on a 2-core machine shared with the rest of the suite: more than tap's default file budget.
 t.setTimeout(300_000);
@@ -49,7 +50,9 @@ async function setup(t: Test, attachWaitMs: number): Promise<Harness> {
   const cluster = new Cluster();
   const dir = mkdtempSync(join(tmpdir(), 'coord-'));
   const port = await freePort();
-  const coordinator = await startCoordinator(loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_HEARTBEAT_MS: '1000', COORDINATOR_SIGN_TIMEOUT_MS: '4000', COORDINATOR_ATTACH_WAIT_MS: String(attachWaitMs) }), createLogger('coordinator', process.env.DEBUG_COORD ? 'warn' : 'silent'));
+  // The operator's roster lists every service node the tests start.
+  const rosterFile = await cluster.roster(['node-1', 'node-2', 'node-3', 'node-4']);
+  const coordinator = await startCoordinator(loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_ROSTER_FILE: rosterFile, COORDINATOR_HEARTBEAT_MS: '1000', COORDINATOR_SIGN_TIMEOUT_MS: '4000', COORDINATOR_ATTACH_WAIT_MS: String(attachWaitMs) }), createLogger('coordinator', process.env.DEBUG_COORD ? 'warn' : 'silent'));
   cluster.useCoordinatorPort(port);
   const keysFile = join(cluster.dir, 'api-keys.json');
   writeFileSync(keysFile, JSON.stringify({ [ORG]: { key_1: bytesToHex(ed25519.getPublicKey(apiSecret)) } }));
@@ -76,7 +79,7 @@ function taprootSpend(groupKey: string, chainCode: string, amount = 60_000n) {
   const dest = bitcoin.payments.p2wpkh({ hash: new Uint8Array(20).fill(7), network: bitcoin.networks.regtest });
   const intent = encodeIntent({
     kind: 'btc.transfer', organization: ORG, walletId: 'wal_btc', network: 'regtest', from: own.address!, outputs: [{ address: dest.address!, amount }],
-    maxFeeRate: 20n, maxFee: 5_000n, inputs: [], idempotencyKey: 'btc-' + bytesToHex(randomBytes(4)), notAfter: 0n,
+    maxFeeRate: 20n, maxFee: 5_000n, inputs: [], idempotencyKey: 'btc-' + bytesToHex(randomBytes(4)), notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
   });
   const tx = new bitcoin.Transaction();
   tx.version = 2;
@@ -152,9 +155,11 @@ t.test('DKG 2-of-3 over gRPC, Taproot signatures, failures, reshare to a self no
   const restarted = await h.cluster.startNode(`node-${nodes.findIndex((n) => n.nodeId === killed) + 1}`, env);
   t.equal(restarted.nodeId, killed);
 
-  // Reshare to {one service node, the customer's self node}.
+  // Reshare to {one service node, the customer's self node}, which the customer names in its signed request.
+  const selfId = await h.cluster.identity('self-1');
   const self = await h.cluster.startNode('self-1', { ...env, NODE_KIND: 'self', NODE_OWNER: ORG });
-  const moved = await h.client.reshare({ keyId: 'vault-1', targetTier: Tier.SELF }, { deadline: Date.now() + 60_000 });
+  const reshareRequest = signedEntry(signer(ORG, apiSecret, 'key_1'), 'POST', '/v1/vaults/vault-1/reshare', { target_tier: 'self', customer_node: selfId });
+  const moved = await h.client.reshare({ keyId: 'vault-1', targetTier: Tier.SELF, reshareRequest }, { deadline: Date.now() + 60_000 });
   t.equal(bytesToHex(moved.key!.publicKey), groupKey, 'same public key after reshare');
   t.equal(moved.key!.rotation, 1, 'rotation counter +1');
   t.equal(moved.key!.tier, Tier.SELF);
@@ -255,7 +260,7 @@ t.test('a P2TR spend signed by the cluster is accepted by the regtest double\'s 
   t.teardown(() => double.stop());
   double.fund(from, 30_000n);
   double.fund(from, 30_000n);
-  const intentFields = { kind: 'btc.transfer' as const, organization: ORG, walletId: 'w', network: 'regtest' as const, from, outputs: [{ address: dest, amount: 45_000n }], maxFeeRate: 15n, maxFee: 5_000n, inputs: [], idempotencyKey: 'spend-1', notAfter: 0n };
+  const intentFields = { kind: 'btc.transfer' as const, organization: ORG, walletId: 'w', network: 'regtest' as const, from, outputs: [{ address: dest, amount: 45_000n }], maxFeeRate: 15n, maxFee: 5_000n, inputs: [], idempotencyKey: 'spend-1', notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600) };
   const spend = buildSpend(intentFields, await esplora.utxos(from), 6n);
   t.equal(spend.digests.length, 2, 'two inputs, two digests, one session');
   const intent = encodeIntent(intentFields);
@@ -287,7 +292,7 @@ t.test('threshold ECDSA over gRPC: DKG with OT setup, an EVM transfer signed by 
   const to = '0x000000000000000000000000000000000000b0b0';
   const intentFields = {
     kind: 'evm.transfer' as const, organization: ORG, walletId: 'w-evm', chainId: 31337n, from: viem.hexToBytes(from), to: viem.hexToBytes(to),
-    asset: { kind: 'native' as const }, amount: viem.parseEther('1.5'), data: new Uint8Array(), maxFee: viem.parseEther('0.01'), idempotencyKey: 'evm-1', notAfter: 0n,
+    asset: { kind: 'native' as const }, amount: viem.parseEther('1.5'), data: new Uint8Array(), maxFee: viem.parseEther('0.01'), idempotencyKey: 'evm-1', notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
   };
   const fees = await anvil.publicClient.estimateFeesPerGas();
   const template = { nonce: 0, gasLimit: 21_000n, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas };
@@ -326,6 +331,25 @@ t.test('threshold ECDSA over gRPC: DKG with OT setup, an EVM transfer signed by 
     },
   }, { deadline: Date.now() + 60_000 });
   t.ok(secp256k1.verify(plain.signatures[0]!, plainDigest, key.publicKey, { prehash: false }), 'the vault key itself signs (no derivation)');
+
+  // Six signings at once: the coordinator gives each a signer subset whose OT pairs are free (nodes
+  // refuse a second run over a busy pair), so all of them sign, over every pair of the committee.
+  const many = await Promise.all(Array.from({ length: 6 }, async (_, i) => {
+    const fields = { ...intentFields, idempotencyKey: `evm-many-${i}` };
+    const tmpl = { ...template, nonce: 10 + i };
+    const d = evmSigningDigest(evmTransaction(fields, tmpl));
+    const bytes = encodeIntent(fields);
+    const out = await h.client.sign({
+      keyId: 'vault-evm', path, scheme: Scheme.ECDSA, digests: [d],
+      authorization: {
+        intent: bytes, intentSignature: signIntent(bytes, apiSecret), apiKeyId: 'key_1',
+        template: encodeBlob('evm-template', { nonce: tmpl.nonce, gasLimit: '21000', maxFeePerGas: String(fees.maxFeePerGas), maxPriorityFeePerGas: String(fees.maxPriorityFeePerGas) }),
+      },
+    }, { deadline: Date.now() + 120_000 });
+    return { ok: secp256k1.verify(out.signatures[0]!, d, derived.toBytes(true), { prehash: false }), signers: [...out.signers].sort().join('+') };
+  }));
+  t.ok(many.every((m) => m.ok), 'six concurrent ECDSA signings all verify');
+  t.ok(new Set(many.map((m) => m.signers)).size >= 2, 'over more than one signer pair');
 
   // A template that pays more gas than the intent allows is refused by the nodes.
   const greedy = encodeBlob('evm-template', { nonce: 1, gasLimit: '21000', maxFeePerGas: String(viem.parseEther('0.01')), maxPriorityFeePerGas: '1' });

@@ -41,8 +41,9 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
   const cluster = new Cluster();
   const dir = mkdtempSync(join(tmpdir(), 'coord-'));
   const port = await freePort();
+  const rosterFile = await cluster.roster(['node-1', 'node-2', 'node-3']);
   const coordinator = await startCoordinator(
-    loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_HEARTBEAT_MS: '1000', COORDINATOR_SIGN_TIMEOUT_MS: '6000' }),
+    loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_ROSTER_FILE: rosterFile, COORDINATOR_HEARTBEAT_MS: '1000', COORDINATOR_SIGN_TIMEOUT_MS: '6000' }),
     createLogger('coordinator', 'silent'),
   );
   cluster.useCoordinatorPort(port);
@@ -72,7 +73,7 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
     const dest = bitcoin.payments.p2wpkh({ hash: new Uint8Array(20).fill(7), network: bitcoin.networks.regtest });
     const intent = encodeIntent({
       kind: 'btc.transfer', organization: ORG, walletId: 'wal', network: 'regtest', from: own.address!, outputs: [{ address: dest.address!, amount: 60_000n }],
-      maxFeeRate: 20n, maxFee: 5_000n, inputs: [], idempotencyKey: 'btc-' + bytesToHex(randomBytes(4)), notAfter: 0n,
+      maxFeeRate: 20n, maxFee: 5_000n, inputs: [], idempotencyKey: 'btc-' + bytesToHex(randomBytes(4)), notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
     });
     const tx = new bitcoin.Transaction();
     tx.version = 2;
@@ -93,6 +94,15 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
   await t.rejects(createKey('vault-forged', undefined, trustLog), { code: grpc.status.PERMISSION_DENIED, details: /bad_creation_request/ });
   const plain = (await createKey('vault-plain', signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted', name: 'ops' }), trustLog)).key!;
   t.equal(plain.state, 'active');
+
+  // A node that is not on the operator's roster, seated by the coordinator beside two honest ones:
+  // every node refuses, and the vault gets no key.
+  const outsider = await cluster.startNode('node-x', env);
+  await t.rejects(
+    client.createKey({ keyId: 'vault-outsider', owner: ORG, tier: Tier.HOSTED, nodeIds: [nodes[0]!.nodeId, nodes[1]!.nodeId, outsider.nodeId], threshold: 2, trustLog, creationRequest: signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted' }) }, { deadline: Date.now() + 60_000 }),
+    { code: grpc.status.PERMISSION_DENIED, details: /unverified_committee/ },
+  );
+  await outsider.proc.kill();
 
   // The key the API registered signs.
   const s1 = spend(plain, second);
@@ -135,8 +145,17 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
   const r1 = spend(hosted, first);
   await t.rejects(sign('vault-hosted', r1, fullLog), { code: grpc.status.PERMISSION_DENIED, details: /end_user_token_required/ }, 'after a refresh');
   t.ok(schnorr.verify((await sign('vault-hosted', r1, fullLog, await tokenFor(r1.intent))).signatures[0]!, r1.digest, r1.q));
+  // The move seats the customer's node its signed reshare request names, and no other.
+  const selfId = await cluster.identity('self-1');
   const self = await cluster.startNode('self-1', { ...env, NODE_KIND: 'self', NODE_OWNER: ORG });
-  const moved = (await client.reshare({ keyId: 'vault-hosted', targetTier: Tier.SELF }, { deadline: Date.now() + 60_000 })).key!;
+  const reshareTo = (customerNode: typeof selfId) => client.reshare({
+    keyId: 'vault-hosted', targetTier: Tier.SELF, trustLog: fullLog,
+    reshareRequest: signedEntry(first, 'POST', '/v1/vaults/vault-hosted/reshare', { target_tier: 'self', customer_node: customerNode }),
+  }, { deadline: Date.now() + 60_000 });
+  const stranger = await cluster.identity('not-started');
+  await t.rejects(reshareTo(stranger), { code: grpc.status.UNAVAILABLE, details: /not attached/ }, 'the coordinator does not seat another node instead');
+  await t.rejects(client.reshare({ keyId: 'vault-hosted', targetTier: Tier.SELF }, { deadline: Date.now() + 60_000 }), { code: grpc.status.ABORTED, details: /unverified_committee/ }, 'without the customer\'s request every node refuses');
+  const moved = (await reshareTo(selfId)).key!;
   t.ok(moved.committee.some((m) => m.nodeId === self.nodeId));
   const r2 = spend(hosted, first);
   t.ok(schnorr.verify((await sign('vault-hosted', r2, fullLog)).signatures[0]!, r2.digest, r2.q), 'the self tier signs without end-user tokens');

@@ -9,6 +9,15 @@ import { CHAINS } from '../../vaults/wallet-address.ts';
 import { PolicySchema, type Policy } from '../../policy/policy.ts';
 
 const TierT = Type.Union([Type.Literal('hosted'), Type.Literal('self'), Type.Literal('customer_tee')]);
+const NodeIdT = Type.String({ pattern: '^n[0-9a-f]{20}$' });
+const KeyHexT = Type.String({ pattern: '^[0-9a-fA-F]{64}$' });
+// What the customer binds of the committee in its signed request (docs/trust.md "Committees").
+const committeeFields = {
+  committee: Type.Optional(Type.Array(NodeIdT, { minItems: 1, maxItems: 16, description: 'the node ids the customer was shown (GET /v1/committees); nodes join only this committee' })),
+  customer_node: Type.Optional(Type.Object({ node_id: NodeIdT, signing_key: KeyHexT, encryption_key: KeyHexT }, {
+    additionalProperties: false, description: 'self and customer_tee: the customer\'s own node (npm run node-identity), the only node seated as the customer member',
+  })),
+};
 
 export const Vault = Type.Object({
   id: Type.String(),
@@ -20,7 +29,7 @@ export const Vault = Type.Object({
   policy: Type.Union([PolicySchema, Type.Null()]),
   end_user_subject: Type.Union([Type.String(), Type.Null()]),
   end_user_auth: Type.Boolean({ description: 'hosted: each transaction needs an end-user token' }),
-  problem: Type.Union([Type.String({ description: 'why a reshare needs attention (reshare_pending)' }), Type.Null()]),
+  problem: Type.Union([Type.String({ description: 'why a reshare needs attention (reshare_pending), or why the nodes refused to generate the key (creating)' }), Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
 });
@@ -51,6 +60,7 @@ export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> = 
         name: Type.Optional(Type.String({ minLength: 1, maxLength: 120 })),
         policy: Type.Optional(PolicySchema),
         end_user_subject: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+        ...committeeFields,
       }, { additionalProperties: false }),
       response: { 202: Vault, 400: ErrorBody, 401: ErrorBody, 429: ErrorBody },
     },
@@ -62,10 +72,11 @@ export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> = 
   app.post('/vaults/:vaultId/reshare', {
     schema: {
       params: VaultId,
-      body: Type.Optional(Type.Object({ target_tier: Type.Optional(TierT) }, { additionalProperties: false })),
+      body: Type.Optional(Type.Object({ target_tier: Type.Optional(TierT), ...committeeFields }, { additionalProperties: false })),
       response: { 202: Type.Object({ id: Type.String(), status: Type.Literal('accepted') }), 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody },
     },
-  }, async (req, reply) => reply.code(202).send(await vaults.reshare(req.caller!.org, req.params.vaultId, req.body?.target_tier)));
+    // The signed request goes to the nodes, which seat a customer node only when the customer named it.
+  }, async (req, reply) => reply.code(202).send(await vaults.reshare(req.caller!.org, req.params.vaultId, req.body?.target_tier, req.body ?? {}, req.caller!.entry())));
 
   app.post('/vaults/:vaultId/wallets', {
     schema: {

@@ -7,7 +7,7 @@ import { hexToBytes } from '@noble/hashes/utils.js';
 import { SessionRefused } from '../session-host.ts';
 import { applyCarriedLog } from './carried-log.ts';
 import type { TrustRegistry } from './trust-registry.ts';
-import { TrustEntryError, type CreationProof } from './trust-state.ts';
+import { TrustEntryError, type CommitteeBinding, type CreationProof } from './trust-state.ts';
 import type { EndUserBinding } from './sign-authorizer.ts';
 
 export type TierName = 'hosted' | 'self' | 'customer_tee';
@@ -21,7 +21,7 @@ export interface KeyCreationRequest {
   creationRequest?: unknown;
 }
 
-export interface KeyCreationGrant {
+export interface KeyCreationGrant extends CommitteeBinding {
   tier: TierName;
   endUser?: EndUserBinding;
   /** Hash of the creation request, bound to the key so one request creates one key. */
@@ -53,7 +53,11 @@ export async function authorizeKeyCreation(trust: TrustRegistry, req: KeyCreatio
   if (!proof && org.bootstrap) {
     refuse('bad_creation_request', `a ${tier} key of ${req.owner} needs the customer's signed creation request`);
   }
-  const grant: KeyCreationGrant = { tier, ...(proof ? { creationHash: proof.hash } : {}) };
+  const grant: KeyCreationGrant = {
+    tier, ...(proof ? { creationHash: proof.hash } : {}),
+    // What the customer bound of the committee; the session host checks the parties against it.
+    ...(proof?.committee ? { committee: proof.committee } : {}), ...(proof?.customerNode ? { customerNode: proof.customerNode } : {}),
+  };
   if (tier === 'hosted' && (org.endUser || proof?.endUserSubject !== undefined)) {
     grant.endUser = { required: org.endUser !== undefined, ...(proof?.endUserSubject !== undefined ? { subject: proof.endUserSubject } : {}) };
   }

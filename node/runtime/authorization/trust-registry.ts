@@ -4,7 +4,7 @@
 // organization queue so two sessions applying logs at once cannot lose an update.
 import { decodeBlob, encodeBlob } from '../../protocols/round/machine.ts';
 import type { SealedStore } from '../../storage/sealed-store.ts';
-import { activeKey, applyTrustLog, emptyTrust, TrustEntryError, verifyCreationRequest, type CreationProof, type FileKeys, type OrgTrust } from './trust-state.ts';
+import { activeKey, applyTrustLog, emptyTrust, TrustEntryError, verifyCreationRequest, verifyReshareRequest, type CreationProof, type ReshareProof, type FileKeys, type OrgTrust } from './trust-state.ts';
 
 const ORG = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 
@@ -74,5 +74,10 @@ export class TrustRegistry {
   /** Verifies a vault creation request against the organization's keys as stored now. */
   async creationProof(org: string, bytes: Uint8Array): Promise<CreationProof> {
     return verifyCreationRequest(await this.state(org), this.fileKeys(org), bytes);
+  }
+
+  /** Verifies a vault reshare request against the organization's keys as stored now. */
+  async reshareProof(org: string, bytes: Uint8Array): Promise<ReshareProof> {
+    return verifyReshareRequest(await this.state(org), this.fileKeys(org), bytes);
   }
 }

@@ -9,11 +9,13 @@
 // - POST /v1/api-keys/{id}/revoke revokes that id for good;
 // - PUT /v1/config/end-user-auth replaces the end-user auth config only when the entry is newer (by its
 //   signature's created time) than the config in force, so a replayed older config changes nothing;
-// - POST /v1/vaults is a vault's creation proof: verified, never changes the registry.
+// - POST /v1/vaults is a vault's creation proof, POST /v1/vaults/{id}/reshare a reshare's: verified,
+//   never change the registry.
 // An entry already applied (same hash) is skipped; anything else refuses the whole log.
 import { hexToBytes } from '@noble/hashes/utils.js';
 import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
 import { apiKeyId } from '../../../api/trust/api-key-id.ts';
+import { nodeIdFor } from '../identity.ts';
 import {
   decodeTrustEntry, trustEntryHash, TrustEntryError, verifyBootstrap, verifyRequestEntry,
   type RequestEntry, type TrustEntry,
@@ -75,13 +77,61 @@ const API_KEYS = /^(?:\/[^?#]*)?\/v1\/api-keys$/;
 const REVOKE = /^(?:\/[^?#]*)?\/v1\/api-keys\/([^/]+)\/revoke$/;
 const END_USER_AUTH = /^(?:\/[^?#]*)?\/v1\/config\/end-user-auth$/;
 const VAULTS = /^(?:\/[^?#]*)?\/v1\/vaults$/;
+const RESHARE = /^(?:\/[^?#]*)?\/v1\/vaults\/([^/]+)\/reshare$/;
 const KEY_ID = /^[A-Za-z0-9_.:-]{1,64}$/;
 
 type Recognized =
   | { op: 'add_key'; publicKey: string; label?: string }
   | { op: 'revoke_key'; keyId: string }
   | { op: 'end_user_auth'; jwks: JSONWebKeySet; audience: string }
-  | { op: 'create_vault'; tier: 'hosted' | 'self' | 'customer_tee'; endUserSubject?: string };
+  | ({ op: 'create_vault'; tier: Tier; endUserSubject?: string } & CommitteeBinding)
+  | ({ op: 'reshare_vault'; vaultId: string; targetTier?: Tier } & CommitteeBinding);
+
+type Tier = 'hosted' | 'self' | 'customer_tee';
+
+/** A customer's node as its signed request names it (docs/trust.md "Committees"). */
+export interface CustomerNode {
+  nodeId: string;
+  /** Ed25519 and X25519 public keys, lower-case hex. */
+  signingKey: string;
+  encryptionKey: string;
+}
+
+/** What a signed creation or reshare request binds of the committee. */
+export interface CommitteeBinding {
+  /** The node ids the customer was shown: the parties must be exactly these. */
+  committee?: string[];
+  /** The customer's own node (self and customer_tee only): the only node seated as the customer member. */
+  customerNode?: CustomerNode;
+}
+
+const NODE_ID = /^n[0-9a-f]{20}$/;
+const KEY_HEX = /^[0-9a-fA-F]{64}$/;
+const TIERS: readonly unknown[] = ['hosted', 'self', 'customer_tee'];
+
+/** Reads `committee` and `customer_node` of a request body for a vault of `tier`. */
+function committeeBinding(b: Record<string, unknown>, tier: Tier | undefined): CommitteeBinding {
+  const out: CommitteeBinding = {};
+  if (b.committee !== undefined) {
+    const c = b.committee;
+    if (!Array.isArray(c) || c.length < 1 || c.length > 16 || c.some((x) => typeof x !== 'string' || !NODE_ID.test(x))) fail('committee must list 1 to 16 node ids');
+    if (new Set(c as string[]).size !== (c as string[]).length) fail('committee lists a node twice');
+    out.committee = [...(c as string[])];
+  }
+  if (b.customer_node !== undefined) {
+    const n = b.customer_node;
+    if (tier === 'hosted') fail('customer_node applies to self and customer_tee vaults only');
+    if (typeof n !== 'object' || n === null || Array.isArray(n)) return fail('customer_node must be {node_id, signing_key, encryption_key}');
+    const { node_id: id, signing_key: sk, encryption_key: ek, ...extra } = n as Record<string, unknown>;
+    if (Object.keys(extra).length || typeof id !== 'string' || !NODE_ID.test(id) || typeof sk !== 'string' || !KEY_HEX.test(sk) || typeof ek !== 'string' || !KEY_HEX.test(ek)) {
+      fail('customer_node must be {node_id, signing_key, encryption_key} with 32-byte hex keys');
+    }
+    if (id !== nodeIdFor(hexToBytes((sk as string).toLowerCase()))) fail('customer_node.node_id is not the id derived from its signing key');
+    if (out.committee && !out.committee.includes(id as string)) fail('customer_node is not in the committee');
+    out.customerNode = { nodeId: id as string, signingKey: (sk as string).toLowerCase(), encryptionKey: (ek as string).toLowerCase() };
+  }
+  return out;
+}
 
 function jsonBody(e: RequestEntry): Record<string, unknown> {
   let v: unknown;
@@ -145,7 +195,20 @@ export function recognize(e: RequestEntry, path: string): Recognized {
     const s = b.end_user_subject;
     if (s !== undefined && (typeof s !== 'string' || s.length < 1 || s.length > 255)) fail('end_user_subject must be a string of 1 to 255 characters');
     if (s !== undefined && b.tier !== 'hosted') fail('end_user_subject applies to hosted vaults only');
-    return { op: 'create_vault', tier: b.tier as 'hosted' | 'self' | 'customer_tee', ...(typeof s === 'string' ? { endUserSubject: s } : {}) };
+    return { op: 'create_vault', tier: b.tier as Tier, ...(typeof s === 'string' ? { endUserSubject: s } : {}), ...committeeBinding(b, b.tier as Tier) };
+  }
+  if (e.method === 'POST' && (m = RESHARE.exec(path))) {
+    let vaultId: string;
+    try {
+      vaultId = decodeURIComponent(m[1]!);
+    } catch {
+      return fail('the vault id in the path is not valid');
+    }
+    if (!KEY_ID.test(vaultId)) fail('the vault id in the path is not valid');
+    const b = e.body.length ? jsonBody(e) : {};
+    if (b.target_tier !== undefined && !TIERS.includes(b.target_tier)) fail('target_tier must be hosted, self or customer_tee');
+    const targetTier = b.target_tier as Tier | undefined;
+    return { op: 'reshare_vault', vaultId, ...(targetTier ? { targetTier } : {}), ...committeeBinding(b, targetTier) };
   }
   return fail(`${e.method} ${path} is not a request this node applies`);
 }
@@ -184,6 +247,7 @@ function applyOne(s: OrgTrust, entry: TrustEntry, hash: string, ctx: TrustContex
       if (!s.endUser || v.created > s.endUser.created) s.endUser = { jwks: r.jwks, audience: r.audience, created: v.created };
       return;
     case 'create_vault':
+    case 'reshare_vault':
       return;
   }
 }
@@ -212,7 +276,7 @@ export function applyTrustLog(state: OrgTrust, log: readonly Uint8Array[], ctx: 
   return { state: s, changed };
 }
 
-export interface CreationProof {
+export interface CreationProof extends CommitteeBinding {
   tier: 'hosted' | 'self' | 'customer_tee';
   endUserSubject?: string;
   /** The API key that signed the creation request. */
@@ -227,5 +291,24 @@ export function verifyCreationRequest(state: OrgTrust, fileKeys: FileKeys | unde
   const v = verifyRequestEntry(entry, (keyId) => activeKey(state, fileKeys, keyId));
   const r = recognize(entry, v.path);
   if (r.op !== 'create_vault') return fail('the creation request is not POST /v1/vaults');
-  return { tier: r.tier, ...(r.endUserSubject !== undefined ? { endUserSubject: r.endUserSubject } : {}), keyId: v.keyId, hash: trustEntryHash(bytes) };
+  const { op: _op, ...fields } = r;
+  return { ...fields, keyId: v.keyId, hash: trustEntryHash(bytes) };
+}
+
+export interface ReshareProof extends CommitteeBinding {
+  vaultId: string;
+  targetTier?: 'hosted' | 'self' | 'customer_tee';
+  keyId: string;
+  hash: string;
+}
+
+/** Verifies a vault's reshare request (POST /v1/vaults/{id}/reshare, signed by an active key of the organization). */
+export function verifyReshareRequest(state: OrgTrust, fileKeys: FileKeys | undefined, bytes: Uint8Array): ReshareProof {
+  const entry = decodeTrustEntry(bytes);
+  if (entry.kind !== 'request') return fail('the reshare request is not a request entry');
+  const v = verifyRequestEntry(entry, (keyId) => activeKey(state, fileKeys, keyId));
+  const r = recognize(entry, v.path);
+  if (r.op !== 'reshare_vault') return fail('the reshare request is not POST /v1/vaults/{id}/reshare');
+  const { op: _op, ...fields } = r;
+  return { ...fields, keyId: v.keyId, hash: trustEntryHash(bytes) };
 }

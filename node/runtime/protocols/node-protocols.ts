@@ -13,11 +13,16 @@ import type { KeyPackage } from '../../protocols/keys/key-package.ts';
 import { SessionRefused, type ProtocolFactory, type SessionContext } from '../session-host.ts';
 import type { PartyProtocol } from '../party-protocol.ts';
 import type { KeyVault, PinnedMember, StoredKey } from '../key-vault.ts';
-import type { SignAuthorizer, SignFields } from '../authorization/sign-authorizer.ts';
-import { authorizeKeyCreation } from '../authorization/key-creation.ts';
+import type { SignAuthorizer, SignFields, SignGrant } from '../authorization/sign-authorizer.ts';
+import { authorizeKeyCreation, TIER_NAMES, type TierName } from '../authorization/key-creation.ts';
+import { authorizeReshareRequest } from '../authorization/reshare-request.ts';
+import { checkCommittee } from '../authorization/committee-check.ts';
+import type { RosterRegistry } from '../authorization/roster-registry.ts';
 import type { TrustRegistry } from '../authorization/trust-registry.ts';
 import { inSequence, readParams, runProtocol } from './run-protocol.ts';
-import { ecdsaOtSetup, decodeOtSetup, encodeOtSetup, retireOtPairs } from '../../protocols/ecdsa/ot-setup.ts';
+import { ecdsaOtSetup, encodeOtSetup } from '../../protocols/ecdsa/ot-setup.ts';
+import { OtPairLocks } from '../ot-pair-locks.ts';
+import { otGuarded } from './ot-guarded.ts';
 import { ecdsaPresign } from '../../protocols/ecdsa/presign.ts';
 import { ecdsaOnline, type EcdsaSignature } from '../../protocols/ecdsa/online.ts';
 import type { Presignature } from '../../protocols/ecdsa/presignature.ts';
@@ -31,6 +36,8 @@ export interface DkgSessionParams {
   /** The owner's trust log (encoded entries, hex) and its signed POST /v1/vaults request (docs/trust.md). */
   trustLog?: string[];
   creationRequest?: string;
+  /** The operator-signed service-node roster (api/trust/roster.ts), hex, carried unchanged. */
+  roster?: string;
 }
 
 export interface SignSessionParams extends SignFields {
@@ -47,6 +54,10 @@ export interface ReshareSessionParams {
   members: ReshareMember[];
   /** Tier of the new epoch. */
   tier?: string;
+  /** The operator-signed service-node roster, hex; the owner's trust log and signed reshare request, hex. */
+  roster?: string;
+  trustLog?: string[];
+  reshareRequest?: string;
 }
 
 export interface EpochSessionParams {
@@ -94,10 +105,24 @@ export interface NodeProtocolDeps {
   vault: KeyVault;
   authorizer: SignAuthorizer;
   trust: TrustRegistry;
+  /** The newest operator-signed service-node roster this node accepted; without it no DKG or reshare is joined. */
+  rosters?: RosterRegistry;
+  /** Records durably what is signed for each intent and refuses a different signing of it (intent-ledger.ts). */
+  ledger: { claim(grant: SignGrant): Promise<void> };
+  /** Shared by every session of the node (one ECDSA run per OT pair at a time). */
+  otLocks?: OtPairLocks;
 }
+
+/** How long an ECDSA session waits for a run over the same OT pair to end before refusing. */
+const OT_PAIR_WAIT_MS = 3_000;
 
 export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
   const { vault, authorizer, trust } = deps;
+  const roster = (hex: unknown) => {
+    if (!deps.rosters) throw new SessionRefused('bad_roster', 'this node keeps no roster and joins no key generation or reshare');
+    return deps.rosters.accept(hex);
+  };
+  const otLocks = deps.otLocks ?? new OtPairLocks();
   const sessionHex = (ctx: SessionContext) => bytesToHex(ctx.open.sessionId);
 
   return async (ctx): Promise<PartyProtocol> => {
@@ -108,6 +133,8 @@ export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
         const p = readParams<DkgSessionParams>('dkg-params', ctx.open.params);
         if (await vault.current(p.keyId)) throw new SessionRefused('key_exists', `key ${p.keyId} already exists on this node`);
         const grant = await authorizeKeyCreation(trust, p);
+        // Every member is one this node verifies itself, in the tier's shape (docs/trust.md "Committees").
+        checkCommittee({ tier: grant.tier, threshold: p.threshold, members: ctx.parties, roster: await roster(p.roster), customerNode: grant.customerNode, shown: grant.committee });
         const used = grant.creationHash ? await vault.creationBinding(grant.creationHash) : undefined;
         if (used !== undefined && used !== p.keyId) throw new SessionRefused('bad_creation_request', 'this creation request already created another key');
         const meta = { owner: p.owner, tier: grant.tier, ...(grant.endUser ? { endUser: grant.endUser } : {}) };
@@ -130,7 +157,9 @@ export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
         return {
           ...run,
           admit: async () => {
-            await authorizer.authorize({ ...p, owner: stored.owner, groupKey: stored.key.pkg.groupKey, chainCode: stored.key.pkg.chainCode, endUser: stored.endUser });
+            const grant = await authorizer.authorize({ ...p, owner: stored.owner, groupKey: stored.key.pkg.groupKey, chainCode: stored.key.pkg.chainCode, endUser: stored.endUser });
+            // On disk before any signature share of this intent leaves.
+            await deps.ledger.claim(grant);
             // Nonces of this session are single-use from here on, across restarts.
             await vault.claimSession(sessionHex(ctx));
           },
@@ -142,7 +171,7 @@ export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
         if (indexes.length !== stored.key.pkg.parties.length) throw new SessionRefused('bad_parties', 'the OT setup runs on the whole committee');
         return runProtocol(ecdsaOtSetup, me, [{ sessionId: sessionHex(ctx), keyId: p.keyId, epoch: p.epoch, parties: indexes, me }], ([setup]) => ({
           result: encodeBlob('ot-result', { keyId: p.keyId, epoch: p.epoch }),
-          commit: () => vault.putOt(p.keyId, encodeOtSetup(setup!)),
+          commit: () => vault.putOt(p.keyId, setup!, encodeOtSetup(setup!)),
         }));
       }
       case Protocol.SIGN_ECDSA: {
@@ -150,28 +179,34 @@ export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
         const stored = await keyAtEpoch(vault, ctx, p.keyId, p.epoch);
         if (p.scheme !== 'ecdsa') throw new SessionRefused('wrong_scheme', 'ECDSA sessions sign ecdsa');
         checkDigests(p.digests);
-        const otBytes = await vault.ot(p.keyId);
-        if (!otBytes) throw new SessionRefused('no_ot_setup', 'no OT setup for this key epoch yet');
-        const ot = decodeOtSetup(otBytes);
-        const retired = indexes.filter((i) => i !== me && ot.retired.includes(i));
-        if (retired.length) throw new SessionRefused('ot_retired', `OT material with parties ${retired.join(',')} was retired after an abort; a new setup is needed`);
-        await authorizer.authorize({ ...p, owner: stored.owner, groupKey: stored.key.pkg.groupKey, chainCode: stored.key.pkg.chainCode, endUser: stored.endUser });
-        await vault.claimSession(sessionHex(ctx));
-        const key = { id: stored.key.share.id, share: scalarHex(stored.key.share.scalar()), pkg: stored.key.pkg };
+        // One run per OT pair at a time on this node; the material is read after the pairs are held,
+        // so every retirement that landed before is seen.
+        const peers = indexes.filter((i) => i !== me);
+        const release = await otLocks.acquire(p.keyId, peers, OT_PAIR_WAIT_MS);
+        let guarded: PartyProtocol;
         let presigs: Presignature[] = [];
-        const presign = runProtocol(ecdsaPresign, me, p.digests.map((_, i) => ({ sessionId: bytesToHex(sessionDigest(ctx.open.sessionId, i)), signers: indexes, me, key, path: p.path, ot })), (ps) => {
-          presigs = ps;
-          return { result: new Uint8Array() };
-        });
-        const guarded: PartyProtocol = {
-          ...presign,
-          // An abort may have leaked OT bits to the peer that caused it: retire those pairs durably.
-          deliver: async (from, round, payload, broadcast) => {
-            const step = await presign.deliver(from, round, payload, broadcast);
-            if (step.kind === 'abort') await vault.putOt(p.keyId, encodeOtSetup(retireOtPairs(ot, step.culprits.length ? step.culprits : indexes)));
-            return step;
-          },
-        };
+        try {
+          const ot = await vault.ot(p.keyId);
+          if (!ot) throw new SessionRefused('no_ot_setup', 'no OT setup for this key epoch yet');
+          const retired = peers.filter((i) => ot.retired.includes(i));
+          if (retired.length) throw new SessionRefused('ot_retired', `OT material with parties ${retired.join(',')} was retired after an abort; a new setup is needed`);
+          const grant = await authorizer.authorize({ ...p, owner: stored.owner, groupKey: stored.key.pkg.groupKey, chainCode: stored.key.pkg.chainCode, endUser: stored.endUser });
+          // On disk before the first presigning message leaves.
+          await deps.ledger.claim(grant);
+          await vault.claimSession(sessionHex(ctx));
+          const key = { id: stored.key.share.id, share: scalarHex(stored.key.share.scalar()), pkg: stored.key.pkg };
+          const presign = runProtocol(ecdsaPresign, me, p.digests.map((_, i) => ({ sessionId: bytesToHex(sessionDigest(ctx.open.sessionId, i)), signers: indexes, me, key, path: p.path, ot })), (ps) => {
+            presigs = ps;
+            // The OT material is done with once the presignatures exist: the pairs serve the next run.
+            release();
+            return { result: new Uint8Array() };
+          });
+          const run = otGuarded(presign, { vault, keyId: p.keyId, setupId: ot.setupId, me, peers });
+          guarded = { ...run, dispose: () => (run.dispose(), release()) };
+        } catch (err) {
+          release();
+          throw err;
+        }
         return inSequence(guarded, () =>
           runProtocol(ecdsaOnline, me, presigs.map((presignature, i) => ({ presignature, digest: p.digests[i]! })), (sigs: EcdsaSignature[]) => ({
             result: encodeBlob('sign-result', { signatures: sigs.map((s) => s.compact), recoveryIds: sigs.map((s) => s.recovery), publicKey: sigs[0]!.publicKey }),
@@ -187,6 +222,15 @@ export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
         // tokens gate the hosted tier only, so a move to another tier drops it (docs/trust.md).
         const held = await vault.current(p.keyId);
         const tier = typeof p.tier === 'string' ? p.tier : held?.tier;
+        if (!TIER_NAMES.includes(tier as TierName)) throw new SessionRefused('bad_params', 'the reshare names no valid tier');
+        // The new committee passes the same checks as a DKG's; a customer member is the node the
+        // customer's signed reshare request names, or one already pinned with this node's share.
+        const receivers = ctx.parties.filter((x) => p.members.some((m) => m.party === x.index && m.newId !== undefined));
+        const binding = await authorizeReshareRequest(trust, { owner: p.owner, keyId: p.keyId, tier: tier!, trustLog: p.trustLog, reshareRequest: p.reshareRequest });
+        checkCommittee({
+          tier: tier as TierName, threshold: p.newThreshold, members: receivers, roster: await roster(p.roster),
+          customerNode: binding.customerNode, shown: binding.committee, pinned: held && held.tier === tier ? held.committee : undefined,
+        });
         const carried: Pick<StoredKey, 'tier' | 'endUser'> = {
           ...(tier ? { tier } : {}),
           ...(held?.endUser && (tier === undefined || tier === 'hosted') ? { endUser: held.endUser } : {}),

@@ -1,0 +1,84 @@
+// Which committees a node joins for a DKG or a reshare (DESIGN.md "Trust", docs/trust.md "Committees"):
+// every member it can verify on its own, and the tier's shape checked here rather than taken from the
+// coordinator. A service member is on the operator-signed roster with the same node id and both keys;
+// the customer member of a self or customer_tee key is the node the customer's signed request names
+// (or, at a reshare, a member already pinned with this node's share of the key); the parties are
+// exactly the committee the customer's request names, when it names one.
+import { bytesToHex } from '@noble/hashes/utils.js';
+import type { SignedRoster } from '../../../api/trust/roster.ts';
+import { SessionRefused } from '../session-host.ts';
+import type { CustomerNode } from './trust-state.ts';
+import type { TierName } from './key-creation.ts';
+
+export interface CommitteeParty {
+  nodeId: string;
+  signingKey: Uint8Array;
+  encryptionKey: Uint8Array;
+}
+
+export interface CommitteeCheck {
+  tier: TierName;
+  threshold: number;
+  /** The parties that will hold the key: every DKG party, or the receivers of a reshare. */
+  members: readonly CommitteeParty[];
+  roster: SignedRoster;
+  /** The customer's node as its signed request names it. */
+  customerNode?: CustomerNode | undefined;
+  /** The node ids the customer's signed request names: the members must be exactly these. */
+  shown?: readonly string[] | undefined;
+  /** Reshare: members pinned with this node's current share, already verified when they were seated. */
+  pinned?: readonly { nodeId: string; signingKey: string; encryptionKey: string }[] | undefined;
+}
+
+/** Hosted keys today: three roster service nodes, any two sign. */
+export const HOSTED_SIZE = 3;
+export const HOSTED_THRESHOLD = 2;
+
+const refuse = (code: string, message: string): never => {
+  throw new SessionRefused(code, message);
+};
+
+/** Throws SessionRefused (unverified_committee or bad_committee) unless the committee passes. */
+export function checkCommittee(c: CommitteeCheck): void {
+  const ids = c.members.map((m) => m.nodeId);
+  if (c.shown) {
+    const shown = new Set(c.shown);
+    if (shown.size !== ids.length || ids.some((id) => !shown.has(id))) {
+      refuse('unverified_committee', `the committee (${[...ids].sort().join(', ')}) is not the one the customer's request names (${[...shown].sort().join(', ')})`);
+    }
+  }
+  const roster = new Map(c.roster.nodes.map((n) => [n.nodeId, n]));
+  let service = 0;
+  let customer = 0;
+  for (const m of c.members) {
+    const sk = bytesToHex(m.signingKey);
+    const ek = bytesToHex(m.encryptionKey);
+    const listed = roster.get(m.nodeId);
+    if (listed) {
+      if (listed.signingKey !== sk || listed.encryptionKey !== ek) refuse('unverified_committee', `party ${m.nodeId} is on roster version ${c.roster.version} with other keys`);
+      service++;
+      continue;
+    }
+    const named = c.customerNode;
+    if (named && named.nodeId === m.nodeId) {
+      if (named.signingKey !== sk || named.encryptionKey !== ek) refuse('unverified_committee', `party ${m.nodeId} is the customer's node with other keys than its signed request names`);
+      customer++;
+      continue;
+    }
+    if (!named && c.tier !== 'hosted' && c.pinned?.some((p) => p.nodeId === m.nodeId && p.signingKey === sk && p.encryptionKey === ek)) {
+      customer++;
+      continue;
+    }
+    refuse('unverified_committee', `party ${m.nodeId} is neither on the operator's roster (version ${c.roster.version}) nor the customer's node named by its signed request`);
+  }
+  if (c.tier === 'hosted') {
+    if (customer !== 0 || service !== HOSTED_SIZE || c.threshold !== HOSTED_THRESHOLD) {
+      refuse('bad_committee', `a hosted key is ${HOSTED_THRESHOLD}-of-${HOSTED_SIZE} roster service nodes; this session seats ${service} service and ${customer} other nodes, threshold ${c.threshold}`);
+    }
+    return;
+  }
+  // The customer's node is required for every signature: the threshold is the committee's size.
+  if (customer !== 1 || service < 1 || c.threshold !== c.members.length) {
+    refuse('bad_committee', `a ${c.tier} key is the customer's node and one or more roster service nodes, all required; this session seats ${service} service and ${customer} customer nodes, threshold ${c.threshold} of ${c.members.length}`);
+  }
+}

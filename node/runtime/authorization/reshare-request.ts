@@ -1,0 +1,40 @@
+// The customer's signed reshare request (POST /v1/vaults/{id}/reshare) as a node checks it before it
+// joins a reshare (docs/trust.md "Committees"): the carried trust log applies, the request is signed
+// by an active key of the owner, names this key and, when it names one, the target tier; what it binds
+// of the new committee (the node ids shown, the customer's node) goes to the committee check.
+import { hexToBytes } from '@noble/hashes/utils.js';
+import { SessionRefused } from '../session-host.ts';
+import { applyCarriedLog } from './carried-log.ts';
+import type { TrustRegistry } from './trust-registry.ts';
+import { TrustEntryError, type CommitteeBinding, type ReshareProof } from './trust-state.ts';
+
+export interface ReshareRequestInput {
+  owner: string;
+  keyId: string;
+  /** Tier of the new epoch. */
+  tier: string;
+  trustLog?: unknown;
+  /** The encoded POST /v1/vaults/{id}/reshare request entry, hex. */
+  reshareRequest?: unknown;
+}
+
+const refuse = (message: string): never => {
+  throw new SessionRefused('bad_reshare_request', message);
+};
+
+/** What the customer's request binds of the new committee; empty when the session carries none. */
+export async function authorizeReshareRequest(trust: TrustRegistry, req: ReshareRequestInput): Promise<CommitteeBinding> {
+  if (req.reshareRequest === undefined || req.reshareRequest === '') return {};
+  await applyCarriedLog(trust, req.owner, req.trustLog);
+  if (typeof req.reshareRequest !== 'string' || !/^(?:[0-9a-f]{2})+$/.test(req.reshareRequest)) refuse('the reshare request is hex-encoded');
+  let proof: ReshareProof;
+  try {
+    proof = await trust.reshareProof(req.owner, hexToBytes(req.reshareRequest as string));
+  } catch (err) {
+    if (err instanceof TrustEntryError) return refuse(err.message);
+    throw err;
+  }
+  if (proof.vaultId !== req.keyId) refuse(`the customer's reshare request is for ${proof.vaultId}, not ${req.keyId}`);
+  if (proof.targetTier !== undefined && proof.targetTier !== req.tier) refuse(`the customer asked to move to ${proof.targetTier}, not ${req.tier}`);
+  return { ...(proof.committee ? { committee: proof.committee } : {}), ...(proof.customerNode ? { customerNode: proof.customerNode } : {}) };
+}

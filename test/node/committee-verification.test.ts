@@ -1,0 +1,185 @@
+// A node joins a DKG or a reshare only for a committee it verifies member by member (docs/trust.md
+// "Committees"): service nodes from the operator-signed roster with their exact keys, the customer's
+// node from the customer's signed request, the parties the request names, the tier's shape, and never
+// a roster older than one it accepted. Real session hosts, sealed stores in temporary directories and
+// trust registries; the test plays the coordinator, opening sessions and relaying envelopes.
+import t, { type Test } from 'tap';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { create } from '@bufbuild/protobuf';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { SessionOpenSchema, Protocol, type Envelope, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
+import { NodeIdentity } from '../../node/runtime/identity.ts';
+import { SessionHost } from '../../node/runtime/session-host.ts';
+import { SealedStore } from '../../node/storage/sealed-store.ts';
+import { KeyVault } from '../../node/runtime/key-vault.ts';
+import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.ts';
+import { IntentAuthorizer } from '../../node/runtime/authorization/sign-authorizer.ts';
+import { RosterRegistry } from '../../node/runtime/authorization/roster-registry.ts';
+import { nodeProtocols, type NodeProtocolDeps } from '../../node/runtime/protocols/node-protocols.ts';
+import { encodeBlob, decodeBlob } from '../../node/protocols/round/machine.ts';
+import type { KeyPackage } from '../../node/protocols/keys/key-package.ts';
+import { signBootstrap } from '../../api/trust/trust-entry.ts';
+import { signRoster } from '../../api/trust/roster.ts';
+import { createLogger } from '../../common/logger.ts';
+import { signedEntry, signer } from '../api/trust/trust-fixtures.ts';
+
+t.setTimeout(120_000);
+
+const seed = (s: string) => sha256(new TextEncoder().encode(s));
+const ORG = 'org_committee';
+const operator = seed('committee operator');
+const operatorKeys = [bytesToHex(ed25519.getPublicKey(operator))];
+const first = signer(ORG, seed('committee first key'));
+const trustLog = [bytesToHex(signBootstrap(ORG, first.publicKey, 1_795_000_000, operator))];
+const log = createLogger('test', 'silent');
+
+interface Outcome {
+  done?: Uint8Array;
+  failed?: { code: string; message: string };
+}
+
+interface TestNode {
+  identity: NodeIdentity;
+  host: SessionHost;
+  vault: KeyVault;
+  outcomes: Map<string, Outcome>;
+}
+
+const nodes = new Map<string, TestNode>();
+
+/** A node with its own sealed store, key vault, trust registry and roster registry, behind a real session host. */
+async function node(t: Test): Promise<TestNode> {
+  const store = await SealedStore.open(mkdtempSync(join(tmpdir(), 'committee-')), new Uint8Array(randomBytes(32)));
+  t.teardown(() => store.close());
+  const identity = new NodeIdentity(new Uint8Array(randomBytes(32)), new Uint8Array(randomBytes(32)));
+  const vault = new KeyVault(store);
+  const trust = new TrustRegistry(store, { operatorKeys });
+  const deps = { vault, trust, authorizer: new IntentAuthorizer(trust), rosters: new RosterRegistry(store, operatorKeys), ledger: { claim: async () => undefined } };
+  const outcomes = new Map<string, Outcome>();
+  const host = new SessionHost(identity, (msg) => {
+    const b = msg.body;
+    if (b?.case === 'send') {
+      const env = b.value.envelope as Envelope;
+      const to = env.to === '' ? [...nodes.values()].filter((n) => n.identity.nodeId !== identity.nodeId) : [nodes.get(env.to)].filter((n) => n !== undefined);
+      for (const n of to) queueMicrotask(() => n.host.onRelay(env));
+    } else if (b?.case === 'done') outcomes.set(bytesToHex(b.value.sessionId as Uint8Array), { done: b.value.result as Uint8Array });
+    else if (b?.case === 'failed') outcomes.set(bytesToHex(b.value.sessionId as Uint8Array), { failed: { code: b.value.code as string, message: b.value.message as string } });
+  }, nodeProtocols(deps as unknown as NodeProtocolDeps), log);
+  const n = { identity, host, vault, outcomes };
+  nodes.set(identity.nodeId, n);
+  return n;
+}
+
+/** What the coordinator knows of a node: id and keys (a fake one has keys the coordinator made). */
+const fake = () => new NodeIdentity(new Uint8Array(randomBytes(32)), new Uint8Array(randomBytes(32)));
+type Member = { nodeId: string; signingKey: Uint8Array; encryptionKey: Uint8Array };
+const pub = (m: { identity: NodeIdentity } | NodeIdentity): Member => {
+  const id = m instanceof NodeIdentity ? m : m.identity;
+  return { nodeId: id.nodeId, signingKey: id.signingKey, encryptionKey: id.encryptionKey };
+};
+const rosterOf = (version: number, members: Member[]) =>
+  bytesToHex(signRoster({ version, created: 1_795_000_000 + version, nodes: members.map((m) => ({ nodeId: m.nodeId, signingKey: bytesToHex(m.signingKey), encryptionKey: bytesToHex(m.encryptionKey) })) }, operator));
+const customerNode = (m: Member) => ({ node_id: m.nodeId, signing_key: bytesToHex(m.signingKey), encryption_key: bytesToHex(m.encryptionKey) });
+
+/** Opens a session on every real node among `members` and waits until each has reported. */
+async function run(members: Member[], protocol: Protocol, kind: string, params: Record<string, unknown>): Promise<Map<string, Outcome>> {
+  const sessionId = new Uint8Array(randomBytes(32));
+  const sid = bytesToHex(sessionId);
+  const parties: Party[] = members.map((m, i) => ({ $typeName: 'mpc.v1.Party', nodeId: m.nodeId, index: i + 1, signingKey: m.signingKey, encryptionKey: m.encryptionKey }));
+  const open = create(SessionOpenSchema, { sessionId, protocol, keyId: String(params.keyId), parties, params: encodeBlob(kind, params), deadlineMs: BigInt(Date.now() + 60_000) });
+  const real = members.map((m) => nodes.get(m.nodeId)).filter((n): n is TestNode => n !== undefined && bytesToHex(n.identity.signingKey) === bytesToHex(members.find((x) => x.nodeId === n.identity.nodeId)!.signingKey));
+  for (const n of real) n.host.onOpen(open);
+  // A node that joined a session with a party that never speaks waits for it: reported as `joined`.
+  const deadline = Date.now() + 10_000;
+  while (real.some((n) => !n.outcomes.has(sid)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  // A refusal by some ends the session for the others (the coordinator cancels it).
+  for (const n of real) n.host.abortAll('session over');
+  return new Map(real.map((n) => [n.identity.nodeId, n.outcomes.get(sid) ?? { failed: { code: 'joined', message: 'still in the session' } }]));
+}
+
+let keyCounter = 0;
+const dkg = (members: Member[], tier: string, body: Record<string, unknown>, roster: string, threshold = tier === 'hosted' ? 2 : members.length) =>
+  run(members, Protocol.DKG, 'dkg-params', {
+    keyId: `vault-${++keyCounter}`, owner: ORG, epoch: 0, threshold, tier, trustLog,
+    creationRequest: bytesToHex(signedEntry(first, 'POST', '/v1/vaults', { tier, ...body })), roster,
+  });
+
+const codes = (m: Map<string, Outcome>) => [...m.values()].map((o) => o.failed?.code ?? 'done');
+
+t.test('a hosted DKG with a fake party seated beside honest nodes: every honest node refuses', async (t) => {
+  const [a, b, c] = [await node(t), await node(t), await node(t)];
+  const roster = rosterOf(1, [pub(a), pub(b), pub(c)]);
+  const ok = await dkg([pub(a), pub(b), pub(c)], 'hosted', {}, roster);
+  t.same(codes(ok), ['done', 'done', 'done'], 'the roster committee generates a key');
+
+  // The coordinator runs a party of its own (keys it made, not on the roster) in place of c.
+  const outsider = fake();
+  const refused = await dkg([pub(a), pub(b), pub(outsider)], 'hosted', {}, roster);
+  t.same(codes(refused), ['unverified_committee', 'unverified_committee'], 'both honest nodes refuse');
+  t.match([...refused.values()][0]!.failed!.message, /neither on the operator's roster/);
+
+  // The same under c's node id: the roster pins c's keys.
+  const impostor = { ...pub(outsider), nodeId: c.identity.nodeId };
+  t.same(codes(await dkg([pub(a), pub(b), impostor], 'hosted', {}, roster)), ['unverified_committee', 'unverified_committee'], 'a listed id with other keys is refused');
+
+  // A hosted committee of another shape: all three, but every one required.
+  t.same(codes(await dkg([pub(a), pub(b), pub(c)], 'hosted', {}, roster, 3)), ['bad_committee', 'bad_committee', 'bad_committee'], 'hosted is 2-of-3');
+  // A roster signed by someone else than the operator.
+  const forged = bytesToHex(signRoster({ version: 9, created: 1, nodes: [pub(a), pub(b), pub(outsider)].map((m) => ({ nodeId: m.nodeId, signingKey: bytesToHex(m.signingKey), encryptionKey: bytesToHex(m.encryptionKey) })) }, seed('not the operator')));
+  t.same(codes(await dkg([pub(a), pub(b), pub(outsider)], 'hosted', {}, forged)), ['bad_roster', 'bad_roster'], 'a roster not signed by an operator key');
+});
+
+t.test('a self-tier DKG seats only the customer node the customer named', async (t) => {
+  const [a, b, named, other] = [await node(t), await node(t), await node(t), await node(t)];
+  const roster = rosterOf(1, [pub(a), pub(b)]);
+  const body = { customer_node: customerNode(pub(named)) };
+  t.same(codes(await dkg([pub(a), pub(other)], 'self', body, roster)), ['unverified_committee', 'unverified_committee'], 'a self node the customer did not name');
+  t.same(codes(await dkg([pub(a), pub(named)], 'self', {}, roster)), ['unverified_committee', 'unverified_committee'], 'a request that names no customer node');
+  t.same(codes(await dkg([pub(a), pub(b)], 'self', body, roster)), ['bad_committee', 'bad_committee'], 'a self key without the customer node');
+  t.same(codes(await dkg([pub(a), pub(named)], 'self', body, roster, 1)), ['bad_committee', 'bad_committee'], 'the customer node must be required');
+  t.same(codes(await dkg([pub(a), pub(named)], 'self', body, roster)), ['done', 'done'], 'the named node with a roster service node');
+});
+
+t.test('the parties must be exactly the committee the creation request names', async (t) => {
+  const [a, b, c, d] = [await node(t), await node(t), await node(t), await node(t)];
+  const roster = rosterOf(1, [pub(a), pub(b), pub(c), pub(d)]);
+  const shown = { committee: [a, b, c].map((n) => n.identity.nodeId) };
+  t.same(codes(await dkg([pub(a), pub(b), pub(d)], 'hosted', shown, roster)), ['unverified_committee', 'unverified_committee', 'unverified_committee'], 'another roster node than shown');
+  t.same(codes(await dkg([pub(a), pub(b), pub(c)], 'hosted', shown, roster)), ['done', 'done', 'done'], 'the committee shown');
+});
+
+t.test('a roster older than one a node accepted is refused', async (t) => {
+  const [a, b, c] = [await node(t), await node(t), await node(t)];
+  const v1 = rosterOf(1, [pub(a), pub(b), pub(c)]);
+  const v2 = rosterOf(2, [pub(a), pub(b), pub(c)]);
+  t.same(codes(await dkg([pub(a), pub(b), pub(c)], 'hosted', {}, v2)), ['done', 'done', 'done'], 'version 2 accepted');
+  const stale = await dkg([pub(a), pub(b), pub(c)], 'hosted', {}, v1);
+  t.same(codes(stale), ['stale_roster', 'stale_roster', 'stale_roster'], 'version 1 after version 2');
+  t.match([...stale.values()][0]!.failed!.message, /older than version 2/);
+  t.same(codes(await dkg([pub(a), pub(b), pub(c)], 'hosted', {}, rosterOf(2, [pub(a), pub(b), pub(c), pub(fake())]))), ['bad_roster', 'bad_roster', 'bad_roster'], 'another roster under a version already accepted');
+});
+
+t.test('a reshare to the self tier seats a customer node only on the customer\'s signed reshare request', async (t) => {
+  const [a, b, c, self] = [await node(t), await node(t), await node(t), await node(t)];
+  const roster = rosterOf(1, [pub(a), pub(b), pub(c)]);
+  const created = await dkg([pub(a), pub(b), pub(c)], 'hosted', {}, roster);
+  const oldPkg = decodeBlob<{ pkg: KeyPackage }>('dkg-result', [...created.values()][0]!.done!).pkg;
+  const keyId = `vault-${keyCounter}`;
+  // Dealers a and b (old ids 1 and 2); a and the self node receive (new ids 1 and 2).
+  const members = [{ party: 1, oldId: 1, newId: 1 }, { party: 2, oldId: 2 }, { party: 3, newId: 2 }];
+  const reshare = (extra: Record<string, unknown>) => run([pub(a), pub(b), pub(self)], Protocol.RESHARE, 'reshare-params', {
+    keyId, owner: ORG, oldPkg, newEpoch: 1, newThreshold: 2, members, tier: 'self', roster, trustLog, ...extra,
+  });
+  const without = await reshare({});
+  t.same(codes(without), ['unverified_committee', 'unverified_committee', 'unverified_committee'], 'the coordinator\'s word does not seat a customer node');
+  const elsewhere = bytesToHex(signedEntry(first, 'POST', `/v1/vaults/${keyId}/reshare`, { target_tier: 'self', customer_node: customerNode(pub(fake())) }));
+  t.same(codes(await reshare({ reshareRequest: elsewhere })), ['unverified_committee', 'unverified_committee', 'unverified_committee'], 'the customer named another node');
+  const asked = bytesToHex(signedEntry(first, 'POST', `/v1/vaults/${keyId}/reshare`, { target_tier: 'self', customer_node: customerNode(pub(self)) }));
+  t.same(codes(await reshare({ reshareRequest: asked })), ['done', 'done', 'done'], 'the node the customer named');
+  t.ok(await self.vault.pending(keyId), 'the self node holds the pending share');
+});
