@@ -3,47 +3,23 @@
 // traffic is never refused: each ECDSA session takes a signer subset none of whose pairs is in use,
 // and waits for one when every subset has a busy pair. A 2-of-3 vault so runs three sessions at once.
 
+import { BusySet } from '../../common/busy-set.ts';
+
 type Member = { nodeId: string; index: number };
 
 export class OtPairScheduler {
-  private readonly busy = new Set<string>();
-  private waiters: (() => void)[] = [];
+  private readonly pairs = new BusySet();
 
   /**
    * The first `size` members of `candidates` (in their order, over subsets) whose pairs are all free,
    * taken until the returned release is called; waits up to `waitMs` for one, then returns undefined.
    */
   async take<M extends Member>(keyId: string, candidates: M[], size: number, waitMs: number): Promise<{ signers: M[]; release: () => void } | undefined> {
-    const deadline = Date.now() + waitMs;
-    for (;;) {
+    const held = await this.pairs.take(() => {
       const signers = this.freeSubset(keyId, candidates, size);
-      if (signers) {
-        const names = pairNames(keyId, signers);
-        for (const n of names) this.busy.add(n);
-        let released = false;
-        return {
-          signers,
-          release: () => {
-            if (released) return;
-            released = true;
-            for (const n of names) this.busy.delete(n);
-            const w = this.waiters;
-            this.waiters = [];
-            for (const f of w) f();
-          },
-        };
-      }
-      const left = deadline - Date.now();
-      if (left <= 0) return undefined;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, left);
-        function done() {
-          clearTimeout(timer);
-          resolve();
-        }
-        this.waiters.push(done);
-      });
-    }
+      return signers && { value: signers, names: pairNames(keyId, signers) };
+    }, waitMs);
+    return held && { signers: held.value, release: held.release };
   }
 
   private freeSubset<M extends Member>(keyId: string, candidates: M[], size: number): M[] | undefined {
@@ -53,7 +29,7 @@ export class OtPairScheduler {
     const pick: number[] = Array.from({ length: size }, (_, i) => i);
     for (;;) {
       const subset = pick.map((i) => candidates[i]!);
-      if (!pairNames(keyId, subset).some((n) => this.busy.has(n))) return subset;
+      if (!pairNames(keyId, subset).some((n) => this.pairs.isBusy(n))) return subset;
       if (++tried >= 256) return undefined;
       let i = size - 1;
       while (i >= 0 && pick[i] === candidates.length - size + i) i--;

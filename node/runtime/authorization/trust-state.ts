@@ -284,15 +284,25 @@ export interface CreationProof extends CommitteeBinding {
   hash: string;
 }
 
-/** Verifies a vault's creation request (POST /v1/vaults, signed by an active key of the organization). */
-export function verifyCreationRequest(state: OrgTrust, fileKeys: FileKeys | undefined, bytes: Uint8Array): CreationProof {
+/**
+ * Verifies a vault request the customer signed (a request entry, signed by an active key of the
+ * organization) and that it is the operation `op`; what it asks for, with the signing key and the
+ * entry's hash.
+ */
+function verifyVaultRequest<Op extends 'create_vault' | 'reshare_vault'>(state: OrgTrust, fileKeys: FileKeys | undefined, bytes: Uint8Array, op: Op, what: string): Omit<Extract<Recognized, { op: Op }>, 'op'> & { keyId: string; hash: string } {
   const entry = decodeTrustEntry(bytes);
-  if (entry.kind !== 'request') return fail('the creation request is not a request entry');
+  if (entry.kind !== 'request') return fail(`the ${what} request is not a request entry`);
   const v = verifyRequestEntry(entry, (keyId) => activeKey(state, fileKeys, keyId));
   const r = recognize(entry, v.path);
-  if (r.op !== 'create_vault') return fail('the creation request is not POST /v1/vaults');
-  const { op: _op, ...fields } = r;
-  return { ...fields, keyId: v.keyId, hash: trustEntryHash(bytes) };
+  if (r.op !== op) return fail(`the ${what} request is not ${op === 'create_vault' ? 'POST /v1/vaults' : 'POST /v1/vaults/{id}/reshare'}`);
+  const fields: Partial<Recognized> = { ...r };
+  delete fields.op;
+  return { ...(fields as Omit<Extract<Recognized, { op: Op }>, 'op'>), keyId: v.keyId, hash: trustEntryHash(bytes) };
+}
+
+/** Verifies a vault's creation request (POST /v1/vaults). */
+export function verifyCreationRequest(state: OrgTrust, fileKeys: FileKeys | undefined, bytes: Uint8Array): CreationProof {
+  return verifyVaultRequest(state, fileKeys, bytes, 'create_vault', 'creation');
 }
 
 export interface ReshareProof extends CommitteeBinding {
@@ -302,13 +312,7 @@ export interface ReshareProof extends CommitteeBinding {
   hash: string;
 }
 
-/** Verifies a vault's reshare request (POST /v1/vaults/{id}/reshare, signed by an active key of the organization). */
+/** Verifies a vault's reshare request (POST /v1/vaults/{id}/reshare). */
 export function verifyReshareRequest(state: OrgTrust, fileKeys: FileKeys | undefined, bytes: Uint8Array): ReshareProof {
-  const entry = decodeTrustEntry(bytes);
-  if (entry.kind !== 'request') return fail('the reshare request is not a request entry');
-  const v = verifyRequestEntry(entry, (keyId) => activeKey(state, fileKeys, keyId));
-  const r = recognize(entry, v.path);
-  if (r.op !== 'reshare_vault') return fail('the reshare request is not POST /v1/vaults/{id}/reshare');
-  const { op: _op, ...fields } = r;
-  return { ...fields, keyId: v.keyId, hash: trustEntryHash(bytes) };
+  return verifyVaultRequest(state, fileKeys, bytes, 'reshare_vault', 'reshare');
 }
