@@ -1,16 +1,8 @@
-// Byte helpers for transcripts and wire blobs outside the protocol core.
-import { lengthPrefixed, taggedHash } from '../node/protocols/math/transcript.ts';
-
-// One unambiguous encoding everywhere: the protocols' length-prefixed transcript.
-export { lengthPrefixed };
+// Byte helpers: UTF-8 and hex. The length-prefixed transcript encoding and tagged hashes are in
+// core/codec/transcript.ts; common/ imports nothing of the project.
 
 export function utf8(s: string): Uint8Array {
   return new TextEncoder().encode(s);
-}
-
-/** SHA-256 of a domain tag followed by length-prefixed parts. */
-export function taggedDigest(tag: string, parts: (Uint8Array | string)[]): Uint8Array {
-  return taggedHash(tag, parts);
 }
 
 export function toHex(b: Uint8Array): string {

@@ -3,7 +3,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { readFileSync } from 'node:fs';
 import { ConfigError, isLoopbackHost, loadConfig, splitHostPort } from '../common/config.ts';
-import { decodeRoster, RosterError, type SignedRoster } from '../api/trust/roster.ts';
+import { decodeRoster, RosterError, type SignedRoster } from '../core/trust/roster.ts';
 
 export const CoordinatorConfigSchema = Type.Object({
   listen: Type.String({ env: 'COORDINATOR_LISTEN', default: '127.0.0.1:7400', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port the gRPC server binds' }),

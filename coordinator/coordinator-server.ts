@@ -11,13 +11,14 @@ import type { CoordinatorConfig } from './config.ts';
 import { NodeRegistry, type AttachedNodeInfo } from './nodes/node-registry.ts';
 import { createLinkHandler } from './nodes/link-server.ts';
 import { SessionHub } from './sessions/session-hub.ts';
-import { KIND_VALUES } from '../node/transport/attach.ts';
+import { KIND_VALUES } from '../core/link/node-kind.ts';
 import { KeyStore, type KeyRecord } from './keys/key-store.ts';
 import { KeyService, KeyServiceError } from './keys/key-service.ts';
 import { GrpcStatusError } from '../proto/grpc.ts';
-import { Scheme, Tier } from '../proto/gen/mpc/v1/coordinator_pb.ts';
-import type { TierName } from './keys/tier-policy.ts';
+import { Scheme, type Tier } from '../proto/gen/mpc/v1/coordinator_pb.ts';
+import type { TierName } from '../core/tiers.ts';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { tierFromWire, WIRE_TIERS } from '../core/tier-wire.ts';
 
 export interface RunningCoordinator {
   port: number;
@@ -146,18 +147,15 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
   };
 }
 
-const TIERS: Record<number, TierName | undefined> = { [Tier.HOSTED]: 'hosted', [Tier.SELF]: 'self', [Tier.CUSTOMER_TEE]: 'customer_tee' };
-
 function tierName(t: Tier): TierName {
-  const name = TIERS[t];
+  const name = tierFromWire(t);
   if (!name) throw new GrpcStatusError(grpc.status.INVALID_ARGUMENT, 'unknown tier');
   return name;
 }
 
 function keyInfo(k: KeyRecord) {
-  const tier = Object.entries(TIERS).find(([, v]) => v === k.tier)?.[0];
   return {
-    keyId: k.keyId, owner: k.owner, tier: Number(tier ?? 0), threshold: k.threshold, committee: k.committee, epoch: k.epoch, rotation: k.rotation,
+    keyId: k.keyId, owner: k.owner, tier: Object.hasOwn(WIRE_TIERS, k.tier) ? WIRE_TIERS[k.tier as TierName] : 0, threshold: k.threshold, committee: k.committee, epoch: k.epoch, rotation: k.rotation,
     publicKey: k.publicKey ? hexToBytes(k.publicKey) : new Uint8Array(), chainCode: k.chainCode ? hexToBytes(k.chainCode) : new Uint8Array(),
     state: k.state, problem: k.problem ?? '',
   };

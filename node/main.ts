@@ -11,7 +11,7 @@ import { SealedStore } from './storage/sealed-store.ts';
 import { FileRollbackAnchor } from './storage/rollback-anchor.ts';
 import { NodeIdentity } from './runtime/identity.ts';
 import { CoordinatorLink } from './transport/coordinator-link.ts';
-import { KIND_VALUES } from './transport/attach.ts';
+import { KIND_VALUES } from '../core/link/node-kind.ts';
 import { SessionHost } from './runtime/session-host.ts';
 import { KeyVault } from './runtime/key-vault.ts';
 import { loadApiKeysFile } from './runtime/authorization/api-key-registry.ts';

@@ -16,7 +16,7 @@ import { VaultService } from '../vaults/vault-service.ts';
 import { ConfigError } from '../../common/config.ts';
 import { TenancyService } from '../platform/tenancy.ts';
 import { ApiError } from '../errors.ts';
-import { signRoster, RosterError, type RosterNode } from '../trust/roster.ts';
+import { signRoster, RosterError, type RosterNode } from '../../core/trust/roster.ts';
 
 const USAGE = 'usage: npm run admin -- org create --name <name> --public-key <hex> [--label <label>]\n'
   + '       npm run admin -- vault freeze|unfreeze --id <vault id>\n'

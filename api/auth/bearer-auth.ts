@@ -4,8 +4,8 @@
 // route asks for one. Routes declare `config: { permission, mfa, public }`.
 import fp from 'fastify-plugin';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { verifyContentDigest } from './content-digest.ts';
-import { SignatureError, verifyRequest } from './http-signature.ts';
+import { verifyContentDigest } from '../../core/http/content-digest.ts';
+import { SignatureError, verifyRequest } from '../../core/http/http-signature.ts';
 import { ReplayGuard } from './replay-guard.ts';
 import { ApiError } from '../errors.ts';
 import { parseJsonKeepingRawBody } from './raw-json.ts';

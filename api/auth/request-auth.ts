@@ -3,12 +3,12 @@
 // Routes opt out with `config: { public: true }`.
 import fp from 'fastify-plugin';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { verifyContentDigest } from './content-digest.ts';
-import { SignatureError, verifyRequest, type VerifyPolicy } from './http-signature.ts';
+import { verifyContentDigest } from '../../core/http/content-digest.ts';
+import { SignatureError, verifyRequest, type VerifyPolicy } from '../../core/http/http-signature.ts';
 import { ReplayGuard } from './replay-guard.ts';
 import { ApiError } from '../errors.ts';
 import { parseJsonKeepingRawBody } from './raw-json.ts';
-import { requestEntry, type RequestHeaders } from '../trust/trust-entry.ts';
+import { requestEntry, type RequestHeaders } from '../../core/trust/trust-entry.ts';
 
 const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join(', ') : v);
 

@@ -1,8 +1,8 @@
 // The chain backends the API is configured with (API_CHAIN_BACKENDS), one client per chain.
 import { EvmChain } from './evm/evm-chain.ts';
-import { evmNetwork } from './evm/evm-networks.ts';
+import { evmNetwork } from '../../core/chains/evm/evm-networks.ts';
 import { BitcoinChain } from './bitcoin/bitcoin-chain.ts';
-import { BITCOIN_NETWORKS } from './bitcoin/bitcoin-networks.ts';
+import { BITCOIN_NETWORKS } from '../../core/chains/bitcoin/bitcoin-networks.ts';
 import type { Chains } from '../transactions/transaction-worker.ts';
 
 export function connectChains(backends: Record<string, string>): Chains & { has(chain: string): boolean } {

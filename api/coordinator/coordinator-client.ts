@@ -3,7 +3,7 @@ import * as grpc from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
 import { createClient, type ServiceClient } from '../../proto/grpc.ts';
 import { CoordinatorService } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
-import { KIND_NAMES, type NodeKindName } from '../../node/transport/attach.ts';
+import { KIND_NAMES, type NodeKindName } from '../../core/link/node-kind.ts';
 
 export type CoordinatorClient = ServiceClient<(typeof CoordinatorService)['method']>;
 

@@ -10,6 +10,7 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import type { CustodyApiError, CustodyClient, Tier, TransactionState, Vault } from './client.ts';
 import { loadCliConfig } from './config.ts';
 import { ConfigError } from '../../common/config.ts';
+import { TIER_NAMES } from '../../core/tiers.ts';
 import type { Policy } from '../policy/policy.ts';
 
 const USAGE = `usage: npm run cli -- <command>
@@ -60,7 +61,7 @@ interface Command {
   run(a: Record<string, string>, o: Values, client: () => Promise<CustodyClient>): Promise<unknown>;
 }
 
-const TIERS = ['hosted', 'self', 'customer_tee'];
+const TIERS: readonly string[] = TIER_NAMES;
 const BASE10 = /^(0|[1-9][0-9]*)$/;
 
 function tier(value: string | undefined, flag: string): Tier | undefined {

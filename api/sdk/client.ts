@@ -8,10 +8,10 @@ import type { Transaction as TransactionSchema } from '../routes/v1/transactions
 import type { ApiKey as ApiKeySchema } from '../routes/v1/api-keys.ts';
 import type { Committee as CommitteeSchema } from '../routes/v1/committees.ts';
 import type { Policy } from '../policy/policy.ts';
-import { encodeIntent, signIntent, type BtcOutpoint, type BtcOutput } from '../intents/intent.ts';
-import { evmIntentFromFields } from '../intents/evm-fields.ts';
-import { evmNetwork } from '../chains/evm/evm-networks.ts';
-import { BITCOIN_NETWORKS } from '../chains/bitcoin/bitcoin-networks.ts';
+import { encodeIntent, signIntent, type BtcOutpoint, type BtcOutput } from '../../core/intents/intent.ts';
+import { evmIntentFromFields } from '../../core/intents/evm-fields.ts';
+import { evmNetwork } from '../../core/chains/evm/evm-networks.ts';
+import { BITCOIN_NETWORKS } from '../../core/chains/bitcoin/bitcoin-networks.ts';
 import { signedHeaders } from './request-signer.ts';
 
 export type Vault = Static<typeof VaultSchema>;

@@ -1,7 +1,7 @@
 // Client side of request signing (docs/request-signing.md): the headers an SDK adds to each request.
 import { randomBytes } from 'node:crypto';
-import { contentDigest } from '../auth/content-digest.ts';
-import { signRequest } from '../auth/http-signature.ts';
+import { contentDigest } from '../../core/http/content-digest.ts';
+import { signRequest } from '../../core/http/http-signature.ts';
 
 export interface ApiCredentials {
   keyId: string;

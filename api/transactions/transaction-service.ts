@@ -9,15 +9,15 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { toHex as viemHex } from 'viem';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import { ApiError } from '../errors.ts';
-import { IntentFormatError } from '../intents/canonical.ts';
-import { decodeIntent, encodeIntent, intentExpiryProblem, MAX_INTENT_LIFETIME_SECONDS, verifyIntentSignature, type Intent } from '../intents/intent.ts';
-import { evmIntentFromFields } from '../intents/evm-fields.ts';
-import { evmNetwork } from '../chains/evm/evm-networks.ts';
-import { BITCOIN_NETWORKS } from '../chains/bitcoin/bitcoin-networks.ts';
+import { IntentFormatError } from '../../core/intents/canonical.ts';
+import { decodeIntent, encodeIntent, intentExpiryProblem, MAX_INTENT_LIFETIME_SECONDS, verifyIntentSignature, type Intent } from '../../core/intents/intent.ts';
+import { evmIntentFromFields } from '../../core/intents/evm-fields.ts';
+import { evmNetwork } from '../../core/chains/evm/evm-networks.ts';
+import { BITCOIN_NETWORKS } from '../../core/chains/bitcoin/bitcoin-networks.ts';
 import * as bitcoin from 'bitcoinjs-lib';
-import { NETWORKS } from '../chains/bitcoin/build-spend.ts';
+import { BITCOIN_NETWORK_PARAMS } from '../../core/chains/bitcoin/network-params.ts';
 import { checkPolicy, normalizeRecipient, type Policy, type Transfer } from '../policy/policy.ts';
-import { EndUserTokenError, intentSha256, verifyEndUserToken, type EndUserAuthConfig } from '../auth/end-user-token.ts';
+import { EndUserTokenError, intentSha256, verifyEndUserToken, type EndUserAuthConfig } from '../../core/auth/end-user-token.ts';
 import type { VaultService } from '../vaults/vault-service.ts';
 import type { ApiKeyRecord, VaultRecord, WalletRecord } from '../vaults/records.ts';
 import { newId } from '../vaults/vault-service.ts';
@@ -191,7 +191,7 @@ export class TransactionService {
     }
     for (const o of intent.outputs) {
       try {
-        bitcoin.address.toOutputScript(o.address, NETWORKS[intent.network]);
+        bitcoin.address.toOutputScript(o.address, BITCOIN_NETWORK_PARAMS[intent.network]);
       } catch {
         throw bad(`output address ${o.address} is not a valid ${intent.network} address`);
       }

@@ -13,13 +13,14 @@ import type { Logger } from '../../common/logger.ts';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import type { CoordinatorClient } from '../coordinator/coordinator-client.ts';
 import { Scheme } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
-import { encodeBlob } from '../../node/protocols/round/machine.ts';
-import { decodeIntent, type BtcTransferIntent, type EvmTransferIntent } from '../intents/intent.ts';
-import { evmSignedTransaction, evmSigningDigest, evmTransaction, EvmTemplateError, type EvmTemplate } from '../chains/evm/evm-transaction.ts';
+import { encodeBlob } from '../../core/codec/blob.ts';
+import { decodeIntent, type BtcTransferIntent, type EvmTransferIntent } from '../../core/intents/intent.ts';
+import { evmSignedTransaction, evmSigningDigest, evmTransaction, EvmTemplateError, type EvmTemplate } from '../../core/chains/evm/evm-transaction.ts';
 import type { EvmChain } from '../chains/evm/evm-chain.ts';
 import { ChainError } from '../chains/chain-error.ts';
 import type { BitcoinChain } from '../chains/bitcoin/bitcoin-chain.ts';
-import { buildSpend, finalizeP2wpkh, finalizeTaproot, NETWORKS, SpendError } from '../chains/bitcoin/build-spend.ts';
+import { buildSpend, finalizeP2wpkh, finalizeTaproot, SpendError } from '../chains/bitcoin/build-spend.ts';
+import { BITCOIN_NETWORK_PARAMS } from '../../core/chains/bitcoin/network-params.ts';
 import type { VaultService } from '../vaults/vault-service.ts';
 import type { WalletRecord } from '../vaults/records.ts';
 import type { TransactionService } from './transaction-service.ts';
@@ -310,7 +311,7 @@ export class TransactionWorker {
     const scheme = wallet.address_type === 'p2tr' ? Scheme.SCHNORR_TAPROOT : Scheme.ECDSA;
     const signed = await this.sign(tx, job, wallet, scheme, spend.digests, spend.template);
     if ('to' in signed) return signed;
-    const network = NETWORKS[intent.network];
+    const network = BITCOIN_NETWORK_PARAMS[intent.network];
     const raw = wallet.address_type === 'p2tr' ? finalizeTaproot(spend, signed.signatures, network) : finalizeP2wpkh(spend, signed.signatures, signed.publicKey, network);
     return {
       to: 'signed',

@@ -4,11 +4,10 @@ import * as grpc from '@grpc/grpc-js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import type { Logger } from '../../common/logger.ts';
 import type { CoordinatorClient } from '../coordinator/coordinator-client.ts';
-import { Tier as WireTier, type KeyInfo } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
+import type { KeyInfo } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
+import { WIRE_TIERS } from '../../core/tier-wire.ts';
 import type { JobRecord, VaultRecord } from './records.ts';
 import type { VaultService } from './vault-service.ts';
-
-const TIERS: Record<VaultRecord['tier'], WireTier> = { hosted: WireTier.HOSTED, self: WireTier.SELF, customer_tee: WireTier.CUSTOMER_TEE };
 
 export class KeyJobs {
   private timer: NodeJS.Timeout | undefined;
@@ -62,7 +61,7 @@ export class KeyJobs {
       // organization whose log an operator rooted (docs/trust.md), so it goes along with a log only.
       const trustLog = await this.vaults.trustLog(vault.org);
       key = (await this.coordinator.createKey({
-        keyId: vault.id, owner: vault.org, tier: TIERS[vault.tier], trustLog,
+        keyId: vault.id, owner: vault.org, tier: WIRE_TIERS[vault.tier], trustLog,
         ...(vault.creation_request && trustLog.length ? { creationRequest: hexToBytes(vault.creation_request) } : {}),
       }, { deadline: Date.now() + 120_000 })).key;
     } catch (err) {
@@ -115,7 +114,7 @@ export class KeyJobs {
       // The customer's signed reshare request goes along with the log that lets the nodes verify it.
       const trustLog = await this.vaults.trustLog(vault.org);
       const { key } = await this.coordinator!.reshare({
-        keyId: vault.id, targetTier: TIERS[target], trustLog,
+        keyId: vault.id, targetTier: WIRE_TIERS[target], trustLog,
         ...(job.reshare_request && trustLog.length ? { reshareRequest: hexToBytes(job.reshare_request) } : {}),
       }, { deadline: Date.now() + 180_000 });
       if (!key || bytesToHex(key.publicKey) !== vault.public_key) throw new Error('the reshared key differs from the vault key');

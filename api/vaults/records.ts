@@ -1,5 +1,7 @@
 // The vault API's records as stored (snake_case is the wire form; docs/vault-api.md).
-export type Tier = 'hosted' | 'self' | 'customer_tee';
+import type { TierName } from '../../core/tiers.ts';
+
+export type Tier = TierName;
 export type VaultState = 'creating' | 'active' | 'resharing' | 'reshare_pending' | 'frozen';
 
 export interface OrgRecord {

@@ -3,14 +3,14 @@
 import { randomBytes } from 'node:crypto';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
-import { apiKeyId } from '../trust/api-key-id.ts';
-import { signBootstrap } from '../trust/trust-entry.ts';
+import { apiKeyId } from '../../core/trust/api-key-id.ts';
+import { signBootstrap } from '../../core/trust/trust-entry.ts';
 import type { RecordStore, Op } from '../store/record-store.ts';
 import { ApiError } from '../errors.ts';
 import type { ApiKeyRecord, EventRecord, JobRecord, OrgRecord, Tier, VaultRecord, WalletRecord } from './records.ts';
 import { chainInfo, walletAddress } from './wallet-address.ts';
-import { nodeIdFor } from '../../node/runtime/identity.ts';
-import type { EndUserAuthConfig } from '../auth/end-user-token.ts';
+import { nodeIdFor } from '../../core/trust/node-id.ts';
+import type { EndUserAuthConfig } from '../../core/auth/end-user-token.ts';
 
 export const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
 

@@ -9,7 +9,9 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { derive } from '../../node/protocols/derive/bip32.ts';
 import { outputKey } from '../../node/protocols/frost/taproot.ts';
 import { pointHex } from '../../node/protocols/math/curve.ts';
-import { EVM_NETWORKS } from '../chains/evm/evm-networks.ts';
+import { EVM_NETWORKS } from '../../core/chains/evm/evm-networks.ts';
+import { BITCOIN_NETWORKS } from '../../core/chains/bitcoin/bitcoin-networks.ts';
+import { BITCOIN_NETWORK_PARAMS } from '../../core/chains/bitcoin/network-params.ts';
 
 bitcoin.initEccLib(ecc);
 
@@ -23,10 +25,10 @@ export interface ChainInfo {
 
 export const CHAINS: readonly ChainInfo[] = Object.freeze([
   ...EVM_NETWORKS.map((n): ChainInfo => ({ chain: n.chain, family: 'evm', environment: n.environment })),
-  { chain: 'bitcoin', family: 'bitcoin', environment: 'production', bitcoinNetwork: bitcoin.networks.bitcoin, coin: 0 },
-  { chain: 'bitcoin-testnet', family: 'bitcoin', environment: 'sandbox', bitcoinNetwork: bitcoin.networks.testnet, coin: 1 },
-  { chain: 'bitcoin-signet', family: 'bitcoin', environment: 'sandbox', bitcoinNetwork: bitcoin.networks.testnet, coin: 1 },
-  { chain: 'bitcoin-regtest', family: 'bitcoin', environment: 'sandbox', bitcoinNetwork: bitcoin.networks.regtest, coin: 1 },
+  ...BITCOIN_NETWORKS.map((n): ChainInfo => {
+    const main = n.network === 'mainnet';
+    return { chain: n.chain, family: 'bitcoin', environment: main ? 'production' : 'sandbox', bitcoinNetwork: BITCOIN_NETWORK_PARAMS[n.network], coin: main ? 0 : 1 };
+  }),
 ]);
 
 export function chainInfo(chain: string): ChainInfo | undefined {

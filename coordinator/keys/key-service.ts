@@ -5,18 +5,20 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../common/logger.ts';
 import { Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
-import { decodeBlob, encodeBlob } from '../../node/protocols/round/machine.ts';
-import type { KeyPackage } from '../../node/protocols/keys/key-package.ts';
-import type { ReshareMember } from '../../node/protocols/reshare/reshare.ts';
+import { decodeBlob, encodeBlob } from '../../core/codec/blob.ts';
+import type { KeyPackage } from '../../core/session/key-package.ts';
+import type { ReshareMember } from '../../core/session/reshare-member.ts';
 import type { NodeRegistry } from '../nodes/node-registry.ts';
 import type { SessionHub, SessionOutcome } from '../sessions/session-hub.ts';
 import type { KeyRecord, KeyStore } from './key-store.ts';
-import { committeeFor, PolicyError, thresholdFor, type TierName } from './tier-policy.ts';
+import { committeeFor, PolicyError, thresholdFor } from './tier-policy.ts';
+import type { TierName } from '../../core/tiers.ts';
 import { requestedCommittee } from './requested-committee.ts';
 import type { LoadedRoster } from '../config.ts';
-import type { NodeKindName } from '../nodes/node-registry.ts';
+import type { NodeKindName } from '../../core/link/node-kind.ts';
 import { OtPairScheduler } from './ot-pair-scheduler.ts';
-import type { SignFields } from '../../node/runtime/authorization/sign-authorizer.ts';
+import type { SignFields } from '../../core/session/sign-fields.ts';
+import type { DkgSessionParams, EpochSessionParams, ReshareSessionParams } from '../../core/session/session-params.ts';
 
 export class KeyServiceError extends Error {
   constructor(readonly code: 'not_found' | 'conflict' | 'unavailable' | 'failed' | 'invalid', message: string, readonly culprits: string[] = []) {
@@ -160,7 +162,7 @@ export class KeyService {
         params: encodeBlob('dkg-params', {
           keyId: input.keyId, owner: input.owner, epoch: 0, threshold: committee.threshold, tier: input.tier,
           ...(input.trustLog?.length ? { trustLog: input.trustLog } : {}), ...(input.creationRequest ? { creationRequest: input.creationRequest } : {}), roster,
-        }),
+        } satisfies DkgSessionParams),
         timeoutMs: this.timeouts.dkgMs,
       });
       const pkg = this.agreedPackage(outcome, 'dkg-result');
@@ -189,7 +191,7 @@ export class KeyService {
     }
     const outcome = await this.hub.run({
       sessionId: new Uint8Array(randomBytes(32)), protocol: Protocol.OT_SETUP, keyId: key.keyId,
-      parties: key.committee.map((m) => this.party(m.nodeId, m.index)), params: encodeBlob('ot-params', { keyId: key.keyId, epoch: key.epoch }), timeoutMs: this.timeouts.dkgMs,
+      parties: key.committee.map((m) => this.party(m.nodeId, m.index)), params: encodeBlob('ot-params', { keyId: key.keyId, epoch: key.epoch } satisfies EpochSessionParams), timeoutMs: this.timeouts.dkgMs,
     });
     if (!outcome.ok) {
       this.log.warn({ keyId: key.keyId, problem: outcome.message }, 'OT setup failed; ECDSA waits for a new setup');
@@ -312,7 +314,7 @@ export class KeyService {
         params: encodeBlob('reshare-params', {
           keyId: key.keyId, owner: key.owner, oldPkg, newEpoch, newThreshold: target.threshold, members, tier, roster,
           ...(input.trustLog?.length ? { trustLog: input.trustLog } : {}), ...(input.reshareRequest ? { reshareRequest: input.reshareRequest } : {}),
-        }),
+        } satisfies ReshareSessionParams),
         timeoutMs: this.timeouts.reshareMs,
       });
       const pkg = this.agreedPackage(outcome, 'reshare-result');
@@ -347,7 +349,7 @@ export class KeyService {
   private async epochSession(protocol: Protocol, keyId: string, epoch: number, nodeId: string): Promise<void> {
     const outcome = await this.hub.run({
       sessionId: new Uint8Array(randomBytes(32)), protocol, keyId, parties: [this.party(nodeId, 1)],
-      params: encodeBlob('epoch-params', { keyId, epoch }), timeoutMs: 10_000,
+      params: encodeBlob('epoch-params', { keyId, epoch } satisfies EpochSessionParams), timeoutMs: 10_000,
     });
     if (!outcome.ok) throw new KeyServiceError('failed', outcome.message);
   }

@@ -1,7 +1,7 @@
 // The coordinator's durable record of every key: who holds it, at which epoch, and where a reshare
 // stands. It holds no secret: public key, chain code, committee and counters only.
 import type { Level } from 'level';
-import type { KeyPackage } from '../../node/protocols/keys/key-package.ts';
+import type { KeyPackage } from '../../core/session/key-package.ts';
 
 export type KeyState = 'generating' | 'active' | 'resharing' | 'needs_attention' | 'failed';
 

@@ -2,7 +2,7 @@
 // "Committees"): the node ids it was shown and its own node. The coordinator reads them only to seat
 // that committee; it verifies nothing here, since every node verifies the request itself and refuses
 // any other committee.
-import { decodeTrustEntry } from '../../api/trust/trust-entry.ts';
+import { decodeTrustEntry } from '../../core/trust/trust-entry.ts';
 
 export interface RequestedCommittee {
   nodeIds?: string[];

@@ -5,9 +5,8 @@
 // the customer's signed request names when it names one.
 import { bytesToHex } from '@noble/hashes/utils.js';
 import type { AttachedNodeInfo } from '../nodes/node-registry.ts';
-import type { SignedRoster } from '../../api/trust/roster.ts';
-
-export type TierName = 'hosted' | 'self' | 'customer_tee';
+import type { SignedRoster } from '../../core/trust/roster.ts';
+import type { TierName } from '../../core/tiers.ts';
 
 export class PolicyError extends Error {
   constructor(readonly code: 'not_enough_nodes' | 'no_customer_node' | 'bad_committee', message: string) {

@@ -7,8 +7,9 @@ import { toHex } from '../../common/bytes.ts';
 import { NodeKind, type AttachRequest, type AttachResponse, type Hello } from '../../proto/gen/mpc/v1/node_link_pb.ts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { AttachResponseSchema } from '../../proto/gen/mpc/v1/node_link_pb.ts';
-import { KIND_NAMES, LINK_VERSION, verifyAttach } from '../../node/transport/attach.ts';
-import { nodeIdFor } from '../../node/runtime/identity.ts';
+import { LINK_VERSION, verifyAttach } from '../../core/link/attach.ts';
+import { KIND_NAMES } from '../../core/link/node-kind.ts';
+import { nodeIdFor } from '../../core/trust/node-id.ts';
 import type { NodeRegistry } from './node-registry.ts';
 
 /**

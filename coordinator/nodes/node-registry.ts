@@ -5,7 +5,7 @@ import type { Level } from 'level';
 import { EventEmitter } from 'node:events';
 import { fromHex, toHex } from '../../common/bytes.ts';
 
-import type { NodeKindName } from '../../node/transport/attach.ts';
+import type { NodeKindName } from '../../core/link/node-kind.ts';
 export type { NodeKindName };
 
 export interface KnownNode {

@@ -30,7 +30,7 @@ function newest(dir) {
   return t;
 }
 
-const sources = Math.max(...['common', 'proto', 'node', 'coordinator', 'api', 'tee'].map((d) => newest(join(root, d))));
+const sources = Math.max(...['common', 'core', 'proto', 'node', 'coordinator', 'api', 'tee'].map((d) => newest(join(root, d))));
 if (!existsSync(join(dist, 'api', 'server.js')) || newest(dist) < sources) {
   console.log('[start] building...');
   const r = spawnSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });

@@ -4,7 +4,8 @@
 // by another key.
 import { ed25519, x25519 } from '@noble/curves/ed25519.js';
 import { randomBytes } from 'node:crypto';
-import { taggedDigest, toHex } from '../../common/bytes.ts';
+import { toHex } from '../../common/bytes.ts';
+import { nodeIdFor } from '../../core/trust/node-id.ts';
 import type { SealedStore } from '../storage/sealed-store.ts';
 import { BoundedMemo } from '../../common/memo.ts';
 import { Ed25519Signer } from '../../common/ed25519.ts';
@@ -79,9 +80,4 @@ export class NodeIdentity implements PublicIdentity {
     blob.fill(0);
     return { identity, created: true };
   }
-}
-
-/** `n` followed by 20 hex characters of a tagged hash of the Ed25519 public key. */
-export function nodeIdFor(signingKey: Uint8Array): string {
-  return 'n' + toHex(taggedDigest('mpc/v1/node-id', [signingKey])).slice(0, 20);
 }

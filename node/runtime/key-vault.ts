@@ -5,7 +5,7 @@ import type { SealedStore } from '../storage/sealed-store.ts';
 import type { EndUserBinding } from './authorization/sign-authorizer.ts';
 import { decodeKeyShare, encodeKeyShare, type KeyShare } from '../protocols/keys/key-package.ts';
 import { decodeOtSetup, type EcdsaOtSetup } from '../protocols/ecdsa/ot-setup.ts';
-import { decodeBlob, encodeBlob } from '../protocols/round/machine.ts';
+import { decodeBlob, encodeBlob } from '../../core/codec/blob.ts';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
 
 export interface PinnedMember {

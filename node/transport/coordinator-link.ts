@@ -7,7 +7,7 @@ import { createClient, type ServiceClient } from '../../proto/grpc.ts';
 import { NodeLinkService, type AttachResponse } from '../../proto/gen/mpc/v1/node_link_pb.ts';
 import type { Logger } from '../../common/logger.ts';
 import type { NodeIdentity } from '../runtime/identity.ts';
-import { attachMessage, LINK_VERSION } from './attach.ts';
+import { attachMessage, LINK_VERSION } from '../../core/link/attach.ts';
 
 export interface LinkOptions {
   address: string;

@@ -12,7 +12,7 @@ import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { hkdf } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { randomBytes } from 'node:crypto';
-import { lengthPrefixed } from '../../common/bytes.ts';
+import { lengthPrefixed } from '../../core/codec/transcript.ts';
 import { verifyEd25519 } from '../../common/ed25519.ts';
 import type { NodeIdentity, PublicIdentity } from '../runtime/identity.ts';
 

@@ -7,7 +7,7 @@ import { schnorr, secp256k1 } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { buildSpend, finalizeTaproot, SpendError } from '../../api/chains/bitcoin/build-spend.ts';
 import { EsploraClient, EsploraError } from '../../api/chains/bitcoin/esplora-client.ts';
-import type { BtcTransferIntent } from '../../api/intents/intent.ts';
+import type { BtcTransferIntent } from '../../core/intents/intent.ts';
 import { EsploraDouble } from './esplora-double.ts';
 import { tapTweak } from '../../node/protocols/frost/taproot.ts';
 import { Fn } from '../../node/protocols/math/curve.ts';

@@ -7,8 +7,8 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { hexToBytes, parseEther, recoverTransactionAddress, serializeTransaction, toHex as viemHex } from 'viem';
-import { evmSignedTransaction, evmSigningDigest, evmTransaction, EvmTemplateError } from '../../api/chains/evm/evm-transaction.ts';
-import type { EvmTransferIntent } from '../../api/intents/intent.ts';
+import { evmSignedTransaction, evmSigningDigest, evmTransaction, EvmTemplateError } from '../../core/chains/evm/evm-transaction.ts';
+import type { EvmTransferIntent } from '../../core/intents/intent.ts';
 import { startAnvil } from './anvil.ts';
 
 const secret = sha256(new TextEncoder().encode('evm transaction test key'));

@@ -15,13 +15,14 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { buildSpend, finalizeP2wpkh, type UnsignedSpend } from '../../api/chains/bitcoin/build-spend.ts';
 import { EsploraClient, type Utxo } from '../../api/chains/bitcoin/esplora-client.ts';
-import { encodeIntent, signIntent, type BtcTransferIntent } from '../../api/intents/intent.ts';
+import { encodeIntent, signIntent, type BtcTransferIntent } from '../../core/intents/intent.ts';
 import { derive } from '../../node/protocols/derive/bip32.ts';
 import { Fn } from '../../node/protocols/math/curve.ts';
-import { encodeBlob } from '../../node/protocols/round/machine.ts';
+import { encodeBlob } from '../../core/codec/blob.ts';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
 import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.ts';
-import { IntentAuthorizer, type SignRequestView, type SignScheme } from '../../node/runtime/authorization/sign-authorizer.ts';
+import { IntentAuthorizer, type SignRequestView } from '../../node/runtime/authorization/sign-authorizer.ts';
+import type { SignScheme } from '../../core/session/sign-fields.ts';
 import { SessionRefused } from '../../node/runtime/session-host.ts';
 import { EsploraDouble } from './esplora-double.ts';
 

@@ -13,7 +13,7 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import { loadStorageKey } from '../../node/storage/storage-key.ts';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
 import { NodeIdentity } from '../../node/runtime/identity.ts';
-import { signRoster } from '../../api/trust/roster.ts';
+import { signRoster } from '../../core/trust/roster.ts';
 
 const root = resolve(import.meta.dirname, '../..');
 

@@ -9,8 +9,8 @@ import { Cluster, waitUntil } from './cluster-harness.ts';
 import { createClient } from '../../proto/grpc.ts';
 import { NodeLinkService, NodeKind, type AttachResponse } from '../../proto/gen/mpc/v1/node_link_pb.ts';
 import { connectCoordinator, attachedNodes } from '../../api/coordinator/coordinator-client.ts';
-import { nodeIdFor } from '../../node/runtime/identity.ts';
-import { attachMessage, LINK_VERSION } from '../../node/transport/attach.ts';
+import { nodeIdFor } from '../../core/trust/node-id.ts';
+import { attachMessage, LINK_VERSION } from '../../core/link/attach.ts';
 
 interface Ready {
   status: string;

@@ -17,8 +17,8 @@ import { loadCoordinatorConfig } from '../../coordinator/config.ts';
 import { createLogger } from '../../common/logger.ts';
 import { createClient } from '../../proto/grpc.ts';
 import { CoordinatorService, Scheme, Tier } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
-import { encodeIntent, signIntent } from '../../api/intents/intent.ts';
-import { encodeBlob } from '../../node/protocols/round/machine.ts';
+import { encodeIntent, signIntent } from '../../core/intents/intent.ts';
+import { encodeBlob } from '../../core/codec/blob.ts';
 import { derive } from '../../node/protocols/derive/bip32.ts';
 import { outputKey } from '../../node/protocols/frost/taproot.ts';
 import { pointHex } from '../../node/protocols/math/curve.ts';
@@ -27,7 +27,7 @@ import { loadStorageKey } from '../../node/storage/storage-key.ts';
 import { KeyVault } from '../../node/runtime/key-vault.ts';
 import { scalarHex } from '../../node/protocols/math/curve.ts';
 import type { Envelope } from '../../proto/gen/mpc/v1/session_pb.ts';
-import { signedEntry, signer } from '../api/trust/trust-fixtures.ts';
+import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
 
 // Real processes on a 2-core machine shared with the rest of the suite: more than tap's default file budget.
 t.setTimeout(300_000);
@@ -275,7 +275,7 @@ t.test('a P2TR spend signed by the cluster is accepted by the regtest double\'s 
 
 t.test('threshold ECDSA over gRPC: DKG with OT setup, an EVM transfer signed by the cluster lands on anvil', async (t) => {
   const { startAnvil } = await import('../chains/anvil.ts');
-  const { evmTransaction, evmSigningDigest, evmSignedTransaction } = await import('../../api/chains/evm/evm-transaction.ts');
+  const { evmTransaction, evmSigningDigest, evmSignedTransaction } = await import('../../core/chains/evm/evm-transaction.ts');
   const { secp256k1 } = await import('@noble/curves/secp256k1.js');
   const viem = await import('viem');
   const { publicKeyToAddress } = await import('viem/utils');

@@ -22,13 +22,13 @@ import { loadCoordinatorConfig } from '../../coordinator/config.ts';
 import { createLogger } from '../../common/logger.ts';
 import { createClient } from '../../proto/grpc.ts';
 import { CoordinatorService, Scheme, Tier } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
-import { encodeIntent, signIntent } from '../../api/intents/intent.ts';
-import { signBootstrap } from '../../api/trust/trust-entry.ts';
-import { encodeBlob } from '../../node/protocols/round/machine.ts';
+import { encodeIntent, signIntent } from '../../core/intents/intent.ts';
+import { signBootstrap } from '../../core/trust/trust-entry.ts';
+import { encodeBlob } from '../../core/codec/blob.ts';
 import { derive } from '../../node/protocols/derive/bip32.ts';
 import { outputKey } from '../../node/protocols/frost/taproot.ts';
 import { pointHex } from '../../node/protocols/math/curve.ts';
-import { signedEntry, signer, type Signer } from '../api/trust/trust-fixtures.ts';
+import { signedEntry, signer, type Signer } from '../core/trust/trust-fixtures.ts';
 
 // Real processes on a 2-core machine shared with the rest of the suite: more than tap's default file budget.
 t.setTimeout(300_000);

@@ -11,7 +11,7 @@ import { startStack, mining } from './stack.ts';
 import { connectCoordinator } from '../../api/coordinator/coordinator-client.ts';
 import { Scheme } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
 import { buildSpend } from '../../api/chains/bitcoin/build-spend.ts';
-import { decodeIntent, type BtcTransferIntent } from '../../api/intents/intent.ts';
+import { decodeIntent, type BtcTransferIntent } from '../../core/intents/intent.ts';
 
 // Real processes on a 2-core machine shared with the rest of the suite: more than tap's default file budget.
 t.setTimeout(300_000);

@@ -21,12 +21,12 @@ import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.t
 import { IntentAuthorizer } from '../../node/runtime/authorization/sign-authorizer.ts';
 import { RosterRegistry } from '../../node/runtime/authorization/roster-registry.ts';
 import { nodeProtocols, type NodeProtocolDeps } from '../../node/runtime/protocols/node-protocols.ts';
-import { encodeBlob, decodeBlob } from '../../node/protocols/round/machine.ts';
-import type { KeyPackage } from '../../node/protocols/keys/key-package.ts';
-import { signBootstrap } from '../../api/trust/trust-entry.ts';
-import { signRoster } from '../../api/trust/roster.ts';
+import { encodeBlob, decodeBlob } from '../../core/codec/blob.ts';
+import type { KeyPackage } from '../../core/session/key-package.ts';
+import { signBootstrap } from '../../core/trust/trust-entry.ts';
+import { signRoster } from '../../core/trust/roster.ts';
 import { createLogger } from '../../common/logger.ts';
-import { signedEntry, signer } from '../api/trust/trust-fixtures.ts';
+import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
 
 t.setTimeout(120_000);
 

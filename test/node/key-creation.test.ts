@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { signBootstrap } from '../../api/trust/trust-entry.ts';
+import { signBootstrap } from '../../core/trust/trust-entry.ts';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
 import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.ts';
 import { authorizeKeyCreation } from '../../node/runtime/authorization/key-creation.ts';
@@ -16,7 +16,7 @@ import { KeyVault } from '../../node/runtime/key-vault.ts';
 import { SessionRefused } from '../../node/runtime/session-host.ts';
 import { dkg } from '../../node/protocols/dkg/dkg.ts';
 import { simulate } from '../protocols/simulate.ts';
-import { signedEntry, signer } from '../api/trust/trust-fixtures.ts';
+import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
 
 const seed = (s: string) => sha256(new TextEncoder().encode(s));
 const ORG = 'org_create';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { taggedDigest } from '../../common/bytes.ts';
+import { taggedHash } from '../../core/codec/transcript.ts';
 import { create } from '@bufbuild/protobuf';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
 import { KeyVault, type PinnedMember } from '../../node/runtime/key-vault.ts';
@@ -22,7 +22,7 @@ import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.t
 import type { SignAuthorizer } from '../../node/runtime/authorization/sign-authorizer.ts';
 import { encodeOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
 import { ecdsaPresign, R1_KIND } from '../../node/protocols/ecdsa/presign.ts';
-import { decodeBlob, encodeBlob } from '../../node/protocols/round/machine.ts';
+import { decodeBlob, encodeBlob } from '../../core/codec/blob.ts';
 import { SecretShare } from '../../node/protocols/keys/key-package.ts';
 import { parseScalar } from '../../node/protocols/math/curve.ts';
 import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
@@ -64,7 +64,7 @@ async function honestNode(t: Test, c: Committee) {
     return factory(ctx);
   };
   // The instance session id the node derives for the session's first digest (node-protocols.ts).
-  const instance = () => bytesToHex(taggedDigest('custody/sign/instance/v1', [lastSession, '0']));
+  const instance = () => bytesToHex(taggedHash('custody/sign/instance/v1', [lastSession, '0']));
   return { store, vault, keyId, open, instance };
 }
 

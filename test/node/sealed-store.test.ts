@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SealedStore, SealedStoreError } from '../../node/storage/sealed-store.ts';
 import { loadStorageKey, StorageKeyError } from '../../node/storage/storage-key.ts';
-import { NodeIdentity, nodeIdFor } from '../../node/runtime/identity.ts';
+import { NodeIdentity } from '../../node/runtime/identity.ts';
+import { nodeIdFor } from '../../core/trust/node-id.ts';
 import { toHex } from '../../common/bytes.ts';
 
 const dir = () => mkdtempSync(join(tmpdir(), 'sealed-'));

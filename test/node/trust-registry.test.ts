@@ -7,11 +7,11 @@ import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { signBootstrap, TrustEntryError } from '../../api/trust/trust-entry.ts';
+import { signBootstrap, TrustEntryError } from '../../core/trust/trust-entry.ts';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
 import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.ts';
 import { parseApiKeys } from '../../node/runtime/authorization/api-key-registry.ts';
-import { signedEntry, signer } from '../api/trust/trust-fixtures.ts';
+import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
 
 const seed = (s: string) => sha256(new TextEncoder().encode(s));
 const ORG = 'org_registry';

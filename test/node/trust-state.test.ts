@@ -5,10 +5,10 @@ import t from 'tap';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { apiKeyId } from '../../api/trust/api-key-id.ts';
-import { signBootstrap, TrustEntryError } from '../../api/trust/trust-entry.ts';
+import { apiKeyId } from '../../core/trust/api-key-id.ts';
+import { signBootstrap, TrustEntryError } from '../../core/trust/trust-entry.ts';
 import { activeKey, applyTrustLog, emptyTrust, verifyCreationRequest, type OrgTrust, type TrustContext } from '../../node/runtime/authorization/trust-state.ts';
-import { signedEntry, signer } from '../api/trust/trust-fixtures.ts';
+import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
 
 const seed = (s: string) => sha256(new TextEncoder().encode(s));
 const ORG = 'org_trust';

@@ -3,7 +3,7 @@
 import { sha256 } from '@noble/hashes/sha2.js';
 import { utf8ToBytes } from '@noble/hashes/utils.js';
 import { deliver, startRun, deserializeRun, serializeRun, type Message, type Protocol, type Rng, type Run } from '../../node/protocols/round/machine.ts';
-import { ProtocolAbort } from '../../node/protocols/round/errors.ts';
+import { ProtocolAbort } from '../../core/errors/protocol-errors.ts';
 
 /** Deterministic RNG: SHA-256 in counter mode over a seed. For tests only. */
 export function seededRng(seed: string): Rng {

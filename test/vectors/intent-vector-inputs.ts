@@ -1,5 +1,5 @@
 // Fixed inputs of the intent vectors, and their JSON form (amounts as decimal strings, bytes as hex).
-import type { Intent } from '../../api/intents/intent.ts';
+import type { Intent } from '../../core/intents/intent.ts';
 import { fromHex, toHex } from '../../common/bytes.ts';
 
 export function intentVectorInputs(): { name: string; intent: Intent }[] {

@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { encodeIntent, signIntent, type Intent } from '../../api/intents/intent.ts';
+import { encodeIntent, signIntent, type Intent } from '../../core/intents/intent.ts';
 import { toHex } from '../../common/bytes.ts';
 import { intentToJson, intentVectorInputs, intentVectorInputsV2 } from './intent-vector-inputs.ts';
 

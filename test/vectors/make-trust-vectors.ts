@@ -5,9 +5,9 @@ import { writeFileSync } from 'node:fs';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { apiKeyId } from '../../api/trust/api-key-id.ts';
-import { bootstrapMessage, signBootstrap, trustEntryHash } from '../../api/trust/trust-entry.ts';
-import { signedEntry, signer } from '../api/trust/trust-fixtures.ts';
+import { apiKeyId } from '../../core/trust/api-key-id.ts';
+import { bootstrapMessage, signBootstrap, trustEntryHash } from '../../core/trust/trust-entry.ts';
+import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
 
 const seed = (s: string) => sha256(new TextEncoder().encode(s));
 const operator = seed('trust vectors operator key');

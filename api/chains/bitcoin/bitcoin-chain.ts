@@ -2,7 +2,7 @@
 // a fee rate, broadcast and confirmation depth, for the transaction worker.
 import { EsploraClient, EsploraError, type Utxo } from './esplora-client.ts';
 import { ChainError } from '../chain-error.ts';
-import type { BitcoinNetworkInfo } from './bitcoin-networks.ts';
+import type { BitcoinNetworkInfo } from '../../../core/chains/bitcoin/bitcoin-networks.ts';
 
 export class BitcoinChain {
   private readonly client: EsploraClient;

@@ -5,18 +5,12 @@ import * as bitcoin from 'bitcoinjs-lib';
 import * as ecc from '@bitcoinerlab/secp256k1';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import type { BtcTransferIntent } from '../../intents/intent.ts';
-import { encodeBlob } from '../../../node/protocols/round/machine.ts';
+import type { BtcTransferIntent } from '../../../core/intents/intent.ts';
+import { encodeBlob } from '../../../core/codec/blob.ts';
 import type { Utxo } from './esplora-client.ts';
+import { BITCOIN_NETWORK_PARAMS } from '../../../core/chains/bitcoin/network-params.ts';
 
 bitcoin.initEccLib(ecc);
-
-export const NETWORKS: Record<BtcTransferIntent['network'], bitcoin.Network> = {
-  mainnet: bitcoin.networks.bitcoin,
-  testnet: bitcoin.networks.testnet,
-  signet: bitcoin.networks.testnet,
-  regtest: bitcoin.networks.regtest,
-};
 
 export class SpendError extends Error {
   constructor(readonly code: 'insufficient_funds' | 'fee_ceiling' | 'bad_intent' | 'input_amounts_required' | 'wrong_input_amounts', message: string) {
@@ -52,7 +46,7 @@ export interface BuildSpendOptions {
 }
 
 export function buildSpend(intent: BtcTransferIntent, utxos: Utxo[], feeRate: bigint, opts: BuildSpendOptions = {}): UnsignedSpend {
-  const network = NETWORKS[intent.network];
+  const network = BITCOIN_NETWORK_PARAMS[intent.network];
   const own = bitcoin.address.toOutputScript(intent.from, network);
   const kind = own.length === 34 && own[0] === 0x51 ? 'p2tr' : own.length === 22 && own[0] === 0x00 ? 'p2wpkh' : undefined;
   if (!kind) throw new SpendError('bad_intent', 'the sending address is neither P2TR nor P2WPKH');

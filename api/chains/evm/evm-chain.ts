@@ -1,8 +1,8 @@
 // One EVM chain the service talks to over JSON-RPC (viem): the pending nonce of an address, fees and gas
 // for a transaction under the intent's ceiling, broadcast, receipts and the tip, for the transaction worker.
 import { BaseError, createPublicClient, http, type Hex, type PublicClient, type TransactionSerializableEIP1559 } from 'viem';
-import type { EvmNetwork } from './evm-networks.ts';
-import type { EvmTemplate } from './evm-transaction.ts';
+import type { EvmNetwork } from '../../../core/chains/evm/evm-networks.ts';
+import type { EvmTemplate } from '../../../core/chains/evm/evm-transaction.ts';
 import { ChainError } from '../chain-error.ts';
 
 export interface EvmReceipt {

@@ -7,10 +7,8 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import { Type } from '@sinclair/typebox';
 import { ApiError, ErrorBody } from '../../errors.ts';
 import type { CoordinatorClient } from '../../coordinator/coordinator-client.ts';
-import { Tier as WireTier } from '../../../proto/gen/mpc/v1/coordinator_pb.ts';
-import { KIND_NAMES } from '../../../node/transport/attach.ts';
-
-const TIERS = { hosted: WireTier.HOSTED, self: WireTier.SELF, customer_tee: WireTier.CUSTOMER_TEE } as const;
+import { WIRE_TIERS } from '../../../core/tier-wire.ts';
+import { KIND_NAMES } from '../../../core/link/node-kind.ts';
 
 export const Committee = Type.Object({
   tier: Type.Union([Type.Literal('hosted'), Type.Literal('self'), Type.Literal('customer_tee')]),
@@ -34,7 +32,7 @@ export const committeeRoutes: FastifyPluginAsyncTypebox<{ coordinator: Coordinat
     if (!coordinator) throw new ApiError(503, 'unavailable', 'no coordinator is configured: no committee can be proposed');
     const tier = req.query.tier;
     try {
-      const p = await coordinator.proposeCommittee({ owner: req.caller!.org, tier: TIERS[tier] }, { deadline: Date.now() + 5_000 });
+      const p = await coordinator.proposeCommittee({ owner: req.caller!.org, tier: WIRE_TIERS[tier] }, { deadline: Date.now() + 5_000 });
       return {
         tier, threshold: p.threshold, roster_version: Number(p.rosterVersion),
         members: p.members.map((m) => {

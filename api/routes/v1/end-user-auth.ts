@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox';
 import type { JWK } from 'jose';
 import { ApiError, ErrorBody } from '../../errors.ts';
 import type { VaultService } from '../../vaults/vault-service.ts';
-import { validateJwks } from '../../auth/end-user-token.ts';
+import { validateJwks } from '../../../core/auth/end-user-token.ts';
 
 export const endUserAuthRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> = async (app, { vaults }) => {
   app.put('/config/end-user-auth', {

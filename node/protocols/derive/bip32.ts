@@ -5,8 +5,9 @@ import { hmac } from '@noble/hashes/hmac.js';
 import { sha512 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { Fn, G, ORDER, parsePoint, pointHex, type Point } from '../math/curve.ts';
-import { InputError } from '../round/errors.ts';
-import { SecretShare, type KeyPackage, type KeyShare } from '../keys/key-package.ts';
+import { InputError } from '../../../core/errors/protocol-errors.ts';
+import { SecretShare, type KeyShare } from '../keys/key-package.ts';
+import type { KeyPackage } from '../../../core/session/key-package.ts';
 import { BoundedMemo } from '../../../common/memo.ts';
 
 export const HARDENED = 0x80000000;

@@ -11,11 +11,14 @@
 // 3 broadcast {confirmation, chain-code reveal}.
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { G, evalCommitment, parsePoint, parseScalar, pointHex, polyEval, randomScalar, scalarHex, Fn, type Point as P } from '../math/curve.ts';
-import { hashToScalar, taggedHashHex } from '../math/transcript.ts';
-import { InputError, ProtocolAbort, blame } from '../round/errors.ts';
-import { checkParties, checkSessionId, encodeBlob, readPayload, type Message, type Protocol } from '../round/machine.ts';
+import { taggedHashHex } from '../../../core/codec/transcript.ts';
+import { hashToScalar } from '../math/hash-to-scalar.ts';
+import { InputError, ProtocolAbort, blame } from '../../../core/errors/protocol-errors.ts';
+import { checkParties, checkSessionId, readPayload, type Message, type Protocol } from '../round/machine.ts';
+import { encodeBlob } from '../../../core/codec/blob.ts';
 import { checkEcho, echoDigest } from '../round/echo.ts';
-import { SecretShare, type KeyPackage, type KeyShare } from '../keys/key-package.ts';
+import { SecretShare, type KeyShare } from '../keys/key-package.ts';
+import type { KeyPackage } from '../../../core/session/key-package.ts';
 import { aggregateDealings } from '../keys/aggregate.ts';
 
 export interface DkgParams {

@@ -17,8 +17,8 @@
 // distinct from every other hash of the protocol.
 import { sha256 } from '@noble/hashes/sha2.js';
 import { Fn, G, mulBase, pointHex, randomScalar, scalarHex, parsePoint, parseScalar, type Point } from '../math/curve.ts';
-import { taggedHash, transcript } from '../math/transcript.ts';
-import { InputError } from '../round/errors.ts';
+import { taggedHash, transcript } from '../../../core/codec/transcript.ts';
+import { InputError } from '../../../core/errors/protocol-errors.ts';
 import type { Rng } from '../round/machine.ts';
 
 export const FISCHLIN_RHO = 16;

@@ -1,5 +1,5 @@
 // Hashing for DKLs23 (ePrint 2023/765 §2, "random oracle" uses): every call is domain-separated and
-// length-prefixed through math/transcript.ts (a TupleHash-style encoding: each part is preceded by its
+// length-prefixed through core/codec/transcript.ts (a TupleHash-style encoding: each part is preceded by its
 // length, so no two part lists encode alike) and carries the session context among its parts.
 // Here: salted hash commitments (F_Com) and hashing to several scalars at once (used per OT row, where
 // one SHA-256 pair per scalar costs too much). Proofs of knowledge are in fischlin.ts.
@@ -7,7 +7,7 @@ import { chacha20 } from '@noble/ciphers/chacha.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { ORDER, equalBytes } from '../math/curve.ts';
-import { taggedHash, transcript, type Part } from '../math/transcript.ts';
+import { taggedHash, transcript, type Part } from '../../../core/codec/transcript.ts';
 import type { Rng } from '../round/machine.ts';
 
 /** Salted hash commitment: H(tag, context, salt, value). The salt is 32 fresh random bytes. */

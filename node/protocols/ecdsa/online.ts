@@ -13,8 +13,9 @@
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { hexToBytes } from '@noble/hashes/utils.js';
 import { Fn, G, ORDER, parsePoint, parseScalar, scalarHex } from '../math/curve.ts';
-import { InputError, ProtocolAbort } from '../round/errors.ts';
-import { encodeBlob, readPayload, type Protocol } from '../round/machine.ts';
+import { InputError, ProtocolAbort } from '../../../core/errors/protocol-errors.ts';
+import { readPayload, type Protocol } from '../round/machine.ts';
+import { encodeBlob } from '../../../core/codec/blob.ts';
 import { checkEcho } from '../round/echo.ts';
 import type { Presignature, SignerImages } from './presignature.ts';
 

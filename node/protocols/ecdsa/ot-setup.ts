@@ -17,12 +17,13 @@
 // receiver), Δ and the chosen keys of 256 OTs (its role as Alice), and the zero-sharing seed.
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { Fn, parsePoint, parseScalar, pointHex, scalarHex } from '../math/curve.ts';
-import { taggedHashHex } from '../math/transcript.ts';
-import { InputError, ProtocolAbort, blame } from '../round/errors.ts';
-import { checkParties, checkSessionId, decodeBlob, encodeBlob, readPayload, type Message, type Protocol } from '../round/machine.ts';
+import { taggedHashHex } from '../../../core/codec/transcript.ts';
+import { InputError, ProtocolAbort, blame } from '../../../core/errors/protocol-errors.ts';
+import { checkParties, checkSessionId, readPayload, type Message, type Protocol } from '../round/machine.ts';
+import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
 import { BASE_OT_COUNT, baseOtChoose, baseOtKeys, baseOtSender, joinKeys, splitKeys, unpackPoints } from '../ot/base-ot.ts';
 import { kosReceive, kosSend, rowOf, type KosReceiverMessage } from '../ot/kos.ts';
-import { taggedHash } from '../math/transcript.ts';
+import { taggedHash } from '../../../core/codec/transcript.ts';
 import { commit, openCommitment } from './hash.ts';
 import { proveDlogFischlin, verifyDlogFischlin, type FischlinProof } from './fischlin.ts';
 

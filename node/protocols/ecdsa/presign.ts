@@ -16,12 +16,15 @@
 //   finish: the echoes agree; Σ pk_j = Y; R = Σ R_j.
 import { hexToBytes } from '@noble/hashes/utils.js';
 import { Fn, Point, lagrangeAtZero, mulBase, parsePoint, parseScalar, pointHex, randomScalar, scalarHex, type Point as P } from '../math/curve.ts';
-import { hashToScalar, taggedHashHex } from '../math/transcript.ts';
-import { InputError, ProtocolAbort, blame } from '../round/errors.ts';
-import { checkParties, checkSessionId, encodeBlob, readPayload, type Message, type Protocol } from '../round/machine.ts';
+import { taggedHashHex } from '../../../core/codec/transcript.ts';
+import { hashToScalar } from '../math/hash-to-scalar.ts';
+import { InputError, ProtocolAbort, blame } from '../../../core/errors/protocol-errors.ts';
+import { checkParties, checkSessionId, readPayload, type Message, type Protocol } from '../round/machine.ts';
+import { encodeBlob } from '../../../core/codec/blob.ts';
 import { checkEcho, echoDigest } from '../round/echo.ts';
 import { deriveKeyShare } from '../derive/bip32.ts';
-import { SecretShare, type KeyPackage } from '../keys/key-package.ts';
+import { SecretShare } from '../keys/key-package.ts';
+import type { KeyPackage } from '../../../core/session/key-package.ts';
 import { packPoints, splitKeys, unpackPoints } from '../ot/base-ot.ts';
 import type { KosReceiverMessage } from '../ot/kos.ts';
 import { commit, openCommitment } from './hash.ts';

@@ -2,8 +2,8 @@
 // signing two messages with one presignature reveals the key share. The object hands its secret out
 // once (`take`), and encodes for sealed storage only while untaken; the caller records `id` as used
 // durably before the online message leaves the node (DKLs23 §3.6, "presigning").
-import { decodeBlob, encodeBlob } from '../round/machine.ts';
-import { InputError, ProtocolBug } from '../round/errors.ts';
+import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
+import { InputError, ProtocolBug } from '../../../core/errors/protocol-errors.ts';
 import { parsePoint, parseScalar } from '../math/curve.ts';
 
 /** A signer's public images from presigning: U_j = u_j·G, V_j = v_j·G, Φ_j = φ_j·G. */

@@ -13,8 +13,9 @@
 // and read α¹ + α² (so 2·sk_i) from τ¹ + τ²; with it, each side's pads carry its own randomness.
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { Fn, ORDER, equalBytes, parseScalar, randomScalar, scalarHex } from '../math/curve.ts';
-import { hashToScalar, taggedHash } from '../math/transcript.ts';
-import { InputError } from '../round/errors.ts';
+import { taggedHash } from '../../../core/codec/transcript.ts';
+import { hashToScalar } from '../math/hash-to-scalar.ts';
+import { InputError } from '../../../core/errors/protocol-errors.ts';
 import type { Rng } from '../round/machine.ts';
 import { XI, bitOf, kosReceive, kosSend, rowOf, type KosReceiverMessage } from '../ot/kos.ts';
 import { hashToScalars } from './hash.ts';

@@ -9,10 +9,12 @@
 import { schnorr, schnorr_FROST, secp256k1_FROST } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { parsePoint, parseScalar, scalarHex } from '../math/curve.ts';
-import { taggedHashHex } from '../math/transcript.ts';
-import { InputError, ProtocolAbort, ProtocolBug, blame } from '../round/errors.ts';
-import { checkParties, checkSessionId, encodeBlob, readPayload, type Protocol } from '../round/machine.ts';
-import type { KeyPackage, KeyShare } from '../keys/key-package.ts';
+import { taggedHashHex } from '../../../core/codec/transcript.ts';
+import { InputError, ProtocolAbort, ProtocolBug, blame } from '../../../core/errors/protocol-errors.ts';
+import { checkParties, checkSessionId, readPayload, type Protocol } from '../round/machine.ts';
+import { encodeBlob } from '../../../core/codec/blob.ts';
+import type { KeyShare } from '../keys/key-package.ts';
+import type { KeyPackage } from '../../../core/session/key-package.ts';
 import { preparedKeyShare } from './prepared-key.ts';
 
 /**

@@ -2,7 +2,8 @@
 // inputs, so it is computed once per (package, path, suite, merkle root) and reused; the secret side is
 // then one scalar operation: share' = sign·(share + derivation tweak) + Taproot tweak.
 import { hexToBytes } from '@noble/hashes/utils.js';
-import { SecretShare, type KeyPackage, type KeyShare } from '../keys/key-package.ts';
+import { SecretShare, type KeyShare } from '../keys/key-package.ts';
+import type { KeyPackage } from '../../../core/session/key-package.ts';
 import { derive, negateKeyShare, tweakKeyShare } from '../derive/bip32.ts';
 import { tapTweak } from './taproot.ts';
 import { Fn, parsePoint } from '../math/curve.ts';

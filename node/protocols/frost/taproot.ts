@@ -4,7 +4,7 @@
 import { schnorr } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { Fn, G, parsePoint } from '../math/curve.ts';
-import { InputError } from '../round/errors.ts';
+import { InputError } from '../../../core/errors/protocol-errors.ts';
 import { BoundedMemo } from '../../../common/memo.ts';
 import type { KeyShare } from '../keys/key-package.ts';
 import { negateKeyShare, tweakKeyShare } from '../derive/bip32.ts';

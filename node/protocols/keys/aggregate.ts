@@ -2,7 +2,7 @@
 // dealers' commitments, each party's verification share is that commitment evaluated at its id, and a
 // receiver's share is the sum of what it was dealt. Used by the DKG and by reshare.
 import { Fn, G, Point, evalCommitment, parsePoint, parseScalar, pointHex, type Point as P } from '../math/curve.ts';
-import { ProtocolAbort } from '../round/errors.ts';
+import { ProtocolAbort } from '../../../core/errors/protocol-errors.ts';
 
 export interface Aggregate {
   groupCommitment: string[];

@@ -1,27 +1,13 @@
 // The output of key generation or reshare. The public package is what every party and the coordinator
 // may know; the secret share is a distinct type that prints as <redacted> and leaves the node only in
 // sealed storage.
-import { InputError } from '../round/errors.ts';
+import { InputError } from '../../../core/errors/protocol-errors.ts';
 import { G, Point, parsePoint, parseScalar, pointHex, scalarHex, type Point as P } from '../math/curve.ts';
-import { decodeBlob, encodeBlob } from '../round/machine.ts';
+import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
 import { BoundedMemo } from '../../../common/memo.ts';
-import { taggedHash } from '../math/transcript.ts';
+import { taggedHash } from '../../../core/codec/transcript.ts';
 import { bytesToHex } from '@noble/hashes/utils.js';
-
-export interface KeyPackage {
-  keyId: string;
-  epoch: number;
-  threshold: number;
-  parties: number[];
-  /** Compressed group public key Y. */
-  groupKey: string;
-  /** Compressed verification share X_j = x_j·G of every party. */
-  verificationShares: Record<string, string>;
-  /** Σ of every dealer's Feldman commitment: coefficient k of the shared polynomial, times G. */
-  groupCommitment: string[];
-  /** 32 bytes hex, jointly random. */
-  chainCode: string;
-}
+import type { KeyPackage } from '../../../core/session/key-package.ts';
 
 const REDACTED = '<redacted>';
 

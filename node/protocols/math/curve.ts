@@ -3,7 +3,7 @@
 // by hand: points and the scalar field are noble's.
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { InputError } from '../round/errors.ts';
+import { InputError } from '../../../core/errors/protocol-errors.ts';
 
 export const Point = secp256k1.Point;
 export type Point = InstanceType<typeof secp256k1.Point>;

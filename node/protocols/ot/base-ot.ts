@@ -12,8 +12,8 @@
 import { normalizeZ } from '@noble/curves/abstract/curve.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { G, Point, mulBase, pointHex, randomScalar, type Point as P } from '../math/curve.ts';
-import { taggedHash } from '../math/transcript.ts';
-import { InputError } from '../round/errors.ts';
+import { taggedHash } from '../../../core/codec/transcript.ts';
+import { InputError } from '../../../core/errors/protocol-errors.ts';
 import type { Rng } from '../round/machine.ts';
 
 export const BASE_OT_COUNT = 256;

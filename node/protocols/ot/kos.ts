@@ -24,9 +24,9 @@
 import { ghash } from '@noble/ciphers/_polyval.js';
 import { xchacha20 } from '@noble/ciphers/chacha.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { taggedHash } from '../math/transcript.ts';
+import { taggedHash } from '../../../core/codec/transcript.ts';
 import { equalBytes } from '../math/curve.ts';
-import { InputError } from '../round/errors.ts';
+import { InputError } from '../../../core/errors/protocol-errors.ts';
 import type { Rng } from '../round/machine.ts';
 import { BASE_OT_COUNT } from './base-ot.ts';
 

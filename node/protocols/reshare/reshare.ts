@@ -9,21 +9,16 @@
 // a new id (receiver), or both. Rounds: 1 dealers broadcast {commitment} and send {share} to each
 // receiver; 2 receivers broadcast {echo of the dealers' commitments, confirmation of the new package}.
 import { G, Fn, evalCommitment, lagrangeAtZero, parsePoint, parseScalar, pointHex, polyEval, randomScalar, scalarHex } from '../math/curve.ts';
-import { taggedHashHex } from '../math/transcript.ts';
-import { InputError, ProtocolAbort, blame } from '../round/errors.ts';
-import { checkParties, checkSessionId, encodeBlob, readPayload, type Message, type Protocol } from '../round/machine.ts';
+import { taggedHashHex } from '../../../core/codec/transcript.ts';
+import { InputError, ProtocolAbort, blame } from '../../../core/errors/protocol-errors.ts';
+import { checkParties, checkSessionId, readPayload, type Message, type Protocol } from '../round/machine.ts';
+import { encodeBlob } from '../../../core/codec/blob.ts';
 import { checkEcho, echoDigest } from '../round/echo.ts';
-import { SecretShare, checkKeyPackage, type KeyPackage, type KeyShare } from '../keys/key-package.ts';
+import { SecretShare, checkKeyPackage, type KeyShare } from '../keys/key-package.ts';
+import type { KeyPackage } from '../../../core/session/key-package.ts';
 import { MAX_PARTIES } from '../dkg/dkg.ts';
 import { aggregateDealings } from '../keys/aggregate.ts';
-
-export interface ReshareMember {
-  party: number;
-  /** Id in the old committee, when this member deals. */
-  oldId?: number;
-  /** Id in the new committee, when this member receives. */
-  newId?: number;
-}
+import type { ReshareMember } from '../../../core/session/reshare-member.ts';
 
 export interface ReshareParams {
   sessionId: string;

@@ -5,10 +5,10 @@
 // (or, at a reshare, a member already pinned with this node's share of the key); the parties are
 // exactly the committee the customer's request names, when it names one.
 import { bytesToHex } from '@noble/hashes/utils.js';
-import type { SignedRoster } from '../../../api/trust/roster.ts';
+import type { SignedRoster } from '../../../core/trust/roster.ts';
 import { SessionRefused } from '../session-host.ts';
 import type { CustomerNode } from './trust-state.ts';
-import type { TierName } from './key-creation.ts';
+import type { TierName } from '../../../core/tiers.ts';
 
 export interface CommitteeParty {
   nodeId: string;

@@ -2,7 +2,7 @@
 // that verifies under the organization's registered JWKS, for its audience, short-lived, naming the
 // bound end user when the vault has one and this exact intent by its SHA-256. The token itself is a
 // bearer secret: it is never logged and no refusal message quotes it.
-import { EndUserTokenError, verifyEndUserToken } from '../../../api/auth/end-user-token.ts';
+import { EndUserTokenError, verifyEndUserToken } from '../../../core/auth/end-user-token.ts';
 import { SessionRefused } from '../session-host.ts';
 import type { EndUserAuthConfig } from './trust-state.ts';
 
@@ -16,7 +16,7 @@ export interface EndUserCheck {
   nowMs: number;
 }
 
-/** The API's own check (api/auth/end-user-token.ts), run by the node on its own copy of the config. */
+/** The API's own check (core/auth/end-user-token.ts), run by the node on its own copy of the config. */
 export async function checkEndUserToken(c: EndUserCheck): Promise<void> {
   if (!c.token) throw new SessionRefused('end_user_token_required', 'this hosted vault signs only with an end-user token');
   if (!c.config) throw new SessionRefused('end_user_token_required', 'the organization has no end-user auth config on this node');

@@ -9,9 +9,7 @@ import { applyCarriedLog } from './carried-log.ts';
 import type { TrustRegistry } from './trust-registry.ts';
 import { TrustEntryError, type CommitteeBinding, type CreationProof } from './trust-state.ts';
 import type { EndUserBinding } from './sign-authorizer.ts';
-
-export type TierName = 'hosted' | 'self' | 'customer_tee';
-export const TIER_NAMES: readonly TierName[] = ['hosted', 'self', 'customer_tee'];
+import { TIER_NAMES, type TierName } from '../../../core/tiers.ts';
 
 export interface KeyCreationRequest {
   owner: string;

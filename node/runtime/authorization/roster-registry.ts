@@ -4,10 +4,10 @@
 // removed. The newest version and its hash are kept in one sealed record, so its AEAD also guards it
 // against a disk rolled back or edited.
 import { hexToBytes } from '@noble/hashes/utils.js';
-import { decodeBlob, encodeBlob } from '../../protocols/round/machine.ts';
+import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
 import type { SealedStore } from '../../storage/sealed-store.ts';
 import { SessionRefused } from '../session-host.ts';
-import { RosterError, rosterHash, verifyRoster, type SignedRoster } from '../../../api/trust/roster.ts';
+import { RosterError, rosterHash, verifyRoster, type SignedRoster } from '../../../core/trust/roster.ts';
 
 const RECORD = 'roster/newest';
 const MAX_ROSTER_HEX = 2 * (64 * 1024);

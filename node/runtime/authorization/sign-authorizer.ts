@@ -12,34 +12,20 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { publicKeyToAddress } from 'viem/utils';
 import { toHex as viemHex } from 'viem';
-import { decodeIntent, intentExpiryProblem, verifyIntentSignature, type BtcTransferIntent, type EvmTransferIntent, type Intent } from '../../../api/intents/intent.ts';
-import { IntentFormatError } from '../../../api/intents/canonical.ts';
-import { evmSigningDigest, evmTransaction, EvmTemplateError, type EvmTemplate } from '../../../api/chains/evm/evm-transaction.ts';
+import { decodeIntent, intentExpiryProblem, verifyIntentSignature, type BtcTransferIntent, type EvmTransferIntent, type Intent } from '../../../core/intents/intent.ts';
+import { IntentFormatError } from '../../../core/intents/canonical.ts';
+import { evmSigningDigest, evmTransaction, EvmTemplateError, type EvmTemplate } from '../../../core/chains/evm/evm-transaction.ts';
 import { derive } from '../../protocols/derive/bip32.ts';
 import { outputKey } from '../../protocols/frost/taproot.ts';
 import { pointHex } from '../../protocols/math/curve.ts';
-import { decodeBlob } from '../../protocols/round/machine.ts';
+import { decodeBlob } from '../../../core/codec/blob.ts';
 import { SessionRefused } from '../session-host.ts';
 import type { TrustRegistry } from './trust-registry.ts';
 import { applyCarriedLog } from './carried-log.ts';
 import { checkEndUserToken } from './end-user-token.ts';
 import { BoundedMemo } from '../../../common/memo.ts';
-
-export type SignScheme = 'ecdsa' | 'taproot' | 'bip340';
-
-/** What a signing request carries for the nodes to check (coordinator input, session parameters). */
-export interface SignFields {
-  path: number[];
-  scheme: SignScheme;
-  digests: string[];
-  intent: string;
-  intentSignature: string;
-  apiKeyId: string;
-  template: string;
-  endUserToken: string;
-  /** The organization's trust log (encoded entries, hex), applied before anything is checked. */
-  trustLog?: string[];
-}
+import type { SignFields } from '../../../core/session/sign-fields.ts';
+import { BITCOIN_NETWORK_PARAMS } from '../../../core/chains/bitcoin/network-params.ts';
 
 /** A hosted key's end-user binding, fixed at key generation (docs/trust.md). */
 export interface EndUserBinding {
@@ -92,13 +78,6 @@ export interface SignAuthorizer {
 
 bitcoin.initEccLib(ecc);
 
-const NETWORKS: Record<BtcTransferIntent['network'], bitcoin.Network> = {
-  mainnet: bitcoin.networks.bitcoin,
-  testnet: bitcoin.networks.testnet,
-  signet: bitcoin.networks.testnet,
-  regtest: bitcoin.networks.regtest,
-};
-
 // The sender's address and output script depend only on public inputs; computing them (a point check
 // and an address encoding) on every signature cost more than the sighashes themselves.
 interface OwnPayment {
@@ -112,7 +91,7 @@ const ownPayments = new BoundedMemo<OwnPayment>(4096);
 
 function ownPayment(scheme: 'taproot' | 'ecdsa', derivedKey: string, networkName: BtcTransferIntent['network']): OwnPayment {
   return ownPayments.get(`${scheme}/${networkName}/${derivedKey}`, () => {
-    const network = NETWORKS[networkName];
+    const network = BITCOIN_NETWORK_PARAMS[networkName];
     const p = scheme === 'taproot' ? bitcoin.payments.p2tr({ pubkey: outputKey(derivedKey), network }) : bitcoin.payments.p2wpkh({ pubkey: hexToBytes(derivedKey), network });
     return { address: p.address!, output: p.output!, ...(p.hash ? { hash: p.hash } : {}) };
   });
@@ -172,7 +151,7 @@ export class IntentAuthorizer implements SignAuthorizer {
   private btcDigests(intent: BtcTransferIntent, req: SignRequestView, derivedKey: string): { digests: string[]; use: BtcUse } {
     // P2TR key path with BIP-340 (taproot), or P2WPKH with ECDSA under the derived key itself.
     if (req.scheme !== 'taproot' && req.scheme !== 'ecdsa') return refuse('unsupported_scheme', 'Bitcoin intents are signed for P2TR (taproot) or P2WPKH (ecdsa) spends');
-    const network = NETWORKS[intent.network];
+    const network = BITCOIN_NETWORK_PARAMS[intent.network];
     const own = ownPayment(req.scheme, derivedKey, intent.network);
     if (own.address !== intent.from) refuse('wrong_sender', 'the intent spends from another address than this key and path');
     // BIP-143 commits a P2WPKH signature to its own input's amount only: with amounts from the template,

@@ -2,7 +2,7 @@
 // flags, the end-user auth config, and the hashes of the trust-log entries applied. One sealed record
 // per organization, so its AEAD also guards it against edits on disk; changes go through a per
 // organization queue so two sessions applying logs at once cannot lose an update.
-import { decodeBlob, encodeBlob } from '../../protocols/round/machine.ts';
+import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
 import type { SealedStore } from '../../storage/sealed-store.ts';
 import { activeKey, applyTrustLog, emptyTrust, TrustEntryError, verifyCreationRequest, verifyReshareRequest, type CreationProof, type ReshareProof, type FileKeys, type OrgTrust } from './trust-state.ts';
 

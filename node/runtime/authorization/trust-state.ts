@@ -14,12 +14,13 @@
 // An entry already applied (same hash) is skipped; anything else refuses the whole log.
 import { hexToBytes } from '@noble/hashes/utils.js';
 import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
-import { apiKeyId } from '../../../api/trust/api-key-id.ts';
-import { nodeIdFor } from '../identity.ts';
+import { apiKeyId } from '../../../core/trust/api-key-id.ts';
+import { nodeIdFor } from '../../../core/trust/node-id.ts';
+import { TIER_NAMES, type TierName } from '../../../core/tiers.ts';
 import {
   decodeTrustEntry, trustEntryHash, TrustEntryError, verifyBootstrap, verifyRequestEntry,
   type RequestEntry, type TrustEntry,
-} from '../../../api/trust/trust-entry.ts';
+} from '../../../core/trust/trust-entry.ts';
 
 export { TrustEntryError };
 
@@ -84,10 +85,8 @@ type Recognized =
   | { op: 'add_key'; publicKey: string; label?: string }
   | { op: 'revoke_key'; keyId: string }
   | { op: 'end_user_auth'; jwks: JSONWebKeySet; audience: string }
-  | ({ op: 'create_vault'; tier: Tier; endUserSubject?: string } & CommitteeBinding)
-  | ({ op: 'reshare_vault'; vaultId: string; targetTier?: Tier } & CommitteeBinding);
-
-type Tier = 'hosted' | 'self' | 'customer_tee';
+  | ({ op: 'create_vault'; tier: TierName; endUserSubject?: string } & CommitteeBinding)
+  | ({ op: 'reshare_vault'; vaultId: string; targetTier?: TierName } & CommitteeBinding);
 
 /** A customer's node as its signed request names it (docs/trust.md "Committees"). */
 export interface CustomerNode {
@@ -107,10 +106,10 @@ export interface CommitteeBinding {
 
 const NODE_ID = /^n[0-9a-f]{20}$/;
 const KEY_HEX = /^[0-9a-fA-F]{64}$/;
-const TIERS: readonly unknown[] = ['hosted', 'self', 'customer_tee'];
+const TIERS: readonly unknown[] = TIER_NAMES;
 
 /** Reads `committee` and `customer_node` of a request body for a vault of `tier`. */
-function committeeBinding(b: Record<string, unknown>, tier: Tier | undefined): CommitteeBinding {
+function committeeBinding(b: Record<string, unknown>, tier: TierName | undefined): CommitteeBinding {
   const out: CommitteeBinding = {};
   if (b.committee !== undefined) {
     const c = b.committee;
@@ -195,7 +194,7 @@ export function recognize(e: RequestEntry, path: string): Recognized {
     const s = b.end_user_subject;
     if (s !== undefined && (typeof s !== 'string' || s.length < 1 || s.length > 255)) fail('end_user_subject must be a string of 1 to 255 characters');
     if (s !== undefined && b.tier !== 'hosted') fail('end_user_subject applies to hosted vaults only');
-    return { op: 'create_vault', tier: b.tier as Tier, ...(typeof s === 'string' ? { endUserSubject: s } : {}), ...committeeBinding(b, b.tier as Tier) };
+    return { op: 'create_vault', tier: b.tier as TierName, ...(typeof s === 'string' ? { endUserSubject: s } : {}), ...committeeBinding(b, b.tier as TierName) };
   }
   if (e.method === 'POST' && (m = RESHARE.exec(path))) {
     let vaultId: string;
@@ -207,7 +206,7 @@ export function recognize(e: RequestEntry, path: string): Recognized {
     if (!KEY_ID.test(vaultId)) fail('the vault id in the path is not valid');
     const b = e.body.length ? jsonBody(e) : {};
     if (b.target_tier !== undefined && !TIERS.includes(b.target_tier)) fail('target_tier must be hosted, self or customer_tee');
-    const targetTier = b.target_tier as Tier | undefined;
+    const targetTier = b.target_tier as TierName | undefined;
     return { op: 'reshare_vault', vaultId, ...(targetTier ? { targetTier } : {}), ...committeeBinding(b, targetTier) };
   }
   return fail(`${e.method} ${path} is not a request this node applies`);

@@ -2,19 +2,19 @@
 // and epoch exist here, the session's parties are the committee pinned with the key, and for signing
 // the authorization (intent, API key, digests) holds. Secrets are stored before a public result leaves.
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { taggedDigest } from '../../../common/bytes.ts';
+import { taggedHash } from '../../../core/codec/transcript.ts';
 import { Protocol, type Party } from '../../../proto/gen/mpc/v1/session_pb.ts';
-import { encodeBlob } from '../../protocols/round/machine.ts';
+import { encodeBlob } from '../../../core/codec/blob.ts';
 import { dkg } from '../../protocols/dkg/dkg.ts';
 import { frostSign, type FrostSuite } from '../../protocols/frost/frost-sign.ts';
-import { reshare, type ReshareMember, type ReshareResult } from '../../protocols/reshare/reshare.ts';
+import { reshare, type ReshareResult } from '../../protocols/reshare/reshare.ts';
 import { scalarHex } from '../../protocols/math/curve.ts';
-import type { KeyPackage } from '../../protocols/keys/key-package.ts';
 import { SessionRefused, type ProtocolFactory, type SessionContext } from '../session-host.ts';
 import type { PartyProtocol } from '../party-protocol.ts';
 import type { KeyVault, PinnedMember, StoredKey } from '../key-vault.ts';
-import type { SignAuthorizer, SignFields, SignGrant } from '../authorization/sign-authorizer.ts';
-import { authorizeKeyCreation, TIER_NAMES, type TierName } from '../authorization/key-creation.ts';
+import type { SignAuthorizer, SignGrant } from '../authorization/sign-authorizer.ts';
+import { authorizeKeyCreation } from '../authorization/key-creation.ts';
+import { TIER_NAMES, type TierName } from '../../../core/tiers.ts';
 import { authorizeReshareRequest } from '../authorization/reshare-request.ts';
 import { checkCommittee } from '../authorization/committee-check.ts';
 import type { RosterRegistry } from '../authorization/roster-registry.ts';
@@ -26,44 +26,7 @@ import { otGuarded } from './ot-guarded.ts';
 import { ecdsaPresign } from '../../protocols/ecdsa/presign.ts';
 import { ecdsaOnline, type EcdsaSignature } from '../../protocols/ecdsa/online.ts';
 import type { Presignature } from '../../protocols/ecdsa/presignature.ts';
-
-export interface DkgSessionParams {
-  keyId: string;
-  owner: string;
-  epoch: number;
-  threshold: number;
-  tier: string;
-  /** The owner's trust log (encoded entries, hex) and its signed POST /v1/vaults request (docs/trust.md). */
-  trustLog?: string[];
-  creationRequest?: string;
-  /** The operator-signed service-node roster (api/trust/roster.ts), hex, carried unchanged. */
-  roster?: string;
-}
-
-export interface SignSessionParams extends SignFields {
-  keyId: string;
-  epoch: number;
-}
-
-export interface ReshareSessionParams {
-  keyId: string;
-  owner: string;
-  oldPkg: KeyPackage;
-  newEpoch: number;
-  newThreshold: number;
-  members: ReshareMember[];
-  /** Tier of the new epoch. */
-  tier?: string;
-  /** The operator-signed service-node roster, hex; the owner's trust log and signed reshare request, hex. */
-  roster?: string;
-  trustLog?: string[];
-  reshareRequest?: string;
-}
-
-export interface EpochSessionParams {
-  keyId: string;
-  epoch: number;
-}
+import type { DkgSessionParams, EpochSessionParams, ReshareSessionParams, SignSessionParams } from '../../../core/session/session-params.ts';
 
 const pin = (parties: Party[], indexOf: (p: Party) => number | undefined): PinnedMember[] =>
   parties
@@ -276,5 +239,5 @@ export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
 
 /** A distinct session id per digest of a multi-digest session. */
 function sessionDigest(sessionId: Uint8Array, i: number): Uint8Array {
-  return taggedDigest('custody/sign/instance/v1', [sessionId, String(i)]);
+  return taggedHash('custody/sign/instance/v1', [sessionId, String(i)]);
 }

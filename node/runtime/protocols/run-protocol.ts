@@ -2,9 +2,10 @@
 // protocol can go in one session (one FROST or ECDSA run per digest): their messages for the same
 // recipient and round travel together as one batch payload.
 import { randomBytes } from 'node:crypto';
-import { decodeBlob, deliver, startRun, type Message, type Protocol, type Run } from '../../protocols/round/machine.ts';
-import { InputError, ProtocolAbort } from '../../protocols/round/errors.ts';
-import { lengthPrefixed } from '../../protocols/math/transcript.ts';
+import { deliver, startRun, type Message, type Protocol, type Run } from '../../protocols/round/machine.ts';
+import { decodeBlob } from '../../../core/codec/blob.ts';
+import { InputError, ProtocolAbort } from '../../../core/errors/protocol-errors.ts';
+import { lengthPrefixed } from '../../../core/codec/transcript.ts';
 import type { Outgoing, PartyProtocol, Step } from '../party-protocol.ts';
 
 export const systemRng = (n: number): Uint8Array => new Uint8Array(randomBytes(n));

@@ -18,7 +18,7 @@ import { createLogger } from '../../../common/logger.ts';
 import { RecordStore } from '../../../api/store/record-store.ts';
 import { VaultService } from '../../../api/vaults/vault-service.ts';
 import { TransactionService } from '../../../api/transactions/transaction-service.ts';
-import { verifyIntentSignature } from '../../../api/intents/intent.ts';
+import { verifyIntentSignature } from '../../../core/intents/intent.ts';
 import type { VaultRecord } from '../../../api/vaults/records.ts';
 import type { TransactionRecord } from '../../../api/transactions/records.ts';
 

@@ -14,7 +14,7 @@ import { createLogger } from '../../../common/logger.ts';
 import { RecordStore } from '../../../api/store/record-store.ts';
 import { VaultService } from '../../../api/vaults/vault-service.ts';
 import { signedHeaders, type ApiCredentials } from '../../../api/sdk/request-signer.ts';
-import { nodeIdFor } from '../../../node/runtime/identity.ts';
+import { nodeIdFor } from '../../../core/trust/node-id.ts';
 import { NodeKind } from '../../../proto/gen/mpc/v1/node_link_pb.ts';
 import type { CoordinatorClient } from '../../../api/coordinator/coordinator-client.ts';
 import type { JobRecord, VaultRecord } from '../../../api/vaults/records.ts';

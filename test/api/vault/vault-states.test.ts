@@ -19,8 +19,8 @@ import { VaultService } from '../../../api/vaults/vault-service.ts';
 import { TransactionService } from '../../../api/transactions/transaction-service.ts';
 import { signedHeaders, type ApiCredentials } from '../../../api/sdk/request-signer.ts';
 import type { VaultRecord } from '../../../api/vaults/records.ts';
-import { decodeTrustEntry, verifyBootstrap } from '../../../api/trust/trust-entry.ts';
-import { apiKeyId } from '../../../api/trust/api-key-id.ts';
+import { decodeTrustEntry, verifyBootstrap } from '../../../core/trust/trust-entry.ts';
+import { apiKeyId } from '../../../core/trust/api-key-id.ts';
 
 const root = resolve(import.meta.dirname, '../../..');
 const LIMITS = { apiKeysPerOrg: 2, vaultsPerOrg: 5 };

@@ -5,7 +5,8 @@
 import t from 'tap';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import { Fn, mulBase, parsePoint, type Point } from '../../../node/protocols/math/curve.ts';
-import { decodeBlob, type Message } from '../../../node/protocols/round/machine.ts';
+import type { Message } from '../../../node/protocols/round/machine.ts';
+import { decodeBlob } from '../../../core/codec/blob.ts';
 import type { PresignatureData } from '../../../node/protocols/ecdsa/presignature.ts';
 import { committee, online, presign, sid } from './harness.ts';
 

@@ -2,9 +2,10 @@
 // wrong multiplication share, a bad proof and a message replayed from another session each abort,
 // name the sender and release no signature; a presignature and OT material are never used twice.
 import t, { type Test } from 'tap';
-import { decodeBlob, encodeBlob, type Message } from '../../../node/protocols/round/machine.ts';
+import type { Message } from '../../../node/protocols/round/machine.ts';
+import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
 import { G, pointHex } from '../../../node/protocols/math/curve.ts';
-import { ProtocolAbort, ProtocolBug, InputError } from '../../../node/protocols/round/errors.ts';
+import { ProtocolAbort, ProtocolBug, InputError } from '../../../core/errors/protocol-errors.ts';
 import { ecdsaPresign, type PresignParams } from '../../../node/protocols/ecdsa/presign.ts';
 import { retireOtPairs } from '../../../node/protocols/ecdsa/ot-setup.ts';
 import { startRun, deliver } from '../../../node/protocols/round/machine.ts';

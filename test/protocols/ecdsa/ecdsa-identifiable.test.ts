@@ -4,9 +4,10 @@
 // round/echo.ts, so every honest signer names the equivocator and one other); one that sends a wrong
 // online share is named by the per-share check against its images. In every case no signature is released.
 import t, { type Test } from 'tap';
-import { decodeBlob, deliver, encodeBlob, startRun, type Message, type Run } from '../../../node/protocols/round/machine.ts';
+import { deliver, startRun, type Message, type Run } from '../../../node/protocols/round/machine.ts';
+import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
 import { G, ORDER, pointHex, scalarHex } from '../../../node/protocols/math/curve.ts';
-import { ProtocolAbort } from '../../../node/protocols/round/errors.ts';
+import { ProtocolAbort } from '../../../core/errors/protocol-errors.ts';
 import { ecdsaPresign, presignContext, r3Digest, type PresignParams, type PresignState } from '../../../node/protocols/ecdsa/presign.ts';
 import type { Presignature } from '../../../node/protocols/ecdsa/presignature.ts';
 import { seededRng, type Tamper } from '../simulate.ts';

@@ -6,7 +6,8 @@
 // keeps the pads of the two runs unrelated.
 import t from 'tap';
 import { Fn, ORDER, mulBase, parsePoint } from '../../../node/protocols/math/curve.ts';
-import { decodeBlob, deliver, encodeBlob, startRun, type Message, type Rng } from '../../../node/protocols/round/machine.ts';
+import { deliver, startRun, type Message, type Rng } from '../../../node/protocols/round/machine.ts';
+import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
 import { R1_KIND, R2_KIND, ecdsaPresign, pairContext, presignContext, type PresignParams } from '../../../node/protocols/ecdsa/presign.ts';
 import { splitKeys } from '../../../node/protocols/ot/base-ot.ts';
 import { XI, kosReceive } from '../../../node/protocols/ot/kos.ts';

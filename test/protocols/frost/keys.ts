@@ -1,7 +1,7 @@
 // Key material for signing tests: a key package built from a dealer polynomial (as the RFC vectors
 // give it), or from a seeded DKG.
 import { G, Fn, pointHex, polyEval, scalarHex } from '../../../node/protocols/math/curve.ts';
-import type { KeyPackage } from '../../../node/protocols/keys/key-package.ts';
+import type { KeyPackage } from '../../../core/session/key-package.ts';
 import { dkg, type DkgParams } from '../../../node/protocols/dkg/dkg.ts';
 import { simulate } from '../simulate.ts';
 import { bytesToHex } from '@noble/hashes/utils.js';

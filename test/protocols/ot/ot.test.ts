@@ -8,7 +8,7 @@ import { BASE_OT_COUNT, baseOtChoose, baseOtKeys, baseOtSender, unpackPoints } f
 import { KAPPA, M, bitOf, degenerateChallenges, kosReceive, kosSend, rowOf, transposeColumns } from '../../../node/protocols/ot/kos.ts';
 import { ghash } from '@noble/ciphers/_polyval.js';
 import { rvoleAlice, rvoleBobFinish, rvoleBobStart } from '../../../node/protocols/ecdsa/rvole.ts';
-import { InputError } from '../../../node/protocols/round/errors.ts';
+import { InputError } from '../../../core/errors/protocol-errors.ts';
 import { seededRng } from '../simulate.ts';
 
 const rng = seededRng('ot tests');

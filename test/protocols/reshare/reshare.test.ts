@@ -5,12 +5,14 @@ import t from 'tap';
 import { schnorr } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { reshare, type ReshareMember, type ReshareParams, type ReshareResult } from '../../../node/protocols/reshare/reshare.ts';
+import { reshare, type ReshareParams, type ReshareResult } from '../../../node/protocols/reshare/reshare.ts';
+import type { ReshareMember } from '../../../core/session/reshare-member.ts';
 import { frostSign, type FrostSignParams } from '../../../node/protocols/frost/frost-sign.ts';
 import { outputKey } from '../../../node/protocols/frost/taproot.ts';
 import { derive } from '../../../node/protocols/derive/bip32.ts';
 import { Fn, G, lagrangeAtZero, pointHex, scalarHex } from '../../../node/protocols/math/curve.ts';
-import { decodeBlob, encodeBlob, type Message } from '../../../node/protocols/round/machine.ts';
+import type { Message } from '../../../node/protocols/round/machine.ts';
+import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
 import { simulate } from '../simulate.ts';
 import { dkgKeys, type StoredKey } from '../frost/keys.ts';
 

@@ -3,8 +3,9 @@
 // own values, names the reporter alone. Checked on the primitive, in the DKG and in ECDSA signing.
 import t from 'tap';
 import { checkEcho } from '../../../node/protocols/round/echo.ts';
-import { ProtocolAbort } from '../../../node/protocols/round/errors.ts';
-import { decodeBlob, encodeBlob, type Message } from '../../../node/protocols/round/machine.ts';
+import { ProtocolAbort } from '../../../core/errors/protocol-errors.ts';
+import type { Message } from '../../../node/protocols/round/machine.ts';
+import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
 import { dkg, type DkgParams } from '../../../node/protocols/dkg/dkg.ts';
 import { simulate } from '../simulate.ts';
 import { committee, online, presign, sid } from '../ecdsa/harness.ts';

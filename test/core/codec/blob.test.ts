@@ -2,8 +2,8 @@
 // the older JSON-only version still reads, and every malformed blob is refused as bad_encoding.
 import t from 'tap';
 import { utf8ToBytes } from '@noble/hashes/utils.js';
-import { decodeBlob, encodeBlob } from '../../../node/protocols/round/machine.ts';
-import { InputError } from '../../../node/protocols/round/errors.ts';
+import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
+import { InputError } from '../../../core/errors/protocol-errors.ts';
 
 const value: { a: string; n: number; big: Uint8Array; nested: [{ x: Uint8Array }, Uint8Array] } = {
   a: 'text', n: 7, big: new Uint8Array(5000).map((_, i) => i & 0xff), nested: [{ x: new Uint8Array([1, 2, 3]) }, new Uint8Array(0)],

@@ -4,8 +4,8 @@ import t from 'tap';
 import { ed25519, x25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { decodeRoster, rosterMessage, signRoster, verifyRoster, RosterError, type RosterNode } from '../../../api/trust/roster.ts';
-import { nodeIdFor } from '../../../node/runtime/identity.ts';
+import { decodeRoster, rosterMessage, signRoster, verifyRoster, RosterError, type RosterNode } from '../../../core/trust/roster.ts';
+import { nodeIdFor } from '../../../core/trust/node-id.ts';
 
 const seed = (s: string) => sha256(new TextEncoder().encode(s));
 const operator = seed('roster operator');

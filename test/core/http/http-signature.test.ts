@@ -3,8 +3,8 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { signatureBase, signRequest, verifyRequest, SignatureError, type SignedRequest, type VerifyPolicy } from '../../../api/auth/http-signature.ts';
-import { contentDigest, verifyContentDigest } from '../../../api/auth/content-digest.ts';
+import { signatureBase, signRequest, verifyRequest, SignatureError, type SignedRequest, type VerifyPolicy } from '../../../core/http/http-signature.ts';
+import { contentDigest, verifyContentDigest } from '../../../core/http/content-digest.ts';
 
 const text = readFileSync(new URL('../../../../shared/vectors/http/rfc9421-ed25519.txt', import.meta.url), 'utf8');
 const grab = (prefix: string) => text.split('\n').findLast((l) => l.startsWith(prefix))!.slice(prefix.length).trim();

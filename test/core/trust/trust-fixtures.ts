@@ -2,10 +2,10 @@
 // (RFC 9421 with created, expires, nonce and keyid; Content-Digest over the body), captured as an entry.
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { contentDigest } from '../../../api/auth/content-digest.ts';
-import { signRequest } from '../../../api/auth/http-signature.ts';
-import { apiKeyId } from '../../../api/trust/api-key-id.ts';
-import { requestEntry, type RequestHeaders } from '../../../api/trust/trust-entry.ts';
+import { contentDigest } from '../../../core/http/content-digest.ts';
+import { signRequest } from '../../../core/http/http-signature.ts';
+import { apiKeyId } from '../../../core/trust/api-key-id.ts';
+import { requestEntry, type RequestHeaders } from '../../../core/trust/trust-entry.ts';
 
 export const ORIGIN = 'https://api.custody.test';
 

@@ -10,10 +10,10 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { parseDictionary } from 'structured-headers';
-import { lengthPrefixed } from '../../common/bytes.ts';
+import { lengthPrefixed } from '../codec/transcript.ts';
 import { verifyEd25519 } from '../../common/ed25519.ts';
-import { verifyContentDigest } from '../auth/content-digest.ts';
-import { SignatureError, verifyRequest, type VerifyPolicy } from '../auth/http-signature.ts';
+import { verifyContentDigest } from '../http/content-digest.ts';
+import { SignatureError, verifyRequest, type VerifyPolicy } from '../http/http-signature.ts';
 import { apiKeyId } from './api-key-id.ts';
 import { Reader, Writer, type FormatErrors } from '../intents/canonical.ts';
 
@@ -70,7 +70,7 @@ export interface RequestEntry {
 
 export type TrustEntry = BootstrapEntry | RequestEntry;
 
-// The encoding is the intents' (api/intents/canonical.ts): u16-length strings, u32-length bytes,
+// The encoding is the intents' (core/intents/canonical.ts): u16-length strings, u32-length bytes,
 // big-endian integers, no trailing bytes; only the errors differ.
 const ERRORS: FormatErrors = { noun: 'entry', fail: (m) => new TrustEntryError(m) };
 const out = () => new Writer(ERRORS);

@@ -2,8 +2,8 @@
 // their signatures verify; anything not canonical is refused.
 import t from 'tap';
 import { readFileSync } from 'node:fs';
-import { decodeIntent, encodeIntent, verifyIntentSignature, signIntent, INTENT_DOMAIN, type Intent } from '../../../api/intents/intent.ts';
-import { IntentFormatError } from '../../../api/intents/canonical.ts';
+import { decodeIntent, encodeIntent, verifyIntentSignature, signIntent, INTENT_DOMAIN, type Intent } from '../../../core/intents/intent.ts';
+import { IntentFormatError } from '../../../core/intents/canonical.ts';
 import { fromHex, toHex } from '../../../common/bytes.ts';
 import { intentToJson, intentVectorInputs, intentVectorInputsV2 } from '../../vectors/intent-vector-inputs.ts';
 

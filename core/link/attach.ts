@@ -1,8 +1,8 @@
 // The attach handshake's signed transcript (docs/transport.md). Both ends build the same bytes; the
 // coordinator's per-connection id and nonce make a captured answer useless on any other connection.
-import { lengthPrefixed, utf8 } from '../../common/bytes.ts';
+import { utf8 } from '../../common/bytes.ts';
+import { lengthPrefixed } from '../codec/transcript.ts';
 import { verifyEd25519 } from '../../common/ed25519.ts';
-import { NodeKind } from '../../proto/gen/mpc/v1/node_link_pb.ts';
 
 export const LINK_VERSION = 1;
 export const ATTACH_DOMAIN = 'mpc/v1/attach';
@@ -27,13 +27,3 @@ export function attachMessage(t: AttachTranscript): Uint8Array {
 export function verifyAttach(t: AttachTranscript, signature: Uint8Array): boolean {
   return verifyEd25519(signature, attachMessage(t), t.signingKey);
 }
-
-export type NodeKindName = 'service' | 'self' | 'tee';
-
-export const KIND_NAMES: Record<number, NodeKindName | undefined> = {
-  [NodeKind.SERVICE]: 'service',
-  [NodeKind.SELF]: 'self',
-  [NodeKind.TEE]: 'tee',
-};
-
-export const KIND_VALUES: Record<NodeKindName, NodeKind> = { service: NodeKind.SERVICE, self: NodeKind.SELF, tee: NodeKind.TEE };

@@ -10,9 +10,9 @@
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { lengthPrefixed } from '../../common/bytes.ts';
+import { lengthPrefixed } from '../codec/transcript.ts';
 import { verifyEd25519 } from '../../common/ed25519.ts';
-import { nodeIdFor } from '../../node/runtime/identity.ts';
+import { nodeIdFor } from './node-id.ts';
 import { Reader, Writer, type FormatErrors } from '../intents/canonical.ts';
 
 export const ROSTER_DOMAIN = new TextEncoder().encode('custody-roster\0');

@@ -6,12 +6,12 @@ import { readFileSync } from 'node:fs';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { apiKeyId } from '../../../api/trust/api-key-id.ts';
+import { apiKeyId } from '../../../core/trust/api-key-id.ts';
 import {
   bootstrapMessage, decodeTrustEntry, encodeTrustEntry, signBootstrap, trustEntryHash, TrustEntryError, verifyBootstrap, verifyRequestEntry,
   type BootstrapEntry, type RequestEntry,
-} from '../../../api/trust/trust-entry.ts';
-import { lengthPrefixed } from '../../../common/bytes.ts';
+} from '../../../core/trust/trust-entry.ts';
+import { lengthPrefixed } from '../../../core/codec/transcript.ts';
 import { signedEntry, signer } from './trust-fixtures.ts';
 
 const V = JSON.parse(readFileSync(new URL('../../vectors/trust-entries-v1.json', import.meta.url), 'utf8')) as {

@@ -1,8 +1,9 @@
 // Domain-separated, unambiguous hashing: SHA-256 over a tag and length-prefixed parts. Every protocol
-// hash goes through here with the session id among its parts.
+// hash goes through here with the session id among its parts, and so does every signed transcript
+// outside the protocols (attach, trust entries, rosters): one encoding everywhere, in core/ because
+// common/ sits below it and the protocols, the nodes and the API all use it.
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes, utf8ToBytes } from '@noble/hashes/utils.js';
-import { Fn } from './curve.ts';
 
 export type Part = Uint8Array | string | number | bigint;
 
@@ -40,13 +41,4 @@ export function taggedHash(tag: string, parts: Part[]): Uint8Array {
 
 export function taggedHashHex(tag: string, parts: Part[]): string {
   return bytesToHex(taggedHash(tag, parts));
-}
-
-/** A hash to a scalar (reduced from 64 bytes: two domain-separated halves). */
-export function hashToScalar(tag: string, parts: Part[]): bigint {
-  const a = taggedHash(tag + '/0', parts);
-  const b = taggedHash(tag + '/1', parts);
-  let n = 0n;
-  for (const x of [...a, ...b]) n = (n << 8n) | BigInt(x);
-  return Fn.create(n);
 }

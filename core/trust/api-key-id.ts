@@ -3,7 +3,7 @@
 // without being told. Domain-separated and length-prefixed, so no other hash in the system collides.
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { lengthPrefixed } from '../../common/bytes.ts';
+import { lengthPrefixed } from '../codec/transcript.ts';
 
 export const API_KEY_ID_DOMAIN = 'custody/api-key-id/v1';
 const ORG = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;

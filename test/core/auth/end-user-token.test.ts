@@ -1,9 +1,9 @@
-// Hosted-tier end-user tokens (api/auth/end-user-token.ts) with real JWTs made by jose: ES256 and EdDSA
+// Hosted-tier end-user tokens (core/auth/end-user-token.ts) with real JWTs made by jose: ES256 and EdDSA
 // keys verify; every way a token can be wrong is refused with its reason; JWK Sets holding private or
 // unusable keys are refused at registration.
 import t from 'tap';
 import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type JWK } from 'jose';
-import { EndUserTokenError, intentSha256, MAX_TOKEN_LIFETIME_S, validateJwks, verifyEndUserToken, type EndUserAuthConfig } from '../../../api/auth/end-user-token.ts';
+import { EndUserTokenError, intentSha256, MAX_TOKEN_LIFETIME_S, validateJwks, verifyEndUserToken, type EndUserAuthConfig } from '../../../core/auth/end-user-token.ts';
 
 const NOW = 1_800_000_000;
 const AUDIENCE = 'https://wallet.example.test';
