@@ -14,7 +14,7 @@ import { committeeRoutes } from './routes/v1/committees.ts';
 import { endUserAuthRoutes } from './routes/v1/end-user-auth.ts';
 import { transactionRoutes } from './routes/v1/transactions.ts';
 import type { TransactionService } from './transactions/transaction-service.ts';
-import type { Platform } from './platform/platform.ts';
+import type { Platform } from './platform.ts';
 import { bearerAuth } from './auth/bearer-auth.ts';
 import { webhookEndpointRoutes } from './routes/v1/webhook-endpoints.ts';
 import { webhookDeliveryRoutes } from './routes/v1/webhook-deliveries.ts';

@@ -10,9 +10,9 @@ import { connectCoordinator } from './coordinator/coordinator-client.ts';
 import { RecordStore } from './store/record-store.ts';
 import { VaultService } from './vaults/vault-service.ts';
 import { KeyJobs } from './vaults/key-jobs.ts';
-import { createPlatform } from './platform/platform.ts';
+import { createPlatform } from './platform.ts';
 import { join } from 'node:path';
-import { emailProviderFromConfig, objectStoreFromConfig } from './platform/adapters.ts';
+import { emailProviderFromConfig, objectStoreFromConfig } from './adapters/adapters-from-config.ts';
 
 await runMain('api', async () => {
   const config = loadApiConfig();

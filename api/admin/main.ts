@@ -14,7 +14,7 @@ import { loadApiConfig } from '../config.ts';
 import { RecordStore } from '../store/record-store.ts';
 import { VaultService } from '../vaults/vault-service.ts';
 import { ConfigError } from '../../common/config.ts';
-import { TenancyService } from '../platform/tenancy.ts';
+import { TenancyService } from '../tenancy/tenancy-service.ts';
 import { ApiError } from '../errors.ts';
 import { signRoster, RosterError, type RosterNode } from '../../core/trust/roster.ts';
 

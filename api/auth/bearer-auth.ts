@@ -9,9 +9,9 @@ import { SignatureError, verifyRequest } from '../../core/http/http-signature.ts
 import { ReplayGuard } from './replay-guard.ts';
 import { ApiError } from '../errors.ts';
 import { parseJsonKeepingRawBody } from './raw-json.ts';
-import type { Principal, TenancyService } from '../platform/tenancy.ts';
-import { roleAllows, type Permission } from '../platform/permissions.ts';
-import type { MfaTokens } from '../platform/mfa.ts';
+import type { Principal, TenancyService } from '../tenancy/tenancy-service.ts';
+import { roleAllows, type Permission } from '../tenancy/permissions.ts';
+import type { MfaTokens } from '../tenancy/mfa-tokens.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

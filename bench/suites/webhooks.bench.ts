@@ -10,8 +10,8 @@ import { performance } from 'node:perf_hooks';
 import type { BenchCase, BenchSuite } from '../harness.ts';
 import { Ed25519Signer } from '../../common/ed25519.ts';
 import { RecordStore } from '../../api/store/record-store.ts';
-import { createPlatform, type Platform } from '../../api/platform/platform.ts';
-import { hmacSignature, ed25519Signature, newWebhookSecret } from '../../api/platform/webhook-signing.ts';
+import { createPlatform, type Platform } from '../../api/platform.ts';
+import { hmacSignature, ed25519Signature, newWebhookSecret } from '../../api/webhooks/webhook-signing.ts';
 
 const BATCH = 200;
 let dir = '';

@@ -5,10 +5,13 @@ import { Type } from '@sinclair/typebox';
 import { randomBytes } from 'node:crypto';
 import { ErrorBody, ApiError } from '../../errors.ts';
 import { principalOf } from '../../auth/bearer-auth.ts';
-import type { Platform } from '../../platform/platform.ts';
-import { IpRateLimiter, SURFACES } from '../../platform/branding.ts';
-import { DirectoryObjectStore, ObjectStoreError, sniffImage } from '../../platform/object-store.ts';
-import type { DomainRecord } from '../../platform/email-domains.ts';
+import type { Platform } from '../../platform.ts';
+import { SURFACES } from '../../branding/branding-service.ts';
+import { IpRateLimiter } from '../../branding/ip-rate-limiter.ts';
+import { sniffImage } from '../../branding/sniff-image.ts';
+import { ObjectStoreError } from '../../adapters/object-store.ts';
+import { DirectoryObjectStore } from '../../adapters/directory-object-store.ts';
+import type { DomainRecord } from '../../branding/email-domains.ts';
 
 const Loose = Type.Record(Type.String(), Type.Unknown());
 const SurfaceName = Type.Union(SURFACES.map((s) => Type.Literal(s)));

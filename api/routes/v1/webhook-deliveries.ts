@@ -5,9 +5,9 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { ErrorBody } from '../../errors.ts';
 import { principalOf } from '../../auth/bearer-auth.ts';
-import type { Platform } from '../../platform/platform.ts';
-import { Page, PageQuery, DEFAULT_LIMIT } from '../../platform/pagination.ts';
-import type { DeliveryRecord } from '../../platform/deliveries.ts';
+import type { Platform } from '../../platform.ts';
+import { Page, PageQuery, DEFAULT_LIMIT } from '../../store/pagination.ts';
+import type { DeliveryRecord } from '../../webhooks/delivery-engine.ts';
 
 const Status = Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed'), Type.Literal('dlq')]);
 const Nullable = <T extends TSchema>(s: T) => Type.Union([Type.Null(), s]);

@@ -4,11 +4,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ErrorBody, ApiError } from '../../errors.ts';
 import { principalOf } from '../../auth/bearer-auth.ts';
-import type { Platform } from '../../platform/platform.ts';
-import { Page, PageQuery, DEFAULT_LIMIT } from '../../platform/pagination.ts';
-import { EVENT_TYPES } from '../../platform/event-catalog.ts';
-import { MAX_URL } from '../../platform/webhook-endpoints.ts';
-import type { Actor } from '../../platform/audit-log.ts';
+import type { Platform } from '../../platform.ts';
+import { Page, PageQuery, DEFAULT_LIMIT } from '../../store/pagination.ts';
+import { EVENT_TYPES } from '../../webhooks/event-catalog.ts';
+import { MAX_URL } from '../../webhooks/webhook-endpoints.ts';
+import type { Actor } from '../../tenancy/audit-log.ts';
 import type { FastifyRequest } from 'fastify';
 
 const Endpoint = Type.Object({

@@ -1,14 +1,11 @@
-// Sending domains (docs/platform/branding.md#email-domains). A provider interface; the local provider
-// publishes a verification TXT record and an SPF record and verifies them through a configurable DNS
-// resolver (node:dns by default; point it at any server with `dnsServers`). The hosted provider is
-// Amazon SES (ses-email-provider.ts).
-import { randomBytes } from 'node:crypto';
-import { Resolver } from 'node:dns/promises';
+// Sending domains (docs/platform/branding.md#email-domains) and the provider interface they are checked
+// through. The providers are adapters: the local one checks DNS itself (adapters/local-dns-provider.ts),
+// the hosted one is Amazon SES (adapters/ses-email-provider.ts).
 import type { RecordStore } from '../store/record-store.ts';
 import { ApiError } from '../errors.ts';
-import { newId } from './ids.ts';
-import type { Actor, AuditLog } from './audit-log.ts';
-import type { Scope } from './webhook-endpoints.ts';
+import { newId } from '../store/ids.ts';
+import type { Actor, AuditLog } from '../tenancy/audit-log.ts';
+import type { Scope } from '../tenancy/scope.ts';
 
 export type DomainStatus = 'not_started' | 'pending' | 'verified' | 'failed' | 'temporary_failure';
 export interface DnsRecord { record: string; name: string; value: string; type: 'TXT' | 'CNAME' | 'MX'; ttl: number; priority: number | null }
@@ -25,49 +22,6 @@ export interface EmailDomainProvider {
 export class ProviderError extends Error {
   constructor(readonly kind: 'invalid' | 'failure', message: string) {
     super(message);
-  }
-}
-
-export type TxtResolver = (name: string) => Promise<string[][]>;
-
-export function dnsResolver(servers?: string[]): TxtResolver {
-  const r = new Resolver({ timeout: 3000, tries: 2 });
-  if (servers?.length) r.setServers(servers);
-  return (name) => r.resolveTxt(name);
-}
-
-export class LocalDnsProvider implements EmailDomainProvider {
-  readonly region = 'local';
-  constructor(private readonly resolveTxt: TxtResolver, private readonly spfInclude = '_spf.platform.invalid') {}
-
-  async register(domain: string): Promise<DnsRecord[]> {
-    if (domain.endsWith('.invalid') || domain.endsWith('.localhost')) throw new ProviderError('invalid', 'this domain cannot send mail');
-    return [
-      { record: 'verification', name: `_svc-verify.${domain}`, value: `svc-verify=${randomBytes(16).toString('hex')}`, type: 'TXT', ttl: 3600, priority: null },
-      { record: 'spf', name: domain, value: `v=spf1 include:${this.spfInclude} ~all`, type: 'TXT', ttl: 3600, priority: null },
-    ];
-  }
-
-  async verify(_domain: string, records: DnsRecord[]): Promise<DomainStatus> {
-    let missing = false;
-    for (const rec of records) {
-      let found: string[];
-      try {
-        found = (await this.resolveTxt(rec.name)).map((parts) => parts.join(''));
-      } catch (err) {
-        const code = (err as { code?: string }).code;
-        if (code === 'ENOTFOUND' || code === 'ENODATA') {
-          missing = true;
-          continue;
-        }
-        return 'temporary_failure';
-      }
-      if (!found.includes(rec.value)) {
-        if (found.length && rec.record === 'verification') return 'failed';
-        missing = true;
-      }
-    }
-    return missing ? 'pending' : 'verified';
   }
 }
 

@@ -1,31 +1,9 @@
-// The object store for uploads (docs/platform/branding.md#logo). The embedded store is a directory,
-// written by a direct PUT to an expiring signed URL that the API serves; the S3-compatible store
-// (s3-object-store.ts) hands out presigned PUT URLs to the bucket instead. Both answer the same interface.
+// The embedded object store (docs/platform/branding.md#logo): a directory, written by a direct PUT to an
+// expiring signed URL that the API's own upload route checks and serves.
 import { createHmac, timingSafeEqual, randomBytes } from 'node:crypto';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-
-export interface UploadGrant { object_key: string; content_type: string; max_bytes: number; expires_at: number }
-
-export interface ObjectStore {
-  /** `directory` stores are written through the API's own upload route; `s3` ones directly. */
-  readonly kind: 'directory' | 's3';
-  /** A URL that accepts one PUT of the object's bytes until the grant expires. */
-  uploadUrl(grant: UploadGrant, origin: string): string | Promise<string>;
-  /** The object's size, or undefined when there is none. */
-  head(objectKey: string): Promise<{ size: number } | undefined>;
-  read(objectKey: string): Promise<Buffer | undefined>;
-}
-
-/** The store could not be reached or answered an error (not "no such object"). */
-export class ObjectStoreError extends Error {
-  constructor(message: string, readonly status: number | null) {
-    super(message);
-    this.name = 'ObjectStoreError';
-  }
-}
-
-export const OBJECT_KEY = /^[a-z_]+\/[0-9a-f]{32}$/;
+import { OBJECT_KEY, type ObjectStore, type UploadGrant } from './object-store.ts';
 
 export class DirectoryObjectStore implements ObjectStore {
   readonly kind = 'directory' as const;
@@ -77,13 +55,4 @@ export class DirectoryObjectStore implements ObjectStore {
       return undefined;
     }
   }
-}
-
-/** The image type the bytes really are, from their magic numbers. */
-export function sniffImage(b: Buffer): string | undefined {
-  if (b.length >= 8 && b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'image/png';
-  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'image/jpeg';
-  if (b.length >= 6 && (b.subarray(0, 6).toString('latin1') === 'GIF87a' || b.subarray(0, 6).toString('latin1') === 'GIF89a')) return 'image/gif';
-  if (b.length >= 12 && b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP') return 'image/webp';
-  return undefined;
 }

@@ -1,8 +1,8 @@
 // Branding: every theme validation rule, table-driven; resolution over the platform default; permissions;
 // audit entries; the public bundle always 200 and rate-limited per client IP.
 import t from 'tap';
-import { confirmAndServeLogo, setupPlatform } from './helpers.ts';
-import { PLATFORM_DEFAULT, PUBLIC_FIELDS } from '../../../api/platform/branding.ts';
+import { confirmAndServeLogo, setupPlatform } from '../setup-platform.ts';
+import { PLATFORM_DEFAULT, PUBLIC_FIELDS } from '../../../api/branding/branding-service.ts';
 
 const rejected: [string, unknown][] = [
   ['primary_color', 'red'], ['primary_color', '#FFF'], ['primary_color', '#FFFFFFFF'], ['primary_color', 'FFFFFF'], ['accent_color_dark', '#GGGGGG'], ['email_bg_color', 123],

@@ -2,7 +2,7 @@
 // MFA-token MAC key and the Ed25519 seed that signs webhooks (its public key is published).
 import { randomBytes } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import type { RecordStore } from '../store/record-store.ts';
+import type { RecordStore } from './record-store.ts';
 
 export interface ServerKeys {
   cursorKey: Uint8Array;

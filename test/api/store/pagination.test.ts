@@ -1,6 +1,6 @@
 // Pagination: a 1,000-item walk with inserts during it, limits, forged and filter-changed cursors.
 import t from 'tap';
-import { setupPlatform } from './helpers.ts';
+import { setupPlatform } from '../setup-platform.ts';
 
 t.test('a walk over 1,000 endpoints with inserts during it never repeats or skips', async (t) => {
   const s = await setupPlatform(t);

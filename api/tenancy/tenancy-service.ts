@@ -5,7 +5,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { hexToBytes } from '@noble/hashes/utils.js';
 import type { RecordStore } from '../store/record-store.ts';
-import { newId } from './ids.ts';
+import { newId } from '../store/ids.ts';
 import { isRole, type Role } from './permissions.ts';
 import { verifyTotp } from './totp.ts';
 import { ApiError } from '../errors.ts';

@@ -2,11 +2,11 @@
 // configuration, DKIM records, every status mapping, SES's error types mapped to the spec's codes, and
 // removal at the provider. The double checks the SigV4 signature of every request.
 import t from 'tap';
-import { setupPlatform } from './helpers.ts';
+import { setupPlatform } from '../setup-platform.ts';
 import { sesDouble } from './ses-double.ts';
 import { loadApiConfig } from '../../../api/config.ts';
-import { emailProviderFromConfig } from '../../../api/platform/adapters.ts';
-import { SesEmailProvider } from '../../../api/platform/ses-email-provider.ts';
+import { emailProviderFromConfig } from '../../../api/adapters/adapters-from-config.ts';
+import { SesEmailProvider } from '../../../api/adapters/ses-email-provider.ts';
 
 const creds = { accessKeyId: 'AKIAIOSFODNN7EXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY' };
 const keys = { [creds.accessKeyId]: creds.secretAccessKey };

@@ -1,15 +1,16 @@
 // The platform API's services, built once over one store and handed to the routes.
-import type { RecordStore } from '../store/record-store.ts';
-import { AuditLog } from './audit-log.ts';
-import { MfaTokens } from './mfa.ts';
-import { CursorCodec } from './pagination.ts';
-import { loadServerKeys, type ServerKeys } from './server-keys.ts';
-import { TenancyService } from './tenancy.ts';
-import { WebhookEndpoints } from './webhook-endpoints.ts';
-import { DeliveryEngine } from './deliveries.ts';
-import { BrandingService } from './branding.ts';
-import { DirectoryObjectStore, type ObjectStore } from './object-store.ts';
-import { EmailDomains, type EmailDomainProvider } from './email-domains.ts';
+import type { RecordStore } from './store/record-store.ts';
+import { AuditLog } from './tenancy/audit-log.ts';
+import { MfaTokens } from './tenancy/mfa-tokens.ts';
+import { CursorCodec } from './store/pagination.ts';
+import { loadServerKeys, type ServerKeys } from './store/server-keys.ts';
+import { TenancyService } from './tenancy/tenancy-service.ts';
+import { WebhookEndpoints } from './webhooks/webhook-endpoints.ts';
+import { DeliveryEngine } from './webhooks/delivery-engine.ts';
+import { BrandingService } from './branding/branding-service.ts';
+import type { ObjectStore } from './adapters/object-store.ts';
+import { DirectoryObjectStore } from './adapters/directory-object-store.ts';
+import { EmailDomains, type EmailDomainProvider } from './branding/email-domains.ts';
 import { createHmac } from 'node:crypto';
 
 export interface Platform {

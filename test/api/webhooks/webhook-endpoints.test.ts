@@ -3,11 +3,11 @@
 import t from 'tap';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { setupPlatform, receiver } from './helpers.ts';
-import { totp } from '../../../api/platform/totp.ts';
+import { setupPlatform, receiver } from '../setup-platform.ts';
+import { totp } from '../../../api/tenancy/totp.ts';
 import { verifyWebhookEd25519, verifyWebhookHmac } from '../../../api/sdk/webhook-receiver.ts';
 import { signedHeaders } from '../../../api/sdk/request-signer.ts';
-import type { Received } from './helpers.ts';
+import type { Received } from '../setup-platform.ts';
 
 const hdr = (r: Received) => ({
   eventId: String(r.headers['svc-webhook-event-id']), timestamp: Number(r.headers['svc-webhook-timestamp']),

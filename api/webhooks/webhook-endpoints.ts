@@ -3,12 +3,13 @@
 import { performance } from 'node:perf_hooks';
 import type { RecordStore, Op } from '../store/record-store.ts';
 import { ApiError } from '../errors.ts';
-import { newId } from './ids.ts';
+import { newId } from '../store/ids.ts';
 import { EVENT_NAMES } from './event-catalog.ts';
-import type { CursorCodec, PageResult } from './pagination.ts';
-import { pageOf } from './pagination.ts';
+import type { CursorCodec, PageResult } from '../store/pagination.ts';
+import { pageOf } from '../store/pagination.ts';
 import { ed25519Signature, hmacSignature, newWebhookSecret, secretFingerprint } from './webhook-signing.ts';
-import type { AuditLog, Actor } from './audit-log.ts';
+import type { AuditLog, Actor } from '../tenancy/audit-log.ts';
+import type { Scope } from '../tenancy/scope.ts';
 import { Ed25519Signer } from '../../common/ed25519.ts';
 
 export interface EndpointRecord {
@@ -38,8 +39,6 @@ export interface EndpointView {
   previous_hmac_secret_fingerprint?: string | null;
   previous_hmac_secret_expires_at?: string | null;
 }
-
-export interface Scope { tenant: string; workspace: string }
 
 export interface TestResult { delivered: boolean; status_code: number | null; duration_ms: number; error: string | null }
 

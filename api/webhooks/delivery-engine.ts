@@ -6,11 +6,12 @@
 // SVC-Webhook-Event-Id).
 import type { Op, RecordStore } from '../store/record-store.ts';
 import { ApiError } from '../errors.ts';
-import { newId } from './ids.ts';
-import type { Actor } from './audit-log.ts';
-import type { CursorCodec, PageResult } from './pagination.ts';
-import { pageOf } from './pagination.ts';
-import type { EndpointRecord, Scope, WebhookEndpoints } from './webhook-endpoints.ts';
+import { newId } from '../store/ids.ts';
+import type { Actor } from '../tenancy/audit-log.ts';
+import type { CursorCodec, PageResult } from '../store/pagination.ts';
+import { pageOf } from '../store/pagination.ts';
+import type { EndpointRecord, WebhookEndpoints } from './webhook-endpoints.ts';
+import type { Scope } from '../tenancy/scope.ts';
 import { eventType, sensitiveDataAllowed } from './event-catalog.ts';
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'dlq';

@@ -2,8 +2,8 @@
 // theme's validation rules applied to every surface, the raw and resolved views, the public bundle per
 // surface, permissions and audit.
 import t from 'tap';
-import { setupPlatform } from './helpers.ts';
-import { PLATFORM_DEFAULT, PUBLIC_FIELDS, SURFACES } from '../../../api/platform/branding.ts';
+import { setupPlatform } from '../setup-platform.ts';
+import { PLATFORM_DEFAULT, PUBLIC_FIELDS, SURFACES } from '../../../api/branding/branding-service.ts';
 
 type Row = { name: string; tenant: Record<string, unknown>; surfaces: Record<string, Record<string, unknown>>; expect: [surface: string | null, field: string, value: unknown][] };
 

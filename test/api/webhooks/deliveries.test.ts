@@ -1,11 +1,11 @@
 // The delivery engine against real loopback receivers with an injected clock and schedule: retries with
 // one event id, dead-lettering and its event, permanent 4xx, paused endpoints, replay rules, restarts.
 import t from 'tap';
-import { setupPlatform, receiver, type Received } from './helpers.ts';
+import { setupPlatform, receiver, type Received } from '../setup-platform.ts';
 import { verifyWebhookHmac, verifyWebhookEd25519 } from '../../../api/sdk/webhook-receiver.ts';
-import { DEFAULT_SCHEDULE } from '../../../api/platform/deliveries.ts';
+import { DEFAULT_SCHEDULE } from '../../../api/webhooks/delivery-engine.ts';
 import { RecordStore } from '../../../api/store/record-store.ts';
-import { createPlatform } from '../../../api/platform/platform.ts';
+import { createPlatform } from '../../../api/platform.ts';
 
 const hdr = (r: Received) => ({
   eventId: String(r.headers['svc-webhook-event-id']), timestamp: Number(r.headers['svc-webhook-timestamp']),

@@ -1,8 +1,8 @@
 // Sending domains with the local provider and a configurable resolver: statuses, every email-domain
 // error code of the spec, provider_configured, permissions and audit.
 import t from 'tap';
-import { setupPlatform } from './helpers.ts';
-import { LocalDnsProvider, type TxtResolver } from '../../../api/platform/email-domains.ts';
+import { setupPlatform } from '../setup-platform.ts';
+import { LocalDnsProvider, type TxtResolver } from '../../../api/adapters/local-dns-provider.ts';
 
 function zone() {
   const records = new Map<string, string[]>();

@@ -4,8 +4,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { RecordStore } from '../store/record-store.ts';
 import { ApiError } from '../errors.ts';
-import type { Actor, AuditLog } from './audit-log.ts';
-import type { Scope } from './webhook-endpoints.ts';
+import type { Actor, AuditLog } from '../tenancy/audit-log.ts';
+import type { Scope } from '../tenancy/scope.ts';
 
 const HEX = /^#[0-9A-Fa-f]{6}$/;
 const EMAIL = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
@@ -225,23 +225,5 @@ export class BrandingService {
     const r = tenant ? await this.store.get<BrandingRecord>('branding', tenant) : undefined;
     const resolved = r ? resolveTheme(r.theme, r.logo_url, (surface && r.surfaces?.[surface]) || {}) : resolveTheme({}, null);
     return Object.fromEntries(PUBLIC_FIELDS.map((k) => [k, resolved[k] ?? null]));
-  }
-}
-
-/** A fixed-window counter per client IP for the public endpoint. */
-export class IpRateLimiter {
-  private readonly hits = new Map<string, { window: number; n: number }>();
-  constructor(private readonly perMinute: number, private readonly clock: () => number = Date.now) {}
-
-  allow(ip: string): boolean {
-    const window = Math.floor(this.clock() / 60_000);
-    if (this.hits.size > 50_000) for (const [k, v] of this.hits) if (v.window !== window) this.hits.delete(k);
-    const h = this.hits.get(ip);
-    if (!h || h.window !== window) {
-      this.hits.set(ip, { window, n: 1 });
-      return true;
-    }
-    h.n++;
-    return h.n <= this.perMinute;
   }
 }

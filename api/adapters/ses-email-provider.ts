@@ -5,7 +5,7 @@
 // DeleteEmailIdentity removes it. Requests are JSON, signed with SigV4 (service `ses`).
 import type { SignatureV4 } from '@smithy/signature-v4';
 import { signHeaders, sigv4Signer, type AwsCredentials } from './aws-sigv4.ts';
-import { ProviderError, type DnsRecord, type DomainStatus, type EmailDomainProvider } from './email-domains.ts';
+import { ProviderError, type DnsRecord, type DomainStatus, type EmailDomainProvider } from '../branding/email-domains.ts';
 
 export interface SesProviderOptions {
   region: string;

@@ -1,7 +1,7 @@
 // The audit log of configuration changes: actor, time, action, resource, before and after
 // (docs/platform/audit-log.md). Entries are written in the same atomic batch as the change.
 import type { Op, RecordStore } from '../store/record-store.ts';
-import { newId } from './ids.ts';
+import { newId } from '../store/ids.ts';
 
 export interface Actor { type: 'api_key' | 'operator'; id: string }
 

@@ -6,11 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { buildApp } from '../../../api/app.ts';
-import { loadApiConfig } from '../../../api/config.ts';
-import { createLogger } from '../../../common/logger.ts';
-import { RecordStore } from '../../../api/store/record-store.ts';
-import { createPlatform } from '../../../api/platform/platform.ts';
+import { buildApp } from '../../api/app.ts';
+import { loadApiConfig } from '../../api/config.ts';
+import { createLogger } from '../../common/logger.ts';
+import { RecordStore } from '../../api/store/record-store.ts';
+import { createPlatform } from '../../api/platform.ts';
 
 export async function setupPlatform(t: Test, opts: Parameters<typeof createPlatform>[1] = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'platform-'));

@@ -4,7 +4,8 @@
 import type { ApiConfig } from '../config.ts';
 import type { ObjectStore } from './object-store.ts';
 import { S3ObjectStore } from './s3-object-store.ts';
-import { LocalDnsProvider, dnsResolver, type EmailDomainProvider } from './email-domains.ts';
+import type { EmailDomainProvider } from '../branding/email-domains.ts';
+import { LocalDnsProvider, dnsResolver } from './local-dns-provider.ts';
 import { SesEmailProvider } from './ses-email-provider.ts';
 
 /** The S3 store when API_OBJECT_STORE=s3; undefined means the embedded directory store. */

@@ -4,15 +4,15 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { presignUrl, signHeaders, sigv4Signer } from '../../../api/platform/aws-sigv4.ts';
-import { S3ObjectStore } from '../../../api/platform/s3-object-store.ts';
-import { ObjectStoreError } from '../../../api/platform/object-store.ts';
-import { objectStoreFromConfig } from '../../../api/platform/adapters.ts';
+import { presignUrl, signHeaders, sigv4Signer } from '../../../api/adapters/aws-sigv4.ts';
+import { S3ObjectStore } from '../../../api/adapters/s3-object-store.ts';
+import { ObjectStoreError } from '../../../api/adapters/object-store.ts';
+import { objectStoreFromConfig } from '../../../api/adapters/adapters-from-config.ts';
 import { loadApiConfig } from '../../../api/config.ts';
 import { ConfigError } from '../../../common/config.ts';
 import { signingKey, verifySigV4 } from './sigv4-verifier.ts';
 import { s3Double } from './s3-double.ts';
-import { confirmAndServeLogo, setupPlatform } from './helpers.ts';
+import { confirmAndServeLogo, setupPlatform } from '../setup-platform.ts';
 import { bytesToHex } from '@noble/hashes/utils.js';
 
 const V = JSON.parse(readFileSync(join(import.meta.dirname, 'aws-sigv4-vectors.json'), 'utf8'));

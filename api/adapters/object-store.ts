@@ -1,0 +1,26 @@
+// The object store for uploads (docs/platform/branding.md#logo). The embedded store is a directory
+// (directory-object-store.ts), written by a direct PUT to an expiring signed URL that the API serves; the
+// S3-compatible store (s3-object-store.ts) hands out presigned PUT URLs to the bucket instead. Both answer
+// this interface.
+
+export interface UploadGrant { object_key: string; content_type: string; max_bytes: number; expires_at: number }
+
+export interface ObjectStore {
+  /** `directory` stores are written through the API's own upload route; `s3` ones directly. */
+  readonly kind: 'directory' | 's3';
+  /** A URL that accepts one PUT of the object's bytes until the grant expires. */
+  uploadUrl(grant: UploadGrant, origin: string): string | Promise<string>;
+  /** The object's size, or undefined when there is none. */
+  head(objectKey: string): Promise<{ size: number } | undefined>;
+  read(objectKey: string): Promise<Buffer | undefined>;
+}
+
+/** The store could not be reached or answered an error (not "no such object"). */
+export class ObjectStoreError extends Error {
+  constructor(message: string, readonly status: number | null) {
+    super(message);
+    this.name = 'ObjectStoreError';
+  }
+}
+
+export const OBJECT_KEY = /^[a-z_]+\/[0-9a-f]{32}$/;
