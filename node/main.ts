@@ -13,13 +13,13 @@ import { NodeIdentity } from './runtime/identity.ts';
 import { CoordinatorLink } from './transport/coordinator-link.ts';
 import { KIND_VALUES } from '../core/link/node-kind.ts';
 import { SessionHost } from './runtime/session-host.ts';
-import { KeyVault } from './runtime/key-vault.ts';
+import { VaultShareStore } from './storage/vault-shares.ts';
 import { loadApiKeysFile } from './runtime/authorization/api-key-registry.ts';
 import { TrustRegistry } from './runtime/authorization/trust-registry.ts';
 import { IntentAuthorizer } from './runtime/authorization/sign-authorizer.ts';
 import { IntentLedger } from './runtime/authorization/intent-ledger.ts';
 import { RosterRegistry } from './runtime/authorization/roster-registry.ts';
-import { nodeProtocols } from './runtime/protocols/node-protocols.ts';
+import { nodeProtocols } from './runtime/sessions/node-protocols.ts';
 
 await runMain('node', async () => {
   const config = loadNodeConfig();
@@ -44,7 +44,7 @@ await runMain('node', async () => {
     address: config.coordinator, credentials, identity, kind: KIND_VALUES[config.kind], owner: config.owner,
     software: 'threshold-custody-node/0.1.0', reconnectMinMs: config.reconnectMinMs, reconnectMaxMs: config.reconnectMaxMs, log: nodeLog,
   });
-  const vault = new KeyVault(store);
+  const vault = new VaultShareStore(store);
   const trust = new TrustRegistry(store, { operatorKeys: config.operatorKeys, fileKeys: loadApiKeysFile(config.apiKeysFile) });
   const authorizer = new IntentAuthorizer(trust);
   const host = new SessionHost(identity, (m) => void link.send(m), nodeProtocols({ vault, authorizer, trust, ledger: new IntentLedger(store), rosters: new RosterRegistry(store, config.operatorKeys) }), nodeLog);

@@ -1,8 +1,9 @@
-// The node's key shares and the marks that keep nonces single-use, in its sealed store. A key has a
+// The node's vault shares and the marks that keep nonces single-use, in its sealed store. A vault has a
 // current epoch and, during a reshare, a pending one; the committee each share belongs to is pinned
-// with it (node ids and identity keys), so a coordinator cannot swap in other nodes later.
-import type { SealedStore } from '../storage/sealed-store.ts';
-import type { EndUserBinding } from './authorization/sign-authorizer.ts';
+// with it (node ids and identity keys), so a coordinator cannot swap in other nodes later. Record names
+// keep their `key/<vault>/…` form (docs/storage.md).
+import type { SealedStore } from './sealed-store.ts';
+import type { EndUserBinding } from '../runtime/authorization/sign-authorizer.ts';
 import { decodeKeyShare, encodeKeyShare, type KeyShare } from '../protocols/keys/key-package.ts';
 import { decodeOtSetup, type EcdsaOtSetup } from '../protocols/ecdsa/ot-setup.ts';
 import { decodeBlob, encodeBlob } from '../../core/codec/blob.ts';
@@ -15,7 +16,7 @@ export interface PinnedMember {
   encryptionKey: string;
 }
 
-export interface StoredKey {
+export interface StoredShare {
   key: KeyShare;
   /** Organization that owns the key; intents must name it. */
   owner: string;
@@ -39,17 +40,17 @@ export interface OtRetirement {
   retired: number[];
 }
 
-/** Every KeyVault over one store shares its per-key locks: OT records change under them only. */
+/** Every VaultShareStore over one store shares its per-key locks: OT records change under them only. */
 const storeLocks = new WeakMap<SealedStore, KeyedMutex>();
 
-export class KeyVaultError extends Error {
+export class VaultShareStoreError extends Error {
   constructor(readonly code: 'unknown_key' | 'session_reused' | 'no_pending' | 'epoch_mismatch', message: string) {
     super(message);
-    this.name = 'KeyVaultError';
+    this.name = 'VaultShareStoreError';
   }
 }
 
-export class KeyVault {
+export class VaultShareStore {
   /** Session ids claimed in this process but maybe not yet on disk: closes the check-then-write gap. */
   private readonly claiming = new Set<string>();
 
@@ -61,22 +62,22 @@ export class KeyVault {
     this.locks = locks;
   }
 
-  private async read(keyId: string, slot: 'current' | 'pending'): Promise<StoredKey | undefined> {
+  private async read(keyId: string, slot: 'current' | 'pending'): Promise<StoredShare | undefined> {
     const [share, committee] = await Promise.all([this.store.getSecret(`key/${keyId}/${slot}/share`), this.store.get(`key/${keyId}/${slot}/committee`)]);
     if (!share || !committee) return undefined;
     const meta = JSON.parse(dec.decode(committee)) as { owner: string; committee: PinnedMember[]; tier?: string; endUser?: EndUserBinding };
     return { key: decodeKeyShare(share), owner: meta.owner, committee: meta.committee, ...(meta.tier ? { tier: meta.tier } : {}), ...(meta.endUser ? { endUser: meta.endUser } : {}) };
   }
 
-  current(keyId: string): Promise<StoredKey | undefined> {
+  current(keyId: string): Promise<StoredShare | undefined> {
     return this.read(keyId, 'current');
   }
 
-  pending(keyId: string): Promise<StoredKey | undefined> {
+  pending(keyId: string): Promise<StoredShare | undefined> {
     return this.read(keyId, 'pending');
   }
 
-  private ops(keyId: string, slot: 'current' | 'pending', k: StoredKey) {
+  private ops(keyId: string, slot: 'current' | 'pending', k: StoredShare) {
     return [
       { type: 'put' as const, key: `key/${keyId}/${slot}/share`, value: encodeKeyShare(k.key), secret: true },
       { type: 'put' as const, key: `key/${keyId}/${slot}/committee`, value: enc.encode(JSON.stringify({ owner: k.owner, committee: k.committee, tier: k.tier, endUser: k.endUser })) },
@@ -87,8 +88,8 @@ export class KeyVault {
    * A fresh key from DKG: becomes current at once (there is no older epoch to protect). The creation
    * request that asked for it, if any, is bound to it in the same batch.
    */
-  async putNew(keyId: string, k: StoredKey, creationHash?: string): Promise<void> {
-    if (await this.current(keyId)) throw new KeyVaultError('epoch_mismatch', `key ${keyId} already exists here`);
+  async putNew(keyId: string, k: StoredShare, creationHash?: string): Promise<void> {
+    if (await this.current(keyId)) throw new VaultShareStoreError('epoch_mismatch', `key ${keyId} already exists here`);
     const bind = creationHash ? [{ type: 'put' as const, key: `creation/${creationHash}`, value: enc.encode(keyId) }] : [];
     await this.store.batch([...this.ops(keyId, 'current', k), ...bind]);
   }
@@ -99,7 +100,7 @@ export class KeyVault {
     return v ? dec.decode(v) : undefined;
   }
 
-  async putPending(keyId: string, k: StoredKey): Promise<void> {
+  async putPending(keyId: string, k: StoredShare): Promise<void> {
     await this.store.batch(this.ops(keyId, 'pending', k));
   }
 
@@ -108,7 +109,7 @@ export class KeyVault {
     const pending = await this.pending(keyId);
     const current = await this.current(keyId);
     if (pending) {
-      if (pending.key.pkg.epoch !== epoch) throw new KeyVaultError('epoch_mismatch', `pending epoch is ${pending.key.pkg.epoch}, not ${epoch}`);
+      if (pending.key.pkg.epoch !== epoch) throw new VaultShareStoreError('epoch_mismatch', `pending epoch is ${pending.key.pkg.epoch}, not ${epoch}`);
       await this.store.batch([
         ...this.ops(keyId, 'current', pending),
         { type: 'del', key: `key/${keyId}/pending/share` },
@@ -129,7 +130,7 @@ export class KeyVault {
       return 'removed';
     }
     if (current && current.key.pkg.epoch === epoch) return 'already';
-    throw new KeyVaultError('no_pending', `no pending epoch ${epoch} for ${keyId}`);
+    throw new VaultShareStoreError('no_pending', `no pending epoch ${epoch} for ${keyId}`);
   }
 
   /**
@@ -194,7 +195,7 @@ export class KeyVault {
    */
   async claimSession(sessionId: string): Promise<void> {
     const k = `used/${sessionId}`;
-    if (this.claiming.has(sessionId) || (await this.store.get(k))) throw new KeyVaultError('session_reused', 'this session id was used before');
+    if (this.claiming.has(sessionId) || (await this.store.get(k))) throw new VaultShareStoreError('session_reused', 'this session id was used before');
     this.claiming.add(sessionId);
     // On disk before anything that uses the session's nonces leaves: a mark lost to a crash would let
     // a restarted node run the same session id again.

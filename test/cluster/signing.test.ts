@@ -24,7 +24,7 @@ import { outputKey } from '../../node/protocols/frost/taproot.ts';
 import { pointHex } from '../../node/protocols/math/curve.ts';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
 import { loadStorageKey } from '../../node/storage/storage-key.ts';
-import { KeyVault } from '../../node/runtime/key-vault.ts';
+import { VaultShareStore } from '../../node/storage/vault-shares.ts';
 import { scalarHex } from '../../node/protocols/math/curve.ts';
 import type { Envelope } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
@@ -184,7 +184,7 @@ t.test('DKG 2-of-3 over gRPC, Taproot signatures, failures, reshare to a self no
   for (const name of ['node-1', 'node-2', 'node-3', 'self-1']) {
     const dir = join(h.cluster.dir, name);
     const store = await SealedStore.open(join(dir, 'db'), loadStorageKey(join(dir, 'storage.key'), false));
-    const vault = new KeyVault(store);
+    const vault = new VaultShareStore(store);
     const cur = await vault.current('vault-1');
     if (cur) shares.push(scalarHex(cur.key.share.scalar()));
     await store.close();

@@ -16,11 +16,11 @@ import { SessionOpenSchema, Protocol, type Envelope, type Party } from '../../pr
 import { NodeIdentity } from '../../node/runtime/identity.ts';
 import { SessionHost } from '../../node/runtime/session-host.ts';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
-import { KeyVault } from '../../node/runtime/key-vault.ts';
+import { VaultShareStore } from '../../node/storage/vault-shares.ts';
 import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.ts';
 import { IntentAuthorizer } from '../../node/runtime/authorization/sign-authorizer.ts';
 import { RosterRegistry } from '../../node/runtime/authorization/roster-registry.ts';
-import { nodeProtocols, type NodeProtocolDeps } from '../../node/runtime/protocols/node-protocols.ts';
+import { nodeProtocols, type NodeProtocolDeps } from '../../node/runtime/sessions/node-protocols.ts';
 import { encodeBlob, decodeBlob } from '../../core/codec/blob.ts';
 import type { KeyPackage } from '../../core/session/key-package.ts';
 import { signBootstrap } from '../../core/trust/trust-entry.ts';
@@ -46,7 +46,7 @@ interface Outcome {
 interface TestNode {
   identity: NodeIdentity;
   host: SessionHost;
-  vault: KeyVault;
+  vault: VaultShareStore;
   outcomes: Map<string, Outcome>;
 }
 
@@ -57,7 +57,7 @@ async function node(t: Test): Promise<TestNode> {
   const store = await SealedStore.open(mkdtempSync(join(tmpdir(), 'committee-')), new Uint8Array(randomBytes(32)));
   t.teardown(() => store.close());
   const identity = new NodeIdentity(new Uint8Array(randomBytes(32)), new Uint8Array(randomBytes(32)));
-  const vault = new KeyVault(store);
+  const vault = new VaultShareStore(store);
   const trust = new TrustRegistry(store, { operatorKeys });
   const deps = { vault, trust, authorizer: new IntentAuthorizer(trust), rosters: new RosterRegistry(store, operatorKeys), ledger: { claim: async () => undefined } };
   const outcomes = new Map<string, Outcome>();

@@ -22,8 +22,8 @@ import { encodeIntent, signIntent, type BtcTransferIntent, type EvmTransferInten
 import { evmSigningDigest, evmTransaction, type EvmTemplate } from '../../core/chains/evm/evm-transaction.ts';
 import { buildSpend } from '../../api/chains/bitcoin/build-spend.ts';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
-import { KeyVault, type PinnedMember } from '../../node/runtime/key-vault.ts';
-import { nodeProtocols } from '../../node/runtime/protocols/node-protocols.ts';
+import { VaultShareStore, type PinnedMember } from '../../node/storage/vault-shares.ts';
+import { nodeProtocols } from '../../node/runtime/sessions/node-protocols.ts';
 import type { PartyProtocol } from '../../node/runtime/party-protocol.ts';
 import type { SessionContext } from '../../node/runtime/session-host.ts';
 import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.ts';
@@ -66,7 +66,7 @@ interface Node {
 async function startNode(t: Test, me: number, dir = mkdtempSync(join(tmpdir(), 'replay-')), storageKey: Uint8Array<ArrayBuffer> = new Uint8Array(randomBytes(32)), fresh = true): Promise<Node> {
   const store = await SealedStore.open(dir, storageKey);
   t.teardown(() => store.close().catch(() => undefined));
-  const vault = new KeyVault(store);
+  const vault = new VaultShareStore(store);
   if (fresh) {
     const k = c.keys.get(me)!;
     await vault.putNew(keyId, { key: { share: new SecretShare(me, parseScalar(k.share, 'share')), pkg: k.pkg }, owner: ORG, committee: ids, tier: 'hosted' });

@@ -12,7 +12,7 @@ import { signBootstrap } from '../../core/trust/trust-entry.ts';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
 import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.ts';
 import { authorizeKeyCreation } from '../../node/runtime/authorization/key-creation.ts';
-import { KeyVault } from '../../node/runtime/key-vault.ts';
+import { VaultShareStore } from '../../node/storage/vault-shares.ts';
 import { SessionRefused } from '../../node/runtime/session-host.ts';
 import { dkg } from '../../node/protocols/dkg/dkg.ts';
 import { simulate } from '../protocols/simulate.ts';
@@ -33,7 +33,7 @@ async function setup(t: Test) {
   const store = await SealedStore.open(mkdtempSync(join(tmpdir(), 'create-')), new Uint8Array(32).fill(2));
   t.teardown(() => store.close());
   const trust = new TrustRegistry(store, { operatorKeys: [bytesToHex(ed25519.getPublicKey(operator))], fileKeys: { [LEGACY]: { key_1: legacy.publicKey } } });
-  return { trust, vault: new KeyVault(store) };
+  return { trust, vault: new VaultShareStore(store) };
 }
 
 t.test('an organization rooted by an operator creates keys only on its signed request, of the tier asked', async (t) => {

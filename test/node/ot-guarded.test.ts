@@ -7,12 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
-import { KeyVault } from '../../node/runtime/key-vault.ts';
+import { VaultShareStore } from '../../node/storage/vault-shares.ts';
 import { otGuarded } from '../../node/runtime/protocols/ot-guarded.ts';
 import type { PartyProtocol, Step } from '../../node/runtime/party-protocol.ts';
 import { encodeOtSetup, type EcdsaOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
 
-async function vaultWithSetup(t: Test): Promise<{ vault: KeyVault; setup: EcdsaOtSetup }> {
+async function vaultWithSetup(t: Test): Promise<{ vault: VaultShareStore; setup: EcdsaOtSetup }> {
   const dir = mkdtempSync(join(tmpdir(), 'ot-guard-'));
   const store = await SealedStore.open(dir, new Uint8Array(randomBytes(32)));
   t.teardown(async () => {
@@ -20,7 +20,7 @@ async function vaultWithSetup(t: Test): Promise<{ vault: KeyVault; setup: EcdsaO
     rmSync(dir, { recursive: true, force: true });
   });
   const setup: EcdsaOtSetup = { keyId: 'k', epoch: 0, parties: [1, 2, 3, 4], me: 1, setupId: 'ab'.repeat(32), peers: {}, retired: [] };
-  const vault = new KeyVault(store);
+  const vault = new VaultShareStore(store);
   await vault.putOt('k', setup, encodeOtSetup(setup));
   return { vault, setup };
 }

@@ -13,8 +13,8 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import { taggedHash } from '../../core/codec/transcript.ts';
 import { create } from '@bufbuild/protobuf';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
-import { KeyVault, type PinnedMember } from '../../node/runtime/key-vault.ts';
-import { nodeProtocols } from '../../node/runtime/protocols/node-protocols.ts';
+import { VaultShareStore, type PinnedMember } from '../../node/storage/vault-shares.ts';
+import { nodeProtocols } from '../../node/runtime/sessions/node-protocols.ts';
 import { runProtocol, decodeBatch, encodeBatch } from '../../node/runtime/protocols/run-protocol.ts';
 import type { PartyProtocol, Step } from '../../node/runtime/party-protocol.ts';
 import type { SessionContext } from '../../node/runtime/session-host.ts';
@@ -42,7 +42,7 @@ async function honestNode(t: Test, c: Committee) {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  const vault = new KeyVault(store);
+  const vault = new VaultShareStore(store);
   const k = c.keys.get(1)!;
   const keyId = k.pkg.keyId;
   await vault.putNew(keyId, { key: { share: new SecretShare(1, parseScalar(k.share, 'share')), pkg: k.pkg }, owner: 'acme', committee: ids, tier: 'hosted' });
@@ -63,7 +63,7 @@ async function honestNode(t: Test, c: Committee) {
     };
     return factory(ctx);
   };
-  // The instance session id the node derives for the session's first digest (node-protocols.ts).
+  // The instance session id the node derives for the session's first digest (sessions/session-digest.ts).
   const instance = () => bytesToHex(taggedHash('custody/sign/instance/v1', [lastSession, '0']));
   return { store, vault, keyId, open, instance };
 }

@@ -76,16 +76,16 @@ t.test('a node identity is created once and reloaded with the same id and keys',
 });
 
 t.test('a signing session id is claimed durably: refused again after a restart', async (t) => {
-  const { KeyVault } = await import('../../node/runtime/key-vault.ts');
+  const { VaultShareStore } = await import('../../node/storage/vault-shares.ts');
   const d = dir();
   const key = new Uint8Array(32).fill(4);
   let store = await SealedStore.open(d, key);
-  await new KeyVault(store).claimSession('ab'.repeat(32));
-  await t.rejects(new KeyVault(store).claimSession('ab'.repeat(32)), { code: 'session_reused' }, 'same process, new vault object');
+  await new VaultShareStore(store).claimSession('ab'.repeat(32));
+  await t.rejects(new VaultShareStore(store).claimSession('ab'.repeat(32)), { code: 'session_reused' }, 'same process, new vault object');
   await store.close();
   store = await SealedStore.open(d, key);
   t.teardown(() => store.close());
-  await t.rejects(new KeyVault(store).claimSession('ab'.repeat(32)), { code: 'session_reused' }, 'after reopening the store');
-  await new KeyVault(store).claimSession('cd'.repeat(32));
+  await t.rejects(new VaultShareStore(store).claimSession('ab'.repeat(32)), { code: 'session_reused' }, 'after reopening the store');
+  await new VaultShareStore(store).claimSession('cd'.repeat(32));
   t.pass('another session id is accepted');
 });

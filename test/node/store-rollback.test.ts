@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { Level } from 'level';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
 import { FileRollbackAnchor } from '../../node/storage/rollback-anchor.ts';
-import { KeyVault } from '../../node/runtime/key-vault.ts';
+import { VaultShareStore } from '../../node/storage/vault-shares.ts';
 import { encodeOtSetup, type EcdsaOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
 
 const storageKey = new Uint8Array(randomBytes(32));
@@ -33,7 +33,7 @@ async function onDisk(dir: string, f: (db: Level<string, Uint8Array>) => Promise
 async function populated(dir: string): Promise<void> {
   const store = await SealedStore.open(dir, storageKey);
   await store.batch([{ type: 'put', key: 'key/k/current/committee', value: new TextEncoder().encode(JSON.stringify({ owner: 'acme', committee: [], tier: 'hosted', endUser: { required: true } })) }]);
-  const vault = new KeyVault(store);
+  const vault = new VaultShareStore(store);
   await vault.putOt('k', setup, encodeOtSetup(setup));
   await vault.claimSession('cd'.repeat(32));
   await store.close();
@@ -68,8 +68,8 @@ t.test('a retirement rolled back to its older sealed value is refused at open', 
     before = await db.get('key/k/current/ot-retired');
   });
   const store = await SealedStore.open(dir, storageKey);
-  await new KeyVault(store).retireOtPairs('k', setup.setupId, [2]);
-  t.same((await new KeyVault(store).ot('k'))?.retired, [2]);
+  await new VaultShareStore(store).retireOtPairs('k', setup.setupId, [2]);
+  t.same((await new VaultShareStore(store).ot('k'))?.retired, [2]);
   await store.close();
   // The host writes back the record as it was before the retirement: it opens under the storage key
   // (it is a genuine old ciphertext of that record), but the head accounts for the newer one.
@@ -82,12 +82,12 @@ t.test('a whole directory restored from an older copy is refused when a rollback
   const elsewhere = tmp(t);
   const anchorFile = join(elsewhere, 'anchor');
   const store = await SealedStore.open(dir, storageKey, { anchor: new FileRollbackAnchor(anchorFile, storageKey) });
-  await new KeyVault(store).putOt('k', setup, encodeOtSetup(setup));
+  await new VaultShareStore(store).putOt('k', setup, encodeOtSetup(setup));
   await store.close();
   const copy = tmp(t);
   cpSync(dir, copy, { recursive: true });
   const again = await SealedStore.open(dir, storageKey, { anchor: new FileRollbackAnchor(anchorFile, storageKey) });
-  await new KeyVault(again).retireOtPairs('k', setup.setupId, [3]);
+  await new VaultShareStore(again).retireOtPairs('k', setup.setupId, [3]);
   await again.close();
   rmSync(dir, { recursive: true, force: true });
   cpSync(copy, dir, { recursive: true });
@@ -102,7 +102,7 @@ t.test('an untouched store reopens, its version having grown with every write', 
   await populated(dir);
   const store = await SealedStore.open(dir, storageKey);
   t.equal(store.version, 3n, 'three writes');
-  t.same((await new KeyVault(store).ot('k'))?.setupId, setup.setupId);
+  t.same((await new VaultShareStore(store).ot('k'))?.setupId, setup.setupId);
   await store.close();
 });
 

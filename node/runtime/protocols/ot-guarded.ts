@@ -4,11 +4,11 @@
 // concerns are retired there, merged under the key's lock, before the abort is reported. An abort that
 // names no peer (or only this node) retires every peer of the run: a tampered extension may hide
 // behind a failure this node cannot pin on anyone.
-import type { KeyVault } from '../key-vault.ts';
+import type { VaultShareStore } from '../../storage/vault-shares.ts';
 import type { PartyProtocol, Step } from '../party-protocol.ts';
 
 export interface OtGuard {
-  vault: KeyVault;
+  vault: VaultShareStore;
   keyId: string;
   setupId: string;
   me: number;

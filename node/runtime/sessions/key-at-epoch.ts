@@ -1,0 +1,19 @@
+// The vault share a session of an existing vault runs with: the epoch it names, its parties the
+// committee pinned with the share.
+import { SessionRefused, type SessionContext } from '../session-host.ts';
+import type { StoredShare, VaultShareStore } from '../../storage/vault-shares.ts';
+import { checkAgainstCommittee } from './committee-pinning.ts';
+
+/** The share of `keyId` at `epoch`, with every session party checked against its pinned committee. */
+export async function keyAtEpoch(vault: VaultShareStore, ctx: SessionContext, keyId: string, epoch: number): Promise<StoredShare> {
+  let stored = await vault.current(keyId);
+  // The coordinator commits a reshare before nodes hear of it: a pending epoch it uses is committed.
+  if (stored && stored.key.pkg.epoch < epoch && (await vault.pending(keyId))?.key.pkg.epoch === epoch) {
+    await vault.commit(keyId, epoch);
+    stored = await vault.current(keyId);
+  }
+  if (!stored) throw new SessionRefused('unknown_key', `no share of ${keyId} here`);
+  if (stored.key.pkg.epoch !== epoch) throw new SessionRefused('epoch_mismatch', `this node holds epoch ${stored.key.pkg.epoch}, not ${epoch}`);
+  checkAgainstCommittee(ctx, stored.committee, (x) => x.index);
+  return stored;
+}

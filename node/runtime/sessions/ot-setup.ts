@@ -1,0 +1,31 @@
+// ECDSA OT setup session (docs/protocols/ecdsa.md): pairwise base OTs and zero-sharing seeds for the
+// whole committee of a vault epoch, stored sealed with that epoch.
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { encodeBlob } from '../../../core/codec/blob.ts';
+import { ecdsaOtSetup, encodeOtSetup, type EcdsaOtSetup } from '../../protocols/ecdsa/ot-setup.ts';
+import { SessionRefused } from '../session-host.ts';
+import { readParams, runProtocol } from '../protocols/run-protocol.ts';
+import type { EpochSessionParams } from '../../../core/session/session-params.ts';
+import type { SessionKind } from './session-kind.ts';
+import type { NodeProtocolDeps } from './session-deps.ts';
+import { keyAtEpoch } from './key-at-epoch.ts';
+
+export function otSetupSession(deps: NodeProtocolDeps): SessionKind<EpochSessionParams, void, void, EcdsaOtSetup> {
+  const { vault } = deps;
+  return {
+    parse: (ctx) => readParams<EpochSessionParams>('ot-params', ctx.open.params),
+    async preflight(ctx, p) {
+      const stored = await keyAtEpoch(vault, ctx, p.keyId, p.epoch);
+      if (ctx.parties.length !== stored.key.pkg.parties.length) throw new SessionRefused('bad_parties', 'the OT setup runs on the whole committee');
+    },
+    // Nothing a customer asked for: material among the vault's pinned committee, which signs nothing
+    // until a signing session is authorized on its own.
+    async authorize() {},
+    run({ ctx, params: p }, keep) {
+      const me = ctx.myIndex;
+      const params = { sessionId: bytesToHex(ctx.open.sessionId), keyId: p.keyId, epoch: p.epoch, parties: ctx.parties.map((x) => x.index), me };
+      return runProtocol(ecdsaOtSetup, me, [params], ([setup]) => keep(encodeBlob('ot-result', { keyId: p.keyId, epoch: p.epoch }), setup!));
+    },
+    commit: ({ params: p }, setup) => vault.putOt(p.keyId, setup, encodeOtSetup(setup)),
+  };
+}

@@ -1,0 +1,83 @@
+// Reshare session (node/protocols/reshare/, docs/sessions.md "Reshare, two phases"): the current
+// committee deals the vault to a new one; each receiver stores its new share as the pending epoch.
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { encodeBlob } from '../../../core/codec/blob.ts';
+import { reshare, type ReshareResult } from '../../protocols/reshare/reshare.ts';
+import type { KeyShare } from '../../protocols/keys/key-package.ts';
+import { scalarHex } from '../../protocols/math/curve.ts';
+import { SessionRefused } from '../session-host.ts';
+import { TIER_NAMES, type TierName } from '../../../core/tiers.ts';
+import { authorizeReshareRequest } from '../authorization/reshare-request.ts';
+import { checkCommittee } from '../authorization/committee-check.ts';
+import type { CommitteeBinding } from '../authorization/trust-state.ts';
+import { readParams, runProtocol } from '../protocols/run-protocol.ts';
+import type { StoredShare } from '../../storage/vault-shares.ts';
+import type { ReshareMember } from '../../../core/session/reshare-member.ts';
+import type { ReshareSessionParams } from '../../../core/session/session-params.ts';
+import type { Party } from '../../../proto/gen/mpc/v1/session_pb.ts';
+import type { SessionKind } from './session-kind.ts';
+import type { NodeProtocolDeps } from './session-deps.ts';
+import { acceptRoster } from './accept-roster.ts';
+import { checkAgainstCommittee, pinCommittee } from './committee-pinning.ts';
+
+/** What preflight read: this node's share of the old epoch (if it deals) and what a receiver carries. */
+export interface ReshareLocal {
+  tier: TierName;
+  held: StoredShare | undefined;
+  receivers: Party[];
+  carried: Pick<StoredShare, 'tier' | 'endUser'>;
+  oldShare: { id: number; share: string } | undefined;
+  byParty: Map<number, ReshareMember>;
+}
+
+export function reshareSession(deps: NodeProtocolDeps): SessionKind<ReshareSessionParams, ReshareLocal, CommitteeBinding, KeyShare> {
+  const { vault } = deps;
+  return {
+    parse: (ctx) => readParams<ReshareSessionParams>('reshare-params', ctx.open.params),
+    async preflight(ctx, p) {
+      const me = ctx.myIndex;
+      const mine = p.members.find((m) => m.party === me);
+      if (!mine) throw new SessionRefused('not_a_party', 'this node is not a reshare member');
+      // A member that held the key keeps its end-user binding while the key stays hosted; end-user
+      // tokens gate the hosted tier only, so a move to another tier drops it (docs/trust.md).
+      const held = await vault.current(p.keyId);
+      const tier = typeof p.tier === 'string' ? p.tier : held?.tier;
+      if (!TIER_NAMES.includes(tier as TierName)) throw new SessionRefused('bad_params', 'the reshare names no valid tier');
+      const receivers = ctx.parties.filter((x) => p.members.some((m) => m.party === x.index && m.newId !== undefined));
+      const carried: Pick<StoredShare, 'tier' | 'endUser'> = {
+        ...(tier ? { tier } : {}),
+        ...(held?.endUser && (tier === undefined || tier === 'hosted') ? { endUser: held.endUser } : {}),
+      };
+      const byParty = new Map(p.members.map((m) => [m.party, m]));
+      let oldShare: { id: number; share: string } | undefined;
+      if (mine.oldId !== undefined) {
+        if (!held) throw new SessionRefused('unknown_key', `no share of ${p.keyId} here`);
+        if (JSON.stringify(held.key.pkg) !== JSON.stringify(p.oldPkg)) throw new SessionRefused('package_mismatch', 'the old package differs from the one stored here');
+        if (held.key.share.id !== mine.oldId) throw new SessionRefused('bad_params', 'wrong old id for this node');
+        checkAgainstCommittee(ctx, held.committee, (x) => byParty.get(x.index)?.oldId);
+        oldShare = { id: held.key.share.id, share: scalarHex(held.key.share.scalar()) };
+      }
+      return { tier: tier as TierName, held, receivers, carried, oldShare, byParty };
+    },
+    // The new committee passes the same checks as a DKG's; a customer member is the node the
+    // customer's signed reshare request names, or one already pinned with this node's share.
+    async authorize({ params: p, local: { tier, held, receivers } }) {
+      const binding = await authorizeReshareRequest(deps.trust, { owner: p.owner, keyId: p.keyId, tier, trustLog: p.trustLog, reshareRequest: p.reshareRequest });
+      checkCommittee({
+        tier, threshold: p.newThreshold, members: receivers, roster: await acceptRoster(deps, p.roster),
+        customerNode: binding.customerNode, shown: binding.committee, pinned: held && held.tier === tier ? held.committee : undefined,
+      });
+      return binding;
+    },
+    run({ ctx, params: p, local: { oldShare } }, keep) {
+      const me = ctx.myIndex;
+      const params = { sessionId: bytesToHex(ctx.open.sessionId), members: p.members, me, oldPkg: p.oldPkg, newThreshold: p.newThreshold, newEpoch: p.newEpoch, ...(oldShare ? { oldShare } : {}) };
+      return runProtocol(reshare, me, [params], ([r]: ReshareResult[]) => {
+        const result = encodeBlob('reshare-result', { pkg: r!.kind === 'receiver' ? r!.key.pkg : r!.pkg });
+        return r!.kind === 'receiver' ? keep(result, r!.key) : { result };
+      });
+    },
+    commit: ({ ctx, params: p, local: { carried, byParty } }, key) =>
+      vault.putPending(p.keyId, { key, owner: p.owner, ...carried, committee: pinCommittee(ctx.parties, (x) => byParty.get(x.index)?.newId) }),
+  };
+}

@@ -1,0 +1,19 @@
+// What the node's session kinds share: the vault share store, the authorizers and registries, and the
+// OT pair locks.
+import type { VaultShareStore } from '../../storage/vault-shares.ts';
+import type { SignAuthorizer, SignGrant } from '../authorization/sign-authorizer.ts';
+import type { RosterRegistry } from '../authorization/roster-registry.ts';
+import type { TrustRegistry } from '../authorization/trust-registry.ts';
+import type { OtPairLocks } from '../ot-pair-locks.ts';
+
+export interface NodeProtocolDeps {
+  vault: VaultShareStore;
+  authorizer: SignAuthorizer;
+  trust: TrustRegistry;
+  /** The newest operator-signed service-node roster this node accepted; without it no DKG or reshare is joined. */
+  rosters?: RosterRegistry;
+  /** Records durably what is signed for each intent and refuses a different signing of it (intent-ledger.ts). */
+  ledger: { claim(grant: SignGrant): Promise<void> };
+  /** Shared by every session of the node (one ECDSA run per OT pair at a time). */
+  otLocks?: OtPairLocks;
+}

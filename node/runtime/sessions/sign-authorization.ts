@@ -1,0 +1,17 @@
+// The authorize step of both signing kinds: the customer's intent (sign-authorizer.ts), then the intent
+// ledger's claim and the session id's claim, both on disk before anything made with the nonces leaves.
+import { bytesToHex } from '@noble/hashes/utils.js';
+import type { SessionContext } from '../session-host.ts';
+import type { SignGrant } from '../authorization/sign-authorizer.ts';
+import type { StoredShare } from '../../storage/vault-shares.ts';
+import type { SignSessionParams } from '../../../core/session/session-params.ts';
+import type { NodeProtocolDeps } from './session-deps.ts';
+
+export async function authorizeSigning(deps: NodeProtocolDeps, ctx: SessionContext, p: SignSessionParams, stored: StoredShare): Promise<SignGrant> {
+  const grant = await deps.authorizer.authorize({ ...p, owner: stored.owner, groupKey: stored.key.pkg.groupKey, chainCode: stored.key.pkg.chainCode, endUser: stored.endUser });
+  // On disk before any signature share or presigning message of this intent leaves.
+  await deps.ledger.claim(grant);
+  // Nonces of this session are single-use from here on, across restarts.
+  await deps.vault.claimSession(bytesToHex(ctx.open.sessionId));
+  return grant;
+}
