@@ -2,8 +2,6 @@
 // transaction's job until the signature is made, then goes.
 export type TransactionState = 'created' | 'checks' | 'signed' | 'broadcast' | 'confirmed' | 'final' | 'failed' | 'rejected';
 
-export const TERMINAL: readonly TransactionState[] = ['final', 'failed', 'rejected'];
-
 export interface TransferRecord {
   recipient: string;
   /** `<chain>:native` or `<chain>:<token contract>`. */

@@ -330,7 +330,7 @@ export class KeyService {
       // Every receiver stored the pending epoch before reporting: commit here, then tell the nodes.
       const committed: KeyRecord = {
         ...key, epoch: newEpoch, rotation: key.rotation + 1, threshold: target.threshold,
-        committee: target.nodeIds.map((nodeId, i) => ({ nodeId, index: i + 1 })), state: 'active', problem: undefined, pending: undefined,
+        committee: target.nodeIds.map((nodeId, i) => ({ nodeId, index: i + 1 })), state: 'active', problem: undefined,
         tier: input.targetTier ?? key.tier, pkg, updatedAtMs: Date.now(),
       };
       await this.keys.put(committed);

@@ -10,15 +10,6 @@ export interface CommitteeMember {
   index: number;
 }
 
-export interface PendingEpoch {
-  epoch: number;
-  threshold: number;
-  committee: CommitteeMember[];
-  tier: string;
-  sessionId: string;
-  acknowledged: string[];
-}
-
 export interface KeyRecord {
   v: 1;
   keyId: string;
@@ -33,7 +24,6 @@ export interface KeyRecord {
   publicKey: string;
   chainCode: string;
   state: KeyState;
-  pending?: PendingEpoch | undefined;
   /** Public package of the current epoch: verification shares and group commitment (no secret). */
   pkg?: KeyPackage | undefined;
   /** Epoch whose ECDSA OT setup completed on the whole committee. */

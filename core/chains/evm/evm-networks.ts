@@ -21,7 +21,3 @@ export const EVM_NETWORKS: readonly EvmNetwork[] = Object.freeze([
 export function evmNetwork(chain: string): EvmNetwork | undefined {
   return EVM_NETWORKS.find((n) => n.chain === chain);
 }
-
-export function evmNetworkById(chainId: bigint): EvmNetwork | undefined {
-  return EVM_NETWORKS.find((n) => n.chainId === chainId);
-}
