@@ -91,6 +91,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         if (err.statusCode === 413) return reply.code(400).send({ error: `the body is larger than ${opts.config.bodyLimitBytes} bytes`, code: 'invalid_request' });
         throw err;
       });
+      documentAs(v1, 'vault API', 'httpSignature');
       await v1.register(requestAuth, { findKey: (id) => vaults.activeKey(id), publicOrigin: opts.config.publicUrl, ...(opts.now ? { now: opts.now } : {}) });
       await v1.register(apiKeyRoutes, { vaults });
       await v1.register(vaultRoutes, { vaults });
@@ -104,6 +105,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // The platform API: workspace bearer keys, role permissions, and RFC 9421 signatures on production changes.
     const now = opts.now ?? (() => Math.floor(platform.clock() / 1000));
     await app.register(async (p) => {
+      documentAs(p, 'platform API', 'bearer');
       await p.register(bearerAuth, { tenancy: platform.tenancy, mfa: platform.mfa, publicOrigin: opts.config.publicUrl, now });
       await p.register(webhookEndpointRoutes, { platform });
       await p.register(webhookDeliveryRoutes, { platform });
@@ -113,4 +115,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     }, { prefix: '/v1' });
   }
   return app;
+}
+
+/**
+ * Every route registered in `scope` after this call is documented under `tag` with the security scheme
+ * that authenticates it, so no route of an API can appear in the OpenAPI document without them.
+ */
+function documentAs(scope: FastifyInstance, tag: string, scheme: 'httpSignature' | 'bearer'): void {
+  scope.addHook('onRoute', (route) => {
+    const schema = (route.schema ?? {}) as Record<string, unknown>;
+    route.schema = { tags: [tag], security: [{ [scheme]: [] }], ...schema };
+  });
 }

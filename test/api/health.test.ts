@@ -65,6 +65,12 @@ t.test('the OpenAPI document lists the routes with their schemas, and /docs serv
   t.ok(doc.paths['/v1/vaults']?.post, 'POST /v1/vaults is documented');
   t.ok(doc.paths['/v1/vaults/{vaultId}/wallets']?.post?.requestBody, 'with its body schema');
   t.ok(doc.paths['/v1/api-keys']?.get?.responses?.['200'], 'and response schemas');
+  for (const [path, method] of [['/v1/vaults', 'post'], ['/v1/committees', 'get'], ['/v1/api-keys', 'get']] as const) {
+    const op = doc.paths[path]?.[method];
+    t.same(op?.tags, ['vault API'], `${method} ${path} is tagged`);
+    t.same(op?.security, [{ httpSignature: [] }], `${method} ${path} names its request signature`);
+  }
+  t.match(doc.paths['/v1/committees'].get.summary, /committee/, 'new routes carry a summary');
   const page = await app.inject({ method: 'GET', url: '/docs/' });
   t.equal(page.statusCode, 200);
   t.match(page.headers['content-type'], /text\/html/);

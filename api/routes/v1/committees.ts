@@ -25,6 +25,7 @@ export const Committee = Type.Object({
 export const committeeRoutes: FastifyPluginAsyncTypebox<{ coordinator: CoordinatorClient | undefined }> = async (app, { coordinator }) => {
   app.get('/committees', {
     schema: {
+      summary: 'The committee a new vault of this tier would get now, to check and bind in the signed POST /v1/vaults',
       querystring: Type.Object({ tier: Type.Union([Type.Literal('hosted'), Type.Literal('self'), Type.Literal('customer_tee')]) }, { additionalProperties: false }),
       response: { 200: Committee, 400: ErrorBody, 401: ErrorBody, 503: ErrorBody },
     },

@@ -69,6 +69,7 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
 
   app.get('/wallets/:walletId/utxos', {
     schema: {
+      summary: 'Unspent outputs of a Bitcoin wallet, with amounts, for the inputs a version-2 intent names',
       params: Type.Object({ walletId: Type.String({ minLength: 1, maxLength: 64 }) }),
       response: { 200: Type.Object({ utxos: Type.Array(Utxo) }), 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody },
     },
