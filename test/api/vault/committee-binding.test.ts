@@ -3,17 +3,9 @@
 // `committee` and `customer_node` and refuse inconsistent ones before anything is queued, and a reshare
 // keeps the customer's signed request for the nodes.
 import t, { type Test } from 'tap';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { vaultApp } from './vault-app.ts';
 import { ed25519, x25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { buildApp } from '../../../api/app.ts';
-import { loadApiConfig } from '../../../api/config.ts';
-import { createLogger } from '../../../common/logger.ts';
-import { RecordStore } from '../../../api/store/record-store.ts';
-import { VaultService } from '../../../api/vaults/vault-service.ts';
-import { signedHeaders, type ApiCredentials } from '../../../api/sdk/request-signer.ts';
 import { nodeIdFor } from '../../../core/trust/node-id.ts';
 import { NodeKind } from '../../../proto/gen/mpc/v1/node_link_pb.ts';
 import type { CoordinatorClient } from '../../../api/coordinator/coordinator-client.ts';
@@ -27,23 +19,8 @@ const identity = () => {
 const service = identity();
 const self = identity();
 
-async function setup(t: Test, coordinator?: Partial<CoordinatorClient>) {
-  const dir = mkdtempSync(join(tmpdir(), 'api-committee-'));
-  const store = await RecordStore.open(dir);
-  const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 3, vaultsPerOrg: 5 } });
-  const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), vaults, coordinator: coordinator as CoordinatorClient | undefined });
-  t.teardown(async () => {
-    await app.close();
-    await store.close();
-  });
-  const secret = ed25519.utils.randomSecretKey();
-  const { org, key } = await vaults.createOrg('Acme', bytesToHex(ed25519.getPublicKey(secret)));
-  const creds: ApiCredentials = { keyId: key.id, secretKey: secret };
-  const call = (method: 'GET' | 'POST', path: string, body?: unknown) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    return app.inject({ method, url: path, payload, headers: { host: 'api.test', ...signedHeaders(creds, method, `http://api.test${path}`, payload) } });
-  };
-  return { vaults, store, org, call };
+function setup(t: Test, coordinator?: Partial<CoordinatorClient>) {
+  return vaultApp(t, coordinator ? { coordinator } : {});
 }
 
 const customerNode = { node_id: self.node_id, signing_key: self.signing_key, encryption_key: self.encryption_key };

@@ -1,41 +1,18 @@
 // The vault API through app.inject with a real LevelDB store: request signatures, API keys, vaults and
 // wallets, and the error shape and status of every refusal.
 import t, { type Test } from 'tap';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { vaultApp } from './vault-app.ts';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { HDKey } from '@scure/bip32';
 import { publicKeyToAddress } from 'viem/utils';
 import { toHex } from 'viem';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { buildApp } from '../../../api/app.ts';
-import { loadApiConfig } from '../../../api/config.ts';
-import { createLogger } from '../../../common/logger.ts';
-import { RecordStore } from '../../../api/store/record-store.ts';
-import { VaultService } from '../../../api/vaults/vault-service.ts';
-import { signedHeaders, type ApiCredentials } from '../../../api/sdk/request-signer.ts';
+import { signedHeaders } from '../../../api/sdk/request-signer.ts';
 import type { VaultRecord } from '../../../api/vaults/records.ts';
 
-async function setup(t: Test, limits = { apiKeysPerOrg: 3, vaultsPerOrg: 2 }) {
-  const dir = mkdtempSync(join(tmpdir(), 'api-'));
-  const store = await RecordStore.open(dir);
-  const vaults = new VaultService({ store, environment: 'sandbox', limits });
-  const config = loadApiConfig({ API_DATA_DIR: dir });
-  const app = await buildApp({ config, logger: createLogger('api', 'silent'), vaults });
-  t.teardown(async () => {
-    await app.close();
-    await store.close();
-  });
-  const secret = ed25519.utils.randomSecretKey();
-  const { org, key } = await vaults.createOrg('Acme', bytesToHex(ed25519.getPublicKey(secret)));
-  const creds: ApiCredentials = { keyId: key.id, secretKey: secret };
-  const call = (method: 'GET' | 'POST', path: string, body?: unknown, c: ApiCredentials = creds, headers?: Record<string, string>) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    return app.inject({ method, url: path, payload, headers: { host: 'api.test', ...signedHeaders(c, method, `http://api.test${path}`, payload), ...headers } });
-  };
-  return { app, vaults, store, org, creds, call };
+function setup(t: Test, limits = { apiKeysPerOrg: 3, vaultsPerOrg: 2 }) {
+  return vaultApp(t, { limits });
 }
 
 t.test('API keys: register, list, revoke; a revoked key stops authenticating at once', async (t) => {

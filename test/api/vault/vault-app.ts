@@ -1,0 +1,47 @@
+// The vault API on a fresh LevelDB store with one organization and its first API key, and a `call`
+// that signs each request as the SDK does. Shared by the vault API's route tests.
+import type { Test } from 'tap';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { buildApp } from '../../../api/app.ts';
+import { loadApiConfig } from '../../../api/config.ts';
+import { createLogger } from '../../../common/logger.ts';
+import { RecordStore } from '../../../api/store/record-store.ts';
+import { VaultService } from '../../../api/vaults/vault-service.ts';
+import type { TransactionService, TransactionServiceOptions } from '../../../api/transactions/transaction-service.ts';
+import type { CoordinatorClient } from '../../../api/coordinator/coordinator-client.ts';
+import { signedHeaders, type ApiCredentials } from '../../../api/sdk/request-signer.ts';
+
+export interface VaultAppOptions {
+  limits?: { apiKeysPerOrg: number; vaultsPerOrg: number };
+  coordinator?: Partial<CoordinatorClient>;
+  /** Builds the transaction service over the app's vault service (transaction routes are off without it). */
+  transactions?: (vaults: VaultService) => TransactionService;
+}
+
+export async function vaultApp(t: Test, opts: VaultAppOptions = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'api-'));
+  const store = await RecordStore.open(dir);
+  const vaults = new VaultService({ store, environment: 'sandbox', limits: opts.limits ?? { apiKeysPerOrg: 3, vaultsPerOrg: 5 } });
+  const app = await buildApp({
+    config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), vaults,
+    coordinator: opts.coordinator as CoordinatorClient | undefined, transactions: opts.transactions?.(vaults),
+  });
+  t.teardown(async () => {
+    await app.close();
+    await store.close();
+  });
+  const secret = ed25519.utils.randomSecretKey();
+  const { org, key } = await vaults.createOrg('Acme', bytesToHex(ed25519.getPublicKey(secret)));
+  const creds: ApiCredentials = { keyId: key.id, secretKey: secret };
+  const call = (method: 'GET' | 'POST', path: string, body?: unknown, c: ApiCredentials = creds, headers?: Record<string, string>) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    return app.inject({ method, url: path, payload, headers: { host: 'api.test', ...signedHeaders(c, method, `http://api.test${path}`, payload), ...headers } });
+  };
+  return { app, vaults, store, org, creds, call };
+}
+
+export type { TransactionServiceOptions };
