@@ -8,6 +8,7 @@ export const NodeConfigSchema = Type.Object({
   coordinator: Type.String({ env: 'NODE_COORDINATOR', default: '127.0.0.1:7400', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port of the coordinator' }),
   dataDir: Type.String({ env: 'NODE_DATA_DIR', default: './data/node', minLength: 1 }),
   storageKeyFile: Type.Optional(Type.String({ env: 'NODE_STORAGE_KEY_FILE', minLength: 1, description: 'defaults to <dataDir>/storage.key' })),
+  storeAdopt: Type.Boolean({ env: 'NODE_STORE_ADOPT', default: false, description: 'open, once, a store written before it had an authenticated head (docs/storage.md)' }),
   rollbackAnchorFile: Type.Optional(Type.String({ env: 'NODE_ROLLBACK_ANCHOR_FILE', minLength: 1, description: 'file, on storage the host cannot roll back, that keeps the store version (docs/storage.md)' })),
   createStorageKey: Type.Boolean({ env: 'NODE_CREATE_STORAGE_KEY', default: true, description: 'create the key file at first start when absent' }),
   kind: Type.Union([Type.Literal('service'), Type.Literal('self'), Type.Literal('tee')], { env: 'NODE_KIND', default: 'service' }),

@@ -13,7 +13,7 @@ import { NodeIdentity } from './runtime/identity.ts';
 
 try {
   const config = loadNodeConfig();
-  const store = await SealedStore.open(join(config.dataDir, 'db'), loadStorageKey(config.storageKeyFile, config.createStorageKey));
+  const store = await SealedStore.open(join(config.dataDir, 'db'), loadStorageKey(config.storageKeyFile, config.createStorageKey), { adoptUnheaded: config.storeAdopt });
   try {
     const { identity, created } = await NodeIdentity.loadOrCreate(store);
     process.stdout.write(JSON.stringify({

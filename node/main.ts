@@ -26,7 +26,7 @@ await runMain('node', async () => {
   const log = createLogger('node', config.logLevel);
   const storageKey = loadStorageKey(config.storageKeyFile, config.createStorageKey);
   const anchor = config.rollbackAnchorFile ? new FileRollbackAnchor(config.rollbackAnchorFile, storageKey) : undefined;
-  const store = await SealedStore.open(join(config.dataDir, 'db'), storageKey, anchor ? { anchor } : {});
+  const store = await SealedStore.open(join(config.dataDir, 'db'), storageKey, { ...(anchor ? { anchor } : {}), adoptUnheaded: config.storeAdopt });
   if (store.adopted) log.info('the store had no authenticated head yet: one was written over its present records');
   if (!anchor) log.warn('no NODE_ROLLBACK_ANCHOR_FILE: a restore of the whole data directory from an older copy would not be noticed (docs/storage.md)');
   const { identity, created } = await NodeIdentity.loadOrCreate(store);

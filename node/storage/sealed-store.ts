@@ -38,6 +38,11 @@ export type BatchOp =
 export interface SealedStoreOptions {
   /** Where the head's version is also kept, off this disk (rollback-anchor.ts). */
   anchor?: RollbackAnchor;
+  /**
+   * Take a store that has records but no head (one written before heads existed) as it is, once. Off by
+   * default: removing the head must not be a way to have an altered store adopted.
+   */
+  adoptUnheaded?: boolean;
 }
 
 interface Head {
@@ -82,6 +87,9 @@ export class SealedStore {
       if (headBlob === undefined) {
         head = { version: 0n, count: digests.size, acc };
         adopted = digests.size > 0;
+        if (adopted && !opts.adoptUnheaded) {
+          throw new SealedStoreError('tampered', 'the store has records but no authenticated head: it was removed, or the store predates heads (then open it once with adoption allowed: NODE_STORE_ADOPT=true)');
+        }
       } else {
         try {
           head = decodeHead(unsealWith(storageKey, HEAD_KEY, headBlob));

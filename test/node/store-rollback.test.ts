@@ -106,10 +106,31 @@ t.test('an untouched store reopens, its version having grown with every write', 
   await store.close();
 });
 
-t.test('a store written before heads existed is adopted once', async (t) => {
+t.test('a removed head is refused: the store is not adopted as it stands', async (t) => {
+  const dir = tmp(t);
+  await populated(dir);
+  await onDisk(dir, async (db) => {
+    await db.put('key/k/current/committee', new TextEncoder().encode(JSON.stringify({ owner: 'mallory', committee: [], tier: 'hosted' })));
+    await db.del('\u0000head');
+  });
+  await t.rejects(SealedStore.open(dir, storageKey), { code: 'tampered' });
+});
+
+t.test('with an anchor, a removed head is refused even when adoption is allowed', async (t) => {
+  const dir = tmp(t);
+  const anchorFile = join(tmp(t), 'anchor');
+  const store = await SealedStore.open(dir, storageKey, { anchor: new FileRollbackAnchor(anchorFile, storageKey) });
+  await store.put('a', new Uint8Array([1]));
+  await store.close();
+  await onDisk(dir, (db) => db.del('\u0000head'));
+  await t.rejects(SealedStore.open(dir, storageKey, { adoptUnheaded: true, anchor: new FileRollbackAnchor(anchorFile, storageKey) }), { code: 'rolled_back' });
+});
+
+t.test('a store written before heads existed is adopted once, when allowed', async (t) => {
   const dir = tmp(t);
   await onDisk(dir, (db) => db.put('identity/v1', new Uint8Array([1])));
-  const store = await SealedStore.open(dir, storageKey);
+  await t.rejects(SealedStore.open(dir, storageKey), { code: 'tampered' }, 'not by default');
+  const store = await SealedStore.open(dir, storageKey, { adoptUnheaded: true });
   t.ok(store.adopted);
   t.equal(store.version, 1n);
   await store.close();
