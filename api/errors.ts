@@ -1,23 +1,48 @@
-// One error shape everywhere: { "error": "<human message>", "code": "<stable slug>" }. Route code throws
-// ApiError; Fastify's own validation and parsing errors are mapped here too.
+// One error shape everywhere: { "error": "<human message>", "code": "<stable slug>" }. Services and routes
+// throw a CustodyError (core/errors/custody-error.ts) with a registered code and never choose a status:
+// this is the one place an error becomes an HTTP status, through the table in core/errors/http-status.ts
+// (one status per kind, a few codes more exact). Fastify's own validation and parsing errors are mapped
+// here too; anything else is an internal error whose text is logged, never answered.
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
+import { CustodyError } from '../core/errors/custody-error.ts';
+import { httpStatusOfCode } from '../core/errors/http-status.ts';
+import { FieldValidationError } from './validation.ts';
 
-export const ErrorBody = Type.Object({ error: Type.String(), code: Type.String() }, { $id: 'Error' });
+export { HTTP_STATUS_BY_CODE, HTTP_STATUS_BY_KIND } from '../core/errors/http-status.ts';
 
-export class ApiError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
-    super(message);
-    this.name = 'ApiError';
-  }
+/** `fields` is present only on a 422 validation_failed that names the rejected fields (FieldValidationError). */
+export const ErrorBody = Type.Object({
+  error: Type.String(), code: Type.String(),
+  fields: Type.Optional(Type.Array(Type.Object({ field: Type.String(), reason: Type.String() }))),
+}, { $id: 'Error' });
+
+/** The status a CustodyError is answered with. */
+export function httpStatusOf(err: CustodyError): number {
+  return httpStatusOfCode(err.code);
 }
+
+const INTERNAL = { error: 'internal error', code: 'internal' } as const;
 
 export function installErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((req, reply) => {
     reply.code(404).send({ error: `no route ${req.method} ${req.url.split('?')[0]}`, code: 'not_found' });
   });
-  app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
-    if (err instanceof ApiError) return reply.code(err.status).send({ error: err.message, code: err.code });
+  app.setErrorHandler((err: FastifyError | CustodyError, req, reply) => {
+    if (!(err instanceof Error)) {
+      // A thrown string or object: a bug of ours, never echoed.
+      req.log.error({ err }, 'unhandled non-error throw');
+      return reply.code(500).send(INTERNAL);
+    }
+    if (err instanceof CustodyError) {
+      if (err.kind === 'bug') {
+        req.log.error({ err }, 'internal error');
+        return reply.code(500).send(INTERNAL);
+      }
+      const status = httpStatusOf(err);
+      if (status >= 500) req.log.warn({ err }, 'dependency error');
+      return reply.code(status).send({ error: err.message, code: err.code, ...(err instanceof FieldValidationError ? { fields: err.fields } : {}) });
+    }
     if ('validation' in err && err.validation) {
       return reply.code(400).send({ error: `${err.validationContext ?? 'request'} ${err.message.replace(/^(body|querystring|params|headers)\/?\s*/, '')}`.trim(), code: 'invalid_request' });
     }
@@ -27,6 +52,6 @@ export function installErrorHandling(app: FastifyInstance): void {
       return reply.code(status).send({ error: err.message, code });
     }
     req.log.error({ err }, 'unhandled error');
-    return reply.code(500).send({ error: 'internal error', code: 'internal' });
+    return reply.code(500).send(INTERNAL);
   });
 }

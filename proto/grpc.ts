@@ -88,10 +88,11 @@ export function addService<S extends GenServiceMethods>(server: grpc.Server, ser
         };
         break;
       case 'server_streaming':
+        // grpc-js ends a server stream with the status of an 'error' event (a destroyed stream sends none).
         handlers[method.localName] = (call: grpc.ServerWritableStream<unknown, unknown>) => {
           Promise.resolve()
             .then(() => fn(call.request, call))
-            .catch((err: unknown) => call.destroy(toServiceError(err) as Error));
+            .catch((err: unknown) => call.emit('error', toServiceError(err)));
         };
         break;
       case 'bidi_streaming':
@@ -102,16 +103,23 @@ export function addService<S extends GenServiceMethods>(server: grpc.Server, ser
   server.addService(serviceDefinition(service), handlers);
 }
 
-/** An error carrying a gRPC status code, for handlers that want a specific status. */
+/**
+ * An error carrying a gRPC status code, for handlers that want a specific status, and optionally the
+ * trailers to send with it (core/rpc/rpc-error.ts puts the structured error details there).
+ */
 export class GrpcStatusError extends Error {
-  constructor(readonly code: grpc.status, message: string) {
+  constructor(readonly code: grpc.status, message: string, readonly metadata?: grpc.Metadata) {
     super(message);
     this.name = 'GrpcStatusError';
+  }
+
+  get details(): string {
+    return this.message;
   }
 }
 
 function toServiceError(err: unknown): Partial<grpc.ServiceError> {
-  if (err instanceof GrpcStatusError) return { code: err.code, details: err.message, message: err.message };
+  if (err instanceof GrpcStatusError) return { code: err.code, details: err.message, message: err.message, ...(err.metadata ? { metadata: err.metadata } : {}) };
   const message = err instanceof Error ? err.message : String(err);
   return { code: grpc.status.INTERNAL, details: message, message };
 }

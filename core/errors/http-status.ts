@@ -1,0 +1,44 @@
+// The HTTP status of an error (docs/architecture.md "Error model"): one status per kind, and a few codes
+// whose status is more exact than their kind's. The API's error handler (api/errors.ts) is the only
+// server code that turns an error into a status; the SDK reads the table backwards to give an HTTP
+// answer its kind. Nothing that throws names a status.
+import { ERROR_CODES, type ErrorCode } from './error-codes.ts';
+import type { ErrorKind } from './error-kinds.ts';
+
+export const HTTP_STATUS_BY_KIND: Readonly<Record<ErrorKind, number>> = {
+  invalid: 400,
+  unauthenticated: 401,
+  refused: 403,
+  not_found: 404,
+  conflict: 409,
+  limited: 429,
+  aborted: 502,
+  unavailable: 503,
+  transport: 502,
+  bug: 500,
+};
+
+/** Codes answered with another status than their kind's (the platform API's 413, 415 and 422). */
+export const HTTP_STATUS_BY_CODE: Readonly<Partial<Record<ErrorCode, number>>> = {
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  validation_failed: 422,
+  unknown_event: 422,
+  email_domain_invalid: 422,
+};
+
+/** The status a registered code is answered with. */
+export function httpStatusOfCode(code: ErrorCode): number {
+  return HTTP_STATUS_BY_CODE[code] ?? HTTP_STATUS_BY_KIND[ERROR_CODES[code].kind];
+}
+
+/**
+ * The kind an HTTP error status stands for, read from the table backwards: the one kind whose registered
+ * codes are answered with it. Undefined where two kinds share a status (502: aborted or transport) and
+ * for a status the table does not give (an older or newer server, a proxy).
+ */
+export function kindOfHttpStatus(status: number): ErrorKind | undefined {
+  const kinds = new Set<ErrorKind>();
+  for (const code of Object.keys(ERROR_CODES) as ErrorCode[]) if (httpStatusOfCode(code) === status) kinds.add(ERROR_CODES[code].kind);
+  return kinds.size === 1 ? [...kinds][0] : undefined;
+}

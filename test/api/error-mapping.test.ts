@@ -1,0 +1,120 @@
+// The API edge of the error model: a CustodyError a service throws reaches the client with the status
+// of the HTTP table (core/errors/http-status.ts) and the body {error, code}; a bug and an unexpected
+// plain Error answer 500 `internal` without their text; the SDK gets the kind back from the status.
+import t from 'tap';
+import { vaultApp } from './vault/vault-app.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
+import type { ErrorCode } from '../../core/errors/error-codes.ts';
+import { RosterError } from '../../core/trust/roster.ts';
+import { ObjectStoreError } from '../../api/adapters/object-store.ts';
+import { CustodyClient, CustodyApiError } from '../../api/sdk/client.ts';
+
+/** A vault app whose listKeys (GET /v1/api-keys) throws what `next` holds. */
+async function throwingApp(t: Parameters<typeof vaultApp>[0]) {
+  const s = await vaultApp(t);
+  const box: { next: unknown } = { next: undefined };
+  s.vaults.listKeys = async () => {
+    throw box.next;
+  };
+  const answer = async (err: unknown) => {
+    box.next = err;
+    const res = await s.call('GET', '/v1/api-keys');
+    return { status: res.statusCode, body: res.json() as Record<string, unknown>, raw: res.body };
+  };
+  return { ...s, answer };
+}
+
+t.test('a service-thrown CustodyError of each kind gets the table status and {error, code}', async (t) => {
+  const { answer } = await throwingApp(t);
+  const cases: [ErrorCode, number][] = [
+    ['invalid_request', 400],
+    ['unauthorized', 401],
+    ['forbidden', 403],
+    ['not_found', 404],
+    ['conflict', 409],
+    ['rate_limited', 429],
+    ['party_failed', 502], // aborted
+    ['unavailable', 503],
+    ['chain_unavailable', 502], // transport
+    // Codes answered with a more exact status than their kind's.
+    ['validation_failed', 422],
+    ['payload_too_large', 413],
+    ['unsupported_media_type', 415],
+  ];
+  for (const [code, status] of cases) {
+    const got = await answer(new CustodyError(code, `the ${code} message`));
+    t.equal(got.status, status, `${code} -> ${status}`);
+    t.same(got.body, { error: `the ${code} message`, code }, `${code}: the body is exactly {error, code}`);
+  }
+});
+
+t.test('the shared error classes map like any CustodyError', async (t) => {
+  const { answer } = await throwingApp(t);
+  const roster = await answer(new RosterError('the roster does not verify'));
+  t.equal(roster.status, 400);
+  t.same(roster.body, { error: 'the roster does not verify', code: 'bad_roster' });
+  const store = await answer(new ObjectStoreError('object store answered 503', 503));
+  t.equal(store.status, 502);
+  t.equal(store.body.code, 'object_store_error');
+});
+
+t.test('a bug and an unexpected plain Error answer 500 internal without their text', async (t) => {
+  const { answer } = await throwingApp(t);
+  const bug = await answer(new CustodyError('bug', 'invariant broken at /var/lib/custody/secret-path'));
+  t.equal(bug.status, 500);
+  t.same(bug.body, { error: 'internal error', code: 'internal' });
+  t.notMatch(bug.raw, /secret-path|invariant/, 'the bug text does not leak');
+  const plain = await answer(new Error('ECONNREFUSED 10.0.0.7:5432 password=hunter2'));
+  t.equal(plain.status, 500);
+  t.same(plain.body, { error: 'internal error', code: 'internal' });
+  t.notMatch(plain.raw, /hunter2|ECONNREFUSED/, 'the plain error text does not leak');
+  for (const thrown of ['a string, not an Error', { message: 'an object, not an Error' }]) {
+    const got = await answer(thrown);
+    t.equal(got.status, 500, 'a thrown non-Error is internal');
+    t.same(got.body, { error: 'internal error', code: 'internal' });
+  }
+});
+
+t.test('the mapping holds on a real service path and on the routes Fastify answers itself', async (t) => {
+  const { call } = await vaultApp(t);
+  const missing = await call('GET', '/v1/vaults/vlt_000000000000000000000000');
+  t.equal(missing.statusCode, 404);
+  t.equal(missing.json().code, 'not_found');
+  const noRoute = await call('GET', '/v1/no-such-route');
+  t.equal(noRoute.statusCode, 404);
+  t.equal(noRoute.json().code, 'not_found');
+  const invalid = await call('POST', '/v1/vaults', { tier: 'no-such-tier' });
+  t.equal(invalid.statusCode, 400);
+  t.equal(invalid.json().code, 'invalid_request');
+});
+
+t.test('the SDK gets the kind back from the status', async (t) => {
+  const { app, creds, org, vaults } = await throwingApp(t);
+  const client = new CustodyClient({
+    baseUrl: 'http://api.test', organization: org.id, keyId: creds.keyId, secretKey: creds.secretKey,
+    fetch: (async (url: string, init: RequestInit) => {
+      const u = new URL(url);
+      const res = await app.inject({ method: init.method as 'GET', url: u.pathname + u.search, headers: { host: u.host, ...(init.headers as Record<string, string>) }, ...(init.body !== undefined ? { payload: init.body as string } : {}) });
+      return new Response(res.body, { status: res.statusCode, headers: { 'content-type': 'application/json' } });
+    }) as typeof fetch,
+  });
+  const cases: [ErrorCode, number, string | undefined][] = [
+    ['cap_exceeded', 403, 'refused'],
+    ['conflict', 409, 'conflict'],
+    ['validation_failed', 422, 'invalid'],
+    ['unavailable', 503, 'unavailable'],
+    ['chain_unavailable', 502, undefined],
+  ];
+  for (const [code, status, kind] of cases) {
+    vaults.listKeys = async () => {
+      throw new CustodyError(code, `m ${code}`);
+    };
+    const err = await client.listApiKeys().then(() => undefined, (e: unknown) => e);
+    t.ok(err instanceof CustodyApiError, `${code}: a CustodyApiError`);
+    const e = err as CustodyApiError;
+    t.equal(e.status, status, `${code}: status`);
+    t.equal(e.code, code, `${code}: code`);
+    t.equal(e.kind, kind, `${code}: kind`);
+    t.equal(e.message, `m ${code}`);
+  }
+});
