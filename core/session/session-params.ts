@@ -1,9 +1,10 @@
-// The parameters the coordinator opens each kind of session with, carried as blobs (core/codec/blob.ts)
-// of kind 'dkg-params', 'sign-params', 'reshare-params', 'ot-params' and 'epoch-params'; the nodes read
-// them with the same types.
-import type { KeyPackage } from './key-package.ts';
-import type { ReshareMember } from './reshare-member.ts';
-import type { SignFields } from './sign-fields.ts';
+// The parameters the coordinator opens each kind of session with, carried as blobs of kind
+// 'dkg-params', 'sign-params', 'reshare-params', 'ot-params' and 'epoch-params'; both sides encode and
+// decode them with session-contract.ts, which checks every field.
+import { MAX_SESSION_PARTIES, readKeyPackage, type KeyPackage } from './key-package.ts';
+import { readReshareMember, type ReshareMember } from './reshare-member.ts';
+import { SIGN_SCHEMES, type SignFields } from './sign-fields.ts';
+import { bytes, defined, int, list, MAX_UINT32, oneOf, optional, record, text, type Fields } from './shape.ts';
 
 export interface DkgSessionParams {
   keyId: string;
@@ -11,11 +12,11 @@ export interface DkgSessionParams {
   epoch: number;
   threshold: number;
   tier: string;
-  /** The owner's trust log (encoded entries, hex) and its signed POST /v1/vaults request (docs/trust.md). */
-  trustLog?: string[];
-  creationRequest?: string;
-  /** The operator-signed service-node roster (core/trust/roster.ts), hex, carried unchanged. */
-  roster?: string;
+  /** The owner's trust log (encoded entries) and its signed POST /v1/vaults request (docs/trust.md). */
+  trustLog?: Uint8Array[];
+  creationRequest?: Uint8Array;
+  /** The operator-signed service-node roster (core/trust/roster.ts), carried unchanged. */
+  roster?: Uint8Array;
 }
 
 export interface SignSessionParams extends SignFields {
@@ -32,13 +33,86 @@ export interface ReshareSessionParams {
   members: ReshareMember[];
   /** Tier of the new epoch. */
   tier?: string;
-  /** The operator-signed service-node roster, hex; the owner's trust log and signed reshare request, hex. */
-  roster?: string;
-  trustLog?: string[];
-  reshareRequest?: string;
+  /** The operator-signed service-node roster; the owner's trust log and signed reshare request. */
+  roster?: Uint8Array;
+  trustLog?: Uint8Array[];
+  reshareRequest?: Uint8Array;
 }
 
+/** OT setup ('ot-params') and the second phase of a reshare ('epoch-params'). */
 export interface EpochSessionParams {
   keyId: string;
   epoch: number;
+}
+
+/** Bounds of the parameters, checked by every decoder (and by every encoder, so a bad request fails before a session opens). */
+export const PARAM_LIMITS = {
+  /** keyId, owner, apiKeyId: characters. */
+  name: 128,
+  tier: 32,
+  digests: 256,
+  /** BIP-32 depth is one byte. */
+  path: 255,
+  intent: 256 * 1024,
+  template: 1024 * 1024,
+  endUserToken: 16 * 1024,
+  trustLogEntries: 10_000,
+  /** One trust-log entry, creation or reshare request: a signed HTTP request with a body of at most 256 KiB. */
+  trustEntry: 512 * 1024,
+  roster: 64 * 1024,
+} as const;
+
+const L = PARAM_LIMITS;
+const name = (v: unknown, what: string) => text(v, what, L.name, 1);
+const epochOf = (v: unknown, what: string) => int(v, what, 0, MAX_UINT32);
+const entry = (v: unknown, what: string) => bytes(v, what, 1, L.trustEntry);
+const trustLogOf = (o: Fields, what: string) => optional(o, 'trustLog', (x) => list(x, `${what}.trustLog`, L.trustLogEntries, entry));
+
+export function readDkgParams(v: unknown, what = 'dkg-params'): DkgSessionParams {
+  const o = record(v, what, ['keyId', 'owner', 'epoch', 'threshold', 'tier'], ['trustLog', 'creationRequest', 'roster']);
+  return {
+    keyId: name(o.keyId, `${what}.keyId`), owner: name(o.owner, `${what}.owner`), epoch: epochOf(o.epoch, `${what}.epoch`),
+    threshold: int(o.threshold, `${what}.threshold`, 1, MAX_SESSION_PARTIES), tier: text(o.tier, `${what}.tier`, L.tier, 1),
+    ...defined({
+      trustLog: trustLogOf(o, what),
+      creationRequest: optional(o, 'creationRequest', (x) => bytes(x, `${what}.creationRequest`, 0, L.trustEntry)),
+      roster: optional(o, 'roster', (x) => bytes(x, `${what}.roster`, 0, L.roster)),
+    }),
+  };
+}
+
+export function readSignParams(v: unknown, what = 'sign-params'): SignSessionParams {
+  const o = record(v, what, ['keyId', 'epoch', 'path', 'scheme', 'digests', 'intent', 'intentSignature', 'apiKeyId', 'template', 'endUserToken'], ['trustLog']);
+  return {
+    keyId: name(o.keyId, `${what}.keyId`), epoch: epochOf(o.epoch, `${what}.epoch`),
+    path: list(o.path, `${what}.path`, L.path, (x, w) => int(x, w, 0, MAX_UINT32)),
+    scheme: oneOf(o.scheme, `${what}.scheme`, SIGN_SCHEMES),
+    digests: list(o.digests, `${what}.digests`, L.digests, (x, w) => bytes(x, w, 32), 1),
+    intent: bytes(o.intent, `${what}.intent`, 0, L.intent),
+    intentSignature: bytes(o.intentSignature, `${what}.intentSignature`, 64),
+    apiKeyId: text(o.apiKeyId, `${what}.apiKeyId`, L.name),
+    template: bytes(o.template, `${what}.template`, 0, L.template),
+    endUserToken: text(o.endUserToken, `${what}.endUserToken`, L.endUserToken),
+    ...defined({ trustLog: trustLogOf(o, what) }),
+  };
+}
+
+export function readReshareParams(v: unknown, what = 'reshare-params'): ReshareSessionParams {
+  const o = record(v, what, ['keyId', 'owner', 'oldPkg', 'newEpoch', 'newThreshold', 'members'], ['tier', 'roster', 'trustLog', 'reshareRequest']);
+  return {
+    keyId: name(o.keyId, `${what}.keyId`), owner: name(o.owner, `${what}.owner`), oldPkg: readKeyPackage(o.oldPkg, `${what}.oldPkg`),
+    newEpoch: epochOf(o.newEpoch, `${what}.newEpoch`), newThreshold: int(o.newThreshold, `${what}.newThreshold`, 1, MAX_SESSION_PARTIES),
+    members: list(o.members, `${what}.members`, MAX_SESSION_PARTIES, readReshareMember, 1),
+    ...defined({
+      tier: optional(o, 'tier', (x) => text(x, `${what}.tier`, L.tier, 1)),
+      roster: optional(o, 'roster', (x) => bytes(x, `${what}.roster`, 0, L.roster)),
+      trustLog: trustLogOf(o, what),
+      reshareRequest: optional(o, 'reshareRequest', (x) => bytes(x, `${what}.reshareRequest`, 0, L.trustEntry)),
+    }),
+  };
+}
+
+export function readEpochParams(v: unknown, what = 'epoch-params'): EpochSessionParams {
+  const o = record(v, what, ['keyId', 'epoch']);
+  return { keyId: name(o.keyId, `${what}.keyId`), epoch: epochOf(o.epoch, `${what}.epoch`) };
 }

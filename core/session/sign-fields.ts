@@ -1,18 +1,29 @@
 // The signing request's fields: the coordinator's sign input and the nodes' sign session parameters
-// both extend them, so the two sides cannot drift apart.
+// both extend them, so the two sides cannot drift apart. Bytes stay bytes from the API's gRPC call to
+// the node's checks (session-contract.ts carries them as blob sections).
 
 export type SignScheme = 'ecdsa' | 'taproot' | 'bip340';
 
+export const SIGN_SCHEMES: readonly SignScheme[] = ['ecdsa', 'taproot', 'bip340'];
+
 /** What a signing request carries for the nodes to check (coordinator input, session parameters). */
 export interface SignFields {
+  /** BIP-32 path below the key (nodes derive only non-hardened steps). */
   path: number[];
   scheme: SignScheme;
-  digests: string[];
-  intent: string;
-  intentSignature: string;
+  /** 32-byte digests to sign, 1 to 256; every node recomputes each from the intent and template. */
+  digests: Uint8Array[];
+  // The authorization (coordinator.proto `Authorization`), checked by every node:
+  /** Canonical intent bytes (docs/intents.md). */
+  intent: Uint8Array;
+  /** The customer's 64-byte Ed25519 signature over the intent. */
+  intentSignature: Uint8Array;
+  /** The API key that signed it. */
   apiKeyId: string;
-  template: string;
+  /** The service's choices the intent leaves open (nonce and fees, or the unsigned transaction), versioned bytes. */
+  template: Uint8Array;
+  /** A hosted vault's end-user token naming the intent; empty when none. */
   endUserToken: string;
-  /** The organization's trust log (encoded entries, hex), applied before anything is checked. */
-  trustLog?: string[];
+  /** The organization's trust log (encoded entries), applied before anything is checked. */
+  trustLog?: Uint8Array[];
 }

@@ -1,0 +1,55 @@
+// The public results nodes report in SessionDone, carried as blobs of kind 'dkg-result',
+// 'reshare-result', 'sign-result', 'ot-result' and 'epoch-result'; both sides encode and decode them
+// with session-contract.ts.
+import { readKeyPackage, type KeyPackage } from './key-package.ts';
+import { PARAM_LIMITS } from './session-params.ts';
+import { bytes, defined, int, list, MAX_UINT32, oneOf, optional, record, text } from './shape.ts';
+
+/** DKG and reshare: the public package of the new epoch, which every receiver reports the same. */
+export interface PackageResult {
+  pkg: KeyPackage;
+}
+
+export interface SignResult {
+  /** One per digest: 64-byte r||s (ECDSA, low-s) or BIP-340 signatures. */
+  signatures: Uint8Array[];
+  /** ECDSA only: the recovery id (0 to 3) of each signature. */
+  recoveryIds?: number[];
+  /** Compressed (ECDSA, 33 bytes) or x-only (Schnorr, 32 bytes) key the signatures verify under. */
+  publicKey: Uint8Array;
+}
+
+/** The OT setup of a key epoch is stored on this node. */
+export interface OtResult {
+  keyId: string;
+  epoch: number;
+}
+
+export const EPOCH_OUTCOMES = ['promoted', 'removed', 'already', 'abandoned'] as const;
+
+/** What a commit or abandon did on this node. */
+export interface EpochResult {
+  outcome: (typeof EPOCH_OUTCOMES)[number];
+}
+
+export function readPackageResult(v: unknown, what: string): PackageResult {
+  const o = record(v, what, ['pkg']);
+  return { pkg: readKeyPackage(o.pkg, `${what}.pkg`) };
+}
+
+export function readSignResult(v: unknown, what = 'sign-result'): SignResult {
+  const o = record(v, what, ['signatures', 'publicKey'], ['recoveryIds']);
+  const signatures = list(o.signatures, `${what}.signatures`, PARAM_LIMITS.digests, (x, w) => bytes(x, w, 64), 1);
+  const recoveryIds = optional(o, 'recoveryIds', (x) => list(x, `${what}.recoveryIds`, signatures.length, (r, w) => int(r, w, 0, 3), signatures.length));
+  return { signatures, ...defined({ recoveryIds }), publicKey: bytes(o.publicKey, `${what}.publicKey`, 32, 33) };
+}
+
+export function readOtResult(v: unknown, what = 'ot-result'): OtResult {
+  const o = record(v, what, ['keyId', 'epoch']);
+  return { keyId: text(o.keyId, `${what}.keyId`, PARAM_LIMITS.name, 1), epoch: int(o.epoch, `${what}.epoch`, 0, MAX_UINT32) };
+}
+
+export function readEpochResult(v: unknown, what = 'epoch-result'): EpochResult {
+  const o = record(v, what, ['outcome']);
+  return { outcome: oneOf(o.outcome, `${what}.outcome`, EPOCH_OUTCOMES) };
+}

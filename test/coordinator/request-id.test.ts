@@ -1,0 +1,134 @@
+// The coordinator's request ids (docs/sessions.md "Request ids") and the session contract on its side,
+// with fake nodes answering the real session hub: a malformed id or request is refused before any session
+// opens; a good id is in every SessionOpen of the request, retries included, each under a fresh session
+// id; the nodes get the request's own bytes, and their results come back as bytes.
+import t, { type Test } from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Level } from 'level';
+import { create } from '@bufbuild/protobuf';
+import { KeyService } from '../../coordinator/keys/key-service.ts';
+import { KeyStore } from '../../coordinator/keys/key-store.ts';
+import { SessionHub, type ToNode } from '../../coordinator/sessions/session-hub.ts';
+import { deriveSessionId, SESSION_ID_TAG } from '../../coordinator/sessions/session-id.ts';
+import type { NodeRegistry } from '../../coordinator/nodes/node-registry.ts';
+import { SessionDoneSchema, SessionFailedSchema } from '../../proto/gen/mpc/v1/session_pb.ts';
+import { signParams, signResult } from '../../core/session/session-contract.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
+import { InputError } from '../../core/errors/protocol-errors.ts';
+import { taggedHash } from '../../core/codec/transcript.ts';
+import { createLogger } from '../../common/logger.ts';
+import { toHex } from '../../common/bytes.ts';
+
+const fill = (n: number, b: number) => new Uint8Array(n).fill(b);
+const COMMITTEE = ['n1', 'n2', 'n3'];
+
+interface Opened {
+  nodeId: string;
+  sessionId: Uint8Array;
+  requestId: string;
+  params: Uint8Array;
+}
+
+/** A key service over a real hub whose nodes are this test: `answer` says what each party reports. */
+async function setup(t: Test, answer: (o: Opened, nth: number) => { culprits: string[] } | 'done') {
+  const dir = mkdtempSync(join(tmpdir(), 'request-id-'));
+  const db = new Level<string, string>(dir, { valueEncoding: 'utf8' });
+  await db.open();
+  t.teardown(async () => {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const store = new KeyStore(db);
+  await store.put({
+    v: 1, keyId: 'vault-1', owner: 'org_acme', tier: 'hosted', threshold: 2, committee: COMMITTEE.map((nodeId, i) => ({ nodeId, index: i + 1 })),
+    epoch: 4, rotation: 0, publicKey: '02'.padEnd(66, '1'), chainCode: '', state: 'active', createdAtMs: 0, updatedAtMs: 0,
+  });
+  const registry = {
+    get: (nodeId: string) => ({ nodeId, kind: 'service', signingKey: fill(32, 1), encryptionKey: fill(32, 2) }),
+    isAttached: () => true,
+    list: () => [],
+    on: () => undefined,
+    off: () => undefined,
+  } as unknown as NodeRegistry;
+  const opened: Opened[] = [];
+  const sessions: string[] = [];
+  const hub: SessionHub = new SessionHub({
+    isAttached: () => true,
+    send(nodeId: string, msg: ToNode) {
+      if (msg.body?.case !== 'open') return true;
+      const o = msg.body.value;
+      const open: Opened = { nodeId, sessionId: o.sessionId as Uint8Array, requestId: o.requestId ?? '', params: o.params as Uint8Array };
+      opened.push(open);
+      const sid = toHex(open.sessionId);
+      if (!sessions.includes(sid)) sessions.push(sid);
+      const a = answer(open, sessions.indexOf(sid));
+      queueMicrotask(() => hub.fromNode(nodeId, a === 'done'
+        ? { case: 'done', value: create(SessionDoneSchema, { sessionId: open.sessionId, result: signResult.encode({ signatures: [fill(64, 0x5a)], publicKey: fill(32, 0x07) }) }) }
+        : { case: 'failed', value: create(SessionFailedSchema, { sessionId: open.sessionId, code: 'bad_proof', message: 'a proof does not verify', culprits: a.culprits }) }));
+      return true;
+    },
+  }, createLogger('test', 'silent'));
+  const keys = new KeyService(store, registry, hub, createLogger('test', 'silent'), { dkgMs: 5_000, signMs: 5_000, reshareMs: 5_000, attachWaitMs: 0 });
+  return { keys, opened };
+}
+
+const request = {
+  keyId: 'vault-1', path: [86, 1, 0, 0, 3], scheme: 'taproot' as const, digests: [fill(32, 0xd1), fill(32, 0xd2)],
+  intent: fill(120, 0x1e), intentSignature: fill(64, 0x51), apiKeyId: 'key_1', template: fill(200, 0x7e), endUserToken: '', trustLog: [fill(9, 0xe1)],
+};
+
+t.test('a malformed request id is refused as invalid_request before any session opens', async (t) => {
+  const { keys, opened } = await setup(t, () => 'done');
+  for (const requestId of ['txn/1', 'with space', 'x'.repeat(129), 'é']) {
+    const err = await keys.sign({ ...request, requestId }).catch((e: unknown) => e);
+    t.ok(err instanceof CustodyError && err.code === 'invalid_request' && err.kind === 'invalid', `${JSON.stringify(requestId)}: invalid_request (INVALID_ARGUMENT)`);
+    t.match((err as Error).message, /request_id/);
+  }
+  await t.rejects(keys.createKey({ keyId: 'vault-2', owner: 'org_acme', tier: 'hosted', requestId: 'a/b' }), { code: 'invalid_request' });
+  await t.rejects(keys.reshare({ keyId: 'vault-1', requestId: 'a/b' }), { code: 'invalid_request' });
+  // So is a malformed request, by the session contract's encoder.
+  const short = await keys.sign({ ...request, digests: [fill(31, 1)] }).catch((e: unknown) => e);
+  t.ok(short instanceof InputError && short.code === 'bad_params', 'a 31-byte digest: bad_params');
+  const unsigned = await keys.sign({ ...request, intentSignature: new Uint8Array() }).catch((e: unknown) => e);
+  t.ok(unsigned instanceof InputError && unsigned.code === 'bad_params', 'no intent signature: bad_params');
+  t.equal(opened.length, 0, 'no session opened');
+});
+
+t.test('a request id is in every SessionOpen of the request, retries included, each under a fresh session id', async (t) => {
+  // The first session fails naming n2; the retry without it signs.
+  const { keys, opened } = await setup(t, (o, nth) => (nth === 0 && o.nodeId === 'n1' ? { culprits: ['n2'] } : 'done'));
+  const out = await keys.sign({ ...request, requestId: 'txn_0193a1b2:1' });
+  t.same(out.signers, ['n1', 'n3'], 'the retry runs without the culprit');
+  t.same(out.signatures, [fill(64, 0x5a)], 'the signatures come back as bytes');
+  t.same(out.publicKey, fill(32, 0x07));
+  const ids = [...new Set(opened.map((o) => toHex(o.sessionId)))];
+  t.equal(ids.length, 2, 'two sessions');
+  t.ok(opened.every((o) => o.sessionId.length === 32), '32-byte session ids');
+  t.ok(opened.every((o) => o.requestId === 'txn_0193a1b2:1'), 'every open names the request');
+  // The nodes get the request's own bytes, no hex round trip, at the key's epoch.
+  for (const o of opened) {
+    const p = signParams.decode(o.params);
+    t.same({ ...p, epoch: undefined }, { ...request, epoch: undefined });
+    t.equal(p.epoch, 4);
+  }
+  // The same request id again: other session ids.
+  opened.length = 0;
+  await keys.sign({ ...request, requestId: 'txn_0193a1b2:1' });
+  t.notOk(opened.some((o) => ids.includes(toHex(o.sessionId))), 'a session id is never reused');
+  // No request id: sessions run as before, with an empty one.
+  opened.length = 0;
+  await keys.sign(request);
+  t.ok(opened.length > 0 && opened.every((o) => o.requestId === ''), 'empty when the caller sends none');
+});
+
+t.test('session ids: a tagged hash of the request id, the ordinal and 32 fresh bytes', async (t) => {
+  const fresh = fill(32, 9);
+  t.same(deriveSessionId('txn_1', 0, fresh), taggedHash(SESSION_ID_TAG, ['txn_1', 0, fresh]));
+  t.equal(SESSION_ID_TAG, 'custody/session-id/v1');
+  t.notSame(deriveSessionId('txn_1', 0, fresh), deriveSessionId('txn_1', 1, fresh), 'the ordinal is bound');
+  t.notSame(deriveSessionId('txn_1', 0, fresh), deriveSessionId('txn_2', 0, fresh), 'the request id is bound');
+  t.notSame(deriveSessionId('txn_1', 0), deriveSessionId('txn_1', 0), 'fresh bytes each time');
+  t.throws(() => deriveSessionId('txn_1', 0, fill(31, 9)));
+});
