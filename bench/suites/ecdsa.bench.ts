@@ -4,10 +4,10 @@
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { dkg, type DkgParams } from '../../node/protocols/dkg/dkg.ts';
-import { encodeKeyShare, SecretShare } from '../../node/protocols/keys/key-package.ts';
+import { encodeKeyShare, keyShareParam, SecretShare } from '../../node/protocols/keys/key-package.ts';
 import { encodeOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
 import type { Presignature } from '../../node/protocols/ecdsa/presignature.ts';
-import { scalarHex } from '../../node/protocols/math/curve.ts';
+import { exposeScalar } from '../../node/protocols/math/curve.ts';
 import { simulate } from '../../test/protocols/simulate.ts';
 import type { StoredKey } from '../../test/protocols/frost/keys.ts';
 import { online, otSetup, presign, type Committee } from '../../test/protocols/ecdsa/harness.ts';
@@ -22,7 +22,7 @@ function dkgWithOt(parties: number[], threshold: number): Committee {
   const s = sid('ecdsa dkg ' + n++);
   const params = new Map<number, DkgParams>(parties.map((me) => [me, { sessionId: s, keyId: 'bench', epoch: 0, threshold, parties, me }]));
   const { results } = simulate(dkg, params, { seed: s });
-  const keys = new Map<number, StoredKey>([...results].map(([id, k]) => [id, { id, share: scalarHex(k.share.scalar()), pkg: k.pkg }]));
+  const keys = new Map<number, StoredKey>([...results].map(([id, k]) => [id, keyShareParam(k)]));
   const setup = otSetup(keys, 'ot ' + s);
   if (setup.results.size !== parties.length) throw new Error('OT setup failed');
   return { keys, ots: setup.results };
@@ -57,7 +57,7 @@ export const suite: BenchSuite = {
     figures.presign_bytes_per_party = bytesSent(pre.transcript, 1);
     figures.online_bytes_per_party = bytesSent(on.transcript, 1);
     const k = committee.keys.get(1)!;
-    figures.key_share_bytes = encodeKeyShare({ share: new SecretShare(1, BigInt('0x' + k.share)), pkg: k.pkg }).length;
+    figures.key_share_bytes = encodeKeyShare({ share: new SecretShare(1, exposeScalar(k.share, 'share')), pkg: k.pkg }).length;
     figures.ot_setup_bytes = encodeOtSetup(committee.ots.get(1)!).length;
     figures.presignature_bytes = pool[0]!.get(1)!.encode().length;
   },

@@ -10,7 +10,7 @@ import { frostSign, type FrostSignParams } from '../../node/protocols/frost/fros
 import { reshare, type ReshareParams } from '../../node/protocols/reshare/reshare.ts';
 import { taprootKeyShare } from '../../node/protocols/frost/taproot.ts';
 import { SecretShare } from '../../node/protocols/keys/key-package.ts';
-import { scalarHex } from '../../node/protocols/math/curve.ts';
+import { exposeScalar, scalarHex } from '../../node/protocols/math/curve.ts';
 import { simulate } from '../../test/protocols/simulate.ts';
 import { dkgKeys, type StoredKey } from '../../test/protocols/frost/keys.ts';
 import type { BenchSuite } from '../harness.ts';
@@ -46,7 +46,7 @@ function reshareOnce() {
 }
 
 // Bare noble: the same Taproot-tweaked key, the same per-signer work, no wrapper.
-const tweaked = [1, 2].map((id) => taprootKeyShare({ share: new SecretShare(id, BigInt('0x' + keys.get(id)!.share)), pkg: keys.get(id)!.pkg }));
+const tweaked = [1, 2].map((id) => taprootKeyShare({ share: new SecretShare(id, exposeScalar(keys.get(id)!.share, 'share')), pkg: keys.get(id)!.pkg }));
 const idOf = (i: number) => schnorr_FROST.Identifier.fromNumber(i);
 const pub = {
   signers: { min: 2, max: 3 },

@@ -10,12 +10,13 @@
 // Rounds: 1 broadcast {commitment, proof, chain-code commitment}; 2 direct {share} + broadcast {echo};
 // 3 broadcast {confirmation, chain-code reveal}.
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { G, evalCommitment, parsePoint, parseScalar, pointHex, polyEval, randomScalar, scalarHex, Fn, type Point as P } from '../math/curve.ts';
+import { G, evalCommitment, exposeScalar, parsePoint, parseScalar, pointHex, polyEval, randomScalar, scalarHex, secretScalar, Fn, type Point as P } from '../math/curve.ts';
 import { taggedHashHex } from '../../../core/codec/transcript.ts';
 import { hashToScalar } from '../math/hash-to-scalar.ts';
 import { InputError, ProtocolAbort, blame } from '../../../core/errors/protocol-errors.ts';
 import { checkParties, checkSessionId, readPayload, type Message, type Protocol } from '../round/machine.ts';
 import { encodeBlob } from '../../../core/codec/blob.ts';
+import { SecretBytes } from '../../../core/codec/secret.ts';
 import { checkEcho, echoDigest } from '../round/echo.ts';
 import { SecretShare, type KeyShare } from '../keys/key-package.ts';
 import type { KeyPackage } from '../../../core/session/key-package.ts';
@@ -45,16 +46,20 @@ interface R3 {
 export interface DkgState {
   params: DkgParams;
   context: string;
-  /** Secret polynomial coefficients; emptied once the shares are dealt. */
-  coeffs: string[];
-  ownShare: string;
-  ccSecret: string;
+  /** Secret polynomial coefficients; zeroed and dropped once the shares are dealt. */
+  coeffs: SecretBytes[];
+  /** f_me(me), secret; dropped once the shares are summed. */
+  ownShare: SecretBytes | null;
+  /** This party's chain-code contribution, committed in round 1 and revealed in round 3; dropped at the end. */
+  ccSecret: SecretBytes | null;
   r1: Record<string, R1>;
-  shares: Record<string, string>;
+  /** The shares dealt to this party (secret), by dealer; dropped once summed. */
+  shares: Record<string, SecretBytes>;
   echoes: Record<string, Record<string, string>>;
   confirm: string;
   r3: Record<string, R3>;
-  secretShare: string;
+  /** The summed share between rounds 2 and 3 (secret); handed out in the SecretShare. */
+  secretShare: SecretBytes | null;
   pkg?: KeyPackage;
 }
 
@@ -101,16 +106,16 @@ export const dkg: Protocol<DkgParams, DkgState, KeyShare> = {
     const R = G.multiply(k);
     const c = pokChallenge(ctx, params.me, commitment[0]!, R);
     const z = Fn.add(k, Fn.mul(coeffs[0]!, c));
-    const ccSecret = bytesToHex(rng(32));
+    const ccSecret = new SecretBytes(rng(32));
     const r1: R1 = {
       commitment: commitment.map(pointHex),
       pokR: pointHex(R),
       pokZ: scalarHex(z),
-      ccCommit: taggedHashHex('custody/dkg/chaincode-commit/v1', [ctx, params.me, ccSecret]),
+      ccCommit: taggedHashHex('custody/dkg/chaincode-commit/v1', [ctx, params.me, bytesToHex(ccSecret.expose())]),
     };
     const state: DkgState = {
-      params, context: ctx, coeffs: coeffs.map(scalarHex), ownShare: scalarHex(polyEval(coeffs, BigInt(params.me))), ccSecret,
-      r1: { [params.me]: r1 }, shares: {}, echoes: {}, confirm: '', r3: {}, secretShare: '',
+      params, context: ctx, coeffs: coeffs.map(secretScalar), ownShare: secretScalar(polyEval(coeffs, BigInt(params.me))), ccSecret,
+      r1: { [params.me]: r1 }, shares: {}, echoes: {}, confirm: '', r3: {}, secretShare: null,
     };
     return { state, out: [{ from: params.me, to: 'all', round: 1, payload: encodeBlob('dkg/r1', r1) }] };
   },
@@ -146,7 +151,7 @@ export const dkg: Protocol<DkgParams, DkgState, KeyShare> = {
         const v = parseScalar(share, 'share');
         const C = s.r1[String(from)]!.commitment.map((c, i) => parsePoint(c, `commitment ${i}`));
         if (!G.multiply(v).equals(evalCommitment(C, BigInt(s.params.me)))) throw new ProtocolAbort('bad_share', [from], `party ${from}: share does not match its commitment`);
-        return { share };
+        return { share: secretScalar(v) };
       });
     }
     if (round === 3) {
@@ -166,7 +171,7 @@ export const dkg: Protocol<DkgParams, DkgState, KeyShare> = {
     const k = String(msg.from);
     if (round === 1) return { ...s, r1: { ...s.r1, [k]: parsed as R1 } };
     if (round === 2) {
-      const p = parsed as { echo?: Record<string, string>; share?: string };
+      const p = parsed as { echo?: Record<string, string>; share?: SecretBytes };
       if (p.echo) return { ...s, echoes: { ...s.echoes, [k]: p.echo } };
       return { ...s, shares: { ...s.shares, [k]: p.share! } };
     }
@@ -183,17 +188,19 @@ export const dkg: Protocol<DkgParams, DkgState, KeyShare> = {
   finalize(s, round) {
     const me = s.params.me;
     if (round === 1) {
-      const coeffs = s.coeffs.map((c) => parseScalar(c, 'coefficient'));
+      const coeffs = s.coeffs.map((c) => exposeScalar(c, 'coefficient'));
+      // Each share leaves explicitly, as hex, in its (end-to-end encrypted) direct message.
       const out: Message[] = others(s).map((j) => ({ from: me, to: j, round: 2, payload: encodeBlob('dkg/r2-share', { share: scalarHex(polyEval(coeffs, BigInt(j))) }) }));
       out.push({ from: me, to: 'all', round: 2, payload: encodeBlob('dkg/r2-echo', r1Echo(s)) });
       // The polynomial is no longer needed: only the own share remains.
+      for (const c of s.coeffs) c.zeroize();
       return { kind: 'next', state: { ...s, coeffs: [] }, out };
     }
     if (round === 2) {
       const parties = s.params.parties;
       const t = s.params.threshold;
       const agg = aggregateDealings(parties.map((p) => s.r1[String(p)]!.commitment), parties, t, {
-        me, shares: [s.ownShare, ...others(s).map((p) => s.shares[String(p)]!)],
+        me, shares: [s.ownShare!, ...others(s).map((p) => s.shares[String(p)]!)].map((x) => exposeScalar(x, 'share', true)),
       });
       const x = agg.share!;
       const verificationShares = agg.verificationShares;
@@ -204,14 +211,15 @@ export const dkg: Protocol<DkgParams, DkgState, KeyShare> = {
         keyId: s.params.keyId, epoch: s.params.epoch, threshold: t, parties: sorted, groupKey, verificationShares,
         groupCommitment: agg.groupCommitment, chainCode: '',
       };
-      const out: Message[] = [{ from: me, to: 'all', round: 3, payload: encodeBlob('dkg/r3', { confirm, chainCode: s.ccSecret } satisfies R3) }];
-      return { kind: 'next', state: { ...s, confirm, pkg, secretShare: scalarHex(x), ownShare: '' }, out };
+      // The chain-code contribution is revealed now, explicitly (every commitment is in).
+      const out: Message[] = [{ from: me, to: 'all', round: 3, payload: encodeBlob('dkg/r3', { confirm, chainCode: bytesToHex(s.ccSecret!.expose()) } satisfies R3) }];
+      return { kind: 'next', state: { ...s, confirm, pkg, secretShare: secretScalar(x), ownShare: null, shares: {} }, out };
     }
     const sorted = [...s.params.parties].sort((a, b) => a - b);
-    const reveals = sorted.map((p) => (p === me ? s.ccSecret : s.r3[String(p)]!.chainCode));
+    const reveals = sorted.map((p) => (p === me ? bytesToHex(s.ccSecret!.expose()) : s.r3[String(p)]!.chainCode));
     const chainCode = taggedHashHex('custody/dkg/chaincode/v1', [s.context, ...reveals]);
     const pkg: KeyPackage = { ...s.pkg!, chainCode };
-    const share = new SecretShare(me, parseScalar(s.secretShare, 'share'));
-    return { kind: 'done', state: { ...s, secretShare: '', ccSecret: '', pkg }, result: { share, pkg } };
+    const share = new SecretShare(me, exposeScalar(s.secretShare!, 'share'));
+    return { kind: 'done', state: { ...s, secretShare: null, ccSecret: null, pkg }, result: { share, pkg } };
   },
 };

@@ -11,8 +11,8 @@
 // When the combined signature does not verify, each share is checked on its own:
 // u_j·G = U_j and w_j·G = H(m)·Φ_j + r_x·V_j; every signer whose share fails is named.
 import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { hexToBytes } from '@noble/hashes/utils.js';
-import { Fn, G, ORDER, parsePoint, parseScalar, scalarHex } from '../math/curve.ts';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { Fn, G, ORDER, exposeScalar, parsePoint, parseScalar, scalarHex } from '../math/curve.ts';
 import { InputError, ProtocolAbort } from '../../../core/errors/protocol-errors.ts';
 import { readPayload, type Protocol } from '../round/machine.ts';
 import { encodeBlob } from '../../../core/codec/blob.ts';
@@ -75,10 +75,13 @@ export const ecdsaOnline: Protocol<OnlineParams, OnlineState, EcdsaSignature> = 
     const p = params.presignature.take();
     const R = parsePoint(p.R, 'R');
     const rx = Fn.create(R.toAffine().x);
-    const phi = parseScalar(p.phi, 'phi');
-    const v = parseScalar(p.v, 'v', true);
+    const phi = exposeScalar(p.phi, 'phi');
+    const v = exposeScalar(p.v, 'v', true);
     const w = Fn.add(Fn.mul(m, phi), Fn.mul(rx, v));
-    const u = p.u;
+    // u_i is broadcast (with w_i) in this round: it leaves the secret type here, explicitly.
+    const u = bytesToHex(p.u.expose());
+    // The presignature is spent: its secrets are zeroed (take() already refuses a second use).
+    for (const x of [p.u, p.v, p.phi]) x.zeroize();
     const state: OnlineState = {
       presignatureId: p.id, sessionId: p.sessionId, signers: p.signers, me: p.me, publicKey: p.publicKey, R: p.R, digest: params.digest,
       u, w: scalarHex(w), images: p.images, echo: p.echo, shares: {},

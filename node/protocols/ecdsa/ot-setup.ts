@@ -16,11 +16,12 @@
 // Afterwards every party holds, per peer, both keys of 256 OTs (its role as Bob, the extension
 // receiver), Δ and the chosen keys of 256 OTs (its role as Alice), and the zero-sharing seed.
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { Fn, parsePoint, parseScalar, pointHex, scalarHex } from '../math/curve.ts';
+import { Fn, exposeScalar, parsePoint, pointHex, secretScalar } from '../math/curve.ts';
 import { taggedHashHex } from '../../../core/codec/transcript.ts';
 import { InputError, ProtocolAbort, blame } from '../../../core/errors/protocol-errors.ts';
 import { checkParties, checkSessionId, readPayload, type Message, type Protocol } from '../round/machine.ts';
 import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
+import { SecretBytes } from '../../../core/codec/secret.ts';
 import { BASE_OT_COUNT, baseOtChoose, baseOtKeys, baseOtSender, joinKeys, splitKeys, unpackPoints } from '../ot/base-ot.ts';
 import { kosReceive, kosSend, rowOf, type KosReceiverMessage } from '../ot/kos.ts';
 import { taggedHash } from '../../../core/codec/transcript.ts';
@@ -38,14 +39,14 @@ export interface OtSetupParams {
 
 /** Per peer: what this party needs to run the extension in either role with that peer. Secret. */
 export interface PeerOt {
-  /** As Bob (extension receiver): both keys of the base OTs this party sent, hex concatenated. */
-  k0: string;
-  k1: string;
-  /** As Alice (extension sender): Δ (32 bytes hex) and the keys it chose, hex concatenated. */
-  delta: string;
-  kd: string;
-  /** Pairwise seed of the zero-sharing (DKLs23 §3.1). */
-  zeroSeed: string;
+  /** As Bob (extension receiver): both keys of the base OTs this party sent, concatenated (base-ot.ts joinKeys). */
+  k0: SecretBytes;
+  k1: SecretBytes;
+  /** As Alice (extension sender): Δ (32 bytes) and the keys it chose, concatenated. */
+  delta: SecretBytes;
+  kd: SecretBytes;
+  /** Pairwise seed of the zero-sharing (DKLs23 §3.1), 32 bytes. */
+  zeroSeed: SecretBytes;
 }
 
 export interface EcdsaOtSetup {
@@ -82,15 +83,21 @@ interface R3 {
   ot: KosReceiverMessage;
 }
 
+/** A verified round-2 message as stored: the peer's seed half, secret to the pair, held as SecretBytes. */
+type StoredR2 = Omit<R2, 'seed'> & { seed: SecretBytes };
+
 export interface OtSetupState {
   params: OtSetupParams;
   context: string;
-  /** Secret: per peer, our base-OT sender scalar a (toward higher ids), our seed half and its salt. */
-  mine: Record<string, { a: string; seed: string; salt: string }>;
+  /**
+   * Per peer, our base-OT sender scalar a (toward higher ids; secret), our seed half (secret until it is
+   * revealed to that peer alone in round 2) and the salt of its commitment; zeroed and dropped in round 2.
+   */
+  mine: Record<string, { a: SecretBytes | null; seed: SecretBytes; salt: string }>;
   r1: Record<string, R1>;
   /** Secret: per lower peer, our choice bits Δ and the keys we received. */
-  chosen: Record<string, { delta: string; kd: string }>;
-  r2: Record<string, R2>;
+  chosen: Record<string, { delta: SecretBytes; kd: SecretBytes }>;
+  r2: Record<string, StoredR2>;
   r3: Record<string, R3>;
   /** Secret: per peer, the finished material. */
   peers: Record<string, PeerOt>;
@@ -108,6 +115,8 @@ const lower = (p: OtSetupParams) => p.parties.filter((x) => x < p.me);
 const reverseCtx = (ctx: string, from: number, to: number) => taggedHashHex('custody/ecdsa/ot-setup/reverse/v1', [ctx, from, to]);
 const rowKey = (ctx: string, k: number, row: Uint8Array) => taggedHash('custody/ecdsa/ot-setup/reverse-key/v1', [ctx, k, row]);
 const pairCtx = (ctx: string, from: number, to: number) => taggedHashHex('custody/ecdsa/ot-setup/pair/v1', [ctx, from, to]);
+/** Placeholder for keys a lower peer's round 3 has not given yet (the run's state only). */
+const noKeys = () => new SecretBytes(new Uint8Array(0));
 
 export const ecdsaOtSetup: Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> = {
   name: 'ecdsa-ot-setup/v2',
@@ -121,14 +130,14 @@ export const ecdsaOtSetup: Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> =
     const out: Message[] = [];
     for (const j of others(params)) {
       const pc = pairCtx(ctx, params.me, j);
-      const seed = bytesToHex(rng(32));
-      const c = commit('zero-seed', pc, [seed], rng);
+      const seed = new SecretBytes(rng(32));
+      const c = commit('zero-seed', pc, [bytesToHex(seed.expose())], rng);
       const r1: R1 = { seedCommit: c.commitment };
-      let a = '';
+      let a: SecretBytes | null = null;
       if (params.me < j) {
         const s = baseOtSender(rng);
         const proof = proveDlogFischlin('ot-sender', pc, params.me, s.a, s.A, rng);
-        a = scalarHex(s.a);
+        a = secretScalar(s.a);
         Object.assign(r1, { A: pointHex(s.A), proof });
       }
       mine[String(j)] = { a, seed, salt: c.salt };
@@ -158,7 +167,9 @@ export const ecdsaOtSetup: Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> =
       return blame(from, 'bad_ot', () => {
         if (from > s.params.me) unpackPoints(r.B, BASE_OT_COUNT, 'B');
         if (typeof r.seed !== 'string' || !openCommitment('zero-seed', pc, [r.seed], r.salt, s.r1[String(from)]!.seedCommit)) throw new ProtocolAbort('bad_reveal', [from], `party ${from}: seed reveal does not match its commitment`);
-        return from > s.params.me ? { B: r.B, seed: r.seed, salt: r.salt } : { seed: r.seed, salt: r.salt };
+        // The commitment opened, so r.seed is 64 hex characters (the hash input was exactly this string).
+        const seed = new SecretBytes(hexToBytes(r.seed));
+        return (from > s.params.me ? { B: r.B!, seed, salt: r.salt } : { seed, salt: r.salt }) satisfies StoredR2;
       });
     }
     if (round === 3) {
@@ -173,7 +184,7 @@ export const ecdsaOtSetup: Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> =
   store(s, round, msg, parsed) {
     const k = String(msg.from);
     if (round === 1) return { ...s, r1: { ...s.r1, [k]: parsed as R1 } };
-    if (round === 2) return { ...s, r2: { ...s.r2, [k]: parsed as R2 } };
+    if (round === 2) return { ...s, r2: { ...s.r2, [k]: parsed as StoredR2 } };
     return { ...s, r3: { ...s.r3, [k]: parsed as R3 } };
   },
 
@@ -190,13 +201,14 @@ export const ecdsaOtSetup: Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> =
       const chosen: OtSetupState['chosen'] = {};
       for (const j of others(s.params)) {
         const m = s.mine[String(j)]!;
-        const r2: R2 = { seed: m.seed, salt: m.salt };
+        // The seed half leaves explicitly, to j alone (direct messages are end-to-end encrypted).
+        const r2: R2 = { seed: bytesToHex(m.seed.expose()), salt: m.salt };
         if (j < me) {
           // We are the base-OT receiver toward the lower j: our choices are Δ for our role as Alice toward j.
           const delta = rng(32);
           const A = parsePoint(s.r1[String(j)]!.A, 'A');
           const { B, keys } = baseOtChoose(pairCtx(s.context, j, me), j, me, A, delta, rng);
-          chosen[String(j)] = { delta: bytesToHex(delta), kd: joinKeys(keys) };
+          chosen[String(j)] = { delta: new SecretBytes(delta), kd: joinKeys(keys) };
           r2.B = B;
         }
         out.push({ from: me, to: j, round: 2, payload: encodeBlob('ecdsa-ot-setup/r2', r2) });
@@ -208,29 +220,42 @@ export const ecdsaOtSetup: Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> =
       const peers: Record<string, PeerOt> = {};
       for (const j of others(s.params)) {
         const m = s.mine[String(j)]!;
-        const [lo, hi] = me < j ? [m.seed, s.r2[String(j)]!.seed] : [s.r2[String(j)]!.seed, m.seed];
-        const zeroSeed = taggedHashHex('custody/ecdsa/zero-seed/v1', [s.context, Math.min(me, j), Math.max(me, j), lo, hi]);
+        // The halves enter the hash as hex, as they did when they were held as hex.
+        const mySeed = bytesToHex(m.seed.expose());
+        const theirs = bytesToHex(s.r2[String(j)]!.seed.expose());
+        const [lo, hi] = me < j ? [mySeed, theirs] : [theirs, mySeed];
+        const zeroSeed = new SecretBytes(taggedHash('custody/ecdsa/zero-seed/v1', [s.context, Math.min(me, j), Math.max(me, j), lo, hi]));
         if (j < me) {
-          peers[String(j)] = { k0: '', k1: '', delta: s.chosen[String(j)]!.delta, kd: s.chosen[String(j)]!.kd, zeroSeed };
+          // k0 and k1 toward a lower peer come from its round-3 extension.
+          peers[String(j)] = { k0: noKeys(), k1: noKeys(), delta: s.chosen[String(j)]!.delta, kd: s.chosen[String(j)]!.kd, zeroSeed };
           continue;
         }
         const Bs = unpackPoints(s.r2[String(j)]!.B, BASE_OT_COUNT, 'B');
-        const { k0, k1 } = baseOtKeys(pairCtx(s.context, me, j), me, j, parseScalar(m.a, 'a'), Bs);
+        const { k0, k1 } = baseOtKeys(pairCtx(s.context, me, j), me, j, exposeScalar(m.a!, 'a'), Bs);
         // Bootstrap the other direction: one extension with random choices, the first 256 rows as OTs.
         const rc = reverseCtx(s.context, me, j);
         const ext = kosReceive(rc, k0, k1, rng);
         const delta = ext.r.slice(0, BASE_OT_COUNT / 8);
         const kd = Array.from({ length: BASE_OT_COUNT }, (_, k) => rowKey(rc, k, rowOf(ext.t, k)));
-        peers[String(j)] = { k0: joinKeys(k0), k1: joinKeys(k1), delta: bytesToHex(delta), kd: joinKeys(kd), zeroSeed };
+        ext.r.fill(0);
+        ext.t.fill(0);
+        peers[String(j)] = { k0: joinKeys(k0), k1: joinKeys(k1), delta: new SecretBytes(delta), kd: joinKeys(kd), zeroSeed };
         out.push({ from: me, to: j, round: 3, payload: encodeBlob(R3_KIND, { ot: ext.msg } satisfies R3) });
       }
-      return { kind: 'next', state: { ...s, mine: {}, chosen: {}, peers }, out };
+      // The sender scalars and both seed halves are spent; Δ and the chosen keys moved into `peers`.
+      for (const m of Object.values(s.mine)) {
+        m.a?.zeroize();
+        m.seed.zeroize();
+      }
+      for (const m of Object.values(s.r2)) m.seed.zeroize();
+      // Round 3 needs nothing of round 2 (its points are used): dropped with the seeds.
+      return { kind: 'next', state: { ...s, mine: {}, chosen: {}, r2: {}, peers }, out };
     }
     const peers = { ...s.peers };
     for (const j of lower(s.params)) {
       const p = peers[String(j)]!;
       const rc = reverseCtx(s.context, j, me);
-      const delta = hexToBytes(p.delta);
+      const delta = p.delta.expose();
       const q = blame(j, 'bad_ot_check', () => kosSend(rc, delta, splitKeys(p.kd), s.r3[String(j)]!.ot));
       const k0: Uint8Array[] = [];
       const k1: Uint8Array[] = [];
@@ -255,15 +280,38 @@ export function retireOtPairs(setup: EcdsaOtSetup, peers: number[]): EcdsaOtSetu
   return { ...setup, retired: [...new Set([...setup.retired, ...peers.filter((p) => p !== setup.me)])].sort((a, b) => a - b) };
 }
 
-/** Sealed-storage form (secret: store it encrypted like the key share). */
+/**
+ * Sealed-storage form (secret: store it encrypted like the key share): the keys, Δ and seeds are secret
+ * sections of the blob. Setups stored before that hold them as hex strings; decodeOtSetup reads both.
+ */
 export function encodeOtSetup(s: EcdsaOtSetup): Uint8Array {
-  return encodeBlob('ecdsa-ot-setup', s);
+  return encodeBlob('ecdsa-ot-setup', s, { secrets: true });
+}
+
+const KEYS_BYTES = BASE_OT_COUNT * 32;
+const PEER_FIELDS: [keyof PeerOt, number][] = [['k0', KEYS_BYTES], ['k1', KEYS_BYTES], ['delta', BASE_OT_COUNT / 8], ['kd', KEYS_BYTES], ['zeroSeed', 32]];
+
+/** A stored secret field: SecretBytes, or hex in a setup stored before secrets had their own sections. */
+function storedSecret(v: unknown, size: number, what: string): SecretBytes {
+  let out: SecretBytes;
+  if (v instanceof SecretBytes) out = v;
+  else if (typeof v === 'string' && /^([0-9a-f]{2})*$/.test(v)) out = new SecretBytes(hexToBytes(v));
+  else throw new InputError('bad_encoding', `OT setup: ${what} is malformed`);
+  if (out.length !== size) throw new InputError('bad_encoding', `OT setup: ${what} has the wrong length`);
+  return out;
 }
 
 export function decodeOtSetup(bytes: Uint8Array): EcdsaOtSetup {
-  const s = decodeBlob<EcdsaOtSetup>('ecdsa-ot-setup', bytes);
-  if (!s || typeof s.peers !== 'object' || !Array.isArray(s.parties) || !Array.isArray(s.retired)) throw new InputError('bad_encoding', 'not an OT setup');
-  return s;
+  const s = decodeBlob<EcdsaOtSetup>('ecdsa-ot-setup', bytes, { secrets: true });
+  if (!s || typeof s.peers !== 'object' || s.peers === null || !Array.isArray(s.parties) || !Array.isArray(s.retired)) throw new InputError('bad_encoding', 'not an OT setup');
+  const peers: Record<string, PeerOt> = {};
+  for (const [j, p] of Object.entries(s.peers)) {
+    if (typeof p !== 'object' || p === null) throw new InputError('bad_encoding', `OT setup: material for party ${j} is malformed`);
+    const fields = Object.fromEntries(PEER_FIELDS.map(([f, size]) => [f, storedSecret((p as unknown as Record<string, unknown>)[f], size, `${f} of party ${j}`)]));
+    peers[j] = fields as unknown as PeerOt;
+  }
+  return { ...s, peers };
 }
 
-export const scalarOfSeed = (seed: string, ctx: string): bigint => Fn.create(BigInt('0x' + taggedHashHex('custody/ecdsa/zero-share/v1', [seed, ctx])));
+/** This pair's zero-share for a run: the seed enters the hash as its hex, as it did when it was stored as hex. */
+export const scalarOfSeed = (seed: SecretBytes, ctx: string): bigint => Fn.create(BigInt('0x' + taggedHashHex('custody/ecdsa/zero-share/v1', [bytesToHex(seed.expose()), ctx])));

@@ -14,17 +14,16 @@
 //          signer check each online share (online.ts). Direct messages are end-to-end encrypted: the
 //          coordinator never sees the images (Φ with the public Σu would give it k⁻¹·G); the signers do.
 //   finish: the echoes agree; Σ pk_j = Y; R = Σ R_j.
-import { hexToBytes } from '@noble/hashes/utils.js';
-import { Fn, Point, lagrangeAtZero, mulBase, parsePoint, parseScalar, pointHex, randomScalar, scalarHex, type Point as P } from '../math/curve.ts';
+import { Fn, Point, exposeScalar, lagrangeAtZero, mulBase, parsePoint, parseScalar, pointHex, randomScalar, scalarHex, secretScalar, type Point as P } from '../math/curve.ts';
 import { taggedHashHex } from '../../../core/codec/transcript.ts';
 import { hashToScalar } from '../math/hash-to-scalar.ts';
 import { InputError, ProtocolAbort, blame } from '../../../core/errors/protocol-errors.ts';
 import { checkParties, checkSessionId, readPayload, type Message, type Protocol } from '../round/machine.ts';
 import { encodeBlob } from '../../../core/codec/blob.ts';
+import type { SecretBytes } from '../../../core/codec/secret.ts';
 import { checkEcho, echoDigest } from '../round/echo.ts';
 import { deriveKeyShare } from '../derive/bip32.ts';
-import { SecretShare } from '../keys/key-package.ts';
-import type { KeyPackage } from '../../../core/session/key-package.ts';
+import { SecretShare, type KeyShareParam } from '../keys/key-package.ts';
 import { packPoints, splitKeys, unpackPoints } from '../ot/base-ot.ts';
 import type { KosReceiverMessage } from '../ot/kos.ts';
 import { commit, openCommitment } from './hash.ts';
@@ -37,7 +36,7 @@ export interface PresignParams {
   signers: number[];
   me: number;
   /** The stored key share (untweaked). */
-  key: { id: number; share: string; pkg: KeyPackage };
+  key: KeyShareParam;
   /** Non-hardened derivation path applied before signing. */
   path: number[];
   /** This party's OT setup for the key's committee. */
@@ -78,23 +77,24 @@ export interface PresignState {
   context: string;
   /** Public key being signed for (after derivation). */
   publicKey: string;
-  /** Secrets, emptied when the presignature is produced. */
-  sk: string;
-  r: string;
-  phi: string;
+  /** Secrets: sk_i and r_i, zeroed and dropped after round 2; φ_i, moved into the presignature. */
+  sk: SecretBytes | null;
+  r: SecretBytes | null;
+  phi: SecretBytes | null;
+  /** Opening of the commitment to R_i, sent with R_i in round 2 (neither is secret). */
   salt: string;
   /** Our public R_i and pk_i (computed once). */
   Ri: string;
   pki: string;
-  /** Per peer, as Alice: OT-extension sender material (secret), dropped after round 1. */
-  alice: Record<string, { delta: string; kd: string }>;
-  /** Per peer, as Bob: extension state (secret), dropped after use. */
+  /** Per peer, as Alice: the OT setup's extension sender material (secret, not this run's: never zeroed here), dropped after round 1. */
+  alice: Record<string, { delta: SecretBytes; kd: SecretBytes }>;
+  /** Per peer, as Bob: extension state (secret), zeroed and dropped after use. */
   bob: Record<string, BobState>;
-  /** Per peer, as Alice: our multiplication shares c_u, c_v (secret). */
-  c: Record<string, [string, string]>;
+  /** Per peer, as Alice: our multiplication shares c_u, c_v (secret), zeroed and dropped after use. */
+  c: Record<string, [SecretBytes, SecretBytes]>;
   /** Secret shares u_i, v_i, set in round 2's finish and moved into the presignature. */
-  u: string;
-  v: string;
+  u: SecretBytes | null;
+  v: SecretBytes | null;
   r1: Record<string, R1>;
   r2: Record<string, StoredR2>;
   /** Our round-3 message, and the peers'. */
@@ -151,7 +151,7 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
 
   start(params, rng) {
     checkPresignParams(params);
-    const key = deriveKeyShare({ share: new SecretShare(params.key.id, parseScalar(params.key.share, 'share')), pkg: params.key.pkg }, params.path);
+    const key = deriveKeyShare({ share: new SecretShare(params.key.id, exposeScalar(params.key.share, 'share')), pkg: params.key.pkg }, params.path);
     const publicKey = key.pkg.groupKey;
     const ctx = context(params, publicKey);
     const me = params.me;
@@ -177,7 +177,7 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
     }
     const state: PresignState = {
       sessionId: params.sessionId, signers: [...params.signers].sort((a, b) => a - b), me, context: ctx, publicKey,
-      sk: scalarHex(sk), r: scalarHex(r), phi: scalarHex(phi), salt: com.salt, Ri: pointHex(R), pki: pointHex(mulBase(sk)), alice, bob, c: {}, u: '', v: '', r1: {}, r2: {}, r3: {},
+      sk: secretScalar(sk), r: secretScalar(r), phi: secretScalar(phi), salt: com.salt, Ri: pointHex(R), pki: pointHex(mulBase(sk)), alice, bob, c: {}, u: null, v: null, r1: {}, r2: {}, r3: {},
     };
     return { state, out };
   },
@@ -238,27 +238,28 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
   finalize(s, round, rng) {
     const me = s.me;
     if (round === 3) return finish(s);
-    const r = parseScalar(s.r, 'r');
-    const sk = parseScalar(s.sk, 'sk');
+    if (!s.r || !s.sk || !s.phi) throw new ProtocolAbort('bad_state', [], 'presigning secrets already used');
+    const r = exposeScalar(s.r, 'r');
+    const sk = exposeScalar(s.sk, 'sk');
     if (round === 1) {
       const out: Message[] = [];
       const c: PresignState['c'] = {};
       for (const j of others(s)) {
         const a = s.alice[String(j)];
         if (!a) throw new ProtocolAbort('bad_state', [], 'OT-extension material already used');
-        const res = blame(j, 'bad_ot_check', () => rvoleAlice(pairContext(s.context, me, j), hexToBytes(a.delta), splitKeys(a.kd), s.r1[String(j)]!.ot, [r, sk], rng));
-        c[String(j)] = [scalarHex(res.c[0]), scalarHex(res.c[1])];
-        const chi = parseScalar(s.bob[String(j)]!.chi, 'chi', true);
+        const res = blame(j, 'bad_ot_check', () => rvoleAlice(pairContext(s.context, me, j), a.delta.expose(), splitKeys(a.kd), s.r1[String(j)]!.ot, [r, sk], rng));
+        c[String(j)] = [secretScalar(res.c[0]), secretScalar(res.c[1])];
+        const chi = exposeScalar(s.bob[String(j)]!.chi, 'chi', true);
         const r2: R2 = {
           R: s.Ri, salt: s.salt, pk: s.pki, gu: pointHex(mulBase(res.c[0])), gv: pointHex(mulBase(res.c[1])),
-          psi: scalarHex(Fn.sub(parseScalar(s.phi, 'phi'), chi)), mult: res.msg,
+          psi: scalarHex(Fn.sub(exposeScalar(s.phi, 'phi'), chi)), mult: res.msg,
         };
         out.push({ from: me, to: j, round: 2, payload: encodeBlob(R2_KIND, r2) });
       }
       // The extension keys are not needed any more in this run: one use per run.
       return { kind: 'next', state: { ...s, alice: {}, c }, out };
     }
-    const phi = parseScalar(s.phi, 'phi');
+    const phi = exposeScalar(s.phi, 'phi');
     let u = Fn.mul(r, phi);
     let v = Fn.mul(sk, phi);
     for (const j of others(s)) {
@@ -267,7 +268,7 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
       if (!bob) throw new ProtocolAbort('bad_state', [], 'OT-extension state already used');
       const pc = pairContext(s.context, j, me);
       const d = blame(j, 'bad_multiplication', () => rvoleBobFinish(pc, bob, m.mult));
-      const chi = parseScalar(bob.chi, 'chi', true);
+      const chi = exposeScalar(bob.chi, 'chi', true);
       const [Rj, pkj, gu, gv] = r2Points(m);
       // Both DKLs23 checks at once, under a random combination ρ: (d_u + ρ·d_v)·G + Γ^u + ρ·Γ^v = χ·(R_j + ρ·pk_j).
       // ρ has 128 bits (soundness 2^-128, the curve's level), which halves the two products by ρ.
@@ -275,14 +276,19 @@ export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> =
       const lhs = mulBase(Fn.add(d[0], Fn.mul(rho, d[1]))).add(gu).add(gv.multiplyUnsafe(rho));
       const rhs = Rj.add(pkj.multiplyUnsafe(rho)).multiply(chi === 0n ? 1n : chi);
       if (chi === 0n || !lhs.equals(rhs)) throw new ProtocolAbort('bad_multiplication', [j], `party ${j}: multiplication shares do not match R and pk`);
-      const [cu, cv] = s.c[String(j)]!.map((x) => parseScalar(x, 'c', true)) as [bigint, bigint];
+      const [cu, cv] = s.c[String(j)]!.map((x) => exposeScalar(x, 'c', true)) as [bigint, bigint];
       const psi = parseScalar(m.psi, 'psi', true);
       u = Fn.add(u, Fn.add(Fn.add(cu, Fn.mul(r, psi)), d[0]));
       v = Fn.add(v, Fn.add(Fn.add(cv, Fn.mul(sk, psi)), d[1]));
     }
     // u_i or v_i = 0 happens with negligible probability; their images would be the identity.
     if (u === 0n || v === 0n) throw new ProtocolAbort('degenerate_nonce', [], 'a zero signing share');
-    const r2done: PresignState = { ...s, sk: '', r: '', salt: '', bob: {}, c: {}, u: scalarHex(u), v: scalarHex(v) };
+    // This run's multiplication secrets, r_i and sk_i are spent: zeroed, so no copy of this state reuses them.
+    for (const b of Object.values(s.bob)) for (const x of [b.r, b.t, b.chi]) x.zeroize();
+    for (const pair of Object.values(s.c)) for (const x of pair) x.zeroize();
+    s.r.zeroize();
+    s.sk.zeroize();
+    const r2done: PresignState = { ...s, sk: null, r: null, salt: '', bob: {}, c: {}, u: secretScalar(u), v: secretScalar(v) };
     const mine3: R3 = { echo: r2Echo(s), U: pointHex(mulBase(u)), V: pointHex(mulBase(v)), Phi: pointHex(mulBase(phi)) };
     // The same bytes to every peer (the online echo checks they were), never a clear broadcast.
     const payload = encodeBlob(R3_KIND, mine3);
@@ -310,9 +316,11 @@ function finish(s: PresignState): { kind: 'done'; state: PresignState; result: P
   if (!pkSum.equals(parsePoint(s.publicKey, 'public key'))) throw new ProtocolAbort('bad_key_share', [], 'the signers\' key shares do not add up to the public key');
   if (Rsum.is0() || Rsum.equals(Point.ZERO)) throw new ProtocolAbort('degenerate_nonce', [], 'R is the identity');
   const id = taggedHashHex('custody/ecdsa/presignature-id/v1', [s.context, pointHex(Rsum)]);
+  if (!s.u || !s.v || !s.phi) throw new ProtocolAbort('bad_state', [], 'presigning secrets already used');
+  // u_i, v_i and φ_i move into the presignature (the one single-use holder); the state drops them.
   const presig = new Presignature({
     id, sessionId: s.sessionId, context: s.context, signers: s.signers, me: s.me, publicKey: s.publicKey, R: pointHex(Rsum), u: s.u, v: s.v, phi: s.phi, images, echo,
   });
-  return { kind: 'done', state: { ...s, phi: '', u: '', v: '', pki: '' }, result: presig };
+  return { kind: 'done', state: { ...s, phi: null, u: null, v: null, pki: '' }, result: presig };
 }
 

@@ -2,9 +2,11 @@
 // signing two messages with one presignature reveals the key share. The object hands its secret out
 // once (`take`), and encodes for sealed storage only while untaken; the caller records `id` as used
 // durably before the online message leaves the node (DKLs23 §3.6, "presigning").
+import { hexToBytes } from '@noble/hashes/utils.js';
 import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
+import { REDACTED, SecretBytes } from '../../../core/codec/secret.ts';
 import { InputError, ProtocolBug } from '../../../core/errors/protocol-errors.ts';
-import { parsePoint, parseScalar } from '../math/curve.ts';
+import { exposeScalar, parsePoint, parseScalar } from '../math/curve.ts';
 
 /** A signer's public images from presigning: U_j = u_j·G, V_j = v_j·G, Φ_j = φ_j·G. */
 export interface SignerImages {
@@ -21,17 +23,15 @@ export interface PresignatureData {
   me: number;
   publicKey: string;
   R: string;
-  /** Secret shares of r·φ and sk·φ, and the mask φ_i. */
-  u: string;
-  v: string;
-  phi: string;
+  /** Secret shares of r·φ and sk·φ, and the mask φ_i (32-byte scalars). */
+  u: SecretBytes;
+  v: SecretBytes;
+  phi: SecretBytes;
   /** Every signer's images (public, echo-checked in the online round), by party. */
   images: Record<string, SignerImages>;
   /** Per signer, the digest of its round-3 broadcast as this party received it (for the online echo). */
   echo: Record<string, string>;
 }
-
-const REDACTED = '<redacted>';
 
 export class Presignature {
   #data: PresignatureData | undefined;
@@ -59,7 +59,7 @@ export class Presignature {
   /** Sealed-storage bytes while unused; the stored copy is as single-use as this object. */
   encode(): Uint8Array {
     if (!this.#data) throw new ProtocolBug(`presignature ${this.id} was already used`);
-    return encodeBlob('ecdsa-presignature', this.#data);
+    return encodeBlob('ecdsa-presignature', this.#data, { secrets: true });
   }
   toJSON(): string {
     return REDACTED;
@@ -77,12 +77,24 @@ export function encodePresignature(p: Presignature): Uint8Array {
   return p.encode();
 }
 
+/** A stored scalar: SecretBytes, or hex in a presignature stored before secrets had their own sections. */
+function storedScalar(v: unknown): SecretBytes {
+  if (v instanceof SecretBytes) {
+    exposeScalar(v, 'presignature scalar');
+    return v;
+  }
+  parseScalar(v, 'presignature scalar');
+  return new SecretBytes(hexToBytes(v as string));
+}
+
 export function decodePresignature(bytes: Uint8Array): Presignature {
-  const d = decodeBlob<PresignatureData>('ecdsa-presignature', bytes);
+  const d = decodeBlob<PresignatureData>('ecdsa-presignature', bytes, { secrets: true });
   if (!d || typeof d.id !== 'string' || !Array.isArray(d.signers)) throw new InputError('bad_encoding', 'not a presignature');
   parsePoint(d.R, 'R');
   parsePoint(d.publicKey, 'public key');
-  for (const x of [d.u, d.v, d.phi]) parseScalar(x, 'presignature scalar');
+  d.u = storedScalar(d.u);
+  d.v = storedScalar(d.v);
+  d.phi = storedScalar(d.phi);
   if (typeof d.images !== 'object' || d.images === null || typeof d.echo !== 'object' || d.echo === null) throw new InputError('bad_encoding', 'presignature without signer images');
   for (const j of d.signers) {
     const im = d.images[String(j)];

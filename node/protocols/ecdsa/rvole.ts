@@ -12,10 +12,11 @@
 // replays a session id with the same nonce and complemented choice bits would swap Alice's two pads
 // and read α¹ + α² (so 2·sk_i) from τ¹ + τ²; with it, each side's pads carry its own randomness.
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { Fn, ORDER, equalBytes, parseScalar, randomScalar, scalarHex } from '../math/curve.ts';
+import { Fn, ORDER, equalBytes, parseScalar, randomScalar, scalarHex, secretScalar } from '../math/curve.ts';
 import { taggedHash } from '../../../core/codec/transcript.ts';
 import { hashToScalar } from '../math/hash-to-scalar.ts';
 import { InputError } from '../../../core/errors/protocol-errors.ts';
+import { SecretBytes } from '../../../core/codec/secret.ts';
 import type { Rng } from '../round/machine.ts';
 import { XI, bitOf, kosReceive, kosSend, rowOf, type KosReceiverMessage } from '../ot/kos.ts';
 import { hashToScalars } from './hash.ts';
@@ -55,10 +56,11 @@ function pad(ctx: Uint8Array, k: number, row: Uint8Array): bigint[] {
 const padCtx = (ctx: string, salt: string) => taggedHash('custody/dkls23/rvole/pad/v3', [ctx, salt]).subarray(0, 16);
 
 export interface BobState {
-  /** Choice bits and rows t_k. Secret. */
-  r: Uint8Array;
-  t: Uint8Array;
-  chi: string;
+  /** Choice bits β and rows t_k. Secret. */
+  r: SecretBytes;
+  t: SecretBytes;
+  /** χ = Σ g_k·β_k, a 32-byte scalar. Secret. */
+  chi: SecretBytes;
 }
 
 /** Bob, round 1: draws χ and sends the extension message. */
@@ -67,7 +69,7 @@ export function rvoleBobStart(ctx: string, k0: Uint8Array[], k1: Uint8Array[], r
   const g = gadget();
   let chi = 0n;
   for (let k = 0; k < XI; k++) if (bitOf(r, k)) chi = Fn.add(chi, g[k]!);
-  return { msg, state: { r, t, chi: scalarHex(chi) }, chi };
+  return { msg, state: { r: new SecretBytes(r), t: new SecretBytes(t), chi: secretScalar(chi) }, chi };
 }
 
 export interface AliceMessage {
@@ -145,11 +147,12 @@ export function rvoleAlice(ctx: string, delta: Uint8Array, kd: Uint8Array[], bob
 /** Bob, round 3: his shares d, after checking Alice's μ. Throws InputError('bad_multiplication'). */
 export function rvoleBobFinish(ctx: string, st: BobState, msg: AliceMessage): [bigint, bigint] {
   if (!(msg.tau instanceof Uint8Array) || msg.tau.length !== XI * 4 * 32) throw new InputError('bad_multiplication', 'tau has the wrong size');
-  if (!(st.r instanceof Uint8Array) || !(st.t instanceof Uint8Array)) throw new InputError('bad_state', 'multiplication state is malformed');
+  if (!(st.r instanceof SecretBytes) || !(st.t instanceof SecretBytes)) throw new InputError('bad_state', 'multiplication state is malformed');
   if (typeof msg.salt !== 'string' || !/^[0-9a-f]{64}$/.test(msg.salt)) throw new InputError('bad_multiplication', 'malformed salt');
   if (!Array.isArray(msg.eta) || msg.eta.length !== 2 || typeof msg.mu !== 'string' || !/^[0-9a-f]{64}$/.test(msg.mu)) throw new InputError('bad_multiplication', 'malformed check values');
   const eta = [parseScalar(msg.eta[0], 'eta', true), parseScalar(msg.eta[1], 'eta', true)];
-  const { r, t } = st;
+  const r = st.r.expose();
+  const t = st.t.expose();
   const pc = padCtx(ctx, msg.salt);
   const g = gadget();
   const tauBytes = msg.tau;

@@ -8,12 +8,13 @@
 // aggregates and verifies the signature before returning it.
 import { schnorr, schnorr_FROST, secp256k1_FROST } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { parsePoint, parseScalar, scalarHex } from '../math/curve.ts';
+import { exposeScalar, parsePoint, parseScalar, secretScalar } from '../math/curve.ts';
 import { taggedHashHex } from '../../../core/codec/transcript.ts';
 import { InputError, ProtocolAbort, ProtocolBug, blame } from '../../../core/errors/protocol-errors.ts';
 import { checkParties, checkSessionId, readPayload, type Protocol } from '../round/machine.ts';
 import { encodeBlob } from '../../../core/codec/blob.ts';
-import type { KeyShare } from '../keys/key-package.ts';
+import { SecretBytes } from '../../../core/codec/secret.ts';
+import type { KeyShare, KeyShareParam } from '../keys/key-package.ts';
 import type { KeyPackage } from '../../../core/session/key-package.ts';
 import { preparedKeyShare } from './prepared-key.ts';
 
@@ -31,7 +32,7 @@ export interface FrostSignParams {
   signers: number[];
   me: number;
   /** The untweaked key share, as stored. */
-  key: { id: number; share: string; pkg: KeyPackage };
+  key: KeyShareParam;
   /** Non-hardened derivation path applied before signing. */
   path: number[];
   /** Taproot only: 32-byte script tree root hex, or '' for a key-path-only output (BIP-86). */
@@ -43,14 +44,20 @@ interface Commit {
   binding: string;
 }
 
+/** The signer's nonce pair (RFC 9591 §5.1), secret and single-use. */
+interface Nonces {
+  hiding: SecretBytes;
+  binding: SecretBytes;
+}
+
 export interface FrostSignState {
   params: FrostSignParams;
   context: string;
-  /** Tweaked share used for this signature (secret). */
-  share: string;
+  /** Tweaked share used for this signature (secret); zeroed and dropped when round 2 uses it. */
+  share: SecretBytes | null;
   pkg: KeyPackage;
-  /** Nonce pair (secret); emptied when round 2 consumes it. */
-  nonces: Commit | null;
+  /** Nonce pair (secret); zeroed and dropped when round 2 consumes it. */
+  nonces: Nonces | null;
   commits: Record<string, Commit>;
   sigShares: Record<string, string>;
 }
@@ -78,7 +85,7 @@ function commitmentList(s: FrostSignState) {
 const messageBytes = (s: FrostSignState) => hexToBytes(s.params.message);
 
 export function signingKeyShare(p: FrostSignParams): KeyShare {
-  return preparedKeyShare(p.key.id, parseScalar(p.key.share, 'share'), p.key.pkg, p.path, p.suite === 'taproot', p.merkleRoot);
+  return preparedKeyShare(p.key.id, exposeScalar(p.key.share, 'share'), p.key.pkg, p.path, p.suite === 'taproot', p.merkleRoot);
 }
 
 function checkParams(p: FrostSignParams): void {
@@ -100,17 +107,17 @@ export const frostSign: Protocol<FrostSignParams, FrostSignState, FrostSignature
     checkParams(params);
     const k = signingKeyShare(params);
     const suite = suiteOf(params.suite);
-    const secret = { identifier: idOf(params.me), signingShare: hexToBytes(scalarHex(k.share.scalar())) };
+    const share = secretScalar(k.share.scalar());
+    const secret = { identifier: idOf(params.me), signingShare: share.expose() };
     const { nonces, commitments } = suite.commit(secret, (n?: number) => rng(n ?? 32) as Uint8Array<ArrayBuffer>);
     const own: Commit = { hiding: bytesToHex(commitments.hiding), binding: bytesToHex(commitments.binding) };
     const context = taggedHashHex('custody/frost/context/v1', [params.sessionId, params.suite, params.message, [...params.signers].sort((a, b) => a - b).join(','), k.pkg.groupKey]);
+    // The state owns noble's nonce bytes: nothing else holds them.
     const state: FrostSignState = {
-      params, context, share: scalarHex(k.share.scalar()), pkg: k.pkg,
-      nonces: { hiding: bytesToHex(nonces.hiding), binding: bytesToHex(nonces.binding) },
+      params, context, share, pkg: k.pkg,
+      nonces: { hiding: new SecretBytes(nonces.hiding), binding: new SecretBytes(nonces.binding) },
       commits: { [params.me]: own }, sigShares: {},
     };
-    nonces.hiding.fill(0);
-    nonces.binding.fill(0);
     // The context hash binds session and signer set into round 1, so a commitment from another
     // session cannot be mixed into this one.
     return { state, out: [{ from: params.me, to: 'all', round: 1, payload: encodeBlob('frost/r1', { ...own, context }) }] };
@@ -150,14 +157,17 @@ export const frostSign: Protocol<FrostSignParams, FrostSignState, FrostSignature
     const suite = suiteOf(s.params.suite);
     const pub = frostPublic(s.pkg, s.params.signers);
     if (round === 1) {
-      if (!s.nonces) throw new ProtocolBug('nonce already consumed: a run signs once');
-      const nonces = { hiding: hexToBytes(s.nonces.hiding), binding: hexToBytes(s.nonces.binding) };
-      const secret = { identifier: idOf(s.params.me), signingShare: hexToBytes(s.share) };
+      if (!s.nonces || !s.share) throw new ProtocolBug('nonce already consumed: a run signs once');
+      const nonces = { hiding: s.nonces.hiding.expose(), binding: s.nonces.binding.expose() };
+      const secret = { identifier: idOf(s.params.me), signingShare: s.share.expose() };
       const share = bytesToHex(suite.signShare(secret, pub, nonces, commitmentList(s), messageBytes(s)));
-      secret.signingShare.fill(0);
+      // Consumed (noble also zeroes the nonces): a copy of this state that tried again would throw.
+      s.nonces.hiding.zeroize();
+      s.nonces.binding.zeroize();
+      s.share.zeroize();
       return {
         kind: 'next',
-        state: { ...s, nonces: null, share: '', sigShares: { [s.params.me]: share } },
+        state: { ...s, nonces: null, share: null, sigShares: { [s.params.me]: share } },
         out: [{ from: s.params.me, to: 'all', round: 2, payload: encodeBlob('frost/r2', { share }) }],
       };
     }

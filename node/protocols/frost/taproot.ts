@@ -1,39 +1,14 @@
 // BIP-341 key-path tweak for a shared key, applied explicitly: normalize the internal key P to even y
 // (negating every share when it is odd), then add t = H_TapTweak(x(P) ‖ merkle_root) to every share.
-// Keys from our DKG and from a dealer are both untweaked until this is called, once, per spend.
-import { schnorr } from '@noble/curves/secp256k1.js';
-import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { Fn, G, parsePoint } from '../math/curve.ts';
-import { InputError } from '../../../core/errors/protocol-errors.ts';
-import { BoundedMemo } from '../../../common/memo.ts';
+// Keys from our DKG and from a dealer are both untweaked until this is called, once, per spend. The
+// public half (the tweak and the output key Q) is core/keys/taproot.ts, re-exported here.
+import { hexToBytes } from '@noble/hashes/utils.js';
+import { parsePoint } from '../math/curve.ts';
+import { tapTweak } from '../../../core/keys/taproot.ts';
 import type { KeyShare } from '../keys/key-package.ts';
 import { negateKeyShare, tweakKeyShare } from '../derive/bip32.ts';
 
-export function tapTweak(internalXOnly: Uint8Array, merkleRoot?: Uint8Array): bigint {
-  if (merkleRoot && merkleRoot.length !== 32) throw new InputError('bad_merkle_root', 'merkle root is 32 bytes');
-  const t = BigInt('0x' + bytesToHex(schnorr.utils.taggedHash('TapTweak', internalXOnly, merkleRoot ?? new Uint8Array())));
-  if (t >= Fn.ORDER) throw new InputError('bad_tweak', 'tap tweak out of range');
-  return t;
-}
-
-/** x-only internal key of a group key (its even-y form). */
-export function internalKey(groupKey: string): Uint8Array {
-  return parsePoint(groupKey, 'group key').toBytes(true).slice(1);
-}
-
-const outputKeys = new BoundedMemo<Uint8Array>(4096);
-
-/** The x-only output key Q = lift_x(x(P)) + tG that a P2TR output commits to. */
-export function outputKey(groupKey: string, merkleRoot?: Uint8Array): Uint8Array {
-  // Public inputs only, asked for on every P2TR authorization: kept, and handed out as a copy.
-  return outputKeys.get(`${groupKey}/${merkleRoot ? bytesToHex(merkleRoot) : ''}`, () => outputKeyUncached(groupKey, merkleRoot)).slice();
-}
-
-function outputKeyUncached(groupKey: string, merkleRoot?: Uint8Array): Uint8Array {
-  const x = internalKey(groupKey);
-  const P = parsePoint('02' + bytesToHex(x), 'internal key');
-  return P.add(G.multiply(tapTweak(x, merkleRoot))).toBytes(true).slice(1);
-}
+export { internalKey, outputKey, tapTweak } from '../../../core/keys/taproot.ts';
 
 /** Applies the BIP-341 tweak to a key share: even-y internal key, then + t. */
 export function taprootKeyShare(k: KeyShare, merkleRoot?: Uint8Array): KeyShare {

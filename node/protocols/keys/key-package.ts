@@ -2,14 +2,13 @@
 // may know; the secret share is a distinct type that prints as <redacted> and leaves the node only in
 // sealed storage.
 import { InputError } from '../../../core/errors/protocol-errors.ts';
-import { G, Point, parsePoint, parseScalar, pointHex, scalarHex, type Point as P } from '../math/curve.ts';
+import { G, Point, exposeScalar, parsePoint, parseScalar, pointHex, secretScalar, type Point as P } from '../math/curve.ts';
 import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
+import { REDACTED, SecretBytes } from '../../../core/codec/secret.ts';
 import { BoundedMemo } from '../../../common/memo.ts';
 import { taggedHash } from '../../../core/codec/transcript.ts';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import type { KeyPackage } from '../../../core/session/key-package.ts';
-
-const REDACTED = '<redacted>';
 
 export class SecretShare {
   readonly #value: bigint;
@@ -36,6 +35,20 @@ export interface KeyShare {
   pkg: KeyPackage;
 }
 
+/**
+ * A stored key share as protocol parameters carry it: plain data (a run that holds it still encodes,
+ * for sealed storage only), the share as a 32-byte SecretBytes.
+ */
+export interface KeyShareParam {
+  id: number;
+  share: SecretBytes;
+  pkg: KeyPackage;
+}
+
+export function keyShareParam(k: KeyShare): KeyShareParam {
+  return { id: k.share.id, share: secretScalar(k.share.scalar()), pkg: k.pkg };
+}
+
 /** Checks a package's internal consistency: points valid, X_j from the commitment, Y = C_0. */
 export function checkKeyPackage(pkg: KeyPackage): void {
   if (pkg.groupCommitment.length !== pkg.threshold) throw new InputError('bad_package', 'group commitment length differs from the threshold');
@@ -50,9 +63,12 @@ export function checkKeyPackage(pkg: KeyPackage): void {
   if (!/^[0-9a-f]{64}$/.test(pkg.chainCode)) throw new InputError('bad_package', 'chain code is 32 bytes');
 }
 
-/** Sealed-storage form of a key share (secret!). */
+/**
+ * Sealed-storage form of a key share (secret!): the share is a secret section of the blob. Records
+ * written before that hold it as 64 hex characters; decodeKeyShare reads both.
+ */
 export function encodeKeyShare(k: KeyShare): Uint8Array {
-  return encodeBlob('key-share', { id: k.share.id, share: scalarHex(k.share.scalar()), pkg: k.pkg });
+  return encodeBlob('key-share', { id: k.share.id, share: secretScalar(k.share.scalar()), pkg: k.pkg }, { secrets: true });
 }
 
 /**
@@ -63,8 +79,10 @@ export function encodeKeyShare(k: KeyShare): Uint8Array {
 const checkedShares = new BoundedMemo<true>(1024);
 
 export function decodeKeyShare(bytes: Uint8Array): KeyShare {
-  const v = decodeBlob<{ id: number; share: string; pkg: KeyPackage }>('key-share', bytes);
-  const share = new SecretShare(v.id, parseScalar(v.share, 'share'));
+  const v = decodeBlob<{ id: number; share: SecretBytes | string; pkg: KeyPackage }>('key-share', bytes, { secrets: true });
+  const share = new SecretShare(v.id, v.share instanceof SecretBytes ? exposeScalar(v.share, 'share') : parseScalar(v.share, 'share'));
+  // The decoded copy is not needed any more: the share lives in its SecretShare.
+  if (v.share instanceof SecretBytes) v.share.zeroize();
   checkedShares.get(bytesToHex(taggedHash('custody/key-share/checked/v1', [bytes])), () => {
     checkKeyPackage(v.pkg);
     if (!G.multiply(share.scalar()).equals(parsePoint(v.pkg.verificationShares[String(v.id)], 'own verification share'))) {

@@ -1,15 +1,14 @@
 // secp256k1 group helpers over @noble/curves: parsing that validates every received point and scalar,
 // polynomial evaluation, Feldman commitments and Lagrange coefficients. No arithmetic is written here
-// by hand: points and the scalar field are noble's.
-import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+// by hand: points and the scalar field are noble's. The group and point parsing are the public key
+// code's (core/keys/point.ts), re-exported here for the protocols.
+import { bytesToNumberBE } from '@noble/curves/utils.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
 import { InputError } from '../../../core/errors/protocol-errors.ts';
+import { SecretBytes } from '../../../core/codec/secret.ts';
+import { Fn, G, ORDER, Point } from '../../../core/keys/point.ts';
 
-export const Point = secp256k1.Point;
-export type Point = InstanceType<typeof secp256k1.Point>;
-export const Fn = secp256k1.Point.Fn;
-export const G = Point.BASE;
-export const ORDER = Fn.ORDER;
+export { Fn, G, ORDER, Point, parsePoint, pointHex } from '../../../core/keys/point.ts';
 
 /** A scalar from 32-byte big-endian hex; refuses out-of-range values and, unless allowed, zero. */
 export function parseScalar(hex: unknown, what: string, allowZero = false): bigint {
@@ -24,22 +23,19 @@ export function scalarHex(n: bigint): string {
   return bytesToHex(Fn.toBytes(Fn.create(n)));
 }
 
-/** A point from compressed hex; refuses off-curve encodings and the identity. */
-export function parsePoint(hex: unknown, what: string): Point {
-  if (typeof hex !== 'string' || !/^0[23][0-9a-f]{64}$/.test(hex)) throw new InputError('bad_point', `${what}: expected a compressed point`);
-  let p: Point;
-  try {
-    p = Point.fromBytes(hexToBytes(hex));
-    p.assertValidity();
-  } catch {
-    throw new InputError('bad_point', `${what}: not a point on secp256k1`);
-  }
-  if (p.is0()) throw new InputError('bad_point', `${what}: identity point`);
-  return p;
+/** A secret scalar as protocol state holds it: 32 big-endian bytes that never print. */
+export function secretScalar(n: bigint): SecretBytes {
+  return new SecretBytes(Fn.toBytes(Fn.create(n)));
 }
 
-export function pointHex(p: Point): string {
-  return bytesToHex(p.toBytes(true));
+/** The scalar of a secret (at the edge of a round's arithmetic), range-checked like parseScalar. */
+export function exposeScalar(s: SecretBytes, what: string, allowZero = false): bigint {
+  const b = s.expose();
+  if (b.length !== 32) throw new InputError('bad_scalar', `${what}: expected a 32-byte scalar`);
+  const n = bytesToNumberBE(b);
+  if (n >= ORDER) throw new InputError('bad_scalar', `${what}: scalar out of range`);
+  if (n === 0n && !allowZero) throw new InputError('bad_scalar', `${what}: zero scalar`);
+  return n;
 }
 
 /** f(x) for coefficients [a0, a1, ...]. */

@@ -10,10 +10,11 @@
 // Cost per OT: the receiver one fixed-base and one fixed-point (A, precomputed) multiplication, the
 // sender one multiplication of its secret by a fresh point.
 import { normalizeZ } from '@noble/curves/abstract/curve.js';
-import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { bytesToHex, concatBytes, hexToBytes } from '@noble/hashes/utils.js';
 import { G, Point, mulBase, pointHex, randomScalar, type Point as P } from '../math/curve.ts';
 import { taggedHash } from '../../../core/codec/transcript.ts';
 import { InputError } from '../../../core/errors/protocol-errors.ts';
+import { SecretBytes } from '../../../core/codec/secret.ts';
 import type { Rng } from '../round/machine.ts';
 
 export const BASE_OT_COUNT = 256;
@@ -100,9 +101,11 @@ export function baseOtSender(rng: Rng): { a: bigint; A: P } {
   return { a, A: G.multiply(a) };
 }
 
-export const joinKeys = (keys: Uint8Array[]): string => keys.map(bytesToHex).join('');
-export function splitKeys(hex: string): Uint8Array[] {
-  const b = hexToBytes(hex);
+/** OT keys as kept in state and storage: one secret of the 32-byte keys concatenated. */
+export const joinKeys = (keys: Uint8Array[]): SecretBytes => new SecretBytes(concatBytes(...keys));
+/** The keys of a joinKeys secret, as views into it (read, never kept past the step that uses them). */
+export function splitKeys(keys: SecretBytes): Uint8Array[] {
+  const b = keys.expose();
   const out: Uint8Array[] = [];
   for (let i = 0; i < b.length; i += 32) out.push(b.subarray(i, i + 32));
   return out;

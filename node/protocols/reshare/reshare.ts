@@ -8,11 +8,12 @@
 // Session parties are numbered 1..m over the union of both committees; each has an old id (dealer),
 // a new id (receiver), or both. Rounds: 1 dealers broadcast {commitment} and send {share} to each
 // receiver; 2 receivers broadcast {echo of the dealers' commitments, confirmation of the new package}.
-import { G, Fn, evalCommitment, lagrangeAtZero, parsePoint, parseScalar, pointHex, polyEval, randomScalar, scalarHex } from '../math/curve.ts';
+import { G, Fn, evalCommitment, exposeScalar, lagrangeAtZero, parsePoint, parseScalar, pointHex, polyEval, randomScalar, scalarHex, secretScalar } from '../math/curve.ts';
 import { taggedHashHex } from '../../../core/codec/transcript.ts';
 import { InputError, ProtocolAbort, blame } from '../../../core/errors/protocol-errors.ts';
 import { checkParties, checkSessionId, readPayload, type Message, type Protocol } from '../round/machine.ts';
 import { encodeBlob } from '../../../core/codec/blob.ts';
+import type { SecretBytes } from '../../../core/codec/secret.ts';
 import { checkEcho, echoDigest } from '../round/echo.ts';
 import { SecretShare, checkKeyPackage, type KeyShare } from '../keys/key-package.ts';
 import type { KeyPackage } from '../../../core/session/key-package.ts';
@@ -29,17 +30,19 @@ export interface ReshareParams {
   newThreshold: number;
   newEpoch: number;
   /** The dealer's stored old share (dealers only). */
-  oldShare?: { id: number; share: string };
+  oldShare?: { id: number; share: SecretBytes };
 }
 
 export interface ReshareState {
   params: ReshareParams;
   context: string;
   commitments: Record<string, string[]>;
-  shares: Record<string, string>;
+  /** Shares dealt to this party (secret), by dealer, its own dealing included; dropped once summed. */
+  shares: Record<string, SecretBytes>;
   confirm: string;
   echoes: Record<string, { echo: Record<string, string>; confirm: string }>;
-  newShare: string;
+  /** The new share between rounds 1 and 2 (secret); handed out in the SecretShare. */
+  newShare: SecretBytes | null;
   newPkg?: KeyPackage;
 }
 
@@ -86,9 +89,9 @@ export const reshare: Protocol<ReshareParams, ReshareState, ReshareResult> = {
     checkReshareParams(params);
     const ctx = context(params);
     const me = member(params, params.me)!;
-    const state: ReshareState = { params, context: ctx, commitments: {}, shares: {}, confirm: '', echoes: {}, newShare: '' };
+    const state: ReshareState = { params, context: ctx, commitments: {}, shares: {}, confirm: '', echoes: {}, newShare: null };
     if (me.oldId === undefined) return { state, out: [] };
-    const x = parseScalar(params.oldShare!.share, 'old share');
+    const x = exposeScalar(params.oldShare!.share, 'old share');
     if (!G.multiply(x).equals(parsePoint(params.oldPkg.verificationShares[String(me.oldId)], 'own verification share'))) {
       throw new InputError('bad_key', 'old share does not match the old package');
     }
@@ -96,11 +99,13 @@ export const reshare: Protocol<ReshareParams, ReshareState, ReshareResult> = {
     const coeffs = [Fn.mul(lambda, x), ...Array.from({ length: params.newThreshold - 1 }, () => randomScalar(rng))];
     const commitment = coeffs.map((c) => pointHex(G.multiply(c)));
     const out: Message[] = [{ from: params.me, to: 'all', round: 1, payload: encodeBlob('reshare/r1', { commitment, context: ctx }) }];
-    let mine = '';
+    // The dealing polynomial lives only in this call: the shares leave (as hex, each in its end-to-end
+    // encrypted direct message), our own stays in the state as a secret.
+    let mine: SecretBytes | undefined;
     for (const r of receivers(params)) {
-      const share = scalarHex(polyEval(coeffs, BigInt(r.newId!)));
-      if (r.party === params.me) mine = share;
-      else out.push({ from: params.me, to: r.party, round: 1, payload: encodeBlob('reshare/r1-share', { share }) });
+      const share = polyEval(coeffs, BigInt(r.newId!));
+      if (r.party === params.me) mine = secretScalar(share);
+      else out.push({ from: params.me, to: r.party, round: 1, payload: encodeBlob('reshare/r1-share', { share: scalarHex(share) }) });
     }
     coeffs.fill(0n);
     return { state: { ...state, commitments: { [params.me]: commitment }, shares: mine ? { [params.me]: mine } : {} }, out };
@@ -127,7 +132,7 @@ export const reshare: Protocol<ReshareParams, ReshareState, ReshareResult> = {
       }
       if (msg.to !== s.params.me || me.newId === undefined) throw new ProtocolAbort('bad_message', [from], 'share for a party that does not receive');
       const { share } = readPayload<{ share: string }>('reshare/r1-share', msg);
-      return { share: blame(from, 'bad_share', () => parseScalar(share, 'share', true)) && share };
+      return { share: secretScalar(blame(from, 'bad_share', () => parseScalar(share, 'share', true))) };
     }
     if (msg.to !== 'all' || m.newId === undefined) throw new ProtocolAbort('bad_message', [from], 'round 2 is a receivers\' broadcast');
     const r = readPayload<{ echo: Record<string, string>; confirm: string }>('reshare/r2', msg);
@@ -140,7 +145,7 @@ export const reshare: Protocol<ReshareParams, ReshareState, ReshareResult> = {
   store(s, round, msg, parsed) {
     const k = String(msg.from);
     if (round === 1) {
-      const p = parsed as { commitment?: string[]; share?: string };
+      const p = parsed as { commitment?: string[]; share?: SecretBytes };
       if (p.commitment) return { ...s, commitments: { ...s.commitments, [k]: p.commitment } };
       return { ...s, shares: { ...s.shares, [k]: p.share! } };
     }
@@ -170,17 +175,17 @@ export const reshare: Protocol<ReshareParams, ReshareState, ReshareResult> = {
         verificationShares, groupCommitment: agg.groupCommitment, chainCode: p.oldPkg.chainCode,
       };
       const confirm = taggedHashHex('custody/reshare/confirm/v1', [s.context, JSON.stringify(newPkg)]);
-      let newShare = '';
+      let newShare: SecretBytes | null = null;
       if (me.newId !== undefined) {
         let x = 0n;
         for (const d of dealers(p)) {
-          const share = parseScalar(s.shares[String(d.party)]!, 'share', true);
+          const share = exposeScalar(s.shares[String(d.party)]!, 'share', true);
           const D = s.commitments[String(d.party)]!.map((c, i) => parsePoint(c, `commitment ${i}`));
           if (!G.multiply(share).equals(evalCommitment(D, BigInt(me.newId)))) throw new ProtocolAbort('bad_share', [d.party], `party ${d.party}: share does not match its commitment`);
           x = Fn.add(x, share);
         }
         if (pointHex(G.multiply(x)) !== verificationShares[String(me.newId)]) throw new ProtocolAbort('inconsistent_share', [], 'new share does not match its verification share');
-        newShare = scalarHex(x);
+        newShare = secretScalar(x);
       }
       const next = { ...s, newPkg, confirm, newShare, shares: {} };
       if (me.newId === undefined) {
@@ -198,7 +203,7 @@ export const reshare: Protocol<ReshareParams, ReshareState, ReshareResult> = {
       if (![...confirms][0] || [...confirms][0] !== s.confirm) throw new ProtocolAbort('confirmation_mismatch', [], 'receivers confirmed a package this dealer did not compute');
       return { kind: 'done', state: s, result: { kind: 'dealer-only', pkg: s.newPkg! } };
     }
-    const key: KeyShare = { share: new SecretShare(me.newId, parseScalar(s.newShare, 'new share')), pkg: s.newPkg! };
-    return { kind: 'done', state: { ...s, newShare: '' }, result: { kind: 'receiver', key } };
+    const key: KeyShare = { share: new SecretShare(me.newId, exposeScalar(s.newShare!, 'new share')), pkg: s.newPkg! };
+    return { kind: 'done', state: { ...s, newShare: null }, result: { kind: 'receiver', key } };
   },
 };

@@ -109,12 +109,16 @@ export function readPayload<T>(kind: string, msg: Message): T {
   }
 }
 
+/**
+ * A run's bytes for sealed storage between rounds: its state's secrets (SecretBytes) are written as
+ * secret sections, so these bytes are as secret as the key share and never leave the node.
+ */
 export function serializeRun<S>(run: Run<S>): Uint8Array {
-  return encodeBlob('run', run);
+  return encodeBlob('run', run, { secrets: true });
 }
 
 export function deserializeRun<S>(bytes: Uint8Array): Run<S> {
-  return decodeBlob<Run<S>>('run', bytes);
+  return decodeBlob<Run<S>>('run', bytes, { secrets: true });
 }
 
 /** Checks a party list: distinct positive integers, `me` among them. */
