@@ -4,6 +4,7 @@
 // viem's serializer takes a number, so the EIP-2718 envelope is assembled here with viem's RLP encoder.
 import { concatHex, encodeFunctionData, erc20Abi, keccak256, numberToHex, toRlp, toHex as viemHex, type Hex } from 'viem';
 import type { EvmTransferIntent } from '../../intents/intent.ts';
+import { CustodyError } from '../../errors/custody-error.ts';
 
 /** What the service chooses and the intent does not fix. */
 export interface EvmTemplate {
@@ -13,10 +14,9 @@ export interface EvmTemplate {
   maxPriorityFeePerGas: bigint;
 }
 
-export class EvmTemplateError extends Error {
-  readonly code = 'template_mismatch';
+export class EvmTemplateError extends CustodyError {
   constructor(message: string) {
-    super(message);
+    super('bad_template', message);
     this.name = 'EvmTemplateError';
   }
 }

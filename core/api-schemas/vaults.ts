@@ -1,0 +1,53 @@
+// Vaults and wallets on the vault API (docs/vault-api.md): the request bodies the SDK sends and the
+// shapes the API answers with. The routes (api/routes/v1/vaults.ts) validate and document with them.
+import { Type } from '@sinclair/typebox';
+import { PolicySchema } from './policy.ts';
+import { TierSchema } from './tier.ts';
+
+const NodeIdT = Type.String({ pattern: '^n[0-9a-f]{20}$' });
+const KeyHexT = Type.String({ pattern: '^[0-9a-fA-F]{64}$' });
+// What the customer binds of the committee in its signed request (docs/trust.md "Committees").
+const committeeFields = {
+  committee: Type.Optional(Type.Array(NodeIdT, { minItems: 1, maxItems: 16, description: 'the node ids the customer was shown (GET /v1/committees); nodes join only this committee' })),
+  customer_node: Type.Optional(Type.Object({ node_id: NodeIdT, signing_key: KeyHexT, encryption_key: KeyHexT }, {
+    additionalProperties: false, description: 'self and customer_tee: the customer\'s own node (npm run node-identity), the only node seated as the customer member',
+  })),
+};
+
+/** POST /v1/vaults. */
+export const CreateVaultBody = Type.Object({
+  tier: TierSchema,
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 120 })),
+  policy: Type.Optional(PolicySchema),
+  end_user_subject: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  ...committeeFields,
+}, { additionalProperties: false });
+
+/** POST /v1/vaults/{vaultId}/reshare (the body is optional). */
+export const ReshareVaultBody = Type.Object({ target_tier: Type.Optional(TierSchema), ...committeeFields }, { additionalProperties: false });
+
+export const Vault = Type.Object({
+  id: Type.String(),
+  name: Type.Union([Type.String(), Type.Null()]),
+  tier: TierSchema,
+  state: Type.Union([Type.Literal('creating'), Type.Literal('active'), Type.Literal('resharing'), Type.Literal('reshare_pending'), Type.Literal('frozen')]),
+  rotation: Type.Integer({ description: 'increments at each share rotation; public key and addresses stay' }),
+  public_key: Type.Union([Type.String({ description: 'compressed secp256k1 key, hex' }), Type.Null()]),
+  policy: Type.Union([PolicySchema, Type.Null()]),
+  end_user_subject: Type.Union([Type.String(), Type.Null()]),
+  end_user_auth: Type.Boolean({ description: 'hosted: each transaction needs an end-user token' }),
+  problem: Type.Union([Type.String({ description: 'why a reshare needs attention (reshare_pending), or why the nodes refused to generate the key (creating)' }), Type.Null()]),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+});
+
+export const Wallet = Type.Object({
+  id: Type.String(),
+  vault_id: Type.String(),
+  chain: Type.String(),
+  address_type: Type.Union([Type.Literal('evm'), Type.Literal('p2wpkh'), Type.Literal('p2tr')]),
+  account_index: Type.Integer(),
+  address: Type.String(),
+  derivation_path: Type.String(),
+  created_at: Type.String({ format: 'date-time' }),
+});
