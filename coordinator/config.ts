@@ -21,9 +21,9 @@ export const CoordinatorConfigSchema = Type.Object({
   logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'COORDINATOR_LOG_LEVEL', default: 'info' }),
 });
 
-/** The roster as the coordinator carries it: the signed bytes (hex) unchanged, and what they list. */
+/** The roster as the coordinator carries it: the signed bytes unchanged, and what they list. */
 export interface LoadedRoster {
-  hex: string;
+  bytes: Uint8Array;
   roster: SignedRoster;
 }
 
@@ -39,7 +39,8 @@ function readRoster(path: string): LoadedRoster {
   }
   try {
     if (!/^(?:[0-9a-f]{2})+$/.test(hex)) throw new RosterError('the file must hold the signed roster in hex');
-    return { hex, roster: decodeRoster(Buffer.from(hex, 'hex')) };
+    const bytes = new Uint8Array(Buffer.from(hex, 'hex'));
+    return { bytes, roster: decodeRoster(bytes) };
   } catch (err) {
     if (err instanceof RosterError) throw new ConfigError([`COORDINATOR_ROSTER_FILE (rosterFile): ${path}: ${err.message}`]);
     throw err;

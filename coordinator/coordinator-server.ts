@@ -13,11 +13,12 @@ import { createLinkHandler } from './nodes/link-server.ts';
 import { SessionHub } from './sessions/session-hub.ts';
 import { KIND_VALUES } from '../core/link/node-kind.ts';
 import { KeyStore, type KeyRecord } from './keys/key-store.ts';
-import { KeyService, KeyServiceError } from './keys/key-service.ts';
-import { GrpcStatusError } from '../proto/grpc.ts';
+import { KeyService } from './keys/key-service.ts';
+import { CustodyError } from '../core/errors/custody-error.ts';
+import { toRpcError } from '../core/rpc/rpc-error.ts';
 import { Scheme, type Tier } from '../proto/gen/mpc/v1/coordinator_pb.ts';
 import type { TierName } from '../core/tiers.ts';
-import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { hexToBytes } from '@noble/hashes/utils.js';
 import { tierFromWire, WIRE_TIERS } from '../core/tier-wire.ts';
 
 export interface RunningCoordinator {
@@ -43,16 +44,14 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
   const hub = new SessionHub({ send: (id, m) => registry.send(id, m), isAttached: (id) => registry.isAttached(id) }, log);
   registry.on('left', (nodeId) => hub.nodeLeft(nodeId));
   const keys = new KeyService(keyStore, registry, hub, log, { dkgMs: config.dkgTimeoutMs, signMs: config.signTimeoutMs, reshareMs: config.reshareTimeoutMs, attachWaitMs: config.attachWaitMs }, config.roster);
+  // Every error leaves as a gRPC status with structured details (core/rpc/rpc-error.ts); one that is
+  // not a CustodyError is a bug: logged here, answered as `internal` without its text.
   const guard = async <T>(f: () => Promise<T>): Promise<T> => {
     try {
       return await f();
     } catch (err) {
-      if (err instanceof KeyServiceError) {
-        const code = { not_found: grpc.status.NOT_FOUND, conflict: grpc.status.FAILED_PRECONDITION, unavailable: grpc.status.UNAVAILABLE, failed: grpc.status.ABORTED, invalid: grpc.status.PERMISSION_DENIED }[err.code];
-        const culprits = err.culprits.length ? ` [culprits: ${err.culprits.join(',')}]` : '';
-        throw new GrpcStatusError(code, err.message + culprits);
-      }
-      throw err;
+      if (!(err instanceof CustodyError)) log.error({ err: err instanceof Error ? err.stack ?? err.message : String(err) }, 'coordinator call failed unexpectedly');
+      throw toRpcError(err);
     }
   };
   const server = new grpc.Server({ 'grpc.keepalive_time_ms': 10_000, 'grpc.keepalive_timeout_ms': 5_000 });
@@ -65,20 +64,18 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
     }),
   });
   addService(server, CoordinatorService, {
-    async listNodes() {
-      return { nodes: registry.list().map(toWire) };
-    },
+    listNodes: () => guard(async () => ({ nodes: registry.list().map(toWire) })),
     createKey: (req) => guard(async () => ({
       key: keyInfo(await keys.createKey({
         keyId: req.keyId, owner: req.owner, tier: tierName(req.tier), nodeIds: req.nodeIds, threshold: req.threshold || undefined,
-        trustLog: req.trustLog.map((e) => bytesToHex(e)), creationRequest: req.creationRequest.length ? bytesToHex(req.creationRequest) : undefined,
+        trustLog: req.trustLog, creationRequest: req.creationRequest.length ? req.creationRequest : undefined, requestId: req.requestId,
       })),
     })),
     getKey: (req) => guard(async () => ({ key: keyInfo(await keys.get(req.keyId)) })),
     reshare: (req) => guard(async () => ({
       key: keyInfo(await keys.reshare({
         keyId: req.keyId, nodeIds: req.nodeIds, threshold: req.threshold || undefined, targetTier: req.targetTier ? tierName(req.targetTier) : undefined,
-        trustLog: req.trustLog.map((e) => bytesToHex(e)), reshareRequest: req.reshareRequest.length ? bytesToHex(req.reshareRequest) : undefined,
+        trustLog: req.trustLog, reshareRequest: req.reshareRequest.length ? req.reshareRequest : undefined, requestId: req.requestId,
       })),
     })),
     proposeCommittee: (req) => guard(async () => {
@@ -90,15 +87,16 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
     }),
     sign: (req) => guard(async () => {
       const scheme = req.scheme === Scheme.SCHNORR_TAPROOT ? 'taproot' : req.scheme === Scheme.SCHNORR_BIP340 ? 'bip340' : req.scheme === Scheme.ECDSA ? 'ecdsa' : undefined;
-      if (!scheme) throw new GrpcStatusError(grpc.status.INVALID_ARGUMENT, 'unknown scheme');
+      if (!scheme) throw new CustodyError('invalid_request', 'unknown scheme');
       const a = req.authorization;
+      // The proto's bytes go to the nodes as they are (core/session/session-contract.ts).
       const out = await keys.sign({
-        keyId: req.keyId, path: req.path, scheme, digests: req.digests.map((d) => bytesToHex(d)),
-        intent: bytesToHex(a?.intent ?? new Uint8Array()), intentSignature: bytesToHex(a?.intentSignature ?? new Uint8Array()),
-        apiKeyId: a?.apiKeyId ?? '', template: bytesToHex(a?.template ?? new Uint8Array()), endUserToken: a?.endUserToken ?? '',
-        trustLog: (a?.trustLog ?? []).map((e) => bytesToHex(e)),
+        keyId: req.keyId, requestId: req.requestId, path: req.path, scheme, digests: req.digests,
+        intent: a?.intent ?? new Uint8Array(), intentSignature: a?.intentSignature ?? new Uint8Array(),
+        apiKeyId: a?.apiKeyId ?? '', template: a?.template ?? new Uint8Array(), endUserToken: a?.endUserToken ?? '',
+        trustLog: a?.trustLog ?? [],
       });
-      return { signatures: out.signatures.map(hexToBytes), recoveryIds: out.recoveryIds, signers: out.signers, publicKey: hexToBytes(out.publicKey) };
+      return { signatures: out.signatures, recoveryIds: out.recoveryIds, signers: out.signers, publicKey: out.publicKey };
     }),
     watchNodes(_req, call) {
       const send = (nodes: AttachedNodeInfo[]) => call.write({ nodes: nodes.map(toWire) });
@@ -149,7 +147,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
 
 function tierName(t: Tier): TierName {
   const name = tierFromWire(t);
-  if (!name) throw new GrpcStatusError(grpc.status.INVALID_ARGUMENT, 'unknown tier');
+  if (!name) throw new CustodyError('invalid_request', 'unknown tier');
   return name;
 }
 

@@ -1,9 +1,11 @@
-// The API's client of the coordinator's gRPC service.
+// The API's client of the coordinator's gRPC service. Every call fails with a CustodyError, decoded from
+// the status details the coordinator sends (core/rpc/rpc-error.ts): callers branch on its code and kind.
 import * as grpc from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
 import { createClient, type ServiceClient } from '../../proto/grpc.ts';
 import { CoordinatorService } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
 import { KIND_NAMES, type NodeKindName } from '../../core/link/node-kind.ts';
+import { rpcFailure } from '../../core/rpc/rpc-error.ts';
 
 export type CoordinatorClient = ServiceClient<(typeof CoordinatorService)['method']>;
 
@@ -19,7 +21,25 @@ export function connectCoordinator(opts: CoordinatorClientOptions): CoordinatorC
     opts.tlsCa && opts.tlsCert && opts.tlsKey
       ? grpc.credentials.createSsl(readFileSync(opts.tlsCa), readFileSync(opts.tlsKey), readFileSync(opts.tlsCert))
       : grpc.credentials.createInsecure();
-  return createClient(CoordinatorService, opts.address, credentials);
+  const client = createClient(CoordinatorService, opts.address, credentials);
+  const calls = client as unknown as Record<string, unknown>;
+  for (const method of CoordinatorService.methods) {
+    const call = calls[method.localName] as (...args: unknown[]) => unknown;
+    if (method.methodKind === 'unary') {
+      calls[method.localName] = (...args: unknown[]) => (call(...args) as Promise<unknown>).catch((err: unknown) => {
+        throw rpcFailure(err);
+      });
+    } else if (method.methodKind === 'server_streaming') {
+      // A stream reports its failure as an 'error' event: the listeners get the CustodyError too.
+      calls[method.localName] = (...args: unknown[]) => {
+        const stream = call(...args) as { emit(event: string | symbol, ...rest: unknown[]): boolean };
+        const emit = stream.emit.bind(stream);
+        stream.emit = (event, ...rest) => (event === 'error' ? emit(event, rpcFailure(rest[0])) : emit(event, ...rest));
+        return stream;
+      };
+    }
+  }
+  return client;
 }
 
 export interface NodeSummary {

@@ -6,7 +6,6 @@
 // so concurrent submissions never share a nonce or an output. The nonce or the inputs are stored with the
 // transaction before the first signing request and kept by every retry: a node signs an intent for one
 // EVM nonce or one Bitcoin input set only.
-import * as grpc from '@grpc/grpc-js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { keccak256, recoverAddress, toHex as viemHex, type Hex } from 'viem';
 import type { Logger } from '../../common/logger.ts';
@@ -26,6 +25,7 @@ import type { WalletRecord } from '../vaults/records.ts';
 import type { TransactionService } from './transaction-service.ts';
 import type { TransactionJob, TransactionRecord, TransactionState } from './records.ts';
 import type { Op } from '../store/record-store.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 
 export interface Chains {
   evm(chain: string): EvmChain | undefined;
@@ -335,7 +335,7 @@ export class TransactionWorker {
     const path = wallet.derivation_path.split('/').slice(1).map(Number);
     try {
       const res = await this.o.coordinator.sign({
-        keyId: tx.vault_id, path, scheme, digests, requestId: `${tx.id}/${job.attempts}`,
+        keyId: tx.vault_id, path, scheme, digests, requestId: tx.id,
         authorization: {
           intent: hexToBytes(tx.intent), intentSignature: hexToBytes(tx.intent_signature), apiKeyId: tx.api_key_id, template,
           endUserToken: job.end_user_token ?? '', ...(this.o.trustLog ? { trustLog: await this.o.trustLog(tx.org) } : {}),
@@ -344,9 +344,10 @@ export class TransactionWorker {
       if (res.signatures.length !== digests.length) throw new Error('the cluster returned a wrong number of signatures');
       return { signatures: res.signatures, recoveryIds: res.recoveryIds, publicKey: res.publicKey };
     } catch (err) {
-      const e = err as grpc.ServiceError;
-      if (e.code === grpc.status.PERMISSION_DENIED) return { to: 'rejected', patch: { reason: `refused_by_signers: ${e.details}`.slice(0, 500) } };
-      throw new Error(`signing: ${e.details ?? e.message}`);
+      // The coordinator client fails with CustodyErrors. A refusal by the nodes (or a request they find
+      // invalid) is final: another try would be refused too.
+      if (err instanceof CustodyError && (err.kind === 'refused' || err.kind === 'invalid')) return { to: 'rejected', patch: { reason: signersRefused(err) } };
+      throw new Error(`signing: ${err instanceof CustodyError ? `${err.code}: ` : ''}${(err as Error).message}`);
     }
   }
 
@@ -371,4 +372,10 @@ export class TransactionWorker {
     if (confirmations >= chain.info.finalityDepth) return { to: 'final', patch };
     return { wait: 2000 };
   }
+}
+
+/** A transaction's reason when the signers refuse: `signers refused: <code>`, then who and why, bounded. */
+export function signersRefused(err: CustodyError): string {
+  const culprits = err.culprits.length ? ` (culprits: ${err.culprits.slice(0, 8).join(', ')})` : '';
+  return `signers refused: ${err.code}: ${err.message}${culprits}`.slice(0, 500);
 }

@@ -1,12 +1,12 @@
 // Runs queued key generations against the coordinator. Jobs live in the store, so a restart resumes
 // them; a job that already generated its key (the coordinator says it exists) just finishes.
-import * as grpc from '@grpc/grpc-js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import type { Logger } from '../../common/logger.ts';
 import type { CoordinatorClient } from '../coordinator/coordinator-client.ts';
 import type { KeyInfo } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
 import { WIRE_TIERS } from '../../core/tier-wire.ts';
 import type { JobRecord, VaultRecord } from './records.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { VaultService } from './vault-service.ts';
 
 export class KeyJobs {
@@ -61,18 +61,18 @@ export class KeyJobs {
       // organization whose log an operator rooted (docs/trust.md), so it goes along with a log only.
       const trustLog = await this.vaults.trustLog(vault.org);
       key = (await this.coordinator.createKey({
-        keyId: vault.id, owner: vault.org, tier: WIRE_TIERS[vault.tier], trustLog,
+        keyId: vault.id, owner: vault.org, tier: WIRE_TIERS[vault.tier], trustLog, requestId: `${vault.id}:${job.id}`,
         ...(vault.creation_request && trustLog.length ? { creationRequest: hexToBytes(vault.creation_request) } : {}),
       }, { deadline: Date.now() + 120_000 })).key;
     } catch (err) {
-      const e = err as grpc.ServiceError;
-      if (e.code === grpc.status.FAILED_PRECONDITION && /exists/.test(e.details)) {
+      const e = custodyError(err);
+      if (e.code === 'key_exists') {
         key = (await this.coordinator.getKey({ keyId: vault.id }).catch(() => ({ key: undefined }))).key;
       }
-      // Refused by the nodes (an unverified committee, a creation request they reject): a retry would be
-      // refused too. The vault keeps the reason as its problem.
-      if (!key && e.code === grpc.status.PERMISSION_DENIED) {
-        const problem = (e.details ?? e.message).slice(0, 500);
+      // Refused by the nodes (an unverified committee, a creation request they reject) or found invalid:
+      // a retry would be refused too. The vault keeps the reason as its problem.
+      if (!key && (e.kind === 'refused' || e.kind === 'invalid')) {
+        const problem = `${e.code}: ${e.message}`.slice(0, 500);
         await store.batch([this.vaults.vaultOp({ ...vault, problem, updated_at: new Date().toISOString() }), { type: 'del', collection: 'jobs', id: job.id }]);
         this.log.warn({ vault: vault.id, err: problem }, 'key generation refused by the nodes');
         return;
@@ -80,8 +80,8 @@ export class KeyJobs {
       if (!key || key.state !== 'active') {
         const attempts = job.attempts + 1;
         const delay = Math.min(60_000, 1000 * 2 ** Math.min(attempts, 6));
-        this.log.warn({ vault: vault.id, attempts, err: e.details ?? e.message }, 'key generation failed; will retry');
-        await store.batch([{ type: 'put', collection: 'jobs', id: job.id, value: { ...job, attempts, next_at: Date.now() + delay, last_error: e.details ?? e.message } }]);
+        this.log.warn({ vault: vault.id, attempts, code: e.code, err: e.message }, 'key generation failed; will retry');
+        await store.batch([{ type: 'put', collection: 'jobs', id: job.id, value: { ...job, attempts, next_at: Date.now() + delay, last_error: `${e.code}: ${e.message}`.slice(0, 500) } }]);
         return;
       }
     }
@@ -114,7 +114,7 @@ export class KeyJobs {
       // The customer's signed reshare request goes along with the log that lets the nodes verify it.
       const trustLog = await this.vaults.trustLog(vault.org);
       const { key } = await this.coordinator!.reshare({
-        keyId: vault.id, targetTier: WIRE_TIERS[target], trustLog,
+        keyId: vault.id, targetTier: WIRE_TIERS[target], trustLog, requestId: `${vault.id}:${job.id}`,
         ...(job.reshare_request && trustLog.length ? { reshareRequest: hexToBytes(job.reshare_request) } : {}),
       }, { deadline: Date.now() + 180_000 });
       if (!key || bytesToHex(key.publicKey) !== vault.public_key) throw new Error('the reshared key differs from the vault key');
@@ -122,9 +122,9 @@ export class KeyJobs {
       await finish({ ...rest, state: 'active', tier: target, rotation: key.rotation, updated_at: new Date().toISOString() }, 'vault.reshare.completed');
       this.log.info({ vault: vault.id, rotation: key.rotation, tier: target }, 'vault reshared');
     } catch (err) {
-      const e = err as grpc.ServiceError;
-      const message = e.details ?? e.message;
-      if (e.code === grpc.status.UNAVAILABLE && job.attempts < 5) {
+      const e = custodyError(err);
+      const message = `${e.code}: ${e.message}`;
+      if (e.kind === 'unavailable' && job.attempts < 5) {
         const attempts = job.attempts + 1;
         this.log.warn({ vault: vault.id, attempts, err: message }, 'reshare could not start; will retry');
         await store.batch([{ type: 'put', collection: 'jobs', id: job.id, value: { ...job, attempts, next_at: Date.now() + 2000 * attempts, last_error: message } }]);
@@ -134,4 +134,9 @@ export class KeyJobs {
       this.log.warn({ vault: vault.id, err: message }, 'reshare needs attention; the old shares keep signing');
     }
   }
+}
+
+/** The coordinator client fails with CustodyErrors; anything else (the store, a check here) is ours. */
+function custodyError(err: unknown): CustodyError {
+  return err instanceof CustodyError ? err : new CustodyError('internal', err instanceof Error ? err.message : String(err), { cause: err });
 }

@@ -2,30 +2,29 @@
 // party fails), reshare (two-phase: the new epoch is pending on every receiver, then committed here,
 // and nodes promote it). Party keys in every session come from the registry of authenticated nodes;
 // nodes check them against the committee pinned with their share.
-import { randomBytes } from 'node:crypto';
+import { equalBytes } from '@noble/curves/utils.js';
 import type { Logger } from '../../common/logger.ts';
 import { Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
-import { decodeBlob, encodeBlob } from '../../core/codec/blob.ts';
 import type { KeyPackage } from '../../core/session/key-package.ts';
 import type { ReshareMember } from '../../core/session/reshare-member.ts';
 import type { NodeRegistry } from '../nodes/node-registry.ts';
-import type { SessionHub, SessionOutcome } from '../sessions/session-hub.ts';
+import type { PartyReport, SessionHub, SessionOutcome, SessionSpec } from '../sessions/session-hub.ts';
+import { deriveSessionId } from '../sessions/session-id.ts';
 import type { KeyRecord, KeyStore } from './key-store.ts';
-import { committeeFor, PolicyError, thresholdFor } from './tier-policy.ts';
+import { committeeFor, thresholdFor } from './tier-policy.ts';
 import type { TierName } from '../../core/tiers.ts';
 import { requestedCommittee } from './requested-committee.ts';
 import type { LoadedRoster } from '../config.ts';
 import type { NodeKindName } from '../../core/link/node-kind.ts';
 import { OtPairScheduler } from './ot-pair-scheduler.ts';
 import type { SignFields } from '../../core/session/sign-fields.ts';
-import type { DkgSessionParams, EpochSessionParams, ReshareSessionParams } from '../../core/session/session-params.ts';
-
-export class KeyServiceError extends Error {
-  constructor(readonly code: 'not_found' | 'conflict' | 'unavailable' | 'failed' | 'invalid', message: string, readonly culprits: string[] = []) {
-    super(message);
-    this.name = 'KeyServiceError';
-  }
-}
+import { dkgParams, dkgResult, epochParams, epochResult, otParams, otResult, reshareParams, reshareResult, signParams, signResult, type SessionCodec } from '../../core/session/session-contract.ts';
+import type { PackageResult } from '../../core/session/session-results.ts';
+import { checkRequestId } from '../../core/session/request-id.ts';
+import { InputError } from '../../core/errors/protocol-errors.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
+import { kindOf } from '../../core/errors/error-codes.ts';
+import type { ErrorKind } from '../../core/errors/error-kinds.ts';
 
 export interface Timeouts {
   dkgMs: number;
@@ -37,13 +36,24 @@ export interface Timeouts {
 
 export interface SignInput extends SignFields {
   keyId: string;
+  /** The caller's id of the work (coordinator.proto `request_id`); empty or absent when none. */
+  requestId?: string | undefined;
 }
 
 export interface SignOutput {
-  signatures: string[];
+  signatures: Uint8Array[];
   recoveryIds: number[];
-  publicKey: string;
+  publicKey: Uint8Array;
   signers: string[];
+}
+
+/**
+ * The sessions opened for one request: each carries the request id, and its session id binds the id
+ * and the session's ordinal within the request (sessions/session-id.ts).
+ */
+interface RequestScope {
+  readonly requestId: string;
+  sessions: number;
 }
 
 export class KeyService {
@@ -60,9 +70,35 @@ export class KeyService {
     private readonly roster?: LoadedRoster,
   ) {}
 
-  private rosterHex(): string {
-    if (!this.roster) throw new KeyServiceError('unavailable', 'no service-node roster is configured (COORDINATOR_ROSTER_FILE): nodes join no key generation or reshare without one');
-    return this.roster.hex;
+  /** A request's scope; throws CustodyError('invalid_request') for a malformed request id. */
+  private scope(requestId: string | undefined): RequestScope {
+    return { requestId: checkRequestId(requestId ?? ''), sessions: 0 };
+  }
+
+  /** Opens a session of `req`. */
+  private open(req: RequestScope, spec: Omit<SessionSpec, 'sessionId' | 'requestId'>): Promise<SessionOutcome> {
+    return this.hub.run({ ...spec, sessionId: deriveSessionId(req.requestId, req.sessions++), requestId: req.requestId });
+  }
+
+  /** Every party's result, decoded; undefined (logged with the party) when one is malformed. */
+  private results<T>(outcome: SessionOutcome, codec: SessionCodec<T>, req: RequestScope): T[] | undefined {
+    if (!outcome.ok) return undefined;
+    const out: T[] = [];
+    for (const [nodeId, bytes] of outcome.results) {
+      try {
+        out.push(codec.decode(bytes));
+      } catch (err) {
+        if (!(err instanceof InputError)) throw err;
+        this.log.warn({ requestId: req.requestId, nodeId, kind: codec.kind, problem: err.message }, 'a node reported a malformed result');
+        return undefined;
+      }
+    }
+    return out;
+  }
+
+  private rosterBytes(): Uint8Array {
+    if (!this.roster) throw new CustodyError('no_roster', 'no service-node roster is configured (COORDINATOR_ROSTER_FILE): nodes join no key generation or reshare without one');
+    return this.roster.bytes;
   }
 
   /**
@@ -70,14 +106,8 @@ export class KeyService {
    * customer, who binds it in its signed creation request.
    */
   proposeCommittee(owner: string, tier: TierName): { members: { nodeId: string; kind: NodeKindName; signingKey: Uint8Array; encryptionKey: Uint8Array }[]; threshold: number; rosterVersion: number } {
-    this.rosterHex();
-    let committee;
-    try {
-      committee = committeeFor(tier, owner, this.nodes.list(), this.roster!.roster);
-    } catch (err) {
-      if (err instanceof PolicyError) throw new KeyServiceError('unavailable', err.message);
-      throw err;
-    }
+    this.rosterBytes();
+    const committee = committeeFor(tier, owner, this.nodes.list(), this.roster!.roster);
     const members = committee.nodeIds.map((nodeId) => {
       const n = this.nodes.get(nodeId)!;
       return { nodeId, kind: n.kind, signingKey: n.signingKey, encryptionKey: n.encryptionKey };
@@ -95,7 +125,7 @@ export class KeyService {
 
   private party(nodeId: string, index: number): Party {
     const n = this.nodes.get(nodeId);
-    if (!n) throw new KeyServiceError('unavailable', `node ${nodeId} is not attached`, [nodeId]);
+    if (!n) throw new CustodyError('node_not_attached', `node ${nodeId} is not attached`, { culprits: [nodeId] });
     return { $typeName: 'mpc.v1.Party', nodeId, index, signingKey: n.signingKey, encryptionKey: n.encryptionKey };
   }
 
@@ -124,77 +154,71 @@ export class KeyService {
 
   async get(keyId: string): Promise<KeyRecord> {
     const k = await this.keys.get(keyId);
-    if (!k) throw new KeyServiceError('not_found', `no key ${keyId}`);
+    if (!k) throw new CustodyError('unknown_key', `no key ${keyId}`);
     return k;
   }
 
   /**
-   * `trustLog` and `creationRequest` (hex) are the customer's own signed material (docs/trust.md):
-   * passed to the nodes unchanged, which verify them; the coordinator cannot make or alter them.
+   * `trustLog` and `creationRequest` are the customer's own signed material (docs/trust.md): passed to
+   * the nodes unchanged, which verify them; the coordinator cannot make or alter them.
    */
-  async createKey(input: { keyId: string; owner: string; tier: TierName; nodeIds?: string[]; threshold?: number; trustLog?: string[]; creationRequest?: string | undefined }): Promise<KeyRecord> {
+  async createKey(input: { keyId: string; owner: string; tier: TierName; nodeIds?: string[]; threshold?: number; trustLog?: Uint8Array[]; creationRequest?: Uint8Array | undefined; requestId?: string | undefined }): Promise<KeyRecord> {
+    const req = this.scope(input.requestId);
     return this.serialize(input.keyId, async () => {
       // A generation that failed for want of a party (not refused by the nodes) may run again.
       const existing = await this.keys.get(input.keyId);
-      if (existing && !(existing.state === 'failed' && !existing.refused)) throw new KeyServiceError('conflict', `key ${input.keyId} exists`);
-      const roster = this.rosterHex();
+      if (existing && !(existing.state === 'failed' && !existing.refused)) throw new CustodyError('key_exists', `key ${input.keyId} exists`);
+      const roster = this.rosterBytes();
       // The committee the customer's signed request names, when it names one: nodes accept no other.
       const asked = requestedCommittee(input.creationRequest);
-      let committee;
-      try {
-        committee = input.nodeIds?.length ? { nodeIds: input.nodeIds, threshold: input.threshold ?? thresholdFor(input.tier, input.nodeIds.length) }
-          : asked.nodeIds ? { nodeIds: asked.nodeIds, threshold: thresholdFor(input.tier, asked.nodeIds.length) }
-            : committeeFor(input.tier, input.owner, this.nodes.list(), this.roster!.roster, asked.customerNodeId);
-      } catch (err) {
-        if (err instanceof PolicyError) throw new KeyServiceError('unavailable', err.message);
-        throw err;
-      }
+      const committee = input.nodeIds?.length ? { nodeIds: input.nodeIds, threshold: input.threshold ?? thresholdFor(input.tier, input.nodeIds.length) }
+        : asked.nodeIds ? { nodeIds: asked.nodeIds, threshold: thresholdFor(input.tier, asked.nodeIds.length) }
+          : committeeFor(input.tier, input.owner, this.nodes.list(), this.roster!.roster, asked.customerNodeId);
       const now = Date.now();
       const record: KeyRecord = {
         v: 1, keyId: input.keyId, owner: input.owner, tier: input.tier, threshold: committee.threshold,
         committee: committee.nodeIds.map((nodeId, i) => ({ nodeId, index: i + 1 })), epoch: 0, rotation: 0, publicKey: '', chainCode: '',
         state: 'generating', createdAtMs: now, updatedAtMs: now,
       };
+      // Checked before the record is written: malformed input fails here, not on every node.
+      const params = dkgParams.encode({
+        keyId: input.keyId, owner: input.owner, epoch: 0, threshold: committee.threshold, tier: input.tier,
+        ...(input.trustLog?.length ? { trustLog: input.trustLog } : {}), ...(input.creationRequest?.length ? { creationRequest: input.creationRequest } : {}), roster,
+      });
       await this.keys.put(record);
       const parties = record.committee.map((m) => this.party(m.nodeId, m.index));
-      const outcome = await this.hub.run({
-        sessionId: new Uint8Array(randomBytes(32)), protocol: Protocol.DKG, keyId: input.keyId, parties,
-        params: encodeBlob('dkg-params', {
-          keyId: input.keyId, owner: input.owner, epoch: 0, threshold: committee.threshold, tier: input.tier,
-          ...(input.trustLog?.length ? { trustLog: input.trustLog } : {}), ...(input.creationRequest ? { creationRequest: input.creationRequest } : {}), roster,
-        } satisfies DkgSessionParams),
-        timeoutMs: this.timeouts.dkgMs,
-      });
-      const pkg = this.agreedPackage(outcome, 'dkg-result');
-      if (!pkg && !outcome.ok && outcome.code === 'party_failed' && outcome.reports.some((r) => REFUSALS.has(r.code))) {
-        const why = outcome.reports.map((r) => `${r.code}: ${r.message}`).join('; ');
-        await this.keys.put({ ...record, state: 'failed', refused: true, problem: why, updatedAtMs: Date.now() });
-        throw new KeyServiceError('invalid', `refused by the nodes: ${why}`);
+      const outcome = await this.open(req, { protocol: Protocol.DKG, keyId: input.keyId, parties, params, timeoutMs: this.timeouts.dkgMs });
+      const pkg = this.agreedPackage(outcome, dkgResult, req);
+      const refusal = pkg ? undefined : refusalOf(outcome);
+      if (refusal) {
+        await this.keys.put({ ...record, state: 'failed', refused: true, problem: describeReports(outcome), updatedAtMs: Date.now() });
+        throw refusalError(refusal);
       }
       if (!pkg) {
         await this.keys.put({ ...record, state: 'failed', problem: outcome.ok ? 'parties disagree on the key' : outcome.message, updatedAtMs: Date.now() });
-        throw new KeyServiceError('failed', `key generation failed: ${outcome.ok ? 'parties disagree' : outcome.message}`, outcome.ok ? [] : outcome.culprits);
+        throw new CustodyError('failed', `key generation failed: ${outcome.ok ? 'parties disagree' : outcome.message}`, { culprits: outcome.ok ? [] : outcome.culprits });
       }
       let done: KeyRecord = { ...record, publicKey: pkg.groupKey, chainCode: pkg.chainCode, pkg, state: 'active', updatedAtMs: Date.now() };
       await this.keys.put(done);
-      this.log.info({ keyId: input.keyId, committee: committee.nodeIds }, 'key generated');
-      done = await this.otSetup(done);
+      this.log.info({ keyId: input.keyId, requestId: req.requestId, committee: committee.nodeIds }, 'key generated');
+      done = await this.otSetup(done, req);
       return done;
     });
   }
 
   /** Pairwise OT setup for ECDSA on the whole committee at the key's epoch; a failure is logged and retried on demand. */
-  private async otSetup(key: KeyRecord): Promise<KeyRecord> {
+  private async otSetup(key: KeyRecord, req: RequestScope): Promise<KeyRecord> {
     if (!key.committee.every((m) => this.nodes.isAttached(m.nodeId))) {
-      this.log.warn({ keyId: key.keyId }, 'OT setup postponed: not every committee member is attached');
+      this.log.warn({ keyId: key.keyId, requestId: req.requestId }, 'OT setup postponed: not every committee member is attached');
       return key;
     }
-    const outcome = await this.hub.run({
-      sessionId: new Uint8Array(randomBytes(32)), protocol: Protocol.OT_SETUP, keyId: key.keyId,
-      parties: key.committee.map((m) => this.party(m.nodeId, m.index)), params: encodeBlob('ot-params', { keyId: key.keyId, epoch: key.epoch } satisfies EpochSessionParams), timeoutMs: this.timeouts.dkgMs,
+    const outcome = await this.open(req, {
+      protocol: Protocol.OT_SETUP, keyId: key.keyId, parties: key.committee.map((m) => this.party(m.nodeId, m.index)),
+      params: otParams.encode({ keyId: key.keyId, epoch: key.epoch }), timeoutMs: this.timeouts.dkgMs,
     });
-    if (!outcome.ok) {
-      this.log.warn({ keyId: key.keyId, problem: outcome.message }, 'OT setup failed; ECDSA waits for a new setup');
+    const acks = this.results(outcome, otResult, req);
+    if (!acks || acks.some((a) => a.keyId !== key.keyId || a.epoch !== key.epoch)) {
+      this.log.warn({ keyId: key.keyId, requestId: req.requestId, problem: outcome.ok ? 'results do not name this key epoch' : outcome.message }, 'OT setup failed; ECDSA waits for a new setup');
       return key;
     }
     const next = { ...key, otEpoch: key.epoch, updatedAtMs: Date.now() };
@@ -202,20 +226,28 @@ export class KeyService {
     return next;
   }
 
-  private agreedPackage(outcome: SessionOutcome, kind: string): KeyPackage | undefined {
-    if (!outcome.ok) return undefined;
-    const pkgs = [...outcome.results.values()].map((r) => JSON.stringify(decodeBlob<{ pkg: KeyPackage }>(kind, r).pkg));
-    if (new Set(pkgs).size !== 1) return undefined;
-    return JSON.parse(pkgs[0]!) as KeyPackage;
+  /** The package every party reported, when they all reported the same one. */
+  private agreedPackage(outcome: SessionOutcome, codec: SessionCodec<PackageResult>, req: RequestScope): KeyPackage | undefined {
+    const pkgs = this.results(outcome, codec, req)?.map((r) => r.pkg);
+    if (!pkgs || new Set(pkgs.map((p) => JSON.stringify(p))).size !== 1) return undefined;
+    return pkgs[0];
   }
 
   async sign(input: SignInput): Promise<SignOutput> {
+    const req = this.scope(input.requestId);
     const key = await this.get(input.keyId);
-    if (key.state !== 'active' && key.state !== 'resharing' && key.state !== 'needs_attention') throw new KeyServiceError('conflict', `key ${input.keyId} is ${key.state}`);
+    if (key.state !== 'active' && key.state !== 'resharing' && key.state !== 'needs_attention') throw new CustodyError('conflict', `key ${input.keyId} is ${key.state}`);
+    // Checked before anything runs: a malformed request fails here, not on every node. An OT setup
+    // below keeps the key's epoch, so these parameters hold for every attempt.
+    const params = signParams.encode({
+      keyId: input.keyId, epoch: key.epoch, path: input.path, scheme: input.scheme, digests: input.digests,
+      intent: input.intent, intentSignature: input.intentSignature, apiKeyId: input.apiKeyId, template: input.template, endUserToken: input.endUserToken,
+      ...(input.trustLog ? { trustLog: input.trustLog } : {}),
+    });
     let ready = key;
     if (input.scheme === 'ecdsa' && key.otEpoch !== key.epoch) {
-      ready = await this.serialize(key.keyId, () => this.otSetup(key));
-      if (ready.otEpoch !== ready.epoch) throw new KeyServiceError('unavailable', 'ECDSA needs the OT setup of this epoch, which could not run now');
+      ready = await this.serialize(key.keyId, () => this.otSetup(key, req));
+      if (ready.otEpoch !== ready.epoch) throw new CustodyError('unavailable', 'ECDSA needs the OT setup of this epoch, which could not run now');
     }
     const protocol = input.scheme === 'ecdsa' ? Protocol.SIGN_ECDSA : Protocol.SIGN_SCHNORR;
     const excluded = new Set<string>();
@@ -226,75 +258,66 @@ export class KeyService {
       if (!(await this.enoughAttached(eligible.map((m) => m.nodeId), ready.threshold))) {
         if (last) break;
         const missing = eligible.filter((m) => !this.nodes.isAttached(m.nodeId)).map((m) => m.nodeId);
-        throw new KeyServiceError('unavailable', `signing needs ${ready.threshold} attached members of the committee; not attached: ${missing.join(', ')}`, missing);
+        throw new CustodyError('not_enough_nodes', `signing needs ${ready.threshold} attached members of the committee; not attached: ${missing.join(', ')}`, { culprits: missing });
       }
       const candidates = eligible.filter((m) => this.nodes.isAttached(m.nodeId));
       // ECDSA: a subset none of whose OT pairs is in another run (nodes refuse that); Schnorr: any.
       const slot = protocol === Protocol.SIGN_ECDSA
         ? await this.otPairs.take(input.keyId, candidates, ready.threshold, this.timeouts.signMs)
         : { signers: candidates.slice(0, ready.threshold), release: () => undefined };
-      if (!slot) throw new KeyServiceError('unavailable', 'every signer subset of this vault is busy with other ECDSA signings; retry later');
+      if (!slot) throw new CustodyError('ot_busy', 'every signer subset of this vault is busy with other ECDSA signings; retry later');
       const signers = slot.signers;
-      const params: Record<string, unknown> = { ...input, epoch: ready.epoch };
-      delete params.keyId;
       let outcome: SessionOutcome;
       try {
-        outcome = await this.hub.run({
-          sessionId: new Uint8Array(randomBytes(32)), protocol, keyId: input.keyId,
-          parties: signers.map((m) => this.party(m.nodeId, m.index)), params: encodeBlob('sign-params', { keyId: input.keyId, ...params }), timeoutMs: this.timeouts.signMs,
-        });
+        outcome = await this.open(req, { protocol, keyId: input.keyId, parties: signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs });
       } finally {
         slot.release();
       }
       if (outcome.ok) {
-        const results = [...outcome.results.values()].map((r) => decodeBlob<{ signatures: string[]; recoveryIds?: number[]; publicKey: string }>('sign-result', r));
-        if (new Set(results.map((r) => JSON.stringify(r))).size !== 1) throw new KeyServiceError('failed', 'signers returned different signatures');
+        const results = this.results(outcome, signResult, req);
+        if (!results) throw new CustodyError('failed', 'a signer returned a malformed result');
+        const first = signResult.encode(results[0]!);
+        if (!results.every((r) => equalBytes(signResult.encode(r), first))) throw new CustodyError('failed', 'signers returned different signatures');
         return { signatures: results[0]!.signatures, recoveryIds: results[0]!.recoveryIds ?? [], publicKey: results[0]!.publicKey, signers: signers.map((s) => s.nodeId) };
       }
       last = outcome;
       // A refusal on authorization is final: another subset would refuse too.
-      if (outcome.code === 'party_failed' && outcome.reports.some((r) => REFUSALS.has(r.code))) {
-        throw new KeyServiceError('invalid', `refused by the nodes: ${outcome.reports.map((r) => `${r.code}: ${r.message}`).join('; ')}`);
-      }
+      const refusal = refusalOf(outcome);
+      if (refusal) throw refusalError(refusal);
       // Nodes retired OT pairs after an abort: a fresh setup (new keys and Δ) lets the pairs sign again.
       if (!outcome.ok && outcome.code === 'party_failed' && outcome.reports.some((r) => r.code === 'ot_retired')) {
-        this.log.warn({ keyId: input.keyId, attempt }, 'OT pairs were retired; running a new OT setup');
-        ready = await this.serialize(key.keyId, () => this.otSetup(ready));
+        this.log.warn({ keyId: input.keyId, requestId: req.requestId, attempt }, 'OT pairs were retired; running a new OT setup');
+        ready = await this.serialize(key.keyId, () => this.otSetup(ready, req));
         continue;
       }
-      this.log.warn({ keyId: input.keyId, attempt, culprits: outcome.culprits, code: outcome.code }, 'signing attempt failed; retrying without the culprits');
+      this.log.warn({ keyId: input.keyId, requestId: req.requestId, attempt, culprits: outcome.culprits, code: outcome.code }, 'signing attempt failed; retrying without the culprits');
       if (!outcome.culprits.length) break;
       for (const c of outcome.culprits) excluded.add(c);
     }
-    throw new KeyServiceError('failed', `signing failed: ${last && !last.ok ? last.message : 'no qualified subset left'}`, last && !last.ok ? last.culprits : []);
+    throw new CustodyError('failed', `signing failed: ${last && !last.ok ? last.message : 'no qualified subset left'}`, { culprits: last && !last.ok ? last.culprits : [] });
   }
 
   /**
-   * `trustLog` and `reshareRequest` (hex) are the customer's own signed material (docs/trust.md
+   * `trustLog` and `reshareRequest` are the customer's own signed material (docs/trust.md
    * "Committees"): a self or customer_tee target seats the customer's node its request names.
    */
-  async reshare(input: { keyId: string; nodeIds?: string[]; threshold?: number; targetTier?: TierName; trustLog?: string[]; reshareRequest?: string | undefined }): Promise<KeyRecord> {
+  async reshare(input: { keyId: string; nodeIds?: string[]; threshold?: number; targetTier?: TierName; trustLog?: Uint8Array[]; reshareRequest?: Uint8Array | undefined; requestId?: string | undefined }): Promise<KeyRecord> {
+    const req = this.scope(input.requestId);
     return this.serialize(input.keyId, async () => {
       const key = await this.get(input.keyId);
-      if (key.state !== 'active' && key.state !== 'needs_attention') throw new KeyServiceError('conflict', `key ${input.keyId} is ${key.state}`);
-      const roster = this.rosterHex();
+      if (key.state !== 'active' && key.state !== 'needs_attention') throw new CustodyError('conflict', `key ${input.keyId} is ${key.state}`);
+      const roster = this.rosterBytes();
       const asked = requestedCommittee(input.reshareRequest);
       const tier = input.targetTier ?? (key.tier as TierName);
-      let target: { nodeIds: string[]; threshold: number };
-      try {
-        target = input.nodeIds?.length
-          ? { nodeIds: input.nodeIds, threshold: input.threshold ?? key.threshold }
-          : asked.nodeIds
-            ? { nodeIds: asked.nodeIds, threshold: thresholdFor(tier, asked.nodeIds.length) }
-            : input.targetTier || asked.customerNodeId
-              ? committeeFor(tier, key.owner, this.nodes.list(), this.roster!.roster, asked.customerNodeId)
-              : { nodeIds: key.committee.map((m) => m.nodeId), threshold: key.threshold };
-      } catch (err) {
-        if (err instanceof PolicyError) throw new KeyServiceError('unavailable', err.message);
-        throw err;
-      }
+      const target: { nodeIds: string[]; threshold: number } = input.nodeIds?.length
+        ? { nodeIds: input.nodeIds, threshold: input.threshold ?? key.threshold }
+        : asked.nodeIds
+          ? { nodeIds: asked.nodeIds, threshold: thresholdFor(tier, asked.nodeIds.length) }
+          : input.targetTier || asked.customerNodeId
+            ? committeeFor(tier, key.owner, this.nodes.list(), this.roster!.roster, asked.customerNodeId)
+            : { nodeIds: key.committee.map((m) => m.nodeId), threshold: key.threshold };
       const dealers = key.committee.filter((m) => this.nodes.isAttached(m.nodeId)).sort((a, b) => Number(target.nodeIds.includes(b.nodeId)) - Number(target.nodeIds.includes(a.nodeId))).slice(0, key.threshold);
-      if (dealers.length < key.threshold) throw new KeyServiceError('unavailable', `need ${key.threshold} attached members of the current committee`);
+      if (dealers.length < key.threshold) throw new CustodyError('not_enough_nodes', `need ${key.threshold} attached members of the current committee`);
       const union = [...new Set([...dealers.map((d) => d.nodeId), ...target.nodeIds])];
       const members: ReshareMember[] = union.map((nodeId, i) => {
         const m: ReshareMember = { party: i + 1 };
@@ -305,27 +328,25 @@ export class KeyService {
         return m;
       });
       const oldPkg = key.pkg;
-      if (!oldPkg) throw new KeyServiceError('unavailable', 'the public package of this epoch is not known');
+      if (!oldPkg) throw new CustodyError('unavailable', 'the public package of this epoch is not known');
       const newEpoch = key.epoch + 1;
-      await this.keys.put({ ...key, state: 'resharing', updatedAtMs: Date.now() });
-      const outcome = await this.hub.run({
-        sessionId: new Uint8Array(randomBytes(32)), protocol: Protocol.RESHARE, keyId: key.keyId,
-        parties: union.map((nodeId, i) => this.party(nodeId, i + 1)),
-        params: encodeBlob('reshare-params', {
-          keyId: key.keyId, owner: key.owner, oldPkg, newEpoch, newThreshold: target.threshold, members, tier, roster,
-          ...(input.trustLog?.length ? { trustLog: input.trustLog } : {}), ...(input.reshareRequest ? { reshareRequest: input.reshareRequest } : {}),
-        } satisfies ReshareSessionParams),
-        timeoutMs: this.timeouts.reshareMs,
+      // Checked before the key changes state: malformed input fails here, not on every node.
+      const params = reshareParams.encode({
+        keyId: key.keyId, owner: key.owner, oldPkg, newEpoch, newThreshold: target.threshold, members, tier, roster,
+        ...(input.trustLog?.length ? { trustLog: input.trustLog } : {}), ...(input.reshareRequest?.length ? { reshareRequest: input.reshareRequest } : {}),
       });
-      const pkg = this.agreedPackage(outcome, 'reshare-result');
+      await this.keys.put({ ...key, state: 'resharing', updatedAtMs: Date.now() });
+      const outcome = await this.open(req, { protocol: Protocol.RESHARE, keyId: key.keyId, parties: union.map((nodeId, i) => this.party(nodeId, i + 1)), params, timeoutMs: this.timeouts.reshareMs });
+      const pkg = this.agreedPackage(outcome, reshareResult, req);
       if (!pkg || pkg.groupKey !== key.publicKey) {
         // A refusal (an unverified committee, say) says which node refused and why.
-        const refused = !outcome.ok && outcome.code === 'party_failed' && outcome.reports.some((r) => REFUSALS.has(r.code));
-        const problem = outcome.ok ? 'reshare results disagree' : refused ? `refused by the nodes: ${outcome.reports.map((r) => `${r.code}: ${r.message}`).join('; ')}` : outcome.message;
+        const refusal = pkg ? undefined : refusalOf(outcome);
+        const problem = outcome.ok ? 'reshare results disagree' : refusal ? `refused by the nodes: ${describeReports(outcome)}` : outcome.message;
         await this.keys.put({ ...key, state: 'needs_attention', problem: `reshare to epoch ${newEpoch} failed: ${problem}`, updatedAtMs: Date.now() });
-        for (const nodeId of target.nodeIds) void this.epochSession(Protocol.ABANDON_EPOCH, key.keyId, newEpoch, nodeId).catch(() => undefined);
-        this.log.warn({ keyId: key.keyId, problem }, 'reshare failed; the old epoch stays in force');
-        throw new KeyServiceError('failed', `reshare failed: ${problem}`, outcome.ok ? [] : outcome.culprits);
+        for (const nodeId of target.nodeIds) void this.epochSession(Protocol.ABANDON_EPOCH, key.keyId, newEpoch, nodeId, req).catch(() => undefined);
+        this.log.warn({ keyId: key.keyId, requestId: req.requestId, problem }, 'reshare failed; the old epoch stays in force');
+        if (refusal) throw refusalError(refusal);
+        throw new CustodyError('failed', `reshare failed: ${problem}`, { culprits: outcome.ok ? [] : outcome.culprits });
       }
       // Every receiver stored the pending epoch before reporting: commit here, then tell the nodes.
       const committed: KeyRecord = {
@@ -338,28 +359,39 @@ export class KeyService {
       // pending share, members that left delete theirs. A node that is away now refuses the old epoch
       // anyway (every session names the epoch) and deletes it on the next commit it hears.
       const everyone = [...new Set([...key.committee.map((m) => m.nodeId), ...target.nodeIds])].filter((n) => this.nodes.isAttached(n));
-      const notified = await Promise.allSettled(everyone.map((nodeId) => this.epochSession(Protocol.COMMIT_EPOCH, key.keyId, newEpoch, nodeId)));
+      const notified = await Promise.allSettled(everyone.map((nodeId) => this.epochSession(Protocol.COMMIT_EPOCH, key.keyId, newEpoch, nodeId, req)));
       const missed = everyone.filter((_, i) => notified[i]!.status === 'rejected');
-      if (missed.length) this.log.warn({ keyId: key.keyId, missed }, 'some nodes did not confirm the epoch commit');
-      this.log.info({ keyId: key.keyId, epoch: newEpoch, committee: target.nodeIds }, 'reshare committed');
-      return this.otSetup(committed);
+      if (missed.length) this.log.warn({ keyId: key.keyId, requestId: req.requestId, missed }, 'some nodes did not confirm the epoch commit');
+      this.log.info({ keyId: key.keyId, requestId: req.requestId, epoch: newEpoch, committee: target.nodeIds }, 'reshare committed');
+      return this.otSetup(committed, req);
     });
   }
 
-  private async epochSession(protocol: Protocol, keyId: string, epoch: number, nodeId: string): Promise<void> {
-    const outcome = await this.hub.run({
-      sessionId: new Uint8Array(randomBytes(32)), protocol, keyId, parties: [this.party(nodeId, 1)],
-      params: encodeBlob('epoch-params', { keyId, epoch } satisfies EpochSessionParams), timeoutMs: 10_000,
-    });
-    if (!outcome.ok) throw new KeyServiceError('failed', outcome.message);
+  private async epochSession(protocol: Protocol, keyId: string, epoch: number, nodeId: string, req: RequestScope): Promise<void> {
+    const outcome = await this.open(req, { protocol, keyId, parties: [this.party(nodeId, 1)], params: epochParams.encode({ keyId, epoch }), timeoutMs: 10_000 });
+    if (!outcome.ok) throw new CustodyError('failed', outcome.message, { culprits: outcome.culprits });
+    if (!this.results(outcome, epochResult, req)) throw new CustodyError('failed', `${nodeId} reported a malformed epoch result`, { culprits: [nodeId] });
   }
 }
 
-const REFUSALS = new Set([
-  'bad_intent', 'wrong_organization', 'unknown_api_key', 'bad_intent_signature', 'intent_expired', 'digest_mismatch', 'wrong_scheme', 'wrong_sender',
-  'bad_template', 'foreign_input', 'wrong_inputs', 'wrong_outputs', 'fee_ceiling', 'unsupported_scheme',
-  'intent_already_used', 'intent_expiry_required', 'intent_expiry_too_far', 'input_amounts_required', 'wrong_input_amounts',
-  // docs/trust.md
-  'bad_trust_log', 'bad_creation_request', 'bad_reshare_request', 'bad_roster', 'stale_roster', 'unverified_committee', 'bad_committee', 'end_user_token_required', 'bad_end_user_token', 'wrong_end_user', 'token_intent_mismatch',
-]);
+/**
+ * Kinds of a party's report that end an operation: the node refused the request (an authorization
+ * check) or found it invalid. Another subset of honest nodes would answer the same, so nothing is
+ * retried, and the caller gets the node's own code.
+ */
+const FINAL_KINDS: ReadonlySet<ErrorKind> = new Set(['refused', 'invalid']);
 
+function refusalOf(outcome: SessionOutcome): PartyReport | undefined {
+  if (outcome.ok || outcome.code !== 'party_failed') return undefined;
+  return outcome.reports.find((r) => FINAL_KINDS.has(kindOf(r.code)));
+}
+
+/** The node's refusal as the operation's error: its code and culprits, the refusing node in the message. */
+function refusalError(r: PartyReport): CustodyError {
+  return new CustodyError(r.code, `refused by ${r.nodeId}: ${r.message}`, { culprits: r.culprits });
+}
+
+/** What the parties reported, for a key record's problem. */
+function describeReports(outcome: SessionOutcome): string {
+  return outcome.ok ? '' : outcome.reports.map((r) => `${r.nodeId}: ${r.code}: ${r.message}`).join('; ');
+}

@@ -11,11 +11,11 @@ export interface RequestedCommittee {
 
 const NODE_ID = /^n[0-9a-f]{20}$/;
 
-/** The committee hints of an encoded request entry (hex); empty when there are none or it does not parse. */
-export function requestedCommittee(requestHex: string | undefined): RequestedCommittee {
-  if (!requestHex) return {};
+/** The committee hints of an encoded request entry; empty when there are none or it does not parse. */
+export function requestedCommittee(request: Uint8Array | undefined): RequestedCommittee {
+  if (!request?.length) return {};
   try {
-    const entry = decodeTrustEntry(Buffer.from(requestHex, 'hex'));
+    const entry = decodeTrustEntry(request);
     if (entry.kind !== 'request' || !entry.body.length) return {};
     const body = JSON.parse(new TextDecoder().decode(entry.body)) as { committee?: unknown; customer_node?: { node_id?: unknown } };
     const out: RequestedCommittee = {};

@@ -7,13 +7,7 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import type { AttachedNodeInfo } from '../nodes/node-registry.ts';
 import type { SignedRoster } from '../../core/trust/roster.ts';
 import type { TierName } from '../../core/tiers.ts';
-
-export class PolicyError extends Error {
-  constructor(readonly code: 'not_enough_nodes' | 'no_customer_node' | 'bad_committee', message: string) {
-    super(message);
-    this.name = 'PolicyError';
-  }
-}
+import { CustodyError } from '../../core/errors/custody-error.ts';
 
 export interface Committee {
   nodeIds: string[];
@@ -39,12 +33,12 @@ export function rosterServiceNodes(attached: AttachedNodeInfo[], roster: SignedR
 export function committeeFor(tier: TierName, owner: string, attached: AttachedNodeInfo[], roster?: SignedRoster, customerNodeId?: string): Committee {
   const service = rosterServiceNodes(attached, roster).map((n) => n.nodeId).sort();
   if (tier === 'hosted') {
-    if (service.length < 3) throw new PolicyError('not_enough_nodes', `hosted keys need 3 service nodes; ${service.length} attached`);
+    if (service.length < 3) throw new CustodyError('not_enough_nodes', `hosted keys need 3 service nodes; ${service.length} attached`);
     return { nodeIds: service.slice(0, 3), threshold: 2 };
   }
   const kind = tier === 'self' ? 'self' : 'tee';
   const customer = attached.filter((n) => n.kind === kind && n.owner === owner && (customerNodeId === undefined || n.nodeId === customerNodeId)).map((n) => n.nodeId).sort();
-  if (!customer.length) throw new PolicyError('no_customer_node', customerNodeId ? `the customer's node ${customerNodeId} (${kind}) is not attached` : `no ${kind} node of ${owner} is attached`);
-  if (!service.length) throw new PolicyError('not_enough_nodes', 'no service node is attached');
+  if (!customer.length) throw new CustodyError('no_customer_node', customerNodeId ? `the customer's node ${customerNodeId} (${kind}) is not attached` : `no ${kind} node of ${owner} is attached`);
+  if (!service.length) throw new CustodyError('not_enough_nodes', 'no service node is attached');
   return { nodeIds: [service[0]!, customer[0]!], threshold: 2 };
 }

@@ -11,6 +11,7 @@ import { LINK_VERSION, verifyAttach } from '../../core/link/attach.ts';
 import { KIND_NAMES } from '../../core/link/node-kind.ts';
 import { nodeIdFor } from '../../core/trust/node-id.ts';
 import type { NodeRegistry } from './node-registry.ts';
+import type { ErrorCode } from '../../core/errors/error-codes.ts';
 
 /**
  * Heartbeats a node may miss before it is dropped. Protocol steps run on the node's event loop (an OT
@@ -67,7 +68,8 @@ export function createLinkHandler(opts: LinkServerOptions): (call: Call) => void
       call.end();
     };
 
-    const refuse = (code: string, message: string) => {
+    // Only registered codes leave the coordinator (core/errors/error-codes.ts).
+    const refuse = (code: ErrorCode, message: string) => {
       opts.log.warn({ nodeId: hello?.nodeId, peer, code }, `node refused: ${message}`);
       const refusal: MessageInitShape<typeof AttachResponseSchema> = { body: { case: 'refusal', value: { code, message } } };
       call.write(refusal);
@@ -80,7 +82,7 @@ export function createLinkHandler(opts: LinkServerOptions): (call: Call) => void
       heard = true;
       const body = msg.body;
       if (state === 'hello') {
-        if (body.case !== 'hello') return refuse('protocol', 'first message must be hello');
+        if (body.case !== 'hello') return refuse('bad_hello', 'first message must be hello');
         hello = body.value;
         const problem = checkHello(hello);
         if (problem) return refuse('bad_hello', problem);
@@ -95,7 +97,7 @@ export function createLinkHandler(opts: LinkServerOptions): (call: Call) => void
         return;
       }
       if (state === 'challenge') {
-        if (body.case !== 'response' || !hello) return refuse('protocol', 'expected the challenge response');
+        if (body.case !== 'response' || !hello) return refuse('bad_hello', 'expected the challenge response');
         const ok = verifyAttach(
           {
             coordinatorId: opts.coordinatorId, connectionId, nonce, nodeId: hello.nodeId, kind: hello.kind, owner: hello.owner,

@@ -6,11 +6,14 @@ import { toHex } from '../../common/bytes.ts';
 import type { Envelope, Party, Protocol, SessionDone, SessionFailed } from '../../proto/gen/mpc/v1/session_pb.ts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { AttachResponseSchema } from '../../proto/gen/mpc/v1/node_link_pb.ts';
+import { isErrorCode, type ErrorCode } from '../../core/errors/error-codes.ts';
 
 export type ToNode = MessageInitShape<typeof AttachResponseSchema>;
 
 export interface SessionSpec {
   sessionId: Uint8Array;
+  /** The caller's request this session is for (empty when none): sent to the nodes and in every log line about the session. */
+  requestId: string;
   protocol: Protocol;
   keyId: string;
   parties: Party[];
@@ -18,9 +21,24 @@ export interface SessionSpec {
   timeoutMs: number;
 }
 
+/**
+ * A party's SessionFailed. Its code is a registered one; a code this coordinator does not know (a newer
+ * node) arrives as `party_failed` with the node's code in the message.
+ */
+export interface PartyReport {
+  nodeId: string;
+  code: ErrorCode;
+  message: string;
+  culprits: string[];
+}
+
 export type SessionOutcome =
   | { ok: true; results: Map<string, Uint8Array> }
-  | { ok: false; code: 'party_failed' | 'party_left' | 'timeout' | 'unavailable'; message: string; culprits: string[]; reports: { nodeId: string; code: string; message: string; culprits: string[] }[] };
+  | { ok: false; code: Extract<ErrorCode, 'party_failed' | 'party_left' | 'timeout' | 'node_not_attached'>; message: string; culprits: string[]; reports: PartyReport[] };
+
+// Bounds on what a node's report may carry.
+const MAX_REPORT_MESSAGE = 1000;
+const MAX_REPORT_CULPRITS = 64;
 
 /** A hook on every relayed envelope: observe it, or return a replacement (array: deliver these instead). */
 export type RelayTap = (sessionId: string, env: Envelope) => Envelope[] | undefined;
@@ -29,7 +47,7 @@ interface Running {
   spec: SessionSpec;
   parties: Set<string>;
   results: Map<string, Uint8Array>;
-  reports: { nodeId: string; code: string; message: string; culprits: string[] }[];
+  reports: PartyReport[];
   settle: (o: SessionOutcome) => void;
   timer: NodeJS.Timeout;
   heard: Set<string>;
@@ -54,9 +72,10 @@ export class SessionHub {
 
   run(spec: SessionSpec): Promise<SessionOutcome> {
     const id = toHex(spec.sessionId);
+    const about = { session: id, requestId: spec.requestId };
     const missing = spec.parties.filter((p) => !this.nodes.isAttached(p.nodeId)).map((p) => p.nodeId);
     if (missing.length) {
-      return Promise.resolve({ ok: false, code: 'unavailable', message: `parties not attached: ${missing.join(', ')}`, culprits: missing, reports: [] });
+      return Promise.resolve({ ok: false, code: 'node_not_attached', message: `parties not attached: ${missing.join(', ')}`, culprits: missing, reports: [] });
     }
     return new Promise((resolve) => {
       const running: Running = {
@@ -75,15 +94,16 @@ export class SessionHub {
         },
         timer: setTimeout(() => {
           const silent = [...running.parties].filter((p) => !running.results.has(p));
-          this.log.warn({ session: id, silent }, 'session timed out');
+          this.log.warn({ ...about, silent }, 'session timed out');
           running.settle({ ok: false, code: 'timeout', message: `no result from ${silent.join(', ')} in time`, culprits: silent, reports: running.reports });
         }, spec.timeoutMs),
       };
       this.sessions.set(id, running);
       const deadlineMs = BigInt(Date.now() + spec.timeoutMs);
+      this.log.debug({ ...about, protocol: spec.protocol, keyId: spec.keyId, parties: spec.parties.map((p) => p.nodeId) }, 'session opened');
       for (const p of spec.parties) {
         this.nodes.send(p.nodeId, {
-          body: { case: 'open', value: { sessionId: spec.sessionId, protocol: spec.protocol, keyId: spec.keyId, parties: spec.parties, params: spec.params, deadlineMs } },
+          body: { case: 'open', value: { sessionId: spec.sessionId, protocol: spec.protocol, keyId: spec.keyId, parties: spec.parties, params: spec.params, deadlineMs, requestId: spec.requestId } },
         });
       }
     });
@@ -104,7 +124,7 @@ export class SessionHub {
       const env = msg.value.envelope!;
       // Cheap sanity: a node may only send as itself. Recipients verify signatures regardless.
       if (env.from !== nodeId) {
-        this.log.warn({ session: id, nodeId, claimed: env.from }, 'node sent an envelope under another id');
+        this.log.warn({ session: id, requestId: s.spec.requestId, nodeId, claimed: env.from }, 'node sent an envelope under another id');
         return;
       }
       const out = this.tap?.(id, env) ?? [env];
@@ -115,9 +135,9 @@ export class SessionHub {
       return;
     }
     if (msg.case === 'failed') {
-      const r = { nodeId, code: msg.value.code, message: msg.value.message, culprits: [...msg.value.culprits] };
+      const r = partyReport(nodeId, msg.value);
       s.reports.push(r);
-      this.log.warn({ session: id, ...r }, 'party reported failure');
+      this.log.warn({ session: id, requestId: s.spec.requestId, ...r }, 'party reported failure');
       // Culprits are whom the party blames; a relay fault blames nobody among the parties.
       s.settle({ ok: false, code: 'party_failed', message: `${nodeId}: ${r.message}`, culprits: r.culprits, reports: s.reports });
       return;
@@ -130,9 +150,17 @@ export class SessionHub {
   nodeLeft(nodeId: string): void {
     for (const [id, s] of this.sessions) {
       if (s.parties.has(nodeId) && !s.results.has(nodeId)) {
-        this.log.warn({ session: id, nodeId }, 'party left during session');
+        this.log.warn({ session: id, requestId: s.spec.requestId, nodeId }, 'party left during session');
         s.settle({ ok: false, code: 'party_left', message: `${nodeId} left during the session`, culprits: [nodeId], reports: s.reports });
       }
     }
   }
+}
+
+/** A SessionFailed from the wire as a report with a registered code, its texts bounded. */
+function partyReport(nodeId: string, failed: SessionFailed): PartyReport {
+  const message = failed.message.length > MAX_REPORT_MESSAGE ? `${failed.message.slice(0, MAX_REPORT_MESSAGE - 1)}…` : failed.message;
+  const culprits = failed.culprits.slice(0, MAX_REPORT_CULPRITS).map((c) => c.slice(0, 128));
+  if (isErrorCode(failed.code)) return { nodeId, code: failed.code, message, culprits };
+  return { nodeId, code: 'party_failed', message: `unregistered code ${JSON.stringify(failed.code.slice(0, 64))}: ${message}`, culprits };
 }

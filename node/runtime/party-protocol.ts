@@ -1,6 +1,7 @@
 // What the node runtime needs from a protocol run: messages to send, payloads to deliver, an outcome.
 // Adapters in node/runtime/protocols/ wrap the pure state machines of node/protocols/ in this shape;
 // the runtime knows nothing of their math.
+import type { ErrorCode } from '../../core/errors/error-codes.ts';
 
 export interface Outgoing {
   /** 1-based party index of the recipient, or 'all' for a broadcast to every other party. */
@@ -13,7 +14,7 @@ export type Step =
   | { kind: 'continue'; out: Outgoing[] }
   /** The run finished: `result` is public (safe for the coordinator); `commit` persists secrets. */
   | { kind: 'done'; out: Outgoing[]; result: Uint8Array; commit?: () => Promise<void> }
-  | { kind: 'abort'; code: string; message: string; culprits: number[] };
+  | { kind: 'abort'; code: ErrorCode; message: string; culprits: number[] };
 
 export interface PartyProtocol {
   start(): Promise<Step> | Step;

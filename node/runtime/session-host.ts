@@ -10,6 +10,9 @@ import type { Outgoing, PartyProtocol, Step } from './party-protocol.ts';
 import type { Envelope as WireEnvelope, Party, SessionOpen } from '../../proto/gen/mpc/v1/session_pb.ts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { AttachRequestSchema } from '../../proto/gen/mpc/v1/node_link_pb.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
+import type { ErrorCode } from '../../core/errors/error-codes.ts';
+import { isRequestId } from '../../core/session/request-id.ts';
 
 export type ToCoordinator = MessageInitShape<typeof AttachRequestSchema>;
 
@@ -22,9 +25,11 @@ export interface SessionContext {
 /** Builds the protocol run for an opened session, or throws SessionRefused. */
 export type ProtocolFactory = (ctx: SessionContext) => Promise<PartyProtocol>;
 
-export class SessionRefused extends Error {
-  constructor(readonly code: string, message: string, readonly culprits: string[] = []) {
-    super(message);
+/** A node declining a session before it runs; the code (and its kind) says why. Culprits are node ids. */
+export class SessionRefused extends CustodyError {
+  declare readonly culprits: readonly string[];
+  constructor(code: ErrorCode, message: string, culprits: readonly string[] = []) {
+    super(code, message, { culprits });
     this.name = 'SessionRefused';
   }
 }
@@ -60,7 +65,7 @@ export class SessionHost {
 
   onOpen(open: SessionOpen): void {
     const id = toHex(open.sessionId);
-    if (this.live.has(id) || this.ended.has(id)) return this.fail(open.sessionId, 'duplicate_session', 'session id already used', []);
+    if (this.live.has(id) || this.ended.has(id)) return this.fail(open.sessionId, 'session_reused', 'session id already used', []);
     const me = open.parties.find((p) => p.nodeId === this.identity.nodeId);
     if (!me) return this.fail(open.sessionId, 'not_a_party', 'this node is not a party of the session', []);
     if (toHex(me.signingKey) !== toHex(this.identity.signingKey) || toHex(me.encryptionKey) !== toHex(this.identity.encryptionKey)) {
@@ -71,6 +76,8 @@ export class SessionHost {
     if (indexes.size !== open.parties.length || ids.size !== open.parties.length || open.parties.some((p) => p.index < 1)) {
       return this.fail(open.sessionId, 'bad_parties', 'party list has duplicate or zero indexes or ids', []);
     }
+    // Only logged, but bounded like the coordinator bounds it (docs/sessions.md "Request ids").
+    if (!isRequestId(open.requestId)) return this.fail(open.sessionId, 'bad_params', 'the request id is at most 128 characters of [A-Za-z0-9._:-]', []);
     const ttl = Math.max(0, Number(open.deadlineMs) - this.now());
     const live: Live = {
       ctx: { open, myIndex: me.index, parties: open.parties },
@@ -83,6 +90,7 @@ export class SessionHost {
       timer: setTimeout(() => this.finish(id, 'deadline passed'), ttl + 1000),
     };
     this.live.set(id, live);
+    this.log.debug({ ...this.about(id), protocol: open.protocol, keyId: open.keyId }, 'session opened');
     this.enqueue(id, live, async () => {
       try {
         live.protocol = await this.factory(live.ctx);
@@ -119,7 +127,7 @@ export class SessionHost {
   onCancel(sessionId: Uint8Array, reason: string): void {
     const id = toHex(sessionId);
     if (this.live.has(id)) {
-      this.log.info({ session: id, reason }, 'session cancelled by the coordinator');
+      this.log.info({ ...this.about(id), reason }, 'session cancelled by the coordinator');
       this.finish(id, 'cancelled');
     }
   }
@@ -131,7 +139,7 @@ export class SessionHost {
 
   private enqueue(id: string, live: Live, task: () => Promise<void>): void {
     live.queue = live.queue.then(task).catch((err: unknown) => {
-      this.log.error({ session: id, err: (err as Error).message }, 'session failed unexpectedly');
+      this.log.error({ ...this.about(id), err: (err as Error).message }, 'session failed unexpectedly');
       this.fail(live.ctx.open.sessionId, 'internal', 'internal error in the node', []);
       this.finish(id, 'internal error');
     });
@@ -158,14 +166,18 @@ export class SessionHost {
   }
 
   private refuse(id: string, sessionId: Uint8Array, err: unknown): void {
-    const e = err instanceof SessionRefused ? err : new SessionRefused('refused', (err as Error).message);
-    this.log.warn({ session: id, code: e.code }, `session refused: ${e.message}`);
-    this.fail(sessionId, e.code, e.message, e.culprits);
+    // A refusal, or any other CustodyError (a malformed parameter, a storage error), reports its own
+    // code; anything else is a bug of this node and reports only `internal`.
+    const e = err instanceof CustodyError ? err : new CustodyError('internal', 'internal error in the node');
+    if (!(err instanceof CustodyError)) this.log.error({ ...this.about(id), err: (err as Error)?.stack ?? String(err) }, 'session setup failed unexpectedly');
+    this.log.warn({ ...this.about(id), code: e.code }, `session refused: ${e.message}`);
+    const byIndex = this.live.get(id)?.byIndex;
+    this.fail(sessionId, e.code, e.message, e.culprits.map((c) => (typeof c === 'number' ? byIndex?.get(c)?.nodeId ?? `index ${c}` : c)));
     this.finish(id, 'refused');
   }
 
   private relayFault(id: string, live: Live, message: string): void {
-    this.log.warn({ session: id }, `relay fault: ${message}`);
+    this.log.warn(this.about(id), `relay fault: ${message}`);
     this.fail(live.ctx.open.sessionId, 'relay_fault', message, []);
     this.finish(id, 'relay fault');
   }
@@ -174,7 +186,7 @@ export class SessionHost {
     if (live.finished) return;
     if (step.kind === 'abort') {
       const culprits = step.culprits.map((i) => live.byIndex.get(i)?.nodeId ?? `index ${i}`);
-      this.log.warn({ session: id, code: step.code, culprits }, `protocol aborted: ${step.message}`);
+      this.log.warn({ ...this.about(id), code: step.code, culprits }, `protocol aborted: ${step.message}`);
       this.fail(live.ctx.open.sessionId, step.code, step.message, culprits);
       return this.finish(id, 'aborted');
     }
@@ -202,8 +214,9 @@ export class SessionHost {
     }
   }
 
-  private fail(sessionId: Uint8Array, code: string, message: string, culprits: string[]): void {
-    this.send({ body: { case: 'failed', value: { sessionId, code, message, culprits } } });
+  /** Reports a failure to the coordinator; only registered codes leave the node. */
+  private fail(sessionId: Uint8Array, code: ErrorCode, message: string, culprits: readonly string[]): void {
+    this.send({ body: { case: 'failed', value: { sessionId, code, message, culprits: [...culprits] } } });
   }
 
   private finish(id: string, why: string): void {
@@ -215,7 +228,13 @@ export class SessionHost {
     this.live.delete(id);
     this.ended.add(id);
     if (this.ended.size > 10_000) this.ended.delete(this.ended.values().next().value!);
-    this.log.debug({ session: id, why }, 'session ended');
+    this.log.debug({ ...this.about(id, live), why }, 'session ended');
+  }
+
+  /** What every log line about a session names: its id and the coordinator's request id, when there is one. */
+  private about(id: string, live = this.live.get(id)): { session: string; requestId?: string } {
+    const requestId = live?.ctx.open.requestId;
+    return requestId ? { session: id, requestId } : { session: id };
   }
 }
 

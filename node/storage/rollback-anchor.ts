@@ -9,6 +9,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 
 export interface RollbackAnchor {
   /** The highest version written, or undefined when the anchor is new. */
@@ -17,10 +18,10 @@ export interface RollbackAnchor {
   write(version: bigint): Promise<void>;
 }
 
-export class RollbackAnchorError extends Error {
-  readonly code = 'bad_anchor';
+export class RollbackAnchorError extends CustodyError {
+  declare readonly code: 'bad_anchor';
   constructor(message: string) {
-    super(message);
+    super('bad_anchor', message);
     this.name = 'RollbackAnchorError';
   }
 }

@@ -16,6 +16,7 @@ import { hkdf } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { RollbackAnchor } from './rollback-anchor.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 
 const SEALED_VERSION = 1;
 const NONCE_BYTES = 24;
@@ -24,9 +25,10 @@ const HEAD_VERSION = 1;
 const HEAD_KEY = '\u0000head';
 const enc = new TextEncoder();
 
-export class SealedStoreError extends Error {
-  constructor(readonly code: 'not_found' | 'unseal_failed' | 'bad_version' | 'tampered' | 'rolled_back', message: string) {
-    super(message);
+export class SealedStoreError extends CustodyError {
+  declare readonly code: 'not_found' | 'unseal_failed' | 'bad_version' | 'tampered' | 'rolled_back';
+  constructor(code: SealedStoreError['code'], message: string) {
+    super(code, message);
     this.name = 'SealedStoreError';
   }
 }

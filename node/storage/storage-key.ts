@@ -3,13 +3,14 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 
 export const STORAGE_KEY_BYTES = 32;
 
-export class StorageKeyError extends Error {
-  readonly code = 'storage_key_invalid';
+export class StorageKeyError extends CustodyError {
+  declare readonly code: 'bad_storage_key';
   constructor(message: string) {
-    super(message);
+    super('bad_storage_key', message);
     this.name = 'StorageKeyError';
   }
 }

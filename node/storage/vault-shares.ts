@@ -8,6 +8,7 @@ import { decodeKeyShare, encodeKeyShare, type KeyShare } from '../protocols/keys
 import { decodeOtSetup, type EcdsaOtSetup } from '../protocols/ecdsa/ot-setup.ts';
 import { decodeBlob, encodeBlob } from '../../core/codec/blob.ts';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 
 export interface PinnedMember {
   index: number;
@@ -43,9 +44,10 @@ export interface OtRetirement {
 /** Every VaultShareStore over one store shares its per-key locks: OT records change under them only. */
 const storeLocks = new WeakMap<SealedStore, KeyedMutex>();
 
-export class VaultShareStoreError extends Error {
-  constructor(readonly code: 'unknown_key' | 'session_reused' | 'no_pending' | 'epoch_mismatch', message: string) {
-    super(message);
+export class VaultShareStoreError extends CustodyError {
+  declare readonly code: 'unknown_key' | 'session_reused' | 'no_pending' | 'epoch_mismatch';
+  constructor(code: VaultShareStoreError['code'], message: string) {
+    super(code, message);
     this.name = 'VaultShareStoreError';
   }
 }

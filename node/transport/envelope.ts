@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { lengthPrefixed } from '../../core/codec/transcript.ts';
 import { verifyEd25519 } from '../../common/ed25519.ts';
 import type { NodeIdentity, PublicIdentity } from '../runtime/identity.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 
 export const ENVELOPE_VERSION = 2;
 const SIGN_DOMAIN = 'mpc/v2/envelope/sign';
@@ -39,13 +40,18 @@ export interface Envelope extends EnvelopeHeader {
   signature: Uint8Array;
 }
 
-export class EnvelopeError extends Error {
+/**
+ * An envelope that fails its checks. `culprit` is the claimed sender, for the log; the session host
+ * blames the relay, not that party (session-host.ts), so it is not among the error's culprits.
+ */
+export class EnvelopeError extends CustodyError {
+  declare readonly code: 'bad_version' | 'wrong_session' | 'wrong_recipient' | 'bad_signature' | 'decrypt_failed' | 'malformed_envelope';
   constructor(
-    readonly code: 'bad_version' | 'wrong_session' | 'wrong_recipient' | 'bad_signature' | 'decrypt_failed' | 'malformed',
+    code: EnvelopeError['code'],
     readonly culprit: string,
     message: string,
   ) {
-    super(message);
+    super(code, message);
     this.name = 'EnvelopeError';
   }
 }
@@ -93,17 +99,17 @@ export function sealBroadcast(sender: NodeIdentity, h: Omit<EnvelopeHeader, 'ver
 export function open(me: NodeIdentity, sender: PublicIdentity, sessionId: Uint8Array, env: Envelope): Uint8Array {
   const culprit = env.from;
   if (env.version !== ENVELOPE_VERSION) throw new EnvelopeError('bad_version', culprit, `envelope version ${env.version} is not spoken here`);
-  if (env.from !== sender.nodeId) throw new EnvelopeError('malformed', culprit, 'envelope sender does not match the expected party');
+  if (env.from !== sender.nodeId) throw new EnvelopeError('malformed_envelope', culprit, 'envelope sender does not match the expected party');
   if (!equalBytes(env.sessionId, sessionId)) throw new EnvelopeError('wrong_session', culprit, 'envelope belongs to another session');
   if (env.to !== '' && env.to !== me.nodeId) throw new EnvelopeError('wrong_recipient', culprit, 'envelope is addressed to another node');
   if (!verifyEd25519(env.signature, signedBytes(env, env.keySalt, env.body), sender.signingKey)) throw new EnvelopeError('bad_signature', culprit, 'envelope signature does not verify');
   if (env.to === '') return env.body;
-  if (env.keySalt.length !== SALT_BYTES) throw new EnvelopeError('malformed', culprit, 'direct envelope lacks its key salt');
+  if (env.keySalt.length !== SALT_BYTES) throw new EnvelopeError('malformed_envelope', culprit, 'direct envelope lacks its key salt');
   let shared: Uint8Array;
   try {
     shared = me.agree(sender.encryptionKey);
   } catch {
-    throw new EnvelopeError('malformed', culprit, 'sender encryption key is not a valid X25519 point');
+    throw new EnvelopeError('malformed_envelope', culprit, 'sender encryption key is not a valid X25519 point');
   }
   const key = deriveKey(shared, env, env.keySalt, sender.encryptionKey, me.encryptionKey);
   try {

@@ -57,8 +57,8 @@ const named = (utxos: Utxo[]) => utxos.map((u) => ({ txid: hexToBytes(u.txid), v
 function view(i: BtcTransferIntent, template: Uint8Array, digests: Uint8Array[], scheme: SignScheme = 'ecdsa'): SignRequestView {
   const bytes = encodeIntent(i);
   return {
-    path: PATH, scheme, digests: digests.map(bytesToHex), intent: bytesToHex(bytes), intentSignature: bytesToHex(signIntent(bytes, apiSecret)), apiKeyId: 'key_1',
-    template: bytesToHex(template), endUserToken: '', owner: ORG, groupKey, chainCode,
+    path: PATH, scheme, digests, intent: bytes, intentSignature: signIntent(bytes, apiSecret), apiKeyId: 'key_1',
+    template, endUserToken: '', owner: ORG, groupKey, chainCode,
   };
 }
 

@@ -5,7 +5,6 @@ import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import * as grpc from '@grpc/grpc-js';
 import * as bitcoin from 'bitcoinjs-lib';
 import * as ecc from '@bitcoinerlab/secp256k1';
 import { ed25519 } from '@noble/curves/ed25519.js';
@@ -15,8 +14,9 @@ import { Cluster, freePort } from './cluster-harness.ts';
 import { startCoordinator, type RunningCoordinator } from '../../coordinator/coordinator-server.ts';
 import { loadCoordinatorConfig } from '../../coordinator/config.ts';
 import { createLogger } from '../../common/logger.ts';
-import { createClient } from '../../proto/grpc.ts';
-import { CoordinatorService, Scheme, Tier } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
+import { Scheme, Tier } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
+import { connectCoordinator, type CoordinatorClient } from '../../api/coordinator/coordinator-client.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 import { encodeIntent, signIntent } from '../../core/intents/intent.ts';
 import { encodeBlob } from '../../core/codec/blob.ts';
 import { derive } from '../../node/protocols/derive/bip32.ts';
@@ -26,7 +26,8 @@ import { SealedStore } from '../../node/storage/sealed-store.ts';
 import { loadStorageKey } from '../../node/storage/storage-key.ts';
 import { VaultShareStore } from '../../node/storage/vault-shares.ts';
 import { scalarHex } from '../../node/protocols/math/curve.ts';
-import type { Envelope } from '../../proto/gen/mpc/v1/session_pb.ts';
+import { Protocol, type Envelope } from '../../proto/gen/mpc/v1/session_pb.ts';
+import type { ToNode } from '../../coordinator/sessions/session-hub.ts';
 import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
 
 // Real processes on a 2-core machine shared with the rest of the suite: more than tap's default file budget.
@@ -40,9 +41,12 @@ const PATH = [86, 1, 0, 0, 0];
 interface Harness {
   cluster: Cluster;
   coordinator: RunningCoordinator;
-  client: ReturnType<typeof createClient<(typeof CoordinatorService)['method']>>;
+  /** The API's client: every failure arrives as a CustodyError decoded from the status details. */
+  client: CoordinatorClient;
   keysFile: string;
   relayed: Envelope[];
+  /** Every SessionOpen the coordinator sent, with its recipient. */
+  opened: { nodeId: string; protocol: Protocol; sessionId: Uint8Array; requestId: string }[];
   tamper?: (env: Envelope) => Envelope[] | undefined;
 }
 
@@ -56,8 +60,14 @@ async function setup(t: Test, attachWaitMs: number): Promise<Harness> {
   cluster.useCoordinatorPort(port);
   const keysFile = join(cluster.dir, 'api-keys.json');
   writeFileSync(keysFile, JSON.stringify({ [ORG]: { key_1: bytesToHex(ed25519.getPublicKey(apiSecret)) } }));
-  const client = createClient(CoordinatorService, `127.0.0.1:${port}`, grpc.credentials.createInsecure());
-  const h: Harness = { cluster, coordinator, client, keysFile, relayed: [] };
+  const client = connectCoordinator({ address: `127.0.0.1:${port}` });
+  const h: Harness = { cluster, coordinator, client, keysFile, relayed: [], opened: [] };
+  const send = coordinator.registry.send.bind(coordinator.registry);
+  coordinator.registry.send = <M>(nodeId: string, msg: M) => {
+    const body = (msg as ToNode).body;
+    if (body?.case === 'open') h.opened.push({ nodeId, protocol: body.value.protocol!, sessionId: body.value.sessionId as Uint8Array, requestId: body.value.requestId ?? '' });
+    return send(nodeId, msg);
+  };
   coordinator.hub.tap = (_sid, env) => {
     h.relayed.push(env);
     return h.tamper?.(env);
@@ -92,9 +102,9 @@ function taprootSpend(groupKey: string, chainCode: string, amount = 60_000n) {
   return { intent, signature: signIntent(intent, apiSecret), template, digest, q };
 }
 
-async function signSpend(h: Harness, keyId: string, spend: ReturnType<typeof taprootSpend>, digest = spend.digest) {
+async function signSpend(h: Harness, keyId: string, spend: ReturnType<typeof taprootSpend>, digest = spend.digest, requestId = '') {
   return h.client.sign({
-    keyId, path: PATH, scheme: Scheme.SCHNORR_TAPROOT, digests: [digest],
+    keyId, path: PATH, scheme: Scheme.SCHNORR_TAPROOT, digests: [digest], requestId,
     authorization: { intent: spend.intent, intentSignature: spend.signature, apiKeyId: 'key_1', template: spend.template },
   }, { deadline: Date.now() + 30_000 });
 }
@@ -104,8 +114,11 @@ t.test('DKG 2-of-3 over gRPC, Taproot signatures, failures, reshare to a self no
   const env = { NODE_API_KEYS_FILE: h.keysFile };
   const nodes = await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => h.cluster.startNode(n, env)));
 
-  const created = await h.client.createKey({ keyId: 'vault-1', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 60_000 });
+  const created = await h.client.createKey({ keyId: 'vault-1', owner: ORG, tier: Tier.HOSTED, requestId: 'vlt_1:job_1' }, { deadline: Date.now() + 60_000 });
   const key = created.key!;
+  // The request id names every session of the key generation, the OT setup after the DKG included.
+  t.same([...new Set(h.opened.map((o) => o.protocol))], [Protocol.DKG, Protocol.OT_SETUP]);
+  t.ok(h.opened.every((o) => o.requestId === 'vlt_1:job_1'), 'every SessionOpen of the key generation names its request');
   t.equal(key.state, 'active');
   t.equal(key.threshold, 2);
   t.equal(key.committee.length, 3);
@@ -118,22 +131,41 @@ t.test('DKG 2-of-3 over gRPC, Taproot signatures, failures, reshare to a self no
   t.ok(schnorr.verify(signed.signatures[0]!, spend.digest, spend.q), 'taproot signature verifies (noble)');
   t.equal(signed.signers.length, 2);
 
+  // A malformed request id is refused before any session opens; a good one reaches every signer in its
+  // SessionOpen, under a session id of its own, and is on the nodes' log lines about the session.
+  const opened = h.opened.length;
+  await t.rejects(signSpend(h, 'vault-1', spend, spend.digest, 'txn/1'), { constructor: CustodyError, code: 'invalid_request', kind: 'invalid', message: /request_id/ });
+  t.equal(h.opened.length, opened, 'no session opened for a malformed request id');
+  await t.rejects(signSpend(h, 'vault-1', spend, new Uint8Array(randomBytes(32)), 'txn_0193cluster:1'), { constructor: CustodyError, code: 'digest_mismatch' });
+  const tagged = h.opened.slice(opened);
+  t.equal(tagged.length, 2, 'one session, opened on both signers');
+  t.ok(tagged.every((o) => o.requestId === 'txn_0193cluster:1' && o.sessionId.length === 32), 'the SessionOpen each signer gets names the request');
+  const signerProcs = nodes.filter((n) => tagged.some((o) => o.nodeId === n.nodeId)).map((n) => n.proc);
+  // Each signer refuses, or is cancelled once the other's refusal ended the session.
+  const ended = (l: { msg: string }) => l.msg.startsWith('session refused') || l.msg === 'session cancelled by the coordinator';
+  const lines = await Promise.all(signerProcs.map((p) => p.waitFor((l) => ended(l) && l['requestId'] === 'txn_0193cluster:1', 10_000, 'a line naming the request')));
+  t.ok(lines.every((l) => l['session'] === bytesToHex(tagged[0]!.sessionId)), 'each signer logs the session\'s end with the session and request ids');
+  t.ok(lines.some((l) => l.msg.startsWith('session refused')), 'a signer logged its refusal');
+
   // The nodes refuse a digest that is not the intent's, and an intent signature that does not verify.
   const otherDigest = new Uint8Array(randomBytes(32));
-  await t.rejects(signSpend(h, 'vault-1', spend, otherDigest), { code: grpc.status.PERMISSION_DENIED, details: /digest_mismatch/ });
+  // Each refusal arrives structured: the refusing node's own code, kind refused, no culprits.
+  await t.rejects(signSpend(h, 'vault-1', spend, otherDigest), { constructor: CustodyError, code: 'digest_mismatch', kind: 'refused', culprits: [] });
   const forged = { ...spend, signature: ed25519.sign(spend.intent, new Uint8Array(randomBytes(32))) };
-  await t.rejects(signSpend(h, 'vault-1', forged), { code: grpc.status.PERMISSION_DENIED, details: /bad_intent_signature/ });
+  await t.rejects(signSpend(h, 'vault-1', forged), { constructor: CustodyError, code: 'bad_intent_signature', kind: 'refused', culprits: [] });
   const overpay = taprootSpend(groupKey, chainCode, 50_000n);
-  await t.rejects(signSpend(h, 'vault-1', { ...overpay, template: spend.template, digest: spend.digest }), { code: grpc.status.PERMISSION_DENIED }, 'intent and template must agree');
+  await t.rejects(signSpend(h, 'vault-1', { ...overpay, template: spend.template, digest: spend.digest }), { constructor: CustodyError, code: 'wrong_outputs', kind: 'refused' }, 'intent and template must agree');
 
   // A relay that flips a byte causes an abort, never a bad signature.
   h.tamper = (e) => (e.round === 2 ? [{ ...e, body: e.body.map((b, i) => (i === 3 ? b ^ 0x80 : b)) }] : undefined);
-  await t.rejects(signSpend(h, 'vault-1', taprootSpend(groupKey, chainCode)), { code: grpc.status.ABORTED });
+  await t.rejects(signSpend(h, 'vault-1', taprootSpend(groupKey, chainCode)), { constructor: CustodyError, code: 'failed', kind: 'aborted', message: /relayed|envelope|signature/ });
   // A replayed message aborts too; a dropped one fails the session at its deadline, naming who is silent.
   h.tamper = (e) => (e.round === 1 ? [e, e] : undefined);
-  await t.rejects(signSpend(h, 'vault-1', taprootSpend(groupKey, chainCode)), { code: grpc.status.ABORTED });
+  await t.rejects(signSpend(h, 'vault-1', taprootSpend(groupKey, chainCode)), { constructor: CustodyError, code: 'failed', kind: 'aborted' });
   h.tamper = (e) => (e.round === 2 ? [] : undefined);
-  await t.rejects(signSpend(h, 'vault-1', taprootSpend(groupKey, chainCode)), { code: grpc.status.ABORTED, details: /no result from/ });
+  const silent = await signSpend(h, 'vault-1', taprootSpend(groupKey, chainCode)).then(() => undefined, (e: unknown) => e);
+  t.match(silent, { constructor: CustodyError, code: 'failed', kind: 'aborted', message: /no result from/ });
+  t.ok((silent as CustodyError).culprits.length > 0 && (silent as CustodyError).culprits.every((c) => (silent as CustodyError).message.includes(String(c))), 'the silent parties are the culprits');
   h.tamper = undefined;
 
   // Kill a signer in the middle of a session: the session names it and the retry with the others signs.
@@ -213,7 +245,9 @@ t.test('a node killed in the middle of a reshare: the old epoch still signs, the
     return undefined;
   };
   const target = [nodes[0]!.nodeId, nodes[1]!.nodeId, fourth.nodeId];
-  await t.rejects(h.client.reshare({ keyId: 'vault-2', nodeIds: target, threshold: 2 }, { deadline: Date.now() + 60_000 }), { code: grpc.status.ABORTED, details: new RegExp(fourth.nodeId) });
+  const failed = await h.client.reshare({ keyId: 'vault-2', nodeIds: target, threshold: 2 }, { deadline: Date.now() + 60_000 }).then(() => undefined, (e: unknown) => e);
+  t.match(failed, { constructor: CustodyError, code: 'failed', kind: 'aborted' });
+  t.ok((failed as CustodyError).culprits.includes(fourth.nodeId), 'the killed node is a culprit');
   h.tamper = undefined;
   const after = (await h.client.getKey({ keyId: 'vault-2' })).key!;
   t.equal(after.state, 'needs_attention');
@@ -240,7 +274,9 @@ t.test('a node killed in the middle of a reshare: the old epoch still signs, the
   const gone = [nodes[1]!, fourthAgain];
   await Promise.all(gone.map((n) => n.proc.kill('SIGTERM')));
   const sessionsBefore = h.relayed.length;
-  await t.rejects(signSpend(h, 'vault-2', taprootSpend(groupKey, chainCode)), { code: grpc.status.UNAVAILABLE, details: new RegExp(`not attached: .*(${gone.map((n) => n.nodeId).join('|')})`) });
+  const unavailable = await signSpend(h, 'vault-2', taprootSpend(groupKey, chainCode)).then(() => undefined, (e: unknown) => e);
+  t.match(unavailable, { constructor: CustodyError, code: 'not_enough_nodes', kind: 'unavailable', message: new RegExp(`not attached: .*(${gone.map((n) => n.nodeId).join('|')})`) });
+  t.same([...(unavailable as CustodyError).culprits].sort(), gone.map((n) => n.nodeId).sort(), 'the missing members are named');
   t.equal(h.relayed.length, sessionsBefore, 'no session was opened');
 });
 
@@ -353,5 +389,5 @@ t.test('threshold ECDSA over gRPC: DKG with OT setup, an EVM transfer signed by 
 
   // A template that pays more gas than the intent allows is refused by the nodes.
   const greedy = encodeBlob('evm-template', { nonce: 1, gasLimit: '21000', maxFeePerGas: String(viem.parseEther('0.01')), maxPriorityFeePerGas: '1' });
-  await t.rejects(h.client.sign({ keyId: 'vault-evm', path, scheme: Scheme.ECDSA, digests: [digest], authorization: { intent, intentSignature: signIntent(intent, apiSecret), apiKeyId: 'key_1', template: greedy } }), { code: grpc.status.PERMISSION_DENIED });
+  await t.rejects(h.client.sign({ keyId: 'vault-evm', path, scheme: Scheme.ECDSA, digests: [digest], authorization: { intent, intentSignature: signIntent(intent, apiSecret), apiKeyId: 'key_1', template: greedy } }), { constructor: CustodyError, code: 'bad_template', kind: 'invalid' });
 });

@@ -8,7 +8,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import * as grpc from '@grpc/grpc-js';
 import * as bitcoin from 'bitcoinjs-lib';
 import * as ecc from '@bitcoinerlab/secp256k1';
 import { ed25519 } from '@noble/curves/ed25519.js';
@@ -20,8 +19,9 @@ import { Cluster, freePort } from './cluster-harness.ts';
 import { startCoordinator } from '../../coordinator/coordinator-server.ts';
 import { loadCoordinatorConfig } from '../../coordinator/config.ts';
 import { createLogger } from '../../common/logger.ts';
-import { createClient } from '../../proto/grpc.ts';
-import { CoordinatorService, Scheme, Tier } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
+import { Scheme, Tier } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
+import { connectCoordinator } from '../../api/coordinator/coordinator-client.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 import { encodeIntent, signIntent } from '../../core/intents/intent.ts';
 import { signBootstrap } from '../../core/trust/trust-entry.ts';
 import { encodeBlob } from '../../core/codec/blob.ts';
@@ -47,7 +47,9 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
     createLogger('coordinator', 'silent'),
   );
   cluster.useCoordinatorPort(port);
-  const client = createClient(CoordinatorService, `127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  // The API's client: a refusal arrives as a CustodyError with the refusing node's code, not as text.
+  const client = connectCoordinator({ address: `127.0.0.1:${port}` });
+  const refused = (code: string) => ({ constructor: CustodyError, code, kind: 'refused', culprits: [] });
   t.teardown(async () => {
     client.close();
     await cluster.stop();
@@ -91,7 +93,7 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
     }, { deadline: Date.now() + 30_000 });
 
   // A hosted key needs the customer's signed creation request once the organization is rooted.
-  await t.rejects(createKey('vault-forged', undefined, trustLog), { code: grpc.status.PERMISSION_DENIED, details: /bad_creation_request/ });
+  await t.rejects(createKey('vault-forged', undefined, trustLog), refused('bad_creation_request'));
   const plain = (await createKey('vault-plain', signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted', name: 'ops' }), trustLog)).key!;
   t.equal(plain.state, 'active');
 
@@ -100,7 +102,7 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
   const outsider = await cluster.startNode('node-x', env);
   await t.rejects(
     client.createKey({ keyId: 'vault-outsider', owner: ORG, tier: Tier.HOSTED, nodeIds: [nodes[0]!.nodeId, nodes[1]!.nodeId, outsider.nodeId], threshold: 2, trustLog, creationRequest: signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted' }) }, { deadline: Date.now() + 60_000 }),
-    { code: grpc.status.PERMISSION_DENIED, details: /unverified_committee/ },
+    refused('unverified_committee'),
   );
   await outsider.proc.kill();
 
@@ -111,11 +113,11 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
 
   // Revoked: refused at once, and still refused when a later log omits the revocation.
   const withRevoke = [...trustLog, signedEntry(first, 'POST', `/v1/api-keys/${second.keyId}/revoke`)];
-  await t.rejects(sign('vault-plain', spend(plain, second), withRevoke), { code: grpc.status.PERMISSION_DENIED, details: /unknown_api_key/ });
-  await t.rejects(sign('vault-plain', spend(plain, second), trustLog), { code: grpc.status.PERMISSION_DENIED, details: /unknown_api_key/ }, 'the nodes remember the revocation');
+  await t.rejects(sign('vault-plain', spend(plain, second), withRevoke), refused('unknown_api_key'));
+  await t.rejects(sign('vault-plain', spend(plain, second), trustLog), refused('unknown_api_key'), 'the nodes remember the revocation');
   // A log forged by whoever relays it refuses the session.
   const forged = signBootstrap(ORG, second.publicKey, 1, new Uint8Array(randomBytes(32)));
-  await t.rejects(sign('vault-plain', spend(plain, first), [...withRevoke, forged]), { code: grpc.status.PERMISSION_DENIED, details: /bad_trust_log/ });
+  await t.rejects(sign('vault-plain', spend(plain, first), [...withRevoke, forged]), refused('bad_trust_log'));
 
   // End-user auth, then a hosted vault bound to user-42.
   const idp = await generateKeyPair('ES256');
@@ -131,9 +133,9 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
   };
 
   const h = spend(hosted, first);
-  await t.rejects(sign('vault-hosted', h, fullLog), { code: grpc.status.PERMISSION_DENIED, details: /end_user_token_required/ });
-  await t.rejects(sign('vault-hosted', h, fullLog, await tokenFor(h.intent, 'user-99')), { code: grpc.status.PERMISSION_DENIED, details: /wrong_end_user/ });
-  await t.rejects(sign('vault-hosted', h, fullLog, await tokenFor(spend(hosted, first).intent)), { code: grpc.status.PERMISSION_DENIED, details: /token_intent_mismatch/ });
+  await t.rejects(sign('vault-hosted', h, fullLog), refused('end_user_token_required'));
+  await t.rejects(sign('vault-hosted', h, fullLog, await tokenFor(h.intent, 'user-99')), refused('wrong_end_user'));
+  await t.rejects(sign('vault-hosted', h, fullLog, await tokenFor(spend(hosted, first).intent)), refused('token_intent_mismatch'));
   const ok = await sign('vault-hosted', h, fullLog, await tokenFor(h.intent));
   t.ok(schnorr.verify(ok.signatures[0]!, h.digest, h.q), 'with the end user\'s token for this intent it signs');
   // The vault created before the config keeps signing without tokens.
@@ -143,7 +145,7 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
   // A refresh keeps the key hosted: the binding holds in the new epoch. A move to the self tier drops it.
   await client.reshare({ keyId: 'vault-hosted' }, { deadline: Date.now() + 60_000 });
   const r1 = spend(hosted, first);
-  await t.rejects(sign('vault-hosted', r1, fullLog), { code: grpc.status.PERMISSION_DENIED, details: /end_user_token_required/ }, 'after a refresh');
+  await t.rejects(sign('vault-hosted', r1, fullLog), refused('end_user_token_required'), 'after a refresh');
   t.ok(schnorr.verify((await sign('vault-hosted', r1, fullLog, await tokenFor(r1.intent))).signatures[0]!, r1.digest, r1.q));
   // The move seats the customer's node its signed reshare request names, and no other.
   const selfId = await cluster.identity('self-1');
@@ -153,8 +155,8 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
     reshareRequest: signedEntry(first, 'POST', '/v1/vaults/vault-hosted/reshare', { target_tier: 'self', customer_node: customerNode }),
   }, { deadline: Date.now() + 60_000 });
   const stranger = await cluster.identity('not-started');
-  await t.rejects(reshareTo(stranger), { code: grpc.status.UNAVAILABLE, details: /not attached/ }, 'the coordinator does not seat another node instead');
-  await t.rejects(client.reshare({ keyId: 'vault-hosted', targetTier: Tier.SELF }, { deadline: Date.now() + 60_000 }), { code: grpc.status.ABORTED, details: /unverified_committee/ }, 'without the customer\'s request every node refuses');
+  await t.rejects(reshareTo(stranger), { constructor: CustodyError, code: 'no_customer_node', kind: 'unavailable', message: /not attached/ }, 'the coordinator does not seat another node instead');
+  await t.rejects(client.reshare({ keyId: 'vault-hosted', targetTier: Tier.SELF }, { deadline: Date.now() + 60_000 }), refused('unverified_committee'), 'without the customer\'s request every node refuses');
   const moved = (await reshareTo(selfId)).key!;
   t.ok(moved.committee.some((m) => m.nodeId === self.nodeId));
   const r2 = spend(hosted, first);

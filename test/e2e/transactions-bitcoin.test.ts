@@ -4,11 +4,11 @@
 // is signed after the intent was verified is refused by the nodes.
 import t from 'tap';
 import * as bitcoin from 'bitcoinjs-lib';
-import * as grpc from '@grpc/grpc-js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { startStack, mining } from './stack.ts';
 import { connectCoordinator } from '../../api/coordinator/coordinator-client.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 import { Scheme } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
 import { buildSpend } from '../../api/chains/bitcoin/build-spend.ts';
 import { decodeIntent, type BtcTransferIntent } from '../../core/intents/intent.ts';
@@ -69,8 +69,8 @@ t.test('Bitcoin: P2WPKH and P2TR spends through the SDK are accepted by the scri
   const authorization = { intent: intentBytes, intentSignature: hexToBytes(client.signIntent(intentBytes)), apiKeyId: stack.apiKeyId };
   const ask = (template: Uint8Array, digests: Uint8Array[]) =>
     coordinator.sign({ keyId: vault.id, path, scheme: Scheme.ECDSA, digests, authorization: { ...authorization, template } }, { deadline: Date.now() + 60_000 });
-  await t.rejects(ask(honest.template, evil.digests), { code: grpc.status.PERMISSION_DENIED }, 'digests of another transaction than the template: refused');
-  await t.rejects(ask(evil.template, evil.digests), { code: grpc.status.PERMISSION_DENIED }, 'a template that pays another recipient than the intent: refused');
+  await t.rejects(ask(honest.template, evil.digests), { constructor: CustodyError, code: 'digest_mismatch', kind: 'refused' }, 'digests of another transaction than the template: refused');
+  await t.rejects(ask(evil.template, evil.digests), { constructor: CustodyError, code: 'wrong_outputs', kind: 'refused' }, 'a template that pays another recipient than the intent: refused');
   const ok = await ask(honest.template, honest.digests);
   t.equal(ok.signatures.length, honest.digests.length, 'the honest template signs, so the refusals were about the alteration');
   t.equal(bytesToHex(ok.publicKey).length, 66);

@@ -21,8 +21,8 @@ import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.t
 import { IntentAuthorizer } from '../../node/runtime/authorization/sign-authorizer.ts';
 import { RosterRegistry } from '../../node/runtime/authorization/roster-registry.ts';
 import { nodeProtocols, type NodeProtocolDeps } from '../../node/runtime/sessions/node-protocols.ts';
-import { encodeBlob, decodeBlob } from '../../core/codec/blob.ts';
-import type { KeyPackage } from '../../core/session/key-package.ts';
+import { dkgParams, dkgResult, reshareParams } from '../../core/session/session-contract.ts';
+import type { ReshareSessionParams } from '../../core/session/session-params.ts';
 import { signBootstrap } from '../../core/trust/trust-entry.ts';
 import { signRoster } from '../../core/trust/roster.ts';
 import { createLogger } from '../../common/logger.ts';
@@ -35,7 +35,7 @@ const ORG = 'org_committee';
 const operator = seed('committee operator');
 const operatorKeys = [bytesToHex(ed25519.getPublicKey(operator))];
 const first = signer(ORG, seed('committee first key'));
-const trustLog = [bytesToHex(signBootstrap(ORG, first.publicKey, 1_795_000_000, operator))];
+const trustLog = [signBootstrap(ORG, first.publicKey, 1_795_000_000, operator)];
 const log = createLogger('test', 'silent');
 
 interface Outcome {
@@ -83,15 +83,15 @@ const pub = (m: { identity: NodeIdentity } | NodeIdentity): Member => {
   return { nodeId: id.nodeId, signingKey: id.signingKey, encryptionKey: id.encryptionKey };
 };
 const rosterOf = (version: number, members: Member[]) =>
-  bytesToHex(signRoster({ version, created: 1_795_000_000 + version, nodes: members.map((m) => ({ nodeId: m.nodeId, signingKey: bytesToHex(m.signingKey), encryptionKey: bytesToHex(m.encryptionKey) })) }, operator));
+  signRoster({ version, created: 1_795_000_000 + version, nodes: members.map((m) => ({ nodeId: m.nodeId, signingKey: bytesToHex(m.signingKey), encryptionKey: bytesToHex(m.encryptionKey) })) }, operator);
 const customerNode = (m: Member) => ({ node_id: m.nodeId, signing_key: bytesToHex(m.signingKey), encryption_key: bytesToHex(m.encryptionKey) });
 
-/** Opens a session on every real node among `members` and waits until each has reported. */
-async function run(members: Member[], protocol: Protocol, kind: string, params: Record<string, unknown>): Promise<Map<string, Outcome>> {
+/** Opens a session on every real node among `members` with encoded `params` and waits until each has reported. */
+async function run(members: Member[], protocol: Protocol, keyId: string, params: Uint8Array): Promise<Map<string, Outcome>> {
   const sessionId = new Uint8Array(randomBytes(32));
   const sid = bytesToHex(sessionId);
   const parties: Party[] = members.map((m, i) => ({ $typeName: 'mpc.v1.Party', nodeId: m.nodeId, index: i + 1, signingKey: m.signingKey, encryptionKey: m.encryptionKey }));
-  const open = create(SessionOpenSchema, { sessionId, protocol, keyId: String(params.keyId), parties, params: encodeBlob(kind, params), deadlineMs: BigInt(Date.now() + 60_000) });
+  const open = create(SessionOpenSchema, { sessionId, protocol, keyId, parties, params, deadlineMs: BigInt(Date.now() + 60_000) });
   const real = members.map((m) => nodes.get(m.nodeId)).filter((n): n is TestNode => n !== undefined && bytesToHex(n.identity.signingKey) === bytesToHex(members.find((x) => x.nodeId === n.identity.nodeId)!.signingKey));
   for (const n of real) n.host.onOpen(open);
   // A node that joined a session with a party that never speaks waits for it: reported as `joined`.
@@ -103,11 +103,12 @@ async function run(members: Member[], protocol: Protocol, kind: string, params: 
 }
 
 let keyCounter = 0;
-const dkg = (members: Member[], tier: string, body: Record<string, unknown>, roster: string, threshold = tier === 'hosted' ? 2 : members.length) =>
-  run(members, Protocol.DKG, 'dkg-params', {
-    keyId: `vault-${++keyCounter}`, owner: ORG, epoch: 0, threshold, tier, trustLog,
-    creationRequest: bytesToHex(signedEntry(first, 'POST', '/v1/vaults', { tier, ...body })), roster,
-  });
+const dkg = (members: Member[], tier: string, body: Record<string, unknown>, roster: Uint8Array, threshold = tier === 'hosted' ? 2 : members.length) => {
+  const keyId = `vault-${++keyCounter}`;
+  return run(members, Protocol.DKG, keyId, dkgParams.encode({
+    keyId, owner: ORG, epoch: 0, threshold, tier, trustLog, creationRequest: signedEntry(first, 'POST', '/v1/vaults', { tier, ...body }), roster,
+  }));
+};
 
 const codes = (m: Map<string, Outcome>) => [...m.values()].map((o) => o.failed?.code ?? 'done');
 
@@ -130,7 +131,7 @@ t.test('a hosted DKG with a fake party seated beside honest nodes: every honest 
   // A hosted committee of another shape: all three, but every one required.
   t.same(codes(await dkg([pub(a), pub(b), pub(c)], 'hosted', {}, roster, 3)), ['bad_committee', 'bad_committee', 'bad_committee'], 'hosted is 2-of-3');
   // A roster signed by someone else than the operator.
-  const forged = bytesToHex(signRoster({ version: 9, created: 1, nodes: [pub(a), pub(b), pub(outsider)].map((m) => ({ nodeId: m.nodeId, signingKey: bytesToHex(m.signingKey), encryptionKey: bytesToHex(m.encryptionKey) })) }, seed('not the operator')));
+  const forged = signRoster({ version: 9, created: 1, nodes: [pub(a), pub(b), pub(outsider)].map((m) => ({ nodeId: m.nodeId, signingKey: bytesToHex(m.signingKey), encryptionKey: bytesToHex(m.encryptionKey) })) }, seed('not the operator'));
   t.same(codes(await dkg([pub(a), pub(b), pub(outsider)], 'hosted', {}, forged)), ['bad_roster', 'bad_roster'], 'a roster not signed by an operator key');
 });
 
@@ -168,18 +169,18 @@ t.test('a reshare to the self tier seats a customer node only on the customer\'s
   const [a, b, c, self] = [await node(t), await node(t), await node(t), await node(t)];
   const roster = rosterOf(1, [pub(a), pub(b), pub(c)]);
   const created = await dkg([pub(a), pub(b), pub(c)], 'hosted', {}, roster);
-  const oldPkg = decodeBlob<{ pkg: KeyPackage }>('dkg-result', [...created.values()][0]!.done!).pkg;
+  const oldPkg = dkgResult.decode([...created.values()][0]!.done!).pkg;
   const keyId = `vault-${keyCounter}`;
   // Dealers a and b (old ids 1 and 2); a and the self node receive (new ids 1 and 2).
   const members = [{ party: 1, oldId: 1, newId: 1 }, { party: 2, oldId: 2 }, { party: 3, newId: 2 }];
-  const reshare = (extra: Record<string, unknown>) => run([pub(a), pub(b), pub(self)], Protocol.RESHARE, 'reshare-params', {
+  const reshare = (extra: Partial<ReshareSessionParams>) => run([pub(a), pub(b), pub(self)], Protocol.RESHARE, keyId, reshareParams.encode({
     keyId, owner: ORG, oldPkg, newEpoch: 1, newThreshold: 2, members, tier: 'self', roster, trustLog, ...extra,
-  });
+  }));
   const without = await reshare({});
   t.same(codes(without), ['unverified_committee', 'unverified_committee', 'unverified_committee'], 'the coordinator\'s word does not seat a customer node');
-  const elsewhere = bytesToHex(signedEntry(first, 'POST', `/v1/vaults/${keyId}/reshare`, { target_tier: 'self', customer_node: customerNode(pub(fake())) }));
+  const elsewhere = signedEntry(first, 'POST', `/v1/vaults/${keyId}/reshare`, { target_tier: 'self', customer_node: customerNode(pub(fake())) });
   t.same(codes(await reshare({ reshareRequest: elsewhere })), ['unverified_committee', 'unverified_committee', 'unverified_committee'], 'the customer named another node');
-  const asked = bytesToHex(signedEntry(first, 'POST', `/v1/vaults/${keyId}/reshare`, { target_tier: 'self', customer_node: customerNode(pub(self)) }));
+  const asked = signedEntry(first, 'POST', `/v1/vaults/${keyId}/reshare`, { target_tier: 'self', customer_node: customerNode(pub(self)) });
   t.same(codes(await reshare({ reshareRequest: asked })), ['done', 'done', 'done'], 'the node the customer named');
   t.ok(await self.vault.pending(keyId), 'the self node holds the pending share');
 });

@@ -52,14 +52,14 @@ function request(by: Signer, over: Partial<SignRequestView> = {}, fieldsOver: Pa
   const intent = encodeIntent(fields);
   const template = { nonce: 0, gasLimit: 21_000n, maxFeePerGas: 10n ** 9n, maxPriorityFeePerGas: 1n };
   return {
-    path: [], scheme: 'ecdsa', digests: [bytesToHex(evmSigningDigest(evmTransaction(fields, template)))],
-    intent: bytesToHex(intent), intentSignature: bytesToHex(signIntent(intent, by.secret)), apiKeyId: by.keyId,
-    template: bytesToHex(encodeBlob('evm-template', { nonce: 0, gasLimit: '21000', maxFeePerGas: String(10n ** 9n), maxPriorityFeePerGas: '1' })),
+    path: [], scheme: 'ecdsa', digests: [evmSigningDigest(evmTransaction(fields, template))],
+    intent, intentSignature: signIntent(intent, by.secret), apiKeyId: by.keyId,
+    template: encodeBlob('evm-template', { nonce: 0, gasLimit: '21000', maxFeePerGas: String(10n ** 9n), maxPriorityFeePerGas: '1' }),
     endUserToken: '', owner: ORG, groupKey, chainCode: '00'.repeat(32), intentBytes: intent, ...over,
   };
 }
 
-const log = (...entries: Uint8Array[]) => entries.map((e) => bytesToHex(e));
+const log = (...entries: Uint8Array[]) => entries;
 const refusal = (code: string) => ({ constructor: SessionRefused, code });
 
 t.test('a key registered through the carried log signs; after its revocation it is refused, even when a later log omits it', async (t) => {
@@ -78,8 +78,10 @@ t.test('a log that does not verify refuses the signature with bad_trust_log', as
   const { authorizer } = await setup(t);
   const forged = signBootstrap(ORG, second.publicKey, 1, seed('not an operator'));
   await t.rejects(authorizer.authorize(request(second, { trustLog: log(forged) })), refusal('bad_trust_log'));
-  await t.rejects(authorizer.authorize(request(first, { trustLog: ['zz'] })), refusal('bad_trust_log'));
-  await t.rejects(authorizer.authorize(request(first, { trustLog: 'aa' as unknown as string[] })), refusal('bad_trust_log'));
+  await t.rejects(authorizer.authorize(request(first, { trustLog: [new Uint8Array([0xff])] })), refusal('bad_trust_log'), 'a malformed entry');
+  await t.rejects(authorizer.authorize(request(first, { trustLog: [new Uint8Array()] })), refusal('bad_trust_log'), 'an empty entry');
+  await t.rejects(authorizer.authorize(request(first, { trustLog: ['aa'] as unknown as Uint8Array[] })), refusal('bad_trust_log'), 'hex is not an entry');
+  await t.rejects(authorizer.authorize(request(first, { trustLog: 'aa' as unknown as Uint8Array[] })), refusal('bad_trust_log'));
 });
 
 t.test('a hosted key bound to an end user signs only with that user\'s token for this intent', async (t) => {

@@ -31,8 +31,9 @@ import { IntentAuthorizer } from '../../node/runtime/authorization/sign-authoriz
 import { IntentLedger } from '../../node/runtime/authorization/intent-ledger.ts';
 import { encodeOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
 import { encodeBlob } from '../../core/codec/blob.ts';
+import { signParams } from '../../core/session/session-contract.ts';
 import { SecretShare } from '../../node/protocols/keys/key-package.ts';
-import { parseScalar, pointHex } from '../../node/protocols/math/curve.ts';
+import { exposeScalar, pointHex } from '../../node/protocols/math/curve.ts';
 import { derive } from '../../node/protocols/derive/bip32.ts';
 import { outputKey } from '../../node/protocols/frost/taproot.ts';
 import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
@@ -69,7 +70,7 @@ async function startNode(t: Test, me: number, dir = mkdtempSync(join(tmpdir(), '
   const vault = new VaultShareStore(store);
   if (fresh) {
     const k = c.keys.get(me)!;
-    await vault.putNew(keyId, { key: { share: new SecretShare(me, parseScalar(k.share, 'share')), pkg: k.pkg }, owner: ORG, committee: ids, tier: 'hosted' });
+    await vault.putNew(keyId, { key: { share: new SecretShare(me, exposeScalar(k.share, 'share')), pkg: k.pkg }, owner: ORG, committee: ids, tier: 'hosted' });
     const ot = c.ots.get(me)!;
     await vault.putOt(keyId, ot, encodeOtSetup(ot));
   }
@@ -105,10 +106,10 @@ function evmIntent(key: string): EvmTransferIntent {
 function evmSession(intent: EvmTransferIntent, nonce: number, maxFeePerGas = 10n ** 9n): Uint8Array {
   const bytes = encodeIntent(intent);
   const template: EvmTemplate = { nonce, gasLimit: 21_000n, maxFeePerGas, maxPriorityFeePerGas: 1n };
-  return encodeBlob('sign-params', {
-    keyId, epoch: pkg.epoch, path: [], scheme: 'ecdsa', digests: [bytesToHex(evmSigningDigest(evmTransaction(intent, template)))],
-    intent: bytesToHex(bytes), intentSignature: bytesToHex(signIntent(bytes, apiSecret)), apiKeyId: 'key_1',
-    template: bytesToHex(encodeBlob('evm-template', { nonce, gasLimit: '21000', maxFeePerGas: String(maxFeePerGas), maxPriorityFeePerGas: '1' })), endUserToken: '',
+  return signParams.encode({
+    keyId, epoch: pkg.epoch, path: [], scheme: 'ecdsa', digests: [evmSigningDigest(evmTransaction(intent, template))],
+    intent: bytes, intentSignature: signIntent(bytes, apiSecret), apiKeyId: 'key_1',
+    template: encodeBlob('evm-template', { nonce, gasLimit: '21000', maxFeePerGas: String(maxFeePerGas), maxPriorityFeePerGas: '1' }), endUserToken: '',
   });
 }
 
@@ -123,9 +124,9 @@ function btcIntent(key: string): BtcTransferIntent {
 function btcSession(intent: BtcTransferIntent, utxos: ReturnType<typeof utxo>[], feeRate = 5n): Uint8Array {
   const bytes = encodeIntent(intent);
   const spend = buildSpend(intent, utxos, feeRate);
-  return encodeBlob('sign-params', {
-    keyId, epoch: pkg.epoch, path: [], scheme: 'taproot', digests: spend.digests.map(bytesToHex),
-    intent: bytesToHex(bytes), intentSignature: bytesToHex(signIntent(bytes, apiSecret)), apiKeyId: 'key_1', template: bytesToHex(spend.template), endUserToken: '',
+  return signParams.encode({
+    keyId, epoch: pkg.epoch, path: [], scheme: 'taproot', digests: spend.digests,
+    intent: bytes, intentSignature: signIntent(bytes, apiSecret), apiKeyId: 'key_1', template: spend.template, endUserToken: '',
   });
 }
 

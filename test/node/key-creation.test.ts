@@ -24,8 +24,7 @@ const LEGACY = 'org_legacy';
 const operator = seed('creation operator');
 const first = signer(ORG, seed('creation first'));
 const legacy = signer(LEGACY, seed('legacy key'), 'key_1');
-const hex = (b: Uint8Array) => bytesToHex(b);
-const log = [hex(signBootstrap(ORG, first.publicKey, 1_795_000_000, operator))];
+const log = [signBootstrap(ORG, first.publicKey, 1_795_000_000, operator)];
 const JWKS = { keys: [{ kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }] };
 const refusal = (code: string) => ({ constructor: SessionRefused, code });
 
@@ -40,27 +39,27 @@ t.test('an organization rooted by an operator creates keys only on its signed re
   const { trust } = await setup(t);
   await t.rejects(authorizeKeyCreation(trust, { owner: ORG, tier: 'hosted', trustLog: log }), refusal('bad_creation_request'));
   await t.rejects(authorizeKeyCreation(trust, { owner: ORG, tier: 'self' }), refusal('bad_creation_request'), 'any tier, once rooted');
-  const hosted = hex(signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted' }));
+  const hosted = signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted' });
   const grant = await authorizeKeyCreation(trust, { owner: ORG, tier: 'hosted', creationRequest: hosted });
   t.match(grant, { tier: 'hosted' });
   t.notOk(grant.endUser, 'no end-user config yet: no tokens');
   t.ok(grant.creationHash);
   await t.rejects(authorizeKeyCreation(trust, { owner: ORG, tier: 'self', creationRequest: hosted }), refusal('bad_creation_request'), 'another tier than asked');
   await t.rejects(authorizeKeyCreation(trust, { owner: ORG, tier: 'gold', creationRequest: hosted }), refusal('bad_params'));
-  await t.rejects(authorizeKeyCreation(trust, { owner: ORG, tier: 'hosted', creationRequest: 'xyz' }), refusal('bad_creation_request'));
+  await t.rejects(authorizeKeyCreation(trust, { owner: ORG, tier: 'hosted', creationRequest: new Uint8Array([1, 2, 3]) }), refusal('bad_creation_request'), 'a malformed entry');
   const stranger = signer(ORG, seed('stranger'));
-  await t.rejects(authorizeKeyCreation(trust, { owner: ORG, tier: 'hosted', creationRequest: hex(signedEntry(stranger, 'POST', '/v1/vaults', { tier: 'hosted' })) }), refusal('bad_creation_request'), 'signed by no key of the organization');
-  await t.rejects(authorizeKeyCreation(trust, { owner: ORG, tier: 'hosted', trustLog: ['00'], creationRequest: hosted }), refusal('bad_trust_log'));
+  await t.rejects(authorizeKeyCreation(trust, { owner: ORG, tier: 'hosted', creationRequest: signedEntry(stranger, 'POST', '/v1/vaults', { tier: 'hosted' }) }), refusal('bad_creation_request'), 'signed by no key of the organization');
+  await t.rejects(authorizeKeyCreation(trust, { owner: ORG, tier: 'hosted', trustLog: [new Uint8Array([0])], creationRequest: hosted }), refusal('bad_trust_log'));
 });
 
 t.test('a hosted key created under an end-user config requires tokens; the request\'s subject is bound', async (t) => {
   const { trust } = await setup(t);
-  const config = hex(signedEntry(first, 'PUT', '/v1/config/end-user-auth', { jwks: JWKS, audience: 'aud' }));
-  const bound = await authorizeKeyCreation(trust, { owner: ORG, tier: 'hosted', trustLog: [...log, config], creationRequest: hex(signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted', end_user_subject: 'user-7' })) });
+  const config = signedEntry(first, 'PUT', '/v1/config/end-user-auth', { jwks: JWKS, audience: 'aud' });
+  const bound = await authorizeKeyCreation(trust, { owner: ORG, tier: 'hosted', trustLog: [...log, config], creationRequest: signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted', end_user_subject: 'user-7' }) });
   t.same(bound.endUser, { required: true, subject: 'user-7' });
-  const open = await authorizeKeyCreation(trust, { owner: ORG, tier: 'hosted', creationRequest: hex(signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted' })) });
+  const open = await authorizeKeyCreation(trust, { owner: ORG, tier: 'hosted', creationRequest: signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted' }) });
   t.same(open.endUser, { required: true }, 'any end user of the organization');
-  const self = await authorizeKeyCreation(trust, { owner: ORG, tier: 'self', creationRequest: hex(signedEntry(first, 'POST', '/v1/vaults', { tier: 'self' })) });
+  const self = await authorizeKeyCreation(trust, { owner: ORG, tier: 'self', creationRequest: signedEntry(first, 'POST', '/v1/vaults', { tier: 'self' }) });
   t.notOk(self.endUser, 'tokens gate hosted keys only');
 });
 
@@ -68,7 +67,7 @@ t.test('organizations known only from the keys file, or not at all, keep the old
   const { trust } = await setup(t);
   t.same(await authorizeKeyCreation(trust, { owner: LEGACY, tier: 'hosted' }), { tier: 'hosted' });
   t.same(await authorizeKeyCreation(trust, { owner: 'org_unknown', tier: 'self' }), { tier: 'self' });
-  const withRequest = await authorizeKeyCreation(trust, { owner: LEGACY, tier: 'hosted', creationRequest: hex(signedEntry(legacy, 'POST', '/v1/vaults', { tier: 'hosted', end_user_subject: 'u' })) });
+  const withRequest = await authorizeKeyCreation(trust, { owner: LEGACY, tier: 'hosted', creationRequest: signedEntry(legacy, 'POST', '/v1/vaults', { tier: 'hosted', end_user_subject: 'u' }) });
   t.same(withRequest.endUser, { required: false, subject: 'u' }, 'a given request is still verified and its subject kept');
 });
 

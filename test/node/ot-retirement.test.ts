@@ -23,8 +23,9 @@ import type { SignAuthorizer } from '../../node/runtime/authorization/sign-autho
 import { encodeOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
 import { ecdsaPresign, R1_KIND } from '../../node/protocols/ecdsa/presign.ts';
 import { decodeBlob, encodeBlob } from '../../core/codec/blob.ts';
+import { signParams } from '../../core/session/session-contract.ts';
 import { SecretShare } from '../../node/protocols/keys/key-package.ts';
-import { parseScalar } from '../../node/protocols/math/curve.ts';
+import { exposeScalar } from '../../node/protocols/math/curve.ts';
 import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { committee, type Committee } from '../protocols/ecdsa/harness.ts';
 
@@ -45,14 +46,15 @@ async function honestNode(t: Test, c: Committee) {
   const vault = new VaultShareStore(store);
   const k = c.keys.get(1)!;
   const keyId = k.pkg.keyId;
-  await vault.putNew(keyId, { key: { share: new SecretShare(1, parseScalar(k.share, 'share')), pkg: k.pkg }, owner: 'acme', committee: ids, tier: 'hosted' });
+  await vault.putNew(keyId, { key: { share: new SecretShare(1, exposeScalar(k.share, 'share')), pkg: k.pkg }, owner: 'acme', committee: ids, tier: 'hosted' });
   // The OT setup as the OT-setup session stores it.
   await store.putSecret(`key/${keyId}/current/ot`, encodeOtSetup(c.ots.get(1)!));
   const factory = nodeProtocols({ vault, authorizer: authorizeAll, ledger: { claim: async () => undefined }, trust: new TrustRegistry(store, { operatorKeys: [] }) } as Parameters<typeof nodeProtocols>[0]);
   let lastSession = new Uint8Array();
   const open = (signers: number[]): Promise<PartyProtocol> => {
-    const params = encodeBlob('sign-params', {
-      keyId, epoch: k.pkg.epoch, path: [], scheme: 'ecdsa', digests: ['11'.repeat(32)], intent: '', intentSignature: '', apiKeyId: '', template: '', endUserToken: '',
+    const params = signParams.encode({
+      keyId, epoch: k.pkg.epoch, path: [], scheme: 'ecdsa', digests: [new Uint8Array(32).fill(0x11)], intent: new Uint8Array(), intentSignature: new Uint8Array(64),
+      apiKeyId: '', template: new Uint8Array(), endUserToken: '',
     });
     const parties = ids.filter((m) => signers.includes(m.index)).map(party);
     lastSession = new Uint8Array(randomBytes(32));

@@ -3,6 +3,7 @@
 // the session abort with the relay blamed, never a party.
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { create } from '@bufbuild/protobuf';
 import { NodeIdentity } from '../../node/runtime/identity.ts';
@@ -200,4 +201,35 @@ t.test('a session that names this node with other keys is refused', async (t) =>
   net.hosts[0]!.onOpen(create(SessionOpenSchema, { sessionId, protocol: Protocol.SIGN_SCHNORR, keyId: 'k', parties, deadlineMs: BigInt(Date.now() + 1000) }));
   await settle();
   t.match(net.failed.get(0), { code: 'identity_mismatch' });
+});
+
+t.test('the coordinator\'s request id: a malformed one is refused, a good one is on every log line about the session', async (t) => {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(JSON.parse(String(chunk)) as Record<string, unknown>);
+      done();
+    },
+  });
+  const id = new NodeIdentity(new Uint8Array(randomBytes(32)), new Uint8Array(randomBytes(32)));
+  const failed: string[] = [];
+  const host = new SessionHost(id, (msg) => {
+    if (msg.body?.case === 'failed') failed.push(msg.body.value.code as string);
+  }, async () => {
+    throw new SessionRefused('digest_mismatch', 'not the intent\'s digest');
+  }, createLogger('node', 'debug', sink));
+  const open = (requestId: string) => create(SessionOpenSchema, {
+    sessionId: new Uint8Array(randomBytes(32)), protocol: Protocol.SIGN_SCHNORR, keyId: 'k', requestId, deadlineMs: BigInt(Date.now() + 10_000),
+    parties: [{ nodeId: id.nodeId, index: 1, signingKey: id.signingKey, encryptionKey: id.encryptionKey }],
+  });
+  for (const bad of ['txn/1', 'a b', 'x'.repeat(129)]) host.onOpen(open(bad));
+  await settle();
+  t.same(failed, ['bad_params', 'bad_params', 'bad_params'], 'refused before anything runs');
+  const good = open('txn_0193a1:2');
+  host.onOpen(good);
+  await settle();
+  t.equal(failed[3], 'digest_mismatch');
+  const about = lines.filter((l) => l.session === toHex(good.sessionId));
+  t.same(about.map((l) => l.msg), ['session opened', 'session refused: not the intent\'s digest', 'session ended']);
+  t.ok(about.every((l) => l.requestId === 'txn_0193a1:2'), 'each names the request');
 });

@@ -39,6 +39,8 @@ export interface SimOptions {
   seed?: string;
   /** Per-party RNGs replacing the seeded ones (to inject vector randomness). */
   rngs?: Map<number, Rng>;
+  /** Sees every party's run after its start and after each delivery (to inspect the states). */
+  observe?: (party: number, run: Run<unknown>) => void;
 }
 
 export function simulate<P, S, R>(protocol: Protocol<P, S, R>, params: Map<number, P>, opts: SimOptions = {}): SimResult<R> {
@@ -63,6 +65,7 @@ export function simulate<P, S, R>(protocol: Protocol<P, S, R>, params: Map<numbe
     rngs.set(id, rng);
     const { run, out } = startRun(protocol, p, rng);
     runs.set(id, run);
+    opts.observe?.(id, run);
     send(out);
   }
   while (queue.length) {
@@ -76,6 +79,7 @@ export function simulate<P, S, R>(protocol: Protocol<P, S, R>, params: Map<numbe
         const { only: _only, ...msg } = m;
         const step = deliver(protocol, run, msg, rngs.get(t)!);
         runs.set(t, step.run);
+        opts.observe?.(t, step.run);
         send(step.out);
         if (step.kind === 'done') results.set(t, step.result);
       } catch (err) {

@@ -7,6 +7,7 @@
 import { bytesToHex } from '@noble/hashes/utils.js';
 import type { SignedRoster } from '../../../core/trust/roster.ts';
 import { SessionRefused } from '../session-host.ts';
+import type { ErrorCode } from '../../../core/errors/error-codes.ts';
 import type { CustomerNode } from './trust-state.ts';
 import type { TierName } from '../../../core/tiers.ts';
 
@@ -34,7 +35,7 @@ export interface CommitteeCheck {
 export const HOSTED_SIZE = 3;
 export const HOSTED_THRESHOLD = 2;
 
-const refuse = (code: string, message: string): never => {
+const refuse = (code: ErrorCode, message: string): never => {
   throw new SessionRefused(code, message);
 };
 

@@ -3,8 +3,8 @@
 // fixes the end-user binding stored with the share: tokens are required when the organization has an
 // end-user auth config at this moment, and the request's end_user_subject, if any, is the only end
 // user who can authorize its signatures.
-import { hexToBytes } from '@noble/hashes/utils.js';
 import { SessionRefused } from '../session-host.ts';
+import type { ErrorCode } from '../../../core/errors/error-codes.ts';
 import { applyCarriedLog } from './carried-log.ts';
 import type { TrustRegistry } from './trust-registry.ts';
 import { TrustEntryError, type CommitteeBinding, type CreationProof } from './trust-state.ts';
@@ -14,9 +14,9 @@ import { TIER_NAMES, type TierName } from '../../../core/tiers.ts';
 export interface KeyCreationRequest {
   owner: string;
   tier: unknown;
-  trustLog?: unknown;
-  /** The encoded POST /v1/vaults request entry, hex. */
-  creationRequest?: unknown;
+  trustLog?: readonly Uint8Array[] | undefined;
+  /** The encoded POST /v1/vaults request entry; absent or empty when none. */
+  creationRequest?: Uint8Array | undefined;
 }
 
 export interface KeyCreationGrant extends CommitteeBinding {
@@ -26,7 +26,7 @@ export interface KeyCreationGrant extends CommitteeBinding {
   creationHash?: string;
 }
 
-const refuse = (code: string, message: string): never => {
+const refuse = (code: ErrorCode, message: string): never => {
   throw new SessionRefused(code, message);
 };
 
@@ -35,10 +35,10 @@ export async function authorizeKeyCreation(trust: TrustRegistry, req: KeyCreatio
   const tier = req.tier as TierName;
   const org = await applyCarriedLog(trust, req.owner, req.trustLog);
   let proof: CreationProof | undefined;
-  if (req.creationRequest !== undefined && req.creationRequest !== '') {
-    if (typeof req.creationRequest !== 'string' || !/^(?:[0-9a-f]{2})+$/.test(req.creationRequest)) refuse('bad_creation_request', 'the creation request is hex-encoded');
+  if (req.creationRequest !== undefined && req.creationRequest.length > 0) {
+    if (!(req.creationRequest instanceof Uint8Array)) refuse('bad_creation_request', 'the creation request is an encoded entry');
     try {
-      proof = await trust.creationProof(req.owner, hexToBytes(req.creationRequest as string));
+      proof = await trust.creationProof(req.owner, req.creationRequest);
     } catch (err) {
       if (err instanceof TrustEntryError) return refuse('bad_creation_request', err.message);
       throw err;

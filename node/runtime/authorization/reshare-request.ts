@@ -2,7 +2,6 @@
 // joins a reshare (docs/trust.md "Committees"): the carried trust log applies, the request is signed
 // by an active key of the owner, names this key and, when it names one, the target tier; what it binds
 // of the new committee (the node ids shown, the customer's node) goes to the committee check.
-import { hexToBytes } from '@noble/hashes/utils.js';
 import { SessionRefused } from '../session-host.ts';
 import { applyCarriedLog } from './carried-log.ts';
 import type { TrustRegistry } from './trust-registry.ts';
@@ -13,9 +12,9 @@ export interface ReshareRequestInput {
   keyId: string;
   /** Tier of the new epoch. */
   tier: string;
-  trustLog?: unknown;
-  /** The encoded POST /v1/vaults/{id}/reshare request entry, hex. */
-  reshareRequest?: unknown;
+  trustLog?: readonly Uint8Array[] | undefined;
+  /** The encoded POST /v1/vaults/{id}/reshare request entry; absent or empty when none. */
+  reshareRequest?: Uint8Array | undefined;
 }
 
 const refuse = (message: string): never => {
@@ -24,12 +23,12 @@ const refuse = (message: string): never => {
 
 /** What the customer's request binds of the new committee; empty when the session carries none. */
 export async function authorizeReshareRequest(trust: TrustRegistry, req: ReshareRequestInput): Promise<CommitteeBinding> {
-  if (req.reshareRequest === undefined || req.reshareRequest === '') return {};
+  if (req.reshareRequest === undefined || req.reshareRequest.length === 0) return {};
   await applyCarriedLog(trust, req.owner, req.trustLog);
-  if (typeof req.reshareRequest !== 'string' || !/^(?:[0-9a-f]{2})+$/.test(req.reshareRequest)) refuse('the reshare request is hex-encoded');
+  if (!(req.reshareRequest instanceof Uint8Array)) refuse('the reshare request is an encoded entry');
   let proof: ReshareProof;
   try {
-    proof = await trust.reshareProof(req.owner, hexToBytes(req.reshareRequest as string));
+    proof = await trust.reshareProof(req.owner, req.reshareRequest);
   } catch (err) {
     if (err instanceof TrustEntryError) return refuse(err.message);
     throw err;

@@ -3,14 +3,13 @@
 // the newest one accepted before, so whoever relays sessions cannot bring back a node the operator
 // removed. The newest version and its hash are kept in one sealed record, so its AEAD also guards it
 // against a disk rolled back or edited.
-import { hexToBytes } from '@noble/hashes/utils.js';
 import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
 import type { SealedStore } from '../../storage/sealed-store.ts';
 import { SessionRefused } from '../session-host.ts';
 import { RosterError, rosterHash, verifyRoster, type SignedRoster } from '../../../core/trust/roster.ts';
 
 const RECORD = 'roster/newest';
-const MAX_ROSTER_HEX = 2 * (64 * 1024);
+const MAX_ROSTER = 64 * 1024;
 
 interface NewestRoster {
   v: 1;
@@ -32,15 +31,14 @@ export class RosterRegistry {
   }
 
   /**
-   * Verifies a carried roster (hex) and records it as the newest when it is newer. Refuses with
+   * Verifies a carried roster (its signed bytes) and records it as the newest when it is newer. Refuses with
    * bad_roster (absent, malformed, not signed by an operator key of this node), stale_roster (older than
    * the newest accepted) or, for the same version with other contents, bad_roster.
    */
-  accept(hex: unknown): Promise<SignedRoster> {
+  accept(bytes: Uint8Array | undefined): Promise<SignedRoster> {
     const run = async () => {
-      if (typeof hex !== 'string' || hex === '') throw new SessionRefused('bad_roster', 'the session carries no service-node roster');
-      if (hex.length > MAX_ROSTER_HEX || !/^(?:[0-9a-f]{2})+$/.test(hex)) throw new SessionRefused('bad_roster', 'the roster is hex-encoded, at most 64 KiB');
-      const bytes = hexToBytes(hex);
+      if (!(bytes instanceof Uint8Array) || bytes.length === 0) throw new SessionRefused('bad_roster', 'the session carries no service-node roster');
+      if (bytes.length > MAX_ROSTER) throw new SessionRefused('bad_roster', 'the roster is at most 64 KiB');
       let roster: SignedRoster;
       try {
         roster = verifyRoster(bytes, this.operatorKeys);

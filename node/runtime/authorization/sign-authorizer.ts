@@ -15,17 +15,19 @@ import { toHex as viemHex } from 'viem';
 import { decodeIntent, intentExpiryProblem, verifyIntentSignature, type BtcTransferIntent, type EvmTransferIntent, type Intent } from '../../../core/intents/intent.ts';
 import { IntentFormatError } from '../../../core/intents/canonical.ts';
 import { evmSigningDigest, evmTransaction, EvmTemplateError, type EvmTemplate } from '../../../core/chains/evm/evm-transaction.ts';
-import { derive } from '../../protocols/derive/bip32.ts';
-import { outputKey } from '../../protocols/frost/taproot.ts';
-import { pointHex } from '../../protocols/math/curve.ts';
+import { derive } from '../../../core/keys/bip32.ts';
+import { outputKey } from '../../../core/keys/taproot.ts';
+import { pointHex } from '../../../core/keys/point.ts';
 import { decodeBlob } from '../../../core/codec/blob.ts';
 import { SessionRefused } from '../session-host.ts';
+import type { ErrorCode } from '../../../core/errors/error-codes.ts';
 import type { TrustRegistry } from './trust-registry.ts';
 import { applyCarriedLog } from './carried-log.ts';
 import { checkEndUserToken } from './end-user-token.ts';
 import { BoundedMemo } from '../../../common/memo.ts';
 import type { SignFields } from '../../../core/session/sign-fields.ts';
 import { BITCOIN_NETWORK_PARAMS } from '../../../core/chains/bitcoin/network-params.ts';
+import { bitcoinSighashes, checkSpentOutputs } from '../../../core/chains/bitcoin/sighash.ts';
 
 /** A hosted key's end-user binding, fixed at key generation (docs/trust.md). */
 export interface EndUserBinding {
@@ -83,8 +85,6 @@ bitcoin.initEccLib(ecc);
 interface OwnPayment {
   address: string;
   output: Uint8Array;
-  /** P2WPKH: the key hash. */
-  hash?: Uint8Array;
 }
 
 const ownPayments = new BoundedMemo<OwnPayment>(4096);
@@ -93,11 +93,11 @@ function ownPayment(scheme: 'taproot' | 'ecdsa', derivedKey: string, networkName
   return ownPayments.get(`${scheme}/${networkName}/${derivedKey}`, () => {
     const network = BITCOIN_NETWORK_PARAMS[networkName];
     const p = scheme === 'taproot' ? bitcoin.payments.p2tr({ pubkey: outputKey(derivedKey), network }) : bitcoin.payments.p2wpkh({ pubkey: hexToBytes(derivedKey), network });
-    return { address: p.address!, output: p.output!, ...(p.hash ? { hash: p.hash } : {}) };
+    return { address: p.address!, output: p.output! };
   });
 }
 
-const refuse = (code: string, message: string): never => {
+const refuse = (code: ErrorCode, message: string): never => {
   throw new SessionRefused(code, message);
 };
 
@@ -108,16 +108,16 @@ export class IntentAuthorizer implements SignAuthorizer {
     let bytes: Uint8Array;
     let intent: Intent;
     try {
-      bytes = hexToBytes(req.intent);
+      bytes = req.intent;
       intent = decodeIntent(bytes);
     } catch (err) {
-      return refuse('bad_intent', err instanceof IntentFormatError ? err.message : 'intent is not hex');
+      return refuse('bad_intent', err instanceof IntentFormatError ? err.message : 'malformed intent');
     }
     if (intent.organization !== req.owner) refuse('wrong_organization', 'the intent names another organization than the key\'s owner');
     const org = await applyCarriedLog(this.trust, req.owner, req.trustLog);
     const pub = await this.trust.activeKey(req.owner, req.apiKeyId);
     if (!pub) refuse('unknown_api_key', `API key ${req.apiKeyId} is not active for ${req.owner}`);
-    if (!/^[0-9a-f]{128}$/.test(req.intentSignature) || !verifyIntentSignature(bytes, hexToBytes(req.intentSignature), pub!)) {
+    if (!(req.intentSignature instanceof Uint8Array) || req.intentSignature.length !== 64 || !verifyIntentSignature(bytes, req.intentSignature, pub!)) {
       refuse('bad_intent_signature', 'intent signature does not verify');
     }
     const expiry = intentExpiryProblem(intent.notAfter, BigInt(Math.floor(this.now() / 1000)));
@@ -127,7 +127,7 @@ export class IntentAuthorizer implements SignAuthorizer {
     if (req.endUser?.required) await checkEndUserToken({ token: req.endUserToken, config: org.endUser, subject: req.endUser.subject, intent: bytes, nowMs: this.now() });
     const derived = derive(req.groupKey, req.chainCode, req.path).publicKey;
     const { digests: expected, use } = intent.kind === 'evm.transfer' ? this.evmDigests(intent, req, pointHex(derived)) : this.btcDigests(intent, req, pointHex(derived));
-    if (expected.length !== req.digests.length || expected.some((d, i) => d !== req.digests[i])) {
+    if (expected.length !== req.digests.length || expected.some((d, i) => d !== bytesToHex(req.digests[i]!))) {
       refuse('digest_mismatch', 'the digests asked for are not the ones this intent and template produce');
     }
     return { intentHash: bytesToHex(sha256(bytes)), notAfter: intent.notAfter, use };
@@ -139,7 +139,7 @@ export class IntentAuthorizer implements SignAuthorizer {
     if (from !== viemHex(intent.from).toLowerCase()) refuse('wrong_sender', 'the intent sends from another address than this key and path');
     let t: EvmTemplate;
     try {
-      const raw = decodeBlob<{ nonce: number; gasLimit: string; maxFeePerGas: string; maxPriorityFeePerGas: string }>('evm-template', hexToBytes(req.template));
+      const raw = decodeBlob<{ nonce: number; gasLimit: string; maxFeePerGas: string; maxPriorityFeePerGas: string }>('evm-template', req.template);
       t = { nonce: raw.nonce, gasLimit: BigInt(raw.gasLimit), maxFeePerGas: BigInt(raw.maxFeePerGas), maxPriorityFeePerGas: BigInt(raw.maxPriorityFeePerGas) };
       const digests = [bytesToHex(evmSigningDigest(evmTransaction(intent, t)))];
       return { digests, use: { chain: 'evm', chainId: intent.chainId, from, nonce: t.nonce } };
@@ -161,14 +161,17 @@ export class IntentAuthorizer implements SignAuthorizer {
     let tx: bitcoin.Transaction;
     let prevouts: { script: Uint8Array; value: bigint }[];
     try {
-      const t = decodeBlob<{ tx: string; prevouts: { script: string; value: string }[] }>('btc-template', hexToBytes(req.template));
+      const t = decodeBlob<{ tx: string; prevouts: { script: string; value: string }[] }>('btc-template', req.template);
       tx = bitcoin.Transaction.fromHex(t.tx);
       prevouts = t.prevouts.map((p) => ({ script: hexToBytes(p.script), value: BigInt(p.value) }));
     } catch {
       return refuse('bad_template', 'malformed Bitcoin template');
     }
-    if (prevouts.length !== tx.ins.length || tx.ins.length === 0) refuse('bad_template', 'one spent output per input');
-    if (prevouts.some((p) => p.value <= 0n || p.value > 21_000_000n * 100_000_000n)) refuse('bad_template', 'spent amounts are positive and at most 21 million BTC');
+    try {
+      checkSpentOutputs(tx, prevouts);
+    } catch (err) {
+      return refuse('bad_template', (err as Error).message);
+    }
     for (const p of prevouts) if (bytesToHex(p.script) !== bytesToHex(own.output!)) refuse('foreign_input', 'an input does not spend from the intent\'s address');
     const spent = tx.ins.map((i, n) => ({ txid: bytesToHex(Uint8Array.from(i.hash).reverse()), vout: i.index, amount: prevouts[n]!.value }));
     const outpoint = (i: { txid: string; vout: number }) => `${i.txid}:${i.vout}`;
@@ -207,11 +210,12 @@ export class IntentAuthorizer implements SignAuthorizer {
     if (fee < 0n) refuse('bad_template', 'outputs exceed inputs');
     if (fee > intent.maxFee) refuse('fee_ceiling', `fee ${fee} sat exceeds the intent's ${intent.maxFee}`);
     if (fee > intent.maxFeeRate * vsize) refuse('fee_ceiling', `fee rate exceeds ${intent.maxFeeRate} sat/vB`);
-    if (req.scheme === 'taproot') {
-      return { use, digests: tx.ins.map((_, i) => bytesToHex(tx.hashForWitnessV1(i, prevouts.map((p) => p.script), prevouts.map((p) => p.value), bitcoin.Transaction.SIGHASH_DEFAULT))) };
+    // BIP-341 key path or BIP-143 P2WPKH: the function the API built the spend with, run here on the
+    // template this node has just checked against the intent.
+    try {
+      return { use, digests: bitcoinSighashes(tx, prevouts, req.scheme === 'taproot' ? 'p2tr' : 'p2wpkh').map(bytesToHex) };
+    } catch (err) {
+      return refuse('bad_template', (err as Error).message);
     }
-    // BIP-143: the script code of a P2WPKH input is the P2PKH script of its key hash.
-    const scriptCode = bitcoin.payments.p2pkh({ hash: own.hash!, network }).output!;
-    return { use, digests: tx.ins.map((_, i) => bytesToHex(tx.hashForWitnessV0(i, scriptCode, prevouts[i]!.value, bitcoin.Transaction.SIGHASH_ALL))) };
   }
 }

@@ -3,9 +3,9 @@
 // recipient and round travel together as one batch payload.
 import { randomBytes } from 'node:crypto';
 import { deliver, startRun, type Message, type Protocol, type Run } from '../../protocols/round/machine.ts';
-import { decodeBlob } from '../../../core/codec/blob.ts';
 import { InputError, ProtocolAbort } from '../../../core/errors/protocol-errors.ts';
 import { lengthPrefixed } from '../../../core/codec/transcript.ts';
+import type { SessionCodec } from '../../../core/session/session-contract.ts';
 import type { Outgoing, PartyProtocol, Step } from '../party-protocol.ts';
 
 export const systemRng = (n: number): Uint8Array => new Uint8Array(randomBytes(n));
@@ -69,7 +69,7 @@ export function runProtocol<P, S, R>(
   let runs: Run<S>[] = [];
   const results: (R | undefined)[] = params.map(() => undefined);
   const abort = (err: unknown): Step => {
-    if (err instanceof ProtocolAbort) return { kind: 'abort', code: err.code, message: err.message, culprits: err.culprits };
+    if (err instanceof ProtocolAbort) return { kind: 'abort', code: err.code, message: err.message, culprits: [...err.culprits] };
     if (err instanceof InputError) return { kind: 'abort', code: err.code, message: err.message, culprits: [] };
     throw err;
   };
@@ -119,12 +119,13 @@ export function runProtocol<P, S, R>(
   };
 }
 
-/** Session parameters travel as a versioned blob in SessionOpen.params. */
-export function readParams<T>(kind: string, bytes: Uint8Array): T {
+/** Session parameters travel in SessionOpen.params as the shared contract encodes them (core/session/session-contract.ts). */
+export function readParams<T>(codec: SessionCodec<T>, bytes: Uint8Array): T {
   try {
-    return decodeBlob<T>(kind, bytes);
+    return codec.decode(bytes);
   } catch (err) {
-    throw new InputError('bad_params', `session parameters: ${(err as Error).message}`);
+    if (err instanceof InputError) throw new InputError('bad_params', `session parameters: ${err.message}`);
+    throw err;
   }
 }
 

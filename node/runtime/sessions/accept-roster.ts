@@ -3,7 +3,7 @@ import { SessionRefused } from '../session-host.ts';
 import type { SignedRoster } from '../../../core/trust/roster.ts';
 import type { NodeProtocolDeps } from './session-deps.ts';
 
-export function acceptRoster(deps: NodeProtocolDeps, hex: unknown): Promise<SignedRoster> {
+export function acceptRoster(deps: NodeProtocolDeps, roster: Uint8Array | undefined): Promise<SignedRoster> {
   if (!deps.rosters) throw new SessionRefused('bad_roster', 'this node keeps no roster and joins no key generation or reshare');
-  return deps.rosters.accept(hex);
+  return deps.rosters.accept(roster);
 }

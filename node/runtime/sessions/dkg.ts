@@ -1,7 +1,7 @@
 // DKG session (node/protocols/dkg/): a new vault's share, generated only for a creation request the
 // owner signed, by a committee this node verifies itself (docs/trust.md "Committees").
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { encodeBlob } from '../../../core/codec/blob.ts';
+import { dkgParams, dkgResult } from '../../../core/session/session-contract.ts';
 import { dkg } from '../../protocols/dkg/dkg.ts';
 import type { KeyShare } from '../../protocols/keys/key-package.ts';
 import { SessionRefused } from '../session-host.ts';
@@ -17,7 +17,7 @@ import { pinCommittee } from './committee-pinning.ts';
 export function dkgSession(deps: NodeProtocolDeps): SessionKind<DkgSessionParams, void, KeyCreationGrant, KeyShare> {
   const { vault } = deps;
   return {
-    parse: (ctx) => readParams<DkgSessionParams>('dkg-params', ctx.open.params),
+    parse: (ctx) => readParams(dkgParams, ctx.open.params),
     async preflight(_ctx, p) {
       if (await vault.current(p.keyId)) throw new SessionRefused('key_exists', `key ${p.keyId} already exists on this node`);
     },
@@ -34,7 +34,7 @@ export function dkgSession(deps: NodeProtocolDeps): SessionKind<DkgSessionParams
     run({ ctx, params: p }, keep) {
       const me = ctx.myIndex;
       const params = { sessionId: bytesToHex(ctx.open.sessionId), keyId: p.keyId, epoch: p.epoch, threshold: p.threshold, parties: ctx.parties.map((x) => x.index), me };
-      return runProtocol(dkg, me, [params], ([k]) => keep(encodeBlob('dkg-result', { pkg: k!.pkg }), k!));
+      return runProtocol(dkg, me, [params], ([k]) => keep(dkgResult.encode({ pkg: k!.pkg }), k!));
     },
     commit({ ctx, params: p, grant }, key) {
       const meta = { owner: p.owner, tier: grant.tier, ...(grant.endUser ? { endUser: grant.endUser } : {}) };

@@ -1,7 +1,7 @@
 // ECDSA OT setup session (docs/protocols/ecdsa.md): pairwise base OTs and zero-sharing seeds for the
 // whole committee of a vault epoch, stored sealed with that epoch.
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { encodeBlob } from '../../../core/codec/blob.ts';
+import { otParams, otResult } from '../../../core/session/session-contract.ts';
 import { ecdsaOtSetup, encodeOtSetup, type EcdsaOtSetup } from '../../protocols/ecdsa/ot-setup.ts';
 import { SessionRefused } from '../session-host.ts';
 import { readParams, runProtocol } from '../protocols/run-protocol.ts';
@@ -13,7 +13,7 @@ import { keyAtEpoch } from './key-at-epoch.ts';
 export function otSetupSession(deps: NodeProtocolDeps): SessionKind<EpochSessionParams, void, void, EcdsaOtSetup> {
   const { vault } = deps;
   return {
-    parse: (ctx) => readParams<EpochSessionParams>('ot-params', ctx.open.params),
+    parse: (ctx) => readParams(otParams, ctx.open.params),
     async preflight(ctx, p) {
       const stored = await keyAtEpoch(vault, ctx, p.keyId, p.epoch);
       if (ctx.parties.length !== stored.key.pkg.parties.length) throw new SessionRefused('bad_parties', 'the OT setup runs on the whole committee');
@@ -24,7 +24,7 @@ export function otSetupSession(deps: NodeProtocolDeps): SessionKind<EpochSession
     run({ ctx, params: p }, keep) {
       const me = ctx.myIndex;
       const params = { sessionId: bytesToHex(ctx.open.sessionId), keyId: p.keyId, epoch: p.epoch, parties: ctx.parties.map((x) => x.index), me };
-      return runProtocol(ecdsaOtSetup, me, [params], ([setup]) => keep(encodeBlob('ot-result', { keyId: p.keyId, epoch: p.epoch }), setup!));
+      return runProtocol(ecdsaOtSetup, me, [params], ([setup]) => keep(otResult.encode({ keyId: p.keyId, epoch: p.epoch }), setup!));
     },
     commit: ({ params: p }, setup) => vault.putOt(p.keyId, setup, encodeOtSetup(setup)),
   };

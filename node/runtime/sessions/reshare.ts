@@ -1,10 +1,10 @@
 // Reshare session (node/protocols/reshare/, docs/sessions.md "Reshare, two phases"): the current
 // committee deals the vault to a new one; each receiver stores its new share as the pending epoch.
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { encodeBlob } from '../../../core/codec/blob.ts';
+import { reshareParams, reshareResult } from '../../../core/session/session-contract.ts';
 import { reshare, type ReshareResult } from '../../protocols/reshare/reshare.ts';
-import type { KeyShare } from '../../protocols/keys/key-package.ts';
-import { scalarHex } from '../../protocols/math/curve.ts';
+import { keyShareParam, type KeyShare } from '../../protocols/keys/key-package.ts';
+import type { SecretBytes } from '../../../core/codec/secret.ts';
 import { SessionRefused } from '../session-host.ts';
 import { TIER_NAMES, type TierName } from '../../../core/tiers.ts';
 import { authorizeReshareRequest } from '../authorization/reshare-request.ts';
@@ -26,14 +26,14 @@ export interface ReshareLocal {
   held: StoredShare | undefined;
   receivers: Party[];
   carried: Pick<StoredShare, 'tier' | 'endUser'>;
-  oldShare: { id: number; share: string } | undefined;
+  oldShare: { id: number; share: SecretBytes } | undefined;
   byParty: Map<number, ReshareMember>;
 }
 
 export function reshareSession(deps: NodeProtocolDeps): SessionKind<ReshareSessionParams, ReshareLocal, CommitteeBinding, KeyShare> {
   const { vault } = deps;
   return {
-    parse: (ctx) => readParams<ReshareSessionParams>('reshare-params', ctx.open.params),
+    parse: (ctx) => readParams(reshareParams, ctx.open.params),
     async preflight(ctx, p) {
       const me = ctx.myIndex;
       const mine = p.members.find((m) => m.party === me);
@@ -49,13 +49,14 @@ export function reshareSession(deps: NodeProtocolDeps): SessionKind<ReshareSessi
         ...(held?.endUser && (tier === undefined || tier === 'hosted') ? { endUser: held.endUser } : {}),
       };
       const byParty = new Map(p.members.map((m) => [m.party, m]));
-      let oldShare: { id: number; share: string } | undefined;
+      let oldShare: { id: number; share: SecretBytes } | undefined;
       if (mine.oldId !== undefined) {
         if (!held) throw new SessionRefused('unknown_key', `no share of ${p.keyId} here`);
         if (JSON.stringify(held.key.pkg) !== JSON.stringify(p.oldPkg)) throw new SessionRefused('package_mismatch', 'the old package differs from the one stored here');
         if (held.key.share.id !== mine.oldId) throw new SessionRefused('bad_params', 'wrong old id for this node');
         checkAgainstCommittee(ctx, held.committee, (x) => byParty.get(x.index)?.oldId);
-        oldShare = { id: held.key.share.id, share: scalarHex(held.key.share.scalar()) };
+        const { id, share } = keyShareParam(held.key);
+        oldShare = { id, share };
       }
       return { tier: tier as TierName, held, receivers, carried, oldShare, byParty };
     },
@@ -73,7 +74,7 @@ export function reshareSession(deps: NodeProtocolDeps): SessionKind<ReshareSessi
       const me = ctx.myIndex;
       const params = { sessionId: bytesToHex(ctx.open.sessionId), members: p.members, me, oldPkg: p.oldPkg, newThreshold: p.newThreshold, newEpoch: p.newEpoch, ...(oldShare ? { oldShare } : {}) };
       return runProtocol(reshare, me, [params], ([r]: ReshareResult[]) => {
-        const result = encodeBlob('reshare-result', { pkg: r!.kind === 'receiver' ? r!.key.pkg : r!.pkg });
+        const result = reshareResult.encode({ pkg: r!.kind === 'receiver' ? r!.key.pkg : r!.pkg });
         return r!.kind === 'receiver' ? keep(result, r!.key) : { result };
       });
     },

@@ -2,9 +2,9 @@
 // the online phase, in one session. The OT pairs it uses are held by this node for the whole
 // presigning run, re-checked before anything derived from them leaves, and retired after an abort
 // (ot-pair-locks.ts, ../protocols/ot-guarded.ts).
-import { bytesToHex } from '@noble/hashes/utils.js';
-import { encodeBlob } from '../../../core/codec/blob.ts';
-import { scalarHex } from '../../protocols/math/curve.ts';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { signParams, signResult } from '../../../core/session/session-contract.ts';
+import { keyShareParam } from '../../protocols/keys/key-package.ts';
 import type { EcdsaOtSetup } from '../../protocols/ecdsa/ot-setup.ts';
 import { ecdsaPresign } from '../../protocols/ecdsa/presign.ts';
 import { ecdsaOnline, type EcdsaSignature } from '../../protocols/ecdsa/online.ts';
@@ -20,7 +20,6 @@ import type { SignSessionParams } from '../../../core/session/session-params.ts'
 import type { SessionKind } from './session-kind.ts';
 import type { NodeProtocolDeps } from './session-deps.ts';
 import { keyAtEpoch } from './key-at-epoch.ts';
-import { checkDigests } from './check-digests.ts';
 import { sessionDigest } from './session-digest.ts';
 import { authorizeSigning } from './sign-authorization.ts';
 
@@ -39,11 +38,10 @@ export function signEcdsaSession(deps: NodeProtocolDeps): SessionKind<SignSessio
   const { vault } = deps;
   const otLocks = deps.otLocks ?? new OtPairLocks();
   return {
-    parse: (ctx) => readParams<SignSessionParams>('sign-params', ctx.open.params),
+    parse: (ctx) => readParams(signParams, ctx.open.params),
     async preflight(ctx, p) {
       const stored = await keyAtEpoch(vault, ctx, p.keyId, p.epoch);
       if (p.scheme !== 'ecdsa') throw new SessionRefused('wrong_scheme', 'ECDSA sessions sign ecdsa');
-      checkDigests(p.digests);
       // One run per OT pair at a time on this node; the material is read after the pairs are held,
       // so every retirement that landed before is seen.
       const peers = ctx.parties.map((x) => x.index).filter((i) => i !== ctx.myIndex);
@@ -66,7 +64,7 @@ export function signEcdsaSession(deps: NodeProtocolDeps): SessionKind<SignSessio
       const me = ctx.myIndex;
       const signers = ctx.parties.map((x) => x.index);
       let presigs: Presignature[] = [];
-      const key = { id: stored.key.share.id, share: scalarHex(stored.key.share.scalar()), pkg: stored.key.pkg };
+      const key = keyShareParam(stored.key);
       const presign = runProtocol(ecdsaPresign, me, p.digests.map((_, i) => ({ sessionId: bytesToHex(sessionDigest(ctx.open.sessionId, i)), signers, me, key, path: p.path, ot })), (ps) => {
         presigs = ps;
         // The OT material is done with once the presignatures exist: the pairs serve the next run.
@@ -76,8 +74,8 @@ export function signEcdsaSession(deps: NodeProtocolDeps): SessionKind<SignSessio
       const run = otGuarded(presign, { vault, keyId: p.keyId, setupId: ot.setupId, me, peers });
       const guarded: PartyProtocol = { ...run, dispose: () => (run.dispose(), release()) };
       return inSequence(guarded, () =>
-        runProtocol(ecdsaOnline, me, presigs.map((presignature, i) => ({ presignature, digest: p.digests[i]! })), (sigs: EcdsaSignature[]) => ({
-          result: encodeBlob('sign-result', { signatures: sigs.map((s) => s.compact), recoveryIds: sigs.map((s) => s.recovery), publicKey: sigs[0]!.publicKey }),
+        runProtocol(ecdsaOnline, me, presigs.map((presignature, i) => ({ presignature, digest: bytesToHex(p.digests[i]!) })), (sigs: EcdsaSignature[]) => ({
+          result: signResult.encode({ signatures: sigs.map((s) => hexToBytes(s.compact)), recoveryIds: sigs.map((s) => s.recovery), publicKey: hexToBytes(sigs[0]!.publicKey) }),
         })),
       );
     },

@@ -4,7 +4,7 @@
 // is already tweaked) our BIP-341 tweak of the untweaked aggregate gives exactly ZF's output.
 import t from 'tap';
 import { readFileSync } from 'node:fs';
-import { G, Fn, evalCommitment, parsePoint, pointHex, polyEval, scalarHex } from '../../../node/protocols/math/curve.ts';
+import { G, Fn, evalCommitment, parsePoint, parseScalar, pointHex, polyEval, scalarHex } from '../../../node/protocols/math/curve.ts';
 import { aggregateDealings } from '../../../node/protocols/keys/aggregate.ts';
 import { taprootKeyShare } from '../../../node/protocols/frost/taproot.ts';
 import { SecretShare } from '../../../node/protocols/keys/key-package.ts';
@@ -31,7 +31,7 @@ function aggregateFor(ps: Participant[], t: number, me: number) {
   const p = ps[me - 1]!;
   const own = scalarHex(polyEval([BigInt('0x' + p.signing_key), BigInt('0x' + p.coefficient)], BigInt(me)));
   const received = ps.filter((q) => q.identifier !== me).map((q) => p.signing_shares[String(q.identifier)]!);
-  return aggregateDealings(ps.map((q) => q.vss_commitments), ps.map((q) => q.identifier), t, { me, shares: [own, ...received] });
+  return aggregateDealings(ps.map((q) => q.vss_commitments), ps.map((q) => q.identifier), t, { me, shares: [own, ...received].map((x) => parseScalar(x, 'share', true)) });
 }
 
 t.test('ZF frost-secp256k1 DKG vectors', async (t) => {

@@ -4,7 +4,7 @@
 // whole session (presigning and online) may carry a Φ_j, their sum Φ, or k⁻¹·G, in any encoding.
 import t from 'tap';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
-import { Fn, mulBase, parsePoint, type Point } from '../../../node/protocols/math/curve.ts';
+import { Fn, exposeScalar, mulBase, parsePoint, type Point } from '../../../node/protocols/math/curve.ts';
 import type { Message } from '../../../node/protocols/round/machine.ts';
 import { decodeBlob } from '../../../core/codec/blob.ts';
 import type { PresignatureData } from '../../../node/protocols/ecdsa/presignature.ts';
@@ -32,13 +32,13 @@ t.test('no broadcast of a signing session carries Φ_j or k⁻¹·G', async (t) 
   const pre = presign(c, signers, 'coordinator-view presign');
   t.equal(pre.results.size, 2, 'presigning completes');
   // The test reads each signer's φ_j from its stored presignature (before the online phase takes it).
-  const data = new Map([...pre.results].map(([id, p]) => [id, decodeBlob<PresignatureData>('ecdsa-presignature', p.encode())]));
+  const data = new Map([...pre.results].map(([id, p]) => [id, decodeBlob<PresignatureData>('ecdsa-presignature', p.encode(), { secrets: true })]));
   const on = online(pre.results, sid('coordinator-view digest'));
   t.equal(on.results.size, 2, 'the signature is produced');
 
-  const phis = signers.map((j) => mulBase(Fn.create(BigInt('0x' + data.get(j)!.phi))));
-  const phi = signers.reduce((a, j) => Fn.add(a, BigInt('0x' + data.get(j)!.phi)), 0n);
-  const sumU = signers.reduce((a, j) => Fn.add(a, BigInt('0x' + data.get(j)!.u)), 0n);
+  const phis = signers.map((j) => mulBase(exposeScalar(data.get(j)!.phi, 'phi')));
+  const phi = signers.reduce((a, j) => Fn.add(a, exposeScalar(data.get(j)!.phi, 'phi')), 0n);
+  const sumU = signers.reduce((a, j) => Fn.add(a, exposeScalar(data.get(j)!.u, 'u')), 0n);
   const k = Fn.div(sumU, phi);
   t.ok(mulBase(k).equals(parsePoint(data.get(1)!.R, 'R')), 'Σu / φ is the nonce k of R (the test knows φ)');
   const kInvG = mulBase(Fn.inv(k));

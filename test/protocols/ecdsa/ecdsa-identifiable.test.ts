@@ -6,7 +6,8 @@
 import t, { type Test } from 'tap';
 import { deliver, startRun, type Message, type Run } from '../../../node/protocols/round/machine.ts';
 import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
-import { G, ORDER, pointHex, scalarHex } from '../../../node/protocols/math/curve.ts';
+import { G, ORDER, exposeScalar, pointHex, scalarHex } from '../../../node/protocols/math/curve.ts';
+import type { SecretBytes } from '../../../core/codec/secret.ts';
 import { ProtocolAbort } from '../../../core/errors/protocol-errors.ts';
 import { ecdsaPresign, presignContext, r3Digest, type PresignParams, type PresignState } from '../../../node/protocols/ecdsa/presign.ts';
 import type { Presignature } from '../../../node/protocols/ecdsa/presignature.ts';
@@ -131,7 +132,7 @@ t.test('a wrong online share is named by the check against its presigning images
 t.test('a share that cancels the others (Σu = 0) is named as well', async (t) => {
   const pre = presign(c, [1, 2], 'cancel-u');
   // A real attacker sees u_1 in party 1's online message first; the test reads it from party 1's stored presignature.
-  const u1 = BigInt('0x' + decodeBlob<{ u: string }>('ecdsa-presignature', pre.results.get(1)!.encode()).u);
+  const u1 = exposeScalar(decodeBlob<{ u: SecretBytes }>('ecdsa-presignature', pre.results.get(1)!.encode(), { secrets: true }).u, 'u');
   const res = online(pre.results, digest, { tamper: new Map([[2, rewrite(1, 'ecdsa-online/r1', (v) => { v.u = scalarHex(ORDER - u1); })]]) });
   expectNamed(t, res, [1], 'bad_signature_share', 2);
 });

@@ -31,7 +31,7 @@ function runVector(t: Test, file: string, suite: FrostSuite) {
   const v = readVec(file);
   const n = Number(v.config.MAX_PARTICIPANTS);
   const keys = dealerKeys([v.inputs.group_secret_key, ...v.inputs.share_polynomial_coefficients], n);
-  for (const s of v.inputs.participant_shares) t.equal(keys.get(s.identifier)!.share, s.participant_share, `${file}: share ${s.identifier}`);
+  for (const s of v.inputs.participant_shares) t.equal(bytesToHex(keys.get(s.identifier)!.share.expose()), s.participant_share, `${file}: share ${s.identifier}`);
   const signers: number[] = v.inputs.participant_list;
   const p = params(keys, signers, suite, v.inputs.message);
   // Inject the vector's nonce randomness: hiding first, then binding, per participant.
@@ -74,14 +74,6 @@ t.test('BIP-340 vectors through our verify path (noble schnorr.verify)', async (
       ok = false;
     }
     t.equal(ok, result === 'TRUE', `vector ${index}`);
-  }
-});
-
-t.test('BIP-341 key-path output keys', async (t) => {
-  const v = readVec('bip/bip341-wallet-test-vectors.json');
-  for (const c of v.scriptPubKey) {
-    const root = c.intermediary.merkleRoot ? hexToBytes(c.intermediary.merkleRoot) : undefined;
-    t.equal(bytesToHex(outputKey('02' + c.given.internalPubkey, root)), c.intermediary.tweakedPubkey, `internal key ${c.given.internalPubkey.slice(0, 8)}`);
   }
 });
 
@@ -151,7 +143,7 @@ t.test('a nonce signs once: a run cannot be finalized twice, and resumes from it
   const stepA = deliver(frostSign, a.run, b.out[0]!, seededRng('a'));
   t.equal(stepA.kind, 'continue');
   t.equal(stepA.run.state.nonces, null, 'nonce consumed by the round-2 share');
-  t.equal(stepA.run.state.share, '', 'share dropped from the state');
+  t.equal(stepA.run.state.share, null, 'share dropped from the state');
   t.throws(() => frostSign.finalize(stepA.run.state, 1, seededRng('x')), /nonce already consumed/);
   t.throws(() => deliver(frostSign, stepA.run, b.out[0]!, seededRng('a')), { code: 'duplicate_message', culprits: [2] }, 'a replayed commitment is refused');
   const rt = simulate(frostSign, p, { roundTrip: true, seed: 'rt' });

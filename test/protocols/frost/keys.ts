@@ -1,12 +1,14 @@
 // Key material for signing tests: a key package built from a dealer polynomial (as the RFC vectors
 // give it), or from a seeded DKG.
-import { G, Fn, pointHex, polyEval, scalarHex } from '../../../node/protocols/math/curve.ts';
+import { G, Fn, pointHex, polyEval, secretScalar } from '../../../node/protocols/math/curve.ts';
 import type { KeyPackage } from '../../../core/session/key-package.ts';
 import { dkg, type DkgParams } from '../../../node/protocols/dkg/dkg.ts';
 import { simulate } from '../simulate.ts';
 import { bytesToHex } from '@noble/hashes/utils.js';
+import { keyShareParam, type KeyShareParam } from '../../../node/protocols/keys/key-package.ts';
 
-export type StoredKey = { id: number; share: string; pkg: KeyPackage };
+/** A key as the signing protocols take it: the share a SecretBytes (its hex: bytesToHex(share.expose())). */
+export type StoredKey = KeyShareParam;
 
 export function dealerKeys(coeffsHex: string[], n: number, chainCode = '00'.repeat(32)): Map<number, StoredKey> {
   const coeffs = coeffsHex.map((c) => Fn.create(BigInt('0x' + c)));
@@ -15,7 +17,7 @@ export function dealerKeys(coeffsHex: string[], n: number, chainCode = '00'.repe
   for (const p of parties) verificationShares[String(p)] = pointHex(G.multiply(polyEval(coeffs, BigInt(p))));
   const groupCommitment = coeffs.map((c) => pointHex(G.multiply(c)));
   const pkg: KeyPackage = { keyId: 'dealer', epoch: 0, threshold: coeffs.length, parties, groupKey: groupCommitment[0]!, verificationShares, groupCommitment, chainCode };
-  return new Map(parties.map((p) => [p, { id: p, share: scalarHex(polyEval(coeffs, BigInt(p))), pkg }]));
+  return new Map(parties.map((p) => [p, { id: p, share: secretScalar(polyEval(coeffs, BigInt(p))), pkg }]));
 }
 
 export function dkgKeys(n: number, t: number, seed = 'keys'): Map<number, StoredKey> {
@@ -23,7 +25,7 @@ export function dkgKeys(n: number, t: number, seed = 'keys'): Map<number, Stored
   const sessionId = bytesToHex(new TextEncoder().encode(seed.padEnd(32, '-')).slice(0, 32));
   const params = new Map<number, DkgParams>(parties.map((me) => [me, { sessionId, keyId: 'k-' + seed, epoch: 0, threshold: t, parties, me }]));
   const { results } = simulate(dkg, params, { seed });
-  return new Map([...results].map(([id, k]) => [id, { id, share: scalarHex(k.share.scalar()), pkg: k.pkg }]));
+  return new Map([...results].map(([id, k]) => [id, keyShareParam(k)]));
 }
 
 /** Every subset of `items` with at least `k` elements. */

@@ -19,7 +19,7 @@ const culpritsOf = (f: () => void): number[] | undefined => {
   try {
     f();
   } catch (err) {
-    if (err instanceof ProtocolAbort) return err.culprits;
+    if (err instanceof ProtocolAbort) return [...err.culprits];
     throw err;
   }
   return undefined;
