@@ -52,6 +52,29 @@ export function verifyEd25519(signature: Uint8Array, message: Uint8Array, public
 }
 
 /**
+ * Whether `publicKey` is an Ed25519 public key some secret key has: 32 bytes that are the canonical
+ * RFC 8032 encoding of a curve point (y below p; x = 0 only with the sign bit clear) which is in the
+ * prime-order subgroup and not of small order. `k·B` for a secret scalar k always is one; anything else
+ * (off the curve, one of the eight small-order points, a point with a small-order component, or a
+ * non-canonical encoding) is not a key anyone can sign under, and is refused wherever a key is registered.
+ */
+export function isValidEd25519PublicKey(publicKey: Uint8Array): boolean {
+  if (publicKey.length !== 32) return false;
+  try {
+    // Strict decoding (zip215 off): y >= p and a negative zero x are refused here.
+    const p = ed25519.Point.fromBytes(publicKey);
+    return !p.isSmallOrder() && p.isTorsionFree();
+  } catch {
+    return false;
+  }
+}
+
+/** `isValidEd25519PublicKey` of 64 hex digits (either case); false for anything else. */
+export function isValidEd25519PublicKeyHex(hex: string): boolean {
+  return /^[0-9a-fA-F]{64}$/.test(hex) && isValidEd25519PublicKey(new Uint8Array(Buffer.from(hex, 'hex')));
+}
+
+/**
  * An Ed25519 signing key held by OpenSSL for the life of the process. The caller keeps (and may zero)
  * its own copy of the seed; the key object cannot be zeroed from JavaScript.
  */

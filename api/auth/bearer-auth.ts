@@ -1,17 +1,18 @@
 // Authenticates platform-API requests by workspace bearer key (docs/platform/tenancy.md): resolves the
 // principal, checks the route's permission (403 role_denied), requires an RFC 9421 request signature
 // under the key's Ed25519 public key for production mutations, and a recent MFA verification where the
-// route asks for one. Routes declare `config: { permission, mfa, public }`.
+// route asks for one. Routes declare `config: { permission, mfa, public }`; `mfa` names the action, and
+// the proof must be one issued for `<action>:<the route's :id>`, which this hook consumes (one use).
 import fp from 'fastify-plugin';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { verifyContentDigest } from '../../core/http/content-digest.ts';
 import { SignatureError, verifyRequest } from '../../core/http/http-signature.ts';
-import { ReplayGuard } from './replay-guard.ts';
-import { ApiError } from '../errors.ts';
+import type { ReplayGuard } from './replay-guard.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 import { parseJsonKeepingRawBody } from './raw-json.ts';
 import type { Principal, TenancyService } from '../tenancy/tenancy-service.ts';
 import { roleAllows, type Permission } from '../tenancy/permissions.ts';
-import type { MfaTokens } from '../tenancy/mfa-tokens.ts';
+import type { MfaAction, MfaTokens } from '../tenancy/mfa-tokens.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -19,7 +20,8 @@ declare module 'fastify' {
   }
   interface FastifyContextConfig {
     permission?: Permission;
-    mfa?: boolean;
+    /** The action an MFA proof must name (with the route's `:id`); the proof is used up by the request. */
+    mfa?: MfaAction;
   }
 }
 
@@ -27,6 +29,8 @@ export interface BearerAuthOptions {
   tenancy: TenancyService;
   mfa: MfaTokens;
   publicOrigin?: string | undefined;
+  /** Claims each signature's (key id, nonce) durably, once (api/auth/replay-guard.ts). */
+  replayGuard: ReplayGuard;
   /** Seconds since the epoch. */
   now: () => number;
 }
@@ -34,37 +38,56 @@ export interface BearerAuthOptions {
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 export function principalOf(req: FastifyRequest): Principal {
-  if (!req.principal) throw new ApiError(401, 'unauthorized', 'authentication required');
+  if (!req.principal) throw new CustodyError('unauthorized', 'authentication required');
   return req.principal;
 }
 
 const plugin: FastifyPluginAsync<BearerAuthOptions> = async (app, opts) => {
-  const guard = new ReplayGuard();
+  const guard = opts.replayGuard;
 
-  parseJsonKeepingRawBody(app);
+  parseJsonKeepingRawBody(app, 'forbidden_key');
 
-  app.addHook('preHandler', async (req) => {
+  // Who is asking, and may they, is settled before the body is read: onRequest runs before parsing and
+  // validation, so a request without a valid key, or without the permission, gets 401 or 403 whatever its
+  // body (docs/security.md "Strict input"). The scheme name is case-insensitive (RFC 9110 11.1).
+  app.addHook('onRequest', async (req) => {
     const cfg = req.routeOptions.config;
     if (cfg?.public) return;
     const auth = req.headers.authorization;
-    const token = typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7).trim() : undefined;
+    const token = typeof auth === 'string' ? /^bearer +(\S+) *$/i.exec(auth)?.[1] : undefined;
     const principal = token ? await opts.tenancy.authenticate(token) : undefined;
-    if (!principal) throw new ApiError(401, 'unauthorized', 'a valid workspace bearer key is required (Authorization: Bearer svc_...)');
-    if (principal.environment === 'production' && MUTATING.has(req.method)) verifySignature(req, principal);
+    if (!principal) throw new CustodyError('unauthorized', 'a valid workspace bearer key is required (Authorization: Bearer svc_...)');
     if (cfg?.permission && !roleAllows(principal.role, cfg.permission)) {
-      throw new ApiError(403, 'role_denied', `this key's role (${principal.role}) lacks the ${cfg.permission} permission`);
-    }
-    if (cfg?.mfa) {
-      const t = req.headers['svc-mfa-token'];
-      if (!opts.mfa.check(typeof t === 'string' ? t : undefined, principal.keyId, opts.now())) {
-        throw new ApiError(403, 'mfa_required', 'this operation needs a recent MFA verification: POST /v1/mfa/verifications and send the token as SVC-MFA-Token');
-      }
+      throw new CustodyError('role_denied', `this key's role (${principal.role}) lacks the ${cfg.permission} permission`);
     }
     req.principal = principal;
   });
 
-  function verifySignature(req: FastifyRequest, p: Principal): void {
-    const refused = (m: string) => new ApiError(401, 'signature_required', `production changes need an RFC 9421 request signature: ${m}`);
+  // The request signature covers the body's bytes, so it is checked once they are read, still before the
+  // body is validated.
+  app.addHook('preValidation', async (req) => {
+    const principal = req.principal;
+    if (req.routeOptions.config?.public || !principal) return;
+    if (principal.environment === 'production' && MUTATING.has(req.method)) await verifySignature(req, principal);
+  });
+
+  // A one-use MFA proof is consumed only by a request that is otherwise acceptable.
+  app.addHook('preHandler', async (req) => {
+    const cfg = req.routeOptions.config;
+    const principal = req.principal;
+    if (cfg?.public || !principal) return;
+    if (cfg?.mfa) {
+      const t = req.headers['svc-mfa-token'];
+      const id = (req.params as Record<string, unknown> | undefined)?.id;
+      const action = typeof id === 'string' ? `${cfg.mfa}:${id}` : cfg.mfa;
+      if (!(await opts.mfa.consume(typeof t === 'string' ? t : undefined, principal.keyId, action, opts.now()))) {
+        throw new CustodyError('mfa_required', `this operation needs a fresh MFA verification for ${action}: POST /v1/mfa/verifications {code, action: "${action}"} and send the token, once, as SVC-MFA-Token`);
+      }
+    }
+  });
+
+  async function verifySignature(req: FastifyRequest, p: Principal): Promise<void> {
+    const refused = (m: string) => new CustodyError('signature_required', `production changes need an RFC 9421 request signature: ${m}`);
     if (!p.signingPublicKey) throw refused('this key has no signing key');
     const body = req.rawBody ?? Buffer.alloc(0);
     const digest = req.headers['content-digest'];
@@ -78,9 +101,10 @@ const plugin: FastifyPluginAsync<BearerAuthOptions> = async (app, opts) => {
         { method: req.method, url: origin + req.url, headers: req.headers as Record<string, string | string[] | undefined> },
         (id) => (id === p.keyId ? p.signingPublicKey! : undefined),
         opts.now(),
+        // `skewSeconds` allows a `created` up to 30 s ahead of this clock; `expires` is hard (docs/request-signing.md).
         { requiredParams: ['created', 'expires', 'nonce', 'keyid'], maxValiditySeconds: 300, skewSeconds: 30, requiredComponents: body.length > 0 ? ['@method', '@target-uri', 'content-digest'] : ['@method', '@target-uri'] },
       );
-      if (!guard.claim(v.keyId, v.nonce!, v.expires!, opts.now())) throw new SignatureError('replayed', 'this nonce was already used');
+      if (!(await guard.claim(v.keyId, v.nonce!, v.expires!, opts.now()))) throw new SignatureError('replayed', 'replayed: this nonce was already used');
     } catch (err) {
       if (err instanceof SignatureError) throw refused(err.message);
       throw err;

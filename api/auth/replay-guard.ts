@@ -1,15 +1,55 @@
-// Remembers (key id, nonce) pairs until their signature expires, so a captured request cannot be
-// replayed. In memory for one API instance; several instances share the database store instead.
-export class ReplayGuard {
-  private readonly seen = new Map<string, number>();
+// Makes a request signature usable once, ever (docs/security.md, "Request signatures"). Each accepted
+// (key id, nonce) pair is claimed in the API's record store, in the `request_nonces` collection, so a
+// restart forgets nothing; the claim is atomic (RecordStore.insertIfAbsent), so of two concurrent
+// requests carrying one nonce exactly one passes. A claim is kept RETAIN_SECONDS past its signature's
+// `expires`, long after the signature itself stops verifying (`expires` is hard, the only skew is on
+// `created`), and pruned after that.
+import type { RecordStore } from '../store/record-store.ts';
 
-  /** False when the pair was seen and has not expired yet; otherwise records it. */
-  claim(keyId: string, nonce: string, expiresAt: number, now: number): boolean {
-    if (this.seen.size > 10_000) for (const [k, exp] of this.seen) if (exp < now) this.seen.delete(k);
-    const k = `${keyId}\x00${nonce}`;
-    const exp = this.seen.get(k);
-    if (exp !== undefined && exp >= now) return false;
-    this.seen.set(k, expiresAt);
-    return true;
+export const NONCE_COLLECTION = 'request_nonces';
+/** How long a claim outlives its signature's `expires`, seconds: well past any accepted window (330 s). */
+export const RETAIN_SECONDS = 3600;
+/** Pruning runs at most this often, seconds, and deletes at most PRUNE_BATCH claims a run. */
+const PRUNE_EVERY_SECONDS = 60;
+const PRUNE_BATCH = 1000;
+
+interface NonceRecord {
+  key_id: string;
+  nonce: string;
+  /** The signature's `expires`, Unix seconds. */
+  expires: number;
+  /** Unix seconds after which the claim may be pruned. */
+  keep_until: number;
+}
+
+// Key ids and nonces are structured-field strings (printable ASCII), so NUL separates them unambiguously.
+const idOf = (keyId: string, nonce: string) => `${keyId}\x00${nonce}`;
+// Fixed width, so index order is time order.
+const untilIndex = (keepUntil: number) => `until/${String(keepUntil).padStart(12, '0')}`;
+
+export class ReplayGuard {
+  private nextPrune = 0;
+
+  constructor(private readonly store: RecordStore, private readonly retainSeconds = RETAIN_SECONDS) {}
+
+  /** True exactly once per (key id, nonce) for as long as the claim is kept; records the claim. */
+  async claim(keyId: string, nonce: string, expiresAt: number, now: number): Promise<boolean> {
+    if (now >= this.nextPrune) {
+      this.nextPrune = now + PRUNE_EVERY_SECONDS;
+      await this.prune(now);
+    }
+    const keepUntil = Math.max(expiresAt, now) + this.retainSeconds;
+    const rec: NonceRecord = { key_id: keyId, nonce, expires: expiresAt, keep_until: keepUntil };
+    return this.store.insertIfAbsent(NONCE_COLLECTION, idOf(keyId, nonce), rec, [untilIndex(keepUntil)]);
+  }
+
+  /** Deletes claims kept past their time (up to a batch); returns how many. */
+  async prune(now: number): Promise<number> {
+    const oldest = await this.store.byIndex<NonceRecord>(NONCE_COLLECTION, 'until/', PRUNE_BATCH);
+    const due = oldest.filter((r) => r.keep_until < now);
+    if (due.length) {
+      await this.store.batch(due.map((r) => ({ type: 'del' as const, collection: NONCE_COLLECTION, id: idOf(r.key_id, r.nonce), index: [untilIndex(r.keep_until)] })));
+    }
+    return due.length;
   }
 }

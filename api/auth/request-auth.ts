@@ -5,8 +5,8 @@ import fp from 'fastify-plugin';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { verifyContentDigest } from '../../core/http/content-digest.ts';
 import { SignatureError, verifyRequest, type VerifyPolicy } from '../../core/http/http-signature.ts';
-import { ReplayGuard } from './replay-guard.ts';
-import { ApiError } from '../errors.ts';
+import type { ReplayGuard } from './replay-guard.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 import { parseJsonKeepingRawBody } from './raw-json.ts';
 import { requestEntry, type RequestHeaders } from '../../core/trust/trust-entry.ts';
 
@@ -38,15 +38,18 @@ declare module 'fastify' {
 export interface RequestAuthOptions {
   /** Finds an active API key: its organization and Ed25519 public key. */
   findKey(keyId: string): Promise<{ org: string; publicKey: Uint8Array } | undefined>;
+  /** Claims each signature's (key id, nonce) durably, once (api/auth/replay-guard.ts). */
+  replayGuard: ReplayGuard;
   /** Origin clients address, e.g. https://api.example.com; defaults to http://<Host>. */
   publicOrigin?: string | undefined;
   now?: () => number;
 }
 
+// `skewSeconds` allows a `created` up to 30 s ahead of this clock; `expires` is hard (docs/request-signing.md).
 const POLICY: Omit<VerifyPolicy, 'requiredComponents'> = { requiredParams: ['created', 'expires', 'nonce', 'keyid'], maxValiditySeconds: 300, skewSeconds: 30 };
 
 const plugin: FastifyPluginAsync<RequestAuthOptions> = async (app, opts) => {
-  const guard = new ReplayGuard();
+  const guard = opts.replayGuard;
   const now = opts.now ?? (() => Math.floor(Date.now() / 1000));
 
   parseJsonKeepingRawBody(app);
@@ -54,7 +57,7 @@ const plugin: FastifyPluginAsync<RequestAuthOptions> = async (app, opts) => {
   // Before validation: an unsigned request learns nothing about its body, and gets 401, not 400.
   app.addHook('preValidation', async (req: FastifyRequest) => {
     if (req.routeOptions.config?.public) return;
-    const unauthorized = (message: string) => new ApiError(401, 'unauthorized', message);
+    const unauthorized = (message: string) => new CustodyError('unauthorized', message);
     const body = req.rawBody ?? Buffer.alloc(0);
     const digest = req.headers['content-digest'];
     if (body.length > 0) {
@@ -72,7 +75,7 @@ const plugin: FastifyPluginAsync<RequestAuthOptions> = async (app, opts) => {
         now(),
         { ...POLICY, requiredComponents: body.length > 0 ? ['@method', '@target-uri', 'content-digest'] : ['@method', '@target-uri'] },
       );
-      if (!guard.claim(v.keyId, v.nonce!, v.expires!, now())) throw new SignatureError('replayed', 'this nonce was already used');
+      if (!(await guard.claim(v.keyId, v.nonce!, v.expires!, now()))) throw new SignatureError('replayed', 'replayed: this nonce was already used');
       const url = origin + req.url;
       req.caller = {
         org: key!.org, keyId: v.keyId,

@@ -2,6 +2,7 @@
 // LevelDB implementation: JSON records in named collections, secondary keys as index entries, and
 // multi-record changes in one atomic batch.
 import { Level } from 'level';
+import { KeyedMutex } from '../../common/keyed-mutex.ts';
 
 export type Op =
   | { type: 'put'; collection: string; id: string; value: unknown; index?: string[] }
@@ -10,6 +11,8 @@ export type Op =
 const SEP = '\x00';
 
 export class RecordStore {
+  private readonly claims = new KeyedMutex();
+
   private constructor(private readonly db: Level<string, string>) {}
 
   static async open(dir: string): Promise<RecordStore> {
@@ -39,6 +42,21 @@ export class RecordStore {
       }
     }
     await this.db.batch(out);
+  }
+
+  /**
+   * Puts the record only when none is stored under its id, and says whether it did: of any number of
+   * concurrent calls for one id, exactly one returns true. LevelDB has no conditional write, so the
+   * look-up and the write run under a lock per id; one process holds the database (LevelDB's own lock
+   * file), so that lock is the whole story. A store shared by several processes implements this with
+   * its conditional insert (INSERT ... ON CONFLICT DO NOTHING, SET NX).
+   */
+  insertIfAbsent(collection: string, id: string, value: unknown, index?: string[]): Promise<boolean> {
+    return this.claims.run(`${collection}${SEP}${id}`, async () => {
+      if ((await this.db.get(this.key(collection, id))) !== undefined) return false;
+      await this.put(collection, id, value, index);
+      return true;
+    });
   }
 
   put(collection: string, id: string, value: unknown, index?: string[]): Promise<void> {
@@ -73,6 +91,14 @@ export class RecordStore {
     const base = `r${SEP}${collection}${SEP}`;
     const lower = opts.after === undefined ? { gte: base } : { gt: base + opts.after };
     for await (const v of this.db.values({ ...lower, lt: opts.lt === undefined ? base + '\xff' : base + opts.lt })) yield JSON.parse(v) as T;
+  }
+
+  /** Like `range`, with each record's id; at most `limit` records. */
+  async *entries<T>(collection: string, opts: { after?: string; lt?: string; limit?: number } = {}): AsyncGenerator<{ id: string; value: T }> {
+    const base = `r${SEP}${collection}${SEP}`;
+    const lower = opts.after === undefined ? { gte: base } : { gt: base + opts.after };
+    const upper = opts.lt === undefined ? base + '\xff' : base + opts.lt;
+    for await (const [k, v] of this.db.iterator({ ...lower, lt: upper, ...(opts.limit !== undefined ? { limit: opts.limit } : {}) })) yield { id: k.slice(base.length), value: JSON.parse(v) as T };
   }
 
   async *all<T>(collection: string): AsyncGenerator<T> {

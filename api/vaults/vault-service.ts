@@ -3,10 +3,11 @@
 import { randomBytes } from 'node:crypto';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
+import { isValidEd25519PublicKeyHex } from '../../common/ed25519.ts';
 import { apiKeyId } from '../../core/trust/api-key-id.ts';
 import { signBootstrap } from '../../core/trust/trust-entry.ts';
 import type { RecordStore, Op } from '../store/record-store.ts';
-import { ApiError } from '../errors.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { ApiKeyRecord, EventRecord, JobRecord, OrgRecord, Tier, VaultRecord, WalletRecord } from './records.ts';
 import { chainInfo, walletAddress } from './wallet-address.ts';
 import { nodeIdFor } from '../../core/trust/node-id.ts';
@@ -38,16 +39,28 @@ export interface CommitteeFields {
 
 /** The nodes refuse these too; checked here so a bad request is refused at once and queues nothing. */
 function checkCommitteeFields(tier: Tier, f: CommitteeFields): void {
-  if (f.committee && new Set(f.committee).size !== f.committee.length) throw new ApiError(400, 'invalid_request', 'committee lists a node twice');
+  if (f.committee && new Set(f.committee).size !== f.committee.length) throw new CustodyError('invalid_request', 'committee lists a node twice');
   const n = f.customer_node;
   if (!n) return;
-  if (tier === 'hosted') throw new ApiError(400, 'invalid_request', 'customer_node applies to self and customer_tee vaults only');
-  if (n.node_id !== nodeIdFor(hexToBytes(n.signing_key.toLowerCase()))) throw new ApiError(400, 'invalid_request', 'customer_node.node_id is not the id derived from its signing_key');
-  if (f.committee && !f.committee.includes(n.node_id)) throw new ApiError(400, 'invalid_request', 'customer_node is not in the committee');
+  if (tier === 'hosted') throw new CustodyError('invalid_request', 'customer_node applies to self and customer_tee vaults only');
+  if (!isValidEd25519PublicKeyHex(n.signing_key)) throw new CustodyError('invalid_request', 'customer_node.signing_key is not a valid Ed25519 public key (off the curve, of small order, or not canonically encoded)');
+  if (n.node_id !== nodeIdFor(hexToBytes(n.signing_key.toLowerCase()))) throw new CustodyError('invalid_request', 'customer_node.node_id is not the id derived from its signing_key');
+  if (f.committee && !f.committee.includes(n.node_id)) throw new CustodyError('invalid_request', 'customer_node is not in the committee');
+}
+
+/** Refuses what is not an Ed25519 public key someone can sign under, before any quota is looked at. */
+function checkApiPublicKey(publicKeyHex: string): void {
+  if (!/^[0-9a-f]{64}$/i.test(publicKeyHex)) throw new CustodyError('invalid_request', 'public_key must be 32 bytes of hex');
+  if (!isValidEd25519PublicKeyHex(publicKeyHex)) throw new CustodyError('invalid_request', 'public_key is not a valid Ed25519 public key (off the curve, of small order, or not canonically encoded)');
 }
 
 export class VaultService {
   private readonly now: () => Date;
+  /**
+   * One writer per organization: the trust log's appends, and every check a write depends on (quotas,
+   * duplicates, the last active key) together with that write, so concurrent requests cannot all pass a
+   * check only some of them fit under (docs/security.md, "Quotas under concurrency"). Not re-entrant.
+   */
   private readonly orgLock = new KeyedMutex();
   private wake: (() => void) | undefined;
 
@@ -75,7 +88,7 @@ export class VaultService {
    * rooted for the signer nodes by a bootstrap entry, the first of the organization's trust log.
    */
   async createOrg(name: string, publicKeyHex: string, label = 'bootstrap', operatorSecretKey?: Uint8Array): Promise<{ org: OrgRecord; key: ApiKeyRecord }> {
-    if (!/^[0-9a-f]{64}$/i.test(publicKeyHex)) throw new ApiError(400, 'invalid_request', 'public_key must be 32 bytes of hex');
+    checkApiPublicKey(publicKeyHex);
     const org: OrgRecord = { id: newId('org'), name, created_at: iso(this.now()) };
     const key = this.keyRecord(org.id, publicKeyHex.toLowerCase(), label);
     const ops: Op[] = [{ type: 'put', collection: 'orgs', id: org.id, value: org }, this.keyOp(key)];
@@ -103,10 +116,14 @@ export class VaultService {
   /** Applies `ops` with `entry` appended to the organization's log, one writer per organization. */
   private appendTrust(org: string, entry: Uint8Array | undefined, ops: Op[]): Promise<void> {
     if (!entry) return this.o.store.batch(ops);
-    return this.orgLock.run(org, async () => {
-      const seq = (await this.trustLog(org)).length;
-      await this.o.store.batch([...ops, this.trustOp(org, seq, entry)]);
-    });
+    return this.orgLock.run(org, () => this.appendTrustLocked(org, entry, ops));
+  }
+
+  /** appendTrust for a caller that already holds the organization's lock. */
+  private async appendTrustLocked(org: string, entry: Uint8Array | undefined, ops: Op[]): Promise<void> {
+    if (!entry) return this.o.store.batch(ops);
+    const seq = (await this.trustLog(org)).length;
+    await this.o.store.batch([...ops, this.trustOp(org, seq, entry)]);
   }
 
   private keyOp(k: ApiKeyRecord): Op {
@@ -120,13 +137,17 @@ export class VaultService {
   }
 
   async registerKey(org: string, publicKeyHex: string, label: string | null, entry?: Uint8Array): Promise<ApiKeyRecord> {
+    checkApiPublicKey(publicKeyHex);
     const pub = publicKeyHex.toLowerCase();
-    const keys = await this.listKeys(org);
-    if (keys.some((k) => k.public_key === pub)) throw new ApiError(400, 'invalid_request', 'this public key is already registered');
-    if (keys.filter((k) => !k.revoked).length >= this.o.limits.apiKeysPerOrg) throw new ApiError(429, 'rate_limited', `API key quota reached (${this.o.limits.apiKeysPerOrg} active keys)`);
-    const key = this.keyRecord(org, pub, label);
-    await this.appendTrust(org, entry, [this.keyOp(key), this.event(org, 'api_key.created', 'api_key', key.id, { id: key.id })]);
-    return key;
+    // The count and the insert under one lock: N concurrent registrations at a quota of Q make Q keys.
+    return this.orgLock.run(org, async () => {
+      const keys = await this.listKeys(org);
+      if (keys.some((k) => k.public_key === pub)) throw new CustodyError('invalid_request', 'this public key is already registered');
+      if (keys.filter((k) => !k.revoked).length >= this.o.limits.apiKeysPerOrg) throw new CustodyError('rate_limited', `API key quota reached (${this.o.limits.apiKeysPerOrg} active keys)`);
+      const key = this.keyRecord(org, pub, label);
+      await this.appendTrustLocked(org, entry, [this.keyOp(key), this.event(org, 'api_key.created', 'api_key', key.id, { id: key.id })]);
+      return key;
+    });
   }
 
   listKeys(org: string): Promise<ApiKeyRecord[]> {
@@ -134,32 +155,39 @@ export class VaultService {
   }
 
   async revokeKey(org: string, keyId: string, entry?: Uint8Array): Promise<ApiKeyRecord> {
-    const k = await this.o.store.get<ApiKeyRecord>('api_keys', keyId);
-    if (!k || k.org !== org) throw new ApiError(404, 'not_found', 'no such API key');
-    if (k.revoked) throw new ApiError(409, 'conflict', 'the key is already revoked');
-    const active = (await this.listKeys(org)).filter((x) => !x.revoked);
-    if (active.length === 1) throw new ApiError(409, 'conflict', 'the last active key cannot be revoked; register another first');
-    const revoked: ApiKeyRecord = { ...k, revoked: true, revoked_at: iso(this.now()) };
-    await this.appendTrust(org, entry, [this.keyOp(revoked), this.event(org, 'api_key.revoked', 'api_key', k.id, { id: k.id })]);
-    return revoked;
+    // Under the lock: two concurrent revocations of an organization's last two keys must not both pass.
+    return this.orgLock.run(org, async () => {
+      const k = await this.o.store.get<ApiKeyRecord>('api_keys', keyId);
+      if (!k || k.org !== org) throw new CustodyError('not_found', 'no such API key');
+      if (k.revoked) throw new CustodyError('conflict', 'the key is already revoked');
+      const active = (await this.listKeys(org)).filter((x) => !x.revoked);
+      if (active.length === 1) throw new CustodyError('conflict', 'the last active key cannot be revoked; register another first');
+      const revoked: ApiKeyRecord = { ...k, revoked: true, revoked_at: iso(this.now()) };
+      await this.appendTrustLocked(org, entry, [this.keyOp(revoked), this.event(org, 'api_key.revoked', 'api_key', k.id, { id: k.id })]);
+      return revoked;
+    });
   }
 
   // Vaults.
   /** `creationRequest`: the signed POST /vaults as a trust entry, which the nodes check at key generation. */
   async createVault(org: string, input: { tier: Tier; name?: string | undefined; policy?: Record<string, unknown> | undefined; end_user_subject?: string | undefined } & CommitteeFields, creationRequest?: Uint8Array): Promise<VaultRecord> {
-    if (input.tier !== 'hosted' && input.end_user_subject !== undefined) throw new ApiError(400, 'invalid_request', 'end_user_subject applies to hosted vaults only');
+    if (input.tier !== 'hosted' && input.end_user_subject !== undefined) throw new CustodyError('invalid_request', 'end_user_subject applies to hosted vaults only');
     checkCommitteeFields(input.tier, input);
-    const existing = await this.o.store.byIndex<VaultRecord>('vaults', `org/${org}/`, this.o.limits.vaultsPerOrg + 1);
-    if (existing.length >= this.o.limits.vaultsPerOrg) throw new ApiError(429, 'rate_limited', `vault quota reached (${this.o.limits.vaultsPerOrg})`);
-    const t = iso(this.now());
-    const endUserAuth = input.tier === 'hosted' && (await this.endUserAuth(org)) !== undefined;
-    const v: VaultRecord = {
-      id: newId('vlt'), org, name: input.name ?? null, tier: input.tier, state: 'creating', rotation: 0, public_key: null, chain_code: null,
-      policy: input.policy ?? null, end_user_subject: input.end_user_subject ?? null, end_user_auth: endUserAuth, created_at: t, updated_at: t,
-      ...(creationRequest ? { creation_request: bytesToHex(creationRequest) } : {}),
-    };
-    const job: JobRecord = { id: newId('job'), kind: 'create_key', vault_id: v.id, attempts: 0, next_at: 0 };
-    await this.o.store.batch([this.vaultOp(v), { type: 'put', collection: 'jobs', id: job.id, value: job }, this.event(org, 'vault.created', 'vault', v.id, { state: 'creating', tier: v.tier })]);
+    // The count and the insert under one lock: N concurrent creations at a quota of Q make Q vaults.
+    const v = await this.orgLock.run(org, async () => {
+      const existing = await this.o.store.byIndex<VaultRecord>('vaults', `org/${org}/`, this.o.limits.vaultsPerOrg + 1);
+      if (existing.length >= this.o.limits.vaultsPerOrg) throw new CustodyError('rate_limited', `vault quota reached (${this.o.limits.vaultsPerOrg})`);
+      const t = iso(this.now());
+      const endUserAuth = input.tier === 'hosted' && (await this.endUserAuth(org)) !== undefined;
+      const v: VaultRecord = {
+        id: newId('vlt'), org, name: input.name ?? null, tier: input.tier, state: 'creating', rotation: 0, public_key: null, chain_code: null,
+        policy: input.policy ?? null, end_user_subject: input.end_user_subject ?? null, end_user_auth: endUserAuth, created_at: t, updated_at: t,
+        ...(creationRequest ? { creation_request: bytesToHex(creationRequest) } : {}),
+      };
+      const job: JobRecord = { id: newId('job'), kind: 'create_key', vault_id: v.id, attempts: 0, next_at: 0 };
+      await this.o.store.batch([this.vaultOp(v), { type: 'put', collection: 'jobs', id: job.id, value: job }, this.event(org, 'vault.created', 'vault', v.id, { state: 'creating', tier: v.tier })]);
+      return v;
+    });
     this.wake?.();
     return v;
   }
@@ -170,7 +198,7 @@ export class VaultService {
 
   async vault(org: string, id: string): Promise<VaultRecord> {
     const v = await this.o.store.get<VaultRecord>('vaults', id);
-    if (!v || v.org !== org) throw new ApiError(404, 'not_found', 'no such vault');
+    if (!v || v.org !== org) throw new CustodyError('not_found', 'no such vault');
     return v;
   }
 
@@ -180,7 +208,7 @@ export class VaultService {
    */
   async reshare(org: string, vaultId: string, targetTier: Tier | undefined, committee: CommitteeFields = {}, reshareRequest?: Uint8Array): Promise<{ id: string; status: 'accepted' }> {
     const v = await this.vault(org, vaultId);
-    if (v.state !== 'active' && v.state !== 'reshare_pending') throw new ApiError(409, 'conflict', `the vault is ${v.state}; a reshare needs it active`);
+    if (v.state !== 'active' && v.state !== 'reshare_pending') throw new CustodyError('conflict', `the vault is ${v.state}; a reshare needs it active`);
     checkCommitteeFields(targetTier ?? v.tier, committee);
     const job: JobRecord = {
       id: newId('rsh'), kind: 'reshare', vault_id: v.id, attempts: 0, next_at: 0, ...(targetTier ? { target_tier: targetTier } : {}),
@@ -198,10 +226,10 @@ export class VaultService {
   /** Operator: a frozen vault signs nothing until unfrozen (docs/vault-api.md, vault states). */
   async freeze(vaultId: string, frozen: boolean): Promise<VaultRecord> {
     const v = await this.o.store.get<VaultRecord>('vaults', vaultId);
-    if (!v) throw new ApiError(404, 'not_found', 'no such vault');
-    if (frozen && v.state === 'frozen') throw new ApiError(409, 'conflict', 'the vault is already frozen');
-    if (frozen && v.state !== 'active' && v.state !== 'reshare_pending') throw new ApiError(409, 'conflict', `a ${v.state} vault cannot be frozen; wait until it settles`);
-    if (!frozen && v.state !== 'frozen') throw new ApiError(409, 'conflict', 'the vault is not frozen');
+    if (!v) throw new CustodyError('not_found', 'no such vault');
+    if (frozen && v.state === 'frozen') throw new CustodyError('conflict', 'the vault is already frozen');
+    if (frozen && v.state !== 'active' && v.state !== 'reshare_pending') throw new CustodyError('conflict', `a ${v.state} vault cannot be frozen; wait until it settles`);
+    if (!frozen && v.state !== 'frozen') throw new CustodyError('conflict', 'the vault is not frozen');
     const { frozen_from: from, ...rest } = v;
     const next: VaultRecord = frozen ? { ...v, state: 'frozen', frozen_from: v.state, updated_at: iso(this.now()) } : { ...rest, state: from ?? 'active', updated_at: iso(this.now()) };
     await this.o.store.batch([this.vaultOp(next), this.event(v.org, frozen ? 'vault.frozen' : 'vault.unfrozen', 'vault', v.id, { vault_id: v.id, state: next.state })]);
@@ -223,9 +251,9 @@ export class VaultService {
   async createWallet(org: string, vaultId: string, chain: string, accountIndex: number, addressType: 'p2wpkh' | 'p2tr' | undefined): Promise<{ wallet: WalletRecord; created: boolean }> {
     const v = await this.vault(org, vaultId);
     const info = chainInfo(chain);
-    if (!info || info.environment !== this.o.environment) throw new ApiError(400, 'invalid_request', `chain ${chain} is not served in ${this.o.environment}`);
-    if (info.family === 'evm' && addressType !== undefined) throw new ApiError(400, 'invalid_request', 'address_type applies to Bitcoin chains only');
-    if (!v.public_key || !v.chain_code) throw new ApiError(400, 'invalid_request', `the vault key is not generated yet (the vault is ${v.state}); derive wallets once it is active`);
+    if (!info || info.environment !== this.o.environment) throw new CustodyError('invalid_request', `chain ${chain} is not served in ${this.o.environment}`);
+    if (info.family === 'evm' && addressType !== undefined) throw new CustodyError('invalid_request', 'address_type applies to Bitcoin chains only');
+    if (!v.public_key || !v.chain_code) throw new CustodyError('invalid_request', `the vault key is not generated yet (the vault is ${v.state}); derive wallets once it is active`);
     const type = info.family === 'evm' ? 'evm' : (addressType ?? 'p2wpkh');
     const existing = await this.o.store.byIndex<WalletRecord>('wallets', `derivation/${v.id}/${chain}/${type}/${accountIndex}/`);
     if (existing[0]) return { wallet: existing[0], created: false };

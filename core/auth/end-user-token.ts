@@ -5,6 +5,8 @@
 import { createLocalJWKSet, importJWK, jwtVerify, type JWK, type JSONWebKeySet } from 'jose';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
+import { CustodyError } from '../errors/custody-error.ts';
+import { isValidEd25519PublicKey } from '../../common/ed25519.ts';
 
 export const END_USER_ALGORITHMS = ['ES256', 'EdDSA', 'RS256', 'PS256'];
 /** Longest accepted token lifetime (exp - iat), seconds: a token authorizes one signature, soon. */
@@ -17,9 +19,10 @@ export interface EndUserAuthConfig {
   audience: string;
 }
 
-export class EndUserTokenError extends Error {
+/** A refused end-user token; its code (kind `refused`) is the reason, also kept as `reason`. */
+export class EndUserTokenError extends CustodyError {
   constructor(readonly reason: 'end_user_token_required' | 'bad_end_user_token' | 'wrong_end_user' | 'token_intent_mismatch', message: string) {
-    super(message);
+    super(reason, message);
     this.name = 'EndUserTokenError';
   }
 }
@@ -35,6 +38,10 @@ export async function validateJwks(jwks: unknown): Promise<string | undefined> {
     if (!['EC', 'OKP', 'RSA'].includes(String(jwk.kty))) return `jwks.keys[${i}].kty must be EC, OKP or RSA`;
     if (jwk.alg !== undefined && !END_USER_ALGORITHMS.includes(jwk.alg)) return `jwks.keys[${i}].alg ${jwk.alg} is not accepted (${END_USER_ALGORITHMS.join(', ')})`;
     const alg = jwk.alg ?? (jwk.kty === 'OKP' ? 'EdDSA' : jwk.kty === 'RSA' ? 'RS256' : 'ES256');
+    // The import below takes any 32 bytes as an Ed25519 key; a point off the curve or of small order is none.
+    if (jwk.kty === 'OKP' && jwk.crv === 'Ed25519' && !(typeof jwk.x === 'string' && /^[A-Za-z0-9_-]{43}$/.test(jwk.x) && isValidEd25519PublicKey(new Uint8Array(Buffer.from(jwk.x, 'base64url'))))) {
+      return `jwks.keys[${i}].x is not a valid Ed25519 public key (off the curve, of small order, or not canonically encoded)`;
+    }
     try {
       await importJWK(jwk, alg);
     } catch (err) {

@@ -3,6 +3,7 @@
 // signature base (RFC 9421 §2.5) from the covered components and checks the profile's rules.
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { verifyEd25519 } from '../../common/ed25519.ts';
+import { CustodyError } from '../errors/custody-error.ts';
 import { parseDictionary, serializeInnerList, type InnerList, type Item, type Parameters } from 'structured-headers';
 
 export interface SignedRequest {
@@ -13,15 +14,20 @@ export interface SignedRequest {
   headers: Record<string, string | string[] | undefined>;
 }
 
-export class SignatureError extends Error {
-  readonly code = 'unauthorized';
-  constructor(readonly reason: string, message: string) {
-    super(message);
+/** Why a signature is refused: each an `unauthenticated` code of the registry (core/errors/error-codes.ts). */
+export type SignatureReason =
+  | 'malformed_signature' | 'missing_signature' | 'missing_component' | 'missing_parameter' | 'unsupported_component'
+  | 'unsupported_algorithm' | 'expired' | 'not_yet_valid' | 'validity_too_long' | 'replayed' | 'bad_signature' | 'unknown_signing_key';
+
+/** A refused request signature; its code is the reason, also kept as `reason`. */
+export class SignatureError extends CustodyError {
+  constructor(readonly reason: SignatureReason, message: string) {
+    super(reason, message);
     this.name = 'SignatureError';
   }
 }
 
-const fail = (reason: string, message: string): never => {
+const fail = (reason: SignatureReason, message: string): never => {
   throw new SignatureError(reason, message);
 };
 
@@ -63,7 +69,7 @@ export function componentValue(req: SignedRequest, name: string): string {
 export function signatureBase(req: SignedRequest, input: InnerList): string {
   const lines: string[] = [];
   for (const [name, params] of input[0]) {
-    if (typeof name !== 'string') fail('malformed_input', 'covered components are strings');
+    if (typeof name !== 'string') fail('malformed_signature', 'covered components are strings');
     if (params.size) fail('unsupported_component', 'component parameters are not supported');
     lines.push(`"${name as string}": ${componentValue(req, name as string)}`);
   }
@@ -102,7 +108,11 @@ export interface VerifyPolicy {
   requiredParams: string[];
   /** Largest allowed expires - created, seconds. */
   maxValiditySeconds: number;
-  /** Allowed clock skew, seconds. */
+  /**
+   * Clock skew allowed for a `created` ahead of this clock, seconds. It applies there only: `expires` is
+   * hard (never accepted after it), and a signature without `expires` is too old once
+   * `maxValiditySeconds` after its `created` have passed.
+   */
   skewSeconds: number;
 }
 
@@ -159,11 +169,12 @@ export function verifyRequest(req: SignedRequest, lookup: (keyId: string) => Uin
     if (typeof expires === 'number') {
       if (expires < created) fail('malformed_signature', 'expires precedes created');
       if (expires - created > policy.maxValiditySeconds) fail('validity_too_long', `a signature may be valid for ${policy.maxValiditySeconds} s at most`);
-    } else if (nowSeconds - created > policy.maxValiditySeconds + policy.skewSeconds) fail('expired', 'signature too old');
+    } else if (nowSeconds - created > policy.maxValiditySeconds) fail('expired', 'signature too old');
   }
-  if (typeof expires === 'number' && nowSeconds > expires + policy.skewSeconds) fail('expired', 'signature expired');
+  // No skew after `expires`: a signature is never accepted once it has expired (docs/request-signing.md).
+  if (typeof expires === 'number' && nowSeconds > expires) fail('expired', 'signature expired');
   const key = lookup(keyId);
-  if (!key) return fail('unknown_key', 'unknown or revoked key');
+  if (!key) return fail('unknown_signing_key', 'unknown or revoked key');
   const base = signatureBase(req, inner);
   if (!verifyEd25519(signature, new TextEncoder().encode(base), key)) fail('bad_signature', 'signature does not verify');
   return {

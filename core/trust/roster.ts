@@ -11,7 +11,8 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { lengthPrefixed } from '../codec/transcript.ts';
-import { verifyEd25519 } from '../../common/ed25519.ts';
+import { CustodyError } from '../errors/custody-error.ts';
+import { isValidEd25519PublicKeyHex, verifyEd25519 } from '../../common/ed25519.ts';
 import { nodeIdFor } from './node-id.ts';
 import { Reader, Writer, type FormatErrors } from '../intents/canonical.ts';
 
@@ -21,10 +22,9 @@ export const MAX_ROSTER_NODES = 256;
 const NODE_ID = /^n[0-9a-f]{20}$/;
 const HEX32 = /^[0-9a-f]{64}$/;
 
-export class RosterError extends Error {
-  readonly code = 'bad_roster';
+export class RosterError extends CustodyError {
   constructor(message: string) {
-    super(message);
+    super('bad_roster', message);
     this.name = 'RosterError';
   }
 }
@@ -76,6 +76,8 @@ export function rosterMessage(body: RosterBody): Uint8Array {
 
 /** An operator's signed roster (encoded). */
 export function signRoster(body: RosterBody, operatorSecretKey: Uint8Array): Uint8Array {
+  // Seating a node is registering its key: only a key someone can sign under (decoding skips this cost).
+  for (const n of body.nodes) if (!isValidEd25519PublicKeyHex(n.signingKey)) throw new RosterError(`node ${n.nodeId}: the signing key is not a valid Ed25519 public key (off the curve, of small order, or not canonically encoded)`);
   const message = rosterMessage(body);
   return new Writer(ERRORS).raw(message).raw(ed25519.getPublicKey(operatorSecretKey)).raw(ed25519.sign(message, operatorSecretKey)).finish();
 }

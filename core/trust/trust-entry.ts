@@ -11,6 +11,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { parseDictionary } from 'structured-headers';
 import { lengthPrefixed } from '../codec/transcript.ts';
+import { CustodyError } from '../errors/custody-error.ts';
 import { verifyEd25519 } from '../../common/ed25519.ts';
 import { verifyContentDigest } from '../http/content-digest.ts';
 import { SignatureError, verifyRequest, type VerifyPolicy } from '../http/http-signature.ts';
@@ -30,10 +31,9 @@ const ORG = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 const METHOD = /^[A-Z]{1,16}$/;
 const VISIBLE = /^[\x20-\x7e]*$/;
 
-export class TrustEntryError extends Error {
-  readonly code = 'bad_trust_log';
+export class TrustEntryError extends CustodyError {
   constructor(message: string) {
-    super(message);
+    super('bad_trust_log', message);
     this.name = 'TrustEntryError';
   }
 }

@@ -27,6 +27,8 @@ import { evmIntentFromFields } from '../../../core/intents/evm-fields.ts';
 import type { ApiCredentials } from '../../../api/sdk/request-signer.ts';
 import type { Tier, VaultRecord, WalletRecord } from '../../../api/vaults/records.ts';
 import type { Policy } from '../../../api/policy/policy.ts';
+import { nodeIdFor } from '../../../core/trust/node-id.ts';
+import { SMALL_ORDER_CANONICAL, SMALL_ORDER_NON_CANONICAL } from '../../vectors/ed25519-bad-keys.ts';
 
 /** The spec's status set per operation; the operations it does not list use what docs/vault-api.md documents. */
 const STATUS_SETS = {
@@ -242,6 +244,7 @@ const rows: Row[] = [
   { name: 'auth: Content-Digest of an unknown algorithm only', op: 'POST /vaults', method: 'POST', path: '/v1/vaults', body: goodVaultBody, sign: { creds: credsB, edit: (h) => { h['content-digest'] = 'md5=:AAAAAAAAAAAAAAAAAAAAAA==:'; } }, status: 401, code: 'unauthorized', message: /Content-Digest does not match/ },
   { name: 'auth: signature does not cover content-digest', op: 'POST /vaults', method: 'POST', path: '/v1/vaults', body: goodVaultBody, sign: { creds: credsB, components: ['@method', '@target-uri'] }, status: 401, code: 'unauthorized', message: /must cover content-digest/ },
   { name: 'auth: signature does not cover @target-uri', op: 'GET /api-keys', method: 'GET', path: '/v1/api-keys', sign: { components: ['@method'] }, status: 401, code: 'unauthorized', message: /must cover @target-uri/ },
+  { name: 'auth: expired 1 s ago (no skew after expires)', op: 'POST /vaults', method: 'POST', path: '/v1/vaults', body: goodVaultBody, sign: { creds: credsB, created: nowS() - 61, lifetime: 60 }, status: 401, code: 'unauthorized', message: /signature expired/ },
   { name: 'auth: stale created', op: 'POST /vaults', method: 'POST', path: '/v1/vaults', body: goodVaultBody, sign: { creds: credsB, created: nowS() - 3600 }, status: 401, code: 'unauthorized', message: /expired/ },
   { name: 'auth: created in the future', op: 'GET /api-keys', method: 'GET', path: '/v1/api-keys', sign: { created: nowS() + 600 }, status: 401, code: 'unauthorized', message: /in the future/ },
   { name: 'auth: expires too far after created', op: 'POST /vaults', method: 'POST', path: '/v1/vaults', body: goodVaultBody, sign: { creds: credsB, lifetime: 301 }, status: 401, code: 'unauthorized', message: /300 s at most/ },
@@ -287,6 +290,7 @@ const rows: Row[] = [
   policyRow('deny list not an array', { recipient_denylist: DENIED }, /recipient_denylist/),
   policyRow('asset allow list with a bad asset', { asset_allowlist: ['evm-local:0x12'] }, /asset_allowlist/),
   policyRow('not an object', 'strict', /policy/),
+  { name: 'POST /vaults: customer node key of small order', op: 'POST /vaults', method: 'POST', path: '/v1/vaults', body: { tier: 'self', customer_node: { node_id: nodeIdFor(Buffer.from(SMALL_ORDER_CANONICAL[1]!, 'hex')), signing_key: SMALL_ORDER_CANONICAL[1], encryption_key: '09' + '00'.repeat(31) } }, sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /customer_node\.signing_key is not a valid Ed25519 public key/ },
   { name: 'POST /vaults: vault quota', op: 'POST /vaults', method: 'POST', path: '/v1/vaults', body: goodVaultBody, status: 429, code: 'rate_limited', message: /vault quota reached \(4\)/ },
 
   // GET /vaults/{vaultId}.
@@ -418,6 +422,7 @@ const rows: Row[] = [
   jwksRow('symmetric key (kty oct)', { jwks: { keys: [{ kty: 'oct', k: 'c2VjcmV0' }] }, audience: AUDIENCE }, /private key material|kty/),
   jwksRow('bad kty', { jwks: { keys: [{ kty: 'DSA', y: 'AAAA' }] }, audience: AUDIENCE }, /kty must be EC, OKP or RSA/),
   jwksRow('HS256 alg', { jwks: { keys: [{ ...endUserJwk, alg: 'HS256' }] }, audience: AUDIENCE }, /alg HS256 is not accepted/),
+  jwksRow('OKP Ed25519 key of small order', { jwks: { keys: [{ kty: 'OKP', crv: 'Ed25519', x: Buffer.from(SMALL_ORDER_CANONICAL[6]!, 'hex').toString('base64url') }] }, audience: AUDIENCE }, /not a valid Ed25519 public key/),
   jwksRow('EC point not on the curve', { jwks: { keys: [{ ...endUserJwk, x: Buffer.alloc(32, 1).toString('base64url') }] }, audience: AUDIENCE }, /not a usable ES256 key/),
 
   // POST /api-keys (A is at its quota of 3 active keys).
@@ -428,6 +433,9 @@ const rows: Row[] = [
   { name: 'POST /api-keys: label over 120 characters', op: 'POST /api-keys', method: 'POST', path: '/v1/api-keys', body: { public_key: pubHex(newSecret()), label: 'l'.repeat(121) }, sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /label/ },
   { name: 'POST /api-keys: unknown field (a private key)', op: 'POST /api-keys', method: 'POST', path: '/v1/api-keys', body: { public_key: pubHex(newSecret()), secret_key: 'ab'.repeat(32) }, sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /Unexpected property/ },
   { name: 'POST /api-keys: public key already registered', op: 'POST /api-keys', method: 'POST', path: '/v1/api-keys', body: { public_key: pubHex(secretB).toUpperCase() }, sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /already registered/ },
+  { name: 'POST /api-keys: a small-order point, at the quota: 400, not 429', op: 'POST /api-keys', method: 'POST', path: '/v1/api-keys', body: { public_key: SMALL_ORDER_CANONICAL[4] }, status: 400, code: 'invalid_request', message: /not a valid Ed25519 public key/ },
+  { name: 'POST /api-keys: a non-canonical small-order encoding', op: 'POST /api-keys', method: 'POST', path: '/v1/api-keys', body: { public_key: SMALL_ORDER_NON_CANONICAL[0] }, sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /not a valid Ed25519 public key/ },
+  { name: 'POST /api-keys: a point off the curve', op: 'POST /api-keys', method: 'POST', path: '/v1/api-keys', body: { public_key: '02' + '00'.repeat(31) }, sign: { creds: credsB }, status: 400, code: 'invalid_request', message: /not a valid Ed25519 public key/ },
   { name: 'POST /api-keys: key quota', op: 'POST /api-keys', method: 'POST', path: '/v1/api-keys', body: { public_key: pubHex(newSecret()) }, status: 429, code: 'rate_limited', message: /API key quota reached \(3 active keys\)/ },
 
   // POST /api-keys/{keyId}/revoke.
@@ -442,11 +450,15 @@ const rows: Row[] = [
   { name: 'GET /api-keys: unsigned', op: 'GET /api-keys', method: 'GET', path: '/v1/api-keys', sign: { drop: ['signature', 'signature-input'] }, status: 401, code: 'unauthorized', message: /no Signature/ },
 ];
 
-/** Every key and value in the LevelDB under the store: records and index entries alike. */
+/**
+ * Every key and value in the LevelDB under the store: records and index entries alike, but for the
+ * request nonces an authenticated request claims whatever its outcome (docs/security.md).
+ */
 async function snapshot(): Promise<[string, string][]> {
   const db = (store as unknown as { db: Level<string, string> }).db;
   const out: [string, string][] = [];
-  for await (const entry of db.iterator()) out.push(entry);
+  const nonces = ['r', 'i'].map((kind) => `${kind}\u0000request_nonces\u0000`);
+  for await (const entry of db.iterator()) if (!nonces.some((p) => entry[0].startsWith(p))) out.push(entry);
   return out;
 }
 

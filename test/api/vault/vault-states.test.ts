@@ -57,7 +57,7 @@ t.test('operator freeze and unfreeze: a frozen vault refuses reshare and transac
 
   ({ store, vaults } = await open(dir));
   t.equal((await vaults.vault(org, v.id)).state, 'frozen');
-  await t.rejects(vaults.reshare(org, v.id, undefined), { status: 409, code: 'conflict' }, 'no reshare while frozen');
+  await t.rejects(vaults.reshare(org, v.id, undefined), { kind: 'conflict', code: 'conflict' }, 'no reshare while frozen');
   const txs = new TransactionService({ vaults, hasBackend: () => true });
   const w = await vaults.createWallet(org, v.id, 'evm-local', 0, undefined);
   const creds: ApiCredentials = { keyId: (await vaults.listKeys(org))[0]!.id, secretKey: secret };
@@ -80,7 +80,7 @@ t.test('operator freeze and unfreeze: a frozen vault refuses reshare and transac
   const started = await vaults.reshare(org, v.id, 'hosted');
   t.equal(started.status, 'accepted');
   t.equal((await vaults.vault(org, v.id)).state, 'resharing');
-  await t.rejects(vaults.reshare(org, v.id, undefined), { status: 409, code: 'conflict' }, 'one reshare at a time');
+  await t.rejects(vaults.reshare(org, v.id, undefined), { kind: 'conflict', code: 'conflict' }, 'one reshare at a time');
   await store.close();
 });
 
@@ -104,7 +104,7 @@ t.test('trust log: operator bootstrap first, then exactly the accepted key and e
   t.equal((await call('POST', '/v1/api-keys', { public_key: second })).statusCode, 201);
   const dup = await call('POST', '/v1/api-keys', { public_key: second });
   t.equal(dup.statusCode, 400, `a refused registration: ${dup.body}`);
-  t.equal((await call('POST', '/v1/api-keys', { public_key: 'ab'.repeat(32) })).statusCode, 429, 'over quota');
+  t.equal((await call('POST', '/v1/api-keys', { public_key: bytesToHex(ed25519.getPublicKey(ed25519.utils.randomSecretKey())) })).statusCode, 429, 'over quota');
   const jwk = await exportJWK((await generateKeyPair('ES256')).publicKey);
   t.equal((await call('PUT', '/v1/config/end-user-auth', { jwks: { keys: [jwk] }, audience: 'aud' })).statusCode, 200);
   t.equal((await call('PUT', '/v1/config/end-user-auth', { jwks: { keys: [{ ...jwk, d: 'x' }] }, audience: 'aud' })).statusCode, 400, 'private material refused');

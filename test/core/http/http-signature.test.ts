@@ -87,7 +87,7 @@ t.test('our profile refuses every kind of bad signature', async (t) => {
   const good = signed();
   const cases: [string, () => unknown, string][] = [
     ['no headers', () => verifyRequest({ ...good, headers: { 'content-digest': 'x' } }, lookup, now, profile), 'missing_signature'],
-    ['unknown key', () => verifyRequest(signed({ keyId: 'key_9' }), lookup, now, profile), 'unknown_key'],
+    ['unknown key', () => verifyRequest(signed({ keyId: 'key_9' }), lookup, now, profile), 'unknown_signing_key'],
     ['other method', () => verifyRequest({ ...good, method: 'PUT' }, lookup, now, profile), 'bad_signature'],
     ['other path', () => verifyRequest({ ...good, url: 'https://api.example.test/v1/api-keys?x=1' }, lookup, now, profile), 'bad_signature'],
     ['other query', () => verifyRequest({ ...good, url: 'https://api.example.test/v1/vaults?x=2' }, lookup, now, profile), 'bad_signature'],
@@ -108,4 +108,18 @@ t.test('our profile refuses every kind of bad signature', async (t) => {
   const withHeader = signed({ components: ['@method', '@target-uri', 'content-digest', 'x-client'] }, { headers: { 'content-digest': contentDigest(body), 'x-client': 'sdk' } });
   const { ['x-client']: _drop, ...rest } = withHeader.headers;
   t.equal(reason(() => verifyRequest({ ...withHeader, headers: rest }, lookup, now, profile)), 'missing_component');
+});
+
+t.test('expiry is hard: the skew applies to a created ahead of the clock only', async (t) => {
+  const good = signed(); // created = now, expires = now + 60
+  t.equal(reason(() => verifyRequest(good, lookup, now + 60, profile)), 'verified', 'at expires');
+  t.equal(reason(() => verifyRequest(good, lookup, now + 61, profile)), 'expired', '1 s after expires, whatever the skew');
+  t.equal(reason(() => verifyRequest(good, lookup, now + 60 + profile.skewSeconds, profile)), 'expired', 'within the skew after expires');
+  t.equal(reason(() => verifyRequest(good, lookup, now - profile.skewSeconds, profile)), 'verified', 'created up to the skew ahead of this clock');
+  t.equal(reason(() => verifyRequest(good, lookup, now - profile.skewSeconds - 1, profile)), 'not_yet_valid', 'created further ahead');
+  // Without expires (a profile that does not require it), maxValiditySeconds after created is the end.
+  const noExpiry = { ...profile, requiredParams: ['created', 'nonce', 'keyid'] };
+  const open = signed({ expires: undefined });
+  t.equal(reason(() => verifyRequest(open, lookup, now + 300, noExpiry)), 'verified');
+  t.equal(reason(() => verifyRequest(open, lookup, now + 301, noExpiry)), 'expired', 'no skew added to the implied window either');
 });
