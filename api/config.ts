@@ -2,6 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ConfigError, isLoopbackHost, loadConfig, splitHostPort } from '../common/config.ts';
 import { chainInfo } from './vaults/wallet-address.ts';
+import { DestinationPolicy } from './webhooks/destination-policy.ts';
 
 export const ApiConfigSchema = Type.Object({
   host: Type.String({ env: 'API_HOST', default: '127.0.0.1', minLength: 1 }),
@@ -34,6 +35,10 @@ export const ApiConfigSchema = Type.Object({
     env: 'API_CHAIN_BACKENDS', pattern: '^[a-z0-9-]+=https?://[^,\\s]+(,[a-z0-9-]+=https?://[^,\\s]+)*$',
     description: 'comma-separated <chain>=<url>: EVM JSON-RPC endpoints and Esplora-compatible Bitcoin backends',
   })),
+  webhookAllowedDestinations: Type.Array(Type.String({ minLength: 1 }), {
+    env: 'API_WEBHOOK_ALLOWED_DESTINATIONS', default: [],
+    description: 'comma-separated addresses, CIDR ranges and host names (each optionally :port) webhooks may reach besides https to public addresses, e.g. 127.0.0.1,localhost:8443,10.0.0.0/8; for development and tests only, refused in production',
+  }),
   logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'API_LOG_LEVEL', default: 'info' }),
 });
 
@@ -57,6 +62,14 @@ export function loadApiConfig(env?: Record<string, string | undefined>): ApiConf
   if (c.emailProvider === 'ses') {
     need('API_EMAIL_PROVIDER=ses', [['API_SES_REGION', c.sesRegion], ['API_SES_ACCESS_KEY_ID', c.sesAccessKeyId], ['API_SES_SECRET_ACCESS_KEY', c.sesSecretAccessKey]]);
     if (c.sesEndpoint) plaintextOnLoopback('API_SES_ENDPOINT', c.sesEndpoint);
+  }
+  try {
+    DestinationPolicy.fromAllowList(c.webhookAllowedDestinations);
+  } catch (err) {
+    throw new ConfigError([`API_WEBHOOK_ALLOWED_DESTINATIONS (webhookAllowedDestinations): ${(err as Error).message}`]);
+  }
+  if (c.environment === 'production' && c.webhookAllowedDestinations.length) {
+    throw new ConfigError(['API_WEBHOOK_ALLOWED_DESTINATIONS (webhookAllowedDestinations): must be empty with API_ENVIRONMENT=production (webhooks go to public https addresses only)']);
   }
   for (const chain of Object.keys(chainBackends(c))) {
     if (!chainInfo(chain)) throw new ConfigError([`API_CHAIN_BACKENDS (chainBackends): unknown chain ${chain}`]);

@@ -33,19 +33,23 @@ await runMain('api', async () => {
   const txWorker = new TransactionWorker({ vaults, transactions, coordinator, chains, log, trustLog: (org) => vaults.trustLog(org) });
   const emailProvider = emailProviderFromConfig(config);
   const objectStore = objectStoreFromConfig(config);
-  const platform = await createPlatform(store, { objectDir: join(config.dataDir, 'objects'), ...(emailProvider ? { emailProvider } : {}), ...(objectStore ? { objectStore } : {}) });
+  const platform = await createPlatform(store, { objectDir: join(config.dataDir, 'objects'), ...(emailProvider ? { emailProvider } : {}), ...(objectStore ? { objectStore } : {}), webhookAllowedDestinations: config.webhookAllowedDestinations });
+  if (config.webhookAllowedDestinations.length) log.warn({ allowed: config.webhookAllowedDestinations }, 'webhooks may reach these non-public or plain-http destinations (API_WEBHOOK_ALLOWED_DESTINATIONS)');
   const app = await buildApp({ config, logger: log, coordinator, vaults, transactions, platform });
   const address = await app.listen({ host: config.host, port: config.port });
   log.info({ address }, 'api listening');
   jobs.start();
   txWorker.start();
   platform.deliveries.start();
+  const stopPruning = platform.deliveries.startPruning();
   return {
     log,
     async stop() {
       jobs.stop();
       await txWorker.stop();
+      stopPruning();
       await platform.deliveries.stop();
+      await platform.endpoints.http.close();
       await app.close();
       coordinator?.close();
       await store.close();

@@ -3,9 +3,11 @@
 // takes due queue entries, POSTs the signed envelope and records the outcome, moving the queue entry in
 // the same batch. The event id lives in the delivery row, so a restart re-sends the same event id and
 // never invents another; a delivery interrupted by a crash is sent again (at least once, dedupe by
-// SVC-Webhook-Event-Id).
+// SVC-Webhook-Event-Id). Queues are per endpoint and served in turns (delivery-queue.ts): one endpoint's
+// backlog, or a paused endpoint's, never stands in front of another endpoint's deliveries.
 import type { Op, RecordStore } from '../store/record-store.ts';
-import { ApiError } from '../errors.ts';
+import { FairSlots, LEGACY_QUEUE, dueKey, parseLegacyKey, queueEntryDel, type DeliveryQueue, type QueueChange } from './delivery-queue.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 import { newId } from '../store/ids.ts';
 import type { Actor } from '../tenancy/audit-log.ts';
 import type { CursorCodec, PageResult } from '../store/pagination.ts';
@@ -59,8 +61,18 @@ export interface DeliveryEngineOptions {
   cursors: CursorCodec;
   clock?: () => number;
   schedule?: number[];
+  /** Requests in flight at once, over all endpoints (default 16). */
   concurrency?: number;
+  /** Requests in flight at once to one endpoint (default half of `concurrency`). */
+  perEndpointConcurrency?: number;
+  /** Rows one endpoint's turn takes at most; then it goes to the back of the line (default 100). */
+  perEndpointBatch?: number;
+  /** Endpoints in their turn at once, at most (default 1000); a pass starts turns up to that. */
+  maxEndpointsServing?: number;
 }
+
+/** A delivery row's records and the change to its endpoint's queue, written together by `commit`. */
+interface Write { ops: Op[]; changes: QueueChange[] }
 
 const DELIVERY_ID = /^whd_[0-9a-f]{26}$/;
 
@@ -71,27 +83,42 @@ export class DeliveryEngine {
   private running: Promise<void> | undefined;
   private stopped = true;
   private readonly inFlight = new Set<string>();
+  private readonly queue: DeliveryQueue;
+  private readonly slots: FairSlots;
+  /** Endpoints in their turn, with the turn's promise (the number of attempts made). */
+  private readonly serving = new Map<string, Promise<number>>();
+  private migration: Promise<void> | undefined;
+  private halting = false;
+  private again = false;
+  private intervalMs = 500;
 
   constructor(private readonly o: DeliveryEngineOptions) {
     this.clock = o.clock ?? Date.now;
     this.schedule = o.schedule ?? DEFAULT_SCHEDULE;
+    this.queue = o.endpoints.queue;
+    this.slots = new FairSlots(o.concurrency ?? 16);
   }
 
-  private queueKey(atMs: number, id: string): string {
-    return `${String(atMs).padStart(16, '0')}_${id}`;
+  private queueKey(endpointId: string, atMs: number, id: string): string {
+    return dueKey(endpointId, atMs, id);
   }
 
-  private ops(d: DeliveryRecord, previousQueueKey: string | null): Op[] {
+  private ops(d: DeliveryRecord, previousQueueKey: string | null): Write {
     const ops: Op[] = [{ type: 'put', collection: 'webhook_deliveries', id: d.id, value: d, index: [`${d.workspace}\x00${d.id}`] }];
-    if (previousQueueKey && previousQueueKey !== d.queue_key) ops.push({ type: 'del', collection: 'delivery_queue', id: previousQueueKey });
-    if (d.queue_key && d.queue_key !== previousQueueKey) ops.push({ type: 'put', collection: 'delivery_queue', id: d.queue_key, value: { delivery_id: d.id } });
-    return ops;
+    const change: QueueChange = { endpoint: d.endpoint_id };
+    if (previousQueueKey && previousQueueKey !== d.queue_key) change.del = [previousQueueKey];
+    if (d.queue_key && d.queue_key !== previousQueueKey) change.add = [d.queue_key];
+    return { ops, changes: change.add || change.del ? [change] : [] };
+  }
+
+  private commit(w: Write): Promise<void> {
+    return this.queue.commit(w.ops, w.changes);
   }
 
   /** Records an event and queues one delivery per endpoint of the workspace subscribed to it. */
-  async emit(scope: Scope, type: string, resource: { type: string; id: string }, actor: Envelope['actor'], data: Record<string, unknown>, extra: Op[] = []): Promise<{ event: Envelope; deliveries: DeliveryRecord[] }> {
+  async emit(scope: Scope, type: string, resource: { type: string; id: string }, actor: Envelope['actor'], data: Record<string, unknown>, extra: Op[] = [], extraQueue: QueueChange[] = []): Promise<{ event: Envelope; deliveries: DeliveryRecord[] }> {
     const et = eventType(type);
-    if (!et) throw new ApiError(422, 'unknown_event', `not a registered event: ${type}`);
+    if (!et) throw new CustodyError('unknown_event', `not a registered event: ${type}`);
     if (et.sensitive && !sensitiveDataAllowed(data)) throw new Error(`sensitive event ${type} may carry only identifiers and enumerated states`);
     const nowMs = this.clock();
     const now = new Date(nowMs).toISOString();
@@ -99,44 +126,136 @@ export class DeliveryEngine {
     const endpoints = await this.o.store.byIndex<EndpointRecord>('webhook_endpoints', `${scope.workspace}\x00`, 100_000);
     const deliveries: DeliveryRecord[] = [];
     const ops: Op[] = [{ type: 'put', collection: 'webhook_events', id: event.id, value: { ...event, tenant: scope.tenant, workspace: scope.workspace } }, ...extra];
+    const changes: QueueChange[] = [...extraQueue];
     for (const e of endpoints.filter((x) => x.events.includes(type))) {
       const id = newId('whd', nowMs);
       const d: DeliveryRecord = {
         id, tenant: scope.tenant, workspace: scope.workspace, endpoint_id: e.id, event_id: event.id, event_type: type, status: 'pending', attempt_count: 0,
         last_status_code: null, last_response_body: null, last_error: null, next_retry_at: now, delivered_at: null, correlation_id: newId('cor', nowMs), payload: event,
-        created_at: now, updated_at: now, queue_key: this.queueKey(nowMs, id),
+        created_at: now, updated_at: now, queue_key: this.queueKey(e.id, nowMs, id),
       };
       deliveries.push(d);
-      ops.push(...this.ops(d, null));
+      const w = this.ops(d, null);
+      ops.push(...w.ops);
+      changes.push(...w.changes);
     }
-    await this.o.store.batch(ops);
+    await this.queue.commit(ops, changes);
     this.kick();
     return { event, deliveries };
   }
 
-  /** Runs every due delivery once (concurrently up to the limit); returns how many were attempted. */
+  /**
+   * One pass: every endpoint whose turn is due gets a turn (`serve`); waits for the turns and returns
+   * how many attempts they made. The polling loop (`start`) does not wait: a turn to a slow endpoint
+   * runs on while later passes serve the others.
+   */
   async runDue(): Promise<number> {
-    const nowMs = this.clock();
-    const due: string[] = [];
-    for await (const q of this.o.store.range<{ delivery_id: string }>('delivery_queue', { lt: this.queueKey(nowMs, '\xff') })) {
-      if (!this.inFlight.has(q.delivery_id)) due.push(q.delivery_id);
-      if (due.length >= 10_000) break;
+    const turns = await this.dispatch();
+    return (await Promise.all(turns)).reduce((a, b) => a + b, 0);
+  }
+
+  /** Starts a turn for each endpoint whose ready entry is due and that is not in a turn already. */
+  private async dispatch(): Promise<Promise<number>[]> {
+    await this.migrate();
+    if (this.halting) return [];
+    const max = this.o.maxEndpointsServing ?? 1000;
+    const turns: Promise<number>[] = [];
+    for (const endpointId of await this.queue.readyEndpoints(this.clock(), max + this.serving.size)) {
+      if (this.serving.has(endpointId)) continue;
+      if (this.serving.size >= max) break;
+      const turn = this.serve(endpointId).finally(() => this.serving.delete(endpointId));
+      this.serving.set(endpointId, turn);
+      turns.push(turn);
     }
-    const limit = this.o.concurrency ?? 16;
-    let next = 0;
+    return turns;
+  }
+
+  /**
+   * One endpoint's turn: its due rows, oldest first, at most `perEndpointBatch` of them and each at most
+   * once, over at most `perEndpointConcurrency` requests at a time, each waiting for one of the engine's
+   * slots (FairSlots: round-robin over tenants, then endpoints). An index entry whose row is no longer
+   * queued under it is dropped. The turn ends early when the endpoint is paused. At the end the
+   * endpoint's ready entry moves behind every endpoint that became ready earlier.
+   */
+  private async serve(endpointId: string): Promise<number> {
+    const concurrency = this.o.concurrency ?? 16;
+    const perEndpoint = Math.max(1, this.o.perEndpointConcurrency ?? Math.floor(concurrency / 2));
+    const budget = Math.max(1, this.o.perEndpointBatch ?? 100);
+    const endpoint = await this.o.store.get<EndpointRecord>('webhook_endpoints', endpointId);
+    const tenant = endpoint?.tenant ?? '';
+    const seen = new Set<string>();
+    let buffer: { key: string; delivery_id: string }[] = [];
+    let refilling: Promise<void> | undefined;
+    let exhausted = false;
+    let paused = endpoint !== undefined && !endpoint.enabled;
     let attempted = 0;
-    const worker = async () => {
-      while (next < due.length && !this.stoppedNow()) {
-        const id = due[next++]!;
-        if (await this.attempt(id)) attempted++;
+    const refill = () => (refilling ??= this.queue.due(endpointId, this.clock(), budget - seen.size, (id) => this.inFlight.has(id) || seen.has(id))
+      .then((rows) => {
+        buffer = rows;
+        if (!rows.length) exhausted = true;
+      })
+      .finally(() => { refilling = undefined; }));
+    const lane = async () => {
+      while (!this.halting && !paused && seen.size < budget) {
+        if (!buffer.length) {
+          if (exhausted) return;
+          await refill();
+          continue;
+        }
+        const { key, delivery_id: id } = buffer.shift()!;
+        if (this.inFlight.has(id) || seen.has(id)) continue;
+        seen.add(id);
+        await this.slots.acquire(tenant, endpointId);
+        let sent: boolean;
+        try {
+          sent = await this.attempt(id);
+        } finally {
+          this.slots.release();
+        }
+        if (sent) {
+          attempted++;
+          continue;
+        }
+        // Not sent: the row is not queued under this entry any more, its endpoint was deleted (the row
+        // was dead-lettered), or the endpoint was paused.
+        const d = await this.o.store.get<DeliveryRecord>('webhook_deliveries', id);
+        if (!d || d.queue_key !== key) await this.queue.commit([], [{ endpoint: endpointId, del: [key] }]);
+        const now = await this.o.store.get<EndpointRecord>('webhook_endpoints', endpointId);
+        if (now && !now.enabled) paused = true;
       }
     };
-    await Promise.all(Array.from({ length: Math.min(limit, due.length) }, worker));
+    await Promise.all(Array.from({ length: Math.min(perEndpoint, budget) }, lane));
+    await this.queue.commit([], [{ endpoint: endpointId, turnAt: this.clock() }]);
     return attempted;
   }
 
-  private stoppedNow(): boolean {
-    return this.stopped && this.timer === undefined && this.running !== undefined;
+  /**
+   * Moves rows queued by an earlier version (one global queue, `delivery_queue`) into their endpoints'
+   * queues, 200 at a time, each batch atomic. Runs once per engine, before its first pass; idempotent
+   * (a migrated entry is deleted in the batch that queues its row), so a crash half-way is finished at
+   * the next start.
+   */
+  migrate(): Promise<void> {
+    return (this.migration ??= (async () => {
+      for (;;) {
+        const ops: Op[] = [];
+        const changes: QueueChange[] = [];
+        for await (const { id: key, value } of this.o.store.entries<{ delivery_id: string }>(LEGACY_QUEUE, { limit: 200 })) {
+          ops.push(queueEntryDel(key));
+          const at = parseLegacyKey(key);
+          const d = await this.o.store.get<DeliveryRecord>('webhook_deliveries', value.delivery_id);
+          if (!at || !d || d.queue_key !== key || (d.status !== 'pending' && d.status !== 'failed')) continue;
+          const w = this.ops({ ...d, queue_key: this.queueKey(d.endpoint_id, at.atMs, d.id) }, null);
+          ops.push(...w.ops);
+          changes.push(...w.changes);
+        }
+        if (!ops.length) return;
+        await this.queue.commit(ops, changes);
+      }
+    })().catch((err: unknown) => {
+      this.migration = undefined;
+      throw err;
+    }));
   }
 
   private async attempt(id: string): Promise<boolean> {
@@ -146,33 +265,34 @@ export class DeliveryEngine {
       if (!d || !d.queue_key || (d.status !== 'pending' && d.status !== 'failed')) return false;
       const endpoint = await this.o.store.get<EndpointRecord>('webhook_endpoints', d.endpoint_id);
       if (!endpoint) {
-        await this.o.store.batch(this.ops({ ...d, status: 'dlq', last_error: 'endpoint deleted', next_retry_at: null, queue_key: null, updated_at: new Date(this.clock()).toISOString() }, d.queue_key));
+        await this.commit(this.ops({ ...d, status: 'dlq', last_error: 'endpoint_deleted', next_retry_at: null, queue_key: null, updated_at: new Date(this.clock()).toISOString() }, d.queue_key));
         return false;
       }
       if (!endpoint.enabled) return false; // paused: stays queued until the endpoint is enabled again
-      const r = await this.o.endpoints.post(endpoint.url, this.o.endpoints.signedRequest(endpoint, d.payload, d.id, d.correlation_id));
+      // A new SVC-Webhook-Delivery-Id per attempt; the same event id and correlation id on every one.
+      const r = await this.o.endpoints.post(endpoint.url, this.o.endpoints.signedRequest(endpoint, d.payload, d.correlation_id));
       const nowMs = this.clock();
       const now = new Date(nowMs).toISOString();
       const attempts = d.attempt_count + 1;
       const base = { ...d, attempt_count: attempts, last_status_code: r.status_code, last_response_body: r.response_body, last_error: r.error, updated_at: now };
       if (r.delivered) {
-        await this.o.store.batch(this.ops({ ...base, status: 'delivered', delivered_at: now, next_retry_at: null, queue_key: null }, d.queue_key));
+        await this.commit(this.ops({ ...base, status: 'delivered', delivered_at: now, next_retry_at: null, queue_key: null }, d.queue_key));
         return true;
       }
       const permanent = r.status_code !== null && PERMANENT_4XX.has(r.status_code);
       if (permanent || attempts >= this.schedule.length) {
         const dead: DeliveryRecord = { ...base, status: 'dlq', next_retry_at: null, queue_key: null };
-        const ops = this.ops(dead, d.queue_key);
+        const w = this.ops(dead, d.queue_key);
         if (d.event_type !== 'webhook.delivery.dead_lettered') {
           await this.emit({ tenant: d.tenant, workspace: d.workspace }, 'webhook.delivery.dead_lettered', { type: 'webhook_delivery', id: d.id }, { type: 'system', id: 'delivery-engine' },
-            { delivery_id: d.id, endpoint_id: d.endpoint_id, event_id: d.event_id, attempt_count: attempts }, ops);
+            { delivery_id: d.id, endpoint_id: d.endpoint_id, event_id: d.event_id, attempt_count: attempts }, w.ops, w.changes);
         } else {
-          await this.o.store.batch(ops);
+          await this.commit(w);
         }
         return true;
       }
       const at = nowMs + this.schedule[attempts]! * 1000;
-      await this.o.store.batch(this.ops({ ...base, status: 'failed', next_retry_at: new Date(at).toISOString(), queue_key: this.queueKey(at, d.id) }, d.queue_key));
+      await this.commit(this.ops({ ...base, status: 'failed', next_retry_at: new Date(at).toISOString(), queue_key: this.queueKey(d.endpoint_id, at, d.id) }, d.queue_key));
       return true;
     } finally {
       this.inFlight.delete(id);
@@ -181,7 +301,7 @@ export class DeliveryEngine {
 
   async get(scope: Scope, id: string): Promise<DeliveryRecord> {
     const d = DELIVERY_ID.test(id) ? await this.o.store.get<DeliveryRecord>('webhook_deliveries', id) : undefined;
-    if (!d || d.workspace !== scope.workspace) throw new ApiError(404, 'not_found', `no webhook delivery ${id}`);
+    if (!d || d.workspace !== scope.workspace) throw new CustodyError('not_found', `no webhook delivery ${id}`);
     return d;
   }
 
@@ -201,25 +321,27 @@ export class DeliveryEngine {
     return pageOf(this.o.cursors, out, limit, 'webhook_deliveries', scope.workspace, filters);
   }
 
-  private requeue(d: DeliveryRecord): Op[] {
+  /** Replay: the row goes back to pending with a fresh budget (attempt_count 0, the schedule from its start). */
+  private requeue(d: DeliveryRecord): Write {
     const nowMs = this.clock();
-    return this.ops({ ...d, status: 'pending', next_retry_at: new Date(nowMs).toISOString(), queue_key: this.queueKey(nowMs, d.id), updated_at: new Date(nowMs).toISOString() }, d.queue_key);
+    return this.ops({ ...d, status: 'pending', attempt_count: 0, next_retry_at: new Date(nowMs).toISOString(), queue_key: this.queueKey(d.endpoint_id, nowMs, d.id), updated_at: new Date(nowMs).toISOString() }, d.queue_key);
   }
 
   async replay(scope: Scope, id: string): Promise<DeliveryRecord> {
     const d = await this.get(scope, id);
-    if (d.status !== 'failed' && d.status !== 'dlq') throw new ApiError(409, 'invalid_state', `delivery ${id} is ${d.status}; only failed or dlq deliveries can be replayed`);
-    const ops = this.requeue(d);
-    await this.o.store.batch(ops);
+    if (d.status !== 'failed' && d.status !== 'dlq') throw new CustodyError('invalid_state', `delivery ${id} is ${d.status}; only failed or dlq deliveries can be replayed`);
+    const w = this.requeue(d);
+    await this.commit(w);
     this.kick();
-    return (ops[0] as { value: DeliveryRecord }).value;
+    return (w.ops[0] as { value: DeliveryRecord }).value;
   }
 
   async bulkReplay(scope: Scope, ids: string[]): Promise<{ data: DeliveryRecord[]; replayed_count: number; skipped_count: number }> {
     const bad = ids.find((i) => !DELIVERY_ID.test(i));
-    if (bad !== undefined) throw new ApiError(422, 'validation_failed', `malformed delivery id: ${bad.slice(0, 40)}`);
+    if (bad !== undefined) throw new CustodyError('validation_failed', `malformed delivery id: ${bad.slice(0, 40)}`);
     const seen = new Set<string>();
     const ops: Op[] = [];
+    const changes: QueueChange[] = [];
     const data: DeliveryRecord[] = [];
     for (const id of ids) {
       if (seen.has(id)) continue;
@@ -227,49 +349,100 @@ export class DeliveryEngine {
       const d = await this.o.store.get<DeliveryRecord>('webhook_deliveries', id);
       if (!d || d.workspace !== scope.workspace || (d.status !== 'failed' && d.status !== 'dlq')) continue;
       const r = this.requeue(d);
-      ops.push(...r);
-      data.push((r[0] as { value: DeliveryRecord }).value);
+      ops.push(...r.ops);
+      changes.push(...r.changes);
+      data.push((r.ops[0] as { value: DeliveryRecord }).value);
     }
-    await this.o.store.batch(ops);
+    await this.queue.commit(ops, changes);
     this.kick();
     return { data, replayed_count: data.length, skipped_count: ids.length - data.length };
   }
 
-  /** Deletes deliveries older than the 30-day retention. */
+  /**
+   * Retention (30 days, by the engine's clock): deletes delivery rows last changed (`updated_at`) before
+   * the cutoff, whatever their status, with their queue entry (a row still queued that long belongs to
+   * an endpoint paused for 30 days), and event records created before it. Rows in flight wait for the
+   * next pass. Deletes in batches of at most 500 operations; returns the delivery rows deleted.
+   */
   async prune(): Promise<number> {
     const cutoff = this.clock() - RETENTION_MS;
-    const ops: Op[] = [];
+    let ops: Op[] = [];
+    let pruned = 0;
+    const flush = async () => {
+      if (ops.length) await this.o.store.batch(ops);
+      ops = [];
+    };
     for await (const d of this.o.store.all<DeliveryRecord>('webhook_deliveries')) {
-      if (Date.parse(d.created_at) < cutoff && (d.status === 'delivered' || d.status === 'dlq')) ops.push({ type: 'del', collection: 'webhook_deliveries', id: d.id, index: [`${d.workspace}\x00${d.id}`] });
+      if (!(Date.parse(d.updated_at) < cutoff) || this.inFlight.has(d.id)) continue;
+      ops.push({ type: 'del', collection: 'webhook_deliveries', id: d.id, index: [`${d.workspace}\x00${d.id}`] });
+      if (d.queue_key) ops.push(queueEntryDel(d.queue_key));
+      pruned++;
+      if (ops.length >= 500) await flush();
     }
-    if (ops.length) await this.o.store.batch(ops);
-    return ops.length;
+    for await (const e of this.o.store.all<Envelope>('webhook_events')) {
+      if (Date.parse(e.created_at) < cutoff) ops.push({ type: 'del', collection: 'webhook_events', id: e.id });
+      if (ops.length >= 500) await flush();
+    }
+    await flush();
+    return pruned;
+  }
+
+  /** Runs `prune` now and then every `intervalMs` (default hourly) until the returned function is called. */
+  startPruning(intervalMs = 3_600_000): () => void {
+    let running = false;
+    const tick = () => {
+      if (running) return;
+      running = true;
+      this.prune().catch(() => 0).finally(() => { running = false; });
+    };
+    const timer = setInterval(tick, intervalMs);
+    timer.unref();
+    tick();
+    return () => clearInterval(timer);
   }
 
   /** Polls for due deliveries every `intervalMs` until stopped. */
   start(intervalMs = 500): void {
     this.stopped = false;
-    const loop = () => {
-      this.timer = undefined;
-      if (this.stopped) return;
-      this.running = this.runDue().then(() => undefined, () => undefined).finally(() => {
-        this.running = undefined;
-        if (!this.stopped) this.timer = setTimeout(loop, intervalMs);
-      });
-    };
-    this.timer = setTimeout(loop, 0);
+    this.halting = false;
+    this.intervalMs = intervalMs;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(this.loop, 0);
   }
 
+  /** One pass; its turns run on in the background, and each one's end starts another pass. */
+  private readonly loop = (): void => {
+    this.timer = undefined;
+    if (this.stopped) return;
+    this.again = false;
+    this.running = this.dispatch().then((turns) => {
+      for (const turn of turns) turn.then(() => this.kick(), () => this.kick());
+    }, () => undefined).finally(() => {
+      this.running = undefined;
+      if (!this.stopped) this.timer = setTimeout(this.loop, this.again ? 0 : this.intervalMs);
+    });
+  };
+
+  /** New work: pass now rather than at the next interval. */
   private kick(): void {
-    if (this.stopped || this.running || !this.timer) return;
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    if (!this.timer) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.start(), 0);
+    this.timer = setTimeout(this.loop, 0);
   }
 
+  /** Stops polling; turns in progress finish the requests in flight and start no more. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.halting = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.running;
+    await Promise.allSettled([...this.serving.values()]);
+    this.halting = false;
   }
 }

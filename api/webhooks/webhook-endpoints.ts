@@ -1,8 +1,7 @@
 // Webhook endpoints of a workspace (docs/platform/webhooks.md): create, list, read, patch, rotate, test
 // and delete. The signing secret is kept for signing and returned only by create and rotate.
-import { performance } from 'node:perf_hooks';
 import type { RecordStore, Op } from '../store/record-store.ts';
-import { ApiError } from '../errors.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 import { newId } from '../store/ids.ts';
 import { EVENT_NAMES } from './event-catalog.ts';
 import type { CursorCodec, PageResult } from '../store/pagination.ts';
@@ -11,6 +10,9 @@ import { ed25519Signature, hmacSignature, newWebhookSecret, secretFingerprint } 
 import type { AuditLog, Actor } from '../tenancy/audit-log.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { Ed25519Signer } from '../../common/ed25519.ts';
+import { DestinationPolicy } from './destination-policy.ts';
+import { OutboundHttp, type DeliveryErrorCategory, type HostLookup, type OutboundResult } from './outbound-http.ts';
+import { DeliveryQueue } from './delivery-queue.ts';
 
 export interface EndpointRecord {
   id: string;
@@ -40,7 +42,8 @@ export interface EndpointView {
   previous_hmac_secret_expires_at?: string | null;
 }
 
-export interface TestResult { delivered: boolean; status_code: number | null; duration_ms: number; error: string | null }
+/** `error` is a category (outbound-http.ts), never the underlying error text. */
+export interface TestResult { delivered: boolean; status_code: number | null; duration_ms: number; error: DeliveryErrorCategory | null }
 
 export interface WebhookEndpointsOptions {
   store: RecordStore;
@@ -50,6 +53,12 @@ export interface WebhookEndpointsOptions {
   clock?: () => number;
   /** Delivery timeout in ms (spec: ten seconds). */
   timeoutMs?: number;
+  /** Where webhooks may go (API_WEBHOOK_ALLOWED_DESTINATIONS); default: https to public addresses only. */
+  destinations?: DestinationPolicy;
+  /** Name resolution for the connect-time check; tests inject one. */
+  lookup?: HostLookup;
+  /** The endpoints' delivery queues (shared with the delivery engine); one is made when absent. */
+  queue?: DeliveryQueue;
 }
 
 export const MAX_URL = 2048;
@@ -59,26 +68,38 @@ export function validateUrl(url: string): void {
   try {
     u = new URL(url);
   } catch {
-    throw new ApiError(422, 'validation_failed', 'url must be an absolute URL');
+    throw new CustodyError('validation_failed', 'url must be an absolute URL');
   }
-  if (url.length > MAX_URL) throw new ApiError(422, 'validation_failed', `url must be at most ${MAX_URL} characters`);
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new ApiError(422, 'validation_failed', 'url must be http or https');
-  if (u.username || u.password) throw new ApiError(422, 'validation_failed', 'url must not carry credentials');
+  if (url.length > MAX_URL) throw new CustodyError('validation_failed', `url must be at most ${MAX_URL} characters`);
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new CustodyError('validation_failed', 'url must be http or https');
+  if (u.username || u.password) throw new CustodyError('validation_failed', 'url must not carry credentials');
 }
 
 export function validateEvents(events: string[]): void {
-  if (events.length < 1 || events.length > 50) throw new ApiError(422, 'validation_failed', 'events must list 1 to 50 event names');
+  if (events.length < 1 || events.length > 50) throw new CustodyError('validation_failed', 'events must list 1 to 50 event names');
   const unknown = events.filter((e) => !EVENT_NAMES.has(e));
-  if (unknown.length) throw new ApiError(422, 'unknown_event', `not a registered event: ${unknown.slice(0, 5).join(', ')}`);
-  if (new Set(events).size !== events.length) throw new ApiError(422, 'validation_failed', 'events must not repeat');
+  if (unknown.length) throw new CustodyError('unknown_event', `not a registered event: ${unknown.slice(0, 5).join(', ')}`);
+  if (new Set(events).size !== events.length) throw new CustodyError('validation_failed', 'events must not repeat');
 }
 
 export class WebhookEndpoints {
   private readonly clock: () => number;
   private readonly signer: Ed25519Signer;
+  readonly http: OutboundHttp;
+  /** Writing (pausing, resuming) and deleting an endpoint set its queue's ready entry in the same batch. */
+  readonly queue: DeliveryQueue;
   constructor(private readonly o: WebhookEndpointsOptions) {
     this.clock = o.clock ?? Date.now;
+    this.queue = o.queue ?? new DeliveryQueue(o.store);
     this.signer = new Ed25519Signer(o.signingSeed);
+    this.http = new OutboundHttp({ policy: o.destinations ?? DestinationPolicy.STRICT, ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}), ...(o.lookup ? { lookup: o.lookup } : {}) });
+  }
+
+  /** The URL rules plus the destination policy's early refusals (422 validation_failed naming url). */
+  private validateDestination(url: string): void {
+    validateUrl(url);
+    const refusal = this.http.policy.checkUrl(url);
+    if (refusal) throw new CustodyError('validation_failed', refusal);
   }
 
   /** Both secrets while the overlap lasts, else the current one. */
@@ -103,16 +124,21 @@ export class WebhookEndpoints {
 
   async get(scope: Scope, id: string): Promise<EndpointRecord> {
     const e = /^whe_[0-9a-f]{26}$/.test(id) ? await this.o.store.get<EndpointRecord>('webhook_endpoints', id) : undefined;
-    if (!e || e.workspace !== scope.workspace) throw new ApiError(404, 'not_found', `no webhook endpoint ${id}`);
+    if (!e || e.workspace !== scope.workspace) throw new CustodyError('not_found', `no webhook endpoint ${id}`);
     return e;
   }
 
+  /**
+   * Writes the record through its queue's `commit`, with the queue's ready entry following `enabled`
+   * in the same batch: disabled takes the queue out of the ready index (its rows are not read while
+   * paused), enabled puts it back at its oldest row (delivery-queue.ts).
+   */
   private async write(e: EndpointRecord, extra: Op[]): Promise<void> {
-    await this.o.store.batch([{ type: 'put', collection: 'webhook_endpoints', id: e.id, value: e, index: this.ix(e) }, ...extra]);
+    await this.queue.commit([{ type: 'put', collection: 'webhook_endpoints', id: e.id, value: e, index: this.ix(e) }, ...extra], [{ endpoint: e.id, active: e.enabled }]);
   }
 
   async create(scope: Scope, actor: Actor, body: { url: string; events: string[]; description?: string }): Promise<{ endpoint: EndpointRecord; secret: string }> {
-    validateUrl(body.url);
+    this.validateDestination(body.url);
     validateEvents(body.events);
     const now = new Date(this.clock()).toISOString();
     const secret = newWebhookSecret();
@@ -134,7 +160,7 @@ export class WebhookEndpoints {
   async patch(scope: Scope, actor: Actor, id: string, body: { url?: string; events?: string[]; description?: string | null; enabled?: boolean }): Promise<EndpointRecord> {
     const before = await this.get(scope, id);
     if (Object.keys(body).length === 0) return before;
-    if (body.url !== undefined) validateUrl(body.url);
+    if (body.url !== undefined) this.validateDestination(body.url);
     if (body.events !== undefined) validateEvents(body.events);
     const after: EndpointRecord = {
       ...before,
@@ -161,44 +187,46 @@ export class WebhookEndpoints {
 
   async remove(scope: Scope, actor: Actor, id: string): Promise<void> {
     const e = await this.get(scope, id);
-    await this.o.store.batch([
+    // Its queued rows stay ready: the engine dead-letters them (endpoint_deleted), paused or not.
+    await this.queue.commit([
       { type: 'del', collection: 'webhook_endpoints', id, index: this.ix(e) },
       this.o.audit.op(scope, actor, 'webhook_endpoint.delete', id, this.view(e, false), null),
-    ]);
+    ], [{ endpoint: id, active: true }]);
   }
 
-  /** Headers and body of one signed POST; used by the test operation and the delivery engine. */
-  signedRequest(e: EndpointRecord, envelope: { id: string; type: string }, deliveryId: string, correlationId: string): { body: string; headers: Record<string, string> } {
-    const body = JSON.stringify(envelope);
-    const ts = Math.floor(this.clock() / 1000);
+  /**
+   * Headers and body of one delivery attempt; used by the test operation and the delivery engine. Every
+   * call is a new attempt with a new delivery id (`wha_...`); the event id is the envelope's and never
+   * changes. The body is the envelope plus `delivery: {id, sent_at}`, so the attempt's id and time are
+   * inside the signed bytes; SVC-Webhook-Signature is HMAC-SHA256 over exactly that body
+   * (webhook-signing.ts). SVC-Webhook-Timestamp repeats `sent_at` in Unix seconds, for information only.
+   */
+  signedRequest(e: EndpointRecord, envelope: { id: string; type: string }, correlationId: string): { body: string; headers: Record<string, string>; deliveryId: string } {
+    const nowMs = this.clock();
+    const deliveryId = newId('wha', nowMs);
+    const body = JSON.stringify({ ...envelope, delivery: { id: deliveryId, sent_at: new Date(nowMs).toISOString() } });
     return {
       body,
+      deliveryId,
       headers: {
         'content-type': 'application/json',
         'svc-webhook-delivery-id': deliveryId,
         'svc-webhook-event': envelope.type,
         'svc-webhook-event-id': envelope.id,
-        'svc-webhook-timestamp': String(ts),
-        'svc-webhook-signature': this.signingSecrets(e).map((s) => hmacSignature(s, envelope.id, ts, body)).join(' '),
-        'svc-webhook-signature-ed25519': ed25519Signature(this.signer, envelope.id, ts, body),
+        'svc-webhook-timestamp': String(Math.floor(nowMs / 1000)),
+        'svc-webhook-signature': this.signingSecrets(e, nowMs).map((s) => hmacSignature(s, body)).join(' '),
+        'svc-webhook-signature-ed25519': ed25519Signature(this.signer, body),
         'x-correlation-id': correlationId,
       },
     };
   }
 
-  /** POSTs once with the delivery timeout; a 2xx delivers. */
-  async post(url: string, req: { body: string; headers: Record<string, string> }): Promise<TestResult & { response_body: string | null }> {
-    const t0 = performance.now();
-    try {
-      const res = await fetch(url, { method: 'POST', body: req.body, headers: req.headers, redirect: 'manual', signal: AbortSignal.timeout(this.o.timeoutMs ?? 10_000) });
-      const text = (await res.text()).slice(0, 1024);
-      const ok = res.status >= 200 && res.status < 300;
-      return { delivered: ok, status_code: res.status, duration_ms: Math.round(performance.now() - t0), error: ok ? null : `endpoint answered ${res.status}`, response_body: text };
-    } catch (err) {
-      const e = err as Error;
-      const msg = e.name === 'TimeoutError' ? 'timed out' : `connection failed: ${(e.cause as Error | undefined)?.message ?? e.message}`;
-      return { delivered: false, status_code: null, duration_ms: Math.round(performance.now() - t0), error: msg, response_body: null };
-    }
+  /**
+   * POSTs once through the policy-checked client (outbound-http.ts) with the delivery timeout; a 2xx
+   * delivers. Used by the test operation and the delivery engine.
+   */
+  post(url: string, req: { body: string; headers: Record<string, string> }): Promise<OutboundResult> {
+    return this.http.post(url, req);
   }
 
   async test(scope: Scope, actor: Actor, id: string, idempotencyKey: string | undefined): Promise<TestResult> {
@@ -213,7 +241,7 @@ export class WebhookEndpoints {
       id: eventId, type: 'webhook.test', version: 1, created_at: new Date(this.clock()).toISOString(),
       resource: { type: 'webhook_endpoint', id: e.id }, actor, data: { endpoint_id: e.id, message: 'test event' },
     };
-    const r = await this.post(e.url, this.signedRequest(e, envelope, newId('whd', this.clock()), newId('cor', this.clock())));
+    const r = await this.post(e.url, this.signedRequest(e, envelope, newId('cor', this.clock())));
     const result: TestResult = { delivered: r.delivered, status_code: r.status_code, duration_ms: r.duration_ms, error: r.error };
     if (idemId) await this.o.store.put('idempotency', idemId, result);
     return result;

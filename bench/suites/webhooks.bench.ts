@@ -40,7 +40,7 @@ function deliveryCase(concurrency: number): BenchCase {
       if (!platform) {
         const store = await RecordStore.open(join(dir, `c${concurrency}`));
         stores.push(store);
-        platform = await createPlatform(store, { concurrency });
+        platform = await createPlatform(store, { concurrency, webhookAllowedDestinations: ['127.0.0.1'] });
         const t = await platform.tenancy.createTenant('Bench');
         scope = { tenant: t.tenant.id, workspace: t.sandbox.id };
         await platform.endpoints.create(scope, { type: 'operator', id: 'bench' }, { url, events: ['payment.confirmed'] });
@@ -51,7 +51,8 @@ function deliveryCase(concurrency: number): BenchCase {
         const { event } = await platform.deliveries.emit(scope, 'payment.confirmed', { type: 'payment', id: `pay_${i}` }, { type: 'system', id: 'bench' }, { payment_id: `pay_${i}`, status: 'confirmed' });
         emittedAt.set(event.id, performance.now());
       }
-      await platform.deliveries.runDue();
+      // A pass gives the endpoint one turn (at most 100 rows); pass until the batch is out.
+      while ((await platform.deliveries.runDue()) > 0) { /* next turn */ }
       const ms = performance.now() - t0;
       totalMs += ms;
       delivered += BATCH;
@@ -88,8 +89,8 @@ export const suite: BenchSuite = {
     rmSync(dir, { recursive: true, force: true });
   },
   cases: [
-    { name: 'webhooks.sign.hmac', runs: 2000, fn: () => hmacSignature(secret, 'evt_bench', 1_700_000_000, body) },
-    { name: 'webhooks.sign.ed25519', baseline: 'baseline.schnorr.sign', runs: 500, fn: () => ed25519Signature(signer, 'evt_bench', 1_700_000_000, body) },
+    { name: 'webhooks.sign.hmac', runs: 2000, fn: () => hmacSignature(secret, body) },
+    { name: 'webhooks.sign.ed25519', baseline: 'baseline.schnorr.sign', runs: 500, fn: () => ed25519Signature(signer, body) },
     deliveryCase(1),
     deliveryCase(16),
   ],

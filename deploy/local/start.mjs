@@ -174,6 +174,8 @@ run('api', 'api/server.js', {
   API_DATA_DIR: join(data, 'api'),
   API_COORDINATOR: `127.0.0.1:${coordinatorPort}`,
   API_OPERATOR_KEY_FILE: operatorFile,
+  // Local webhook receivers (plain http on this machine) are allowed here only; production leaves it empty.
+  API_WEBHOOK_ALLOWED_DESTINATIONS: process.env.API_WEBHOOK_ALLOWED_DESTINATIONS ?? '127.0.0.1,::1,localhost',
   ...(anvilBin && existsSync(anvilBin) ? { API_CHAIN_BACKENDS: process.env.API_CHAIN_BACKENDS ?? `evm-local=http://127.0.0.1:${anvilPort}` } : {}),
 });
 console.log(`[start] API on http://127.0.0.1:${apiPort} (readiness: /readyz); data in ${data}; Ctrl-C stops everything`);

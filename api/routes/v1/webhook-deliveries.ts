@@ -8,6 +8,7 @@ import { principalOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
 import { Page, PageQuery, DEFAULT_LIMIT } from '../../store/pagination.ts';
 import type { DeliveryRecord } from '../../webhooks/delivery-engine.ts';
+import { publicDeliveryError } from '../../webhooks/outbound-http.ts';
 
 const Status = Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed'), Type.Literal('dlq')]);
 const Nullable = <T extends TSchema>(s: T) => Type.Union([Type.Null(), s]);
@@ -25,7 +26,8 @@ function scopeOf(req: FastifyRequest) {
 }
 
 function view(d: DeliveryRecord, withPayload: boolean) {
-  const { tenant: _t, workspace: _w, queue_key: _q, payload, ...rest } = d;
+  const { tenant: _t, workspace: _w, queue_key: _q, payload, ...fields } = d;
+  const rest = { ...fields, last_error: publicDeliveryError(fields.last_error) };
   return withPayload ? { ...rest, payload: payload as unknown as Record<string, unknown> } : rest;
 }
 

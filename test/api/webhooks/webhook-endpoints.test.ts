@@ -3,16 +3,14 @@
 import t from 'tap';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { setupPlatform, receiver } from '../setup-platform.ts';
+import { setupPlatform, receiver, LOOPBACK_RECEIVERS } from '../setup-platform.ts';
 import { totp } from '../../../api/tenancy/totp.ts';
 import { verifyWebhookEd25519, verifyWebhookHmac } from '../../../api/sdk/webhook-receiver.ts';
 import { signedHeaders } from '../../../api/sdk/request-signer.ts';
 import type { Received } from '../setup-platform.ts';
 
-const hdr = (r: Received) => ({
-  eventId: String(r.headers['svc-webhook-event-id']), timestamp: Number(r.headers['svc-webhook-timestamp']),
-  signature: String(r.headers['svc-webhook-signature']), signatureEd25519: String(r.headers['svc-webhook-signature-ed25519']),
-});
+const sig = (r: Received) => String(r.headers['svc-webhook-signature']);
+const sigEd = (r: Received) => String(r.headers['svc-webhook-signature-ed25519']);
 
 t.test('bearer keys: missing, malformed, unknown and wrong-secret tokens are 401 in the one error shape', async (t) => {
   const { call, owner } = await setupPlatform(t);
@@ -26,7 +24,7 @@ t.test('bearer keys: missing, malformed, unknown and wrong-secret tokens are 401
 });
 
 t.test('roles: a viewer reads but every change is 403 role_denied and changes nothing', async (t) => {
-  const { call, viewer, platform, sandbox } = await setupPlatform(t);
+  const { call, viewer, platform, sandbox } = await setupPlatform(t, { webhookAllowedDestinations: LOOPBACK_RECEIVERS });
   const rx = await receiver(t);
   const created = await call('POST', '/v1/webhook-endpoints', { url: rx.url, events: ['payment.confirmed'] });
   t.equal(created.statusCode, 201);
@@ -53,7 +51,7 @@ t.test('roles: a viewer reads but every change is 403 role_denied and changes no
 });
 
 t.test('create, list, read, patch, delete: the secret appears once; limits and unknown events refused', async (t) => {
-  const { call, platform, sandbox, owner } = await setupPlatform(t);
+  const { call, platform, sandbox, owner } = await setupPlatform(t, { webhookAllowedDestinations: LOOPBACK_RECEIVERS });
   const rx = await receiver(t);
   const c = await call('POST', '/v1/webhook-endpoints', { url: rx.url, events: ['payment.confirmed', 'webhook.test'], description: 'main' });
   t.equal(c.statusCode, 201);
@@ -121,7 +119,7 @@ t.test('Idempotency-Key on create returns the same endpoint and secret', async (
 });
 
 t.test('test operation: signed webhook.test to a real receiver; Idempotency-Key replays the result', async (t) => {
-  const { call, app } = await setupPlatform(t);
+  const { call, app } = await setupPlatform(t, { webhookAllowedDestinations: LOOPBACK_RECEIVERS });
   const rx = await receiver(t, (n) => (n === 1 ? 200 : 500));
   const ep = (await call('POST', '/v1/webhook-endpoints', { url: rx.url, events: ['payment.confirmed'] })).json();
   const r1 = await call('POST', `/v1/webhook-endpoints/${ep.id}/test`, undefined, undefined, { 'idempotency-key': 'k1' });
@@ -135,10 +133,10 @@ t.test('test operation: signed webhook.test to a real receiver; Idempotency-Key 
   const env = JSON.parse(got.body);
   t.equal(env.type, 'webhook.test');
   t.equal(env.id, got.headers['svc-webhook-event-id']);
-  t.ok(verifyWebhookHmac(hdr(got), got.body, [ep.secret]), 'HMAC verifies with the endpoint secret');
-  t.notOk(verifyWebhookHmac(hdr(got), got.body + ' ', [ep.secret]), 'a changed body fails');
+  t.ok(verifyWebhookHmac(sig(got), got.body, [ep.secret]), 'HMAC verifies with the endpoint secret');
+  t.notOk(verifyWebhookHmac(sig(got), got.body + ' ', [ep.secret]), 'a changed body fails');
   const pk = (await app.inject({ method: 'GET', url: '/v1/public/webhook-signing-key' })).json().public_key;
-  t.ok(verifyWebhookEd25519(hdr(got), got.body, pk), 'Ed25519 verifies against the published key');
+  t.ok(verifyWebhookEd25519(sigEd(got), got.body, pk), 'Ed25519 verifies against the published key');
   const r2 = await call('POST', `/v1/webhook-endpoints/${ep.id}/test`, undefined, undefined, { 'idempotency-key': 'k1' });
   t.same(r2.json(), r1.json(), 'same key replays the earlier result');
   t.equal(rx.got.length, 1, 'without sending again');
@@ -149,15 +147,16 @@ t.test('test operation: signed webhook.test to a real receiver; Idempotency-Key 
 
 t.test('rotation needs a recent MFA verification; both secrets sign during the overlap', async (t) => {
   let now = Date.parse('2026-03-01T00:00:00Z');
-  const { call, owner } = await setupPlatform(t, { clock: () => now });
+  const { call, owner } = await setupPlatform(t, { clock: () => now, webhookAllowedDestinations: LOOPBACK_RECEIVERS });
   const rx = await receiver(t);
   const ep = (await call('POST', '/v1/webhook-endpoints', { url: rx.url, events: ['payment.confirmed'] })).json();
   const noMfa = await call('POST', `/v1/webhook-endpoints/${ep.id}/rotate`, { overlap_sec: 3600 });
   t.equal(noMfa.statusCode, 403);
   t.equal(noMfa.json().code, 'mfa_required');
   const secret = Buffer.from(owner.totpSecret!, 'hex');
-  t.equal((await call('POST', '/v1/mfa/verifications', { code: '000000' === totp(secret, now / 1000) ? '111111' : '000000' })).json().code, 'mfa_failed');
-  const v = await call('POST', '/v1/mfa/verifications', { code: totp(secret, now / 1000) });
+  const action = `rotate_secret:${ep.id}`;
+  t.equal((await call('POST', '/v1/mfa/verifications', { code: '000000' === totp(secret, now / 1000) ? '111111' : '000000', action })).json().code, 'mfa_failed');
+  const v = await call('POST', '/v1/mfa/verifications', { code: totp(secret, now / 1000), action });
   t.equal(v.statusCode, 201);
   const mfa = { 'svc-mfa-token': v.json().mfa_token };
   t.equal((await call('POST', `/v1/webhook-endpoints/${ep.id}/rotate`, { overlap_sec: 59 }, undefined, mfa)).statusCode, 400, 'overlap below 60 refused');
@@ -168,15 +167,18 @@ t.test('rotation needs a recent MFA verification; both secrets sign during the o
   t.equal(rot.json().previous_hmac_secret_fingerprint, ep.hmac_secret_fingerprint);
   await call('POST', `/v1/webhook-endpoints/${ep.id}/test`);
   const during = rx.got[0]!;
-  t.ok(verifyWebhookHmac(hdr(during), during.body, [ep.secret], now / 1000), 'old secret verifies during the overlap');
-  t.ok(verifyWebhookHmac(hdr(during), during.body, [rot.json().secret], now / 1000), 'new secret verifies during the overlap');
+  t.ok(verifyWebhookHmac(sig(during), during.body, [ep.secret]), 'old secret verifies during the overlap');
+  t.ok(verifyWebhookHmac(sig(during), during.body, [rot.json().secret]), 'new secret verifies during the overlap');
   now += 3601_000;
   await call('POST', `/v1/webhook-endpoints/${ep.id}/test`);
   const after = rx.got[1]!;
-  t.notOk(verifyWebhookHmac(hdr(after), after.body, [ep.secret], now / 1000), 'old secret stops after the overlap');
-  t.ok(verifyWebhookHmac(hdr(after), after.body, [rot.json().secret], now / 1000));
+  t.notOk(verifyWebhookHmac(sig(after), after.body, [ep.secret]), 'old secret stops after the overlap');
+  t.ok(verifyWebhookHmac(sig(after), after.body, [rot.json().secret]));
   t.equal((await call('GET', `/v1/webhook-endpoints/${ep.id}`)).json().previous_hmac_secret_fingerprint, null);
-  t.equal((await call('POST', `/v1/webhook-endpoints/${ep.id}/rotate`, {}, undefined, mfa)).json().code, 'mfa_required', 'the MFA token expires after five minutes');
+  t.equal((await call('POST', `/v1/webhook-endpoints/${ep.id}/rotate`, {}, undefined, mfa)).json().code, 'mfa_required', 'the MFA token was used up');
+  const fresh = { 'svc-mfa-token': (await call('POST', '/v1/mfa/verifications', { code: totp(secret, now / 1000), action })).json().mfa_token };
+  now += 301_000;
+  t.equal((await call('POST', `/v1/webhook-endpoints/${ep.id}/rotate`, {}, undefined, fresh)).json().code, 'mfa_required', 'the MFA token expires after five minutes');
 });
 
 t.test('production keys: mutations need an RFC 9421 signature; reads do not; replays refused', async (t) => {

@@ -1,0 +1,269 @@
+// The webhook delivery queue (docs/platform/webhooks.md "Delivery queue"; docs/security.md "Webhook
+// delivery: fairness and retention"). One queue per endpoint instead of one global queue, so one
+// endpoint's backlog is never in front of another endpoint's work:
+//
+//   delivery_due     `<endpoint>/<due ms>/<delivery id>`  -> { delivery_id }   every queued row
+//   delivery_ready   `<turn ms>/<endpoint>`               -> { endpoint_id }   endpoints with queued rows
+//   delivery_queues  `<endpoint>`                         -> { head, ready, turn } its queue's state
+//
+// An endpoint has at most one ready entry, and only while it is active (enabled, or deleted: a deleted
+// endpoint's rows are dead-lettered by the worker) and has queued rows. The entry sorts at
+// max(due time of the endpoint's oldest row, the time its last turn ended): a worker pass reads the
+// ready entries that are due, in that order, and gives each endpoint one turn of a bounded number of
+// rows; at the end of the turn the endpoint goes to the back of the line. A paused endpoint has no
+// ready entry, so its rows are never read until it is enabled again.
+//
+// Every change to an endpoint's queue goes through `commit`, which works out the queue's head from its
+// state record and the keys added (one writer, so no two changes race) and writes the due entries, the
+// ready entry, the state and the caller's records in one atomic batch. The recorded head may be older
+// than the real one (rows removed by a delivery, or by retention outside `commit`): that only makes
+// the ready entry early, which costs at most one empty turn, and the end of every turn reads the head
+// from the index and sets the entry right. It is never later than the real head, so no row waits
+// behind it.
+import type { Op, RecordStore } from '../store/record-store.ts';
+
+export const DUE = 'delivery_due';
+export const READY = 'delivery_ready';
+export const QUEUES = 'delivery_queues';
+/** The global queue of earlier versions: `<due ms, 16 digits>_<delivery id>`; emptied by the engine's migration. */
+export const LEGACY_QUEUE = 'delivery_queue';
+
+const t16 = (ms: number): string => String(Math.max(0, Math.floor(ms))).padStart(16, '0');
+
+export function dueKey(endpointId: string, atMs: number, deliveryId: string): string {
+  return `${endpointId}/${t16(atMs)}/${deliveryId}`;
+}
+
+export function parseDueKey(key: string): { endpointId: string; atMs: number; deliveryId: string } | undefined {
+  const m = /^([^/]+)\/(\d{16})\/([^/]+)$/.exec(key);
+  return m ? { endpointId: m[1]!, atMs: Number(m[2]), deliveryId: m[3]! } : undefined;
+}
+
+/** Due time of a key of the global queue of earlier versions. */
+export function parseLegacyKey(key: string): { atMs: number; deliveryId: string } | undefined {
+  const m = /^(\d{16})_(.+)$/.exec(key);
+  return m ? { atMs: Number(m[1]), deliveryId: m[2]! } : undefined;
+}
+
+/** Deletes a row's queue entry, whichever queue (current or legacy) its key is in. */
+export function queueEntryDel(key: string): Op {
+  return { type: 'del', collection: parseDueKey(key) ? DUE : LEGACY_QUEUE, id: key };
+}
+
+/** A change to one endpoint's queue: due keys added and removed, and optionally its state. */
+export interface QueueChange {
+  endpoint: string;
+  add?: string[];
+  del?: string[];
+  /** Whether the endpoint is served; read from its record (enabled, or deleted) when absent. */
+  active?: boolean;
+  /** Its turn ended at this time: it goes behind every endpoint that became ready earlier. */
+  turnAt?: number;
+}
+
+/** Exists while the endpoint has queued rows. `head` is the oldest row's key; `turn` when its last turn ended. */
+interface QueueState { head: string; ready: string | null; turn: number }
+interface Merged { add: Set<string>; del: Set<string>; active?: boolean; turnAt?: number }
+
+interface Pending { ops: Op[]; by: Map<string, Merged>; resolve: () => void; reject: (err: unknown) => void }
+
+export class DeliveryQueue {
+  /**
+   * What the store holds for an endpoint, as of the commits computed so far: its queue state (null:
+   * none) and whether it is active. Only `commit` writes either; a group whose batch fails drops the
+   * entries it touched, so the next commit reads them from the store again.
+   */
+  private readonly states = new Map<string, QueueState | null>();
+  private readonly actives = new Map<string, boolean>();
+  private pending: Pending[] = [];
+  private writing = false;
+
+  constructor(private readonly store: RecordStore) {}
+
+  /**
+   * Writes `ops` and the queue changes in one atomic batch. Commits are applied one at a time, in call
+   * order, by a single writer (group commit): the commits waiting while a batch is written are worked
+   * out in turn, each on the state the previous ones left, and written together in the next batch. No
+   * queue change is ever computed on a state another one is changing.
+   */
+  commit(ops: Op[], changes: QueueChange[]): Promise<void> {
+    const by = new Map<string, Merged>();
+    for (const c of changes) {
+      const m = by.get(c.endpoint) ?? { add: new Set<string>(), del: new Set<string>() };
+      for (const k of c.del ?? []) { m.add.delete(k); m.del.add(k); }
+      for (const k of c.add ?? []) { m.del.delete(k); m.add.add(k); }
+      if (c.active !== undefined) m.active = c.active;
+      if (c.turnAt !== undefined) m.turnAt = c.turnAt;
+      by.set(c.endpoint, m);
+    }
+    return new Promise<void>((resolve, reject) => {
+      this.pending.push({ ops, by, resolve, reject });
+      void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    if (this.writing) return;
+    this.writing = true;
+    let batch: Op[] = [];
+    let members: Pending[] = [];
+    const touched = new Set<string>();
+    const flush = async () => {
+      const [ops, done] = [batch, members];
+      batch = [];
+      members = [];
+      try {
+        if (ops.length) await this.store.batch(ops);
+        for (const m of done) m.resolve();
+      } catch (err) {
+        for (const e of touched) {
+          this.states.delete(e);
+          this.actives.delete(e);
+        }
+        for (const m of done) m.reject(err);
+      }
+      touched.clear();
+    };
+    try {
+      while (this.pending.length) {
+        for (const p of this.pending.splice(0)) {
+          // The end of a turn reads the endpoint's queue from the store: write what is pending for it first.
+          if ([...p.by].some(([e, c]) => c.turnAt !== undefined && touched.has(e))) await flush();
+          try {
+            const ops = [...p.ops];
+            const after: [string, QueueState | null, boolean | undefined][] = [];
+            for (const [e, c] of p.by) {
+              const r = await this.endpointOps(e, c);
+              ops.push(...r.ops);
+              after.push([e, r.state, r.active]);
+            }
+            for (const [e, state, active] of after) {
+              touched.add(e);
+              this.states.set(e, state);
+              if (active === undefined) this.actives.delete(e);
+              else this.actives.set(e, active);
+            }
+            batch.push(...ops);
+            members.push(p);
+          } catch (err) {
+            p.reject(err);
+          }
+        }
+        await flush();
+      }
+    } finally {
+      this.writing = false;
+    }
+  }
+
+  private async endpointOps(endpoint: string, c: Merged): Promise<{ ops: Op[]; state: QueueState | null; active: boolean | undefined }> {
+    const out: Op[] = [];
+    const cached = this.states.get(endpoint);
+    const before = cached === null ? undefined : cached ?? (await this.store.get<QueueState>(QUEUES, endpoint));
+    // Removing rows leaves `head` as it was: possibly older than the oldest row left, which only makes
+    // the ready entry early. The index is read at the end of a turn, which sets the head right.
+    let head: string | undefined = before?.head;
+    for (const k of c.del) out.push(queueEntryDel(k));
+    if (c.turnAt !== undefined) {
+      head = undefined;
+      for await (const { id } of this.store.entries(DUE, { after: `${endpoint}/`, lt: `${endpoint}/\xff`, limit: c.del.size + 1 })) {
+        if (c.del.has(id)) continue;
+        head = id;
+        break;
+      }
+    }
+    for (const k of c.add) {
+      const p = parseDueKey(k);
+      if (!p || p.endpointId !== endpoint) throw new Error(`queue key ${k} is not in the queue of ${endpoint}`);
+      out.push({ type: 'put', collection: DUE, id: k, value: { delivery_id: p.deliveryId } });
+      if (head === undefined || k < head) head = k;
+    }
+    let active = c.active ?? this.actives.get(endpoint);
+    if (active === undefined && head !== undefined) {
+      const e = await this.store.get<{ enabled: boolean }>('webhook_endpoints', endpoint);
+      active = !e || e.enabled;
+    }
+    const turn = c.turnAt ?? before?.turn ?? 0;
+    const ready = active && head !== undefined ? `${t16(Math.max(parseDueKey(head)!.atMs, turn))}/${endpoint}` : null;
+    const was = before?.ready ?? null;
+    if (ready !== was) {
+      if (was) out.push({ type: 'del', collection: READY, id: was });
+      if (ready) out.push({ type: 'put', collection: READY, id: ready, value: { endpoint_id: endpoint } });
+    }
+    const state: QueueState | null = head === undefined ? null : { head, ready, turn };
+    if (!state) {
+      if (before) out.push({ type: 'del', collection: QUEUES, id: endpoint });
+    } else if (!before || before.head !== head || was !== ready || before.turn !== turn) {
+      out.push({ type: 'put', collection: QUEUES, id: endpoint, value: state });
+    }
+    return { ops: out, state, active };
+  }
+
+  /** Endpoints whose turn is due at `nowMs`, oldest turn first; at most `limit`. */
+  async readyEndpoints(nowMs: number, limit: number): Promise<string[]> {
+    const out: string[] = [];
+    for await (const { value } of this.store.entries<{ endpoint_id: string }>(READY, { lt: t16(nowMs + 1), limit })) out.push(value.endpoint_id);
+    return out;
+  }
+
+  /** Up to `limit` rows of one endpoint due at `nowMs`, oldest first, leaving out those `skip` names. */
+  async due(endpoint: string, nowMs: number, limit: number, skip: (deliveryId: string) => boolean): Promise<{ key: string; delivery_id: string }[]> {
+    const out: { key: string; delivery_id: string }[] = [];
+    if (limit <= 0) return out;
+    for await (const { id, value } of this.store.entries<{ delivery_id: string }>(DUE, { after: `${endpoint}/`, lt: `${endpoint}/${t16(nowMs + 1)}` })) {
+      if (skip(value.delivery_id)) continue;
+      out.push({ key: id, delivery_id: value.delivery_id });
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+}
+
+/**
+ * The engine's request slots, handed out round-robin: first over tenants with a request waiting, then
+ * over that tenant's endpoints. A tenant with a thousand busy endpoints gets one slot in turn, like a
+ * tenant with one.
+ */
+export class FairSlots {
+  private free: number;
+  private readonly waiting = new Map<string, Map<string, (() => void)[]>>();
+
+  constructor(slots: number) {
+    this.free = Math.max(1, slots);
+  }
+
+  acquire(tenant: string, endpoint: string): Promise<void> {
+    if (this.free > 0 && this.waiting.size === 0) {
+      this.free--;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve) => {
+      const eps = this.waiting.get(tenant) ?? new Map<string, (() => void)[]>();
+      const queue = eps.get(endpoint) ?? [];
+      queue.push(resolve);
+      eps.set(endpoint, queue);
+      this.waiting.set(tenant, eps);
+      this.grant();
+    });
+  }
+
+  release(): void {
+    this.free++;
+    this.grant();
+  }
+
+  private grant(): void {
+    while (this.free > 0 && this.waiting.size > 0) {
+      const [tenant, eps] = this.waiting.entries().next().value!;
+      const [endpoint, queue] = eps.entries().next().value!;
+      const resolve = queue.shift()!;
+      // Served ones go to the back, at both levels.
+      eps.delete(endpoint);
+      if (queue.length) eps.set(endpoint, queue);
+      this.waiting.delete(tenant);
+      if (eps.size) this.waiting.set(tenant, eps);
+      this.free--;
+      resolve();
+    }
+  }
+}

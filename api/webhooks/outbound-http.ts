@@ -1,0 +1,145 @@
+// The one HTTP client webhooks go out through (the test operation and the delivery engine), built on
+// undici with its own connect step: the name is resolved here, every resolved address is checked
+// against the destination policy (destination-policy.ts), and the socket is opened to a checked address,
+// so neither DNS rebinding nor a name that resolves inside the network reaches anything the policy
+// refuses. Redirects are not followed (a 3xx is an answer, and not a 2xx). The response body is read
+// as a stream up to a bound and the rest is cancelled. Failures are reported as a category, never as
+// the underlying error text, errno or address (docs/security.md "Webhook destinations (SSRF)").
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
+import { type DestinationPolicy, normalizeHostname } from './destination-policy.ts';
+
+/** Why a request did not deliver, as shown on the test result and on delivery rows. */
+export type DeliveryErrorCategory = 'destination_not_allowed' | 'connection_failed' | 'timeout' | 'http_status';
+export const DELIVERY_ERROR_CATEGORIES: readonly string[] = ['destination_not_allowed', 'connection_failed', 'timeout', 'http_status', 'endpoint_deleted'];
+
+/** Resolves a name to all its addresses (dns.lookup with `all` by default; tests inject their own). */
+export type HostLookup = (hostname: string) => Promise<{ address: string; family: number }[]>;
+
+export interface OutboundResult {
+  delivered: boolean;
+  status_code: number | null;
+  duration_ms: number;
+  error: DeliveryErrorCategory | null;
+  /** At most `maxResponseBytes` of the answer's body, decoded as UTF-8; null when there was no answer. */
+  response_body: string | null;
+}
+
+export interface OutboundHttpOptions {
+  policy: DestinationPolicy;
+  /** The whole request, connect to last body byte read (spec: ten seconds). */
+  timeoutMs?: number;
+  /** How much of a response body is read and kept. */
+  maxResponseBytes?: number;
+  lookup?: HostLookup;
+  /** Opens the socket to an already checked address (undici's connector); tests replace it. */
+  socketConnector?: buildConnector.connector;
+}
+
+export const DEFAULT_MAX_RESPONSE_BYTES = 4096;
+
+/** The connect step refused every address of a destination, or one of them. */
+export class DestinationNotAllowedError extends Error {
+  constructor() {
+    super('destination not allowed by the webhook destination policy');
+    this.name = 'DestinationNotAllowedError';
+  }
+}
+
+const defaultLookup: HostLookup = (hostname) => dnsLookup(hostname, { all: true });
+
+/** Older rows carried free text; anything outside the categories reads as the generic failure. */
+export function publicDeliveryError(error: string | null): string | null {
+  if (error === null || DELIVERY_ERROR_CATEGORIES.includes(error)) return error;
+  if (error === 'endpoint deleted') return 'endpoint_deleted';
+  if (error === 'timed out') return 'timeout';
+  if (error.startsWith('endpoint answered')) return 'http_status';
+  return 'connection_failed';
+}
+
+export class OutboundHttp {
+  readonly policy: DestinationPolicy;
+  private readonly timeoutMs: number;
+  private readonly maxResponseBytes: number;
+  private readonly lookup: HostLookup;
+  private readonly socketConnector: buildConnector.connector;
+  private readonly agent: Agent;
+
+  constructor(o: OutboundHttpOptions) {
+    this.policy = o.policy;
+    this.timeoutMs = o.timeoutMs ?? 10_000;
+    this.maxResponseBytes = o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    this.lookup = o.lookup ?? defaultLookup;
+    this.socketConnector = o.socketConnector ?? buildConnector({ timeout: this.timeoutMs });
+    this.agent = new Agent({ connect: (opts, cb) => this.connect(opts, cb) });
+  }
+
+  /** Resolves, checks every address, then connects to the first that answers (all of them checked). */
+  private connect(opts: buildConnector.Options, cb: buildConnector.Callback): void {
+    const protocol = opts.protocol;
+    const hostname = normalizeHostname(opts.hostname);
+    const dest = { protocol, hostname, port: Number(opts.port) || (protocol === 'https:' ? 443 : 80) };
+    const resolved = isIP(hostname) ? Promise.resolve([hostname]) : this.lookup(hostname).then((r) => r.map((x) => x.address));
+    resolved.then((addresses) => {
+      if (addresses.length === 0) return cb(new Error('no address'), null);
+      if (!addresses.every((a) => this.policy.allowsAddress(dest, a))) return cb(new DestinationNotAllowedError(), null);
+      const attempt = (i: number): void => this.socketConnector({ ...opts, hostname: addresses[i]! }, (...args) => {
+        if (args[0] && i + 1 < addresses.length) return attempt(i + 1);
+        cb(...args);
+      });
+      attempt(0);
+    }, (err: unknown) => cb(err instanceof Error ? err : new Error('lookup failed'), null));
+  }
+
+  /** POSTs once; a 2xx delivers. Never throws. */
+  async post(url: string, req: { body: string; headers: Record<string, string> }): Promise<OutboundResult> {
+    const t0 = performance.now();
+    const done = (r: Omit<OutboundResult, 'duration_ms'>): OutboundResult => ({ ...r, duration_ms: Math.round(performance.now() - t0) });
+    if (this.policy.checkUrl(url) !== null) return done({ delivered: false, status_code: null, error: 'destination_not_allowed', response_body: null });
+    const signal = AbortSignal.timeout(this.timeoutMs);
+    try {
+      const res = await undiciFetch(url, { method: 'POST', body: req.body, headers: req.headers, redirect: 'manual', signal, dispatcher: this.agent });
+      const body = await readBounded(res.body, this.maxResponseBytes);
+      const ok = res.status >= 200 && res.status < 300;
+      return done({ delivered: ok, status_code: res.status, error: ok ? null : 'http_status', response_body: body });
+    } catch (err) {
+      return done({ delivered: false, status_code: null, error: categorize(err, signal), response_body: null });
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+}
+
+function categorize(err: unknown, signal: AbortSignal): DeliveryErrorCategory {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e instanceof DestinationNotAllowedError) return 'destination_not_allowed';
+    if ((e as { code?: string }).code === 'UND_ERR_CONNECT_TIMEOUT') return 'timeout';
+  }
+  return signal.aborted ? 'timeout' : 'connection_failed';
+}
+
+/** Reads at most `max` bytes of a body and cancels the rest (the connection is then closed). */
+async function readBounded(body: ReadableStream<Uint8Array> | null, max: number): Promise<string> {
+  if (!body) return '';
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let n = 0;
+  try {
+    while (n < max) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      const part = value.subarray(0, max - n);
+      chunks.push(part);
+      n += part.length;
+    }
+  } catch {
+    // cut short (timeout, reset): keep what arrived
+  } finally {
+    reader.cancel().catch(() => undefined);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks));
+}
