@@ -16,14 +16,14 @@ import { transactionRoutes } from './routes/v1/transactions.ts';
 import type { TransactionService } from './transactions/transaction-service.ts';
 import type { Platform } from './platform.ts';
 import { bearerAuth } from './auth/bearer-auth.ts';
+import { ReplayGuard } from './auth/replay-guard.ts';
 import { webhookEndpointRoutes } from './routes/v1/webhook-endpoints.ts';
 import { webhookDeliveryRoutes } from './routes/v1/webhook-deliveries.ts';
 import { brandingRoutes, emailDomainRoutes, logoRoutes } from './routes/v1/branding.ts';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { OptionalKind, type TSchema } from '@sinclair/typebox';
-import { ApiError } from './errors.ts';
+import { strictValidatorCompiler } from './validation.ts';
+import { FROM_QUERY_TEXT } from '../core/api-schemas/query.ts';
 
 export interface AppOptions {
   config: ApiConfig;
@@ -44,8 +44,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // Request lines are logged by the hooks below without the query string, which may carry an
     // upload signature or a claim token.
     logController: new LogController({ disableRequestLogging: true }),
-    // Unknown fields are refused, not silently dropped: bad input changes nothing and says so.
-    ajv: { customOptions: { removeAdditional: false, allErrors: false } },
+    // Unknown fields are refused, not silently dropped: bad input changes nothing and says so. Both APIs
+    // validate with api/validation.ts; should a route outside them get a schema, ajv coerces nothing
+    // and fills in no defaults either.
+    ajv: { customOptions: { removeAdditional: false, allErrors: false, coerceTypes: false, useDefaults: false, keywords: [FROM_QUERY_TEXT] } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   installErrorHandling(app);
   app.addHook('onResponse', async (req, reply) => {
@@ -72,27 +74,18 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // The vault API: every route under /v1 is authenticated by an RFC 9421 request signature.
     await app.register(async (v1) => {
       // Input is checked as sent: a number where a string belongs, or a string where a list belongs, is
-      // refused rather than coerced (the app-wide validator coerces, which query strings elsewhere need).
-      v1.setValidatorCompiler(({ schema, httpPart }) => {
-        const check = TypeCompiler.Compile(schema as TSchema);
-        // A route whose body is Type.Optional accepts a request without one (Fastify passes null then).
-        const optional = httpPart === 'body' && (schema as TSchema)[OptionalKind] === 'Optional';
-        return (value: unknown) => {
-          if (value === null && optional) return { value: undefined };
-          if (check.Check(value)) return { value };
-          const e = check.Errors(value).First();
-          const choices = (e?.schema.anyOf as TSchema[] | undefined)?.every((s) => 'const' in s) ? ` (one of ${e!.schema.anyOf.map((s: TSchema) => s.const).join(', ')})` : '';
-          return { error: new ApiError(400, 'invalid_request', `${httpPart ?? 'request'}${e?.path ?? ''}: ${e?.message ?? 'invalid'}${choices}`) };
-        };
-      });
+      // refused rather than coerced (api/validation.ts; the platform API uses the same validator).
+      v1.setValidatorCompiler(strictValidatorCompiler);
       // The spec's status sets for the vault API have no 413 or 415: a body it cannot take is a bad request.
       v1.setErrorHandler((err: FastifyError, req, reply) => {
         if (err.statusCode === 415) return reply.code(400).send({ error: `the body must be sent as application/json (got Content-Type ${req.headers['content-type'] ?? 'none'})`, code: 'invalid_request' });
         if (err.statusCode === 413) return reply.code(400).send({ error: `the body is larger than ${opts.config.bodyLimitBytes} bytes`, code: 'invalid_request' });
-        throw err;
+        // Rethrown to the app's handler (api/errors.ts); Fastify would send a rethrown non-Error as a 200 body.
+        throw (err as unknown) instanceof Error ? err : new Error('a non-Error was thrown', { cause: err });
       });
       documentAs(v1, 'vault API', 'httpSignature');
-      await v1.register(requestAuth, { findKey: (id) => vaults.activeKey(id), publicOrigin: opts.config.publicUrl, ...(opts.now ? { now: opts.now } : {}) });
+      // Nonces are claimed in the API's store: a signature is accepted once, across restarts (docs/security.md).
+      await v1.register(requestAuth, { findKey: (id) => vaults.activeKey(id), replayGuard: new ReplayGuard(vaults.store), publicOrigin: opts.config.publicUrl, ...(opts.now ? { now: opts.now } : {}) });
       await v1.register(apiKeyRoutes, { vaults });
       await v1.register(vaultRoutes, { vaults });
       await v1.register(committeeRoutes, { coordinator: opts.coordinator });
@@ -106,7 +99,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     const now = opts.now ?? (() => Math.floor(platform.clock() / 1000));
     await app.register(async (p) => {
       documentAs(p, 'platform API', 'bearer');
-      await p.register(bearerAuth, { tenancy: platform.tenancy, mfa: platform.mfa, publicOrigin: opts.config.publicUrl, now });
+      // Strict input as on the vault API: no coercion, no defaults, unknown fields refused (docs/security.md).
+      p.setValidatorCompiler(strictValidatorCompiler);
+      await p.register(bearerAuth, { tenancy: platform.tenancy, mfa: platform.mfa, replayGuard: new ReplayGuard(platform.store), publicOrigin: opts.config.publicUrl, now });
       await p.register(webhookEndpointRoutes, { platform });
       await p.register(webhookDeliveryRoutes, { platform });
       await p.register(brandingRoutes, { platform });

@@ -12,6 +12,9 @@ import type { ObjectStore } from './adapters/object-store.ts';
 import { DirectoryObjectStore } from './adapters/directory-object-store.ts';
 import { EmailDomains, type EmailDomainProvider } from './branding/email-domains.ts';
 import { createHmac } from 'node:crypto';
+import { migrateToPerEnvironment } from './tenancy/environments.ts';
+import { DestinationPolicy } from './webhooks/destination-policy.ts';
+import type { HostLookup } from './webhooks/outbound-http.ts';
 
 export interface Platform {
   store: RecordStore;
@@ -29,12 +32,19 @@ export interface Platform {
   clock: () => number;
 }
 
-export async function createPlatform(store: RecordStore, opts: { emailProvider?: EmailDomainProvider; objectDir?: string; objectStore?: ObjectStore; clock?: () => number; webhookTimeoutMs?: number; schedule?: number[]; concurrency?: number } = {}): Promise<Platform> {
+export async function createPlatform(store: RecordStore, opts: { emailProvider?: EmailDomainProvider; objectDir?: string; objectStore?: ObjectStore; clock?: () => number; webhookTimeoutMs?: number; schedule?: number[]; concurrency?: number;
+  /** API_WEBHOOK_ALLOWED_DESTINATIONS: destinations allowed besides https to public addresses; none by default. */
+  webhookAllowedDestinations?: readonly string[]; webhookLookup?: HostLookup } = {}): Promise<Platform> {
   const clock = opts.clock ?? Date.now;
   const keys = await loadServerKeys(store);
+  // Records once kept per tenant (branding, sending domains) become production's (docs/security.md).
+  await migrateToPerEnvironment(store, clock);
   const cursors = new CursorCodec(keys.cursorKey);
   const audit = new AuditLog(store, clock);
-  const endpoints = new WebhookEndpoints({ store, cursors, audit, signingSeed: keys.webhookSeed, clock, ...(opts.webhookTimeoutMs ? { timeoutMs: opts.webhookTimeoutMs } : {}) });
+  const endpoints = new WebhookEndpoints({ store, cursors, audit, signingSeed: keys.webhookSeed, clock, ...(opts.webhookTimeoutMs ? { timeoutMs: opts.webhookTimeoutMs } : {}),
+    destinations: DestinationPolicy.fromAllowList(opts.webhookAllowedDestinations ?? []), ...(opts.webhookLookup ? { lookup: opts.webhookLookup } : {}) });
   const deliveries = new DeliveryEngine({ store, endpoints, cursors, clock, ...(opts.schedule ? { schedule: opts.schedule } : {}), ...(opts.concurrency ? { concurrency: opts.concurrency } : {}) });
-  return { store, keys, clock, cursors, audit, endpoints, deliveries, emailDomains: new EmailDomains(store, audit, opts.emailProvider, clock), objects: opts.objectStore ?? new DirectoryObjectStore(opts.objectDir ?? 'objects', createHmac('sha256', keys.cursorKey).update('object-store').digest()), branding: new BrandingService(store, audit, keys.cursorKey, clock), tenancy: new TenancyService(store, clock), mfa: new MfaTokens(keys.mfaKey) };
+  // Rows queued by an earlier version (one global queue) move to their endpoints' queues; idempotent.
+  await deliveries.migrate();
+  return { store, keys, clock, cursors, audit, endpoints, deliveries, emailDomains: new EmailDomains(store, audit, opts.emailProvider, clock), objects: opts.objectStore ?? new DirectoryObjectStore(opts.objectDir ?? 'objects', createHmac('sha256', keys.cursorKey).update('object-store').digest()), branding: new BrandingService(store, audit, keys.cursorKey, clock), tenancy: new TenancyService(store, clock), mfa: new MfaTokens(keys.mfaKey, store) };
 }

@@ -2,6 +2,7 @@
 // (directory-object-store.ts), written by a direct PUT to an expiring signed URL that the API serves; the
 // S3-compatible store (s3-object-store.ts) hands out presigned PUT URLs to the bucket instead. Both answer
 // this interface.
+import { CustodyError } from '../../core/errors/custody-error.ts';
 
 export interface UploadGrant { object_key: string; content_type: string; max_bytes: number; expires_at: number }
 
@@ -16,9 +17,9 @@ export interface ObjectStore {
 }
 
 /** The store could not be reached or answered an error (not "no such object"). */
-export class ObjectStoreError extends Error {
+export class ObjectStoreError extends CustodyError {
   constructor(message: string, readonly status: number | null) {
-    super(message);
+    super('object_store_error', message);
     this.name = 'ObjectStoreError';
   }
 }

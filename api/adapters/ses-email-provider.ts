@@ -5,6 +5,7 @@
 // DeleteEmailIdentity removes it. Requests are JSON, signed with SigV4 (service `ses`).
 import type { SignatureV4 } from '@smithy/signature-v4';
 import { signHeaders, sigv4Signer, type AwsCredentials } from './aws-sigv4.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 import { ProviderError, type DnsRecord, type DomainStatus, type EmailDomainProvider } from '../branding/email-domains.ts';
 
 export interface SesProviderOptions {
@@ -23,9 +24,10 @@ export const SES_STATUS: Record<string, DomainStatus> = {
 
 interface Identity { VerificationStatus?: string; DkimAttributes?: { Status?: string; Tokens?: string[] } }
 
-class SesError extends Error {
+class SesError extends CustodyError {
   constructor(readonly status: number | null, readonly type: string, message: string) {
-    super(message);
+    super('email_domain_provider_error', message);
+    this.name = 'SesError';
   }
 }
 

@@ -15,7 +15,7 @@ import { RecordStore } from '../store/record-store.ts';
 import { VaultService } from '../vaults/vault-service.ts';
 import { ConfigError } from '../../common/config.ts';
 import { TenancyService } from '../tenancy/tenancy-service.ts';
-import { ApiError } from '../errors.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 import { signRoster, RosterError, type RosterNode } from '../../core/trust/roster.ts';
 
 const USAGE = 'usage: npm run admin -- org create --name <name> --public-key <hex> [--label <label>]\n'
@@ -31,12 +31,12 @@ async function platformCommand(verb: string, rest: string[]): Promise<number> {
   try {
     const tenancy = new TenancyService(store);
     if (verb === 'tenant') {
-      if (!values.name) throw new ApiError(400, 'usage', 'tenant create needs --name');
+      if (!values.name) throw new CustodyError('usage', 'tenant create needs --name');
       const { tenant, sandbox, production } = await tenancy.createTenant(values.name);
       process.stdout.write(JSON.stringify({ tenant: tenant.id, sandbox_workspace: sandbox.id, production_workspace: production.id }) + '\n');
       return 0;
     }
-    if (!values.workspace || !values.role) throw new ApiError(400, 'usage', 'key create needs --workspace and --role');
+    if (!values.workspace || !values.role) throw new CustodyError('usage', 'key create needs --workspace and --role');
     const { key, token, totpSecret } = await tenancy.createKey(values.workspace, values.role, {
       ...(values.label ? { label: values.label } : {}), ...(values['public-key'] ? { signingPublicKey: values['public-key'] } : {}), ...(values.mfa ? { mfa: true } : {}),
     });
@@ -56,7 +56,7 @@ function readOperatorKey(path: string): Uint8Array {
 /** `vault freeze|unfreeze --id <vaultId>`: a frozen vault signs nothing until unfrozen (docs/vault-api.md). */
 async function vaultCommand(verb: string, rest: string[]): Promise<number> {
   const { values } = parseArgs({ args: rest, options: { id: { type: 'string' } } });
-  if (!values.id) throw new ApiError(400, 'usage', `vault ${verb} needs --id`);
+  if (!values.id) throw new CustodyError('usage', `vault ${verb} needs --id`);
   const config = loadApiConfig();
   const store = await RecordStore.open(config.dataDir);
   try {
@@ -75,12 +75,12 @@ function readIdentity(path: string): RosterNode {
   try {
     j = JSON.parse(readFileSync(path, 'utf8')) as typeof j;
   } catch (err) {
-    throw new ApiError(400, 'usage', `--identity ${path}: not a JSON identity (${(err as Error).message})`);
+    throw new CustodyError('usage', `--identity ${path}: not a JSON identity (${(err as Error).message})`);
   }
   if (typeof j.node_id !== 'string' || typeof j.signing_key !== 'string' || typeof j.encryption_key !== 'string') {
-    throw new ApiError(400, 'usage', `--identity ${path}: needs node_id, signing_key and encryption_key (npm run node-identity)`);
+    throw new CustodyError('usage', `--identity ${path}: needs node_id, signing_key and encryption_key (npm run node-identity)`);
   }
-  if (j.kind !== undefined && j.kind !== 'service') throw new ApiError(400, 'usage', `--identity ${path}: a ${String(j.kind)} node is not a service node`);
+  if (j.kind !== undefined && j.kind !== 'service') throw new CustodyError('usage', `--identity ${path}: a ${String(j.kind)} node is not a service node`);
   return { nodeId: j.node_id, signingKey: j.signing_key, encryptionKey: j.encryption_key };
 }
 
@@ -91,17 +91,17 @@ function readIdentity(path: string): RosterNode {
  */
 async function rosterCommand(rest: string[]): Promise<number> {
   const { values } = parseArgs({ args: rest, options: { version: { type: 'string' }, identity: { type: 'string', multiple: true }, created: { type: 'string' }, out: { type: 'string' }, 'operator-key-file': { type: 'string' } } });
-  if (!values.version || !/^\d{1,15}$/.test(values.version)) throw new ApiError(400, 'usage', 'roster sign needs --version <non-negative integer>');
-  if (!values.identity?.length) throw new ApiError(400, 'usage', 'roster sign needs at least one --identity <file>');
-  if (values.created !== undefined && !/^\d{1,15}$/.test(values.created)) throw new ApiError(400, 'usage', '--created is Unix seconds');
+  if (!values.version || !/^\d{1,15}$/.test(values.version)) throw new CustodyError('usage', 'roster sign needs --version <non-negative integer>');
+  if (!values.identity?.length) throw new CustodyError('usage', 'roster sign needs at least one --identity <file>');
+  if (values.created !== undefined && !/^\d{1,15}$/.test(values.created)) throw new CustodyError('usage', '--created is Unix seconds');
   const keyFile = values['operator-key-file'] ?? loadApiConfig().operatorKeyFile;
-  if (!keyFile) throw new ApiError(400, 'usage', 'roster sign needs --operator-key-file (or API_OPERATOR_KEY_FILE)');
+  if (!keyFile) throw new CustodyError('usage', 'roster sign needs --operator-key-file (or API_OPERATOR_KEY_FILE)');
   const nodes = values.identity.map(readIdentity);
   let roster: Uint8Array;
   try {
     roster = signRoster({ version: Number(values.version), created: values.created !== undefined ? Number(values.created) : Math.floor(Date.now() / 1000), nodes }, readOperatorKey(keyFile));
   } catch (err) {
-    if (err instanceof RosterError) throw new ApiError(400, 'bad_roster', err.message);
+    if (err instanceof RosterError) throw new CustodyError('bad_roster', err.message);
     throw err;
   }
   const hex = Buffer.from(roster).toString('hex');

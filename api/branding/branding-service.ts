@@ -1,11 +1,13 @@
 // Tenant branding (docs/platform/branding.md): a raw theme patch-written by the tenant, optional
 // per-surface overrides, resolution surface → tenant → platform default, and a public bundle reached by a
-// signed claim token. Every change is audited.
+// signed claim token. Every change is audited. Branding is kept per environment: one record per workspace
+// (tenant + sandbox or production), and a claim token names the workspace whose branding it serves.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { RecordStore } from '../store/record-store.ts';
-import { ApiError } from '../errors.ts';
 import type { Actor, AuditLog } from '../tenancy/audit-log.ts';
 import type { Scope } from '../tenancy/scope.ts';
+import { productionWorkspaceOf } from '../tenancy/environments.ts';
+import { FieldValidationError, type FieldError } from '../validation.ts';
 
 const HEX = /^#[0-9A-Fa-f]{6}$/;
 const EMAIL = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
@@ -40,11 +42,63 @@ export const PLATFORM_DEFAULT: Theme = {
   display_term_preset: 'member', copy_overrides: null, logo_url: null,
 };
 
-const invalid = (field: string, why: string) => new ApiError(422, 'validation_failed', `${field}: ${why}`);
+// Free text lands in emails (sender name, subject) and on hosted pages. Refused: line breaks in every
+// Unicode form (CR, LF, VT, FF, NEL U+0085, LS U+2028, PS U+2029), every other control character (C0,
+// DEL, C1; tab included), the bidirectional embedding, override and isolate controls (U+202A-U+202E,
+// U+2066-U+2069: they reorder what a reader sees, e.g. a sender name or a subject), lone surrogates,
+// and angle brackets. Lengths are counted in Unicode code points, not UTF-16 units.
+const LINE_BREAKS = new Set([0x0a, 0x0b, 0x0c, 0x0d, 0x85, 0x2028, 0x2029]);
+const isControl = (cp: number) => cp <= 0x1f || (cp >= 0x7f && cp <= 0x9f);
+const isBidiControl = (cp: number) => (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+const isLoneSurrogate = (cp: number) => cp >= 0xd800 && cp <= 0xdfff; // iterating by code point, a pair is one
 
-function freeText(field: string, v: string, max: number): void {
-  if (v.length > max) throw invalid(field, `at most ${max} characters`);
-  if (/[\r\n<>]/.test(v)) throw invalid(field, 'newlines and angle brackets are not allowed');
+/** Why a free-text value is refused, or undefined when it is acceptable. */
+function freeTextProblem(v: string, max: number): string | undefined {
+  let length = 0;
+  let problem: string | undefined;
+  for (const ch of v) {
+    length++;
+    const cp = ch.codePointAt(0)!;
+    problem ??= isLoneSurrogate(cp) ? 'must be valid Unicode text (no lone surrogates)'
+      : LINE_BREAKS.has(cp) ? 'line breaks are not allowed'
+        : isControl(cp) ? 'control characters are not allowed'
+          : isBidiControl(cp) ? 'bidirectional override characters are not allowed'
+            : ch === '<' || ch === '>' ? 'angle brackets are not allowed' : undefined;
+  }
+  return length > max ? `at most ${max} characters` : problem;
+}
+
+export const MAX_LINK_URL = 2048;
+
+/**
+ * terms_url and privacy_url: a plain https link, parsed by the WHATWG URL parser and stored as it
+ * serializes it (`https://Example.COM:443/a/../t` becomes `https://example.com/t`; a Unicode host becomes
+ * its punycode). Refused: anything the parser rejects, any scheme but https, credentials, an explicit
+ * port other than 443, a host that is an IP address or a single label (these links are for people), and
+ * input with spaces or control characters, which the parser would otherwise drop silently. A query and a
+ * fragment are kept. At most 2048 characters, before and after normalization.
+ */
+export function normalizeHttpsLink(v: unknown): { url: string } | { problem: string } {
+  if (typeof v !== 'string' || v.length === 0) return { problem: 'must be an https URL' };
+  if (v.length > MAX_LINK_URL) return { problem: `at most ${MAX_LINK_URL} characters` };
+  for (const ch of v) {
+    const cp = ch.codePointAt(0)!;
+    if (cp === 0x20 || isControl(cp) || LINE_BREAKS.has(cp) || isBidiControl(cp) || isLoneSurrogate(cp)) return { problem: 'must not contain spaces or control characters' };
+  }
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    return { problem: 'must be an absolute https URL' };
+  }
+  if (u.protocol !== 'https:') return { problem: 'must be an https URL' };
+  if (u.username || u.password) return { problem: 'must not carry credentials' };
+  if (!u.hostname) return { problem: 'must name a host' };
+  if (u.port !== '') return { problem: 'must use the default https port' };
+  if (u.hostname.startsWith('[') || /^[0-9.]+$/.test(u.hostname)) return { problem: 'must name the host by a domain name, not an IP address' };
+  if (!u.hostname.replace(/\.$/, '').includes('.')) return { problem: 'must name a fully-qualified domain' };
+  if (u.href.length > MAX_LINK_URL) return { problem: `at most ${MAX_LINK_URL} characters once normalized` };
+  return { url: u.href };
 }
 
 /**
@@ -55,68 +109,105 @@ export const SURFACES = ['hosted_auth', 'account_center', 'email'] as const;
 export type Surface = (typeof SURFACES)[number];
 export const isSurface = (s: string): s is Surface => (SURFACES as readonly string[]).includes(s);
 
-/** Validates a theme patch; throws validation_failed naming the first rejected field (after `prefix`). */
-export function validateThemePatch(patch: Record<string, unknown>, prefix = ''): void {
+/**
+ * Checks a theme patch, adding every rejected field (after `prefix`) to `errors`; returns the patch as
+ * it is stored (links normalized). Field names are looked up as own properties only, so `constructor`,
+ * `toString` or `__proto__` are unknown fields like any other.
+ */
+function checkThemePatch(patch: Record<string, unknown>, prefix: string, errors: FieldError[]): Record<string, unknown> {
+  const out: [string, unknown][] = [];
+  const reject = (field: string, reason: string) => errors.push({ field, reason });
   for (const [name, v] of Object.entries(patch)) {
-    const rule = THEME_FIELDS[name];
+    const rule = Object.hasOwn(THEME_FIELDS, name) ? THEME_FIELDS[name] : undefined;
     const field = `${prefix}${name}`;
-    if (!rule) throw invalid(field, 'not an editable theme field');
-    if (v === null) continue;
+    if (!rule) {
+      reject(field, 'not an editable theme field');
+      continue;
+    }
+    if (v === null) {
+      out.push([name, null]);
+      continue;
+    }
     switch (rule.kind) {
-      case 'text':
-        if (typeof v !== 'string') throw invalid(field, 'must be text');
-        freeText(field, v, rule.max);
+      case 'text': {
+        const problem = typeof v === 'string' ? freeTextProblem(v, rule.max) : 'must be text';
+        if (problem) reject(field, problem);
+        else out.push([name, v]);
         break;
+      }
       case 'email':
-        if (typeof v !== 'string' || v.length > 254 || !EMAIL.test(v)) throw invalid(field, 'must be a valid email address');
+        if (typeof v !== 'string' || v.length > 254 || !EMAIL.test(v)) reject(field, 'must be a valid email address');
+        else out.push([name, v]);
         break;
       case 'color':
-        if (typeof v !== 'string' || !HEX.test(v)) throw invalid(field, 'must be a six-digit #RRGGBB color');
+        if (typeof v !== 'string' || !HEX.test(v)) reject(field, 'must be a six-digit #RRGGBB color');
+        else out.push([name, v]);
         break;
       case 'https': {
-        let u: URL | undefined;
-        try {
-          u = typeof v === 'string' && v.length <= 2048 ? new URL(v) : undefined;
-        } catch {
-          u = undefined;
-        }
-        if (!u || u.protocol !== 'https:' || u.username || u.password) throw invalid(field, 'must be an https URL');
+        const link = normalizeHttpsLink(v);
+        if ('problem' in link) reject(field, link.problem);
+        else out.push([name, link.url]);
         break;
       }
       case 'preset':
-        if (typeof v !== 'string' || !PRESETS.includes(v)) throw invalid(field, `must be one of ${PRESETS.join(', ')}`);
+        if (typeof v !== 'string' || !PRESETS.includes(v)) reject(field, `must be one of ${PRESETS.join(', ')}`);
+        else out.push([name, v]);
         break;
       case 'copy': {
-        if (typeof v !== 'object' || Array.isArray(v)) throw invalid(field, 'must be an object with singular, plural, possessive');
-        const o = v as Record<string, unknown>;
-        const keys = Object.keys(o);
-        if (keys.some((k) => !['singular', 'plural', 'possessive'].includes(k))) throw invalid(field, 'only singular, plural and possessive');
-        for (const k of keys) {
-          if (typeof o[k] !== 'string') throw invalid(`${field}.${k}`, 'must be text');
-          freeText(`${field}.${k}`, o[k] as string, 60);
+        if (typeof v !== 'object' || Array.isArray(v)) {
+          reject(field, 'must be an object with singular, plural, possessive');
+          break;
         }
+        const o = v as Record<string, unknown>;
+        const before = errors.length;
+        for (const k of Object.keys(o)) {
+          if (!['singular', 'plural', 'possessive'].includes(k)) {
+            reject(`${field}.${k}`, 'only singular, plural and possessive');
+            continue;
+          }
+          const problem = typeof o[k] === 'string' ? freeTextProblem(o[k], 60) : 'must be text';
+          if (problem) reject(`${field}.${k}`, problem);
+        }
+        if (errors.length === before) out.push([name, Object.fromEntries(Object.entries(o))]);
         break;
       }
     }
   }
+  return Object.fromEntries(out);
+}
+
+/** Validates a theme patch; throws validation_failed naming every rejected field. Returns it as stored. */
+export function validateThemePatch(patch: Record<string, unknown>, prefix = ''): Record<string, unknown> {
+  const errors: FieldError[] = [];
+  const out = checkThemePatch(patch, prefix, errors);
+  if (errors.length) throw new FieldValidationError(errors);
+  return out;
 }
 
 /**
  * Validates a PUT /branding body: tenant-wide theme fields, plus `surfaces` mapping a surface to a patch
  * of the same fields under the same rules (or to null, which drops all of that surface's overrides).
+ * Every rejected field, tenant-wide or in any surface, is named in the one validation_failed; the result
+ * is the body as stored (links normalized).
  */
 export function validateBrandingPatch(body: Record<string, unknown>): { theme: Record<string, unknown>; surfaces: Partial<Record<Surface, Record<string, unknown> | null>> } {
-  const { surfaces, ...theme } = body;
-  validateThemePatch(theme);
-  if (surfaces === undefined) return { theme, surfaces: {} };
-  if (surfaces === null || typeof surfaces !== 'object' || Array.isArray(surfaces)) throw invalid('surfaces', `must be an object keyed by surface (${SURFACES.join(', ')})`);
+  const errors: FieldError[] = [];
+  const { surfaces, ...rawTheme } = body;
+  const theme = checkThemePatch(rawTheme, '', errors);
   const out: Partial<Record<Surface, Record<string, unknown> | null>> = {};
-  for (const [name, p] of Object.entries(surfaces as Record<string, unknown>)) {
-    if (!isSurface(name)) throw invalid(`surfaces.${name}`, `not a surface; one of ${SURFACES.join(', ')}`);
-    if (p !== null && (typeof p !== 'object' || Array.isArray(p))) throw invalid(`surfaces.${name}`, 'must be an object of theme fields, or null');
-    if (p !== null) validateThemePatch(p as Record<string, unknown>, `surfaces.${name}.`);
-    out[name] = p as Record<string, unknown> | null;
+  if (surfaces !== undefined) {
+    if (surfaces === null || typeof surfaces !== 'object' || Array.isArray(surfaces)) {
+      errors.push({ field: 'surfaces', reason: `must be an object keyed by surface (${SURFACES.join(', ')})` });
+    } else {
+      for (const [name, p] of Object.entries(surfaces as Record<string, unknown>)) {
+        if (!isSurface(name)) errors.push({ field: `surfaces.${name}`, reason: `not a surface; one of ${SURFACES.join(', ')}` });
+        else if (p === null) out[name] = null;
+        else if (typeof p !== 'object' || Array.isArray(p)) errors.push({ field: `surfaces.${name}`, reason: 'must be an object of theme fields, or null' });
+        else out[name] = checkThemePatch(p as Record<string, unknown>, `surfaces.${name}.`, errors);
+      }
+    }
   }
+  if (errors.length) throw new FieldValidationError(errors);
   return { theme, surfaces: out };
 }
 
@@ -138,7 +229,8 @@ export function resolveTheme(raw: Theme, logoUrl: string | null, override: Theme
 
 export const PUBLIC_FIELDS = ['brand_name', 'support_email', 'logo_url', 'primary_color', 'secondary_color', 'accent_color', 'primary_color_dark', 'secondary_color_dark', 'accent_color_dark', 'app_title', 'footer_text', 'terms_url', 'privacy_url'];
 
-interface BrandingRecord { tenant: string; theme: Theme; surfaces?: Partial<Record<Surface, Theme>>; logo_url: string | null; updated_at: string }
+/** Collection `branding`, id = the workspace id (before environments were separated: the tenant id). */
+export interface BrandingRecord { tenant: string; workspace?: string; theme: Theme; surfaces?: Partial<Record<Surface, Theme>>; logo_url: string | null; updated_at: string }
 
 const rawView = (t: Theme): Theme => Object.fromEntries(Object.keys(THEME_FIELDS).map((k) => [k, t[k] ?? null]));
 
@@ -155,40 +247,50 @@ function applyPatch(base: Theme, patch: Record<string, unknown>): Theme {
 export class BrandingService {
   constructor(private readonly store: RecordStore, private readonly audit: AuditLog, private readonly claimKey: Uint8Array, private readonly clock: () => number = Date.now) {}
 
-  private async load(tenant: string): Promise<BrandingRecord> {
-    return (await this.store.get<BrandingRecord>('branding', tenant)) ?? { tenant, theme: {}, logo_url: null, updated_at: new Date(0).toISOString() };
+  private async load(scope: Scope): Promise<BrandingRecord> {
+    return (await this.store.get<BrandingRecord>('branding', scope.workspace)) ?? { tenant: scope.tenant, workspace: scope.workspace, theme: {}, logo_url: null, updated_at: new Date(0).toISOString() };
   }
 
-  claimToken(tenant: string): string {
-    const p = Buffer.from(tenant).toString('base64url');
+  /** The public claim token of a workspace's branding: base64url(workspace id) "." HMAC. */
+  claimToken(workspace: string): string {
+    const p = Buffer.from(workspace).toString('base64url');
     return `${p}.${createHmac('sha256', this.claimKey).update(`claim.${p}`).digest('base64url')}`;
   }
 
-  private tenantOfClaim(token: string | undefined): string | undefined {
+  /**
+   * The workspace a claim token names. A token issued before environments were separated names a
+   * tenant (`ten_...`); it keeps serving what it served then, the tenant's production branding.
+   */
+  private async workspaceOfClaim(token: string | undefined): Promise<string | undefined> {
     if (!token || token.length > 200) return undefined;
     const [p, s, extra] = token.split('.');
     if (!p || !s || extra !== undefined) return undefined;
     const want = createHmac('sha256', this.claimKey).update(`claim.${p}`).digest();
     const given = Buffer.from(s, 'base64url');
-    return given.length === want.length && timingSafeEqual(given, want) ? Buffer.from(p, 'base64url').toString('utf8') : undefined;
+    if (given.length !== want.length || !timingSafeEqual(given, want)) return undefined;
+    const named = Buffer.from(p, 'base64url').toString('utf8');
+    if (named.startsWith('wks_')) return named;
+    if (named.startsWith('ten_')) return (await productionWorkspaceOf(this.store, named))?.id;
+    return undefined;
   }
 
-  async view(tenant: string) {
-    const r = await this.load(tenant);
+  /** The caller's environment's branding: sandbox and production each have their own. */
+  async view(scope: Scope) {
+    const r = await this.load(scope);
     const surfaces = Object.fromEntries(SURFACES.map((s) => {
       const o = r.surfaces?.[s] ?? {};
       return [s, { theme: rawView(o), resolved: resolveTheme(r.theme, r.logo_url, o) }];
     }));
     return {
       resolved: resolveTheme(r.theme, r.logo_url), theme: { ...rawView(r.theme), logo_url: r.logo_url }, surfaces,
-      resolution_order: ['surface', 'tenant', 'platform_default'], public_claim_token: this.claimToken(tenant), updated_at: r.updated_at,
+      resolution_order: ['surface', 'tenant', 'platform_default'], public_claim_token: this.claimToken(scope.workspace), updated_at: r.updated_at,
     };
   }
 
   /** Patches the tenant theme and any surface overrides in one audited write; `{}` is a no-op. */
   async patch(scope: Scope, actor: Actor, body: Record<string, unknown>) {
     const { theme, surfaces } = validateBrandingPatch(body);
-    const before = await this.load(scope.tenant);
+    const before = await this.load(scope);
     if (Object.keys(theme).length > 0 || Object.keys(surfaces).length > 0) {
       const nextSurfaces: Partial<Record<Surface, Theme>> = { ...before.surfaces };
       for (const [name, p] of Object.entries(surfaces) as [Surface, Record<string, unknown> | null][]) {
@@ -197,32 +299,32 @@ export class BrandingService {
         else delete nextSurfaces[name];
       }
       const after: BrandingRecord = { ...before, theme: applyPatch(before.theme, theme), surfaces: nextSurfaces, updated_at: new Date(this.clock()).toISOString() };
-      await this.store.batch([{ type: 'put', collection: 'branding', id: scope.tenant, value: after }, this.audit.op(scope, actor, 'branding.update', scope.tenant, auditView(before), auditView(after))]);
+      await this.store.batch([{ type: 'put', collection: 'branding', id: scope.workspace, value: after }, this.audit.op(scope, actor, 'branding.update', scope.workspace, auditView(before), auditView(after))]);
     }
-    return this.view(scope.tenant);
+    return this.view(scope);
   }
 
   async clearLogo(scope: Scope, actor: Actor) {
-    const before = await this.load(scope.tenant);
+    const before = await this.load(scope);
     const after: BrandingRecord = { ...before, logo_url: null, updated_at: new Date(this.clock()).toISOString() };
-    await this.store.batch([{ type: 'put', collection: 'branding', id: scope.tenant, value: after }, this.audit.op(scope, actor, 'branding.logo.delete', scope.tenant, { logo_url: before.logo_url }, { logo_url: null })]);
-    return this.view(scope.tenant);
+    await this.store.batch([{ type: 'put', collection: 'branding', id: scope.workspace, value: after }, this.audit.op(scope, actor, 'branding.logo.delete', scope.workspace, { logo_url: before.logo_url }, { logo_url: null })]);
+    return this.view(scope);
   }
 
   async setLogo(scope: Scope, actor: Actor, objectKey: string, logoUrl: string) {
-    const before = await this.load(scope.tenant);
+    const before = await this.load(scope);
     const after: BrandingRecord = { ...before, logo_url: logoUrl, updated_at: new Date(this.clock()).toISOString() };
-    await this.store.batch([{ type: 'put', collection: 'branding', id: scope.tenant, value: after }, this.audit.op(scope, actor, 'branding.logo.set', scope.tenant, { logo_url: before.logo_url }, { logo_url: logoUrl, object_key: objectKey })]);
-    return this.view(scope.tenant);
+    await this.store.batch([{ type: 'put', collection: 'branding', id: scope.workspace, value: after }, this.audit.op(scope, actor, 'branding.logo.set', scope.workspace, { logo_url: before.logo_url }, { logo_url: logoUrl, object_key: objectKey })]);
+    return this.view(scope);
   }
 
   /**
    * Never fails: any bad, unknown or missing claim token gets the platform default bundle. With a
-   * surface, that surface's overrides come first.
+   * surface, that surface's overrides come first. Serves the environment the token names.
    */
   async publicBundle(claimToken: string | undefined, surface?: Surface): Promise<Theme> {
-    const tenant = this.tenantOfClaim(claimToken);
-    const r = tenant ? await this.store.get<BrandingRecord>('branding', tenant) : undefined;
+    const workspace = await this.workspaceOfClaim(claimToken);
+    const r = workspace ? await this.store.get<BrandingRecord>('branding', workspace) : undefined;
     const resolved = r ? resolveTheme(r.theme, r.logo_url, (surface && r.surfaces?.[surface]) || {}) : resolveTheme({}, null);
     return Object.fromEntries(PUBLIC_FIELDS.map((k) => [k, resolved[k] ?? null]));
   }

@@ -1,11 +1,13 @@
 // Sending domains (docs/platform/branding.md#email-domains) and the provider interface they are checked
 // through. The providers are adapters: the local one checks DNS itself (adapters/local-dns-provider.ts),
-// the hosted one is Amazon SES (adapters/ses-email-provider.ts).
+// the hosted one is Amazon SES (adapters/ses-email-provider.ts). Domains are kept per environment: a
+// domain belongs to one workspace (tenant + sandbox or production) and only its keys see or change it.
 import type { RecordStore } from '../store/record-store.ts';
-import { ApiError } from '../errors.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 import { newId } from '../store/ids.ts';
 import type { Actor, AuditLog } from '../tenancy/audit-log.ts';
 import type { Scope } from '../tenancy/scope.ts';
+import { KeyedMutex } from '../../common/keyed-mutex.ts';
 
 export type DomainStatus = 'not_started' | 'pending' | 'verified' | 'failed' | 'temporary_failure';
 export interface DnsRecord { record: string; name: string; value: string; type: 'TXT' | 'CNAME' | 'MX'; ttl: number; priority: number | null }
@@ -19,9 +21,11 @@ export interface EmailDomainProvider {
   remove?(domain: string): Promise<void>;
 }
 
-export class ProviderError extends Error {
-  constructor(readonly kind: 'invalid' | 'failure', message: string) {
-    super(message);
+/** The provider rejected the domain (`invalid`: kind invalid) or failed (`failure`: kind transport). */
+export class ProviderError extends CustodyError {
+  constructor(reason: 'invalid' | 'failure', message: string) {
+    super(reason === 'invalid' ? 'email_domain_invalid' : 'email_domain_provider_error', message);
+    this.name = 'ProviderError';
   }
 }
 
@@ -30,47 +34,74 @@ export interface DomainRecord {
   verified_at: string | null; last_synced_at: string | null; created_at: string;
 }
 
+/**
+ * Collection `email_domain_names`, id `<domain> NUL <workspace id>`: who registered a name. One tenant may
+ * register a name in each of its environments; a name another tenant holds is a conflict.
+ */
+interface NameEntry { id: string; tenant: string; workspace: string }
+
+/** Every EmailDomains over one store shares these per-domain locks (check, register and write as one). */
+const nameLocks = new WeakMap<RecordStore, KeyedMutex>();
+
 const FQDN = /^(?=.{4,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
 
 export class EmailDomains {
   constructor(private readonly store: RecordStore, private readonly audit: AuditLog, private readonly provider: EmailDomainProvider | undefined, private readonly clock: () => number = Date.now) {}
+
+  private lock<T>(domain: string, fn: () => Promise<T>): Promise<T> {
+    let locks = nameLocks.get(this.store);
+    if (!locks) nameLocks.set(this.store, (locks = new KeyedMutex()));
+    return locks.run(domain, fn);
+  }
+
+  /** Every registration of a name, in any tenant and environment. */
+  private async holders(domain: string): Promise<NameEntry[]> {
+    const out: NameEntry[] = [];
+    for await (const e of this.store.range<NameEntry>('email_domain_names', { after: `${domain}\x00`, lt: `${domain}\x00\xff` })) out.push(e);
+    return out;
+  }
 
   get configured(): boolean {
     return this.provider !== undefined;
   }
 
   private need(): EmailDomainProvider {
-    if (!this.provider) throw new ApiError(503, 'email_domain_provider_unconfigured', 'the platform email provider is not set up');
+    if (!this.provider) throw new CustodyError('email_domain_provider_unconfigured', 'the platform email provider is not set up');
     return this.provider;
   }
 
   async list(scope: Scope): Promise<DomainRecord[]> {
-    return this.store.byIndex<DomainRecord>('email_domains', `${scope.tenant}\x00`, 100);
+    return this.store.byIndex<DomainRecord>('email_domains', `${scope.workspace}\x00`, 100);
   }
 
   async get(scope: Scope, id: string): Promise<DomainRecord> {
     const d = /^edm_[0-9a-f]{26}$/.test(id) ? await this.store.get<DomainRecord>('email_domains', id) : undefined;
-    if (!d || d.tenant !== scope.tenant) throw new ApiError(404, 'email_domain_not_found', `no email domain ${id}`);
+    if (!d || d.workspace !== scope.workspace) throw new CustodyError('email_domain_not_found', `no email domain ${id}`);
     return d;
   }
 
   async add(scope: Scope, actor: Actor, domainIn: string): Promise<DomainRecord> {
     const p = this.need();
     const domain = domainIn.toLowerCase().replace(/\.$/, '');
-    if (!FQDN.test(domain)) throw new ApiError(422, 'email_domain_invalid', 'domain must be a fully-qualified name');
-    if (await this.store.get('email_domain_names', domain)) throw new ApiError(409, 'email_domain_conflict', `${domain} is already registered`);
+    if (!FQDN.test(domain)) throw new CustodyError('email_domain_invalid', 'domain must be a fully-qualified name');
+    return this.lock(domain, () => this.addLocked(p, scope, actor, domain));
+  }
+
+  private async addLocked(p: EmailDomainProvider, scope: Scope, actor: Actor, domain: string): Promise<DomainRecord> {
+    const taken = (await this.holders(domain)).some((h) => h.workspace === scope.workspace || h.tenant !== scope.tenant);
+    if (taken) throw new CustodyError('email_domain_conflict', `${domain} is already registered`);
     let dns_records: DnsRecord[];
     try {
       dns_records = await p.register(domain);
     } catch (err) {
-      if (err instanceof ProviderError && err.kind === 'invalid') throw new ApiError(422, 'email_domain_invalid', `the provider rejected ${domain}: ${err.message}`);
-      throw new ApiError(502, 'email_domain_provider_error', 'the email provider failed; try again');
+      if (err instanceof ProviderError && err.code === 'email_domain_invalid') throw new CustodyError('email_domain_invalid', `the provider rejected ${domain}: ${err.message}`);
+      throw new CustodyError('email_domain_provider_error', 'the email provider failed; try again');
     }
     const now = new Date(this.clock()).toISOString();
     const d: DomainRecord = { id: newId('edm', this.clock()), tenant: scope.tenant, workspace: scope.workspace, domain, status: 'not_started', region: p.region, dns_records, verified_at: null, last_synced_at: null, created_at: now };
     await this.store.batch([
-      { type: 'put', collection: 'email_domains', id: d.id, value: d, index: [`${scope.tenant}\x00${d.id}`] },
-      { type: 'put', collection: 'email_domain_names', id: domain, value: { id: d.id } },
+      { type: 'put', collection: 'email_domains', id: d.id, value: d, index: [`${scope.workspace}\x00${d.id}`] },
+      { type: 'put', collection: 'email_domain_names', id: `${domain}\x00${scope.workspace}`, value: { id: d.id, tenant: scope.tenant, workspace: scope.workspace } satisfies NameEntry },
       this.audit.op(scope, actor, 'branding.email_domain.create', d.id, null, { domain, status: d.status }),
     ]);
     return d;
@@ -83,12 +114,12 @@ export class EmailDomains {
     try {
       status = await p.verify(before.domain, before.dns_records);
     } catch {
-      throw new ApiError(502, 'email_domain_provider_error', 'the email provider failed; try again');
+      throw new CustodyError('email_domain_provider_error', 'the email provider failed; try again');
     }
     const now = new Date(this.clock()).toISOString();
     const after: DomainRecord = { ...before, status, last_synced_at: now, verified_at: status === 'verified' ? (before.verified_at ?? now) : before.verified_at };
     await this.store.batch([
-      { type: 'put', collection: 'email_domains', id, value: after, index: [`${scope.tenant}\x00${id}`] },
+      { type: 'put', collection: 'email_domains', id, value: after, index: [`${scope.workspace}\x00${id}`] },
       this.audit.op(scope, actor, 'branding.email_domain.verify', id, { status: before.status }, { status }),
     ]);
     return after;
@@ -96,17 +127,25 @@ export class EmailDomains {
 
   async remove(scope: Scope, actor: Actor, id: string): Promise<void> {
     const d = await this.get(scope, id);
+    await this.lock(d.domain, () => this.removeLocked(scope, actor, d));
+  }
+
+  private async removeLocked(scope: Scope, actor: Actor, d: DomainRecord): Promise<void> {
+    const id = d.id;
+    if (!(await this.store.get<DomainRecord>('email_domains', id))) throw new CustodyError('email_domain_not_found', `no email domain ${id}`);
     // The provider forgets it first: a failure leaves both sides as they were, and the call can be retried.
-    if (this.provider?.remove) {
+    // Not while the tenant's other environment still holds the name: the provider's identity is shared.
+    const shared = (await this.holders(d.domain)).some((h) => h.workspace !== scope.workspace);
+    if (this.provider?.remove && !shared) {
       try {
         await this.provider.remove(d.domain);
       } catch {
-        throw new ApiError(502, 'email_domain_provider_error', 'the email provider failed; try again');
+        throw new CustodyError('email_domain_provider_error', 'the email provider failed; try again');
       }
     }
     await this.store.batch([
-      { type: 'del', collection: 'email_domains', id, index: [`${scope.tenant}\x00${id}`] },
-      { type: 'del', collection: 'email_domain_names', id: d.domain },
+      { type: 'del', collection: 'email_domains', id, index: [`${scope.workspace}\x00${id}`] },
+      { type: 'del', collection: 'email_domain_names', id: `${d.domain}\x00${scope.workspace}` },
       this.audit.op(scope, actor, 'branding.email_domain.delete', id, { domain: d.domain, status: d.status }, null),
     ]);
   }

@@ -1,27 +1,11 @@
 // Vault policies and spend limits (docs/policies.md): a per-transaction cap, amounts per rolling time
 // window, recipient allow and deny lists, and an asset allow list. A policy is fixed when the vault is
 // created; every check here is pure over the policy, the transaction and the spends already in the window.
-import { Type, type Static } from '@sinclair/typebox';
-import { ApiError } from '../errors.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
+import type { Policy } from '../../core/api-schemas/policy.ts';
 
-/** `<chain>:native` or `<chain>:<token contract 0x address, lower case>`. */
-const ASSET = '^[a-z0-9-]{1,40}:(native|0x[0-9a-f]{40})$';
-const AMOUNT = '^(0|[1-9][0-9]{0,77})$';
-// Keys that are not assets are refused: such a cap would be stored and never apply.
-const Caps = Type.Record(Type.String({ pattern: ASSET }), Type.String({ pattern: AMOUNT }), { maxProperties: 100, additionalProperties: false });
-
-export const PolicySchema = Type.Object({
-  per_transaction_cap: Type.Optional(Caps),
-  rolling_window: Type.Optional(Type.Object({
-    seconds: Type.Integer({ minimum: 60, maximum: 31_536_000 }),
-    caps: Caps,
-  }, { additionalProperties: false })),
-  recipient_allowlist: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 90 }), { maxItems: 1000, uniqueItems: true })),
-  recipient_denylist: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 90 }), { maxItems: 1000, uniqueItems: true })),
-  asset_allowlist: Type.Optional(Type.Array(Type.String({ pattern: ASSET }), { maxItems: 100, uniqueItems: true })),
-}, { additionalProperties: false, description: 'docs/policies.md' });
-
-export type Policy = Static<typeof PolicySchema>;
+// The policy shape (its TypeBox schema) is shared with the SDK: core/api-schemas/policy.ts.
+export type { Policy };
 
 /** One movement of value a transaction makes: to whom, which asset, how much (base units). */
 export interface Transfer {
@@ -41,7 +25,7 @@ export interface WindowSpend {
 /** EVM addresses compare case-insensitively; Bitcoin addresses are compared as given (bech32 is lower case). */
 export const normalizeRecipient = (r: string) => (/^0x[0-9a-fA-F]{40}$/.test(r) ? r.toLowerCase() : r);
 
-const forbidden = (message: string) => new ApiError(403, 'forbidden', message);
+const forbidden = (message: string) => new CustodyError('forbidden', message);
 
 /**
  * Throws 403 `cap_exceeded` or 403 `forbidden` naming the reason when the transfers break the policy.
@@ -61,7 +45,7 @@ export function checkPolicy(policy: Policy | null, transfers: Transfer[], window
   for (const t of transfers) totals.set(t.asset, (totals.get(t.asset) ?? 0n) + t.amount);
   for (const [asset, amount] of totals) {
     const cap = policy.per_transaction_cap?.[asset];
-    if (cap !== undefined && amount > BigInt(cap)) throw new ApiError(403, 'cap_exceeded', `amount ${amount} of ${asset} is over the per-transaction cap of ${cap}`);
+    if (cap !== undefined && amount > BigInt(cap)) throw new CustodyError('cap_exceeded', `amount ${amount} of ${asset} is over the per-transaction cap of ${cap}`);
   }
   const w = policy.rolling_window;
   if (!w) return;

@@ -11,7 +11,7 @@ import type { CustodyApiError, CustodyClient, Tier, TransactionState, Vault } fr
 import { loadCliConfig } from './config.ts';
 import { ConfigError } from '../../common/config.ts';
 import { TIER_NAMES } from '../../core/tiers.ts';
-import type { Policy } from '../policy/policy.ts';
+import type { Policy } from '../../core/api-schemas/policy.ts';
 
 const USAGE = `usage: npm run cli -- <command>
   keygen --out <file>                                   new Ed25519 key pair; the secret (hex) goes to <file>

@@ -3,22 +3,24 @@
 // waits for a vault or transaction state.
 import type { Static } from '@sinclair/typebox';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import type { Vault as VaultSchema, Wallet as WalletSchema } from '../routes/v1/vaults.ts';
-import type { Transaction as TransactionSchema } from '../routes/v1/transactions.ts';
-import type { ApiKey as ApiKeySchema } from '../routes/v1/api-keys.ts';
-import type { Committee as CommitteeSchema } from '../routes/v1/committees.ts';
-import type { Policy } from '../policy/policy.ts';
+import type { CreateVaultBody, ReshareVaultBody, Vault as VaultSchema, Wallet as WalletSchema } from '../../core/api-schemas/vaults.ts';
+import type { SubmitBody, Transaction as TransactionSchema, Utxo } from '../../core/api-schemas/transactions.ts';
+import type { ApiKey as ApiKeySchema, RegisterApiKeyBody } from '../../core/api-schemas/api-keys.ts';
+import type { Committee as CommitteeSchema } from '../../core/api-schemas/committees.ts';
+import type { TierName } from '../../core/tiers.ts';
 import { encodeIntent, signIntent, type BtcOutpoint, type BtcOutput } from '../../core/intents/intent.ts';
 import { evmIntentFromFields } from '../../core/intents/evm-fields.ts';
 import { evmNetwork } from '../../core/chains/evm/evm-networks.ts';
 import { BITCOIN_NETWORKS } from '../../core/chains/bitcoin/bitcoin-networks.ts';
 import { signedHeaders } from './request-signer.ts';
+import { kindOfHttpStatus } from '../../core/errors/http-status.ts';
+import type { ErrorKind } from '../../core/errors/error-kinds.ts';
 
 export type Vault = Static<typeof VaultSchema>;
 export type Wallet = Static<typeof WalletSchema>;
 export type Transaction = Static<typeof TransactionSchema>;
 export type ApiKey = Static<typeof ApiKeySchema>;
-export type Tier = Vault['tier'];
+export type Tier = TierName;
 export type CommitteeProposal = Static<typeof CommitteeSchema>;
 
 /** A node's public identity, as `npm run node-identity` prints it on that node. */
@@ -47,11 +49,18 @@ export interface CustodyClientOptions {
   fetch?: typeof fetch;
 }
 
-/** An error answer of the API: its HTTP status and stable code. */
+/**
+ * An error answer of the API: its HTTP status and stable code. The code is the server's string (a newer
+ * server may send one this SDK does not know); `kind` is read from the status through the API's table
+ * (core/errors/http-status.ts), undefined where the status does not name one kind (502: aborted or
+ * transport) or is not the table's.
+ */
 export class CustodyApiError extends Error {
+  readonly kind: ErrorKind | undefined;
   constructor(readonly status: number, readonly code: string, message: string) {
     super(message);
     this.name = 'CustodyApiError';
+    this.kind = kindOfHttpStatus(status);
   }
 }
 
@@ -84,14 +93,8 @@ export interface SendEvmParameters {
   endUserToken?: string;
 }
 
-/** An unspent output of a Bitcoin wallet, as GET /v1/wallets/{id}/utxos lists it. */
-export interface WalletUtxo {
-  txid: string;
-  vout: number;
-  /** Satoshis, base-10. */
-  amount: string;
-  confirmed: boolean;
-}
+/** An unspent output of a Bitcoin wallet, as GET /v1/wallets/{id}/utxos lists it (amount: satoshis, base-10). */
+export type WalletUtxo = Static<typeof Utxo>;
 
 /** How long an intent stays signable when the caller gives no not_after (the nodes allow a day at most). */
 export const DEFAULT_INTENT_LIFETIME_SECONDS = 3600n;
@@ -146,7 +149,7 @@ export class CustodyClient {
   }
 
   // API keys.
-  registerApiKey(body: { public_key: string; label?: string }): Promise<ApiKey> {
+  registerApiKey(body: Static<typeof RegisterApiKeyBody>): Promise<ApiKey> {
     return this.request('POST', '/v1/api-keys', body);
   }
 
@@ -189,7 +192,7 @@ export class CustodyClient {
   }
 
   /** Creates a vault, binding the committee it was shown (bindCommittee) in the signed body. */
-  async createVault(body: { tier: Tier; name?: string; policy?: Policy; end_user_subject?: string } & CommitteeBinding): Promise<Vault> {
+  async createVault(body: Static<typeof CreateVaultBody>): Promise<Vault> {
     return this.request('POST', '/v1/vaults', { ...body, ...(await this.bindCommittee(body.tier, body)) });
   }
 
@@ -201,7 +204,7 @@ export class CustodyClient {
    * Reshares a vault. A move to self or customer_tee binds the committee shown and the customer's node
    * in the signed body, which is what lets the nodes seat that node.
    */
-  async reshareVault(vaultId: string, body: { target_tier?: Tier } & CommitteeBinding = {}): Promise<{ id: string; status: 'accepted' }> {
+  async reshareVault(vaultId: string, body: Static<typeof ReshareVaultBody> = {}): Promise<{ id: string; status: 'accepted' }> {
     const bound = body.target_tier && body.target_tier !== 'hosted' ? await this.bindCommittee(body.target_tier, body) : {};
     return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/reshare`, { ...body, ...bound });
   }
@@ -249,10 +252,7 @@ export class CustodyClient {
   }
 
   // Transactions.
-  submitTransaction(body: {
-    wallet_id: string; intent?: string; to?: string; amount?: string; asset?: string; max_fee?: string; not_after?: number;
-    idempotency_key: string; intent_signature: string; end_user_token?: string;
-  }): Promise<Transaction> {
+  submitTransaction(body: Static<typeof SubmitBody>): Promise<Transaction> {
     return this.request('POST', '/v1/transactions', body);
   }
 

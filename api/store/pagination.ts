@@ -4,14 +4,16 @@
 // strictly after that id and concurrent inserts neither repeat nor hide an item that existed before.
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { Type, type TSchema } from '@sinclair/typebox';
-import { ApiError } from '../errors.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
+import { QueryInteger } from '../../core/api-schemas/query.ts';
 
 export const DEFAULT_LIMIT = 25;
 export const MAX_LIMIT = 100;
 
 export const PageQuery = {
   cursor: Type.Optional(Type.String({ maxLength: 1024 })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT })),
+  // The one querystring number of the platform API: read from decimal text, because the schema says so.
+  limit: Type.Optional(QueryInteger({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT })),
 };
 
 export function Page<T extends TSchema>(item: T) {
@@ -44,7 +46,7 @@ export class CursorCodec {
   /** The id to resume after, or undefined for the first page. Refuses forged cursors and changed filters. */
   decode(cursor: string | undefined, list: string, scope: string, filters: Record<string, unknown>): string | undefined {
     if (cursor === undefined || cursor === '' || cursor === 'null') return undefined;
-    const bad = () => new ApiError(400, 'invalid_cursor', 'cursor is not valid for this list; start again without a cursor');
+    const bad = () => new CustodyError('invalid_cursor', 'cursor is not valid for this list; start again without a cursor');
     const [payload, sig, extra] = cursor.split('.');
     if (!payload || !sig || extra !== undefined) throw bad();
     const given = Buffer.from(sig, 'base64url');
@@ -57,7 +59,7 @@ export class CursorCodec {
       throw bad();
     }
     if (p.l !== list || p.s !== scope || typeof p.a !== 'string') throw bad();
-    if (p.f !== filterHash(filters)) throw new ApiError(400, 'cursor_filter_mismatch', 'the filters changed since this cursor was issued; keep filters identical across pages or start again');
+    if (p.f !== filterHash(filters)) throw new CustodyError('cursor_filter_mismatch', 'the filters changed since this cursor was issued; keep filters identical across pages or start again');
     return p.a;
   }
 }

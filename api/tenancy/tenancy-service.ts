@@ -7,8 +7,10 @@ import { hexToBytes } from '@noble/hashes/utils.js';
 import type { RecordStore } from '../store/record-store.ts';
 import { newId } from '../store/ids.ts';
 import { isRole, type Role } from './permissions.ts';
-import { verifyTotp } from './totp.ts';
-import { ApiError } from '../errors.ts';
+import { matchTotp } from './totp.ts';
+import { KeyedMutex } from '../../common/keyed-mutex.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
+import { isValidEd25519PublicKeyHex } from '../../common/ed25519.ts';
 
 export type Environment = 'sandbox' | 'production';
 
@@ -41,6 +43,15 @@ export interface Principal {
 
 const sha256hex = (s: string) => createHash('sha256').update(s).digest('hex');
 
+/** The last TOTP time step accepted for a key's factor (collection `totp_last_step`, id = key id). */
+interface TotpLastStep { key: string; step: number; accepted_at: string }
+interface TotpFailures { key: string; since: number; count: number }
+const TOTP_MAX_FAILURES = 5;
+const TOTP_FAILURE_WINDOW_S = 300;
+
+/** Every TenancyService over one store shares these locks: a factor's last step changes under them only. */
+const totpLocks = new WeakMap<RecordStore, KeyedMutex>();
+
 export class TenancyService {
   constructor(private readonly store: RecordStore, private readonly clock: () => number = Date.now) {}
 
@@ -49,7 +60,7 @@ export class TenancyService {
   }
 
   async createTenant(name: string): Promise<{ tenant: TenantRecord; sandbox: WorkspaceRecord; production: WorkspaceRecord }> {
-    if (!name || name.length > 120) throw new ApiError(422, 'validation_failed', 'tenant name must be 1 to 120 characters');
+    if (!name || name.length > 120) throw new CustodyError('validation_failed', 'tenant name must be 1 to 120 characters');
     const tenant: TenantRecord = { id: newId('ten'), name, created_at: this.iso() };
     const ws = (environment: Environment): WorkspaceRecord => ({ id: newId('wks'), tenant: tenant.id, environment, name: environment, created_at: tenant.created_at });
     const sandbox = ws('sandbox');
@@ -68,10 +79,11 @@ export class TenancyService {
 
   async createKey(workspaceId: string, role: string, opts: { label?: string; signingPublicKey?: string; mfa?: boolean } = {}): Promise<{ key: BearerKeyRecord; token: string; totpSecret?: string }> {
     const ws = await this.workspace(workspaceId);
-    if (!ws) throw new ApiError(404, 'not_found', `no workspace ${workspaceId}`);
-    if (!isRole(role)) throw new ApiError(422, 'validation_failed', `unknown role ${role}`);
-    if (opts.signingPublicKey !== undefined && !/^[0-9a-f]{64}$/.test(opts.signingPublicKey)) throw new ApiError(422, 'validation_failed', 'signing public key must be 64 lowercase hex digits');
-    if (ws.environment === 'production' && !opts.signingPublicKey) throw new ApiError(422, 'validation_failed', 'a production key needs an Ed25519 signing public key');
+    if (!ws) throw new CustodyError('not_found', `no workspace ${workspaceId}`);
+    if (!isRole(role)) throw new CustodyError('validation_failed', `unknown role ${role}`);
+    if (opts.signingPublicKey !== undefined && !/^[0-9a-f]{64}$/.test(opts.signingPublicKey)) throw new CustodyError('validation_failed', 'signing public key must be 64 lowercase hex digits');
+    if (opts.signingPublicKey !== undefined && !isValidEd25519PublicKeyHex(opts.signingPublicKey)) throw new CustodyError('validation_failed', 'signing public key is not a valid Ed25519 public key (off the curve, of small order, or not canonically encoded)');
+    if (ws.environment === 'production' && !opts.signingPublicKey) throw new CustodyError('validation_failed', 'a production key needs an Ed25519 signing public key');
     const id = newId('key');
     const token = `svc_${ws.environment === 'production' ? 'live' : 'test'}_${id}_${randomBytes(32).toString('base64url')}`;
     const totpSecret = opts.mfa ? randomBytes(20).toString('hex') : undefined;
@@ -98,9 +110,35 @@ export class TenancyService {
     };
   }
 
+  /**
+   * Accepts a TOTP code of the key's factor at most once: the step it belongs to (current, or one either
+   * side) must be after the last step accepted for this key, which is then stored. The read, the check
+   * and the write run under one lock per key, so of two concurrent calls with one code only one passes.
+   */
   async checkTotp(keyId: string, code: string, nowSeconds: number): Promise<boolean> {
-    const key = await this.store.get<BearerKeyRecord>('bearer_keys', keyId);
-    if (!key?.totp_secret) return false;
-    return verifyTotp(hexToBytes(key.totp_secret), code, nowSeconds);
+    let locks = totpLocks.get(this.store);
+    if (!locks) totpLocks.set(this.store, (locks = new KeyedMutex()));
+    return locks.run(keyId, async () => {
+      const key = await this.store.get<BearerKeyRecord>('bearer_keys', keyId);
+      if (!key?.totp_secret || key.revoked) return false;
+      // Six digits fall to guessing without a bound: after TOTP_MAX_FAILURES wrong codes in one window
+      // the key is refused every code, right or wrong, until the window ends.
+      const failures = await this.store.get<TotpFailures>('totp_failures', keyId);
+      const current = failures && nowSeconds - failures.since < TOTP_FAILURE_WINDOW_S ? failures : undefined;
+      if (current && current.count >= TOTP_MAX_FAILURES) {
+        throw new CustodyError('rate_limited', `too many wrong verification codes for this key; try again in ${TOTP_FAILURE_WINDOW_S - (nowSeconds - current.since)} s`);
+      }
+      const last = await this.store.get<TotpLastStep>('totp_last_step', keyId);
+      const step = matchTotp(hexToBytes(key.totp_secret), code, nowSeconds, last?.step ?? -1);
+      if (step === undefined) {
+        await this.store.put('totp_failures', keyId, { key: keyId, since: current?.since ?? nowSeconds, count: (current?.count ?? 0) + 1 } satisfies TotpFailures);
+        return false;
+      }
+      await this.store.batch([
+        { type: 'put', collection: 'totp_last_step', id: keyId, value: { key: keyId, step, accepted_at: this.iso() } satisfies TotpLastStep },
+        { type: 'del', collection: 'totp_failures', id: keyId },
+      ]);
+      return true;
+    });
   }
 }

@@ -8,7 +8,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { toHex as viemHex } from 'viem';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
-import { ApiError } from '../errors.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 import { IntentFormatError } from '../../core/intents/canonical.ts';
 import { decodeIntent, encodeIntent, intentExpiryProblem, MAX_INTENT_LIFETIME_SECONDS, verifyIntentSignature, type Intent } from '../../core/intents/intent.ts';
 import { evmIntentFromFields } from '../../core/intents/evm-fields.ts';
@@ -49,8 +49,8 @@ export interface TransactionServiceOptions {
   now?: () => Date;
 }
 
-const bad = (message: string) => new ApiError(400, 'invalid_request', message);
-const forbidden = (message: string) => new ApiError(403, 'forbidden', message);
+const bad = (message: string) => new CustodyError('invalid_request', message);
+const forbidden = (message: string) => new CustodyError('forbidden', message);
 
 /** Vault states in which transactions are accepted: a reshare in flight or needing attention still signs with the old epoch. */
 const SIGNING_STATES: readonly VaultRecord['state'][] = ['active', 'resharing', 'reshare_pending'];
@@ -77,7 +77,7 @@ export class TransactionService {
 
   async get(org: string, id: string): Promise<TransactionRecord> {
     const t = await this.o.vaults.store.get<TransactionRecord>('transactions', id);
-    if (!t || t.org !== org) throw new ApiError(404, 'not_found', 'no such transaction');
+    if (!t || t.org !== org) throw new CustodyError('not_found', 'no such transaction');
     return t;
   }
 
@@ -89,7 +89,7 @@ export class TransactionService {
     if (prior) return this.replay(prior, hash);
 
     const wallet = await store.get<WalletRecord>('wallets', body.wallet_id);
-    if (!wallet || wallet.org !== org) throw new ApiError(404, 'not_found', 'no such wallet');
+    if (!wallet || wallet.org !== org) throw new CustodyError('not_found', 'no such wallet');
     const vault = await this.o.vaults.vault(org, wallet.vault_id);
     const { intent, bytes } = this.intentOf(org, wallet, body);
     this.checkBinding(org, wallet, intent, body.idempotency_key);
@@ -98,7 +98,7 @@ export class TransactionService {
     const expiry = intentExpiryProblem(intent.notAfter, BigInt(Math.floor(nowMs / 1000)));
     if (expiry === 'intent_expiry_required') throw bad('the intent needs a not_after (Unix seconds); nodes sign only intents that expire');
     if (expiry === 'intent_expiry_too_far') throw bad(`the intent's not_after is more than ${MAX_INTENT_LIFETIME_SECONDS / 3600n} hours ahead`);
-    if (!this.o.hasBackend(wallet.chain)) throw new ApiError(409, 'conflict', `chain ${wallet.chain} has no backend configured on this service`);
+    if (!this.o.hasBackend(wallet.chain)) throw new CustodyError('conflict', `chain ${wallet.chain} has no backend configured on this service`);
     const apiKeyId = await this.verifySignature(org, callerKeyId, bytes, body.intent_signature);
     if (expiry === 'intent_expired') throw forbidden('the intent has expired (not_after)');
     if (vault.tier === 'hosted' && vault.end_user_auth) await this.checkEndUser(org, vault, body.end_user_token, bytes, nowMs);
@@ -110,7 +110,7 @@ export class TransactionService {
       const again = await this.byIdempotencyKey(org, body.idempotency_key);
       if (again) return this.replay(again, hash);
       const current = await this.o.vaults.vault(org, vault.id);
-      if (!SIGNING_STATES.includes(current.state)) throw new ApiError(409, 'conflict', `the vault is ${current.state}; it signs nothing now`);
+      if (!SIGNING_STATES.includes(current.state)) throw new CustodyError('conflict', `the vault is ${current.state}; it signs nothing now`);
       checkPolicy(current.policy as Policy | null, transfers, await this.windowSpends(current, nowMs), nowMs);
       const t = this.now().toISOString();
       const tx: TransactionRecord = {
@@ -142,7 +142,7 @@ export class TransactionService {
   }
 
   private replay(prior: TransactionRecord, hash: string): { tx: TransactionRecord; created: boolean } {
-    if (prior.request_hash !== hash) throw new ApiError(409, 'conflict', 'this idempotency_key was used for another transaction');
+    if (prior.request_hash !== hash) throw new CustodyError('conflict', 'this idempotency_key was used for another transaction');
     return { tx: prior, created: false };
   }
 
@@ -201,12 +201,12 @@ export class TransactionService {
   /** Unspent outputs of a Bitcoin wallet, without those its own transactions spend or hold. */
   async walletUtxos(org: string, walletId: string): Promise<{ txid: string; vout: number; amount: string; confirmed: boolean }[]> {
     const wallet = await this.o.vaults.store.get<WalletRecord>('wallets', walletId);
-    if (!wallet || wallet.org !== org) throw new ApiError(404, 'not_found', 'no such wallet');
+    if (!wallet || wallet.org !== org) throw new CustodyError('not_found', 'no such wallet');
     if (!BITCOIN_NETWORKS.some((n) => n.chain === wallet.chain)) throw bad(`${wallet.chain} is not a Bitcoin chain`);
-    if (!this.o.hasBackend(wallet.chain) || !this.o.utxos) throw new ApiError(409, 'conflict', `chain ${wallet.chain} has no backend configured on this service`);
+    if (!this.o.hasBackend(wallet.chain) || !this.o.utxos) throw new CustodyError('conflict', `chain ${wallet.chain} has no backend configured on this service`);
     const busy = (await this.o.busyOutputs?.(wallet)) ?? new Set<string>();
     const utxos = await this.o.utxos(wallet.chain, wallet.address).catch((err: unknown) => {
-      throw new ApiError(409, 'conflict', `the ${wallet.chain} backend did not answer: ${(err as Error).message}`.slice(0, 300));
+      throw new CustodyError('conflict', `the ${wallet.chain} backend did not answer: ${(err as Error).message}`.slice(0, 300));
     });
     return utxos.filter((u) => !busy.has(`${u.txid}:${u.vout}`)).map((u) => ({ txid: u.txid, vout: u.vout, amount: String(u.value), confirmed: u.status.confirmed }));
   }

@@ -29,6 +29,13 @@ export async function setupPlatform(t: Test, opts: Parameters<typeof createPlatf
   return { dir, store, platform, app, tenant, sandbox, production, owner, viewer, call };
 }
 
+/**
+ * The webhook allow-list a test that delivers to `receiver` must pass explicitly
+ * (`webhookAllowedDestinations`): the receivers listen on plain http on loopback, which the default
+ * policy (https to public addresses only) refuses.
+ */
+export const LOOPBACK_RECEIVERS: readonly string[] = ['127.0.0.1'];
+
 export interface Received { headers: IncomingHttpHeaders; body: string }
 
 /** A real HTTP receiver on loopback; `answer` picks the status for each request (or 'hang'). */

@@ -7,21 +7,23 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import type { BtcTransferIntent } from '../../../core/intents/intent.ts';
 import { encodeBlob } from '../../../core/codec/blob.ts';
+import { CustodyError } from '../../../core/errors/custody-error.ts';
 import type { Utxo } from './esplora-client.ts';
 import { BITCOIN_NETWORK_PARAMS } from '../../../core/chains/bitcoin/network-params.ts';
+import { bitcoinSighashes, spendKind, type SpentOutput } from '../../../core/chains/bitcoin/sighash.ts';
 
 bitcoin.initEccLib(ecc);
 
-export class SpendError extends Error {
-  constructor(readonly code: 'insufficient_funds' | 'fee_ceiling' | 'bad_intent' | 'input_amounts_required' | 'wrong_input_amounts', message: string) {
-    super(message);
+export class SpendError extends CustodyError {
+  constructor(override readonly code: 'insufficient_funds' | 'fee_ceiling' | 'bad_intent' | 'input_amounts_required' | 'wrong_input_amounts', message: string) {
+    super(code, message);
     this.name = 'SpendError';
   }
 }
 
 export interface UnsignedSpend {
   tx: bitcoin.Transaction;
-  prevouts: { script: Uint8Array; value: bigint }[];
+  prevouts: SpentOutput[];
   digests: Uint8Array[];
   fee: bigint;
   /** Versioned template the nodes check against the intent (docs/sessions.md). */
@@ -48,7 +50,7 @@ export interface BuildSpendOptions {
 export function buildSpend(intent: BtcTransferIntent, utxos: Utxo[], feeRate: bigint, opts: BuildSpendOptions = {}): UnsignedSpend {
   const network = BITCOIN_NETWORK_PARAMS[intent.network];
   const own = bitcoin.address.toOutputScript(intent.from, network);
-  const kind = own.length === 34 && own[0] === 0x51 ? 'p2tr' : own.length === 22 && own[0] === 0x00 ? 'p2wpkh' : undefined;
+  const kind = spendKind(own);
   if (!kind) throw new SpendError('bad_intent', 'the sending address is neither P2TR nor P2WPKH');
   // The nodes sign a P2WPKH input only for an amount the customer named (BIP-143 commits to nothing else).
   const namedAmounts = intent.inputs.length > 0 && intent.inputs.every((i) => i.amount !== undefined);
@@ -97,11 +99,8 @@ export function buildSpend(intent: BtcTransferIntent, utxos: Utxo[], feeRate: bi
   for (const o of outs) tx.addOutput(o.script, o.value);
   if (change > 0n) tx.addOutput(own, change);
   const prevouts = chosen.map((u) => ({ script: own, value: u.value }));
-  const digests = chosen.map((_, i) =>
-    kind === 'p2tr'
-      ? tx.hashForWitnessV1(i, prevouts.map((p) => p.script), prevouts.map((p) => p.value), bitcoin.Transaction.SIGHASH_DEFAULT)
-      : tx.hashForWitnessV0(i, bitcoin.payments.p2pkh({ hash: own.subarray(2), network }).output!, prevouts[i]!.value, bitcoin.Transaction.SIGHASH_ALL),
-  );
+  // BIP-341 key path or BIP-143 P2WPKH, the function every node recomputes them with.
+  const digests = bitcoinSighashes(tx, prevouts, kind);
   const template = encodeBlob('btc-template', { tx: tx.toHex(), prevouts: prevouts.map((p) => ({ script: bytesToHex(p.script), value: String(p.value) })) });
   return { tx, prevouts, digests, fee, template };
 }

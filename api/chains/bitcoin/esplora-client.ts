@@ -1,5 +1,7 @@
 // A client of the Esplora HTTP API (github.com/Blockstream/esplora/blob/master/API.md): UTXOs of an
 // address, fee estimates, broadcast and confirmation status. Any Esplora-compatible backend works.
+import { CustodyError } from '../../../core/errors/custody-error.ts';
+
 export interface Utxo {
   txid: string;
   vout: number;
@@ -12,9 +14,10 @@ export interface TxStatus {
   block_height?: number;
 }
 
-export class EsploraError extends Error {
+/** The backend answered an error status (kept in `status`: a 4xx on broadcast is a refusal). */
+export class EsploraError extends CustodyError {
   constructor(readonly status: number, message: string) {
-    super(message);
+    super('chain_backend_error', message);
     this.name = 'EsploraError';
   }
 }

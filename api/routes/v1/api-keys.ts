@@ -3,15 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
 import type { VaultService } from '../../vaults/vault-service.ts';
-
-export const ApiKey = Type.Object({
-  id: Type.String(),
-  public_key: Type.String({ description: 'hex of the 32-byte Ed25519 public key' }),
-  label: Type.Union([Type.String(), Type.Null()]),
-  created_at: Type.String({ format: 'date-time' }),
-  revoked: Type.Boolean(),
-  revoked_at: Type.Optional(Type.String({ format: 'date-time' })),
-});
+import { ApiKey, RegisterApiKeyBody } from '../../../core/api-schemas/api-keys.ts';
 
 const view = (k: { id: string; public_key: string; label: string | null; created_at: string; revoked: boolean; revoked_at?: string }) => ({
   id: k.id, public_key: k.public_key, label: k.label, created_at: k.created_at, revoked: k.revoked, ...(k.revoked_at ? { revoked_at: k.revoked_at } : {}),
@@ -20,10 +12,7 @@ const view = (k: { id: string; public_key: string; label: string | null; created
 export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> = async (app, { vaults }) => {
   app.post('/api-keys', {
     schema: {
-      body: Type.Object({
-        public_key: Type.String({ pattern: '^[0-9a-fA-F]{64}$', description: 'hex of a 32-byte Ed25519 public key' }),
-        label: Type.Optional(Type.String({ minLength: 1, maxLength: 120 })),
-      }, { additionalProperties: false }),
+      body: RegisterApiKeyBody,
       response: { 201: ApiKey, 400: ErrorBody, 401: ErrorBody, 429: ErrorBody },
     },
   }, async (req, reply) => {

@@ -3,7 +3,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { randomBytes } from 'node:crypto';
-import { ErrorBody, ApiError } from '../../errors.ts';
+import { ErrorBody } from '../../errors.ts';
+import { CustodyError } from '../../../core/errors/custody-error.ts';
 import { principalOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
 import { SURFACES } from '../../branding/branding-service.ts';
@@ -12,6 +13,7 @@ import { sniffImage } from '../../branding/sniff-image.ts';
 import { ObjectStoreError } from '../../adapters/object-store.ts';
 import { DirectoryObjectStore } from '../../adapters/directory-object-store.ts';
 import type { DomainRecord } from '../../branding/email-domains.ts';
+import { IdempotentRequests, idempotencyKeyOf } from '../../idempotency.ts';
 
 const Loose = Type.Record(Type.String(), Type.Unknown());
 const SurfaceName = Type.Union(SURFACES.map((s) => Type.Literal(s)));
@@ -27,12 +29,14 @@ export const brandingRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; pub
   };
   const actor = (req: { principal?: unknown }) => ({ type: 'api_key' as const, id: principalOf(req as never).keyId });
 
-  app.get('/branding', { schema: { response: { 200: View, ...errors } } }, async (req) => b.view(scope(req).tenant));
+  app.get('/branding', { schema: { response: { 200: View, ...errors } } }, async (req) => b.view(scope(req)));
 
+  // Idempotency-Key (platform-api.md): the same key and body replay the first answer; another body is 409.
+  const idempotent = new IdempotentRequests(platform.store, platform.clock);
   app.put('/branding', {
     config: { permission: 'branding.manage' },
-    schema: { body: Type.Record(Type.String(), Type.Unknown()), response: { 200: View, ...errors } },
-  }, async (req) => b.patch(scope(req), actor(req), req.body));
+    schema: { body: Type.Record(Type.String(), Type.Unknown()), response: { 200: View, ...errors, 409: ErrorBody } },
+  }, async (req) => idempotent.run(scope(req).workspace, 'put_branding', idempotencyKeyOf(req), req.body, () => b.patch(scope(req), actor(req), req.body)));
 
   app.delete('/branding/logo', {
     config: { permission: 'branding.manage' },
@@ -43,7 +47,7 @@ export const brandingRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; pub
     config: { public: true },
     schema: { querystring: Type.Object({ claim_token: Type.Optional(Type.String()), surface: Type.Optional(SurfaceName) }), response: { 200: Loose, 400: ErrorBody, 429: ErrorBody } },
   }, async (req) => {
-    if (!limiter.allow(req.ip)) throw new ApiError(429, 'rate_limited', 'too many requests from this address; try again in a minute');
+    if (!limiter.allow(req.ip)) throw new CustodyError('rate_limited', 'too many requests from this address; try again in a minute');
     return b.publicBundle(req.query.claim_token, req.query.surface);
   });
 };
@@ -58,7 +62,7 @@ async function fromStore<T>(f: () => Promise<T>): Promise<T> {
   try {
     return await f();
   } catch (err) {
-    if (err instanceof ObjectStoreError) throw new ApiError(502, 'object_store_error', 'the object store failed; try again');
+    if (err instanceof ObjectStoreError) throw new CustodyError('object_store_error', 'the object store failed; try again');
     throw err;
   }
 }
@@ -79,7 +83,7 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
     const object_key = `logos/${randomBytes(16).toString('hex')}`;
     const origin = publicOrigin ?? `http://${req.headers.host ?? 'localhost'}`;
     const upload_url = await objects.uploadUrl({ object_key, content_type: req.body.content_type, max_bytes: req.body.content_length, expires_at: expires }, origin);
-    await platform.store.put('upload_grants', object_key, { tenant: principalOf(req).tenant });
+    await platform.store.put('upload_grants', object_key, { tenant: principalOf(req).tenant, workspace: principalOf(req).workspace });
     return reply.code(201).send({ upload_url, object_key, expires_at: new Date(expires).toISOString() });
   });
 
@@ -90,10 +94,10 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
   }, async (req, reply) => {
     const key = `${req.params.prefix}/${req.params.name}`;
     const g = objects.checkUpload(key, req.query, platform.clock());
-    if (!g) throw new ApiError(403, 'upload_denied', 'the upload URL is invalid or expired');
-    if (req.headers['content-type'] !== g.content_type) throw new ApiError(415, 'unsupported_media_type', `this upload URL accepts ${g.content_type} only`);
+    if (!g) throw new CustodyError('upload_denied', 'the upload URL is invalid or expired');
+    if (req.headers['content-type'] !== g.content_type) throw new CustodyError('unsupported_media_type', `this upload URL accepts ${g.content_type} only`);
     const body = req.body as Buffer | undefined;
-    if (!Buffer.isBuffer(body) || body.length === 0 || body.length > g.max_bytes) throw new ApiError(413, 'payload_too_large', `the object must be 1 to ${g.max_bytes} bytes`);
+    if (!Buffer.isBuffer(body) || body.length === 0 || body.length > g.max_bytes) throw new CustodyError('payload_too_large', `the object must be 1 to ${g.max_bytes} bytes`);
     await objects.write(key, body);
     return reply.code(204).send(null);
   });
@@ -105,7 +109,7 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
     const key = `${req.params.prefix}/${req.params.name}`;
     const bytes = key.startsWith('logos/') && (await platform.store.get('branding_logos', key)) ? await fromStore(() => objects.read(key)) : undefined;
     const type = bytes ? sniffImage(bytes) : undefined;
-    if (!bytes || !type) throw new ApiError(404, 'not_found', 'no such object');
+    if (!bytes || !type) throw new CustodyError('not_found', 'no such object');
     return reply.type(type).header('x-content-type-options', 'nosniff').send(bytes);
   });
 
@@ -114,13 +118,14 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
     schema: { body: Type.Object({ object_key: Type.String({ maxLength: 200 }) }, { additionalProperties: false }), response: { 200: View, ...logoErrors } },
   }, async (req) => {
     const p = principalOf(req);
-    const grant = await platform.store.get<{ tenant: string }>('upload_grants', req.body.object_key);
-    const size = grant?.tenant === p.tenant ? await fromStore(() => objects.head(req.body.object_key)) : undefined;
-    if (size && size.size > MAX_LOGO_BYTES) throw new ApiError(422, 'validation_failed', `object_key: the uploaded object is larger than ${MAX_LOGO_BYTES} bytes`);
+    // Only the workspace that asked for the upload URL may confirm it (sandbox and production are separate).
+    const grant = await platform.store.get<{ tenant: string; workspace?: string }>('upload_grants', req.body.object_key);
+    const size = grant?.tenant === p.tenant && grant.workspace === p.workspace ? await fromStore(() => objects.head(req.body.object_key)) : undefined;
+    if (size && size.size > MAX_LOGO_BYTES) throw new CustodyError('validation_failed', `object_key: the uploaded object is larger than ${MAX_LOGO_BYTES} bytes`);
     const bytes = size ? await fromStore(() => objects.read(req.body.object_key)) : undefined;
-    if (!bytes) throw new ApiError(422, 'validation_failed', 'object_key: no uploaded object with this key');
-    if (!sniffImage(bytes)) throw new ApiError(422, 'validation_failed', 'object_key: the uploaded object is not a PNG, JPEG, WebP or GIF image');
-    await platform.store.put('branding_logos', req.body.object_key, { tenant: p.tenant });
+    if (!bytes) throw new CustodyError('validation_failed', 'object_key: no uploaded object with this key');
+    if (!sniffImage(bytes)) throw new CustodyError('validation_failed', 'object_key: the uploaded object is not a PNG, JPEG, WebP or GIF image');
+    await platform.store.put('branding_logos', req.body.object_key, { tenant: p.tenant, workspace: p.workspace });
     return platform.branding.setLogo({ tenant: p.tenant, workspace: p.workspace }, { type: 'api_key', id: p.keyId }, req.body.object_key, `/v1/objects/${req.body.object_key}`);
   });
 };

@@ -3,7 +3,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { JWK } from 'jose';
-import { ApiError, ErrorBody } from '../../errors.ts';
+import { ErrorBody } from '../../errors.ts';
+import { CustodyError } from '../../../core/errors/custody-error.ts';
 import type { VaultService } from '../../vaults/vault-service.ts';
 import { validateJwks } from '../../../core/auth/end-user-token.ts';
 
@@ -18,7 +19,7 @@ export const endUserAuthRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService
     },
   }, async (req) => {
     const problem = await validateJwks(req.body.jwks);
-    if (problem) throw new ApiError(400, 'invalid_request', problem);
+    if (problem) throw new CustodyError('invalid_request', problem);
     await vaults.setEndUserAuth(req.caller!.org, { jwks: { keys: req.body.jwks.keys as JWK[] }, audience: req.body.audience }, req.caller!.entry());
     return { status: 'registered' as const, audience: req.body.audience, key_count: req.body.jwks.keys.length };
   });

@@ -5,31 +5,7 @@ import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
 import type { TransactionService } from '../../transactions/transaction-service.ts';
 import type { TransactionRecord } from '../../transactions/records.ts';
-
-const AMOUNT = '^(0|[1-9][0-9]{0,77})$';
-const EVM_ADDRESS = '^0x[0-9a-fA-F]{40}$';
-
-export const Transaction = Type.Object({
-  id: Type.String(),
-  wallet_id: Type.String(),
-  vault_id: Type.String(),
-  chain: Type.String(),
-  state: Type.Union([
-    Type.Literal('created'), Type.Literal('checks'), Type.Literal('signed'), Type.Literal('broadcast'), Type.Literal('confirmed'), Type.Literal('final'),
-    Type.Literal('failed'), Type.Literal('rejected'),
-  ]),
-  idempotency_key: Type.String(),
-  intent_sha256: Type.String({ description: 'SHA-256 of the canonical intent bytes, hex' }),
-  transfers: Type.Array(Type.Object({ recipient: Type.String(), asset: Type.String(), amount: Type.String() })),
-  tx_hash: Type.Union([Type.String({ description: 'EVM 0x hash or Bitcoin txid, once signed' }), Type.Null()]),
-  reason: Type.Union([Type.String({ description: 'set when failed or rejected: `<code>: <message>`' }), Type.Null()]),
-  fee: Type.Union([Type.String({ description: 'base units: EVM the ceiling gas x max fee per gas, Bitcoin the exact fee' }), Type.Null()]),
-  nonce: Type.Optional(Type.Integer()),
-  block_number: Type.Optional(Type.Integer()),
-  confirmations: Type.Optional(Type.Integer()),
-  created_at: Type.String({ format: 'date-time' }),
-  updated_at: Type.String({ format: 'date-time' }),
-});
+import { SubmitBody, Transaction, Utxo } from '../../../core/api-schemas/transactions.ts';
 
 export const transactionView = (t: TransactionRecord) => ({
   id: t.id, wallet_id: t.wallet_id, vault_id: t.vault_id, chain: t.chain, state: t.state, idempotency_key: t.idempotency_key, intent_sha256: t.intent_sha256,
@@ -37,26 +13,6 @@ export const transactionView = (t: TransactionRecord) => ({
   ...(t.nonce !== undefined ? { nonce: t.nonce } : {}), ...(t.block_number !== undefined ? { block_number: t.block_number } : {}),
   ...(t.confirmations !== undefined ? { confirmations: t.confirmations } : {}), created_at: t.created_at, updated_at: t.updated_at,
 });
-
-export const Utxo = Type.Object({
-  txid: Type.String({ description: 'display order, hex' }),
-  vout: Type.Integer(),
-  amount: Type.String({ description: 'satoshis, base-10 integer' }),
-  confirmed: Type.Boolean(),
-});
-
-export const SubmitBody = Type.Object({
-  wallet_id: Type.String({ minLength: 1, maxLength: 64 }),
-  intent: Type.Optional(Type.String({ pattern: '^([0-9a-fA-F]{2}){16,70000}$', description: 'hex of the exact canonical intent bytes that were signed (docs/intents.md)' })),
-  to: Type.Optional(Type.String({ pattern: EVM_ADDRESS, description: 'EVM convenience: recipient' })),
-  amount: Type.Optional(Type.String({ pattern: AMOUNT, description: 'EVM convenience: base units, base-10 integer' })),
-  asset: Type.Optional(Type.String({ pattern: `^(native|0x[0-9a-fA-F]{40})$`, description: 'EVM convenience: native (default) or a token contract' })),
-  max_fee: Type.Optional(Type.String({ pattern: AMOUNT, description: 'EVM convenience: fee ceiling in wei (default 10^16)' })),
-  not_after: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'EVM convenience: the intent\'s not_after, Unix seconds, at most 24 hours ahead; required with the convenience fields' })),
-  idempotency_key: Type.String({ pattern: '^[\\x21-\\x7e]{1,128}$' }),
-  intent_signature: Type.String({ pattern: '^[0-9a-fA-F]{128}$', description: 'Ed25519 signature over the canonical intent, hex' }),
-  end_user_token: Type.Optional(Type.String({ minLength: 1, maxLength: 16384, description: 'hosted tier: JWT naming this intent (docs/end-user-auth.md)' })),
-}, { additionalProperties: false });
 
 export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: TransactionService }> = async (app, { transactions }) => {
   app.post('/transactions', {

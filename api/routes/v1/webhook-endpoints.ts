@@ -2,14 +2,17 @@
 // (docs/platform/webhooks.md). Authentication and permissions are checked by the bearer-auth hook.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { ErrorBody, ApiError } from '../../errors.ts';
+import { ErrorBody } from '../../errors.ts';
+import { CustodyError } from '../../../core/errors/custody-error.ts';
 import { principalOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
 import { Page, PageQuery, DEFAULT_LIMIT } from '../../store/pagination.ts';
 import { EVENT_TYPES } from '../../webhooks/event-catalog.ts';
 import { MAX_URL } from '../../webhooks/webhook-endpoints.ts';
 import type { Actor } from '../../tenancy/audit-log.ts';
+import { MFA_ACTION_PATTERN } from '../../tenancy/mfa-tokens.ts';
 import type { FastifyRequest } from 'fastify';
+import { IdempotentRequests, idempotencyKeyOf } from '../../idempotency.ts';
 
 const Endpoint = Type.Object({
   id: Type.String(), url: Type.String(), events: Type.Array(Type.String()), description: Type.Union([Type.String(), Type.Null()]), enabled: Type.Boolean(),
@@ -37,15 +40,11 @@ function scopeOf(req: FastifyRequest) {
   return { tenant: p.tenant, workspace: p.workspace };
 }
 
-function idempotencyKey(req: FastifyRequest): string | undefined {
-  const k = req.headers['idempotency-key'];
-  if (k === undefined) return undefined;
-  if (typeof k !== 'string' || !/^[\x21-\x7e]{1,255}$/.test(k)) throw new ApiError(400, 'invalid_request', 'Idempotency-Key must be 1 to 255 visible ASCII characters');
-  return k;
-}
+const idempotencyKey = idempotencyKeyOf;
 
 export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platform }> = async (app, { platform }) => {
   const ep = platform.endpoints;
+  const idempotent = new IdempotentRequests(platform.store, platform.clock);
 
   app.get('/webhook-endpoints', {
     config: { permission: 'webhook.read' },
@@ -60,18 +59,12 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
     },
   }, async (req, reply) => {
     const scope = scopeOf(req);
-    const key = idempotencyKey(req);
-    const idemId = key ? `${scope.workspace}\x00create_endpoint\x00${key}` : undefined;
-    if (idemId) {
-      const prior = await platform.store.get<{ id: string; secret: string }>('idempotency', idemId);
-      if (prior) {
-        const e = await ep.get(scope, prior.id);
-        return reply.code(201).send({ ...ep.view(e, true), secret: prior.secret });
-      }
-    }
-    const { endpoint, secret } = await ep.create(scope, actorOf(req), req.body);
-    if (idemId) await platform.store.put('idempotency', idemId, { id: endpoint.id, secret });
-    return reply.code(201).send({ ...ep.view(endpoint, true), secret });
+    // The same key and body return the same endpoint and secret; the same key with another body is 409.
+    const made = await idempotent.run(scope.workspace, 'create_endpoint', idempotencyKey(req), req.body, async () => {
+      const { endpoint, secret } = await ep.create(scope, actorOf(req), req.body);
+      return { id: endpoint.id, secret };
+    }, (legacy) => legacy as { id: string; secret: string });
+    return reply.code(201).send({ ...ep.view(await ep.get(scope, made.id), true), secret: made.secret });
   });
 
   app.get('/webhook-endpoints/:id', {
@@ -97,7 +90,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
   });
 
   app.post('/webhook-endpoints/:id/rotate', {
-    config: { permission: 'webhook.rotate', mfa: true },
+    config: { permission: 'webhook.rotate', mfa: 'rotate_secret' },
     schema: {
       params: IdParam,
       body: Type.Optional(Type.Object({ overlap_sec: Type.Optional(Type.Integer({ minimum: 60, maximum: 2_592_000 })) }, { additionalProperties: false })),
@@ -132,15 +125,15 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
 
   app.post('/mfa/verifications', {
     schema: {
-      body: Type.Object({ code: Type.String({ maxLength: 16 }) }, { additionalProperties: false }),
-      response: { 201: Type.Object({ mfa_token: Type.String(), verified_at: Type.String(), expires_at: Type.String() }), ...errors },
+      body: Type.Object({ code: Type.String({ maxLength: 16 }), action: Type.String({ maxLength: 100, pattern: MFA_ACTION_PATTERN }) }, { additionalProperties: false }),
+      response: { 201: Type.Object({ mfa_token: Type.String(), action: Type.String(), verified_at: Type.String(), expires_at: Type.String() }), ...errors },
     },
   }, async (req, reply) => {
     const p = principalOf(req);
     const now = Math.floor(platform.clock() / 1000);
-    if (!(await platform.tenancy.checkTotp(p.keyId, req.body.code, now))) throw new ApiError(403, 'mfa_failed', 'the verification code is wrong, expired, or this key has no MFA factor');
-    const t = platform.mfa.issue(p.keyId, now);
-    return reply.code(201).send({ mfa_token: t.token, verified_at: t.verified_at, expires_at: t.expires_at });
+    if (!(await platform.tenancy.checkTotp(p.keyId, req.body.code, now))) throw new CustodyError('mfa_failed', 'the verification code is wrong, expired or already used, or this key has no MFA factor');
+    const t = platform.mfa.issue(p.keyId, req.body.action, now);
+    return reply.code(201).send({ mfa_token: t.token, action: t.action, verified_at: t.verified_at, expires_at: t.expires_at });
   });
 
   app.get('/public/webhook-signing-key', {

@@ -59,8 +59,9 @@ t.test('every theme rule applies to every surface: 422 validation_failed naming 
     for (const [field, value] of rejected) {
       const r = await s.call('PUT', '/v1/branding', { brand_name: 'Changed', surfaces: { [surface]: { app_title: 'Fine', [field]: value } } });
       t.equal(r.statusCode, 422, `${surface}.${field}=${JSON.stringify(value).slice(0, 30)}`);
-      t.same(r.json(), { error: r.json().error, code: 'validation_failed' });
+      t.same(r.json(), { error: r.json().error, code: 'validation_failed', fields: r.json().fields });
       t.match(r.json().error, `surfaces.${surface}.${field}`);
+      t.ok(r.json().fields.every((f: { field: string }) => f.field.startsWith(`surfaces.${surface}.${field}`)), 'the one rejected field is listed');
     }
   }
   const shapes: [unknown, string][] = [

@@ -23,7 +23,7 @@ t.test('theme validation: each rule refuses with 422 validation_failed and chang
   for (const [field, value] of rejected) {
     const r = await s.call('PUT', '/v1/branding', { brand_name: 'Fine', [field]: value });
     t.equal(r.statusCode, 422, `${field}=${JSON.stringify(value).slice(0, 30)}`);
-    t.same(r.json(), { error: r.json().error, code: 'validation_failed' });
+    t.same(r.json(), { error: r.json().error, code: 'validation_failed', fields: r.json().fields });
     t.match(r.json().error, field.split('.')[0]!);
   }
   t.same((await s.call('GET', '/v1/branding')).json(), before, 'nothing changed');

@@ -14,8 +14,9 @@ const HOUR = 3600;
 
 const send = (recipient: string, amount: bigint, asset = NATIVE): Transfer => ({ recipient, asset, amount });
 const spent = (amount: bigint, secondsAgo: number, asset = NATIVE): WindowSpend => ({ asset, amount, at: NOW - secondsAgo * 1000 });
-const forbidden = (message: RegExp) => ({ status: 403, code: 'forbidden', message });
-const capExceeded = (message: RegExp) => ({ status: 403, code: 'cap_exceeded', message });
+// The kind a policy refusal carries; the API edge answers it 403 (core/errors/http-status.ts).
+const forbidden = (message: RegExp) => ({ kind: 'refused', code: 'forbidden', message });
+const capExceeded = (message: RegExp) => ({ kind: 'refused', code: 'cap_exceeded', message });
 
 t.test('no policy, or an empty one, allows anything', async (t) => {
   t.doesNotThrow(() => checkPolicy(null, [send(MALLORY, 10n ** 30n)], [spent(10n ** 30n, 1)], NOW));

@@ -193,5 +193,5 @@ t.test('usage and settings errors answer before any request: exit 2, status null
 
 t.test('the SDK is the package\'s ./sdk subpath', async (t) => {
   const sdk = await import('threshold-custody/sdk');
-  for (const name of ['CustodyClient', 'CustodyApiError', 'WaitTimeoutError', 'signedHeaders', 'verifyWebhookHmac', 'verifyWebhookEd25519', 'EventDeduper']) t.ok(name in sdk, name);
+  for (const name of ['CustodyClient', 'CustodyApiError', 'WaitTimeoutError', 'signedHeaders', 'verifyWebhook', 'verifyWebhookHmac', 'verifyWebhookEd25519', 'EventDeduper']) t.ok(name in sdk, name);
 });

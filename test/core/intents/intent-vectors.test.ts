@@ -51,7 +51,7 @@ t.test('non-canonical or malformed bytes are refused', async (t) => {
     const err = t.throws(() => decodeIntent(f(good.slice())), what) as IntentFormatError;
     t.type(err, IntentFormatError, what);
     t.match(err.message, re, what);
-    t.equal(err.code, 'invalid_intent');
+    t.equal(err.code, 'bad_intent');
   };
   bad((b) => new Uint8Array([...b, 0]), 'trailing byte', /trailing/);
   bad((b) => b.subarray(0, b.length - 1), 'truncated', /ends inside/);

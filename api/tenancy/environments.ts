@@ -1,0 +1,60 @@
+// Sandbox and production are separate environments (docs/security.md#sandbox-and-production): every
+// record a bearer key can write belongs to one workspace, i.e. to one tenant in one environment, and is
+// read only through that workspace. Branding and sending domains were once kept per tenant, so a sandbox
+// key changed what production served; `migrateToPerEnvironment` moves those records, once, to the
+// tenant's production workspace (they were production's: it served them).
+import type { Op, RecordStore } from '../store/record-store.ts';
+import type { WorkspaceRecord } from './tenancy-service.ts';
+
+/** The production workspace of a tenant; undefined for an unknown tenant. */
+export async function productionWorkspaceOf(store: RecordStore, tenant: string): Promise<WorkspaceRecord | undefined> {
+  const all = await store.byIndex<WorkspaceRecord>('workspaces', `${tenant}\x00`, 10);
+  return all.find((w) => w.environment === 'production');
+}
+
+const MIGRATION = 'per_environment_records';
+
+interface LegacyBranding { tenant: string; workspace?: string }
+interface LegacyDomain { id: string; tenant: string; workspace: string; domain: string }
+
+/**
+ * Moves tenant-wide records to the tenant's production workspace, in one atomic batch with the marker
+ * that says it is done (so it runs once and never half):
+ * - `branding/<tenant id>` becomes `branding/<production workspace id>`;
+ * - every sending domain is re-owned by production (its index moves from tenant to workspace), whichever
+ *   key registered it: production sent mail from it, and keeps it;
+ * - the domain-name registry `email_domain_names/<domain>` becomes `<domain> NUL <workspace id>`.
+ * Logo upload grants (15 minutes) are not moved: one issued before the move must be requested again.
+ * Records of a tenant without a production workspace are left as they are (never served).
+ */
+export async function migrateToPerEnvironment(store: RecordStore, clock: () => number = Date.now): Promise<{ branding: number; email_domains: number } | undefined> {
+  if (await store.get('migrations', MIGRATION)) return undefined;
+  const production = new Map<string, string>();
+  for await (const w of store.all<WorkspaceRecord>('workspaces')) if (w.environment === 'production') production.set(w.tenant, w.id);
+  const ops: Op[] = [];
+  const moved = { branding: 0, email_domains: 0 };
+
+  for await (const r of store.all<LegacyBranding>('branding')) {
+    if (r.workspace) continue;
+    const ws = production.get(r.tenant);
+    if (!ws || (await store.get('branding', ws))) continue;
+    ops.push({ type: 'del', collection: 'branding', id: r.tenant }, { type: 'put', collection: 'branding', id: ws, value: { ...r, workspace: ws } });
+    moved.branding++;
+  }
+
+  for await (const d of store.all<LegacyDomain>('email_domains')) {
+    const ws = production.get(d.tenant);
+    if (!ws) continue;
+    ops.push(
+      { type: 'del', collection: 'email_domains', id: d.id, index: [`${d.tenant}\x00${d.id}`] },
+      { type: 'put', collection: 'email_domains', id: d.id, value: { ...d, workspace: ws }, index: [`${ws}\x00${d.id}`] },
+      { type: 'del', collection: 'email_domain_names', id: d.domain },
+      { type: 'put', collection: 'email_domain_names', id: `${d.domain}\x00${ws}`, value: { id: d.id, tenant: d.tenant, workspace: ws } },
+    );
+    moved.email_domains++;
+  }
+
+  ops.push({ type: 'put', collection: 'migrations', id: MIGRATION, value: { at: new Date(clock()).toISOString(), ...moved } });
+  await store.batch(ops);
+  return moved;
+}
