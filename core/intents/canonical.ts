@@ -1,11 +1,11 @@
 // Canonical byte encoding for intents (docs/intents.md): fixed field order, fixed-width big-endian
 // integers, length-prefixed strings and byte strings, no optional fields and no trailing bytes, so each
 // value has exactly one encoding and the bytes a customer signs are the bytes every node parses.
+import { CustodyError } from '../errors/custody-error.ts';
 
-export class IntentFormatError extends Error {
-  readonly code = 'invalid_intent';
+export class IntentFormatError extends CustodyError {
   constructor(message: string) {
-    super(message);
+    super('bad_intent', message);
     this.name = 'IntentFormatError';
   }
 }
