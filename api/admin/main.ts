@@ -16,7 +16,7 @@ import { VaultService } from '../vaults/vault-service.ts';
 import { ConfigError } from '../../common/config.ts';
 import { TenancyService } from '../tenancy/tenancy-service.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
-import { signRoster, RosterError, type RosterNode } from '../../core/trust/roster.ts';
+import { signRoster, type RosterNode } from '../../core/trust/roster.ts';
 
 const USAGE = 'usage: npm run admin -- org create --name <name> --public-key <hex> [--label <label>]\n'
   + '       npm run admin -- vault freeze|unfreeze --id <vault id>\n'
@@ -97,13 +97,8 @@ async function rosterCommand(rest: string[]): Promise<number> {
   const keyFile = values['operator-key-file'] ?? loadApiConfig().operatorKeyFile;
   if (!keyFile) throw new CustodyError('usage', 'roster sign needs --operator-key-file (or API_OPERATOR_KEY_FILE)');
   const nodes = values.identity.map(readIdentity);
-  let roster: Uint8Array;
-  try {
-    roster = signRoster({ version: Number(values.version), created: values.created !== undefined ? Number(values.created) : Math.floor(Date.now() / 1000), nodes }, readOperatorKey(keyFile));
-  } catch (err) {
-    if (err instanceof RosterError) throw new CustodyError('bad_roster', err.message);
-    throw err;
-  }
+  // A RosterError is a CustodyError (bad_roster): it reaches the command's error output as it is.
+  const roster = signRoster({ version: Number(values.version), created: values.created !== undefined ? Number(values.created) : Math.floor(Date.now() / 1000), nodes }, readOperatorKey(keyFile));
   const hex = Buffer.from(roster).toString('hex');
   if (values.out) writeFileSync(values.out, hex + '\n');
   process.stdout.write(JSON.stringify({ roster_version: Number(values.version), nodes: nodes.map((n) => n.nodeId).sort(), ...(values.out ? { out: values.out } : { roster: hex }) }) + '\n');

@@ -40,15 +40,11 @@ export function int(v: unknown, what: string, min: number, max: number): number 
   return v;
 }
 
-/**
- * A byte string of `min` to `max` bytes (exactly `min` when `max` is left out), as a plain Uint8Array:
- * a subclass (Node's Buffer, which gRPC's bytes fields are) is viewed as one without a copy, since
- * JSON.stringify would turn it into an object through its toJSON before the blob codec sees it.
- */
+/** A byte string of `min` to `max` bytes (exactly `min` when `max` is left out). */
 export function bytes(v: unknown, what: string, min: number, max = min): Uint8Array {
   if (!(v instanceof Uint8Array)) return fail(what, 'not a byte string');
   if (v.length < min || v.length > max) fail(what, `${v.length} bytes, not ${min === max ? min : `${min} to ${max}`}`);
-  return v.constructor === Uint8Array ? v : new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+  return v;
 }
 
 /** Lowercase hex of exactly `len` bytes (the protocols' own fields, such as a key package's points). */
