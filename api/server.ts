@@ -9,7 +9,7 @@ import { buildApp } from './app.ts';
 import { connectCoordinator } from './coordinator/coordinator-client.ts';
 import { RecordStore } from './store/record-store.ts';
 import { VaultService } from './vaults/vault-service.ts';
-import { KeyJobs } from './vaults/key-jobs.ts';
+import { VaultJobs } from './vaults/vault-jobs.ts';
 import { createPlatform } from './platform.ts';
 import { join } from 'node:path';
 import { emailProviderFromConfig, objectStoreFromConfig } from './adapters/adapters-from-config.ts';
@@ -23,7 +23,7 @@ await runMain('api', async () => {
   if (!coordinator) log.warn('no coordinator configured: /readyz reports unavailable');
   const store = await RecordStore.open(config.dataDir);
   const vaults = new VaultService({ store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg } });
-  const jobs = new KeyJobs(vaults, coordinator, log);
+  const jobs = new VaultJobs(vaults, coordinator, log);
   const chains = connectChains(chainBackends(config));
   const transactions = new TransactionService({
     vaults, hasBackend: (chain) => chains.has(chain),

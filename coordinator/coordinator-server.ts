@@ -12,8 +12,8 @@ import { NodeRegistry, type AttachedNodeInfo } from './nodes/node-registry.ts';
 import { createLinkHandler } from './nodes/link-server.ts';
 import { SessionHub } from './sessions/session-hub.ts';
 import { KIND_VALUES } from '../core/link/node-kind.ts';
-import { KeyStore, type KeyRecord } from './keys/key-store.ts';
-import { KeyService } from './keys/key-service.ts';
+import { VaultStore, type VaultRecord } from './vaults/vault-store.ts';
+import { VaultService } from './vaults/vault-service.ts';
 import { CustodyError } from '../core/errors/custody-error.ts';
 import { toRpcError } from '../core/rpc/rpc-error.ts';
 import { Scheme, type Tier } from '../proto/gen/mpc/v1/coordinator_pb.ts';
@@ -25,7 +25,7 @@ export interface RunningCoordinator {
   port: number;
   registry: NodeRegistry;
   hub: SessionHub;
-  keys: KeyService;
+  vaults: VaultService;
   stop(): Promise<void>;
 }
 
@@ -40,10 +40,10 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
   const db = new Level<string, string>(config.dataDir, { valueEncoding: 'utf8' });
   await db.open();
   const registry = new NodeRegistry(db);
-  const keyStore = new KeyStore(db);
+  const vaultStore = new VaultStore(db);
   const hub = new SessionHub({ send: (id, m) => registry.send(id, m), isAttached: (id) => registry.isAttached(id) }, log);
   registry.on('left', (nodeId) => hub.nodeLeft(nodeId));
-  const keys = new KeyService(keyStore, registry, hub, log, { dkgMs: config.dkgTimeoutMs, signMs: config.signTimeoutMs, reshareMs: config.reshareTimeoutMs, attachWaitMs: config.attachWaitMs }, config.roster);
+  const vaults = new VaultService(vaultStore, registry, hub, log, { dkgMs: config.dkgTimeoutMs, signMs: config.signTimeoutMs, reshareMs: config.reshareTimeoutMs, attachWaitMs: config.attachWaitMs }, config.roster);
   // Every error leaves as a gRPC status with structured details (core/rpc/rpc-error.ts); one that is
   // not a CustodyError is a bug: logged here, answered as `internal` without its text.
   const guard = async <T>(f: () => Promise<T>): Promise<T> => {
@@ -65,21 +65,21 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
   });
   addService(server, CoordinatorService, {
     listNodes: () => guard(async () => ({ nodes: registry.list().map(toWire) })),
-    createKey: (req) => guard(async () => ({
-      key: keyInfo(await keys.createKey({
-        keyId: req.keyId, owner: req.owner, tier: tierName(req.tier), nodeIds: req.nodeIds, threshold: req.threshold || undefined,
+    createVault: (req) => guard(async () => ({
+      vault: vaultInfo(await vaults.createVault({
+        vaultId: req.vaultId, owner: req.owner, tier: tierName(req.tier), nodeIds: req.nodeIds, threshold: req.threshold || undefined,
         trustLog: req.trustLog, creationRequest: req.creationRequest.length ? req.creationRequest : undefined, requestId: req.requestId,
       })),
     })),
-    getKey: (req) => guard(async () => ({ key: keyInfo(await keys.get(req.keyId)) })),
+    getVault: (req) => guard(async () => ({ vault: vaultInfo(await vaults.get(req.vaultId)) })),
     reshare: (req) => guard(async () => ({
-      key: keyInfo(await keys.reshare({
-        keyId: req.keyId, nodeIds: req.nodeIds, threshold: req.threshold || undefined, targetTier: req.targetTier ? tierName(req.targetTier) : undefined,
+      vault: vaultInfo(await vaults.reshare({
+        vaultId: req.vaultId, nodeIds: req.nodeIds, threshold: req.threshold || undefined, targetTier: req.targetTier ? tierName(req.targetTier) : undefined,
         trustLog: req.trustLog, reshareRequest: req.reshareRequest.length ? req.reshareRequest : undefined, requestId: req.requestId,
       })),
     })),
     proposeCommittee: (req) => guard(async () => {
-      const p = keys.proposeCommittee(req.owner, tierName(req.tier));
+      const p = vaults.proposeCommittee(req.owner, tierName(req.tier));
       return {
         members: p.members.map((m) => ({ nodeId: m.nodeId, kind: KIND_VALUES[m.kind], signingKey: m.signingKey, encryptionKey: m.encryptionKey })),
         threshold: p.threshold, rosterVersion: BigInt(p.rosterVersion),
@@ -90,8 +90,8 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
       if (!scheme) throw new CustodyError('invalid_request', 'unknown scheme');
       const a = req.authorization;
       // The proto's bytes go to the nodes as they are (core/session/session-contract.ts).
-      const out = await keys.sign({
-        keyId: req.keyId, requestId: req.requestId, path: req.path, scheme, digests: req.digests,
+      const out = await vaults.sign({
+        vaultId: req.vaultId, requestId: req.requestId, path: req.path, scheme, digests: req.digests,
         intent: a?.intent ?? new Uint8Array(), intentSignature: a?.intentSignature ?? new Uint8Array(),
         apiKeyId: a?.apiKeyId ?? '', template: a?.template ?? new Uint8Array(), endUserToken: a?.endUserToken ?? '',
         trustLog: a?.trustLog ?? [],
@@ -128,7 +128,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
     port,
     registry,
     hub,
-    keys,
+    vaults,
     async stop() {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
@@ -151,9 +151,9 @@ function tierName(t: Tier): TierName {
   return name;
 }
 
-function keyInfo(k: KeyRecord) {
+function vaultInfo(k: VaultRecord) {
   return {
-    keyId: k.keyId, owner: k.owner, tier: Object.hasOwn(WIRE_TIERS, k.tier) ? WIRE_TIERS[k.tier as TierName] : 0, threshold: k.threshold, committee: k.committee, epoch: k.epoch, rotation: k.rotation,
+    vaultId: k.vaultId, owner: k.owner, tier: Object.hasOwn(WIRE_TIERS, k.tier) ? WIRE_TIERS[k.tier as TierName] : 0, threshold: k.threshold, committee: k.committee, epoch: k.epoch, rotation: k.rotation,
     publicKey: k.publicKey ? hexToBytes(k.publicKey) : new Uint8Array(), chainCode: k.chainCode ? hexToBytes(k.chainCode) : new Uint8Array(),
     state: k.state, problem: k.problem ?? '',
   };

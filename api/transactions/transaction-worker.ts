@@ -335,7 +335,7 @@ export class TransactionWorker {
     const path = wallet.derivation_path.split('/').slice(1).map(Number);
     try {
       const res = await this.o.coordinator.sign({
-        keyId: tx.vault_id, path, scheme, digests, requestId: tx.id,
+        vaultId: tx.vault_id, path, scheme, digests, requestId: tx.id,
         authorization: {
           intent: hexToBytes(tx.intent), intentSignature: hexToBytes(tx.intent_signature), apiKeyId: tx.api_key_id, template,
           endUserToken: job.end_user_token ?? '', ...(this.o.trustLog ? { trustLog: await this.o.trustLog(tx.org) } : {}),

@@ -58,7 +58,7 @@ function evmRequest() {
   const digest = evmSigningDigest(evmTransaction(fields, template));
   const intent = encodeIntent(fields);
   return {
-    keyId: 'bench', path: EVM_PATH, scheme: Scheme.ECDSA, digests: [digest],
+    vaultId: 'bench', path: EVM_PATH, scheme: Scheme.ECDSA, digests: [digest],
     authorization: { intent, intentSignature: signIntent(intent, apiSecret), apiKeyId: 'k', template: encodeBlob('evm-template', { nonce: 0, gasLimit: '21000', maxFeePerGas: '2000000000', maxPriorityFeePerGas: '1000000000' }) },
   };
 }
@@ -82,7 +82,7 @@ function spendRequest() {
   tx.addOutput(own.output!, 49_000n);
   const digest = tx.hashForWitnessV1(0, [own.output!], [100_000n], bitcoin.Transaction.SIGHASH_DEFAULT);
   const template = encodeBlob('btc-template', { tx: tx.toHex(), prevouts: [{ script: bytesToHex(own.output!), value: '100000' }] });
-  return { keyId: 'bench', path: PATH, scheme: Scheme.SCHNORR_TAPROOT, digests: [digest], authorization: { intent, intentSignature: signIntent(intent, apiSecret), apiKeyId: 'k', template } };
+  return { vaultId: 'bench', path: PATH, scheme: Scheme.SCHNORR_TAPROOT, digests: [digest], authorization: { intent, intentSignature: signIntent(intent, apiSecret), apiKeyId: 'k', template } };
 }
 
 // Requests are built and signed ahead (as a customer's SDK would), so the timed runs hold what the
@@ -115,7 +115,7 @@ export const suite: BenchSuite = {
     writeFileSync(keysFile, JSON.stringify({ [ORG]: { k: bytesToHex(ed25519.getPublicKey(apiSecret)) } }));
     await Promise.all(['n1', 'n2', 'n3'].map((name) => cluster.startNode(name, { NODE_API_KEYS_FILE: keysFile })));
     client = createClient(CoordinatorService, `127.0.0.1:${port}`, grpc.credentials.createInsecure());
-    const k = (await client.createKey({ keyId: 'bench', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 120_000 })).key!;
+    const k = (await client.createVault({ vaultId: 'bench', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 120_000 })).vault!;
     localEcdsa = ecdsaCommittee(3, 2, 'cluster-bench-ecdsa');
     groupKey = bytesToHex(k.publicKey);
     chainCode = bytesToHex(k.chainCode);

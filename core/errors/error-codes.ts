@@ -117,8 +117,10 @@ export const ERROR_CODES = entries({
   committee_changed: e('refused', "the session's parties are not the vault's committee"),
   session_reused: e('refused', 'a session id was used before'),
   unsupported_protocol: e('invalid', 'the node does not run this protocol'),
-  key_exists: e('conflict', 'a vault key with this id exists already'),
-  unknown_key: e('not_found', 'no such vault key'),
+  key_exists: e('conflict', "a node holds a share of this vault's key already"),
+  unknown_key: e('not_found', "the node holds no share of this vault's key"),
+  vault_exists: e('conflict', 'the coordinator has a vault with this id already'),
+  unknown_vault: e('not_found', 'the coordinator has no vault with this id'),
   no_pending: e('conflict', 'no pending epoch to commit or abandon'),
   no_ot_setup: e('conflict', 'the vault key has no OT setup for ECDSA'),
   ot_busy: e('unavailable', 'another ECDSA run holds the OT pair; retry'),
@@ -194,6 +196,19 @@ export const ERROR_CODES = entries({
   not_enough_signers: e('invalid', 'fewer signers than the threshold'),
   stale_message: e('aborted', 'a message for an earlier phase arrived late'),
   unknown_party: e('aborted', 'a message from a party outside the session'),
+
+  // ── Enclave attestation (docs/tee.md) ───────────────────────────────────────────────────────────
+  bad_attestation: e('invalid', 'an attestation document is malformed'),
+  bad_attestation_signature: e('unauthenticated', "an attestation document's signature does not verify under its certificate"),
+  bad_attestation_chain: e('unauthenticated', "an attestation document's certificate chain is broken or breaks a CA constraint"),
+  untrusted_attestation_root: e('unauthenticated', 'an attestation document does not chain to a pinned root'),
+  dev_attestation_root: e('refused', 'a development attestation root is configured without allowing it'),
+  attestation_expired: e('unauthenticated', 'a certificate of an attestation document has expired'),
+  attestation_not_yet_valid: e('unauthenticated', 'an attestation document or one of its certificates is dated after the verification time'),
+  stale_attestation: e('unauthenticated', 'an attestation document is older than allowed'),
+  debug_enclave: e('refused', 'the attestation document comes from a debug-mode enclave'),
+  attestation_pcr_mismatch: e('refused', 'a PCR of the attestation document differs from the expected value'),
+  attestation_nonce_mismatch: e('unauthenticated', 'the attestation document does not carry the expected nonce'),
 });
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -19,8 +19,8 @@ t.test('unary calls and the watch stream fail with the coordinator\'s CustodyErr
   addService(server, CoordinatorService, {
     listNodes: fail(new Error('disk on fire')),
     watchNodes: fail(new CustodyError('node_not_attached', 'node-b is not attached', { culprits: ['node-b'] })),
-    createKey: fail(new CustodyError('key_exists', 'key vault-1 exists')),
-    getKey: fail(new CustodyError('unknown_key', 'no key vault-9')),
+    createVault: fail(new CustodyError('key_exists', 'key vault-1 exists')),
+    getVault: fail(new CustodyError('unknown_key', 'no key vault-9')),
     sign: fail(new CustodyError('digest_mismatch', 'refused by node-a: not the intent\'s digest')),
     reshare: fail(new CustodyError('failed', 'reshare failed', { culprits: ['node-c'] })),
     proposeCommittee: fail(new CustodyError('not_enough_nodes', 'hosted keys need 3 service nodes; 1 attached')),
@@ -37,10 +37,10 @@ t.test('unary calls and the watch stream fail with the coordinator\'s CustodyErr
     t.ok(err instanceof CustodyError, `${what}: a CustodyError`);
     t.match(err, want, what);
   };
-  await rejects(client.createKey({ keyId: 'vault-1' }), { code: 'key_exists', kind: 'conflict' }, 'createKey');
-  await rejects(client.getKey({ keyId: 'vault-9' }), { code: 'unknown_key', kind: 'not_found', message: 'no key vault-9' }, 'getKey');
-  await rejects(client.sign({ keyId: 'vault-1' }), { code: 'digest_mismatch', kind: 'refused', culprits: [] }, 'sign');
-  await rejects(client.reshare({ keyId: 'vault-1' }), { code: 'failed', kind: 'aborted', culprits: ['node-c'] }, 'reshare');
+  await rejects(client.createVault({ vaultId: 'vault-1' }), { code: 'key_exists', kind: 'conflict' }, 'createVault');
+  await rejects(client.getVault({ vaultId: 'vault-9' }), { code: 'unknown_key', kind: 'not_found', message: 'no key vault-9' }, 'getVault');
+  await rejects(client.sign({ vaultId: 'vault-1' }), { code: 'digest_mismatch', kind: 'refused', culprits: [] }, 'sign');
+  await rejects(client.reshare({ vaultId: 'vault-1' }), { code: 'failed', kind: 'aborted', culprits: ['node-c'] }, 'reshare');
   await rejects(client.proposeCommittee({ owner: 'org' }), { code: 'not_enough_nodes', kind: 'unavailable' }, 'proposeCommittee');
   await rejects(client.listNodes({}), { code: 'internal', kind: 'bug', message: 'internal error' }, 'listNodes: a bug leaks no text');
   const stream = client.watchNodes({});
@@ -52,7 +52,7 @@ t.test('unary calls and the watch stream fail with the coordinator\'s CustodyErr
 t.test('a coordinator that is not there is unavailable', async (t) => {
   const client = connectCoordinator({ address: `127.0.0.1:${await freePort()}` });
   t.teardown(() => client.close());
-  const err = await client.getKey({ keyId: 'k' }, { deadline: Date.now() + 2000 }).then(() => undefined, (e: unknown) => e);
+  const err = await client.getVault({ vaultId: 'k' }, { deadline: Date.now() + 2000 }).then(() => undefined, (e: unknown) => e);
   t.ok(err instanceof CustodyError);
   t.match(err, { code: 'unavailable', kind: 'unavailable' });
 });

@@ -102,9 +102,9 @@ function taprootSpend(groupKey: string, chainCode: string, amount = 60_000n) {
   return { intent, signature: signIntent(intent, apiSecret), template, digest, q };
 }
 
-async function signSpend(h: Harness, keyId: string, spend: ReturnType<typeof taprootSpend>, digest = spend.digest, requestId = '') {
+async function signSpend(h: Harness, vaultId: string, spend: ReturnType<typeof taprootSpend>, digest = spend.digest, requestId = '') {
   return h.client.sign({
-    keyId, path: PATH, scheme: Scheme.SCHNORR_TAPROOT, digests: [digest], requestId,
+    vaultId, path: PATH, scheme: Scheme.SCHNORR_TAPROOT, digests: [digest], requestId,
     authorization: { intent: spend.intent, intentSignature: spend.signature, apiKeyId: 'key_1', template: spend.template },
   }, { deadline: Date.now() + 30_000 });
 }
@@ -114,8 +114,8 @@ t.test('DKG 2-of-3 over gRPC, Taproot signatures, failures, reshare to a self no
   const env = { NODE_API_KEYS_FILE: h.keysFile };
   const nodes = await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => h.cluster.startNode(n, env)));
 
-  const created = await h.client.createKey({ keyId: 'vault-1', owner: ORG, tier: Tier.HOSTED, requestId: 'vlt_1:job_1' }, { deadline: Date.now() + 60_000 });
-  const key = created.key!;
+  const created = await h.client.createVault({ vaultId: 'vault-1', owner: ORG, tier: Tier.HOSTED, requestId: 'vlt_1:job_1' }, { deadline: Date.now() + 60_000 });
+  const key = created.vault!;
   // The request id names every session of the key generation, the OT setup after the DKG included.
   t.same([...new Set(h.opened.map((o) => o.protocol))], [Protocol.DKG, Protocol.OT_SETUP]);
   t.ok(h.opened.every((o) => o.requestId === 'vlt_1:job_1'), 'every SessionOpen of the key generation names its request');
@@ -191,11 +191,11 @@ t.test('DKG 2-of-3 over gRPC, Taproot signatures, failures, reshare to a self no
   const selfId = await h.cluster.identity('self-1');
   const self = await h.cluster.startNode('self-1', { ...env, NODE_KIND: 'self', NODE_OWNER: ORG });
   const reshareRequest = signedEntry(signer(ORG, apiSecret, 'key_1'), 'POST', '/v1/vaults/vault-1/reshare', { target_tier: 'self', customer_node: selfId });
-  const moved = await h.client.reshare({ keyId: 'vault-1', targetTier: Tier.SELF, reshareRequest }, { deadline: Date.now() + 60_000 });
-  t.equal(bytesToHex(moved.key!.publicKey), groupKey, 'same public key after reshare');
-  t.equal(moved.key!.rotation, 1, 'rotation counter +1');
-  t.equal(moved.key!.tier, Tier.SELF);
-  t.ok(moved.key!.committee.some((m) => m.nodeId === self.nodeId), 'the self node holds a share');
+  const moved = await h.client.reshare({ vaultId: 'vault-1', targetTier: Tier.SELF, reshareRequest }, { deadline: Date.now() + 60_000 });
+  t.equal(bytesToHex(moved.vault!.publicKey), groupKey, 'same public key after reshare');
+  t.equal(moved.vault!.rotation, 1, 'rotation counter +1');
+  t.equal(moved.vault!.tier, Tier.SELF);
+  t.ok(moved.vault!.committee.some((m) => m.nodeId === self.nodeId), 'the self node holds a share');
   const afterReshare = taprootSpend(groupKey, chainCode);
   const newSig = await signSpend(h, 'vault-1', afterReshare);
   t.ok(schnorr.verify(newSig.signatures[0]!, afterReshare.digest, afterReshare.q), 'the new committee signs for the same address');
@@ -231,9 +231,9 @@ t.test('a node killed in the middle of a reshare: the old epoch still signs, the
   const h = await setup(t, 1_500);
   const env = { NODE_API_KEYS_FILE: h.keysFile };
   const nodes = await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => h.cluster.startNode(n, env)));
-  const created = await h.client.createKey({ keyId: 'vault-2', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 60_000 });
-  const groupKey = bytesToHex(created.key!.publicKey);
-  const chainCode = bytesToHex(created.key!.chainCode);
+  const created = await h.client.createVault({ vaultId: 'vault-2', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 60_000 });
+  const groupKey = bytesToHex(created.vault!.publicKey);
+  const chainCode = bytesToHex(created.vault!.chainCode);
   const fourth = await h.cluster.startNode('node-4', env);
 
   // Reshare to {node-1, node-2, node-4}; node-4 dies as the dealers' first messages go out.
@@ -245,12 +245,12 @@ t.test('a node killed in the middle of a reshare: the old epoch still signs, the
     return undefined;
   };
   const target = [nodes[0]!.nodeId, nodes[1]!.nodeId, fourth.nodeId];
-  const failed = await h.client.reshare({ keyId: 'vault-2', nodeIds: target, threshold: 2 }, { deadline: Date.now() + 60_000 }).then(() => undefined, (e: unknown) => e);
+  const failed = await h.client.reshare({ vaultId: 'vault-2', nodeIds: target, threshold: 2 }, { deadline: Date.now() + 60_000 }).then(() => undefined, (e: unknown) => e);
   t.match(failed, { constructor: CustodyError, code: 'failed', kind: 'aborted' });
   t.ok((failed as CustodyError).culprits.includes(fourth.nodeId), 'the killed node is a culprit');
   h.tamper = undefined;
-  const after = (await h.client.getKey({ keyId: 'vault-2' })).key!;
-  t.equal(after.state, 'needs_attention');
+  const after = (await h.client.getVault({ vaultId: 'vault-2' })).vault!;
+  t.equal(after.state, 'reshare_pending');
   t.match(after.problem, /reshare to epoch 1 failed/);
   t.equal(after.epoch, 0, 'still epoch 0');
   t.equal(after.rotation, 0);
@@ -260,7 +260,7 @@ t.test('a node killed in the middle of a reshare: the old epoch still signs, the
   t.ok(schnorr.verify(sig.signatures[0]!, spend.digest, spend.q), 'the old epoch still signs');
 
   const fourthAgain = await h.cluster.startNode('node-4', env);
-  const done = (await h.client.reshare({ keyId: 'vault-2', nodeIds: target, threshold: 2 }, { deadline: Date.now() + 60_000 })).key!;
+  const done = (await h.client.reshare({ vaultId: 'vault-2', nodeIds: target, threshold: 2 }, { deadline: Date.now() + 60_000 })).vault!;
   t.equal(done.state, 'active');
   t.equal(done.epoch, 1);
   t.equal(done.rotation, 1);
@@ -287,7 +287,7 @@ t.test('a P2TR spend signed by the cluster is accepted by the regtest double\'s 
   const h = await setup(t, 1_500);
   const env = { NODE_API_KEYS_FILE: h.keysFile };
   await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => h.cluster.startNode(n, env)));
-  const key = (await h.client.createKey({ keyId: 'vault-btc', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 60_000 })).key!;
+  const key = (await h.client.createVault({ vaultId: 'vault-btc', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 60_000 })).vault!;
   const q = outputKey(pointHex(derive(bytesToHex(key.publicKey), bytesToHex(key.chainCode), PATH).publicKey));
   const from = bitcoin.payments.p2tr({ pubkey: q, network: bitcoin.networks.regtest }).address!;
   const dest = bitcoin.payments.p2wpkh({ hash: new Uint8Array(20).fill(5), network: bitcoin.networks.regtest }).address!;
@@ -301,7 +301,7 @@ t.test('a P2TR spend signed by the cluster is accepted by the regtest double\'s 
   t.equal(spend.digests.length, 2, 'two inputs, two digests, one session');
   const intent = encodeIntent(intentFields);
   const signed = await h.client.sign({
-    keyId: 'vault-btc', path: PATH, scheme: Scheme.SCHNORR_TAPROOT, digests: spend.digests,
+    vaultId: 'vault-btc', path: PATH, scheme: Scheme.SCHNORR_TAPROOT, digests: spend.digests,
     authorization: { intent, intentSignature: signIntent(intent, apiSecret), apiKeyId: 'key_1', template: spend.template },
   }, { deadline: Date.now() + 30_000 });
   const txid = await esplora.broadcast(finalizeTaproot(spend, signed.signatures));
@@ -318,7 +318,7 @@ t.test('threshold ECDSA over gRPC: DKG with OT setup, an EVM transfer signed by 
   const h = await setup(t, 1_500);
   const env = { NODE_API_KEYS_FILE: h.keysFile };
   await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => h.cluster.startNode(n, env)));
-  const key = (await h.client.createKey({ keyId: 'vault-evm', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 120_000 })).key!;
+  const key = (await h.client.createVault({ vaultId: 'vault-evm', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 120_000 })).vault!;
   const path = [44, 60, 0, 0, 0];
   const derived = derive(bytesToHex(key.publicKey), bytesToHex(key.chainCode), path).publicKey;
   const from = publicKeyToAddress(viem.toHex(derived.toBytes(false)));
@@ -336,7 +336,7 @@ t.test('threshold ECDSA over gRPC: DKG with OT setup, an EVM transfer signed by 
   const digest = evmSigningDigest(tx);
   const intent = encodeIntent(intentFields);
   const signed = await h.client.sign({
-    keyId: 'vault-evm', path, scheme: Scheme.ECDSA, digests: [digest],
+    vaultId: 'vault-evm', path, scheme: Scheme.ECDSA, digests: [digest],
     authorization: {
       intent, intentSignature: signIntent(intent, apiSecret), apiKeyId: 'key_1',
       template: encodeBlob('evm-template', { nonce: 0, gasLimit: '21000', maxFeePerGas: String(fees.maxFeePerGas), maxPriorityFeePerGas: String(fees.maxPriorityFeePerGas) }),
@@ -360,7 +360,7 @@ t.test('threshold ECDSA over gRPC: DKG with OT setup, an EVM transfer signed by 
   const plainDigest = evmSigningDigest(plainTx);
   const plainIntent = encodeIntent(plainFields);
   const plain = await h.client.sign({
-    keyId: 'vault-evm', path: [], scheme: Scheme.ECDSA, digests: [plainDigest],
+    vaultId: 'vault-evm', path: [], scheme: Scheme.ECDSA, digests: [plainDigest],
     authorization: {
       intent: plainIntent, intentSignature: signIntent(plainIntent, apiSecret), apiKeyId: 'key_1',
       template: encodeBlob('evm-template', { nonce: 0, gasLimit: '21000', maxFeePerGas: String(fees.maxFeePerGas), maxPriorityFeePerGas: String(fees.maxPriorityFeePerGas) }),
@@ -376,7 +376,7 @@ t.test('threshold ECDSA over gRPC: DKG with OT setup, an EVM transfer signed by 
     const d = evmSigningDigest(evmTransaction(fields, tmpl));
     const bytes = encodeIntent(fields);
     const out = await h.client.sign({
-      keyId: 'vault-evm', path, scheme: Scheme.ECDSA, digests: [d],
+      vaultId: 'vault-evm', path, scheme: Scheme.ECDSA, digests: [d],
       authorization: {
         intent: bytes, intentSignature: signIntent(bytes, apiSecret), apiKeyId: 'key_1',
         template: encodeBlob('evm-template', { nonce: tmpl.nonce, gasLimit: '21000', maxFeePerGas: String(fees.maxFeePerGas), maxPriorityFeePerGas: String(fees.maxPriorityFeePerGas) }),
@@ -389,5 +389,5 @@ t.test('threshold ECDSA over gRPC: DKG with OT setup, an EVM transfer signed by 
 
   // A template that pays more gas than the intent allows is refused by the nodes.
   const greedy = encodeBlob('evm-template', { nonce: 1, gasLimit: '21000', maxFeePerGas: String(viem.parseEther('0.01')), maxPriorityFeePerGas: '1' });
-  await t.rejects(h.client.sign({ keyId: 'vault-evm', path, scheme: Scheme.ECDSA, digests: [digest], authorization: { intent, intentSignature: signIntent(intent, apiSecret), apiKeyId: 'key_1', template: greedy } }), { constructor: CustodyError, code: 'bad_template', kind: 'invalid' });
+  await t.rejects(h.client.sign({ vaultId: 'vault-evm', path, scheme: Scheme.ECDSA, digests: [digest], authorization: { intent, intentSignature: signIntent(intent, apiSecret), apiKeyId: 'key_1', template: greedy } }), { constructor: CustodyError, code: 'bad_template', kind: 'invalid' });
 });

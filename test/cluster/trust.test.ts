@@ -65,8 +65,8 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
   const second = signer(ORG, new Uint8Array(randomBytes(32)));
   const trustLog = [signBootstrap(ORG, first.publicKey, Math.floor(Date.now() / 1000), operator), signedEntry(first, 'POST', '/v1/api-keys', { public_key: second.publicKey, label: 'backend' })];
 
-  const createKey = (keyId: string, creation: Uint8Array | undefined, log: Uint8Array[]) =>
-    client.createKey({ keyId, owner: ORG, tier: Tier.HOSTED, trustLog: log, ...(creation ? { creationRequest: creation } : {}) }, { deadline: Date.now() + 60_000 });
+  const createVault = (vaultId: string, creation: Uint8Array | undefined, log: Uint8Array[]) =>
+    client.createVault({ vaultId, owner: ORG, tier: Tier.HOSTED, trustLog: log, ...(creation ? { creationRequest: creation } : {}) }, { deadline: Date.now() + 60_000 });
 
   /** A P2TR spend from the key's wallet, its intent signed by `by`. */
   const spend = (key: { publicKey: Uint8Array; chainCode: Uint8Array }, by: Signer) => {
@@ -86,22 +86,22 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
     const template = encodeBlob('btc-template', { tx: tx.toHex(), prevouts: [{ script: bytesToHex(own.output!), value: '100000' }] });
     return { intent, intentSignature: signIntent(intent, by.secret), apiKeyId: by.keyId, template, digest, q };
   };
-  const sign = (keyId: string, s: ReturnType<typeof spend>, log: Uint8Array[], endUserToken = '') =>
+  const sign = (vaultId: string, s: ReturnType<typeof spend>, log: Uint8Array[], endUserToken = '') =>
     client.sign({
-      keyId, path: PATH, scheme: Scheme.SCHNORR_TAPROOT, digests: [s.digest],
+      vaultId, path: PATH, scheme: Scheme.SCHNORR_TAPROOT, digests: [s.digest],
       authorization: { intent: s.intent, intentSignature: s.intentSignature, apiKeyId: s.apiKeyId, template: s.template, endUserToken, trustLog: log },
     }, { deadline: Date.now() + 30_000 });
 
   // A hosted key needs the customer's signed creation request once the organization is rooted.
-  await t.rejects(createKey('vault-forged', undefined, trustLog), refused('bad_creation_request'));
-  const plain = (await createKey('vault-plain', signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted', name: 'ops' }), trustLog)).key!;
+  await t.rejects(createVault('vault-forged', undefined, trustLog), refused('bad_creation_request'));
+  const plain = (await createVault('vault-plain', signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted', name: 'ops' }), trustLog)).vault!;
   t.equal(plain.state, 'active');
 
   // A node that is not on the operator's roster, seated by the coordinator beside two honest ones:
   // every node refuses, and the vault gets no key.
   const outsider = await cluster.startNode('node-x', env);
   await t.rejects(
-    client.createKey({ keyId: 'vault-outsider', owner: ORG, tier: Tier.HOSTED, nodeIds: [nodes[0]!.nodeId, nodes[1]!.nodeId, outsider.nodeId], threshold: 2, trustLog, creationRequest: signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted' }) }, { deadline: Date.now() + 60_000 }),
+    client.createVault({ vaultId: 'vault-outsider', owner: ORG, tier: Tier.HOSTED, nodeIds: [nodes[0]!.nodeId, nodes[1]!.nodeId, outsider.nodeId], threshold: 2, trustLog, creationRequest: signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted' }) }, { deadline: Date.now() + 60_000 }),
     refused('unverified_committee'),
   );
   await outsider.proc.kill();
@@ -123,7 +123,7 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
   const idp = await generateKeyPair('ES256');
   const jwk = { ...(await exportJWK(idp.publicKey)), kid: 'idp-1', alg: 'ES256' };
   const fullLog = [...withRevoke, signedEntry(first, 'PUT', '/v1/config/end-user-auth', { jwks: { keys: [jwk] }, audience: 'custody-test' })];
-  const hosted = (await createKey('vault-hosted', signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted', end_user_subject: 'user-42' }), fullLog)).key!;
+  const hosted = (await createVault('vault-hosted', signedEntry(first, 'POST', '/v1/vaults', { tier: 'hosted', end_user_subject: 'user-42' }), fullLog)).vault!;
   const sent: string[] = [];
   const tokenFor = async (intent: Uint8Array, sub = 'user-42') => {
     const jwt = await new SignJWT({ intent_sha256: bytesToHex(sha256(intent)) }).setProtectedHeader({ alg: 'ES256', kid: 'idp-1' }).setSubject(sub)
@@ -143,7 +143,7 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
   t.ok(schnorr.verify((await sign('vault-plain', s2, fullLog)).signatures[0]!, s2.digest, s2.q));
 
   // A refresh keeps the key hosted: the binding holds in the new epoch. A move to the self tier drops it.
-  await client.reshare({ keyId: 'vault-hosted' }, { deadline: Date.now() + 60_000 });
+  await client.reshare({ vaultId: 'vault-hosted' }, { deadline: Date.now() + 60_000 });
   const r1 = spend(hosted, first);
   await t.rejects(sign('vault-hosted', r1, fullLog), refused('end_user_token_required'), 'after a refresh');
   t.ok(schnorr.verify((await sign('vault-hosted', r1, fullLog, await tokenFor(r1.intent))).signatures[0]!, r1.digest, r1.q));
@@ -151,13 +151,13 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
   const selfId = await cluster.identity('self-1');
   const self = await cluster.startNode('self-1', { ...env, NODE_KIND: 'self', NODE_OWNER: ORG });
   const reshareTo = (customerNode: typeof selfId) => client.reshare({
-    keyId: 'vault-hosted', targetTier: Tier.SELF, trustLog: fullLog,
+    vaultId: 'vault-hosted', targetTier: Tier.SELF, trustLog: fullLog,
     reshareRequest: signedEntry(first, 'POST', '/v1/vaults/vault-hosted/reshare', { target_tier: 'self', customer_node: customerNode }),
   }, { deadline: Date.now() + 60_000 });
   const stranger = await cluster.identity('not-started');
   await t.rejects(reshareTo(stranger), { constructor: CustodyError, code: 'no_customer_node', kind: 'unavailable', message: /not attached/ }, 'the coordinator does not seat another node instead');
-  await t.rejects(client.reshare({ keyId: 'vault-hosted', targetTier: Tier.SELF }, { deadline: Date.now() + 60_000 }), refused('unverified_committee'), 'without the customer\'s request every node refuses');
-  const moved = (await reshareTo(selfId)).key!;
+  await t.rejects(client.reshare({ vaultId: 'vault-hosted', targetTier: Tier.SELF }, { deadline: Date.now() + 60_000 }), refused('unverified_committee'), 'without the customer\'s request every node refuses');
+  const moved = (await reshareTo(selfId)).vault!;
   t.ok(moved.committee.some((m) => m.nodeId === self.nodeId));
   const r2 = spend(hosted, first);
   t.ok(schnorr.verify((await sign('vault-hosted', r2, fullLog)).signatures[0]!, r2.digest, r2.q), 'the self tier signs without end-user tokens');

@@ -2,7 +2,7 @@
 // a signer subset none of whose pairs is busy, so honest traffic is never refused by the nodes, and a
 // 2-of-3 vault still runs three sessions at once.
 import t from 'tap';
-import { OtPairScheduler } from '../../coordinator/keys/ot-pair-scheduler.ts';
+import { OtPairScheduler } from '../../coordinator/vaults/ot-pair-scheduler.ts';
 
 const members = [1, 2, 3].map((index) => ({ nodeId: `node-${index}`, index }));
 const pairs = (s: { index: number }[]) => s.map((m) => m.index).sort().join('-');

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { create } from '@bufbuild/protobuf';
-import { KeyService } from '../../coordinator/keys/key-service.ts';
-import { KeyStore } from '../../coordinator/keys/key-store.ts';
+import { VaultService } from '../../coordinator/vaults/vault-service.ts';
+import { VaultStore } from '../../coordinator/vaults/vault-store.ts';
 import { SessionHub, type ToNode } from '../../coordinator/sessions/session-hub.ts';
 import { deriveSessionId, SESSION_ID_TAG } from '../../coordinator/sessions/session-id.ts';
 import type { NodeRegistry } from '../../coordinator/nodes/node-registry.ts';
@@ -40,9 +40,9 @@ async function setup(t: Test, answer: (o: Opened, nth: number) => { culprits: st
     await db.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  const store = new KeyStore(db);
+  const store = new VaultStore(db);
   await store.put({
-    v: 1, keyId: 'vault-1', owner: 'org_acme', tier: 'hosted', threshold: 2, committee: COMMITTEE.map((nodeId, i) => ({ nodeId, index: i + 1 })),
+    v: 2, vaultId: 'vault-1', owner: 'org_acme', tier: 'hosted', threshold: 2, committee: COMMITTEE.map((nodeId, i) => ({ nodeId, index: i + 1 })),
     epoch: 4, rotation: 0, publicKey: '02'.padEnd(66, '1'), chainCode: '', state: 'active', createdAtMs: 0, updatedAtMs: 0,
   });
   const registry = {
@@ -70,12 +70,12 @@ async function setup(t: Test, answer: (o: Opened, nth: number) => { culprits: st
       return true;
     },
   }, createLogger('test', 'silent'));
-  const keys = new KeyService(store, registry, hub, createLogger('test', 'silent'), { dkgMs: 5_000, signMs: 5_000, reshareMs: 5_000, attachWaitMs: 0 });
+  const keys = new VaultService(store, registry, hub, createLogger('test', 'silent'), { dkgMs: 5_000, signMs: 5_000, reshareMs: 5_000, attachWaitMs: 0 });
   return { keys, opened };
 }
 
 const request = {
-  keyId: 'vault-1', path: [86, 1, 0, 0, 3], scheme: 'taproot' as const, digests: [fill(32, 0xd1), fill(32, 0xd2)],
+  vaultId: 'vault-1', path: [86, 1, 0, 0, 3], scheme: 'taproot' as const, digests: [fill(32, 0xd1), fill(32, 0xd2)],
   intent: fill(120, 0x1e), intentSignature: fill(64, 0x51), apiKeyId: 'key_1', template: fill(200, 0x7e), endUserToken: '', trustLog: [fill(9, 0xe1)],
 };
 
@@ -86,8 +86,8 @@ t.test('a malformed request id is refused as invalid_request before any session 
     t.ok(err instanceof CustodyError && err.code === 'invalid_request' && err.kind === 'invalid', `${JSON.stringify(requestId)}: invalid_request (INVALID_ARGUMENT)`);
     t.match((err as Error).message, /request_id/);
   }
-  await t.rejects(keys.createKey({ keyId: 'vault-2', owner: 'org_acme', tier: 'hosted', requestId: 'a/b' }), { code: 'invalid_request' });
-  await t.rejects(keys.reshare({ keyId: 'vault-1', requestId: 'a/b' }), { code: 'invalid_request' });
+  await t.rejects(keys.createVault({ vaultId: 'vault-2', owner: 'org_acme', tier: 'hosted', requestId: 'a/b' }), { code: 'invalid_request' });
+  await t.rejects(keys.reshare({ vaultId: 'vault-1', requestId: 'a/b' }), { code: 'invalid_request' });
   // So is a malformed request, by the session contract's encoder.
   const short = await keys.sign({ ...request, digests: [fill(31, 1)] }).catch((e: unknown) => e);
   t.ok(short instanceof InputError && short.code === 'bad_params', 'a 31-byte digest: bad_params');
@@ -110,7 +110,8 @@ t.test('a request id is in every SessionOpen of the request, retries included, e
   // The nodes get the request's own bytes, no hex round trip, at the key's epoch.
   for (const o of opened) {
     const p = signParams.decode(o.params);
-    t.same({ ...p, epoch: undefined }, { ...request, epoch: undefined });
+    const { vaultId, ...rest } = request;
+    t.same({ ...p, epoch: undefined }, { ...rest, keyId: vaultId, epoch: undefined }, 'the nodes get the vault id as the key id');
     t.equal(p.epoch, 4);
   }
   // The same request id again: other session ids.

@@ -68,7 +68,7 @@ t.test('Bitcoin: P2WPKH and P2TR spends through the SDK are accepted by the scri
   const path = segwit.derivation_path.split('/').slice(1).map(Number);
   const authorization = { intent: intentBytes, intentSignature: hexToBytes(client.signIntent(intentBytes)), apiKeyId: stack.apiKeyId };
   const ask = (template: Uint8Array, digests: Uint8Array[]) =>
-    coordinator.sign({ keyId: vault.id, path, scheme: Scheme.ECDSA, digests, authorization: { ...authorization, template } }, { deadline: Date.now() + 60_000 });
+    coordinator.sign({ vaultId: vault.id, path, scheme: Scheme.ECDSA, digests, authorization: { ...authorization, template } }, { deadline: Date.now() + 60_000 });
   await t.rejects(ask(honest.template, evil.digests), { constructor: CustodyError, code: 'digest_mismatch', kind: 'refused' }, 'digests of another transaction than the template: refused');
   await t.rejects(ask(evil.template, evil.digests), { constructor: CustodyError, code: 'wrong_outputs', kind: 'refused' }, 'a template that pays another recipient than the intent: refused');
   const ok = await ask(honest.template, honest.digests);

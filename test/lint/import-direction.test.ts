@@ -19,11 +19,11 @@ t.test('forbidden directions are errors', async (t) => {
   const cases: [string, string, string][] = [
     // [file, import, what the rule is]
     ['node/runtime/example.ts', '../../api/intents/example.ts', 'node may not import api'],
-    ['node/runtime/example.ts', '../../coordinator/keys/key-service.ts', 'node may not import coordinator'],
+    ['node/runtime/example.ts', '../../coordinator/vaults/vault-service.ts', 'node may not import coordinator'],
     ['api/routes/v1/example.ts', '../../../node/protocols/round/machine.ts', 'api may not import node'],
-    ['api/example.ts', '../coordinator/keys/key-service.ts', 'api may not import coordinator'],
-    ['coordinator/keys/example.ts', '../../node/protocols/keys/key-package.ts', 'coordinator may not import node'],
-    ['coordinator/keys/example.ts', '../../api/app.ts', 'coordinator may not import api'],
+    ['api/example.ts', '../coordinator/vaults/vault-service.ts', 'api may not import coordinator'],
+    ['coordinator/vaults/example.ts', '../../node/protocols/keys/key-package.ts', 'coordinator may not import node'],
+    ['coordinator/vaults/example.ts', '../../api/app.ts', 'coordinator may not import api'],
     ['core/trust/example.ts', '../../node/runtime/identity.ts', 'core may not import node'],
     ['core/trust/example.ts', '../../api/app.ts', 'core may not import api'],
     ['core/intents/example.ts', '../../coordinator/main.ts', 'core may not import coordinator'],

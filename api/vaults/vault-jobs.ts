@@ -1,15 +1,15 @@
-// Runs queued key generations against the coordinator. Jobs live in the store, so a restart resumes
+// Runs queued vault key generations and reshares against the coordinator. Jobs live in the store, so a restart resumes
 // them; a job that already generated its key (the coordinator says it exists) just finishes.
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import type { Logger } from '../../common/logger.ts';
 import type { CoordinatorClient } from '../coordinator/coordinator-client.ts';
-import type { KeyInfo } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
+import type { VaultInfo } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
 import { WIRE_TIERS } from '../../core/tier-wire.ts';
 import type { JobRecord, VaultRecord } from './records.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { VaultService } from './vault-service.ts';
 
-export class KeyJobs {
+export class VaultJobs {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private stopped = false;
@@ -55,19 +55,19 @@ export class KeyJobs {
     if (!vault) return store.batch([{ type: 'del', collection: 'jobs', id: job.id }]);
     if (!this.coordinator) return;
     if (job.kind === 'reshare') return this.reshare(job, vault);
-    let key: KeyInfo | undefined;
+    let key: VaultInfo | undefined;
     try {
       // The creation request proves the customer asked for this key; nodes can check it only against an
       // organization whose log an operator rooted (docs/trust.md), so it goes along with a log only.
       const trustLog = await this.vaults.trustLog(vault.org);
-      key = (await this.coordinator.createKey({
-        keyId: vault.id, owner: vault.org, tier: WIRE_TIERS[vault.tier], trustLog, requestId: `${vault.id}:${job.id}`,
+      key = (await this.coordinator.createVault({
+        vaultId: vault.id, owner: vault.org, tier: WIRE_TIERS[vault.tier], trustLog, requestId: `${vault.id}:${job.id}`,
         ...(vault.creation_request && trustLog.length ? { creationRequest: hexToBytes(vault.creation_request) } : {}),
-      }, { deadline: Date.now() + 120_000 })).key;
+      }, { deadline: Date.now() + 120_000 })).vault;
     } catch (err) {
       const e = custodyError(err);
-      if (e.code === 'key_exists') {
-        key = (await this.coordinator.getKey({ keyId: vault.id }).catch(() => ({ key: undefined }))).key;
+      if (e.code === 'vault_exists') {
+        key = (await this.coordinator.getVault({ vaultId: vault.id }).catch(() => ({ vault: undefined }))).vault;
       }
       // Refused by the nodes (an unverified committee, a creation request they reject) or found invalid:
       // a retry would be refused too. The vault keeps the reason as its problem.
@@ -113,8 +113,8 @@ export class KeyJobs {
     try {
       // The customer's signed reshare request goes along with the log that lets the nodes verify it.
       const trustLog = await this.vaults.trustLog(vault.org);
-      const { key } = await this.coordinator!.reshare({
-        keyId: vault.id, targetTier: WIRE_TIERS[target], trustLog, requestId: `${vault.id}:${job.id}`,
+      const { vault: key } = await this.coordinator!.reshare({
+        vaultId: vault.id, targetTier: WIRE_TIERS[target], trustLog, requestId: `${vault.id}:${job.id}`,
         ...(job.reshare_request && trustLog.length ? { reshareRequest: hexToBytes(job.reshare_request) } : {}),
       }, { deadline: Date.now() + 180_000 });
       if (!key || bytesToHex(key.publicKey) !== vault.public_key) throw new Error('the reshared key differs from the vault key');

@@ -1,4 +1,4 @@
-// Key operations the API asks for: create (DKG), sign (with retry on another qualified subset when a
+// Vault operations the API asks for: create (DKG), sign (with retry on another qualified subset when a
 // party fails), reshare (two-phase: the new epoch is pending on every receiver, then committed here,
 // and nodes promote it). Party keys in every session come from the registry of authenticated nodes;
 // nodes check them against the committee pinned with their share.
@@ -10,7 +10,7 @@ import type { ReshareMember } from '../../core/session/reshare-member.ts';
 import type { NodeRegistry } from '../nodes/node-registry.ts';
 import type { PartyReport, SessionHub, SessionOutcome, SessionSpec } from '../sessions/session-hub.ts';
 import { deriveSessionId } from '../sessions/session-id.ts';
-import type { KeyRecord, KeyStore } from './key-store.ts';
+import type { VaultRecord, VaultStore } from './vault-store.ts';
 import { committeeFor, thresholdFor } from './tier-policy.ts';
 import type { TierName } from '../../core/tiers.ts';
 import { requestedCommittee } from './requested-committee.ts';
@@ -35,7 +35,7 @@ export interface Timeouts {
 }
 
 export interface SignInput extends SignFields {
-  keyId: string;
+  vaultId: string;
   /** The caller's id of the work (coordinator.proto `request_id`); empty or absent when none. */
   requestId?: string | undefined;
 }
@@ -56,12 +56,12 @@ interface RequestScope {
   sessions: number;
 }
 
-export class KeyService {
+export class VaultService {
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly otPairs = new OtPairScheduler();
 
   constructor(
-    private readonly keys: KeyStore,
+    private readonly vaults: VaultStore,
     private readonly nodes: NodeRegistry,
     private readonly hub: SessionHub,
     private readonly log: Logger,
@@ -102,7 +102,7 @@ export class KeyService {
   }
 
   /**
-   * The committee a new key of `owner` at `tier` would get now: what GET /v1/committees shows the
+   * The committee a new vault of `owner` at `tier` would get now: what GET /v1/committees shows the
    * customer, who binds it in its signed creation request.
    */
   proposeCommittee(owner: string, tier: TierName): { members: { nodeId: string; kind: NodeKindName; signingKey: Uint8Array; encryptionKey: Uint8Array }[]; threshold: number; rosterVersion: number } {
@@ -115,11 +115,11 @@ export class KeyService {
     return { members, threshold: committee.threshold, rosterVersion: this.roster!.roster.version };
   }
 
-  /** One key operation at a time per key. */
-  private serialize<T>(keyId: string, f: () => Promise<T>): Promise<T> {
-    const prev = this.locks.get(keyId) ?? Promise.resolve();
+  /** One operation at a time per vault. */
+  private serialize<T>(vaultId: string, f: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(vaultId) ?? Promise.resolve();
     const next = prev.then(f, f);
-    this.locks.set(keyId, next.catch(() => undefined));
+    this.locks.set(vaultId, next.catch(() => undefined));
     return next;
   }
 
@@ -152,9 +152,9 @@ export class KeyService {
     });
   }
 
-  async get(keyId: string): Promise<KeyRecord> {
-    const k = await this.keys.get(keyId);
-    if (!k) throw new CustodyError('unknown_key', `no key ${keyId}`);
+  async get(vaultId: string): Promise<VaultRecord> {
+    const k = await this.vaults.get(vaultId);
+    if (!k) throw new CustodyError('unknown_vault', `no vault ${vaultId}`);
     return k;
   }
 
@@ -162,12 +162,12 @@ export class KeyService {
    * `trustLog` and `creationRequest` are the customer's own signed material (docs/trust.md): passed to
    * the nodes unchanged, which verify them; the coordinator cannot make or alter them.
    */
-  async createKey(input: { keyId: string; owner: string; tier: TierName; nodeIds?: string[]; threshold?: number; trustLog?: Uint8Array[]; creationRequest?: Uint8Array | undefined; requestId?: string | undefined }): Promise<KeyRecord> {
+  async createVault(input: { vaultId: string; owner: string; tier: TierName; nodeIds?: string[]; threshold?: number; trustLog?: Uint8Array[]; creationRequest?: Uint8Array | undefined; requestId?: string | undefined }): Promise<VaultRecord> {
     const req = this.scope(input.requestId);
-    return this.serialize(input.keyId, async () => {
+    return this.serialize(input.vaultId, async () => {
       // A generation that failed for want of a party (not refused by the nodes) may run again.
-      const existing = await this.keys.get(input.keyId);
-      if (existing && !(existing.state === 'failed' && !existing.refused)) throw new CustodyError('key_exists', `key ${input.keyId} exists`);
+      const existing = await this.vaults.get(input.vaultId);
+      if (existing && !(existing.state === 'failed' && !existing.refused)) throw new CustodyError('vault_exists', `vault ${input.vaultId} exists`);
       const roster = this.rosterBytes();
       // The committee the customer's signed request names, when it names one: nodes accept no other.
       const asked = requestedCommittee(input.creationRequest);
@@ -175,54 +175,54 @@ export class KeyService {
         : asked.nodeIds ? { nodeIds: asked.nodeIds, threshold: thresholdFor(input.tier, asked.nodeIds.length) }
           : committeeFor(input.tier, input.owner, this.nodes.list(), this.roster!.roster, asked.customerNodeId);
       const now = Date.now();
-      const record: KeyRecord = {
-        v: 1, keyId: input.keyId, owner: input.owner, tier: input.tier, threshold: committee.threshold,
+      const record: VaultRecord = {
+        v: 2, vaultId: input.vaultId, owner: input.owner, tier: input.tier, threshold: committee.threshold,
         committee: committee.nodeIds.map((nodeId, i) => ({ nodeId, index: i + 1 })), epoch: 0, rotation: 0, publicKey: '', chainCode: '',
-        state: 'generating', createdAtMs: now, updatedAtMs: now,
+        state: 'creating', createdAtMs: now, updatedAtMs: now,
       };
       // Checked before the record is written: malformed input fails here, not on every node.
       const params = dkgParams.encode({
-        keyId: input.keyId, owner: input.owner, epoch: 0, threshold: committee.threshold, tier: input.tier,
+        keyId: input.vaultId, owner: input.owner, epoch: 0, threshold: committee.threshold, tier: input.tier,
         ...(input.trustLog?.length ? { trustLog: input.trustLog } : {}), ...(input.creationRequest?.length ? { creationRequest: input.creationRequest } : {}), roster,
       });
-      await this.keys.put(record);
+      await this.vaults.put(record);
       const parties = record.committee.map((m) => this.party(m.nodeId, m.index));
-      const outcome = await this.open(req, { protocol: Protocol.DKG, keyId: input.keyId, parties, params, timeoutMs: this.timeouts.dkgMs });
+      const outcome = await this.open(req, { protocol: Protocol.DKG, keyId: input.vaultId, parties, params, timeoutMs: this.timeouts.dkgMs });
       const pkg = this.agreedPackage(outcome, dkgResult, req);
       const refusal = pkg ? undefined : refusalOf(outcome);
       if (refusal) {
-        await this.keys.put({ ...record, state: 'failed', refused: true, problem: describeReports(outcome), updatedAtMs: Date.now() });
+        await this.vaults.put({ ...record, state: 'failed', refused: true, problem: describeReports(outcome), updatedAtMs: Date.now() });
         throw refusalError(refusal);
       }
       if (!pkg) {
-        await this.keys.put({ ...record, state: 'failed', problem: outcome.ok ? 'parties disagree on the key' : outcome.message, updatedAtMs: Date.now() });
+        await this.vaults.put({ ...record, state: 'failed', problem: outcome.ok ? 'parties disagree on the key' : outcome.message, updatedAtMs: Date.now() });
         throw new CustodyError('failed', `key generation failed: ${outcome.ok ? 'parties disagree' : outcome.message}`, { culprits: outcome.ok ? [] : outcome.culprits });
       }
-      let done: KeyRecord = { ...record, publicKey: pkg.groupKey, chainCode: pkg.chainCode, pkg, state: 'active', updatedAtMs: Date.now() };
-      await this.keys.put(done);
-      this.log.info({ keyId: input.keyId, requestId: req.requestId, committee: committee.nodeIds }, 'key generated');
+      let done: VaultRecord = { ...record, publicKey: pkg.groupKey, chainCode: pkg.chainCode, pkg, state: 'active', updatedAtMs: Date.now() };
+      await this.vaults.put(done);
+      this.log.info({ vaultId: input.vaultId, requestId: req.requestId, committee: committee.nodeIds }, 'vault key generated');
       done = await this.otSetup(done, req);
       return done;
     });
   }
 
   /** Pairwise OT setup for ECDSA on the whole committee at the key's epoch; a failure is logged and retried on demand. */
-  private async otSetup(key: KeyRecord, req: RequestScope): Promise<KeyRecord> {
+  private async otSetup(key: VaultRecord, req: RequestScope): Promise<VaultRecord> {
     if (!key.committee.every((m) => this.nodes.isAttached(m.nodeId))) {
-      this.log.warn({ keyId: key.keyId, requestId: req.requestId }, 'OT setup postponed: not every committee member is attached');
+      this.log.warn({ vaultId: key.vaultId, requestId: req.requestId }, 'OT setup postponed: not every committee member is attached');
       return key;
     }
     const outcome = await this.open(req, {
-      protocol: Protocol.OT_SETUP, keyId: key.keyId, parties: key.committee.map((m) => this.party(m.nodeId, m.index)),
-      params: otParams.encode({ keyId: key.keyId, epoch: key.epoch }), timeoutMs: this.timeouts.dkgMs,
+      protocol: Protocol.OT_SETUP, keyId: key.vaultId, parties: key.committee.map((m) => this.party(m.nodeId, m.index)),
+      params: otParams.encode({ keyId: key.vaultId, epoch: key.epoch }), timeoutMs: this.timeouts.dkgMs,
     });
     const acks = this.results(outcome, otResult, req);
-    if (!acks || acks.some((a) => a.keyId !== key.keyId || a.epoch !== key.epoch)) {
-      this.log.warn({ keyId: key.keyId, requestId: req.requestId, problem: outcome.ok ? 'results do not name this key epoch' : outcome.message }, 'OT setup failed; ECDSA waits for a new setup');
+    if (!acks || acks.some((a) => a.keyId !== key.vaultId || a.epoch !== key.epoch)) {
+      this.log.warn({ vaultId: key.vaultId, requestId: req.requestId, problem: outcome.ok ? 'results do not name this key epoch' : outcome.message }, 'OT setup failed; ECDSA waits for a new setup');
       return key;
     }
     const next = { ...key, otEpoch: key.epoch, updatedAtMs: Date.now() };
-    await this.keys.put(next);
+    await this.vaults.put(next);
     return next;
   }
 
@@ -235,18 +235,18 @@ export class KeyService {
 
   async sign(input: SignInput): Promise<SignOutput> {
     const req = this.scope(input.requestId);
-    const key = await this.get(input.keyId);
-    if (key.state !== 'active' && key.state !== 'resharing' && key.state !== 'needs_attention') throw new CustodyError('conflict', `key ${input.keyId} is ${key.state}`);
+    const key = await this.get(input.vaultId);
+    if (key.state !== 'active' && key.state !== 'resharing' && key.state !== 'reshare_pending') throw new CustodyError('conflict', `vault ${input.vaultId} is ${key.state}`);
     // Checked before anything runs: a malformed request fails here, not on every node. An OT setup
     // below keeps the key's epoch, so these parameters hold for every attempt.
     const params = signParams.encode({
-      keyId: input.keyId, epoch: key.epoch, path: input.path, scheme: input.scheme, digests: input.digests,
+      keyId: input.vaultId, epoch: key.epoch, path: input.path, scheme: input.scheme, digests: input.digests,
       intent: input.intent, intentSignature: input.intentSignature, apiKeyId: input.apiKeyId, template: input.template, endUserToken: input.endUserToken,
       ...(input.trustLog ? { trustLog: input.trustLog } : {}),
     });
     let ready = key;
     if (input.scheme === 'ecdsa' && key.otEpoch !== key.epoch) {
-      ready = await this.serialize(key.keyId, () => this.otSetup(key, req));
+      ready = await this.serialize(key.vaultId, () => this.otSetup(key, req));
       if (ready.otEpoch !== ready.epoch) throw new CustodyError('unavailable', 'ECDSA needs the OT setup of this epoch, which could not run now');
     }
     const protocol = input.scheme === 'ecdsa' ? Protocol.SIGN_ECDSA : Protocol.SIGN_SCHNORR;
@@ -263,13 +263,13 @@ export class KeyService {
       const candidates = eligible.filter((m) => this.nodes.isAttached(m.nodeId));
       // ECDSA: a subset none of whose OT pairs is in another run (nodes refuse that); Schnorr: any.
       const slot = protocol === Protocol.SIGN_ECDSA
-        ? await this.otPairs.take(input.keyId, candidates, ready.threshold, this.timeouts.signMs)
+        ? await this.otPairs.take(input.vaultId, candidates, ready.threshold, this.timeouts.signMs)
         : { signers: candidates.slice(0, ready.threshold), release: () => undefined };
       if (!slot) throw new CustodyError('ot_busy', 'every signer subset of this vault is busy with other ECDSA signings; retry later');
       const signers = slot.signers;
       let outcome: SessionOutcome;
       try {
-        outcome = await this.open(req, { protocol, keyId: input.keyId, parties: signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs });
+        outcome = await this.open(req, { protocol, keyId: input.vaultId, parties: signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs });
       } finally {
         slot.release();
       }
@@ -286,11 +286,11 @@ export class KeyService {
       if (refusal) throw refusalError(refusal);
       // Nodes retired OT pairs after an abort: a fresh setup (new keys and Δ) lets the pairs sign again.
       if (!outcome.ok && outcome.code === 'party_failed' && outcome.reports.some((r) => r.code === 'ot_retired')) {
-        this.log.warn({ keyId: input.keyId, requestId: req.requestId, attempt }, 'OT pairs were retired; running a new OT setup');
-        ready = await this.serialize(key.keyId, () => this.otSetup(ready, req));
+        this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, attempt }, 'OT pairs were retired; running a new OT setup');
+        ready = await this.serialize(key.vaultId, () => this.otSetup(ready, req));
         continue;
       }
-      this.log.warn({ keyId: input.keyId, requestId: req.requestId, attempt, culprits: outcome.culprits, code: outcome.code }, 'signing attempt failed; retrying without the culprits');
+      this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, attempt, culprits: outcome.culprits, code: outcome.code }, 'signing attempt failed; retrying without the culprits');
       if (!outcome.culprits.length) break;
       for (const c of outcome.culprits) excluded.add(c);
     }
@@ -301,11 +301,11 @@ export class KeyService {
    * `trustLog` and `reshareRequest` are the customer's own signed material (docs/trust.md
    * "Committees"): a self or customer_tee target seats the customer's node its request names.
    */
-  async reshare(input: { keyId: string; nodeIds?: string[]; threshold?: number; targetTier?: TierName; trustLog?: Uint8Array[]; reshareRequest?: Uint8Array | undefined; requestId?: string | undefined }): Promise<KeyRecord> {
+  async reshare(input: { vaultId: string; nodeIds?: string[]; threshold?: number; targetTier?: TierName; trustLog?: Uint8Array[]; reshareRequest?: Uint8Array | undefined; requestId?: string | undefined }): Promise<VaultRecord> {
     const req = this.scope(input.requestId);
-    return this.serialize(input.keyId, async () => {
-      const key = await this.get(input.keyId);
-      if (key.state !== 'active' && key.state !== 'needs_attention') throw new CustodyError('conflict', `key ${input.keyId} is ${key.state}`);
+    return this.serialize(input.vaultId, async () => {
+      const key = await this.get(input.vaultId);
+      if (key.state !== 'active' && key.state !== 'reshare_pending') throw new CustodyError('conflict', `vault ${input.vaultId} is ${key.state}`);
       const roster = this.rosterBytes();
       const asked = requestedCommittee(input.reshareRequest);
       const tier = input.targetTier ?? (key.tier as TierName);
@@ -330,39 +330,39 @@ export class KeyService {
       const oldPkg = key.pkg;
       if (!oldPkg) throw new CustodyError('unavailable', 'the public package of this epoch is not known');
       const newEpoch = key.epoch + 1;
-      // Checked before the key changes state: malformed input fails here, not on every node.
+      // Checked before the vault changes state: malformed input fails here, not on every node.
       const params = reshareParams.encode({
-        keyId: key.keyId, owner: key.owner, oldPkg, newEpoch, newThreshold: target.threshold, members, tier, roster,
+        keyId: key.vaultId, owner: key.owner, oldPkg, newEpoch, newThreshold: target.threshold, members, tier, roster,
         ...(input.trustLog?.length ? { trustLog: input.trustLog } : {}), ...(input.reshareRequest?.length ? { reshareRequest: input.reshareRequest } : {}),
       });
-      await this.keys.put({ ...key, state: 'resharing', updatedAtMs: Date.now() });
-      const outcome = await this.open(req, { protocol: Protocol.RESHARE, keyId: key.keyId, parties: union.map((nodeId, i) => this.party(nodeId, i + 1)), params, timeoutMs: this.timeouts.reshareMs });
+      await this.vaults.put({ ...key, state: 'resharing', updatedAtMs: Date.now() });
+      const outcome = await this.open(req, { protocol: Protocol.RESHARE, keyId: key.vaultId, parties: union.map((nodeId, i) => this.party(nodeId, i + 1)), params, timeoutMs: this.timeouts.reshareMs });
       const pkg = this.agreedPackage(outcome, reshareResult, req);
       if (!pkg || pkg.groupKey !== key.publicKey) {
         // A refusal (an unverified committee, say) says which node refused and why.
         const refusal = pkg ? undefined : refusalOf(outcome);
         const problem = outcome.ok ? 'reshare results disagree' : refusal ? `refused by the nodes: ${describeReports(outcome)}` : outcome.message;
-        await this.keys.put({ ...key, state: 'needs_attention', problem: `reshare to epoch ${newEpoch} failed: ${problem}`, updatedAtMs: Date.now() });
-        for (const nodeId of target.nodeIds) void this.epochSession(Protocol.ABANDON_EPOCH, key.keyId, newEpoch, nodeId, req).catch(() => undefined);
-        this.log.warn({ keyId: key.keyId, requestId: req.requestId, problem }, 'reshare failed; the old epoch stays in force');
+        await this.vaults.put({ ...key, state: 'reshare_pending', problem: `reshare to epoch ${newEpoch} failed: ${problem}`, updatedAtMs: Date.now() });
+        for (const nodeId of target.nodeIds) void this.epochSession(Protocol.ABANDON_EPOCH, key.vaultId, newEpoch, nodeId, req).catch(() => undefined);
+        this.log.warn({ vaultId: key.vaultId, requestId: req.requestId, problem }, 'reshare failed; the old epoch stays in force');
         if (refusal) throw refusalError(refusal);
         throw new CustodyError('failed', `reshare failed: ${problem}`, { culprits: outcome.ok ? [] : outcome.culprits });
       }
       // Every receiver stored the pending epoch before reporting: commit here, then tell the nodes.
-      const committed: KeyRecord = {
+      const committed: VaultRecord = {
         ...key, epoch: newEpoch, rotation: key.rotation + 1, threshold: target.threshold,
         committee: target.nodeIds.map((nodeId, i) => ({ nodeId, index: i + 1 })), state: 'active', problem: undefined,
         tier: input.targetTier ?? key.tier, pkg, updatedAtMs: Date.now(),
       };
-      await this.keys.put(committed);
+      await this.vaults.put(committed);
       // Every member of the old and the new committee hears of the commit: receivers promote their
       // pending share, members that left delete theirs. A node that is away now refuses the old epoch
       // anyway (every session names the epoch) and deletes it on the next commit it hears.
       const everyone = [...new Set([...key.committee.map((m) => m.nodeId), ...target.nodeIds])].filter((n) => this.nodes.isAttached(n));
-      const notified = await Promise.allSettled(everyone.map((nodeId) => this.epochSession(Protocol.COMMIT_EPOCH, key.keyId, newEpoch, nodeId, req)));
+      const notified = await Promise.allSettled(everyone.map((nodeId) => this.epochSession(Protocol.COMMIT_EPOCH, key.vaultId, newEpoch, nodeId, req)));
       const missed = everyone.filter((_, i) => notified[i]!.status === 'rejected');
-      if (missed.length) this.log.warn({ keyId: key.keyId, requestId: req.requestId, missed }, 'some nodes did not confirm the epoch commit');
-      this.log.info({ keyId: key.keyId, requestId: req.requestId, epoch: newEpoch, committee: target.nodeIds }, 'reshare committed');
+      if (missed.length) this.log.warn({ vaultId: key.vaultId, requestId: req.requestId, missed }, 'some nodes did not confirm the epoch commit');
+      this.log.info({ vaultId: key.vaultId, requestId: req.requestId, epoch: newEpoch, committee: target.nodeIds }, 'reshare committed');
       return this.otSetup(committed, req);
     });
   }
