@@ -8,6 +8,7 @@ import { NodeLinkService, type AttachResponse } from '../../proto/gen/mpc/v1/nod
 import type { Logger } from '../../common/logger.ts';
 import type { NodeIdentity } from '../runtime/identity.ts';
 import { attachMessage, LINK_VERSION } from '../../core/link/attach.ts';
+import { rpcFailure } from '../../core/rpc/rpc-error.ts';
 
 export interface LinkOptions {
   address: string;
@@ -53,16 +54,19 @@ export class CoordinatorLink extends EventEmitter<{ attached: []; detached: []; 
     const stream = this.client.attach();
     this.stream = stream;
     let ended = false;
-    const onGone = (why: string) => {
+    // Why the stream ended, as a registered code: the coordinator's refusal, the call's structured
+    // status (core/rpc/rpc-error.ts), or `unavailable` for a stream that simply closed.
+    let refusal: string | undefined;
+    const onGone = (code: string, why: string) => {
       if (ended) return;
       ended = true;
       if (this.stream === stream) this.stream = undefined;
       if (this.attached) {
         this.attached = false;
         this.emit('detached');
-        log.warn({ why }, 'detached from coordinator');
+        log.warn({ code, why }, 'detached from coordinator');
       }
-      this.scheduleReconnect(why);
+      this.scheduleReconnect(code, why);
     };
     stream.on('data', (msg: AttachResponse) => {
       const body = msg.body;
@@ -93,6 +97,7 @@ export class CoordinatorLink extends EventEmitter<{ attached: []; detached: []; 
           this.emit('session', body);
           break;
         case 'refusal':
+          refusal = body.value.code;
           log.error({ code: body.value.code }, `coordinator refused this node: ${body.value.message}`);
           this.emit('refused', body.value.code);
           break;
@@ -100,9 +105,12 @@ export class CoordinatorLink extends EventEmitter<{ attached: []; detached: []; 
           break;
       }
     });
-    stream.on('error', (err: grpc.ServiceError) => onGone(err.details || err.message));
-    stream.on('end', () => onGone('stream ended'));
-    stream.on('close', () => onGone('stream closed'));
+    stream.on('error', (err: grpc.ServiceError) => {
+      const e = rpcFailure(err);
+      onGone(e.code, e.message);
+    });
+    stream.on('end', () => onGone(refusal ?? 'unavailable', refusal ? 'refused by the coordinator' : 'stream ended'));
+    stream.on('close', () => onGone(refusal ?? 'unavailable', refusal ? 'refused by the coordinator' : 'stream closed'));
     stream.write({
       body: {
         case: 'hello',
@@ -114,12 +122,12 @@ export class CoordinatorLink extends EventEmitter<{ attached: []; detached: []; 
     });
   }
 
-  private scheduleReconnect(why: string): void {
+  private scheduleReconnect(code: string, why: string): void {
     if (this.stopped || this.timer) return;
     const base = Math.min(this.opts.reconnectMaxMs, this.opts.reconnectMinMs * 2 ** Math.min(this.attempt, 16));
     const delay = Math.round(base / 2 + Math.random() * (base / 2));
     this.attempt++;
-    this.opts.log.debug({ why, delay, attempt: this.attempt }, 'redialing coordinator');
+    this.opts.log.debug({ code, why, delay, attempt: this.attempt }, 'redialing coordinator');
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.connect();
