@@ -10,8 +10,8 @@ import tseslint from 'typescript-eslint';
 // project; core/ holds what two or more programs share and imports only common/ and the generated
 // contracts; node/, coordinator/ and api/ never import each other; the SDK a customer installs imports
 // only core/ and common/. The pure corners of core/ (codec, errors, keys, session) import only each other
-// (and common/memo.ts), so protocol code that uses them stays sans-IO. Test, bench and deploy code may
-// import anything.
+// (and common/memo.ts), so protocol code that uses them stays sans-IO. tee/ (enclave attestation) imports
+// only the error model. Test, bench and deploy code may import anything.
 export const AREAS = {
   'common/': [],
   'proto/': [],
@@ -20,11 +20,12 @@ export const AREAS = {
   'core/codec/': ['core/errors/'],
   'core/session/': ['core/codec/', 'core/errors/'],
   'core/keys/': ['core/errors/', 'common/memo.ts'],
-  'node/': ['core/', 'common/', 'proto/'],
+  'node/': ['core/', 'common/', 'proto/', 'tee/'],
   'node/protocols/': ['core/codec/', 'core/errors/', 'core/keys/', 'core/session/', 'common/memo.ts'],
   'coordinator/': ['core/', 'common/', 'proto/'],
-  'api/': ['core/', 'common/', 'proto/'],
+  'api/': ['core/', 'common/', 'proto/', 'tee/'],
   'api/sdk/': ['core/', 'common/'],
+  'tee/': ['core/errors/'],
 };
 
 // Imports that break the direction, each one named (`{ from, to: [...], typeOnly? }`), to be moved out

@@ -41,6 +41,11 @@ t.test('forbidden directions are errors', async (t) => {
     ['core/keys/example.ts', '../trust/roster.ts', 'the pure key code may not import the rest of core'],
     ['core/keys/example.ts', '../../common/logger.ts', 'the pure key code may not import common beyond memo'],
     ['node/protocols/frost/example.ts', '../../../core/api-schemas/vaults.ts', 'protocol code may not import the API schemas'],
+    ['tee/attestation/example.ts', '../../node/runtime/identity.ts', 'the TEE verifiers may not import node'],
+    ['tee/attestation/example.ts', '../../core/trust/roster.ts', 'the TEE verifiers may import only core/errors'],
+    ['node/protocols/frost/example.ts', '../../../tee/attestation/nitro.ts', 'protocol code may not import the TEE verifiers'],
+    ['coordinator/example.ts', '../tee/attestation/nitro.ts', 'the coordinator does not verify attestations itself'],
+    ['core/trust/example.ts', '../../tee/attestation/nitro.ts', 'core may not import tee'],
   ];
   for (const [file, spec, what] of cases) {
     t.equal((await lint(file, importing(spec))).length, 1, what);
@@ -58,6 +63,9 @@ t.test('allowed directions are clean', async (t) => {
     ['node/runtime/example.ts', '../../core/intents/intent.ts'],
     ['node/runtime/example.ts', '../../common/bytes.ts'],
     ['node/runtime/example.ts', '../../proto/grpc.ts'],
+    ['node/runtime/example.ts', '../../tee/attestation/nitro.ts'],
+    ['api/vaults/example.ts', '../../tee/attestation/nitro.ts'],
+    ['tee/attestation/example.ts', '../../core/errors/custody-error.ts'],
     ['node/runtime/example.ts', '../protocols/round/machine.ts'],
     ['coordinator/nodes/example.ts', '../../core/link/attach.ts'],
     ['api/transactions/example.ts', '../../core/codec/blob.ts'],
