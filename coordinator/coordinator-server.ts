@@ -68,18 +68,18 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
     createVault: (req) => guard(async () => ({
       vault: vaultInfo(await vaults.createVault({
         vaultId: req.vaultId, owner: req.owner, tier: tierName(req.tier), nodeIds: req.nodeIds, threshold: req.threshold || undefined,
-        trustLog: req.trustLog, creationRequest: req.creationRequest.length ? req.creationRequest : undefined, requestId: req.requestId,
+        trustLog: req.trustLog, creationRequest: req.creationRequest.length ? req.creationRequest : undefined, requestId: req.requestId, customerNodeId: req.customerNodeId,
       })),
     })),
     getVault: (req) => guard(async () => ({ vault: vaultInfo(await vaults.get(req.vaultId)) })),
     reshare: (req) => guard(async () => ({
       vault: vaultInfo(await vaults.reshare({
         vaultId: req.vaultId, nodeIds: req.nodeIds, threshold: req.threshold || undefined, targetTier: req.targetTier ? tierName(req.targetTier) : undefined,
-        trustLog: req.trustLog, reshareRequest: req.reshareRequest.length ? req.reshareRequest : undefined, requestId: req.requestId,
+        trustLog: req.trustLog, reshareRequest: req.reshareRequest.length ? req.reshareRequest : undefined, requestId: req.requestId, customerNodeId: req.customerNodeId,
       })),
     })),
     proposeCommittee: (req) => guard(async () => {
-      const p = vaults.proposeCommittee(req.owner, tierName(req.tier));
+      const p = vaults.proposeCommittee(tierName(req.tier), req.customerNodeId);
       return {
         members: p.members.map((m) => ({ nodeId: m.nodeId, kind: KIND_VALUES[m.kind], signingKey: m.signingKey, encryptionKey: m.encryptionKey })),
         threshold: p.threshold, rosterVersion: BigInt(p.rosterVersion),

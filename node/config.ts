@@ -20,6 +20,8 @@ export const NodeConfigSchema = Type.Object({
   tlsKey: Type.Optional(Type.String({ env: 'NODE_TLS_KEY', description: 'PEM client key' })),
   apiKeysFile: Type.Optional(Type.String({ env: 'NODE_API_KEYS_FILE', description: 'bootstrap API keys: {"<org>": {"<key id>": "<ed25519 public key hex>"}}' })),
   operatorKeys: Type.String({ env: 'NODE_OPERATOR_KEYS', default: '', pattern: '^([0-9a-fA-F]{64}(,[0-9a-fA-F]{64})*)?$', description: 'comma-separated Ed25519 public keys (hex) whose bootstrap entries root organizations (docs/trust.md)' }),
+  teeRootsFile: Type.Optional(Type.String({ env: 'NODE_TEE_ROOTS_FILE', minLength: 1, description: 'PEM roots TEE attestations must chain to; default the AWS Nitro Enclaves root shipped in tee/attestation/roots/' })),
+  teeAllowDevRoot: Type.Boolean({ env: 'NODE_TEE_ALLOW_DEV_ROOT', default: false, description: 'accept a DEV-ONLY attestation root (local clusters and tests only; docs/tee.md)' }),
   logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'NODE_LOG_LEVEL', default: 'info' }),
 });
 

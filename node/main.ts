@@ -20,6 +20,7 @@ import { IntentAuthorizer } from './runtime/authorization/sign-authorizer.ts';
 import { IntentLedger } from './runtime/authorization/intent-ledger.ts';
 import { RosterRegistry } from './runtime/authorization/roster-registry.ts';
 import { nodeProtocols } from './runtime/sessions/node-protocols.ts';
+import { loadTeeVerifier } from '../tee/attestation/enrolment-verifier.ts';
 
 await runMain('node', async () => {
   const config = loadNodeConfig();
@@ -45,7 +46,10 @@ await runMain('node', async () => {
     software: 'threshold-custody-node/0.1.0', reconnectMinMs: config.reconnectMinMs, reconnectMaxMs: config.reconnectMaxMs, log: nodeLog,
   });
   const vault = new VaultShareStore(store);
-  const trust = new TrustRegistry(store, { operatorKeys: config.operatorKeys, fileKeys: loadApiKeysFile(config.apiKeysFile) });
+  if (config.teeAllowDevRoot) nodeLog.warn('NODE_TEE_ALLOW_DEV_ROOT: TEE attestations under a DEV-ONLY root are accepted; never in production');
+  const trust = new TrustRegistry(store, {
+    operatorKeys: config.operatorKeys, fileKeys: loadApiKeysFile(config.apiKeysFile), verifyTee: loadTeeVerifier(config.teeRootsFile, config.teeAllowDevRoot),
+  });
   const authorizer = new IntentAuthorizer(trust);
   const host = new SessionHost(identity, (m) => void link.send(m), nodeProtocols({ vault, authorizer, trust, ledger: new IntentLedger(store), rosters: new RosterRegistry(store, config.operatorKeys) }), nodeLog);
   link.on('session', (b) => {

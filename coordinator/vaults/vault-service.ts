@@ -105,9 +105,9 @@ export class VaultService {
    * The committee a new vault of `owner` at `tier` would get now: what GET /v1/committees shows the
    * customer, who binds it in its signed creation request.
    */
-  proposeCommittee(owner: string, tier: TierName): { members: { nodeId: string; kind: NodeKindName; signingKey: Uint8Array; encryptionKey: Uint8Array }[]; threshold: number; rosterVersion: number } {
+  proposeCommittee(tier: TierName, customerNodeId?: string): { members: { nodeId: string; kind: NodeKindName; signingKey: Uint8Array; encryptionKey: Uint8Array }[]; threshold: number; rosterVersion: number } {
     this.rosterBytes();
-    const committee = committeeFor(tier, owner, this.nodes.list(), this.roster!.roster);
+    const committee = committeeFor(tier, this.nodes.list(), this.roster!.roster, customerNodeId || undefined);
     const members = committee.nodeIds.map((nodeId) => {
       const n = this.nodes.get(nodeId)!;
       return { nodeId, kind: n.kind, signingKey: n.signingKey, encryptionKey: n.encryptionKey };
@@ -162,7 +162,7 @@ export class VaultService {
    * `trustLog` and `creationRequest` are the customer's own signed material (docs/trust.md): passed to
    * the nodes unchanged, which verify them; the coordinator cannot make or alter them.
    */
-  async createVault(input: { vaultId: string; owner: string; tier: TierName; nodeIds?: string[]; threshold?: number; trustLog?: Uint8Array[]; creationRequest?: Uint8Array | undefined; requestId?: string | undefined }): Promise<VaultRecord> {
+  async createVault(input: { vaultId: string; owner: string; tier: TierName; nodeIds?: string[]; threshold?: number; trustLog?: Uint8Array[]; creationRequest?: Uint8Array | undefined; requestId?: string | undefined; customerNodeId?: string | undefined }): Promise<VaultRecord> {
     const req = this.scope(input.requestId);
     return this.serialize(input.vaultId, async () => {
       // A generation that failed for want of a party (not refused by the nodes) may run again.
@@ -173,7 +173,7 @@ export class VaultService {
       const asked = requestedCommittee(input.creationRequest);
       const committee = input.nodeIds?.length ? { nodeIds: input.nodeIds, threshold: input.threshold ?? thresholdFor(input.tier, input.nodeIds.length) }
         : asked.nodeIds ? { nodeIds: asked.nodeIds, threshold: thresholdFor(input.tier, asked.nodeIds.length) }
-          : committeeFor(input.tier, input.owner, this.nodes.list(), this.roster!.roster, asked.customerNodeId);
+          : committeeFor(input.tier, this.nodes.list(), this.roster!.roster, asked.customerNodeId ?? (input.customerNodeId || undefined));
       const now = Date.now();
       const record: VaultRecord = {
         v: 2, vaultId: input.vaultId, owner: input.owner, tier: input.tier, threshold: committee.threshold,
@@ -301,7 +301,7 @@ export class VaultService {
    * `trustLog` and `reshareRequest` are the customer's own signed material (docs/trust.md
    * "Committees"): a self or customer_tee target seats the customer's node its request names.
    */
-  async reshare(input: { vaultId: string; nodeIds?: string[]; threshold?: number; targetTier?: TierName; trustLog?: Uint8Array[]; reshareRequest?: Uint8Array | undefined; requestId?: string | undefined }): Promise<VaultRecord> {
+  async reshare(input: { vaultId: string; nodeIds?: string[]; threshold?: number; targetTier?: TierName; trustLog?: Uint8Array[]; reshareRequest?: Uint8Array | undefined; requestId?: string | undefined; customerNodeId?: string | undefined }): Promise<VaultRecord> {
     const req = this.scope(input.requestId);
     return this.serialize(input.vaultId, async () => {
       const key = await this.get(input.vaultId);
@@ -309,12 +309,13 @@ export class VaultService {
       const roster = this.rosterBytes();
       const asked = requestedCommittee(input.reshareRequest);
       const tier = input.targetTier ?? (key.tier as TierName);
+      const customerNodeId = asked.customerNodeId ?? (input.customerNodeId || undefined);
       const target: { nodeIds: string[]; threshold: number } = input.nodeIds?.length
         ? { nodeIds: input.nodeIds, threshold: input.threshold ?? key.threshold }
         : asked.nodeIds
           ? { nodeIds: asked.nodeIds, threshold: thresholdFor(tier, asked.nodeIds.length) }
-          : input.targetTier || asked.customerNodeId
-            ? committeeFor(tier, key.owner, this.nodes.list(), this.roster!.roster, asked.customerNodeId)
+          : input.targetTier || customerNodeId
+            ? committeeFor(tier, this.nodes.list(), this.roster!.roster, customerNodeId)
             : { nodeIds: key.committee.map((m) => m.nodeId), threshold: key.threshold };
       const dealers = key.committee.filter((m) => this.nodes.isAttached(m.nodeId)).sort((a, b) => Number(target.nodeIds.includes(b.nodeId)) - Number(target.nodeIds.includes(a.nodeId))).slice(0, key.threshold);
       if (dealers.length < key.threshold) throw new CustodyError('not_enough_nodes', `need ${key.threshold} attached members of the current committee`);

@@ -190,8 +190,10 @@ t.test('DKG 2-of-3 over gRPC, Taproot signatures, failures, reshare to a self no
   // Reshare to {one service node, the customer's self node}, which the customer names in its signed request.
   const selfId = await h.cluster.identity('self-1');
   const self = await h.cluster.startNode('self-1', { ...env, NODE_KIND: 'self', NODE_OWNER: ORG });
+  // The organization enrolled the node first (its signed POST /v1/nodes in the trust log).
+  const enrolment = signedEntry(signer(ORG, apiSecret, 'key_1'), 'POST', '/v1/nodes', { kind: 'self', ...selfId });
   const reshareRequest = signedEntry(signer(ORG, apiSecret, 'key_1'), 'POST', '/v1/vaults/vault-1/reshare', { target_tier: 'self', customer_node: selfId });
-  const moved = await h.client.reshare({ vaultId: 'vault-1', targetTier: Tier.SELF, reshareRequest }, { deadline: Date.now() + 60_000 });
+  const moved = await h.client.reshare({ vaultId: 'vault-1', targetTier: Tier.SELF, reshareRequest, trustLog: [enrolment] }, { deadline: Date.now() + 60_000 });
   t.equal(bytesToHex(moved.vault!.publicKey), groupKey, 'same public key after reshare');
   t.equal(moved.vault!.rotation, 1, 'rotation counter +1');
   t.equal(moved.vault!.tier, Tier.SELF);

@@ -147,20 +147,27 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
   const r1 = spend(hosted, first);
   await t.rejects(sign('vault-hosted', r1, fullLog), refused('end_user_token_required'), 'after a refresh');
   t.ok(schnorr.verify((await sign('vault-hosted', r1, fullLog, await tokenFor(r1.intent))).signatures[0]!, r1.digest, r1.q));
-  // The move seats the customer's node its signed reshare request names, and no other.
+  // The move seats the enrolled customer node its signed reshare request names, and no other.
   const selfId = await cluster.identity('self-1');
   const self = await cluster.startNode('self-1', { ...env, NODE_KIND: 'self', NODE_OWNER: ORG });
+  // Not enrolled: the coordinator naming the node (as the API would) does not make any node seat it.
+  await t.rejects(client.reshare({ vaultId: 'vault-hosted', targetTier: Tier.SELF, trustLog: fullLog, customerNodeId: self.nodeId }, { deadline: Date.now() + 60_000 }), refused('unverified_committee'), 'a node that claims the organization but is not enrolled');
+  const enrolledLog = [...fullLog, signedEntry(first, 'POST', '/v1/nodes', { kind: 'self', ...selfId })];
   const reshareTo = (customerNode: typeof selfId) => client.reshare({
-    vaultId: 'vault-hosted', targetTier: Tier.SELF, trustLog: fullLog,
+    vaultId: 'vault-hosted', targetTier: Tier.SELF, trustLog: enrolledLog,
     reshareRequest: signedEntry(first, 'POST', '/v1/vaults/vault-hosted/reshare', { target_tier: 'self', customer_node: customerNode }),
   }, { deadline: Date.now() + 60_000 });
   const stranger = await cluster.identity('not-started');
   await t.rejects(reshareTo(stranger), { constructor: CustodyError, code: 'no_customer_node', kind: 'unavailable', message: /not attached/ }, 'the coordinator does not seat another node instead');
-  await t.rejects(client.reshare({ vaultId: 'vault-hosted', targetTier: Tier.SELF }, { deadline: Date.now() + 60_000 }), refused('unverified_committee'), 'without the customer\'s request every node refuses');
+  await t.rejects(client.reshare({ vaultId: 'vault-hosted', targetTier: Tier.SELF }, { deadline: Date.now() + 60_000 }), { constructor: CustodyError, code: 'no_customer_node' }, 'without a named enrolled node the coordinator seats none');
   const moved = (await reshareTo(selfId)).vault!;
   t.ok(moved.committee.some((m) => m.nodeId === self.nodeId));
   const r2 = spend(hosted, first);
-  t.ok(schnorr.verify((await sign('vault-hosted', r2, fullLog)).signatures[0]!, r2.digest, r2.q), 'the self tier signs without end-user tokens');
+  t.ok(schnorr.verify((await sign('vault-hosted', r2, enrolledLog)).signatures[0]!, r2.digest, r2.q), 'the self tier signs without end-user tokens');
+  // Revoking the enrolment stops the node: the service nodes sign nothing more with it.
+  const revokedLog = [...enrolledLog, signedEntry(first, 'POST', `/v1/nodes/${self.nodeId}/revoke`)];
+  await t.rejects(sign('vault-hosted', spend(hosted, first), revokedLog), refused('node_revoked'), 'a revoked self node signs nothing');
+  await t.rejects(sign('vault-hosted', spend(hosted, first), enrolledLog), refused('node_revoked'), 'also when a later log omits the revocation');
 
   // No node logged a token, or any part of one.
   const parts = sent.flatMap((jwt) => jwt.split('.').slice(1));

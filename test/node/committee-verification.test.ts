@@ -1,7 +1,7 @@
 // A node joins a DKG or a reshare only for a committee it verifies member by member (docs/trust.md
 // "Committees"): service nodes from the operator-signed roster with their exact keys, the customer's
-// node from the customer's signed request, the parties the request names, the tier's shape, and never
-// a roster older than one it accepted. Real session hosts, sealed stores in temporary directories and
+// node from the organization's enrolments in its trust log (and the one its signed request names), the
+// parties the request names, the tier's shape, and never a roster older than one it accepted. Real session hosts, sealed stores in temporary directories and
 // trust registries; the test plays the coordinator, opening sessions and relaying envelopes.
 import t, { type Test } from 'tap';
 import { mkdtempSync } from 'node:fs';
@@ -27,6 +27,9 @@ import { signBootstrap } from '../../core/trust/trust-entry.ts';
 import { signRoster } from '../../core/trust/roster.ts';
 import { createLogger } from '../../common/logger.ts';
 import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
+import { createDevAttestationAuthority } from '../../tee/attestation/dev-provider.ts';
+import { AWS_NITRO_ROOT_G1_PEM, nitroTeeVerifier } from '../../tee/attestation/enrolment-verifier.ts';
+import { teeNodeBinding } from '../../core/trust/tee-binding.ts';
 
 t.setTimeout(120_000);
 
@@ -37,6 +40,9 @@ const operatorKeys = [bytesToHex(ed25519.getPublicKey(operator))];
 const first = signer(ORG, seed('committee first key'));
 const trustLog = [signBootstrap(ORG, first.publicKey, 1_795_000_000, operator)];
 const log = createLogger('test', 'silent');
+// The nodes pin a DEV-ONLY attestation root, as a local cluster does (docs/tee.md).
+const authority = createDevAttestationAuthority();
+const verifyTee = nitroTeeVerifier({ rootsPem: authority.rootPem, allowDevRoot: true });
 
 interface Outcome {
   done?: Uint8Array;
@@ -58,7 +64,7 @@ async function node(t: Test): Promise<TestNode> {
   t.teardown(() => store.close());
   const identity = new NodeIdentity(new Uint8Array(randomBytes(32)), new Uint8Array(randomBytes(32)));
   const vault = new VaultShareStore(store);
-  const trust = new TrustRegistry(store, { operatorKeys });
+  const trust = new TrustRegistry(store, { operatorKeys, verifyTee });
   const deps = { vault, trust, authorizer: new IntentAuthorizer(trust), rosters: new RosterRegistry(store, operatorKeys), ledger: { claim: async () => undefined } };
   const outcomes = new Map<string, Outcome>();
   const host = new SessionHost(identity, (msg) => {
@@ -103,13 +109,17 @@ async function run(members: Member[], protocol: Protocol, keyId: string, params:
 }
 
 let keyCounter = 0;
-const dkg = (members: Member[], tier: string, body: Record<string, unknown>, roster: Uint8Array, threshold = tier === 'hosted' ? 2 : members.length) => {
+const dkg = (members: Member[], tier: string, body: Record<string, unknown>, roster: Uint8Array, threshold = tier === 'hosted' ? 2 : members.length, log: Uint8Array[] = trustLog) => {
   const keyId = `vault-${++keyCounter}`;
   return run(members, Protocol.DKG, keyId, dkgParams.encode({
-    keyId, owner: ORG, epoch: 0, threshold, tier, trustLog, creationRequest: signedEntry(first, 'POST', '/v1/vaults', { tier, ...body }), roster,
+    keyId, owner: ORG, epoch: 0, threshold, tier, trustLog: log, creationRequest: signedEntry(first, 'POST', '/v1/vaults', { tier, ...body }), roster,
   }));
 };
+/** The organization's signed enrolment of a node (docs/trust.md "Enrolled nodes"). */
+const enrol = (m: Member, kind = 'self') => signedEntry(first, 'POST', '/v1/nodes', { kind, ...customerNode(m) });
+const revoke = (m: Member) => signedEntry(first, 'POST', `/v1/nodes/${m.nodeId}/revoke`);
 
+const fill48 = (b: number) => new Uint8Array(48).fill(b);
 const codes = (m: Map<string, Outcome>) => [...m.values()].map((o) => o.failed?.code ?? 'done');
 
 t.test('a hosted DKG with a fake party seated beside honest nodes: every honest node refuses', async (t) => {
@@ -135,15 +145,32 @@ t.test('a hosted DKG with a fake party seated beside honest nodes: every honest 
   t.same(codes(await dkg([pub(a), pub(b), pub(outsider)], 'hosted', {}, forged)), ['bad_roster', 'bad_roster'], 'a roster not signed by an operator key');
 });
 
-t.test('a self-tier DKG seats only the customer node the customer named', async (t) => {
+t.test('a self-tier DKG seats only a node the organization enrolled', async (t) => {
   const [a, b, named, other] = [await node(t), await node(t), await node(t), await node(t)];
   const roster = rosterOf(1, [pub(a), pub(b)]);
   const body = { customer_node: customerNode(pub(named)) };
-  t.same(codes(await dkg([pub(a), pub(other)], 'self', body, roster)), ['unverified_committee', 'unverified_committee'], 'a self node the customer did not name');
-  t.same(codes(await dkg([pub(a), pub(named)], 'self', {}, roster)), ['unverified_committee', 'unverified_committee'], 'a request that names no customer node');
-  t.same(codes(await dkg([pub(a), pub(b)], 'self', body, roster)), ['bad_committee', 'bad_committee'], 'a self key without the customer node');
-  t.same(codes(await dkg([pub(a), pub(named)], 'self', body, roster, 1)), ['bad_committee', 'bad_committee'], 'the customer node must be required');
-  t.same(codes(await dkg([pub(a), pub(named)], 'self', body, roster)), ['done', 'done'], 'the named node with a roster service node');
+  // Nothing enrolled: a node that says it is the customer's (or that the request names) is not seated.
+  const unenrolled = await dkg([pub(a), pub(named)], 'self', body, roster);
+  t.same(codes(unenrolled), ['unverified_committee', 'unverified_committee'], 'a named node that was never enrolled');
+  t.match([...unenrolled.values()][0]!.failed!.message, /nor a node org_committee enrolled/);
+  t.same(codes(await dkg([pub(a), pub(other)], 'self', {}, roster)), ['unverified_committee', 'unverified_committee'], 'the coordinator\'s choice of an unenrolled node');
+
+  const enrolled = [...trustLog, enrol(pub(named))];
+  t.same(codes(await dkg([pub(a), pub(other)], 'self', body, roster, 2, enrolled)), ['unverified_committee', 'unverified_committee'], 'a node the customer did not enrol');
+  t.same(codes(await dkg([pub(a), { ...pub(named), encryptionKey: fake().encryptionKey }], 'self', {}, roster, 2, enrolled)), ['unverified_committee', 'identity_mismatch'], 'the enrolled id with another encryption key (the node itself sees its id misused)');
+  t.same(codes(await dkg([pub(a), pub(b)], 'self', body, roster, 2, enrolled)), ['bad_committee', 'bad_committee'], 'a self key without the customer node');
+  t.same(codes(await dkg([pub(a), pub(named)], 'self', body, roster, 1, enrolled)), ['bad_committee', 'bad_committee'], 'the customer node must be required');
+  t.same(codes(await dkg([pub(a), pub(named)], 'customer_tee', {}, roster, 2, enrolled)), ['bad_committee', 'bad_committee'], 'a self node is not seated in a customer_tee key');
+  t.same(codes(await dkg([pub(a), pub(named)], 'self', body, roster, 2, enrolled)), ['done', 'done'], 'the enrolled node the request names');
+  t.same(codes(await dkg([pub(a), pub(named)], 'self', {}, roster, 2, enrolled)), ['done', 'done'], 'the enrolled node, the request naming none');
+
+  // Another node enrolled too, but the request pins the first: only that one is seated.
+  const both = [...enrolled, enrol(pub(other))];
+  t.same(codes(await dkg([pub(a), pub(other)], 'self', body, roster, 2, both)), ['unverified_committee', 'unverified_committee'], 'an enrolled node other than the one the request pins');
+
+  // Revoked for good: a later log without the revocation, or enrolling it again, changes nothing.
+  t.same(codes(await dkg([pub(a), pub(named)], 'self', {}, roster, 2, [...both, revoke(pub(named))])), ['node_revoked', 'node_revoked'], 'a revoked node');
+  t.same(codes(await dkg([pub(a), pub(named)], 'self', {}, roster, 2, [...trustLog, enrol(pub(named))])), ['node_revoked', 'node_revoked'], 'a replayed enrolment does not revive it');
 });
 
 t.test('the parties must be exactly the committee the creation request names', async (t) => {
@@ -165,7 +192,7 @@ t.test('a roster older than one a node accepted is refused', async (t) => {
   t.same(codes(await dkg([pub(a), pub(b), pub(c)], 'hosted', {}, rosterOf(2, [pub(a), pub(b), pub(c), pub(fake())]))), ['bad_roster', 'bad_roster', 'bad_roster'], 'another roster under a version already accepted');
 });
 
-t.test('a reshare to the self tier seats a customer node only on the customer\'s signed reshare request', async (t) => {
+t.test('a reshare to the self tier seats only an enrolled customer node', async (t) => {
   const [a, b, c, self] = [await node(t), await node(t), await node(t), await node(t)];
   const roster = rosterOf(1, [pub(a), pub(b), pub(c)]);
   const created = await dkg([pub(a), pub(b), pub(c)], 'hosted', {}, roster);
@@ -178,9 +205,55 @@ t.test('a reshare to the self tier seats a customer node only on the customer\'s
   }));
   const without = await reshare({});
   t.same(codes(without), ['unverified_committee', 'unverified_committee', 'unverified_committee'], 'the coordinator\'s word does not seat a customer node');
-  const elsewhere = signedEntry(first, 'POST', `/v1/vaults/${keyId}/reshare`, { target_tier: 'self', customer_node: customerNode(pub(fake())) });
-  t.same(codes(await reshare({ reshareRequest: elsewhere })), ['unverified_committee', 'unverified_committee', 'unverified_committee'], 'the customer named another node');
   const asked = signedEntry(first, 'POST', `/v1/vaults/${keyId}/reshare`, { target_tier: 'self', customer_node: customerNode(pub(self)) });
-  t.same(codes(await reshare({ reshareRequest: asked })), ['done', 'done', 'done'], 'the node the customer named');
+  t.same(codes(await reshare({ reshareRequest: asked })), ['unverified_committee', 'unverified_committee', 'unverified_committee'], 'named but never enrolled');
+  const enrolled = [...trustLog, enrol(pub(self))];
+  const elsewhere = signedEntry(first, 'POST', `/v1/vaults/${keyId}/reshare`, { target_tier: 'self', customer_node: customerNode(pub(fake())) });
+  t.same(codes(await reshare({ reshareRequest: elsewhere, trustLog: enrolled })), ['unverified_committee', 'unverified_committee', 'unverified_committee'], 'the customer named another node');
+  t.same(codes(await reshare({ reshareRequest: asked, trustLog: enrolled })), ['done', 'done', 'done'], 'the enrolled node the customer named');
   t.ok(await self.vault.pending(keyId), 'the self node holds the pending share');
+});
+
+t.test('a customer_tee DKG seats an enrolled TEE node only with measurements the organization allows', async (t) => {
+  const [a, enclave] = [await node(t), await node(t)];
+  const roster = rosterOf(1, [pub(a)]);
+  const image = { 0: fill48(0x0a), 1: fill48(0x01), 2: fill48(0x02) };
+  const hex = (b: Uint8Array) => bytesToHex(b);
+  const at = 1_795_000_100;
+  const m = pub(enclave);
+  const attestation = (userData: Uint8Array, pcrs: Record<number, Uint8Array> = image) => Buffer.from(authority.attest({ at: new Date(at * 1000), pcrs, userData })).toString('base64');
+  const binding = teeNodeBinding(ORG, m.nodeId, hex(m.signingKey), hex(m.encryptionKey));
+  const enrolTee = (doc: string) => signedEntry(first, 'POST', '/v1/nodes', { kind: 'tee', ...customerNode(m), attestation: doc }, { created: at + 60 });
+  const measurements = (version: number, pcr0: Uint8Array) => signedEntry(first, 'PUT', '/v1/tee/measurements', { version, allowed: [{ 0: hex(pcr0) }] });
+
+  // An attestation that binds other keys, or comes from a debug enclave, enrols nothing: the log is refused.
+  const otherBinding = teeNodeBinding(ORG, m.nodeId, hex(fake().signingKey), hex(m.encryptionKey));
+  t.same(codes(await dkg([pub(a), m], 'customer_tee', {}, roster, 2, [...trustLog, enrolTee(attestation(otherBinding))])), ['bad_trust_log', 'bad_trust_log'], 'user_data binding other keys');
+  t.same(codes(await dkg([pub(a), m], 'customer_tee', {}, roster, 2, [...trustLog, enrolTee(attestation(binding, {}))])), ['bad_trust_log', 'bad_trust_log'], 'a debug-mode enclave');
+  t.same(codes(await dkg([pub(a), m], 'customer_tee', {}, roster, 2, [...trustLog, signedEntry(first, 'POST', '/v1/nodes', { kind: 'tee', ...customerNode(m) })])), ['bad_trust_log', 'bad_trust_log'], 'no attestation');
+
+  const enrolled = [...trustLog, enrolTee(attestation(binding))];
+  t.same(codes(await dkg([pub(a), m], 'customer_tee', {}, roster, 2, enrolled)), ['unpinned_measurements', 'unpinned_measurements'], 'no measurements pinned yet');
+  t.same(codes(await dkg([pub(a), m], 'customer_tee', {}, roster, 2, [...enrolled, measurements(1, fill48(0x0b))])), ['unpinned_measurements', 'unpinned_measurements'], 'another image pinned');
+  const pinned = [...enrolled, measurements(1, fill48(0x0b)), measurements(2, image[0])];
+  t.same(codes(await dkg([pub(a), m], 'self', {}, roster, 2, pinned)), ['bad_committee', 'bad_committee'], 'a tee node is not seated as a self node');
+  t.same(codes(await dkg([pub(a), m], 'customer_tee', {}, roster, 2, pinned)), ['done', 'done'], 'the attested image the organization pinned');
+  // A replayed older version changes nothing; an upgrade that drops the image stops seating the node.
+  t.same(codes(await dkg([pub(a), m], 'customer_tee', {}, roster, 2, [...pinned, measurements(1, image[0])])), ['done', 'done'], 'an older version replayed');
+  t.same(codes(await dkg([pub(a), m], 'customer_tee', {}, roster, 2, [...pinned, measurements(3, fill48(0x0c))])), ['unpinned_measurements', 'unpinned_measurements'], 'an upgrade that no longer allows the image');
+});
+
+t.test('a node without the dev root refuses a dev attestation', async (t) => {
+  const store = await SealedStore.open(mkdtempSync(join(tmpdir(), 'committee-')), new Uint8Array(randomBytes(32)));
+  t.teardown(() => store.close());
+  const prod = new TrustRegistry(store, { operatorKeys, verifyTee: nitroTeeVerifier({ rootsPem: AWS_NITRO_ROOT_G1_PEM, allowDevRoot: false }) });
+  const n = fake();
+  const at = 1_795_000_100;
+  const doc = authority.attest({ at: new Date(at * 1000), pcrs: { 0: fill48(0x0a), 1: fill48(1), 2: fill48(2) }, userData: teeNodeBinding(ORG, n.nodeId, bytesToHex(n.signingKey), bytesToHex(n.encryptionKey)) });
+  const entry = signedEntry(first, 'POST', '/v1/nodes', { kind: 'tee', ...customerNode(pub(n)), attestation: Buffer.from(doc).toString('base64') }, { created: at + 60 });
+  await t.rejects(prod.apply(ORG, [...trustLog, entry]), /does not verify: .*not a pinned root/);
+  const devRootOnly = new TrustRegistry(store, { operatorKeys, verifyTee: nitroTeeVerifier({ rootsPem: authority.rootPem, allowDevRoot: false }) });
+  await t.rejects(devRootOnly.apply(ORG, [...trustLog, entry]), /development root/);
+  const none = new TrustRegistry(store, { operatorKeys });
+  await t.rejects(none.apply(ORG, [...trustLog, entry]), /verifies no TEE attestation/);
 });

@@ -4,7 +4,8 @@
 // debug mode, PCRs, nonce) is refused with its own code.
 import t, { type Test } from 'tap';
 import { readFileSync } from 'node:fs';
-import { createHash, generateKeyPairSync } from 'node:crypto';
+import { createHash, generateKeyPairSync, X509Certificate } from 'node:crypto';
+import { AWS_NITRO_ROOT_G1_PEM } from '../../tee/attestation/roots/aws-nitro-root-g1.ts';
 import { decode, encode, Tag } from 'cbor2';
 import { verifyNitroAttestation, MAX_DOCUMENT_BYTES, type VerifyNitroAttestationOptions } from '../../tee/attestation/nitro.ts';
 import { AttestationError } from '../../tee/attestation/attestation-error.ts';
@@ -268,3 +269,9 @@ function selfMadeRoot(): string {
   const subject = { commonName: 'aws.nitro-enclaves', organization: 'Amazon' };
   return toPem(issueCertificate({ subject, publicKey, signingKey: privateKey, notBefore: new Date('2019-01-01T00:00:00Z'), notAfter: new Date('2049-12-31T00:00:00Z'), ca: {} }));
 }
+
+t.test('the shipped AWS Nitro root is the published one', async (t) => {
+  const der = new X509Certificate(AWS_NITRO_ROOT_G1_PEM).raw;
+  t.equal(createHash('sha256').update(der).digest('hex'), '641a0321a3e244efe456463195d606317ed7cdcc3c1756e09893f3c68f79bb5b');
+  t.equal(der.toString('hex'), new X509Certificate(awsRootPem).raw.toString('hex'), 'byte for byte the vector');
+});

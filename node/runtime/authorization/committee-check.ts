@@ -1,14 +1,16 @@
 // Which committees a node joins for a DKG or a reshare (DESIGN.md "Trust", docs/trust.md "Committees"):
 // every member it can verify on its own, and the tier's shape checked here rather than taken from the
 // coordinator. A service member is on the operator-signed roster with the same node id and both keys;
-// the customer member of a self or customer_tee key is the node the customer's signed request names
-// (or, at a reshare, a member already pinned with this node's share of the key); the parties are
-// exactly the committee the customer's request names, when it names one.
+// the customer member of a self or customer_tee key is a node the organization enrolled through its
+// trust log (docs/trust.md "Enrolled nodes"): active, of the tier's kind, with the same keys, and for
+// customer_tee with attested measurements the organization allows now; when the customer's signed
+// request names its node, only that one. The parties are exactly the committee the customer's request
+// names, when it names one.
 import { bytesToHex } from '@noble/hashes/utils.js';
 import type { SignedRoster } from '../../../core/trust/roster.ts';
 import { SessionRefused } from '../session-host.ts';
 import type { ErrorCode } from '../../../core/errors/error-codes.ts';
-import type { CustomerNode } from './trust-state.ts';
+import { enrolledNode, measurementsAllowed, type CustomerNode, type OrgTrust } from './trust-state.ts';
 import type { TierName } from '../../../core/tiers.ts';
 
 export interface CommitteeParty {
@@ -23,12 +25,12 @@ export interface CommitteeCheck {
   /** The parties that will hold the key: every DKG party, or the receivers of a reshare. */
   members: readonly CommitteeParty[];
   roster: SignedRoster;
+  /** The owner's trust as this node holds it, the session's log applied: its enrolled nodes and measurements. */
+  org: OrgTrust;
   /** The customer's node as its signed request names it. */
   customerNode?: CustomerNode | undefined;
   /** The node ids the customer's signed request names: the members must be exactly these. */
   shown?: readonly string[] | undefined;
-  /** Reshare: members pinned with this node's current share, already verified when they were seated. */
-  pinned?: readonly { nodeId: string; signingKey: string; encryptionKey: string }[] | undefined;
 }
 
 /** Hosted keys today: three roster service nodes, any two sign. */
@@ -60,17 +62,20 @@ export function checkCommittee(c: CommitteeCheck): void {
       service++;
       continue;
     }
+    const enrolled = enrolledNode(c.org, m.nodeId);
+    if (!enrolled) refuse('unverified_committee', `party ${m.nodeId} is neither on the operator's roster (version ${c.roster.version}) nor a node ${c.org.org} enrolled`);
+    if (enrolled!.revoked) refuse('node_revoked', `party ${m.nodeId}: ${c.org.org} revoked this node's enrolment`);
+    if (enrolled!.signingKey !== sk || enrolled!.encryptionKey !== ek) refuse('unverified_committee', `party ${m.nodeId} has other keys than ${c.org.org} enrolled`);
     const named = c.customerNode;
-    if (named && named.nodeId === m.nodeId) {
-      if (named.signingKey !== sk || named.encryptionKey !== ek) refuse('unverified_committee', `party ${m.nodeId} is the customer's node with other keys than its signed request names`);
-      customer++;
-      continue;
+    if (named && (named.nodeId !== m.nodeId || named.signingKey !== sk || named.encryptionKey !== ek)) {
+      refuse('unverified_committee', `party ${m.nodeId} is not the customer's node its signed request names (${named.nodeId})`);
     }
-    if (!named && c.tier !== 'hosted' && c.pinned?.some((p) => p.nodeId === m.nodeId && p.signingKey === sk && p.encryptionKey === ek)) {
-      customer++;
-      continue;
+    const kind = c.tier === 'customer_tee' ? 'tee' : 'self';
+    if (c.tier !== 'hosted' && enrolled!.kind !== kind) refuse('bad_committee', `party ${m.nodeId} is enrolled as a ${enrolled!.kind} node; a ${c.tier} key needs a ${kind} node`);
+    if (c.tier === 'customer_tee' && !measurementsAllowed(c.org, enrolled!.pcrs)) {
+      refuse('unpinned_measurements', `party ${m.nodeId}: its attested measurements are not among the ones ${c.org.org} allows (version ${c.org.teeMeasurements?.version ?? 'none'})`);
     }
-    refuse('unverified_committee', `party ${m.nodeId} is neither on the operator's roster (version ${c.roster.version}) nor the customer's node named by its signed request`);
+    customer++;
   }
   if (c.tier === 'hosted') {
     if (customer !== 0 || service !== HOSTED_SIZE || c.threshold !== HOSTED_THRESHOLD) {

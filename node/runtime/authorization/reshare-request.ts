@@ -23,8 +23,9 @@ const refuse = (message: string): never => {
 
 /** What the customer's request binds of the new committee; empty when the session carries none. */
 export async function authorizeReshareRequest(trust: TrustRegistry, req: ReshareRequestInput): Promise<CommitteeBinding> {
-  if (req.reshareRequest === undefined || req.reshareRequest.length === 0) return {};
+  // The log applies either way: the committee check reads the owner's enrolled nodes from it.
   await applyCarriedLog(trust, req.owner, req.trustLog);
+  if (req.reshareRequest === undefined || req.reshareRequest.length === 0) return {};
   if (!(req.reshareRequest instanceof Uint8Array)) refuse('the reshare request is an encoded entry');
   let proof: ReshareProof;
   try {

@@ -4,7 +4,7 @@
 // organization queue so two sessions applying logs at once cannot lose an update.
 import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
 import type { SealedStore } from '../../storage/sealed-store.ts';
-import { activeKey, applyTrustLog, emptyTrust, TrustEntryError, verifyCreationRequest, verifyReshareRequest, type CreationProof, type ReshareProof, type FileKeys, type OrgTrust } from './trust-state.ts';
+import { activeKey, applyTrustLog, emptyTrust, TrustEntryError, verifyCreationRequest, verifyReshareRequest, type CreationProof, type ReshareProof, type FileKeys, type OrgTrust, type TeeAttestationVerifier } from './trust-state.ts';
 
 const ORG = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 
@@ -15,6 +15,8 @@ export interface TrustRegistryOptions {
   operatorKeys: readonly string[];
   /** Keys from NODE_API_KEYS_FILE: organization -> key id -> public key hex. */
   fileKeys?: Readonly<Record<string, FileKeys>>;
+  /** Verifies tee enrolments' attestations (tee/attestation/ with the node's pinned roots); none: tee enrolments are refused. */
+  verifyTee?: TeeAttestationVerifier | undefined;
 }
 
 export class TrustRegistry {
@@ -57,7 +59,7 @@ export class TrustRegistry {
     return this.serialize(org, async () => {
       const before = await this.state(org);
       if (!log.length) return before;
-      const { state, changed } = applyTrustLog(before, log, { operatorKeys: this.opts.operatorKeys, fileKeys: this.fileKeys(org) });
+      const { state, changed } = applyTrustLog(before, log, { operatorKeys: this.opts.operatorKeys, fileKeys: this.fileKeys(org), verifyTee: this.opts.verifyTee });
       if (changed) {
         await this.store.putSecret(recordKey(org), encodeBlob('org-trust', state));
         this.cache.set(org, state);

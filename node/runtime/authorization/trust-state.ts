@@ -10,13 +10,19 @@
 // - PUT /v1/config/end-user-auth replaces the end-user auth config only when the entry is newer (by its
 //   signature's created time) than the config in force, so a replayed older config changes nothing;
 // - POST /v1/vaults is a vault's creation proof, POST /v1/vaults/{id}/reshare a reshare's: verified,
-//   never change the registry.
+//   never change the registry;
+// - POST /v1/nodes enrols a customer node (self, or tee with an attestation binding its keys), unless
+//   its id is known; POST /v1/nodes/{id}/revoke revokes it for good;
+// - PUT /v1/tee/measurements replaces the allowed enclave measurements only with a higher version.
 // An entry already applied (same hash) is skipped; anything else refuses the whole log.
 import { hexToBytes } from '@noble/hashes/utils.js';
 import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
 import { apiKeyId } from '../../../core/trust/api-key-id.ts';
 import { nodeIdFor } from '../../../core/trust/node-id.ts';
 import { TIER_NAMES, type TierName } from '../../../core/tiers.ts';
+import { teeNodeBinding } from '../../../core/trust/tee-binding.ts';
+import { isValidEd25519PublicKeyHex } from '../../../common/ed25519.ts';
+import type { TeeAttestationVerifier } from '../../../tee/attestation/enrolment-verifier.ts';
 import {
   decodeTrustEntry, trustEntryHash, TrustEntryError, verifyBootstrap, verifyRequestEntry,
   type RequestEntry, type TrustEntry,
@@ -38,12 +44,34 @@ export interface EndUserAuthConfig {
   created: number;
 }
 
+/** A node the organization enrolled (docs/trust.md "Enrolled nodes"). */
+export interface EnrolledNode {
+  kind: 'self' | 'tee';
+  /** Ed25519 and X25519 public keys, lower-case hex. */
+  signingKey: string;
+  encryptionKey: string;
+  revoked: boolean;
+  /** tee: the PCRs its verified attestation showed, index -> lower-case hex. */
+  pcrs?: Record<string, string>;
+}
+
+/** The enclave builds the organization allows: each set names PCR index -> value, all must match. */
+export interface TeeMeasurements {
+  version: number;
+  allowed: Record<string, string>[];
+}
+
+export type { TeeAttestationVerifier };
+
 export interface OrgTrust {
   org: string;
   /** Hash of the operator bootstrap entry this organization was rooted with. */
   bootstrap?: string;
   keys: Record<string, TrustKey>;
   endUser?: EndUserAuthConfig;
+  /** Enrolled customer nodes by node id (absent in records written before enrolment existed). */
+  nodes?: Record<string, EnrolledNode>;
+  teeMeasurements?: TeeMeasurements;
   /** Hashes of every entry applied, in order. */
   applied: string[];
 }
@@ -56,6 +84,8 @@ export interface TrustContext {
   operatorKeys: readonly string[];
   /** This organization's keys from the bootstrap file, if any. */
   fileKeys?: FileKeys;
+  /** Verifies a tee node's attestation at enrolment; without it, tee enrolments are refused. */
+  verifyTee?: TeeAttestationVerifier | undefined;
 }
 
 export function emptyTrust(org: string): OrgTrust {
@@ -80,13 +110,22 @@ const END_USER_AUTH = /^(?:\/[^?#]*)?\/v1\/config\/end-user-auth$/;
 const VAULTS = /^(?:\/[^?#]*)?\/v1\/vaults$/;
 const RESHARE = /^(?:\/[^?#]*)?\/v1\/vaults\/([^/]+)\/reshare$/;
 const KEY_ID = /^[A-Za-z0-9_.:-]{1,64}$/;
+const NODES = /^(?:\/[^?#]*)?\/v1\/nodes$/;
+const NODE_REVOKE = /^(?:\/[^?#]*)?\/v1\/nodes\/([^/]+)\/revoke$/;
+const TEE_MEASUREMENTS = /^(?:\/[^?#]*)?\/v1\/tee\/measurements$/;
+/** How far after the enrolment's signature an attestation is judged (the enclave's and the customer's clocks differ). */
+const ATTESTATION_SKEW_S = 300;
+const MAX_ATTESTATION_BYTES = 24 * 1024;
 
 type Recognized =
   | { op: 'add_key'; publicKey: string; label?: string }
   | { op: 'revoke_key'; keyId: string }
   | { op: 'end_user_auth'; jwks: JSONWebKeySet; audience: string }
   | ({ op: 'create_vault'; tier: TierName; endUserSubject?: string } & CommitteeBinding)
-  | ({ op: 'reshare_vault'; vaultId: string; targetTier?: TierName } & CommitteeBinding);
+  | ({ op: 'reshare_vault'; vaultId: string; targetTier?: TierName } & CommitteeBinding)
+  | { op: 'enrol_node'; nodeId: string; kind: 'self' | 'tee'; signingKey: string; encryptionKey: string; attestation?: Uint8Array }
+  | { op: 'revoke_node'; nodeId: string }
+  | { op: 'tee_measurements'; version: number; allowed: Record<string, string>[] };
 
 /** A customer's node as its signed request names it (docs/trust.md "Committees"). */
 export interface CustomerNode {
@@ -209,13 +248,78 @@ export function recognize(e: RequestEntry, path: string): Recognized {
     const targetTier = b.target_tier as TierName | undefined;
     return { op: 'reshare_vault', vaultId, ...(targetTier ? { targetTier } : {}), ...committeeBinding(b, targetTier) };
   }
+  if (e.method === 'POST' && NODES.test(path)) return enrolment(jsonBody(e));
+  if (e.method === 'POST' && (m = NODE_REVOKE.exec(path))) {
+    let nodeId: string;
+    try {
+      nodeId = decodeURIComponent(m[1]!);
+    } catch {
+      return fail('the node id in the path is not valid');
+    }
+    if (!NODE_ID.test(nodeId)) fail('the node id in the path is not valid');
+    return { op: 'revoke_node', nodeId };
+  }
+  if (e.method === 'PUT' && TEE_MEASUREMENTS.test(path)) {
+    const b = jsonBody(e);
+    if (!Number.isSafeInteger(b.version) || (b.version as number) < 1 || (b.version as number) > 2 ** 32 - 1) fail('version must be an integer from 1 to 2^32-1');
+    const allowed = b.allowed;
+    if (!Array.isArray(allowed) || allowed.length < 1 || allowed.length > 16) fail('allowed lists 1 to 16 measurement sets');
+    const sets = (allowed as unknown[]).map((set) => {
+      if (typeof set !== 'object' || set === null || Array.isArray(set)) return fail('each measurement set is an object of PCR index -> hex');
+      const entries = Object.entries(set as Record<string, unknown>);
+      if (!entries.length) fail('a measurement set names at least one PCR');
+      if (!entries.some(([i]) => i === '0')) fail('a measurement set names PCR0 (the enclave image)');
+      for (const [i, v] of entries) {
+        if (!/^(0|1|2|3|4|8)$/.test(i)) fail(`PCR${i} is not one a set may name (0, 1, 2, 3, 4, 8)`);
+        if (typeof v !== 'string' || !/^[0-9a-fA-F]{96}$/.test(v)) fail(`PCR${i} must be 48 bytes of hex`);
+        if (/^0+$/.test(v as string)) fail(`PCR${i} is all zero: a debug-mode enclave`);
+      }
+      return Object.fromEntries(entries.map(([i, v]) => [i, (v as string).toLowerCase()]));
+    });
+    return { op: 'tee_measurements', version: b.version as number, allowed: sets };
+  }
   return fail(`${e.method} ${path} is not a request this node applies`);
+}
+
+/** The body of POST /v1/nodes. */
+function enrolment(b: Record<string, unknown>): Extract<Recognized, { op: 'enrol_node' }> {
+  const { kind, node_id: id, signing_key: sk, encryption_key: ek, attestation, label } = b;
+  if (kind !== 'self' && kind !== 'tee') fail('kind must be self or tee');
+  if (typeof id !== 'string' || !NODE_ID.test(id) || typeof sk !== 'string' || !KEY_HEX.test(sk) || typeof ek !== 'string' || !KEY_HEX.test(ek)) {
+    fail('a node enrolment names node_id, signing_key and encryption_key (32-byte hex keys)');
+  }
+  if (!isValidEd25519PublicKeyHex(sk as string)) fail('signing_key is not a valid Ed25519 public key');
+  if (id !== nodeIdFor(hexToBytes((sk as string).toLowerCase()))) fail('node_id is not the id derived from its signing key');
+  if (label !== undefined && (typeof label !== 'string' || label.length > 120)) fail('label must be a string of at most 120 characters');
+  const out: Extract<Recognized, { op: 'enrol_node' }> = { op: 'enrol_node', nodeId: id as string, kind: kind as 'self' | 'tee', signingKey: (sk as string).toLowerCase(), encryptionKey: (ek as string).toLowerCase() };
+  if (kind === 'self') {
+    if (attestation !== undefined) fail('attestation applies to tee nodes only');
+    return out;
+  }
+  if (typeof attestation !== 'string' || !/^[A-Za-z0-9+/]+={0,2}$/.test(attestation) || attestation.length > (MAX_ATTESTATION_BYTES / 3) * 4) {
+    fail('a tee node enrolment carries its attestation document, base64');
+  }
+  out.attestation = new Uint8Array(Buffer.from(attestation as string, 'base64'));
+  return out;
+}
+
+/** The organization's enrolled node `nodeId`, revoked or not; undefined when never enrolled. */
+export function enrolledNode(state: OrgTrust, nodeId: string): EnrolledNode | undefined {
+  return state.nodes && Object.hasOwn(state.nodes, nodeId) ? state.nodes[nodeId] : undefined;
+}
+
+/** Whether `pcrs` match one of the measurement sets the organization allows now. */
+export function measurementsAllowed(state: OrgTrust, pcrs: Record<string, string> | undefined): boolean {
+  if (!pcrs || !state.teeMeasurements) return false;
+  return state.teeMeasurements.allowed.some((set) => Object.entries(set).every(([i, v]) => Object.hasOwn(pcrs, i) && pcrs[i] === v));
 }
 
 const clone = (s: OrgTrust): OrgTrust => ({
   org: s.org, ...(s.bootstrap ? { bootstrap: s.bootstrap } : {}),
   keys: Object.fromEntries(Object.entries(s.keys).map(([k, v]) => [k, { ...v }])),
   ...(s.endUser ? { endUser: s.endUser } : {}), applied: [...s.applied],
+  ...(s.nodes ? { nodes: Object.fromEntries(Object.entries(s.nodes).map(([k, v]) => [k, { ...v }])) } : {}),
+  ...(s.teeMeasurements ? { teeMeasurements: s.teeMeasurements } : {}),
 });
 
 function applyOne(s: OrgTrust, entry: TrustEntry, hash: string, ctx: TrustContext): void {
@@ -248,6 +352,40 @@ function applyOne(s: OrgTrust, entry: TrustEntry, hash: string, ctx: TrustContex
     case 'create_vault':
     case 'reshare_vault':
       return;
+    case 'enrol_node': {
+      const nodes = (s.nodes ??= {});
+      // Known (active or revoked): a replayed or repeated enrolment changes nothing.
+      if (Object.hasOwn(nodes, r.nodeId)) return;
+      const node: EnrolledNode = { kind: r.kind, signingKey: r.signingKey, encryptionKey: r.encryptionKey, revoked: false };
+      if (r.kind === 'tee') node.pcrs = verifyAttestation(s.org, r, v.created, ctx);
+      nodes[r.nodeId] = node;
+      return;
+    }
+    case 'revoke_node': {
+      const nodes = (s.nodes ??= {});
+      const known = Object.hasOwn(nodes, r.nodeId) ? nodes[r.nodeId] : undefined;
+      // Revoked for good, even an id this node never saw enrolled: a later enrolment cannot revive it.
+      nodes[r.nodeId] = known ? { ...known, revoked: true } : { kind: 'self', signingKey: '', encryptionKey: '', revoked: true };
+      return;
+    }
+    case 'tee_measurements':
+      if (!s.teeMeasurements || r.version > s.teeMeasurements.version) s.teeMeasurements = { version: r.version, allowed: r.allowed };
+      return;
+  }
+}
+
+/**
+ * A tee enrolment's attestation, verified at the time the customer signed the enrolment: chain and
+ * signature by the node's pinned roots, taken within ATTESTATION_MAX_AGE_S before, and `user_data`
+ * binding this organization, node id and keys (core/trust/tee-binding.ts).
+ */
+function verifyAttestation(org: string, r: Extract<Recognized, { op: 'enrol_node' }>, created: number, ctx: TrustContext): Record<string, string> {
+  if (!ctx.verifyTee) return fail('this node verifies no TEE attestation (no attestation roots configured); a tee enrolment is refused');
+  try {
+    // Judged a little after the signature's created time: the enclave's clock and the customer's differ.
+    return ctx.verifyTee(r.attestation!, { at: new Date((created + ATTESTATION_SKEW_S) * 1000), userData: teeNodeBinding(org, r.nodeId, r.signingKey, r.encryptionKey) });
+  } catch (err) {
+    return fail(`the attestation of tee node ${r.nodeId} does not verify: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 

@@ -26,7 +26,10 @@ export function dkgSession(deps: NodeProtocolDeps): SessionKind<DkgSessionParams
     async authorize({ ctx, params: p }) {
       const grant = await authorizeKeyCreation(deps.trust, p);
       // Every member is one this node verifies itself, in the tier's shape (docs/trust.md "Committees").
-      checkCommittee({ tier: grant.tier, threshold: p.threshold, members: ctx.parties, roster: await acceptRoster(deps, p.roster), customerNode: grant.customerNode, shown: grant.committee });
+      checkCommittee({
+        tier: grant.tier, threshold: p.threshold, members: ctx.parties, roster: await acceptRoster(deps, p.roster), org: await deps.trust.state(p.owner),
+        customerNode: grant.customerNode, shown: grant.committee,
+      });
       const used = grant.creationHash ? await vault.creationBinding(grant.creationHash) : undefined;
       if (used !== undefined && used !== p.keyId) throw new SessionRefused('bad_creation_request', 'this creation request already created another key');
       return grant;

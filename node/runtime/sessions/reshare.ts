@@ -60,13 +60,13 @@ export function reshareSession(deps: NodeProtocolDeps): SessionKind<ReshareSessi
       }
       return { tier: tier as TierName, held, receivers, carried, oldShare, byParty };
     },
-    // The new committee passes the same checks as a DKG's; a customer member is the node the
-    // customer's signed reshare request names, or one already pinned with this node's share.
-    async authorize({ params: p, local: { tier, held, receivers } }) {
+    // The new committee passes the same checks as a DKG's; a customer member is a node the owner
+    // enrolled (the one its signed reshare request names, when it names one).
+    async authorize({ params: p, local: { tier, receivers } }) {
       const binding = await authorizeReshareRequest(deps.trust, { owner: p.owner, keyId: p.keyId, tier, trustLog: p.trustLog, reshareRequest: p.reshareRequest });
       checkCommittee({
-        tier, threshold: p.newThreshold, members: receivers, roster: await acceptRoster(deps, p.roster),
-        customerNode: binding.customerNode, shown: binding.committee, pinned: held && held.tier === tier ? held.committee : undefined,
+        tier, threshold: p.newThreshold, members: receivers, roster: await acceptRoster(deps, p.roster), org: await deps.trust.state(p.owner),
+        customerNode: binding.customerNode, shown: binding.committee,
       });
       return binding;
     },

@@ -1,7 +1,8 @@
 // The authorize step of both signing kinds: the customer's intent (sign-authorizer.ts), then the intent
 // ledger's claim and the session id's claim, both on disk before anything made with the nonces leaves.
 import { bytesToHex } from '@noble/hashes/utils.js';
-import type { SessionContext } from '../session-host.ts';
+import { SessionRefused, type SessionContext } from '../session-host.ts';
+import { enrolledNode } from '../authorization/trust-state.ts';
 import type { SignGrant } from '../authorization/sign-authorizer.ts';
 import type { StoredShare } from '../../storage/vault-shares.ts';
 import type { SignSessionParams } from '../../../core/session/session-params.ts';
@@ -9,6 +10,12 @@ import type { NodeProtocolDeps } from './session-deps.ts';
 
 export async function authorizeSigning(deps: NodeProtocolDeps, ctx: SessionContext, p: SignSessionParams, stored: StoredShare): Promise<SignGrant> {
   const grant = await deps.authorizer.authorize({ ...p, owner: stored.owner, groupKey: stored.key.pkg.groupKey, chainCode: stored.key.pkg.chainCode, endUser: stored.endUser });
+  // A customer node whose enrolment the owner revoked (the log above applied) signs nothing more: a
+  // stolen self node cannot sign with the service nodes. Its shares can still be dealt away by a reshare.
+  const org = await deps.trust.state(stored.owner);
+  for (const party of ctx.parties) {
+    if (enrolledNode(org, party.nodeId)?.revoked) throw new SessionRefused('node_revoked', `party ${party.nodeId}: ${stored.owner} revoked this node's enrolment`);
+  }
   // On disk before any signature share or presigning message of this intent leaves.
   await deps.ledger.claim(grant);
   // Nonces of this session are single-use from here on, across restarts.
