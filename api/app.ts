@@ -11,6 +11,7 @@ import { requestAuth } from './auth/request-auth.ts';
 import { apiKeyRoutes } from './routes/v1/api-keys.ts';
 import { vaultRoutes } from './routes/v1/vaults.ts';
 import { committeeRoutes } from './routes/v1/committees.ts';
+import { nodeRoutes } from './routes/v1/nodes.ts';
 import { endUserAuthRoutes } from './routes/v1/end-user-auth.ts';
 import { transactionRoutes } from './routes/v1/transactions.ts';
 import type { TransactionService } from './transactions/transaction-service.ts';
@@ -88,7 +89,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await v1.register(requestAuth, { findKey: (id) => vaults.activeKey(id), replayGuard: new ReplayGuard(vaults.store), publicOrigin: opts.config.publicUrl, ...(opts.now ? { now: opts.now } : {}) });
       await v1.register(apiKeyRoutes, { vaults });
       await v1.register(vaultRoutes, { vaults });
-      await v1.register(committeeRoutes, { coordinator: opts.coordinator });
+      await v1.register(committeeRoutes, { coordinator: opts.coordinator, vaults });
+      await v1.register(nodeRoutes, {
+        vaults, coordinator: opts.coordinator,
+        setup: { coordinatorAddress: opts.config.nodeCoordinatorAddress, operatorKeys: opts.config.nodeOperatorKeys ? opts.config.nodeOperatorKeys.toLowerCase().split(',') : [] },
+      });
       await v1.register(endUserAuthRoutes, { vaults });
       if (opts.transactions) await v1.register(transactionRoutes, { transactions: opts.transactions });
     }, { prefix: '/v1' });

@@ -31,6 +31,10 @@ export const ApiConfigSchema = Type.Object({
   s3PathStyle: Type.Boolean({ env: 'API_S3_PATH_STYLE', default: true, description: 'path-style URLs (https://host/bucket/key) or virtual-hosted (https://bucket.host/key)' }),
   emailDnsServers: Type.Optional(Type.String({ env: 'API_EMAIL_DNS_SERVERS', pattern: '^[0-9a-fA-F:.\\[\\],]+$', description: 'comma-separated DNS servers for local-dns verification' })),
   operatorKeyFile: Type.Optional(Type.String({ env: 'API_OPERATOR_KEY_FILE', minLength: 1, description: 'hex Ed25519 secret key the operator command signs organization bootstraps with (docs/trust.md)' })),
+  nodeCoordinatorAddress: Type.Optional(Type.String({ env: 'API_NODE_COORDINATOR_ADDRESS', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port customer nodes dial (GET /v1/node-config)' })),
+  nodeOperatorKeys: Type.String({ env: 'API_NODE_OPERATOR_KEYS', default: '', pattern: '^([0-9a-fA-F]{64}(,[0-9a-fA-F]{64})*)?$', description: 'comma-separated operator Ed25519 public keys customer nodes set as NODE_OPERATOR_KEYS (GET /v1/node-config)' }),
+  teeRootsFile: Type.Optional(Type.String({ env: 'API_TEE_ROOTS_FILE', minLength: 1, description: 'PEM roots a TEE enrolment\'s attestation must chain to; default the AWS Nitro Enclaves root' })),
+  teeAllowDevRoot: Type.Boolean({ env: 'API_TEE_ALLOW_DEV_ROOT', default: false, description: 'accept DEV-ONLY attestation roots (local clusters and tests; refused in production)' }),
   chainBackends: Type.Optional(Type.String({
     env: 'API_CHAIN_BACKENDS', pattern: '^[a-z0-9-]+=https?://[^,\\s]+(,[a-z0-9-]+=https?://[^,\\s]+)*$',
     description: 'comma-separated <chain>=<url>: EVM JSON-RPC endpoints and Esplora-compatible Bitcoin backends',
@@ -70,6 +74,9 @@ export function loadApiConfig(env?: Record<string, string | undefined>): ApiConf
   }
   if (c.environment === 'production' && c.webhookAllowedDestinations.length) {
     throw new ConfigError(['API_WEBHOOK_ALLOWED_DESTINATIONS (webhookAllowedDestinations): must be empty with API_ENVIRONMENT=production (webhooks go to public https addresses only)']);
+  }
+  if (c.environment === 'production' && c.teeAllowDevRoot) {
+    throw new ConfigError(['API_TEE_ALLOW_DEV_ROOT (teeAllowDevRoot): must be false with API_ENVIRONMENT=production (a DEV-ONLY attestation root proves nothing)']);
   }
   for (const chain of Object.keys(chainBackends(c))) {
     if (!chainInfo(chain)) throw new ConfigError([`API_CHAIN_BACKENDS (chainBackends): unknown chain ${chain}`]);

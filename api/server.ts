@@ -10,6 +10,7 @@ import { connectCoordinator } from './coordinator/coordinator-client.ts';
 import { RecordStore } from './store/record-store.ts';
 import { VaultService } from './vaults/vault-service.ts';
 import { VaultJobs } from './vaults/vault-jobs.ts';
+import { loadTeeVerifier } from '../tee/attestation/enrolment-verifier.ts';
 import { createPlatform } from './platform.ts';
 import { join } from 'node:path';
 import { emailProviderFromConfig, objectStoreFromConfig } from './adapters/adapters-from-config.ts';
@@ -22,7 +23,11 @@ await runMain('api', async () => {
     : undefined;
   if (!coordinator) log.warn('no coordinator configured: /readyz reports unavailable');
   const store = await RecordStore.open(config.dataDir);
-  const vaults = new VaultService({ store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg } });
+  const vaults = new VaultService({
+    store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg },
+    verifyTee: loadTeeVerifier(config.teeRootsFile, config.teeAllowDevRoot),
+  });
+  if (config.teeAllowDevRoot) log.warn('API_TEE_ALLOW_DEV_ROOT: TEE enrolments under a DEV-ONLY attestation root are accepted; never in production');
   const jobs = new VaultJobs(vaults, coordinator, log);
   const chains = connectChains(chainBackends(config));
   const transactions = new TransactionService({

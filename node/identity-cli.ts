@@ -3,13 +3,34 @@
 // does at first start. The operator signs the service-node roster from these (docs/trust.md
 // "Committees"); a customer names its own node in its signed vault request with them. It opens the
 // node's store (NODE_DATA_DIR and the other NODE_* settings), so run it while the node is stopped.
+// `--help` prints the usage and touches nothing; any other argument is a usage error (exit 2).
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { ConfigError } from '../common/config.ts';
 import { toHex } from '../common/bytes.ts';
 import { loadNodeConfig } from './config.ts';
 import { loadStorageKey } from './storage/storage-key.ts';
 import { SealedStore } from './storage/sealed-store.ts';
 import { NodeIdentity } from './runtime/identity.ts';
+
+const USAGE = `usage: npm run node-identity [-- --help]
+Prints this node's public identity as one JSON line, {node_id, signing_key, encryption_key, kind, created},
+creating the identity (and the storage key, unless NODE_CREATE_STORAGE_KEY=false) on first use exactly as
+the node does at first start. It opens the node's store: run it with the node's own settings
+(NODE_CONFIG_FILE, or NODE_DATA_DIR, NODE_STORAGE_KEY_FILE, NODE_KIND, NODE_OWNER, ...) while the node
+is stopped. Exits 2 on a usage error, 78 on a bad setting, 1 on any other failure.`;
+
+let help: boolean | undefined;
+try {
+  ({ values: { help } } = parseArgs({ args: process.argv.slice(2), options: { help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false }));
+} catch (err) {
+  process.stderr.write(`node-identity: ${(err as Error).message}\n${USAGE}\n`);
+  process.exit(2);
+}
+if (help) {
+  process.stdout.write(USAGE + '\n');
+  process.exit(0);
+}
 
 try {
   const config = loadNodeConfig();

@@ -7,11 +7,13 @@ import { parseArgs } from 'node:util';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import type { CustodyApiError, CustodyClient, Tier, TransactionState, Vault } from './client.ts';
+import type { Static } from '@sinclair/typebox';
+import type { CustodyApiError, CustodyClient, NodeIdentityRef, Tier, TransactionState, Vault } from './client.ts';
 import { loadCliConfig } from './config.ts';
 import { ConfigError } from '../../common/config.ts';
 import { TIER_NAMES } from '../../core/tiers.ts';
 import type { Policy } from '../../core/api-schemas/policy.ts';
+import { KeyHexT, NodeIdT, type TeeMeasurementsBody } from '../../core/api-schemas/nodes.ts';
 
 const USAGE = `usage: npm run cli -- <command>
   keygen --out <file>                                   new Ed25519 key pair; the secret (hex) goes to <file>
@@ -19,9 +21,10 @@ const USAGE = `usage: npm run cli -- <command>
   keys register --public-key <hex> [--label <text>]
   keys revoke <keyId>
   vault create --tier <hosted|self|customer_tee> [--name <text>] [--policy-file <json>] [--end-user-subject <sub>]
+               [--customer-node <identity file>]        (self, customer_tee: seat this node of yours)
   vault get <vaultId>
   vault wait <vaultId> [--state <state>] [--timeout <ms>]  (default state: active)
-  vault reshare <vaultId> [--target-tier <tier>]
+  vault reshare <vaultId> [--target-tier <tier>] [--customer-node <identity file>]
   wallet create <vaultId> --chain <chain> [--account <n>] [--address-type <p2wpkh|p2tr>]
   wallet get <walletId>
   wallet utxos <walletId>                               a Bitcoin wallet's unspent outputs with their amounts
@@ -34,6 +37,13 @@ const USAGE = `usage: npm run cli -- <command>
   tx get <txId>
   tx wait <txId> [--state <state>] [--timeout <ms>]      (default state: final; exits 1 if it ends failed or rejected)
   end-user-auth set --jwks-file <json> --audience <aud>
+  node-config                                           coordinator address, operator keys and organization for a node
+  nodes enrol --kind <self|tee> --identity <file> [--label <text>] [--attestation-file <file>]
+              (<file>: the JSON npm run node-identity printed; tee needs its attestation document, binary)
+  nodes list
+  nodes revoke <nodeId>
+  tee measurements get
+  tee measurements put --file <json>                    {"version": <n>, "allowed": [{"0": "<PCR0 hex>", ...}]}
 settings: CUSTODY_URL, CUSTODY_ORGANIZATION, CUSTODY_KEY_ID, CUSTODY_SECRET_KEY_FILE`;
 
 class UsageError extends Error {}
@@ -46,7 +56,8 @@ const OPTIONS = {
   chain: { type: 'string' }, account: { type: 'string' }, 'address-type': { type: 'string' },
   wallet: { type: 'string' }, to: { type: 'string' }, amount: { type: 'string' }, asset: { type: 'string' }, 'max-fee': { type: 'string' },
   'idempotency-key': { type: 'string' }, 'end-user-token': { type: 'string' }, 'not-after': { type: 'string' }, 'max-fee-rate': { type: 'string' },
-  'jwks-file': { type: 'string' }, audience: { type: 'string' },
+  'jwks-file': { type: 'string' }, audience: { type: 'string' }, 'customer-node': { type: 'string' },
+  kind: { type: 'string' }, identity: { type: 'string' }, 'attestation-file': { type: 'string' }, file: { type: 'string' },
   state: { type: 'string' }, timeout: { type: 'string' }, help: { type: 'boolean', short: 'h' },
 } as const;
 type Option = keyof typeof OPTIONS;
@@ -83,6 +94,42 @@ function jsonFile(path: string, flag: string): unknown {
   }
 }
 
+// The patterns POST /v1/nodes and the vault bodies validate with.
+const NODE_ID = new RegExp(NodeIdT.pattern!);
+const KEY_HEX = new RegExp(KeyHexT.pattern!);
+
+/**
+ * A node's public identity from the JSON `npm run node-identity` printed on that node, with the kind the
+ * node was configured as when it printed it.
+ */
+function identityFile(path: string, flag: string): { node: NodeIdentityRef; kind: unknown } {
+  const j = jsonFile(path, flag) as Partial<Record<keyof NodeIdentityRef | 'kind', unknown>> | null;
+  const { node_id: id, signing_key: sk, encryption_key: ek, kind } = j ?? {};
+  if (typeof id !== 'string' || !NODE_ID.test(id) || typeof sk !== 'string' || !KEY_HEX.test(sk) || typeof ek !== 'string' || !KEY_HEX.test(ek)) {
+    throw new UsageError(`${flag}: ${path} is not a node identity as npm run node-identity prints it (node_id, signing_key, encryption_key)`);
+  }
+  return { node: { node_id: id, signing_key: sk, encryption_key: ek }, kind };
+}
+
+/** A customer node to seat, only where a tier has one. */
+function customerNode(path: string | undefined, t: Tier | undefined, flag: string): { customer_node?: NodeIdentityRef } {
+  if (path === undefined) return {};
+  if (t === undefined || t === 'hosted') throw new UsageError(`--customer-node goes with ${flag} self or customer_tee`);
+  return { customer_node: identityFile(path, '--customer-node').node };
+}
+
+/** The attestation document, sent as base64 (the file holds its bytes as the enclave returned them). */
+function attestationFile(path: string): string {
+  let doc: Buffer;
+  try {
+    doc = readFileSync(path);
+  } catch (err) {
+    throw new UsageError(`--attestation-file: cannot read ${path}: ${(err as Error).message}`);
+  }
+  if (doc.length === 0) throw new UsageError(`--attestation-file: ${path} is empty`);
+  return doc.toString('base64');
+}
+
 const COMMANDS: Record<string, Command> = {
   keygen: {
     args: [], required: ['out'],
@@ -104,13 +151,17 @@ const COMMANDS: Record<string, Command> = {
   },
   'keys revoke': { args: ['keyId'], run: async (a, _o, c) => (await c()).revokeApiKey(a.keyId!) },
   'vault create': {
-    args: [], required: ['tier'], optional: ['name', 'policy-file', 'end-user-subject'],
-    run: async (_a, o, c) => (await c()).createVault({
-      tier: tier(o.tier, '--tier')!,
-      ...(o.name !== undefined ? { name: o.name } : {}),
-      ...(o['policy-file'] !== undefined ? { policy: jsonFile(o['policy-file'], '--policy-file') as Policy } : {}),
-      ...(o['end-user-subject'] !== undefined ? { end_user_subject: o['end-user-subject'] } : {}),
-    }),
+    args: [], required: ['tier'], optional: ['name', 'policy-file', 'end-user-subject', 'customer-node'],
+    run: async (_a, o, c) => {
+      const t = tier(o.tier, '--tier')!;
+      return (await c()).createVault({
+        tier: t,
+        ...(o.name !== undefined ? { name: o.name } : {}),
+        ...(o['policy-file'] !== undefined ? { policy: jsonFile(o['policy-file'], '--policy-file') as Policy } : {}),
+        ...(o['end-user-subject'] !== undefined ? { end_user_subject: o['end-user-subject'] } : {}),
+        ...customerNode(o['customer-node'], t, '--tier'),
+      });
+    },
   },
   'vault get': { args: ['vaultId'], run: async (a, _o, c) => (await c()).getVault(a.vaultId!) },
   'vault wait': {
@@ -118,10 +169,11 @@ const COMMANDS: Record<string, Command> = {
     run: async (a, o, c) => (await c()).waitForVault(a.vaultId!, (v: Vault) => v.state === (o.state ?? 'active'), { timeoutMs: integer(o.timeout, '--timeout') ?? 120_000 }),
   },
   'vault reshare': {
-    args: ['vaultId'], optional: ['target-tier'],
+    args: ['vaultId'], optional: ['target-tier', 'customer-node'],
     run: async (a, o, c) => {
       const target = tier(o['target-tier'], '--target-tier');
-      return (await c()).reshareVault(a.vaultId!, target ? { target_tier: target } : {});
+      const node = customerNode(o['customer-node'], target, '--target-tier');
+      return (await c()).reshareVault(a.vaultId!, target ? { target_tier: target, ...node } : {});
     },
   },
   'wallet create': {
@@ -181,6 +233,32 @@ const COMMANDS: Record<string, Command> = {
     args: [], required: ['jwks-file', 'audience'],
     run: async (_a, o, c) => (await c()).setEndUserAuth({ jwks: jsonFile(o['jwks-file']!, '--jwks-file') as { keys: Record<string, unknown>[] }, audience: o.audience! }),
   },
+  'node-config': { args: [], run: async (_a, _o, c) => (await c()).nodeConfig() },
+  'nodes enrol': {
+    args: [], required: ['kind', 'identity'], optional: ['label', 'attestation-file'],
+    async run(_a, o, c) {
+      if (o.kind !== 'self' && o.kind !== 'tee') throw new UsageError('--kind must be self or tee');
+      if (o.kind === 'self' && o['attestation-file'] !== undefined) throw new UsageError('--attestation-file goes with --kind tee');
+      if (o.kind === 'tee' && o['attestation-file'] === undefined) throw new UsageError('--kind tee needs --attestation-file');
+      const { node, kind } = identityFile(o.identity!, '--identity');
+      // A node that attaches as another kind than it is enrolled as is never seated.
+      if (kind !== undefined && kind !== o.kind) {
+        throw new UsageError(`--identity: ${o.identity} was printed by a node configured as ${String(kind)}: set its kind (NODE_KIND) to ${o.kind} and print it again`);
+      }
+      return (await c()).enrolNode({
+        kind: o.kind, ...node,
+        ...(o.label !== undefined ? { label: o.label } : {}),
+        ...(o['attestation-file'] !== undefined ? { attestation: attestationFile(o['attestation-file']) } : {}),
+      });
+    },
+  },
+  'nodes list': { args: [], run: async (_a, _o, c) => ({ nodes: await (await c()).listNodes() }) },
+  'nodes revoke': { args: ['nodeId'], run: async (a, _o, c) => (await c()).revokeNode(a.nodeId!) },
+  'tee measurements get': { args: [], run: async (_a, _o, c) => (await c()).getTeeMeasurements() },
+  'tee measurements put': {
+    args: [], required: ['file'],
+    run: async (_a, o, c) => (await c()).putTeeMeasurements(jsonFile(o.file!, '--file') as Static<typeof TeeMeasurementsBody>),
+  },
 };
 
 async function run(argv: string[]): Promise<unknown> {
@@ -193,11 +271,12 @@ async function run(argv: string[]): Promise<unknown> {
   const { values, positionals } = parsed;
   if (values.help) return HELP;
   if (positionals.length === 0) throw new UsageError('no command given');
-  const oneWord = positionals[0] === 'keygen';
-  const name = oneWord ? 'keygen' : positionals.slice(0, 2).join(' ');
-  const cmd = COMMANDS[name];
-  if (!cmd) throw new UsageError(`unknown command: ${name}`);
-  const rest = positionals.slice(oneWord ? 1 : 2);
+  // A command is one to three words (`keygen`, `keys list`, `tee measurements get`): the longest that matches.
+  const words = [3, 2, 1].find((n) => n <= positionals.length && Object.hasOwn(COMMANDS, positionals.slice(0, n).join(' ')));
+  if (words === undefined) throw new UsageError(`unknown command: ${positionals.slice(0, 2).join(' ')}`);
+  const name = positionals.slice(0, words).join(' ');
+  const cmd = COMMANDS[name]!;
+  const rest = positionals.slice(words);
   if (rest.length !== cmd.args.length) throw new UsageError(`${name} takes ${cmd.args.length ? cmd.args.map((x) => `<${x}>`).join(' ') : 'no arguments'}`);
   const o = values as Values & { help?: boolean };
   const allowed = new Set<string>([...(cmd.required ?? []), ...(cmd.optional ?? []), 'help']);

@@ -7,6 +7,7 @@ import type { CreateVaultBody, ReshareVaultBody, Vault as VaultSchema, Wallet as
 import type { SubmitBody, Transaction as TransactionSchema, Utxo } from '../../core/api-schemas/transactions.ts';
 import type { ApiKey as ApiKeySchema, RegisterApiKeyBody } from '../../core/api-schemas/api-keys.ts';
 import type { Committee as CommitteeSchema } from '../../core/api-schemas/committees.ts';
+import type { EnrolNodeBody, Node as NodeSchema, NodeSetup as NodeSetupSchema, TeeMeasurements as TeeMeasurementsSchema, TeeMeasurementsBody } from '../../core/api-schemas/nodes.ts';
 import type { TierName } from '../../core/tiers.ts';
 import { encodeIntent, signIntent, type BtcOutpoint, type BtcOutput } from '../../core/intents/intent.ts';
 import { evmIntentFromFields } from '../../core/intents/evm-fields.ts';
@@ -22,6 +23,9 @@ export type Transaction = Static<typeof TransactionSchema>;
 export type ApiKey = Static<typeof ApiKeySchema>;
 export type Tier = TierName;
 export type CommitteeProposal = Static<typeof CommitteeSchema>;
+export type Node = Static<typeof NodeSchema>;
+export type NodeSetup = Static<typeof NodeSetupSchema>;
+export type TeeMeasurements = Static<typeof TeeMeasurementsSchema>;
 
 /** A node's public identity, as `npm run node-identity` prints it on that node. */
 export interface NodeIdentityRef {
@@ -161,10 +165,42 @@ export class CustodyClient {
     return this.request('POST', `/v1/api-keys/${encodeURIComponent(keyId)}/revoke`);
   }
 
+  // Customer nodes (docs/self-node.md).
+  /** Enrols the organization's own node with its identity (npm run node-identity); the same node and keys again answer it as it is. */
+  enrolNode(body: Static<typeof EnrolNodeBody>): Promise<Node> {
+    return this.request('POST', '/v1/nodes', body);
+  }
+
+  async listNodes(): Promise<Node[]> {
+    return (await this.request<{ nodes: Node[] }>('GET', '/v1/nodes')).nodes;
+  }
+
+  revokeNode(nodeId: string): Promise<Node> {
+    return this.request('POST', `/v1/nodes/${encodeURIComponent(nodeId)}/revoke`);
+  }
+
+  /** What a node of this organization is configured with: coordinator address, operator keys, owner. */
+  nodeConfig(): Promise<NodeSetup> {
+    return this.request('GET', '/v1/node-config');
+  }
+
+  /** Replaces the enclave measurements a tee node may show; `version` must be above the one in force. */
+  putTeeMeasurements(body: Static<typeof TeeMeasurementsBody>): Promise<TeeMeasurements> {
+    return this.request('PUT', '/v1/tee/measurements', body);
+  }
+
+  getTeeMeasurements(): Promise<TeeMeasurements> {
+    return this.request('GET', '/v1/tee/measurements');
+  }
+
   // Vaults and wallets.
-  /** The committee a new vault at `tier` would get now, with each member's keys and the roster version. */
-  proposeCommittee(tier: Tier): Promise<CommitteeProposal> {
-    return this.request('GET', `/v1/committees?tier=${encodeURIComponent(tier)}`);
+  /**
+   * The committee a new vault at `tier` would get now, with each member's keys and the roster version;
+   * for self and customer_tee, with the enrolled node `customerNodeId` when given.
+   */
+  proposeCommittee(tier: Tier, customerNodeId?: string): Promise<CommitteeProposal> {
+    const pin = customerNodeId && tier !== 'hosted' ? `&customer_node=${encodeURIComponent(customerNodeId)}` : '';
+    return this.request('GET', `/v1/committees?tier=${encodeURIComponent(tier)}${pin}`);
   }
 
   /**
@@ -177,7 +213,7 @@ export class CustodyClient {
     if (given.committee) return {};
     let proposal: CommitteeProposal;
     try {
-      proposal = await this.proposeCommittee(tier);
+      proposal = await this.proposeCommittee(tier, given.customer_node?.node_id);
     } catch (err) {
       if (err instanceof CustodyApiError && (err.status === 503 || err.status === 404)) return {};
       throw err;

@@ -2,7 +2,7 @@
 import type { TierName } from '../../core/tiers.ts';
 
 export type Tier = TierName;
-export type VaultState = 'creating' | 'active' | 'resharing' | 'reshare_pending' | 'frozen';
+export type VaultState = 'creating' | 'active' | 'resharing' | 'reshare_pending' | 'frozen' | 'failed';
 
 export interface OrgRecord {
   id: string;
@@ -37,9 +37,41 @@ export interface VaultRecord {
   frozen_from?: VaultState;
   /** The signed POST /vaults request (trust entry, hex) the nodes check at key generation. */
   creation_request?: string;
-  /** Why the last reshare needs attention (state reshare_pending). */
+  /** Why the last reshare needs attention (reshare_pending), or why key generation failed (failed). */
   problem?: string | null;
+  /** Self and customer_tee: the enrolled node seated (or to be seated) as the customer member. */
+  customer_node_id?: string;
+  /** The nodes holding the shares, once generated (docs/vault-api.md "Nodes"). */
+  committee?: CommitteeMemberView[];
   created_at: string;
+  updated_at: string;
+}
+
+export interface CommitteeMemberView {
+  node_id: string;
+  kind: 'service' | 'self' | 'tee';
+}
+
+/** A customer node the organization enrolled (POST /v1/nodes); the id is the node id, unique across organizations. */
+export interface NodeRecord {
+  id: string;
+  org: string;
+  kind: 'self' | 'tee';
+  signing_key: string;
+  encryption_key: string;
+  label: string | null;
+  state: 'active' | 'revoked';
+  /** tee: the PCRs its attestation showed at enrolment, index -> hex. */
+  pcrs: Record<string, string> | null;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+/** The organization's allowed enclave measurements (PUT /v1/tee/measurements). */
+export interface TeeMeasurementsRecord {
+  org: string;
+  version: number;
+  allowed: Record<string, string>[];
   updated_at: string;
 }
 
@@ -63,6 +95,8 @@ export interface JobRecord {
   target_tier?: Tier;
   /** Reshare: the customer's signed POST /v1/vaults/{id}/reshare as a trust entry, hex (nodes check it). */
   reshare_request?: string;
+  /** Reshare to self or customer_tee: the enrolled node to seat. */
+  customer_node_id?: string;
   attempts: number;
   next_at: number;
   last_error?: string;

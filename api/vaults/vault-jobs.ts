@@ -5,11 +5,17 @@ import type { Logger } from '../../common/logger.ts';
 import type { CoordinatorClient } from '../coordinator/coordinator-client.ts';
 import type { VaultInfo } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
 import { WIRE_TIERS } from '../../core/tier-wire.ts';
-import type { JobRecord, VaultRecord } from './records.ts';
+import type { CommitteeMemberView, JobRecord, VaultRecord } from './records.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { VaultService } from './vault-service.ts';
 
 export class VaultJobs {
+  /** The committee as the vault response names it: each member's kind from the organization's enrolments. */
+  private async committeeView(org: string, info: VaultInfo): Promise<CommitteeMemberView[]> {
+    const enrolled = new Map((await this.vaults.nodes.list(org)).map((n) => [n.id, n.kind]));
+    return info.committee.map((m) => ({ node_id: m.nodeId, kind: enrolled.get(m.nodeId) ?? 'service' }));
+  }
+
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private stopped = false;
@@ -63,30 +69,41 @@ export class VaultJobs {
       key = (await this.coordinator.createVault({
         vaultId: vault.id, owner: vault.org, tier: WIRE_TIERS[vault.tier], trustLog, requestId: `${vault.id}:${job.id}`,
         ...(vault.creation_request && trustLog.length ? { creationRequest: hexToBytes(vault.creation_request) } : {}),
+        ...(vault.customer_node_id ? { customerNodeId: vault.customer_node_id } : {}),
       }, { deadline: Date.now() + 120_000 })).vault;
     } catch (err) {
       const e = custodyError(err);
       if (e.code === 'vault_exists') {
         key = (await this.coordinator.getVault({ vaultId: vault.id }).catch(() => ({ vault: undefined }))).vault;
       }
-      // Refused by the nodes (an unverified committee, a creation request they reject) or found invalid:
-      // a retry would be refused too. The vault keeps the reason as its problem.
-      if (!key && (e.kind === 'refused' || e.kind === 'invalid')) {
-        const problem = `${e.code}: ${e.message}`.slice(0, 500);
-        await store.batch([this.vaults.vaultOp({ ...vault, problem, updated_at: new Date().toISOString() }), { type: 'del', collection: 'jobs', id: job.id }]);
-        this.log.warn({ vault: vault.id, err: problem }, 'key generation refused by the nodes');
+      const problem = `${e.code}: ${e.message}`.slice(0, 500);
+      // Refused by the nodes (an unverified committee, a revoked node, a creation request they reject) or
+      // found invalid: a retry would be refused too. So is a vault whose attempts ran out. The vault
+      // fails with the reason as its problem (docs/vault-api.md, vault states).
+      if (!key && (e.kind === 'refused' || e.kind === 'invalid' || job.attempts + 1 >= MAX_CREATE_ATTEMPTS)) {
+        await store.batch([
+          this.vaults.vaultOp({ ...vault, state: 'failed', problem, updated_at: new Date().toISOString() }), { type: 'del', collection: 'jobs', id: job.id },
+          this.vaults.event(vault.org, 'vault.failed', 'vault', vault.id, { vault_id: vault.id, state: 'failed', code: e.code }),
+        ]);
+        this.log.warn({ vault: vault.id, attempts: job.attempts + 1, err: problem }, 'key generation failed for good');
         return;
       }
       if (!key || key.state !== 'active') {
         const attempts = job.attempts + 1;
         const delay = Math.min(60_000, 1000 * 2 ** Math.min(attempts, 6));
         this.log.warn({ vault: vault.id, attempts, code: e.code, err: e.message }, 'key generation failed; will retry');
-        await store.batch([{ type: 'put', collection: 'jobs', id: job.id, value: { ...job, attempts, next_at: Date.now() + delay, last_error: `${e.code}: ${e.message}`.slice(0, 500) } }]);
+        // The vault says what it waits for (a customer node that is not attached, say) while it retries.
+        await store.batch([
+          { type: 'put', collection: 'jobs', id: job.id, value: { ...job, attempts, next_at: Date.now() + delay, last_error: problem } },
+          this.vaults.vaultOp({ ...vault, problem: `retrying (attempt ${attempts} of ${MAX_CREATE_ATTEMPTS}): ${problem}`.slice(0, 500), updated_at: new Date().toISOString() }),
+        ]);
         return;
       }
     }
+    const { problem: _p, ...settled } = vault;
     const updated: VaultRecord = {
-      ...vault, state: 'active', public_key: bytesToHex(key!.publicKey), chain_code: bytesToHex(key!.chainCode), rotation: key!.rotation, updated_at: new Date().toISOString(),
+      ...settled, state: 'active', public_key: bytesToHex(key!.publicKey), chain_code: bytesToHex(key!.chainCode), rotation: key!.rotation,
+      committee: await this.committeeView(vault.org, key!), updated_at: new Date().toISOString(),
     };
     await store.batch([
       this.vaults.vaultOp(updated),
@@ -115,11 +132,16 @@ export class VaultJobs {
       const trustLog = await this.vaults.trustLog(vault.org);
       const { vault: key } = await this.coordinator!.reshare({
         vaultId: vault.id, targetTier: WIRE_TIERS[target], trustLog, requestId: `${vault.id}:${job.id}`,
+        ...(job.customer_node_id ? { customerNodeId: job.customer_node_id } : {}),
         ...(job.reshare_request && trustLog.length ? { reshareRequest: hexToBytes(job.reshare_request) } : {}),
       }, { deadline: Date.now() + 180_000 });
       if (!key || bytesToHex(key.publicKey) !== vault.public_key) throw new Error('the reshared key differs from the vault key');
       const { problem: _p, ...rest } = vault;
-      await finish({ ...rest, state: 'active', tier: target, rotation: key.rotation, updated_at: new Date().toISOString() }, 'vault.reshare.completed');
+      const { customer_node_id: _c, ...base } = rest;
+      await finish({
+        ...base, state: 'active', tier: target, rotation: key.rotation, committee: await this.committeeView(vault.org, key),
+        ...(job.customer_node_id ? { customer_node_id: job.customer_node_id } : {}), updated_at: new Date().toISOString(),
+      }, 'vault.reshare.completed');
       this.log.info({ vault: vault.id, rotation: key.rotation, tier: target }, 'vault reshared');
     } catch (err) {
       const e = custodyError(err);
@@ -135,6 +157,9 @@ export class VaultJobs {
     }
   }
 }
+
+/** Attempts at a key generation that keeps failing for want of nodes before the vault fails (about 30 minutes). */
+export const MAX_CREATE_ATTEMPTS = 36;
 
 /** The coordinator client fails with CustodyErrors; anything else (the store, a check here) is ours. */
 function custodyError(err: unknown): CustodyError {

@@ -12,6 +12,8 @@ import type { ApiKeyRecord, EventRecord, JobRecord, OrgRecord, Tier, VaultRecord
 import { chainInfo, walletAddress } from './wallet-address.ts';
 import { nodeIdFor } from '../../core/trust/node-id.ts';
 import type { EndUserAuthConfig } from '../../core/auth/end-user-token.ts';
+import type { TeeAttestationVerifier } from '../../tee/attestation/enrolment-verifier.ts';
+import { NodeService } from './node-service.ts';
 
 export const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
 
@@ -25,6 +27,8 @@ export interface VaultServiceOptions {
   limits: Limits;
   environment: 'sandbox' | 'production';
   now?: () => Date;
+  /** Verifies tee enrolments' attestations (tee/attestation/enrolment-verifier.ts); none: tee enrolments are refused. */
+  verifyTee?: TeeAttestationVerifier | undefined;
 }
 
 const iso = (d: Date) => d.toISOString();
@@ -63,9 +67,25 @@ export class VaultService {
    */
   private readonly orgLock = new KeyedMutex();
   private wake: (() => void) | undefined;
+  /** The organization's enrolled customer nodes (docs/vault-api.md "Nodes"). */
+  readonly nodes: NodeService;
 
   constructor(private readonly o: VaultServiceOptions) {
     this.now = o.now ?? (() => new Date());
+    this.nodes = new NodeService(this, { verifyTee: o.verifyTee, now: this.now });
+  }
+
+  /**
+   * The enrolled node a self or customer_tee vault seats (none for hosted): the one the request pins
+   * with the keys it names, else the earliest active one of the tier's kind. Refused when there is none.
+   */
+  private async customerNode(org: string, tier: Tier, f: CommitteeFields): Promise<string | undefined> {
+    const n = await this.nodes.customerNodeFor(org, tier, f.customer_node?.node_id);
+    const named = f.customer_node;
+    if (n && named && (named.signing_key.toLowerCase() !== n.signing_key || named.encryption_key.toLowerCase() !== n.encryption_key)) {
+      throw new CustodyError('invalid_request', `customer_node names other keys than node ${n.id} was enrolled with`);
+    }
+    return n?.id;
   }
 
   get store(): RecordStore {
@@ -119,8 +139,13 @@ export class VaultService {
     return this.orgLock.run(org, () => this.appendTrustLocked(org, entry, ops));
   }
 
-  /** appendTrust for a caller that already holds the organization's lock. */
-  private async appendTrustLocked(org: string, entry: Uint8Array | undefined, ops: Op[]): Promise<void> {
+  /** Runs `f` as the organization's one writer (see orgLock). Not re-entrant. */
+  withOrgLock<T>(org: string, f: () => Promise<T>): Promise<T> {
+    return this.orgLock.run(org, f);
+  }
+
+  /** appendTrust for a caller that already holds the organization's lock (withOrgLock). */
+  async appendTrustLocked(org: string, entry: Uint8Array | undefined, ops: Op[]): Promise<void> {
     if (!entry) return this.o.store.batch(ops);
     const seq = (await this.trustLog(org)).length;
     await this.o.store.batch([...ops, this.trustOp(org, seq, entry)]);
@@ -173,6 +198,7 @@ export class VaultService {
   async createVault(org: string, input: { tier: Tier; name?: string | undefined; policy?: Record<string, unknown> | undefined; end_user_subject?: string | undefined } & CommitteeFields, creationRequest?: Uint8Array): Promise<VaultRecord> {
     if (input.tier !== 'hosted' && input.end_user_subject !== undefined) throw new CustodyError('invalid_request', 'end_user_subject applies to hosted vaults only');
     checkCommitteeFields(input.tier, input);
+    const customerNodeId = await this.customerNode(org, input.tier, input);
     // The count and the insert under one lock: N concurrent creations at a quota of Q make Q vaults.
     const v = await this.orgLock.run(org, async () => {
       const existing = await this.o.store.byIndex<VaultRecord>('vaults', `org/${org}/`, this.o.limits.vaultsPerOrg + 1);
@@ -182,7 +208,7 @@ export class VaultService {
       const v: VaultRecord = {
         id: newId('vlt'), org, name: input.name ?? null, tier: input.tier, state: 'creating', rotation: 0, public_key: null, chain_code: null,
         policy: input.policy ?? null, end_user_subject: input.end_user_subject ?? null, end_user_auth: endUserAuth, created_at: t, updated_at: t,
-        ...(creationRequest ? { creation_request: bytesToHex(creationRequest) } : {}),
+        ...(creationRequest ? { creation_request: bytesToHex(creationRequest) } : {}), ...(customerNodeId ? { customer_node_id: customerNodeId } : {}),
       };
       const job: JobRecord = { id: newId('job'), kind: 'create_key', vault_id: v.id, attempts: 0, next_at: 0 };
       await this.o.store.batch([this.vaultOp(v), { type: 'put', collection: 'jobs', id: job.id, value: job }, this.event(org, 'vault.created', 'vault', v.id, { state: 'creating', tier: v.tier })]);
@@ -210,8 +236,10 @@ export class VaultService {
     const v = await this.vault(org, vaultId);
     if (v.state !== 'active' && v.state !== 'reshare_pending') throw new CustodyError('conflict', `the vault is ${v.state}; a reshare needs it active`);
     checkCommitteeFields(targetTier ?? v.tier, committee);
+    const customerNodeId = await this.customerNode(org, targetTier ?? v.tier, committee);
     const job: JobRecord = {
       id: newId('rsh'), kind: 'reshare', vault_id: v.id, attempts: 0, next_at: 0, ...(targetTier ? { target_tier: targetTier } : {}),
+      ...(customerNodeId ? { customer_node_id: customerNodeId } : {}),
       ...(reshareRequest ? { reshare_request: bytesToHex(reshareRequest) } : {}),
     };
     const next: VaultRecord = { ...v, state: 'resharing', updated_at: iso(this.now()) };

@@ -4,7 +4,10 @@
 import { Type } from '@sinclair/typebox';
 import { TierSchema } from './tier.ts';
 
-export const CommitteeQuery = Type.Object({ tier: TierSchema }, { additionalProperties: false });
+export const CommitteeQuery = Type.Object({
+  tier: TierSchema,
+  customer_node: Type.Optional(Type.String({ pattern: '^n[0-9a-f]{20}$', description: 'self and customer_tee: the enrolled node to seat (default: the earliest active one of the tier\'s kind)' })),
+}, { additionalProperties: false });
 
 export const Committee = Type.Object({
   tier: TierSchema,

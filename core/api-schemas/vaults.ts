@@ -10,7 +10,7 @@ const KeyHexT = Type.String({ pattern: '^[0-9a-fA-F]{64}$' });
 const committeeFields = {
   committee: Type.Optional(Type.Array(NodeIdT, { minItems: 1, maxItems: 16, description: 'the node ids the customer was shown (GET /v1/committees); nodes join only this committee' })),
   customer_node: Type.Optional(Type.Object({ node_id: NodeIdT, signing_key: KeyHexT, encryption_key: KeyHexT }, {
-    additionalProperties: false, description: 'self and customer_tee: the customer\'s own node (npm run node-identity), the only node seated as the customer member',
+    additionalProperties: false, description: 'self and customer_tee: pins one of the organization\'s enrolled nodes (POST /v1/nodes) as the customer member; without it the earliest active enrolled node of the tier\'s kind is seated',
   })),
 };
 
@@ -30,13 +30,16 @@ export const Vault = Type.Object({
   id: Type.String(),
   name: Type.Union([Type.String(), Type.Null()]),
   tier: TierSchema,
-  state: Type.Union([Type.Literal('creating'), Type.Literal('active'), Type.Literal('resharing'), Type.Literal('reshare_pending'), Type.Literal('frozen')]),
+  state: Type.Union([Type.Literal('creating'), Type.Literal('active'), Type.Literal('resharing'), Type.Literal('reshare_pending'), Type.Literal('frozen'), Type.Literal('failed')]),
   rotation: Type.Integer({ description: 'increments at each share rotation; public key and addresses stay' }),
   public_key: Type.Union([Type.String({ description: 'compressed secp256k1 key, hex' }), Type.Null()]),
   policy: Type.Union([PolicySchema, Type.Null()]),
   end_user_subject: Type.Union([Type.String(), Type.Null()]),
   end_user_auth: Type.Boolean({ description: 'hosted: each transaction needs an end-user token' }),
-  problem: Type.Union([Type.String({ description: 'why a reshare needs attention (reshare_pending), or why the nodes refused to generate the key (creating)' }), Type.Null()]),
+  problem: Type.Union([Type.String({ description: 'why a reshare needs attention (reshare_pending), why key generation failed (failed), or what it waits for (creating)' }), Type.Null()]),
+  committee: Type.Union([Type.Array(Type.Object({ node_id: Type.String(), kind: Type.Union([Type.Literal('service'), Type.Literal('self'), Type.Literal('tee')]) })), Type.Null()], {
+    description: 'the nodes holding the shares (null until the key is generated)',
+  }),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
 });

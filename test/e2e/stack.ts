@@ -48,6 +48,8 @@ export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; es
   // the default heartbeat keeps such a node attached.
   await cluster.startCoordinator({ COORDINATOR_HEARTBEAT_MS: '2000' });
   await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => cluster.startNode(n, nodeEnv)));
+  // Read before the node holds its store: what `npm run node-identity` prints.
+  const selfIdentity = opts.selfNode ? await cluster.identity('self-1') : undefined;
   if (opts.selfNode) await cluster.startNode('self-1', { ...nodeEnv, NODE_KIND: 'self', NODE_OWNER: organization });
   const anvil = opts.anvil ? await startAnvil() : undefined;
   const esplora = opts.esplora ? new EsploraDouble() : undefined;
@@ -56,6 +58,8 @@ export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; es
   await cluster.startApi({ ...(backends ? { API_CHAIN_BACKENDS: backends } : {}), ...opts.apiEnv });
   const base = `http://127.0.0.1:${cluster.apiPort}`;
   const client = new CustodyClient({ baseUrl: base, organization, keyId: apiKeyId, secretKey });
+  // The organization enrols its self node, as docs/self-node.md has a customer do.
+  if (selfIdentity) await client.enrolNode({ kind: 'self', ...selfIdentity });
   return {
     cluster, client, organization, apiKeyId, secretKey, base,
     ...(anvil ? { anvil } : {}), ...(esplora ? { esplora } : {}),

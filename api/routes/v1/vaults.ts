@@ -12,7 +12,7 @@ import { CreateVaultBody, ReshareVaultBody, Vault, Wallet } from '../../../core/
 
 const vaultView = (v: VaultRecord) => ({
   id: v.id, name: v.name, tier: v.tier, state: v.state, rotation: v.rotation, public_key: v.public_key, policy: v.policy as Policy | null,
-  end_user_subject: v.end_user_subject, end_user_auth: v.end_user_auth ?? false, problem: v.problem ?? null, created_at: v.created_at, updated_at: v.updated_at,
+  end_user_subject: v.end_user_subject, end_user_auth: v.end_user_auth ?? false, problem: v.problem ?? null, committee: v.committee ?? null, created_at: v.created_at, updated_at: v.updated_at,
 });
 const walletView = ({ org: _o, ...w }: WalletRecord) => w;
 const VaultId = Type.Object({ vaultId: Type.String({ minLength: 1, maxLength: 64 }) });

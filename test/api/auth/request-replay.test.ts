@@ -96,7 +96,7 @@ t.test('never after expires: 1 s late is refused, whatever the skew; created ahe
   const who = await principals(s);
   const T = nowS();
   // signedHeaders signs created = T, expires = T + 60.
-  const late = [vaultRequest(who.creds, '/v1/vaults', { tier: 'self' }, T), platformRequest(who.live, '/v1/webhook-endpoints', hook, T)];
+  const late = [vaultRequest(who.creds, '/v1/vaults', { tier: 'hosted' }, T), platformRequest(who.live, '/v1/webhook-endpoints', hook, T)];
   clock.now = T + 61;
   const [v, p] = [await s.app.inject(late[0]!), await s.app.inject(late[1]!)];
   t.equal(v.statusCode, 401, 'vault API, 1 s after expires');
@@ -108,12 +108,12 @@ t.test('never after expires: 1 s late is refused, whatever the skew; created ahe
   t.equal(await count(s.store, 'request_nonces'), 0, 'a refused signature claims no nonce');
 
   clock.now = T + 60;
-  t.equal((await s.app.inject(vaultRequest(who.creds, '/v1/vaults', { tier: 'self' }, T))).statusCode, 202, 'at expires it is still accepted');
+  t.equal((await s.app.inject(vaultRequest(who.creds, '/v1/vaults', { tier: 'hosted' }, T))).statusCode, 202, 'at expires it is still accepted');
   t.equal((await s.app.inject(platformRequest(who.live, '/v1/webhook-endpoints', hook, T))).statusCode, 201);
   clock.now = T - 30;
-  t.equal((await s.app.inject(vaultRequest(who.creds, '/v1/vaults', { tier: 'self' }, T))).statusCode, 202, 'created 30 s ahead of the clock: accepted');
+  t.equal((await s.app.inject(vaultRequest(who.creds, '/v1/vaults', { tier: 'hosted' }, T))).statusCode, 202, 'created 30 s ahead of the clock: accepted');
   clock.now = T - 31;
-  const ahead = await s.app.inject(vaultRequest(who.creds, '/v1/vaults', { tier: 'self' }, T));
+  const ahead = await s.app.inject(vaultRequest(who.creds, '/v1/vaults', { tier: 'hosted' }, T));
   t.equal(ahead.statusCode, 401, 'created 31 s ahead: refused');
   t.match(ahead.json().error, /in the future/);
 });
@@ -121,7 +121,7 @@ t.test('never after expires: 1 s late is refused, whatever the skew; created ahe
 t.test('concurrent copies of one signed request: exactly one is accepted', async (t) => {
   const s = await open(t, mkdtempSync(join(tmpdir(), 'replay-')));
   const who = await principals(s);
-  const vault = vaultRequest(who.creds, '/v1/vaults', { tier: 'self' });
+  const vault = vaultRequest(who.creds, '/v1/vaults', { tier: 'hosted' });
   const endpoint = platformRequest(who.live, '/v1/webhook-endpoints', hook);
   const [vaultRes, hookRes] = await Promise.all([
     Promise.all(Array.from({ length: 8 }, () => s.app.inject(vault))),

@@ -20,6 +20,7 @@ import { VaultService } from '../../../api/vaults/vault-service.ts';
 import { TransactionService } from '../../../api/transactions/transaction-service.ts';
 import { verifyIntentSignature } from '../../../core/intents/intent.ts';
 import type { VaultRecord } from '../../../api/vaults/records.ts';
+import { nodeIdentity } from '../vault/enrolled-node.ts';
 import type { TransactionRecord } from '../../../api/transactions/records.ts';
 
 // Each command is a fresh Node process that loads the SDK; on a busy machine that takes seconds.
@@ -106,6 +107,11 @@ t.test('keys register, list and revoke', async (t) => {
 t.test('vault create, wait (sees the state change), get, wallets, send-evm, tx get and wait, reshare', async (t) => {
   const policyFile = join(dir, 'policy.json');
   writeFileSync(policyFile, JSON.stringify({ per_transaction_cap: { 'evm-local:native': '1000' } }));
+  // A self vault seats the organization's enrolled self node (docs/self-node.md).
+  const identityFile = join(dir, 'self.identity.json');
+  writeFileSync(identityFile, JSON.stringify({ kind: 'self', ...nodeIdentity() }) + '\n');
+  const enrolled = await cli(['nodes', 'enrol', '--kind', 'self', '--identity', identityFile]);
+  t.equal(enrolled.code, 0, enrolled.stderr);
   const created = await cli(['vault', 'create', '--tier', 'self', '--name', 'treasury', '--policy-file', policyFile]);
   t.equal(created.code, 0, created.stderr);
   t.match(created.out, { tier: 'self', state: 'creating', name: 'treasury', policy: { per_transaction_cap: { 'evm-local:native': '1000' } } });

@@ -28,6 +28,7 @@ import type { ApiCredentials } from '../../../api/sdk/request-signer.ts';
 import type { Tier, VaultRecord, WalletRecord } from '../../../api/vaults/records.ts';
 import type { Policy } from '../../../api/policy/policy.ts';
 import { nodeIdFor } from '../../../core/trust/node-id.ts';
+import { enrolSelfNode } from './enrolled-node.ts';
 import { SMALL_ORDER_CANONICAL, SMALL_ORDER_NON_CANONICAL } from '../../vectors/ed25519-bad-keys.ts';
 
 /** The spec's status set per operation; the operations it does not list use what docs/vault-api.md documents. */
@@ -84,6 +85,10 @@ const endUser = await generateKeyPair('ES256', { extractable: true });
 const endUserJwk = { ...(await exportJWK(endUser.publicKey)), kid: 'eu-1', alg: 'ES256' };
 const AUDIENCE = 'https://wallet.acme.test';
 await vaults.setEndUserAuth(orgA.id, { jwks: { keys: [endUserJwk] }, audience: AUDIENCE });
+
+// Self vaults seat an enrolled self node.
+await enrolSelfNode(vaults, orgA.id);
+await enrolSelfNode(vaults, orgB.id);
 
 async function activate(org: string, tier: Tier, extra: { policy?: Policy; end_user_subject?: string } = {}): Promise<VaultRecord> {
   const v = await vaults.createVault(org, { tier, ...extra });

@@ -87,7 +87,15 @@ t.test('POST /v1/vaults refuses a customer node whose signing key is bad, before
   }
   t.equal(await count(store, 'vaults'), 0, 'no vault created, the one slot left');
   const sk = ed25519.getPublicKey(ed25519.utils.randomSecretKey());
-  t.equal((await call('POST', '/v1/vaults', { tier: 'self', customer_node: { node_id: nodeIdFor(sk), signing_key: bytesToHex(sk), encryption_key: ek } })).statusCode, 202, 'a valid node key works');
+  for (const [name, hex] of BAD) {
+    const r = await call('POST', '/v1/nodes', { kind: 'self', node_id: nodeIdFor(hexToBytes(hex)), signing_key: hex, encryption_key: ek });
+    t.equal(r.statusCode, 400, `enrolment, ${name}: ${r.body}`);
+    t.match(r.json(), { code: 'invalid_request', error: /signing_key is not a valid Ed25519 public key/ });
+  }
+  t.equal(await count(store, 'nodes'), 0, 'no node enrolled');
+  const node = { node_id: nodeIdFor(sk), signing_key: bytesToHex(sk), encryption_key: ek };
+  t.equal((await call('POST', '/v1/nodes', { kind: 'self', ...node })).statusCode, 201, 'the node enrols');
+  t.equal((await call('POST', '/v1/vaults', { tier: 'self', customer_node: node })).statusCode, 202, 'a valid, enrolled node key works');
 });
 
 t.test('workspace signing keys and the service-node roster refuse bad keys too', async (t) => {

@@ -17,12 +17,12 @@ const all = async <T>(store: RecordStore, collection: string) => {
 
 t.test('8 concurrent vault creations at a quota of 4: four 202, four 429, four vaults', async (t) => {
   const { call, store } = await vaultApp(t, { limits: { apiKeysPerOrg: 10, vaultsPerOrg: 4 } });
-  const res = await Promise.all(Array.from({ length: 8 }, (_, i) => call('POST', '/v1/vaults', { tier: 'self', name: `v${i}` })));
+  const res = await Promise.all(Array.from({ length: 8 }, (_, i) => call('POST', '/v1/vaults', { tier: 'hosted', name: `v${i}` })));
   t.same(res.map((r) => r.statusCode).sort(), [202, 202, 202, 202, 429, 429, 429, 429]);
   for (const r of res.filter((x) => x.statusCode === 429)) t.same(r.json(), { error: 'vault quota reached (4)', code: 'rate_limited' });
   t.equal((await all<VaultRecord>(store, 'vaults')).length, 4, 'the store holds 4 vaults');
   t.equal((await all(store, 'jobs')).length, 4, 'and 4 key-generation jobs');
-  t.equal((await call('POST', '/v1/vaults', { tier: 'self' })).statusCode, 429, 'and the quota stays full');
+  t.equal((await call('POST', '/v1/vaults', { tier: 'hosted' })).statusCode, 429, 'and the quota stays full');
 });
 
 t.test('8 concurrent API key registrations with room for 4: four 201, four 429, and the trust log has the four', async (t) => {

@@ -81,8 +81,8 @@ t.test('vaults: 202 creating, quota 429, other organizations see 404, bad bodies
   t.equal(foreign.statusCode, 404);
   t.equal(foreign.json().code, 'not_found');
 
-  t.equal((await call('POST', '/v1/vaults', { tier: 'self' })).statusCode, 202);
-  const over = await call('POST', '/v1/vaults', { tier: 'self' });
+  t.equal((await call('POST', '/v1/vaults', { tier: 'hosted' })).statusCode, 202);
+  const over = await call('POST', '/v1/vaults', { tier: 'hosted' });
   t.equal(over.statusCode, 429);
   t.equal(over.json().code, 'rate_limited');
 

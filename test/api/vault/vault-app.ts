@@ -14,20 +14,25 @@ import { VaultService } from '../../../api/vaults/vault-service.ts';
 import type { TransactionService, TransactionServiceOptions } from '../../../api/transactions/transaction-service.ts';
 import type { CoordinatorClient } from '../../../api/coordinator/coordinator-client.ts';
 import { signedHeaders, type ApiCredentials } from '../../../api/sdk/request-signer.ts';
+import type { TeeAttestationVerifier } from '../../../tee/attestation/enrolment-verifier.ts';
 
 export interface VaultAppOptions {
   limits?: { apiKeysPerOrg: number; vaultsPerOrg: number };
   coordinator?: Partial<CoordinatorClient>;
   /** Builds the transaction service over the app's vault service (transaction routes are off without it). */
   transactions?: (vaults: VaultService) => TransactionService;
+  /** Verifies tee enrolments (tee/attestation/enrolment-verifier.ts). */
+  verifyTee?: TeeAttestationVerifier;
+  /** Extra API_* settings. */
+  env?: Record<string, string>;
 }
 
 export async function vaultApp(t: Test, opts: VaultAppOptions = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'api-'));
   const store = await RecordStore.open(dir);
-  const vaults = new VaultService({ store, environment: 'sandbox', limits: opts.limits ?? { apiKeysPerOrg: 3, vaultsPerOrg: 5 } });
+  const vaults = new VaultService({ store, environment: 'sandbox', limits: opts.limits ?? { apiKeysPerOrg: 3, vaultsPerOrg: 5 }, verifyTee: opts.verifyTee });
   const app = await buildApp({
-    config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), vaults,
+    config: loadApiConfig({ API_DATA_DIR: dir, ...opts.env }), logger: createLogger('api', 'silent'), vaults,
     coordinator: opts.coordinator as CoordinatorClient | undefined, transactions: opts.transactions?.(vaults),
   });
   t.teardown(async () => {
@@ -37,7 +42,7 @@ export async function vaultApp(t: Test, opts: VaultAppOptions = {}) {
   const secret = ed25519.utils.randomSecretKey();
   const { org, key } = await vaults.createOrg('Acme', bytesToHex(ed25519.getPublicKey(secret)));
   const creds: ApiCredentials = { keyId: key.id, secretKey: secret };
-  const call = (method: 'GET' | 'POST', path: string, body?: unknown, c: ApiCredentials = creds, headers?: Record<string, string>) => {
+  const call = (method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown, c: ApiCredentials = creds, headers?: Record<string, string>) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return app.inject({ method, url: path, payload, headers: { host: 'api.test', ...signedHeaders(c, method, `http://api.test${path}`, payload), ...headers } });
   };

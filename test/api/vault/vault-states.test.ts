@@ -33,7 +33,7 @@ async function open(dir: string) {
 
 /** An active vault with a known key, as key generation would leave it. */
 async function activeVault(vaults: VaultService, store: RecordStore, org: string): Promise<VaultRecord> {
-  const v = await vaults.createVault(org, { tier: 'self', name: 'treasury' });
+  const v = await vaults.createVault(org, { tier: 'hosted', name: 'treasury' });
   const active: VaultRecord = { ...v, state: 'active', public_key: bytesToHex(secp256k1.getPublicKey(secp256k1.utils.randomSecretKey())), chain_code: '00'.repeat(32) };
   await store.batch([vaults.vaultOp(active)]);
   return active;

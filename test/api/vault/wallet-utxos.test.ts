@@ -19,7 +19,7 @@ t.test('a wallet\'s unspent outputs, and every way to ask wrongly', async (t) =>
   const { call, store, creds, vaults } = await vaultApp(t, {
     transactions: (vaults) => new TransactionService({ vaults, hasBackend: (chain) => chain === 'bitcoin-regtest', utxos: (_chain, address) => client.utxos(address) }),
   });
-  const v = (await call('POST', '/v1/vaults', { tier: 'self' })).json() as VaultRecord;
+  const v = (await call('POST', '/v1/vaults', { tier: 'hosted' })).json() as VaultRecord;
   const rec = (await store.get<VaultRecord>('vaults', v.id))!;
   await store.put('vaults', v.id, { ...rec, state: 'active', public_key: bytesToHex(secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true)), chain_code: bytesToHex(ed25519.utils.randomSecretKey()) });
   const btc = (await call('POST', `/v1/vaults/${v.id}/wallets`, { chain: 'bitcoin-regtest' })).json() as { id: string; address: string };
