@@ -15,6 +15,8 @@ const root = resolve(import.meta.dirname, '../..');
 
 export interface Stack {
   cluster: Cluster;
+  /** The settings every node of the stack was started with (operator keys and `nodeEnv`). */
+  nodeEnv: Record<string, string>;
   client: CustodyClient;
   organization: string;
   apiKeyId: string;
@@ -33,7 +35,7 @@ export function admin(cluster: Cluster, args: string[], env: Record<string, stri
   return JSON.parse(out) as Record<string, string>;
 }
 
-export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; esplora?: boolean; apiEnv?: Record<string, string> } = {}): Promise<Stack> {
+export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; esplora?: boolean; apiEnv?: Record<string, string>; nodeEnv?: Record<string, string> } = {}): Promise<Stack> {
   const cluster = new Cluster();
   const secretKey = ed25519.utils.randomSecretKey();
   const publicKey = bytesToHex(ed25519.getPublicKey(secretKey));
@@ -43,7 +45,7 @@ export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; es
   const operatorFile = join(cluster.dir, 'operator.key');
   writeFileSync(operatorFile, bytesToHex(operator), { mode: 0o600 });
   const { organization, api_key_id: apiKeyId } = admin(cluster, ['org', 'create', '--name', 'Acme', '--public-key', publicKey], { API_OPERATOR_KEY_FILE: operatorFile }) as { organization: string; api_key_id: string };
-  const nodeEnv = { NODE_OPERATOR_KEYS: bytesToHex(ed25519.getPublicKey(operator)) };
+  const nodeEnv = { NODE_OPERATOR_KEYS: bytesToHex(ed25519.getPublicKey(operator)), ...opts.nodeEnv };
   // Protocol steps run on a node's event loop (an OT setup holds it for seconds on a loaded machine):
   // the default heartbeat keeps such a node attached.
   await cluster.startCoordinator({ COORDINATOR_HEARTBEAT_MS: '2000' });
@@ -61,7 +63,7 @@ export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; es
   // The organization enrols its self node, as docs/self-node.md has a customer do.
   if (selfIdentity) await client.enrolNode({ kind: 'self', ...selfIdentity });
   return {
-    cluster, client, organization, apiKeyId, secretKey, base,
+    cluster, nodeEnv, client, organization, apiKeyId, secretKey, base,
     ...(anvil ? { anvil } : {}), ...(esplora ? { esplora } : {}),
     async stop() {
       // E2E_LOG_DIR keeps every process's log lines for a look after a failure.
