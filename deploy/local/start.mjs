@@ -174,6 +174,9 @@ run('api', 'api/server.js', {
   API_DATA_DIR: join(data, 'api'),
   API_COORDINATOR: `127.0.0.1:${coordinatorPort}`,
   API_OPERATOR_KEY_FILE: operatorFile,
+  // What GET /v1/node-config tells a customer's node (docs/self-node.md).
+  API_NODE_COORDINATOR_ADDRESS: `127.0.0.1:${coordinatorPort}`,
+  API_NODE_OPERATOR_KEYS: operatorPublic,
   // Local webhook receivers (plain http on this machine) are allowed here only; production leaves it empty.
   API_WEBHOOK_ALLOWED_DESTINATIONS: process.env.API_WEBHOOK_ALLOWED_DESTINATIONS ?? '127.0.0.1,::1,localhost',
   ...(anvilBin && existsSync(anvilBin) ? { API_CHAIN_BACKENDS: process.env.API_CHAIN_BACKENDS ?? `evm-local=http://127.0.0.1:${anvilPort}` } : {}),
