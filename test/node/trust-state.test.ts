@@ -7,7 +7,8 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { apiKeyId } from '../../core/trust/api-key-id.ts';
 import { signBootstrap, TrustEntryError } from '../../core/trust/trust-entry.ts';
-import { activeKey, applyTrustLog, emptyTrust, verifyCreationRequest, type OrgTrust, type TrustContext } from '../../node/runtime/authorization/trust-state.ts';
+import { activeKey, applyTrustLog, emptyTrust, enrolledNode, measurementsAllowed, verifyCreationRequest, type OrgTrust, type TrustContext } from '../../node/runtime/authorization/trust-state.ts';
+import { nodeIdFor } from '../../core/trust/node-id.ts';
 import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
 
 const seed = (s: string) => sha256(new TextEncoder().encode(s));
@@ -151,4 +152,58 @@ t.test('a creation request: POST /v1/vaults signed by an active key, with its ti
   const withVault = applyTrustLog(s, [req], ctx);
   t.ok(withVault.changed);
   t.same(withVault.state.keys, s.keys);
+});
+
+t.test('node enrolment: a signed POST /v1/nodes enrols once; revocation is final; bad bodies refuse the log', async (t) => {
+  const nodeSecret = seed('a customer node');
+  const sk = bytesToHex(ed25519.getPublicKey(nodeSecret));
+  const node = { node_id: nodeIdFor(ed25519.getPublicKey(nodeSecret)), signing_key: sk, encryption_key: bytesToHex(seed('x25519 public')) };
+  const enrol = signedEntry(first, 'POST', '/v1/nodes', { kind: 'self', ...node, label: 'rack' });
+  const s = apply(rooted(), enrol);
+  t.same(enrolledNode(s, node.node_id), { kind: 'self', signingKey: sk, encryptionKey: node.encryption_key, revoked: false });
+  // Enrolled again with another encryption key (a replay, or a second request): the first stays.
+  const again = apply(s, signedEntry(first, 'POST', '/v1/nodes', { kind: 'self', ...node, encryption_key: bytesToHex(seed('other')) }));
+  t.equal(enrolledNode(again, node.node_id)?.encryptionKey, node.encryption_key, 'a known id is not re-enrolled');
+  const revoked = apply(again, signedEntry(first, 'POST', `/v1/nodes/${node.node_id}/revoke`));
+  t.equal(enrolledNode(revoked, node.node_id)?.revoked, true);
+  t.equal(enrolledNode(apply(revoked, signedEntry(first, 'POST', '/v1/nodes', { kind: 'self', ...node })), node.node_id)?.revoked, true, 'no enrolment revives it');
+  const never = nodeIdFor(ed25519.getPublicKey(seed('never enrolled')));
+  t.equal(enrolledNode(apply(rooted(), signedEntry(first, 'POST', `/v1/nodes/${never}/revoke`)), never)?.revoked, true, 'revoking an id this node never saw keeps it out for good');
+
+  const bad: [string, unknown, RegExp][] = [
+    ['an unknown kind', { kind: 'service', ...node }, /kind must be self or tee/],
+    ['an id not derived from the key', { kind: 'self', ...node, node_id: never }, /not the id derived/],
+    ['a signing key off the curve', { kind: 'self', ...node, signing_key: 'ff'.repeat(32) }, /not a valid Ed25519/],
+    ['a short encryption key', { kind: 'self', ...node, encryption_key: 'ab' }, /32-byte hex keys/],
+    ['an attestation on a self node', { kind: 'self', ...node, attestation: 'AAAA' }, /tee nodes only/],
+    ['a tee node without attestation', { kind: 'tee', ...node }, /attestation document/],
+    ['a tee node on a node that verifies no attestation', { kind: 'tee', ...node, attestation: 'AAAA' }, /verifies no TEE attestation/],
+  ];
+  for (const [name, body, message] of bad) {
+    t.throws(() => apply(rooted(), signedEntry(first, 'POST', '/v1/nodes', body)), { code: 'bad_trust_log', message }, name);
+  }
+  t.throws(() => apply(rooted(), signedEntry(second, 'POST', '/v1/nodes', { kind: 'self', ...node })), /bad_trust_log|not active|unknown/, 'signed by a key the organization does not have');
+  t.throws(() => apply(rooted(), signedEntry(first, 'POST', '/v1/nodes/not-a-node/revoke')), /node id in the path is not valid/);
+});
+
+t.test('TEE measurements move forward only, and are checked set by set', async (t) => {
+  const pcr = (b: number) => bytesToHex(new Uint8Array(48).fill(b));
+  const put = (version: number, allowed: unknown) => signedEntry(first, 'PUT', '/v1/tee/measurements', { version, allowed });
+  const v2 = apply(rooted(), put(2, [{ 0: pcr(1), 1: pcr(2) }, { 0: pcr(3) }]));
+  t.same(v2.teeMeasurements, { version: 2, allowed: [{ 0: pcr(1), 1: pcr(2) }, { 0: pcr(3) }] });
+  t.same(apply(v2, put(1, [{ 0: pcr(9) }])).teeMeasurements?.version, 2, 'an older version changes nothing');
+  t.same(apply(v2, put(2, [{ 0: pcr(9) }])).teeMeasurements?.allowed[0], { 0: pcr(1), 1: pcr(2) }, 'nor does the same version');
+  t.ok(measurementsAllowed(v2, { 0: pcr(1), 1: pcr(2), 2: pcr(7) }), 'every PCR a set names matches');
+  t.notOk(measurementsAllowed(v2, { 0: pcr(1), 1: pcr(5) }), 'one PCR of the set differs');
+  t.ok(measurementsAllowed(v2, { 0: pcr(3) }), 'the second set');
+  t.notOk(measurementsAllowed(rooted(), { 0: pcr(3) }), 'nothing pinned: nothing allowed');
+  const bad: [string, unknown, unknown, RegExp][] = [
+    ['version 0', 0, [{ 0: pcr(1) }], /version/],
+    ['no sets', 1, [], /1 to 16/],
+    ['a set without PCR0', 1, [{ 1: pcr(1) }], /PCR0/],
+    ['PCR 7', 1, [{ 0: pcr(1), 7: pcr(1) }], /PCR7 is not one/],
+    ['a short value', 1, [{ 0: 'ab' }], /48 bytes/],
+    ['an all-zero PCR0', 1, [{ 0: pcr(0) }], /debug-mode/],
+  ];
+  for (const [name, version, allowed, message] of bad) t.throws(() => apply(rooted(), put(version as number, allowed)), { code: 'bad_trust_log', message }, name);
 });
