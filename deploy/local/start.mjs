@@ -133,7 +133,8 @@ if (!previous || previous.nodes !== nodeSet) {
 }
 
 // The local EVM chain (evm-local, chain id 31337): the anvil shipped on npm, its state kept in the
-// data directory. Skipped when the package is absent (a production install).
+// data directory, mining a block every second (ANVIL_BLOCK_TIME) so transactions gain the confirmations
+// `final` needs without anyone mining by hand. Skipped when the package is absent (a production install).
 const require = createRequire(import.meta.url);
 let anvilBin;
 try {
@@ -146,7 +147,7 @@ process.on('SIGINT', () => stop(0));
 process.on('SIGTERM', () => stop(0));
 
 if (anvilBin && existsSync(anvilBin)) {
-  const anvil = spawn(anvilBin, ['--host', '127.0.0.1', '--port', anvilPort, '--chain-id', '31337', '--silent', '--state', join(data, 'anvil-state.json')], { stdio: 'ignore' });
+  const anvil = spawn(anvilBin, ['--host', '127.0.0.1', '--port', anvilPort, '--chain-id', '31337', '--block-time', process.env.ANVIL_BLOCK_TIME ?? '1', '--silent', '--state', join(data, 'anvil-state.json')], { stdio: 'ignore' });
   anvil.on('exit', (code, signal) => {
     console.log(`[anvil] exited (${signal ?? code})`);
     if (!stopping) stop(1);
