@@ -1,5 +1,6 @@
 // Operator command (docs/platform/tenancy.md):
-//   npm run admin -- org create --name <name> --public-key <ed25519 hex> [--label <label>]
+//   npm run admin -- org create --name <name> --public-key <ed25519 hex> [--label <label>]  (needs API_OPERATOR_KEY_FILE)
+//   npm run admin -- org repair --id <org>   (roots an organization made without the operator key)
 //   npm run admin -- vault freeze|unfreeze --id <vault id>  (a frozen vault signs nothing)
 //   npm run admin -- tenant create --name <name>            (a tenant with sandbox and production workspaces)
 //   npm run admin -- key create --workspace <id> --role <role> [--label <l>] [--public-key <hex>] [--mfa]
@@ -19,6 +20,7 @@ import { CustodyError } from '../../core/errors/custody-error.ts';
 import { signRoster, type RosterNode } from '../../core/trust/roster.ts';
 
 const USAGE = 'usage: npm run admin -- org create --name <name> --public-key <hex> [--label <label>]\n'
+  + '       npm run admin -- org repair --id <org>\n'
   + '       npm run admin -- vault freeze|unfreeze --id <vault id>\n'
   + '       npm run admin -- tenant create --name <name>\n'
   + '       npm run admin -- key create --workspace <id> --role <owner|admin|developer|brand_manager|viewer> [--label <l>] [--public-key <hex>] [--mfa]\n'
@@ -41,6 +43,31 @@ async function platformCommand(verb: string, rest: string[]): Promise<number> {
       ...(values.label ? { label: values.label } : {}), ...(values['public-key'] ? { signingPublicKey: values['public-key'] } : {}), ...(values.mfa ? { mfa: true } : {}),
     });
     process.stdout.write(JSON.stringify({ key_id: key.id, role: key.role, environment: key.environment, bearer_token: token, ...(totpSecret ? { totp_secret_hex: totpSecret } : {}), note: 'shown once; only a hash is stored' }) + '\n');
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
+/** The operator's secret key, required: an organization the nodes cannot learn is never made. */
+function operatorKey(file: string | undefined): Uint8Array {
+  if (!file) {
+    throw new ConfigError(['API_OPERATOR_KEY_FILE (operatorKeyFile) is required: the signer nodes learn an organization only from its operator-signed bootstrap (docs/trust.md "Roots")']);
+  }
+  return readOperatorKey(file);
+}
+
+/** `org repair --id <org>`: an organization made without the operator key gets its bootstrap, first in its log. */
+async function orgRepair(rest: string[]): Promise<number> {
+  const { values } = parseArgs({ args: rest, options: { id: { type: 'string' } } });
+  if (!values.id) throw new CustodyError('usage', 'org repair needs --id');
+  const config = loadApiConfig();
+  const operator = operatorKey(config.operatorKeyFile);
+  const store = await RecordStore.open(config.dataDir);
+  try {
+    const vaults = new VaultService({ store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg } });
+    const repaired = await vaults.repairBootstrap(values.id, operator);
+    process.stdout.write(JSON.stringify({ organization: values.id, repaired, note: repaired ? 'the bootstrap is first in the trust log; nodes learn the organization at its next session' : 'the trust log already starts with a bootstrap' }) + '\n');
     return 0;
   } finally {
     await store.close();
@@ -110,6 +137,7 @@ async function main(): Promise<number> {
   if (area === 'roster' && verb === 'sign') return rosterCommand(rest);
   if ((area === 'tenant' || area === 'key') && verb === 'create') return platformCommand(area, rest);
   if (area === 'vault' && (verb === 'freeze' || verb === 'unfreeze')) return vaultCommand(verb, rest);
+  if (area === 'org' && verb === 'repair') return orgRepair(rest);
   if (area !== 'org' || verb !== 'create') {
     process.stderr.write(USAGE);
     return 64;
@@ -123,9 +151,10 @@ async function main(): Promise<number> {
   const store = await RecordStore.open(config.dataDir);
   try {
     const vaults = new VaultService({ store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg } });
-    // With the operator key, the organization's first key is rooted for the signer nodes (docs/trust.md).
-    const operator = config.operatorKeyFile ? readOperatorKey(config.operatorKeyFile) : undefined;
-    const { org, key } = await vaults.createOrg(values.name, values['public-key'], values.label ?? 'bootstrap', operator);
+    // The organization's first key is rooted for the signer nodes by the operator's bootstrap entry
+    // (docs/trust.md): without it the nodes could never learn the organization, and every transaction
+    // it sends would be refused.
+    const { org, key } = await vaults.createOrg(values.name, values['public-key'], values.label ?? 'bootstrap', operatorKey(config.operatorKeyFile));
     process.stdout.write(JSON.stringify({ organization: org.id, api_key_id: key.id }) + '\n');
     return 0;
   } finally {

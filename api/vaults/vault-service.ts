@@ -5,7 +5,7 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import { isValidEd25519PublicKeyHex } from '../../common/ed25519.ts';
 import { apiKeyId } from '../../core/trust/api-key-id.ts';
-import { signBootstrap } from '../../core/trust/trust-entry.ts';
+import { decodeTrustEntry, signBootstrap } from '../../core/trust/trust-entry.ts';
 import type { RecordStore, Op } from '../store/record-store.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { ApiKeyRecord, EventRecord, JobRecord, OrgRecord, Tier, VaultRecord, WalletRecord } from './records.ts';
@@ -115,6 +115,24 @@ export class VaultService {
     if (operatorSecretKey) ops.push(this.trustOp(org.id, 0, signBootstrap(org.id, key.public_key, Math.floor(this.now().getTime() / 1000), operatorSecretKey)));
     await this.o.store.batch(ops);
     return { org, key };
+  }
+
+  /**
+   * Roots an organization made without the operator key (docs/trust.md "Roots"): its log gets, first,
+   * an operator bootstrap of the organization's first API key, and keeps every later entry in order
+   * after it, so the nodes can verify the whole log. False when the log already starts with one.
+   */
+  async repairBootstrap(org: string, operatorSecretKey: Uint8Array): Promise<boolean> {
+    return this.orgLock.run(org, async () => {
+      if (!(await this.o.store.get<OrgRecord>('orgs', org))) throw new CustodyError('not_found', `no organization ${org}`);
+      const log = await this.trustLog(org);
+      if (log[0] && decodeTrustEntry(log[0]).kind === 'bootstrap') return false;
+      const first = (await this.listKeys(org))[0];
+      if (!first) throw new CustodyError('conflict', `organization ${org} has no API key to root`);
+      const bootstrap = signBootstrap(org, first.public_key, Math.floor(this.now().getTime() / 1000), operatorSecretKey);
+      await this.o.store.batch([bootstrap, ...log].map((entry, i) => this.trustOp(org, i, entry)));
+      return true;
+    });
   }
 
   private keyRecord(org: string, publicKey: string, label: string | null): ApiKeyRecord {

@@ -6,6 +6,7 @@ import t from 'tap';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { join, resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { Cluster, freePort, waitUntil, type Proc } from '../../cluster/cluster-harness.ts';
@@ -17,7 +18,8 @@ const run = promisify(execFile);
 t.setTimeout(300_000);
 
 async function admin(dataDir: string, ...args: string[]): Promise<Record<string, string>> {
-  const { stdout } = await run('npm', ['run', '--silent', 'admin', '--', ...args], { cwd: root, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', API_DATA_DIR: dataDir } });
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', API_DATA_DIR: dataDir, API_OPERATOR_KEY_FILE: join(dataDir, '..', 'operator.key') };
+  const { stdout } = await run('npm', ['run', '--silent', 'admin', '--', ...args], { cwd: root, env });
   return JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, string>;
 }
 
@@ -28,6 +30,8 @@ t.test('SIGKILL and restart on the same data: the exact signed requests are refu
   t.teardown(() => cluster.stop());
   const dataDir = join(cluster.dir, 'api');
   const secret = ed25519.utils.randomSecretKey();
+  const operatorFile = join(cluster.dir, 'operator.key');
+  writeFileSync(operatorFile, bytesToHex(ed25519.utils.randomSecretKey()), { mode: 0o600 });
   const org = await admin(dataDir, 'org', 'create', '--name', 'Acme', '--public-key', bytesToHex(ed25519.getPublicKey(secret)));
   const creds: ApiCredentials = { keyId: org.api_key_id!, secretKey: secret };
   const tenant = await admin(dataDir, 'tenant', 'create', '--name', 'Acme');
