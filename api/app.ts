@@ -25,6 +25,9 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { strictValidatorCompiler } from './validation.ts';
 import { FROM_QUERY_TEXT } from '../core/api-schemas/query.ts';
+import { createHmac } from 'node:crypto';
+import { CursorCodec } from './store/pagination.ts';
+import { loadServerKeys } from './store/server-keys.ts';
 
 export interface AppOptions {
   config: ApiConfig;
@@ -72,6 +75,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(healthRoutes, { coordinator: opts.coordinator });
   const vaults = opts.vaults;
   if (vaults) {
+    // The lists walk store indexes that records of an earlier version may lack: they are brought up to
+    // date here, before the API serves and before server.ts starts the workers that write those records.
+    await vaults.prepareIndexes();
+    await opts.transactions?.prepareIndexes();
+    // The lists' cursors are MACed as the platform API's are (docs/platform/pagination.md), under a key
+    // of their own derived from the same server key.
+    const cursors = new CursorCodec(createHmac('sha256', (await loadServerKeys(vaults.store)).cursorKey).update('vault-api-cursors').digest());
     // The vault API: every route under /v1 is authenticated by an RFC 9421 request signature.
     await app.register(async (v1) => {
       // Input is checked as sent: a number where a string belongs, or a string where a list belongs, is
@@ -88,14 +98,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       // Nonces are claimed in the API's store: a signature is accepted once, across restarts (docs/security.md).
       await v1.register(requestAuth, { findKey: (id) => vaults.activeKey(id), replayGuard: new ReplayGuard(vaults.store), publicOrigin: opts.config.publicUrl, ...(opts.now ? { now: opts.now } : {}) });
       await v1.register(apiKeyRoutes, { vaults });
-      await v1.register(vaultRoutes, { vaults });
+      await v1.register(vaultRoutes, { vaults, cursors });
       await v1.register(committeeRoutes, { coordinator: opts.coordinator, vaults });
       await v1.register(nodeRoutes, {
         vaults, coordinator: opts.coordinator,
         setup: { coordinatorAddress: opts.config.nodeCoordinatorAddress, operatorKeys: opts.config.nodeOperatorKeys ? opts.config.nodeOperatorKeys.toLowerCase().split(',') : [] },
       });
       await v1.register(endUserAuthRoutes, { vaults });
-      if (opts.transactions) await v1.register(transactionRoutes, { transactions: opts.transactions });
+      if (opts.transactions) await v1.register(transactionRoutes, { transactions: opts.transactions, cursors });
     }, { prefix: '/v1' });
   }
   const platform = opts.platform;

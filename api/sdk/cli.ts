@@ -14,6 +14,9 @@ import { ConfigError } from '../../common/config.ts';
 import { TIER_NAMES } from '../../core/tiers.ts';
 import type { Policy } from '../../core/api-schemas/policy.ts';
 import { KeyHexT, NodeIdT, type TeeMeasurementsBody } from '../../core/api-schemas/nodes.ts';
+import { CHAIN_NAMES, VaultStateSchema } from '../../core/api-schemas/vaults.ts';
+import { TransactionStateSchema } from '../../core/api-schemas/transactions.ts';
+import { MAX_LIMIT, type PageResult } from '../../core/api-schemas/page.ts';
 
 const USAGE = `usage: npm run cli -- <command>
   keygen --out <file>                                   new Ed25519 key pair; the secret (hex) goes to <file>
@@ -25,9 +28,11 @@ const USAGE = `usage: npm run cli -- <command>
   vault get <vaultId>
   vault wait <vaultId> [--state <state>] [--timeout <ms>]  (default state: active)
   vault reshare <vaultId> [--target-tier <tier>] [--customer-node <identity file>]
+  vault list [--state <state>] [--tier <tier>] [--limit <n>] [--cursor <c>] [--all]
   wallet create <vaultId> --chain <chain> [--account <n>] [--address-type <p2wpkh|p2tr>]
   wallet get <walletId>
   wallet utxos <walletId>                               a Bitcoin wallet's unspent outputs with their amounts
+  wallet list <vaultId> [--chain <chain>] [--limit <n>] [--cursor <c>] [--all]
   tx send-evm --wallet <walletId> --to <0x address> --amount <base units> --idempotency-key <key>
               [--asset <native|0x contract>] [--max-fee <wei>] [--not-after <unix s>] [--end-user-token <jwt>]
   tx send-btc --wallet <walletId> --to <address> --amount <sat> --max-fee-rate <sat/vB> --max-fee <sat>
@@ -36,6 +41,9 @@ const USAGE = `usage: npm run cli -- <command>
   (--not-after defaults to an hour from now; the nodes refuse more than 24 hours ahead)
   tx get <txId>
   tx wait <txId> [--state <state>] [--timeout <ms>]      (default state: final; exits 1 if it ends failed or rejected)
+  tx list [--vault <vaultId>] [--wallet <walletId>] [--state <state>] [--limit <n>] [--cursor <c>] [--all]
+  (a list prints one page {data, next_cursor, has_more}, oldest first, --limit 1 to 100 items (default 25);
+   --cursor <next_cursor> prints the next page; --all prints every page's items as one last page)
   end-user-auth set --jwks-file <json> --audience <aud>
   node-config                                           coordinator address, operator keys and organization for a node
   nodes enrol --kind <self|tee> --identity <file> [--label <text>] [--attestation-file <file>]
@@ -59,9 +67,10 @@ const OPTIONS = {
   'jwks-file': { type: 'string' }, audience: { type: 'string' }, 'customer-node': { type: 'string' },
   kind: { type: 'string' }, identity: { type: 'string' }, 'attestation-file': { type: 'string' }, file: { type: 'string' },
   state: { type: 'string' }, timeout: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+  vault: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' }, all: { type: 'boolean' },
 } as const;
 type Option = keyof typeof OPTIONS;
-type Values = Partial<Record<Option, string>>;
+type Values = Partial<Record<Exclude<Option, 'all'>, string>> & { all?: boolean };
 
 interface Command {
   /** Names of the positional arguments after the command words. */
@@ -130,6 +139,36 @@ function attestationFile(path: string): string {
   return doc.toString('base64');
 }
 
+/** The fields that are set: the SDK's parameters are optional, never undefined. */
+function defined<T extends Record<string, unknown>>(fields: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
+}
+
+/** `value` when it is one of `choices` (a list filter's values, as the API's schema has them). */
+function oneOf<T extends string>(value: string | undefined, choices: readonly T[], flag: string): T | undefined {
+  if (value !== undefined && !(choices as readonly string[]).includes(value)) throw new UsageError(`${flag} must be one of ${choices.join(', ')}`);
+  return value as T | undefined;
+}
+
+const VAULT_STATES = VaultStateSchema.anyOf.map((s) => s.const);
+const TX_STATES = TransactionStateSchema.anyOf.map((s) => s.const);
+
+/**
+ * A list command: one page (`--limit`, `--cursor`), or with `--all` every page from `--cursor` on, printed
+ * as one last page. The options are checked before `client` is asked for, so a usage error sends nothing.
+ */
+async function list<T>(o: Values, client: () => Promise<CustodyClient>, page: (c: CustodyClient, p: { cursor?: string; limit?: number }) => Promise<PageResult<T>>): Promise<PageResult<T>> {
+  const limit = integer(o.limit, '--limit');
+  if (limit !== undefined && (limit < 1 || limit > MAX_LIMIT)) throw new UsageError(`--limit must be 1 to ${MAX_LIMIT}`);
+  const at = (cursor: string | undefined) => ({ ...(cursor !== undefined ? { cursor } : {}), ...(limit !== undefined ? { limit } : {}) });
+  const c = await client();
+  if (!o.all) return page(c, at(o.cursor));
+  const { allPages } = await import('./client.ts');
+  const data: T[] = [];
+  for await (const item of allPages((cursor) => page(c, at(cursor ?? o.cursor)))) data.push(item);
+  return { data, next_cursor: null, has_more: false };
+}
+
 const COMMANDS: Record<string, Command> = {
   keygen: {
     args: [], required: ['out'],
@@ -176,6 +215,13 @@ const COMMANDS: Record<string, Command> = {
       return (await c()).reshareVault(a.vaultId!, target ? { target_tier: target, ...node } : {});
     },
   },
+  'vault list': {
+    args: [], optional: ['state', 'tier', 'limit', 'cursor', 'all'],
+    run: async (_a, o, c) => {
+      const filters = { state: oneOf(o.state, VAULT_STATES, '--state'), tier: tier(o.tier, '--tier') };
+      return list(o, c, (client, p) => client.listVaults({ ...p, ...defined(filters) }));
+    },
+  },
   'wallet create': {
     args: ['vaultId'], required: ['chain'], optional: ['account', 'address-type'],
     run: async (a, o, c) => {
@@ -186,6 +232,13 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'wallet get': { args: ['walletId'], run: async (a, _o, c) => (await c()).getWallet(a.walletId!) },
+  'wallet list': {
+    args: ['vaultId'], optional: ['chain', 'limit', 'cursor', 'all'],
+    run: async (a, o, c) => {
+      const chain = oneOf(o.chain, CHAIN_NAMES, '--chain');
+      return list(o, c, (client, p) => client.listWallets(a.vaultId!, { ...p, ...defined({ chain }) }));
+    },
+  },
   'wallet utxos': { args: ['walletId'], run: async (a, _o, c) => ({ utxos: await (await c()).listUtxos(a.walletId!) }) },
   'tx send-evm': {
     args: [], required: ['wallet', 'to', 'amount', 'idempotency-key'], optional: ['asset', 'max-fee', 'not-after', 'end-user-token'],
@@ -227,6 +280,13 @@ const COMMANDS: Record<string, Command> = {
       const tx = await (await c()).waitForTransaction(a.txId!, [want], { timeoutMs: integer(o.timeout, '--timeout') ?? 120_000 });
       if (tx.state !== want) process.exitCode = 1;
       return tx;
+    },
+  },
+  'tx list': {
+    args: [], optional: ['vault', 'wallet', 'state', 'limit', 'cursor', 'all'],
+    run: async (_a, o, c) => {
+      const filters = { vault_id: o.vault, wallet_id: o.wallet, state: oneOf(o.state, TX_STATES, '--state') };
+      return list(o, c, (client, p) => client.listTransactions({ ...p, ...defined(filters) }));
     },
   },
   'end-user-auth set': {

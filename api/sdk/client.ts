@@ -3,8 +3,9 @@
 // waits for a vault or transaction state.
 import type { Static } from '@sinclair/typebox';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import type { CreateVaultBody, ReshareVaultBody, Vault as VaultSchema, Wallet as WalletSchema } from '../../core/api-schemas/vaults.ts';
-import type { SubmitBody, Transaction as TransactionSchema, Utxo } from '../../core/api-schemas/transactions.ts';
+import type { CreateVaultBody, ListVaultsQuery, ListWalletsQuery, ReshareVaultBody, Vault as VaultSchema, Wallet as WalletSchema } from '../../core/api-schemas/vaults.ts';
+import type { ListTransactionsQuery, SubmitBody, Transaction as TransactionSchema, Utxo } from '../../core/api-schemas/transactions.ts';
+import type { PageResult } from '../../core/api-schemas/page.ts';
 import type { ApiKey as ApiKeySchema, RegisterApiKeyBody } from '../../core/api-schemas/api-keys.ts';
 import type { Committee as CommitteeSchema } from '../../core/api-schemas/committees.ts';
 import type { EnrolNodeBody, Node as NodeSchema, NodeSetup as NodeSetupSchema, TeeMeasurements as TeeMeasurementsSchema, TeeMeasurementsBody } from '../../core/api-schemas/nodes.ts';
@@ -42,6 +43,37 @@ export interface CommitteeBinding {
   customer_node?: NodeIdentityRef;
 }
 export type TransactionState = Transaction['state'];
+
+/** One page of a list: `{data, next_cursor, has_more}` (docs/vault-api.md "Lists"). */
+export type Page<T> = PageResult<T>;
+/** listVaults: `state`, `tier`, and the page's `cursor` and `limit` (1 to 100, default 25). */
+export type ListVaultsParameters = Static<typeof ListVaultsQuery>;
+/** listWallets: `chain`, `cursor`, `limit`. */
+export type ListWalletsParameters = Static<typeof ListWalletsQuery>;
+/** listTransactions: `vault_id`, `wallet_id`, `state`, `cursor`, `limit`. */
+export type ListTransactionsParameters = Static<typeof ListTransactionsQuery>;
+
+/** `?a=1&b=2` of the parameters that are set; empty when none is. */
+function query(params: Record<string, string | number | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+/**
+ * Every item of a list, page after page, fetching the next page only when the loop gets there:
+ * `for await (const v of allPages((cursor) => client.listVaults({ state: 'active', cursor }))) ...`.
+ * Keep the filters the same on every page: a cursor is bound to them (400 cursor_filter_mismatch).
+ */
+export async function* allPages<T>(page: (cursor: string | undefined) => Promise<Page<T>>): AsyncGenerator<T, void, undefined> {
+  let cursor: string | undefined;
+  do {
+    const p = await page(cursor);
+    yield* p.data;
+    cursor = p.has_more && p.next_cursor !== null ? p.next_cursor : undefined;
+  } while (cursor !== undefined);
+}
 
 export interface CustodyClientOptions {
   /** Origin of the API, e.g. https://api.example.com (paths are under /v1). */
@@ -236,6 +268,11 @@ export class CustodyClient {
     return this.request('GET', `/v1/vaults/${encodeURIComponent(vaultId)}`);
   }
 
+  /** One page of the organization's vaults, oldest first; `allPages` walks them all. */
+  listVaults(params: ListVaultsParameters = {}): Promise<Page<Vault>> {
+    return this.request('GET', `/v1/vaults${query(params)}`);
+  }
+
   /**
    * Reshares a vault. A move to self or customer_tee binds the committee shown and the customer's node
    * in the signed body, which is what lets the nodes seat that node.
@@ -247,6 +284,11 @@ export class CustodyClient {
 
   createWallet(vaultId: string, body: { chain: string; account_index?: number; address_type?: 'p2wpkh' | 'p2tr' }): Promise<Wallet> {
     return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/wallets`, body);
+  }
+
+  /** One page of a vault's wallets, oldest first. */
+  listWallets(vaultId: string, params: ListWalletsParameters = {}): Promise<Page<Wallet>> {
+    return this.request('GET', `/v1/vaults/${encodeURIComponent(vaultId)}/wallets${query(params)}`);
   }
 
   /** A wallet's chain and address: what sendEvm and sendBitcoin need to build the intent. */
@@ -294,6 +336,11 @@ export class CustodyClient {
 
   getTransaction(txId: string): Promise<Transaction> {
     return this.request('GET', `/v1/transactions/${encodeURIComponent(txId)}`);
+  }
+
+  /** One page of the organization's transactions, oldest first, filtered by vault, wallet and state. */
+  listTransactions(filters: ListTransactionsParameters = {}): Promise<Page<Transaction>> {
+    return this.request('GET', `/v1/transactions${query(filters)}`);
   }
 
   /** Polls until the transaction reaches one of `states` or ends (failed, rejected, final). */

@@ -1,30 +1,16 @@
 // Opaque, tamper-proof cursors (docs/platform/pagination.md). A cursor is base64url(JSON payload) "."
-// base64url(HMAC-SHA256(server key, payload)). The payload holds the list's name, a hash of its filters
-// and the last id returned; lists are in ascending id order (ids are time-ordered), so a walk resumes
-// strictly after that id and concurrent inserts neither repeat nor hide an item that existed before.
+// base64url(HMAC-SHA256(server key, payload)). The payload holds the list's name, its scope (workspace or
+// organization), a hash of its filters and the position of the last item returned: its id on the
+// platform API, whose ids are time-ordered; `<created_at>/<id>` in an index of the vault API (indexPage).
+// A walk resumes strictly after that position, so concurrent inserts neither repeat nor hide an item that
+// existed before.
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { Type, type TSchema } from '@sinclair/typebox';
 import { CustodyError } from '../../core/errors/custody-error.ts';
-import { QueryInteger } from '../../core/api-schemas/query.ts';
+import type { PageResult } from '../../core/api-schemas/page.ts';
+import type { RecordStore } from './record-store.ts';
 
-export const DEFAULT_LIMIT = 25;
-export const MAX_LIMIT = 100;
-
-export const PageQuery = {
-  cursor: Type.Optional(Type.String({ maxLength: 1024 })),
-  // The one querystring number of the platform API: read from decimal text, because the schema says so.
-  limit: Type.Optional(QueryInteger({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT })),
-};
-
-export function Page<T extends TSchema>(item: T) {
-  return Type.Object({ data: Type.Array(item), next_cursor: Type.Union([Type.String(), Type.Null()]), has_more: Type.Boolean() });
-}
-
-export interface PageResult<T> {
-  data: T[];
-  next_cursor: string | null;
-  has_more: boolean;
-}
+// The envelope and query schemas are shared with the SDK.
+export { DEFAULT_LIMIT, MAX_LIMIT, Page, PageQuery, type PageResult } from '../../core/api-schemas/page.ts';
 
 function filterHash(filters: Record<string, unknown>): string {
   const keys = Object.keys(filters).filter((k) => filters[k] !== undefined).sort();
@@ -70,4 +56,47 @@ export function pageOf<T extends { id: string }>(codec: CursorCodec, items: T[],
   const has_more = items.length > limit;
   const last = data[data.length - 1];
   return { data, has_more, next_cursor: has_more && last ? codec.encode(list, scope, filters, last.id) : null };
+}
+
+/**
+ * One list of the vault API as an index walk (api/vaults/vault-service.ts, api/transactions/
+ * transaction-service.ts): what its cursors are bound to, the index entries it walks in order, and the
+ * check every record read must pass.
+ */
+export interface IndexList<T> {
+  /** The list's name; a cursor of another list is refused. */
+  list: string;
+  /** The caller's organization; a cursor issued to another is refused. */
+  scope: string;
+  /** The filters as given; a cursor issued for other filters is refused. */
+  filters: Record<string, unknown>;
+  collection: string;
+  /** The index prefix whose entries, `<prefix><created_at>/<id>`, are the list; undefined: a filter names nothing the caller can see. */
+  prefix: string | undefined;
+  /** The caller's scope and the filters, checked on each record: an entry that went stale is skipped, never listed. */
+  keep(record: T): boolean;
+}
+
+/**
+ * A page of an index walk: up to `limit` records after the cursor's position that `keep` accepts, and
+ * whether another exists (one more is looked for). The cursor is checked before anything is read.
+ */
+export async function indexPage<T>(store: RecordStore, codec: CursorCodec, l: IndexList<T>, cursor: string | undefined, limit: number): Promise<PageResult<T>> {
+  const after = codec.decode(cursor, l.list, l.scope, l.filters);
+  if (l.prefix === undefined) return { data: [], next_cursor: null, has_more: false };
+  const out: { position: string; value: T }[] = [];
+  let from = after;
+  for (;;) {
+    const batch = await store.byIndexEntries<T>(l.collection, l.prefix, from, limit + 1);
+    for (const e of batch) {
+      if (e.value !== undefined && l.keep(e.value)) out.push({ position: e.position, value: e.value });
+      if (out.length > limit) break;
+    }
+    if (out.length > limit || batch.length <= limit) break;
+    from = batch[batch.length - 1]!.position;
+  }
+  const data = out.slice(0, limit);
+  const has_more = out.length > limit;
+  const last = data[data.length - 1];
+  return { data: data.map((e) => e.value), has_more, next_cursor: has_more && last ? codec.encode(l.list, l.scope, l.filters, last.position) : null };
 }

@@ -5,7 +5,8 @@ import { Level } from 'level';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
 
 export type Op =
-  | { type: 'put'; collection: string; id: string; value: unknown; index?: string[] }
+  /** `unindex`: entries of the record to remove, written under a key that no longer holds (a state that changed). */
+  | { type: 'put'; collection: string; id: string; value: unknown; index?: string[]; unindex?: string[] }
   | { type: 'del'; collection: string; id: string; index?: string[] };
 
 const SEP = '\x00';
@@ -25,6 +26,10 @@ export class RecordStore {
     return `r${SEP}${collection}${SEP}${id}`;
   }
 
+  private indexKey(collection: string, ix: string, id: string): string {
+    return `i${SEP}${collection}${SEP}${ix}${SEP}${id}`;
+  }
+
   async get<T>(collection: string, id: string): Promise<T | undefined> {
     const raw = await this.db.get(this.key(collection, id));
     return raw === undefined ? undefined : (JSON.parse(raw) as T);
@@ -36,8 +41,10 @@ export class RecordStore {
     for (const op of ops) {
       if (op.type === 'put') out.push({ type: 'put', key: this.key(op.collection, op.id), value: JSON.stringify(op.value) });
       else out.push({ type: 'del', key: this.key(op.collection, op.id) });
+      // Removed before the entries are written, so an entry named in both stays.
+      if (op.type === 'put') for (const ix of op.unindex ?? []) out.push({ type: 'del', key: this.indexKey(op.collection, ix, op.id) });
       for (const ix of op.index ?? []) {
-        const k = `i${SEP}${op.collection}${SEP}${ix}${SEP}${op.id}`;
+        const k = this.indexKey(op.collection, ix, op.id);
         out.push(op.type === 'put' ? { type: 'put', key: k, value: op.id } : { type: 'del', key: k });
       }
     }
@@ -84,6 +91,48 @@ export class RecordStore {
       if (v !== undefined) out.push(v);
     }
     return out;
+  }
+
+  /**
+   * Like `byIndexAfter`, with each entry's position: what follows `prefix` in the entry (the `after` that
+   * resumes behind it). `value` is undefined for an entry whose record is gone, so a walk can step past it.
+   */
+  async byIndexEntries<T>(collection: string, prefix: string, after: string | undefined, limit: number): Promise<{ position: string; value: T | undefined }[]> {
+    const base = `i${SEP}${collection}${SEP}${prefix}`;
+    const range = after === undefined ? { gte: base } : { gt: base + after + SEP + '\xff' };
+    const out: { position: string; value: T | undefined }[] = [];
+    for await (const [k, id] of this.db.iterator({ ...range, lt: base + '\xff', limit })) {
+      out.push({ position: k.slice(base.length, k.length - SEP.length - id.length), value: await this.get<T>(collection, id) });
+    }
+    return out;
+  }
+
+  /**
+   * Gives every stored record of `collection` the index entries `indexOf` names for it now, once per
+   * `version` (kept under `index_versions`): how records written before an index existed join it. Run
+   * when the store opens, before anything else writes the collection (api/app.ts); records written
+   * afterwards carry their entries already. Only index entries are written, never a record. Returns how
+   * many records it indexed (0 when the version was reached before).
+   */
+  async reindex<T>(collection: string, version: number, indexOf: (record: T) => string[]): Promise<number> {
+    const reached = await this.get<number>('index_versions', collection);
+    if (reached !== undefined && reached >= version) return 0;
+    const base = `r${SEP}${collection}${SEP}`;
+    let out: { type: 'put'; key: string; value: string }[] = [];
+    let n = 0;
+    for await (const [k, v] of this.db.iterator({ gte: base, lt: base + '\xff' })) {
+      const id = k.slice(base.length);
+      for (const ix of indexOf(JSON.parse(v) as T)) out.push({ type: 'put', key: this.indexKey(collection, ix, id), value: id });
+      n++;
+      if (out.length >= 1000) {
+        await this.db.batch(out);
+        out = [];
+      }
+    }
+    // The version is recorded with the last entries: an interrupted run starts again at the next open.
+    out.push({ type: 'put', key: this.key('index_versions', collection), value: JSON.stringify(version) });
+    await this.db.batch(out);
+    return n;
   }
 
   /** Records of a collection in id order, starting after `after`, stopping at `lt`. */

@@ -21,7 +21,9 @@ import { EndUserTokenError, intentSha256, verifyEndUserToken, type EndUserAuthCo
 import type { VaultService } from '../vaults/vault-service.ts';
 import type { ApiKeyRecord, VaultRecord, WalletRecord } from '../vaults/records.ts';
 import { newId } from '../vaults/vault-service.ts';
-import type { TransactionJob, TransactionRecord } from './records.ts';
+import type { TransactionJob, TransactionRecord, TransactionState } from './records.ts';
+import type { Op, RecordStore } from '../store/record-store.ts';
+import type { IndexList } from '../store/pagination.ts';
 import type { Utxo } from '../chains/bitcoin/esplora-client.ts';
 
 export interface SubmitTransaction {
@@ -49,6 +51,40 @@ export interface TransactionServiceOptions {
   now?: () => Date;
 }
 
+/**
+ * The version of the transactions' index entries (txIndex); raised when an entry is added, so records
+ * written before it get it when the store opens (prepareIndexes). 1: `org/` and the three `*-state/`.
+ */
+export const TX_INDEX_VERSION = 1;
+
+/**
+ * The entries that name a transaction's state, for GET /v1/transactions?state= alone or with a vault or a
+ * wallet. A state change removes the old ones (txOp with the record it replaces).
+ */
+function stateIndex(tx: TransactionRecord): string[] {
+  const at = `${tx.state}/${tx.created_at}/${tx.id}`;
+  return [`org-state/${tx.org}/${at}`, `vault-state/${tx.vault_id}/${at}`, `wallet-state/${tx.wallet_id}/${at}`];
+}
+
+/**
+ * A transaction's index entries: its idempotency key in its organization, and its organization's, vault's
+ * and wallet's transactions oldest first, with and without its state (positions `<created_at>/<id>`), so
+ * every filter of GET /v1/transactions walks exactly its own entries, never another organization's.
+ */
+export function txIndex(tx: TransactionRecord): string[] {
+  return [
+    `idem/${tx.org}/${tx.idempotency_key}`, `org/${tx.org}/${tx.created_at}/${tx.id}`,
+    `vault/${tx.vault_id}/${tx.created_at}/${tx.id}`, `wallet/${tx.wallet_id}/${tx.created_at}/${tx.id}`, ...stateIndex(tx),
+  ];
+}
+
+/** GET /v1/transactions filters. */
+export interface TransactionFilters {
+  vault_id?: string | undefined;
+  wallet_id?: string | undefined;
+  state?: TransactionState | undefined;
+}
+
 const bad = (message: string) => new CustodyError('invalid_request', message);
 const forbidden = (message: string) => new CustodyError('forbidden', message);
 
@@ -73,6 +109,10 @@ export class TransactionService {
 
   onJob(wake: () => void): void {
     this.wake = wake;
+  }
+
+  get store(): RecordStore {
+    return this.o.vaults.store;
   }
 
   async get(org: string, id: string): Promise<TransactionRecord> {
@@ -130,10 +170,44 @@ export class TransactionService {
     });
   }
 
-  txOp(tx: TransactionRecord) {
+  /** Stores `tx`; `prev`, the record it replaces, when the state may have changed (its state entries go). */
+  txOp(tx: TransactionRecord, prev?: TransactionRecord): Op & { type: 'put' } {
     return {
-      type: 'put' as const, collection: 'transactions', id: tx.id, value: tx,
-      index: [`idem/${tx.org}/${tx.idempotency_key}`, `vault/${tx.vault_id}/${tx.created_at}/${tx.id}`, `wallet/${tx.wallet_id}/${tx.created_at}/${tx.id}`],
+      type: 'put', collection: 'transactions', id: tx.id, value: tx, index: txIndex(tx),
+      ...(prev && prev.state !== tx.state ? { unindex: stateIndex(prev) } : {}),
+    };
+  }
+
+  /**
+   * Brings the indexes GET /v1/transactions walks up to date for transactions written by an earlier
+   * version; run once the store opens, before the API serves and the worker writes (api/app.ts).
+   */
+  async prepareIndexes(): Promise<void> {
+    await this.o.vaults.store.reindex<TransactionRecord>('transactions', TX_INDEX_VERSION, txIndex);
+  }
+
+  /**
+   * GET /v1/transactions: the organization's transactions oldest first (by created_at, then id), from
+   * the narrowest index the filters name: the wallet's, else the vault's, else the organization's, each
+   * with the state when filtered. A vault or wallet the organization does not have lists nothing (its
+   * index is not read), as does a wallet of another vault than vault_id.
+   */
+  async transactionList(org: string, filters: TransactionFilters): Promise<IndexList<TransactionRecord>> {
+    const store = this.o.vaults.store;
+    const { vault_id: vaultId, wallet_id: walletId, state } = filters;
+    // txIndex's entries: `<scope>/<id>/...`, or `<scope>-state/<id>/<state>/...` with a state.
+    const entries = (scope: 'org' | 'vault' | 'wallet', id: string) => (state === undefined ? `${scope}/${id}/` : `${scope}-state/${id}/${state}/`);
+    let prefix: string | undefined = entries('org', org);
+    if (walletId !== undefined) {
+      const w = await store.get<WalletRecord>('wallets', walletId);
+      prefix = w && w.org === org && (vaultId === undefined || w.vault_id === vaultId) ? entries('wallet', w.id) : undefined;
+    } else if (vaultId !== undefined) {
+      const v = await store.get<VaultRecord>('vaults', vaultId);
+      prefix = v && v.org === org ? entries('vault', v.id) : undefined;
+    }
+    return {
+      list: 'transactions', scope: org, filters: { vault_id: vaultId, wallet_id: walletId, state }, collection: 'transactions', prefix,
+      keep: (t) => t.org === org && (vaultId === undefined || t.vault_id === vaultId) && (walletId === undefined || t.wallet_id === walletId) && (state === undefined || t.state === state),
     };
   }
 

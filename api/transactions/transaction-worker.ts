@@ -173,7 +173,7 @@ export class TransactionWorker {
     // The end-user token authorized one signature: it goes once the signature exists.
     const { end_user_token: _token, ...rest } = job;
     const nextJob: TransactionJob = step.to === 'signed' || step.to === 'failed' || step.to === 'rejected' ? { ...rest, attempts: 0 } : { ...job, attempts: 0 };
-    const ops: Op[] = [this.o.transactions.txOp(next), ...(step.extra ?? [])];
+    const ops: Op[] = [this.o.transactions.txOp(next, tx), ...(step.extra ?? [])];
     const type = EVENTS[step.to];
     if (type) {
       ops.push(this.o.vaults.event(tx.org, type, 'transaction', tx.id, {

@@ -14,6 +14,7 @@ import { nodeIdFor } from '../../core/trust/node-id.ts';
 import type { EndUserAuthConfig } from '../../core/auth/end-user-token.ts';
 import type { TeeAttestationVerifier } from '../../tee/attestation/enrolment-verifier.ts';
 import { NodeService } from './node-service.ts';
+import type { IndexList } from '../store/pagination.ts';
 
 export const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
 
@@ -32,6 +33,29 @@ export interface VaultServiceOptions {
 }
 
 const iso = (d: Date) => d.toISOString();
+
+/**
+ * The version of the wallets' index entries (walletIndex); raised when an entry is added, so records
+ * written before it get it when the store opens (prepareIndexes). 1: `chain/` for the chain filter.
+ */
+export const WALLET_INDEX_VERSION = 1;
+
+/**
+ * A wallet's index entries: its vault's wallets oldest first, and by chain (both `<created_at>/<id>`, the
+ * positions its list resumes from), and its derivation, which makes one chain, type and account one wallet.
+ */
+export function walletIndex(w: WalletRecord): string[] {
+  return [
+    `vault/${w.vault_id}/${w.created_at}/${w.id}`, `chain/${w.vault_id}/${w.chain}/${w.created_at}/${w.id}`,
+    `derivation/${w.vault_id}/${w.chain}/${w.address_type}/${w.account_index}/${w.id}`,
+  ];
+}
+
+/** GET /v1/vaults filters. */
+export interface VaultFilters {
+  state?: VaultRecord['state'] | undefined;
+  tier?: Tier | undefined;
+}
 
 /** What a customer's signed vault or reshare request binds of the committee (docs/trust.md "Committees"). */
 export interface CommitteeFields {
@@ -240,6 +264,39 @@ export class VaultService {
     return { type: 'put', collection: 'vaults', id: v.id, value: v, index: [`org/${v.org}/${v.created_at}/${v.id}`] };
   }
 
+  /**
+   * Brings the indexes the lists walk up to date for records written by an earlier version (the wallets'
+   * chain entries); run once the store opens, before the API serves (api/app.ts).
+   */
+  async prepareIndexes(): Promise<void> {
+    await this.o.store.reindex<WalletRecord>('wallets', WALLET_INDEX_VERSION, walletIndex);
+  }
+
+  /**
+   * GET /v1/vaults: the organization's vaults oldest first (by created_at, then id). The filters are
+   * checked on each vault of the organization's index: an organization has at most its vault quota of them.
+   */
+  vaultList(org: string, filters: VaultFilters): IndexList<VaultRecord> {
+    return {
+      list: 'vaults', scope: org, filters: { state: filters.state, tier: filters.tier }, collection: 'vaults', prefix: `org/${org}/`,
+      keep: (v) => v.org === org && (filters.state === undefined || v.state === filters.state) && (filters.tier === undefined || v.tier === filters.tier),
+    };
+  }
+
+  /**
+   * GET /v1/vaults/{vaultId}/wallets: the vault's wallets oldest first, from the vault's index, or its
+   * index by chain when filtered. 404 for a vault the organization does not have; each vault's list
+   * is its own, so its cursors serve no other vault's.
+   */
+  async walletList(org: string, vaultId: string, filters: { chain?: string | undefined }): Promise<IndexList<WalletRecord>> {
+    const v = await this.vault(org, vaultId);
+    return {
+      list: `vault_wallets/${v.id}`, scope: org, filters: { chain: filters.chain }, collection: 'wallets',
+      prefix: filters.chain === undefined ? `vault/${v.id}/` : `chain/${v.id}/${filters.chain}/`,
+      keep: (w) => w.org === org && w.vault_id === v.id && (filters.chain === undefined || w.chain === filters.chain),
+    };
+  }
+
   async vault(org: string, id: string): Promise<VaultRecord> {
     const v = await this.o.store.get<VaultRecord>('vaults', id);
     if (!v || v.org !== org) throw new CustodyError('not_found', 'no such vault');
@@ -307,7 +364,7 @@ export class VaultService {
     const w: WalletRecord = {
       id: newId('wal'), org, vault_id: v.id, chain, address_type: type, account_index: accountIndex, address, derivation_path: 'm/' + path.join('/'), created_at: iso(this.now()),
     };
-    await this.o.store.batch([{ type: 'put', collection: 'wallets', id: w.id, value: w, index: [`vault/${v.id}/${w.created_at}/${w.id}`, `derivation/${v.id}/${chain}/${type}/${accountIndex}/${w.id}`] }]);
+    await this.o.store.batch([{ type: 'put', collection: 'wallets', id: w.id, value: w, index: walletIndex(w) }]);
     return { wallet: w, created: true };
   }
 }

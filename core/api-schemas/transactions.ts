@@ -2,19 +2,22 @@
 // POST /v1/transactions, the transaction the API answers with, and a Bitcoin wallet's unspent outputs.
 // The routes (api/routes/v1/transactions.ts) validate and document with them; the SDK sends and reads them.
 import { Type } from '@sinclair/typebox';
+import { Page, PageQuery } from './page.ts';
 
 const AMOUNT = '^(0|[1-9][0-9]{0,77})$';
 const EVM_ADDRESS = '^0x[0-9a-fA-F]{40}$';
+
+export const TransactionStateSchema = Type.Union([
+  Type.Literal('created'), Type.Literal('checks'), Type.Literal('signed'), Type.Literal('broadcast'), Type.Literal('confirmed'), Type.Literal('final'),
+  Type.Literal('failed'), Type.Literal('rejected'),
+]);
 
 export const Transaction = Type.Object({
   id: Type.String(),
   wallet_id: Type.String(),
   vault_id: Type.String(),
   chain: Type.String(),
-  state: Type.Union([
-    Type.Literal('created'), Type.Literal('checks'), Type.Literal('signed'), Type.Literal('broadcast'), Type.Literal('confirmed'), Type.Literal('final'),
-    Type.Literal('failed'), Type.Literal('rejected'),
-  ]),
+  state: TransactionStateSchema,
   idempotency_key: Type.String(),
   intent_sha256: Type.String({ description: 'SHA-256 of the canonical intent bytes, hex' }),
   transfers: Type.Array(Type.Object({ recipient: Type.String(), asset: Type.String(), amount: Type.String() })),
@@ -47,3 +50,12 @@ export const SubmitBody = Type.Object({
   intent_signature: Type.String({ pattern: '^[0-9a-fA-F]{128}$', description: 'Ed25519 signature over the canonical intent, hex' }),
   end_user_token: Type.Optional(Type.String({ minLength: 1, maxLength: 16384, description: 'hosted tier: JWT naming this intent (docs/end-user-auth.md)' })),
 }, { additionalProperties: false });
+
+const IdT = Type.String({ minLength: 1, maxLength: 64 });
+
+/** GET /v1/transactions: the organization's transactions, oldest first (docs/vault-api.md "Lists"). */
+export const ListTransactionsQuery = Type.Object({
+  ...PageQuery,
+  vault_id: Type.Optional(IdT), wallet_id: Type.Optional(IdT), state: Type.Optional(TransactionStateSchema),
+}, { additionalProperties: false });
+export const TransactionPage = Page(Transaction);

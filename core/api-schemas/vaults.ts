@@ -1,8 +1,20 @@
 // Vaults and wallets on the vault API (docs/vault-api.md): the request bodies the SDK sends and the
 // shapes the API answers with. The routes (api/routes/v1/vaults.ts) validate and document with them.
-import { Type } from '@sinclair/typebox';
+import { Type, type TLiteral, type TUnion } from '@sinclair/typebox';
 import { PolicySchema } from './policy.ts';
 import { TierSchema } from './tier.ts';
+import { Page, PageQuery } from './page.ts';
+import { EVM_NETWORKS } from '../chains/evm/evm-networks.ts';
+import { BITCOIN_NETWORKS } from '../chains/bitcoin/bitcoin-networks.ts';
+
+export const VaultStateSchema = Type.Union([
+  Type.Literal('creating'), Type.Literal('active'), Type.Literal('resharing'), Type.Literal('reshare_pending'), Type.Literal('frozen'), Type.Literal('failed'),
+]);
+
+/** Every chain the service knows, sandbox and production (each environment serves its own: docs/vault-api.md). */
+export const CHAIN_NAMES: readonly string[] = [...EVM_NETWORKS.map((n) => n.chain), ...BITCOIN_NETWORKS.map((n) => n.chain)];
+// Typed as one string member, as TierSchema is (a union over a mapped array decodes to never).
+export const ChainSchema = Type.Union(CHAIN_NAMES.map((c) => Type.Literal(c))) as unknown as TUnion<[TLiteral<string>]>;
 
 const NodeIdT = Type.String({ pattern: '^n[0-9a-f]{20}$' });
 const KeyHexT = Type.String({ pattern: '^[0-9a-fA-F]{64}$' });
@@ -30,7 +42,7 @@ export const Vault = Type.Object({
   id: Type.String(),
   name: Type.Union([Type.String(), Type.Null()]),
   tier: TierSchema,
-  state: Type.Union([Type.Literal('creating'), Type.Literal('active'), Type.Literal('resharing'), Type.Literal('reshare_pending'), Type.Literal('frozen'), Type.Literal('failed')]),
+  state: VaultStateSchema,
   rotation: Type.Integer({ description: 'increments at each share rotation; public key and addresses stay' }),
   public_key: Type.Union([Type.String({ description: 'compressed secp256k1 key, hex' }), Type.Null()]),
   policy: Type.Union([PolicySchema, Type.Null()]),
@@ -54,3 +66,11 @@ export const Wallet = Type.Object({
   derivation_path: Type.String(),
   created_at: Type.String({ format: 'date-time' }),
 });
+
+/** GET /v1/vaults: the organization's vaults, oldest first (docs/vault-api.md "Lists"). */
+export const ListVaultsQuery = Type.Object({ ...PageQuery, state: Type.Optional(VaultStateSchema), tier: Type.Optional(TierSchema) }, { additionalProperties: false });
+export const VaultPage = Page(Vault);
+
+/** GET /v1/vaults/{vaultId}/wallets: the vault's wallets, oldest first. */
+export const ListWalletsQuery = Type.Object({ ...PageQuery, chain: Type.Optional(ChainSchema) }, { additionalProperties: false });
+export const WalletPage = Page(Wallet);

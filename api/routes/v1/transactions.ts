@@ -1,11 +1,13 @@
-// POST /v1/transactions and GET /v1/transactions/{txId} (docs/transactions.md), and
-// GET /v1/wallets/{walletId}/utxos, what a Bitcoin intent names as its inputs (docs/vault-api.md).
+// POST /v1/transactions and GET /v1/transactions/{txId} (docs/transactions.md), the list GET /v1/transactions
+// (docs/vault-api.md "Lists"), and GET /v1/wallets/{walletId}/utxos, what a Bitcoin intent names as its
+// inputs (docs/vault-api.md).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
 import type { TransactionService } from '../../transactions/transaction-service.ts';
 import type { TransactionRecord } from '../../transactions/records.ts';
-import { SubmitBody, Transaction, Utxo } from '../../../core/api-schemas/transactions.ts';
+import { ListTransactionsQuery, SubmitBody, Transaction, TransactionPage, Utxo } from '../../../core/api-schemas/transactions.ts';
+import { DEFAULT_LIMIT, indexPage, type CursorCodec } from '../../store/pagination.ts';
 
 export const transactionView = (t: TransactionRecord) => ({
   id: t.id, wallet_id: t.wallet_id, vault_id: t.vault_id, chain: t.chain, state: t.state, idempotency_key: t.idempotency_key, intent_sha256: t.intent_sha256,
@@ -14,7 +16,19 @@ export const transactionView = (t: TransactionRecord) => ({
   ...(t.confirmations !== undefined ? { confirmations: t.confirmations } : {}), created_at: t.created_at, updated_at: t.updated_at,
 });
 
-export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: TransactionService }> = async (app, { transactions }) => {
+export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: TransactionService; cursors: CursorCodec }> = async (app, { transactions, cursors }) => {
+  app.get('/transactions', {
+    schema: {
+      summary: 'The organization\'s transactions, oldest first, filtered by vault, wallet and state', querystring: ListTransactionsQuery,
+      response: { 200: TransactionPage, 400: ErrorBody, 401: ErrorBody },
+    },
+  }, async (req) => {
+    const { cursor, limit, ...filters } = req.query;
+    const list = await transactions.transactionList(req.caller!.org, filters);
+    const page = await indexPage(transactions.store, cursors, list, cursor, limit ?? DEFAULT_LIMIT);
+    return { ...page, data: page.data.map(transactionView) };
+  });
+
   app.post('/transactions', {
     schema: { body: SubmitBody, response: { 202: Transaction, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
   }, async (req, reply) => {

@@ -1,5 +1,5 @@
-// POST /v1/vaults, GET /v1/vaults/{vaultId}, POST /v1/vaults/{vaultId}/wallets, GET /v1/wallets/{walletId}
-// (docs/vault-api.md).
+// POST /v1/vaults, GET /v1/vaults/{vaultId}, POST /v1/vaults/{vaultId}/wallets, GET /v1/wallets/{walletId},
+// and the lists GET /v1/vaults and GET /v1/vaults/{vaultId}/wallets (docs/vault-api.md "Lists").
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
@@ -8,7 +8,8 @@ import type { VaultService } from '../../vaults/vault-service.ts';
 import type { VaultRecord, WalletRecord } from '../../vaults/records.ts';
 import { CHAINS } from '../../vaults/wallet-address.ts';
 import type { Policy } from '../../../core/api-schemas/policy.ts';
-import { CreateVaultBody, ReshareVaultBody, Vault, Wallet } from '../../../core/api-schemas/vaults.ts';
+import { CreateVaultBody, ListVaultsQuery, ListWalletsQuery, ReshareVaultBody, Vault, VaultPage, Wallet, WalletPage } from '../../../core/api-schemas/vaults.ts';
+import { DEFAULT_LIMIT, indexPage, type CursorCodec } from '../../store/pagination.ts';
 
 const vaultView = (v: VaultRecord) => ({
   id: v.id, name: v.name, tier: v.tier, state: v.state, rotation: v.rotation, public_key: v.public_key, policy: v.policy as Policy | null,
@@ -17,7 +18,26 @@ const vaultView = (v: VaultRecord) => ({
 const walletView = ({ org: _o, ...w }: WalletRecord) => w;
 const VaultId = Type.Object({ vaultId: Type.String({ minLength: 1, maxLength: 64 }) });
 
-export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> = async (app, { vaults }) => {
+export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService; cursors: CursorCodec }> = async (app, { vaults, cursors }) => {
+  app.get('/vaults', {
+    schema: { summary: 'The organization\'s vaults, oldest first, filtered by state and tier', querystring: ListVaultsQuery, response: { 200: VaultPage, 400: ErrorBody, 401: ErrorBody } },
+  }, async (req) => {
+    const { cursor, limit, state, tier } = req.query;
+    const page = await indexPage(vaults.store, cursors, vaults.vaultList(req.caller!.org, { state, tier }), cursor, limit ?? DEFAULT_LIMIT);
+    return { ...page, data: page.data.map(vaultView) };
+  });
+
+  app.get('/vaults/:vaultId/wallets', {
+    schema: {
+      summary: 'A vault\'s wallets, oldest first, filtered by chain', params: VaultId, querystring: ListWalletsQuery,
+      response: { 200: WalletPage, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
+    },
+  }, async (req) => {
+    const { cursor, limit, chain } = req.query;
+    const page = await indexPage(vaults.store, cursors, await vaults.walletList(req.caller!.org, req.params.vaultId, { chain }), cursor, limit ?? DEFAULT_LIMIT);
+    return { ...page, data: page.data.map(walletView) };
+  });
+
   app.post('/vaults', {
     schema: {
       body: CreateVaultBody,

@@ -25,12 +25,14 @@ export interface VaultAppOptions {
   verifyTee?: TeeAttestationVerifier;
   /** Extra API_* settings. */
   env?: Record<string, string>;
+  /** The vault service's clock (records' created_at); the real one by default. */
+  now?: () => Date;
 }
 
 export async function vaultApp(t: Test, opts: VaultAppOptions = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'api-'));
   const store = await RecordStore.open(dir);
-  const vaults = new VaultService({ store, environment: 'sandbox', limits: opts.limits ?? { apiKeysPerOrg: 3, vaultsPerOrg: 5 }, verifyTee: opts.verifyTee });
+  const vaults = new VaultService({ store, environment: 'sandbox', limits: opts.limits ?? { apiKeysPerOrg: 3, vaultsPerOrg: 5 }, verifyTee: opts.verifyTee, ...(opts.now ? { now: opts.now } : {}) });
   const app = await buildApp({
     config: loadApiConfig({ API_DATA_DIR: dir, ...opts.env }), logger: createLogger('api', 'silent'), vaults,
     coordinator: opts.coordinator as CoordinatorClient | undefined, transactions: opts.transactions?.(vaults),

@@ -1,0 +1,78 @@
+// Shared by the vault API's list tests (docs/vault-api.md "Lists"): a clock that keeps records' creation
+// order in their created_at, a walk over every page of a list that checks the envelope of each page, and
+// the refusals every list gives for a bad `limit` or a cursor that is not its own.
+import type { Test } from 'tap';
+import type { Response } from 'light-my-request';
+import type { ApiCredentials } from '../../../api/sdk/request-signer.ts';
+
+export type Call = (method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown, c?: ApiCredentials) => Promise<Response>;
+
+/** Real time, one millisecond further at each call: records made one after another sort in that order. */
+export function tickingClock(): () => Date {
+  let ms = Date.now();
+  return () => new Date(ms++);
+}
+
+export interface Walk {
+  /** Every id listed, in the order listed. */
+  ids: string[];
+  pages: number;
+  /** The next_cursor of every page but the last. */
+  cursors: string[];
+}
+
+const withQuery = (path: string, q: string) => `${path}${path.includes('?') ? '&' : '?'}${q}`;
+
+/** Follows next_cursor from the first page to the last, `limit` items a page, checking each page's envelope. */
+export async function walk(t: Test, call: Call, path: string, limit: number, creds?: ApiCredentials): Promise<Walk> {
+  const out: Walk = { ids: [], pages: 0, cursors: [] };
+  let cursor: string | null = null;
+  do {
+    const r = await call('GET', withQuery(path, `limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`), undefined, creds);
+    if (r.statusCode !== 200) throw new Error(`${path}: ${r.statusCode} ${r.body}`);
+    const body = r.json() as { data: { id: string }[]; next_cursor: string | null; has_more: boolean };
+    t.same(Object.keys(body).sort(), ['data', 'has_more', 'next_cursor'], `${path} page ${out.pages + 1}: the envelope`);
+    t.equal(body.has_more, body.next_cursor !== null, `${path} page ${out.pages + 1}: has_more exactly when there is a next_cursor`);
+    t.ok(body.has_more ? body.data.length === limit : body.data.length <= limit, `${path} page ${out.pages + 1}: full unless the last`);
+    out.ids.push(...body.data.map((d) => d.id));
+    out.pages++;
+    cursor = body.next_cursor;
+    if (cursor) out.cursors.push(cursor);
+    if (out.pages > 1000) throw new Error(`${path}: the walk does not end`);
+  } while (cursor);
+  return out;
+}
+
+/** `limit` 0, 101, not an integer or not plain decimal text: 400 invalid_request naming `limit`. */
+export async function refusesBadLimits(t: Test, call: Call, path: string): Promise<void> {
+  for (const limit of ['0', '101', '1.5', '2.0', 'abc', '', '025', '1e1', '-1', '0x10']) {
+    const r = await call('GET', withQuery(path, `limit=${encodeURIComponent(limit)}`));
+    t.equal(r.statusCode, 400, `limit=${limit}`);
+    t.same(Object.keys(r.json()).sort(), ['code', 'error'], `limit=${limit}: {error, code}`);
+    t.equal(r.json().code, 'invalid_request', `limit=${limit}`);
+    t.match(r.json().error, /limit/, `limit=${limit}: the message names the parameter`);
+  }
+  const twice = await call('GET', withQuery(path, 'limit=2&limit=3'));
+  t.equal(twice.statusCode, 400, 'limit given twice');
+  t.match(twice.json(), { code: 'invalid_request', error: /limit/ });
+}
+
+/** A cursor edited, cut short, re-signed with another MAC or made up: 400 invalid_cursor. */
+export async function refusesForgedCursors(t: Test, call: Call, path: string, cursor: string): Promise<void> {
+  const [payload, mac] = cursor.split('.');
+  const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString('utf8')) as Record<string, unknown>;
+  const edit = (c: Record<string, unknown>) => `${Buffer.from(JSON.stringify(c)).toString('base64url')}.${mac}`;
+  const forged: [string, string][] = [
+    ['another position', edit({ ...claims, a: '0000' })],
+    ['another scope', edit({ ...claims, s: 'org_someone_else' })],
+    ['no MAC', payload!],
+    ['a MAC cut short', `${payload}.${mac!.slice(0, -2)}`],
+    ['an extra part', `${cursor}.x`],
+    ['made up', 'garbage'],
+  ];
+  for (const [what, c] of forged) {
+    const r = await call('GET', withQuery(path, `cursor=${encodeURIComponent(c)}`));
+    t.equal(r.statusCode, 400, `cursor with ${what}`);
+    t.equal(r.json().code, 'invalid_cursor', `cursor with ${what}`);
+  }
+}
