@@ -11,6 +11,17 @@ export const NodeConfigSchema = Type.Object({
   storeAdopt: Type.Boolean({ env: 'NODE_STORE_ADOPT', default: false, description: 'open, once, a store written before it had an authenticated head (docs/storage.md)' }),
   rollbackAnchorFile: Type.Optional(Type.String({ env: 'NODE_ROLLBACK_ANCHOR_FILE', minLength: 1, description: 'file, on storage the host cannot roll back, that keeps the store version (docs/storage.md)' })),
   createStorageKey: Type.Boolean({ env: 'NODE_CREATE_STORAGE_KEY', default: true, description: 'create the key file at first start when absent' }),
+  environment: Type.Union([Type.Literal('sandbox'), Type.Literal('production')], { env: 'NODE_ENVIRONMENT', default: 'sandbox', description: 'production refuses development stand-ins (the dev-insecure sealer) and, for a tee node, any storage key not sealed with KMS' }),
+  storageKeySealer: Type.Union([Type.Literal('file'), Type.Literal('kms'), Type.Literal('dev-insecure')], { env: 'NODE_STORAGE_KEY_SEALER', default: 'file', description: 'file: the key file (NODE_STORAGE_KEY_FILE); kms: sealed to the enclave build with AWS KMS; dev-insecure: a development stand-in for kms (docs/tee.md "Sealing the storage key")' }),
+  sealedStorageKeyFile: Type.Optional(Type.String({ env: 'NODE_SEALED_STORAGE_KEY_FILE', minLength: 1, description: 'kms and dev-insecure: the sealed storage key; defaults to <dataDir>/storage.key.sealed' })),
+  kmsRegion: Type.Optional(Type.String({ env: 'NODE_KMS_REGION', pattern: '^[a-z]{2}(-[a-z]+)+-\\d{1,2}$', description: 'AWS region of the KMS key, e.g. eu-west-1' })),
+  kmsEndpoint: Type.Optional(Type.String({ env: 'NODE_KMS_ENDPOINT', pattern: '^https?://[^/?#]+$', description: 'origin of the KMS API; default https://kms.<region>.amazonaws.com' })),
+  kmsKeyId: Type.Optional(Type.String({ env: 'NODE_KMS_KEY_ID', minLength: 1, maxLength: 2048, description: 'the KMS key: key id, key ARN, alias/<name> or alias ARN' })),
+  kmsAccessKeyId: Type.Optional(Type.String({ env: 'NODE_KMS_ACCESS_KEY_ID', pattern: '^[A-Z0-9]{16,128}$' })),
+  kmsSecretAccessKey: Type.Optional(Type.String({ env: 'NODE_KMS_SECRET_ACCESS_KEY', description: 'never printed' })),
+  kmsSessionToken: Type.Optional(Type.String({ env: 'NODE_KMS_SESSION_TOKEN', description: 'with temporary credentials; never printed' })),
+  teeAttestCommand: Type.Optional(Type.String({ env: 'NODE_TEE_ATTEST_COMMAND', pattern: '^/', description: 'kms: absolute path of the command that prints the NSM attestation document for `--public-key <hex>` (docs/tee.md)' })),
+  devSealerKeyFile: Type.Optional(Type.String({ env: 'NODE_DEV_SEALER_KEY_FILE', minLength: 1, description: 'dev-insecure: the wrapping secret; defaults to <dataDir>/dev-sealer.key' })),
   kind: Type.Union([Type.Literal('service'), Type.Literal('self'), Type.Literal('tee')], { env: 'NODE_KIND', default: 'service' }),
   owner: Type.String({ env: 'NODE_OWNER', default: '', maxLength: 128, description: 'organization that runs a self or tee node' }),
   reconnectMinMs: Type.Integer({ env: 'NODE_RECONNECT_MIN_MS', default: 200, minimum: 10, maximum: 60000 }),
@@ -25,7 +36,9 @@ export const NodeConfigSchema = Type.Object({
   logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'NODE_LOG_LEVEL', default: 'info' }),
 });
 
-export type NodeConfig = Readonly<Omit<Static<typeof NodeConfigSchema>, 'operatorKeys'> & { storageKeyFile: string; operatorKeys: readonly string[] }>;
+export type NodeConfig = Readonly<Omit<Static<typeof NodeConfigSchema>, 'operatorKeys'> & {
+  storageKeyFile: string; sealedStorageKeyFile: string; devSealerKeyFile: string; operatorKeys: readonly string[];
+}>;
 
 export function loadNodeConfig(env?: Record<string, string | undefined>): NodeConfig {
   const c = loadConfig(NodeConfigSchema, { env, fileVar: 'NODE_CONFIG_FILE' });
@@ -35,7 +48,18 @@ export function loadNodeConfig(env?: Record<string, string | undefined>): NodeCo
   const tls = [c.tlsCa, c.tlsCert, c.tlsKey].filter(Boolean).length;
   if (tls !== 0 && tls !== 3) problems.push('NODE_TLS_CA, NODE_TLS_CERT and NODE_TLS_KEY go together (mutual TLS)');
   if (tls === 0 && !isLoopbackHost(splitHostPort(c.coordinator).host)) problems.push(`NODE_COORDINATOR (coordinator): plaintext is allowed on loopback only; got ${c.coordinator} without TLS`);
+  // Settings are named, never their values: the KMS credentials are among them.
+  if (c.storageKeySealer === 'kms') {
+    const missing = ([['NODE_KMS_REGION', c.kmsRegion], ['NODE_KMS_KEY_ID', c.kmsKeyId], ['NODE_KMS_ACCESS_KEY_ID', c.kmsAccessKeyId], ['NODE_KMS_SECRET_ACCESS_KEY', c.kmsSecretAccessKey], ['NODE_TEE_ATTEST_COMMAND', c.teeAttestCommand]] as const).filter(([, v]) => !v).map(([k]) => k);
+    if (missing.length) problems.push(`NODE_STORAGE_KEY_SEALER=kms needs ${missing.join(', ')}`);
+    if (c.kmsEndpoint?.startsWith('http:') && !isLoopbackHost(new URL(c.kmsEndpoint).hostname)) problems.push('NODE_KMS_ENDPOINT (kmsEndpoint): plain http is allowed on loopback only; use https');
+  }
+  if (c.environment === 'production' && c.storageKeySealer === 'dev-insecure') problems.push('NODE_STORAGE_KEY_SEALER (storageKeySealer): dev-insecure is refused with NODE_ENVIRONMENT=production (it seals to a file the host can read)');
+  if (c.environment === 'production' && c.kind === 'tee' && c.storageKeySealer !== 'kms') problems.push(`NODE_STORAGE_KEY_SEALER (storageKeySealer): a tee node in production seals its storage key with kms; got ${c.storageKeySealer}`);
   if (problems.length) throw new ConfigError(problems);
   const operatorKeys = Object.freeze(c.operatorKeys ? c.operatorKeys.toLowerCase().split(',') : []);
-  return Object.freeze({ ...c, storageKeyFile: c.storageKeyFile ?? join(c.dataDir, 'storage.key'), operatorKeys });
+  return Object.freeze({
+    ...c, storageKeyFile: c.storageKeyFile ?? join(c.dataDir, 'storage.key'), operatorKeys,
+    sealedStorageKeyFile: c.sealedStorageKeyFile ?? join(c.dataDir, 'storage.key.sealed'), devSealerKeyFile: c.devSealerKeyFile ?? join(c.dataDir, 'dev-sealer.key'),
+  });
 }

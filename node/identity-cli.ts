@@ -9,7 +9,8 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from '../common/config.ts';
 import { toHex } from '../common/bytes.ts';
 import { loadNodeConfig } from './config.ts';
-import { loadStorageKey } from './storage/storage-key.ts';
+import { loadNodeStorageKey } from './storage/storage-key.ts';
+import { createLogger } from '../common/logger.ts';
 import { SealedStore } from './storage/sealed-store.ts';
 import { NodeIdentity } from './runtime/identity.ts';
 
@@ -34,7 +35,10 @@ if (help) {
 
 try {
   const config = loadNodeConfig();
-  const store = await SealedStore.open(join(config.dataDir, 'db'), loadStorageKey(config.storageKeyFile, config.createStorageKey), { adoptUnheaded: config.storeAdopt });
+  // The storage key as the node loads it (a key file, or unsealed by KMS in an enclave): the identity
+  // this prints is the one the node will run with. Logs go to stderr; stdout carries only the identity.
+  const storageKey = await loadNodeStorageKey(config, createLogger('node-identity', config.logLevel, process.stderr));
+  const store = await SealedStore.open(join(config.dataDir, 'db'), storageKey, { adoptUnheaded: config.storeAdopt });
   try {
     const { identity, created } = await NodeIdentity.loadOrCreate(store);
     process.stdout.write(JSON.stringify({

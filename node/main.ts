@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { loadNodeConfig } from './config.ts';
 import { createLogger } from '../common/logger.ts';
 import { runMain } from '../common/process.ts';
-import { loadStorageKey } from './storage/storage-key.ts';
+import { loadNodeStorageKey } from './storage/storage-key.ts';
 import { SealedStore } from './storage/sealed-store.ts';
 import { FileRollbackAnchor } from './storage/rollback-anchor.ts';
 import { NodeIdentity } from './runtime/identity.ts';
@@ -25,7 +25,7 @@ import { loadTeeVerifier } from '../tee/attestation/enrolment-verifier.ts';
 await runMain('node', async () => {
   const config = loadNodeConfig();
   const log = createLogger('node', config.logLevel);
-  const storageKey = loadStorageKey(config.storageKeyFile, config.createStorageKey);
+  const storageKey = await loadNodeStorageKey(config, log);
   const anchor = config.rollbackAnchorFile ? new FileRollbackAnchor(config.rollbackAnchorFile, storageKey) : undefined;
   const store = await SealedStore.open(join(config.dataDir, 'db'), storageKey, { ...(anchor ? { anchor } : {}), adoptUnheaded: config.storeAdopt });
   if (store.adopted) log.info('the store had no authenticated head yet: one was written over its present records');

@@ -7,7 +7,8 @@ import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { encode } from 'cbor2';
 import { ES384_PROTECTED_HEADER, encodeCoseSign1, plainBytes, sigStructure } from './cose-sign1.ts';
 import { decodeNitroPayload, type NitroAttestationPayload } from './nitro-payload.ts';
-import { issueCertificate, toPem } from './dev-certificate.ts';
+import { issueCertificate, toPem, type CertificateSubject } from './dev-certificate.ts';
+import { OID_COMMON_NAME, OID_ORGANIZATION, nameValues, parseCertificate } from './certificate.ts';
 import { DEV_ORGANIZATION, DEV_ROOT_COMMON_NAME, DEV_ROOT_MARKER } from './dev-root.ts';
 
 /** How long a leaf certificate lives, from the second its document is made (as AWS's do). */
@@ -18,6 +19,8 @@ export const DEV_CA_NOT_AFTER = new Date('9999-12-31T23:59:59Z');
 /** PCRs a document carries when not given: 0..15, SHA-384 sized. */
 export const DEV_PCR_COUNT = 16;
 export const DEV_MODULE_ID = 'i-00000000000000000-enc0000000000000000';
+/** The subject of the intermediate a new authority gets. */
+export const DEV_INTERMEDIATE_SUBJECT: CertificateSubject = { commonName: `custody ${DEV_ROOT_MARKER} Nitro attestation intermediate`, organization: DEV_ORGANIZATION };
 
 export interface DevAttestParameters {
   /** When the document is made: its timestamp, and the start of its leaf certificate's validity. */
@@ -72,10 +75,19 @@ function pcrMap(given: DevAttestParameters['pcrs']): Map<number, Uint8Array> {
 }
 
 /**
- * Creates a development attestation authority: a fresh P-384 root and intermediate, both named DEV-ONLY.
- * Each document gets its own leaf key and certificate, as the NSM's do. The private keys never leave.
+ * What a development authority is made of: its root and intermediate certificates (DER) and their
+ * private keys. Secret: whoever holds the keys can attest anything under the root. dev-authority-dir.ts
+ * keeps it in a directory (keys in 0600 files) so a local cluster can pin the same root across runs.
  */
-export function createDevAttestationAuthority(): DevAttestationAuthority {
+export interface DevAuthorityMaterial {
+  readonly rootDer: Uint8Array;
+  readonly rootKey: KeyObject;
+  readonly intermediateDer: Uint8Array;
+  readonly intermediateKey: KeyObject;
+}
+
+/** A fresh P-384 root and intermediate, both named DEV-ONLY, with their keys. */
+export function createDevAuthorityMaterial(): DevAuthorityMaterial {
   const rootKeys = newKeyPair();
   const rootSubject = { commonName: DEV_ROOT_COMMON_NAME, organization: DEV_ORGANIZATION };
   const rootDer = issueCertificate({
@@ -83,12 +95,31 @@ export function createDevAttestationAuthority(): DevAttestationAuthority {
     notBefore: DEV_CA_NOT_BEFORE, notAfter: DEV_CA_NOT_AFTER, ca: {},
   });
   const intermediateKeys = newKeyPair();
-  const intermediateSubject = { commonName: `custody ${DEV_ROOT_MARKER} Nitro attestation intermediate`, organization: DEV_ORGANIZATION };
   const intermediateDer = issueCertificate({
-    subject: intermediateSubject, publicKey: intermediateKeys.publicKey, issuer: rootSubject, signingKey: rootKeys.privateKey,
+    subject: DEV_INTERMEDIATE_SUBJECT, publicKey: intermediateKeys.publicKey, issuer: rootSubject, signingKey: rootKeys.privateKey,
     notBefore: DEV_CA_NOT_BEFORE, notAfter: DEV_CA_NOT_AFTER, ca: { pathLength: 0 },
   });
+  return { rootDer, rootKey: rootKeys.privateKey, intermediateDer, intermediateKey: intermediateKeys.privateKey };
+}
 
+/** The subject of a certificate as issueCertificate names it: its common name and organization. */
+function subjectOf(der: Uint8Array): CertificateSubject {
+  const { subject } = parseCertificate(der).asn.tbsCertificate;
+  const [commonName] = nameValues(subject, OID_COMMON_NAME);
+  const [organization] = nameValues(subject, OID_ORGANIZATION);
+  if (commonName === undefined) throw new RangeError('dev attestation: the intermediate certificate has no common name');
+  return { commonName, ...(organization === undefined ? {} : { organization }) };
+}
+
+/**
+ * The authority of some material: each document gets its own leaf key and certificate, issued by the
+ * intermediate, as the NSM's do. The private keys are not exposed by the authority it returns.
+ */
+export function devAttestationAuthority(material: DevAuthorityMaterial): DevAttestationAuthority {
+  const { rootDer, intermediateDer, intermediateKey } = material;
+  // Leaves name the intermediate as it is written in its certificate, so a saved authority keeps issuing
+  // valid chains even if the subject this file gives new intermediates changes.
+  const intermediateSubject = subjectOf(intermediateDer);
   return {
     rootPem: toPem(rootDer),
     rootDer: new Uint8Array(rootDer),
@@ -100,7 +131,7 @@ export function createDevAttestationAuthority(): DevAttestationAuthority {
       const notBefore = new Date(Math.floor(timestamp / 1000) * 1000);
       const certificate = issueCertificate({
         subject: { commonName: `${moduleId}.${DEV_ROOT_MARKER}`, organization: DEV_ORGANIZATION }, publicKey: leafKeys.publicKey,
-        issuer: intermediateSubject, signingKey: intermediateKeys.privateKey,
+        issuer: intermediateSubject, signingKey: intermediateKey,
         notBefore, notAfter: new Date(notBefore.getTime() + DEV_LEAF_VALIDITY_MS),
       });
       const payload = encodeNitroPayload({
@@ -114,4 +145,12 @@ export function createDevAttestationAuthority(): DevAttestationAuthority {
       return signNitroDocument(payload, leafKeys.privateKey);
     },
   };
+}
+
+/**
+ * Creates a development attestation authority: a fresh P-384 root and intermediate, both named DEV-ONLY.
+ * Each document gets its own leaf key and certificate, as the NSM's do. The private keys never leave.
+ */
+export function createDevAttestationAuthority(): DevAttestationAuthority {
+  return devAttestationAuthority(createDevAuthorityMaterial());
 }
