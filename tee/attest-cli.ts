@@ -8,7 +8,7 @@
 // asks the Nitro Security Module for the document (Node.js cannot issue the NSM's ioctl itself); `dev` signs it with a DEV-ONLY
 // authority kept in a directory (tee/attestation/dev-authority-dir.ts), for local clusters and tests.
 // Exits 2 on a usage error (bad arguments, an identity file that is not one), 1 on any other failure.
-import { spawn } from 'node:child_process';
+import { runNsmCommand } from './nsm-command.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -54,8 +54,6 @@ const KEY_HEX = /^[0-9a-fA-F]{64}$/;
 const PCR_HEX = /^[0-9a-fA-F]{96}$/;
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 /** How long the NSM command may take, and how much it may print. */
-const NSM_TIMEOUT_MS = 30_000;
-const MAX_NSM_OUTPUT = 64 * 1024;
 
 interface Identity {
   node_id: string;
@@ -89,32 +87,10 @@ function pcr(value: string | undefined, flag: string): Uint8Array | undefined {
 
 /**
  * Runs the NSM command as `<command> --user-data <hex>`, the form the node's storage-key sealer uses with
- * `--public-key` (tee/seal/nsm-command-attester.ts), so one command in the enclave serves both. It gets no
- * environment and no input, a deadline and a cap on what it prints.
+ * `--public-key` (tee/seal/nsm-command-attester.ts), so one command in the enclave serves both.
  */
-function runNsmCommand(command: string, userData: Uint8Array): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, ['--user-data', bytesToHex(userData)], { stdio: ['ignore', 'pipe', 'inherit'], env: {} });
-    const deadline = setTimeout(() => child.kill('SIGKILL'), NSM_TIMEOUT_MS);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    child.stdout.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_NSM_OUTPUT) child.kill('SIGKILL');
-      else chunks.push(chunk);
-    });
-    child.on('error', (err) => {
-      clearTimeout(deadline);
-      reject(new Error(`--nsm-command ${command}: ${err.message}`));
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(deadline);
-      if (size > MAX_NSM_OUTPUT) return reject(new Error(`--nsm-command ${command} printed more than ${MAX_NSM_OUTPUT} bytes`));
-      if (signal === 'SIGKILL') return reject(new Error(`--nsm-command ${command} gave no document in ${NSM_TIMEOUT_MS} ms`));
-      if (code !== 0) return reject(new Error(`--nsm-command ${command} failed (${signal ? `signal ${signal}` : `exit ${code}`})`));
-      resolve(Buffer.concat(chunks).toString('utf8'));
-    });
-  });
+function runNsm(command: string, userData: Uint8Array): Promise<string> {
+  return runNsmCommand(command, ['--user-data', bytesToHex(userData)], `--nsm-command ${command}`);
 }
 
 /**
@@ -154,7 +130,7 @@ function nsmProvider(values: Values): Provider {
   const command = values['nsm-command'];
   if (command === undefined) throw new UsageError('--provider nsm needs --nsm-command');
   if (!isAbsolute(command)) throw new UsageError('--nsm-command must be an absolute path (it runs with no environment, so no PATH)');
-  return async (binding) => nsmDocument(await runNsmCommand(command, binding), binding);
+  return async (binding) => nsmDocument(await runNsm(command, binding), binding);
 }
 
 /** The enrolment JSON, or undefined for --help. */
