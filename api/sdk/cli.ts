@@ -205,7 +205,13 @@ const COMMANDS: Record<string, Command> = {
   'vault get': { args: ['vaultId'], run: async (a, _o, c) => (await c()).getVault(a.vaultId!) },
   'vault wait': {
     args: ['vaultId'], optional: ['state', 'timeout'],
-    run: async (a, o, c) => (await c()).waitForVault(a.vaultId!, (v: Vault) => v.state === (o.state ?? 'active'), { timeoutMs: integer(o.timeout, '--timeout') ?? 120_000 }),
+    // A vault that ends `failed` ends the wait too, with exit status 1 (its `problem` says why).
+    async run(a, o, c) {
+      const want = o.state ?? 'active';
+      const v = await (await c()).waitForVault(a.vaultId!, (x: Vault) => x.state === want || x.state === 'failed', { timeoutMs: integer(o.timeout, '--timeout') ?? 120_000 });
+      if (v.state !== want) process.exitCode = 1;
+      return v;
+    },
   },
   'vault reshare': {
     args: ['vaultId'], optional: ['target-tier', 'customer-node'],

@@ -124,6 +124,14 @@ t.test('vault create, wait (sees the state change), get, wallets, send-evm, tx g
   t.equal(waited.code, 0, waited.stderr);
   t.match(waited.out, { id, state: 'active' });
 
+  // A vault whose key generation fails ends the wait at once, with exit status 1 and its problem.
+  const doomed = await cli(['vault', 'create', '--tier', 'hosted']);
+  const record = (await store.get<VaultRecord>('vaults', doomed.out.id as string))!;
+  await store.batch([vaults.vaultOp({ ...record, state: 'failed', problem: 'unverified_committee: refused by n1' })]);
+  const failed = await cli(['vault', 'wait', record.id, '--timeout', '60000']);
+  t.equal(failed.code, 1, 'a failed vault is not what was waited for');
+  t.match(failed.out, { id: record.id, state: 'failed', problem: /unverified_committee/ });
+
   const wallet = await cli(['wallet', 'create', id, '--chain', 'evm-local', '--account', '2']);
   t.equal(wallet.code, 0, wallet.stderr);
   t.match(wallet.out, { vault_id: id, chain: 'evm-local', account_index: 2, address: /^0x[0-9a-fA-F]{40}$/ });
