@@ -3,12 +3,10 @@
 // against the API on a loopback port) print a page, the next with --cursor, every item with --all, and
 // refuse bad options before any request.
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
@@ -20,11 +18,11 @@ import { VaultService } from '../../../api/vaults/vault-service.ts';
 import { TransactionService } from '../../../api/transactions/transaction-service.ts';
 import { allPages, CustodyClient, type Transaction, type Vault } from '../../../api/sdk/client.ts';
 import type { VaultRecord } from '../../../api/vaults/records.ts';
+import { runCli, type Run } from './run-cli.ts';
 
 // Each command is a fresh Node process that loads the SDK; on a busy machine that takes seconds.
 t.setTimeout(300_000);
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'cli-lists-'));
 const store = await RecordStore.open(join(dir, 'db'));
 let ms = Date.now();
@@ -61,27 +59,9 @@ const evm = wallets.filter((w) => w.chain === 'evm-local');
 const sent: Transaction[] = [];
 for (let i = 0; i < 5; i++) sent.push(await client.sendEvm({ wallet: evm[i % 2]!, to: '0x00000000000000000000000000000000000000a1', amount: 1n, idempotencyKey: `list-${i}` }));
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  out: { data: { id: string; state?: string }[]; next_cursor: string | null; has_more: boolean };
-  err: { error: string; code: string; status: number | null };
-}
-function cli(args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'api/sdk/cli.ts', ...args], { cwd: root, env: { PATH: process.env.PATH ?? '', ...settings }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const parse = (s: string) => { try { return JSON.parse(s); } catch { return {}; } };
-      resolve({ code, stdout, out: parse(stdout), err: parse(stderr) });
-    });
-  });
-}
-const ids = (r: Run) => r.out.data?.map((x) => x.id);
+type ListRun = Run<{ data: { id: string; state?: string }[]; next_cursor: string | null; has_more: boolean }>;
+const cli = (args: string[]): Promise<ListRun> => runCli(args, settings);
+const ids = (r: ListRun) => r.out.data?.map((x) => x.id);
 
 t.test('SDK: a list method answers one page; allPages walks every page in order', async (t) => {
   const page = await client.listVaults({ limit: 2 });

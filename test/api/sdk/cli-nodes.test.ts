@@ -5,12 +5,10 @@
 // (core/api-schemas/), records what arrived and answers as the contract says; usage errors must answer
 // before any request reaches it.
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { ed25519, x25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { Value } from '@sinclair/typebox/value';
@@ -21,11 +19,11 @@ import { verifyContentDigest } from '../../../core/http/content-digest.ts';
 import { nodeIdFor } from '../../../core/trust/node-id.ts';
 import { EnrolNodeBody, TeeMeasurementsBody } from '../../../core/api-schemas/nodes.ts';
 import { CreateVaultBody, ReshareVaultBody } from '../../../core/api-schemas/vaults.ts';
+import { runCli, type Run } from './run-cli.ts';
 
 // Each command is a fresh Node process that loads the SDK; on a busy machine that takes seconds.
 t.setTimeout(300_000);
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'cli-nodes-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const ORG = 'org_0123456789abcdef01234567';
@@ -75,27 +73,7 @@ const origin = await loopbackServer(t, (req, raw, res) => {
 });
 const settings = { CUSTODY_URL: origin, CUSTODY_ORGANIZATION: ORG, CUSTODY_KEY_ID: KEY_ID, CUSTODY_SECRET_KEY_FILE: secretFile };
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  out: Record<string, unknown>;
-  err: { error: string; code: string; status: number | null };
-}
-function cli(args: string[], env: Record<string, string> = settings): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'api/sdk/cli.ts', ...args], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const parse = (s: string) => { try { return JSON.parse(s); } catch { return {}; } };
-      resolve({ code, stdout, stderr, out: parse(stdout), err: parse(stderr) });
-    });
-  });
-}
+const cli = (args: string[], env: Record<string, string> = settings): Promise<Run> => runCli(args, env);
 
 /** A node identity file exactly as `npm run node-identity` prints it. */
 function identity(name: string, kind = 'self'): { file: string; nodeId: string; signingKey: string; encryptionKey: string } {

@@ -2,12 +2,10 @@
 // port: every command prints JSON, waits see state changes, and failures print {error, code, status}
 // on stderr with a non-zero exit.
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
@@ -22,11 +20,11 @@ import { verifyIntentSignature } from '../../../core/intents/intent.ts';
 import type { VaultRecord } from '../../../api/vaults/records.ts';
 import { nodeIdentity } from '../vault/enrolled-node.ts';
 import type { TransactionRecord } from '../../../api/transactions/records.ts';
+import { runCli, type Run } from './run-cli.ts';
 
 // Each command is a fresh Node process that loads the SDK; on a busy machine that takes seconds.
 t.setTimeout(360_000);
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'cli-'));
 const store = await RecordStore.open(join(dir, 'db'));
 const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 5, vaultsPerOrg: 5 } });
@@ -45,29 +43,7 @@ const secretFile = join(dir, 'key.hex');
 writeFileSync(secretFile, bytesToHex(secret) + '\n', { mode: 0o600 });
 const settings = { CUSTODY_URL: `http://127.0.0.1:${port}`, CUSTODY_ORGANIZATION: org.id, CUSTODY_KEY_ID: key.id, CUSTODY_SECRET_KEY_FILE: secretFile };
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** stdout parsed. */
-  out: Record<string, unknown>;
-  /** stderr parsed (the error line). */
-  err: { error: string; code: string; status: number | null };
-}
-function cli(args: string[], env: Record<string, string> = settings): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'api/sdk/cli.ts', ...args], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const parse = (s: string) => { try { return JSON.parse(s); } catch { return {}; } };
-      resolve({ code, stdout, stderr, out: parse(stdout), err: parse(stderr) });
-    });
-  });
-}
+const cli = (args: string[], env: Record<string, string> = settings): Promise<Run> => runCli(args, env);
 
 async function activate(id: string): Promise<void> {
   const v = (await store.get<VaultRecord>('vaults', id))!;
