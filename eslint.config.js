@@ -24,7 +24,7 @@ export const AREAS = {
   'core/keys/': ['core/errors/', 'common/memo.ts'],
   'node/': ['core/', 'common/', 'proto/', 'tee/'],
   'node/protocols/': ['core/codec/', 'core/errors/', 'core/keys/', 'core/session/', 'common/memo.ts'],
-  'coordinator/': ['core/', 'common/', 'proto/'],
+  'coordinator/': ['core/', 'common/', 'proto/', 'tee/attestation/'],
   'api/': ['core/', 'common/', 'proto/', 'tee/'],
   'api/sdk/': ['core/', 'common/'],
   'tee/': ['core/', 'common/aws-sigv4.ts'],

@@ -18,6 +18,8 @@ export const CoordinatorConfigSchema = Type.Object({
   tlsCert: Type.Optional(Type.String({ env: 'COORDINATOR_TLS_CERT', description: 'PEM server certificate' })),
   tlsKey: Type.Optional(Type.String({ env: 'COORDINATOR_TLS_KEY', description: 'PEM server key' })),
   tlsClientCa: Type.Optional(Type.String({ env: 'COORDINATOR_TLS_CLIENT_CA', description: 'PEM CA that signs node certificates (mutual TLS)' })),
+  teeRootsFile: Type.Optional(Type.String({ env: 'COORDINATOR_TEE_ROOTS_FILE', minLength: 1, description: 'PEM roots a TEE member\'s attestation must chain to; default the AWS Nitro Enclaves root' })),
+  teeAllowDevRoot: Type.Boolean({ env: 'COORDINATOR_TEE_ALLOW_DEV_ROOT', default: false, description: 'accept a DEV-ONLY attestation root (local clusters and tests only; docs/tee.md)' }),
   logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'COORDINATOR_LOG_LEVEL', default: 'info' }),
 });
 

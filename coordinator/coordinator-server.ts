@@ -14,6 +14,7 @@ import { SessionHub } from './sessions/session-hub.ts';
 import { KIND_VALUES } from '../core/link/node-kind.ts';
 import { VaultStore, type VaultRecord } from './vaults/vault-store.ts';
 import { VaultService } from './vaults/vault-service.ts';
+import { loadTeeVerifier } from '../tee/attestation/enrolment-verifier.ts';
 import { CustodyError } from '../core/errors/custody-error.ts';
 import { toRpcError } from '../core/rpc/rpc-error.ts';
 import { Scheme, type Tier } from '../proto/gen/mpc/v1/coordinator_pb.ts';
@@ -43,7 +44,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
   const vaultStore = new VaultStore(db);
   const hub = new SessionHub({ send: (id, m) => registry.send(id, m), isAttached: (id) => registry.isAttached(id) }, log);
   registry.on('left', (nodeId) => hub.nodeLeft(nodeId));
-  const vaults = new VaultService(vaultStore, registry, hub, log, { dkgMs: config.dkgTimeoutMs, signMs: config.signTimeoutMs, reshareMs: config.reshareTimeoutMs, attachWaitMs: config.attachWaitMs }, config.roster);
+  const vaults = new VaultService(vaultStore, registry, hub, log, { dkgMs: config.dkgTimeoutMs, signMs: config.signTimeoutMs, reshareMs: config.reshareTimeoutMs, attachWaitMs: config.attachWaitMs }, config.roster, loadTeeVerifier(config.teeRootsFile, config.teeAllowDevRoot));
   // Every error leaves as a gRPC status with structured details (core/rpc/rpc-error.ts); one that is
   // not a CustodyError is a bug: logged here, answered as `internal` without its text.
   const guard = async <T>(f: () => Promise<T>): Promise<T> => {

@@ -9,6 +9,7 @@ export const NodeConfigSchema = Type.Object({
   dataDir: Type.String({ env: 'NODE_DATA_DIR', default: './data/node', minLength: 1 }),
   storageKeyFile: Type.Optional(Type.String({ env: 'NODE_STORAGE_KEY_FILE', minLength: 1, description: 'defaults to <dataDir>/storage.key' })),
   storeAdopt: Type.Boolean({ env: 'NODE_STORE_ADOPT', default: false, description: 'open, once, a store written before it had an authenticated head (docs/storage.md)' }),
+  storeRemote: Type.Optional(Type.String({ env: 'NODE_STORE_REMOTE', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port of a host store (npm run enclave-host-store) that keeps this node\'s store instead of <dataDir>/db; an enclave node reaches its parent this way (docs/storage.md)' })),
   rollbackAnchorFile: Type.Optional(Type.String({ env: 'NODE_ROLLBACK_ANCHOR_FILE', minLength: 1, description: 'file, on storage the host cannot roll back, that keeps the store version (docs/storage.md)' })),
   createStorageKey: Type.Boolean({ env: 'NODE_CREATE_STORAGE_KEY', default: true, description: 'create the key file at first start when absent' }),
   environment: Type.Union([Type.Literal('sandbox'), Type.Literal('production')], { env: 'NODE_ENVIRONMENT', default: 'sandbox', description: 'production refuses development stand-ins (the dev-insecure sealer) and, for a tee node, any storage key not sealed with KMS' }),
@@ -55,6 +56,7 @@ export function loadNodeConfig(env?: Record<string, string | undefined>): NodeCo
     if (c.kmsEndpoint?.startsWith('http:') && !isLoopbackHost(new URL(c.kmsEndpoint).hostname)) problems.push('NODE_KMS_ENDPOINT (kmsEndpoint): plain http is allowed on loopback only; use https');
   }
   if (c.environment === 'production' && c.storageKeySealer === 'dev-insecure') problems.push('NODE_STORAGE_KEY_SEALER (storageKeySealer): dev-insecure is refused with NODE_ENVIRONMENT=production (it seals to a file the host can read)');
+  if (c.environment === 'production' && c.teeAllowDevRoot) problems.push('NODE_TEE_ALLOW_DEV_ROOT (teeAllowDevRoot): must be false with NODE_ENVIRONMENT=production (a DEV-ONLY attestation root proves nothing)');
   if (c.environment === 'production' && c.kind === 'tee' && c.storageKeySealer !== 'kms') problems.push(`NODE_STORAGE_KEY_SEALER (storageKeySealer): a tee node in production seals its storage key with kms; got ${c.storageKeySealer}`);
   if (problems.length) throw new ConfigError(problems);
   const operatorKeys = Object.freeze(c.operatorKeys ? c.operatorKeys.toLowerCase().split(',') : []);

@@ -4,7 +4,6 @@
 // "Committees"); a customer names its own node in its signed vault request with them. It opens the
 // node's store (NODE_DATA_DIR and the other NODE_* settings), so run it while the node is stopped.
 // `--help` prints the usage and touches nothing; any other argument is a usage error (exit 2).
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../common/config.ts';
 import { toHex } from '../common/bytes.ts';
@@ -12,14 +11,15 @@ import { loadNodeConfig } from './config.ts';
 import { loadNodeStorageKey } from './storage/storage-key.ts';
 import { createLogger } from '../common/logger.ts';
 import { SealedStore } from './storage/sealed-store.ts';
+import { storeBackendFor } from './storage/store-backend.ts';
 import { NodeIdentity } from './runtime/identity.ts';
 
 const USAGE = `usage: npm run node-identity [-- --help]
 Prints this node's public identity as one JSON line, {node_id, signing_key, encryption_key, kind, created},
 creating the identity (and the storage key, unless NODE_CREATE_STORAGE_KEY=false) on first use exactly as
 the node does at first start. It opens the node's store: run it with the node's own settings
-(NODE_CONFIG_FILE, or NODE_DATA_DIR, NODE_STORAGE_KEY_FILE, NODE_KIND, NODE_OWNER, ...) while the node
-is stopped. Exits 2 on a usage error, 78 on a bad setting, 1 on any other failure.`;
+(NODE_CONFIG_FILE, or NODE_DATA_DIR, NODE_STORE_REMOTE, NODE_STORAGE_KEY_FILE, NODE_KIND, NODE_OWNER, ...)
+while the node is stopped. Exits 2 on a usage error, 78 on a bad setting, 1 on any other failure.`;
 
 let help: boolean | undefined;
 try {
@@ -37,8 +37,16 @@ try {
   const config = loadNodeConfig();
   // The storage key as the node loads it (a key file, or unsealed by KMS in an enclave): the identity
   // this prints is the one the node will run with. Logs go to stderr; stdout carries only the identity.
-  const storageKey = await loadNodeStorageKey(config, createLogger('node-identity', config.logLevel, process.stderr));
-  const store = await SealedStore.open(join(config.dataDir, 'db'), storageKey, { adoptUnheaded: config.storeAdopt });
+  // The same store as the node's: <dataDir>/db, or the host store of NODE_STORE_REMOTE.
+  const backend = storeBackendFor(config);
+  let store: SealedStore;
+  try {
+    const storageKey = await loadNodeStorageKey(config, createLogger('node-identity', config.logLevel, process.stderr), backend);
+    store = await SealedStore.openOn(backend, storageKey, { adoptUnheaded: config.storeAdopt });
+  } catch (err) {
+    await backend.close().catch(() => undefined);
+    throw err;
+  }
   try {
     const { identity, created } = await NodeIdentity.loadOrCreate(store);
     process.stdout.write(JSON.stringify({

@@ -2,13 +2,14 @@
 // the coordinator until SIGINT/SIGTERM.
 import * as grpc from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { loadNodeConfig } from './config.ts';
 import { createLogger } from '../common/logger.ts';
 import { runMain } from '../common/process.ts';
 import { loadNodeStorageKey } from './storage/storage-key.ts';
 import { SealedStore } from './storage/sealed-store.ts';
 import { FileRollbackAnchor } from './storage/rollback-anchor.ts';
+import { storeBackendFor, storeLocation } from './storage/store-backend.ts';
+import { RemoteKvClient } from '../tee/host-store/remote-kv-client.ts';
 import { NodeIdentity } from './runtime/identity.ts';
 import { CoordinatorLink } from './transport/coordinator-link.ts';
 import { KIND_VALUES } from '../core/link/node-kind.ts';
@@ -25,9 +26,19 @@ import { loadTeeVerifier } from '../tee/attestation/enrolment-verifier.ts';
 await runMain('node', async () => {
   const config = loadNodeConfig();
   const log = createLogger('node', config.logLevel);
-  const storageKey = await loadNodeStorageKey(config, log);
+  const backend = storeBackendFor(config);
+  const storageKey = await loadNodeStorageKey(config, log, backend);
   const anchor = config.rollbackAnchorFile ? new FileRollbackAnchor(config.rollbackAnchorFile, storageKey) : undefined;
-  const store = await SealedStore.open(join(config.dataDir, 'db'), storageKey, { ...(anchor ? { anchor } : {}), adoptUnheaded: config.storeAdopt });
+  const store = await SealedStore.openOn(backend, storageKey, { ...(anchor ? { anchor } : {}), adoptUnheaded: config.storeAdopt });
+  if (backend instanceof RemoteKvClient) {
+    log.info({ store: storeLocation(config) }, 'store kept by a host store');
+    // A node whose store is gone cannot sign or keep a record: it stops rather than run on without one.
+    backend.onLost((err) => {
+      log.error({ code: err.code, reason: err.message }, 'the link to the host store is lost: stopping');
+      process.kill(process.pid, 'SIGTERM');
+    });
+    if (config.storageKeySealer === 'file') log.warn({ storageKeyFile: config.storageKeyFile }, 'a remote store with a storage key file: the key file must outlive the node as the store does (an enclave node seals its key: docs/tee.md)');
+  }
   if (store.adopted) log.info('the store had no authenticated head yet: one was written over its present records');
   if (!anchor) log.warn('no NODE_ROLLBACK_ANCHOR_FILE: a restore of the whole data directory from an older copy would not be noticed (docs/storage.md)');
   const { identity, created } = await NodeIdentity.loadOrCreate(store);

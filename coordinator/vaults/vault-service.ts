@@ -17,6 +17,8 @@ import { requestedCommittee } from './requested-committee.ts';
 import type { LoadedRoster } from '../config.ts';
 import type { NodeKindName } from '../../core/link/node-kind.ts';
 import { OtPairScheduler } from './ot-pair-scheduler.ts';
+import { admitTeeMember } from './tee-admission.ts';
+import type { TeeAttestationVerifier } from '../../tee/attestation/enrolment-verifier.ts';
 import type { SignFields } from '../../core/session/sign-fields.ts';
 import { dkgParams, dkgResult, epochParams, epochResult, otParams, otResult, reshareParams, reshareResult, signParams, signResult, type SessionCodec } from '../../core/session/session-contract.ts';
 import type { PackageResult } from '../../core/session/session-results.ts';
@@ -68,7 +70,22 @@ export class VaultService {
     private readonly timeouts: Timeouts = { dkgMs: 30_000, signMs: 20_000, reshareMs: 30_000, attachWaitMs: 5_000 },
     /** The operator-signed service-node roster, carried unchanged to every DKG and reshare (nodes refuse both without it). */
     private readonly roster?: LoadedRoster,
+    /** Checks a TEE member's enrolment and attestation before it is seated (tee-admission.ts). */
+    private readonly verifyTee?: TeeAttestationVerifier,
   ) {}
+
+  /**
+   * A customer_tee committee's TEE member, looked at before anything is written or any session opens:
+   * a session every honest node would refuse (tee-admission.ts) fails here, naming why.
+   */
+  private admitTee(tier: TierName, owner: string, nodeIds: readonly string[], trustLog: readonly Uint8Array[] | undefined): void {
+    if (tier !== 'customer_tee' || !this.verifyTee) return;
+    for (const nodeId of nodeIds) {
+      const n = this.nodes.get(nodeId);
+      if (n?.kind !== 'tee') continue;
+      admitTeeMember({ org: owner, nodeId, signingKey: n.signingKey, encryptionKey: n.encryptionKey, trustLog: trustLog ?? [], verify: this.verifyTee });
+    }
+  }
 
   /** A request's scope; throws CustodyError('invalid_request') for a malformed request id. */
   private scope(requestId: string | undefined): RequestScope {
@@ -174,6 +191,7 @@ export class VaultService {
       const committee = input.nodeIds?.length ? { nodeIds: input.nodeIds, threshold: input.threshold ?? thresholdFor(input.tier, input.nodeIds.length) }
         : asked.nodeIds ? { nodeIds: asked.nodeIds, threshold: thresholdFor(input.tier, asked.nodeIds.length) }
           : committeeFor(input.tier, this.nodes.list(), this.roster!.roster, asked.customerNodeId ?? (input.customerNodeId || undefined));
+      this.admitTee(input.tier, input.owner, committee.nodeIds, input.trustLog);
       const now = Date.now();
       const record: VaultRecord = {
         v: 2, vaultId: input.vaultId, owner: input.owner, tier: input.tier, threshold: committee.threshold,
@@ -317,6 +335,7 @@ export class VaultService {
           : input.targetTier || customerNodeId
             ? committeeFor(tier, this.nodes.list(), this.roster!.roster, customerNodeId)
             : { nodeIds: key.committee.map((m) => m.nodeId), threshold: key.threshold };
+      this.admitTee(tier, key.owner, target.nodeIds, input.trustLog);
       const dealers = key.committee.filter((m) => this.nodes.isAttached(m.nodeId)).sort((a, b) => Number(target.nodeIds.includes(b.nodeId)) - Number(target.nodeIds.includes(a.nodeId))).slice(0, key.threshold);
       if (dealers.length < key.threshold) throw new CustodyError('not_enough_nodes', `need ${key.threshold} attached members of the current committee`);
       const union = [...new Set([...dealers.map((d) => d.nodeId), ...target.nodeIds])];

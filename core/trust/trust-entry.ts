@@ -184,6 +184,20 @@ export interface VerifiedRequestEntry {
   path: string;
 }
 
+/** The `created` time (Unix seconds) a request entry's signature claims; nothing is verified here. */
+export function requestEntryCreated(e: RequestEntry): number {
+  let created: unknown;
+  try {
+    const inputs = parseDictionary(e.headers['signature-input']);
+    const first = [...inputs.values()][0];
+    created = inputs.size === 1 && first && Array.isArray(first[0]) ? first[1].get('created') : undefined;
+  } catch {
+    throw new TrustEntryError('Signature-Input is not a structured dictionary');
+  }
+  if (typeof created !== 'number' || !Number.isSafeInteger(created)) throw new TrustEntryError('the request signature carries no integer created time');
+  return created;
+}
+
 /**
  * Verifies a request entry as the API verified the request: the Content-Digest of the body, then the
  * RFC 9421 signature under the key `lookup` returns. Freshness is judged at the signature's own
@@ -194,15 +208,7 @@ export function verifyRequestEntry(e: RequestEntry, lookup: (keyId: string) => U
   const digest = e.headers['content-digest'];
   if (e.body.length > 0 && digest === undefined) throw new TrustEntryError('a request with a body needs a Content-Digest');
   if (digest !== undefined && !verifyContentDigest(digest, e.body)) throw new TrustEntryError('Content-Digest does not match the body');
-  let created: unknown;
-  try {
-    const inputs = parseDictionary(e.headers['signature-input']);
-    const first = [...inputs.values()][0];
-    created = inputs.size === 1 && first && Array.isArray(first[0]) ? first[1].get('created') : undefined;
-  } catch {
-    throw new TrustEntryError('Signature-Input is not a structured dictionary');
-  }
-  if (typeof created !== 'number' || !Number.isSafeInteger(created)) throw new TrustEntryError('the request signature carries no integer created time');
+  const created = requestEntryCreated(e);
   let url: URL;
   try {
     url = new URL(e.url);

@@ -2,7 +2,8 @@
 # The enclave's start (deploy/enclave/README.md). An enclave has no network, only vsock to its parent
 # instance (CID 3). This script, run as root:
 #   1. brings the loopback interface up (an enclave starts with it down);
-#   2. for the coordinator, and each ENCLAVE_FORWARDS entry (e.g. the KMS endpoint), makes the host name
+#   2. for the coordinator, the node's host store (NODE_STORE_REMOTE: its store lives on the parent, an
+#      enclave has no disk), and each ENCLAVE_FORWARDS entry (e.g. the KMS endpoint), makes the host name
 #      resolve to a loopback address of its own and forwards TCP there to the parent over vsock, where
 #      vsock-proxy (or socat) carries it on: the node dials the names it is configured with, and TLS runs
 #      end to end from inside the enclave;
@@ -19,6 +20,7 @@ set -eu
 : "${ENCLAVE_COORDINATOR_VSOCK_PORT:=7400}"
 : "${ENCLAVE_FORWARDS:=}"
 : "${ENCLAVE_ENROLMENT_VSOCK_PORT:=7401}"
+: "${ENCLAVE_STORE_VSOCK_PORT:=7402}"
 : "${ENCLAVE_ENROLMENT_EVERY_S:=1800}"
 : "${ENCLAVE_NSM_COMMAND:=/etc/custody-node/nsm-attest}"
 : "${ENCLAVE_RUN_DIR:=/run/custody-node}"
@@ -36,7 +38,7 @@ setting() {
 coordinator=${NODE_COORDINATOR:-$(setting coordinator 127.0.0.1:7400)}
 owner=${NODE_OWNER:-$(setting owner '')}
 kind=${NODE_KIND:-$(setting kind service)}
-sealer=${NODE_STORAGE_KEY_SEALER:-$(setting storageKeySealer file)}
+store_remote=${NODE_STORE_REMOTE:-$(setting storeRemote '')}
 [ "$kind" = tee ] || { log "the node's kind is '$kind': an enclave node is configured with kind tee"; exit 78; }
 [ -n "$owner" ] || { log "the node's owner (its organization) is not configured"; exit 78; }
 
@@ -64,45 +66,47 @@ forward() {
   log "$1:$2 -> $listen:$2 -> vsock $ENCLAVE_PARENT_CID:$3"
 }
 forward "${coordinator%:*}" "${coordinator##*:}" "$ENCLAVE_COORDINATOR_VSOCK_PORT"
+# The store: the parent runs `npm run enclave-host-store` behind socat VSOCK-LISTEN:7402 (README). Without
+# it the store is in the enclave's memory and an enclave restart loses the node's identity and shares.
+if [ -n "$store_remote" ]; then
+  forward "${store_remote%:*}" "${store_remote##*:}" "$ENCLAVE_STORE_VSOCK_PORT"
+else
+  log "no NODE_STORE_REMOTE (storeRemote): the node's store is in enclave memory and does not outlive the enclave"
+fi
 for entry in $ENCLAVE_FORWARDS; do
   target=${entry%=*}
   forward "${target%:*}" "${target##*:}" "${entry##*=}"
 done
 
-# 3 and 4 need the node's identity. node-identity opens the store with the key file only (docs/tee.md
-# "Sealing the storage key", "Not done yet"): on a sealed node it would make an unsealed key the node
-# then refuses, so there it is not run and no enrolment is published.
-if [ "$sealer" != file ]; then
-  log "NODE_STORAGE_KEY_SEALER=$sealer: node-identity cannot open a sealed store yet; no enrolment is published"
-else
-  mkdir -p "$ENCLAVE_RUN_DIR"
-  chown node:node "$ENCLAVE_RUN_DIR"
-  chmod 0700 "$ENCLAVE_RUN_DIR"
-  identity=$ENCLAVE_RUN_DIR/identity.json
-  # 3. Created at the first start exactly as the node creates it; public.
-  as_node node dist/node/identity-cli.js > "$identity"
-  log "identity $(cat "$identity")"
+# 3 and 4 need the node's identity. node-identity opens the store exactly as the node does (the remote
+# store and the sealed storage key included), so it prints the identity the node will run with.
+mkdir -p "$ENCLAVE_RUN_DIR"
+chown node:node "$ENCLAVE_RUN_DIR"
+chmod 0700 "$ENCLAVE_RUN_DIR"
+identity=$ENCLAVE_RUN_DIR/identity.json
+# 3. Created at the first start exactly as the node creates it; public.
+as_node node dist/node/identity-cli.js > "$identity"
+log "identity $(cat "$identity")"
 
-  # 4. Made fresh each time (the NSM dates its document) and sent to the parent, which keeps the last
-  #    one (README: socat VSOCK-LISTEN:7401 ...). Public: the node's public keys and its attestation.
-  publish() {
-    enrolment=$ENCLAVE_RUN_DIR/enrolment.json
-    while :; do
-      if as_node node dist/tee/attest-cli.js --identity "$identity" --organization "$owner" --provider nsm --nsm-command "$ENCLAVE_NSM_COMMAND" > "$enrolment.tmp"; then
-        mv "$enrolment.tmp" "$enrolment"
-        if as_node socat -u "OPEN:$enrolment" "VSOCK-CONNECT:$ENCLAVE_PARENT_CID:$ENCLAVE_ENROLMENT_VSOCK_PORT,connect-timeout=5"; then
-          log "enrolment sent to vsock $ENCLAVE_PARENT_CID:$ENCLAVE_ENROLMENT_VSOCK_PORT"
-        else
-          log "enrolment not sent: nothing listens on vsock $ENCLAVE_PARENT_CID:$ENCLAVE_ENROLMENT_VSOCK_PORT"
-        fi
+# 4. Made fresh each time (the NSM dates its document) and sent to the parent, which keeps the last
+#    one (README: socat VSOCK-LISTEN:7401 ...). Public: the node's public keys and its attestation.
+publish() {
+  enrolment=$ENCLAVE_RUN_DIR/enrolment.json
+  while :; do
+    if as_node node dist/tee/attest-cli.js --identity "$identity" --organization "$owner" --provider nsm --nsm-command "$ENCLAVE_NSM_COMMAND" > "$enrolment.tmp"; then
+      mv "$enrolment.tmp" "$enrolment"
+      if as_node socat -u "OPEN:$enrolment" "VSOCK-CONNECT:$ENCLAVE_PARENT_CID:$ENCLAVE_ENROLMENT_VSOCK_PORT,connect-timeout=5"; then
+        log "enrolment sent to vsock $ENCLAVE_PARENT_CID:$ENCLAVE_ENROLMENT_VSOCK_PORT"
       else
-        log "no enrolment: the attestation failed (see above)"
+        log "enrolment not sent: nothing listens on vsock $ENCLAVE_PARENT_CID:$ENCLAVE_ENROLMENT_VSOCK_PORT"
       fi
-      sleep "$ENCLAVE_ENROLMENT_EVERY_S"
-    done
-  }
-  publish &
-fi
+    else
+      log "no enrolment: the attestation failed (see above)"
+    fi
+    sleep "$ENCLAVE_ENROLMENT_EVERY_S"
+  done
+}
+publish &
 
 # 5. The node: it dials the coordinator through its forwarder and opens no port.
 exec setpriv --reuid=node --regid=node --init-groups --no-new-privs -- node dist/node/main.js

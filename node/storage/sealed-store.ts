@@ -10,12 +10,17 @@
 // rolled back to an older value; every read checks the record against the digest the head accounts
 // for. A rollback of the whole directory, head included, is caught by a rollback anchor kept
 // elsewhere (rollback-anchor.ts), when one is configured.
-import { Level } from 'level';
+//
+// The bytes live in a KvBackend (kv-backend.ts): a LevelDB directory, or, for an enclave node, one kept by
+// its untrusted parent (tee/host-store/). Nothing a backend answers is taken on trust: a value is checked
+// against its digest, a listing against the keys the head accounts for.
 import { xchacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { hkdf } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { RollbackAnchor } from './rollback-anchor.ts';
+import { inRange, type KvBackend } from './kv-backend.ts';
+import { LevelKvBackend } from './level-kv-backend.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 
 const SEALED_VERSION = 1;
@@ -23,6 +28,12 @@ const NONCE_BYTES = 24;
 const HEAD_VERSION = 1;
 /** Sorts before every record key and is no record's name. */
 const HEAD_KEY = '\u0000head';
+/**
+ * Where a remote backend keeps the node's sealed storage key (remote-sealed-key.ts): beside the records,
+ * not one of them (it authenticates itself), and never written by the store.
+ */
+export const SEALED_KEY_RECORD = '\u0000sealed-storage-key';
+const isReserved = (key: string) => key === HEAD_KEY || key === SEALED_KEY_RECORD;
 const enc = new TextEncoder();
 
 export class SealedStoreError extends CustodyError {
@@ -60,7 +71,7 @@ export class SealedStore {
   private writes: Promise<unknown> = Promise.resolve();
 
   private constructor(
-    private readonly db: Level<string, Uint8Array>,
+    private readonly db: KvBackend,
     private readonly storageKey: Uint8Array,
     private readonly macKey: Uint8Array,
     private head: Head,
@@ -69,16 +80,23 @@ export class SealedStore {
     readonly adopted: boolean,
   ) {}
 
+  /** The store in the LevelDB directory `dir`. */
   static async open(dir: string, storageKey: Uint8Array, opts: SealedStoreOptions = {}): Promise<SealedStore> {
+    return SealedStore.openOn(new LevelKvBackend(dir), storageKey, opts);
+  }
+
+  /** The store kept by `db`, which this opens and, from then on, owns (close() closes it). */
+  static async openOn(db: KvBackend, storageKey: Uint8Array, opts: SealedStoreOptions = {}): Promise<SealedStore> {
     if (storageKey.length !== 32) throw new Error('storage key must be 32 bytes');
     const macKey = hkdf(sha256, storageKey, undefined, enc.encode('custody/store/record-mac/v1'), 32);
-    const db = new Level<string, Uint8Array>(dir, { valueEncoding: 'view' });
     await db.open();
     try {
       const digests = new Map<string, Uint8Array>();
       const acc = new Uint8Array(32);
-      for await (const [key, value] of db.iterator()) {
-        if (key === HEAD_KEY) continue;
+      for await (const [key, value] of db.entries()) {
+        if (isReserved(key)) continue;
+        // A backend that answers a key twice is not a store this head can account for.
+        if (digests.has(key)) throw tampered(key);
         const d = recordDigest(macKey, key, value);
         digests.set(key, d);
         xorInto(acc, d);
@@ -139,8 +157,8 @@ export class SealedStore {
 
   /** The stored bytes of `key`, checked against the digest the head accounts for. */
   private async read(key: string): Promise<Uint8Array | undefined> {
-    if (key === HEAD_KEY) throw new SealedStoreError('not_found', 'not a record');
-    const raw = (await this.db.get(key)) ?? undefined;
+    if (isReserved(key)) throw new SealedStoreError('not_found', 'not a record');
+    const raw = await this.db.get(key);
     const expected = this.digests.get(key);
     const inFlight = this.pending.has(key);
     const next = this.pending.get(key);
@@ -175,7 +193,7 @@ export class SealedStore {
 
   /** Applies every operation or none, with the new head, on disk (fsync) before this resolves. */
   async batch(ops: BatchOp[]): Promise<void> {
-    for (const op of ops) if (op.key === HEAD_KEY) throw new SealedStoreError('not_found', 'not a record');
+    for (const op of ops) if (isReserved(op.key)) throw new SealedStoreError('not_found', 'not a record');
     await this.commit(ops.map((op) => (op.type === 'del' ? op : { type: 'put' as const, key: op.key, value: op.secret ? this.seal(op.key, op.value) : op.value })));
   }
 
@@ -217,18 +235,27 @@ export class SealedStore {
     return next;
   }
 
-  /** Record keys under `prefix`, in order (only records the head accounts for). */
+  /**
+   * Record keys under `prefix`, in order: only records the head accounts for, and every record it
+   * accounts for that was there when the listing began and still is when it ends (so a backend cannot
+   * hide one by leaving it out).
+   */
   async *keys(prefix: string): AsyncGenerator<string> {
-    for await (const k of this.db.keys({ gte: prefix, lt: prefix + '\xff' })) {
-      if (k === HEAD_KEY) continue;
+    const range = { gte: prefix, lt: prefix + '\xff' };
+    const expected = [...this.digests.keys()].filter((k) => inRange(k, range) && !this.pending.has(k));
+    const seen = new Set<string>();
+    for await (const k of this.db.keys(range)) {
+      if (isReserved(k)) continue;
       if (!this.digests.has(k) && !this.pending.has(k)) throw tampered(k);
+      seen.add(k);
       yield k;
     }
+    for (const k of expected) if (!seen.has(k) && this.digests.has(k) && !this.pending.has(k)) throw tampered(k);
   }
 
   /** Raw bytes as stored (for tests that prove secrets are not stored in the clear). */
   async raw(key: string): Promise<Uint8Array | undefined> {
-    return (await this.db.get(key)) ?? undefined;
+    return this.db.get(key);
   }
 
   async close(): Promise<void> {

@@ -13,6 +13,8 @@ import { KmsSealer } from '../../tee/seal/kms-sealer.ts';
 import { nsmCommandAttester } from '../../tee/seal/nsm-command-attester.ts';
 import { loadSealedStorageKey } from '../../tee/seal/sealed-key-file.ts';
 import type { StorageKeySealer } from '../../tee/seal/sealer.ts';
+import type { KvBackend } from './kv-backend.ts';
+import { loadRemoteSealedStorageKey } from './remote-sealed-key.ts';
 
 export const STORAGE_KEY_BYTES = 32;
 
@@ -40,7 +42,7 @@ export function loadStorageKey(path: string, create: boolean): Uint8Array {
 }
 
 type StorageKeySettings = Pick<NodeConfig,
-  | 'dataDir' | 'storageKeyFile' | 'createStorageKey' | 'storageKeySealer' | 'sealedStorageKeyFile' | 'environment' | 'devSealerKeyFile'
+  | 'dataDir' | 'storeRemote' | 'storageKeyFile' | 'createStorageKey' | 'storageKeySealer' | 'sealedStorageKeyFile' | 'environment' | 'devSealerKeyFile'
   | 'kmsRegion' | 'kmsEndpoint' | 'kmsKeyId' | 'kmsAccessKeyId' | 'kmsSecretAccessKey' | 'kmsSessionToken' | 'teeAttestCommand'>;
 
 function sealerFor(c: StorageKeySettings, log: Logger): StorageKeySealer {
@@ -59,10 +61,19 @@ function sealerFor(c: StorageKeySettings, log: Logger): StorageKeySealer {
  * The storage key as configured: the key file (`file`, as loadStorageKey), or unsealed through a sealer
  * from NODE_SEALED_STORAGE_KEY_FILE, made and sealed at a first start whose store does not exist yet.
  * A sealed key that does not unseal throws (SealError); no key is ever made over an existing store.
+ * With NODE_STORE_REMOTE the sealed key is kept by the remote store itself (remote-sealed-key.ts):
+ * `backend` is that store's backend, which this opens.
  */
-export async function loadNodeStorageKey(c: StorageKeySettings, log: Logger): Promise<Uint8Array> {
+export async function loadNodeStorageKey(c: StorageKeySettings, log: Logger, backend?: KvBackend): Promise<Uint8Array> {
   if (c.storageKeySealer === 'file') return loadStorageKey(c.storageKeyFile, c.createStorageKey);
   const sealer = sealerFor(c, log);
+  if (c.storeRemote) {
+    if (!backend) throw new StorageKeyError('a remote store keeps its sealed storage key: its backend is needed to load it');
+    await backend.open();
+    const { key, created } = await loadRemoteSealedStorageKey({ sealer, backend, create: c.createStorageKey, where: `the host store ${c.storeRemote}` });
+    log.info({ sealer: sealer.kind, sealedKeyIn: c.storeRemote, created }, created ? 'storage key made and sealed' : 'storage key unsealed');
+    return key;
+  }
   const { key, created } = await loadSealedStorageKey({ sealer, path: c.sealedStorageKeyFile, storeDir: join(c.dataDir, 'db'), create: c.createStorageKey });
   log.info({ sealer: sealer.kind, sealedKeyFile: c.sealedStorageKeyFile, created }, created ? 'storage key made and sealed' : 'storage key unsealed');
   return key;

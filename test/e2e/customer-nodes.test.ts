@@ -29,6 +29,7 @@ t.test('customer nodes: enrolled self and TEE nodes hold the shares they should,
     selfNode: true, anvil: true,
     nodeEnv: { NODE_TEE_ROOTS_FILE: rootsFile, NODE_TEE_ALLOW_DEV_ROOT: 'true' },
     apiEnv: { API_TEE_ROOTS_FILE: rootsFile, API_TEE_ALLOW_DEV_ROOT: 'true' },
+    coordinatorEnv: { COORDINATOR_TEE_ROOTS_FILE: rootsFile, COORDINATOR_TEE_ALLOW_DEV_ROOT: 'true' },
   });
   t.teardown(() => stack.stop());
   const { client, cluster } = stack;

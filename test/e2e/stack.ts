@@ -35,7 +35,7 @@ export function admin(cluster: Cluster, args: string[], env: Record<string, stri
   return JSON.parse(out) as Record<string, string>;
 }
 
-export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; esplora?: boolean; apiEnv?: Record<string, string>; nodeEnv?: Record<string, string> } = {}): Promise<Stack> {
+export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; esplora?: boolean; apiEnv?: Record<string, string>; nodeEnv?: Record<string, string>; coordinatorEnv?: Record<string, string> } = {}): Promise<Stack> {
   const cluster = new Cluster();
   const secretKey = ed25519.utils.randomSecretKey();
   const publicKey = bytesToHex(ed25519.getPublicKey(secretKey));
@@ -48,7 +48,7 @@ export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; es
   const nodeEnv = { NODE_OPERATOR_KEYS: bytesToHex(ed25519.getPublicKey(operator)), ...opts.nodeEnv };
   // Protocol steps run on a node's event loop (an OT setup holds it for seconds on a loaded machine):
   // the default heartbeat keeps such a node attached.
-  await cluster.startCoordinator({ COORDINATOR_HEARTBEAT_MS: '2000' });
+  await cluster.startCoordinator({ COORDINATOR_HEARTBEAT_MS: '2000', ...opts.coordinatorEnv });
   await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => cluster.startNode(n, nodeEnv)));
   // Read before the node holds its store: what `npm run node-identity` prints.
   const selfIdentity = opts.selfNode ? await cluster.identity('self-1') : undefined;

@@ -48,7 +48,7 @@ t.test('forbidden directions are errors', async (t) => {
     ['tee/attest-cli.ts', '../api/sdk/cli.ts', 'the attestation command may not import api'],
     ['tee/attest-cli.ts', '../common/bytes.ts', 'tee may not import common beyond the AWS request signer'],
     ['node/protocols/frost/example.ts', '../../../tee/attestation/nitro.ts', 'protocol code may not import the TEE verifiers'],
-    ['coordinator/example.ts', '../tee/attestation/nitro.ts', 'the coordinator does not verify attestations itself'],
+    ['coordinator/example.ts', '../tee/seal/kms-sealer.ts', 'the coordinator takes only the attestation verifiers of tee/'],
     ['core/trust/example.ts', '../../tee/attestation/nitro.ts', 'core may not import tee'],
   ];
   for (const [file, spec, what] of cases) {
@@ -68,6 +68,7 @@ t.test('allowed directions are clean', async (t) => {
     ['node/runtime/example.ts', '../../common/bytes.ts'],
     ['node/runtime/example.ts', '../../proto/grpc.ts'],
     ['node/runtime/example.ts', '../../tee/attestation/nitro.ts'],
+    ['coordinator/vaults/example.ts', '../../tee/attestation/enrolment-verifier.ts'],
     ['api/vaults/example.ts', '../../tee/attestation/nitro.ts'],
     ['tee/attestation/example.ts', '../../core/errors/custody-error.ts'],
     ['tee/attest-cli.ts', '../core/trust/tee-binding.ts'],

@@ -90,3 +90,19 @@ t.test('a bad setting exits 78', async (t) => {
   t.match(r.stderr, /NODE_OWNER/);
   t.same(readdirSync(cwd), []);
 });
+
+t.test('with a sealed storage key it opens the store as the node does, making no key file', async (t) => {
+  const cwd = emptyDir(t);
+  const env = { NODE_DATA_DIR: join(cwd, 'data'), NODE_STORAGE_KEY_SEALER: 'dev-insecure', NODE_DEV_SEALER_KEY_FILE: join(cwd, 'dev-sealer.key') };
+  const first = await identityCli(cwd, [], env);
+  t.equal(first.code, 0, first.stderr);
+  const second = await identityCli(cwd, [], env);
+  t.equal(second.code, 0, second.stderr);
+  const [a, b] = [JSON.parse(first.stdout), JSON.parse(second.stdout)];
+  t.equal(a.created, true);
+  t.equal(b.created, false);
+  t.equal(b.node_id, a.node_id, 'the same identity, from the same sealed key');
+  t.ok(existsSync(join(cwd, 'data', 'storage.key.sealed')), 'the key is kept sealed');
+  t.notOk(existsSync(join(cwd, 'data', 'storage.key')), 'no unsealed key file');
+  t.match(second.stderr, /storage key unsealed/, 'logs go to stderr, stdout holds only the identity');
+});

@@ -150,6 +150,8 @@ t.test('node settings: file by default, kms complete, production refuses the dev
   t.same(problems({ NODE_STORAGE_KEY_SEALER: 'dev-insecure' }), [], 'the dev sealer in a sandbox');
   t.match(problems({ NODE_KIND: 'tee', NODE_OWNER: 'org_1', NODE_ENVIRONMENT: 'production' }).join('\n'), /a tee node in production seals its storage key with kms; got file/);
   t.same(problems({ ...kms, NODE_KIND: 'tee', NODE_OWNER: 'org_1', NODE_ENVIRONMENT: 'production' }), [], 'a production tee node with kms');
+  t.match(problems({ ...kms, NODE_KIND: 'tee', NODE_OWNER: 'org_1', NODE_ENVIRONMENT: 'production', NODE_TEE_ALLOW_DEV_ROOT: 'true' }).join('\n'), /NODE_TEE_ALLOW_DEV_ROOT .*must be false with NODE_ENVIRONMENT=production/, 'production refuses the dev attestation root');
+  t.same(problems({ NODE_TEE_ALLOW_DEV_ROOT: 'true' }), [], 'the dev root in a sandbox');
   const all = [missing, problems({ ...kms, NODE_KMS_ENDPOINT: 'ftp://x', NODE_KMS_REGION: 'nowhere' })].flat().join('\n');
   t.notOk(all.includes(SECRET), 'no problem prints the secret');
 });
