@@ -1,8 +1,8 @@
 // Customer-run nodes end to end with real processes (coordinator, three service nodes, the
 // organization's self node, a TEE node attested by the DEV-ONLY authority, the API) and a real anvil:
-// a vault reshares hosted -> customer_tee -> self -> hosted keeping its key and address, and signs in
+// a vault reshares hosted -> self -> customer_tee -> hosted keeping its key and address, and signs in
 // every tier; a TEE node is seated only with measurements the organization pinned; a node that is not
-// enrolled is never seated; revoking the self node stops its signatures (docs/self-node.md, docs/tee.md).
+// enrolled is never seated; revoking the TEE node stops its signatures (docs/self-node.md, docs/tee.md).
 import t from 'tap';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -52,6 +52,14 @@ t.test('customer nodes: enrolled self and TEE nodes hold the shares they should,
     t.equal((await client.createWallet(v.id, { chain: 'evm-local' })).address, wallet.address, `${v.tier}: same address`);
   };
 
+  // To the self tier: the enrolled self node.
+  await client.reshareVault(vault.id, { target_tier: 'self' });
+  const inSelf = await settled(vault.id);
+  t.equal(inSelf.state, 'active', `moved to self (${inSelf.problem ?? ''})`);
+  t.ok(inSelf.committee?.some((m) => m.kind === 'self'), 'the self node holds a share');
+  await sameKey(inSelf);
+  t.equal((await transfer()).state, 'final', 'the self vault signs');
+
   // A TEE node runs and says it belongs to the organization, but is not enrolled: nothing seats it.
   const teeIdentity = await cluster.identity('tee-1');
   const tee = await cluster.startNode('tee-1', { ...stack.nodeEnv, NODE_KIND: 'tee', NODE_OWNER: stack.organization });
@@ -68,7 +76,7 @@ t.test('customer nodes: enrolled self and TEE nodes hold the shares they should,
   const unpinned = await settled(vault.id);
   t.equal(unpinned.state, 'reshare_pending', 'a TEE node whose image is not pinned is not seated');
   t.match(unpinned.problem, /unpinned_measurements/);
-  t.equal(unpinned.tier, 'hosted', 'the vault stays where it was');
+  t.equal(unpinned.tier, 'self', 'the vault stays where it was');
   t.equal((await transfer()).state, 'final', 'and the old shares keep signing');
 
   // The organization pins the node's image: the reshare seats it.
@@ -78,21 +86,12 @@ t.test('customer nodes: enrolled self and TEE nodes hold the shares they should,
   t.equal(inTee.state, 'active', `moved to customer_tee (${inTee.problem ?? ''})`);
   t.equal(inTee.tier, 'customer_tee');
   t.ok(inTee.committee?.some((m) => m.node_id === tee.nodeId && m.kind === 'tee'), 'the TEE node holds a share');
+  t.notOk(inTee.committee?.some((m) => m.kind === 'self'), 'the self node no longer does');
   await sameKey(inTee);
   t.equal((await transfer()).state, 'final', 'the customer_tee vault signs');
 
-  // To the self tier: the enrolled self node.
-  await client.reshareVault(vault.id, { target_tier: 'self' });
-  const inSelf = await settled(vault.id);
-  t.equal(inSelf.state, 'active', `moved to self (${inSelf.problem ?? ''})`);
-  const selfMember = inSelf.committee?.find((m) => m.kind === 'self');
-  t.ok(selfMember, 'the self node holds a share');
-  t.notOk(inSelf.committee?.some((m) => m.node_id === tee.nodeId), 'the TEE node no longer does');
-  await sameKey(inSelf);
-  t.equal((await transfer()).state, 'final', 'the self vault signs');
-
-  // Revoking the self node stops it: the service nodes sign nothing more with it.
-  await client.revokeNode(selfMember!.node_id);
+  // Revoking the TEE node stops it: the service nodes sign nothing more with it.
+  await client.revokeNode(tee.nodeId);
   const refused = await transfer();
   t.equal(refused.state, 'rejected', 'a transaction needing the revoked node is rejected by the nodes');
   t.match(refused.reason, /node_revoked/);
