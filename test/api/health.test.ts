@@ -55,7 +55,8 @@ t.test('the OpenAPI document lists the routes with their schemas, and /docs serv
   const { join } = await import('node:path');
   const store = await RecordStore.open(mkdtempSync(join(tmpdir(), 'openapi-')));
   const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 1, vaultsPerOrg: 1 } });
-  const app = await buildApp({ config, logger, vaults });
+  const { TransactionService } = await import('../../api/transactions/transaction-service.ts');
+  const app = await buildApp({ config, logger, vaults, transactions: new TransactionService({ vaults, hasBackend: () => true }) });
   t.teardown(async () => {
     await app.close();
     await store.close();
@@ -71,6 +72,15 @@ t.test('the OpenAPI document lists the routes with their schemas, and /docs serv
     t.same(op?.security, [{ httpSignature: [] }], `${method} ${path} names its request signature`);
   }
   t.match(doc.paths['/v1/committees'].get.summary, /committee/, 'new routes carry a summary');
+  // The customer-node routes and the lists: each with a summary, the vault API tag and its signature scheme.
+  const added = [['/v1/nodes', 'post'], ['/v1/nodes', 'get'], ['/v1/nodes/{nodeId}/revoke', 'post'], ['/v1/tee/measurements', 'put'], ['/v1/tee/measurements', 'get'],
+    ['/v1/node-config', 'get'], ['/v1/vaults', 'get'], ['/v1/vaults/{vaultId}/wallets', 'get'], ['/v1/transactions', 'get']] as const;
+  for (const [path, method] of added) {
+    const op = doc.paths[path]?.[method];
+    t.ok(typeof op?.summary === 'string' && op.summary.length > 10, `${method} ${path} has a summary`);
+    t.same(op?.tags, ['vault API'], `${method} ${path} is tagged`);
+    t.same(op?.security, [{ httpSignature: [] }], `${method} ${path} names its request signature`);
+  }
   const page = await app.inject({ method: 'GET', url: '/docs/' });
   t.equal(page.statusCode, 200);
   t.match(page.headers['content-type'], /text\/html/);

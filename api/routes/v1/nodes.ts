@@ -45,13 +45,13 @@ export const nodeRoutes: FastifyPluginAsyncTypebox<NodeRouteOptions> = async (ap
     return reply.code(created ? 201 : 200).send(view(node, await attachedIds(coordinator)));
   });
 
-  app.get('/nodes', { schema: { response: { 200: NodeList, 401: ErrorBody } } }, async (req) => {
+  app.get('/nodes', { schema: { summary: 'The organization\'s enrolled nodes, active and revoked, oldest first, with whether each is attached now', response: { 200: NodeList, 401: ErrorBody } } }, async (req) => {
     const attached = await attachedIds(coordinator);
     return { nodes: (await vaults.nodes.list(req.caller!.org)).map((n) => view(n, attached)) };
   });
 
   app.post('/nodes/:nodeId/revoke', {
-    schema: { params: Type.Object({ nodeId: NodeIdT }), response: { 200: Node, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
+    schema: { summary: 'Revoke a node for good: never seated again, and no signature includes it', params: Type.Object({ nodeId: NodeIdT }), response: { 200: Node, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
   }, async (req) => view(await vaults.nodes.revoke(req.caller!.org, req.params.nodeId, req.caller!.entry()), await attachedIds(coordinator)));
 
   app.put('/tee/measurements', {
@@ -62,7 +62,7 @@ export const nodeRoutes: FastifyPluginAsyncTypebox<NodeRouteOptions> = async (ap
     },
   }, async (req) => measurementsView(await vaults.nodes.putMeasurements(req.caller!.org, req.body.version, req.body.allowed, req.caller!.entry())));
 
-  app.get('/tee/measurements', { schema: { response: { 200: TeeMeasurements, 401: ErrorBody, 404: ErrorBody } } }, async (req) => {
+  app.get('/tee/measurements', { schema: { summary: 'The enclave measurements the organization allows now', response: { 200: TeeMeasurements, 401: ErrorBody, 404: ErrorBody } } }, async (req) => {
     const m = await vaults.nodes.measurements(req.caller!.org);
     if (!m) throw new CustodyError('not_found', 'no measurements are pinned yet (PUT /v1/tee/measurements)');
     return measurementsView(m);
