@@ -6,6 +6,7 @@ import { CustodyError } from '../../core/errors/custody-error.ts';
 import { isValidEd25519PublicKeyHex } from '../../common/ed25519.ts';
 import { nodeIdFor } from '../../core/trust/node-id.ts';
 import { teeNodeBinding } from '../../core/trust/tee-binding.ts';
+import { measurementSetProblem, normalizeMeasurementSet } from '../../core/trust/tee-measurements.ts';
 import { hexToBytes } from '@noble/hashes/utils.js';
 import type { TeeAttestationVerifier } from '../../tee/attestation/enrolment-verifier.ts';
 import { AttestationError } from '../../tee/attestation/attestation-error.ts';
@@ -128,18 +129,13 @@ export class NodeService {
   /** Replaces the allowed measurements, only with a higher version (the nodes apply the same rule). */
   async putMeasurements(org: string, version: number, allowed: Record<string, string>[], entry?: Uint8Array): Promise<TeeMeasurementsRecord> {
     for (const set of allowed) {
-      if (!Object.hasOwn(set, '0')) throw new CustodyError('invalid_request', 'every measurement set names PCR0 (the enclave image)');
-      for (const [i, v] of Object.entries(set)) {
-        // The same rule the nodes apply (docs/tee.md): the image, kernel, application, IAM role, instance and signing certificate.
-        if (!/^(0|1|2|3|4|8)$/.test(i)) throw new CustodyError('invalid_request', `PCR${i} is not one a measurement set may name (0, 1, 2, 3, 4, 8)`);
-        if (!/^[0-9a-fA-F]{96}$/.test(v)) throw new CustodyError('invalid_request', `PCR${i} must be 48 bytes of hex`);
-        if (/^0+$/.test(v)) throw new CustodyError('invalid_request', `PCR${i} is all zero: a debug-mode enclave is never allowed`);
-      }
+      const problem = measurementSetProblem(set);
+      if (problem) throw new CustodyError('invalid_request', problem);
     }
     return this.vaults.withOrgLock(org, async () => {
       const current = await this.measurements(org);
       if (current && version <= current.version) throw new CustodyError('conflict', `version ${version} is not above the version in force (${current.version})`);
-      const rec: TeeMeasurementsRecord = { org, version, allowed: allowed.map((set) => Object.fromEntries(Object.entries(set).map(([i, v]) => [i, v.toLowerCase()]))), updated_at: this.now().toISOString() };
+      const rec: TeeMeasurementsRecord = { org, version, allowed: allowed.map(normalizeMeasurementSet), updated_at: this.now().toISOString() };
       await this.vaults.appendTrustLocked(org, entry, [
         { type: 'put', collection: 'tee_measurements', id: org, value: rec },
         this.vaults.event(org, 'tee.measurements.updated', 'organization', org, { version }),

@@ -9,6 +9,7 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { decodeTrustEntry, requestEntryCreated, type RequestEntry } from '../../core/trust/trust-entry.ts';
 import { teeNodeBinding } from '../../core/trust/tee-binding.ts';
+import { measurementSetProblem, pcrsAllowed } from '../../core/trust/tee-measurements.ts';
 import type { TeeAttestationVerifier } from '../../tee/attestation/enrolment-verifier.ts';
 
 /** How far after the enrolment's signature its attestation is judged, as the nodes do. */
@@ -81,8 +82,7 @@ export function admitTeeMember(o: { org: string; nodeId: string; signingKey: Uin
     throw new CustodyError('bad_attestation', `the attestation of TEE node ${o.nodeId} does not verify: ${(err as Error).message}`, { culprits: [o.nodeId], cause: err });
   }
   const m = seen.measurements;
-  const allowed = m?.allowed.some((set) => typeof set === 'object' && set !== null && Object.entries(set).every(([i, v]) => typeof v === 'string' && pcrs[i] === v.toLowerCase()));
-  if (!allowed) {
+  if (!m || !pcrsAllowed(m.allowed.filter((set) => measurementSetProblem(set) === undefined), pcrs)) {
     throw new CustodyError('unpinned_measurements', `TEE node ${o.nodeId}: its attested measurements are not among the ones ${o.org} allows (version ${m?.version ?? 'none'})`, { culprits: [o.nodeId] });
   }
 }

@@ -21,6 +21,7 @@ import { apiKeyId } from '../../../core/trust/api-key-id.ts';
 import { nodeIdFor } from '../../../core/trust/node-id.ts';
 import { TIER_NAMES, type TierName } from '../../../core/tiers.ts';
 import { teeNodeBinding } from '../../../core/trust/tee-binding.ts';
+import { measurementSetProblem, normalizeMeasurementSet, pcrsAllowed } from '../../../core/trust/tee-measurements.ts';
 import { isValidEd25519PublicKeyHex } from '../../../common/ed25519.ts';
 import type { TeeAttestationVerifier } from '../../../tee/attestation/enrolment-verifier.ts';
 import {
@@ -265,16 +266,8 @@ export function recognize(e: RequestEntry, path: string): Recognized {
     const allowed = b.allowed;
     if (!Array.isArray(allowed) || allowed.length < 1 || allowed.length > 16) fail('allowed lists 1 to 16 measurement sets');
     const sets = (allowed as unknown[]).map((set) => {
-      if (typeof set !== 'object' || set === null || Array.isArray(set)) return fail('each measurement set is an object of PCR index -> hex');
-      const entries = Object.entries(set as Record<string, unknown>);
-      if (!entries.length) fail('a measurement set names at least one PCR');
-      if (!entries.some(([i]) => i === '0')) fail('a measurement set names PCR0 (the enclave image)');
-      for (const [i, v] of entries) {
-        if (!/^(0|1|2|3|4|8)$/.test(i)) fail(`PCR${i} is not one a set may name (0, 1, 2, 3, 4, 8)`);
-        if (typeof v !== 'string' || !/^[0-9a-fA-F]{96}$/.test(v)) fail(`PCR${i} must be 48 bytes of hex`);
-        if (/^0+$/.test(v as string)) fail(`PCR${i} is all zero: a debug-mode enclave`);
-      }
-      return Object.fromEntries(entries.map(([i, v]) => [i, (v as string).toLowerCase()]));
+      const problem = measurementSetProblem(set);
+      return problem ? fail(problem) : normalizeMeasurementSet(set as Record<string, string>);
     });
     return { op: 'tee_measurements', version: b.version as number, allowed: sets };
   }
@@ -310,8 +303,7 @@ export function enrolledNode(state: OrgTrust, nodeId: string): EnrolledNode | un
 
 /** Whether `pcrs` match one of the measurement sets the organization allows now. */
 export function measurementsAllowed(state: OrgTrust, pcrs: Record<string, string> | undefined): boolean {
-  if (!pcrs || !state.teeMeasurements) return false;
-  return state.teeMeasurements.allowed.some((set) => Object.entries(set).every(([i, v]) => Object.hasOwn(pcrs, i) && pcrs[i] === v));
+  return pcrs !== undefined && state.teeMeasurements !== undefined && pcrsAllowed(state.teeMeasurements.allowed, pcrs);
 }
 
 const clone = (s: OrgTrust): OrgTrust => ({
