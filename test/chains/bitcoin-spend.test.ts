@@ -5,7 +5,7 @@ import * as bitcoin from 'bitcoinjs-lib';
 import * as ecc from '@bitcoinerlab/secp256k1';
 import { schnorr, secp256k1 } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { buildSpend, finalizeTaproot, SpendError } from '../../api/chains/bitcoin/build-spend.ts';
+import { buildSpend, finalizeTaproot, SignatureCheckError, spendPsbt, SpendError, type UnsignedSpend } from '../../api/chains/bitcoin/build-spend.ts';
 import { EsploraClient, EsploraError } from '../../api/chains/bitcoin/esplora-client.ts';
 import type { BtcTransferIntent } from '../../core/intents/intent.ts';
 import { EsploraDouble } from './esplora-double.ts';
@@ -22,6 +22,14 @@ function intent(from: string, over: Partial<BtcTransferIntent> = {}): BtcTransfe
 }
 
 /** Key-path secret for a single key: even-y internal key, plus the TapTweak. */
+/** A key-path spend finalized without the service's own signature check: what only the double judges. */
+function unchecked(spend: UnsignedSpend, signatures: Uint8Array[]): string {
+  const psbt = spendPsbt(spend, net);
+  signatures.forEach((sig, i) => psbt.updateInput(i, { tapKeySig: sig }));
+  psbt.finalizeAllInputs();
+  return psbt.extractTransaction().toHex();
+}
+
 function tweakedSecret(secret: Uint8Array): Uint8Array {
   const P = secp256k1.Point.BASE.multiply(BigInt('0x' + Buffer.from(secret).toString('hex')));
   let d = BigInt('0x' + Buffer.from(secret).toString('hex'));
@@ -58,9 +66,35 @@ t.test('a P2TR key-path spend is verified and accepted; change returns to the se
   double.fund(from, 100_000n);
   const again = buildSpend(intent(from), await client.utxos(from), 5n);
   const bad = again.digests.map(() => schnorr.sign(new Uint8Array(32).fill(9), tweakedSecret(sk)));
-  await t.rejects(client.broadcast(finalizeTaproot(again, bad)), EsploraError);
+  t.throws(() => finalizeTaproot(again, bad), SignatureCheckError, 'the service does not finalize a signature that does not verify');
+  await t.rejects(client.broadcast(unchecked(again, bad)), EsploraError);
   t.match(double.rejected.at(-1), /mandatory-script-verify-flag-failed/);
   await t.rejects(client.broadcast(finalizeTaproot(spend, sigs)), /missingorspent/);
+});
+
+t.test('an output key whose first byte is zero (1 key in 256) spends like any other', async (t) => {
+  // A deterministic search for such a key: the double must not refuse valid spends from 1 wallet in 256.
+  let secret = sk;
+  let from = '';
+  for (let i = 0; ; i++) {
+    secret = sha256(new TextEncoder().encode(`zero-led output key ${i}`));
+    const pay = bitcoin.payments.p2tr({ internalPubkey: secp256k1.getPublicKey(secret, true).slice(1), network: net });
+    if (pay.pubkey![0] === 0) {
+      from = pay.address!;
+      break;
+    }
+  }
+  const double = new EsploraDouble();
+  const client = new EsploraClient(await double.start());
+  t.teardown(() => double.stop());
+  double.fund(from, 50_000n);
+  double.fund(from, 40_000n);
+  const spend = buildSpend(intent(from), await client.utxos(from), 5n);
+  const bad = spend.digests.map(() => schnorr.sign(new Uint8Array(32).fill(9), tweakedSecret(secret)));
+  await t.rejects(client.broadcast(unchecked(spend, bad)), EsploraError, 'a signature over something else is still refused under that key');
+  const txid = await client.broadcast(finalizeTaproot(spend, spend.digests.map((d) => schnorr.sign(d, tweakedSecret(secret)))));
+  t.match(txid, /^[0-9a-f]{64}$/, 'the valid spend is accepted');
+  t.equal(double.rejected.length, 1);
 });
 
 t.test('a P2WPKH spend signed with ECDSA is verified and accepted', async (t) => {

@@ -2,11 +2,30 @@
 // with the parts the service uses (UTXOs, fee estimates, broadcast, status, tip) and, before it accepts
 // a transaction, verifies every input with an independent script interpreter (bitcore-lib's
 // Script.Interpreter with P2SH, segwit and taproot rules), the way a node's mempool would.
+//
+// One repair: bitcore-lib 11's BIP-340 verification refuses every valid signature under an x-only key
+// whose first byte is zero (1 key in 256), so the interpreter keeps its own BIP-341 sighash and script
+// rules but checks the final Schnorr equation with noble's BIP-340 verifier (test/chains/bitcoin-spend
+// holds both sides: such a key's spend is accepted, a wrong signature under it refused).
 import { createServer, type Server } from 'node:http';
 import { createHash, randomBytes } from 'node:crypto';
 // @ts-expect-error bitcore-lib ships no types
 import bitcore from 'bitcore-lib';
 import * as bitcoin from 'bitcoinjs-lib';
+import { schnorr } from '@noble/curves/secp256k1.js';
+
+interface BitcoreSignatureLike { toBuffer(): Buffer }
+interface BitcorePublicKeyLike { point: { x: { toBuffer(opts: { size: number }): Buffer } } }
+bitcore.crypto.Schnorr.verify = (publicKey: Buffer | BitcorePublicKeyLike, message: Buffer, signature: Buffer | BitcoreSignatureLike): boolean => {
+  const key = Buffer.isBuffer(publicKey) ? publicKey : publicKey.point.x.toBuffer({ size: 32 });
+  const sig = Buffer.isBuffer(signature) ? signature : signature.toBuffer().subarray(0, 64);
+  if (key.length !== 32 || message.length !== 32 || sig.length !== 64) return false;
+  try {
+    return schnorr.verify(sig, message, key);
+  } catch {
+    return false;
+  }
+};
 
 interface Coin {
   txid: string;

@@ -13,7 +13,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { buildSpend, finalizeP2wpkh, type UnsignedSpend } from '../../api/chains/bitcoin/build-spend.ts';
+import { buildSpend, finalizeP2wpkh, SignatureCheckError, type UnsignedSpend } from '../../api/chains/bitcoin/build-spend.ts';
 import { EsploraClient, type Utxo } from '../../api/chains/bitcoin/esplora-client.ts';
 import { encodeIntent, signIntent, type BtcTransferIntent } from '../../core/intents/intent.ts';
 import { derive } from '../../node/protocols/derive/bip32.ts';
@@ -89,6 +89,8 @@ t.test('a P2WPKH spend authorized by the node, signed with ECDSA under the deriv
   });
   t.equal(finalizeP2wpkh(spend, high, derivedKey), finalizeP2wpkh(spend, signatures, derivedKey));
   t.throws(() => finalizeP2wpkh(spend, signatures.slice(1), derivedKey), /2 signatures are needed/);
+  t.throws(() => finalizeP2wpkh(spend, [signatures[1]!, signatures[0]!], derivedKey), SignatureCheckError, 'a signature for another input is not finalized');
+  t.throws(() => finalizeP2wpkh(spend, signatures, secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true)), SignatureCheckError, 'a key the outputs do not pay to is not finalized');
 });
 
 t.test('the node refuses a P2WPKH template that pays another output or a higher fee', async (t) => {
@@ -149,7 +151,7 @@ t.test('two sessions that each understate the other input cannot yield one trans
   // What the two sessions would be worth to an attacker: input k signed from session k, together, make
   // a transaction the script interpreter accepts, paying 102 000 sat of fee.
   const signatures = [s0.digests[0]!, s1.digests[1]!].map((d) => secp256k1.sign(d, derivedSecret, { prehash: false }));
-  const truth = { tx, prevouts: utxos.map((u) => ({ script: own, value: u.value })), digests: [], fee: 102_000n, template: new Uint8Array() };
+  const truth = { tx, prevouts: utxos.map((u) => ({ script: own, value: u.value })), digests: [s0.digests[0]!, s1.digests[1]!], fee: 102_000n, template: new Uint8Array() };
   const raw = finalizeP2wpkh(truth, signatures, derivedKey);
 
   // The service selects the inputs: the amounts are the API's word, so the node signs no P2WPKH input.

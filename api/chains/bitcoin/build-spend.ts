@@ -3,8 +3,9 @@
 // digests the signers sign; and the signed transaction once the signatures are back.
 import * as bitcoin from 'bitcoinjs-lib';
 import * as ecc from '@bitcoinerlab/secp256k1';
-import { secp256k1 } from '@noble/curves/secp256k1.js';
+import { schnorr, secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { equalBytes } from '@noble/curves/utils.js';
 import type { BtcTransferIntent } from '../../../core/intents/intent.ts';
 import { encodeBlob } from '../../../core/codec/blob.ts';
 import { CustodyError } from '../../../core/errors/custody-error.ts';
@@ -127,9 +128,25 @@ const checkCount = (spend: UnsignedSpend, signatures: Uint8Array[]) => {
   if (signatures.length !== spend.tx.ins.length) throw new SpendError('bad_intent', `${spend.tx.ins.length} signatures are needed, got ${signatures.length}`);
 };
 
+/**
+ * A signature from the cluster that does not verify for its input under the key the input pays to.
+ * Nothing is broadcast; the transaction worker retries with a new signing session.
+ */
+export class SignatureCheckError extends Error {
+  constructor(readonly input: number, message: string) {
+    super(message);
+    this.name = 'SignatureCheckError';
+  }
+}
+
 /** Finalizes key-path inputs (64-byte BIP-340 signatures, SIGHASH_DEFAULT) through the PSBT; raw hex. */
 export function finalizeTaproot(spend: UnsignedSpend, signatures: Uint8Array[], network: bitcoin.Network = bitcoin.networks.regtest): string {
   checkCount(spend, signatures);
+  signatures.forEach((sig, i) => {
+    // The key path spends under the 32-byte program of the output: OP_1 <x-only output key>.
+    const key = spend.prevouts[i]!.script.subarray(2);
+    if (sig.length !== 64 || !schnorr.verify(sig, spend.digests[i]!, key)) throw new SignatureCheckError(i, `the signature for input ${i} does not verify under the output key`);
+  });
   const psbt = spendPsbt(spend, network);
   signatures.forEach((sig, i) => psbt.updateInput(i, { tapKeySig: sig }));
   return finalized(psbt, spend);
@@ -145,6 +162,9 @@ export function finalizeP2wpkh(spend: UnsignedSpend, signatures: Uint8Array[], p
   if (publicKey.length !== 33) throw new SpendError('bad_intent', 'a P2WPKH witness carries the 33-byte compressed key');
   const psbt = spendPsbt(spend, network);
   signatures.forEach((compact, i) => {
+    // The key must be the one the output pays to (OP_0 <HASH160(key)>), and the signature valid under it.
+    if (!equalBytes(spend.prevouts[i]!.script.subarray(2), bitcoin.crypto.hash160(publicKey))) throw new SignatureCheckError(i, `the key returned for input ${i} is not the one its output pays to`);
+    if (compact.length !== 64 || !secp256k1.verify(compact, spend.digests[i]!, publicKey, { prehash: false, lowS: false })) throw new SignatureCheckError(i, `the signature for input ${i} does not verify under the wallet key`);
     let sig = secp256k1.Signature.fromBytes(compact, 'compact');
     if (sig.hasHighS()) sig = new secp256k1.Signature(sig.r, secp256k1.Point.Fn.neg(sig.s));
     psbt.updateInput(i, { partialSig: [{ pubkey: publicKey, signature: bitcoin.script.signature.encode(sig.toBytes('compact'), bitcoin.Transaction.SIGHASH_ALL) }] });
