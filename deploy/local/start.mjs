@@ -1,15 +1,19 @@
 #!/usr/bin/env node
-// `npm start`: builds when the sources are newer than the build, then runs a local EVM chain (anvil),
+// `npm start`: builds when the sources are newer than the build, then runs a local EVM chain (anvil), a
+// local Bitcoin regtest chain (the Esplora-compatible double of deploy/regtest/, docs/bitcoin-regtest.md),
 // the coordinator, three service nodes and the API on this machine with embedded LevelDB under ./data/.
+// Every port is checked first: one that is taken is named with the process holding it and the setting
+// that moves it.
 // A second start reuses the same identities, operator key and data; the service-node roster the
 // coordinator carries is signed with the operator key, and signed again (a higher version) when the
 // node set changes. Ctrl-C stops every child.
 import { spawn, spawnSync } from 'node:child_process';
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { portClashes } from './port-check.mjs';
 
 const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const dist = join(root, 'dist');
@@ -18,6 +22,33 @@ const apiPort = process.env.API_PORT ?? '8080';
 const coordinatorPort = process.env.COORDINATOR_PORT ?? '7400';
 const nodes = Number(process.env.LOCAL_NODES ?? '3');
 const anvilPort = process.env.ANVIL_PORT ?? '8545';
+const regtestPort = process.env.REGTEST_PORT ?? '3002';
+
+// The local chains, each skipped when its package is absent (a production install without dev
+// dependencies) or when switched off (ANVIL=off, REGTEST=off).
+const require = createRequire(import.meta.url);
+const resolvable = (name) => {
+  try {
+    return require.resolve(name);
+  } catch {
+    return undefined;
+  }
+};
+const anvilPackage = process.env.ANVIL === 'off' ? undefined : resolvable('@foundry-rs/anvil-linux-amd64/package.json');
+const anvilBin = anvilPackage ? join(anvilPackage, '..', 'bin', 'anvil') : undefined;
+const withAnvil = anvilBin !== undefined && existsSync(anvilBin);
+const withRegtest = process.env.REGTEST !== 'off' && resolvable('bitcore-lib') !== undefined;
+
+const clashes = await portClashes([
+  { name: 'the API', port: apiPort, setting: 'API_PORT' },
+  { name: 'the coordinator', port: coordinatorPort, setting: 'COORDINATOR_PORT' },
+  ...(withAnvil ? [{ name: 'anvil (evm-local)', port: anvilPort, setting: 'ANVIL_PORT' }] : []),
+  ...(withRegtest ? [{ name: 'the Bitcoin regtest double (bitcoin-regtest)', port: regtestPort, setting: 'REGTEST_PORT' }] : []),
+]);
+if (clashes.length > 0) {
+  for (const c of clashes) console.error(`[start] ${c}`);
+  process.exit(1);
+}
 
 function newest(dir) {
   let t = 0;
@@ -41,8 +72,9 @@ mkdirSync(data, { recursive: true });
 const children = [];
 let stopping = false;
 
-function run(name, script, env) {
-  const child = spawn(process.execPath, [join(dist, script)], {
+/** Runs a built program (`dist/<script>`), or with `args` any node command line, with its output prefixed. */
+function run(name, script, env, args = [join(dist, script)]) {
+  const child = spawn(process.execPath, args, {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -102,6 +134,9 @@ if (!existsSync(operatorFile) || !existsSync(operatorPublicFile)) {
   writeFileSync(operatorPublicFile, Buffer.from(jwk.x, 'base64url').toString('hex') + '\n');
 }
 const operatorPublic = readFileSync(operatorPublicFile, 'utf8').trim();
+// The operator API's secret (docs/operations.md): made once; `npm run admin` sends it to the running API.
+const operatorTokenFile = join(data, 'operator-api.token');
+if (!existsSync(operatorTokenFile)) writeFileSync(operatorTokenFile, randomBytes(32).toString('base64url') + '\n', { mode: 0o600 });
 
 // The service-node roster (docs/trust.md "Committees"): each node's identity is created (or read) before
 // it starts, and the operator signs the list. Nodes refuse a key generation or reshare whose members are
@@ -134,19 +169,11 @@ if (!previous || previous.nodes !== nodeSet) {
 
 // The local EVM chain (evm-local, chain id 31337): the anvil shipped on npm, its state kept in the
 // data directory, mining a block every second (ANVIL_BLOCK_TIME) so transactions gain the confirmations
-// `final` needs without anyone mining by hand. Skipped when the package is absent (a production install).
-const require = createRequire(import.meta.url);
-let anvilBin;
-try {
-  anvilBin = join(require.resolve('@foundry-rs/anvil-linux-amd64/package.json'), '..', 'bin', 'anvil');
-} catch {
-  anvilBin = undefined;
-}
-
+// `final` needs without anyone mining by hand.
 process.on('SIGINT', () => stop(0));
 process.on('SIGTERM', () => stop(0));
 
-if (anvilBin && existsSync(anvilBin)) {
+if (withAnvil) {
   const anvil = spawn(anvilBin, ['--host', '127.0.0.1', '--port', anvilPort, '--chain-id', '31337', '--block-time', process.env.ANVIL_BLOCK_TIME ?? '1', '--silent', '--state', join(data, 'anvil-state.json')], { stdio: 'ignore' });
   anvil.on('exit', (code, signal) => {
     console.log(`[anvil] exited (${signal ?? code})`);
@@ -154,6 +181,18 @@ if (anvilBin && existsSync(anvilBin)) {
   });
   children.push({ name: 'anvil', child: anvil });
   console.log(`[start] evm-local (anvil) on http://127.0.0.1:${anvilPort}`);
+}
+
+// The local Bitcoin chain (bitcoin-regtest): the regtest double, its blocks and mempool kept in the
+// data directory, mining every REGTEST_BLOCK_TIME seconds (default 2) when the mempool holds anything;
+// `npm run cli -- regtest fund <address> <sats>` is its faucet (docs/bitcoin-regtest.md).
+if (withRegtest) {
+  run('regtest', undefined, {
+    REGTEST_HOST: '127.0.0.1',
+    REGTEST_PORT: regtestPort,
+    REGTEST_DATA_DIR: join(data, 'regtest'),
+    REGTEST_BLOCK_TIME: process.env.REGTEST_BLOCK_TIME ?? '2',
+  }, ['--import', 'tsx', join(root, 'deploy', 'regtest', 'main.ts')]);
 }
 
 run('coordinator', 'coordinator/main.js', {
@@ -175,11 +214,19 @@ run('api', 'api/server.js', {
   API_DATA_DIR: join(data, 'api'),
   API_COORDINATOR: `127.0.0.1:${coordinatorPort}`,
   API_OPERATOR_KEY_FILE: operatorFile,
+  API_OPERATOR_TOKEN_FILE: operatorTokenFile,
   // What GET /v1/node-config tells a customer's node (docs/self-node.md).
   API_NODE_COORDINATOR_ADDRESS: `127.0.0.1:${coordinatorPort}`,
   API_NODE_OPERATOR_KEYS: operatorPublic,
   // Local webhook receivers (plain http on this machine) are allowed here only; production leaves it empty.
   API_WEBHOOK_ALLOWED_DESTINATIONS: process.env.API_WEBHOOK_ALLOWED_DESTINATIONS ?? '127.0.0.1,::1,localhost',
-  ...(anvilBin && existsSync(anvilBin) ? { API_CHAIN_BACKENDS: process.env.API_CHAIN_BACKENDS ?? `evm-local=http://127.0.0.1:${anvilPort}` } : {}),
+  ...(withAnvil || withRegtest ? {
+    API_CHAIN_BACKENDS: process.env.API_CHAIN_BACKENDS ?? [
+      withAnvil ? `evm-local=http://127.0.0.1:${anvilPort}` : '',
+      withRegtest ? `bitcoin-regtest=http://127.0.0.1:${regtestPort}` : '',
+    ].filter(Boolean).join(','),
+  } : {}),
 });
+if (withRegtest) console.log(`[start] bitcoin-regtest (Esplora API) on http://127.0.0.1:${regtestPort}; fund a wallet: npm run cli -- regtest fund <address> <sats>`);
 console.log(`[start] API on http://127.0.0.1:${apiPort} (readiness: /readyz); data in ${data}; Ctrl-C stops everything`);
+console.log(`[start] operator tasks on the running API: API_OPERATOR_API_URL=http://127.0.0.1:${apiPort} API_OPERATOR_TOKEN_FILE=${operatorTokenFile} API_OPERATOR_KEY_FILE=${operatorFile} npm run admin -- org create --name <name> --public-key <hex> (docs/quickstart.md)`);

@@ -43,7 +43,7 @@ t.test('Bitcoin: P2WPKH and P2TR spends through the SDK are accepted by the scri
   for (const [wallet, amount, key] of [[segwit, 120_000n, 'btc-segwit-1'], [taproot, 180_000n, 'btc-taproot-1']] as const) {
     const sent = await client.sendBitcoin({ wallet, outputs: [{ address: RECIPIENT, amount }], maxFeeRate: 20n, maxFee: 20_000n, idempotencyKey: key });
     t.ok(['created', 'checks'].includes(sent.state), '202 in an early state');
-    const done = await mining(() => esplora.mine(1), client.waitForTransaction(sent.id, ['final'], { timeoutMs: 90_000 }), 500);
+    const done = await mining(() => void esplora.mine(1), client.waitForTransaction(sent.id, ['final'], { timeoutMs: 90_000 }), 500);
     t.equal(done.state, 'final', `${wallet.address_type} spend final (${done.reason ?? ''})`);
     t.ok(esplora.txs.has(done.tx_hash!), 'the double accepted it after checking every input with the script interpreter');
     t.equal(paid(done.tx_hash!, RECIPIENT), amount, 'the recipient is paid exactly');
