@@ -70,7 +70,7 @@ const impure = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'data/', '.tap/', 'proto/gen/', 'coverage/'] },
+  { ignores: ['node_modules/', 'dist/', 'dist-sdk/', 'data/', '.tap/', 'proto/gen/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,16 +1,23 @@
 // The vault API from a shell, on the SDK (docs/sdk.md): `npm run cli -- <command> [options]`.
 // Settings come from CUSTODY_URL, CUSTODY_ORGANIZATION, CUSTODY_KEY_ID and CUSTODY_SECRET_KEY_FILE
-// (api/sdk/config.ts). Each command prints one JSON value on stdout; a failure prints
-// {"error", "code", "status"} on stderr (status is the HTTP status, or null when no request answered)
-// and exits 1 (2 for a usage error).
+// (api/sdk/config.ts; REGTEST_URL for the `regtest` commands). Each command prints one JSON value on
+// stdout; a failure prints {"error", "code", "status"} on stderr (code from the documented set,
+// docs/sdk.md "Errors"; status is the HTTP status, or null when no request answered) and exits 1 (2
+// for a usage or settings error).
 import { parseArgs } from 'node:util';
+import { createServer } from 'node:http';
+import { EventDeduper, verifyWebhook, type WebhookEvent } from './webhook-receiver.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import type { Static } from '@sinclair/typebox';
-import type { CustodyApiError, CustodyClient, NodeIdentityRef, Tier, TransactionState, Vault } from './client.ts';
-import { loadCliConfig } from './config.ts';
+import type { CustodyApiError, CustodyClient, NodeIdentityRef, PreparedTransaction, Tier, TransactionState, Vault } from './client.ts';
+import { loadAnvilCliConfig, loadCliConfig, loadRegtestCliConfig } from './config.ts';
 import { ConfigError } from '../../common/config.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
+import { SdkError } from './sdk-error.ts';
+import { previewIntent } from './intent-preview.ts';
+import type { BtcOutpoint } from '../../core/intents/intent.ts';
 import { TIER_NAMES } from '../../core/tiers.ts';
 import type { Policy } from '../../core/api-schemas/policy.ts';
 import { KeyHexT, NodeIdT, type TeeMeasurementsBody } from '../../core/api-schemas/nodes.ts';
@@ -28,6 +35,8 @@ const USAGE = `usage: npm run cli -- <command>
   vault get <vaultId>
   vault wait <vaultId> [--state <state>] [--timeout <ms>]  (default state: active)
   vault reshare <vaultId> [--target-tier <tier>] [--customer-node <identity file>]
+  vault retry <vaultId>                                 a failed vault: generate its key afresh
+  vault delete <vaultId>                                a vault that never got a key
   vault list [--state <state>] [--tier <tier>] [--limit <n>] [--cursor <c>] [--all]
   wallet create <vaultId> --chain <chain> [--account <n>] [--address-type <p2wpkh|p2tr>]
   wallet get <walletId>
@@ -35,10 +44,15 @@ const USAGE = `usage: npm run cli -- <command>
   wallet list <vaultId> [--chain <chain>] [--limit <n>] [--cursor <c>] [--all]
   tx send-evm --wallet <walletId> --to <0x address> --amount <base units> --idempotency-key <key>
               [--asset <native|0x contract>] [--max-fee <wei>] [--not-after <unix s>] [--end-user-token <jwt>]
-  tx send-btc --wallet <walletId> --to <address> --amount <sat> --max-fee-rate <sat/vB> --max-fee <sat>
-              --idempotency-key <key> [--not-after <unix s>] [--end-user-token <jwt>]
-              (inputs, with their amounts, are chosen from the wallet's UTXOs for a P2WPKH wallet)
+              [--dry-run]
+  tx send-bitcoin --wallet <walletId> (--to <address> --amount <sat> | --output <address>:<sat> ...)
+              --max-fee-rate <sat/vB> --max-fee <sat> --idempotency-key <key> [--input <txid>:<vout>:<sat> ...]
+              [--not-after <unix s>] [--end-user-token <jwt>] [--dry-run]
+              (P2WPKH: without --input, inputs and their amounts are chosen from the wallet's UTXOs;
+               P2TR: without --input, the service chooses them; tx send-btc is the same command)
   (--not-after defaults to an hour from now; the nodes refuse more than 24 hours ahead)
+  (--dry-run prints the canonical intent (hex, decoded), its SHA-256 (an end-user token's intent_sha256)
+   and what will be signed, and sends nothing)
   tx get <txId>
   tx wait <txId> [--state <state>] [--timeout <ms>]      (default state: final; exits 1 if it ends failed or rejected)
   tx list [--vault <vaultId>] [--wallet <walletId>] [--state <state>] [--limit <n>] [--cursor <c>] [--all]
@@ -52,7 +66,13 @@ const USAGE = `usage: npm run cli -- <command>
   nodes revoke <nodeId>
   tee measurements get
   tee measurements put --file <json>                    {"version": <n>, "allowed": [{"0": "<PCR0 hex>", ...}]}
-settings: CUSTODY_URL, CUSTODY_ORGANIZATION, CUSTODY_KEY_ID, CUSTODY_SECRET_KEY_FILE`;
+  regtest fund <address> <sats> [--unconfirmed]         the local regtest faucet (npm start); mined at once unless --unconfirmed
+  regtest mine [--blocks <n>]                           mine blocks on the local regtest chain now
+  anvil fund <0x address> <wei>                         the local EVM chain's faucet (npm start's anvil; ANVIL_URL sets where)
+  webhook listen --port <n> --secret-file <file> [--type <event type>] [--timeout <ms>]
+                                                        receive webhooks on 127.0.0.1:<n>, verify each (HMAC with the
+                                                        endpoint's secret) and print the first of <type> (default: any)
+settings: CUSTODY_URL, CUSTODY_ORGANIZATION, CUSTODY_KEY_ID, CUSTODY_SECRET_KEY_FILE; REGTEST_URL (default http://127.0.0.1:3002)`;
 
 class UsageError extends Error {}
 /** Returned by --help: the usage text goes to stdout as is. */
@@ -68,9 +88,13 @@ const OPTIONS = {
   kind: { type: 'string' }, identity: { type: 'string' }, 'attestation-file': { type: 'string' }, file: { type: 'string' },
   state: { type: 'string' }, timeout: { type: 'string' }, help: { type: 'boolean', short: 'h' },
   vault: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' }, all: { type: 'boolean' },
+  output: { type: 'string', multiple: true }, input: { type: 'string', multiple: true }, 'dry-run': { type: 'boolean' },
+  unconfirmed: { type: 'boolean' }, blocks: { type: 'string' },
+  port: { type: 'string' }, 'secret-file': { type: 'string' }, type: { type: 'string' },
 } as const;
 type Option = keyof typeof OPTIONS;
-type Values = Partial<Record<Exclude<Option, 'all'>, string>> & { all?: boolean };
+type Flag = 'all' | 'dry-run' | 'unconfirmed';
+type Values = Partial<Record<Exclude<Option, Flag | 'output' | 'input'>, string>> & Partial<Record<Flag, boolean>> & { output?: string[]; input?: string[] };
 
 interface Command {
   /** Names of the positional arguments after the command words. */
@@ -169,6 +193,126 @@ async function list<T>(o: Values, client: () => Promise<CustodyClient>, page: (c
   return { data, next_cursor: null, has_more: false };
 }
 
+/** `<address>:<sat>` of --output (or --to with --amount). */
+function outputs(o: Values): { address: string; amount: bigint }[] {
+  if ((o.to === undefined) !== (o.amount === undefined)) throw new UsageError('--to and --amount go together');
+  const list = [...(o.to !== undefined ? [`${o.to}:${o.amount!}`] : []), ...(o.output ?? [])];
+  if (list.length === 0) throw new UsageError('give the recipient: --to <address> --amount <sat>, or --output <address>:<sat> (repeatable)');
+  return list.map((spec) => {
+    const at = spec.lastIndexOf(':');
+    const address = spec.slice(0, at);
+    const amount = spec.slice(at + 1);
+    if (at <= 0 || !BASE10.test(amount) || BigInt(amount) === 0n) throw new UsageError(`--output ${spec}: expected <address>:<positive sat>`);
+    return { address, amount: BigInt(amount) };
+  });
+}
+
+/** `<txid>:<vout>[:<sat>]` of --input: the outpoints a P2WPKH spend names with their amounts. */
+function inputs(o: Values): BtcOutpoint[] | undefined {
+  if (!o.input?.length) return undefined;
+  return o.input.map((spec) => {
+    const m = /^([0-9a-fA-F]{64}):(\d{1,10})(?::(\d{1,16}))?$/.exec(spec);
+    if (!m || Number(m[2]) > 0xffffffff || (m[3] !== undefined && !BASE10.test(m[3]))) throw new UsageError(`--input ${spec}: expected <txid>:<vout>:<sat>`);
+    return { txid: Uint8Array.from(Buffer.from(m[1]!, 'hex')), vout: Number(m[2]), ...(m[3] !== undefined ? { amount: BigInt(m[3]) } : {}) };
+  });
+}
+
+/**
+ * What --dry-run prints: the intent (hex, SHA-256, decoded), what is signed, and the request that would
+ * be sent, with the flags that make a later send build the very same bytes (the default not_after and
+ * selected inputs are chosen per run).
+ */
+function dryRun(prepared: PreparedTransaction, o: Values, chosen: BtcOutpoint[]): unknown {
+  const preview = previewIntent(prepared.intent);
+  const same = [
+    ...(o['not-after'] === undefined ? [`--not-after ${String(preview.decoded.not_after)}`] : []),
+    ...(o.input?.length ? [] : chosen.map((i) => `--input ${Buffer.from(i.txid).toString('hex')}:${i.vout}:${String(i.amount)}`)),
+  ];
+  return {
+    dry_run: true,
+    intent: { hex: preview.hex, sha256: preview.sha256, decoded: preview.decoded },
+    end_user_token: { intent_sha256: preview.sha256 },
+    signing: preview.signing,
+    request: { method: 'POST', path: '/v1/transactions', body: prepared.body },
+    ...(same.length ? { send_same_intent_with: same.join(' ') } : {}),
+  };
+}
+
+function sendBitcoin(): Command {
+  return {
+    args: [], required: ['wallet', 'max-fee-rate', 'max-fee', 'idempotency-key'],
+    optional: ['to', 'amount', 'output', 'input', 'not-after', 'end-user-token', 'dry-run'],
+    async run(_a, o, c) {
+      for (const k of ['max-fee-rate', 'max-fee'] as const) if (!BASE10.test(o[k]!)) throw new UsageError(`--${k} must be a base-10 integer`);
+      const outs = outputs(o);
+      const named = inputs(o);
+      const notAfter = integer(o['not-after'], '--not-after');
+      const client = await c();
+      const wallet = await client.getWallet(o.wallet!);
+      const prepared = await client.prepareBitcoin({
+        wallet, outputs: outs, maxFeeRate: BigInt(o['max-fee-rate']!), maxFee: BigInt(o['max-fee']!), idempotencyKey: o['idempotency-key']!,
+        ...(named ? { inputs: named } : {}), ...(notAfter !== undefined ? { notAfter: BigInt(notAfter) } : {}),
+        ...(o['end-user-token'] !== undefined ? { endUserToken: o['end-user-token'] } : {}),
+      });
+      if (!o['dry-run']) return client.submitTransaction(prepared.body);
+      const { decodeIntent } = await import('../../core/intents/intent.ts');
+      const intent = decodeIntent(prepared.intent);
+      return dryRun(prepared, o, intent.kind === 'btc.transfer' ? intent.inputs : []);
+    },
+  };
+}
+
+/**
+ * A local webhook receiver: answers 200 to a delivery that verifies (and 401 to one that does not, which
+ * the service retries), and resolves with the first verified event of `type`.
+ */
+function listenForWebhook(port: number, secret: string, type: string | undefined, timeoutMs: number): Promise<WebhookEvent> {
+  return new Promise((resolve, reject) => {
+    const seen = new EventDeduper();
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const raw = Buffer.concat(chunks);
+        const v = verifyWebhook(req.headers, raw, { secrets: [secret] });
+        res.writeHead(v.ok ? 200 : 401).end();
+        if (!v.ok) return process.stderr.write(JSON.stringify({ refused: v.reason }) + '\n');
+        if (!seen.firstTime(v.event.id) || (type !== undefined && v.event.type !== type)) return;
+        clearTimeout(timer);
+        server.close();
+        resolve(v.event);
+      });
+    });
+    const timer = setTimeout(() => {
+      server.close();
+      reject(new SdkError('timeout', `no ${type ?? 'webhook'} event within ${timeoutMs} ms`));
+    }, timeoutMs);
+    server.on('error', (err) => {
+      clearTimeout(timer);
+      reject(new UsageError(`--port ${port}: ${(err as Error).message}`));
+    });
+    server.listen(port, '127.0.0.1');
+  });
+}
+
+/** A POST to the local regtest service (docs/bitcoin-regtest.md); its refusal is `regtest_refused`. */
+async function regtest(path: string, body: unknown): Promise<unknown> {
+  const { url } = loadRegtestCliConfig();
+  let res: Response;
+  try {
+    res = await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  } catch (err) {
+    throw new SdkError('network', `cannot reach the regtest service at ${url} (is npm start or npm run regtest running? REGTEST_URL sets where): ${(err as { cause?: { message?: string } }).cause?.message ?? (err as Error).message}`, { cause: err });
+  }
+  const text = await res.text();
+  if (!res.ok) throw new SdkError('regtest_refused', text.trim() || `HTTP ${res.status}`, { status: res.status });
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new SdkError('bad_response', `${url}${path}: the answer is not JSON: ${text.slice(0, 120)}`);
+  }
+}
+
 const COMMANDS: Record<string, Command> = {
   keygen: {
     args: [], required: ['out'],
@@ -221,6 +365,14 @@ const COMMANDS: Record<string, Command> = {
       return (await c()).reshareVault(a.vaultId!, target ? { target_tier: target, ...node } : {});
     },
   },
+  'vault retry': { args: ['vaultId'], run: async (a, _o, c) => (await c()).retryVault(a.vaultId!) },
+  'vault delete': {
+    args: ['vaultId'],
+    run: async (a, _o, c) => {
+      await (await c()).deleteVault(a.vaultId!);
+      return { id: a.vaultId!, deleted: true };
+    },
+  },
   'vault list': {
     args: [], optional: ['state', 'tier', 'limit', 'cursor', 'all'],
     run: async (_a, o, c) => {
@@ -247,7 +399,7 @@ const COMMANDS: Record<string, Command> = {
   },
   'wallet utxos': { args: ['walletId'], run: async (a, _o, c) => ({ utxos: await (await c()).listUtxos(a.walletId!) }) },
   'tx send-evm': {
-    args: [], required: ['wallet', 'to', 'amount', 'idempotency-key'], optional: ['asset', 'max-fee', 'not-after', 'end-user-token'],
+    args: [], required: ['wallet', 'to', 'amount', 'idempotency-key'], optional: ['asset', 'max-fee', 'not-after', 'end-user-token', 'dry-run'],
     async run(_a, o, c) {
       if (!BASE10.test(o.amount!)) throw new UsageError('--amount must be base units as a base-10 integer');
       if (o['max-fee'] !== undefined && !BASE10.test(o['max-fee'])) throw new UsageError('--max-fee must be wei as a base-10 integer');
@@ -255,29 +407,18 @@ const COMMANDS: Record<string, Command> = {
       const client = await c();
       // The intent names the wallet's chain and address, so the wallet is read first.
       const wallet = await client.getWallet(o.wallet!);
-      return client.sendEvm({
+      const prepared = client.prepareEvm({
         wallet, to: o.to!, amount: o.amount!, idempotencyKey: o['idempotency-key']!,
         ...(o.asset !== undefined ? { asset: o.asset } : {}), ...(o['max-fee'] !== undefined ? { maxFee: o['max-fee'] } : {}),
         ...(notAfter !== undefined ? { notAfter: BigInt(notAfter) } : {}),
         ...(o['end-user-token'] !== undefined ? { endUserToken: o['end-user-token'] } : {}),
       });
+      return o['dry-run'] ? dryRun(prepared, o, []) : client.submitTransaction(prepared.body);
     },
   },
-  'tx send-btc': {
-    args: [], required: ['wallet', 'to', 'amount', 'max-fee-rate', 'max-fee', 'idempotency-key'], optional: ['not-after', 'end-user-token'],
-    async run(_a, o, c) {
-      for (const k of ['amount', 'max-fee-rate', 'max-fee'] as const) if (!BASE10.test(o[k]!)) throw new UsageError(`--${k} must be a base-10 integer`);
-      if (BigInt(o.amount!) === 0n) throw new UsageError('--amount must be positive');
-      const notAfter = integer(o['not-after'], '--not-after');
-      const client = await c();
-      const wallet = await client.getWallet(o.wallet!);
-      return client.sendBitcoin({
-        wallet, outputs: [{ address: o.to!, amount: BigInt(o.amount!) }], maxFeeRate: BigInt(o['max-fee-rate']!), maxFee: BigInt(o['max-fee']!),
-        idempotencyKey: o['idempotency-key']!, ...(notAfter !== undefined ? { notAfter: BigInt(notAfter) } : {}),
-        ...(o['end-user-token'] !== undefined ? { endUserToken: o['end-user-token'] } : {}),
-      });
-    },
-  },
+  'tx send-bitcoin': sendBitcoin(),
+  // The first name of the command, kept for scripts that use it.
+  'tx send-btc': sendBitcoin(),
   'tx get': { args: ['txId'], run: async (a, _o, c) => (await c()).getTransaction(a.txId!) },
   'tx wait': {
     args: ['txId'], optional: ['state', 'timeout'],
@@ -320,6 +461,57 @@ const COMMANDS: Record<string, Command> = {
   },
   'nodes list': { args: [], run: async (_a, _o, c) => ({ nodes: await (await c()).listNodes() }) },
   'nodes revoke': { args: ['nodeId'], run: async (a, _o, c) => (await c()).revokeNode(a.nodeId!) },
+  'regtest fund': {
+    args: ['address', 'sats'], optional: ['unconfirmed'],
+    async run(a, o) {
+      if (!BASE10.test(a.sats!) || BigInt(a.sats!) === 0n) throw new UsageError('<sats> must be a positive base-10 integer');
+      return regtest('/regtest/fund', { address: a.address, sats: a.sats, confirm: !o.unconfirmed });
+    },
+  },
+  'regtest mine': {
+    args: [], optional: ['blocks'],
+    async run(_a, o) {
+      const blocks = integer(o.blocks, '--blocks') ?? 1;
+      if (blocks < 1 || blocks > 1000) throw new UsageError('--blocks must be 1 to 1000');
+      return regtest('/regtest/mine', { blocks });
+    },
+  },
+  'anvil fund': {
+    args: ['address', 'wei'],
+    async run(a) {
+      if (!/^0x[0-9a-fA-F]{40}$/.test(a.address!)) throw new UsageError('<0x address> must be 20 bytes of hex');
+      if (!BASE10.test(a.wei!)) throw new UsageError('<wei> must be a base-10 integer');
+      const { url } = loadAnvilCliConfig();
+      const rpc = async (method: string, params: unknown[]) => {
+        let res: Response;
+        try {
+          res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+        } catch (err) {
+          throw new SdkError('network', `cannot reach the local chain at ${url} (is npm start running? ANVIL_URL sets where): ${(err as { cause?: { message?: string } }).cause?.message ?? (err as Error).message}`, { cause: err });
+        }
+        const body = (await res.json().catch(() => ({}))) as { result?: unknown; error?: { message?: string } };
+        if (!res.ok || body.error) throw new SdkError('bad_response', `${method}: ${body.error?.message ?? `HTTP ${res.status}`}`);
+        return body.result;
+      };
+      // anvil's own method: a development chain only, which is what this command is for.
+      await rpc('anvil_setBalance', [a.address, '0x' + BigInt(a.wei!).toString(16)]);
+      return { address: a.address, balance_wei: BigInt(String(await rpc('eth_getBalance', [a.address, 'latest']))).toString() };
+    },
+  },
+  'webhook listen': {
+    args: [], required: ['port', 'secret-file'], optional: ['type', 'timeout'],
+    async run(_a, o) {
+      const port = integer(o.port, '--port')!;
+      if (port < 1 || port > 65535) throw new UsageError('--port must be 1 to 65535');
+      let secret: string;
+      try {
+        secret = readFileSync(o['secret-file']!, 'utf8').trim();
+      } catch (err) {
+        throw new UsageError(`--secret-file: cannot read ${o['secret-file']}: ${(err as Error).message}`);
+      }
+      return listenForWebhook(port, secret, o.type, integer(o.timeout, '--timeout') ?? 600_000);
+    },
+  },
   'tee measurements get': { args: [], run: async (_a, _o, c) => (await c()).getTeeMeasurements() },
   'tee measurements put': {
     args: [], required: ['file'],
@@ -359,7 +551,10 @@ async function run(argv: string[]): Promise<unknown> {
   return cmd.run(args, o, lazyClient);
 }
 
-/** The error line: what failed, a stable code, and the HTTP status when the API answered. */
+/**
+ * The error line: what failed, a code from the documented set (docs/sdk.md "Errors": the API's codes,
+ * and SDK_ERROR_CODES for what fails on this side), and the HTTP status when a service answered.
+ */
 function describe(err: unknown): { body: { error: string; code: string; status: number | null }; exit: number } {
   // By name: the client module is loaded lazily, so its classes are not at hand here.
   const named = (name: string) => err instanceof Error && err.name === name;
@@ -369,10 +564,12 @@ function describe(err: unknown): { body: { error: string; code: string; status: 
   }
   if (err instanceof UsageError) return { body: { error: `${err.message} (npm run cli -- --help lists the commands)`, code: 'usage', status: null }, exit: 2 };
   if (err instanceof ConfigError) return { body: { error: err.problems.join('; '), code: err.code, status: null }, exit: 2 };
-  if (named('WaitTimeoutError')) return { body: { error: (err as Error).message, code: 'timeout', status: null }, exit: 1 };
+  if (err instanceof SdkError) return { body: { error: err.message, code: err.code, status: err.status }, exit: 1 };
+  // The intent codec's refusals (bad_intent) and the other registered codes of core/errors/error-codes.ts.
+  if (err instanceof CustodyError) return { body: { error: err.message, code: err.code, status: null }, exit: 1 };
   const e = err as Error & { cause?: { message?: string } };
   if (e instanceof TypeError && e.message === 'fetch failed') return { body: { error: `cannot reach the API: ${e.cause?.message ?? e.message}`, code: 'network', status: null }, exit: 1 };
-  return { body: { error: e?.message ?? String(err), code: 'error', status: null }, exit: 1 };
+  return { body: { error: e?.message ?? String(err), code: 'internal', status: null }, exit: 1 };
 }
 
 try {

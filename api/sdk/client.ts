@@ -17,6 +17,7 @@ import { BITCOIN_NETWORKS } from '../../core/chains/bitcoin/bitcoin-networks.ts'
 import { signedHeaders } from './request-signer.ts';
 import { kindOfHttpStatus } from '../../core/errors/http-status.ts';
 import type { ErrorKind } from '../../core/errors/error-kinds.ts';
+import { codeOfHttpStatus, SdkError } from './sdk-error.ts';
 
 export type Vault = Static<typeof VaultSchema>;
 export type Wallet = Static<typeof WalletSchema>;
@@ -87,7 +88,8 @@ export interface CustodyClientOptions {
 
 /**
  * An error answer of the API: its HTTP status and stable code. The code is the server's string (a newer
- * server may send one this SDK does not know); `kind` is read from the status through the API's table
+ * server may send one this SDK does not know); an answer without one (a proxy's error page) gets the
+ * spec's code for its status (`codeOfHttpStatus`). `kind` is read from the status through the API's table
  * (core/errors/http-status.ts), undefined where the status does not name one kind (502: aborted or
  * transport) or is not the table's.
  */
@@ -100,10 +102,21 @@ export class CustodyApiError extends Error {
   }
 }
 
-export class WaitTimeoutError extends Error {
+/** A wait ran out (code `timeout`); `last` is the last value seen. */
+export class WaitTimeoutError extends SdkError {
   constructor(what: string, readonly last: unknown) {
-    super(`timed out waiting for ${what}`);
+    super('timeout', `timed out waiting for ${what}`);
     this.name = 'WaitTimeoutError';
+  }
+}
+
+/** Runs an intent builder; whatever it refuses becomes an SdkError `bad_intent`. */
+function building<T>(build: () => T): T {
+  try {
+    return build();
+  } catch (err) {
+    if (err instanceof SdkError) throw err;
+    throw new SdkError('bad_intent', (err as Error)?.message ?? String(err), { cause: err });
   }
 }
 
@@ -158,6 +171,12 @@ export interface SendBitcoinParameters {
   endUserToken?: string;
 }
 
+/** A transaction ready to submit: the canonical intent bytes and the signed request body. */
+export interface PreparedTransaction {
+  intent: Uint8Array;
+  body: Static<typeof SubmitBody>;
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class CustodyClient {
@@ -170,16 +189,32 @@ export class CustodyClient {
     this.fetch = o.fetch ?? fetch;
   }
 
-  /** One signed request; throws CustodyApiError on an error answer. */
+  /**
+   * One signed request; throws CustodyApiError on an error answer, SdkError `network` when the API
+   * cannot be reached and `bad_response` when a success answer is not JSON.
+   */
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {
     const url = this.o.baseUrl.replace(/\/$/, '') + path;
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    const res = await this.fetch(url, { method, ...(payload !== undefined ? { body: payload } : {}), headers: signedHeaders({ keyId: this.o.keyId, secretKey: this.o.secretKey }, method, url, payload) });
-    const text = await res.text();
-    const json = text ? (JSON.parse(text) as unknown) : undefined;
+    let res: Response;
+    let text: string;
+    try {
+      res = await this.fetch(url, { method, ...(payload !== undefined ? { body: payload } : {}), headers: signedHeaders({ keyId: this.o.keyId, secretKey: this.o.secretKey }, method, url, payload) });
+      text = await res.text();
+    } catch (err) {
+      const cause = (err as { cause?: { message?: string } })?.cause?.message;
+      throw new SdkError('network', `cannot reach the API at ${this.o.baseUrl}: ${cause ?? (err as Error)?.message ?? String(err)}`, { cause: err });
+    }
+    let json: unknown;
+    try {
+      json = text ? (JSON.parse(text) as unknown) : undefined;
+    } catch {
+      if (res.ok) throw new SdkError('bad_response', `${method} ${path}: the answer (HTTP ${res.status}) is not JSON: ${text.slice(0, 120)}`);
+      throw new CustodyApiError(res.status, codeOfHttpStatus(res.status), `HTTP ${res.status}: ${text.slice(0, 200)}`);
+    }
     if (!res.ok) {
-      const e = (json ?? {}) as { error?: string; code?: string };
-      throw new CustodyApiError(res.status, e.code ?? 'unknown', e.error ?? `HTTP ${res.status}`);
+      const e = (json ?? {}) as { error?: unknown; code?: unknown };
+      throw new CustodyApiError(res.status, typeof e.code === 'string' && e.code ? e.code : codeOfHttpStatus(res.status), typeof e.error === 'string' ? e.error : `HTTP ${res.status}`);
     }
     return json as T;
   }
@@ -282,6 +317,16 @@ export class CustodyClient {
     return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/reshare`, { ...body, ...bound });
   }
 
+  /** Generates a failed vault's key afresh (202, back in `creating`); a vault already creating is answered as it is. */
+  retryVault(vaultId: string): Promise<Vault> {
+    return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/retry`);
+  }
+
+  /** Deletes a vault that never got a key (failed, or creating between attempts); a vault with a key answers 409. */
+  async deleteVault(vaultId: string): Promise<void> {
+    await this.request('DELETE', `/v1/vaults/${encodeURIComponent(vaultId)}`);
+  }
+
   createWallet(vaultId: string, body: { chain: string; account_index?: number; address_type?: 'p2wpkh' | 'p2tr' }): Promise<Wallet> {
     return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/wallets`, body);
   }
@@ -316,7 +361,7 @@ export class CustodyClient {
       chosen.push({ txid: hexToBytes(u.txid), vout: u.vout, amount: BigInt(u.amount) });
       have += BigInt(u.amount);
     }
-    if (have < want) throw new Error(`wallet ${p.wallet.id} holds ${have} sat available; ${want} (outputs plus the fee ceiling) are needed`);
+    if (have < want) throw new SdkError('insufficient_funds', `wallet ${p.wallet.id} holds ${have} sat available; ${want} (outputs plus the fee ceiling) are needed`);
     return chosen;
   }
 
@@ -350,8 +395,12 @@ export class CustodyClient {
 
   /** The canonical intent of an EVM transfer from a wallet of this organization (docs/intents.md). */
   evmIntent(p: SendEvmParameters): Uint8Array {
+    return building(() => this.buildEvmIntent(p));
+  }
+
+  private buildEvmIntent(p: SendEvmParameters): Uint8Array {
     const net = evmNetwork(p.wallet.chain);
-    if (!net) throw new Error(`${p.wallet.chain} is not an EVM chain`);
+    if (!net) throw new SdkError('bad_intent', `${p.wallet.chain} is not an EVM chain`);
     const intent = evmIntentFromFields({
       organization: this.o.organization, walletId: p.wallet.id, chainId: net.chainId, from: p.wallet.address, to: p.to, amount: String(p.amount),
       asset: p.asset, maxFee: p.maxFee === undefined ? undefined : String(p.maxFee), idempotencyKey: p.idempotencyKey, notAfter: this.notAfter(p.idempotencyKey, p.notAfter),
@@ -365,8 +414,12 @@ export class CustodyClient {
    * amounts make a version 2 intent, which a P2WPKH wallet needs (sendBitcoin selects them).
    */
   bitcoinIntent(p: SendBitcoinParameters): Uint8Array {
+    return building(() => this.buildBitcoinIntent(p));
+  }
+
+  private buildBitcoinIntent(p: SendBitcoinParameters): Uint8Array {
     const net = BITCOIN_NETWORKS.find((n) => n.chain === p.wallet.chain);
-    if (!net) throw new Error(`${p.wallet.chain} is not a Bitcoin chain`);
+    if (!net) throw new SdkError('bad_intent', `${p.wallet.chain} is not a Bitcoin chain`);
     return encodeIntent({
       kind: 'btc.transfer', organization: this.o.organization, walletId: p.wallet.id, network: net.network, from: p.wallet.address,
       outputs: p.outputs as BtcOutput[], maxFeeRate: p.maxFeeRate, maxFee: p.maxFee, inputs: p.inputs ?? [], idempotencyKey: p.idempotencyKey, notAfter: this.notAfter(p.idempotencyKey, p.notAfter),
@@ -388,22 +441,35 @@ export class CustodyClient {
     return bytesToHex(signIntent(intent, this.o.secretKey));
   }
 
+  /** The intent bytes and the POST /v1/transactions body of an EVM transfer, built and signed, not sent. */
+  prepareEvm(p: SendEvmParameters): PreparedTransaction {
+    return this.prepared(p.wallet.id, this.evmIntent(p), p.idempotencyKey, p.endUserToken);
+  }
+
+  /** The same for a Bitcoin transfer; for a P2WPKH wallet without `inputs`, selects them first (a read). */
+  async prepareBitcoin(p: SendBitcoinParameters): Promise<PreparedTransaction> {
+    const inputs = p.inputs ?? (isP2wpkh(p.wallet) ? await this.selectInputs(p) : undefined);
+    return this.prepared(p.wallet.id, this.bitcoinIntent({ ...p, ...(inputs ? { inputs } : {}) }), p.idempotencyKey, p.endUserToken);
+  }
+
   /** Builds, signs and submits an EVM transfer (native or ERC-20). */
   sendEvm(p: SendEvmParameters): Promise<Transaction> {
-    return this.submitIntent(p.wallet.id, this.evmIntent(p), p.idempotencyKey, p.endUserToken);
+    return this.submitTransaction(this.prepareEvm(p).body);
   }
 
   /** Builds, signs and submits a Bitcoin transfer; for a P2WPKH wallet without `inputs`, selects them first. */
   async sendBitcoin(p: SendBitcoinParameters): Promise<Transaction> {
-    const inputs = p.inputs ?? (isP2wpkh(p.wallet) ? await this.selectInputs(p) : undefined);
-    return this.submitIntent(p.wallet.id, this.bitcoinIntent({ ...p, ...(inputs ? { inputs } : {}) }), p.idempotencyKey, p.endUserToken);
+    return this.submitTransaction((await this.prepareBitcoin(p)).body);
   }
 
-  private submitIntent(walletId: string, intent: Uint8Array, idempotencyKey: string, endUserToken: string | undefined): Promise<Transaction> {
-    return this.submitTransaction({
-      wallet_id: walletId, intent: bytesToHex(intent), idempotency_key: idempotencyKey, intent_signature: this.signIntent(intent),
-      ...(endUserToken ? { end_user_token: endUserToken } : {}),
-    });
+  private prepared(walletId: string, intent: Uint8Array, idempotencyKey: string, endUserToken: string | undefined): PreparedTransaction {
+    return {
+      intent,
+      body: {
+        wallet_id: walletId, intent: bytesToHex(intent), idempotency_key: idempotencyKey, intent_signature: this.signIntent(intent),
+        ...(endUserToken ? { end_user_token: endUserToken } : {}),
+      },
+    };
   }
 
   private async poll<T>(what: string, get: () => Promise<T>, done: (x: T) => boolean, opts: WaitOptions): Promise<T> {

@@ -28,3 +28,23 @@ export function loadCliConfig(env: Record<string, string | undefined> = process.
   if (!/^[0-9a-fA-F]{64}$/.test(hex)) throw new ConfigError([`CUSTODY_SECRET_KEY_FILE (secretKeyFile): ${c.secretKeyFile} must hold 64 hex characters (a 32-byte Ed25519 secret key)`]);
   return { ...c, url: url.origin, secretKey: new Uint8Array(Buffer.from(hex, 'hex')) };
 }
+
+export const RegtestCliConfigSchema = Type.Object({
+  url: Type.String({ env: 'REGTEST_URL', default: 'http://127.0.0.1:3002', pattern: '^https?://[^/?#]+/?$', description: 'origin of the local regtest service (npm start runs it on port 3002)' }),
+});
+
+/** The `regtest` commands' one setting: where the local regtest service listens (docs/bitcoin-regtest.md). */
+export function loadRegtestCliConfig(env: Record<string, string | undefined> = process.env): { url: string } {
+  const c = loadConfig(RegtestCliConfigSchema, { env });
+  return { url: new URL(c.url).origin };
+}
+
+export const AnvilCliConfigSchema = Type.Object({
+  url: Type.String({ env: 'ANVIL_URL', default: 'http://127.0.0.1:8545', pattern: '^https?://[^/?#]+/?$', description: 'JSON-RPC origin of the local EVM chain (npm start runs anvil on port 8545)' }),
+});
+
+/** The `anvil fund` command's one setting: where the local EVM chain listens. */
+export function loadAnvilCliConfig(env: Record<string, string | undefined> = process.env): { url: string } {
+  const c = loadConfig(AnvilCliConfigSchema, { env });
+  return { url: new URL(c.url).origin };
+}

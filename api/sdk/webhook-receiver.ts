@@ -17,10 +17,38 @@ function entries(header: string | undefined, version: string): Buffer[] {
 }
 
 /**
- * True when a `v1,<base64>` entry of SVC-Webhook-Signature is HMAC-SHA256 of exactly `rawBody` under
- * one of the secrets (`whsec_<base64>`: the key is the decoded bytes). Constant-time comparison.
+ * Unix seconds from SVC-Webhook-Timestamp as a receiver holds it: the header string (`"1700000000"`,
+ * as `req.headers` gives it) or a number. Undefined for anything else (empty, fractional, signed, NaN).
  */
-export function verifyWebhookHmac(signatureHeader: string | undefined, rawBody: string | Uint8Array, secrets: readonly string[]): boolean {
+export function webhookTimestampSeconds(value: string | number | undefined): number | undefined {
+  if (typeof value === 'number') return Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+  if (typeof value !== 'string' || !/^\s*[0-9]{1,15}\s*$/.test(value)) return undefined;
+  return Number(value.trim());
+}
+
+export interface WebhookHmacOptions {
+  /**
+   * SVC-Webhook-Timestamp, as the header string or as a number: when given, it must be within
+   * `toleranceSeconds` of `nowMs`. An early refusal of old deliveries only: the header is not signed,
+   * so replay protection is the signed `delivery.sent_at` that verifyWebhook checks.
+   */
+  timestamp?: string | number;
+  /** Default 300 s. */
+  toleranceSeconds?: number;
+  nowMs?: number;
+}
+
+/**
+ * True when a `v1,<base64>` entry of SVC-Webhook-Signature is HMAC-SHA256 of exactly `rawBody` under
+ * one of the secrets (`whsec_<base64>`: the key is the decoded bytes). Constant-time comparison. With
+ * `timestamp`, also false when it is malformed or outside the tolerance.
+ */
+export function verifyWebhookHmac(signatureHeader: string | undefined, rawBody: string | Uint8Array, secrets: readonly string[], options: WebhookHmacOptions = {}): boolean {
+  if (options.timestamp !== undefined) {
+    const at = webhookTimestampSeconds(options.timestamp);
+    if (at === undefined) return false;
+    if (Math.abs((options.nowMs ?? Date.now()) / 1000 - at) > (options.toleranceSeconds ?? 300)) return false;
+  }
   const body = bytesOf(rawBody);
   const given = entries(signatureHeader, 'v1');
   let ok = false;
