@@ -14,6 +14,8 @@ import { loadTeeVerifier } from '../tee/attestation/enrolment-verifier.ts';
 import { createPlatform } from './platform.ts';
 import { join } from 'node:path';
 import { emailProviderFromConfig, objectStoreFromConfig } from './adapters/adapters-from-config.ts';
+import { CustomerLinks } from './customers/customer-links.ts';
+import { EventRelay } from './customers/event-relay.ts';
 
 await runMain('api', async () => {
   const config = loadApiConfig();
@@ -46,6 +48,9 @@ await runMain('api', async () => {
   jobs.start();
   txWorker.start();
   platform.deliveries.start();
+  // Vault and transaction events, from the vault API's outbox to the linked workspace's webhooks (docs/customers.md).
+  const relay = new EventRelay({ store, links: new CustomerLinks(store), deliveries: platform.deliveries, log });
+  relay.start();
   const stopPruning = platform.deliveries.startPruning();
   return {
     log,
@@ -53,6 +58,7 @@ await runMain('api', async () => {
       jobs.stop();
       await txWorker.stop();
       stopPruning();
+      await relay.stop();
       await platform.deliveries.stop();
       await platform.endpoints.http.close();
       await app.close();

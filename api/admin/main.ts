@@ -1,13 +1,17 @@
 // Operator command (docs/platform/tenancy.md):
-//   npm run admin -- org create --name <name> --public-key <ed25519 hex> [--label <label>]  (needs API_OPERATOR_KEY_FILE)
+//   npm run admin -- org create --name <name> --public-key <ed25519 hex> [--label <label>] [--external-id <id>]  (needs API_OPERATOR_KEY_FILE)
+//     (a customer: organization, tenant with workspaces, and their link, docs/customers.md; idempotent by external id, else name)
 //   npm run admin -- org repair --id <org>   (roots an organization made without the operator key)
+//   npm run admin -- customer link --org <org> --tenant <tenant> [--external-id <id>]  (links an organization and a tenant made separately)
 //   npm run admin -- vault freeze|unfreeze --id <vault id>  (a frozen vault signs nothing)
 //   npm run admin -- tenant create --name <name>            (a tenant with sandbox and production workspaces)
 //   npm run admin -- key create --workspace <id> --role <role> [--label <l>] [--public-key <hex>] [--mfa]
 //   npm run admin -- roster sign --version <n> --identity <file>... [--out <file>] [--operator-key-file <file>]
 //     (the service-node roster, docs/trust.md "Committees", from `npm run node-identity` outputs)
-// Organizations, tenants and their keys are a private management function; a bearer key is printed once. It opens the API's store
-// directly (API_DATA_DIR), so run it while the API process is stopped.
+// Organizations, tenants and their keys are a private management function; a bearer key is printed once. Without
+// API_OPERATOR_API_URL it opens the API's store directly (API_DATA_DIR), so run it while the API process is stopped;
+// with it, org create/list/add-key, customer link, tenant create, key create/revoke and vault freeze/unfreeze go to the
+// running API's operator API (operator-commands.ts, docs/operations.md). `org repair` and `roster sign` stay offline.
 import { parseArgs } from 'node:util';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { hexToBytes } from '@noble/hashes/utils.js';
@@ -18,9 +22,15 @@ import { ConfigError } from '../../common/config.ts';
 import { TenancyService } from '../tenancy/tenancy-service.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { signRoster, type RosterNode } from '../../core/trust/roster.ts';
+import { createCustomer } from '../customers/create-customer.ts';
+import { CustomerLinks } from '../customers/customer-links.ts';
+import { operatorCommand } from './operator-commands.ts';
 
-const USAGE = 'usage: npm run admin -- org create --name <name> --public-key <hex> [--label <label>]\n'
+const USAGE = 'usage: npm run admin -- org create --name <name> --public-key <hex> [--label <label>] [--external-id <id>]\n'
   + '       npm run admin -- org repair --id <org>\n'
+  + '       npm run admin -- customer link --org <org> --tenant <tenant> [--external-id <id>]\n'
+  + '       with API_OPERATOR_API_URL and API_OPERATOR_TOKEN_FILE, through the running API, also:\n'
+  + '       npm run admin -- org list [--after <org>] [--limit <n>] | org add-key --org <org> --public-key <hex> | key revoke --id <key id>\n'
   + '       npm run admin -- vault freeze|unfreeze --id <vault id>\n'
   + '       npm run admin -- tenant create --name <name>\n'
   + '       npm run admin -- key create --workspace <id> --role <owner|admin|developer|brand_manager|viewer> [--label <l>] [--public-key <hex>] [--mfa]\n'
@@ -132,8 +142,34 @@ async function rosterCommand(rest: string[]): Promise<number> {
   return 0;
 }
 
+/** `customer link --org <org> --tenant <tenant> [--external-id <id>]`: links an organization and a tenant made separately. */
+async function customerLink(rest: string[]): Promise<number> {
+  const { values } = parseArgs({ args: rest, options: { org: { type: 'string' }, tenant: { type: 'string' }, 'external-id': { type: 'string' } } });
+  if (!values.org || !values.tenant) throw new CustodyError('usage', 'customer link needs --org and --tenant');
+  const config = loadApiConfig();
+  const store = await RecordStore.open(config.dataDir);
+  try {
+    const c = await new CustomerLinks(store).linkExisting(values.org, values.tenant, config.environment, values['external-id'] !== undefined ? { externalId: values['external-id'] } : {});
+    process.stdout.write(JSON.stringify({ customer: c.id, organization: c.org, tenant: c.tenant, events_workspace: c.workspace }) + '\n');
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
 async function main(): Promise<number> {
   const [area, verb, ...rest] = process.argv.slice(2);
+  // With API_OPERATOR_API_URL, the tasks the operator API serves go to the running API (docs/operations.md).
+  const remote = operatorCommand(area, verb);
+  if (remote) {
+    const config = loadApiConfig();
+    if (config.operatorApiUrl) {
+      process.stdout.write(JSON.stringify(await remote(config, rest)) + '\n');
+      return 0;
+    }
+    if ((area === 'org' && (verb === 'list' || verb === 'add-key')) || (area === 'key' && verb === 'revoke')) throw new CustodyError('usage', `${area} ${verb} runs through the operator API: set API_OPERATOR_API_URL and API_OPERATOR_TOKEN_FILE`);
+  }
+  if (area === 'customer' && verb === 'link') return customerLink(rest);
   if (area === 'roster' && verb === 'sign') return rosterCommand(rest);
   if ((area === 'tenant' || area === 'key') && verb === 'create') return platformCommand(area, rest);
   if (area === 'vault' && (verb === 'freeze' || verb === 'unfreeze')) return vaultCommand(verb, rest);
@@ -142,7 +178,7 @@ async function main(): Promise<number> {
     process.stderr.write(USAGE);
     return 64;
   }
-  const { values } = parseArgs({ args: rest, options: { name: { type: 'string' }, 'public-key': { type: 'string' }, label: { type: 'string' } } });
+  const { values } = parseArgs({ args: rest, options: { name: { type: 'string' }, 'public-key': { type: 'string' }, label: { type: 'string' }, 'external-id': { type: 'string' } } });
   if (!values.name || !values['public-key']) {
     process.stderr.write('org create needs --name and --public-key\n');
     return 64;
@@ -151,15 +187,25 @@ async function main(): Promise<number> {
   const store = await RecordStore.open(config.dataDir);
   try {
     const vaults = new VaultService({ store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg } });
-    // The organization's first key is rooted for the signer nodes by the operator's bootstrap entry
-    // (docs/trust.md): without it the nodes could never learn the organization, and every transaction
-    // it sends would be refused.
-    const { org, key } = await vaults.createOrg(values.name, values['public-key'], values.label ?? 'bootstrap', operatorKey(config.operatorKeyFile));
-    process.stdout.write(JSON.stringify({ organization: org.id, api_key_id: key.id }) + '\n');
+    // A customer: the organization, its first key rooted for the signer nodes by the operator's bootstrap
+    // entry (docs/trust.md: without it the nodes could never learn the organization), the platform tenant
+    // with its workspaces, and the link that sends the organization's events to one of them (docs/customers.md).
+    const made = await createCustomer({ store, vaults, tenancy: new TenancyService(store), links: new CustomerLinks(store), environment: config.environment }, {
+      name: values.name, publicKey: values['public-key'], label: values.label, externalId: values['external-id'], operatorSecretKey: operatorKey(config.operatorKeyFile),
+    });
+    process.stdout.write(JSON.stringify(customerOutput(made)) + '\n');
     return 0;
   } finally {
     await store.close();
   }
+}
+
+/** What `org create` prints, offline or through the operator API: the organization, its first key, the tenant and workspaces. */
+function customerOutput(made: { customer: { id: string; workspace: string }; organization: { id: string }; apiKeyId: string; tenant: { id: string }; sandbox: { id: string }; production: { id: string }; created: boolean }): Record<string, unknown> {
+  return {
+    organization: made.organization.id, api_key_id: made.apiKeyId, customer: made.customer.id, tenant: made.tenant.id,
+    sandbox_workspace: made.sandbox.id, production_workspace: made.production.id, events_workspace: made.customer.workspace, created: made.created,
+  };
 }
 
 main().then(

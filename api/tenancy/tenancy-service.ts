@@ -4,7 +4,7 @@
 // bear an RFC 9421 request signature under it.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { hexToBytes } from '@noble/hashes/utils.js';
-import type { RecordStore } from '../store/record-store.ts';
+import type { Op, RecordStore } from '../store/record-store.ts';
 import { newId } from '../store/ids.ts';
 import { isRole, type Role } from './permissions.ts';
 import { matchTotp } from './totp.ts';
@@ -60,24 +60,51 @@ export class TenancyService {
   }
 
   async createTenant(name: string): Promise<{ tenant: TenantRecord; sandbox: WorkspaceRecord; production: WorkspaceRecord }> {
+    const { ops, ...made } = this.tenantOps(name);
+    await this.store.batch(ops);
+    return made;
+  }
+
+  /** The writes that make a tenant with its two workspaces, for a caller that commits them with its own (api/customers/). */
+  tenantOps(name: string): { tenant: TenantRecord; sandbox: WorkspaceRecord; production: WorkspaceRecord; ops: Op[] } {
     if (!name || name.length > 120) throw new CustodyError('validation_failed', 'tenant name must be 1 to 120 characters');
     const tenant: TenantRecord = { id: newId('ten'), name, created_at: this.iso() };
     const ws = (environment: Environment): WorkspaceRecord => ({ id: newId('wks'), tenant: tenant.id, environment, name: environment, created_at: tenant.created_at });
     const sandbox = ws('sandbox');
     const production = ws('production');
-    await this.store.batch([
-      { type: 'put', collection: 'tenants', id: tenant.id, value: tenant },
-      { type: 'put', collection: 'workspaces', id: sandbox.id, value: sandbox, index: [`${tenant.id}\x00${sandbox.id}`] },
-      { type: 'put', collection: 'workspaces', id: production.id, value: production, index: [`${tenant.id}\x00${production.id}`] },
-    ]);
-    return { tenant, sandbox, production };
+    return {
+      tenant, sandbox, production, ops: [
+        { type: 'put', collection: 'tenants', id: tenant.id, value: tenant },
+        { type: 'put', collection: 'workspaces', id: sandbox.id, value: sandbox, index: [`${tenant.id}\x00${sandbox.id}`] },
+        { type: 'put', collection: 'workspaces', id: production.id, value: production, index: [`${tenant.id}\x00${production.id}`] },
+      ],
+    };
   }
 
   async workspace(id: string): Promise<WorkspaceRecord | undefined> {
     return this.store.get<WorkspaceRecord>('workspaces', id);
   }
 
-  async createKey(workspaceId: string, role: string, opts: { label?: string; signingPublicKey?: string; mfa?: boolean } = {}): Promise<{ key: BearerKeyRecord; token: string; totpSecret?: string }> {
+  tenant(id: string): Promise<TenantRecord | undefined> {
+    return this.store.get<TenantRecord>('tenants', id);
+  }
+
+  /** A tenant's workspaces (two: sandbox and production). */
+  workspaces(tenant: string): Promise<WorkspaceRecord[]> {
+    return this.store.byIndex<WorkspaceRecord>('workspaces', `${tenant}\x00`, 10);
+  }
+
+  /** Operator: a revoked key authenticates nothing from its next request on; the record is kept. */
+  async revokeKey(keyId: string, extra: (before: BearerKeyRecord, after: BearerKeyRecord) => Op[] = () => []): Promise<BearerKeyRecord> {
+    const key = await this.store.get<BearerKeyRecord>('bearer_keys', keyId);
+    if (!key) throw new CustodyError('not_found', `no platform key ${keyId}`);
+    if (key.revoked) throw new CustodyError('conflict', `platform key ${keyId} is already revoked`);
+    const revoked: BearerKeyRecord = { ...key, revoked: true };
+    await this.store.batch([{ type: 'put', collection: 'bearer_keys', id: keyId, value: revoked }, ...extra(key, revoked)]);
+    return revoked;
+  }
+
+  async createKey(workspaceId: string, role: string, opts: { label?: string; signingPublicKey?: string; mfa?: boolean; extra?: (key: BearerKeyRecord) => Op[] } = {}): Promise<{ key: BearerKeyRecord; token: string; totpSecret?: string }> {
     const ws = await this.workspace(workspaceId);
     if (!ws) throw new CustodyError('not_found', `no workspace ${workspaceId}`);
     if (!isRole(role)) throw new CustodyError('validation_failed', `unknown role ${role}`);
@@ -91,7 +118,8 @@ export class TenancyService {
       id, tenant: ws.tenant, workspace: ws.id, environment: ws.environment, role, label: opts.label ?? null,
       token_sha256: sha256hex(token), signing_public_key: opts.signingPublicKey ?? null, totp_secret: totpSecret ?? null, created_at: this.iso(), revoked: false,
     };
-    await this.store.put('bearer_keys', id, key);
+    // `extra`: writes that go with the key, e.g. the operator API's audit entry.
+    await this.store.batch([{ type: 'put', collection: 'bearer_keys', id, value: key }, ...(opts.extra?.(key) ?? [])]);
     return { key, token, ...(totpSecret ? { totpSecret } : {}) };
   }
 

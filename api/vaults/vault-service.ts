@@ -76,6 +76,9 @@ function checkCommitteeFields(tier: Tier, f: CommitteeFields): void {
   if (f.committee && !f.committee.includes(n.node_id)) throw new CustodyError('invalid_request', 'customer_node is not in the committee');
 }
 
+/** The index entries a record's put writes, for the del that removes them with it. */
+const unindexed = (put: Op): string[] => put.index ?? [];
+
 /** Refuses what is not an Ed25519 public key someone can sign under, before any quota is looked at. */
 function checkApiPublicKey(publicKeyHex: string): void {
   if (!/^[0-9a-f]{64}$/i.test(publicKeyHex)) throw new CustodyError('invalid_request', 'public_key must be 32 bytes of hex');
@@ -91,6 +94,8 @@ export class VaultService {
    */
   private readonly orgLock = new KeyedMutex();
   private wake: (() => void) | undefined;
+  /** Vaults a key job (VaultJobs) or a deletion is working on now: one of them at a time per vault. */
+  private readonly claimed = new Set<string>();
   /** The organization's enrolled customer nodes (docs/vault-api.md "Nodes"). */
   readonly nodes: NodeService;
 
@@ -116,6 +121,11 @@ export class VaultService {
     return this.o.store;
   }
 
+  /** The networks this service serves: sandbox (test networks) or production (mainnets). */
+  get environment(): 'sandbox' | 'production' {
+    return this.o.environment;
+  }
+
   /** Called when a job is queued, so the worker does not wait for its next poll. */
   onJob(wake: () => void): void {
     this.wake = wake;
@@ -132,13 +142,32 @@ export class VaultService {
    * rooted for the signer nodes by a bootstrap entry, the first of the organization's trust log.
    */
   async createOrg(name: string, publicKeyHex: string, label = 'bootstrap', operatorSecretKey?: Uint8Array): Promise<{ org: OrgRecord; key: ApiKeyRecord }> {
-    checkApiPublicKey(publicKeyHex);
-    const org: OrgRecord = { id: newId('org'), name, created_at: iso(this.now()) };
-    const key = this.keyRecord(org.id, publicKeyHex.toLowerCase(), label);
-    const ops: Op[] = [{ type: 'put', collection: 'orgs', id: org.id, value: org }, this.keyOp(key)];
-    if (operatorSecretKey) ops.push(this.trustOp(org.id, 0, signBootstrap(org.id, key.public_key, Math.floor(this.now().getTime() / 1000), operatorSecretKey)));
+    const { org, key, ops } = this.orgOps(name, publicKeyHex, label, operatorSecretKey ? { operatorSecretKey } : {});
     await this.o.store.batch(ops);
     return { org, key };
+  }
+
+  /**
+   * The writes that make an organization with its first API key, for a caller that commits them with its
+   * own (api/customers/create-customer.ts). The bootstrap is signed here with the operator's secret key,
+   * or made elsewhere and handed over signed (`bootstrap`: the operator API, whose process never holds
+   * that key); `orgId` then names the organization the bootstrap binds.
+   */
+  orgOps(name: string, publicKeyHex: string, label: string, root: { operatorSecretKey?: Uint8Array; bootstrap?: Uint8Array; orgId?: string }): { org: OrgRecord; key: ApiKeyRecord; ops: Op[] } {
+    checkApiPublicKey(publicKeyHex);
+    const org: OrgRecord = { id: root.orgId ?? newId('org'), name, created_at: iso(this.now()) };
+    const key = this.keyRecord(org.id, publicKeyHex.toLowerCase(), label);
+    const ops: Op[] = [{ type: 'put', collection: 'orgs', id: org.id, value: org }, this.keyOp(key)];
+    const entry = root.bootstrap ?? (root.operatorSecretKey ? signBootstrap(org.id, key.public_key, Math.floor(this.now().getTime() / 1000), root.operatorSecretKey) : undefined);
+    if (entry) ops.push(this.trustOp(org.id, 0, entry));
+    return { org, key, ops };
+  }
+
+  /** Organizations in id order, at most `limit`, after `after` (the operator's list). */
+  async listOrgs(after: string | undefined, limit: number): Promise<OrgRecord[]> {
+    const out: OrgRecord[] = [];
+    for await (const { value } of this.o.store.entries<OrgRecord>('orgs', { ...(after !== undefined ? { after } : {}), limit })) out.push(value);
+    return out;
   }
 
   /**
@@ -203,7 +232,8 @@ export class VaultService {
     return { org: k.org, publicKey: new Uint8Array(Buffer.from(k.public_key, 'hex')) };
   }
 
-  async registerKey(org: string, publicKeyHex: string, label: string | null, entry?: Uint8Array): Promise<ApiKeyRecord> {
+  /** `extra`: writes that go with the key (the operator API's audit entries). */
+  async registerKey(org: string, publicKeyHex: string, label: string | null, entry?: Uint8Array, extra: (key: ApiKeyRecord) => Op[] = () => []): Promise<ApiKeyRecord> {
     checkApiPublicKey(publicKeyHex);
     const pub = publicKeyHex.toLowerCase();
     // The count and the insert under one lock: N concurrent registrations at a quota of Q make Q keys.
@@ -212,7 +242,7 @@ export class VaultService {
       if (keys.some((k) => k.public_key === pub)) throw new CustodyError('invalid_request', 'this public key is already registered');
       if (keys.filter((k) => !k.revoked).length >= this.o.limits.apiKeysPerOrg) throw new CustodyError('rate_limited', `API key quota reached (${this.o.limits.apiKeysPerOrg} active keys)`);
       const key = this.keyRecord(org, pub, label);
-      await this.appendTrustLocked(org, entry, [this.keyOp(key), this.event(org, 'api_key.created', 'api_key', key.id, { id: key.id })]);
+      await this.appendTrustLocked(org, entry, [this.keyOp(key), this.event(org, 'api_key.created', 'api_key', key.id, { id: key.id }), ...extra(key)]);
       return key;
     });
   }
@@ -326,8 +356,70 @@ export class VaultService {
     return { id: job.id, status: 'accepted' };
   }
 
+  /**
+   * Claims a vault for a key job or a deletion; false while the other holds it. Synchronous, so a
+   * deletion never removes a vault under a running key generation, nor does a generation start for a
+   * vault being deleted (a key would exist with no vault to spend from).
+   */
+  claimVault(vaultId: string): boolean {
+    if (this.claimed.has(vaultId)) return false;
+    this.claimed.add(vaultId);
+    return true;
+  }
+
+  releaseVault(vaultId: string): void {
+    this.claimed.delete(vaultId);
+  }
+
+  /**
+   * POST /v1/vaults/{id}/retry: a failed vault generates its key afresh (creating, a new job with a full
+   * set of attempts, its original signed creation request). Idempotent: a vault already creating is
+   * answered as it is and nothing more is queued. Any other state has or had a key: 409.
+   */
+  async retryVault(org: string, vaultId: string): Promise<VaultRecord> {
+    const out = await this.orgLock.run(org, async () => {
+      const v = await this.vault(org, vaultId);
+      if (v.state === 'creating') return { vault: v, queued: false };
+      if (v.state !== 'failed' || v.public_key) throw new CustodyError('conflict', `the vault is ${v.state}; only a failed vault can be retried`);
+      const job: JobRecord = { id: newId('job'), kind: 'create_key', vault_id: v.id, attempts: 0, next_at: 0 };
+      const next: VaultRecord = { ...v, state: 'creating', problem: null, updated_at: iso(this.now()) };
+      await this.o.store.batch([
+        this.vaultOp(next), { type: 'put', collection: 'jobs', id: job.id, value: job },
+        this.event(org, 'vault.retried', 'vault', v.id, { vault_id: v.id, state: 'creating', previous_problem: v.problem ?? null }),
+      ]);
+      return { vault: next, queued: true };
+    });
+    if (out.queued) this.wake?.();
+    return out.vault;
+  }
+
+  /**
+   * DELETE /v1/vaults/{id}: only a vault that never got a key (failed, or creating between attempts);
+   * a vault with a key is never deleted, nor one whose key generation is running now (409). Its queued
+   * job goes with it; it has no wallets (they need the key), so no transactions either.
+   */
+  async deleteVault(org: string, vaultId: string): Promise<void> {
+    await this.orgLock.run(org, async () => {
+      await this.vault(org, vaultId);
+      // Claimed before the read below, so what is read is what is deleted: no generation runs in between.
+      if (!this.claimVault(vaultId)) throw new CustodyError('conflict', 'the vault\'s key generation is running now; delete it once it has failed');
+      try {
+        const v = await this.vault(org, vaultId);
+        if (v.public_key || (v.state !== 'failed' && v.state !== 'creating')) throw new CustodyError('conflict', `the vault is ${v.state} and has a key; a vault with a key is never deleted`);
+        const jobs: Op[] = [];
+        for await (const j of this.o.store.all<JobRecord>('jobs')) if (j.vault_id === v.id) jobs.push({ type: 'del', collection: 'jobs', id: j.id });
+        await this.o.store.batch([
+          { type: 'del', collection: 'vaults', id: v.id, index: unindexed(this.vaultOp(v)) }, ...jobs,
+          this.event(org, 'vault.deleted', 'vault', v.id, { vault_id: v.id, state: v.state }),
+        ]);
+      } finally {
+        this.releaseVault(vaultId);
+      }
+    });
+  }
+
   /** Operator: a frozen vault signs nothing until unfrozen (docs/vault-api.md, vault states). */
-  async freeze(vaultId: string, frozen: boolean): Promise<VaultRecord> {
+  async freeze(vaultId: string, frozen: boolean, extra: (before: VaultRecord, after: VaultRecord) => Op[] = () => []): Promise<VaultRecord> {
     const v = await this.o.store.get<VaultRecord>('vaults', vaultId);
     if (!v) throw new CustodyError('not_found', 'no such vault');
     if (frozen && v.state === 'frozen') throw new CustodyError('conflict', 'the vault is already frozen');
@@ -335,7 +427,7 @@ export class VaultService {
     if (!frozen && v.state !== 'frozen') throw new CustodyError('conflict', 'the vault is not frozen');
     const { frozen_from: from, ...rest } = v;
     const next: VaultRecord = frozen ? { ...v, state: 'frozen', frozen_from: v.state, updated_at: iso(this.now()) } : { ...rest, state: from ?? 'active', updated_at: iso(this.now()) };
-    await this.o.store.batch([this.vaultOp(next), this.event(v.org, frozen ? 'vault.frozen' : 'vault.unfrozen', 'vault', v.id, { vault_id: v.id, state: next.state })]);
+    await this.o.store.batch([this.vaultOp(next), this.event(v.org, frozen ? 'vault.frozen' : 'vault.unfrozen', 'vault', v.id, { vault_id: v.id, state: next.state }), ...extra(v, next)]);
     return next;
   }
 
@@ -364,7 +456,10 @@ export class VaultService {
     const w: WalletRecord = {
       id: newId('wal'), org, vault_id: v.id, chain, address_type: type, account_index: accountIndex, address, derivation_path: 'm/' + path.join('/'), created_at: iso(this.now()),
     };
-    await this.o.store.batch([{ type: 'put', collection: 'wallets', id: w.id, value: w, index: walletIndex(w) }]);
+    await this.o.store.batch([
+      { type: 'put', collection: 'wallets', id: w.id, value: w, index: walletIndex(w) },
+      this.event(org, 'vault.wallet.created', 'wallet', w.id, { vault_id: v.id, wallet_id: w.id, chain, address: w.address }),
+    ]);
     return { wallet: w, created: true };
   }
 }

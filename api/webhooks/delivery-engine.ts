@@ -115,14 +115,18 @@ export class DeliveryEngine {
     return this.queue.commit(w.ops, w.changes);
   }
 
-  /** Records an event and queues one delivery per endpoint of the workspace subscribed to it. */
-  async emit(scope: Scope, type: string, resource: { type: string; id: string }, actor: Envelope['actor'], data: Record<string, unknown>, extra: Op[] = [], extraQueue: QueueChange[] = []): Promise<{ event: Envelope; deliveries: DeliveryRecord[] }> {
+  /**
+   * Records an event and queues one delivery per endpoint of the workspace subscribed to it. `origin`:
+   * the id and time the event already has where it happened (the vault API's outbox, api/customers/
+   * event-relay.ts), kept so the customer dedupes on the same id whoever relays it.
+   */
+  async emit(scope: Scope, type: string, resource: { type: string; id: string }, actor: Envelope['actor'], data: Record<string, unknown>, extra: Op[] = [], extraQueue: QueueChange[] = [], origin?: { id: string; created_at: string }): Promise<{ event: Envelope; deliveries: DeliveryRecord[] }> {
     const et = eventType(type);
     if (!et) throw new CustodyError('unknown_event', `not a registered event: ${type}`);
     if (et.sensitive && !sensitiveDataAllowed(data)) throw new Error(`sensitive event ${type} may carry only identifiers and enumerated states`);
     const nowMs = this.clock();
     const now = new Date(nowMs).toISOString();
-    const event: Envelope = { id: newId('evt', nowMs), type, version: et.version, created_at: now, resource, actor, data };
+    const event: Envelope = { id: origin?.id ?? newId('evt', nowMs), type, version: et.version, created_at: origin?.created_at ?? now, resource, actor, data };
     const endpoints = await this.o.store.byIndex<EndpointRecord>('webhook_endpoints', `${scope.workspace}\x00`, 100_000);
     const deliveries: DeliveryRecord[] = [];
     const ops: Op[] = [{ type: 'put', collection: 'webhook_events', id: event.id, value: { ...event, tenant: scope.tenant, workspace: scope.workspace } }, ...extra];

@@ -1,0 +1,127 @@
+// Relays the vault API's outbox (VaultService.event: every vault and transaction change writes its event
+// in the batch that makes the change) to the webhook delivery engine, into the workspace the customer
+// link names (docs/customers.md "Events"). Each outbox row is deleted in the very batch that stores the
+// webhook event and its deliveries (DeliveryEngine.emit's `extra`), so a crash before that batch leaves
+// the row to relay again and a crash after it leaves nothing to relay twice. One relay per store: the
+// API process holds the LevelDB lock, and the relay takes rows one at a time, in the outbox's order.
+import type { Logger } from '../../common/logger.ts';
+import type { Op, RecordStore } from '../store/record-store.ts';
+import type { DeliveryEngine } from '../webhooks/delivery-engine.ts';
+import { eventType } from '../webhooks/event-catalog.ts';
+import type { EventRecord } from '../vaults/records.ts';
+import { PARKED, type CustomerLinks } from './customer-links.ts';
+
+/**
+ * The webhook event an outbox event is delivered as; undefined for one the catalog has no name for
+ * (api_key.*, node.*, transaction.checks, transaction.final, vault.failed, ...), which the relay
+ * consumes without delivering. A rejected transaction is the catalog's transaction.failed with state
+ * `rejected` (the catalog's failure event names its reason, e.g. policy_denied).
+ */
+export function webhookTypeOf(outboxType: string): string | undefined {
+  if (outboxType === 'transaction.rejected') return 'transaction.failed';
+  return eventType(outboxType) ? outboxType : undefined;
+}
+
+/** The envelope's data: the vault API's fields as written, with `status` (the catalog's word) beside `state`. */
+function dataOf(e: EventRecord): Record<string, unknown> {
+  const state = e.data.state;
+  return typeof state === 'string' && e.data.status === undefined ? { ...e.data, status: state } : e.data;
+}
+
+export interface EventRelayOptions {
+  store: RecordStore;
+  links: CustomerLinks;
+  deliveries: DeliveryEngine;
+  log: Logger;
+  /** Rows read per pass (default 100). */
+  batch?: number;
+}
+
+export interface RelayPass { relayed: number; parked: number; dropped: number }
+
+export class EventRelay {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+  private stopped = true;
+  private released: Promise<void> | undefined;
+
+  constructor(private readonly o: EventRelayOptions) {}
+
+  /**
+   * Relays every outbox row present, oldest first: a row of a linked organization becomes a webhook
+   * event in its workspace, a row of an unlinked one is parked until an operator links it, a row without
+   * a catalog name is dropped. Stops at the first failure (the row stays for the next pass).
+   */
+  async runOnce(): Promise<RelayPass> {
+    await (this.released ??= this.releaseLinked());
+    const pass: RelayPass = { relayed: 0, parked: 0, dropped: 0 };
+    const limit = this.o.batch ?? 100;
+    for (;;) {
+      const rows: { id: string; value: EventRecord }[] = [];
+      for await (const r of this.o.store.entries<EventRecord>('outbox', { limit })) rows.push(r);
+      for (const { id, value: e } of rows) {
+        const done: Op = { type: 'del', collection: 'outbox', id };
+        const type = webhookTypeOf(e.type);
+        if (!type) {
+          await this.o.store.batch([done]);
+          pass.dropped++;
+          this.o.log.debug({ event: e.id, type: e.type }, 'outbox event has no webhook event type; not relayed');
+          continue;
+        }
+        const link = await this.o.links.byOrg(e.org);
+        if (!link) {
+          await this.o.store.batch([done, { type: 'put', collection: PARKED, id: `${e.org}/${id}`, value: e }]);
+          pass.parked++;
+          // Linked between the look-up and the park: the link's own release may have run before it.
+          if (await this.o.links.byOrg(e.org)) await this.o.links.releaseParked(e.org);
+          this.o.log.info({ event: e.id, type: e.type, organization: e.org }, 'organization is linked to no customer: event parked until an operator links it (docs/customers.md)');
+          continue;
+        }
+        // Emitted before, by a relay that was stopped between its batch and this read? Never: the row
+        // goes in that batch. Checked anyway, so a row restored from a backup is not delivered twice.
+        if (await this.o.store.get('webhook_events', e.id)) {
+          await this.o.store.batch([done]);
+          continue;
+        }
+        await this.o.deliveries.emit({ tenant: link.tenant, workspace: link.workspace }, type, { type: e.resource_type, id: e.resource_id }, { type: 'system', id: 'vault-api' },
+          dataOf(e), [done], [], { id: e.id, created_at: e.created_at });
+        pass.relayed++;
+      }
+      if (rows.length < limit) return pass;
+    }
+  }
+
+  /** Events parked for organizations linked since (a link interrupted before it released them). */
+  private async releaseLinked(): Promise<void> {
+    for (const org of await this.o.links.parkedOrgs()) {
+      if (await this.o.links.byOrg(org)) await this.o.links.releaseParked(org);
+    }
+  }
+
+  /** Relays every `intervalMs` until stopped. */
+  start(intervalMs = 250): void {
+    this.stopped = false;
+    const tick = () => {
+      this.timer = undefined;
+      if (this.stopped) return;
+      this.running = this.runOnce().then((p) => {
+        if (p.relayed || p.parked) this.o.log.debug(p, 'outbox relayed');
+      }, (err: unknown) => {
+        this.released = undefined;
+        this.o.log.warn({ err }, 'outbox relay pass failed; retrying');
+      }).finally(() => {
+        this.running = undefined;
+        if (!this.stopped) this.timer = setTimeout(tick, intervalMs);
+      });
+    };
+    this.timer = setTimeout(tick, 0);
+  }
+
+  /** Stops after the pass in progress; a row is relayed whole or not at all. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+}
