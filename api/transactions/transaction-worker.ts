@@ -260,8 +260,12 @@ export class TransactionWorker {
     try {
       // The call's shape (to, value, data) comes from the intent; gas and fees from the chain, under the ceiling.
       const shape = evmTransaction(intent, { nonce, gasLimit: 1n, maxFeePerGas: 1n, maxPriorityFeePerGas: 0n });
+      // An overspend ends here, unsigned (docs/transactions.md): the token amount first (a token's own
+      // revert text varies), then the value with the whole fee ceiling once gas and fees are known.
+      if (intent.asset.kind === 'erc20') await chain.requireFunds(from, { token: { contract: shape.to!, amount: intent.amount } });
       template = await chain.template(from, shape, nonce, intent.maxFee);
       unsigned = evmTransaction(intent, template);
+      await chain.requireFunds(from, { native: (unsigned.value ?? 0n) + template.gasLimit * template.maxFeePerGas });
     } catch (err) {
       if (err instanceof EvmTemplateError) throw new ChainError('fee_ceiling', err.message, true);
       throw err;

@@ -20,7 +20,11 @@ export class VaultJobs {
   private running = false;
   private stopped = false;
 
-  constructor(private readonly vaults: VaultService, private readonly coordinator: CoordinatorClient | undefined, private readonly log: Logger, private readonly pollMs = 1000) {
+  /** `maxAttempts`: key generation attempts before the vault fails (MAX_CREATE_ATTEMPTS; fewer in tests). */
+  constructor(
+    private readonly vaults: VaultService, private readonly coordinator: CoordinatorClient | undefined, private readonly log: Logger, private readonly pollMs = 1000,
+    private readonly maxAttempts = MAX_CREATE_ATTEMPTS,
+  ) {
     vaults.onJob(() => this.kick());
   }
 
@@ -56,6 +60,17 @@ export class VaultJobs {
   }
 
   private async run(job: JobRecord): Promise<void> {
+    // One at a time with a deletion of the same vault (VaultService.deleteVault); a vault being deleted
+    // is left to it and its job goes with it.
+    if (!this.vaults.claimVault(job.vault_id)) return;
+    try {
+      await this.runClaimed(job);
+    } finally {
+      this.vaults.releaseVault(job.vault_id);
+    }
+  }
+
+  private async runClaimed(job: JobRecord): Promise<void> {
     const store = this.vaults.store;
     const vault = await store.get<VaultRecord>('vaults', job.vault_id);
     if (!vault) return store.batch([{ type: 'del', collection: 'jobs', id: job.id }]);
@@ -73,14 +88,21 @@ export class VaultJobs {
       }, { deadline: Date.now() + 120_000 })).vault;
     } catch (err) {
       const e = custodyError(err);
-      if (e.code === 'vault_exists') {
-        key = (await this.coordinator.getVault({ vaultId: vault.id }).catch(() => ({ vault: undefined }))).vault;
+      const lastAttempt = job.attempts + 1 >= this.maxAttempts;
+      let problem = `${e.code}: ${e.message}`.slice(0, 500);
+      let refusedBefore = false;
+      // The coordinator's record says how a generation it knows of stands; asked before the vault fails
+      // for want of attempts too, since the last call may have given up (a deadline) on one that completed.
+      if (e.code === 'vault_exists' || lastAttempt) {
+        const info = await this.coordinator.getVault({ vaultId: vault.id }).then((r) => r.vault, () => undefined);
+        if (info?.publicKey.length) key = info;
+        else if (info?.state === 'failed' && e.code === 'vault_exists') {
+          // A generation the nodes refused stays failed on the coordinator, which does not run it again.
+          refusedBefore = true;
+          problem = 'vault_exists: the nodes refused this vault\'s key generation before and the coordinator does not run it again; delete the vault and create a new one';
+        }
       }
-      const problem = `${e.code}: ${e.message}`.slice(0, 500);
-      // Refused by the nodes (an unverified committee, a revoked node, a creation request they reject) or
-      // found invalid: a retry would be refused too. So is a vault whose attempts ran out. The vault
-      // fails with the reason as its problem (docs/vault-api.md, vault states).
-      if (!key && (e.kind === 'refused' || e.kind === 'invalid' || job.attempts + 1 >= MAX_CREATE_ATTEMPTS)) {
+      if (!key && (e.kind === 'refused' || e.kind === 'invalid' || refusedBefore || lastAttempt)) {
         await store.batch([
           this.vaults.vaultOp({ ...vault, state: 'failed', problem, updated_at: new Date().toISOString() }), { type: 'del', collection: 'jobs', id: job.id },
           this.vaults.event(vault.org, 'vault.failed', 'vault', vault.id, { vault_id: vault.id, state: 'failed', code: e.code }),
@@ -95,7 +117,7 @@ export class VaultJobs {
         // The vault says what it waits for (a customer node that is not attached, say) while it retries.
         await store.batch([
           { type: 'put', collection: 'jobs', id: job.id, value: { ...job, attempts, next_at: Date.now() + delay, last_error: problem } },
-          this.vaults.vaultOp({ ...vault, problem: `retrying (attempt ${attempts} of ${MAX_CREATE_ATTEMPTS}): ${problem}`.slice(0, 500), updated_at: new Date().toISOString() }),
+          this.vaults.vaultOp({ ...vault, problem: `retrying (attempt ${attempts} of ${this.maxAttempts}): ${problem}`.slice(0, 500), updated_at: new Date().toISOString() }),
         ]);
         return;
       }

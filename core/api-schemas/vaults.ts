@@ -45,6 +45,10 @@ export const Vault = Type.Object({
   state: VaultStateSchema,
   rotation: Type.Integer({ description: 'increments at each share rotation; public key and addresses stay' }),
   public_key: Type.Union([Type.String({ description: 'compressed secp256k1 key, hex' }), Type.Null()]),
+  xpub: Type.Union([Type.String({
+    description: 'the BIP-32 extended public key the wallets derive from (public_key with the chain code, depth 0): tpub in sandbox, xpub in production; '
+      + 'a wallet\'s address is its derivation_path from here (docs/derivation.md)',
+  }), Type.Null()]),
   policy: Type.Union([PolicySchema, Type.Null()]),
   end_user_subject: Type.Union([Type.String(), Type.Null()]),
   end_user_auth: Type.Boolean({ description: 'hosted: each transaction needs an end-user token' }),
@@ -63,7 +67,7 @@ export const Wallet = Type.Object({
   address_type: Type.Union([Type.Literal('evm'), Type.Literal('p2wpkh'), Type.Literal('p2tr')]),
   account_index: Type.Integer(),
   address: Type.String(),
-  derivation_path: Type.String(),
+  derivation_path: Type.String({ description: 'the non-hardened BIP-32 path from the vault\'s xpub to this address\'s key, e.g. m/44/60/0/0/0' }),
   created_at: Type.String({ format: 'date-time' }),
 });
 

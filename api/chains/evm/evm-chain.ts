@@ -1,6 +1,7 @@
 // One EVM chain the service talks to over JSON-RPC (viem): the pending nonce of an address, fees and gas
-// for a transaction under the intent's ceiling, broadcast, receipts and the tip, for the transaction worker.
-import { BaseError, createPublicClient, http, type Hex, type PublicClient, type TransactionSerializableEIP1559 } from 'viem';
+// for a transaction under the intent's ceiling, the funds a transaction needs, broadcast, receipts and the
+// tip, for the transaction worker.
+import { BaseError, createPublicClient, erc20Abi, http, type Hex, type PublicClient, type TransactionSerializableEIP1559 } from 'viem';
 import type { EvmNetwork } from '../../../core/chains/evm/evm-networks.ts';
 import type { EvmTemplate } from '../../../core/chains/evm/evm-transaction.ts';
 import { ChainError } from '../chain-error.ts';
@@ -48,6 +49,33 @@ export class EvmChain {
     }
     if (priority > maxFeePerGas - base) priority = maxFeePerGas - base;
     return { nonce, gasLimit, maxFeePerGas, maxPriorityFeePerGas: priority };
+  }
+
+  /**
+   * Refuses (`insufficient_funds`, permanent) what the wallet cannot pay, before anything is signed:
+   * `native` wei (the value plus the whole fee ceiling, gas limit x max fee per gas, which is what a node
+   * demands of the balance before it accepts the transaction) and, for an ERC-20 transfer, the token
+   * amount. Balances are read at the pending block, so the wallet's own transactions in the mempool count.
+   */
+  async requireFunds(from: Hex, need: { native?: bigint; token?: { contract: Hex; amount: bigint } }): Promise<void> {
+    try {
+      if (need.token) {
+        const held = await this.client.readContract({ address: need.token.contract, abi: erc20Abi, functionName: 'balanceOf', args: [from], blockTag: 'pending' });
+        if (held < need.token.amount) {
+          throw new ChainError('insufficient_funds', `the wallet holds ${held} of token ${need.token.contract}; the transfer needs ${need.token.amount}`, true);
+        }
+      }
+      if (need.native !== undefined) {
+        const balance = await this.client.getBalance({ address: from, blockTag: 'pending' });
+        if (balance < need.native) throw new ChainError('insufficient_funds', `the wallet holds ${balance} wei; the value and the fee ceiling need ${need.native}`, true);
+      }
+    } catch (err) {
+      if (err instanceof ChainError) throw err;
+      // A token contract that does not answer balanceOf is not one this wallet can send; anything else is the backend.
+      const msg = err instanceof BaseError ? err.shortMessage : (err as Error).message;
+      if (need.token && /revert|returned no data|decode/i.test(msg)) throw new ChainError('would_revert', `token ${need.token.contract} does not answer balanceOf: ${msg.split('\n')[0]}`, true);
+      throw new ChainError('rpc_error', msg.split('\n')[0]!, false);
+    }
   }
 
   /** Sends a signed transaction; one the node already knows counts as sent. */

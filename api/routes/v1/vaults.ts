@@ -1,4 +1,5 @@
-// POST /v1/vaults, GET /v1/vaults/{vaultId}, POST /v1/vaults/{vaultId}/wallets, GET /v1/wallets/{walletId},
+// POST /v1/vaults, GET /v1/vaults/{vaultId}, POST /v1/vaults/{vaultId}/retry, DELETE /v1/vaults/{vaultId},
+// POST /v1/vaults/{vaultId}/wallets, GET /v1/wallets/{walletId},
 // and the lists GET /v1/vaults and GET /v1/vaults/{vaultId}/wallets (docs/vault-api.md "Lists").
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
@@ -7,12 +8,14 @@ import { CustodyError } from '../../../core/errors/custody-error.ts';
 import type { VaultService } from '../../vaults/vault-service.ts';
 import type { VaultRecord, WalletRecord } from '../../vaults/records.ts';
 import { CHAINS } from '../../vaults/wallet-address.ts';
+import { extendedPublicKey } from '../../vaults/extended-key.ts';
 import type { Policy } from '../../../core/api-schemas/policy.ts';
 import { CreateVaultBody, ListVaultsQuery, ListWalletsQuery, ReshareVaultBody, Vault, VaultPage, Wallet, WalletPage } from '../../../core/api-schemas/vaults.ts';
 import { DEFAULT_LIMIT, indexPage, type CursorCodec } from '../../store/pagination.ts';
 
-const vaultView = (v: VaultRecord) => ({
-  id: v.id, name: v.name, tier: v.tier, state: v.state, rotation: v.rotation, public_key: v.public_key, policy: v.policy as Policy | null,
+const vaultView = (v: VaultRecord, environment: 'sandbox' | 'production') => ({
+  id: v.id, name: v.name, tier: v.tier, state: v.state, rotation: v.rotation, public_key: v.public_key,
+  xpub: v.public_key && v.chain_code ? extendedPublicKey(v.public_key, v.chain_code, environment) : null, policy: v.policy as Policy | null,
   end_user_subject: v.end_user_subject, end_user_auth: v.end_user_auth ?? false, problem: v.problem ?? null, committee: v.committee ?? null, created_at: v.created_at, updated_at: v.updated_at,
 });
 const walletView = ({ org: _o, ...w }: WalletRecord) => w;
@@ -20,16 +23,16 @@ const VaultId = Type.Object({ vaultId: Type.String({ minLength: 1, maxLength: 64
 
 export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService; cursors: CursorCodec }> = async (app, { vaults, cursors }) => {
   app.get('/vaults', {
-    schema: { summary: 'The organization\'s vaults, oldest first, filtered by state and tier', querystring: ListVaultsQuery, response: { 200: VaultPage, 400: ErrorBody, 401: ErrorBody } },
+    schema: { summary: 'The organization\'s vaults, oldest first, filtered by state and tier', tags: ['vaults'], security: [{ httpSignature: [] }], querystring: ListVaultsQuery, response: { 200: VaultPage, 400: ErrorBody, 401: ErrorBody } },
   }, async (req) => {
     const { cursor, limit, state, tier } = req.query;
     const page = await indexPage(vaults.store, cursors, vaults.vaultList(req.caller!.org, { state, tier }), cursor, limit ?? DEFAULT_LIMIT);
-    return { ...page, data: page.data.map(vaultView) };
+    return { ...page, data: page.data.map((v) => vaultView(v, vaults.environment)) };
   });
 
   app.get('/vaults/:vaultId/wallets', {
     schema: {
-      summary: 'A vault\'s wallets, oldest first, filtered by chain', params: VaultId, querystring: ListWalletsQuery,
+      summary: 'A vault\'s wallets, oldest first, filtered by chain', tags: ['wallets'], security: [{ httpSignature: [] }], params: VaultId, querystring: ListWalletsQuery,
       response: { 200: WalletPage, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
     },
   }, async (req) => {
@@ -40,16 +43,21 @@ export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService; curs
 
   app.post('/vaults', {
     schema: {
+      summary: 'Create a vault: answers 202 in creating while the nodes generate its key',
+      description: 'Key generation runs from a durable job; poll GET /v1/vaults/{vaultId} until active. `committee` and `customer_node`, from GET /v1/committees, bind the signer nodes (docs/vault-api.md "Vaults and wallets").',
+      tags: ['vaults'], security: [{ httpSignature: [] }],
       body: CreateVaultBody,
       response: { 202: Vault, 400: ErrorBody, 401: ErrorBody, 429: ErrorBody },
     },
-  }, async (req, reply) => reply.code(202).send(vaultView(await vaults.createVault(req.caller!.org, req.body, req.caller!.entry()))));
+  }, async (req, reply) => reply.code(202).send(vaultView(await vaults.createVault(req.caller!.org, req.body, req.caller!.entry()), vaults.environment)));
 
-  app.get('/vaults/:vaultId', { schema: { params: VaultId, response: { 200: Vault, 401: ErrorBody, 404: ErrorBody } } }, async (req) =>
-    vaultView(await vaults.vault(req.caller!.org, req.params.vaultId)));
+  app.get('/vaults/:vaultId', { schema: { summary: 'Read a vault: its state, public key, policy and committee', tags: ['vaults'], security: [{ httpSignature: [] }], params: VaultId, response: { 200: Vault, 401: ErrorBody, 404: ErrorBody } } }, async (req) =>
+    vaultView(await vaults.vault(req.caller!.org, req.params.vaultId), vaults.environment));
 
   app.post('/vaults/:vaultId/reshare', {
     schema: {
+      summary: 'Rotate the vault\'s key shares, optionally to another tier; the public key stays the same',
+      tags: ['vaults'], security: [{ httpSignature: [] }],
       params: VaultId,
       body: Type.Optional(ReshareVaultBody),
       response: { 202: Type.Object({ id: Type.String(), status: Type.Literal('accepted') }), 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody },
@@ -57,8 +65,31 @@ export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService; curs
     // The signed request goes to the nodes, which seat a customer node only when the customer named it.
   }, async (req, reply) => reply.code(202).send(await vaults.reshare(req.caller!.org, req.params.vaultId, req.body?.target_tier, req.body ?? {}, req.caller!.entry())));
 
+  app.post('/vaults/:vaultId/retry', {
+    schema: {
+      summary: 'Generate a failed vault\'s key afresh (idempotent: a vault already creating is answered as it is)',
+      tags: ['vaults'], security: [{ httpSignature: [] }],
+      params: VaultId,
+      response: { 202: Vault, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody },
+    },
+  }, async (req, reply) => reply.code(202).send(vaultView(await vaults.retryVault(req.caller!.org, req.params.vaultId), vaults.environment)));
+
+  app.delete('/vaults/:vaultId', {
+    schema: {
+      summary: 'Delete a vault that never got a key (failed, or creating between attempts); a vault with a key is never deleted',
+      tags: ['vaults'], security: [{ httpSignature: [] }],
+      params: VaultId,
+      response: { 204: Type.Null(), 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody },
+    },
+  }, async (req, reply) => {
+    await vaults.deleteVault(req.caller!.org, req.params.vaultId);
+    return reply.code(204).send(null);
+  });
+
   app.post('/vaults/:vaultId/wallets', {
     schema: {
+      summary: 'Derive a wallet (chain address) under the vault: 201 when new, 200 when derived before',
+      tags: ['wallets'], security: [{ httpSignature: [] }],
       params: VaultId,
       body: Type.Object({
         chain: Type.Union(CHAINS.map((c) => Type.Literal(c.chain))),
@@ -74,7 +105,7 @@ export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService; curs
 
   // A wallet's fields (chain, address) are what a client needs to build the intent it signs.
   app.get('/wallets/:walletId', {
-    schema: { params: Type.Object({ walletId: Type.String({ minLength: 1, maxLength: 64 }) }), response: { 200: Wallet, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody } },
+    schema: { summary: 'Read a wallet: its chain and address, what an intent needs', tags: ['wallets'], security: [{ httpSignature: [] }], params: Type.Object({ walletId: Type.String({ minLength: 1, maxLength: 64 }) }), response: { 200: Wallet, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody } },
   }, async (req) => {
     const w = await vaults.store.get<WalletRecord>('wallets', req.params.walletId);
     if (!w || w.org !== req.caller!.org) throw new CustodyError('not_found', 'no such wallet');
