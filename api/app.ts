@@ -28,6 +28,7 @@ import { FROM_QUERY_TEXT } from '../core/api-schemas/query.ts';
 import { createHmac } from 'node:crypto';
 import { CursorCodec } from './store/pagination.ts';
 import { loadServerKeys } from './store/server-keys.ts';
+import { operatorRoutes } from './routes/operator.ts';
 
 export interface AppOptions {
   config: ApiConfig;
@@ -61,11 +62,57 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Threshold custody API', version: '1', description: 'Vault and transaction-signing API, and the customer platform API (docs/).' },
+      // Markdown, shown at the top of /docs: which scheme each API uses, and how to sign a request.
+      info: { title: 'Threshold custody API', version: '1', description: [
+        'Two APIs share this server; every operation names the scheme it needs (the padlock).',
+        '',
+        '**Vault API** (tags *api keys* to *end-user auth*): every request carries an RFC 9421 HTTP Message Signature made with one of the organization\'s Ed25519 API keys (`httpSignature`).',
+        'OpenAPI cannot describe a signature computed per request, so **Authorize** and **Try it out** cannot make one: sign as below.',
+        'The profile (covered components, `created`/`expires`, one-use `nonce`, `Content-Digest`) and a runnable example: `docs/request-signing.md` in the repository.',
+        '',
+        '**Platform API** (*webhooks*, *mfa*, *branding*): `Authorization: Bearer svc_test_…` or `svc_live_…` (**Authorize** → `bearer`). Production (`svc_live_`) changes are also signed, the same way, with the workspace key\'s signing key. Operations with no padlock (*health*, `/v1/public/…`) need nothing.',
+        '',
+        'Signing with the SDK (`CustodyClient` from `threshold-custody/sdk` signs every call itself; `signedHeaders` signs one request):',
+        '```ts',
+        'import { signedHeaders } from \'threshold-custody/sdk\';',
+        '',
+        'const url = \'https://api.example.com/v1/api-keys\';',
+        'const body = JSON.stringify({ public_key: \'<64 hex>\', label: \'ci\' });',
+        '// Content-Type, Content-Digest, Signature-Input, Signature: valid 60 s and accepted once; sign again to retry.',
+        'const headers = signedHeaders({ keyId: \'key_…\', secretKey /* the 32-byte Ed25519 secret */ }, \'POST\', url, body);',
+        'const res = await fetch(url, { method: \'POST\', headers, body });',
+        '```',
+        'With curl: the CLI (`npm run cli`) signs its own requests but prints no headers; `signed-headers.mjs` from `docs/request-signing.md` prints them for `curl -H @file`:',
+        '```sh',
+        'url=https://api.example.com/v1/vaults',
+        'node --import tsx signed-headers.mjs GET "$url" > headers.txt',
+        'curl -sS "$url" -H @headers.txt',
+        '```',
+      ].join('\n') },
+      // One tag per area, vault API first; a route names its area's tag (test/api/openapi.test.ts).
+      tags: [
+        { name: 'api keys', description: 'Vault API: the organization\'s Ed25519 request-signing keys' },
+        { name: 'vaults', description: 'Vault API: threshold key vaults, their creation and share rotation' },
+        { name: 'committees', description: 'Vault API: the signer nodes a new vault would get, to check and bind when creating it' },
+        { name: 'wallets', description: 'Vault API: chain addresses derived under a vault, and a Bitcoin wallet\'s unspent outputs' },
+        { name: 'transactions', description: 'Vault API: transactions authorized by a signed intent' },
+        { name: 'nodes', description: 'Vault API: signer nodes the organization runs itself or in an enclave, and the enclave builds it allows' },
+        { name: 'end-user auth', description: 'Vault API: the identity provider keys that hosted-tier end-user tokens verify against (docs/end-user-auth.md)' },
+        { name: 'webhooks', description: 'Platform API: webhook endpoints, deliveries, the event catalog and the key webhooks are signed with' },
+        { name: 'mfa', description: 'Platform API: one-use MFA proofs for sensitive operations' },
+        { name: 'branding', description: 'Platform API: theme, logo and sending domains, and the public branding bundle' },
+        { name: 'health', description: 'Liveness and readiness; no authentication' },
+      ],
       components: {
         securitySchemes: {
-          httpSignature: { type: 'apiKey', in: 'header', name: 'Signature', description: 'RFC 9421 Ed25519 request signature (docs/request-signing.md)' },
-          bearer: { type: 'http', scheme: 'bearer', description: 'workspace key svc_test_... or svc_live_...' },
+          httpSignature: {
+            type: 'apiKey', in: 'header', name: 'Signature',
+            description: 'RFC 9421 HTTP Message Signature with an Ed25519 key: `Signature-Input` (covering `@method`, `@target-uri` and, with a body, `content-digest`; with `created`, `expires`, `nonce` and `keyid`), `Signature`, and `Content-Digest` (RFC 9530) for a body. '
+              + 'The vault API signs every request with an API key (`keyid`: its id); the platform API signs production changes with the workspace key\'s signing key. '
+              + 'OpenAPI cannot express the signing itself, and a pasted `Signature` is refused without its `Signature-Input` or when used twice: sign each request with the SDK or the example in the description above (docs/request-signing.md).',
+          },
+          bearer: { type: 'http', scheme: 'bearer', description: 'Platform API: a workspace key, `svc_test_…` (sandbox) or `svc_live_…` (production; changes are also signed: `httpSignature`)' },
+          mfaToken: { type: 'apiKey', in: 'header', name: 'SVC-MFA-Token', description: 'A one-use MFA proof from POST /v1/mfa/verifications, issued for `<action>:<the route\'s id>` (docs/platform/tenancy.md)' },
         },
       },
     },
@@ -123,6 +170,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(emailDomainRoutes, { platform });
       await p.register(logoRoutes, { platform, publicOrigin: opts.config.publicUrl });
     }, { prefix: '/v1' });
+  }
+  // The operator API (docs/operations.md): only with an operator secret configured, and both APIs' services.
+  if (opts.config.operatorTokenFile && vaults && platform) {
+    await app.register(operatorRoutes, {
+      prefix: '/operator/v1', vaults, platform, environment: opts.config.environment, tokenFile: opts.config.operatorTokenFile,
+      operatorKeys: opts.config.nodeOperatorKeys ? opts.config.nodeOperatorKeys.toLowerCase().split(',') : [],
+    });
   }
   return app;
 }

@@ -22,11 +22,11 @@ export interface HealthOptions {
 
 export const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, opts) => {
   app.get('/healthz', {
-    schema: { hide: false, response: { 200: Type.Object({ status: Type.Literal('ok') }) } },
+    schema: { summary: 'Liveness: the process is up', tags: ['health'], security: [], hide: false, response: { 200: Type.Object({ status: Type.Literal('ok') }) } },
   }, async () => ({ status: 'ok' as const }));
 
   app.get('/readyz', {
-    schema: { response: { 200: Ready, 503: Ready } },
+    schema: { summary: 'Readiness: the coordinator answers (503 when not), with the attached nodes', tags: ['health'], security: [], response: { 200: Ready, 503: Ready } },
   }, async (req, reply) => {
     if (!opts.coordinator) {
       return reply.code(503).send({ status: 'unavailable', coordinator: 'not_configured', nodes: [], node_count: 0 });

@@ -12,6 +12,8 @@ const view = (k: { id: string; public_key: string; label: string | null; created
 export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> = async (app, { vaults }) => {
   app.post('/api-keys', {
     schema: {
+      summary: 'Register another Ed25519 public key that signs the organization\'s requests',
+      tags: ['api keys'], security: [{ httpSignature: [] }],
       body: RegisterApiKeyBody,
       response: { 201: ApiKey, 400: ErrorBody, 401: ErrorBody, 429: ErrorBody },
     },
@@ -20,11 +22,15 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> =
     return reply.code(201).send(view(k));
   });
 
-  app.get('/api-keys', { schema: { response: { 200: Type.Object({ api_keys: Type.Array(ApiKey) }), 401: ErrorBody } } }, async (req) => ({
+  app.get('/api-keys', { schema: { summary: 'The organization\'s API keys, active and revoked, oldest first', tags: ['api keys'], security: [{ httpSignature: [] }], response: { 200: Type.Object({ api_keys: Type.Array(ApiKey) }), 401: ErrorBody } } }, async (req) => ({
     api_keys: (await vaults.listKeys(req.caller!.org)).map(view),
   }));
 
   app.post('/api-keys/:keyId/revoke', {
-    schema: { params: Type.Object({ keyId: Type.String({ minLength: 1, maxLength: 64 }) }), response: { 200: ApiKey, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
+    schema: {
+      summary: 'Revoke an API key',
+      description: 'It stops authenticating at once on the API, and on every node at its next session (the revocation travels in the trust log). The last active key cannot be revoked (409).',
+      tags: ['api keys'], security: [{ httpSignature: [] }],
+      params: Type.Object({ keyId: Type.String({ minLength: 1, maxLength: 64 }) }), response: { 200: ApiKey, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
   }, async (req) => view(await vaults.revokeKey(req.caller!.org, req.params.keyId, req.caller!.entry())));
 };

@@ -29,23 +29,23 @@ export const brandingRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; pub
   };
   const actor = (req: { principal?: unknown }) => ({ type: 'api_key' as const, id: principalOf(req as never).keyId });
 
-  app.get('/branding', { schema: { response: { 200: View, ...errors } } }, async (req) => b.view(scope(req)));
+  app.get('/branding', { schema: { summary: 'The workspace\'s theme as set, resolved, and per surface', tags: ['branding'], security: [{ bearer: [] }], response: { 200: View, ...errors } } }, async (req) => b.view(scope(req)));
 
   // Idempotency-Key (platform-api.md): the same key and body replay the first answer; another body is 409.
   const idempotent = new IdempotentRequests(platform.store, platform.clock);
   app.put('/branding', {
     config: { permission: 'branding.manage' },
-    schema: { body: Type.Record(Type.String(), Type.Unknown()), response: { 200: View, ...errors, 409: ErrorBody } },
+    schema: { summary: 'Patch the workspace\'s theme (Idempotency-Key replays the first answer)', tags: ['branding'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }], body: Type.Record(Type.String(), Type.Unknown()), response: { 200: View, ...errors, 409: ErrorBody } },
   }, async (req) => idempotent.run(scope(req).workspace, 'put_branding', idempotencyKeyOf(req), req.body, () => b.patch(scope(req), actor(req), req.body)));
 
   app.delete('/branding/logo', {
     config: { permission: 'branding.manage' },
-    schema: { response: { 200: View, ...errors } },
+    schema: { summary: 'Remove the workspace\'s logo', tags: ['branding'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }], response: { 200: View, ...errors } },
   }, async (req) => b.clearLogo(scope(req), actor(req)));
 
   app.get('/public/branding', {
     config: { public: true },
-    schema: { querystring: Type.Object({ claim_token: Type.Optional(Type.String()), surface: Type.Optional(SurfaceName) }), response: { 200: Loose, 400: ErrorBody, 429: ErrorBody } },
+    schema: { summary: 'The public branding bundle for a claim token, rate-limited per address', tags: ['branding'], security: [], querystring: Type.Object({ claim_token: Type.Optional(Type.String()), surface: Type.Optional(SurfaceName) }), response: { 200: Loose, 400: ErrorBody, 429: ErrorBody } },
   }, async (req) => {
     if (!limiter.allow(req.ip)) throw new CustodyError('rate_limited', 'too many requests from this address; try again in a minute');
     return b.publicBundle(req.query.claim_token, req.query.surface);
@@ -75,6 +75,8 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
   app.post('/branding/logo/upload-url', {
     config: { permission: 'branding.manage' },
     schema: {
+      summary: 'An upload URL for a logo image, valid 15 minutes; confirm the upload with POST /v1/branding/logo',
+      tags: ['branding'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }],
       body: Type.Object({ content_type: Type.Union(LOGO_TYPES.map((t) => Type.Literal(t))), content_length: Type.Integer({ minimum: 1, maximum: MAX_LOGO_BYTES }) }, { additionalProperties: false }),
       response: { 201: Type.Object({ upload_url: Type.String(), object_key: Type.String(), expires_at: Type.String() }), ...logoErrors },
     },
@@ -90,7 +92,9 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
   // The embedded store takes the PUT here; an S3 store's URLs point at the bucket instead.
   if (objects instanceof DirectoryObjectStore) app.put('/uploads/:prefix/:name', {
     config: { public: true },
-    schema: { params: Type.Object({ prefix: Type.String(), name: Type.String() }), querystring: Type.Record(Type.String(), Type.String()), response: { 204: Type.Null(), ...errors } },
+    schema: {
+      summary: 'Upload a logo to the embedded object store', description: 'Authorized by the signed upload URL from POST /v1/branding/logo/upload-url, not by a key.',
+      tags: ['branding'], security: [], params: Type.Object({ prefix: Type.String(), name: Type.String() }), querystring: Type.Record(Type.String(), Type.String()), response: { 204: Type.Null(), ...errors } },
   }, async (req, reply) => {
     const key = `${req.params.prefix}/${req.params.name}`;
     const g = objects.checkUpload(key, req.query, platform.clock());
@@ -104,7 +108,7 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
 
   app.get('/objects/:prefix/:name', {
     config: { public: true },
-    schema: { params: Type.Object({ prefix: Type.String(), name: Type.String() }) },
+    schema: { summary: 'A confirmed logo image, served publicly', tags: ['branding'], security: [], params: Type.Object({ prefix: Type.String(), name: Type.String() }) },
   }, async (req, reply) => {
     const key = `${req.params.prefix}/${req.params.name}`;
     const bytes = key.startsWith('logos/') && (await platform.store.get('branding_logos', key)) ? await fromStore(() => objects.read(key)) : undefined;
@@ -115,7 +119,7 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
 
   app.post('/branding/logo', {
     config: { permission: 'branding.manage' },
-    schema: { body: Type.Object({ object_key: Type.String({ maxLength: 200 }) }, { additionalProperties: false }), response: { 200: View, ...logoErrors } },
+    schema: { summary: 'Set the uploaded image as the workspace\'s logo', tags: ['branding'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }], body: Type.Object({ object_key: Type.String({ maxLength: 200 }) }, { additionalProperties: false }), response: { 200: View, ...logoErrors } },
   }, async (req) => {
     const p = principalOf(req);
     // Only the workspace that asked for the upload URL may confirm it (sandbox and production are separate).
@@ -148,19 +152,19 @@ export const emailDomainRoutes: FastifyPluginAsyncTypebox<{ platform: Platform }
     const { tenant: _t, workspace: _w, ...rest } = r;
     return rest;
   };
-  app.get('/branding/email-domains', { schema: { response: { 200: Type.Object({ data: Type.Array(Domain), provider_configured: Type.Boolean() }), ...domainErrors } } },
+  app.get('/branding/email-domains', { schema: { summary: 'The workspace\'s sending domains, and whether an email provider is configured', tags: ['branding'], security: [{ bearer: [] }], response: { 200: Type.Object({ data: Type.Array(Domain), provider_configured: Type.Boolean() }), ...domainErrors } } },
     async (req) => ({ data: (await d.list(who(req).scope)).map(out), provider_configured: d.configured }));
   app.post('/branding/email-domains', {
     config: { permission: 'branding.email_domain.manage' },
-    schema: { body: Type.Object({ domain: Type.String({ maxLength: 253 }) }, { additionalProperties: false }), response: { 201: Domain, ...domainErrors } },
+    schema: { summary: 'Add a sending domain; answers the DNS records to publish', tags: ['branding'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }], body: Type.Object({ domain: Type.String({ maxLength: 253 }) }, { additionalProperties: false }), response: { 201: Domain, ...domainErrors } },
   }, async (req, reply) => reply.code(201).send(out(await d.add(who(req).scope, who(req).actor, req.body.domain))));
   app.post('/branding/email-domains/:id/verify', {
     config: { permission: 'branding.email_domain.manage' },
-    schema: { params: Type.Object({ id: Type.String({ maxLength: 64 }) }), response: { 200: Domain, ...domainErrors } },
+    schema: { summary: 'Check a sending domain\'s DNS records with the email provider', tags: ['branding'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }], params: Type.Object({ id: Type.String({ maxLength: 64 }) }), response: { 200: Domain, ...domainErrors } },
   }, async (req) => out(await d.verify(who(req).scope, who(req).actor, req.params.id)));
   app.delete('/branding/email-domains/:id', {
     config: { permission: 'branding.email_domain.manage' },
-    schema: { params: Type.Object({ id: Type.String({ maxLength: 64 }) }), response: { 204: Type.Null(), ...domainErrors } },
+    schema: { summary: 'Remove a sending domain', tags: ['branding'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }], params: Type.Object({ id: Type.String({ maxLength: 64 }) }), response: { 204: Type.Null(), ...domainErrors } },
   }, async (req, reply) => {
     await d.remove(who(req).scope, who(req).actor, req.params.id);
     return reply.code(204).send(null);

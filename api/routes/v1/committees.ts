@@ -15,6 +15,7 @@ export const committeeRoutes: FastifyPluginAsyncTypebox<{ coordinator: Coordinat
   app.get('/committees', {
     schema: {
       summary: 'The committee a new vault of this tier would get now, to check and bind in the signed POST /v1/vaults',
+      tags: ['committees'], security: [{ httpSignature: [] }],
       querystring: CommitteeQuery,
       response: { 200: Committee, 400: ErrorBody, 401: ErrorBody, 409: ErrorBody, 503: ErrorBody },
     },

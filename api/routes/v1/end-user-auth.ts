@@ -11,6 +11,9 @@ import { validateJwks } from '../../../core/auth/end-user-token.ts';
 export const endUserAuthRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService }> = async (app, { vaults }) => {
   app.put('/config/end-user-auth', {
     schema: {
+      summary: 'Register the JWK Set and audience that hosted-tier end-user tokens verify against; replaces an earlier registration',
+      description: 'Hosted vaults created after a registration need an end-user token (`end_user_token`) on every POST /v1/transactions (docs/end-user-auth.md).',
+      tags: ['end-user auth'], security: [{ httpSignature: [] }],
       body: Type.Object({
         jwks: Type.Object({ keys: Type.Array(Type.Record(Type.String(), Type.Unknown()), { minItems: 1, maxItems: 20 }) }, { additionalProperties: false }),
         audience: Type.String({ minLength: 1, maxLength: 255 }),

@@ -37,6 +37,7 @@ export const nodeRoutes: FastifyPluginAsyncTypebox<NodeRouteOptions> = async (ap
   app.post('/nodes', {
     schema: {
       summary: 'Enrol a node the organization runs (self) or runs in its enclave (tee, with its attestation)',
+      tags: ['nodes'], security: [{ httpSignature: [] }],
       body: EnrolNodeBody,
       response: { 200: Node, 201: Node, 400: ErrorBody, 401: ErrorBody, 409: ErrorBody, 429: ErrorBody, 503: ErrorBody },
     },
@@ -45,30 +46,31 @@ export const nodeRoutes: FastifyPluginAsyncTypebox<NodeRouteOptions> = async (ap
     return reply.code(created ? 201 : 200).send(view(node, await attachedIds(coordinator)));
   });
 
-  app.get('/nodes', { schema: { summary: 'The organization\'s enrolled nodes, active and revoked, oldest first, with whether each is attached now', response: { 200: NodeList, 401: ErrorBody } } }, async (req) => {
+  app.get('/nodes', { schema: { summary: 'The organization\'s enrolled nodes, active and revoked, oldest first, with whether each is attached now', tags: ['nodes'], security: [{ httpSignature: [] }], response: { 200: NodeList, 401: ErrorBody } } }, async (req) => {
     const attached = await attachedIds(coordinator);
     return { nodes: (await vaults.nodes.list(req.caller!.org)).map((n) => view(n, attached)) };
   });
 
   app.post('/nodes/:nodeId/revoke', {
-    schema: { summary: 'Revoke a node for good: never seated again, and no signature includes it', params: Type.Object({ nodeId: NodeIdT }), response: { 200: Node, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
+    schema: { summary: 'Revoke a node for good: never seated again, and no signature includes it', tags: ['nodes'], security: [{ httpSignature: [] }], params: Type.Object({ nodeId: NodeIdT }), response: { 200: Node, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
   }, async (req) => view(await vaults.nodes.revoke(req.caller!.org, req.params.nodeId, req.caller!.entry()), await attachedIds(coordinator)));
 
   app.put('/tee/measurements', {
     schema: {
       summary: 'Replace the enclave builds the organization allows (a higher version)',
+      tags: ['nodes'], security: [{ httpSignature: [] }],
       body: TeeMeasurementsBody,
       response: { 200: TeeMeasurements, 400: ErrorBody, 401: ErrorBody, 409: ErrorBody },
     },
   }, async (req) => measurementsView(await vaults.nodes.putMeasurements(req.caller!.org, req.body.version, req.body.allowed, req.caller!.entry())));
 
-  app.get('/tee/measurements', { schema: { summary: 'The enclave measurements the organization allows now', response: { 200: TeeMeasurements, 401: ErrorBody, 404: ErrorBody } } }, async (req) => {
+  app.get('/tee/measurements', { schema: { summary: 'The enclave measurements the organization allows now', tags: ['nodes'], security: [{ httpSignature: [] }], response: { 200: TeeMeasurements, 401: ErrorBody, 404: ErrorBody } } }, async (req) => {
     const m = await vaults.nodes.measurements(req.caller!.org);
     if (!m) throw new CustodyError('not_found', 'no measurements are pinned yet (PUT /v1/tee/measurements)');
     return measurementsView(m);
   });
 
   app.get('/node-config', {
-    schema: { summary: 'What a customer node is configured with: the coordinator it dials and the operator keys it trusts', response: { 200: NodeSetup, 401: ErrorBody } },
+    schema: { summary: 'What a customer node is configured with: the coordinator it dials and the operator keys it trusts', tags: ['nodes'], security: [{ httpSignature: [] }], response: { 200: NodeSetup, 401: ErrorBody } },
   }, async (req) => ({ coordinator_address: setup.coordinatorAddress ?? null, operator_keys: [...setup.operatorKeys], organization: req.caller!.org }));
 };

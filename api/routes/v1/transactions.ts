@@ -19,7 +19,7 @@ export const transactionView = (t: TransactionRecord) => ({
 export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: TransactionService; cursors: CursorCodec }> = async (app, { transactions, cursors }) => {
   app.get('/transactions', {
     schema: {
-      summary: 'The organization\'s transactions, oldest first, filtered by vault, wallet and state', querystring: ListTransactionsQuery,
+      summary: 'The organization\'s transactions, oldest first, filtered by vault, wallet and state', tags: ['transactions'], security: [{ httpSignature: [] }], querystring: ListTransactionsQuery,
       response: { 200: TransactionPage, 400: ErrorBody, 401: ErrorBody },
     },
   }, async (req) => {
@@ -30,7 +30,13 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
   });
 
   app.post('/transactions', {
-    schema: { body: SubmitBody, response: { 202: Transaction, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
+    schema: {
+      summary: 'Submit a transaction whose intent the API key signed; answers 202 in an early state',
+      description: 'The same idempotency key with the same body returns the same transaction (header `idempotent-replayed: true`); with another body, 409. '
+        + 'A hosted vault with end-user authentication also needs `end_user_token` in the body: a JWT from the organization\'s identity provider naming the SHA-256 of these intent bytes (docs/end-user-auth.md). '
+        + 'It is a body field, not a security scheme, so it appears in the body schema only.',
+      tags: ['transactions'], security: [{ httpSignature: [] }],
+      body: SubmitBody, response: { 202: Transaction, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
   }, async (req, reply) => {
     const { tx, created } = await transactions.submit(req.caller!.org, req.caller!.keyId, req.body);
     if (!created) reply.header('idempotent-replayed', 'true');
@@ -40,12 +46,13 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
   app.get('/wallets/:walletId/utxos', {
     schema: {
       summary: 'Unspent outputs of a Bitcoin wallet, with amounts, for the inputs a version-2 intent names',
+      tags: ['wallets'], security: [{ httpSignature: [] }],
       params: Type.Object({ walletId: Type.String({ minLength: 1, maxLength: 64 }) }),
       response: { 200: Type.Object({ utxos: Type.Array(Utxo) }), 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody },
     },
   }, async (req) => ({ utxos: await transactions.walletUtxos(req.caller!.org, req.params.walletId) }));
 
   app.get('/transactions/:txId', {
-    schema: { params: Type.Object({ txId: Type.String({ minLength: 1, maxLength: 64 }) }), response: { 200: Transaction, 401: ErrorBody, 404: ErrorBody } },
+    schema: { summary: 'Read a transaction: its state, hash and fee', tags: ['transactions'], security: [{ httpSignature: [] }], params: Type.Object({ txId: Type.String({ minLength: 1, maxLength: 64 }) }), response: { 200: Transaction, 401: ErrorBody, 404: ErrorBody } },
   }, async (req) => transactionView(await transactions.get(req.caller!.org, req.params.txId)));
 };

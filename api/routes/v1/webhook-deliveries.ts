@@ -36,7 +36,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
 
   app.get('/webhook-deliveries', {
     config: { permission: 'webhook.read' },
-    schema: { querystring: Type.Object({ ...PageQuery, status: Type.Optional(Status), endpoint_id: Type.Optional(Type.String({ maxLength: 64 })) }), response: { 200: Page(Delivery), ...errors } },
+    schema: { summary: 'Webhook deliveries, a page at a time, filtered by status and endpoint', tags: ['webhooks'], security: [{ bearer: [] }], querystring: Type.Object({ ...PageQuery, status: Type.Optional(Status), endpoint_id: Type.Optional(Type.String({ maxLength: 64 })) }), response: { 200: Page(Delivery), ...errors } },
   }, async (req) => {
     const page = await engine.list(scopeOf(req), { status: req.query.status, endpoint_id: req.query.endpoint_id }, req.query.cursor, req.query.limit ?? DEFAULT_LIMIT);
     return { ...page, data: page.data.map((d) => view(d, false)) };
@@ -44,17 +44,19 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
 
   app.get('/webhook-deliveries/:id', {
     config: { permission: 'webhook.read' },
-    schema: { params: Type.Object({ id: Type.String({ maxLength: 64 }) }), response: { 200: Delivery, ...errors } },
+    schema: { summary: 'Read a webhook delivery, with its payload', tags: ['webhooks'], security: [{ bearer: [] }], params: Type.Object({ id: Type.String({ maxLength: 64 }) }), response: { 200: Delivery, ...errors } },
   }, async (req) => view(await engine.get(scopeOf(req), req.params.id), true));
 
   app.post('/webhook-deliveries/:id/replay', {
     config: { permission: 'webhook.replay' },
-    schema: { params: Type.Object({ id: Type.String({ maxLength: 64 }) }), response: { 200: Delivery, ...errors } },
+    schema: { summary: 'Queue a webhook delivery to be sent again', tags: ['webhooks'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }], params: Type.Object({ id: Type.String({ maxLength: 64 }) }), response: { 200: Delivery, ...errors } },
   }, async (req) => view(await engine.replay(scopeOf(req), req.params.id), true));
 
   app.post('/webhook-deliveries/bulk-replay', {
     config: { permission: 'webhook.replay' },
     schema: {
+      summary: 'Queue up to 100 webhook deliveries to be sent again',
+      tags: ['webhooks'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }],
       body: Type.Object({ delivery_ids: Type.Array(Type.String({ maxLength: 64 }), { minItems: 1, maxItems: 100 }) }, { additionalProperties: false }),
       response: { 200: Type.Object({ data: Type.Array(Delivery), replayed_count: Type.Integer(), skipped_count: Type.Integer() }), ...errors },
     },

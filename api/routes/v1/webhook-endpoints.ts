@@ -48,12 +48,15 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
 
   app.get('/webhook-endpoints', {
     config: { permission: 'webhook.read' },
-    schema: { querystring: Type.Object(PageQuery), response: { 200: Page(Endpoint), ...errors } },
+    schema: { summary: 'The workspace\'s webhook endpoints, a page at a time (never a secret)', tags: ['webhooks'], security: [{ bearer: [] }], querystring: Type.Object(PageQuery), response: { 200: Page(Endpoint), ...errors } },
   }, async (req) => ep.list(scopeOf(req), req.query.cursor, req.query.limit ?? DEFAULT_LIMIT));
 
   app.post('/webhook-endpoints', {
     config: { permission: 'webhook.create' },
     schema: {
+      summary: 'Create a webhook endpoint; its signing secret is answered here once',
+      description: 'An `Idempotency-Key` with the same body returns the same endpoint and secret; with another body, 409 (docs/platform/webhooks.md).',
+      tags: ['webhooks'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }],
       body: Type.Object({ url: Type.String({ minLength: 1, maxLength: MAX_URL * 4 }), events: Events, description: Type.Optional(Description) }, { additionalProperties: false }),
       response: { 201: EndpointWithSecret, ...errors },
     },
@@ -69,12 +72,14 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
 
   app.get('/webhook-endpoints/:id', {
     config: { permission: 'webhook.read' },
-    schema: { params: IdParam, response: { 200: Endpoint, ...errors } },
+    schema: { summary: 'Read a webhook endpoint, with its secret fingerprints', tags: ['webhooks'], security: [{ bearer: [] }], params: IdParam, response: { 200: Endpoint, ...errors } },
   }, async (req) => ep.view(await ep.get(scopeOf(req), req.params.id), true));
 
   app.patch('/webhook-endpoints/:id', {
     config: { permission: 'webhook.update' },
     schema: {
+      summary: 'Change a webhook endpoint\'s URL, events, description or enabled flag',
+      tags: ['webhooks'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }],
       params: IdParam,
       body: Type.Optional(Type.Object({ url: Type.Optional(Type.String({ minLength: 1, maxLength: MAX_URL * 4 })), events: Type.Optional(Events), description: Type.Optional(Type.Union([Type.Null(), Description])), enabled: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
       response: { 200: Endpoint, ...errors },
@@ -92,6 +97,9 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
   app.post('/webhook-endpoints/:id/rotate', {
     config: { permission: 'webhook.rotate', mfa: 'rotate_secret' },
     schema: {
+      summary: 'Rotate a webhook endpoint\'s secret, the old one still valid for an overlap; the new one is answered once',
+      description: 'Needs `SVC-MFA-Token`, a one-use proof issued for `rotate_secret:<this id>` by POST /v1/mfa/verifications.',
+      tags: ['webhooks'], security: [{ bearer: [], mfaToken: [] }, { bearer: [], httpSignature: [], mfaToken: [] }],
       params: IdParam,
       body: Type.Optional(Type.Object({ overlap_sec: Type.Optional(Type.Integer({ minimum: 60, maximum: 2_592_000 })) }, { additionalProperties: false })),
       response: { 200: EndpointWithSecret, ...errors },
@@ -105,6 +113,8 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
   app.post('/webhook-endpoints/:id/test', {
     config: { permission: 'webhook.test' },
     schema: {
+      summary: 'Send a signed webhook.test event to the endpoint now and report how it answered',
+      tags: ['webhooks'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }],
       params: IdParam,
       response: { 200: Type.Object({ delivered: Type.Boolean(), status_code: Type.Union([Type.Integer(), Type.Null()]), duration_ms: Type.Integer(), error: Type.Union([Type.String(), Type.Null()]) }), ...errors },
     },
@@ -112,7 +122,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
 
   app.delete('/webhook-endpoints/:id', {
     config: { permission: 'webhook.delete' },
-    schema: { params: IdParam, response: { 204: Type.Null(), ...errors } },
+    schema: { summary: 'Delete a webhook endpoint; its deliveries stay readable', tags: ['webhooks'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }], params: IdParam, response: { 204: Type.Null(), ...errors } },
   }, async (req, reply) => {
     await ep.remove(scopeOf(req), actorOf(req), req.params.id);
     return reply.code(204).send(null);
@@ -120,11 +130,13 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
 
   app.get('/webhook-event-types', {
     config: { permission: 'webhook.read' },
-    schema: { response: { 200: Type.Object({ data: Type.Array(EventTypeSchema) }), ...errors } },
+    schema: { summary: 'The catalog of webhook event types, with example payloads', tags: ['webhooks'], security: [{ bearer: [] }], response: { 200: Type.Object({ data: Type.Array(EventTypeSchema) }), ...errors } },
   }, async () => ({ data: [...EVENT_TYPES] }));
 
   app.post('/mfa/verifications', {
     schema: {
+      summary: 'Check a TOTP code and issue a one-use MFA proof for one action, sent as SVC-MFA-Token',
+      tags: ['mfa'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }],
       body: Type.Object({ code: Type.String({ maxLength: 16 }), action: Type.String({ maxLength: 100, pattern: MFA_ACTION_PATTERN }) }, { additionalProperties: false }),
       response: { 201: Type.Object({ mfa_token: Type.String(), action: Type.String(), verified_at: Type.String(), expires_at: Type.String() }), ...errors },
     },
@@ -138,6 +150,6 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
 
   app.get('/public/webhook-signing-key', {
     config: { public: true },
-    schema: { response: { 200: Type.Object({ algorithm: Type.Literal('ed25519'), public_key: Type.String(), public_key_hex: Type.String() }) } },
+    schema: { summary: 'The Ed25519 public key webhook deliveries are signed with', tags: ['webhooks'], security: [], response: { 200: Type.Object({ algorithm: Type.Literal('ed25519'), public_key: Type.String(), public_key_hex: Type.String() }) } },
   }, async () => ({ algorithm: 'ed25519' as const, public_key: `whpk_${Buffer.from(platform.keys.webhookPublicKey).toString('base64')}`, public_key_hex: Buffer.from(platform.keys.webhookPublicKey).toString('hex') }));
 };

@@ -1,0 +1,131 @@
+// The OpenAPI document (GET /openapi.json, page at /docs): every operation, of both APIs, has a summary,
+// a tag the document declares, and an explicit security requirement naming its declared schemes (the
+// request signature for the vault API, the workspace bearer key for the platform API); the public
+// operations, listed here, say they need nothing. A new route without them fails here.
+import t, { type Test } from 'tap';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildApp } from '../../api/app.ts';
+import { loadApiConfig } from '../../api/config.ts';
+import { createLogger } from '../../common/logger.ts';
+import { RecordStore } from '../../api/store/record-store.ts';
+import { VaultService } from '../../api/vaults/vault-service.ts';
+import { TransactionService } from '../../api/transactions/transaction-service.ts';
+import { createPlatform } from '../../api/platform.ts';
+
+/** Operations anyone may call: liveness, the public branding bundle and webhook key, the logo upload and read. */
+const PUBLIC = new Set([
+  'GET /healthz', 'GET /readyz',
+  'GET /v1/public/branding', 'GET /v1/public/webhook-signing-key',
+  'PUT /v1/uploads/{prefix}/{name}', 'GET /v1/objects/{prefix}/{name}',
+]);
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options']);
+
+interface Operation { summary?: unknown; tags?: unknown; security?: unknown; requestBody?: unknown; responses?: Record<string, unknown> }
+interface Doc {
+  openapi: string;
+  info: { description?: string };
+  tags?: { name: string; description?: string }[];
+  components: { securitySchemes: Record<string, { description?: string }> };
+  paths: Record<string, Record<string, Operation>>;
+}
+
+/** The vault API, the platform API, or both, each as its own app: the document of each. */
+async function documentOf(t: Test, apis: { vault?: boolean; platform?: boolean }): Promise<{ doc: Doc; app: Awaited<ReturnType<typeof buildApp>> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'openapi-'));
+  const store = await RecordStore.open(dir);
+  const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 1, vaultsPerOrg: 1 } });
+  const app = await buildApp({
+    config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api-test', 'silent'),
+    ...(apis.vault ? { vaults, transactions: new TransactionService({ vaults, hasBackend: () => true }) } : {}),
+    ...(apis.platform ? { platform: await createPlatform(store, { objectDir: join(dir, 'objects') }) } : {}),
+  });
+  t.teardown(async () => {
+    await app.close();
+    await store.close();
+  });
+  return { doc: (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as Doc, app };
+}
+
+function operations(doc: Doc): [string, Operation][] {
+  return Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.entries(item).filter(([m]) => METHODS.has(m)).map(([m, op]): [string, Operation] => [`${m.toUpperCase()} ${path}`, op]));
+}
+
+/**
+ * What is wrong with each operation's summary, tags and security, one line each (empty when nothing).
+ * `scheme`: the scheme every alternative of a non-public operation must name.
+ */
+function problems(doc: Doc, scheme: string): string[] {
+  const declaredTags = new Set((doc.tags ?? []).map((tag) => tag.name));
+  const schemes = new Set(Object.keys(doc.components.securitySchemes));
+  const out: string[] = [];
+  for (const [name, op] of operations(doc)) {
+    if (typeof op.summary !== 'string' || op.summary.trim().length < 10) out.push(`${name}: no summary`);
+    const tags = Array.isArray(op.tags) ? (op.tags as unknown[]) : [];
+    if (!tags.some((tag) => typeof tag === 'string' && declaredTags.has(tag))) out.push(`${name}: no declared tag (has ${JSON.stringify(op.tags)})`);
+    if (!Array.isArray(op.security)) {
+      out.push(`${name}: no security requirement`);
+      continue;
+    }
+    const security = op.security as Record<string, unknown>[];
+    if (PUBLIC.has(name)) {
+      if (security.length > 0) out.push(`${name}: public, but requires ${JSON.stringify(security)}`);
+      continue;
+    }
+    if (security.length === 0) out.push(`${name}: security [] (public) but not listed as public in this test`);
+    for (const alternative of security) {
+      const names = Object.keys(alternative);
+      if (names.length === 0) out.push(`${name}: an empty alternative makes it public`);
+      for (const n of names) if (!schemes.has(n)) out.push(`${name}: undeclared scheme ${n}`);
+      if (!names.includes(scheme)) out.push(`${name}: an alternative without ${scheme}: ${JSON.stringify(alternative)}`);
+    }
+  }
+  return out;
+}
+
+t.test('every vault-API operation has a summary, a declared tag and the request signature', async (t) => {
+  const { doc } = await documentOf(t, { vault: true });
+  t.ok(operations(doc).length > 20, 'the vault API is documented');
+  t.same(problems(doc, 'httpSignature'), [], 'no operation lacks them');
+  for (const [name, op] of operations(doc)) {
+    if (!PUBLIC.has(name)) t.same(op.security, [{ httpSignature: [] }], `${name} is signed, and needs nothing else`);
+  }
+});
+
+t.test('every platform-API operation has a summary, a declared tag and the bearer key', async (t) => {
+  const { doc } = await documentOf(t, { platform: true });
+  t.ok(operations(doc).length > 20, 'the platform API is documented');
+  t.same(problems(doc, 'bearer'), [], 'no operation lacks them');
+  const ops = new Map(operations(doc));
+  t.same(ops.get('GET /v1/webhook-endpoints')?.security, [{ bearer: [] }], 'a read needs the bearer key');
+  t.same(ops.get('POST /v1/webhook-endpoints')?.security, [{ bearer: [] }, { bearer: [], httpSignature: [] }], 'a change needs the bearer key, and a signature in production');
+  t.same(ops.get('POST /v1/webhook-endpoints/{id}/rotate')?.security, [{ bearer: [], mfaToken: [] }, { bearer: [], httpSignature: [], mfaToken: [] }], 'the secret rotation needs an MFA proof too');
+});
+
+t.test('the document declares each tag once, uses them all, and explains signing beside the page', async (t) => {
+  const { doc, app } = await documentOf(t, { vault: true, platform: true });
+  t.equal(doc.openapi, '3.1.0');
+  const declared = (doc.tags ?? []).map((tag) => tag.name);
+  t.equal(new Set(declared).size, declared.length, 'no tag is declared twice');
+  t.ok((doc.tags ?? []).every((tag) => typeof tag.description === 'string' && tag.description.length > 10), 'each tag is described');
+  const used = new Set(operations(doc).flatMap(([, op]) => (Array.isArray(op.tags) ? (op.tags as string[]) : [])));
+  t.same(declared.filter((name) => !used.has(name)), [], 'every declared tag names some operation');
+  t.same(operations(doc).filter(([name]) => PUBLIC.has(name)).map(([name]) => name).sort(), [...PUBLIC].sort(), 'each public operation listed here exists');
+
+  t.same(Object.keys(doc.components.securitySchemes).sort(), ['bearer', 'httpSignature', 'mfaToken']);
+  t.match(doc.components.securitySchemes.httpSignature!.description, /OpenAPI cannot express the signing/, 'the signature scheme says the page cannot sign');
+  const intro = doc.info.description ?? '';
+  t.match(intro, /docs\/request-signing\.md/, 'the page points to the request-signing doc');
+  t.match(intro, /signedHeaders\(/, 'with an SDK example');
+  t.match(intro, /curl .*-H @headers\.txt/, 'and a curl one');
+
+  const ops = new Map(operations(doc));
+  t.ok(ops.get('POST /v1/vaults/{vaultId}/wallets')?.requestBody, 'operations keep their body schemas');
+  t.ok(ops.get('GET /v1/api-keys')?.responses?.['200'], 'and their response schemas');
+  t.match(ops.get('POST /v1/transactions')?.summary, /intent/);
+  const page = await app.inject({ method: 'GET', url: '/docs/' });
+  t.equal(page.statusCode, 200, '/docs serves the page');
+  t.match(page.headers['content-type'], /text\/html/);
+});
