@@ -1,6 +1,5 @@
 // `npm run cli -- webhook listen`: a delivery whose signature does not verify is answered 401 (the
-// service retries it) and not printed; a repeat of an event and an event of another type are answered
-// 200 and not printed; the first verified event of the asked type is printed and the command ends.
+// service retries it) and not printed; an event of another type is answered 200 and not printed; the first verified event of the asked type is printed and the command ends.
 import t from 'tap';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
