@@ -4,7 +4,7 @@
 // and what will be signed and sends nothing; `tx send-bitcoin` submits P2WPKH with named inputs and
 // their amounts, and P2TR; every failure carries a code from the documented set (docs/sdk.md "Errors").
 import t, { type Test } from 'tap';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,9 +12,6 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { buildApp } from '../../api/app.ts';
-import { loadApiConfig } from '../../api/config.ts';
-import { createLogger } from '../../common/logger.ts';
 import { RecordStore } from '../../api/store/record-store.ts';
 import { VaultService } from '../../api/vaults/vault-service.ts';
 import { TransactionService } from '../../api/transactions/transaction-service.ts';
@@ -26,6 +23,7 @@ import { RegtestChain } from '../../deploy/regtest/regtest-chain.ts';
 import { EsploraServer } from '../../deploy/regtest/esplora-server.ts';
 import { SDK_ERROR_CODES } from '../../api/sdk/sdk-error.ts';
 import { runCli, type Run } from '../api/sdk/run-cli.ts';
+import { cliApi } from '../api/sdk/run-cli.ts';
 
 // Each command is a fresh Node process; on a busy machine that takes seconds.
 t.setTimeout(300_000);
@@ -38,20 +36,9 @@ const esplora = new EsploraClient(regtestUrl);
 const store = await RecordStore.open(join(dir, 'db'));
 const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 5, vaultsPerOrg: 5 } });
 const transactions = new TransactionService({ vaults, hasBackend: (c) => c === 'bitcoin-regtest' || c === 'evm-local', utxos: (_c, address) => esplora.utxos(address) });
-const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), vaults, transactions });
-await app.listen({ host: '127.0.0.1', port: 0 });
-const port = (app.server.address() as { port: number }).port;
-t.teardown(async () => {
-  await app.close();
-  await store.close();
-  await regtest.close();
-});
-
-const secret = ed25519.utils.randomSecretKey();
-const { org, key } = await vaults.createOrg('Acme', bytesToHex(ed25519.getPublicKey(secret)));
-const secretFile = join(dir, 'key.hex');
-writeFileSync(secretFile, bytesToHex(secret) + '\n', { mode: 0o600 });
-const settings = { CUSTODY_URL: `http://127.0.0.1:${port}`, CUSTODY_ORGANIZATION: org.id, CUSTODY_KEY_ID: key.id, CUSTODY_SECRET_KEY_FILE: secretFile, REGTEST_URL: regtestUrl };
+const api = await cliApi(t, dir, vaults, transactions, () => regtest.close());
+const { secret } = api;
+const settings = { ...api.settings, REGTEST_URL: regtestUrl };
 const cli = (args: string[], env: Record<string, string> = settings): Promise<Run> => runCli(args, env);
 
 // An active hosted vault with a P2WPKH, a P2TR and an EVM wallet.

@@ -10,9 +10,6 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { exportJWK, generateKeyPair } from 'jose';
-import { buildApp } from '../../../api/app.ts';
-import { loadApiConfig } from '../../../api/config.ts';
-import { createLogger } from '../../../common/logger.ts';
 import { RecordStore } from '../../../api/store/record-store.ts';
 import { VaultService } from '../../../api/vaults/vault-service.ts';
 import { TransactionService } from '../../../api/transactions/transaction-service.ts';
@@ -20,7 +17,7 @@ import { verifyIntentSignature } from '../../../core/intents/intent.ts';
 import type { VaultRecord } from '../../../api/vaults/records.ts';
 import { nodeIdentity } from '../vault/enrolled-node.ts';
 import type { TransactionRecord } from '../../../api/transactions/records.ts';
-import { runCli, type Run } from './run-cli.ts';
+import { cliApi, runCli, type Run } from './run-cli.ts';
 
 // Each command is a fresh Node process that loads the SDK; on a busy machine that takes seconds.
 t.setTimeout(360_000);
@@ -29,19 +26,7 @@ const dir = mkdtempSync(join(tmpdir(), 'cli-'));
 const store = await RecordStore.open(join(dir, 'db'));
 const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 5, vaultsPerOrg: 5 } });
 const transactions = new TransactionService({ vaults, hasBackend: () => true });
-const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), vaults, transactions });
-await app.listen({ host: '127.0.0.1', port: 0 });
-const port = (app.server.address() as { port: number }).port;
-t.teardown(async () => {
-  await app.close();
-  await store.close();
-});
-
-const secret = ed25519.utils.randomSecretKey();
-const { org, key } = await vaults.createOrg('Acme', bytesToHex(ed25519.getPublicKey(secret)));
-const secretFile = join(dir, 'key.hex');
-writeFileSync(secretFile, bytesToHex(secret) + '\n', { mode: 0o600 });
-const settings = { CUSTODY_URL: `http://127.0.0.1:${port}`, CUSTODY_ORGANIZATION: org.id, CUSTODY_KEY_ID: key.id, CUSTODY_SECRET_KEY_FILE: secretFile };
+const { secret, key, settings } = await cliApi(t, dir, vaults, transactions);
 
 const cli = (args: string[], env: Record<string, string> = settings): Promise<Run> => runCli(args, env);
 
@@ -167,7 +152,7 @@ t.test('usage and settings errors answer before any request: exit 2, status null
     ['missing option', ['vault', 'create'], undefined, /needs --tier/, 'usage'],
     ['option of another command', ['vault', 'create', '--tier', 'self', '--chain', 'x'], undefined, /does not take --chain/, 'usage'],
     ['unknown tier', ['vault', 'create', '--tier', 'cold'], undefined, /--tier must be one of hosted, self, customer_tee/, 'usage'],
-    ['unknown command', ['vault', 'delete', 'v'], undefined, /unknown command: vault delete/, 'usage'],
+    ['unknown command', ['vault', 'destroy', 'v'], undefined, /unknown command: vault destroy/, 'usage'],
     ['no settings', ['keys', 'list'], {}, /CUSTODY_URL/, 'invalid_config'],
     ['plain http to another host', ['keys', 'list'], { ...settings, CUSTODY_URL: 'http://api.example.com' }, /plain http only to a loopback address/, 'invalid_config'],
     ['secret key file not hex', ['keys', 'list'], { ...settings, CUSTODY_SECRET_KEY_FILE: join(dir, 'policy.json') }, /must hold 64 hex characters/, 'invalid_config'],
