@@ -111,6 +111,18 @@ t.test('operator tasks through the running API', async (t) => {
   t.equal((await fetch(`${base}/operator/v1/organizations`, { headers: { authorization: `Bearer ${bearer}` } })).status, 401);
   t.notOk(JSON.stringify(await (await fetch(`${base}/openapi.json`)).json()).includes('/operator/'), 'the operator API is not in the public OpenAPI document');
 
+  // Bad input: 400 with a code, and nothing changes (the organization list and the audit log read back the same).
+  const op = (method: string, path: string, body?: unknown) => fetch(`${base}/operator/v1${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const orgsBefore = await (await op('GET', '/organizations')).json();
+  const auditBefore = await (await op('GET', '/audit')).json();
+  for (const [path, body] of [['/customers', { name: 'X', public_key: 'not-hex' }], ['/customers', { public_key: 'ab'.repeat(32) }], ['/tenants', { name: '' }], ['/customers/link', { org: 'org_x' }]] as const) {
+    const res = await op('POST', path, body);
+    t.equal(res.status, 400, `POST ${path} ${JSON.stringify(body)}: 400`);
+    t.type(((await res.json()) as { code?: unknown }).code, 'string', 'with a code');
+  }
+  t.same(await (await op('GET', '/organizations')).json(), orgsBefore, 'no organization was made');
+  t.same(await (await op('GET', '/audit')).json(), auditBefore, 'nothing was audit-logged');
+
   // Every change audit-logged: in the operator's log, and in the customer's workspace for its records.
   const audit = async (workspace?: string) => ((await (await fetch(`${base}/operator/v1/audit${workspace ? `?workspace=${workspace}` : ''}`, { headers: { authorization: `Bearer ${token}` } })).json()) as { data: { action: string; actor: { type: string } }[] }).data;
   const ops = await audit();
