@@ -355,8 +355,18 @@ export class VaultService {
         keyId: key.vaultId, owner: key.owner, oldPkg, newEpoch, newThreshold: target.threshold, members, tier, roster,
         ...(input.trustLog?.length ? { trustLog: input.trustLog } : {}), ...(input.reshareRequest?.length ? { reshareRequest: input.reshareRequest } : {}),
       });
+      // Every party resolved before the vault changes state: a node that detached since the dealers were
+      // chosen fails the reshare here, leaving the vault as it was, not stuck in `resharing`.
+      const parties = union.map((nodeId, i) => this.party(nodeId, i + 1));
       await this.vaults.put({ ...key, state: 'resharing', updatedAtMs: Date.now() });
-      const outcome = await this.open(req, { protocol: Protocol.RESHARE, keyId: key.vaultId, parties: union.map((nodeId, i) => this.party(nodeId, i + 1)), params, timeoutMs: this.timeouts.reshareMs });
+      let outcome: SessionOutcome;
+      try {
+        outcome = await this.open(req, { protocol: Protocol.RESHARE, keyId: key.vaultId, parties, params, timeoutMs: this.timeouts.reshareMs });
+      } catch (err) {
+        // No session ran to its end, so no node holds a new epoch to commit: the vault is back as it was.
+        await this.vaults.put({ ...key, updatedAtMs: Date.now() });
+        throw err;
+      }
       const pkg = this.agreedPackage(outcome, reshareResult, req);
       if (!pkg || pkg.groupKey !== key.publicKey) {
         // A refusal (an unverified committee, say) says which node refused and why.
