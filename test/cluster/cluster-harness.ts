@@ -4,7 +4,7 @@
 // carries (docs/trust.md "Committees"); every node it starts trusts that operator key.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createServer } from 'node:net';
@@ -79,7 +79,25 @@ export class Proc {
   }
 }
 
+/**
+ * A port for a process a test starts later. It is chosen below the kernel's ephemeral range, so no
+ * socket bound to port 0 in the meantime (a test's webhook receiver, an outgoing connection) can be
+ * handed the same port before the process binds it; a port bound to 0 and closed again could be, and a
+ * health probe would then reach another test's server. Chosen at random and checked free.
+ */
 export async function freePort(): Promise<number> {
+  const ephemeralLow = (() => {
+    try {
+      return Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32768;
+    } catch {
+      return 32768;
+    }
+  })();
+  const low = 10_000;
+  for (let attempt = 0; attempt < 100 && ephemeralLow - low > 1000; attempt++) {
+    const port = low + Math.floor(Math.random() * (ephemeralLow - low));
+    if (await canBind(port)) return port;
+  }
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.listen(0, '127.0.0.1', () => {
@@ -88,6 +106,14 @@ export async function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
     srv.on('error', reject);
+  });
+}
+
+function canBind(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen({ port, host: '127.0.0.1', exclusive: true }, () => srv.close(() => resolve(true)));
   });
 }
 
