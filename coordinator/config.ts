@@ -20,6 +20,7 @@ export const CoordinatorConfigSchema = Type.Object({
   tlsClientCa: Type.Optional(Type.String({ env: 'COORDINATOR_TLS_CLIENT_CA', description: 'PEM CA that signs node certificates (mutual TLS)' })),
   teeRootsFile: Type.Optional(Type.String({ env: 'COORDINATOR_TEE_ROOTS_FILE', minLength: 1, description: 'PEM roots a TEE member\'s attestation must chain to; default the AWS Nitro Enclaves root' })),
   teeAllowDevRoot: Type.Boolean({ env: 'COORDINATOR_TEE_ALLOW_DEV_ROOT', default: false, description: 'accept a DEV-ONLY attestation root (local clusters and tests only; docs/tee.md)' }),
+  metricsListen: Type.Optional(Type.String({ env: 'COORDINATOR_METRICS_LISTEN', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port serving GET /metrics, /healthz and /readyz (plain HTTP: loopback or a private interface; docs/operations.md "Metrics and health"); unset: no metrics port' })),
   logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'COORDINATOR_LOG_LEVEL', default: 'info' }),
 });
 

@@ -21,12 +21,18 @@ import { Scheme, type Tier } from '../proto/gen/mpc/v1/coordinator_pb.ts';
 import type { TierName } from '../core/tiers.ts';
 import { hexToBytes } from '@noble/hashes/utils.js';
 import { tierFromWire, WIRE_TIERS } from '../core/tier-wire.ts';
+import { createMetricsRegistry, type Registry } from '../common/metrics/metrics-registry.ts';
+import { serveMetrics } from '../common/metrics/metrics-server.ts';
+import { SessionMetrics } from './sessions/session-metrics.ts';
 
 export interface RunningCoordinator {
   port: number;
   registry: NodeRegistry;
   hub: SessionHub;
   vaults: VaultService;
+  /** The coordinator's metrics; served on `metricsPort` when COORDINATOR_METRICS_LISTEN is set. */
+  metrics: Registry;
+  metricsPort: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -42,7 +48,11 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
   await db.open();
   const registry = new NodeRegistry(db);
   const vaultStore = new VaultStore(db);
-  const hub = new SessionHub({ send: (id, m) => registry.send(id, m), isAttached: (id) => registry.isAttached(id) }, log);
+  // Process metrics only when the registry is served: a test's in-process coordinators skip them.
+  const metrics = createMetricsRegistry({ process: config.metricsListen !== undefined });
+  const sessionMetrics = new SessionMetrics(metrics);
+  sessionMetrics.countAttached(() => registry.list());
+  const hub = new SessionHub({ send: (id, m) => registry.send(id, m), isAttached: (id) => registry.isAttached(id) }, log, sessionMetrics);
   registry.on('left', (nodeId) => hub.nodeLeft(nodeId));
   const vaults = new VaultService(vaultStore, registry, hub, log, { dkgMs: config.dkgTimeoutMs, signMs: config.signTimeoutMs, reshareMs: config.reshareTimeoutMs, attachWaitMs: config.attachWaitMs }, config.roster, loadTeeVerifier(config.teeRootsFile, config.teeAllowDevRoot));
   // Every error leaves as a gRPC status with structured details (core/rpc/rpc-error.ts); one that is
@@ -125,12 +135,17 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(config.listen, credentials, (err, p) => (err ? reject(err) : resolve(p))),
   );
+  const metricsServer = config.metricsListen ? await serveMetrics(metrics, { listen: config.metricsListen, ready: () => db.status === 'open' }) : undefined;
+  if (metricsServer) log.info({ listen: config.metricsListen, port: metricsServer.port }, 'metrics listening');
   return {
     port,
     registry,
     hub,
     vaults,
+    metrics,
+    metricsPort: metricsServer?.port,
     async stop() {
+      await metricsServer?.close();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.forceShutdown();

@@ -34,6 +34,7 @@ export const NodeConfigSchema = Type.Object({
   operatorKeys: Type.String({ env: 'NODE_OPERATOR_KEYS', default: '', pattern: '^([0-9a-fA-F]{64}(,[0-9a-fA-F]{64})*)?$', description: 'comma-separated Ed25519 public keys (hex) whose bootstrap entries root organizations (docs/trust.md)' }),
   teeRootsFile: Type.Optional(Type.String({ env: 'NODE_TEE_ROOTS_FILE', minLength: 1, description: 'PEM roots TEE attestations must chain to; default the AWS Nitro Enclaves root shipped in tee/attestation/roots/' })),
   teeAllowDevRoot: Type.Boolean({ env: 'NODE_TEE_ALLOW_DEV_ROOT', default: false, description: 'accept a DEV-ONLY attestation root (local clusters and tests only; docs/tee.md)' }),
+  metricsListen: Type.Optional(Type.String({ env: 'NODE_METRICS_LISTEN', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port serving GET /metrics, /healthz and /readyz (plain HTTP: loopback or a private interface; docs/operations.md "Metrics and health"); unset: no metrics port' })),
   logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'NODE_LOG_LEVEL', default: 'info' }),
 });
 

@@ -22,6 +22,9 @@ import { IntentLedger } from './runtime/authorization/intent-ledger.ts';
 import { RosterRegistry } from './runtime/authorization/roster-registry.ts';
 import { nodeProtocols } from './runtime/sessions/node-protocols.ts';
 import { loadTeeVerifier } from '../tee/attestation/enrolment-verifier.ts';
+import { createMetricsRegistry } from '../common/metrics/metrics-registry.ts';
+import { serveMetrics } from '../common/metrics/metrics-server.ts';
+import { NodeSessionMetrics } from './runtime/session-metrics.ts';
 
 await runMain('node', async () => {
   const config = loadNodeConfig();
@@ -62,7 +65,10 @@ await runMain('node', async () => {
     operatorKeys: config.operatorKeys, fileKeys: loadApiKeysFile(config.apiKeysFile), verifyTee: loadTeeVerifier(config.teeRootsFile, config.teeAllowDevRoot),
   });
   const authorizer = new IntentAuthorizer(trust);
-  const host = new SessionHost(identity, (m) => void link.send(m), nodeProtocols({ vault, authorizer, trust, ledger: new IntentLedger(store), rosters: new RosterRegistry(store, config.operatorKeys) }), nodeLog);
+  const registry = createMetricsRegistry();
+  // Read at each scrape; `host` is assigned before the first one can come.
+  const metrics = new NodeSessionMetrics(registry, { running: (): number => host.running, attached: () => link.attached });
+  const host = new SessionHost(identity, (m) => void link.send(m), nodeProtocols({ vault, authorizer, trust, ledger: new IntentLedger(store), rosters: new RosterRegistry(store, config.operatorKeys) }), nodeLog, Date.now, metrics);
   link.on('session', (b) => {
     if (b.case === 'open') host.onOpen(b.value);
     else if (b.case === 'relay' && b.value.envelope) host.onRelay(b.value.envelope);
@@ -70,9 +76,13 @@ await runMain('node', async () => {
   });
   link.on('detached', () => host.abortAll('detached from the coordinator'));
   link.start();
+  // Ready while attached: a node off its coordinator takes part in nothing.
+  const metricsServer = config.metricsListen ? await serveMetrics(registry, { listen: config.metricsListen, ready: () => link.attached }) : undefined;
+  if (metricsServer) nodeLog.info({ listen: config.metricsListen, port: metricsServer.port }, 'metrics listening');
   return {
     log: nodeLog,
     async stop() {
+      await metricsServer?.close();
       host.abortAll('stopping');
       link.stop();
       await store.close();

@@ -7,6 +7,9 @@ import type { Envelope, Party, Protocol, SessionDone, SessionFailed } from '../.
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { AttachResponseSchema } from '../../proto/gen/mpc/v1/node_link_pb.ts';
 import { isErrorCode, type ErrorCode } from '../../core/errors/error-codes.ts';
+import { protocolName } from '../../core/link/protocol-name.ts';
+import { secondsSince } from '../../common/metrics/metrics-registry.ts';
+import type { SessionMetrics } from './session-metrics.ts';
 
 export type ToNode = MessageInitShape<typeof AttachResponseSchema>;
 
@@ -62,7 +65,7 @@ export class SessionHub {
   private readonly sessions = new Map<string, Running>();
   tap: RelayTap | undefined;
 
-  constructor(private readonly nodes: NodeSender, private readonly log: Logger) {}
+  constructor(private readonly nodes: NodeSender, private readonly log: Logger, private readonly metrics?: SessionMetrics) {}
 
   /** Whether the node is a party of a session still running (and has not reported its result). */
   hasParty(nodeId: string): boolean {
@@ -73,8 +76,12 @@ export class SessionHub {
   run(spec: SessionSpec): Promise<SessionOutcome> {
     const id = toHex(spec.sessionId);
     const about = { session: id, requestId: spec.requestId };
+    const kind = protocolName(spec.protocol);
+    const startedAt = performance.now();
+    this.metrics?.sessionStarted(kind);
     const missing = spec.parties.filter((p) => !this.nodes.isAttached(p.nodeId)).map((p) => p.nodeId);
     if (missing.length) {
+      this.metrics?.sessionFinished(kind, 'node_not_attached', 0, missing);
       return Promise.resolve({ ok: false, code: 'node_not_attached', message: `parties not attached: ${missing.join(', ')}`, culprits: missing, reports: [] });
     }
     return new Promise((resolve) => {
@@ -90,6 +97,8 @@ export class SessionHub {
           if (!o.ok) {
             for (const p of running.parties) if (!running.results.has(p)) this.nodes.send(p, { body: { case: 'cancel', value: { sessionId: spec.sessionId, reason: o.message } } });
           }
+          // Only parties are counted as culprits: a report may name anything, a label may not.
+          this.metrics?.sessionFinished(kind, o.ok ? 'ok' : o.code, secondsSince(startedAt), o.ok ? [] : new Set(o.culprits.filter((c) => running.parties.has(c))));
           resolve(o);
         },
         timer: setTimeout(() => {

@@ -13,6 +13,9 @@ import type { AttachRequestSchema } from '../../proto/gen/mpc/v1/node_link_pb.ts
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { ErrorCode } from '../../core/errors/error-codes.ts';
 import { isRequestId } from '../../core/session/request-id.ts';
+import { protocolName } from '../../core/link/protocol-name.ts';
+import { secondsSince } from '../../common/metrics/metrics-registry.ts';
+import type { NodeSessionMetrics, NodeSessionOutcome } from './session-metrics.ts';
 
 export type ToCoordinator = MessageInitShape<typeof AttachRequestSchema>;
 
@@ -44,6 +47,8 @@ interface Live {
   queue: Promise<void>;
   finished: boolean;
   timer: NodeJS.Timeout;
+  /** performance.now() at the opening, for the duration metric. */
+  startedAt: number;
 }
 
 export class SessionHost {
@@ -57,6 +62,7 @@ export class SessionHost {
     private readonly factory: ProtocolFactory,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
+    private readonly metrics?: NodeSessionMetrics,
   ) {}
 
   get running(): number {
@@ -65,19 +71,24 @@ export class SessionHost {
 
   onOpen(open: SessionOpen): void {
     const id = toHex(open.sessionId);
-    if (this.live.has(id) || this.ended.has(id)) return this.fail(open.sessionId, 'session_reused', 'session id already used', []);
+    // Declined before the session exists here: counted as a refusal only.
+    const decline = (code: ErrorCode, message: string) => {
+      this.metrics?.sessionRefused(protocolName(open.protocol), code);
+      this.fail(open.sessionId, code, message, []);
+    };
+    if (this.live.has(id) || this.ended.has(id)) return decline('session_reused', 'session id already used');
     const me = open.parties.find((p) => p.nodeId === this.identity.nodeId);
-    if (!me) return this.fail(open.sessionId, 'not_a_party', 'this node is not a party of the session', []);
+    if (!me) return decline('not_a_party', 'this node is not a party of the session');
     if (toHex(me.signingKey) !== toHex(this.identity.signingKey) || toHex(me.encryptionKey) !== toHex(this.identity.encryptionKey)) {
-      return this.fail(open.sessionId, 'identity_mismatch', 'the session names this node with other keys', []);
+      return decline('identity_mismatch', 'the session names this node with other keys');
     }
     const indexes = new Set(open.parties.map((p) => p.index));
     const ids = new Set(open.parties.map((p) => p.nodeId));
     if (indexes.size !== open.parties.length || ids.size !== open.parties.length || open.parties.some((p) => p.index < 1)) {
-      return this.fail(open.sessionId, 'bad_parties', 'party list has duplicate or zero indexes or ids', []);
+      return decline('bad_parties', 'party list has duplicate or zero indexes or ids');
     }
     // Only logged, but bounded like the coordinator bounds it (docs/sessions.md "Request ids").
-    if (!isRequestId(open.requestId)) return this.fail(open.sessionId, 'bad_params', 'the request id is at most 128 characters of [A-Za-z0-9._:-]', []);
+    if (!isRequestId(open.requestId)) return decline('bad_params', 'the request id is at most 128 characters of [A-Za-z0-9._:-]');
     const ttl = Math.max(0, Number(open.deadlineMs) - this.now());
     const live: Live = {
       ctx: { open, myIndex: me.index, parties: open.parties },
@@ -87,7 +98,8 @@ export class SessionHost {
       seen: new Set(),
       queue: Promise.resolve(),
       finished: false,
-      timer: setTimeout(() => this.finish(id, 'deadline passed'), ttl + 1000),
+      timer: setTimeout(() => this.finish(id, 'timeout', 'deadline passed'), ttl + 1000),
+      startedAt: performance.now(),
     };
     this.live.set(id, live);
     this.log.debug({ ...this.about(id), protocol: open.protocol, keyId: open.keyId }, 'session opened');
@@ -128,20 +140,20 @@ export class SessionHost {
     const id = toHex(sessionId);
     if (this.live.has(id)) {
       this.log.info({ ...this.about(id), reason }, 'session cancelled by the coordinator');
-      this.finish(id, 'cancelled');
+      this.finish(id, 'cancelled', 'cancelled');
     }
   }
 
   /** Ends every session (the link went down or the node stops). */
   abortAll(reason: string): void {
-    for (const id of [...this.live.keys()]) this.finish(id, reason);
+    for (const id of [...this.live.keys()]) this.finish(id, 'abandoned', reason);
   }
 
   private enqueue(id: string, live: Live, task: () => Promise<void>): void {
     live.queue = live.queue.then(task).catch((err: unknown) => {
       this.log.error({ ...this.about(id), err: (err as Error).message }, 'session failed unexpectedly');
       this.fail(live.ctx.open.sessionId, 'internal', 'internal error in the node', []);
-      this.finish(id, 'internal error');
+      this.finish(id, 'internal', 'internal error');
     });
   }
 
@@ -173,13 +185,15 @@ export class SessionHost {
     this.log.warn({ ...this.about(id), code: e.code }, `session refused: ${e.message}`);
     const byIndex = this.live.get(id)?.byIndex;
     this.fail(sessionId, e.code, e.message, e.culprits.map((c) => (typeof c === 'number' ? byIndex?.get(c)?.nodeId ?? `index ${c}` : c)));
-    this.finish(id, 'refused');
+    const live = this.live.get(id);
+    if (live && !live.finished) this.metrics?.sessionRefused(protocolName(live.ctx.open.protocol), e.code);
+    this.finish(id, 'refused', 'refused');
   }
 
   private relayFault(id: string, live: Live, message: string): void {
     this.log.warn(this.about(id), `relay fault: ${message}`);
     this.fail(live.ctx.open.sessionId, 'relay_fault', message, []);
-    this.finish(id, 'relay fault');
+    this.finish(id, 'relay_fault', 'relay fault');
   }
 
   private async apply(id: string, live: Live, step: Step): Promise<void> {
@@ -188,14 +202,14 @@ export class SessionHost {
       const culprits = step.culprits.map((i) => live.byIndex.get(i)?.nodeId ?? `index ${i}`);
       this.log.warn({ ...this.about(id), code: step.code, culprits }, `protocol aborted: ${step.message}`);
       this.fail(live.ctx.open.sessionId, step.code, step.message, culprits);
-      return this.finish(id, 'aborted');
+      return this.finish(id, 'aborted', 'aborted');
     }
     if (step.kind === 'done') {
       // Secrets are stored before anything derived from them leaves the node.
       await step.commit?.();
       this.sendOut(live, step.out);
       this.send({ body: { case: 'done', value: { sessionId: live.ctx.open.sessionId, result: step.result } } });
-      return this.finish(id, 'done');
+      return this.finish(id, 'ok', 'done');
     }
     this.sendOut(live, step.out);
   }
@@ -219,9 +233,10 @@ export class SessionHost {
     this.send({ body: { case: 'failed', value: { sessionId, code, message, culprits: [...culprits] } } });
   }
 
-  private finish(id: string, why: string): void {
+  private finish(id: string, outcome: NodeSessionOutcome, why: string): void {
     const live = this.live.get(id);
     if (!live) return;
+    this.metrics?.sessionEnded(protocolName(live.ctx.open.protocol), outcome, secondsSince(live.startedAt));
     live.finished = true;
     clearTimeout(live.timer);
     live.protocol?.dispose();
