@@ -29,6 +29,13 @@ import { createHmac } from 'node:crypto';
 import { CursorCodec } from './store/pagination.ts';
 import { loadServerKeys } from './store/server-keys.ts';
 import { operatorRoutes } from './routes/operator.ts';
+import { walletRoutes } from './routes/v1/wallets.ts';
+import { WalletService } from './wallets/wallet-service.ts';
+import { CustomerLinks } from './customers/customer-links.ts';
+import type { Chains } from './transactions/transaction-worker.ts';
+import type { Registry } from 'prom-client';
+import { installHttpMetrics } from './metrics/http-metrics.ts';
+import { registerQueueMetrics } from './metrics/queue-metrics.ts';
 
 export interface AppOptions {
   config: ApiConfig;
@@ -40,6 +47,10 @@ export interface AppOptions {
   platform?: Platform | undefined;
   /** Seconds since the epoch, for signature freshness (injectable in tests). */
   now?: () => number;
+  /** The chain backends, for a wallet's balance (GET /v1/wallets/{id}/balance). */
+  chains?: Chains | undefined;
+  /** Where the request and queue metrics go; server.ts serves it off the public port (API_METRICS_LISTEN). */
+  metrics?: Registry | undefined;
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
@@ -55,6 +66,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     ajv: { customOptions: { removeAdditional: false, allErrors: false, coerceTypes: false, useDefaults: false, keywords: [FROM_QUERY_TEXT] } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   installErrorHandling(app);
+  if (opts.metrics) installHttpMetrics(app, opts.metrics);
+  // Both APIs share one store (server.ts); readiness and the queue metrics read it.
+  const store = opts.vaults?.store ?? opts.platform?.store;
+  if (opts.metrics && store) registerQueueMetrics(opts.metrics, store);
   app.addHook('onResponse', async (req, reply) => {
     req.log.info({ method: req.method, path: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
@@ -70,7 +85,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         'OpenAPI cannot describe a signature computed per request, so **Authorize** and **Try it out** cannot make one: sign as below.',
         'The profile (covered components, `created`/`expires`, one-use `nonce`, `Content-Digest`) and a runnable example: `docs/request-signing.md` in the repository.',
         '',
-        '**Platform API** (*webhooks*, *mfa*, *branding*): `Authorization: Bearer svc_test_…` or `svc_live_…` (**Authorize** → `bearer`). Production (`svc_live_`) changes are also signed, the same way, with the workspace key\'s signing key. Operations with no padlock (*health*, `/v1/public/…`) need nothing.',
+        '**Platform API** (*webhooks*, *mfa*, *branding*, *wallets*): `Authorization: Bearer svc_test_…` or `svc_live_…` (**Authorize** → `bearer`). Production (`svc_live_`) changes are also signed, the same way, with the workspace key\'s signing key. Operations with no padlock (*health*, `/v1/public/…`) need nothing.',
         '',
         'Signing with the SDK (`CustodyClient` from `threshold-custody/sdk` signs every call itself; `signedHeaders` signs one request):',
         '```ts',
@@ -94,7 +109,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'api keys', description: 'Vault API: the organization\'s Ed25519 request-signing keys' },
         { name: 'vaults', description: 'Vault API: threshold key vaults, their creation and share rotation' },
         { name: 'committees', description: 'Vault API: the signer nodes a new vault would get, to check and bind when creating it' },
-        { name: 'wallets', description: 'Vault API: chain addresses derived under a vault, and a Bitcoin wallet\'s unspent outputs' },
+        { name: 'wallets', description: 'Vault API: chain addresses derived under a vault, and a Bitcoin wallet\'s unspent outputs. Platform API: the same wallets\' balance, history, ledger, decommissioning and payment-request QR codes' },
         { name: 'transactions', description: 'Vault API: transactions authorized by a signed intent' },
         { name: 'nodes', description: 'Vault API: signer nodes the organization runs itself or in an enclave, and the enclave builds it allows' },
         { name: 'end-user auth', description: 'Vault API: the identity provider keys that hosted-tier end-user tokens verify against (docs/end-user-auth.md)' },
@@ -119,7 +134,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  await app.register(healthRoutes, { coordinator: opts.coordinator });
+  await app.register(healthRoutes, { coordinator: opts.coordinator, store });
   const vaults = opts.vaults;
   if (vaults) {
     // The lists walk store indexes that records of an earlier version may lack: they are brought up to
@@ -145,7 +160,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       // Nonces are claimed in the API's store: a signature is accepted once, across restarts (docs/security.md).
       await v1.register(requestAuth, { findKey: (id) => vaults.activeKey(id), replayGuard: new ReplayGuard(vaults.store), publicOrigin: opts.config.publicUrl, ...(opts.now ? { now: opts.now } : {}) });
       await v1.register(apiKeyRoutes, { vaults });
-      await v1.register(vaultRoutes, { vaults, cursors });
+      // GET /v1/wallets/{id} also takes the platform API's bearer keys (docs/customers.md "Wallets: one resource, one path").
+      await v1.register(vaultRoutes, { vaults, cursors, bearer: opts.platform ? { tenancy: opts.platform.tenancy, links: new CustomerLinks(vaults.store) } : undefined });
       await v1.register(committeeRoutes, { coordinator: opts.coordinator, vaults });
       await v1.register(nodeRoutes, {
         vaults, coordinator: opts.coordinator,
@@ -169,6 +185,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(brandingRoutes, { platform });
       await p.register(emailDomainRoutes, { platform });
       await p.register(logoRoutes, { platform, publicOrigin: opts.config.publicUrl });
+      if (vaults && opts.transactions) {
+        const wallets = new WalletService({ vaults, transactions: opts.transactions, chains: opts.chains, links: new CustomerLinks(vaults.store), audit: platform.audit });
+        await p.register(walletRoutes, { wallets, store: vaults.store, cursors: platform.cursors, clock: platform.clock });
+      }
     }, { prefix: '/v1' });
   }
   // The operator API (docs/operations.md): only with an operator secret configured, and both APIs' services.

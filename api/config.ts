@@ -45,6 +45,7 @@ export const ApiConfigSchema = Type.Object({
     env: 'API_WEBHOOK_ALLOWED_DESTINATIONS', default: [],
     description: 'comma-separated addresses, CIDR ranges and host names (each optionally :port) webhooks may reach besides https to public addresses, e.g. 127.0.0.1,localhost:8443,10.0.0.0/8; for development and tests only, refused in production',
   }),
+  metricsListen: Type.Optional(Type.String({ env: 'API_METRICS_LISTEN', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port serving GET /metrics, off the public port (plain HTTP: loopback or a private interface; docs/operations.md "Metrics and health"); unset: no metrics port' })),
   logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'API_LOG_LEVEL', default: 'info' }),
 });
 
@@ -79,6 +80,9 @@ export function loadApiConfig(env?: Record<string, string | undefined>): ApiConf
   }
   if (c.environment === 'production' && c.teeAllowDevRoot) {
     throw new ConfigError(['API_TEE_ALLOW_DEV_ROOT (teeAllowDevRoot): must be false with API_ENVIRONMENT=production (a DEV-ONLY attestation root proves nothing)']);
+  }
+  if (c.metricsListen && c.port !== 0 && splitHostPort(c.metricsListen).port === c.port) {
+    throw new ConfigError([`API_METRICS_LISTEN (metricsListen): must not be the public port ${c.port}; metrics are served off it`]);
   }
   for (const chain of Object.keys(chainBackends(c))) {
     if (!chainInfo(chain)) throw new ConfigError([`API_CHAIN_BACKENDS (chainBackends): unknown chain ${chain}`]);

@@ -6,7 +6,7 @@ import { CursorCodec } from './store/pagination.ts';
 import { loadServerKeys, type ServerKeys } from './store/server-keys.ts';
 import { TenancyService } from './tenancy/tenancy-service.ts';
 import { WebhookEndpoints } from './webhooks/webhook-endpoints.ts';
-import { DeliveryEngine } from './webhooks/delivery-engine.ts';
+import { DeliveryEngine, type DeliveryOutcome } from './webhooks/delivery-engine.ts';
 import { BrandingService } from './branding/branding-service.ts';
 import type { ObjectStore } from './adapters/object-store.ts';
 import { DirectoryObjectStore } from './adapters/directory-object-store.ts';
@@ -34,7 +34,9 @@ export interface Platform {
 
 export async function createPlatform(store: RecordStore, opts: { emailProvider?: EmailDomainProvider; objectDir?: string; objectStore?: ObjectStore; clock?: () => number; webhookTimeoutMs?: number; schedule?: number[]; concurrency?: number;
   /** API_WEBHOOK_ALLOWED_DESTINATIONS: destinations allowed besides https to public addresses; none by default. */
-  webhookAllowedDestinations?: readonly string[]; webhookLookup?: HostLookup } = {}): Promise<Platform> {
+  webhookAllowedDestinations?: readonly string[]; webhookLookup?: HostLookup;
+  /** Each delivery attempt's outcome, for the metrics (api/metrics/webhook-metrics.ts). */
+  onDeliveryOutcome?: (outcome: DeliveryOutcome) => void } = {}): Promise<Platform> {
   const clock = opts.clock ?? Date.now;
   const keys = await loadServerKeys(store);
   // Records once kept per tenant (branding, sending domains) become production's (docs/security.md).
@@ -43,7 +45,7 @@ export async function createPlatform(store: RecordStore, opts: { emailProvider?:
   const audit = new AuditLog(store, clock);
   const endpoints = new WebhookEndpoints({ store, cursors, audit, signingSeed: keys.webhookSeed, clock, ...(opts.webhookTimeoutMs ? { timeoutMs: opts.webhookTimeoutMs } : {}),
     destinations: DestinationPolicy.fromAllowList(opts.webhookAllowedDestinations ?? []), ...(opts.webhookLookup ? { lookup: opts.webhookLookup } : {}) });
-  const deliveries = new DeliveryEngine({ store, endpoints, cursors, clock, ...(opts.schedule ? { schedule: opts.schedule } : {}), ...(opts.concurrency ? { concurrency: opts.concurrency } : {}) });
+  const deliveries = new DeliveryEngine({ store, endpoints, cursors, clock, ...(opts.schedule ? { schedule: opts.schedule } : {}), ...(opts.concurrency ? { concurrency: opts.concurrency } : {}), ...(opts.onDeliveryOutcome ? { onOutcome: opts.onDeliveryOutcome } : {}) });
   // Rows queued by an earlier version (one global queue) move to their endpoints' queues; idempotent.
   await deliveries.migrate();
   return { store, keys, clock, cursors, audit, endpoints, deliveries, emailDomains: new EmailDomains(store, audit, opts.emailProvider, clock), objects: opts.objectStore ?? new DirectoryObjectStore(opts.objectDir ?? 'objects', createHmac('sha256', keys.cursorKey).update('object-store').digest()), branding: new BrandingService(store, audit, keys.cursorKey, clock), tenancy: new TenancyService(store, clock), mfa: new MfaTokens(keys.mfaKey, store) };

@@ -16,6 +16,9 @@ import { join } from 'node:path';
 import { emailProviderFromConfig, objectStoreFromConfig } from './adapters/adapters-from-config.ts';
 import { CustomerLinks } from './customers/customer-links.ts';
 import { EventRelay } from './customers/event-relay.ts';
+import { createMetricsRegistry } from '../common/metrics/metrics-registry.ts';
+import { serveMetrics } from '../common/metrics/metrics-server.ts';
+import { webhookDeliveryMetrics } from './metrics/webhook-metrics.ts';
 
 await runMain('api', async () => {
   const config = loadApiConfig();
@@ -40,11 +43,15 @@ await runMain('api', async () => {
   const txWorker = new TransactionWorker({ vaults, transactions, coordinator, chains, log, trustLog: (org) => vaults.trustLog(org) });
   const emailProvider = emailProviderFromConfig(config);
   const objectStore = objectStoreFromConfig(config);
-  const platform = await createPlatform(store, { objectDir: join(config.dataDir, 'objects'), ...(emailProvider ? { emailProvider } : {}), ...(objectStore ? { objectStore } : {}), webhookAllowedDestinations: config.webhookAllowedDestinations });
+  const metrics = createMetricsRegistry();
+  const platform = await createPlatform(store, { objectDir: join(config.dataDir, 'objects'), ...(emailProvider ? { emailProvider } : {}), ...(objectStore ? { objectStore } : {}), webhookAllowedDestinations: config.webhookAllowedDestinations, onDeliveryOutcome: webhookDeliveryMetrics(metrics) });
   if (config.webhookAllowedDestinations.length) log.warn({ allowed: config.webhookAllowedDestinations }, 'webhooks may reach these non-public or plain-http destinations (API_WEBHOOK_ALLOWED_DESTINATIONS)');
-  const app = await buildApp({ config, logger: log, coordinator, vaults, transactions, platform });
+  const app = await buildApp({ config, logger: log, coordinator, vaults, transactions, platform, chains, metrics });
   const address = await app.listen({ host: config.host, port: config.port });
   log.info({ address }, 'api listening');
+  // Off the public port (docs/operations.md "Metrics and health"); none unless configured.
+  const metricsServer = config.metricsListen ? await serveMetrics(metrics, { listen: config.metricsListen }) : undefined;
+  if (metricsServer) log.info({ listen: config.metricsListen, port: metricsServer.port }, 'metrics listening');
   jobs.start();
   txWorker.start();
   platform.deliveries.start();
@@ -62,6 +69,7 @@ await runMain('api', async () => {
       await platform.deliveries.stop();
       await platform.endpoints.http.close();
       await app.close();
+      await metricsServer?.close();
       coordinator?.close();
       await store.close();
     },

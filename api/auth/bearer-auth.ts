@@ -42,6 +42,33 @@ export function principalOf(req: FastifyRequest): Principal {
   return req.principal;
 }
 
+const BEARER = /^bearer +(\S+) *$/i;
+
+/** Whether the request names a bearer key: how a route taking either credential picks the bearer branch. */
+export function hasBearer(req: FastifyRequest): boolean {
+  const auth = req.headers.authorization;
+  return typeof auth === 'string' && /^bearer /i.test(auth);
+}
+
+/**
+ * Resolves the request's workspace key into `req.principal` and checks the route's permission: 401
+ * without a valid key, 403 role_denied without the permission. The bearer-auth hook runs it on every
+ * platform route; a vault-API route that also takes a bearer key runs it itself (GET /v1/wallets/{id}).
+ * The scheme name is case-insensitive (RFC 9110 11.1).
+ */
+export async function authenticateBearer(req: FastifyRequest, tenancy: TenancyService): Promise<Principal> {
+  const cfg = req.routeOptions.config;
+  const auth = req.headers.authorization;
+  const token = typeof auth === 'string' ? BEARER.exec(auth)?.[1] : undefined;
+  const principal = token ? await tenancy.authenticate(token) : undefined;
+  if (!principal) throw new CustodyError('unauthorized', 'a valid workspace bearer key is required (Authorization: Bearer svc_...)');
+  if (cfg?.permission && !roleAllows(principal.role, cfg.permission)) {
+    throw new CustodyError('role_denied', `this key's role (${principal.role}) lacks the ${cfg.permission} permission`);
+  }
+  req.principal = principal;
+  return principal;
+}
+
 const plugin: FastifyPluginAsync<BearerAuthOptions> = async (app, opts) => {
   const guard = opts.replayGuard;
 
@@ -49,18 +76,10 @@ const plugin: FastifyPluginAsync<BearerAuthOptions> = async (app, opts) => {
 
   // Who is asking, and may they, is settled before the body is read: onRequest runs before parsing and
   // validation, so a request without a valid key, or without the permission, gets 401 or 403 whatever its
-  // body (docs/security.md "Strict input"). The scheme name is case-insensitive (RFC 9110 11.1).
+  // body (docs/security.md "Strict input").
   app.addHook('onRequest', async (req) => {
-    const cfg = req.routeOptions.config;
-    if (cfg?.public) return;
-    const auth = req.headers.authorization;
-    const token = typeof auth === 'string' ? /^bearer +(\S+) *$/i.exec(auth)?.[1] : undefined;
-    const principal = token ? await opts.tenancy.authenticate(token) : undefined;
-    if (!principal) throw new CustodyError('unauthorized', 'a valid workspace bearer key is required (Authorization: Bearer svc_...)');
-    if (cfg?.permission && !roleAllows(principal.role, cfg.permission)) {
-      throw new CustodyError('role_denied', `this key's role (${principal.role}) lacks the ${cfg.permission} permission`);
-    }
-    req.principal = principal;
+    if (req.routeOptions.config?.public) return;
+    await authenticateBearer(req, opts.tenancy);
   });
 
   // The request signature covers the body's bytes, so it is checked once they are read, still before the

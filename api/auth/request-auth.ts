@@ -1,6 +1,8 @@
 // Authenticates vault-API requests by their RFC 9421 Ed25519 signature (docs/request-signing.md):
 // the body's Content-Digest, the signature under an active API key, freshness and a one-time nonce.
-// Routes opt out with `config: { public: true }`.
+// Routes opt out with `config: { public: true }`. A route that also takes a workspace bearer key
+// (`config: { bearer: true }`, docs/customers.md "Wallets: one resource, one path") authenticates a
+// request naming one itself, in its own onRequest hook, before this one runs; such a request is left to it.
 import fp from 'fastify-plugin';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { verifyContentDigest } from '../../core/http/content-digest.ts';
@@ -32,6 +34,8 @@ declare module 'fastify' {
   }
   interface FastifyContextConfig {
     public?: boolean;
+    /** The route also takes a workspace bearer key (its own hook sets `req.principal`). */
+    bearer?: boolean;
   }
 }
 
@@ -57,6 +61,7 @@ const plugin: FastifyPluginAsync<RequestAuthOptions> = async (app, opts) => {
   // Before validation: an unsigned request learns nothing about its body, and gets 401, not 400.
   app.addHook('preValidation', async (req: FastifyRequest) => {
     if (req.routeOptions.config?.public) return;
+    if (req.routeOptions.config?.bearer && req.principal) return;
     const unauthorized = (message: string) => new CustodyError('unauthorized', message);
     const body = req.rawBody ?? Buffer.alloc(0);
     const digest = req.headers['content-digest'];

@@ -64,6 +64,16 @@ export class CustomerLinks {
     return c && c.workspace === workspace.id ? c : undefined;
   }
 
+  /**
+   * The organization a workspace's bearer keys act for on the vault API's resources (wallets): the
+   * linked organization, from the linked workspace only; none from the tenant's other workspace or an
+   * unlinked tenant (docs/customers.md "Wallets: one resource, one path").
+   */
+  async orgOfWorkspace(scope: { tenant: string; workspace: string }): Promise<string | undefined> {
+    const c = await this.byTenant(scope.tenant);
+    return c && c.workspace === scope.workspace ? c.org : undefined;
+  }
+
   /** The record and its look-up entries, to commit in the batch that makes (or finds) the org and tenant. */
   linkOps(input: { key: string; externalId: string | null; name: string; org: string; tenant: string; workspace: WorkspaceRecord; firstPublicKey: string | null }): { customer: CustomerRecord; ops: Op[] } {
     const customer: CustomerRecord = {

@@ -75,6 +75,8 @@ export interface IndexList<T> {
   prefix: string | undefined;
   /** The caller's scope and the filters, checked on each record: an entry that went stale is skipped, never listed. */
   keep(record: T): boolean;
+  /** Walk the entries newest first (descending positions); oldest first when absent. */
+  newestFirst?: boolean;
 }
 
 /**
@@ -87,7 +89,7 @@ export async function indexPage<T>(store: RecordStore, codec: CursorCodec, l: In
   const out: { position: string; value: T }[] = [];
   let from = after;
   for (;;) {
-    const batch = await store.byIndexEntries<T>(l.collection, l.prefix, from, limit + 1);
+    const batch = await store.byIndexEntries<T>(l.collection, l.prefix, from, limit + 1, l.newestFirst ?? false);
     for (const e of batch) {
       if (e.value !== undefined && l.keep(e.value)) out.push({ position: e.position, value: e.value });
       if (out.length > limit) break;

@@ -96,12 +96,16 @@ export class RecordStore {
   /**
    * Like `byIndexAfter`, with each entry's position: what follows `prefix` in the entry (the `after` that
    * resumes behind it). `value` is undefined for an entry whose record is gone, so a walk can step past it.
+   * `reverse`: in descending order, `after` then being the position to resume strictly before.
    */
-  async byIndexEntries<T>(collection: string, prefix: string, after: string | undefined, limit: number): Promise<{ position: string; value: T | undefined }[]> {
+  async byIndexEntries<T>(collection: string, prefix: string, after: string | undefined, limit: number, reverse = false): Promise<{ position: string; value: T | undefined }[]> {
     const base = `i${SEP}${collection}${SEP}${prefix}`;
-    const range = after === undefined ? { gte: base } : { gt: base + after + SEP + '\xff' };
+    // Positions are fixed-format (`<created_at>/<id>`, a padded number), so no position is another's prefix.
+    const range = reverse
+      ? { gte: base, lt: after === undefined ? base + '\xff' : base + after }
+      : { ...(after === undefined ? { gte: base } : { gt: base + after + SEP + '\xff' }), lt: base + '\xff' };
     const out: { position: string; value: T | undefined }[] = [];
-    for await (const [k, id] of this.db.iterator({ ...range, lt: base + '\xff', limit })) {
+    for await (const [k, id] of this.db.iterator({ ...range, limit, reverse })) {
       out.push({ position: k.slice(base.length, k.length - SEP.length - id.length), value: await this.get<T>(collection, id) });
     }
     return out;
@@ -153,6 +157,19 @@ export class RecordStore {
   async *all<T>(collection: string): AsyncGenerator<T> {
     const base = `r${SEP}${collection}${SEP}`;
     for await (const v of this.db.values({ gte: base, lt: base + '\xff' })) yield JSON.parse(v) as T;
+  }
+
+  /** How many records `collection` holds: keys only, nothing parsed (the queue-depth metrics). */
+  async count(collection: string): Promise<number> {
+    const base = `r${SEP}${collection}${SEP}`;
+    let n = 0;
+    for await (const _k of this.db.keys({ gte: base, lt: base + '\xff' })) n++;
+    return n;
+  }
+
+  /** One point read; throws when the database is closed or failing (readiness, api/routes/health.ts). */
+  async ping(): Promise<void> {
+    await this.db.get(this.key('index_versions', ''));
   }
 
   close(): Promise<void> {

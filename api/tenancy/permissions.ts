@@ -9,15 +9,18 @@ export const PERMISSIONS = [
   'webhook.test',
   'webhook.delete',
   'webhook.replay',
+  'wallet.read',
+  'wallet.decommission',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
 export const ROLES = {
   owner: PERMISSIONS,
   admin: PERMISSIONS,
-  developer: ['webhook.read', 'webhook.create', 'webhook.update', 'webhook.rotate', 'webhook.test', 'webhook.delete', 'webhook.replay'],
+  // Decommissioning a wallet cannot be undone: owners and admins only (docs/platform/wallets.md).
+  developer: ['webhook.read', 'webhook.create', 'webhook.update', 'webhook.rotate', 'webhook.test', 'webhook.delete', 'webhook.replay', 'wallet.read'],
   brand_manager: ['branding.manage', 'branding.email_domain.manage'],
-  viewer: ['webhook.read'],
+  viewer: ['webhook.read', 'wallet.read'],
 } as const satisfies Record<string, readonly Permission[]>;
 export type Role = keyof typeof ROLES;
 

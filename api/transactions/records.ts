@@ -35,6 +35,8 @@ export interface TransactionRecord {
   inputs?: string[];
   input_amounts?: string[];
   fee: string | null;
+  /** EVM, once included: what the inclusion cost (gas used x effective gas price), for the wallet ledger. */
+  fee_paid?: string;
   raw_tx?: string;
   block_number?: number;
   confirmations?: number;

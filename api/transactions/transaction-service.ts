@@ -3,7 +3,8 @@
 // intent signature, the end-user token, policy and spend limits), so a refused request changes nothing.
 // An accepted one is stored with its job and its outbox event in one batch, under a per-organization lock so
 // two concurrent submissions cannot both pass a spend limit that only one fits under, nor both
-// take one idempotency key.
+// take one idempotency key. A decommissioned wallet takes no transaction (docs/platform/wallets.md); the
+// same lock orders a decommissioning against submissions.
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { toHex as viemHex } from 'viem';
@@ -25,6 +26,8 @@ import type { TransactionJob, TransactionRecord, TransactionState } from './reco
 import type { Op, RecordStore } from '../store/record-store.ts';
 import type { IndexList } from '../store/pagination.ts';
 import type { Utxo } from '../chains/bitcoin/esplora-client.ts';
+import { WalletLedger } from '../wallets/wallet-ledger.ts';
+import { walletState } from '../wallets/wallet-view.ts';
 
 export interface SubmitTransaction {
   wallet_id: string;
@@ -85,6 +88,11 @@ export interface TransactionFilters {
   state?: TransactionState | undefined;
 }
 
+/** States a transaction can still leave: it may yet move money, or hold a nonce or outputs of its wallet. */
+export const IN_FLIGHT_STATES: readonly TransactionState[] = ['created', 'checks', 'signed', 'broadcast', 'confirmed'];
+
+const decommissioned = (w: WalletRecord) => new CustodyError('wallet_decommissioned', `wallet ${w.id} is decommissioned; it sends nothing`);
+
 const bad = (message: string) => new CustodyError('invalid_request', message);
 const forbidden = (message: string) => new CustodyError('forbidden', message);
 
@@ -102,9 +110,26 @@ export class TransactionService {
   private readonly lock = new KeyedMutex();
   private readonly now: () => Date;
   private wake: (() => void) | undefined;
+  /** The wallets' ledger, which the worker writes with each state change (one per process: it numbers the entries). */
+  readonly ledger: WalletLedger;
 
   constructor(private readonly o: TransactionServiceOptions) {
     this.now = o.now ?? (() => new Date());
+    this.ledger = new WalletLedger(o.vaults.store, this.now);
+  }
+
+  /** Runs `fn` while no transaction of `org` is being accepted: what a wallet's decommissioning waits for. */
+  exclusive<T>(org: string, fn: () => Promise<T>): Promise<T> {
+    return this.lock.run(org, fn);
+  }
+
+  /** Whether a transaction of the wallet is not final, failed or rejected yet. */
+  async inFlight(walletId: string): Promise<boolean> {
+    for (const state of IN_FLIGHT_STATES) {
+      const found = await this.o.vaults.store.byIndex<TransactionRecord>('transactions', `wallet-state/${walletId}/${state}/`, 1);
+      if (found.some((t) => t.state === state)) return true;
+    }
+    return false;
   }
 
   onJob(wake: () => void): void {
@@ -130,6 +155,7 @@ export class TransactionService {
 
     const wallet = await store.get<WalletRecord>('wallets', body.wallet_id);
     if (!wallet || wallet.org !== org) throw new CustodyError('not_found', 'no such wallet');
+    if (walletState(wallet) === 'decommissioned') throw decommissioned(wallet);
     const vault = await this.o.vaults.vault(org, wallet.vault_id);
     const { intent, bytes } = this.intentOf(org, wallet, body);
     this.checkBinding(org, wallet, intent, body.idempotency_key);
@@ -149,6 +175,9 @@ export class TransactionService {
       // Re-read under the lock: the state, and a concurrent submission with the same key.
       const again = await this.byIdempotencyKey(org, body.idempotency_key);
       if (again) return this.replay(again, hash);
+      // A decommissioning that ran while this request was checked wins: it saw no transaction in flight.
+      const walletNow = await store.get<WalletRecord>('wallets', wallet.id);
+      if (!walletNow || walletState(walletNow) === 'decommissioned') throw decommissioned(wallet);
       const current = await this.o.vaults.vault(org, vault.id);
       if (!SIGNING_STATES.includes(current.state)) throw new CustodyError('conflict', `the vault is ${current.state}; it signs nothing now`);
       checkPolicy(current.policy as Policy | null, transfers, await this.windowSpends(current, nowMs), nowMs);

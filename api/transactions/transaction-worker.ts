@@ -5,7 +5,8 @@
 // two different transactions. A wallet's steps from nonce or UTXO choice to broadcast run one at a time,
 // so concurrent submissions never share a nonce or an output. The nonce or the inputs are stored with the
 // transaction before the first signing request and kept by every retry: a node signs an intent for one
-// EVM nonce or one Bitcoin input set only.
+// EVM nonce or one Bitcoin input set only. A state change that moves money writes the wallet ledger's
+// entries in its own batch (api/wallets/wallet-ledger.ts).
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { keccak256, recoverAddress, toHex as viemHex, type Hex } from 'viem';
 import type { Logger } from '../../common/logger.ts';
@@ -182,7 +183,8 @@ export class TransactionWorker {
       }));
     }
     ops.push({ type: 'put', collection: 'tx_jobs', id: job.id, value: nextJob });
-    await store.batch(ops);
+    // The wallet ledger's entries for this change, if it moves money, go in the same batch.
+    await this.o.transactions.ledger.commit(tx, next, ops);
     if (step.to === 'failed' || step.to === 'rejected') this.o.log.warn({ transaction: tx.id, state: step.to, reason: next.reason }, 'transaction ended unsuccessfully');
     else this.o.log.info({ transaction: tx.id, state: step.to }, 'transaction advanced');
     return nextJob;
@@ -359,9 +361,10 @@ export class TransactionWorker {
     const chain = this.evmChain(tx);
     const receipt = await chain.receipt(tx.tx_hash as Hex);
     if (!receipt) return { wait: 1000 };
-    if (receipt.status === 'reverted') return { to: 'failed', patch: { reason: 'reverted: the transaction was included but reverted', block_number: Number(receipt.blockNumber) } };
+    const included = { block_number: Number(receipt.blockNumber), fee_paid: String(receipt.fee) };
+    if (receipt.status === 'reverted') return { to: 'failed', patch: { reason: 'reverted: the transaction was included but reverted', ...included } };
     const confirmations = Number((await chain.tip()) - receipt.blockNumber + 1n);
-    const patch = { block_number: Number(receipt.blockNumber), confirmations };
+    const patch = { ...included, confirmations };
     if (tx.state === 'broadcast') return { to: 'confirmed', patch };
     if (confirmations >= chain.network.finalityDepth) return { to: 'final', patch };
     return { wait: 1000 };

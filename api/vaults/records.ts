@@ -85,7 +85,13 @@ export interface WalletRecord {
   address: string;
   derivation_path: string;
   created_at: string;
+  /** Absent on wallets stored before decommissioning existed: they read as active. */
+  state?: WalletState;
+  decommissioned_at?: string;
 }
+
+/** A decommissioned wallet sends nothing again; deriving it again returns it as it is (docs/platform/wallets.md). */
+export type WalletState = 'active' | 'decommissioned';
 
 export interface JobRecord {
   id: string;

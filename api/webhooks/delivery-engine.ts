@@ -69,7 +69,12 @@ export interface DeliveryEngineOptions {
   perEndpointBatch?: number;
   /** Endpoints in their turn at once, at most (default 1000); a pass starts turns up to that. */
   maxEndpointsServing?: number;
+  /** Told the status each attempt leaves its row in (the delivery metrics, api/metrics/webhook-metrics.ts). */
+  onOutcome?: (outcome: DeliveryOutcome) => void;
 }
+
+/** What an attempt did: delivered, failed (retried later), or dead-lettered (`dlq`: given up, or its endpoint is gone). */
+export type DeliveryOutcome = Exclude<DeliveryStatus, 'pending'>;
 
 /** A delivery row's records and the change to its endpoint's queue, written together by `commit`. */
 interface Write { ops: Op[]; changes: QueueChange[] }
@@ -270,6 +275,7 @@ export class DeliveryEngine {
       const endpoint = await this.o.store.get<EndpointRecord>('webhook_endpoints', d.endpoint_id);
       if (!endpoint) {
         await this.commit(this.ops({ ...d, status: 'dlq', last_error: 'endpoint_deleted', next_retry_at: null, queue_key: null, updated_at: new Date(this.clock()).toISOString() }, d.queue_key));
+        this.o.onOutcome?.('dlq');
         return false;
       }
       if (!endpoint.enabled) return false; // paused: stays queued until the endpoint is enabled again
@@ -281,6 +287,7 @@ export class DeliveryEngine {
       const base = { ...d, attempt_count: attempts, last_status_code: r.status_code, last_response_body: r.response_body, last_error: r.error, updated_at: now };
       if (r.delivered) {
         await this.commit(this.ops({ ...base, status: 'delivered', delivered_at: now, next_retry_at: null, queue_key: null }, d.queue_key));
+        this.o.onOutcome?.('delivered');
         return true;
       }
       const permanent = r.status_code !== null && PERMANENT_4XX.has(r.status_code);
@@ -293,10 +300,12 @@ export class DeliveryEngine {
         } else {
           await this.commit(w);
         }
+        this.o.onOutcome?.('dlq');
         return true;
       }
       const at = nowMs + this.schedule[attempts]! * 1000;
       await this.commit(this.ops({ ...base, status: 'failed', next_retry_at: new Date(at).toISOString(), queue_key: this.queueKey(d.endpoint_id, at, d.id) }, d.queue_key));
+      this.o.onOutcome?.('failed');
       return true;
     } finally {
       this.inFlight.delete(id);

@@ -69,6 +69,8 @@ export const Wallet = Type.Object({
   address: Type.String(),
   derivation_path: Type.String({ description: 'the non-hardened BIP-32 path from the vault\'s xpub to this address\'s key, e.g. m/44/60/0/0/0' }),
   created_at: Type.String({ format: 'date-time' }),
+  state: Type.Union([Type.Literal('active'), Type.Literal('decommissioned')], { description: 'a decommissioned wallet takes no new transaction (docs/platform/wallets.md)' }),
+  decommissioned_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
 });
 
 /** GET /v1/vaults: the organization's vaults, oldest first (docs/vault-api.md "Lists"). */

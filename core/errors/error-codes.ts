@@ -71,6 +71,10 @@ export const ERROR_CODES = entries({
   would_revert: e('refused', 'the transaction would revert'),
   bad_spend: e('invalid', 'a Bitcoin spend cannot be built as asked'),
 
+  // ── Wallets (docs/platform/wallets.md) ───────────────────────────────────────────────────────────
+  wallet_decommissioned: e('conflict', 'the wallet is decommissioned: it sends nothing and takes no payment request'),
+  transactions_in_flight: e('conflict', 'a transaction of the wallet is not final, failed or rejected yet'),
+
   // ── Request signatures, intents, tokens, trust log ───────────────────────────────────────────────
   malformed_signature: e('unauthenticated', 'the Signature or Signature-Input header is malformed'),
   missing_signature: e('unauthenticated', 'no request signature'),

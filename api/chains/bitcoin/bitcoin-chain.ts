@@ -1,5 +1,6 @@
 // One Bitcoin network the service talks to through an Esplora-compatible backend: UTXOs of a wallet,
-// a fee rate, broadcast and confirmation depth, for the transaction worker.
+// a fee rate, broadcast and confirmation depth, for the transaction worker; the tip's height, for the
+// freshness of a wallet's balance.
 import { EsploraClient, EsploraError, type Utxo } from './esplora-client.ts';
 import { ChainError } from '../chain-error.ts';
 import type { BitcoinNetworkInfo } from '../../../core/chains/bitcoin/bitcoin-networks.ts';
@@ -34,6 +35,10 @@ export class BitcoinChain {
       }
       throw new ChainError('rpc_error', (err as Error).message, false);
     }
+  }
+
+  tipHeight(): Promise<number> {
+    return this.client.tipHeight();
   }
 
   /** Confirmations of `txid`: 0 while unconfirmed. */

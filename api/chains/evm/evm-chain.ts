@@ -1,6 +1,6 @@
 // One EVM chain the service talks to over JSON-RPC (viem): the pending nonce of an address, fees and gas
 // for a transaction under the intent's ceiling, the funds a transaction needs, broadcast, receipts and the
-// tip, for the transaction worker.
+// tip, for the transaction worker; and the balances the funds check reads, for a wallet's balance.
 import { BaseError, createPublicClient, erc20Abi, http, type Hex, type PublicClient, type TransactionSerializableEIP1559 } from 'viem';
 import type { EvmNetwork } from '../../../core/chains/evm/evm-networks.ts';
 import type { EvmTemplate } from '../../../core/chains/evm/evm-transaction.ts';
@@ -9,7 +9,15 @@ import { ChainError } from '../chain-error.ts';
 export interface EvmReceipt {
   status: 'success' | 'reverted';
   blockNumber: bigint;
+  /** What the inclusion cost the sender, reverted or not: gas used x effective gas price, wei. */
+  fee: bigint;
 }
+
+/** Where a balance is read: `pending` (the funds check) or one block's number (a reading that names it). */
+export type BalanceAt = 'pending' | bigint;
+
+const blockOf = (at: BalanceAt) => (at === 'pending' ? { blockTag: 'pending' as const } : { blockNumber: at });
+const shortMessage = (err: unknown) => (err instanceof BaseError ? err.shortMessage : (err as Error).message);
 
 export class EvmChain {
   private readonly client: PublicClient;
@@ -58,23 +66,48 @@ export class EvmChain {
    * amount. Balances are read at the pending block, so the wallet's own transactions in the mempool count.
    */
   async requireFunds(from: Hex, need: { native?: bigint; token?: { contract: Hex; amount: bigint } }): Promise<void> {
+    if (need.token) {
+      const held = await this.tokenBalance(need.token.contract, from, 'pending');
+      if (held < need.token.amount) {
+        throw new ChainError('insufficient_funds', `the wallet holds ${held} of token ${need.token.contract}; the transfer needs ${need.token.amount}`, true);
+      }
+    }
+    if (need.native !== undefined) {
+      const balance = await this.nativeBalance(from, 'pending');
+      if (balance < need.native) throw new ChainError('insufficient_funds', `the wallet holds ${balance} wei; the value and the fee ceiling need ${need.native}`, true);
+    }
+  }
+
+  /** Wei `address` holds at `at`; a backend failure is `rpc_error` (retried). */
+  async nativeBalance(address: Hex, at: BalanceAt): Promise<bigint> {
     try {
-      if (need.token) {
-        const held = await this.client.readContract({ address: need.token.contract, abi: erc20Abi, functionName: 'balanceOf', args: [from], blockTag: 'pending' });
-        if (held < need.token.amount) {
-          throw new ChainError('insufficient_funds', `the wallet holds ${held} of token ${need.token.contract}; the transfer needs ${need.token.amount}`, true);
-        }
-      }
-      if (need.native !== undefined) {
-        const balance = await this.client.getBalance({ address: from, blockTag: 'pending' });
-        if (balance < need.native) throw new ChainError('insufficient_funds', `the wallet holds ${balance} wei; the value and the fee ceiling need ${need.native}`, true);
-      }
+      return await this.client.getBalance({ address, ...blockOf(at) });
     } catch (err) {
-      if (err instanceof ChainError) throw err;
-      // A token contract that does not answer balanceOf is not one this wallet can send; anything else is the backend.
-      const msg = err instanceof BaseError ? err.shortMessage : (err as Error).message;
-      if (need.token && /revert|returned no data|decode/i.test(msg)) throw new ChainError('would_revert', `token ${need.token.contract} does not answer balanceOf: ${msg.split('\n')[0]}`, true);
+      throw new ChainError('rpc_error', shortMessage(err).split('\n')[0]!, false);
+    }
+  }
+
+  /**
+   * Units of ERC-20 `contract` `address` holds at `at`. A contract that does not answer balanceOf is not
+   * one this wallet can send (`would_revert`, permanent); anything else is the backend (`rpc_error`).
+   */
+  async tokenBalance(contract: Hex, address: Hex, at: BalanceAt): Promise<bigint> {
+    try {
+      return await this.client.readContract({ address: contract, abi: erc20Abi, functionName: 'balanceOf', args: [address], ...blockOf(at) });
+    } catch (err) {
+      const msg = shortMessage(err);
+      if (/revert|returned no data|decode/i.test(msg)) throw new ChainError('would_revert', `token ${contract} does not answer balanceOf: ${msg.split('\n')[0]}`, true);
       throw new ChainError('rpc_error', msg.split('\n')[0]!, false);
+    }
+  }
+
+  /** The latest block's number and time (Unix seconds), which a balance reading names as its freshness. */
+  async latestBlock(): Promise<{ number: bigint; timestamp: bigint }> {
+    try {
+      const b = await this.client.getBlock({ blockTag: 'latest' });
+      return { number: b.number, timestamp: b.timestamp };
+    } catch (err) {
+      throw new ChainError('rpc_error', shortMessage(err).split('\n')[0]!, false);
     }
   }
 
@@ -95,7 +128,7 @@ export class EvmChain {
   async receipt(hash: Hex): Promise<EvmReceipt | undefined> {
     try {
       const r = await this.client.getTransactionReceipt({ hash });
-      return { status: r.status, blockNumber: r.blockNumber };
+      return { status: r.status, blockNumber: r.blockNumber, fee: r.gasUsed * r.effectiveGasPrice };
     } catch (err) {
       if ((err as Error).name === 'TransactionReceiptNotFoundError') return undefined;
       throw err;

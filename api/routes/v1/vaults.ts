@@ -1,6 +1,8 @@
 // POST /v1/vaults, GET /v1/vaults/{vaultId}, POST /v1/vaults/{vaultId}/retry, DELETE /v1/vaults/{vaultId},
 // POST /v1/vaults/{vaultId}/wallets, GET /v1/wallets/{walletId},
 // and the lists GET /v1/vaults and GET /v1/vaults/{vaultId}/wallets (docs/vault-api.md "Lists").
+// GET /v1/wallets/{walletId} also takes a workspace bearer key (docs/customers.md "Wallets: one
+// resource, one path"); the platform API's other wallet operations are in wallets.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
@@ -12,16 +14,25 @@ import { extendedPublicKey } from '../../vaults/extended-key.ts';
 import type { Policy } from '../../../core/api-schemas/policy.ts';
 import { CreateVaultBody, ListVaultsQuery, ListWalletsQuery, ReshareVaultBody, Vault, VaultPage, Wallet, WalletPage } from '../../../core/api-schemas/vaults.ts';
 import { DEFAULT_LIMIT, indexPage, type CursorCodec } from '../../store/pagination.ts';
+import { walletView } from '../../wallets/wallet-view.ts';
+import { authenticateBearer, hasBearer } from '../../auth/bearer-auth.ts';
+import type { TenancyService } from '../../tenancy/tenancy-service.ts';
+import type { CustomerLinks } from '../../customers/customer-links.ts';
 
 const vaultView = (v: VaultRecord, environment: 'sandbox' | 'production') => ({
   id: v.id, name: v.name, tier: v.tier, state: v.state, rotation: v.rotation, public_key: v.public_key,
   xpub: v.public_key && v.chain_code ? extendedPublicKey(v.public_key, v.chain_code, environment) : null, policy: v.policy as Policy | null,
   end_user_subject: v.end_user_subject, end_user_auth: v.end_user_auth ?? false, problem: v.problem ?? null, committee: v.committee ?? null, created_at: v.created_at, updated_at: v.updated_at,
 });
-const walletView = ({ org: _o, ...w }: WalletRecord) => w;
 const VaultId = Type.Object({ vaultId: Type.String({ minLength: 1, maxLength: 64 }) });
 
-export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService; cursors: CursorCodec }> = async (app, { vaults, cursors }) => {
+/** With the platform API: how GET /v1/wallets/{walletId} authenticates a bearer key and finds its organization. */
+export interface WalletBearer {
+  tenancy: TenancyService;
+  links: CustomerLinks;
+}
+
+export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService; cursors: CursorCodec; bearer?: WalletBearer | undefined }> = async (app, { vaults, cursors, bearer }) => {
   app.get('/vaults', {
     schema: { summary: 'The organization\'s vaults, oldest first, filtered by state and tier', tags: ['vaults'], security: [{ httpSignature: [] }], querystring: ListVaultsQuery, response: { 200: VaultPage, 400: ErrorBody, 401: ErrorBody } },
   }, async (req) => {
@@ -103,12 +114,27 @@ export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService; curs
     return reply.code(created ? 201 : 200).send(walletView(wallet));
   });
 
-  // A wallet's fields (chain, address) are what a client needs to build the intent it signs.
+  // A wallet's fields (chain, address) are what a client needs to build the intent it signs. One route,
+  // either credential: a request signature answers for the signing organization; a bearer key, checked
+  // here before the signature hook (which then leaves the request alone), for the organization linked to
+  // its workspace. Any other wallet is 404, the same answer as for a wallet that does not exist.
+  const walletReadSecurity: Record<string, string[]>[] = bearer ? [{ httpSignature: [] }, { bearer: [] }] : [{ httpSignature: [] }];
   app.get('/wallets/:walletId', {
-    schema: { summary: 'Read a wallet: its chain and address, what an intent needs', tags: ['wallets'], security: [{ httpSignature: [] }], params: Type.Object({ walletId: Type.String({ minLength: 1, maxLength: 64 }) }), response: { 200: Wallet, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody } },
+    config: { bearer: bearer !== undefined, permission: 'wallet.read' as const },
+    onRequest: async (req) => {
+      if (bearer && hasBearer(req)) await authenticateBearer(req, bearer.tenancy);
+    },
+    schema: {
+      summary: 'Read a wallet: its chain, address and state, what an intent needs',
+      description: bearer ? 'Takes either credential: an RFC 9421 request signature (the vault API), or a workspace bearer key with `wallet.read` (the platform API), which reads the wallets of the organization linked to its workspace (docs/customers.md).' : 'Request-signed.',
+      tags: ['wallets'], security: walletReadSecurity,
+      params: Type.Object({ walletId: Type.String({ minLength: 1, maxLength: 64 }) }),
+      response: { 200: Wallet, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody },
+    },
   }, async (req) => {
+    const org = req.caller ? req.caller.org : req.principal && bearer ? await bearer.links.orgOfWorkspace(req.principal) : undefined;
     const w = await vaults.store.get<WalletRecord>('wallets', req.params.walletId);
-    if (!w || w.org !== req.caller!.org) throw new CustodyError('not_found', 'no such wallet');
+    if (!org || !w || w.org !== org) throw new CustodyError('not_found', 'no such wallet');
     return walletView(w);
   });
 };

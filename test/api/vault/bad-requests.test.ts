@@ -495,7 +495,7 @@ t.test('the fixture itself was accepted: the rows are refusals of otherwise work
   t.equal(list.json().api_keys.length, 4);
   const wal = await app.inject({ method: 'GET', url: `/v1/wallets/${walletA.id}`, headers: signed('GET', `/v1/wallets/${walletA.id}`, undefined) });
   t.equal(wal.statusCode, 200);
-  t.same(wal.json(), (({ org: _o, ...w }) => w)(walletA), 'GET /v1/wallets/{id} shows the wallet without its organization');
+  t.same(wal.json(), (({ org: _o, ...w }) => ({ ...w, state: 'active', decommissioned_at: null }))(walletA), 'GET /v1/wallets/{id} shows the wallet without its organization, with its state');
   const own = await app.inject({ method: 'GET', url: `/v1/transactions/${prior.tx.id}`, headers: signed('GET', `/v1/transactions/${prior.tx.id}`, undefined) });
   t.equal(own.statusCode, 200);
   t.equal(own.json().state, 'created');
