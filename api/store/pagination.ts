@@ -7,7 +7,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { PageResult } from '../../core/api-schemas/page.ts';
-import type { RecordStore } from './record-store.ts';
+import type { RecordRepository } from './record-repository.ts';
 
 // The envelope and query schemas are shared with the SDK.
 export { DEFAULT_LIMIT, MAX_LIMIT, Page, PageQuery, type PageResult } from '../../core/api-schemas/page.ts';
@@ -83,7 +83,7 @@ export interface IndexList<T> {
  * A page of an index walk: up to `limit` records after the cursor's position that `keep` accepts, and
  * whether another exists (one more is looked for). The cursor is checked before anything is read.
  */
-export async function indexPage<T>(store: RecordStore, codec: CursorCodec, l: IndexList<T>, cursor: string | undefined, limit: number): Promise<PageResult<T>> {
+export async function indexPage<T>(store: Pick<RecordRepository, 'byIndexEntries'>, codec: CursorCodec, l: IndexList<T>, cursor: string | undefined, limit: number): Promise<PageResult<T>> {
   const after = codec.decode(cursor, l.list, l.scope, l.filters);
   if (l.prefix === undefined) return { data: [], next_cursor: null, has_more: false };
   const out: { position: string; value: T }[] = [];

@@ -3,15 +3,13 @@
 // multi-record changes in one atomic batch.
 import { Level } from 'level';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
+import type { Op, RecordRepository } from './record-repository.ts';
 
-export type Op =
-  /** `unindex`: entries of the record to remove, written under a key that no longer holds (a state that changed). */
-  | { type: 'put'; collection: string; id: string; value: unknown; index?: string[]; unindex?: string[] }
-  | { type: 'del'; collection: string; id: string; index?: string[] };
+export type { Op } from './record-repository.ts';
 
 const SEP = '\x00';
 
-export class RecordStore {
+export class RecordStore implements RecordRepository {
   private readonly claims = new KeyedMutex();
 
   private constructor(private readonly db: Level<string, string>) {}

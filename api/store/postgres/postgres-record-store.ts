@@ -1,0 +1,206 @@
+// The API's records in PostgreSQL: the RecordRepository of record-store.ts for several API instances
+// sharing one database (docs/api-storage.md). Every range is the byte range record-store.ts gives LevelDB,
+// over bytea columns that compare as LevelDB does, so walks, positions and cursors are identical.
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import type { IndexEntry, Op, RecordRepository } from '../record-repository.ts';
+import { migrate } from './migrate.ts';
+
+const SEP = '\x00';
+/** LevelDB's upper bound of a prefix range in record-store.ts: the string '\xff', i.e. UTF-8 C3 BF. */
+const TOP = '\xff';
+/** How many rows a generator reads per query. */
+const PAGE = 500;
+/** PostgreSQL's serialization failure and deadlock: a batch that lost to another is run again. */
+const RETRYABLE = new Set(['40001', '40P01']);
+const ATTEMPTS = 5;
+/** The advisory lock class of reindex runs, one lock per collection. */
+const REINDEX_LOCK = 0x72656978;
+
+const b = (s: string): Buffer => Buffer.from(s, 'utf8');
+const s = (x: Buffer): string => x.toString('utf8');
+
+/** The advisory lock of one record: 64 bits of SHA-256 over its collection and id (a collision only serializes). */
+function lockKey(collection: string, id: string): bigint {
+  return createHash('sha256').update(collection).update(SEP).update(id).digest().readBigInt64BE(0);
+}
+
+type Queryable = Pick<pg.PoolClient, 'query'>;
+
+export interface PostgresRecordStoreOptions {
+  /** postgres://user@host:port/database */
+  connectionString: string;
+  /** Connections in the pool. */
+  max?: number;
+}
+
+export class PostgresRecordStore implements RecordRepository {
+  private constructor(private readonly pool: pg.Pool) {}
+
+  /** Connects and applies the missing migrations before anything is read. */
+  static async open(opts: PostgresRecordStoreOptions): Promise<PostgresRecordStore> {
+    const pool = new pg.Pool({ connectionString: opts.connectionString, max: opts.max ?? 10 });
+    try {
+      await migrate(pool);
+    } catch (err) {
+      await pool.end();
+      throw err;
+    }
+    return new PostgresRecordStore(pool);
+  }
+
+  /** Runs `fn` in one transaction, again when PostgreSQL aborted it for a conflict with another. */
+  private async tx<R>(fn: (c: Queryable) => Promise<R>): Promise<R> {
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.pool.connect();
+      try {
+        await client.query('BEGIN');
+        const out = await fn(client);
+        await client.query('COMMIT');
+        return out;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        if (attempt >= ATTEMPTS || !RETRYABLE.has((err as { code?: string }).code ?? '')) throw err;
+      } finally {
+        client.release();
+      }
+    }
+  }
+
+  async get<T>(collection: string, id: string): Promise<T | undefined> {
+    const { rows } = await this.pool.query<{ value: string }>('SELECT value::text AS value FROM records WHERE collection = $1 AND id = $2', [collection, b(id)]);
+    return rows[0] === undefined ? undefined : (JSON.parse(rows[0].value) as T);
+  }
+
+  private async apply(c: Queryable, op: Op): Promise<void> {
+    const id = b(op.id);
+    if (op.type === 'put') {
+      await c.query('INSERT INTO records (collection, id, value) VALUES ($1, $2, $3::json) ON CONFLICT (collection, id) DO UPDATE SET value = excluded.value', [op.collection, id, JSON.stringify(op.value)]);
+      // Removed before the entries are written, so an entry named in both stays (as in record-store.ts).
+      for (const ix of op.unindex ?? []) await c.query('DELETE FROM index_entries WHERE collection = $1 AND entry = $2', [op.collection, b(ix + SEP + op.id)]);
+      for (const ix of op.index ?? []) {
+        await c.query('INSERT INTO index_entries (collection, entry, id) VALUES ($1, $2, $3) ON CONFLICT (collection, entry) DO UPDATE SET id = excluded.id', [op.collection, b(ix + SEP + op.id), id]);
+      }
+    } else {
+      await c.query('DELETE FROM records WHERE collection = $1 AND id = $2', [op.collection, id]);
+      for (const ix of op.index ?? []) await c.query('DELETE FROM index_entries WHERE collection = $1 AND entry = $2', [op.collection, b(ix + SEP + op.id)]);
+    }
+  }
+
+  async batch(ops: Op[]): Promise<void> {
+    if (ops.length === 0) return;
+    const keys = [...new Set(ops.map((op) => lockKey(op.collection, op.id)))].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+    await this.tx(async (c) => {
+      // Row locks are taken in operation order, so two batches naming the same records in another order
+      // would deadlock; a lock per record, taken first and in one order, serializes them instead.
+      await c.query('SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::bigint[]) WITH ORDINALITY AS u(k, o)', [keys.map(String)]);
+      for (const op of ops) await this.apply(c, op);
+    });
+  }
+
+  put(collection: string, id: string, value: unknown, index?: string[]): Promise<void> {
+    return this.batch([{ type: 'put', collection, id, value, ...(index ? { index } : {}) }]);
+  }
+
+  /** The conditional insert record-store.ts emulates with a lock: the row's primary key decides the winner. */
+  insertIfAbsent(collection: string, id: string, value: unknown, index?: string[]): Promise<boolean> {
+    return this.tx(async (c) => {
+      const r = await c.query('INSERT INTO records (collection, id, value) VALUES ($1, $2, $3::json) ON CONFLICT (collection, id) DO NOTHING', [collection, b(id), JSON.stringify(value)]);
+      if (r.rowCount !== 1) return false;
+      for (const ix of index ?? []) await c.query('INSERT INTO index_entries (collection, entry, id) VALUES ($1, $2, $3) ON CONFLICT (collection, entry) DO UPDATE SET id = excluded.id', [collection, b(ix + SEP + id), b(id)]);
+      return true;
+    });
+  }
+
+  /** Entries in [lower, upper) (lower exclusive when `gt`), with their records, in byte order. */
+  private async walk(collection: string, lower: { gte: string } | { gt: string }, upper: string, limit: number, reverse: boolean): Promise<{ entry: string; id: string; value: string | null }[]> {
+    const [op, bound] = 'gt' in lower ? ['>', lower.gt] : ['>=', lower.gte];
+    const { rows } = await this.pool.query<{ entry: Buffer; id: Buffer; value: string | null }>(
+      `SELECT e.entry, e.id, r.value::text AS value FROM index_entries e
+         LEFT JOIN records r ON r.collection = e.collection AND r.id = e.id
+        WHERE e.collection = $1 AND e.entry ${op} $2 AND e.entry < $3
+        ORDER BY e.entry ${reverse ? 'DESC' : 'ASC'} LIMIT $4`,
+      [collection, b(bound), b(upper), limit],
+    );
+    return rows.map((r) => ({ entry: s(r.entry), id: s(r.id), value: r.value }));
+  }
+
+  async byIndex<T>(collection: string, prefix: string, limit = 1000): Promise<T[]> {
+    const rows = await this.walk(collection, { gte: prefix }, prefix + TOP, limit, false);
+    return rows.flatMap((r) => (r.value === null ? [] : [JSON.parse(r.value) as T]));
+  }
+
+  async byIndexAfter<T>(collection: string, prefix: string, after: string | undefined, limit: number): Promise<T[]> {
+    const lower = after === undefined ? { gte: prefix } : { gt: prefix + after + SEP + TOP };
+    const rows = await this.walk(collection, lower, prefix + TOP, limit, false);
+    return rows.flatMap((r) => (r.value === null ? [] : [JSON.parse(r.value) as T]));
+  }
+
+  async byIndexEntries<T>(collection: string, prefix: string, after: string | undefined, limit: number, reverse = false): Promise<IndexEntry<T>[]> {
+    const rows = reverse
+      ? await this.walk(collection, { gte: prefix }, after === undefined ? prefix + TOP : prefix + after, limit, true)
+      : await this.walk(collection, after === undefined ? { gte: prefix } : { gt: prefix + after + SEP + TOP }, prefix + TOP, limit, false);
+    return rows.map((r) => ({ position: r.entry.slice(prefix.length, r.entry.length - SEP.length - r.id.length), value: r.value === null ? undefined : (JSON.parse(r.value) as T) }));
+  }
+
+  /**
+   * As in record-store.ts, once per `version`; here in one transaction under a lock per collection, so
+   * instances starting together index once, and an interrupted run leaves nothing half done.
+   */
+  reindex<T>(collection: string, version: number, indexOf: (record: T) => string[]): Promise<number> {
+    return this.tx(async (c) => {
+      await c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [REINDEX_LOCK, collection]);
+      const v = await c.query<{ value: string }>('SELECT value::text AS value FROM records WHERE collection = $1 AND id = $2', ['index_versions', b(collection)]);
+      const reached = v.rows[0] === undefined ? undefined : (JSON.parse(v.rows[0].value) as number);
+      if (reached !== undefined && reached >= version) return 0;
+      const { rows } = await c.query<{ id: Buffer; value: string }>('SELECT id, value::text AS value FROM records WHERE collection = $1 ORDER BY id', [collection]);
+      for (const r of rows) {
+        const id = s(r.id);
+        for (const ix of indexOf(JSON.parse(r.value) as T)) {
+          await c.query('INSERT INTO index_entries (collection, entry, id) VALUES ($1, $2, $3) ON CONFLICT (collection, entry) DO UPDATE SET id = excluded.id', [collection, b(ix + SEP + id), r.id]);
+        }
+      }
+      await this.apply(c, { type: 'put', collection: 'index_versions', id: collection, value: version });
+      return rows.length;
+    });
+  }
+
+  /** Records with ids in (after, lt), in byte order, read `PAGE` at a time (each page its own snapshot). */
+  async *entries<T>(collection: string, opts: { after?: string; lt?: string; limit?: number } = {}): AsyncGenerator<{ id: string; value: T }> {
+    let left = opts.limit ?? Infinity;
+    let lower: { gte: Buffer } | { gt: Buffer } = opts.after === undefined ? { gte: b('') } : { gt: b(opts.after) };
+    const upper = b(opts.lt ?? TOP);
+    while (left > 0) {
+      const n = Math.min(PAGE, left);
+      const { rows } = await this.pool.query<{ id: Buffer; value: string }>(
+        `SELECT id, value::text AS value FROM records WHERE collection = $1 AND id ${'gt' in lower ? '>' : '>='} $2 AND id < $3 ORDER BY id LIMIT $4`,
+        [collection, 'gt' in lower ? lower.gt : lower.gte, upper, n],
+      );
+      for (const r of rows) yield { id: s(r.id), value: JSON.parse(r.value) as T };
+      left -= rows.length;
+      if (rows.length < n) return;
+      lower = { gt: rows[rows.length - 1]!.id };
+    }
+  }
+
+  async *range<T>(collection: string, opts: { after?: string; lt?: string } = {}): AsyncGenerator<T> {
+    for await (const e of this.entries<T>(collection, opts)) yield e.value;
+  }
+
+  async *all<T>(collection: string): AsyncGenerator<T> {
+    for await (const e of this.entries<T>(collection)) yield e.value;
+  }
+
+  async count(collection: string): Promise<number> {
+    const { rows } = await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM records WHERE collection = $1', [collection]);
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  async ping(): Promise<void> {
+    await this.pool.query('SELECT 1');
+  }
+
+  close(): Promise<void> {
+    return this.pool.end();
+  }
+}

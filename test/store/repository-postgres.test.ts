@@ -1,0 +1,60 @@
+// The repository contract (repository-contract.ts) against PostgreSQL: a real server, started for this
+// file on a free loopback port (test/support/postgres.ts), and the migrations that build its schema.
+import pg from 'pg';
+import t from 'tap';
+import { CustodyError } from '../../core/errors/custody-error.ts';
+import { migrate, schemaVersion } from '../../api/store/postgres/migrate.ts';
+import { MIGRATIONS } from '../../api/store/postgres/migrations.ts';
+import { PostgresRecordStore } from '../../api/store/postgres/postgres-record-store.ts';
+import { startPostgres } from '../support/postgres.ts';
+import { repositoryContract } from './repository-contract.ts';
+
+const server = await startPostgres();
+t.teardown(() => server.stop());
+t.comment(`PostgreSQL started in ${server.startMs} ms on port ${server.port}`);
+
+const admin = new pg.Client({ connectionString: server.url });
+await admin.connect();
+t.teardown(() => admin.end());
+let dbs = 0;
+/** A new empty database on the one server, and its URL. */
+async function database(): Promise<string> {
+  const name = `db${++dbs}`;
+  await admin.query(`CREATE DATABASE ${name}`);
+  return server.url.replace(/\/postgres$/, `/${name}`);
+}
+
+const store = await PostgresRecordStore.open({ connectionString: await database() });
+t.teardown(() => store.close());
+
+t.test('the repository contract', async (t) => {
+  repositoryContract(t, store);
+});
+
+t.test('instances starting at once apply each migration once', async (t) => {
+  const url = await database();
+  const pools = Array.from({ length: 4 }, () => new pg.Pool({ connectionString: url, max: 2 }));
+  t.teardown(() => Promise.all(pools.map((p) => p.end())));
+  t.equal(await schemaVersion(pools[0]!), 0);
+  const applied = await Promise.all(pools.map((p) => migrate(p)));
+  t.same(applied.flat(), MIGRATIONS.map((m) => m.version), 'every version applied by exactly one instance');
+  t.equal(await schemaVersion(pools[0]!), MIGRATIONS.length);
+  t.same(await migrate(pools[1]!), [], 'a restart applies nothing');
+  const { rows } = await pools[0]!.query<{ version: number }>('SELECT version FROM migrations ORDER BY version');
+  t.same(rows.map((r) => r.version), MIGRATIONS.map((m) => m.version));
+});
+
+t.test('a failing migration leaves the schema as it was; a newer schema is refused', async (t) => {
+  const url = await database();
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  t.teardown(() => pool.end());
+  const broken = [...MIGRATIONS, { version: MIGRATIONS.length + 1, name: 'broken', sql: 'CREATE TABLE extra (x int); SELECT no_such_function()' }];
+  await t.rejects(migrate(pool, broken));
+  t.equal(await schemaVersion(pool), 0, 'the whole run rolled back');
+  t.equal((await pool.query("SELECT to_regclass('records') AS r")).rows[0].r, null);
+  t.same(await migrate(pool, broken.slice(0, 1)), [1]);
+  await pool.query("INSERT INTO migrations (version, name) VALUES (99, 'from a newer release')");
+  await t.rejects(migrate(pool), new CustodyError('bad_version', 'the database schema is at version 99, newer than this release knows (1)'));
+  await t.rejects(PostgresRecordStore.open({ connectionString: url }), { code: 'bad_version' });
+  await t.rejects(migrate(pool, [{ version: 2, name: 'gap', sql: '' }]), { code: 'bad_version' }, 'versions start at 1 without gaps');
+});
