@@ -21,6 +21,7 @@ import { ReplayGuard } from './auth/replay-guard.ts';
 import { webhookEndpointRoutes } from './routes/v1/webhook-endpoints.ts';
 import { webhookDeliveryRoutes } from './routes/v1/webhook-deliveries.ts';
 import { brandingRoutes, emailDomainRoutes, logoRoutes } from './routes/v1/branding.ts';
+import { memberAuthConfigRoutes } from './routes/v1/member-auth-config.ts';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { strictValidatorCompiler } from './validation.ts';
@@ -116,6 +117,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'webhooks', description: 'Platform API: webhook endpoints, deliveries, the event catalog and the key webhooks are signed with' },
         { name: 'mfa', description: 'Platform API: one-use MFA proofs for sensitive operations' },
         { name: 'branding', description: 'Platform API: theme, logo and sending domains, and the public branding bundle' },
+        { name: 'member auth', description: 'Platform API: member-auth configuration: allowed origins, redirect URLs, BYO OIDC and Hosted Auth applications and their publishable keys' },
         { name: 'health', description: 'Liveness and readiness; no authentication' },
       ],
       components: {
@@ -185,6 +187,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(brandingRoutes, { platform });
       await p.register(emailDomainRoutes, { platform });
       await p.register(logoRoutes, { platform, publicOrigin: opts.config.publicUrl });
+      await p.register(memberAuthConfigRoutes, { platform });
       if (vaults && opts.transactions) {
         const wallets = new WalletService({ vaults, transactions: opts.transactions, chains: opts.chains, links: new CustomerLinks(vaults.store), audit: platform.audit });
         await p.register(walletRoutes, { wallets, store: vaults.store, cursors: platform.cursors, clock: platform.clock });

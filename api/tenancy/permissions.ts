@@ -11,6 +11,8 @@ export const PERMISSIONS = [
   'webhook.replay',
   'wallet.read',
   'wallet.decommission',
+  'member_auth.read',
+  'member_auth.manage',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
@@ -18,9 +20,9 @@ export const ROLES = {
   owner: PERMISSIONS,
   admin: PERMISSIONS,
   // Decommissioning a wallet cannot be undone: owners and admins only (docs/platform/wallets.md).
-  developer: ['webhook.read', 'webhook.create', 'webhook.update', 'webhook.rotate', 'webhook.test', 'webhook.delete', 'webhook.replay', 'wallet.read'],
+  developer: ['webhook.read', 'webhook.create', 'webhook.update', 'webhook.rotate', 'webhook.test', 'webhook.delete', 'webhook.replay', 'wallet.read', 'member_auth.read', 'member_auth.manage'],
   brand_manager: ['branding.manage', 'branding.email_domain.manage'],
-  viewer: ['webhook.read', 'wallet.read'],
+  viewer: ['webhook.read', 'wallet.read', 'member_auth.read'],
 } as const satisfies Record<string, readonly Permission[]>;
 export type Role = keyof typeof ROLES;
 

@@ -94,13 +94,22 @@ export class OutboundHttp {
   }
 
   /** POSTs once; a 2xx delivers. Never throws. */
-  async post(url: string, req: { body: string; headers: Record<string, string> }): Promise<OutboundResult> {
+  post(url: string, req: { body: string; headers: Record<string, string> }): Promise<OutboundResult> {
+    return this.send(url, { method: 'POST', body: req.body, headers: req.headers });
+  }
+
+  /** GETs once, under the same policy, timeout and bound (OIDC discovery, api/member-auth/oidc-discovery.ts). Never throws. */
+  get(url: string, headers: Record<string, string> = {}): Promise<OutboundResult> {
+    return this.send(url, { method: 'GET', headers });
+  }
+
+  private async send(url: string, init: { method: 'GET' | 'POST'; body?: string; headers: Record<string, string> }): Promise<OutboundResult> {
     const t0 = performance.now();
     const done = (r: Omit<OutboundResult, 'duration_ms'>): OutboundResult => ({ ...r, duration_ms: Math.round(performance.now() - t0) });
     if (this.policy.checkUrl(url) !== null) return done({ delivered: false, status_code: null, error: 'destination_not_allowed', response_body: null });
     const signal = AbortSignal.timeout(this.timeoutMs);
     try {
-      const res = await undiciFetch(url, { method: 'POST', body: req.body, headers: req.headers, redirect: 'manual', signal, dispatcher: this.agent });
+      const res = await undiciFetch(url, { ...init, redirect: 'manual', signal, dispatcher: this.agent });
       const body = await readBounded(res.body, this.maxResponseBytes);
       const ok = res.status >= 200 && res.status < 300;
       return done({ delivered: ok, status_code: res.status, error: ok ? null : 'http_status', response_body: body });

@@ -48,6 +48,9 @@ export const ERROR_CODES = entries({
   email_domain_provider_unconfigured: e('unavailable', 'the platform email provider is not set up'),
   email_domain_provider_error: e('transport', 'the email provider failed'),
   object_store_error: e('transport', 'the object store failed'),
+  oidc_discovery_failed: e('transport', "the issuer's OpenID discovery document or JWKS could not be fetched"),
+  oidc_discovery_invalid: e('invalid', 'the discovery document names another issuer, or it or its JWKS is malformed'),
+  publishable_key_mismatch: e('refused', 'the publishable key is for another environment than the bearer key'),
 
   // ── Vault API and committees ─────────────────────────────────────────────────────────────────────
   committee_mismatch: e('conflict', 'the committee named in the request is not the one the service would seat'),
