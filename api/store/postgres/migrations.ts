@@ -34,4 +34,35 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX index_entries_by_record ON index_entries (collection, id);
     `,
   },
+  {
+    version: 2,
+    name: 'jobs with leases',
+    // The durable job queue (api/jobs/postgres-job-queue.ts, docs/api-storage.md "Jobs"). `id` is the
+    // enqueue order that ordering keys follow; lease expiry is `leased_until < now()`, the database's clock
+    // being the one every instance shares. The partial indexes keep claims off finished jobs.
+    sql: `
+      CREATE TABLE jobs (
+        id bigserial PRIMARY KEY,
+        kind text COLLATE "C" NOT NULL,
+        key text NOT NULL,
+        payload json NOT NULL,
+        state text NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'leased', 'done', 'dead')),
+        run_at timestamptz NOT NULL DEFAULT now(),
+        attempts integer NOT NULL DEFAULT 0,
+        dedupe_key text,
+        ordering_key text COLLATE "C",
+        lease_owner text,
+        lease_token uuid,
+        leased_until timestamptz,
+        last_error text,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (kind, dedupe_key),
+        CHECK ((state = 'leased') = (lease_token IS NOT NULL AND leased_until IS NOT NULL))
+      );
+      CREATE INDEX jobs_due ON jobs (kind, run_at, id) WHERE state = 'queued';
+      CREATE INDEX jobs_lease ON jobs (kind, leased_until) WHERE state = 'leased';
+      CREATE INDEX jobs_ordering ON jobs (ordering_key, id) WHERE state IN ('queued', 'leased') AND ordering_key IS NOT NULL;
+    `,
+  },
 ];
