@@ -10,8 +10,8 @@
 // transaction lock per ordering key, so ids of one key are assigned in commit order and "earlier" is the
 // order in which claimers can see them.
 import { createHash } from 'node:crypto';
-import pg from 'pg';
-import { migrate } from '../store/postgres/migrate.ts';
+import type pg from 'pg';
+import { openMigratedPool } from '../store/postgres/migrate.ts';
 import type { EnqueueOptions, EnqueueResult, Job, JobQueue, JobState, KindStats, LeasedJob } from './job-queue.ts';
 import { LeaseLostError } from './lease-lost-error.ts';
 
@@ -72,13 +72,7 @@ export class PostgresJobQueue implements JobQueue {
   constructor(private readonly pool: pg.Pool, private readonly ownsPool = false) {}
 
   static async open(opts: PostgresJobQueueOptions): Promise<PostgresJobQueue> {
-    const pool = new pg.Pool({ connectionString: opts.connectionString, max: opts.max ?? 10 });
-    try {
-      await migrate(pool);
-    } catch (err) {
-      await pool.end();
-      throw err;
-    }
+    const pool = await openMigratedPool(opts.connectionString, opts.max);
     return new PostgresJobQueue(pool, true);
   }
 

@@ -2,7 +2,7 @@
 // once: each takes one transaction-scoped advisory lock first, so one applies the missing migrations and
 // the others, once it commits, find nothing left to do. A migration that fails rolls back with all the
 // others of that run, leaving the database at the version it had.
-import type { Pool } from 'pg';
+import pg, { type Pool } from 'pg';
 import { CustodyError } from '../../../core/errors/custody-error.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 
@@ -47,4 +47,16 @@ export async function schemaVersion(pool: Pool): Promise<number> {
   if (rows[0]?.v === 0) return 0;
   const r = await pool.query<{ v: number | null }>('SELECT max(version) AS v FROM migrations');
   return r.rows[0]?.v ?? 0;
+}
+
+/** A pool on `connectionString` whose database has every migration applied; closed again when that fails. */
+export async function openMigratedPool(connectionString: string, max = 10): Promise<Pool> {
+  const pool = new pg.Pool({ connectionString, max });
+  try {
+    await migrate(pool);
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+  return pool;
 }

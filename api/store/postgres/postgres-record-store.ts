@@ -2,9 +2,9 @@
 // sharing one database (docs/api-storage.md). Every range is the byte range record-store.ts gives LevelDB,
 // over bytea columns that compare as LevelDB does, so walks, positions and cursors are identical.
 import { createHash } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import type { IndexEntry, Op, RecordRepository } from '../record-repository.ts';
-import { migrate } from './migrate.ts';
+import { openMigratedPool } from './migrate.ts';
 
 const SEP = '\x00';
 /** LevelDB's upper bound of a prefix range in record-store.ts: the string '\xff', i.e. UTF-8 C3 BF. */
@@ -39,13 +39,7 @@ export class PostgresRecordStore implements RecordRepository {
 
   /** Connects and applies the missing migrations before anything is read. */
   static async open(opts: PostgresRecordStoreOptions): Promise<PostgresRecordStore> {
-    const pool = new pg.Pool({ connectionString: opts.connectionString, max: opts.max ?? 10 });
-    try {
-      await migrate(pool);
-    } catch (err) {
-      await pool.end();
-      throw err;
-    }
+    const pool = await openMigratedPool(opts.connectionString, opts.max);
     return new PostgresRecordStore(pool);
   }
 
