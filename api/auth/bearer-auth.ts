@@ -13,6 +13,8 @@ import { parseJsonKeepingRawBody } from './raw-json.ts';
 import type { Principal, TenancyService } from '../tenancy/tenancy-service.ts';
 import { roleAllows, type Permission } from '../tenancy/permissions.ts';
 import type { MfaAction, MfaTokens } from '../tenancy/mfa-tokens.ts';
+import type { Actor } from '../tenancy/audit-log.ts';
+import type { Scope } from '../tenancy/scope.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -40,6 +42,17 @@ const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 export function principalOf(req: FastifyRequest): Principal {
   if (!req.principal) throw new CustodyError('unauthorized', 'authentication required');
   return req.principal;
+}
+
+/** The tenant and workspace the authenticated key acts in. */
+export function scopeOf(req: FastifyRequest): Scope {
+  const p = principalOf(req);
+  return { tenant: p.tenant, workspace: p.workspace };
+}
+
+/** The audit log's actor for a bearer-authenticated request: the workspace key. */
+export function actorOf(req: FastifyRequest): Actor {
+  return { type: 'api_key', id: principalOf(req).keyId };
 }
 
 const BEARER = /^bearer +(\S+) *$/i;

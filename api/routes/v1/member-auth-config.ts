@@ -5,10 +5,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
-import { principalOf } from '../../auth/bearer-auth.ts';
+import { actorOf, principalOf, scopeOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
 import { Page, PageQuery, DEFAULT_LIMIT } from '../../store/pagination.ts';
-import type { Actor } from '../../tenancy/audit-log.ts';
 import { IdempotentRequests, idempotencyKeyOf } from '../../idempotency.ts';
 import { OutboundHttp } from '../../webhooks/outbound-http.ts';
 import { MemberAuthConfig, type WorkspaceScope } from '../../member-auth/member-auth-config.ts';
@@ -46,13 +45,9 @@ const TAGS = ['member auth'];
 const READ: Record<string, string[]>[] = [{ bearer: [] }];
 const WRITE: Record<string, string[]>[] = [{ bearer: [] }, { bearer: [], httpSignature: [] }];
 
-function scopeOf(req: FastifyRequest): WorkspaceScope {
-  const p = principalOf(req);
-  return { tenant: p.tenant, workspace: p.workspace, environment: p.environment };
-}
-
-function actorOf(req: FastifyRequest): Actor {
-  return { type: 'api_key', id: principalOf(req).keyId };
+/** The workspace scope with its environment, which publishable keys and URL rules depend on. */
+function workspaceOf(req: FastifyRequest): WorkspaceScope {
+  return { ...scopeOf(req), environment: principalOf(req).environment };
 }
 
 export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<{ platform: Platform }> = async (app, { platform }) => {
@@ -66,7 +61,7 @@ export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<{ platform: Platf
   app.get('/tenant/member-auth/allowed-origins', {
     config: { permission: 'member_auth.read' },
     schema: { summary: 'The workspace\'s allowed member-auth origins, a page at a time', tags: TAGS, security: READ, querystring: Type.Object(PageQuery), response: { 200: Page(Origin), ...errors } },
-  }, async (req) => cfg.listOrigins(scopeOf(req), req.query.cursor, req.query.limit ?? DEFAULT_LIMIT));
+  }, async (req) => cfg.listOrigins(workspaceOf(req), req.query.cursor, req.query.limit ?? DEFAULT_LIMIT));
 
   app.post('/tenant/member-auth/allowed-origins', {
     config: { permission: 'member_auth.manage' },
@@ -78,7 +73,7 @@ export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<{ platform: Platf
       response: { 201: Origin, ...errors },
     },
   }, async (req, reply) => {
-    const scope = scopeOf(req);
+    const scope = workspaceOf(req);
     const made = await idempotent.run(scope.workspace, 'member_auth_add_origin', idempotencyKeyOf(req), req.body, async () => originView(await cfg.addOrigin(scope, actorOf(req), req.body.origin)));
     return reply.code(201).send(made);
   });
@@ -87,14 +82,14 @@ export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<{ platform: Platf
     config: { permission: 'member_auth.manage' },
     schema: { summary: 'Remove an allowed origin no redirect URL or Hosted application uses', tags: TAGS, security: WRITE, params: IdParam, response: { 204: Type.Null(), ...errors } },
   }, async (req, reply) => {
-    await cfg.removeOrigin(scopeOf(req), actorOf(req), req.params.id);
+    await cfg.removeOrigin(workspaceOf(req), actorOf(req), req.params.id);
     return reply.code(204).send(null);
   });
 
   app.get('/tenant/member-auth/redirect-urls', {
     config: { permission: 'member_auth.read' },
     schema: { summary: 'The workspace\'s registered member-auth redirect URLs, a page at a time', tags: TAGS, security: READ, querystring: Type.Object(PageQuery), response: { 200: Page(RedirectUrl), ...errors } },
-  }, async (req) => cfg.listRedirectUrls(scopeOf(req), req.query.cursor, req.query.limit ?? DEFAULT_LIMIT));
+  }, async (req) => cfg.listRedirectUrls(workspaceOf(req), req.query.cursor, req.query.limit ?? DEFAULT_LIMIT));
 
   app.post('/tenant/member-auth/redirect-urls', {
     config: { permission: 'member_auth.manage' },
@@ -106,7 +101,7 @@ export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<{ platform: Platf
       response: { 201: RedirectUrl, ...errors },
     },
   }, async (req, reply) => {
-    const scope = scopeOf(req);
+    const scope = workspaceOf(req);
     const made = await idempotent.run(scope.workspace, 'member_auth_add_redirect_url', idempotencyKeyOf(req), req.body, async () => redirectUrlView(await cfg.addRedirectUrl(scope, actorOf(req), req.body.url)));
     return reply.code(201).send(made);
   });
@@ -115,7 +110,7 @@ export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<{ platform: Platf
     config: { permission: 'member_auth.manage' },
     schema: { summary: 'Remove a redirect URL no Hosted application sends results to', tags: TAGS, security: WRITE, params: IdParam, response: { 204: Type.Null(), ...errors } },
   }, async (req, reply) => {
-    await cfg.removeRedirectUrl(scopeOf(req), actorOf(req), req.params.id);
+    await cfg.removeRedirectUrl(workspaceOf(req), actorOf(req), req.params.id);
     return reply.code(204).send(null);
   });
 
@@ -132,7 +127,7 @@ export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<{ platform: Platf
       response: { 200: Application, 201: Application, 502: ErrorBody, ...errors },
     },
   }, async (req, reply) => {
-    const scope = scopeOf(req);
+    const scope = workspaceOf(req);
     const out = await idempotent.run(scope.workspace, 'member_auth_put_application', idempotencyKeyOf(req), req.body, async () => {
       const { application, created } = await cfg.putByoApplication(scope, actorOf(req), req.body);
       return { created, application: applicationView(application) };
@@ -143,7 +138,7 @@ export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<{ platform: Platf
   app.get('/tenant/member-auth/applications', {
     config: { permission: 'member_auth.read' },
     schema: { summary: 'The workspace\'s member-auth applications (BYO OIDC and Hosted), with their publishable keys', tags: TAGS, security: READ, querystring: Type.Object(PageQuery), response: { 200: Page(Application), ...errors } },
-  }, async (req) => cfg.listApplications(scopeOf(req), req.query.cursor, req.query.limit ?? DEFAULT_LIMIT));
+  }, async (req) => cfg.listApplications(workspaceOf(req), req.query.cursor, req.query.limit ?? DEFAULT_LIMIT));
 
   app.post('/tenant/member-auth/applications/hosted', {
     config: { permission: 'member_auth.manage' },
@@ -155,7 +150,7 @@ export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<{ platform: Platf
       response: { 201: Application, ...errors },
     },
   }, async (req, reply) => {
-    const scope = scopeOf(req);
+    const scope = workspaceOf(req);
     const made = await idempotent.run(scope.workspace, 'member_auth_create_hosted', idempotencyKeyOf(req), req.body, async () => applicationView(await cfg.createHostedApplication(scope, actorOf(req), req.body)));
     return reply.code(201).send(made);
   });
@@ -169,13 +164,13 @@ export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<{ platform: Platf
       body: Type.Optional(Type.Partial(Type.Object({ ...ByoFields, ...HostedFields }, { additionalProperties: false }))),
       response: { 200: Application, ...errors },
     },
-  }, async (req) => applicationView(await cfg.patchApplication(scopeOf(req), actorOf(req), req.params.id, req.body ?? {})));
+  }, async (req) => applicationView(await cfg.patchApplication(workspaceOf(req), actorOf(req), req.params.id, req.body ?? {})));
 
   app.delete('/tenant/member-auth/applications/:id', {
     config: { permission: 'member_auth.manage' },
     schema: { summary: 'Delete a member-auth application; its publishable key stops resolving', tags: TAGS, security: WRITE, params: IdParam, response: { 204: Type.Null(), ...errors } },
   }, async (req, reply) => {
-    await cfg.removeApplication(scopeOf(req), actorOf(req), req.params.id);
+    await cfg.removeApplication(workspaceOf(req), actorOf(req), req.params.id);
     return reply.code(204).send(null);
   });
 };

@@ -4,12 +4,9 @@
 // (vaults.ts). Authentication and permissions are checked by the bearer-auth hook; a wallet of another
 // customer is 404.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
-import { principalOf } from '../../auth/bearer-auth.ts';
-import type { Actor } from '../../tenancy/audit-log.ts';
-import type { Scope } from '../../tenancy/scope.ts';
+import { actorOf, scopeOf } from '../../auth/bearer-auth.ts';
 import { DEFAULT_LIMIT, indexPage, type CursorCodec } from '../../store/pagination.ts';
 import { IdempotentRequests, idempotencyKeyOf } from '../../idempotency.ts';
 import type { RecordStore } from '../../store/record-store.ts';
@@ -26,8 +23,6 @@ const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody 
 const read: Record<string, string[]>[] = [{ bearer: [] }];
 const change: Record<string, string[]>[] = [{ bearer: [] }, { bearer: [], httpSignature: [] }];
 
-const scopeOf = (req: FastifyRequest): Scope => ({ tenant: principalOf(req).tenant, workspace: principalOf(req).workspace });
-const actorOf = (req: FastifyRequest): Actor => ({ type: 'api_key', id: principalOf(req).keyId });
 const ledgerView = ({ v: _v, org: _org, ...e }: LedgerEntryRecord) => e;
 
 export interface WalletRoutesOptions {

@@ -2,9 +2,8 @@
 // (docs/platform/webhooks.md).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type TSchema } from '@sinclair/typebox';
-import type { FastifyRequest } from 'fastify';
 import { ErrorBody } from '../../errors.ts';
-import { principalOf } from '../../auth/bearer-auth.ts';
+import { scopeOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
 import { Page, PageQuery, DEFAULT_LIMIT } from '../../store/pagination.ts';
 import type { DeliveryRecord } from '../../webhooks/delivery-engine.ts';
@@ -19,11 +18,6 @@ const Delivery = Type.Object({
   payload: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
 });
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody };
-
-function scopeOf(req: FastifyRequest) {
-  const p = principalOf(req);
-  return { tenant: p.tenant, workspace: p.workspace };
-}
 
 function view(d: DeliveryRecord, withPayload: boolean) {
   const { tenant: _t, workspace: _w, queue_key: _q, payload, ...fields } = d;

@@ -4,14 +4,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
 import { CustodyError } from '../../../core/errors/custody-error.ts';
-import { principalOf } from '../../auth/bearer-auth.ts';
+import { actorOf, principalOf, scopeOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
 import { Page, PageQuery, DEFAULT_LIMIT } from '../../store/pagination.ts';
 import { EVENT_TYPES } from '../../webhooks/event-catalog.ts';
 import { MAX_URL } from '../../webhooks/webhook-endpoints.ts';
-import type { Actor } from '../../tenancy/audit-log.ts';
 import { MFA_ACTION_PATTERN } from '../../tenancy/mfa-tokens.ts';
-import type { FastifyRequest } from 'fastify';
 import { IdempotentRequests, idempotencyKeyOf } from '../../idempotency.ts';
 
 const Endpoint = Type.Object({
@@ -30,15 +28,6 @@ const EventTypeSchema = Type.Object({
   name: Type.String(), domain: Type.String(), version: Type.Integer(), sensitive: Type.Boolean(), description: Type.String(),
   example_payload: Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean()])), deprecated_at: Type.Union([Type.String(), Type.Null()]),
 });
-
-function actorOf(req: FastifyRequest): Actor {
-  return { type: 'api_key', id: principalOf(req).keyId };
-}
-
-function scopeOf(req: FastifyRequest) {
-  const p = principalOf(req);
-  return { tenant: p.tenant, workspace: p.workspace };
-}
 
 const idempotencyKey = idempotencyKeyOf;
 
