@@ -10,12 +10,17 @@ import { startPostgres } from '../support/postgres.ts';
 import { repositoryContract } from './repository-contract.ts';
 
 const server = await startPostgres();
-t.teardown(() => server.stop());
+const closers: (() => Promise<unknown>)[] = [];
+// One teardown, in order: clients end before the server, whose shutdown would fail their connections.
+t.teardown(async () => {
+  for (const close of closers.reverse()) await close();
+  await server.stop();
+});
 t.comment(`PostgreSQL started in ${server.startMs} ms on port ${server.port}`);
 
 const admin = new pg.Client({ connectionString: server.url });
 await admin.connect();
-t.teardown(() => admin.end());
+closers.push(() => admin.end());
 let dbs = 0;
 /** A new empty database on the one server, and its URL. */
 async function database(): Promise<string> {
@@ -24,8 +29,10 @@ async function database(): Promise<string> {
   return server.url.replace(/\/postgres$/, `/${name}`);
 }
 
-const store = await PostgresRecordStore.open({ connectionString: await database() });
-t.teardown(() => store.close());
+const idleErrors: Error[] = [];
+const storeUrl = await database();
+const store = await PostgresRecordStore.open({ connectionString: storeUrl, onIdleError: (err) => idleErrors.push(err) });
+closers.push(() => store.close());
 
 t.test('the repository contract', async (t) => {
   repositoryContract(t, store);
@@ -57,4 +64,18 @@ t.test('a failing migration leaves the schema as it was; a newer schema is refus
   await t.rejects(migrate(pool), new CustodyError('bad_version', `the database schema is at version 99, newer than this release knows (${MIGRATIONS.length})`));
   await t.rejects(PostgresRecordStore.open({ connectionString: url }), { code: 'bad_version' });
   await t.rejects(migrate(pool, [{ version: 2, name: 'gap', sql: '' }]), { code: 'bad_version' }, 'versions start at 1 without gaps');
+});
+
+t.test('an idle connection the server ends is dropped, and the store goes on', async (t) => {
+  await store.put('idle', 'k', { v: 1 });
+  const db = new URL(storeUrl).pathname.slice(1);
+  const { rows } = await admin.query<{ n: number }>(
+    'SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+    [db],
+  );
+  const ended = rows[0]!.n;
+  t.ok(ended >= 1, 'the store had an idle connection to end');
+  for (let i = 0; idleErrors.length < ended && i < 250; i++) await new Promise((r) => setTimeout(r, 20));
+  t.equal(idleErrors.length, ended, 'the pool reported each ended connection instead of throwing');
+  t.same(await store.get('idle', 'k'), { v: 1 }, 'the next read opens a new connection');
 });

@@ -3,6 +3,7 @@
 // the others, once it commits, find nothing left to do. A migration that fails rolls back with all the
 // others of that run, leaving the database at the version it had.
 import pg, { type Pool } from 'pg';
+import { createLogger } from '../../../common/logger.ts';
 import { CustodyError } from '../../../core/errors/custody-error.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
 
@@ -49,9 +50,13 @@ export async function schemaVersion(pool: Pool): Promise<number> {
   return r.rows[0]?.v ?? 0;
 }
 
-/** A pool on `connectionString` whose database has every migration applied; closed again when that fails. */
-export async function openMigratedPool(connectionString: string, max = 10): Promise<Pool> {
+/** A pool on `connectionString` whose database has every migration applied; closed again when that fails.
+ * An idle pooled connection the server ends (a restart, a failover, an administrator's terminate) is
+ * reported to `onIdleError` and dropped by the pool, whose next query opens a new one; without the
+ * listener the pool's 'error' event would end the process. */
+export async function openMigratedPool(connectionString: string, max = 10, onIdleError: (err: Error) => void = logIdleError): Promise<Pool> {
   const pool = new pg.Pool({ connectionString, max });
+  pool.on('error', onIdleError);
   try {
     await migrate(pool);
   } catch (err) {
@@ -59,4 +64,9 @@ export async function openMigratedPool(connectionString: string, max = 10): Prom
     throw err;
   }
   return pool;
+}
+
+const log = createLogger('postgres');
+function logIdleError(err: Error): void {
+  log.warn({ err: err.message }, 'an idle PostgreSQL connection failed; the pool dropped it');
 }

@@ -32,6 +32,8 @@ export interface PostgresRecordStoreOptions {
   connectionString: string;
   /** Connections in the pool. */
   max?: number;
+  /** Told of an idle connection the server ended (migrate.ts); logged when not given. */
+  onIdleError?: (err: Error) => void;
 }
 
 export class PostgresRecordStore implements RecordRepository {
@@ -39,7 +41,7 @@ export class PostgresRecordStore implements RecordRepository {
 
   /** Connects and applies the missing migrations before anything is read. */
   static async open(opts: PostgresRecordStoreOptions): Promise<PostgresRecordStore> {
-    const pool = await openMigratedPool(opts.connectionString, opts.max);
+    const pool = await openMigratedPool(opts.connectionString, opts.max, opts.onIdleError);
     return new PostgresRecordStore(pool);
   }
 
