@@ -8,6 +8,7 @@ export const ApiConfigSchema = Type.Object({
   host: Type.String({ env: 'API_HOST', default: '127.0.0.1', minLength: 1 }),
   port: Type.Integer({ env: 'API_PORT', default: 8080, minimum: 0, maximum: 65535 }),
   dataDir: Type.String({ env: 'API_DATA_DIR', default: './data/api', minLength: 1 }),
+  databaseUrl: Type.Optional(Type.String({ env: 'API_DATABASE_URL', pattern: '^postgres(ql)?://', description: 'postgres://user@host:port/database: keep the records in PostgreSQL instead of LevelDB under API_DATA_DIR (docs/api-storage.md)' })),
   coordinator: Type.Optional(Type.String({ env: 'API_COORDINATOR', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port of the coordinator' })),
   coordinatorTlsCa: Type.Optional(Type.String({ env: 'API_COORDINATOR_TLS_CA' })),
   coordinatorTlsCert: Type.Optional(Type.String({ env: 'API_COORDINATOR_TLS_CERT' })),

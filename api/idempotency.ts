@@ -8,7 +8,7 @@
 // waits for it and replays its answer.
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import type { RecordStore } from './store/record-store.ts';
+import type { RecordRepository } from './store/record-repository.ts';
 import { CustodyError } from '../core/errors/custody-error.ts';
 
 /** The Idempotency-Key header: undefined when absent; 400 invalid_request when malformed. */
@@ -34,7 +34,7 @@ interface Stored<T> { fingerprint: string; response: T; created_at: string }
 
 export class IdempotentRequests {
   private readonly running = new Map<string, Promise<unknown>>();
-  constructor(private readonly store: RecordStore, private readonly clock: () => number = Date.now) {}
+  constructor(private readonly store: RecordRepository, private readonly clock: () => number = Date.now) {}
 
   /**
    * Runs `fn` once per (workspace, operation, key): stores its answer; replays it for the same body;

@@ -1,5 +1,5 @@
 // The platform API's services, built once over one store and handed to the routes.
-import type { RecordStore } from './store/record-store.ts';
+import type { RecordRepository } from './store/record-repository.ts';
 import { AuditLog } from './tenancy/audit-log.ts';
 import { MfaTokens } from './tenancy/mfa-tokens.ts';
 import { CursorCodec } from './store/pagination.ts';
@@ -17,7 +17,7 @@ import { DestinationPolicy } from './webhooks/destination-policy.ts';
 import type { HostLookup } from './webhooks/outbound-http.ts';
 
 export interface Platform {
-  store: RecordStore;
+  store: RecordRepository;
   keys: ServerKeys;
   tenancy: TenancyService;
   cursors: CursorCodec;
@@ -32,7 +32,7 @@ export interface Platform {
   clock: () => number;
 }
 
-export async function createPlatform(store: RecordStore, opts: { emailProvider?: EmailDomainProvider; objectDir?: string; objectStore?: ObjectStore; clock?: () => number; webhookTimeoutMs?: number; schedule?: number[]; concurrency?: number;
+export async function createPlatform(store: RecordRepository, opts: { emailProvider?: EmailDomainProvider; objectDir?: string; objectStore?: ObjectStore; clock?: () => number; webhookTimeoutMs?: number; schedule?: number[]; concurrency?: number;
   /** API_WEBHOOK_ALLOWED_DESTINATIONS: destinations allowed besides https to public addresses; none by default. */
   webhookAllowedDestinations?: readonly string[]; webhookLookup?: HostLookup;
   /** Each delivery attempt's outcome, for the metrics (api/metrics/webhook-metrics.ts). */

@@ -7,7 +7,7 @@ import { createLogger } from '../common/logger.ts';
 import { runMain } from '../common/process.ts';
 import { buildApp } from './app.ts';
 import { connectCoordinator } from './coordinator/coordinator-client.ts';
-import { RecordStore } from './store/record-store.ts';
+import { openServingStore, storeKind } from './store/open-store.ts';
 import { VaultService } from './vaults/vault-service.ts';
 import { VaultJobs } from './vaults/vault-jobs.ts';
 import { loadTeeVerifier } from '../tee/attestation/enrolment-verifier.ts';
@@ -27,7 +27,9 @@ await runMain('api', async () => {
     ? connectCoordinator({ address: config.coordinator, tlsCa: config.coordinatorTlsCa, tlsCert: config.coordinatorTlsCert, tlsKey: config.coordinatorTlsKey })
     : undefined;
   if (!coordinator) log.warn('no coordinator configured: /readyz reports unavailable');
-  const store = await RecordStore.open(config.dataDir);
+  const serving = await openServingStore(config, log, () => process.kill(process.pid, 'SIGTERM'));
+  const store = serving.store;
+  log.info({ store: storeKind(config) }, 'record store open');
   const vaults = new VaultService({
     store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg },
     verifyTee: loadTeeVerifier(config.teeRootsFile, config.teeAllowDevRoot),
@@ -71,7 +73,7 @@ await runMain('api', async () => {
       await app.close();
       await metricsServer?.close();
       coordinator?.close();
-      await store.close();
+      await serving.close();
     },
   };
 });

@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { hexToBytes } from '@noble/hashes/utils.js';
 import { loadApiConfig } from '../config.ts';
-import { RecordStore } from '../store/record-store.ts';
+import { openStore } from '../store/open-store.ts';
 import { VaultService } from '../vaults/vault-service.ts';
 import { ConfigError } from '../../common/config.ts';
 import { TenancyService } from '../tenancy/tenancy-service.ts';
@@ -39,7 +39,7 @@ const USAGE = 'usage: npm run admin -- org create --name <name> --public-key <he
 async function platformCommand(verb: string, rest: string[]): Promise<number> {
   const { values } = parseArgs({ args: rest, options: { name: { type: 'string' }, workspace: { type: 'string' }, role: { type: 'string' }, label: { type: 'string' }, 'public-key': { type: 'string' }, mfa: { type: 'boolean' } } });
   const config = loadApiConfig();
-  const store = await RecordStore.open(config.dataDir);
+  const store = await openStore(config);
   try {
     const tenancy = new TenancyService(store);
     if (verb === 'tenant') {
@@ -73,7 +73,7 @@ async function orgRepair(rest: string[]): Promise<number> {
   if (!values.id) throw new CustodyError('usage', 'org repair needs --id');
   const config = loadApiConfig();
   const operator = operatorKey(config.operatorKeyFile);
-  const store = await RecordStore.open(config.dataDir);
+  const store = await openStore(config);
   try {
     const vaults = new VaultService({ store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg } });
     const repaired = await vaults.repairBootstrap(values.id, operator);
@@ -95,7 +95,7 @@ async function vaultCommand(verb: string, rest: string[]): Promise<number> {
   const { values } = parseArgs({ args: rest, options: { id: { type: 'string' } } });
   if (!values.id) throw new CustodyError('usage', `vault ${verb} needs --id`);
   const config = loadApiConfig();
-  const store = await RecordStore.open(config.dataDir);
+  const store = await openStore(config);
   try {
     const vaults = new VaultService({ store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg } });
     const v = await vaults.freeze(values.id, verb === 'freeze');
@@ -147,7 +147,7 @@ async function customerLink(rest: string[]): Promise<number> {
   const { values } = parseArgs({ args: rest, options: { org: { type: 'string' }, tenant: { type: 'string' }, 'external-id': { type: 'string' } } });
   if (!values.org || !values.tenant) throw new CustodyError('usage', 'customer link needs --org and --tenant');
   const config = loadApiConfig();
-  const store = await RecordStore.open(config.dataDir);
+  const store = await openStore(config);
   try {
     const c = await new CustomerLinks(store).linkExisting(values.org, values.tenant, config.environment, values['external-id'] !== undefined ? { externalId: values['external-id'] } : {});
     process.stdout.write(JSON.stringify({ customer: c.id, organization: c.org, tenant: c.tenant, events_workspace: c.workspace }) + '\n');
@@ -184,7 +184,7 @@ async function main(): Promise<number> {
     return 64;
   }
   const config = loadApiConfig();
-  const store = await RecordStore.open(config.dataDir);
+  const store = await openStore(config);
   try {
     const vaults = new VaultService({ store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg } });
     // A customer: the organization, its first key rooted for the signer nodes by the operator's bootstrap

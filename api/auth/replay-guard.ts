@@ -1,10 +1,10 @@
 // Makes a request signature usable once, ever (docs/security.md, "Request signatures"). Each accepted
 // (key id, nonce) pair is claimed in the API's record store, in the `request_nonces` collection, so a
-// restart forgets nothing; the claim is atomic (RecordStore.insertIfAbsent), so of two concurrent
+// restart forgets nothing; the claim is atomic (RecordRepository.insertIfAbsent), so of two concurrent
 // requests carrying one nonce exactly one passes. A claim is kept RETAIN_SECONDS past its signature's
 // `expires`, long after the signature itself stops verifying (`expires` is hard, the only skew is on
 // `created`), and pruned after that.
-import type { RecordStore } from '../store/record-store.ts';
+import type { RecordRepository } from '../store/record-repository.ts';
 
 export const NONCE_COLLECTION = 'request_nonces';
 /** How long a claim outlives its signature's `expires`, seconds: well past any accepted window (330 s). */
@@ -30,7 +30,7 @@ const untilIndex = (keepUntil: number) => `until/${String(keepUntil).padStart(12
 export class ReplayGuard {
   private nextPrune = 0;
 
-  constructor(private readonly store: RecordStore, private readonly retainSeconds = RETAIN_SECONDS) {}
+  constructor(private readonly store: RecordRepository, private readonly retainSeconds = RETAIN_SECONDS) {}
 
   /** True exactly once per (key id, nonce) for as long as the claim is kept; records the claim. */
   async claim(keyId: string, nonce: string, expiresAt: number, now: number): Promise<boolean> {

@@ -3,7 +3,7 @@
 // signed claim token. Every change is audited. Branding is kept per environment: one record per workspace
 // (tenant + sandbox or production), and a claim token names the workspace whose branding it serves.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { RecordStore } from '../store/record-store.ts';
+import type { RecordRepository } from '../store/record-repository.ts';
 import type { Actor, AuditLog } from '../tenancy/audit-log.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { productionWorkspaceOf } from '../tenancy/environments.ts';
@@ -245,7 +245,7 @@ function applyPatch(base: Theme, patch: Record<string, unknown>): Theme {
 }
 
 export class BrandingService {
-  constructor(private readonly store: RecordStore, private readonly audit: AuditLog, private readonly claimKey: Uint8Array, private readonly clock: () => number = Date.now) {}
+  constructor(private readonly store: RecordRepository, private readonly audit: AuditLog, private readonly claimKey: Uint8Array, private readonly clock: () => number = Date.now) {}
 
   private async load(scope: Scope): Promise<BrandingRecord> {
     return (await this.store.get<BrandingRecord>('branding', scope.workspace)) ?? { tenant: scope.tenant, workspace: scope.workspace, theme: {}, logo_url: null, updated_at: new Date(0).toISOString() };

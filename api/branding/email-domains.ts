@@ -2,7 +2,7 @@
 // through. The providers are adapters: the local one checks DNS itself (adapters/local-dns-provider.ts),
 // the hosted one is Amazon SES (adapters/ses-email-provider.ts). Domains are kept per environment: a
 // domain belongs to one workspace (tenant + sandbox or production) and only its keys see or change it.
-import type { RecordStore } from '../store/record-store.ts';
+import type { RecordRepository } from '../store/record-repository.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { newId } from '../store/ids.ts';
 import type { Actor, AuditLog } from '../tenancy/audit-log.ts';
@@ -41,12 +41,12 @@ export interface DomainRecord {
 interface NameEntry { id: string; tenant: string; workspace: string }
 
 /** Every EmailDomains over one store shares these per-domain locks (check, register and write as one). */
-const nameLocks = new WeakMap<RecordStore, KeyedMutex>();
+const nameLocks = new WeakMap<RecordRepository, KeyedMutex>();
 
 const FQDN = /^(?=.{4,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
 
 export class EmailDomains {
-  constructor(private readonly store: RecordStore, private readonly audit: AuditLog, private readonly provider: EmailDomainProvider | undefined, private readonly clock: () => number = Date.now) {}
+  constructor(private readonly store: RecordRepository, private readonly audit: AuditLog, private readonly provider: EmailDomainProvider | undefined, private readonly clock: () => number = Date.now) {}
 
   private lock<T>(domain: string, fn: () => Promise<T>): Promise<T> {
     let locks = nameLocks.get(this.store);

@@ -2,7 +2,7 @@
 // the signer nodes by the operator's bootstrap, the platform API's tenant with its sandbox and production
 // workspaces, and the link, all in one atomic batch. Idempotent by the external id (else the name): a
 // second call returns the customer it made, `created: false`, and refuses another public key.
-import type { Op, RecordStore } from '../store/record-store.ts';
+import type { Op, RecordRepository } from '../store/record-repository.ts';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { apiKeyId } from '../../core/trust/api-key-id.ts';
@@ -37,7 +37,7 @@ export interface CreateCustomerReturnType {
 }
 
 export interface CustomerServices {
-  store: RecordStore;
+  store: RecordRepository;
   vaults: VaultService;
   tenancy: TenancyService;
   links: CustomerLinks;
@@ -46,7 +46,7 @@ export interface CustomerServices {
 }
 
 /** One creation per idempotency key at a time, for every caller over one store (the admin command, the operator API). */
-const locks = new WeakMap<RecordStore, KeyedMutex>();
+const locks = new WeakMap<RecordRepository, KeyedMutex>();
 
 const EXTERNAL_ID = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
 

@@ -3,7 +3,7 @@
 // exactly one of the tenant's workspaces, the one of this deployment's environment. A link record and its
 // look-up entries are written in one batch, with the organization and tenant when they are made together
 // (create-customer.ts), or later by the operator for an organization and a tenant that already exist.
-import type { Op, RecordStore } from '../store/record-store.ts';
+import type { Op, RecordRepository } from '../store/record-repository.ts';
 import { newId } from '../store/ids.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { Environment, TenantRecord, WorkspaceRecord } from '../tenancy/tenancy-service.ts';
@@ -35,7 +35,7 @@ export const PARKED = 'outbox_parked';
 export const customerKey = (externalId: string | undefined, name: string) => (externalId !== undefined ? `ext:${externalId}` : `name:${name}`);
 
 export class CustomerLinks {
-  constructor(private readonly store: RecordStore, private readonly clock: () => number = Date.now) {}
+  constructor(private readonly store: RecordRepository, private readonly clock: () => number = Date.now) {}
 
   private async byRef(ref: string): Promise<CustomerRecord | undefined> {
     const id = await this.store.get<string>(REFS, ref);

@@ -5,7 +5,7 @@
 // the row to relay again and a crash after it leaves nothing to relay twice. One relay per store: the
 // API process holds the LevelDB lock, and the relay takes rows one at a time, in the outbox's order.
 import type { Logger } from '../../common/logger.ts';
-import type { Op, RecordStore } from '../store/record-store.ts';
+import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { DeliveryEngine } from '../webhooks/delivery-engine.ts';
 import { eventType } from '../webhooks/event-catalog.ts';
 import type { EventRecord } from '../vaults/records.ts';
@@ -29,7 +29,7 @@ function dataOf(e: EventRecord): Record<string, unknown> {
 }
 
 export interface EventRelayOptions {
-  store: RecordStore;
+  store: RecordRepository;
   links: CustomerLinks;
   deliveries: DeliveryEngine;
   log: Logger;

@@ -5,7 +5,7 @@
 // between records (a redirect URL's origin, a Hosted application's origin and callback) hold.
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
-import type { Op, RecordStore } from '../store/record-store.ts';
+import type { Op, RecordRepository } from '../store/record-repository.ts';
 import { newId } from '../store/ids.ts';
 import { pageOf, type CursorCodec, type PageResult } from '../store/pagination.ts';
 import type { Actor, AuditLog } from '../tenancy/audit-log.ts';
@@ -62,7 +62,7 @@ function checkByoFields(b: Partial<ByoOidcInput>): void {
 }
 
 export interface MemberAuthConfigOptions {
-  store: RecordStore;
+  store: RecordRepository;
   audit: AuditLog;
   cursors: CursorCodec;
   /** The SSRF-safe client discovery goes out through; it reads bodies up to MAX_DISCOVERY_BYTES + 1. */
@@ -71,7 +71,7 @@ export interface MemberAuthConfigOptions {
 }
 
 /** Writes of one workspace, in every instance over one store. */
-const locks = new WeakMap<RecordStore, KeyedMutex>();
+const locks = new WeakMap<RecordRepository, KeyedMutex>();
 
 export class MemberAuthConfig {
   private readonly clock: () => number;

@@ -5,7 +5,7 @@
 // unguessable, so one tenant cannot probe for another's applications.
 import { randomBytes } from 'node:crypto';
 import { CustodyError } from '../../core/errors/custody-error.ts';
-import type { RecordStore } from '../store/record-store.ts';
+import type { RecordRepository } from '../store/record-repository.ts';
 import type { Environment, Principal } from '../tenancy/tenancy-service.ts';
 import { COLLECTIONS, type ApplicationRecord, type PublishableKeyRecord } from './member-auth-records.ts';
 
@@ -29,7 +29,7 @@ export function environmentOfKey(key: string): Environment | undefined {
  * - unknown, deleted, or registered to another tenant or workspace: 404 not_found, the same answer
  *   for each, so a key of another tenant is indistinguishable from none.
  */
-export async function resolvePublishableKey(store: RecordStore, principal: Pick<Principal, 'tenant' | 'workspace' | 'environment'>, key: string | undefined): Promise<ApplicationRecord> {
+export async function resolvePublishableKey(store: RecordRepository, principal: Pick<Principal, 'tenant' | 'workspace' | 'environment'>, key: string | undefined): Promise<ApplicationRecord> {
   if (key === undefined || key === '') throw new CustodyError('invalid_request', 'X-SVC-Publishable-Key is required: the publishable key of the member-auth application');
   const environment = environmentOfKey(key);
   if (!environment) throw new CustodyError('invalid_request', 'X-SVC-Publishable-Key must be pk_test_… or pk_live_… as issued for an application');

@@ -3,7 +3,7 @@
 // restart or another writer cannot make a counter drift from it. Lag is how long the oldest work that is
 // due has waited past its due time: 0 while the workers keep up.
 import { Gauge, type Registry } from 'prom-client';
-import type { RecordStore } from '../store/record-store.ts';
+import type { RecordRepository } from '../store/record-repository.ts';
 import type { JobRecord } from '../vaults/records.ts';
 import type { TransactionJob } from '../transactions/records.ts';
 import { DUE, READY } from '../webhooks/delivery-queue.ts';
@@ -13,7 +13,7 @@ export type QueueName = 'vault_jobs' | 'transaction_jobs' | 'webhook_deliveries'
 
 interface QueueStats { queue: QueueName; depth: number; lagSeconds: number }
 
-export function registerQueueMetrics(registry: Registry, store: RecordStore, clock: () => number = Date.now): void {
+export function registerQueueMetrics(registry: Registry, store: RecordRepository, clock: () => number = Date.now): void {
   // One scan per scrape: the depth gauge starts it, the lag gauge (collected next) takes it over.
   let started: { at: number; stats: Promise<QueueStats[] | undefined> } | undefined;
   const scan = () => scanQueues(store, clock()).catch(() => undefined);
@@ -42,7 +42,7 @@ export function registerQueueMetrics(registry: Registry, store: RecordStore, clo
   });
 }
 
-async function scanQueues(store: RecordStore, now: number): Promise<QueueStats[]> {
+async function scanQueues(store: RecordRepository, now: number): Promise<QueueStats[]> {
   const lag = (dueMs: number | undefined) => (dueMs === undefined ? 0 : Math.max(0, now - dueMs) / 1000);
   const jobs = async (queue: QueueName, collection: string): Promise<QueueStats> => {
     let depth = 0;

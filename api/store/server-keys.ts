@@ -2,7 +2,7 @@
 // MFA-token MAC key and the Ed25519 seed that signs webhooks (its public key is published).
 import { randomBytes } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import type { RecordStore } from './record-store.ts';
+import type { RecordRepository } from './record-repository.ts';
 
 export interface ServerKeys {
   cursorKey: Uint8Array;
@@ -13,7 +13,7 @@ export interface ServerKeys {
 
 interface Stored { cursor: string; mfa: string; webhook: string }
 
-export async function loadServerKeys(store: RecordStore): Promise<ServerKeys> {
+export async function loadServerKeys(store: RecordRepository): Promise<ServerKeys> {
   let s = await store.get<Stored>('meta', 'server_keys');
   if (!s) {
     s = { cursor: randomBytes(32).toString('hex'), mfa: randomBytes(32).toString('hex'), webhook: randomBytes(32).toString('hex') };

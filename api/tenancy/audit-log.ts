@@ -1,6 +1,6 @@
 // The audit log of configuration changes: actor, time, action, resource, before and after
 // (docs/platform/audit-log.md). Entries are written in the same atomic batch as the change.
-import type { Op, RecordStore } from '../store/record-store.ts';
+import type { Op, RecordRepository } from '../store/record-repository.ts';
 import { newId } from '../store/ids.ts';
 
 export interface Actor { type: 'api_key' | 'operator'; id: string }
@@ -18,7 +18,7 @@ export interface AuditEntry {
 }
 
 export class AuditLog {
-  constructor(private readonly store: RecordStore, private readonly clock: () => number = Date.now) {}
+  constructor(private readonly store: RecordRepository, private readonly clock: () => number = Date.now) {}
 
   op(scope: { tenant: string; workspace: string }, actor: Actor, action: string, resourceId: string, before: unknown, after: unknown): Op {
     const e: AuditEntry = { id: newId('aud', this.clock()), tenant: scope.tenant, workspace: scope.workspace, actor, at: new Date(this.clock()).toISOString(), action, resource_id: resourceId, before, after };

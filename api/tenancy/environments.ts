@@ -3,11 +3,11 @@
 // read only through that workspace. Branding and sending domains were once kept per tenant, so a sandbox
 // key changed what production served; `migrateToPerEnvironment` moves those records, once, to the
 // tenant's production workspace (they were production's: it served them).
-import type { Op, RecordStore } from '../store/record-store.ts';
+import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { WorkspaceRecord } from './tenancy-service.ts';
 
 /** The production workspace of a tenant; undefined for an unknown tenant. */
-export async function productionWorkspaceOf(store: RecordStore, tenant: string): Promise<WorkspaceRecord | undefined> {
+export async function productionWorkspaceOf(store: RecordRepository, tenant: string): Promise<WorkspaceRecord | undefined> {
   const all = await store.byIndex<WorkspaceRecord>('workspaces', `${tenant}\x00`, 10);
   return all.find((w) => w.environment === 'production');
 }
@@ -27,7 +27,7 @@ interface LegacyDomain { id: string; tenant: string; workspace: string; domain: 
  * Logo upload grants (15 minutes) are not moved: one issued before the move must be requested again.
  * Records of a tenant without a production workspace are left as they are (never served).
  */
-export async function migrateToPerEnvironment(store: RecordStore, clock: () => number = Date.now): Promise<{ branding: number; email_domains: number } | undefined> {
+export async function migrateToPerEnvironment(store: RecordRepository, clock: () => number = Date.now): Promise<{ branding: number; email_domains: number } | undefined> {
   if (await store.get('migrations', MIGRATION)) return undefined;
   const production = new Map<string, string>();
   for await (const w of store.all<WorkspaceRecord>('workspaces')) if (w.environment === 'production') production.set(w.tenant, w.id);

@@ -4,7 +4,7 @@
 // minutes and good for one use: the route that needs it (SVC-MFA-Token header) consumes it before it
 // acts. Format: base64url(JSON {k, a, j, v, e}) "." base64url(HMAC-SHA256); `j` is a random token id.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { RecordStore } from '../store/record-store.ts';
+import type { RecordRepository } from '../store/record-repository.ts';
 
 export const MFA_TTL_SECONDS = 300;
 
@@ -25,7 +25,7 @@ const KEEP_AFTER_EXPIRY_SECONDS = 3600;
 const pad = (n: number) => String(Math.max(0, Math.floor(n))).padStart(12, '0');
 
 export class MfaTokens {
-  constructor(private readonly key: Uint8Array, private readonly store: RecordStore) {}
+  constructor(private readonly key: Uint8Array, private readonly store: RecordRepository) {}
 
   private mac(p: string): Buffer {
     return createHmac('sha256', this.key).update(`mfa.${p}`).digest();

@@ -4,7 +4,7 @@
 // bear an RFC 9421 request signature under it.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { hexToBytes } from '@noble/hashes/utils.js';
-import type { Op, RecordStore } from '../store/record-store.ts';
+import type { Op, RecordRepository } from '../store/record-repository.ts';
 import { newId } from '../store/ids.ts';
 import { isRole, type Role } from './permissions.ts';
 import { matchTotp } from './totp.ts';
@@ -50,10 +50,10 @@ const TOTP_MAX_FAILURES = 5;
 const TOTP_FAILURE_WINDOW_S = 300;
 
 /** Every TenancyService over one store shares these locks: a factor's last step changes under them only. */
-const totpLocks = new WeakMap<RecordStore, KeyedMutex>();
+const totpLocks = new WeakMap<RecordRepository, KeyedMutex>();
 
 export class TenancyService {
-  constructor(private readonly store: RecordStore, private readonly clock: () => number = Date.now) {}
+  constructor(private readonly store: RecordRepository, private readonly clock: () => number = Date.now) {}
 
   private iso(): string {
     return new Date(this.clock()).toISOString();

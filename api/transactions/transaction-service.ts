@@ -23,7 +23,7 @@ import type { VaultService } from '../vaults/vault-service.ts';
 import type { ApiKeyRecord, VaultRecord, WalletRecord } from '../vaults/records.ts';
 import { newId } from '../vaults/vault-service.ts';
 import type { TransactionJob, TransactionRecord, TransactionState } from './records.ts';
-import type { Op, RecordStore } from '../store/record-store.ts';
+import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { IndexList } from '../store/pagination.ts';
 import type { Utxo } from '../chains/bitcoin/esplora-client.ts';
 import { WalletLedger } from '../wallets/wallet-ledger.ts';
@@ -136,7 +136,7 @@ export class TransactionService {
     this.wake = wake;
   }
 
-  get store(): RecordStore {
+  get store(): RecordRepository {
     return this.o.vaults.store;
   }
 

@@ -6,7 +6,7 @@ import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import { isValidEd25519PublicKeyHex } from '../../common/ed25519.ts';
 import { apiKeyId } from '../../core/trust/api-key-id.ts';
 import { decodeTrustEntry, signBootstrap } from '../../core/trust/trust-entry.ts';
-import type { RecordStore, Op } from '../store/record-store.ts';
+import type { RecordRepository, Op } from '../store/record-repository.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { ApiKeyRecord, EventRecord, JobRecord, OrgRecord, Tier, VaultRecord, WalletRecord } from './records.ts';
 import { chainInfo, walletAddress } from './wallet-address.ts';
@@ -24,7 +24,7 @@ export interface Limits {
 }
 
 export interface VaultServiceOptions {
-  store: RecordStore;
+  store: RecordRepository;
   limits: Limits;
   environment: 'sandbox' | 'production';
   now?: () => Date;
@@ -117,7 +117,7 @@ export class VaultService {
     return n?.id;
   }
 
-  get store(): RecordStore {
+  get store(): RecordRepository {
     return this.o.store;
   }
 

@@ -11,7 +11,7 @@
 //
 // Incoming payments are not observed by the service, so they are not in the ledger.
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
-import type { Op, RecordStore } from '../store/record-store.ts';
+import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { IndexList } from '../store/pagination.ts';
 import type { TransactionRecord } from '../transactions/records.ts';
 
@@ -92,7 +92,7 @@ export function ledgerLegs(prev: TransactionRecord, next: TransactionRecord): Le
 export class WalletLedger {
   private readonly lock = new KeyedMutex();
 
-  constructor(private readonly store: RecordStore, private readonly now: () => Date = () => new Date()) {}
+  constructor(private readonly store: RecordRepository, private readonly now: () => Date = () => new Date()) {}
 
   /**
    * Stores `ops` (a transaction's change from `prev` to `next`) in one batch with the ledger entries the

@@ -5,7 +5,7 @@
 // never invents another; a delivery interrupted by a crash is sent again (at least once, dedupe by
 // SVC-Webhook-Event-Id). Queues are per endpoint and served in turns (delivery-queue.ts): one endpoint's
 // backlog, or a paused endpoint's, never stands in front of another endpoint's deliveries.
-import type { Op, RecordStore } from '../store/record-store.ts';
+import type { Op, RecordRepository } from '../store/record-repository.ts';
 import { FairSlots, LEGACY_QUEUE, dueKey, parseLegacyKey, queueEntryDel, type DeliveryQueue, type QueueChange } from './delivery-queue.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { newId } from '../store/ids.ts';
@@ -56,7 +56,7 @@ export const PERMANENT_4XX = new Set([400, 405, 410, 413, 415, 422]);
 export const RETENTION_MS = 30 * 24 * 3600_000;
 
 export interface DeliveryEngineOptions {
-  store: RecordStore;
+  store: RecordRepository;
   endpoints: WebhookEndpoints;
   cursors: CursorCodec;
   clock?: () => number;

@@ -20,7 +20,7 @@
 // the ready entry early, which costs at most one empty turn, and the end of every turn reads the head
 // from the index and sets the entry right. It is never later than the real head, so no row waits
 // behind it.
-import type { Op, RecordStore } from '../store/record-store.ts';
+import type { Op, RecordRepository } from '../store/record-repository.ts';
 
 export const DUE = 'delivery_due';
 export const READY = 'delivery_ready';
@@ -78,7 +78,7 @@ export class DeliveryQueue {
   private pending: Pending[] = [];
   private writing = false;
 
-  constructor(private readonly store: RecordStore) {}
+  constructor(private readonly store: RecordRepository) {}
 
   /**
    * Writes `ops` and the queue changes in one atomic batch. Commits are applied one at a time, in call

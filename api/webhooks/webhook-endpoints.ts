@@ -1,6 +1,6 @@
 // Webhook endpoints of a workspace (docs/platform/webhooks.md): create, list, read, patch, rotate, test
 // and delete. The signing secret is kept for signing and returned only by create and rotate.
-import type { RecordStore, Op } from '../store/record-store.ts';
+import type { RecordRepository, Op } from '../store/record-repository.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { newId } from '../store/ids.ts';
 import { EVENT_NAMES } from './event-catalog.ts';
@@ -46,7 +46,7 @@ export interface EndpointView {
 export interface TestResult { delivered: boolean; status_code: number | null; duration_ms: number; error: DeliveryErrorCategory | null }
 
 export interface WebhookEndpointsOptions {
-  store: RecordStore;
+  store: RecordRepository;
   cursors: CursorCodec;
   audit: AuditLog;
   signingSeed: Uint8Array;

@@ -156,6 +156,7 @@ export const ERROR_CODES = entries({
   malformed_envelope: e('aborted', 'an envelope is malformed or names another sender'),
   relay_fault: e('transport', 'a relayed envelope failed its checks: blamed on the relay, not on a party'),
   bad_version: e('invalid', 'an unknown wire or storage version'),
+  instance_locked: e('conflict', 'another API instance already serves this database'),
   rpc_error: e('transport', 'a gRPC call failed without structured details'),
   party_failed: e('aborted', 'a party of the session reported a failure'),
   party_left: e('transport', 'a party detached during the session'),

@@ -1,20 +1,17 @@
-// Shared setup for platform-API tests: a real LevelDB store, the app through inject, and a tenant with
+// Shared setup for platform-API tests: a real store (LevelDB, or PostgreSQL: test/support/test-store.ts), the app through inject, and a tenant with
 // keys of several roles.
 import type { Test } from 'tap';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../../api/app.ts';
 import { loadApiConfig } from '../../api/config.ts';
 import { createLogger } from '../../common/logger.ts';
-import { RecordStore } from '../../api/store/record-store.ts';
+import { openTestStore } from '../support/test-store.ts';
 import { createPlatform } from '../../api/platform.ts';
 
 export async function setupPlatform(t: Test, opts: Parameters<typeof createPlatform>[1] = {}) {
-  const dir = mkdtempSync(join(tmpdir(), 'platform-'));
-  const store = await RecordStore.open(dir);
+  const { dir, store } = await openTestStore('platform-');
   const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), ...opts });
   const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), platform });
   t.teardown(async () => {

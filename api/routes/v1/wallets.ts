@@ -9,7 +9,7 @@ import { ErrorBody } from '../../errors.ts';
 import { actorOf, scopeOf } from '../../auth/bearer-auth.ts';
 import { DEFAULT_LIMIT, indexPage, type CursorCodec } from '../../store/pagination.ts';
 import { IdempotentRequests, idempotencyKeyOf } from '../../idempotency.ts';
-import type { RecordStore } from '../../store/record-store.ts';
+import type { RecordRepository } from '../../store/record-repository.ts';
 import type { WalletService } from '../../wallets/wallet-service.ts';
 import type { LedgerEntryRecord } from '../../wallets/wallet-ledger.ts';
 import { walletView } from '../../wallets/wallet-view.ts';
@@ -27,7 +27,7 @@ const ledgerView = ({ v: _v, org: _org, ...e }: LedgerEntryRecord) => e;
 
 export interface WalletRoutesOptions {
   wallets: WalletService;
-  store: RecordStore;
+  store: RecordRepository;
   /** The platform API's cursor codec (docs/platform/pagination.md). */
   cursors: CursorCodec;
   clock: () => number;

@@ -17,7 +17,7 @@ import { nodeIdFor } from '../../../core/trust/node-id.ts';
 import { signRoster } from '../../../core/trust/roster.ts';
 import { RecordStore } from '../../../api/store/record-store.ts';
 import { TenancyService } from '../../../api/tenancy/tenancy-service.ts';
-import type { RecordStore as Store } from '../../../api/store/record-store.ts';
+import type { RecordRepository as Store } from '../../../api/store/record-repository.ts';
 
 const BAD = Object.entries(BAD_ED25519_KEYS);
 const newPub = () => bytesToHex(ed25519.getPublicKey(ed25519.utils.randomSecretKey()));

@@ -6,10 +6,10 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { vaultApp } from './vault-app.ts';
 import type { ApiKeyRecord, VaultRecord } from '../../../api/vaults/records.ts';
-import type { RecordStore } from '../../../api/store/record-store.ts';
+import type { RecordRepository } from '../../../api/store/record-repository.ts';
 
 const newPub = () => bytesToHex(ed25519.getPublicKey(ed25519.utils.randomSecretKey()));
-const all = async <T>(store: RecordStore, collection: string) => {
+const all = async <T>(store: RecordRepository, collection: string) => {
   const out: T[] = [];
   for await (const v of store.all<T>(collection)) out.push(v);
   return out;

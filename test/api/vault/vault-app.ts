@@ -1,15 +1,12 @@
-// The vault API on a fresh LevelDB store with one organization and its first API key, and a `call`
+// The vault API on a fresh store (LevelDB, or PostgreSQL: test/support/test-store.ts) with one organization and its first API key, and a `call`
 // that signs each request as the SDK does. Shared by the vault API's route tests.
 import type { Test } from 'tap';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { buildApp } from '../../../api/app.ts';
 import { loadApiConfig } from '../../../api/config.ts';
 import { createLogger } from '../../../common/logger.ts';
-import { RecordStore } from '../../../api/store/record-store.ts';
+import { openTestStore } from '../../support/test-store.ts';
 import { VaultService } from '../../../api/vaults/vault-service.ts';
 import type { TransactionService, TransactionServiceOptions } from '../../../api/transactions/transaction-service.ts';
 import type { CoordinatorClient } from '../../../api/coordinator/coordinator-client.ts';
@@ -30,8 +27,7 @@ export interface VaultAppOptions {
 }
 
 export async function vaultApp(t: Test, opts: VaultAppOptions = {}) {
-  const dir = mkdtempSync(join(tmpdir(), 'api-'));
-  const store = await RecordStore.open(dir);
+  const { dir, store } = await openTestStore('api-');
   const vaults = new VaultService({ store, environment: 'sandbox', limits: opts.limits ?? { apiKeysPerOrg: 3, vaultsPerOrg: 5 }, verifyTee: opts.verifyTee, ...(opts.now ? { now: opts.now } : {}) });
   const app = await buildApp({
     config: loadApiConfig({ API_DATA_DIR: dir, ...opts.env }), logger: createLogger('api', 'silent'), vaults,

@@ -8,7 +8,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { vaultApp } from './vault-app.ts';
 import { signedHeaders, type ApiCredentials } from '../../../api/sdk/request-signer.ts';
 import type { JobRecord, VaultRecord } from '../../../api/vaults/records.ts';
-import type { RecordStore } from '../../../api/store/record-store.ts';
+import type { RecordRepository } from '../../../api/store/record-repository.ts';
 import { CustodyApiError, CustodyClient } from '../../../api/sdk/client.ts';
 
 type App = Awaited<ReturnType<typeof vaultApp>>;
@@ -30,13 +30,13 @@ async function failedVault(a: App, name: string): Promise<VaultRecord> {
   return a.vaults.vault(a.org.id, v.id);
 }
 
-async function jobsOf(store: RecordStore, vaultId: string): Promise<JobRecord[]> {
+async function jobsOf(store: RecordRepository, vaultId: string): Promise<JobRecord[]> {
   const out: JobRecord[] = [];
   for await (const j of store.all<JobRecord>('jobs')) if (j.vault_id === vaultId) out.push(j);
   return out;
 }
 
-async function eventsOf(store: RecordStore, id: string): Promise<{ type: string; data: Record<string, unknown> }[]> {
+async function eventsOf(store: RecordRepository, id: string): Promise<{ type: string; data: Record<string, unknown> }[]> {
   const out: { type: string; data: Record<string, unknown>; resource_id: string }[] = [];
   for await (const e of store.all<{ type: string; data: Record<string, unknown>; resource_id: string }>('outbox')) if (e.resource_id === id) out.push(e);
   return out;

@@ -11,9 +11,9 @@ import { vaultApp } from './vault-app.ts';
 import { refusesBadLimits, refusesForgedCursors, tickingClock, walk } from './list-walk.ts';
 import type { VaultRecord, WalletRecord } from '../../../api/vaults/records.ts';
 import type { VaultService } from '../../../api/vaults/vault-service.ts';
-import type { RecordStore } from '../../../api/store/record-store.ts';
+import type { RecordRepository } from '../../../api/store/record-repository.ts';
 
-async function activeVault(vaults: VaultService, store: RecordStore, org: string): Promise<VaultRecord> {
+async function activeVault(vaults: VaultService, store: RecordRepository, org: string): Promise<VaultRecord> {
   const v = await vaults.createVault(org, { tier: 'hosted' });
   const active: VaultRecord = { ...v, state: 'active', public_key: bytesToHex(secp256k1.getPublicKey(secp256k1.utils.randomSecretKey(), true)), chain_code: bytesToHex(randomBytes(32)) };
   await store.batch([vaults.vaultOp(active)]);

@@ -9,7 +9,7 @@ import { setupPlatform, receiver, LOOPBACK_RECEIVERS } from '../setup-platform.t
 import { createPlatform } from '../../../api/platform.ts';
 import type { DeliveryRecord } from '../../../api/webhooks/delivery-engine.ts';
 import { DUE, READY, QUEUES, LEGACY_QUEUE, FairSlots } from '../../../api/webhooks/delivery-queue.ts';
-import type { Op, RecordStore } from '../../../api/store/record-store.ts';
+import type { Op, RecordRepository } from '../../../api/store/record-repository.ts';
 
 const BACKLOG = 20_000;
 /** The engine's defaults: 16 slots, 8 requests at once per endpoint, 100 rows per endpoint turn. */
@@ -30,7 +30,7 @@ async function backlog(s: Setup, scope: { tenant: string; workspace: string }, n
   return ids;
 }
 
-async function count(store: RecordStore, collection: string): Promise<number> {
+async function count(store: RecordRepository, collection: string): Promise<number> {
   let n = 0;
   for await (const _ of store.entries(collection)) n++;
   return n;
@@ -145,15 +145,15 @@ t.test('tenant A has 20,000 due rows, tenant B one', { timeout: 600_000 }, async
         if (collection === READY) read.ready++;
         yield e;
       }
-    } as RecordStore['entries'];
+    } as RecordRepository['entries'];
     s.store.get = (async (collection: string, id: string) => {
       if (collection === 'webhook_deliveries' && aIds.has(id)) read.aRows++;
       return get(collection, id);
-    }) as RecordStore['get'];
+    }) as RecordRepository['get'];
     const before = a.got();
     t.equal(await s.platform.deliveries.runDue(), 1, 'the pass makes one attempt: B\'s');
-    s.store.entries = entries as RecordStore['entries'];
-    s.store.get = get as RecordStore['get'];
+    s.store.entries = entries as RecordRepository['entries'];
+    s.store.get = get as RecordRepository['get'];
     t.equal(rxB.got.length, 4, 'B delivered in the first pass after the pause');
     t.equal(a.got(), before, 'nothing to A');
     t.match(read, { aDue: 0, ready: 1, aRows: 0 }, 'the pass read one ready entry (B\'s), and not one of A\'s 20,000 queue entries or rows');

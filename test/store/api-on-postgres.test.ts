@@ -1,0 +1,60 @@
+// The API on PostgreSQL (API_DATABASE_URL): the serving instance's lock, then route test files of the
+// vault API and the platform API run unchanged on a real PostgreSQL server, a fresh database per test
+// (test/support/test-store.ts).
+import pg from 'pg';
+import t from 'tap';
+import { createLogger } from '../../common/logger.ts';
+import { INSTANCE_LOCK, openServingStore, openStore, storeKind } from '../../api/store/open-store.ts';
+import { startPostgres } from '../support/postgres.ts';
+
+const server = await startPostgres();
+t.teardown(() => server.stop());
+process.env.TEST_POSTGRES_URL = server.url;
+const log = createLogger('api', 'silent');
+
+t.test('one serving instance per database; the lock goes with its holder', async (t) => {
+  const settings = { dataDir: '/nonexistent', databaseUrl: server.url };
+  t.equal(storeKind(settings), 'postgresql');
+  t.equal(storeKind({ dataDir: '/d' }), 'leveldb');
+  let lost = 0;
+  const first = await openServingStore(settings, log, () => lost++);
+  await first.store.put('probe', 'a', { n: 1 });
+  await t.rejects(openServingStore(settings, log, () => lost++), { code: 'instance_locked' }, 'a second instance refuses to start');
+  const admin = await openStore(settings);
+  t.same(await admin.get('probe', 'a'), { n: 1 }, 'the admin CLI opens the same records without the lock');
+  await admin.close();
+  await first.close();
+  const second = await openServingStore(settings, log, () => lost++);
+  t.same(await second.store.get('probe', 'a'), { n: 1 }, 'after a clean stop the next instance serves');
+
+  // The holder's connection ended under it (a failover): the instance is told to stop serving.
+  const c = new pg.Client({ connectionString: server.url });
+  await c.connect();
+  const { rows } = await c.query<{ n: number }>(
+    "SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_locks WHERE locktype = 'advisory' AND granted AND ((classid::bigint << 32) | objid::bigint) = $1::bigint",
+    [INSTANCE_LOCK.toString()],
+  );
+  await c.end();
+  t.equal(rows[0]!.n, 1, 'one connection held the lock');
+  for (let i = 0; lost === 0 && i < 250; i++) await new Promise((r) => setTimeout(r, 20));
+  t.equal(lost, 1, 'losing the lock is reported once');
+  await second.store.close();
+});
+
+// Route tests, unchanged, on PostgreSQL. Imported while a test of this file runs, so that theirs join
+// the queue of a root test that has not ended.
+const root = t;
+t.test('route test files on PostgreSQL', async (t) => {
+  await import('../api/vault/vault-api.test.ts');
+  await import('../api/webhooks/webhook-endpoints.test.ts');
+  await import('../api/tenancy/environments.test.ts');
+  t.pass('queued');
+  // Queued after theirs: each of their apps had a database of its own on this server.
+  root.test('the route tests ran on PostgreSQL', async (t) => {
+    const c = new pg.Client({ connectionString: server.url });
+    await c.connect();
+    const { rows } = await c.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_database WHERE datname LIKE $1", [`t${process.pid}\\_%`]);
+    await c.end();
+    t.ok(rows[0]!.n >= 10, `${rows[0]!.n} databases created by the route tests`);
+  });
+});
