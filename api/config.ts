@@ -8,7 +8,8 @@ export const ApiConfigSchema = Type.Object({
   host: Type.String({ env: 'API_HOST', default: '127.0.0.1', minLength: 1 }),
   port: Type.Integer({ env: 'API_PORT', default: 8080, minimum: 0, maximum: 65535 }),
   dataDir: Type.String({ env: 'API_DATA_DIR', default: './data/api', minLength: 1 }),
-  databaseUrl: Type.Optional(Type.String({ env: 'API_DATABASE_URL', pattern: '^postgres(ql)?://', description: 'postgres://user@host:port/database: keep the records in PostgreSQL instead of LevelDB under API_DATA_DIR (docs/api-storage.md)' })),
+  databaseUrl: Type.Optional(Type.String({ env: 'API_DATABASE_URL', secret: true, pattern: '^postgres(ql)?://', description: 'postgres://user@host:port/database: keep the records in PostgreSQL instead of LevelDB under API_DATA_DIR (docs/api-storage.md)' })),
+  databasePasswordFile: Type.Optional(Type.String({ env: 'API_DATABASE_PASSWORD_FILE', minLength: 1, description: 'file holding the PostgreSQL password (a mounted secret), read at each new connection; keeps it out of API_DATABASE_URL' })),
   coordinator: Type.Optional(Type.String({ env: 'API_COORDINATOR', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port of the coordinator' })),
   coordinatorTlsCa: Type.Optional(Type.String({ env: 'API_COORDINATOR_TLS_CA' })),
   coordinatorTlsCert: Type.Optional(Type.String({ env: 'API_COORDINATOR_TLS_CERT' })),
@@ -84,6 +85,12 @@ export function loadApiConfig(env?: Record<string, string | undefined>): ApiConf
   }
   if (c.metricsListen && c.port !== 0 && splitHostPort(c.metricsListen).port === c.port) {
     throw new ConfigError([`API_METRICS_LISTEN (metricsListen): must not be the public port ${c.port}; metrics are served off it`]);
+  }
+  if (c.databasePasswordFile && !c.databaseUrl) {
+    throw new ConfigError(['API_DATABASE_PASSWORD_FILE (databasePasswordFile): needs API_DATABASE_URL']);
+  }
+  if (c.databaseUrl && c.databasePasswordFile && /^postgres(ql)?:\/\/[^/@]*:[^/@]*@/.test(c.databaseUrl)) {
+    throw new ConfigError(['API_DATABASE_URL (databaseUrl): carries a password and API_DATABASE_PASSWORD_FILE is set; give it once']);
   }
   for (const chain of Object.keys(chainBackends(c))) {
     if (!chainInfo(chain)) throw new ConfigError([`API_CHAIN_BACKENDS (chainBackends): unknown chain ${chain}`]);

@@ -21,7 +21,8 @@ export interface LoadOptions {
   fileVar?: string;
 }
 
-type EnvSchema = TSchema & { env?: string };
+/** `secret`: the setting may carry a credential (a URL with a password), so an error never echoes it. */
+type EnvSchema = TSchema & { env?: string; secret?: boolean };
 
 /** Loads, validates and freezes a program's configuration. Throws ConfigError listing every problem. */
 export function loadConfig<T extends TObject>(schema: T, options: LoadOptions = {}): Readonly<Static<T>> {
@@ -51,7 +52,7 @@ export function loadConfig<T extends TObject>(schema: T, options: LoadOptions = 
     const key = e.path.replace(/^\//, '').split('/')[0] ?? '';
     const prop = (schema.properties as Record<string, EnvSchema>)[key];
     const where = prop?.env ? `${prop.env} (${key})` : key || '(root)';
-    const got = e.value === undefined ? 'missing' : `got ${JSON.stringify(e.value)}`;
+    const got = e.value === undefined ? 'missing' : prop?.secret ? 'got a value (not shown)' : `got ${JSON.stringify(e.value)}`;
     problems.push(`${where}: ${e.message}; ${got}`);
   }
   if (problems.length) throw new ConfigError(problems);

@@ -11,7 +11,7 @@
 // order in which claimers can see them.
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { openMigratedPool } from '../store/postgres/migrate.ts';
+import { openMigratedPool, type ConnectionOptions } from '../store/postgres/migrate.ts';
 import type { EnqueueOptions, EnqueueResult, Job, JobQueue, JobState, KindStats, LeasedJob } from './job-queue.ts';
 import { LeaseLostError } from './lease-lost-error.ts';
 
@@ -61,18 +61,14 @@ function idParam(id: string): string | null {
   return /^[0-9]{1,18}$/.test(id) ? id : null;
 }
 
-export interface PostgresJobQueueOptions {
-  connectionString: string;
-  /** Connections in the pool. */
-  max?: number;
-}
+export type PostgresJobQueueOptions = ConnectionOptions;
 
 export class PostgresJobQueue implements JobQueue {
   /** `pool` must reach a database migrated to version 2 at least (`open` migrates). */
   constructor(private readonly pool: pg.Pool, private readonly ownsPool = false) {}
 
   static async open(opts: PostgresJobQueueOptions): Promise<PostgresJobQueue> {
-    const pool = await openMigratedPool(opts.connectionString, opts.max);
+    const pool = await openMigratedPool(opts);
     return new PostgresJobQueue(pool, true);
   }
 

@@ -7,9 +7,11 @@
 // a second instance on the same database refuses to start (`instance_locked`), and the lock goes with
 // the holder's connection when that process ends or dies. The admin CLI's store takes no lock: it runs
 // no background work.
+import { readFile } from 'node:fs/promises';
 import pg from 'pg';
 import type { Logger } from '../../common/logger.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
+import { clientConfig, type ConnectionOptions } from './postgres/migrate.ts';
 import { PostgresRecordStore } from './postgres/postgres-record-store.ts';
 import { RecordStore } from './record-store.ts';
 import type { RecordRepository } from './record-repository.ts';
@@ -20,6 +22,14 @@ export const INSTANCE_LOCK = 0x6170692d6f6e65n;
 export interface StoreSettings {
   dataDir: string;
   databaseUrl?: string | undefined;
+  /** A file holding the database password (a mounted secret), kept out of the URL. */
+  databasePasswordFile?: string | undefined;
+}
+
+/** Where and as whom to connect; the password file is read at each new connection. */
+function connection(settings: StoreSettings & { databaseUrl: string }): ConnectionOptions {
+  const file = settings.databasePasswordFile;
+  return { connectionString: settings.databaseUrl, ...(file ? { password: async () => (await readFile(file, 'utf8')).trim() } : {}) };
 }
 
 /** Which store the settings name, for logs (never the URL: it may carry a password). */
@@ -29,7 +39,7 @@ export function storeKind(settings: StoreSettings): 'postgresql' | 'leveldb' {
 
 /** The configured store, without the serving lock (the admin CLI). */
 export async function openStore(settings: StoreSettings): Promise<RecordRepository> {
-  return settings.databaseUrl ? PostgresRecordStore.open({ connectionString: settings.databaseUrl }) : RecordStore.open(settings.dataDir);
+  return settings.databaseUrl ? PostgresRecordStore.open(connection({ ...settings, databaseUrl: settings.databaseUrl })) : RecordStore.open(settings.dataDir);
 }
 
 export interface ServingStore {
@@ -48,7 +58,8 @@ export async function openServingStore(settings: StoreSettings, log: Logger, onL
     const store = await RecordStore.open(settings.dataDir);
     return { store, close: () => store.close() };
   }
-  const holder = new pg.Client({ connectionString: settings.databaseUrl });
+  const conn = connection({ ...settings, databaseUrl: settings.databaseUrl });
+  const holder = new pg.Client(clientConfig(conn));
   let closing = false;
   holder.on('error', (err) => {
     if (closing) return;
@@ -62,7 +73,7 @@ export async function openServingStore(settings: StoreSettings, log: Logger, onL
     if (!rows[0]?.ok) {
       throw new CustodyError('instance_locked', 'another API instance serves this database; one instance per database until background work runs on the job queue (docs/api-storage.md)');
     }
-    const store = await PostgresRecordStore.open({ connectionString: settings.databaseUrl });
+    const store = await PostgresRecordStore.open(conn);
     return {
       store,
       async close() {

@@ -7,6 +7,7 @@
 // coordinator, and no secret value anywhere but clearly-marked placeholders. Docker does not run here:
 // the Dockerfile is checked for its shape only.
 import t from 'tap';
+import { loadApiConfig } from '../../api/config.ts';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -280,6 +281,10 @@ t.test('compose: every service hardened, healthy, ordered, with secrets from fil
   t.same(compose.services['anvil']!.profiles, ['chain'], 'anvil only with --profile chain');
   for (const n of ['node-1', 'node-2', 'node-3', 'api']) t.same(compose.services[n]!.depends_on?.['coordinator'], { condition: 'service_healthy' }, `${n} waits for a healthy coordinator`);
   t.same(compose.services['api']!.depends_on?.['postgres'], { condition: 'service_healthy' }, 'the API waits for PostgreSQL');
+  const apiEnv = compose.services['api']!.environment ?? {};
+  t.match(apiEnv['API_DATABASE_URL'], /^postgres:\/\/custody@postgres:5432\/custody$/, 'the API stores its records in the compose PostgreSQL, no password in the URL');
+  t.ok(loadApiConfig({ API_DATABASE_URL: apiEnv['API_DATABASE_URL']!, API_DATABASE_PASSWORD_FILE: apiEnv['API_DATABASE_PASSWORD_FILE']! }), 'the API accepts those settings');
+  t.ok(compose.services['api']!.secrets?.includes('postgres-password'), 'the API mounts the password PostgreSQL was given');
   const nodeVolumes = ['node-1', 'node-2', 'node-3'].map((n) => (compose.services[n]!.volumes ?? []).map((v) => v.split(':')[0]!));
   t.same(nodeVolumes.map((v) => v.length), [3, 3, 3], 'each node has its store, key and anchor volumes');
   t.equal(new Set(nodeVolumes.flat()).size, 9, 'no volume is shared between nodes');

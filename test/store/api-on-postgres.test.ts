@@ -1,8 +1,12 @@
-// The API on PostgreSQL (API_DATABASE_URL): the serving instance's lock, then route test files of the
+// The API on PostgreSQL (API_DATABASE_URL): the serving instance's lock, the password file, then route test files of the
 // vault API and the platform API run unchanged on a real PostgreSQL server, a fresh database per test
 // (test/support/test-store.ts).
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import t from 'tap';
+import { loadApiConfig } from '../../api/config.ts';
 import { createLogger } from '../../common/logger.ts';
 import { INSTANCE_LOCK, openServingStore, openStore, storeKind } from '../../api/store/open-store.ts';
 import { startPostgres } from '../support/postgres.ts';
@@ -39,6 +43,47 @@ t.test('one serving instance per database; the lock goes with its holder', async
   for (let i = 0; lost === 0 && i < 250; i++) await new Promise((r) => setTimeout(r, 20));
   t.equal(lost, 1, 'losing the lock is reported once');
   await second.store.close();
+});
+
+t.test('settings: the URL is never echoed, a password file needs a URL and replaces its password', async (t) => {
+  t.equal(loadApiConfig({}).databaseUrl, undefined, 'LevelDB unless configured');
+  const err = (() => { try { loadApiConfig({ API_DATABASE_URL: 'mysql://app:hunter2@db/custody' }); } catch (e) { return e as Error; } })();
+  t.match(err?.message, /API_DATABASE_URL \(databaseUrl\)/);
+  t.notMatch(err?.message, /hunter2/, 'a rejected URL is not printed');
+  t.throws(() => loadApiConfig({ API_DATABASE_PASSWORD_FILE: '/run/secrets/pg' }), /needs API_DATABASE_URL/);
+  t.throws(() => loadApiConfig({ API_DATABASE_URL: 'postgres://app:pw@db/custody', API_DATABASE_PASSWORD_FILE: '/run/secrets/pg' }), /give it once/);
+  t.equal(loadApiConfig({ API_DATABASE_URL: 'postgres://app@db/custody', API_DATABASE_PASSWORD_FILE: '/run/secrets/pg' }).databasePasswordFile, '/run/secrets/pg');
+});
+
+t.test('a password file, read at each new connection', async (t) => {
+  // A role that must authenticate (the server trusts everything else on loopback).
+  const admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+  t.teardown(() => admin.end());
+  await admin.query("CREATE ROLE app LOGIN PASSWORD 'first-secret'");
+  await admin.query('CREATE DATABASE appdb OWNER app');
+  const hba = (await admin.query<{ hba_file: string }>('SHOW hba_file')).rows[0]!.hba_file;
+  writeFileSync(hba, `host all app 127.0.0.1/32 scram-sha-256\n${readFileSync(hba, 'utf8')}`);
+  await admin.query('SELECT pg_reload_conf()');
+
+  const dir = mkdtempSync(join(tmpdir(), 'pgpass-'));
+  const file = join(dir, 'password');
+  const databaseUrl = `postgres://app@127.0.0.1:${server.port}/appdb`;
+  await t.rejects(openStore({ dataDir: dir, databaseUrl }), 'without the password the server refuses');
+  writeFileSync(file, 'wrong\n');
+  await t.rejects(openStore({ dataDir: dir, databaseUrl, databasePasswordFile: file }), { code: '28P01' }, 'a wrong password is refused');
+  writeFileSync(file, 'first-secret\n');
+  const store = await openStore({ dataDir: dir, databaseUrl, databasePasswordFile: file });
+  await store.put('probe', 'p', { ok: true });
+
+  // Rotation: the role's password and the file change; the next connection reads the file again.
+  await admin.query("ALTER ROLE app PASSWORD 'second-secret'");
+  writeFileSync(file, 'second-secret\n');
+  await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'app'");
+  let got: unknown;
+  for (let i = 0; got === undefined && i < 50; i++) got = await store.get('probe', 'p').catch(() => undefined);
+  t.same(got, { ok: true }, 'a new connection authenticates with the rotated password');
+  await store.close();
 });
 
 // Route tests, unchanged, on PostgreSQL. Imported while a test of this file runs, so that theirs join

@@ -3,6 +3,7 @@
 // the others, once it commits, find nothing left to do. A migration that fails rolls back with all the
 // others of that run, leaving the database at the version it had.
 import pg, { type Pool } from 'pg';
+import { parseIntoClientConfig } from 'pg-connection-string';
 import { createLogger } from '../../../common/logger.ts';
 import { CustodyError } from '../../../core/errors/custody-error.ts';
 import { MIGRATIONS, type Migration } from './migrations.ts';
@@ -50,13 +51,32 @@ export async function schemaVersion(pool: Pool): Promise<number> {
   return r.rows[0]?.v ?? 0;
 }
 
-/** A pool on `connectionString` whose database has every migration applied; closed again when that fails.
+/** How to reach a database: the URL, and optionally the password apart from it. */
+export interface ConnectionOptions {
+  /** postgres://user@host:port/database */
+  connectionString: string;
+  /** Read at each new connection, so a rotated password file takes effect without a restart. */
+  password?: () => Promise<string>;
+  /** Connections in the pool. */
+  max?: number;
+  /** Told of an idle connection the server ended; logged when not given. */
+  onIdleError?: (err: Error) => void;
+}
+
+/** The client settings of `opts`. With a password source the URL is parsed here: given as a
+ * connection string, its empty password would override the source. */
+export function clientConfig(opts: Pick<ConnectionOptions, 'connectionString' | 'password'>): pg.ClientConfig {
+  if (!opts.password) return { connectionString: opts.connectionString };
+  return { ...parseIntoClientConfig(opts.connectionString), password: opts.password };
+}
+
+/** A pool whose database has every migration applied; closed again when that fails.
  * An idle pooled connection the server ends (a restart, a failover, an administrator's terminate) is
  * reported to `onIdleError` and dropped by the pool, whose next query opens a new one; without the
  * listener the pool's 'error' event would end the process. */
-export async function openMigratedPool(connectionString: string, max = 10, onIdleError: (err: Error) => void = logIdleError): Promise<Pool> {
-  const pool = new pg.Pool({ connectionString, max });
-  pool.on('error', onIdleError);
+export async function openMigratedPool(opts: ConnectionOptions): Promise<Pool> {
+  const pool = new pg.Pool({ ...clientConfig(opts), max: opts.max ?? 10 });
+  pool.on('error', opts.onIdleError ?? logIdleError);
   try {
     await migrate(pool);
   } catch (err) {

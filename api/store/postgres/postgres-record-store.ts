@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { IndexEntry, Op, RecordRepository } from '../record-repository.ts';
-import { openMigratedPool } from './migrate.ts';
+import { openMigratedPool, type ConnectionOptions } from './migrate.ts';
 
 const SEP = '\x00';
 /** LevelDB's upper bound of a prefix range in record-store.ts: the string '\xff', i.e. UTF-8 C3 BF. */
@@ -27,21 +27,15 @@ function lockKey(collection: string, id: string): bigint {
 
 type Queryable = Pick<pg.PoolClient, 'query'>;
 
-export interface PostgresRecordStoreOptions {
-  /** postgres://user@host:port/database */
-  connectionString: string;
-  /** Connections in the pool. */
-  max?: number;
-  /** Told of an idle connection the server ended (migrate.ts); logged when not given. */
-  onIdleError?: (err: Error) => void;
-}
+/** postgres://user@host:port/database, an optional password source, pool size. */
+export type PostgresRecordStoreOptions = ConnectionOptions;
 
 export class PostgresRecordStore implements RecordRepository {
   private constructor(private readonly pool: pg.Pool) {}
 
   /** Connects and applies the missing migrations before anything is read. */
   static async open(opts: PostgresRecordStoreOptions): Promise<PostgresRecordStore> {
-    const pool = await openMigratedPool(opts.connectionString, opts.max, opts.onIdleError);
+    const pool = await openMigratedPool(opts);
     return new PostgresRecordStore(pool);
   }
 
