@@ -14,6 +14,7 @@ import { nodeIdFor } from '../../core/trust/node-id.ts';
 import type { EndUserAuthConfig } from '../../core/auth/end-user-token.ts';
 import type { TeeAttestationVerifier } from '../../tee/attestation/enrolment-verifier.ts';
 import { NodeService } from './node-service.ts';
+import { newId as timeOrderedId } from '../store/ids.ts';
 import type { IndexList } from '../store/pagination.ts';
 
 export const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
@@ -132,8 +133,11 @@ export class VaultService {
   }
 
   event(org: string, type: string, resourceType: string, resourceId: string, data: Record<string, unknown>): Op {
-    const e: EventRecord = { id: newId('evt'), org, type, resource_type: resourceType, resource_id: resourceId, data, created_at: iso(this.now()) };
-    return { type: 'put', collection: 'outbox', id: `${Date.now().toString().padStart(15, '0')}_${e.id}`, value: e };
+    const e: EventRecord = { id: timeOrderedId('evt'), org, type, resource_type: resourceType, resource_id: resourceId, data, created_at: iso(this.now()) };
+    // Keyed by the event id, time-ordered (ids.ts): its order is creation order, within one millisecond
+    // too and when the wall clock steps back. (The former key, `<ms>_<random id>`, put two events of one
+    // millisecond in random order.) Rows under former keys start with digits, so sort and relay first.
+    return { type: 'put', collection: 'outbox', id: e.id, value: e };
   }
 
   // Organizations and keys (organizations are made by the operator command).

@@ -81,6 +81,22 @@ t.test('an unlinked organization\'s events are parked, and released in order whe
   t.same(await collect(s.store.all('outbox_parked')), []);
 });
 
+t.test('events keep their creation order in the outbox, within a millisecond and when the wall clock steps back', async (t) => {
+  const s = await setupCustomers(t);
+  const { org } = await s.vaults.createOrg('Clock Co', newPublicKey(), 'bootstrap', s.operator);
+  const realNow = Date.now;
+  let fake = realNow() + 60_000;
+  Date.now = () => (fake -= 1_000); // every reading a second earlier than the one before
+  const made: string[] = [];
+  try {
+    for (let i = 0; i < 5; i++) made.push((await s.vaults.createVault(org.id, { tier: 'hosted' })).id);
+  } finally {
+    Date.now = realNow;
+  }
+  const outbox = (await collect(s.store.all<EventRecord>('outbox'))).filter((e) => e.type === 'vault.created');
+  t.same(outbox.map((e) => e.resource_id), made, 'outbox order is creation order');
+});
+
 t.test('a relay started after a link that stopped before releasing releases the parked events', async (t) => {
   const s = await setupCustomers(t);
   const { org } = await s.vaults.createOrg('Old Co', newPublicKey(), 'bootstrap', s.operator);
