@@ -64,7 +64,7 @@ await runMain('api', async () => {
   return {
     log,
     async stop() {
-      jobs.stop();
+      await jobs.stop();
       await txWorker.stop();
       stopPruning();
       await relay.stop();

@@ -83,8 +83,12 @@ export interface JobQueue {
   fail(job: Pick<Job, 'id'>, leaseToken: string, retryAt: number | null, error: string): Promise<void>;
   /** Moves the lease's end to `leaseMs` from now; returns the new end. */
   extend(job: Pick<Job, 'id'>, leaseToken: string, leaseMs: number): Promise<number>;
-  /** Gives the job back unrun (a worker stopping): queued again, due now, the claim not counted as an attempt. */
-  release(job: Pick<Job, 'id'>, leaseToken: string): Promise<void>;
+  /**
+   * Gives the job back unrun, the claim not counted as an attempt: queued again, due at `runAt`, or now
+   * when absent (a worker stopping). A handler that waits on something outside (a confirmation) defers
+   * its job this way rather than holding a lease while it waits.
+   */
+  release(job: Pick<Job, 'id'>, leaseToken: string, runAt?: number): Promise<void>;
   get<P = unknown>(id: string): Promise<Job<P> | undefined>;
   /** Depth and lag of every kind with queued or leased jobs (api/metrics/queue-metrics.ts). */
   stats(): Promise<KindStats[]>;

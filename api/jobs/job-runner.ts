@@ -12,7 +12,12 @@ export interface JobContext {
   signal: AbortSignal;
 }
 
-export type JobHandler<P = unknown> = (job: LeasedJob<P>, ctx: JobContext) => Promise<void>;
+/**
+ * Resolves when the job is done, or with `{ runAt }` when it waits on something outside (a confirmation, a
+ * cluster coming back): the job is then deferred to `runAt` (epoch ms) without counting an attempt, and
+ * keeps its place under its ordering key. Throws to fail the attempt (retried with backoff).
+ */
+export type JobHandler<P = unknown> = (job: LeasedJob<P>, ctx: JobContext) => Promise<void | { runAt: number }>;
 
 export interface JobKind<P = unknown> {
   handler: JobHandler<P>;
@@ -46,7 +51,7 @@ export interface JobRunnerOptions {
   onSettled?: (job: LeasedJob, outcome: JobOutcome) => void;
 }
 
-export type JobOutcome = 'done' | 'retry' | 'dead' | 'lost';
+export type JobOutcome = 'done' | 'deferred' | 'retry' | 'dead' | 'lost';
 
 interface Running {
   job: LeasedJob;
@@ -77,6 +82,8 @@ export class JobRunner {
   /** Wakes the poll loop early: a slot freed, or stop. */
   private wake = new AbortController();
   private loop: Promise<void> | undefined;
+  /** Set by `poke`: poll again at once, also when the poke came while a claim was under way. */
+  private poked = false;
   private readonly o: Required<Omit<JobRunnerOptions, 'logger' | 'onSettled'>> & Pick<JobRunnerOptions, 'logger' | 'onSettled'>;
 
   constructor(private readonly queue: JobQueue, opts: JobRunnerOptions) {
@@ -95,9 +102,16 @@ export class JobRunner {
     this.loop ??= this.poll();
   }
 
+  /** Polls now instead of at the next interval: work was just enqueued on this instance. */
+  poke(): void {
+    this.poked = true;
+    this.wake.abort();
+  }
+
   private async poll(): Promise<void> {
     while (!this.stopping.signal.aborted) {
       let claimed = 0;
+      this.poked = false;
       try {
         claimed = await this.runOnce();
       } catch (err) {
@@ -106,7 +120,7 @@ export class JobRunner {
       if (this.stopping.signal.aborted) break;
       // A full batch suggests more is due: poll again at once when a slot is free.
       const free = this.o.concurrency - this.running.size;
-      if (claimed > 0 && free > 0) continue;
+      if ((claimed > 0 || this.poked) && free > 0) continue;
       const j = this.o.jitter;
       this.wake = new AbortController();
       await this.o.sleep(this.o.pollMs * (1 - j + 2 * j * this.o.random()), AbortSignal.any([this.stopping.signal, this.wake.signal]));
@@ -144,8 +158,10 @@ export class JobRunner {
     }, Math.max(1, Math.floor(this.o.leaseMs / 3)));
     let failure: unknown;
     let ok = false;
+    let deferTo: number | undefined;
     try {
-      await kind.handler(job, { signal: abort.signal });
+      const result = await kind.handler(job, { signal: abort.signal });
+      if (result && Number.isFinite(result.runAt)) deferTo = result.runAt;
       ok = true;
     } catch (err) {
       failure = err;
@@ -155,7 +171,10 @@ export class JobRunner {
     if (entry.released) return;
     try {
       if (abort.signal.aborted && abort.signal.reason instanceof LeaseLostError) throw abort.signal.reason;
-      if (ok) {
+      if (ok && deferTo !== undefined) {
+        await this.queue.release(job, job.leaseToken, deferTo);
+        this.o.onSettled?.(job, 'deferred');
+      } else if (ok) {
         await this.queue.complete(job, job.leaseToken);
         this.o.onSettled?.(job, 'done');
       } else {

@@ -63,6 +63,28 @@ function idParam(id: string): string | null {
 
 export type PostgresJobQueueOptions = ConnectionOptions;
 
+/**
+ * Inserts a queued job inside the caller's transaction (PostgresJobQueue.enqueue, and the `enqueue`
+ * operations of PostgresRecordStore.batch), or finds the job its dedupe key names. Under an ordering key
+ * it first takes that key's transaction lock, so the key's ids follow commit order.
+ */
+export async function insertJob<P>(client: Pick<pg.PoolClient, 'query'>, kind: string, key: string, payload: P, opts: EnqueueOptions = {}): Promise<EnqueueResult<P>> {
+  if (opts.orderingKey !== undefined) {
+    const k = createHash('sha256').update(opts.orderingKey).digest().readInt32BE(0);
+    await client.query('SELECT pg_advisory_xact_lock($1, $2)', [ORDERING_LOCK, k]);
+  }
+  const ins = await client.query<Row>(
+    `INSERT INTO jobs (kind, key, payload, run_at, dedupe_key, ordering_key)
+     VALUES ($1, $2, $3::json, COALESCE($4, now()), $5, $6)
+     ON CONFLICT (kind, dedupe_key) DO NOTHING RETURNING ${COLUMNS}`,
+    [kind, key, JSON.stringify(payload), opts.runAt === undefined ? null : new Date(opts.runAt), opts.dedupeKey ?? null, opts.orderingKey ?? null],
+  );
+  if (ins.rows[0] !== undefined) return { job: toJob<P>(ins.rows[0]), created: true };
+  // The conflicting row is committed (ON CONFLICT waited for its inserter), so this read finds it.
+  const { rows } = await client.query<Row>(`SELECT ${COLUMNS} FROM jobs WHERE kind = $1 AND dedupe_key = $2`, [kind, opts.dedupeKey]);
+  return { job: toJob<P>(rows[0]!), created: false };
+}
+
 export class PostgresJobQueue implements JobQueue {
   /** `pool` must reach a database migrated to version 2 at least (`open` migrates). */
   constructor(private readonly pool: pg.Pool, private readonly ownsPool = false) {}
@@ -76,23 +98,7 @@ export class PostgresJobQueue implements JobQueue {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
-      if (opts.orderingKey !== undefined) {
-        const k = createHash('sha256').update(opts.orderingKey).digest().readInt32BE(0);
-        await client.query('SELECT pg_advisory_xact_lock($1, $2)', [ORDERING_LOCK, k]);
-      }
-      const ins = await client.query<Row>(
-        `INSERT INTO jobs (kind, key, payload, run_at, dedupe_key, ordering_key)
-         VALUES ($1, $2, $3::json, COALESCE($4, now()), $5, $6)
-         ON CONFLICT (kind, dedupe_key) DO NOTHING RETURNING ${COLUMNS}`,
-        [kind, key, JSON.stringify(payload), opts.runAt === undefined ? null : new Date(opts.runAt), opts.dedupeKey ?? null, opts.orderingKey ?? null],
-      );
-      let out: EnqueueResult<P>;
-      if (ins.rows[0] !== undefined) out = { job: toJob<P>(ins.rows[0]), created: true };
-      else {
-        // The conflicting row is committed (ON CONFLICT waited for its inserter), so this read finds it.
-        const { rows } = await client.query<Row>(`SELECT ${COLUMNS} FROM jobs WHERE kind = $1 AND dedupe_key = $2`, [kind, opts.dedupeKey]);
-        out = { job: toJob<P>(rows[0]!), created: false };
-      }
+      const out = await insertJob<P>(client, kind, key, payload, opts);
       await client.query('COMMIT');
       return out;
     } catch (err) {
@@ -156,8 +162,8 @@ export class PostgresJobQueue implements JobQueue {
     return r.leased_until!.getTime();
   }
 
-  async release(job: Pick<Job, 'id'>, leaseToken: string): Promise<void> {
-    await this.leased(job.id, leaseToken, "state = 'queued', lease_token = NULL, leased_until = NULL, run_at = LEAST(run_at, now()), attempts = GREATEST(attempts - 1, 0)");
+  async release(job: Pick<Job, 'id'>, leaseToken: string, runAt?: number): Promise<void> {
+    await this.leased(job.id, leaseToken, "state = 'queued', lease_token = NULL, leased_until = NULL, run_at = COALESCE($3, LEAST(run_at, now())), attempts = GREATEST(attempts - 1, 0)", [runAt === undefined ? null : new Date(runAt)]);
   }
 
   async get<P = unknown>(id: string): Promise<Job<P> | undefined> {

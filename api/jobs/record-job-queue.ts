@@ -3,19 +3,19 @@
 // lease expiry (`leasedUntil < now`), ordering and dedupe behave as in postgres-job-queue.ts; the same
 // contract suite (test/jobs/job-queue-contract.ts) runs on both.
 //
-// Records: `jobs/<id>` (id `j` + 12-digit sequence, so ids sort in enqueue order), `job_dedupe/<kind>\0<key>`
-// naming the job a dedupe key took, `job_seq/next`. Index entries of a job, by state:
+// Records: `queue_jobs/<id>` (id `j` + 12-digit sequence, so ids sort in enqueue order), `queue_dedupe/<kind>\0<key>`
+// naming the job a dedupe key took, `queue_seq/next`. Index entries of a job, by state:
 //   queued  q\0<kind>\0<runAt>\0<id>        walked by claims in due order
 //   leased  l\0<kind>\0<leasedUntil>\0<id>  lapsed leases are claimable again
 //   both    o\0<orderingKey>\0<id>          the first entry of a key is its earliest unfinished job
 import { randomUUID } from 'node:crypto';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
-import type { RecordRepository } from '../store/record-repository.ts';
+import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { EnqueueOptions, EnqueueResult, Job, JobQueue, KindStats, LeasedJob } from './job-queue.ts';
 import { LeaseLostError } from './lease-lost-error.ts';
 
 const SEP = '\x00';
-const JOBS = 'jobs';
+const JOBS = 'queue_jobs';
 const PAGE = 100;
 
 interface JobRecord extends Job {
@@ -38,9 +38,57 @@ function publicJob<P>(r: JobRecord): Job<P> {
   return job as Job<P>;
 }
 
+type EnqueueOp = Extract<Op, { type: 'enqueue' }>;
+
+/**
+ * The LevelDB records of the `enqueue` operations of a batch (RecordStore.batch): each becomes a queued
+ * job record with its index entries, its dedupe record and the next sequence number, or nothing when its
+ * dedupe key names a job already (then `out` names that job). The caller holds the one lock under which
+ * jobs are enqueued and writes the result in the batch's own atomic write, so ids follow commit order.
+ */
+export async function enqueueRecords(store: Pick<RecordRepository, 'get'>, ops: readonly Op[], now: number): Promise<Op[]> {
+  let seq = (await store.get<number>('queue_seq', 'next')) ?? 0;
+  const taken = new Map<string, string>();
+  const out: Op[] = [];
+  for (const op of ops) {
+    if (op.type !== 'enqueue') {
+      out.push(op);
+      continue;
+    }
+    const opts = op.opts ?? {};
+    const dedupeId = opts.dedupeKey === undefined ? undefined : `${op.kind}${SEP}${opts.dedupeKey}`;
+    if (dedupeId !== undefined) {
+      const id = taken.get(dedupeId) ?? (await store.get<string>('queue_dedupe', dedupeId));
+      if (id !== undefined && (taken.has(dedupeId) || (await store.get<JobRecord>(JOBS, id)) !== undefined)) {
+        op.out = { id, created: false };
+        continue;
+      }
+    }
+    const rec: JobRecord = {
+      id: jobId(++seq), kind: op.kind, key: op.key, payload: op.payload, state: 'queued', runAt: opts.runAt ?? now, attempts: 0,
+      ...(opts.dedupeKey === undefined ? {} : { dedupeKey: opts.dedupeKey }),
+      ...(opts.orderingKey === undefined ? {} : { orderingKey: opts.orderingKey }),
+    };
+    if (dedupeId !== undefined) {
+      taken.set(dedupeId, rec.id);
+      out.push({ type: 'put', collection: 'queue_dedupe', id: dedupeId, value: rec.id });
+    }
+    out.push({ type: 'put', collection: JOBS, id: rec.id, value: rec, index: indexOf(rec) });
+    op.out = { id: rec.id, created: true };
+  }
+  out.push({ type: 'put', collection: 'queue_seq', id: 'next', value: seq });
+  return out;
+}
+
 export interface RecordJobQueueOptions {
   /** Epoch milliseconds; the lease and due-time clock. */
   clock?: () => number;
+  /**
+   * This queue is the only one over its store in the only process that has it open (LevelDB's lock file
+   * makes the process the only one): leases found at its first claim were issued by a process that has
+   * stopped, so they are given back at once rather than waited out (a restart after a crash resumes now).
+   */
+  soleOwner?: boolean;
 }
 
 export class RecordJobQueue implements JobQueue {
@@ -48,12 +96,16 @@ export class RecordJobQueue implements JobQueue {
   private readonly lock = new KeyedMutex();
   private readonly clock: () => number;
 
+  /** Whether leases of an earlier process still need giving back (`soleOwner`). */
+  private recover: boolean;
+
   constructor(private readonly store: RecordRepository, opts: RecordJobQueueOptions = {}) {
     this.clock = opts.clock ?? Date.now;
+    this.recover = opts.soleOwner === true;
   }
 
   private locked<T>(fn: () => Promise<T>): Promise<T> {
-    return this.lock.run('jobs', fn);
+    return this.lock.run(JOBS, fn);
   }
 
   /** Writes the record's new state, moving its index entries from those of `before`. */
@@ -63,27 +115,12 @@ export class RecordJobQueue implements JobQueue {
     return this.store.batch([{ type: 'put', collection: JOBS, id: after.id, value: after, index: next, unindex: gone }]);
   }
 
-  enqueue<P>(kind: string, key: string, payload: P, opts: EnqueueOptions = {}): Promise<EnqueueResult<P>> {
-    return this.locked(async () => {
-      const dedupeId = opts.dedupeKey === undefined ? undefined : `${kind}${SEP}${opts.dedupeKey}`;
-      if (dedupeId !== undefined) {
-        const id = await this.store.get<string>('job_dedupe', dedupeId);
-        const existing = id === undefined ? undefined : await this.store.get<JobRecord>(JOBS, id);
-        if (existing !== undefined) return { job: publicJob<P>(existing), created: false };
-      }
-      const seq = ((await this.store.get<number>('job_seq', 'next')) ?? 0) + 1;
-      const rec: JobRecord = {
-        id: jobId(seq), kind, key, payload, state: 'queued', runAt: opts.runAt ?? this.clock(), attempts: 0,
-        ...(opts.dedupeKey === undefined ? {} : { dedupeKey: opts.dedupeKey }),
-        ...(opts.orderingKey === undefined ? {} : { orderingKey: opts.orderingKey }),
-      };
-      await this.store.batch([
-        { type: 'put', collection: 'job_seq', id: 'next', value: seq },
-        ...(dedupeId === undefined ? [] : [{ type: 'put' as const, collection: 'job_dedupe', id: dedupeId, value: rec.id }]),
-        { type: 'put', collection: JOBS, id: rec.id, value: rec, index: indexOf(rec) },
-      ]);
-      return { job: publicJob<P>(rec), created: true };
-    });
+  /** Through the store's batch, so a job enqueued alone and one enqueued with records are written alike. */
+  async enqueue<P>(kind: string, key: string, payload: P, opts: EnqueueOptions = {}): Promise<EnqueueResult<P>> {
+    const op: EnqueueOp = { type: 'enqueue', kind, key, payload, opts: { ...opts, runAt: opts.runAt ?? this.clock() } };
+    await this.store.batch([op]);
+    const job = await this.store.get<JobRecord>(JOBS, op.out!.id);
+    return { job: publicJob<P>(job!), created: op.out!.created };
   }
 
   /** Records under `prefix` in index order while `keep` holds, page by page. */
@@ -112,6 +149,10 @@ export class RecordJobQueue implements JobQueue {
     if (limit <= 0 || kinds.length === 0) return Promise.resolve([]);
     return this.locked(async () => {
       const now = this.clock();
+      if (this.recover) {
+        for await (const r of this.walk(`l${SEP}`, () => true)) await this.write(r, { ...RecordJobQueue.unleased(r), state: 'queued', runAt: Math.min(r.runAt, now) });
+        this.recover = false;
+      }
       const found: JobRecord[] = [];
       for (const kind of new Set(kinds)) {
         // Up to `limit` claimable jobs per kind, from the queued and the lapsed; the oldest due overall win.
@@ -167,8 +208,8 @@ export class RecordJobQueue implements JobQueue {
     return r.leasedUntil!;
   }
 
-  async release(job: Pick<Job, 'id'>, leaseToken: string): Promise<void> {
-    await this.leased(job.id, leaseToken, (r) => ({ ...RecordJobQueue.unleased(r), state: 'queued', runAt: Math.min(r.runAt, this.clock()), attempts: Math.max(0, r.attempts - 1) }));
+  async release(job: Pick<Job, 'id'>, leaseToken: string, runAt?: number): Promise<void> {
+    await this.leased(job.id, leaseToken, (r) => ({ ...RecordJobQueue.unleased(r), state: 'queued', runAt: runAt ?? Math.min(r.runAt, this.clock()), attempts: Math.max(0, r.attempts - 1) }));
   }
 
   async get<P = unknown>(id: string): Promise<Job<P> | undefined> {

@@ -3,11 +3,19 @@
 // multi-record changes applied atomically. Two implementations: LevelDB, embedded (record-store.ts), and
 // PostgreSQL, shared by several API instances (postgres/postgres-record-store.ts). One contract test
 // suite (test/store/repository-contract.ts) runs against both.
+import type { EnqueueOptions } from '../jobs/job-queue.ts';
 
 export type Op =
   /** `unindex`: entries of the record to remove, written under a key that no longer holds (a state that changed). */
   | { type: 'put'; collection: string; id: string; value: unknown; index?: string[]; unindex?: string[] }
-  | { type: 'del'; collection: string; id: string; index?: string[] };
+  | { type: 'del'; collection: string; id: string; index?: string[] }
+  /**
+   * A job for the durable queue (api/jobs/job-queue.ts), enqueued in the same change as the records that
+   * create its work, so a crash never leaves the work without its job. A job its dedupe key already
+   * names is not enqueued again. `out` is set once the batch is applied: the job's id, and whether this
+   * operation created it.
+   */
+  | { type: 'enqueue'; kind: string; key: string; payload: unknown; opts?: EnqueueOptions; out?: { id: string; created: boolean } };
 
 /** One index entry of a walk: its position (what follows the prefix) and its record, undefined when gone. */
 export interface IndexEntry<T> {

@@ -4,10 +4,13 @@
 import { Level } from 'level';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import type { Op, RecordRepository } from './record-repository.ts';
+import { enqueueRecords } from '../jobs/record-job-queue.ts';
 
 export type { Op } from './record-repository.ts';
 
 const SEP = '\x00';
+/** The claim key of batches that enqueue jobs; \x00 keeps it apart from every `<collection>\x00<id>`. */
+const ENQUEUE_LOCK = '\x00queue';
 
 export class RecordStore implements RecordRepository {
   private readonly claims = new KeyedMutex();
@@ -33,10 +36,20 @@ export class RecordStore implements RecordRepository {
     return raw === undefined ? undefined : (JSON.parse(raw) as T);
   }
 
-  /** Applies every operation or none. `index` entries let `byIndex` find records by another key. */
+  /**
+   * Applies every operation or none. `index` entries let `byIndex` find records by another key. A batch
+   * that enqueues jobs runs under one lock (api/jobs/record-job-queue.ts `enqueueRecords`), so dedupe
+   * keys and job ids are decided and written with nothing in between.
+   */
   async batch(ops: Op[]): Promise<void> {
+    if (!ops.some((op) => op.type === 'enqueue')) return this.write(ops);
+    return this.claims.run(ENQUEUE_LOCK, async () => this.write(await enqueueRecords(this, ops, Date.now())));
+  }
+
+  private async write(ops: Op[]): Promise<void> {
     const out: ({ type: 'put'; key: string; value: string } | { type: 'del'; key: string })[] = [];
     for (const op of ops) {
+      if (op.type === 'enqueue') throw new Error('enqueue operations are expanded before the write');
       if (op.type === 'put') out.push({ type: 'put', key: this.key(op.collection, op.id), value: JSON.stringify(op.value) });
       else out.push({ type: 'del', key: this.key(op.collection, op.id) });
       // Removed before the entries are written, so an entry named in both stays.

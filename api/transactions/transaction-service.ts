@@ -97,6 +97,22 @@ const bad = (message: string) => new CustodyError('invalid_request', message);
 const forbidden = (message: string) => new CustodyError('forbidden', message);
 
 /** Vault states in which transactions are accepted: a reshare in flight or needing attention still signs with the old epoch. */
+/** The queue kind of transaction progress (api/transactions/transaction-worker.ts). */
+export const TRANSACTION_PROGRESS = 'transaction_progress';
+
+/**
+ * A transaction's first job, from creation to broadcast: under its wallet's ordering key, so one
+ * transaction of a wallet at a time chooses a nonce or outputs, signs and broadcasts, on any instance.
+ */
+export function signJob(tx: Pick<TransactionRecord, 'id' | 'wallet_id'>): Op {
+  return { type: 'enqueue', kind: TRANSACTION_PROGRESS, key: tx.id, payload: { phase: 'sign' }, opts: { dedupeKey: `${tx.id}:sign`, orderingKey: `wallet:${tx.wallet_id}` } };
+}
+
+/** Its second, from broadcast to final: no ordering key, since waiting on confirmations holds no wallet back. */
+export function followJob(tx: Pick<TransactionRecord, 'id'>, runAt?: number): Op {
+  return { type: 'enqueue', kind: TRANSACTION_PROGRESS, key: tx.id, payload: { phase: 'follow' }, opts: { dedupeKey: `${tx.id}:follow`, ...(runAt === undefined ? {} : { runAt }) } };
+}
+
 const SIGNING_STATES: readonly VaultRecord['state'][] = ['active', 'resharing', 'reshare_pending'];
 
 /** Canonical JSON (sorted keys) of the fields that describe the transaction; the token only authorizes it. */
@@ -192,6 +208,7 @@ export class TransactionService {
       await store.batch([
         this.txOp(tx),
         { type: 'put', collection: 'tx_jobs', id: tx.id, value: job },
+        signJob(tx),
         this.o.vaults.event(org, 'transaction.created', 'transaction', tx.id, { transaction_id: tx.id, vault_id: vault.id, state: 'created' }),
       ]);
       this.wake?.();

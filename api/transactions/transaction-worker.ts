@@ -1,16 +1,17 @@
 // Moves transactions through their lifecycle from durable jobs (docs/transactions.md):
 // created -> checks -> signed -> broadcast -> confirmed -> final, or failed / rejected with a reason.
-// Each step's result is stored (with its outbox event) before the next step starts, so a restart resumes
-// where it stopped: a signed transaction is broadcast again (the same bytes), never signed twice into
-// two different transactions. A wallet's steps from nonce or UTXO choice to broadcast run one at a time,
-// so concurrent submissions never share a nonce or an output. The nonce or the inputs are stored with the
+// The jobs are on the durable queue (api/jobs, kind `transaction_progress`), leased by one API instance at
+// a time; a crashed instance's jobs go to another once their leases lapse. Each step's result is stored
+// (with its outbox event) before the next step starts, so a job run again resumes where it stopped: a
+// signed transaction is broadcast again (the same bytes), never signed twice into two different
+// transactions. A wallet's steps from nonce or UTXO choice to broadcast run one at a time, on every
+// instance (the sign job's ordering key), so concurrent submissions never share a nonce or an output. The nonce or the inputs are stored with the
 // transaction before the first signing request and kept by every retry: a node signs an intent for one
 // EVM nonce or one Bitcoin input set only. A state change that moves money writes the wallet ledger's
 // entries in its own batch (api/wallets/wallet-ledger.ts).
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { keccak256, recoverAddress, toHex as viemHex, type Hex } from 'viem';
 import type { Logger } from '../../common/logger.ts';
-import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import type { CoordinatorClient } from '../coordinator/coordinator-client.ts';
 import { Scheme } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
 import { encodeBlob } from '../../core/codec/blob.ts';
@@ -23,7 +24,10 @@ import { buildSpend, finalizeP2wpkh, finalizeTaproot, SpendError } from '../chai
 import { BITCOIN_NETWORK_PARAMS } from '../../core/chains/bitcoin/network-params.ts';
 import type { VaultService } from '../vaults/vault-service.ts';
 import type { WalletRecord } from '../vaults/records.ts';
-import type { TransactionService } from './transaction-service.ts';
+import { followJob, signJob, TRANSACTION_PROGRESS, type TransactionService } from './transaction-service.ts';
+import type { JobQueue, LeasedJob } from '../jobs/job-queue.ts';
+import { JobRunner } from '../jobs/job-runner.ts';
+import { jobQueueFor, workerId } from '../jobs/queue-for-store.ts';
 import type { TransactionJob, TransactionRecord, TransactionState } from './records.ts';
 import type { Op } from '../store/record-store.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
@@ -41,9 +45,20 @@ export interface TransactionWorkerOptions {
   log: Logger;
   /** The organization's trust log entries the nodes verify (docs/trust.md). */
   trustLog?: (org: string) => Promise<Uint8Array[]>;
+  /** Between claims that found nothing; a submission on this instance wakes the runner at once. */
   pollMs?: number;
   /** How long a signing may wait on an unavailable cluster before the transaction fails. */
   maxSigningAttempts?: number;
+  /** The durable queue the steps run from (default: the one of the vault store, api/jobs/queue-for-store.ts). */
+  queue?: JobQueue;
+  /** Names this process in job leases (default: host, pid and a random suffix). */
+  workerId?: string;
+  /** Transactions stepped at once by this process; default 16. */
+  concurrency?: number;
+  /** Lease on a transaction's job, renewed every third of it while a step runs; default 15 s (how long a crashed instance's jobs wait). */
+  leaseMs?: number;
+  /** How long `stop` waits for steps under way before giving their jobs back; default 10 s. */
+  stopGraceMs?: number;
 }
 
 /** A step's outcome: a new state (with record changes), a wait (poll again later), or a retry after an error. */
@@ -54,64 +69,70 @@ const EVENTS: Partial<Record<TransactionState, string>> = {
   final: 'transaction.final', failed: 'transaction.failed', rejected: 'transaction.rejected',
 };
 
+/** What a transaction's job works through: `sign` up to broadcast (under the wallet's ordering key), `follow` after. */
+interface ProgressPayload {
+  phase: 'sign' | 'follow';
+}
+
+const SIGN_STATES: readonly TransactionState[] = ['created', 'checks', 'signed'];
+const ENDED: readonly TransactionState[] = ['final', 'failed', 'rejected'];
+
 export class TransactionWorker {
-  private timer: NodeJS.Timeout | undefined;
-  private stopped = false;
-  private readonly inFlight = new Set<string>();
-  private readonly walletLock = new KeyedMutex();
-  private readonly pollMs: number;
+  private readonly queue: JobQueue;
+  private readonly runner: JobRunner;
 
   constructor(private readonly o: TransactionWorkerOptions) {
-    this.pollMs = o.pollMs ?? 1000;
-    o.transactions.onJob(() => this.kick());
+    this.queue = o.queue ?? jobQueueFor(o.vaults.store);
+    this.runner = new JobRunner(this.queue, {
+      workerId: o.workerId ?? workerId('transactions'), concurrency: o.concurrency ?? 16, pollMs: o.pollMs ?? 1000, leaseMs: o.leaseMs ?? 15_000,
+      logger: o.log, kinds: { [TRANSACTION_PROGRESS]: { handler: (job) => this.run(job as LeasedJob<ProgressPayload>), maxAttempts: 1000 } },
+    });
+    o.transactions.onJob(() => this.runner.poke());
   }
 
+  /** Takes over transactions whose progress was kept before it ran on the job queue, then starts the runner. */
   start(): void {
-    this.kick();
+    void this.adopt()
+      .catch((err: unknown) => this.o.log.error({ err: (err as Error).message }, 'transaction jobs could not be adopted'))
+      .finally(() => this.runner.start());
   }
 
+  /** Finishes the steps under way (their leases are given back after the grace period). */
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    while (this.inFlight.size) await new Promise((r) => setTimeout(r, 20));
+    await this.runner.stop(this.o.stopGraceMs ?? 10_000);
   }
 
-  private kick(): void {
-    if (this.stopped) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.tick(), 0);
-  }
-
-  private async tick(): Promise<void> {
-    if (this.stopped) return;
-    try {
-      for await (const job of this.o.vaults.store.all<TransactionJob>('tx_jobs')) {
-        if (this.stopped) break;
-        if (job.next_at > Date.now() || this.inFlight.has(job.id)) continue;
-        this.inFlight.add(job.id);
-        void this.advance(job).finally(() => {
-          this.inFlight.delete(job.id);
-          this.kick();
-        });
-      }
-    } catch (err) {
-      this.o.log.error({ err: (err as Error).message }, 'transaction job loop failed');
-    } finally {
-      if (!this.stopped) {
-        clearTimeout(this.timer);
-        this.timer = setTimeout(() => void this.tick(), this.pollMs);
-      }
+  /**
+   * A job for every transaction in progress: one its dedupe key names already is not enqueued again, so
+   * this is a no-op for transactions created since, and safe for several instances starting together.
+   */
+  private async adopt(): Promise<void> {
+    const store = this.o.vaults.store;
+    for await (const job of store.all<TransactionJob>('tx_jobs')) {
+      const tx = await store.get<TransactionRecord>('transactions', job.id);
+      if (!tx || ENDED.includes(tx.state)) continue;
+      await store.batch([SIGN_STATES.includes(tx.state) ? signJob(tx) : followJob(tx)]);
     }
   }
 
-  /** Runs steps of one transaction until it waits or ends. */
-  private async advance(job: TransactionJob): Promise<void> {
+  /**
+   * One job: steps of its transaction until it waits (the job is deferred to the time the step asked for),
+   * leaves its phase (the sign phase's last batch enqueues the follow job), or ends. Steps are idempotent
+   * over the stored records, so a job run again after a crash resumes where the last stored step left.
+   */
+  private async run(leased: LeasedJob<ProgressPayload>): Promise<void | { runAt: number }> {
     const store = this.o.vaults.store;
+    const id = leased.key;
+    let job = (await store.get<TransactionJob>('tx_jobs', id)) ?? { id, attempts: 0, next_at: 0 };
     for (;;) {
-      if (this.stopped) return;
-      const tx = await store.get<TransactionRecord>('transactions', job.id);
-      if (!tx || tx.state === 'final' || tx.state === 'failed' || tx.state === 'rejected') {
-        await store.batch([{ type: 'del', collection: 'tx_jobs', id: job.id }]);
+      const tx = await store.get<TransactionRecord>('transactions', id);
+      if (!tx || ENDED.includes(tx.state)) {
+        if (await store.get('tx_jobs', id)) await store.batch([{ type: 'del', collection: 'tx_jobs', id }]);
+        return;
+      }
+      if (leased.payload.phase === 'sign' && !SIGN_STATES.includes(tx.state)) {
+        // Stored past broadcast by an earlier run of this job: its follow job went in the same batch.
+        await store.batch([followJob(tx)]);
         return;
       }
       let step: Step;
@@ -119,8 +140,8 @@ export class TransactionWorker {
         step = await this.step(tx, job);
       } catch (err) {
         // The step may have stored progress (a signed transaction) before it failed: judge from that.
-        const now = (await store.get<TransactionRecord>('transactions', job.id)) ?? tx;
-        job = (await store.get<TransactionJob>('tx_jobs', job.id)) ?? job;
+        const now = (await store.get<TransactionRecord>('transactions', id)) ?? tx;
+        job = (await store.get<TransactionJob>('tx_jobs', id)) ?? job;
         const attempts = job.attempts + 1;
         const max = this.o.maxSigningAttempts ?? 8;
         const message = (err as Error).message.split('\n')[0]!.slice(0, 300);
@@ -132,21 +153,18 @@ export class TransactionWorker {
           const delay = Math.min(30_000, 250 * 2 ** Math.min(attempts, 7));
           this.o.log.warn({ transaction: tx.id, state: now.state, attempts, err: message }, 'transaction step failed; will retry');
           job = { ...job, attempts, next_at: Date.now() + delay, last_error: message };
-          await store.batch([{ type: 'put', collection: 'tx_jobs', id: job.id, value: job }]);
-          return;
+          await store.batch([{ type: 'put', collection: 'tx_jobs', id, value: job }]);
+          return { runAt: job.next_at };
         }
       }
       if ('wait' in step) {
         job = { ...job, next_at: Date.now() + step.wait };
-        await store.batch([{ type: 'put', collection: 'tx_jobs', id: job.id, value: job }]);
-        return;
+        await store.batch([{ type: 'put', collection: 'tx_jobs', id, value: job }]);
+        return { runAt: job.next_at };
       }
-      if (step.to === 'failed' || step.to === 'rejected') {
-        const ending = step;
-        job = await this.walletLock.run(tx.wallet_id, async () => this.transition(tx.id, { ...ending, extra: [...(ending.extra ?? []), ...(await this.nonceHandBack(tx.id))] }));
-      } else {
-        job = await this.transition(tx.id, step);
-      }
+      // In the sign phase, one transaction of the wallet runs: its ordering key is this job's.
+      if (step.to === 'failed' || step.to === 'rejected') step = { ...step, extra: [...(step.extra ?? []), ...(await this.nonceHandBack(tx.id))] };
+      job = await this.transition(id, step);
     }
   }
 
@@ -183,6 +201,9 @@ export class TransactionWorker {
       }));
     }
     ops.push({ type: 'put', collection: 'tx_jobs', id: job.id, value: nextJob });
+    // Leaving the sign phase: the follow job goes with the state that needs it, due at once (the sign
+    // job's end frees a slot, and the runner claims again then).
+    if (SIGN_STATES.includes(tx.state) && !SIGN_STATES.includes(step.to) && !ENDED.includes(step.to)) ops.push(followJob(tx));
     // The wallet ledger's entries for this change, if it moves money, go in the same batch.
     await this.o.transactions.ledger.commit(tx, next, ops);
     if (step.to === 'failed' || step.to === 'rejected') this.o.log.warn({ transaction: tx.id, state: step.to, reason: next.reason }, 'transaction ended unsuccessfully');
@@ -198,20 +219,19 @@ export class TransactionWorker {
       case 'signed': {
         const wallet = await this.o.vaults.store.get<WalletRecord>('wallets', tx.wallet_id);
         if (!wallet) return { to: 'rejected', patch: { reason: 'wallet_missing' } };
-        // From choosing a nonce or outputs to broadcast, one transaction of a wallet at a time; the
-        // signed transaction is stored before it is sent, so a restart sends the same bytes.
-        return this.walletLock.run(wallet.id, async () => {
-          let current = (await this.o.vaults.store.get<TransactionRecord>('transactions', tx.id))!;
-          if (current.state === 'checks') {
-            const signed = tx.family === 'evm' ? await this.evmSign(current, job, wallet) : await this.btcSign(current, job, wallet);
-            if (signed.to !== 'signed') return signed;
-            await this.transition(tx.id, signed);
-            current = (await this.o.vaults.store.get<TransactionRecord>('transactions', tx.id))!;
-          }
-          if (tx.family === 'evm') await this.evmBroadcast(current, wallet);
-          else await this.btcChain(current).broadcast(current.raw_tx!, current.tx_hash!);
-          return { to: 'broadcast' };
-        });
+        // From choosing a nonce or outputs to broadcast, one transaction of a wallet at a time (the sign
+        // job holds the wallet's ordering key, on every instance); the signed transaction is stored before
+        // it is sent, so a job run again sends the same bytes.
+        let current = (await this.o.vaults.store.get<TransactionRecord>('transactions', tx.id))!;
+        if (current.state === 'checks') {
+          const signed = tx.family === 'evm' ? await this.evmSign(current, job, wallet) : await this.btcSign(current, job, wallet);
+          if (signed.to !== 'signed') return signed;
+          await this.transition(tx.id, signed);
+          current = (await this.o.vaults.store.get<TransactionRecord>('transactions', tx.id))!;
+        }
+        if (tx.family === 'evm') await this.evmBroadcast(current, wallet);
+        else await this.btcChain(current).broadcast(current.raw_tx!, current.tx_hash!);
+        return { to: 'broadcast' };
       }
       case 'broadcast':
       case 'confirmed':

@@ -1,5 +1,7 @@
-// Runs queued vault key generations and reshares against the coordinator. Jobs live in the store, so a restart resumes
-// them; a job that already generated its key (the coordinator says it exists) just finishes.
+// Runs queued vault key generations and reshares against the coordinator. Each key job record (`jobs`) has a
+// job on the durable queue (api/jobs, kind `vault_key`, ordered per vault), leased by one API instance at a
+// time, so a restart or another instance resumes it; a job that already generated its key (the coordinator
+// says it exists) just finishes.
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import type { Logger } from '../../common/logger.ts';
 import type { CoordinatorClient } from '../coordinator/coordinator-client.ts';
@@ -7,7 +9,10 @@ import type { VaultInfo } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
 import { WIRE_TIERS } from '../../core/tier-wire.ts';
 import type { CommitteeMemberView, JobRecord, VaultRecord } from './records.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
-import type { VaultService } from './vault-service.ts';
+import { VAULT_KEY_JOB, vaultKeyJob, type VaultService } from './vault-service.ts';
+import type { JobQueue, LeasedJob } from '../jobs/job-queue.ts';
+import { JobRunner } from '../jobs/job-runner.ts';
+import { jobQueueFor, workerId } from '../jobs/queue-for-store.ts';
 
 export class VaultJobs {
   /** The committee as the vault response names it: each member's kind from the organization's enrolments. */
@@ -16,58 +21,56 @@ export class VaultJobs {
     return info.committee.map((m) => ({ node_id: m.nodeId, kind: enrolled.get(m.nodeId) ?? 'service' }));
   }
 
-  private timer: NodeJS.Timeout | undefined;
-  private running = false;
-  private stopped = false;
+  private readonly runner: JobRunner;
 
   /** `maxAttempts`: key generation attempts before the vault fails (MAX_CREATE_ATTEMPTS; fewer in tests). */
   constructor(
-    private readonly vaults: VaultService, private readonly coordinator: CoordinatorClient | undefined, private readonly log: Logger, private readonly pollMs = 1000,
-    private readonly maxAttempts = MAX_CREATE_ATTEMPTS,
+    private readonly vaults: VaultService, private readonly coordinator: CoordinatorClient | undefined, private readonly log: Logger, pollMs = 1000,
+    private readonly maxAttempts = MAX_CREATE_ATTEMPTS, opts: { queue?: JobQueue; workerId?: string } = {},
   ) {
-    vaults.onJob(() => this.kick());
+    // A reshare may run for minutes; the lease is renewed every 5 s while it does, so a lapse means a dead
+    // instance, and another takes its jobs within 15 s.
+    this.runner = new JobRunner(opts.queue ?? jobQueueFor(vaults.store), {
+      workerId: opts.workerId ?? workerId('vault-jobs'), concurrency: 4, pollMs, leaseMs: 15_000, logger: log,
+      kinds: { [VAULT_KEY_JOB]: { handler: (job) => this.run(job as LeasedJob<{ job_id: string }>), maxAttempts: 1000 } },
+    });
+    vaults.onJob(() => this.runner.poke());
   }
 
+  /** Takes over key jobs kept before they ran on the job queue, then starts the runner. */
   start(): void {
-    this.kick();
+    void this.adopt()
+      .catch((err: unknown) => this.log.error({ err: (err as Error).message }, 'key jobs could not be adopted'))
+      .finally(() => this.runner.start());
   }
 
-  stop(): void {
-    this.stopped = true;
-    clearTimeout(this.timer);
+  stop(): Promise<void> {
+    return this.runner.stop();
   }
 
-  private kick(): void {
-    if (this.stopped) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.tick(), 0);
+  /** A queued job for every key job record; records enqueued before are deduped (their id is the key). */
+  private async adopt(): Promise<void> {
+    for await (const job of this.vaults.store.all<JobRecord>('jobs')) await this.vaults.store.batch([vaultKeyJob(job)]);
   }
 
-  private async tick(): Promise<void> {
-    if (this.running || this.stopped) return;
-    this.running = true;
-    try {
-      for await (const job of this.vaults.store.all<JobRecord>('jobs')) {
-        if (this.stopped) break;
-        if (job.next_at <= Date.now()) await this.run(job);
-      }
-    } catch (err) {
-      this.log.error({ err: (err as Error).message }, 'key job loop failed');
-    } finally {
-      this.running = false;
-      if (!this.stopped) this.timer = setTimeout(() => void this.tick(), this.pollMs);
-    }
-  }
-
-  private async run(job: JobRecord): Promise<void> {
-    // One at a time with a deletion of the same vault (VaultService.deleteVault); a vault being deleted
-    // is left to it and its job goes with it.
-    if (!this.vaults.claimVault(job.vault_id)) return;
+  /**
+   * One queued job: the key job record it names, when due. The record keeps the attempts and the next
+   * time, as the vault shows them; while it stays (a retry), the queued job is deferred to its next time.
+   */
+  private async run(leased: LeasedJob<{ job_id: string }>): Promise<void | { runAt: number }> {
+    const job = await this.vaults.store.get<JobRecord>('jobs', leased.payload.job_id);
+    if (!job) return;
+    if (job.next_at > Date.now()) return { runAt: job.next_at };
+    // One at a time with a deletion of the same vault on this instance (VaultService.deleteVault); a
+    // vault being deleted is left to it, and its record goes with it.
+    if (!this.vaults.claimVault(job.vault_id)) return { runAt: Date.now() + 1000 };
     try {
       await this.runClaimed(job);
     } finally {
       this.vaults.releaseVault(job.vault_id);
     }
+    const left = await this.vaults.store.get<JobRecord>('jobs', job.id);
+    return left ? { runAt: left.next_at } : undefined;
   }
 
   private async runClaimed(job: JobRecord): Promise<void> {

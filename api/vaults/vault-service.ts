@@ -67,6 +67,17 @@ export interface CommitteeFields {
 }
 
 /** The nodes refuse these too; checked here so a bad request is refused at once and queues nothing. */
+/** The queue kind of key generations and reshares (api/vaults/vault-jobs.ts). */
+export const VAULT_KEY_JOB = 'vault_key';
+
+/**
+ * The queued job that runs a vault's key job record: one per record (its id the dedupe key), under the
+ * vault's ordering key, so a reshare never overtakes the generation before it, on any instance.
+ */
+export function vaultKeyJob(job: Pick<JobRecord, 'id' | 'vault_id'>): Op {
+  return { type: 'enqueue', kind: VAULT_KEY_JOB, key: job.vault_id, payload: { job_id: job.id }, opts: { dedupeKey: job.id, orderingKey: `vault:${job.vault_id}` } };
+}
+
 function checkCommitteeFields(tier: Tier, f: CommitteeFields): void {
   if (f.committee && new Set(f.committee).size !== f.committee.length) throw new CustodyError('invalid_request', 'committee lists a node twice');
   const n = f.customer_node;
@@ -78,7 +89,7 @@ function checkCommitteeFields(tier: Tier, f: CommitteeFields): void {
 }
 
 /** The index entries a record's put writes, for the del that removes them with it. */
-const unindexed = (put: Op): string[] => put.index ?? [];
+const unindexed = (put: Op): string[] => (put.type === 'enqueue' ? [] : (put.index ?? []));
 
 /** Refuses what is not an Ed25519 public key someone can sign under, before any quota is looked at. */
 function checkApiPublicKey(publicKeyHex: string): void {
@@ -287,7 +298,7 @@ export class VaultService {
         ...(creationRequest ? { creation_request: bytesToHex(creationRequest) } : {}), ...(customerNodeId ? { customer_node_id: customerNodeId } : {}),
       };
       const job: JobRecord = { id: newId('job'), kind: 'create_key', vault_id: v.id, attempts: 0, next_at: 0 };
-      await this.o.store.batch([this.vaultOp(v), { type: 'put', collection: 'jobs', id: job.id, value: job }, this.event(org, 'vault.created', 'vault', v.id, { state: 'creating', tier: v.tier })]);
+      await this.o.store.batch([this.vaultOp(v), { type: 'put', collection: 'jobs', id: job.id, value: job }, vaultKeyJob(job), this.event(org, 'vault.created', 'vault', v.id, { state: 'creating', tier: v.tier })]);
       return v;
     });
     this.wake?.();
@@ -353,7 +364,7 @@ export class VaultService {
     };
     const next: VaultRecord = { ...v, state: 'resharing', updated_at: iso(this.now()) };
     await this.o.store.batch([
-      this.vaultOp(next), { type: 'put', collection: 'jobs', id: job.id, value: job },
+      this.vaultOp(next), { type: 'put', collection: 'jobs', id: job.id, value: job }, vaultKeyJob(job),
       this.event(org, 'vault.reshare.started', 'vault', v.id, { vault_id: v.id, state: 'resharing', rotation: v.rotation, tier: v.tier, target_tier: targetTier ?? v.tier }),
     ]);
     this.wake?.();
@@ -388,7 +399,7 @@ export class VaultService {
       const job: JobRecord = { id: newId('job'), kind: 'create_key', vault_id: v.id, attempts: 0, next_at: 0 };
       const next: VaultRecord = { ...v, state: 'creating', problem: null, updated_at: iso(this.now()) };
       await this.o.store.batch([
-        this.vaultOp(next), { type: 'put', collection: 'jobs', id: job.id, value: job },
+        this.vaultOp(next), { type: 'put', collection: 'jobs', id: job.id, value: job }, vaultKeyJob(job),
         this.event(org, 'vault.retried', 'vault', v.id, { vault_id: v.id, state: 'creating', previous_problem: v.problem ?? null }),
       ]);
       return { vault: next, queued: true };

@@ -18,6 +18,9 @@ import { connectCoordinator } from '../../api/coordinator/coordinator-client.ts'
 import { startCoordinator } from '../../coordinator/coordinator-server.ts';
 import { loadCoordinatorConfig } from '../../coordinator/config.ts';
 import { receiver, LOOPBACK_RECEIVERS } from './setup-platform.ts';
+import { jobQueueFor } from '../../api/jobs/queue-for-store.ts';
+import { VAULT_KEY_JOB } from '../../api/vaults/vault-service.ts';
+import { TRANSACTION_PROGRESS } from '../../api/transactions/transaction-service.ts';
 
 const logger = createLogger('api-test', 'silent');
 
@@ -90,14 +93,21 @@ t.test('requests are counted by route pattern and status on the metrics port; th
 t.test('queue depth and lag come from the store; webhook outcomes are counted', async (t) => {
   let offset = 0;
   const s = await setup(t, { clock: () => Date.now() + offset });
-  // A key generation due five seconds ago, and a transaction job due in a minute.
-  await s.store.put('jobs', 'job_1', { id: 'job_1', kind: 'create_key', vault_id: 'vlt_1', attempts: 0, next_at: Date.now() - 5_000 });
-  await s.store.put('tx_jobs', 'txn_1', { id: 'txn_1', attempts: 0, next_at: Date.now() + 60_000 });
+  // On the durable job queue: a key generation due five seconds ago, and two transaction jobs, one due
+  // in a minute and one running (leased) now.
+  await s.store.batch([
+    { type: 'enqueue', kind: VAULT_KEY_JOB, key: 'vlt_1', payload: { job_id: 'job_1' }, opts: { runAt: Date.now() - 5_000 } },
+    { type: 'enqueue', kind: TRANSACTION_PROGRESS, key: 'txn_1', payload: { phase: 'follow' }, opts: { runAt: Date.now() + 60_000 } },
+    { type: 'enqueue', kind: TRANSACTION_PROGRESS, key: 'txn_2', payload: { phase: 'sign' } },
+  ]);
+  t.equal((await jobQueueFor(s.store).claim('elsewhere', [TRANSACTION_PROGRESS], 1, 60_000))[0]?.key, 'txn_2');
   let text = await s.scrape();
   t.equal(sample(text, 'job_queue_depth', { queue: 'vault_jobs' }), 1);
   t.ok(sample(text, 'job_queue_lag_seconds', { queue: 'vault_jobs' })! >= 5, 'the overdue job shows as lag');
-  t.equal(sample(text, 'job_queue_depth', { queue: 'transaction_jobs' }), 1);
-  t.equal(sample(text, 'job_queue_lag_seconds', { queue: 'transaction_jobs' }), 0, 'a job not yet due is no lag');
+  t.equal(sample(text, 'job_queue_leased', { queue: 'vault_jobs' }), 0);
+  t.equal(sample(text, 'job_queue_depth', { queue: 'transaction_jobs' }), 2);
+  t.equal(sample(text, 'job_queue_leased', { queue: 'transaction_jobs' }), 1, 'the leased one runs somewhere');
+  t.equal(sample(text, 'job_queue_lag_seconds', { queue: 'transaction_jobs' }), 0, 'a job not yet due, or running, is no lag');
   t.equal(sample(text, 'job_queue_depth', { queue: 'webhook_deliveries' }), 0);
   t.equal(sample(text, 'webhook_deliveries_total', { outcome: 'delivered' }), 0, 'outcomes start at zero');
 

@@ -41,7 +41,7 @@ t.test('failed vaults are retried or deleted; a real key re-derives from its xpu
   // One attempt per generation, so a vault without nodes fails at once rather than after half an hour.
   const jobs = new VaultJobs(vaults, coordinator, log, 200, 1);
   t.teardown(async () => {
-    jobs.stop();
+    await jobs.stop();
     await app.close();
     coordinator.close();
     await store.close();

@@ -4,11 +4,13 @@
 // Leases are real time (PostgreSQL's clock decides), so the lease cases wait a few hundred milliseconds.
 import type { Test } from 'tap';
 import type { JobQueue, LeasedJob } from '../../api/jobs/job-queue.ts';
+import type { Op, RecordRepository } from '../../api/store/record-repository.ts';
 import { LeaseLostError } from '../../api/jobs/lease-lost-error.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export function jobQueueContract(t: Test, queue: JobQueue): void {
+/** `store`: the record store whose batches enqueue onto `queue` (the same database). */
+export function jobQueueContract(t: Test, queue: JobQueue, store: RecordRepository): void {
   let n = 0;
   /** Each case uses its own kinds and ordering keys, so cases share one queue without seeing each other. */
   const fresh = (what = 'k') => `${what}${++n}_${Math.random().toString(36).slice(2, 8)}`;
@@ -221,5 +223,69 @@ export function jobQueueContract(t: Test, queue: JobQueue): void {
     t.equal(mine?.leased, 1);
     t.ok(mine!.lagMs >= 0 && mine!.lagMs < 2000, `lag of the oldest due queued job (${mine!.lagMs} ms)`);
     t.notOk((await queue.stats()).some((x) => x.kind === kind), 'a kind with only finished jobs is absent');
+  });
+
+  t.test('an enqueue operation joins a batch: the job and the records are written together, deduped, in order', async (t) => {
+    const kind = fresh();
+    const col = fresh('col');
+    const first: Op = { type: 'enqueue', kind, key: 'tx-1', payload: { phase: 'sign' }, opts: { dedupeKey: 'tx-1', orderingKey: `${col}-wallet` } };
+    await store.batch([{ type: 'put', collection: col, id: 'tx-1', value: { state: 'created' } }, first]);
+    t.same(await store.get(col, 'tx-1'), { state: 'created' }, 'the record is written');
+    t.match(first, { out: { created: true } }, 'the operation says it created the job');
+    const id = (first as { out: { id: string } }).out.id;
+    t.match(await queue.get(id), { kind, key: 'tx-1', payload: { phase: 'sign' }, state: 'queued', dedupeKey: 'tx-1' });
+
+    const again: Op = { type: 'enqueue', kind, key: 'tx-1', payload: { phase: 'other' }, opts: { dedupeKey: 'tx-1' } };
+    await store.batch([{ type: 'put', collection: col, id: 'tx-1', value: { state: 'checks' } }, again]);
+    t.same(again, { ...again, out: { id, created: false } }, 'a dedupe key already taken names the first job');
+    t.same(await store.get(col, 'tx-1'), { state: 'checks' }, 'and the records of that batch are still written');
+    t.match(await queue.get(id), { payload: { phase: 'sign' } }, 'the first job unchanged');
+
+    const twice: Op[] = [1, 2].map((i) => ({ type: 'enqueue', kind, key: `dup-${i}`, payload: {}, opts: { dedupeKey: 'same-batch' } }));
+    await store.batch(twice);
+    t.same(twice.map((o) => (o as { out: { created: boolean } }).out.created), [true, false], 'one dedupe key twice in one batch: one job');
+
+    const second: Op = { type: 'enqueue', kind, key: 'tx-2', payload: {}, opts: { orderingKey: `${col}-wallet` } };
+    await store.batch([second, { type: 'put', collection: col, id: 'tx-2', value: {} }]);
+    const byBatch = await queue.enqueue(kind, 'tx-3', {}, { orderingKey: `${col}-wallet` });
+    const order: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const [j] = await queue.claim('w', [kind], 5, 10_000);
+      const also = await queue.claim('w', [kind], 5, 10_000);
+      t.equal(also.filter((x) => x.orderingKey !== undefined).length, 0, 'one job of the ordering key at a time');
+      for (const x of also) await queue.complete(x, x.leaseToken);
+      order.push(j!.key);
+      await queue.complete(j!, j!.leaseToken);
+    }
+    t.same(order, ['tx-1', 'tx-2', 'tx-3'], 'jobs enqueued in batches and alone keep one ordering');
+    t.equal(byBatch.created, true);
+
+    const due = Date.now() + 60_000;
+    const later: Op = { type: 'enqueue', kind, key: 'later', payload: {}, opts: { runAt: due } };
+    await store.batch([later]);
+    t.same(await queue.claim('w', [kind], 5, 10_000), [], 'runAt is kept');
+  });
+
+  t.test('a batch that fails enqueues nothing', async (t) => {
+    const kind = fresh();
+    const col = fresh('col');
+    const bad = { type: 'put', collection: col, id: 'b', value: { n: 1n } } as Op;
+    await t.rejects(store.batch([{ type: 'put', collection: col, id: 'a', value: {} }, { type: 'enqueue', kind, key: 'a', payload: {} }, bad]));
+    t.equal(await store.get(col, 'a'), undefined, 'no record');
+    t.same(await queue.claim('w', [kind], 5, 10_000), [], 'no job');
+    t.equal((await queue.stats()).find((x) => x.kind === kind), undefined);
+  });
+
+  t.test('release to a later time defers a job without counting an attempt', async (t) => {
+    const kind = fresh();
+    const { job } = await queue.enqueue(kind, 'wait', {});
+    const [a] = await queue.claim('w', [kind], 1, 10_000);
+    await queue.release(a!, a!.leaseToken, Date.now() + 300);
+    t.match(await queue.get(job.id), { state: 'queued', attempts: 0 });
+    t.same(await queue.claim('w', [kind], 1, 10_000), [], 'not due yet');
+    await sleep(350);
+    const [b] = await queue.claim('w', [kind], 1, 10_000);
+    t.equal(b?.id, job.id, 'due at the time given');
+    t.equal(b?.attempts, 1);
   });
 }

@@ -66,6 +66,24 @@ t.test('a failing job is retried with exponential backoff, then dead after maxAt
   t.match(await queue.get(job.id), { state: 'dead', attempts: 3, lastError: 'node unreachable' });
 });
 
+t.test('a handler that returns a runAt defers its job: no attempt counted, run again then', async (t) => {
+  const kind = fresh();
+  const { job } = await queue.enqueue(kind, 'confirmations', {});
+  const outcomes: JobOutcome[] = [];
+  const runs: number[] = [];
+  const runner = new JobRunner(queue, {
+    workerId: 'r', pollMs: 10,
+    kinds: { [kind]: { maxAttempts: 1, async handler(j) { runs.push(Date.now()); t.equal(j.attempts, 1, 'a deferral is not an attempt'); return runs.length < 3 ? { runAt: Date.now() + 60 } : undefined; } } },
+    onSettled: (_, o) => outcomes.push(o),
+  });
+  runner.start();
+  await until(() => outcomes.length === 3);
+  await runner.stop();
+  t.same(outcomes, ['deferred', 'deferred', 'done'], 'maxAttempts 1 is not reached by deferrals');
+  t.ok(runs[1]! - runs[0]! >= 55 && runs[2]! - runs[1]! >= 55, `run again at the time asked (${runs[1]! - runs[0]!}, ${runs[2]! - runs[1]!} ms)`);
+  t.match(await queue.get(job.id), { state: 'done' });
+});
+
 t.test('the lease is renewed while a handler runs longer than the lease', async (t) => {
   const kind = fresh();
   const { job } = await queue.enqueue(kind, 'v', {});

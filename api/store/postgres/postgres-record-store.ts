@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { IndexEntry, Op, RecordRepository } from '../record-repository.ts';
 import { openMigratedPool, type ConnectionOptions } from './migrate.ts';
+import { insertJob, PostgresJobQueue } from '../../jobs/postgres-job-queue.ts';
 
 const SEP = '\x00';
 /** LevelDB's upper bound of a prefix range in record-store.ts: the string '\xff', i.e. UTF-8 C3 BF. */
@@ -63,6 +64,11 @@ export class PostgresRecordStore implements RecordRepository {
   }
 
   private async apply(c: Queryable, op: Op): Promise<void> {
+    if (op.type === 'enqueue') {
+      const { job, created } = await insertJob(c, op.kind, op.key, op.payload, op.opts);
+      op.out = { id: job.id, created };
+      return;
+    }
     const id = b(op.id);
     if (op.type === 'put') {
       await c.query('INSERT INTO records (collection, id, value) VALUES ($1, $2, $3::json) ON CONFLICT (collection, id) DO UPDATE SET value = excluded.value', [op.collection, id, JSON.stringify(op.value)]);
@@ -79,13 +85,18 @@ export class PostgresRecordStore implements RecordRepository {
 
   async batch(ops: Op[]): Promise<void> {
     if (ops.length === 0) return;
-    const keys = [...new Set(ops.map((op) => lockKey(op.collection, op.id)))].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+    const keys = [...new Set(ops.flatMap((op) => (op.type === 'enqueue' ? [] : [lockKey(op.collection, op.id)])))].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
     await this.tx(async (c) => {
       // Row locks are taken in operation order, so two batches naming the same records in another order
       // would deadlock; a lock per record, taken first and in one order, serializes them instead.
       await c.query('SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::bigint[]) WITH ORDINALITY AS u(k, o)', [keys.map(String)]);
       for (const op of ops) await this.apply(c, op);
     });
+  }
+
+  /** The job queue in this database, on this store's pool: what the `enqueue` operations of `batch` write. */
+  jobQueue(): PostgresJobQueue {
+    return new PostgresJobQueue(this.pool);
   }
 
   put(collection: string, id: string, value: unknown, index?: string[]): Promise<void> {

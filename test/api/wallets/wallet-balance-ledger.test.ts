@@ -15,6 +15,7 @@ import { waitUntil } from '../../cluster/cluster-harness.ts';
 import { walletApp, signingCoordinator } from './wallet-app.ts';
 import { CustodyClient, type SendEvmParameters } from '../../../api/sdk/client.ts';
 import { TransactionWorker, type Chains } from '../../../api/transactions/transaction-worker.ts';
+import { TRANSACTION_PROGRESS } from '../../../api/transactions/transaction-service.ts';
 import type { TransactionRecord, TransactionJob } from '../../../api/transactions/records.ts';
 import { EvmChain } from '../../../api/chains/evm/evm-chain.ts';
 import { BitcoinChain } from '../../../api/chains/bitcoin/bitcoin-chain.ts';
@@ -128,12 +129,16 @@ t.test('EVM: transfers through the worker, the balance read from anvil, and the 
   t.equal(net(tokenAsset), -250n);
   t.same((await s.bearer('GET', `/v1/wallets/${w.id}/history`)).json().data.map((x: { id: string }) => x.id), [tokens.id, native.id], 'the history, newest first');
 
-  // Processed again (the job back and the record one state earlier, as after a restart that lost the
-  // worker's progress but not the ledger): the transaction becomes final again and writes no entry twice.
+  // Processed again (a job back in the queue and the record one state earlier, as after a restart that
+  // lost the worker's progress but not the ledger): the transaction becomes final again and writes no
+  // entry twice.
   await worker.stop();
   const final = await stored(native.id);
   const confirmed: TransactionRecord = { ...final, state: 'confirmed' };
-  await s.store.batch([s.transactions.txOp(confirmed, final), { type: 'put', collection: 'tx_jobs', id: native.id, value: { id: native.id, attempts: 0, next_at: 0 } satisfies TransactionJob }]);
+  await s.store.batch([
+    s.transactions.txOp(confirmed, final), { type: 'put', collection: 'tx_jobs', id: native.id, value: { id: native.id, attempts: 0, next_at: 0 } satisfies TransactionJob },
+    { type: 'enqueue', kind: TRANSACTION_PROGRESS, key: native.id, payload: { phase: 'follow' } },
+  ]);
   const again = new TransactionWorker({ vaults: s.vaults, transactions: s.transactions, coordinator: undefined, chains, log: createLogger('worker', 'silent'), pollMs: 50 });
   again.start();
   t.teardown(() => again.stop());
