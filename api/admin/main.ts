@@ -8,6 +8,9 @@
 //   npm run admin -- key create --workspace <id> --role <role> [--label <l>] [--public-key <hex>] [--mfa]
 //   npm run admin -- roster sign --version <n> --identity <file>... [--out <file>] [--operator-key-file <file>]
 //     (the service-node roster, docs/trust.md "Committees", from `npm run node-identity` outputs)
+//   npm run admin -- store copy --from-data-dir <LevelDB dir> [--batch-size <n>]
+//     (copies a stopped LevelDB deployment into the empty PostgreSQL of API_DATABASE_URL, docs/api-storage.md
+//     "Moving from LevelDB to PostgreSQL"; prints a JSON summary)
 // Organizations, tenants and their keys are a private management function; a bearer key is printed once. Without
 // API_OPERATOR_API_URL it opens the API's store directly (API_DATA_DIR), so run it while the API process is stopped;
 // with it, org create/list/add-key, customer link, tenant create, key create/revoke and vault freeze/unfreeze go to the
@@ -25,6 +28,7 @@ import { signRoster, type RosterNode } from '../../core/trust/roster.ts';
 import { createCustomer } from '../customers/create-customer.ts';
 import { CustomerLinks } from '../customers/customer-links.ts';
 import { operatorCommand } from './operator-commands.ts';
+import { copyStore } from '../store/store-copy.ts';
 
 const USAGE = 'usage: npm run admin -- org create --name <name> --public-key <hex> [--label <label>] [--external-id <id>]\n'
   + '       npm run admin -- org repair --id <org>\n'
@@ -34,7 +38,8 @@ const USAGE = 'usage: npm run admin -- org create --name <name> --public-key <he
   + '       npm run admin -- vault freeze|unfreeze --id <vault id>\n'
   + '       npm run admin -- tenant create --name <name>\n'
   + '       npm run admin -- key create --workspace <id> --role <owner|admin|developer|brand_manager|viewer> [--label <l>] [--public-key <hex>] [--mfa]\n'
-  + '       npm run admin -- roster sign --version <n> --identity <file>... [--created <unix seconds>] [--out <file>] [--operator-key-file <file>]\n';
+  + '       npm run admin -- roster sign --version <n> --identity <file>... [--created <unix seconds>] [--out <file>] [--operator-key-file <file>]\n'
+  + '       npm run admin -- store copy --from-data-dir <LevelDB dir> [--batch-size <n>]   (into the PostgreSQL of API_DATABASE_URL)\n';
 
 async function platformCommand(verb: string, rest: string[]): Promise<number> {
   const { values } = parseArgs({ args: rest, options: { name: { type: 'string' }, workspace: { type: 'string' }, role: { type: 'string' }, label: { type: 'string' }, 'public-key': { type: 'string' }, mfa: { type: 'boolean' } } });
@@ -157,6 +162,24 @@ async function customerLink(rest: string[]): Promise<number> {
   }
 }
 
+/**
+ * `store copy --from-data-dir <dir>`: the LevelDB store under `dir` into the empty PostgreSQL database the
+ * API settings name (api/store/store-copy.ts). The summary names counts only, never the database URL.
+ */
+async function storeCopy(rest: string[]): Promise<number> {
+  const { values } = parseArgs({ args: rest, options: { 'from-data-dir': { type: 'string' }, 'batch-size': { type: 'string' } } });
+  if (!values['from-data-dir']) throw new CustodyError('usage', 'store copy needs --from-data-dir <LevelDB directory>');
+  if (values['batch-size'] !== undefined && !/^[1-9]\d{0,4}$/.test(values['batch-size'])) throw new CustodyError('usage', '--batch-size is a number of rows, 1 to 99999');
+  const config = loadApiConfig();
+  if (!config.databaseUrl) throw new CustodyError('usage', 'store copy writes into the PostgreSQL database of API_DATABASE_URL (and API_DATABASE_PASSWORD_FILE): set it');
+  const summary = await copyStore({
+    fromDataDir: values['from-data-dir'], databaseUrl: config.databaseUrl, databasePasswordFile: config.databasePasswordFile,
+    ...(values['batch-size'] !== undefined ? { batchSize: Number(values['batch-size']) } : {}),
+  });
+  process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
+  return 0;
+}
+
 async function main(): Promise<number> {
   const [area, verb, ...rest] = process.argv.slice(2);
   // With API_OPERATOR_API_URL, the tasks the operator API serves go to the running API (docs/operations.md).
@@ -171,6 +194,7 @@ async function main(): Promise<number> {
   }
   if (area === 'customer' && verb === 'link') return customerLink(rest);
   if (area === 'roster' && verb === 'sign') return rosterCommand(rest);
+  if (area === 'store' && verb === 'copy') return storeCopy(rest);
   if ((area === 'tenant' || area === 'key') && verb === 'create') return platformCommand(area, rest);
   if (area === 'vault' && (verb === 'freeze' || verb === 'unfreeze')) return vaultCommand(verb, rest);
   if (area === 'org' && verb === 'repair') return orgRepair(rest);

@@ -27,7 +27,7 @@ export interface StoreSettings {
 }
 
 /** Where and as whom to connect; the password file is read at each new connection. */
-function connection(settings: StoreSettings & { databaseUrl: string }): ConnectionOptions {
+export function connection(settings: Pick<StoreSettings, 'databasePasswordFile'> & { databaseUrl: string }): ConnectionOptions {
   const file = settings.databasePasswordFile;
   return { connectionString: settings.databaseUrl, ...(file ? { password: async () => (await readFile(file, 'utf8')).trim() } : {}) };
 }

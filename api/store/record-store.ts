@@ -178,6 +178,25 @@ export class RecordStore implements RecordRepository {
     return n;
   }
 
+  /**
+   * Every record and index entry as stored, for a copy into another store (api/store/store-copy.ts): a
+   * record's JSON text unparsed, an index entry as `<index string>\x00<id>` (its key without the
+   * collection, the layout of PostgresRecordStore's `entry`). One iterator, so one snapshot; index
+   * entries come first (key order). A key of another layout throws rather than being left behind.
+   */
+  async *exportRaw(): AsyncGenerator<{ kind: 'record'; collection: string; id: string; value: string } | { kind: 'index'; collection: string; entry: string; id: string }> {
+    for await (const [k, v] of this.db.iterator()) {
+      const tag = k.slice(0, 2);
+      const cut = k.indexOf(SEP, 2);
+      if ((tag !== `r${SEP}` && tag !== `i${SEP}`) || cut < 0) throw new Error(`exportRaw: a key of unknown layout: ${JSON.stringify(k.slice(0, 60))}`);
+      const collection = k.slice(2, cut);
+      const rest = k.slice(cut + 1);
+      if (tag === `r${SEP}`) yield { kind: 'record', collection, id: rest, value: v };
+      else if (!rest.endsWith(SEP + v)) throw new Error(`exportRaw: the index entry ${JSON.stringify(rest.slice(0, 60))} of ${collection} does not end with its id`);
+      else yield { kind: 'index', collection, entry: rest, id: v };
+    }
+  }
+
   /** One point read; throws when the database is closed or failing (readiness, api/routes/health.ts). */
   async ping(): Promise<void> {
     await this.db.get(this.key('index_versions', ''));

@@ -197,6 +197,47 @@ export class PostgresRecordStore implements RecordRepository {
     return Number(rows[0]?.n ?? 0);
   }
 
+  /**
+   * Writes records and index entries exported by another store (RecordStore.exportRaw) verbatim: JSON
+   * text as given, ids and entries as their UTF-8 bytes. `batchSize` rows (records and entries together)
+   * per transaction. Plain inserts: a row already present fails the import instead of being overwritten,
+   * so it is meant for a store that holds none of them (api/store/store-copy.ts checks it is empty).
+   * Returns how many records and index entries it wrote.
+   */
+  async importRaw(
+    entries: AsyncIterable<{ kind: 'record'; collection: string; id: string; value: string } | { kind: 'index'; collection: string; entry: string; id: string }>,
+    opts: { batchSize?: number } = {},
+  ): Promise<{ records: number; indexEntries: number }> {
+    const size = Math.max(1, opts.batchSize ?? 1000);
+    const recs = { collection: [] as string[], id: [] as Buffer[], value: [] as string[] };
+    const ixs = { collection: [] as string[], entry: [] as Buffer[], id: [] as Buffer[] };
+    const done = { records: 0, indexEntries: 0 };
+    const flush = async () => {
+      if (recs.id.length + ixs.id.length === 0) return;
+      await this.tx(async (c) => {
+        if (recs.id.length > 0) await c.query('INSERT INTO records (collection, id, value) SELECT * FROM unnest($1::text[], $2::bytea[], $3::json[])', [recs.collection, recs.id, recs.value]);
+        if (ixs.id.length > 0) await c.query('INSERT INTO index_entries (collection, entry, id) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])', [ixs.collection, ixs.entry, ixs.id]);
+      });
+      done.records += recs.id.length;
+      done.indexEntries += ixs.id.length;
+      for (const a of [recs.collection, recs.id, recs.value, ixs.collection, ixs.entry, ixs.id]) a.length = 0;
+    };
+    for await (const e of entries) {
+      if (e.kind === 'record') {
+        recs.collection.push(e.collection);
+        recs.id.push(b(e.id));
+        recs.value.push(e.value);
+      } else {
+        ixs.collection.push(e.collection);
+        ixs.entry.push(b(e.entry));
+        ixs.id.push(b(e.id));
+      }
+      if (recs.id.length + ixs.id.length >= size) await flush();
+    }
+    await flush();
+    return done;
+  }
+
   async ping(): Promise<void> {
     await this.pool.query('SELECT 1');
   }
