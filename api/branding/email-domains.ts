@@ -7,7 +7,6 @@ import { CustodyError } from '../../core/errors/custody-error.ts';
 import { newId } from '../store/ids.ts';
 import type { Actor, AuditLog } from '../tenancy/audit-log.ts';
 import type { Scope } from '../tenancy/scope.ts';
-import { KeyedMutex } from '../../common/keyed-mutex.ts';
 
 export type DomainStatus = 'not_started' | 'pending' | 'verified' | 'failed' | 'temporary_failure';
 export interface DnsRecord { record: string; name: string; value: string; type: 'TXT' | 'CNAME' | 'MX'; ttl: number; priority: number | null }
@@ -40,18 +39,14 @@ export interface DomainRecord {
  */
 interface NameEntry { id: string; tenant: string; workspace: string }
 
-/** Every EmailDomains over one store shares these per-domain locks (check, register and write as one). */
-const nameLocks = new WeakMap<RecordRepository, KeyedMutex>();
-
 const FQDN = /^(?=.{4,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
 
 export class EmailDomains {
   constructor(private readonly store: RecordRepository, private readonly audit: AuditLog, private readonly provider: EmailDomainProvider | undefined, private readonly clock: () => number = Date.now) {}
 
   private lock<T>(domain: string, fn: () => Promise<T>): Promise<T> {
-    let locks = nameLocks.get(this.store);
-    if (!locks) nameLocks.set(this.store, (locks = new KeyedMutex()));
-    return locks.run(domain, fn);
+    // Per domain, on every instance: check, register and write as one.
+    return this.store.exclusive(`email-domain:${domain}`, fn);
   }
 
   /** Every registration of a name, in any tenant and environment. */

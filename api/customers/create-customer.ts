@@ -3,7 +3,6 @@
 // workspaces, and the link, all in one atomic batch. Idempotent by the external id (else the name): a
 // second call returns the customer it made, `created: false`, and refuses another public key.
 import type { Op, RecordRepository } from '../store/record-repository.ts';
-import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { apiKeyId } from '../../core/trust/api-key-id.ts';
 import type { VaultService } from '../vaults/vault-service.ts';
@@ -45,9 +44,6 @@ export interface CustomerServices {
   environment: Environment;
 }
 
-/** One creation per idempotency key at a time, for every caller over one store (the admin command, the operator API). */
-const locks = new WeakMap<RecordRepository, KeyedMutex>();
-
 const EXTERNAL_ID = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
 
 export async function createCustomer(s: CustomerServices, p: CreateCustomerParameters): Promise<CreateCustomerReturnType> {
@@ -56,9 +52,8 @@ export async function createCustomer(s: CustomerServices, p: CreateCustomerParam
   if (!p.operatorSecretKey && !p.bootstrap) throw new CustodyError('invalid_request', 'an organization needs the operator bootstrap: the signer nodes learn it from nothing else (docs/trust.md "Roots")');
   const key = customerKey(p.externalId, p.name);
   const publicKey = p.publicKey.toLowerCase();
-  let lock = locks.get(s.store);
-  if (!lock) locks.set(s.store, (lock = new KeyedMutex()));
-  return lock.run(key, async () => {
+  // One creation per customer key at a time, for every caller on every instance (the admin command, the operator API).
+  return s.store.exclusive(`customer-create:${key}`, async () => {
     const existing = await s.links.byKey(key);
     if (existing) {
       if (existing.first_public_key !== null && existing.first_public_key !== publicKey) {

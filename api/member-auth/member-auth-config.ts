@@ -4,7 +4,6 @@
 // its audit entry; writes of one workspace run one after another, so uniqueness and the references
 // between records (a redirect URL's origin, a Hosted application's origin and callback) hold.
 import { CustodyError } from '../../core/errors/custody-error.ts';
-import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import type { Op, RecordRepository } from '../store/record-repository.ts';
 import { newId } from '../store/ids.ts';
 import { pageOf, type CursorCodec, type PageResult } from '../store/pagination.ts';
@@ -70,17 +69,13 @@ export interface MemberAuthConfigOptions {
   clock?: () => number;
 }
 
-/** Writes of one workspace, in every instance over one store. */
-const locks = new WeakMap<RecordRepository, KeyedMutex>();
-
 export class MemberAuthConfig {
   private readonly clock: () => number;
-  private readonly locks: KeyedMutex;
+  /** Writes of one workspace, one at a time on every instance (the store's lock). */
+  private readonly locks: { run<T>(workspace: string, fn: () => Promise<T>): Promise<T> };
   constructor(private readonly o: MemberAuthConfigOptions) {
     this.clock = o.clock ?? Date.now;
-    let l = locks.get(o.store);
-    if (!l) locks.set(o.store, (l = new KeyedMutex()));
-    this.locks = l;
+    this.locks = { run: (workspace, fn) => o.store.exclusive(`member-auth-config:${workspace}`, fn) };
   }
 
   private iso(): string {

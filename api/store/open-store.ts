@@ -61,19 +61,21 @@ export async function openServingStore(settings: StoreSettings, log: Logger, onL
   const conn = connection({ ...settings, databaseUrl: settings.databaseUrl });
   const holder = new pg.Client(clientConfig(conn));
   let closing = false;
-  holder.on('error', (err) => {
+  const lost = (what: string) => (err: Error) => {
     if (closing) return;
     closing = true; // reported once: a failed connection can emit more than one error
-    log.error({ err: err.message }, 'the connection holding the API instance lock failed; stopping');
+    log.error({ err: err.message }, `the connection holding ${what} failed; stopping`);
     onLockLost();
-  });
+  };
+  holder.on('error', lost('the API instance lock'));
   await holder.connect();
   try {
     const { rows } = await holder.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [INSTANCE_LOCK.toString()]);
     if (!rows[0]?.ok) {
       throw new CustodyError('instance_locked', 'another API instance serves this database; one instance per database until background work runs on the job queue (docs/api-storage.md)');
     }
-    const store = await PostgresRecordStore.open(conn);
+    // Its `exclusive` locks guard critical sections across instances: losing them is losing the lock.
+    const store = await PostgresRecordStore.open({ ...conn, onLocksLost: lost('the store\'s exclusive locks') });
     return {
       store,
       async close() {

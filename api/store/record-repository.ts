@@ -4,6 +4,7 @@
 // PostgreSQL, shared by several API instances (postgres/postgres-record-store.ts). One contract test
 // suite (test/store/repository-contract.ts) runs against both.
 import type { EnqueueOptions } from '../jobs/job-queue.ts';
+import type { TryResult } from './local-locks.ts';
 
 export type Op =
   /** `unindex`: entries of the record to remove, written under a key that no longer holds (a state that changed). */
@@ -48,6 +49,13 @@ export interface RecordRepository {
   entries<T>(collection: string, opts?: { after?: string; lt?: string; limit?: number }): AsyncGenerator<{ id: string; value: T }>;
   all<T>(collection: string): AsyncGenerator<T>;
   count(collection: string): Promise<number>;
+  /**
+   * Runs `fn` holding the lock `name`, waiting for it: across every process that shares the store (an
+   * advisory lock on PostgreSQL; in-process on LevelDB, which one process holds). Not re-entrant.
+   */
+  exclusive<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  /** Runs `fn` holding `name` when it is free now; `{ ran: false }` when another holds it. */
+  tryExclusive<T>(name: string, fn: () => Promise<T>): Promise<TryResult<T>>;
   /** Throws when the store is closed or failing (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -5,6 +5,7 @@ import { Level } from 'level';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import type { Op, RecordRepository } from './record-repository.ts';
 import { enqueueRecords } from '../jobs/record-job-queue.ts';
+import { LocalLocks, type TryResult } from './local-locks.ts';
 
 export type { Op } from './record-repository.ts';
 
@@ -14,6 +15,7 @@ const ENQUEUE_LOCK = '\x00queue';
 
 export class RecordStore implements RecordRepository {
   private readonly claims = new KeyedMutex();
+  private readonly locks = new LocalLocks();
 
   private constructor(private readonly db: Level<string, string>) {}
 
@@ -195,6 +197,15 @@ export class RecordStore implements RecordRepository {
       else if (!rest.endsWith(SEP + v)) throw new Error(`exportRaw: the index entry ${JSON.stringify(rest.slice(0, 60))} of ${collection} does not end with its id`);
       else yield { kind: 'index', collection, entry: rest, id: v };
     }
+  }
+
+  /** In-process: LevelDB's lock file makes this process the only one with the store open. */
+  exclusive<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    return this.locks.run(name, fn);
+  }
+
+  tryExclusive<T>(name: string, fn: () => Promise<T>): Promise<TryResult<T>> {
+    return this.locks.tryRun(name, fn);
   }
 
   /** One point read; throws when the database is closed or failing (readiness, api/routes/health.ts). */

@@ -8,7 +8,6 @@ import type { Op, RecordRepository } from '../store/record-repository.ts';
 import { newId } from '../store/ids.ts';
 import { isRole, type Role } from './permissions.ts';
 import { matchTotp } from './totp.ts';
-import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { isValidEd25519PublicKeyHex } from '../../common/ed25519.ts';
 
@@ -48,9 +47,6 @@ interface TotpLastStep { key: string; step: number; accepted_at: string }
 interface TotpFailures { key: string; since: number; count: number }
 const TOTP_MAX_FAILURES = 5;
 const TOTP_FAILURE_WINDOW_S = 300;
-
-/** Every TenancyService over one store shares these locks: a factor's last step changes under them only. */
-const totpLocks = new WeakMap<RecordRepository, KeyedMutex>();
 
 export class TenancyService {
   constructor(private readonly store: RecordRepository, private readonly clock: () => number = Date.now) {}
@@ -144,9 +140,8 @@ export class TenancyService {
    * and the write run under one lock per key, so of two concurrent calls with one code only one passes.
    */
   async checkTotp(keyId: string, code: string, nowSeconds: number): Promise<boolean> {
-    let locks = totpLocks.get(this.store);
-    if (!locks) totpLocks.set(this.store, (locks = new KeyedMutex()));
-    return locks.run(keyId, async () => {
+    // The store's lock: a factor's last step changes under it only, on every instance.
+    return this.store.exclusive(`totp:${keyId}`, async () => {
       const key = await this.store.get<BearerKeyRecord>('bearer_keys', keyId);
       if (!key?.totp_secret || key.revoked) return false;
       // Six digits fall to guessing without a bound: after TOTP_MAX_FAILURES wrong codes in one window

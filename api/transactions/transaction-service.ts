@@ -8,7 +8,6 @@
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { toHex as viemHex } from 'viem';
-import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { IntentFormatError } from '../../core/intents/canonical.ts';
 import { decodeIntent, encodeIntent, intentExpiryProblem, MAX_INTENT_LIFETIME_SECONDS, verifyIntentSignature, type Intent } from '../../core/intents/intent.ts';
@@ -123,7 +122,6 @@ function requestHash(body: SubmitTransaction): string {
 }
 
 export class TransactionService {
-  private readonly lock = new KeyedMutex();
   private readonly now: () => Date;
   private wake: (() => void) | undefined;
   /** The wallets' ledger, which the worker writes with each state change (one per process: it numbers the entries). */
@@ -136,7 +134,7 @@ export class TransactionService {
 
   /** Runs `fn` while no transaction of `org` is being accepted: what a wallet's decommissioning waits for. */
   exclusive<T>(org: string, fn: () => Promise<T>): Promise<T> {
-    return this.lock.run(org, fn);
+    return this.o.vaults.store.exclusive(`tx-org:${org}`, fn);
   }
 
   /** Whether a transaction of the wallet is not final, failed or rejected yet. */
@@ -187,7 +185,7 @@ export class TransactionService {
     else if (body.end_user_token !== undefined) throw bad('end_user_token applies to hosted vaults with end-user authentication only');
     const transfers = transfersOf(wallet.chain, intent);
 
-    return this.lock.run(org, async () => {
+    return this.o.vaults.store.exclusive(`tx-org:${org}`, async () => {
       // Re-read under the lock: the state, and a concurrent submission with the same key.
       const again = await this.byIdempotencyKey(org, body.idempotency_key);
       if (again) return this.replay(again, hash);

@@ -61,14 +61,10 @@ export class VaultJobs {
     const job = await this.vaults.store.get<JobRecord>('jobs', leased.payload.job_id);
     if (!job) return;
     if (job.next_at > Date.now()) return { runAt: job.next_at };
-    // One at a time with a deletion of the same vault on this instance (VaultService.deleteVault); a
+    // One at a time with a deletion of the same vault, on any instance (VaultService.deleteVault); a
     // vault being deleted is left to it, and its record goes with it.
-    if (!this.vaults.claimVault(job.vault_id)) return { runAt: Date.now() + 1000 };
-    try {
-      await this.runClaimed(job);
-    } finally {
-      this.vaults.releaseVault(job.vault_id);
-    }
+    const ran = await this.vaults.withVault(job.vault_id, () => this.runClaimed(job));
+    if (!ran.ran) return { runAt: Date.now() + 1000 };
     const left = await this.vaults.store.get<JobRecord>('jobs', job.id);
     return left ? { runAt: left.next_at } : undefined;
   }

@@ -2,7 +2,7 @@
 // Every state change and its outbox event go in one batch; key generation runs from a durable job.
 import { randomBytes } from 'node:crypto';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { KeyedMutex } from '../../common/keyed-mutex.ts';
+import type { TryResult } from '../store/local-locks.ts';
 import { isValidEd25519PublicKeyHex } from '../../common/ed25519.ts';
 import { apiKeyId } from '../../core/trust/api-key-id.ts';
 import { decodeTrustEntry, signBootstrap } from '../../core/trust/trust-entry.ts';
@@ -102,12 +102,14 @@ export class VaultService {
   /**
    * One writer per organization: the trust log's appends, and every check a write depends on (quotas,
    * duplicates, the last active key) together with that write, so concurrent requests cannot all pass a
-   * check only some of them fit under (docs/security.md, "Quotas under concurrency"). Not re-entrant.
+   * check only some of them fit under (docs/security.md, "Quotas under concurrency"). The store's lock,
+   * so it holds on every instance. Not re-entrant.
    */
-  private readonly orgLock = new KeyedMutex();
+  private orgLock<T>(org: string, fn: () => Promise<T>): Promise<T> {
+    return this.o.store.exclusive(`vault-org:${org}`, fn);
+  }
+
   private wake: (() => void) | undefined;
-  /** Vaults a key job (VaultJobs) or a deletion is working on now: one of them at a time per vault. */
-  private readonly claimed = new Set<string>();
   /** The organization's enrolled customer nodes (docs/vault-api.md "Nodes"). */
   readonly nodes: NodeService;
 
@@ -191,7 +193,7 @@ export class VaultService {
    * after it, so the nodes can verify the whole log. False when the log already starts with one.
    */
   async repairBootstrap(org: string, operatorSecretKey: Uint8Array): Promise<boolean> {
-    return this.orgLock.run(org, async () => {
+    return this.orgLock(org, async () => {
       if (!(await this.o.store.get<OrgRecord>('orgs', org))) throw new CustodyError('not_found', `no organization ${org}`);
       const log = await this.trustLog(org);
       if (log[0] && decodeTrustEntry(log[0]).kind === 'bootstrap') return false;
@@ -222,12 +224,12 @@ export class VaultService {
   /** Applies `ops` with `entry` appended to the organization's log, one writer per organization. */
   private appendTrust(org: string, entry: Uint8Array | undefined, ops: Op[]): Promise<void> {
     if (!entry) return this.o.store.batch(ops);
-    return this.orgLock.run(org, () => this.appendTrustLocked(org, entry, ops));
+    return this.orgLock(org, () => this.appendTrustLocked(org, entry, ops));
   }
 
   /** Runs `f` as the organization's one writer (see orgLock). Not re-entrant. */
   withOrgLock<T>(org: string, f: () => Promise<T>): Promise<T> {
-    return this.orgLock.run(org, f);
+    return this.orgLock(org, f);
   }
 
   /** appendTrust for a caller that already holds the organization's lock (withOrgLock). */
@@ -252,7 +254,7 @@ export class VaultService {
     checkApiPublicKey(publicKeyHex);
     const pub = publicKeyHex.toLowerCase();
     // The count and the insert under one lock: N concurrent registrations at a quota of Q make Q keys.
-    return this.orgLock.run(org, async () => {
+    return this.orgLock(org, async () => {
       const keys = await this.listKeys(org);
       if (keys.some((k) => k.public_key === pub)) throw new CustodyError('invalid_request', 'this public key is already registered');
       if (keys.filter((k) => !k.revoked).length >= this.o.limits.apiKeysPerOrg) throw new CustodyError('rate_limited', `API key quota reached (${this.o.limits.apiKeysPerOrg} active keys)`);
@@ -268,7 +270,7 @@ export class VaultService {
 
   async revokeKey(org: string, keyId: string, entry?: Uint8Array): Promise<ApiKeyRecord> {
     // Under the lock: two concurrent revocations of an organization's last two keys must not both pass.
-    return this.orgLock.run(org, async () => {
+    return this.orgLock(org, async () => {
       const k = await this.o.store.get<ApiKeyRecord>('api_keys', keyId);
       if (!k || k.org !== org) throw new CustodyError('not_found', 'no such API key');
       if (k.revoked) throw new CustodyError('conflict', 'the key is already revoked');
@@ -287,7 +289,7 @@ export class VaultService {
     checkCommitteeFields(input.tier, input);
     const customerNodeId = await this.customerNode(org, input.tier, input);
     // The count and the insert under one lock: N concurrent creations at a quota of Q make Q vaults.
-    const v = await this.orgLock.run(org, async () => {
+    const v = await this.orgLock(org, async () => {
       const existing = await this.o.store.byIndex<VaultRecord>('vaults', `org/${org}/`, this.o.limits.vaultsPerOrg + 1);
       if (existing.length >= this.o.limits.vaultsPerOrg) throw new CustodyError('rate_limited', `vault quota reached (${this.o.limits.vaultsPerOrg})`);
       const t = iso(this.now());
@@ -372,18 +374,12 @@ export class VaultService {
   }
 
   /**
-   * Claims a vault for a key job or a deletion; false while the other holds it. Synchronous, so a
-   * deletion never removes a vault under a running key generation, nor does a generation start for a
-   * vault being deleted (a key would exist with no vault to spend from).
+   * Runs `fn` as the one key job or deletion working on the vault now, on any instance; `{ ran: false }`
+   * while another holds it. So a deletion never removes a vault under a running key generation, nor
+   * does a generation start for a vault being deleted (a key would exist with no vault to spend from).
    */
-  claimVault(vaultId: string): boolean {
-    if (this.claimed.has(vaultId)) return false;
-    this.claimed.add(vaultId);
-    return true;
-  }
-
-  releaseVault(vaultId: string): void {
-    this.claimed.delete(vaultId);
+  withVault<T>(vaultId: string, fn: () => Promise<T>): Promise<TryResult<T>> {
+    return this.o.store.tryExclusive(`vault:${vaultId}`, fn);
   }
 
   /**
@@ -392,7 +388,7 @@ export class VaultService {
    * answered as it is and nothing more is queued. Any other state has or had a key: 409.
    */
   async retryVault(org: string, vaultId: string): Promise<VaultRecord> {
-    const out = await this.orgLock.run(org, async () => {
+    const out = await this.orgLock(org, async () => {
       const v = await this.vault(org, vaultId);
       if (v.state === 'creating') return { vault: v, queued: false };
       if (v.state !== 'failed' || v.public_key) throw new CustodyError('conflict', `the vault is ${v.state}; only a failed vault can be retried`);
@@ -414,11 +410,10 @@ export class VaultService {
    * job goes with it; it has no wallets (they need the key), so no transactions either.
    */
   async deleteVault(org: string, vaultId: string): Promise<void> {
-    await this.orgLock.run(org, async () => {
+    await this.orgLock(org, async () => {
       await this.vault(org, vaultId);
-      // Claimed before the read below, so what is read is what is deleted: no generation runs in between.
-      if (!this.claimVault(vaultId)) throw new CustodyError('conflict', 'the vault\'s key generation is running now; delete it once it has failed');
-      try {
+      // Held before the read below, so what is read is what is deleted: no generation runs in between.
+      const deleted = await this.withVault(vaultId, async () => {
         const v = await this.vault(org, vaultId);
         if (v.public_key || (v.state !== 'failed' && v.state !== 'creating')) throw new CustodyError('conflict', `the vault is ${v.state} and has a key; a vault with a key is never deleted`);
         const jobs: Op[] = [];
@@ -427,9 +422,8 @@ export class VaultService {
           { type: 'del', collection: 'vaults', id: v.id, index: unindexed(this.vaultOp(v)) }, ...jobs,
           this.event(org, 'vault.deleted', 'vault', v.id, { vault_id: v.id, state: v.state }),
         ]);
-      } finally {
-        this.releaseVault(vaultId);
-      }
+      });
+      if (!deleted.ran) throw new CustodyError('conflict', 'the vault\'s key generation is running now; delete it once it has failed');
     });
   }
 

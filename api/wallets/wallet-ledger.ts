@@ -10,7 +10,6 @@
 //   failed, included     each hold released, and the fee paid (an EVM transaction that reverted)
 //
 // Incoming payments are not observed by the service, so they are not in the ledger.
-import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { IndexList } from '../store/pagination.ts';
 import type { TransactionRecord } from '../transactions/records.ts';
@@ -90,20 +89,18 @@ export function ledgerLegs(prev: TransactionRecord, next: TransactionRecord): Le
 }
 
 export class WalletLedger {
-  private readonly lock = new KeyedMutex();
-
   constructor(private readonly store: RecordRepository, private readonly now: () => Date = () => new Date()) {}
 
   /**
    * Stores `ops` (a transaction's change from `prev` to `next`) in one batch with the ledger entries the
    * change writes that do not exist yet. A release is written only beside its hold: a transaction
    * broadcast before the ledger existed releases nothing it never held. Under a lock per wallet, so
-   * its sequence numbers are given once each.
+   * its sequence numbers are given once each, on every instance (the store's lock).
    */
   async commit(prev: TransactionRecord, next: TransactionRecord, ops: Op[]): Promise<void> {
     const legs = ledgerLegs(prev, next);
     if (!legs.length) return this.store.batch(ops);
-    return this.lock.run(next.wallet_id, async () => {
+    return this.store.exclusive(`ledger:${next.wallet_id}`, async () => {
       const fresh: LedgerLeg[] = [];
       for (const leg of legs) {
         if (await this.store.get(COLLECTION, ledgerEntryId(next.id, leg.leg))) continue;

@@ -10,11 +10,26 @@ import { loadApiConfig } from '../../api/config.ts';
 import { createLogger } from '../../common/logger.ts';
 import { INSTANCE_LOCK, openServingStore, openStore, storeKind } from '../../api/store/open-store.ts';
 import { startPostgres } from '../support/postgres.ts';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { VaultService } from '../../api/vaults/vault-service.ts';
 
 const server = await startPostgres();
 t.teardown(() => server.stop());
 process.env.TEST_POSTGRES_URL = server.url;
 const log = createLogger('api', 'silent');
+
+/** A new empty database on the file's server. */
+async function freshDatabase(tag: string): Promise<string> {
+  const name = `q${process.pid}_${tag}_${Math.random().toString(36).slice(2, 8)}`;
+  const c = new pg.Client({ connectionString: server.url });
+  await c.connect();
+  await c.query(`CREATE DATABASE ${name}`);
+  await c.end();
+  const u = new URL(server.url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
 
 t.test('one serving instance per database; the lock goes with its holder', async (t) => {
   const settings = { dataDir: '/nonexistent', databaseUrl: server.url };
@@ -84,6 +99,24 @@ t.test('a password file, read at each new connection', async (t) => {
   for (let i = 0; got === undefined && i < 50; i++) got = await store.get('probe', 'p').catch(() => undefined);
   t.same(got, { ok: true }, 'a new connection authenticates with the rotated password');
   await store.close();
+});
+
+t.test('two instances on one database: the organization lock holds across them (quota races)', async (t) => {
+  const url = await freshDatabase('quota');
+  const [a, b] = [await openStore({ dataDir: '/nonexistent', databaseUrl: url }), await openStore({ dataDir: '/nonexistent', databaseUrl: url })];
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+  });
+  const limits = { apiKeysPerOrg: 3, vaultsPerOrg: 4 };
+  const [va, vb] = [a, b].map((store) => new VaultService({ store, environment: 'sandbox', limits, verifyTee: undefined }));
+  const { org } = await va!.createOrg('Acme', bytesToHex(ed25519.getPublicKey(ed25519.utils.randomSecretKey())));
+  const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => (i % 2 ? va! : vb!).createVault(org.id, { tier: 'hosted', name: `v${i}` })));
+  t.equal(results.filter((r) => r.status === 'fulfilled').length, 4, 'four vaults created across both instances');
+  t.ok(results.filter((r) => r.status === 'rejected').every((r) => (r.reason as { code?: string }).code === 'rate_limited'), 'the other six refused with rate_limited');
+  let stored = 0;
+  for await (const _ of b.all('vaults')) stored++;
+  t.equal(stored, 4, 'the database holds four');
 });
 
 // Route tests, unchanged, on PostgreSQL. Imported while a test of this file runs, so that theirs join

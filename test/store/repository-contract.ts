@@ -211,6 +211,35 @@ export function repositoryContract(t: Test, store: RecordRepository): void {
   t.test('ping answers while open', async () => {
     await store.ping();
   });
+
+  t.test('exclusive runs one holder of a name at a time; tryExclusive runs only when the name is free', async (t) => {
+    const name = fresh();
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    let inside = 0;
+    let peak = 0;
+    const order: number[] = [];
+    await Promise.all(Array.from({ length: 6 }, (_, i) => store.exclusive(name, async () => {
+      inside++;
+      peak = Math.max(peak, inside);
+      await sleep(10);
+      order.push(i);
+      inside--;
+    })));
+    t.equal(peak, 1, 'never two holders');
+    t.equal(order.length, 6, 'each ran');
+    const other = await Promise.all([store.exclusive(`${name}-a`, async () => { await sleep(30); return 'a'; }), store.exclusive(`${name}-b`, async () => 'b')]);
+    t.same(other, ['a', 'b'], 'other names do not wait');
+    await t.rejects(store.exclusive(name, async () => { throw new Error('inside'); }), /inside/);
+    t.same(await store.tryExclusive(name, async () => 'free again'), { ran: true, value: 'free again' }, 'a throw releases the name');
+    const held = await store.exclusive(name, async () => store.tryExclusive(name, async () => 'nested'));
+    t.same(held, { ran: false }, 'tryExclusive refuses a held name');
+    let waited = false;
+    const first = store.exclusive(name, () => sleep(40));
+    await sleep(5);
+    await store.exclusive(name, async () => { waited = true; });
+    await first;
+    t.ok(waited, 'a waiter runs once the holder is done');
+  });
 }
 
 async function collect<T>(g: AsyncGenerator<T>): Promise<T[]> {

@@ -5,6 +5,7 @@ import t from 'tap';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { migrate, schemaVersion } from '../../api/store/postgres/migrate.ts';
 import { MIGRATIONS } from '../../api/store/postgres/migrations.ts';
+import { LOCKS_APPLICATION } from '../../api/store/postgres/advisory-locks.ts';
 import { PostgresRecordStore } from '../../api/store/postgres/postgres-record-store.ts';
 import { startPostgres } from '../support/postgres.ts';
 import { repositoryContract } from './repository-contract.ts';
@@ -70,12 +71,47 @@ t.test('an idle connection the server ends is dropped, and the store goes on', a
   await store.put('idle', 'k', { v: 1 });
   const db = new URL(storeUrl).pathname.slice(1);
   const { rows } = await admin.query<{ n: number }>(
-    'SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-    [db],
+    'SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND application_name <> $2',
+    [db, LOCKS_APPLICATION],
   );
   const ended = rows[0]!.n;
   t.ok(ended >= 1, 'the store had an idle connection to end');
   for (let i = 0; idleErrors.length < ended && i < 250; i++) await new Promise((r) => setTimeout(r, 20));
   t.equal(idleErrors.length, ended, 'the pool reported each ended connection instead of throwing');
   t.same(await store.get('idle', 'k'), { v: 1 }, 'the next read opens a new connection');
+});
+
+t.test('exclusive holds across two stores on one database (two instances); a lost lock session is reported and replaced', async (t) => {
+  const url = await database();
+  const lost: Error[] = [];
+  const a = await PostgresRecordStore.open({ connectionString: url, onLocksLost: (err) => lost.push(err) });
+  const b = await PostgresRecordStore.open({ connectionString: url });
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+  });
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  let inside = 0;
+  let peak = 0;
+  const section = async () => {
+    inside++;
+    peak = Math.max(peak, inside);
+    const n = ((await a.get<number>('counter', 'n')) ?? 0) + 1;
+    await sleep(5);
+    await b.put('counter', 'n', n);
+    inside--;
+  };
+  await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).exclusive('org:acme', section)));
+  t.equal(peak, 1, 'one holder across both stores');
+  t.equal(await a.get('counter', 'n'), 10, 'no read-modify-write lost');
+  t.same(await a.exclusive('org:acme', () => b.tryExclusive('org:acme', async () => 'b')), { ran: false }, 'the other store cannot take a held name');
+  t.same(await b.tryExclusive('org:acme', async () => 'b'), { ran: true, value: 'b' }, 'released by the holder');
+
+  await a.exclusive('warm', async () => undefined);
+  const db = new URL(url).pathname.slice(1);
+  const { rows } = await admin.query<{ n: number }>('SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = $2', [db, LOCKS_APPLICATION]);
+  t.equal(rows[0]!.n, 2, 'each store has one lock session');
+  for (let i = 0; lost.length === 0 && i < 250; i++) await sleep(20);
+  t.equal(lost.length, 1, 'the store whose lock session failed said so');
+  t.same(await a.tryExclusive('after', async () => 'again'), { ran: true, value: 'again' }, 'the next lock opens a new session');
 });

@@ -6,6 +6,11 @@ import type pg from 'pg';
 import type { IndexEntry, Op, RecordRepository } from '../record-repository.ts';
 import { openMigratedPool, type ConnectionOptions } from './migrate.ts';
 import { insertJob, PostgresJobQueue } from '../../jobs/postgres-job-queue.ts';
+import { AdvisoryLocks } from './advisory-locks.ts';
+import type { TryResult } from '../local-locks.ts';
+import { createLogger } from '../../../common/logger.ts';
+
+const log = createLogger('postgres');
 
 const SEP = '\x00';
 /** LevelDB's upper bound of a prefix range in record-store.ts: the string '\xff', i.e. UTF-8 C3 BF. */
@@ -29,15 +34,27 @@ function lockKey(collection: string, id: string): bigint {
 type Queryable = Pick<pg.PoolClient, 'query'>;
 
 /** postgres://user@host:port/database, an optional password source, pool size. */
-export type PostgresRecordStoreOptions = ConnectionOptions;
+export interface PostgresRecordStoreOptions extends ConnectionOptions {
+  /** Told when the connection holding this process's `exclusive` locks fails (advisory-locks.ts); logged when not given. */
+  onLocksLost?: (err: Error) => void;
+}
 
 export class PostgresRecordStore implements RecordRepository {
-  private constructor(private readonly pool: pg.Pool) {}
+  private constructor(private readonly pool: pg.Pool, private readonly locks: AdvisoryLocks) {}
 
   /** Connects and applies the missing migrations before anything is read. */
   static async open(opts: PostgresRecordStoreOptions): Promise<PostgresRecordStore> {
     const pool = await openMigratedPool(opts);
-    return new PostgresRecordStore(pool);
+    const onLost = opts.onLocksLost ?? ((err: Error) => log.error({ err: err.message }, 'the connection holding this process\'s locks failed; a critical section may have run unguarded'));
+    return new PostgresRecordStore(pool, new AdvisoryLocks(opts, onLost));
+  }
+
+  exclusive<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    return this.locks.run(name, fn);
+  }
+
+  tryExclusive<T>(name: string, fn: () => Promise<T>): Promise<TryResult<T>> {
+    return this.locks.tryRun(name, fn);
   }
 
   /** Runs `fn` in one transaction, again when PostgreSQL aborted it for a conflict with another. */
@@ -242,7 +259,8 @@ export class PostgresRecordStore implements RecordRepository {
     await this.pool.query('SELECT 1');
   }
 
-  close(): Promise<void> {
-    return this.pool.end();
+  async close(): Promise<void> {
+    await this.locks.close();
+    await this.pool.end();
   }
 }

@@ -104,11 +104,13 @@ t.test('delete: a failed vault, or a creating one between attempts, goes with it
 
   // A key generation running now (its job holds the vault) keeps the vault until it settles.
   const running = (await a.call('GET', '/v1/vaults')).json().data[0] as { id: string };
-  t.ok(a.vaults.claimVault(running.id), 'a key job takes the vault');
-  const busy = await send(a, 'DELETE', `/v1/vaults/${running.id}`);
-  t.equal(busy.statusCode, 409, 'no deletion under a running key generation');
-  t.match(busy.json(), { code: 'conflict', error: /key generation is running now/ });
-  a.vaults.releaseVault(running.id);
+  const held = await a.vaults.withVault(running.id, async () => {
+    const busy = await send(a, 'DELETE', `/v1/vaults/${running.id}`);
+    t.equal(busy.statusCode, 409, 'no deletion under a running key generation');
+    t.match(busy.json(), { code: 'conflict', error: /key generation is running now/ });
+    t.same(await a.vaults.withVault(running.id, async () => 'second'), { ran: false }, 'one holder at a time');
+  });
+  t.ok(held.ran, 'a key job takes the vault');
   t.equal((await a.call('GET', `/v1/vaults/${running.id}`)).statusCode, 200, 'the vault is still there');
 
   // A vault with a key is never deleted, in any state.
@@ -136,9 +138,9 @@ t.test('retry and delete are signed requests of the organization', async (t) => 
   const theirs: ApiCredentials = { keyId: other.key.id, secretKey: secret };
   t.equal((await send(a, 'POST', `/v1/vaults/${v.id}/retry`, theirs)).statusCode, 404, 'another organization cannot retry it');
   t.equal((await send(a, 'DELETE', `/v1/vaults/${v.id}`, theirs)).statusCode, 404, 'nor delete it');
-  a.vaults.claimVault(v.id);
-  t.equal((await send(a, 'DELETE', `/v1/vaults/${v.id}`, theirs)).statusCode, 404, 'nor learn that its key generation is running');
-  a.vaults.releaseVault(v.id);
+  await a.vaults.withVault(v.id, async () => {
+    t.equal((await send(a, 'DELETE', `/v1/vaults/${v.id}`, theirs)).statusCode, 404, 'nor learn that its key generation is running');
+  });
   t.equal((await a.vaults.vault(a.org.id, v.id)).state, 'failed', 'the vault is untouched');
 
   const doc = (await a.app.inject({ method: 'GET', url: '/openapi.json' })).json();
