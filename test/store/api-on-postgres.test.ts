@@ -9,7 +9,7 @@ import t from 'tap';
 import { loadApiConfig } from '../../api/config.ts';
 import { createLogger } from '../../common/logger.ts';
 import { INSTANCE_LOCK, openServingStore, openStore, storeKind } from '../../api/store/open-store.ts';
-import { startPostgres } from '../support/postgres.ts';
+import { newDatabase, startPostgres } from '../support/postgres.ts';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { VaultService } from '../../api/vaults/vault-service.ts';
@@ -19,17 +19,6 @@ t.teardown(() => server.stop());
 process.env.TEST_POSTGRES_URL = server.url;
 const log = createLogger('api', 'silent');
 
-/** A new empty database on the file's server. */
-async function freshDatabase(tag: string): Promise<string> {
-  const name = `q${process.pid}_${tag}_${Math.random().toString(36).slice(2, 8)}`;
-  const c = new pg.Client({ connectionString: server.url });
-  await c.connect();
-  await c.query(`CREATE DATABASE ${name}`);
-  await c.end();
-  const u = new URL(server.url);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
 
 t.test('one serving instance per database; the lock goes with its holder', async (t) => {
   const settings = { dataDir: '/nonexistent', databaseUrl: server.url };
@@ -102,7 +91,7 @@ t.test('a password file, read at each new connection', async (t) => {
 });
 
 t.test('two instances on one database: the organization lock holds across them (quota races)', async (t) => {
-  const url = await freshDatabase('quota');
+  const url = await newDatabase(server, 'quota');
   const [a, b] = [await openStore({ dataDir: '/nonexistent', databaseUrl: url }), await openStore({ dataDir: '/nonexistent', databaseUrl: url })];
   t.teardown(async () => {
     await a.close();

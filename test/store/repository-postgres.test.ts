@@ -7,7 +7,7 @@ import { migrate, schemaVersion } from '../../api/store/postgres/migrate.ts';
 import { MIGRATIONS } from '../../api/store/postgres/migrations.ts';
 import { LOCKS_APPLICATION } from '../../api/store/postgres/advisory-locks.ts';
 import { PostgresRecordStore } from '../../api/store/postgres/postgres-record-store.ts';
-import { startPostgres } from '../support/postgres.ts';
+import { newDatabase, startPostgres } from '../support/postgres.ts';
 import { repositoryContract } from './repository-contract.ts';
 
 const server = await startPostgres();
@@ -22,13 +22,7 @@ t.comment(`PostgreSQL started in ${server.startMs} ms on port ${server.port}`);
 const admin = new pg.Client({ connectionString: server.url });
 await admin.connect();
 closers.push(() => admin.end());
-let dbs = 0;
-/** A new empty database on the one server, and its URL. */
-async function database(): Promise<string> {
-  const name = `db${++dbs}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  return server.url.replace(/\/postgres$/, `/${name}`);
-}
+const database = () => newDatabase(server, 'db');
 
 const idleErrors: Error[] = [];
 const storeUrl = await database();

@@ -15,7 +15,7 @@ import { PostgresRecordStore } from '../../api/store/postgres/postgres-record-st
 import type { RecordRepository } from '../../api/store/record-repository.ts';
 import { RecordStore } from '../../api/store/record-store.ts';
 import { copyStore } from '../../api/store/store-copy.ts';
-import { startPostgres } from '../support/postgres.ts';
+import { newDatabase, startPostgres } from '../support/postgres.ts';
 
 const run = promisify(execFile);
 const server = await startPostgres();
@@ -28,12 +28,7 @@ t.teardown(async () => {
 const admin = new pg.Client({ connectionString: server.url });
 await admin.connect();
 closers.push(() => admin.end());
-let dbs = 0;
-async function database(): Promise<string> {
-  const name = `copy${++dbs}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  return server.url.replace(/\/postgres$/, `/${name}`);
-}
+const database = () => newDatabase(server, 'copy');
 function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'store-copy-'));
   closers.push(async () => rmSync(dir, { recursive: true, force: true }));

@@ -150,3 +150,19 @@ export function postgresAvailable(): boolean {
   return PLATFORMS[`${process.platform}-${process.arch}`] !== undefined;
 }
 
+
+let databases = 0;
+/** A new empty database on `server`, named after `tag` and this process, and its URL. */
+export async function newDatabase(server: Pick<PostgresServer, 'url'>, tag: string): Promise<string> {
+  const name = `${tag}_${process.pid}_${++databases}`;
+  const c = new pg.Client({ connectionString: server.url });
+  await c.connect();
+  try {
+    await c.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await c.end();
+  }
+  const u = new URL(server.url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
