@@ -65,8 +65,9 @@ export class VaultJobs {
     // vault being deleted is left to it, and its record goes with it.
     const ran = await this.vaults.withVault(job.vault_id, () => this.runClaimed(job));
     if (!ran.ran) return { runAt: Date.now() + 1000 };
+    // Still there: a retry at its next time (no sooner than a second: without a coordinator a job stays as it was).
     const left = await this.vaults.store.get<JobRecord>('jobs', job.id);
-    return left ? { runAt: left.next_at } : undefined;
+    return left ? { runAt: Math.max(left.next_at, Date.now() + 1000) } : undefined;
   }
 
   private async runClaimed(job: JobRecord): Promise<void> {
