@@ -11,7 +11,7 @@
 // order in which claimers can see them.
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
-import { openMigratedPool, type ConnectionOptions } from '../store/postgres/migrate.ts';
+import { inTransaction, openMigratedPool, type ConnectionOptions } from '../store/postgres/migrate.ts';
 import type { EnqueueOptions, EnqueueResult, Job, JobQueue, JobState, KindStats, LeasedJob } from './job-queue.ts';
 import { LeaseLostError } from './lease-lost-error.ts';
 
@@ -94,19 +94,8 @@ export class PostgresJobQueue implements JobQueue {
     return new PostgresJobQueue(pool, true);
   }
 
-  async enqueue<P>(kind: string, key: string, payload: P, opts: EnqueueOptions = {}): Promise<EnqueueResult<P>> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const out = await insertJob<P>(client, kind, key, payload, opts);
-      await client.query('COMMIT');
-      return out;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+  enqueue<P>(kind: string, key: string, payload: P, opts: EnqueueOptions = {}): Promise<EnqueueResult<P>> {
+    return inTransaction(this.pool, (client) => insertJob<P>(client, kind, key, payload, opts));
   }
 
   async claim(workerId: string, kinds: readonly string[], limit: number, leaseMs: number): Promise<LeasedJob[]> {

@@ -11,14 +11,28 @@ import { MIGRATIONS, type Migration } from './migrations.ts';
 /** The advisory lock key of schema changes ("custody" in ASCII), shared by every instance. */
 const MIGRATION_LOCK = 0x637573746f6479n;
 
+/** Runs `fn` in one transaction on a client of `pool`: committed when it returns, rolled back when it throws. */
+export async function inTransaction<R>(pool: Pool, fn: (client: pg.PoolClient) => Promise<R>): Promise<R> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const out = await fn(client);
+    await client.query('COMMIT');
+    return out;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
 /** Brings the schema to the newest migration; returns the versions this call applied (empty when none). */
 export async function migrate(pool: Pool, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
   migrations.forEach((m, i) => {
     if (m.version !== i + 1) throw new CustodyError('bad_version', `migration ${m.name} has version ${m.version}, expected ${i + 1}`);
   });
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  return inTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK.toString()]);
     await client.query('CREATE TABLE IF NOT EXISTS migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
     const { rows } = await client.query<{ version: number }>('SELECT version FROM migrations ORDER BY version');
@@ -33,14 +47,8 @@ export async function migrate(pool: Pool, migrations: readonly Migration[] = MIG
       await client.query('INSERT INTO migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
       applied.push(m.version);
     }
-    await client.query('COMMIT');
     return applied;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /** The version the database is at (0: never migrated). */

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { IndexEntry, Op, RecordRepository } from '../record-repository.ts';
-import { openMigratedPool, type ConnectionOptions } from './migrate.ts';
+import { inTransaction, openMigratedPool, type ConnectionOptions } from './migrate.ts';
 import { insertJob, PostgresJobQueue } from '../../jobs/postgres-job-queue.ts';
 import { AdvisoryLocks } from './advisory-locks.ts';
 import type { TryResult } from '../local-locks.ts';
@@ -60,17 +60,10 @@ export class PostgresRecordStore implements RecordRepository {
   /** Runs `fn` in one transaction, again when PostgreSQL aborted it for a conflict with another. */
   private async tx<R>(fn: (c: Queryable) => Promise<R>): Promise<R> {
     for (let attempt = 1; ; attempt++) {
-      const client = await this.pool.connect();
       try {
-        await client.query('BEGIN');
-        const out = await fn(client);
-        await client.query('COMMIT');
-        return out;
+        return await inTransaction(this.pool, fn);
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
         if (attempt >= ATTEMPTS || !RETRYABLE.has((err as { code?: string }).code ?? '')) throw err;
-      } finally {
-        client.release();
       }
     }
   }
