@@ -90,6 +90,11 @@ export interface JobQueue {
    */
   release(job: Pick<Job, 'id'>, leaseToken: string, runAt?: number): Promise<void>;
   get<P = unknown>(id: string): Promise<Job<P> | undefined>;
+  /**
+   * Deletes up to `limit` done and dead jobs that finished before `before` (epoch ms), oldest first, and
+   * frees their dedupe keys; how many it deleted. Queued and leased jobs are never touched.
+   */
+  prune(before: number, limit: number): Promise<number>;
   /** Depth and lag of every kind with queued or leased jobs (api/metrics/queue-metrics.ts). */
   stats(): Promise<KindStats[]>;
 }

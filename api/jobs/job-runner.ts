@@ -47,6 +47,12 @@ export interface JobRunnerOptions {
   random?: () => number;
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   logger?: Pick<Logger, 'warn' | 'error'>;
+  /**
+   * Done and dead jobs older than this are deleted (`JobQueue.prune`), at most once per `pruneEveryMs`
+   * from the poll loop, 1000 at a time; default 7 days, every hour. Their dedupe keys go with them.
+   */
+  retentionMs?: number;
+  pruneEveryMs?: number;
   /** Called once the queue recorded a job's outcome, or refused it ('lost'): for metrics and tests. */
   onSettled?: (job: LeasedJob, outcome: JobOutcome) => void;
 }
@@ -84,11 +90,13 @@ export class JobRunner {
   private loop: Promise<void> | undefined;
   /** Set by `poke`: poll again at once, also when the poke came while a claim was under way. */
   private poked = false;
+  private prunedAt = -Infinity;
   private readonly o: Required<Omit<JobRunnerOptions, 'logger' | 'onSettled'>> & Pick<JobRunnerOptions, 'logger' | 'onSettled'>;
 
   constructor(private readonly queue: JobQueue, opts: JobRunnerOptions) {
     this.o = {
-      concurrency: 4, pollMs: 1000, jitter: 0.2, leaseMs: 30_000, graceMs: 10_000, clock: Date.now, random: Math.random, sleep: defaultSleep,
+      concurrency: 4, pollMs: 1000, jitter: 0.2, leaseMs: 30_000, graceMs: 10_000, retentionMs: 7 * 86_400_000, pruneEveryMs: 3_600_000,
+      clock: Date.now, random: Math.random, sleep: defaultSleep,
       ...opts,
     };
   }
@@ -117,6 +125,7 @@ export class JobRunner {
       } catch (err) {
         this.o.logger?.error({ err }, 'job claim failed');
       }
+      await this.pruneDue();
       if (this.stopping.signal.aborted) break;
       // A full batch suggests more is due: poll again at once when a slot is free.
       const free = this.o.concurrency - this.running.size;
@@ -124,6 +133,18 @@ export class JobRunner {
       const j = this.o.jitter;
       this.wake = new AbortController();
       await this.o.sleep(this.o.pollMs * (1 - j + 2 * j * this.o.random()), AbortSignal.any([this.stopping.signal, this.wake.signal]));
+    }
+  }
+
+  /** Deletes finished jobs past the retention, when the last prune is `pruneEveryMs` old. */
+  private async pruneDue(): Promise<void> {
+    const now = this.o.clock();
+    if (now - this.prunedAt < this.o.pruneEveryMs) return;
+    this.prunedAt = now;
+    try {
+      await this.queue.prune(now - this.o.retentionMs, 1000);
+    } catch (err) {
+      this.o.logger?.warn({ err }, 'finished jobs not pruned');
     }
   }
 

@@ -160,6 +160,17 @@ export class PostgresJobQueue implements JobQueue {
     return rows[0] === undefined ? undefined : toJob<P>(rows[0]);
   }
 
+  async prune(before: number, limit: number): Promise<number> {
+    if (limit <= 0) return 0;
+    // A finished job's updated_at is when it finished (nothing changes it afterwards); the dedupe key goes with the row.
+    const r = await this.pool.query(
+      `DELETE FROM jobs WHERE id IN (
+         SELECT id FROM jobs WHERE state IN ('done', 'dead') AND updated_at < $1 ORDER BY updated_at LIMIT $2)`,
+      [new Date(before), limit],
+    );
+    return r.rowCount ?? 0;
+  }
+
   async stats(): Promise<KindStats[]> {
     const { rows } = await this.pool.query<{ kind: string; depth: string; leased: string; lag_ms: number | null }>(
       `SELECT kind, count(*) AS depth,

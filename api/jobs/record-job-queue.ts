@@ -20,6 +20,8 @@ const PAGE = 100;
 
 interface JobRecord extends Job {
   leaseToken?: string;
+  /** When it became done or dead (the prune index). */
+  finishedAt?: number;
 }
 
 const time = (ms: number) => String(Math.max(0, Math.floor(ms))).padStart(15, '0');
@@ -27,6 +29,7 @@ const jobId = (seq: number) => `j${String(seq).padStart(12, '0')}`;
 
 function indexOf(r: JobRecord): string[] {
   const out: string[] = [];
+  if ((r.state === 'done' || r.state === 'dead') && r.finishedAt !== undefined) out.push(['f', time(r.finishedAt), r.id].join(SEP));
   if (r.state === 'queued') out.push(['q', r.kind, time(r.runAt), r.id].join(SEP));
   if (r.state === 'leased') out.push(['l', r.kind, time(r.leasedUntil ?? 0), r.id].join(SEP));
   if ((r.state === 'queued' || r.state === 'leased') && r.orderingKey !== undefined) out.push(`o${SEP}${r.orderingKey}`);
@@ -34,7 +37,7 @@ function indexOf(r: JobRecord): string[] {
 }
 
 function publicJob<P>(r: JobRecord): Job<P> {
-  const { leaseToken: _, ...job } = r;
+  const { leaseToken: _, finishedAt: _f, ...job } = r;
   return job as Job<P>;
 }
 
@@ -194,13 +197,32 @@ export class RecordJobQueue implements JobQueue {
   }
 
   async complete(job: Pick<Job, 'id'>, leaseToken: string): Promise<void> {
-    await this.leased(job.id, leaseToken, (r) => ({ ...RecordJobQueue.unleased(r), state: 'done' }));
+    await this.leased(job.id, leaseToken, (r) => ({ ...RecordJobQueue.unleased(r), state: 'done', finishedAt: this.clock() }));
   }
 
   async fail(job: Pick<Job, 'id'>, leaseToken: string, retryAt: number | null, error: string): Promise<void> {
     await this.leased(job.id, leaseToken, (r) =>
-      retryAt === null ? { ...RecordJobQueue.unleased(r), state: 'dead', lastError: error } : { ...RecordJobQueue.unleased(r), state: 'queued', runAt: retryAt, lastError: error },
+      retryAt === null ? { ...RecordJobQueue.unleased(r), state: 'dead', lastError: error, finishedAt: this.clock() } : { ...RecordJobQueue.unleased(r), state: 'queued', runAt: retryAt, lastError: error },
     );
+  }
+
+  /** Walks the finished jobs' index (`f\0<finishedAt>`), oldest first; a job's dedupe record goes with it. */
+  prune(before: number, limit: number): Promise<number> {
+    if (limit <= 0) return Promise.resolve(0);
+    return this.locked(async () => {
+      const ops: Op[] = [];
+      let n = 0;
+      for await (const r of this.walk(`f${SEP}`, (r) => (r.finishedAt ?? Infinity) < before)) {
+        ops.push({ type: 'del', collection: JOBS, id: r.id, index: indexOf(r) });
+        if (r.dedupeKey !== undefined) {
+          const dedupeId = `${r.kind}${SEP}${r.dedupeKey}`;
+          if ((await this.store.get<string>('queue_dedupe', dedupeId)) === r.id) ops.push({ type: 'del', collection: 'queue_dedupe', id: dedupeId });
+        }
+        if (++n >= limit) break;
+      }
+      if (ops.length) await this.store.batch(ops);
+      return n;
+    });
   }
 
   async extend(job: Pick<Job, 'id'>, leaseToken: string, leaseMs: number): Promise<number> {

@@ -288,4 +288,33 @@ export function jobQueueContract(t: Test, queue: JobQueue, store: RecordReposito
     t.equal(b?.id, job.id, 'due at the time given');
     t.equal(b?.attempts, 1);
   });
+
+  t.test('prune deletes finished jobs past the retention, oldest first, and frees their dedupe keys', async (t) => {
+    const kind = fresh();
+    const done = await queue.enqueue(kind, 'done', {}, { dedupeKey: 'once' });
+    const dead = await queue.enqueue(kind, 'dead', {});
+    const waiting = await queue.enqueue(kind, 'waiting', {}, { runAt: Date.now() + 60_000 });
+    const [a] = await queue.claim('w', [kind], 1, 10_000);
+    await queue.complete(a!, a!.leaseToken);
+    await sleep(30);
+    const between = Date.now();
+    await sleep(30);
+    const [b] = await queue.claim('w', [kind], 1, 10_000);
+    await queue.fail(b!, b!.leaseToken, null, 'bad payload');
+    const [running] = await queue.enqueue(kind, 'running', {}).then(() => queue.claim('w', [kind], 1, 10_000));
+    t.equal(running?.key, 'running');
+    t.equal(await queue.prune(Date.now() - 60_000, 10), 0, 'nothing finished before the cut-off');
+    // Other cases' finished jobs share the queue: those older than the cut-off go too.
+    t.ok((await queue.prune(between, 1000)) >= 1);
+    t.equal(await queue.get(done.job.id), undefined, 'the job done before the cut-off is gone');
+    t.match(await queue.get(dead.job.id), { state: 'dead' }, 'the one that died after it stays');
+    t.equal(await queue.prune(Date.now() + 1000, 1), 1, 'the limit holds');
+    // Everything finished so far (the limit-1 prune may have taken this case's dead job already).
+    await queue.prune(Date.now() + 1000, 1000);
+    t.equal(await queue.get(dead.job.id), undefined, 'dead jobs go as well');
+    t.match(await queue.get(waiting.job.id), { state: 'queued' }, 'a queued job stays');
+    t.match(await queue.get(running!.id), { state: 'leased' }, 'a leased job stays');
+    const again = await queue.enqueue(kind, 'done', { second: true }, { dedupeKey: 'once' });
+    t.ok(again.created, 'the pruned job\'s dedupe key is free again');
+  });
 }

@@ -84,6 +84,24 @@ t.test('a handler that returns a runAt defers its job: no attempt counted, run a
   t.match(await queue.get(job.id), { state: 'done' });
 });
 
+t.test('the runner prunes finished jobs past its retention, at most once per interval', async (t) => {
+  const kind = fresh();
+  let now = Date.now();
+  const { job } = await queue.enqueue(kind, 'old', {});
+  const runner = new JobRunner(queue, { workerId: 'r', pollMs: 5, retentionMs: 1000, pruneEveryMs: 60_000, clock: () => now, kinds: { [kind]: { async handler() {} } } });
+  runner.start();
+  await until(async () => (await queue.get(job.id))?.state === 'done');
+  t.ok(await queue.get(job.id), 'kept while younger than the retention');
+  now += 120_000;
+  await until(async () => (await queue.get(job.id)) === undefined);
+  const { job: next } = await queue.enqueue(kind, 'new', {});
+  await until(async () => (await queue.get(next.id))?.state === 'done');
+  now += 30_000;
+  await sleep(50);
+  t.ok(await queue.get(next.id), 'no second prune within the interval');
+  await runner.stop();
+});
+
 t.test('the lease is renewed while a handler runs longer than the lease', async (t) => {
   const kind = fresh();
   const { job } = await queue.enqueue(kind, 'v', {});

@@ -65,4 +65,10 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX jobs_ordering ON jobs (ordering_key, id) WHERE state IN ('queued', 'leased') AND ordering_key IS NOT NULL;
     `,
   },
+  {
+    version: 3,
+    name: 'finished jobs by age',
+    // Pruning (PostgresJobQueue.prune) walks finished jobs oldest first; queued and leased ones are not in it.
+    sql: `CREATE INDEX jobs_finished ON jobs (updated_at) WHERE state IN ('done', 'dead');`,
+  },
 ];
