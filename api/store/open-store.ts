@@ -49,6 +49,25 @@ export interface ServingStore {
 }
 
 /**
+ * Takes the instance lock on a connection of its own and returns that connection, which holds the lock
+ * until it ends; refuses with `instance_locked` (saying `busy`) while another session holds it.
+ * `onError` hears of the connection failing, and with it the lock.
+ */
+export async function takeInstanceLock(conn: ConnectionOptions, busy: string, onError: (err: Error) => void): Promise<pg.Client> {
+  const holder = new pg.Client(clientConfig(conn));
+  holder.on('error', onError);
+  await holder.connect();
+  try {
+    const { rows } = await holder.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [INSTANCE_LOCK.toString()]);
+    if (!rows[0]?.ok) throw new CustodyError('instance_locked', busy);
+    return holder;
+  } catch (err) {
+    await holder.end().catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
  * The configured store of the serving process; on PostgreSQL, with the one-instance lock held until
  * `close`. Should the lock's connection fail, another instance could take the lock: `onLockLost` is
  * told, and the caller stops serving.
@@ -59,7 +78,6 @@ export async function openServingStore(settings: StoreSettings, log: Logger, onL
     return { store, close: () => store.close() };
   }
   const conn = connection({ ...settings, databaseUrl: settings.databaseUrl });
-  const holder = new pg.Client(clientConfig(conn));
   let closing = false;
   const lost = (what: string) => (err: Error) => {
     if (closing) return;
@@ -67,13 +85,8 @@ export async function openServingStore(settings: StoreSettings, log: Logger, onL
     log.error({ err: err.message }, `the connection holding ${what} failed; stopping`);
     onLockLost();
   };
-  holder.on('error', lost('the API instance lock'));
-  await holder.connect();
+  const holder = await takeInstanceLock(conn, 'another API instance serves this database; one instance per database until background work runs on the job queue (docs/api-storage.md)', lost('the API instance lock'));
   try {
-    const { rows } = await holder.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [INSTANCE_LOCK.toString()]);
-    if (!rows[0]?.ok) {
-      throw new CustodyError('instance_locked', 'another API instance serves this database; one instance per database until background work runs on the job queue (docs/api-storage.md)');
-    }
     // Its `exclusive` locks guard critical sections across instances: losing them is losing the lock.
     const store = await PostgresRecordStore.open({ ...conn, onLocksLost: lost('the store\'s exclusive locks') });
     return {

@@ -10,12 +10,10 @@
 // target holds any record, index entry or job. Counts are compared once the copy is written.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { Job } from '../jobs/job-queue.ts';
-import { PostgresJobQueue } from '../jobs/postgres-job-queue.ts';
-import { connection, INSTANCE_LOCK } from './open-store.ts';
-import { clientConfig, type ConnectionOptions } from './postgres/migrate.ts';
+import { connection, takeInstanceLock } from './open-store.ts';
+import type { ConnectionOptions } from './postgres/migrate.ts';
 import { PostgresRecordStore } from './postgres/postgres-record-store.ts';
 import { RecordStore } from './record-store.ts';
 
@@ -68,21 +66,17 @@ export async function copyStore(settings: StoreCopySettings): Promise<StoreCopyS
 
   // The serving instance's lock, on a connection of its own for the whole copy: no API instance starts
   // on a half-copied database, and none serves while the copy runs.
-  const holder = new pg.Client(clientConfig(conn));
   let lockLost: Error | undefined;
-  holder.on('error', (err) => {
+  const holder = await takeInstanceLock(conn, 'an API instance serves the target database (it holds the instance lock); stop every API instance on it first', (err) => {
     lockLost ??= err;
   });
-  await holder.connect();
   let source: RecordStore | undefined;
   let target: PostgresRecordStore | undefined;
-  let queue: PostgresJobQueue | undefined;
   try {
-    const { rows } = await holder.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [INSTANCE_LOCK.toString()]);
-    if (!rows[0]?.ok) throw new CustodyError('instance_locked', 'an API instance serves the target database (it holds the instance lock); stop every API instance on it first');
     source = await openSource(settings.fromDataDir);
     target = await PostgresRecordStore.open(conn);
-    queue = await PostgresJobQueue.open(conn);
+    // On the store's own pool, migrated by its open.
+    const queue = target.jobQueue();
 
     const present = await holder.query<{ records: string; index_entries: string; jobs: string }>(
       'SELECT (SELECT count(*) FROM records) AS records, (SELECT count(*) FROM index_entries) AS index_entries, (SELECT count(*) FROM jobs) AS jobs',
@@ -175,7 +169,6 @@ export async function copyStore(settings: StoreCopySettings): Promise<StoreCopyS
       verified: true,
     };
   } finally {
-    await queue?.close().catch(() => undefined);
     await target?.close().catch(() => undefined);
     await source?.close().catch(() => undefined);
     // Ending the connection releases the instance lock.

@@ -14,10 +14,13 @@ import pg from 'pg';
 import { LocalLocks, type TryResult } from '../local-locks.ts';
 import { clientConfig, type ConnectionOptions } from './migrate.ts';
 
-/** 64 bits of SHA-256 over a domain tag and the name (a collision only serializes two names). */
-function lockKey(name: string): string {
-  return createHash('sha256').update('custody-exclusive\x00').update(name).digest().readBigInt64BE(0).toString();
+/** An advisory lock key: 64 bits of SHA-256 over the parts, \x00-separated (a collision only serializes two locks). */
+export function advisoryKey(...parts: string[]): bigint {
+  return createHash('sha256').update(parts.join('\x00')).digest().readBigInt64BE(0);
 }
+
+/** The key of an `exclusive` name, under its own domain tag. */
+const lockKey = (name: string): string => advisoryKey('custody-exclusive', name).toString();
 
 /** How the lock session names itself in pg_stat_activity. */
 export const LOCKS_APPLICATION = 'custody-locks';

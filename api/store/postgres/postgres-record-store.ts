@@ -1,12 +1,11 @@
 // The API's records in PostgreSQL: the RecordRepository of record-store.ts for several API instances
 // sharing one database (docs/api-storage.md). Every range is the byte range record-store.ts gives LevelDB,
 // over bytea columns that compare as LevelDB does, so walks, positions and cursors are identical.
-import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { IndexEntry, Op, RecordRepository } from '../record-repository.ts';
 import { inTransaction, openMigratedPool, type ConnectionOptions } from './migrate.ts';
 import { insertJob, PostgresJobQueue } from '../../jobs/postgres-job-queue.ts';
-import { AdvisoryLocks } from './advisory-locks.ts';
+import { AdvisoryLocks, advisoryKey } from './advisory-locks.ts';
 import type { TryResult } from '../local-locks.ts';
 import { createLogger } from '../../../common/logger.ts';
 
@@ -26,10 +25,8 @@ const REINDEX_LOCK = 0x72656978;
 const b = (s: string): Buffer => Buffer.from(s, 'utf8');
 const s = (x: Buffer): string => x.toString('utf8');
 
-/** The advisory lock of one record: 64 bits of SHA-256 over its collection and id (a collision only serializes). */
-function lockKey(collection: string, id: string): bigint {
-  return createHash('sha256').update(collection).update(SEP).update(id).digest().readBigInt64BE(0);
-}
+/** The advisory lock of one record, over its collection and id. */
+const lockKey = (collection: string, id: string): bigint => advisoryKey(collection, id);
 
 type Queryable = Pick<pg.PoolClient, 'query'>;
 
