@@ -4,8 +4,8 @@
 // with the same body gets that answer again without doing anything, and the same key with another body
 // is 409 idempotency_key_reused: never a silent replay of a different request. Keys are per workspace
 // and per operation. A request that fails stores nothing, so it can be retried under the same key.
-// Requests with the same key in this process run one after another, so a retry racing the original
-// waits for it and replays its answer.
+// Requests with the same key run one after another, in this process or any other sharing the store (the
+// store's `exclusive` lock per key), so a retry racing the original waits for it and replays its answer.
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { RecordRepository } from './store/record-repository.ts';
@@ -33,7 +33,6 @@ export function bodyFingerprint(body: unknown): string {
 interface Stored<T> { fingerprint: string; response: T; created_at: string }
 
 export class IdempotentRequests {
-  private readonly running = new Map<string, Promise<unknown>>();
   constructor(private readonly store: RecordRepository, private readonly clock: () => number = Date.now) {}
 
   /**
@@ -44,17 +43,7 @@ export class IdempotentRequests {
   async run<T>(workspace: string, operation: string, key: string | undefined, body: unknown, fn: () => Promise<T>, legacy?: (record: unknown) => T): Promise<T> {
     if (key === undefined) return fn();
     const id = `${workspace}\x00${operation}\x00${key}`;
-    const before = this.running.get(id);
-    const mine = (async () => {
-      if (before) await before.catch(() => undefined);
-      return this.once(id, body, fn, legacy);
-    })();
-    this.running.set(id, mine);
-    try {
-      return await mine;
-    } finally {
-      if (this.running.get(id) === mine) this.running.delete(id);
-    }
+    return this.store.exclusive(`idempotency:${id}`, () => this.once(id, body, fn, legacy));
   }
 
   private async once<T>(id: string, body: unknown, fn: () => Promise<T>, legacy?: (record: unknown) => T): Promise<T> {

@@ -2,8 +2,10 @@
 // in the batch that makes the change) to the webhook delivery engine, into the workspace the customer
 // link names (docs/customers.md "Events"). Each outbox row is deleted in the very batch that stores the
 // webhook event and its deliveries (DeliveryEngine.emit's `extra`), so a crash before that batch leaves
-// the row to relay again and a crash after it leaves nothing to relay twice. One relay per store: the
-// API process holds the LevelDB lock, and the relay takes rows one at a time, in the outbox's order.
+// the row to relay again and a crash after it leaves nothing to relay twice. One relay at a time per
+// store: each pass holds the store's `event-relay` lock (every API instance sharing a PostgreSQL store
+// runs a relay, and a pass finds the lock free only when no other instance's pass runs), and takes rows
+// one at a time, in the outbox's order.
 import type { Logger } from '../../common/logger.ts';
 import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { DeliveryEngine } from '../webhooks/delivery-engine.ts';
@@ -53,6 +55,11 @@ export class EventRelay {
    * a catalog name is dropped. Stops at the first failure (the row stays for the next pass).
    */
   async runOnce(): Promise<RelayPass> {
+    const r = await this.o.store.tryExclusive('event-relay', () => this.relay());
+    return r.ran ? r.value : { relayed: 0, parked: 0, dropped: 0 };
+  }
+
+  private async relay(): Promise<RelayPass> {
     await (this.released ??= this.releaseLinked());
     const pass: RelayPass = { relayed: 0, parked: 0, dropped: 0 };
     const limit = this.o.batch ?? 100;

@@ -1,12 +1,13 @@
 // The API's record store, as configured (docs/api-storage.md "Choosing the store"): PostgreSQL when
 // API_DATABASE_URL is set, else the embedded LevelDB under API_DATA_DIR.
 //
-// Until the API's background work (key generation, transaction progress, webhook delivery) runs on the
-// shared job queue, two API processes on one database would both run it, and both could broadcast one
-// transaction. So the serving process holds a PostgreSQL session advisory lock for as long as it runs:
-// a second instance on the same database refuses to start (`instance_locked`), and the lock goes with
-// the holder's connection when that process ends or dies. The admin CLI's store takes no lock: it runs
-// no background work.
+// Any number of API instances serve one PostgreSQL database: their background work is shared through the
+// job queue and the store's locks (docs/api-storage.md "Several instances"). Each serving process holds
+// the instance lock *shared* for as long as it runs, on a connection of its own; the store copy
+// (store-copy.ts), which must be the database's only writer, takes it *exclusively*. So a copy refuses
+// to start while any instance serves (`instance_locked`), and an instance refuses to start while a copy
+// runs. The lock goes with its connection when the process ends or dies. The admin CLI's other commands
+// take no lock.
 import { readFile } from 'node:fs/promises';
 import pg from 'pg';
 import type { Logger } from '../../common/logger.ts';
@@ -16,7 +17,7 @@ import { PostgresRecordStore } from './postgres/postgres-record-store.ts';
 import { RecordStore } from './record-store.ts';
 import type { RecordRepository } from './record-repository.ts';
 
-/** The serving instance's lock key ("api-one" in ASCII), distinct from the migration lock. */
+/** The instance lock's key ("api-one" in ASCII), distinct from the migration lock. */
 export const INSTANCE_LOCK = 0x6170692d6f6e65n;
 
 export interface StoreSettings {
@@ -49,16 +50,18 @@ export interface ServingStore {
 }
 
 /**
- * Takes the instance lock on a connection of its own and returns that connection, which holds the lock
- * until it ends; refuses with `instance_locked` (saying `busy`) while another session holds it.
- * `onError` hears of the connection failing, and with it the lock.
+ * Takes the instance lock, shared (a serving instance) or exclusive (the store copy), on a connection of
+ * its own and returns that connection, which holds the lock until it ends; refuses with
+ * `instance_locked` (saying `busy`) while another session holds it in a conflicting mode. `onError`
+ * hears of the connection failing, and with it the lock.
  */
-export async function takeInstanceLock(conn: ConnectionOptions, busy: string, onError: (err: Error) => void): Promise<pg.Client> {
+export async function takeInstanceLock(conn: ConnectionOptions, mode: 'shared' | 'exclusive', busy: string, onError: (err: Error) => void): Promise<pg.Client> {
   const holder = new pg.Client(clientConfig(conn));
   holder.on('error', onError);
   await holder.connect();
   try {
-    const { rows } = await holder.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [INSTANCE_LOCK.toString()]);
+    const take = mode === 'shared' ? 'pg_try_advisory_lock_shared' : 'pg_try_advisory_lock';
+    const { rows } = await holder.query<{ ok: boolean }>(`SELECT ${take}($1::bigint) AS ok`, [INSTANCE_LOCK.toString()]);
     if (!rows[0]?.ok) throw new CustodyError('instance_locked', busy);
     return holder;
   } catch (err) {
@@ -68,9 +71,10 @@ export async function takeInstanceLock(conn: ConnectionOptions, busy: string, on
 }
 
 /**
- * The configured store of the serving process; on PostgreSQL, with the one-instance lock held until
- * `close`. Should the lock's connection fail, another instance could take the lock: `onLockLost` is
- * told, and the caller stops serving.
+ * The configured store of the serving process; on PostgreSQL, with the instance lock held shared until
+ * `close`. Should a lock connection fail (the instance lock, or the one holding the store's `exclusive`
+ * locks, which another instance could then take while a critical section here still runs),
+ * `onLockLost` is told, and the caller stops serving.
  */
 export async function openServingStore(settings: StoreSettings, log: Logger, onLockLost: () => void): Promise<ServingStore> {
   if (!settings.databaseUrl) {
@@ -85,7 +89,7 @@ export async function openServingStore(settings: StoreSettings, log: Logger, onL
     log.error({ err: err.message }, `the connection holding ${what} failed; stopping`);
     onLockLost();
   };
-  const holder = await takeInstanceLock(conn, 'another API instance serves this database; one instance per database until background work runs on the job queue (docs/api-storage.md)', lost('the API instance lock'));
+  const holder = await takeInstanceLock(conn, 'shared', 'a store copy is writing this database; start the API when it has finished (docs/api-storage.md)', lost('the API instance lock'));
   try {
     // Its `exclusive` locks guard critical sections across instances: losing them is losing the lock.
     const store = await PostgresRecordStore.open({ ...conn, onLocksLost: lost('the store\'s exclusive locks') });

@@ -64,10 +64,10 @@ async function openSource(dir: string): Promise<RecordStore> {
 export async function copyStore(settings: StoreCopySettings): Promise<StoreCopySummary> {
   const conn: ConnectionOptions = { ...connection(settings), max: 2 };
 
-  // The serving instance's lock, on a connection of its own for the whole copy: no API instance starts
+  // The instance lock, exclusively, on a connection of its own for the whole copy: no API instance starts
   // on a half-copied database, and none serves while the copy runs.
   let lockLost: Error | undefined;
-  const holder = await takeInstanceLock(conn, 'an API instance serves the target database (it holds the instance lock); stop every API instance on it first', (err) => {
+  const holder = await takeInstanceLock(conn, 'exclusive', 'an API instance serves the target database (it holds the instance lock); stop every API instance on it first', (err) => {
     lockLost ??= err;
   });
   let source: RecordStore | undefined;

@@ -6,6 +6,7 @@
 // SVC-Webhook-Event-Id). Queues are per endpoint and served in turns (delivery-queue.ts): one endpoint's
 // backlog, or a paused endpoint's, never stands in front of another endpoint's deliveries.
 import type { Op, RecordRepository } from '../store/record-repository.ts';
+import type { TryResult } from '../store/local-locks.ts';
 import { FairSlots, LEGACY_QUEUE, dueKey, parseLegacyKey, queueEntryDel, type DeliveryQueue, type QueueChange } from './delivery-queue.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { newId } from '../store/ids.ts';
@@ -81,6 +82,9 @@ interface Write { ops: Op[]; changes: QueueChange[] }
 
 const DELIVERY_ID = /^whd_[0-9a-f]{26}$/;
 
+/** The lock an endpoint's turn holds (delivery-queue.ts "turns"). */
+const turnLock = (endpointId: string): string => `webhook-turn:${endpointId}`;
+
 export class DeliveryEngine {
   private readonly clock: () => number;
   private readonly schedule: number[];
@@ -90,8 +94,8 @@ export class DeliveryEngine {
   private readonly inFlight = new Set<string>();
   private readonly queue: DeliveryQueue;
   private readonly slots: FairSlots;
-  /** Endpoints in their turn, with the turn's promise (the number of attempts made). */
-  private readonly serving = new Map<string, Promise<number>>();
+  /** Endpoints in their turn here, with the turn's promise (the attempts made; not ran: another instance holds the turn). */
+  private readonly serving = new Map<string, Promise<TryResult<number>>>();
   private migration: Promise<void> | undefined;
   private halting = false;
   private again = false;
@@ -160,19 +164,21 @@ export class DeliveryEngine {
    */
   async runDue(): Promise<number> {
     const turns = await this.dispatch();
-    return (await Promise.all(turns)).reduce((a, b) => a + b, 0);
+    return (await Promise.all(turns)).reduce((a, b) => a + (b.ran ? b.value : 0), 0);
   }
 
   /** Starts a turn for each endpoint whose ready entry is due and that is not in a turn already. */
-  private async dispatch(): Promise<Promise<number>[]> {
+  private async dispatch(): Promise<Promise<TryResult<number>>[]> {
     await this.migrate();
     if (this.halting) return [];
     const max = this.o.maxEndpointsServing ?? 1000;
-    const turns: Promise<number>[] = [];
+    const turns: Promise<TryResult<number>>[] = [];
     for (const endpointId of await this.queue.readyEndpoints(this.clock(), max + this.serving.size)) {
       if (this.serving.has(endpointId)) continue;
       if (this.serving.size >= max) break;
-      const turn = this.serve(endpointId).finally(() => this.serving.delete(endpointId));
+      // One turn at a time per endpoint over every instance sharing the store: no delivery is sent by
+      // two at once, and the per-endpoint limits hold across them. Held elsewhere: skipped this pass.
+      const turn = this.o.store.tryExclusive(turnLock(endpointId), () => this.serve(endpointId)).finally(() => this.serving.delete(endpointId));
       this.serving.set(endpointId, turn);
       turns.push(turn);
     }
@@ -245,7 +251,7 @@ export class DeliveryEngine {
    * the next start.
    */
   migrate(): Promise<void> {
-    return (this.migration ??= (async () => {
+    return (this.migration ??= this.o.store.exclusive('webhook-queue-migration', async () => {
       for (;;) {
         const ops: Op[] = [];
         const changes: QueueChange[] = [];
@@ -261,7 +267,7 @@ export class DeliveryEngine {
         if (!ops.length) return;
         await this.queue.commit(ops, changes);
       }
-    })().catch((err: unknown) => {
+    }).catch((err: unknown) => {
       this.migration = undefined;
       throw err;
     }));
@@ -378,6 +384,12 @@ export class DeliveryEngine {
    * next pass. Deletes in batches of at most 500 operations; returns the delivery rows deleted.
    */
   async prune(): Promise<number> {
+    // One instance at a time; another pruning now does this pass's work.
+    const r = await this.o.store.tryExclusive('webhook-prune', () => this.pruneNow());
+    return r.ran ? r.value : 0;
+  }
+
+  private async pruneNow(): Promise<number> {
     const cutoff = this.clock() - RETENTION_MS;
     let ops: Op[] = [];
     let pruned = 0;
@@ -429,7 +441,8 @@ export class DeliveryEngine {
     if (this.stopped) return;
     this.again = false;
     this.running = this.dispatch().then((turns) => {
-      for (const turn of turns) turn.then(() => this.kick(), () => this.kick());
+      // A turn that ended may have left rows due now; one another instance holds is left to the next pass.
+      for (const turn of turns) turn.then((r) => { if (r.ran) this.kick(); }, () => this.kick());
     }, () => undefined).finally(() => {
       this.running = undefined;
       if (!this.stopped) this.timer = setTimeout(this.loop, this.again ? 0 : this.intervalMs);

@@ -14,12 +14,17 @@
 // ready entry, so its rows are never read until it is enabled again.
 //
 // Every change to an endpoint's queue goes through `commit`, which works out the queue's head from its
-// state record and the keys added (one writer, so no two changes race) and writes the due entries, the
-// ready entry, the state and the caller's records in one atomic batch. The recorded head may be older
+// state record and the keys added and writes the due entries, the ready entry, the state and the
+// caller's records in one atomic batch. No two changes to one queue race: in a process, commits are
+// worked out one at a time by a single writer; across the API instances sharing a store, that writer
+// holds the queue locks of the endpoints it changes (`RecordRepository.exclusive`, one of
+// QUEUE_LOCK_STRIPES per endpoint) from reading their state to writing the batch, and reads the state
+// afresh under them, since another instance may have changed it since. The recorded head may be older
 // than the real one (rows removed by a delivery, or by retention outside `commit`): that only makes
 // the ready entry early, which costs at most one empty turn, and the end of every turn reads the head
 // from the index and sets the entry right. It is never later than the real head, so no row waits
 // behind it.
+import { createHash } from 'node:crypto';
 import type { Op, RecordRepository } from '../store/record-repository.ts';
 
 export const DUE = 'delivery_due';
@@ -27,6 +32,23 @@ export const READY = 'delivery_ready';
 export const QUEUES = 'delivery_queues';
 /** The global queue of earlier versions: `<due ms, 16 digits>_<delivery id>`; emptied by the engine's migration. */
 export const LEGACY_QUEUE = 'delivery_queue';
+
+/**
+ * Endpoints share this many queue locks, so a commit to a workspace with thousands of endpoints holds a
+ * bounded number of database locks; two endpoints on one stripe only wait for each other's commits.
+ */
+export const QUEUE_LOCK_STRIPES = 64;
+
+/** The queue lock an endpoint's changes are made under. */
+export function queueLock(endpointId: string): string {
+  return `webhook-queue:${createHash('sha256').update(endpointId).digest().readUInt32BE(0) % QUEUE_LOCK_STRIPES}`;
+}
+
+/** Runs `fn` holding every lock in `names`, taken in sorted order so two holders of overlapping sets never wait on each other in a cycle. */
+async function holding<T>(store: RecordRepository, names: string[], fn: () => Promise<T>): Promise<T> {
+  const [first, ...rest] = names;
+  return first === undefined ? fn() : store.exclusive(first, () => holding(store, rest, fn));
+}
 
 const t16 = (ms: number): string => String(Math.max(0, Math.floor(ms))).padStart(16, '0');
 
@@ -69,9 +91,10 @@ interface Pending { ops: Op[]; by: Map<string, Merged>; resolve: () => void; rej
 
 export class DeliveryQueue {
   /**
-   * What the store holds for an endpoint, as of the commits computed so far: its queue state (null:
-   * none) and whether it is active. Only `commit` writes either; a group whose batch fails drops the
-   * entries it touched, so the next commit reads them from the store again.
+   * What the store holds for an endpoint, as of the commits of the group being written computed so
+   * far: its queue state (null: none) and whether it is active. Valid while the group's queue locks are
+   * held, so cleared at the start of each group; a batch that fails drops the entries it touched, so the
+   * next commit reads them from the store again.
    */
   private readonly states = new Map<string, QueueState | null>();
   private readonly actives = new Map<string, boolean>();
@@ -84,7 +107,8 @@ export class DeliveryQueue {
    * Writes `ops` and the queue changes in one atomic batch. Commits are applied one at a time, in call
    * order, by a single writer (group commit): the commits waiting while a batch is written are worked
    * out in turn, each on the state the previous ones left, and written together in the next batch. No
-   * queue change is ever computed on a state another one is changing.
+   * queue change is ever computed on a state another one is changing, in this process or another
+   * sharing the store: the group is worked out and written holding its endpoints' queue locks.
    */
   commit(ops: Op[], changes: QueueChange[]): Promise<void> {
     const by = new Map<string, Merged>();
@@ -126,34 +150,50 @@ export class DeliveryQueue {
     };
     try {
       while (this.pending.length) {
-        for (const p of this.pending.splice(0)) {
-          // The end of a turn reads the endpoint's queue from the store: write what is pending for it first.
-          if ([...p.by].some(([e, c]) => c.turnAt !== undefined && touched.has(e))) await flush();
-          try {
-            const ops = [...p.ops];
-            const after: [string, QueueState | null, boolean | undefined][] = [];
-            for (const [e, c] of p.by) {
-              const r = await this.endpointOps(e, c);
-              ops.push(...r.ops);
-              after.push([e, r.state, r.active]);
+        const group = this.pending.splice(0);
+        const locks = [...new Set(group.flatMap((p) => [...p.by.keys()].map(queueLock)))].sort();
+        await holding(this.store, locks, async () => {
+          // Another instance may have changed these queues since this process last read them.
+          this.states.clear();
+          this.actives.clear();
+          for (const p of group) {
+            // The end of a turn reads the endpoint's queue from the store: write what is pending for it first.
+            if ([...p.by].some(([e, c]) => c.turnAt !== undefined && touched.has(e))) await flush();
+            try {
+              batch.push(...await this.commitOps(p, touched));
+              members.push(p);
+            } catch (err) {
+              p.reject(err);
             }
-            for (const [e, state, active] of after) {
-              touched.add(e);
-              this.states.set(e, state);
-              if (active === undefined) this.actives.delete(e);
-              else this.actives.set(e, active);
-            }
-            batch.push(...ops);
-            members.push(p);
-          } catch (err) {
-            p.reject(err);
           }
-        }
-        await flush();
+          await flush();
+        }).catch((err: unknown) => {
+          // The locks were not to be had (the lock session failed): what was not written is refused.
+          // (Settling an already settled commit again changes nothing.)
+          for (const p of group) p.reject(err);
+        });
       }
     } finally {
       this.writing = false;
     }
+  }
+
+  /** One commit's operations, worked out on the state the commits before it left. */
+  private async commitOps(p: Pending, touched: Set<string>): Promise<Op[]> {
+    const ops = [...p.ops];
+    const after: [string, QueueState | null, boolean | undefined][] = [];
+    for (const [e, c] of p.by) {
+      const r = await this.endpointOps(e, c);
+      ops.push(...r.ops);
+      after.push([e, r.state, r.active]);
+    }
+    for (const [e, state, active] of after) {
+      touched.add(e);
+      this.states.set(e, state);
+      if (active === undefined) this.actives.delete(e);
+      else this.actives.set(e, active);
+    }
+    return ops;
   }
 
   private async endpointOps(endpoint: string, c: Merged): Promise<{ ops: Op[]; state: QueueState | null; active: boolean | undefined }> {

@@ -8,7 +8,7 @@ import pg from 'pg';
 import t from 'tap';
 import { loadApiConfig } from '../../api/config.ts';
 import { createLogger } from '../../common/logger.ts';
-import { INSTANCE_LOCK, openServingStore, openStore, storeKind } from '../../api/store/open-store.ts';
+import { INSTANCE_LOCK, openServingStore, openStore, storeKind, takeInstanceLock } from '../../api/store/open-store.ts';
 import { newDatabase, startPostgres } from '../support/postgres.ts';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
@@ -20,20 +20,28 @@ process.env.TEST_POSTGRES_URL = server.url;
 const log = createLogger('api', 'silent');
 
 
-t.test('one serving instance per database; the lock goes with its holder', async (t) => {
+t.test('any number of serving instances per database; a store copy excludes them; the lock goes with its holder', async (t) => {
   const settings = { dataDir: '/nonexistent', databaseUrl: server.url };
   t.equal(storeKind(settings), 'postgresql');
   t.equal(storeKind({ dataDir: '/d' }), 'leveldb');
   let lost = 0;
   const first = await openServingStore(settings, log, () => lost++);
   await first.store.put('probe', 'a', { n: 1 });
-  await t.rejects(openServingStore(settings, log, () => lost++), { code: 'instance_locked' }, 'a second instance refuses to start');
+  const other = await openServingStore(settings, log, () => lost++);
+  t.same(await other.store.get('probe', 'a'), { n: 1 }, 'a second instance serves the same records');
+  const copy = (() => takeInstanceLock({ connectionString: server.url }, 'exclusive', 'instances serve it', () => undefined));
+  await t.rejects(copy(), { code: 'instance_locked', message: 'instances serve it' }, 'a store copy refuses while any instance serves');
   const admin = await openStore(settings);
   t.same(await admin.get('probe', 'a'), { n: 1 }, 'the admin CLI opens the same records without the lock');
   await admin.close();
   await first.close();
+  await t.rejects(copy(), { code: 'instance_locked' }, 'one instance still serves');
+  await other.close();
+  const copying = await copy();
+  await t.rejects(openServingStore(settings, log, () => lost++), { code: 'instance_locked', message: /a store copy is writing this database/ }, 'no instance starts while a copy runs');
+  await copying.end();
   const second = await openServingStore(settings, log, () => lost++);
-  t.same(await second.store.get('probe', 'a'), { n: 1 }, 'after a clean stop the next instance serves');
+  t.same(await second.store.get('probe', 'a'), { n: 1 }, 'after the copy the next instance serves');
 
   // The holder's connection ended under it (a failover): the instance is told to stop serving.
   const c = new pg.Client({ connectionString: server.url });

@@ -208,7 +208,8 @@ t.test('refused while an API instance holds the instance lock; the command print
   const holder = new pg.Client({ connectionString: url });
   await holder.connect();
   t.teardown(() => holder.end());
-  t.equal((await holder.query('SELECT pg_try_advisory_lock($1::bigint) AS ok', [INSTANCE_LOCK.toString()])).rows[0].ok, true);
+  // As a serving instance holds it: shared (api/store/open-store.ts).
+  t.equal((await holder.query('SELECT pg_try_advisory_lock_shared($1::bigint) AS ok', [INSTANCE_LOCK.toString()])).rows[0].ok, true);
 
   await t.rejects(copyStore({ fromDataDir: dir, databaseUrl: url }), { code: 'instance_locked', message: /stop every API instance/ });
   t.equal(await tableExists(url, 'records'), false, 'nothing written, not even the schema');
@@ -222,7 +223,7 @@ t.test('refused while an API instance holds the instance lock; the command print
   t.notMatch(refused?.stderr, String(server.port), 'no URL in the error');
   t.equal(await tableExists(url, 'records'), false);
 
-  await holder.query('SELECT pg_advisory_unlock($1::bigint)', [INSTANCE_LOCK.toString()]);
+  await holder.query('SELECT pg_advisory_unlock_shared($1::bigint)', [INSTANCE_LOCK.toString()]);
   const ok = await run(process.execPath, cli, { env });
   const out = JSON.parse(ok.stdout) as { records: number; jobs: { moved: number } };
   t.equal(out.records, ID_LIKE.length + 1 + 150);

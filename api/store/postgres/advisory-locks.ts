@@ -31,6 +31,8 @@ export class AdvisoryLocks {
   private readonly local = new LocalLocks();
   private session: Promise<pg.Client> | undefined;
   private closed = false;
+  /** The session's queries, one at a time: a pg client runs one query at once. */
+  private last: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly conn: Pick<ConnectionOptions, 'connectionString' | 'password'>, private readonly onLost: (err: Error) => void) {}
 
@@ -56,15 +58,21 @@ export class AdvisoryLocks {
     return this.session;
   }
 
+  private serial<T>(query: () => Promise<T>): Promise<T> {
+    const next = this.last.then(query, query);
+    this.last = next.catch(() => undefined);
+    return next;
+  }
+
   private async tryDatabase(key: string): Promise<{ c: pg.Client; ok: boolean }> {
     const c = await this.client();
-    const { rows } = await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [key]);
+    const { rows } = await this.serial(() => c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [key]));
     return { c, ok: rows[0]?.ok === true };
   }
 
   private async unlock(c: pg.Client, key: string): Promise<void> {
     // A failed session released its locks already.
-    await c.query('SELECT pg_advisory_unlock($1::bigint)', [key]).catch(() => undefined);
+    await this.serial(() => c.query('SELECT pg_advisory_unlock($1::bigint)', [key])).catch(() => undefined);
   }
 
   async run<T>(name: string, fn: () => Promise<T>): Promise<T> {
