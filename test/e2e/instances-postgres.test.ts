@@ -9,17 +9,17 @@
 import t from 'tap';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { createWalletClient, http, parseEther, type Hex } from 'viem';
 import { foundry } from 'viem/chains';
 import pg from 'pg';
-import { Cluster, freePort, waitUntil, type LogLine, type Proc } from '../cluster/cluster-harness.ts';
+import { Cluster, waitUntil, type LogLine, type Proc } from '../cluster/cluster-harness.ts';
 import { startAnvil } from '../chains/anvil.ts';
 import { newDatabase, startPostgres } from '../support/postgres.ts';
-import { admin, mining } from './stack.ts';
+import { admin, mining, startApiInstance } from './stack.ts';
 import { CustodyClient } from '../../api/sdk/client.ts';
 import { verifyWebhook } from '../../api/sdk/webhook-receiver.ts';
 
@@ -52,14 +52,7 @@ t.test('three API instances on one database, one SIGKILLed mid-stream: every tra
   await Promise.all(['node-1', 'node-2', 'node-3'].map((n) => cluster.startNode(n, { NODE_OPERATOR_KEYS: bytesToHex(ed25519.getPublicKey(operator)) })));
   const apis: { proc: Proc; base: string; client: CustodyClient }[] = [];
   for (const name of ['api-1', 'api-2', 'api-3']) {
-    const port = await freePort();
-    mkdirSync(join(cluster.dir, name));
-    const proc = cluster.spawn(name, 'api/server.ts', {
-      API_HOST: '127.0.0.1', API_PORT: String(port), API_DATA_DIR: join(cluster.dir, name), ...db,
-      API_COORDINATOR: `127.0.0.1:${cluster.coordinatorPort}`, API_CHAIN_BACKENDS: `evm-local=${anvil.url}`, API_WEBHOOK_ALLOWED_DESTINATIONS: '127.0.0.1',
-    });
-    const base = `http://127.0.0.1:${port}`;
-    await waitUntil(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.ok === true, 30_000, `${name} healthz`);
+    const { proc, base } = await startApiInstance(cluster, name, { ...db, API_CHAIN_BACKENDS: `evm-local=${anvil.url}`, API_WEBHOOK_ALLOWED_DESTINATIONS: '127.0.0.1' });
     apis.push({ proc, base, client: new CustodyClient({ baseUrl: base, organization: customer.organization!, keyId: customer.api_key_id!, secretKey }) });
   }
 

@@ -2,11 +2,11 @@
 // command, the coordinator, three service nodes (and optionally the organization's self node), the API
 // with chain backends (a real anvil, the Esplora regtest double), and an SDK client.
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { Cluster } from '../cluster/cluster-harness.ts';
+import { Cluster, freePort, waitUntil, type Proc } from '../cluster/cluster-harness.ts';
 import { startAnvil, type Anvil } from '../chains/anvil.ts';
 import { EsploraDouble } from '../chains/esplora-double.ts';
 import { CustodyClient } from '../../api/sdk/client.ts';
@@ -73,6 +73,23 @@ export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; es
       await esplora?.stop();
     },
   };
+}
+
+/**
+ * Starts one more API process of `cluster` on a port of its own, with its own data directory (uploads,
+ * and the store unless `env` names a database), and waits for its /healthz: several such processes on
+ * one API_DATABASE_URL are the instances of one deployment.
+ */
+export async function startApiInstance(cluster: Cluster, name: string, env: Record<string, string>): Promise<{ proc: Proc; base: string }> {
+  const port = await freePort();
+  const dataDir = join(cluster.dir, name);
+  mkdirSync(dataDir, { recursive: true });
+  const proc = cluster.spawn(name, 'api/server.ts', {
+    API_HOST: '127.0.0.1', API_PORT: String(port), API_DATA_DIR: dataDir, API_COORDINATOR: `127.0.0.1:${cluster.coordinatorPort}`, ...env,
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitUntil(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.ok === true, 30_000, `${name} healthz`);
+  return { proc, base };
 }
 
 /** Keeps producing blocks while `until` is pending, so confirmations and finality advance. */
