@@ -96,6 +96,8 @@ export class DeliveryEngine {
   private readonly slots: FairSlots;
   /** Endpoints in their turn here, with the turn's promise (the attempts made; not ran: another instance holds the turn). */
   private readonly serving = new Map<string, Promise<TryResult<number>>>();
+  /** Endpoints whose turn another instance held when this one last tried. */
+  private readonly elsewhere = new Set<string>();
   private migration: Promise<void> | undefined;
   private halting = false;
   private again = false;
@@ -173,12 +175,24 @@ export class DeliveryEngine {
     if (this.halting) return [];
     const max = this.o.maxEndpointsServing ?? 1000;
     const turns: Promise<TryResult<number>>[] = [];
-    for (const endpointId of await this.queue.readyEndpoints(this.clock(), max + this.serving.size)) {
+    // Endpoints in a turn here or on another instance are read past, so they never fill the window.
+    const ready = await this.queue.readyEndpoints(this.clock(), max + this.serving.size + this.elsewhere.size);
+    const listed = new Set(ready);
+    for (const e of this.elsewhere) if (!listed.has(e)) this.elsewhere.delete(e);
+    // Trying again an endpoint held elsewhere last time is a probe of its lock, not a turn: not counted.
+    let probes = 0;
+    for (const endpointId of ready) {
       if (this.serving.has(endpointId)) continue;
-      if (this.serving.size >= max) break;
+      const probe = this.elsewhere.has(endpointId);
+      if (probe) probes++;
+      else if (this.serving.size >= max + probes) break;
       // One turn at a time per endpoint over every instance sharing the store: no delivery is sent by
       // two at once, and the per-endpoint limits hold across them. Held elsewhere: skipped this pass.
-      const turn = this.o.store.tryExclusive(turnLock(endpointId), () => this.serve(endpointId)).finally(() => this.serving.delete(endpointId));
+      const turn = this.o.store.tryExclusive(turnLock(endpointId), () => this.serve(endpointId)).then((r) => {
+        if (r.ran) this.elsewhere.delete(endpointId);
+        else this.elsewhere.add(endpointId);
+        return r;
+      }).finally(() => this.serving.delete(endpointId));
       this.serving.set(endpointId, turn);
       turns.push(turn);
     }

@@ -7,7 +7,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setupPlatform, receiver, LOOPBACK_RECEIVERS } from '../setup-platform.ts';
 import { createPlatform } from '../../../api/platform.ts';
-import type { DeliveryRecord } from '../../../api/webhooks/delivery-engine.ts';
+import { DeliveryEngine, type DeliveryRecord } from '../../../api/webhooks/delivery-engine.ts';
 import { DUE, READY, QUEUES, LEGACY_QUEUE, FairSlots } from '../../../api/webhooks/delivery-queue.ts';
 import type { Op, RecordRepository } from '../../../api/store/record-repository.ts';
 
@@ -239,4 +239,28 @@ t.test('request slots go round-robin over tenants, then over a tenant\'s endpoin
   }
   await Promise.all(all);
   t.same(order, ['t1/e1', 't2/e9', 't1/e2', 't1/e3', 't1/e1'], 't2 is served second although it asked last; t1\'s endpoints take turns');
+});
+
+t.test('endpoints whose turn another instance holds never fill the window: the next ready endpoint is served', async (t) => {
+  const s = await setupPlatform(t, { webhookAllowedDestinations: LOOPBACK_RECEIVERS });
+  const rxA = await receiver(t, () => 200);
+  const rxB = await receiver(t, () => 200);
+  await s.call('POST', '/v1/webhook-endpoints', { url: rxA.url, events: ['payment.confirmed'] });
+  const scopeA = { tenant: s.tenant.id, workspace: s.sandbox.id };
+  await backlog(s, scopeA, 1, 'a');
+  const b = await tenantB(s, rxB.url);
+  await b.emit(1); // B's endpoint became ready after A's
+  // One endpoint in a turn at a time, and A's turn held by another instance for the whole test.
+  const engine = new DeliveryEngine({ store: s.store, endpoints: s.platform.endpoints, cursors: s.platform.cursors, maxEndpointsServing: 1 });
+  const [a] = (await s.platform.endpoints.list(scopeA, undefined, 10)).data;
+  let release!: () => void;
+  const held = s.store.exclusive(`webhook-turn:${a!.id}`, () => new Promise<void>((r) => { release = r; }));
+  t.equal(await engine.runDue(), 0, 'the first pass finds A held elsewhere and stops at its window of one');
+  t.equal(await engine.runDue(), 1, 'the next pass reads past A and serves B');
+  t.equal(rxB.got.length, 1);
+  t.equal(rxA.got.length, 0, 'nothing sent to the endpoint another instance serves');
+  release();
+  await held;
+  t.equal(await engine.runDue(), 1, 'A is served once its turn is free');
+  t.equal(rxA.got.length, 1);
 });
