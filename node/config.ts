@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { ConfigError, isLoopbackHost, loadConfig, splitHostPort } from '../common/config.ts';
 
 export const NodeConfigSchema = Type.Object({
-  coordinator: Type.String({ env: 'NODE_COORDINATOR', default: '127.0.0.1:7400', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port of the coordinator' }),
+  coordinator: Type.String({ env: 'NODE_COORDINATOR', default: '127.0.0.1:7400', pattern: '^(\\[[^\\],]+\\]|[^:,]+):\\d{1,5}(,(\\[[^\\],]+\\]|[^:,]+):\\d{1,5})*$', description: 'host:port of the coordinator, or a comma-separated list of every coordinator shard\'s host:port: the node attaches to each (docs/operations.md "Coordinator shards")' }),
   dataDir: Type.String({ env: 'NODE_DATA_DIR', default: './data/node', minLength: 1 }),
   storageKeyFile: Type.Optional(Type.String({ env: 'NODE_STORAGE_KEY_FILE', minLength: 1, description: 'defaults to <dataDir>/storage.key' })),
   storeAdopt: Type.Boolean({ env: 'NODE_STORE_ADOPT', default: false, description: 'open, once, a store written before it had an authenticated head (docs/storage.md)' }),
@@ -40,6 +40,8 @@ export const NodeConfigSchema = Type.Object({
 
 export type NodeConfig = Readonly<Omit<Static<typeof NodeConfigSchema>, 'operatorKeys'> & {
   storageKeyFile: string; sealedStorageKeyFile: string; devSealerKeyFile: string; operatorKeys: readonly string[];
+  /** Every coordinator the node attaches to, from NODE_COORDINATOR in its order; `coordinator` keeps the setting as given. */
+  coordinators: readonly string[];
 }>;
 
 export function loadNodeConfig(env?: Record<string, string | undefined>): NodeConfig {
@@ -49,7 +51,11 @@ export function loadNodeConfig(env?: Record<string, string | undefined>): NodeCo
   if (c.kind !== 'service' && !c.owner) problems.push(`NODE_OWNER (owner): a ${c.kind} node names the organization that runs it`);
   const tls = [c.tlsCa, c.tlsCert, c.tlsKey].filter(Boolean).length;
   if (tls !== 0 && tls !== 3) problems.push('NODE_TLS_CA, NODE_TLS_CERT and NODE_TLS_KEY go together (mutual TLS)');
-  if (tls === 0 && !isLoopbackHost(splitHostPort(c.coordinator).host)) problems.push(`NODE_COORDINATOR (coordinator): plaintext is allowed on loopback only; got ${c.coordinator} without TLS`);
+  const coordinators = c.coordinator.split(',');
+  if (new Set(coordinators).size !== coordinators.length) problems.push(`NODE_COORDINATOR (coordinator): lists a coordinator twice: ${c.coordinator}`);
+  for (const address of coordinators) {
+    if (tls === 0 && !isLoopbackHost(splitHostPort(address).host)) problems.push(`NODE_COORDINATOR (coordinator): plaintext is allowed on loopback only; got ${address} without TLS`);
+  }
   // Settings are named, never their values: the KMS credentials are among them.
   if (c.storageKeySealer === 'kms') {
     const missing = ([['NODE_KMS_REGION', c.kmsRegion], ['NODE_KMS_KEY_ID', c.kmsKeyId], ['NODE_KMS_ACCESS_KEY_ID', c.kmsAccessKeyId], ['NODE_KMS_SECRET_ACCESS_KEY', c.kmsSecretAccessKey], ['NODE_TEE_ATTEST_COMMAND', c.teeAttestCommand]] as const).filter(([, v]) => !v).map(([k]) => k);
@@ -62,7 +68,7 @@ export function loadNodeConfig(env?: Record<string, string | undefined>): NodeCo
   if (problems.length) throw new ConfigError(problems);
   const operatorKeys = Object.freeze(c.operatorKeys ? c.operatorKeys.toLowerCase().split(',') : []);
   return Object.freeze({
-    ...c, storageKeyFile: c.storageKeyFile ?? join(c.dataDir, 'storage.key'), operatorKeys,
+    ...c, coordinators: Object.freeze(coordinators), storageKeyFile: c.storageKeyFile ?? join(c.dataDir, 'storage.key'), operatorKeys,
     sealedStorageKeyFile: c.sealedStorageKeyFile ?? join(c.dataDir, 'storage.key.sealed'), devSealerKeyFile: c.devSealerKeyFile ?? join(c.dataDir, 'dev-sealer.key'),
   });
 }

@@ -1,5 +1,6 @@
-// Signer node process: opens its sealed store, loads or creates its identity, and holds its link to
-// the coordinator until SIGINT/SIGTERM.
+// Signer node process: opens its sealed store, loads or creates its identity, and holds a link to each
+// configured coordinator until SIGINT/SIGTERM. With coordinator shards (docs/operations.md "Coordinator
+// shards") the one session host serves every link, answering each session on the link that opened it.
 import * as grpc from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
 import { loadNodeConfig } from './config.ts';
@@ -55,10 +56,11 @@ await runMain('node', async () => {
     credentials = grpc.credentials.createInsecure();
     nodeLog.warn({ coordinator: config.coordinator }, 'plaintext gRPC to a loopback coordinator: development only');
   }
-  const link = new CoordinatorLink({
-    address: config.coordinator, credentials, identity, kind: KIND_VALUES[config.kind], owner: config.owner,
-    software: 'threshold-custody-node/0.1.0', reconnectMinMs: config.reconnectMinMs, reconnectMaxMs: config.reconnectMaxMs, log: nodeLog,
-  });
+  // One link per coordinator, named by its address: the origin the session host keys its sessions by.
+  const links = new Map(config.coordinators.map((address) => [address, new CoordinatorLink({
+    address, credentials, identity, kind: KIND_VALUES[config.kind], owner: config.owner,
+    software: 'threshold-custody-node/0.1.0', reconnectMinMs: config.reconnectMinMs, reconnectMaxMs: config.reconnectMaxMs, log: nodeLog.child({ coordinator: address }),
+  })] as const));
   const vault = new VaultShareStore(store);
   if (config.teeAllowDevRoot) nodeLog.warn('NODE_TEE_ALLOW_DEV_ROOT: TEE attestations under a DEV-ONLY root are accepted; never in production');
   const trust = new TrustRegistry(store, {
@@ -67,24 +69,30 @@ await runMain('node', async () => {
   const authorizer = new IntentAuthorizer(trust);
   const registry = createMetricsRegistry();
   // Read at each scrape; `host` is assigned before the first one can come.
-  const metrics = new NodeSessionMetrics(registry, { running: (): number => host.running, attached: () => link.attached });
-  const host = new SessionHost(identity, (m) => void link.send(m), nodeProtocols({ vault, authorizer, trust, ledger: new IntentLedger(store), rosters: new RosterRegistry(store, config.operatorKeys) }), nodeLog, Date.now, metrics);
-  link.on('session', (b) => {
-    if (b.case === 'open') host.onOpen(b.value);
-    else if (b.case === 'relay' && b.value.envelope) host.onRelay(b.value.envelope);
-    else if (b.case === 'cancel') host.onCancel(b.value.sessionId, b.value.reason);
-  });
-  link.on('detached', () => host.abortAll('detached from the coordinator'));
-  link.start();
-  // Ready while attached: a node off its coordinator takes part in nothing.
-  const metricsServer = config.metricsListen ? await serveMetrics(registry, { listen: config.metricsListen, ready: () => link.attached }) : undefined;
+  const metrics = new NodeSessionMetrics(registry, { running: (): number => host.running, attached: () => [...links].map(([address, l]) => [address, l.attached] as const) });
+  // One host, one set of protocol dependencies: the intent ledger, the session claims and the OT pair
+  // locks are the node's whatever coordinator opens a session.
+  const host = new SessionHost(identity, (m, origin) => void links.get(origin)?.send(m), nodeProtocols({ vault, authorizer, trust, ledger: new IntentLedger(store), rosters: new RosterRegistry(store, config.operatorKeys) }), nodeLog, Date.now, metrics);
+  for (const [address, link] of links) {
+    link.on('session', (b) => {
+      if (b.case === 'open') host.onOpen(b.value, address);
+      else if (b.case === 'relay' && b.value.envelope) host.onRelay(b.value.envelope, address);
+      else if (b.case === 'cancel') host.onCancel(b.value.sessionId, b.value.reason, address);
+    });
+    // Only that coordinator's sessions end: another shard's run on.
+    link.on('detached', () => host.abortFrom(address, 'detached from the coordinator'));
+    link.start();
+  }
+  // Ready while attached to every coordinator: off one shard, the node takes part in none of that
+  // shard's sessions, and a vault there whose committee holds this node may not reach its threshold.
+  const metricsServer = config.metricsListen ? await serveMetrics(registry, { listen: config.metricsListen, ready: () => [...links.values()].every((l) => l.attached) }) : undefined;
   if (metricsServer) nodeLog.info({ listen: config.metricsListen, port: metricsServer.port }, 'metrics listening');
   return {
     log: nodeLog,
     async stop() {
       await metricsServer?.close();
       host.abortAll('stopping');
-      link.stop();
+      for (const link of links.values()) link.stop();
       await store.close();
     },
   };

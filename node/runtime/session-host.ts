@@ -2,6 +2,12 @@
 // opens and checks what it receives, and reports the outcome. Transport failures (a signature that does
 // not verify, a payload from another session, a repeated message) are blamed on the relay, not on the
 // party named as sender, since a party cannot be made to sign what it did not send.
+//
+// A node may be attached to several coordinators (vaults sharded across them, docs/operations.md
+// "Coordinator shards"). Each session belongs to the link that opened it, its origin: every reply goes
+// back on that link, and traffic or a cancel for it from any other link is ignored, so one coordinator
+// can neither feed nor end another's sessions. A session id is one id space across every link: an id
+// live or ended here is refused whoever opens it again.
 import type { Logger } from '../../common/logger.ts';
 import { toHex } from '../../common/bytes.ts';
 import type { NodeIdentity, PublicIdentity } from './identity.ts';
@@ -18,6 +24,12 @@ import { secondsSince } from '../../common/metrics/metrics-registry.ts';
 import type { NodeSessionMetrics, NodeSessionOutcome } from './session-metrics.ts';
 
 export type ToCoordinator = MessageInitShape<typeof AttachRequestSchema>;
+
+/** Names the coordinator link traffic came on (node/main.ts uses its address). */
+export type Origin = string;
+
+/** The origin of a node with one coordinator, and of callers that do not name one. */
+export const SOLE_ORIGIN: Origin = '';
 
 export interface SessionContext {
   open: SessionOpen;
@@ -39,6 +51,8 @@ export class SessionRefused extends CustodyError {
 
 interface Live {
   ctx: SessionContext;
+  /** The link that opened the session: the only one it answers and listens to. */
+  origin: Origin;
   byNode: Map<string, Party>;
   byIndex: Map<number, Party>;
   protocol?: PartyProtocol;
@@ -58,7 +72,8 @@ export class SessionHost {
 
   constructor(
     private readonly identity: NodeIdentity,
-    private readonly send: (msg: ToCoordinator) => void,
+    /** Writes on the link named `origin`. */
+    private readonly send: (msg: ToCoordinator, origin: Origin) => void,
     private readonly factory: ProtocolFactory,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
@@ -69,12 +84,13 @@ export class SessionHost {
     return this.live.size;
   }
 
-  onOpen(open: SessionOpen): void {
+  onOpen(open: SessionOpen, origin: Origin = SOLE_ORIGIN): void {
     const id = toHex(open.sessionId);
-    // Declined before the session exists here: counted as a refusal only.
+    // Declined before the session exists here: counted as a refusal only, and answered on the link that
+    // asked (a session id another link holds is never touched by the refusal).
     const decline = (code: ErrorCode, message: string) => {
       this.metrics?.sessionRefused(protocolName(open.protocol), code);
-      this.fail(open.sessionId, code, message, []);
+      this.fail(origin, open.sessionId, code, message, []);
     };
     if (this.live.has(id) || this.ended.has(id)) return decline('session_reused', 'session id already used');
     const me = open.parties.find((p) => p.nodeId === this.identity.nodeId);
@@ -92,6 +108,7 @@ export class SessionHost {
     const ttl = Math.max(0, Number(open.deadlineMs) - this.now());
     const live: Live = {
       ctx: { open, myIndex: me.index, parties: open.parties },
+      origin,
       byNode: new Map(open.parties.map((p) => [p.nodeId, p])),
       byIndex: new Map(open.parties.map((p) => [p.index, p])),
       pending: [],
@@ -102,12 +119,12 @@ export class SessionHost {
       startedAt: performance.now(),
     };
     this.live.set(id, live);
-    this.log.debug({ ...this.about(id), protocol: open.protocol, keyId: open.keyId }, 'session opened');
+    this.log.debug({ ...this.about(id), protocol: open.protocol, keyId: open.keyId, ...(origin ? { coordinator: origin } : {}) }, 'session opened');
     this.enqueue(id, live, async () => {
       try {
         live.protocol = await this.factory(live.ctx);
       } catch (err) {
-        return this.refuse(id, open.sessionId, err);
+        return this.refuse(id, live, err);
       }
       await this.apply(id, live, await live.protocol.start());
       if (live.protocol.admit && !live.finished) {
@@ -116,18 +133,24 @@ export class SessionHost {
         try {
           await live.protocol.admit();
         } catch (err) {
-          return this.refuse(id, open.sessionId, err);
+          return this.refuse(id, live, err);
         }
       }
       for (const env of live.pending.splice(0)) await this.deliver(id, live, env);
     });
   }
 
-  onRelay(env: WireEnvelope): void {
+  onRelay(env: WireEnvelope, origin: Origin = SOLE_ORIGIN): void {
     const id = toHex(env.sessionId);
     const live = this.live.get(id);
     if (!live) {
       if (!this.ended.has(id)) this.log.debug({ session: id }, 'envelope for an unknown session dropped');
+      return;
+    }
+    // Not a relay fault of the session: its own coordinator did nothing wrong, and ending the session on
+    // another coordinator's word would let that one abort it.
+    if (live.origin !== origin) {
+      this.log.warn({ ...this.about(id), coordinator: origin }, 'envelope for a session another coordinator opened dropped');
       return;
     }
     this.enqueue(id, live, async () => {
@@ -136,23 +159,40 @@ export class SessionHost {
     });
   }
 
-  onCancel(sessionId: Uint8Array, reason: string): void {
+  onCancel(sessionId: Uint8Array, reason: string, origin: Origin = SOLE_ORIGIN): void {
     const id = toHex(sessionId);
-    if (this.live.has(id)) {
+    const live = this.live.get(id);
+    if (live && live.origin !== origin) {
+      this.log.warn({ ...this.about(id), coordinator: origin }, 'cancel for a session another coordinator opened ignored');
+      return;
+    }
+    if (live) {
       this.log.info({ ...this.about(id), reason }, 'session cancelled by the coordinator');
       this.finish(id, 'cancelled', 'cancelled');
     }
   }
 
-  /** Ends every session (the link went down or the node stops). */
+  /** Ends every session (the node stops). */
   abortAll(reason: string): void {
     for (const id of [...this.live.keys()]) this.finish(id, 'abandoned', reason);
+  }
+
+  /** Ends the sessions `origin` opened (its link went down); the other links' sessions run on. */
+  abortFrom(origin: Origin, reason: string): void {
+    for (const [id, live] of [...this.live]) if (live.origin === origin) this.finish(id, 'abandoned', reason);
+  }
+
+  /** Sessions running for `origin` now. */
+  runningFor(origin: Origin): number {
+    let n = 0;
+    for (const live of this.live.values()) if (live.origin === origin) n++;
+    return n;
   }
 
   private enqueue(id: string, live: Live, task: () => Promise<void>): void {
     live.queue = live.queue.then(task).catch((err: unknown) => {
       this.log.error({ ...this.about(id), err: (err as Error).message }, 'session failed unexpectedly');
-      this.fail(live.ctx.open.sessionId, 'internal', 'internal error in the node', []);
+      this.fail(live.origin, live.ctx.open.sessionId, 'internal', 'internal error in the node', []);
       this.finish(id, 'internal', 'internal error');
     });
   }
@@ -177,22 +217,21 @@ export class SessionHost {
     await this.apply(id, live, await live.protocol!.deliver(sender.index, wire.round, payload, wire.to === ''));
   }
 
-  private refuse(id: string, sessionId: Uint8Array, err: unknown): void {
+  private refuse(id: string, live: Live, err: unknown): void {
     // A refusal, or any other CustodyError (a malformed parameter, a storage error), reports its own
     // code; anything else is a bug of this node and reports only `internal`.
     const e = err instanceof CustodyError ? err : new CustodyError('internal', 'internal error in the node');
     if (!(err instanceof CustodyError)) this.log.error({ ...this.about(id), err: (err as Error)?.stack ?? String(err) }, 'session setup failed unexpectedly');
     this.log.warn({ ...this.about(id), code: e.code }, `session refused: ${e.message}`);
-    const byIndex = this.live.get(id)?.byIndex;
-    this.fail(sessionId, e.code, e.message, e.culprits.map((c) => (typeof c === 'number' ? byIndex?.get(c)?.nodeId ?? `index ${c}` : c)));
-    const live = this.live.get(id);
-    if (live && !live.finished) this.metrics?.sessionRefused(protocolName(live.ctx.open.protocol), e.code);
+    const byIndex = live.byIndex;
+    this.fail(live.origin, live.ctx.open.sessionId, e.code, e.message, e.culprits.map((c) => (typeof c === 'number' ? byIndex.get(c)?.nodeId ?? `index ${c}` : c)));
+    if (!live.finished) this.metrics?.sessionRefused(protocolName(live.ctx.open.protocol), e.code);
     this.finish(id, 'refused', 'refused');
   }
 
   private relayFault(id: string, live: Live, message: string): void {
     this.log.warn(this.about(id), `relay fault: ${message}`);
-    this.fail(live.ctx.open.sessionId, 'relay_fault', message, []);
+    this.fail(live.origin, live.ctx.open.sessionId, 'relay_fault', message, []);
     this.finish(id, 'relay_fault', 'relay fault');
   }
 
@@ -201,14 +240,14 @@ export class SessionHost {
     if (step.kind === 'abort') {
       const culprits = step.culprits.map((i) => live.byIndex.get(i)?.nodeId ?? `index ${i}`);
       this.log.warn({ ...this.about(id), code: step.code, culprits }, `protocol aborted: ${step.message}`);
-      this.fail(live.ctx.open.sessionId, step.code, step.message, culprits);
+      this.fail(live.origin, live.ctx.open.sessionId, step.code, step.message, culprits);
       return this.finish(id, 'aborted', 'aborted');
     }
     if (step.kind === 'done') {
       // Secrets are stored before anything derived from them leaves the node.
       await step.commit?.();
       this.sendOut(live, step.out);
-      this.send({ body: { case: 'done', value: { sessionId: live.ctx.open.sessionId, result: step.result } } });
+      this.send({ body: { case: 'done', value: { sessionId: live.ctx.open.sessionId, result: step.result } } }, live.origin);
       return this.finish(id, 'ok', 'done');
     }
     this.sendOut(live, step.out);
@@ -224,13 +263,13 @@ export class SessionHost {
         if (!to) throw new Error(`protocol addressed unknown party ${o.to}`);
         env = sealDirect(this.identity, toPublic(to), { ...h, round: o.round }, o.payload);
       }
-      this.send({ body: { case: 'send', value: { envelope: env } } });
+      this.send({ body: { case: 'send', value: { envelope: env } } }, live.origin);
     }
   }
 
-  /** Reports a failure to the coordinator; only registered codes leave the node. */
-  private fail(sessionId: Uint8Array, code: ErrorCode, message: string, culprits: readonly string[]): void {
-    this.send({ body: { case: 'failed', value: { sessionId, code, message, culprits: [...culprits] } } });
+  /** Reports a failure to the coordinator on `origin`; only registered codes leave the node. */
+  private fail(origin: Origin, sessionId: Uint8Array, code: ErrorCode, message: string, culprits: readonly string[]): void {
+    this.send({ body: { case: 'failed', value: { sessionId, code, message, culprits: [...culprits] } } }, origin);
   }
 
   private finish(id: string, outcome: NodeSessionOutcome, why: string): void {

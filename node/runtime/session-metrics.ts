@@ -21,14 +21,15 @@ export class NodeSessionMetrics {
   private readonly duration: Histogram<'kind' | 'outcome'>;
   private readonly refusals: Counter<'kind' | 'code'>;
 
-  /** `running` and `attached` are read at each scrape. */
-  constructor(registry: Registry, sources: { running?: () => number; attached?: () => boolean } = {}) {
+  /** `running` and `attached` (each configured coordinator's address, and whether its link is up) are read at each scrape. */
+  constructor(registry: Registry, sources: { running?: () => number; attached?: () => Iterable<readonly [coordinator: string, attached: boolean]> } = {}) {
     this.sessions = new Counter({ name: 'node_sessions_total', help: 'Sessions this node took part in, by kind and outcome', labelNames: ['kind', 'outcome'], registers: [registry] });
     this.duration = new Histogram({ name: 'node_session_duration_seconds', help: 'Time from a session opening here to its end, by kind and outcome', labelNames: ['kind', 'outcome'], buckets: DURATION_BUCKETS, registers: [registry] });
     this.refusals = new Counter({ name: 'node_session_refusals_total', help: 'Sessions this node refused, by kind and error code', labelNames: ['kind', 'code'], registers: [registry] });
     const { running, attached } = sources;
     if (running) new Gauge({ name: 'node_sessions_running', help: 'Sessions running on this node now', registers: [registry], collect() { this.set(running()); } });
-    if (attached) new Gauge({ name: 'node_coordinator_attached', help: '1 while the node holds its link to the coordinator', registers: [registry], collect() { this.set(attached() ? 1 : 0); } });
+    // One series per configured coordinator: the label is its address from NODE_COORDINATOR, a fixed set.
+    if (attached) new Gauge({ name: 'node_coordinator_attached', help: '1 while the node holds its link to the coordinator, by coordinator address', labelNames: ['coordinator'], registers: [registry], collect() { for (const [coordinator, up] of attached()) this.set({ coordinator }, up ? 1 : 0); } });
   }
 
   sessionEnded(kind: ProtocolName, outcome: NodeSessionOutcome, seconds: number): void {

@@ -85,7 +85,8 @@ export class CoordinatorLink extends EventEmitter<{ attached: []; detached: []; 
         case 'welcome':
           this.attached = true;
           this.attempt = 0;
-          log.info({ coordinator: this.opts.address }, 'attached to coordinator');
+          // The log is bound to this coordinator's address by node/main.ts.
+          log.info('attached to coordinator');
           this.emit('attached');
           break;
         case 'heartbeat':

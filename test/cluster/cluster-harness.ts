@@ -128,6 +128,8 @@ export class Cluster {
   readonly dir = mkdtempSync(join(tmpdir(), 'cluster-'));
   readonly procs: Proc[] = [];
   coordinatorPort = 0;
+  /** Coordinator shards by name (startShard), each keeping its port and data directory across restarts. */
+  readonly shards = new Map<string, { port: number; proc?: Proc }>();
   apiPort = 0;
   /** Signs the service-node roster; every node started here trusts its public key. */
   readonly operator = new Uint8Array(randomBytes(32));
@@ -186,6 +188,32 @@ export class Cluster {
     return p;
   }
 
+  /**
+   * Starts (or restarts, on the same port and data directory) the coordinator of shard `name`. Nodes
+   * started afterwards attach to every shard started so far; the API gets them as API_COORDINATORS.
+   */
+  async startShard(name: string, extra: Record<string, string> = {}): Promise<Proc> {
+    const shard = this.shards.get(name) ?? { port: await freePort() };
+    this.shards.set(name, shard);
+    const rosterFile = this.rosterFile ?? (await this.roster(['node-1', 'node-2', 'node-3']));
+    const p = this.spawn(`coordinator-${name}`, 'coordinator/main.ts', {
+      COORDINATOR_LISTEN: `127.0.0.1:${shard.port}`,
+      COORDINATOR_DATA_DIR: join(this.dir, `coordinator-${name}`),
+      COORDINATOR_ID: `coordinator-${name}`,
+      COORDINATOR_HEARTBEAT_MS: '500',
+      COORDINATOR_ROSTER_FILE: rosterFile,
+      ...extra,
+    });
+    shard.proc = p;
+    await p.waitFor((l) => l.msg === 'coordinator listening', 30_000, 'listening line');
+    return p;
+  }
+
+  /** The addresses nodes dial: every shard's, or the one coordinator's. */
+  coordinatorAddresses(): string[] {
+    return this.shards.size ? [...this.shards.values()].map((s) => `127.0.0.1:${s.port}`) : [`127.0.0.1:${this.coordinatorPort}`];
+  }
+
   /** Uses a coordinator the test runs in-process (to watch or tamper with what it relays). */
   useCoordinatorPort(port: number): void {
     this.coordinatorPort = port;
@@ -193,15 +221,17 @@ export class Cluster {
 
   async startNode(name: string, extra: Record<string, string> = {}): Promise<{ proc: Proc; nodeId: string }> {
     const p = this.spawn(name, 'node/main.ts', {
-      NODE_COORDINATOR: `127.0.0.1:${this.coordinatorPort}`,
+      NODE_COORDINATOR: this.coordinatorAddresses().join(','),
       NODE_DATA_DIR: join(this.dir, name),
       NODE_RECONNECT_MIN_MS: '50',
       NODE_RECONNECT_MAX_MS: '500',
       ...extra,
       NODE_OPERATOR_KEYS: [extra.NODE_OPERATOR_KEYS, this.operatorPublic].filter(Boolean).join(','),
     });
-    const l = await p.waitFor((l) => l.msg === 'attached to coordinator', 30_000, 'attach');
-    return { proc: p, nodeId: String(l['nodeId']) };
+    // Attached to each coordinator it was given (each link logs its own attachment).
+    const addresses = (extra.NODE_COORDINATOR ?? this.coordinatorAddresses().join(',')).split(',');
+    const lines = await Promise.all(addresses.map((a) => p.waitFor((l) => l.msg === 'attached to coordinator' && l['coordinator'] === a, 30_000, `attach to ${a}`)));
+    return { proc: p, nodeId: String(lines[0]!['nodeId']) };
   }
 
   async startApi(extra: Record<string, string> = {}): Promise<Proc> {
@@ -210,7 +240,9 @@ export class Cluster {
       API_HOST: '127.0.0.1',
       API_PORT: String(this.apiPort),
       API_DATA_DIR: join(this.dir, 'api'),
-      API_COORDINATOR: `127.0.0.1:${this.coordinatorPort}`,
+      ...(this.shards.size
+        ? { API_COORDINATORS: [...this.shards].map(([name, s]) => `${name}=127.0.0.1:${s.port}`).join(',') }
+        : { API_COORDINATOR: `127.0.0.1:${this.coordinatorPort}` }),
       ...extra,
     });
     await waitUntil(async () => (await fetch(`http://127.0.0.1:${this.apiPort}/healthz`).catch(() => undefined))?.ok === true, 30_000, 'api healthz');

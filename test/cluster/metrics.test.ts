@@ -78,7 +78,7 @@ t.test('key generation and a refused signing, as the coordinator and the nodes c
   t.ok(refusals.length >= 1, `a signer counted its refusal by code: ${refusals.join('; ')}`);
   for (const [i, p] of metricsPorts.entries()) {
     t.equal((await fetch(`http://127.0.0.1:${p}/readyz`)).status, 200, `node ${i + 1} is ready while attached`);
-    t.equal(sample(texts[i]!, 'node_coordinator_attached', {}), 1);
+    t.equal(sample(texts[i]!, 'node_coordinator_attached', { coordinator: `127.0.0.1:${port}` }), 1, 'attached, by coordinator address');
   }
 
   // The API process with API_METRICS_LISTEN: its requests and queues on that port, nothing on the public one.
