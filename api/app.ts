@@ -6,6 +6,8 @@ import type { ApiConfig } from './config.ts';
 import { installErrorHandling } from './errors.ts';
 import { healthRoutes } from './routes/health.ts';
 import type { CoordinatorClient } from './coordinator/coordinator-client.ts';
+import { CoordinatorShards } from './coordinator/coordinator-shards.ts';
+import { nodeCoordinatorAddresses } from './config.ts';
 import type { VaultService } from './vaults/vault-service.ts';
 import { requestAuth } from './auth/request-auth.ts';
 import { apiKeyRoutes } from './routes/v1/api-keys.ts';
@@ -41,7 +43,8 @@ import { registerQueueMetrics } from './metrics/queue-metrics.ts';
 export interface AppOptions {
   config: ApiConfig;
   logger: Logger;
-  coordinator?: CoordinatorClient | undefined;
+  /** The coordinator shards (api/coordinator/coordinator-shards.ts); one client stands for a single shard. */
+  coordinator?: CoordinatorShards | CoordinatorClient | undefined;
   vaults?: VaultService | undefined;
   transactions?: TransactionService | undefined;
   /** The customer platform API (tenancy, webhooks, branding), authenticated by workspace bearer keys. */
@@ -136,9 +139,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  await app.register(healthRoutes, { coordinator: opts.coordinator, store });
+  const coordinators = CoordinatorShards.of(opts.coordinator);
+  await app.register(healthRoutes, { coordinators, store });
   const vaults = opts.vaults;
   if (vaults) {
+    // Vaults on a shard no longer configured would have nowhere to go: the API does not start.
+    await coordinators?.checkPlacements(vaults.store);
     // The lists walk store indexes that records of an earlier version may lack: they are brought up to
     // date here, before the API serves and before server.ts starts the workers that write those records.
     await vaults.prepareIndexes();
@@ -164,10 +170,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await v1.register(apiKeyRoutes, { vaults });
       // GET /v1/wallets/{id} also takes the platform API's bearer keys (docs/customers.md "Wallets: one resource, one path").
       await v1.register(vaultRoutes, { vaults, cursors, bearer: opts.platform ? { tenancy: opts.platform.tenancy, links: new CustomerLinks(vaults.store) } : undefined });
-      await v1.register(committeeRoutes, { coordinator: opts.coordinator, vaults });
+      await v1.register(committeeRoutes, { coordinators, vaults });
       await v1.register(nodeRoutes, {
-        vaults, coordinator: opts.coordinator,
-        setup: { coordinatorAddress: opts.config.nodeCoordinatorAddress, operatorKeys: opts.config.nodeOperatorKeys ? opts.config.nodeOperatorKeys.toLowerCase().split(',') : [] },
+        vaults, coordinators,
+        setup: { coordinatorAddresses: nodeCoordinatorAddresses(opts.config), operatorKeys: opts.config.nodeOperatorKeys ? opts.config.nodeOperatorKeys.toLowerCase().split(',') : [] },
       });
       await v1.register(endUserAuthRoutes, { vaults });
       if (opts.transactions) await v1.register(transactionRoutes, { transactions: opts.transactions, cursors });

@@ -3,6 +3,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { ConfigError, isLoopbackHost, loadConfig, splitHostPort } from '../common/config.ts';
 import { chainInfo } from './vaults/wallet-address.ts';
 import { DestinationPolicy } from './webhooks/destination-policy.ts';
+import { DEFAULT_SHARD, type ShardAddress } from './coordinator/coordinator-shards.ts';
 
 export const ApiConfigSchema = Type.Object({
   host: Type.String({ env: 'API_HOST', default: '127.0.0.1', minLength: 1 }),
@@ -10,7 +11,11 @@ export const ApiConfigSchema = Type.Object({
   dataDir: Type.String({ env: 'API_DATA_DIR', default: './data/api', minLength: 1 }),
   databaseUrl: Type.Optional(Type.String({ env: 'API_DATABASE_URL', secret: true, pattern: '^postgres(ql)?://', description: 'postgres://user@host:port/database: keep the records in PostgreSQL instead of LevelDB under API_DATA_DIR (docs/api-storage.md)' })),
   databasePasswordFile: Type.Optional(Type.String({ env: 'API_DATABASE_PASSWORD_FILE', minLength: 1, description: 'file holding the PostgreSQL password (a mounted secret), read at each new connection; keeps it out of API_DATABASE_URL' })),
-  coordinator: Type.Optional(Type.String({ env: 'API_COORDINATOR', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port of the coordinator' })),
+  coordinator: Type.Optional(Type.String({ env: 'API_COORDINATOR', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port of the coordinator, when there is one (the shard named default); API_COORDINATORS for several' })),
+  coordinators: Type.Optional(Type.String({
+    env: 'API_COORDINATORS', pattern: '^[a-z0-9][a-z0-9-]{0,31}=(\\[[^\\],]+\\]|[^:,=]+):\\d{1,5}(,[a-z0-9][a-z0-9-]{0,31}=(\\[[^\\],]+\\]|[^:,=]+):\\d{1,5})*$',
+    description: 'comma-separated <shard>=<host:port>: the coordinator shards vaults are spread over by vault id; a shard\'s name is kept in its vaults\' records, so a shard holding vaults is never removed or renamed (docs/operations.md "Coordinator shards")',
+  })),
   coordinatorTlsCa: Type.Optional(Type.String({ env: 'API_COORDINATOR_TLS_CA' })),
   coordinatorTlsCert: Type.Optional(Type.String({ env: 'API_COORDINATOR_TLS_CERT' })),
   coordinatorTlsKey: Type.Optional(Type.String({ env: 'API_COORDINATOR_TLS_KEY' })),
@@ -35,7 +40,7 @@ export const ApiConfigSchema = Type.Object({
   operatorKeyFile: Type.Optional(Type.String({ env: 'API_OPERATOR_KEY_FILE', minLength: 1, description: 'hex Ed25519 secret key the operator command signs organization bootstraps with (docs/trust.md)' })),
   operatorTokenFile: Type.Optional(Type.String({ env: 'API_OPERATOR_TOKEN_FILE', minLength: 1, description: 'file holding the operator API secret (at least 32 characters); the API serves /operator/v1 with it, the operator command sends it (docs/operations.md)' })),
   operatorApiUrl: Type.Optional(Type.String({ env: 'API_OPERATOR_API_URL', pattern: '^https?://[^/?#]+$', description: 'origin of the running API the operator command talks to (docs/operations.md); unset: the command opens the store itself' })),
-  nodeCoordinatorAddress: Type.Optional(Type.String({ env: 'API_NODE_COORDINATOR_ADDRESS', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port customer nodes dial (GET /v1/node-config)' })),
+  nodeCoordinatorAddress: Type.Optional(Type.String({ env: 'API_NODE_COORDINATOR_ADDRESS', pattern: '^(\\[[^\\],]+\\]|[^:,]+):\\d{1,5}(,(\\[[^\\],]+\\]|[^:,]+):\\d{1,5})*$', description: 'host:port customer nodes dial, or a comma-separated list with every coordinator shard\'s (GET /v1/node-config; a node attaches to each)' })),
   nodeOperatorKeys: Type.String({ env: 'API_NODE_OPERATOR_KEYS', default: '', pattern: '^([0-9a-fA-F]{64}(,[0-9a-fA-F]{64})*)?$', description: 'comma-separated operator Ed25519 public keys customer nodes set as NODE_OPERATOR_KEYS (GET /v1/node-config)' }),
   teeRootsFile: Type.Optional(Type.String({ env: 'API_TEE_ROOTS_FILE', minLength: 1, description: 'PEM roots a TEE enrolment\'s attestation must chain to; default the AWS Nitro Enclaves root' })),
   teeAllowDevRoot: Type.Boolean({ env: 'API_TEE_ALLOW_DEV_ROOT', default: false, description: 'accept DEV-ONLY attestation roots (local clusters and tests; refused in production)' }),
@@ -57,8 +62,16 @@ export function loadApiConfig(env?: Record<string, string | undefined>): ApiConf
   const c = loadConfig(ApiConfigSchema, { env, fileVar: 'API_CONFIG_FILE' });
   const tls = [c.coordinatorTlsCa, c.coordinatorTlsCert, c.coordinatorTlsKey].filter(Boolean).length;
   if (tls !== 0 && tls !== 3) throw new ConfigError(['API_COORDINATOR_TLS_CA, API_COORDINATOR_TLS_CERT and API_COORDINATOR_TLS_KEY go together (mutual TLS)']);
-  if (c.coordinator && tls === 0 && !isLoopbackHost(splitHostPort(c.coordinator).host)) {
-    throw new ConfigError([`API_COORDINATOR (coordinator): plaintext is allowed on loopback only; got ${c.coordinator} without TLS`]);
+  if (c.coordinator && c.coordinators) throw new ConfigError(['API_COORDINATOR and API_COORDINATORS: set one (API_COORDINATOR=<host:port> is API_COORDINATORS=default=<host:port>)']);
+  const shards = coordinatorShards(c);
+  const names = new Set(shards.map((s) => s.name));
+  const addresses = new Set(shards.map((s) => s.address));
+  if (names.size !== shards.length) throw new ConfigError(['API_COORDINATORS (coordinators): a shard name appears twice']);
+  if (addresses.size !== shards.length) throw new ConfigError(['API_COORDINATORS (coordinators): two shards name the same coordinator address']);
+  for (const { address } of shards) {
+    if (tls === 0 && !isLoopbackHost(splitHostPort(address).host)) {
+      throw new ConfigError([`${c.coordinators ? 'API_COORDINATORS (coordinators)' : 'API_COORDINATOR (coordinator)'}: plaintext is allowed on loopback only; got ${address} without TLS`]);
+    }
   }
   const need = (what: string, pairs: [string, unknown][]) => {
     const missing = pairs.filter(([, v]) => !v).map(([k]) => k);
@@ -96,6 +109,20 @@ export function loadApiConfig(env?: Record<string, string | undefined>): ApiConf
     if (!chainInfo(chain)) throw new ConfigError([`API_CHAIN_BACKENDS (chainBackends): unknown chain ${chain}`]);
   }
   return c;
+}
+
+/**
+ * The coordinator shards in configured order (the first takes vaults whose records name none): from
+ * API_COORDINATORS, or API_COORDINATOR as the one shard `default`; empty without a coordinator.
+ */
+export function coordinatorShards(c: Pick<ApiConfig, 'coordinator' | 'coordinators'>): ShardAddress[] {
+  if (c.coordinator) return [{ name: DEFAULT_SHARD, address: c.coordinator }];
+  return (c.coordinators ?? '').split(',').filter(Boolean).map((p) => ({ name: p.slice(0, p.indexOf('=')), address: p.slice(p.indexOf('=') + 1) }));
+}
+
+/** What GET /v1/node-config gives customer nodes: every coordinator address from API_NODE_COORDINATOR_ADDRESS. */
+export function nodeCoordinatorAddresses(c: Pick<ApiConfig, 'nodeCoordinatorAddress'>): string[] {
+  return (c.nodeCoordinatorAddress ?? '').split(',').filter(Boolean);
 }
 
 /** The configured chain backends by chain name. */

@@ -1,12 +1,12 @@
 // API process: loads configuration, connects to the coordinator, serves HTTP until SIGINT/SIGTERM.
-import { chainBackends, loadApiConfig } from './config.ts';
+import { chainBackends, coordinatorShards, loadApiConfig } from './config.ts';
 import { TransactionService } from './transactions/transaction-service.ts';
 import { TransactionWorker } from './transactions/transaction-worker.ts';
 import { connectChains } from './chains/connect-chains.ts';
 import { createLogger } from '../common/logger.ts';
 import { runMain } from '../common/process.ts';
 import { buildApp } from './app.ts';
-import { connectCoordinator } from './coordinator/coordinator-client.ts';
+import { CoordinatorShards } from './coordinator/coordinator-shards.ts';
 import { openServingStore, storeKind } from './store/open-store.ts';
 import { VaultService } from './vaults/vault-service.ts';
 import { VaultJobs } from './vaults/vault-jobs.ts';
@@ -23,16 +23,20 @@ import { webhookDeliveryMetrics } from './metrics/webhook-metrics.ts';
 await runMain('api', async () => {
   const config = loadApiConfig();
   const log = createLogger('api', config.logLevel);
-  const coordinator = config.coordinator
-    ? connectCoordinator({ address: config.coordinator, tlsCa: config.coordinatorTlsCa, tlsCert: config.coordinatorTlsCert, tlsKey: config.coordinatorTlsKey })
+  // One client per coordinator shard, all with the same mutual-TLS settings (docs/operations.md "Coordinator shards").
+  const shards = coordinatorShards(config);
+  const coordinator = shards.length
+    ? CoordinatorShards.connect(shards, { tlsCa: config.coordinatorTlsCa, tlsCert: config.coordinatorTlsCert, tlsKey: config.coordinatorTlsKey })
     : undefined;
   if (!coordinator) log.warn('no coordinator configured: /readyz reports unavailable');
+  else if (shards.length > 1) log.info({ shards: shards.map((s) => s.name) }, 'coordinator shards');
   const serving = await openServingStore(config, log, () => process.kill(process.pid, 'SIGTERM'));
   const store = serving.store;
   log.info({ store: storeKind(config) }, 'record store open');
   const vaults = new VaultService({
     store, environment: config.environment, limits: { apiKeysPerOrg: config.maxApiKeysPerOrg, vaultsPerOrg: config.maxVaultsPerOrg },
     verifyTee: loadTeeVerifier(config.teeRootsFile, config.teeAllowDevRoot),
+    ...(coordinator ? { placeVault: (id: string) => coordinator.placement(id) } : {}),
   });
   if (config.teeAllowDevRoot) log.warn('API_TEE_ALLOW_DEV_ROOT: TEE enrolments under a DEV-ONLY attestation root are accepted; never in production');
   const jobs = new VaultJobs(vaults, coordinator, log);

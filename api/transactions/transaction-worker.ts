@@ -13,6 +13,7 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { keccak256, recoverAddress, toHex as viemHex, type Hex } from 'viem';
 import type { Logger } from '../../common/logger.ts';
 import type { CoordinatorClient } from '../coordinator/coordinator-client.ts';
+import { CoordinatorShards } from '../coordinator/coordinator-shards.ts';
 import { Scheme } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
 import { encodeBlob } from '../../core/codec/blob.ts';
 import { decodeIntent, type BtcTransferIntent, type EvmTransferIntent } from '../../core/intents/intent.ts';
@@ -40,7 +41,8 @@ export interface Chains {
 export interface TransactionWorkerOptions {
   vaults: VaultService;
   transactions: TransactionService;
-  coordinator: CoordinatorClient | undefined;
+  /** The coordinator shards; each signing goes to its vault's. One client stands for a single shard. */
+  coordinator: CoordinatorShards | CoordinatorClient | undefined;
   chains: Chains;
   log: Logger;
   /** The organization's trust log entries the nodes verify (docs/trust.md). */
@@ -81,7 +83,10 @@ export class TransactionWorker {
   private readonly queue: JobQueue;
   private readonly runner: JobRunner;
 
+  private readonly coordinators: CoordinatorShards | undefined;
+
   constructor(private readonly o: TransactionWorkerOptions) {
+    this.coordinators = CoordinatorShards.of(o.coordinator);
     this.queue = o.queue ?? jobQueueFor(o.vaults.store);
     this.runner = new JobRunner(this.queue, {
       workerId: o.workerId ?? workerId('transactions'), concurrency: o.concurrency ?? 16, pollMs: o.pollMs ?? 1000, leaseMs: o.leaseMs ?? 15_000,
@@ -355,12 +360,15 @@ export class TransactionWorker {
   /** Asks the cluster for signatures; a refusal by the nodes rejects the transaction. */
   private async sign(tx: TransactionRecord, job: TransactionJob, wallet: WalletRecord, scheme: Scheme, digests: Uint8Array[], template: Uint8Array):
     Promise<{ signatures: Uint8Array[]; recoveryIds: number[]; publicKey: Uint8Array } | { to: 'rejected'; patch: Partial<TransactionRecord> }> {
-    if (!this.o.coordinator) throw new Error('no coordinator configured');
+    const coordinators = this.coordinators;
+    if (!coordinators) throw new Error('no coordinator configured');
     const vault = await this.o.vaults.vault(tx.org, tx.vault_id);
     if (vault.state === 'frozen') return { to: 'rejected', patch: { reason: 'vault_frozen' } };
     const path = wallet.derivation_path.split('/').slice(1).map(Number);
     try {
-      const res = await this.o.coordinator.sign({
+      // The vault's shard; unavailable when it is not configured here: retried like a coordinator that is down.
+      const coordinator = coordinators.forVault(vault);
+      const res = await coordinator.sign({
         vaultId: tx.vault_id, path, scheme, digests, requestId: tx.id,
         authorization: {
           intent: hexToBytes(tx.intent), intentSignature: hexToBytes(tx.intent_signature), apiKeyId: tx.api_key_id, template,

@@ -43,6 +43,11 @@ export interface VaultRecord {
   customer_node_id?: string;
   /** The nodes holding the shares, once generated (docs/vault-api.md "Nodes"). */
   committee?: CommitteeMemberView[];
+  /**
+   * The coordinator shard that holds the vault's key record and runs its sessions, fixed at creation
+   * (api/coordinator/coordinator-shards.ts); absent on records from before shards: the first shard.
+   */
+  coordinator_shard?: string;
   created_at: string;
   updated_at: string;
 }

@@ -1,10 +1,12 @@
-// Runs queued vault key generations and reshares against the coordinator. Each key job record (`jobs`) has a
+// Runs queued vault key generations and reshares against the coordinator of the vault's shard
+// (api/coordinator/coordinator-shards.ts). Each key job record (`jobs`) has a
 // job on the durable queue (api/jobs, kind `vault_key`, ordered per vault), leased by one API instance at a
 // time, so a restart or another instance resumes it; a job that already generated its key (the coordinator
 // says it exists) just finishes.
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import type { Logger } from '../../common/logger.ts';
 import type { CoordinatorClient } from '../coordinator/coordinator-client.ts';
+import { CoordinatorShards } from '../coordinator/coordinator-shards.ts';
 import type { VaultInfo } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
 import { WIRE_TIERS } from '../../core/tier-wire.ts';
 import type { CommitteeMemberView, JobRecord, VaultRecord } from './records.ts';
@@ -22,12 +24,14 @@ export class VaultJobs {
   }
 
   private readonly runner: JobRunner;
+  private readonly coordinators: CoordinatorShards | undefined;
 
-  /** `maxAttempts`: key generation attempts before the vault fails (MAX_CREATE_ATTEMPTS; fewer in tests). */
+  /** `maxAttempts`: key generation attempts before the vault fails (MAX_CREATE_ATTEMPTS; fewer in tests). One client stands for a single shard. */
   constructor(
-    private readonly vaults: VaultService, private readonly coordinator: CoordinatorClient | undefined, private readonly log: Logger, pollMs = 1000,
+    private readonly vaults: VaultService, coordinator: CoordinatorShards | CoordinatorClient | undefined, private readonly log: Logger, pollMs = 1000,
     private readonly maxAttempts = MAX_CREATE_ATTEMPTS, opts: { queue?: JobQueue; workerId?: string } = {},
   ) {
+    this.coordinators = CoordinatorShards.of(coordinator);
     // A reshare may run for minutes; the lease is renewed every 5 s while it does, so a lapse means a dead
     // instance, and another takes its jobs within 15 s.
     this.runner = new JobRunner(opts.queue ?? jobQueueFor(vaults.store), {
@@ -74,14 +78,22 @@ export class VaultJobs {
     const store = this.vaults.store;
     const vault = await store.get<VaultRecord>('vaults', job.vault_id);
     if (!vault) return store.batch([{ type: 'del', collection: 'jobs', id: job.id }]);
-    if (!this.coordinator) return;
-    if (job.kind === 'reshare') return this.reshare(job, vault);
+    if (!this.coordinators) return;
+    // A vault on a shard not configured here fails the call as unavailable: retried, never sent elsewhere.
+    let coordinator: CoordinatorClient;
+    try {
+      coordinator = this.coordinators.forVault(vault);
+    } catch (err) {
+      this.log.error({ vault: vault.id, err: (err as Error).message }, 'the vault\'s coordinator shard is not configured');
+      return;
+    }
+    if (job.kind === 'reshare') return this.reshare(job, vault, coordinator);
     let key: VaultInfo | undefined;
     try {
       // The creation request proves the customer asked for this key; nodes can check it only against an
       // organization whose log an operator rooted (docs/trust.md), so it goes along with a log only.
       const trustLog = await this.vaults.trustLog(vault.org);
-      key = (await this.coordinator.createVault({
+      key = (await coordinator.createVault({
         vaultId: vault.id, owner: vault.org, tier: WIRE_TIERS[vault.tier], trustLog, requestId: `${vault.id}:${job.id}`,
         ...(vault.creation_request && trustLog.length ? { creationRequest: hexToBytes(vault.creation_request) } : {}),
         ...(vault.customer_node_id ? { customerNodeId: vault.customer_node_id } : {}),
@@ -94,7 +106,7 @@ export class VaultJobs {
       // The coordinator's record says how a generation it knows of stands; asked before the vault fails
       // for want of attempts too, since the last call may have given up (a deadline) on one that completed.
       if (e.code === 'vault_exists' || lastAttempt) {
-        const info = await this.coordinator.getVault({ vaultId: vault.id }).then((r) => r.vault, () => undefined);
+        const info = await coordinator.getVault({ vaultId: vault.id }).then((r) => r.vault, () => undefined);
         if (info?.publicKey.length) key = info;
         else if (info?.state === 'failed' && e.code === 'vault_exists') {
           // A generation the nodes refused stays failed on the coordinator, which does not run it again.
@@ -140,7 +152,7 @@ export class VaultJobs {
    * from the coordinator, the new tier. A failure the coordinator reports leaves the old epoch signing and
    * the vault reshare_pending with the reason; an unreachable coordinator is retried.
    */
-  private async reshare(job: JobRecord, vault: VaultRecord): Promise<void> {
+  private async reshare(job: JobRecord, vault: VaultRecord, coordinator: CoordinatorClient): Promise<void> {
     const store = this.vaults.store;
     const finish = async (next: VaultRecord, type: string) => {
       await store.batch([
@@ -152,7 +164,7 @@ export class VaultJobs {
     try {
       // The customer's signed reshare request goes along with the log that lets the nodes verify it.
       const trustLog = await this.vaults.trustLog(vault.org);
-      const { vault: key } = await this.coordinator!.reshare({
+      const { vault: key } = await coordinator.reshare({
         vaultId: vault.id, targetTier: WIRE_TIERS[target], trustLog, requestId: `${vault.id}:${job.id}`,
         ...(job.customer_node_id ? { customerNodeId: job.customer_node_id } : {}),
         ...(job.reshare_request && trustLog.length ? { reshareRequest: hexToBytes(job.reshare_request) } : {}),

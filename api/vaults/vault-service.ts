@@ -15,6 +15,7 @@ import type { EndUserAuthConfig } from '../../core/auth/end-user-token.ts';
 import type { TeeAttestationVerifier } from '../../tee/attestation/enrolment-verifier.ts';
 import { NodeService } from './node-service.ts';
 import { newId as timeOrderedId } from '../store/ids.ts';
+import { SHARDS_IN_USE } from '../coordinator/coordinator-shards.ts';
 import type { IndexList } from '../store/pagination.ts';
 
 export const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
@@ -31,6 +32,8 @@ export interface VaultServiceOptions {
   now?: () => Date;
   /** Verifies tee enrolments' attestations (tee/attestation/enrolment-verifier.ts); none: tee enrolments are refused. */
   verifyTee?: TeeAttestationVerifier | undefined;
+  /** The coordinator shard a new vault goes to (CoordinatorShards.placement); none: the record names no shard (the first). */
+  placeVault?: ((vaultId: string) => string) | undefined;
 }
 
 const iso = (d: Date) => d.toISOString();
@@ -294,13 +297,21 @@ export class VaultService {
       if (existing.length >= this.o.limits.vaultsPerOrg) throw new CustodyError('rate_limited', `vault quota reached (${this.o.limits.vaultsPerOrg})`);
       const t = iso(this.now());
       const endUserAuth = input.tier === 'hosted' && (await this.endUserAuth(org)) !== undefined;
+      const id = newId('vlt');
+      // Placed once, here: the shard's coordinator keeps the vault's key record for good.
+      const shard = this.o.placeVault?.(id);
       const v: VaultRecord = {
-        id: newId('vlt'), org, name: input.name ?? null, tier: input.tier, state: 'creating', rotation: 0, public_key: null, chain_code: null,
+        id, org, name: input.name ?? null, tier: input.tier, state: 'creating', rotation: 0, public_key: null, chain_code: null,
         policy: input.policy ?? null, end_user_subject: input.end_user_subject ?? null, end_user_auth: endUserAuth, created_at: t, updated_at: t,
         ...(creationRequest ? { creation_request: bytesToHex(creationRequest) } : {}), ...(customerNodeId ? { customer_node_id: customerNodeId } : {}),
+        ...(shard ? { coordinator_shard: shard } : {}),
       };
       const job: JobRecord = { id: newId('job'), kind: 'create_key', vault_id: v.id, attempts: 0, next_at: 0 };
-      await this.o.store.batch([this.vaultOp(v), { type: 'put', collection: 'jobs', id: job.id, value: job }, vaultKeyJob(job), this.event(org, 'vault.created', 'vault', v.id, { state: 'creating', tier: v.tier })]);
+      await this.o.store.batch([
+        this.vaultOp(v), { type: 'put', collection: 'jobs', id: job.id, value: job }, vaultKeyJob(job), this.event(org, 'vault.created', 'vault', v.id, { state: 'creating', tier: v.tier }),
+        // The shards holding vaults, which the API checks its configuration against at start (CoordinatorShards.checkPlacements).
+        ...(shard ? [{ type: 'put' as const, collection: SHARDS_IN_USE, id: shard, value: { name: shard } }] : []),
+      ]);
       return v;
     });
     this.wake?.();

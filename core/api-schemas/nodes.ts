@@ -54,7 +54,8 @@ export const TeeMeasurements = Type.Object({
 
 /** GET /v1/node-config: what a customer's node needs to join the service. */
 export const NodeSetup = Type.Object({
-  coordinator_address: Type.Union([Type.String({ description: 'host:port the node dials' }), Type.Null()]),
+  coordinator_address: Type.Union([Type.String({ description: 'NODE_COORDINATOR: host:port the node dials, or every coordinator shard\'s host:port separated by commas' }), Type.Null()]),
+  coordinator_addresses: Type.Array(Type.String({ description: 'host:port' }), { description: 'every coordinator the node attaches to (one per shard); empty when the service has not published them' }),
   operator_keys: Type.Array(Type.String({ description: 'Ed25519 public key, hex: NODE_OPERATOR_KEYS' })),
   organization: Type.String({ description: 'NODE_OWNER' }),
 });

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Makes the secret files deploy/compose/compose.yaml mounts (docs/operations.md "Running with compose"),
-# once: a private CA, the coordinator's server certificate (for the name `coordinator`), client
+# once: a private CA, the coordinators' server certificate (for the names `coordinator` and `coordinator-b`), client
 # certificates for the nodes and the API, the operator API token, the PostgreSQL password and the
 # operator's Ed25519 key (hex, as `npm start` makes it). Existing files are kept. Needs openssl.
 # The signed roster (secrets/roster.hex) is made afterwards from the nodes' identities.
@@ -27,7 +27,7 @@ issue() { # name, subject CN, extensions
   openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -sha256 -days 825 -extfile "$1.ext" -out "$1.pem"
   rm -f "$1.csr" "$1.ext"
 }
-issue coordinator coordinator "subjectAltName=DNS:coordinator,DNS:localhost
+issue coordinator coordinator "subjectAltName=DNS:coordinator,DNS:coordinator-b,DNS:localhost
 extendedKeyUsage=serverAuth"
 issue node custody-node "extendedKeyUsage=clientAuth"
 issue api custody-api "extendedKeyUsage=clientAuth"

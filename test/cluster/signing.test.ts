@@ -1,5 +1,6 @@
 // Real DKG, Schnorr (Taproot) signing and reshare across node processes over gRPC, with the coordinator
 // in this process so the test can watch and tamper with everything it relays.
+import { PATH, taprootSpend as sharedSpend } from './taproot-spend.ts';
 import t, { type Test } from 'tap';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -36,7 +37,6 @@ t.setTimeout(300_000);
 bitcoin.initEccLib(ecc);
 const ORG = 'org_acme';
 const apiSecret = new Uint8Array(randomBytes(32));
-const PATH = [86, 1, 0, 0, 0];
 
 interface Harness {
   cluster: Cluster;
@@ -81,25 +81,9 @@ async function setup(t: Test, attachWaitMs: number): Promise<Harness> {
   return h;
 }
 
-/** A P2TR spend of a (fake) 100000-sat output of the wallet: intent, template and sighash. */
+/** A P2TR spend of the wallet of vault-1's key: intent, template and sighash. */
 function taprootSpend(groupKey: string, chainCode: string, amount = 60_000n) {
-  const derived = pointHex(derive(groupKey, chainCode, PATH).publicKey);
-  const q = outputKey(derived);
-  const own = bitcoin.payments.p2tr({ pubkey: q, network: bitcoin.networks.regtest });
-  const dest = bitcoin.payments.p2wpkh({ hash: new Uint8Array(20).fill(7), network: bitcoin.networks.regtest });
-  const intent = encodeIntent({
-    kind: 'btc.transfer', organization: ORG, walletId: 'wal_btc', network: 'regtest', from: own.address!, outputs: [{ address: dest.address!, amount }],
-    maxFeeRate: 20n, maxFee: 5_000n, inputs: [], idempotencyKey: 'btc-' + bytesToHex(randomBytes(4)), notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
-  });
-  const tx = new bitcoin.Transaction();
-  tx.version = 2;
-  tx.addInput(new Uint8Array(randomBytes(32)), 0);
-  tx.addOutput(dest.output!, amount);
-  tx.addOutput(own.output!, 100_000n - amount - 1_000n);
-  const prevouts = [{ script: own.output!, value: 100_000n }];
-  const digest = tx.hashForWitnessV1(0, prevouts.map((p) => p.script), prevouts.map((p) => p.value), bitcoin.Transaction.SIGHASH_DEFAULT);
-  const template = encodeBlob('btc-template', { tx: tx.toHex(), prevouts: prevouts.map((p) => ({ script: bytesToHex(p.script), value: String(p.value) })) });
-  return { intent, signature: signIntent(intent, apiSecret), template, digest, q };
+  return sharedSpend(ORG, apiSecret, groupKey, chainCode, amount);
 }
 
 async function signSpend(h: Harness, vaultId: string, spend: ReturnType<typeof taprootSpend>, digest = spend.digest, requestId = '') {

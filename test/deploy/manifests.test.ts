@@ -130,23 +130,30 @@ t.test('a broken object fails the schema validation', async (t) => {
   t.throws(() => new Deployment(api as never).validate(), /replicas/);
 });
 
-t.test('one API (instance lock on PostgreSQL) and one coordinator (no sharding yet), three nodes with their own volumes', async (t) => {
+t.test('one API (instance lock on PostgreSQL), one coordinator per shard on its own volume, three nodes with their own volumes', async (t) => {
   const api = one<Workload>('Deployment', 'custody-api');
   const coordinator = one<Workload>('Deployment', 'custody-coordinator');
+  const shardB = one<Workload>('Deployment', 'custody-coordinator-b');
   const nodes = one<Workload>('StatefulSet', 'custody-node');
-  for (const d of [api, coordinator]) {
+  for (const d of [api, coordinator, shardB]) {
     t.equal(d.spec.replicas, 1, `${d.metadata.name}: one replica`);
     t.equal(d.spec.strategy?.type, 'Recreate', `${d.metadata.name}: never two at once on its store`);
   }
   t.match(readFileSync(join(k8sDir, '50-api.yaml'), 'utf8'), /ONE replica[\s\S]*advisory lock[\s\S]*`instance_locked`[\s\S]*job\s+(#\s+)?queue/, 'the API manifest says why');
   t.match(readFileSync(join(k8sDir, '30-coordinator.yaml'), 'utf8'), /ONE replica[\s\S]*sharding/, 'the coordinator manifest says why');
+  const claim = (w: Workload) => (w.spec.template.spec.volumes?.find((v) => v.name === 'data')?.persistentVolumeClaim as { claimName?: string } | undefined)?.claimName;
+  t.same([claim(coordinator), claim(shardB)], ['custody-coordinator-data', 'custody-coordinator-b-data'], 'each shard keeps its store on a claim of its own; the first shard keeps the one-coordinator claim');
+  for (const [name, w] of [['custody-coordinator', coordinator], ['custody-coordinator-b', shardB]] as const) {
+    t.ok(selects(one<K8sObject & { spec: { selector: Labels } }>('Service', name).spec.selector, w.spec.template.metadata.labels), `Service ${name} selects its shard's pods`);
+  }
+  t.notOk(selects(coordinator.spec.selector.matchLabels, shardB.spec.template.metadata.labels), 'and a shard\'s selector not the other\'s pods');
   t.equal(nodes.spec.replicas, 3, 'three nodes');
   t.same(nodes.spec.volumeClaimTemplates?.map((v) => v.metadata.name), ['data', 'key', 'anchor'], 'store, storage key and anchor on volumes of their own');
   for (const w of workloads) t.ok(selects(w.spec.selector.matchLabels, w.spec.template.metadata.labels), `${w.metadata.name}: the selector selects its pods`);
 });
 
 t.test('every container is non-root, read-only, unprivileged, bounded and probed on its own ports', async (t) => {
-  t.equal(workloads.length, 4);
+  t.equal(workloads.length, 5);
   for (const w of workloads) {
     const pod = w.spec.template.spec;
     const name = w.metadata.name;
@@ -223,7 +230,9 @@ t.test('network policies: default deny, nodes dial only the coordinator, the API
   for (const r of nodeRules) t.ok(isDns(r) || isCoordinator(r), `node egress ${JSON.stringify(r)} is DNS or the coordinator only`);
   const nodes = one<Workload>('StatefulSet', 'custody-node');
   const nodeEnv = nodes.spec.template.spec.containers[0]!.env!;
-  t.equal(nodeEnv.find((e) => e.name === 'NODE_COORDINATOR')?.value, `custody-coordinator:${grpc}`, 'nodes dial the coordinator Service on that port');
+  t.equal(nodeEnv.find((e) => e.name === 'NODE_COORDINATOR')?.value, `custody-coordinator:${grpc},custody-coordinator-b:${grpc}`, 'nodes dial both coordinator shards\' Services on that port');
+  const apiEnv = one<Workload>('Deployment', 'custody-api').spec.template.spec.containers[0]!.env!;
+  t.equal(apiEnv.find((e) => e.name === 'API_COORDINATORS')?.value, `default=custody-coordinator:${grpc},b=custody-coordinator-b:${grpc}`, 'the API routes to both shards');
   t.same(applying(label('node'), 'Ingress').flatMap((p) => p.spec.ingress ?? []).flatMap((r) => r.ports ?? []).map((p) => p.port), [9464, 9465, 9466], 'nodes accept nothing but scrapes');
 
   const coordinatorIn = applying(label('coordinator'), 'Ingress').flatMap((p) => p.spec.ingress ?? []);
@@ -370,7 +379,7 @@ t.test('the compose file validates against the compose-spec schema', async (t) =
 });
 
 t.test('compose: every service hardened, healthy, ordered, with secrets from files', async (t) => {
-  t.same(Object.keys(compose.services).sort(), ['anvil', 'api', 'coordinator', 'node-1', 'node-2', 'node-3', 'postgres']);
+  t.same(Object.keys(compose.services).sort(), ['anvil', 'api', 'coordinator', 'coordinator-b', 'node-1', 'node-2', 'node-3', 'postgres']);
   for (const [name, s] of Object.entries(compose.services)) {
     t.equal(s.read_only, true, `${name}: read-only root file system`);
     t.match(s.user, /^[1-9]\d*:[1-9]\d*$/, `${name}: a numeric non-root user`);
@@ -394,7 +403,13 @@ t.test('compose: every service hardened, healthy, ordered, with secrets from fil
     t.equal(s.environment, undefined);
   }
   t.same(compose.services['anvil']!.profiles, ['chain'], 'anvil only with --profile chain');
-  for (const n of ['node-1', 'node-2', 'node-3', 'api']) t.same(compose.services[n]!.depends_on?.['coordinator'], { condition: 'service_healthy' }, `${n} waits for a healthy coordinator`);
+  for (const n of ['node-1', 'node-2', 'node-3', 'api']) {
+    for (const c of ['coordinator', 'coordinator-b']) t.same(compose.services[n]!.depends_on?.[c], { condition: 'service_healthy' }, `${n} waits for a healthy ${c}`);
+  }
+  // Two coordinator shards (docs/operations.md "Coordinator shards"): each on its own volume, every node on both, the API routing to both.
+  t.notSame(compose.services['coordinator']!.volumes, compose.services['coordinator-b']!.volumes, 'each shard keeps its store on its own volume');
+  t.equal(compose.services['node-1']!.environment?.['NODE_COORDINATOR'], 'coordinator:7400,coordinator-b:7400', 'nodes attach to both shards');
+  t.equal(compose.services['api']!.environment?.['API_COORDINATORS'], 'default=coordinator:7400,b=coordinator-b:7400', 'the API knows both shards, the first coordinator as default');
   t.same(compose.services['api']!.depends_on?.['postgres'], { condition: 'service_healthy' }, 'the API waits for PostgreSQL');
   const apiEnv = compose.services['api']!.environment ?? {};
   t.match(apiEnv['API_DATABASE_URL'], /^postgres:\/\/custody@postgres:5432\/custody$/, 'the API stores its records in the compose PostgreSQL, no password in the URL');

@@ -5,13 +5,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { ErrorBody } from '../../errors.ts';
 import { CustodyError } from '../../../core/errors/custody-error.ts';
-import type { CoordinatorClient } from '../../coordinator/coordinator-client.ts';
+import type { CoordinatorShards } from '../../coordinator/coordinator-shards.ts';
 import type { VaultService } from '../../vaults/vault-service.ts';
 import { WIRE_TIERS } from '../../../core/tier-wire.ts';
 import { KIND_NAMES } from '../../../core/link/node-kind.ts';
 import { Committee, CommitteeQuery } from '../../../core/api-schemas/committees.ts';
 
-export const committeeRoutes: FastifyPluginAsyncTypebox<{ coordinator: CoordinatorClient | undefined; vaults: VaultService }> = async (app, { coordinator, vaults }) => {
+export const committeeRoutes: FastifyPluginAsyncTypebox<{ coordinators: CoordinatorShards | undefined; vaults: VaultService }> = async (app, { coordinators, vaults }) => {
   app.get('/committees', {
     schema: {
       summary: 'The committee a new vault of this tier would get now, to check and bind in the signed POST /v1/vaults',
@@ -20,13 +20,15 @@ export const committeeRoutes: FastifyPluginAsyncTypebox<{ coordinator: Coordinat
       response: { 200: Committee, 400: ErrorBody, 401: ErrorBody, 409: ErrorBody, 503: ErrorBody },
     },
   }, async (req) => {
-    if (!coordinator) throw new CustodyError('unavailable', 'no coordinator is configured: no committee can be proposed');
+    if (!coordinators) throw new CustodyError('unavailable', 'no coordinator is configured: no committee can be proposed');
     const tier = req.query.tier;
     // Self and customer_tee: the organization's enrolled node (no_enrolled_node without one).
     if (req.query.customer_node && tier === 'hosted') throw new CustodyError('invalid_request', 'customer_node applies to self and customer_tee vaults only');
     const customer = await vaults.nodes.customerNodeFor(req.caller!.org, tier, req.query.customer_node);
     try {
-      const p = await coordinator.proposeCommittee({ owner: req.caller!.org, tier: WIRE_TIERS[tier], customerNodeId: customer?.id ?? '' }, { deadline: Date.now() + 5_000 });
+      // The vault's id, and so its shard, is not known yet: any shard answers, and every shard proposes
+      // the same committee (the same signed roster, the same nodes attached to each, a deterministic choice).
+      const p = await coordinators.any((c) => c.proposeCommittee({ owner: req.caller!.org, tier: WIRE_TIERS[tier], customerNodeId: customer?.id ?? '' }, { deadline: Date.now() + 5_000 }));
       return {
         tier, threshold: p.threshold, roster_version: Number(p.rosterVersion),
         members: p.members.map((m) => {

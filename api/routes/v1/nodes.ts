@@ -7,24 +7,23 @@ import { ErrorBody } from '../../errors.ts';
 import { CustodyError } from '../../../core/errors/custody-error.ts';
 import type { VaultService } from '../../vaults/vault-service.ts';
 import type { NodeRecord, TeeMeasurementsRecord } from '../../vaults/records.ts';
-import type { CoordinatorClient } from '../../coordinator/coordinator-client.ts';
+import { attachedEverywhere, type CoordinatorShards } from '../../coordinator/coordinator-shards.ts';
 import { EnrolNodeBody, Node, NodeIdT, NodeList, NodeSetup, TeeMeasurements, TeeMeasurementsBody } from '../../../core/api-schemas/nodes.ts';
 
 export interface NodeRouteOptions {
   vaults: VaultService;
-  coordinator: CoordinatorClient | undefined;
-  /** What GET /v1/node-config tells a customer's node. */
-  setup: { coordinatorAddress: string | undefined; operatorKeys: readonly string[] };
+  coordinators: CoordinatorShards | undefined;
+  /** What GET /v1/node-config tells a customer's node: every coordinator address it attaches to. */
+  setup: { coordinatorAddresses: readonly string[]; operatorKeys: readonly string[] };
 }
 
-/** Node ids attached to the coordinator now; empty when it cannot say. */
-async function attachedIds(coordinator: CoordinatorClient | undefined): Promise<Set<string>> {
-  if (!coordinator) return new Set();
-  try {
-    return new Set((await coordinator.listNodes({}, { deadline: Date.now() + 2_000 })).nodes.map((n) => n.nodeId));
-  } catch {
-    return new Set();
-  }
+/**
+ * Node ids attached now to every coordinator shard that answers (a node off one shard cannot sign that
+ * shard's vaults); empty when none can say.
+ */
+async function attachedIds(coordinators: CoordinatorShards | undefined): Promise<Set<string>> {
+  if (!coordinators) return new Set();
+  return new Set(attachedEverywhere(await coordinators.states(2_000)).map((n) => n.id));
 }
 
 const view = (n: NodeRecord, attached: Set<string>) => ({
@@ -33,7 +32,7 @@ const view = (n: NodeRecord, attached: Set<string>) => ({
 });
 const measurementsView = (m: TeeMeasurementsRecord) => ({ version: m.version, allowed: m.allowed, updated_at: m.updated_at });
 
-export const nodeRoutes: FastifyPluginAsyncTypebox<NodeRouteOptions> = async (app, { vaults, coordinator, setup }) => {
+export const nodeRoutes: FastifyPluginAsyncTypebox<NodeRouteOptions> = async (app, { vaults, coordinators, setup }) => {
   app.post('/nodes', {
     schema: {
       summary: 'Enrol a node the organization runs (self) or runs in its enclave (tee, with its attestation)',
@@ -43,17 +42,17 @@ export const nodeRoutes: FastifyPluginAsyncTypebox<NodeRouteOptions> = async (ap
     },
   }, async (req, reply) => {
     const { node, created } = await vaults.nodes.enrol(req.caller!.org, req.body, req.caller!.entry());
-    return reply.code(created ? 201 : 200).send(view(node, await attachedIds(coordinator)));
+    return reply.code(created ? 201 : 200).send(view(node, await attachedIds(coordinators)));
   });
 
   app.get('/nodes', { schema: { summary: 'The organization\'s enrolled nodes, active and revoked, oldest first, with whether each is attached now', tags: ['nodes'], security: [{ httpSignature: [] }], response: { 200: NodeList, 401: ErrorBody } } }, async (req) => {
-    const attached = await attachedIds(coordinator);
+    const attached = await attachedIds(coordinators);
     return { nodes: (await vaults.nodes.list(req.caller!.org)).map((n) => view(n, attached)) };
   });
 
   app.post('/nodes/:nodeId/revoke', {
     schema: { summary: 'Revoke a node for good: never seated again, and no signature includes it', tags: ['nodes'], security: [{ httpSignature: [] }], params: Type.Object({ nodeId: NodeIdT }), response: { 200: Node, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
-  }, async (req) => view(await vaults.nodes.revoke(req.caller!.org, req.params.nodeId, req.caller!.entry()), await attachedIds(coordinator)));
+  }, async (req) => view(await vaults.nodes.revoke(req.caller!.org, req.params.nodeId, req.caller!.entry()), await attachedIds(coordinators)));
 
   app.put('/tee/measurements', {
     schema: {
@@ -71,6 +70,10 @@ export const nodeRoutes: FastifyPluginAsyncTypebox<NodeRouteOptions> = async (ap
   });
 
   app.get('/node-config', {
-    schema: { summary: 'What a customer node is configured with: the coordinator it dials and the operator keys it trusts', tags: ['nodes'], security: [{ httpSignature: [] }], response: { 200: NodeSetup, 401: ErrorBody } },
-  }, async (req) => ({ coordinator_address: setup.coordinatorAddress ?? null, operator_keys: [...setup.operatorKeys], organization: req.caller!.org }));
+    schema: { summary: 'What a customer node is configured with: the coordinators it dials and the operator keys it trusts', tags: ['nodes'], security: [{ httpSignature: [] }], response: { 200: NodeSetup, 401: ErrorBody } },
+  }, async (req) => ({
+    // `coordinator_address` is NODE_COORDINATOR as the node takes it: one host:port, or the list with commas.
+    coordinator_address: setup.coordinatorAddresses.length ? setup.coordinatorAddresses.join(',') : null,
+    coordinator_addresses: [...setup.coordinatorAddresses], operator_keys: [...setup.operatorKeys], organization: req.caller!.org,
+  }));
 };

@@ -70,7 +70,7 @@ t.test('enrol, list and revoke a self node', async (t) => {
   t.equal(self.json().code, 'no_enrolled_node');
 
   const setup = await call('GET', '/v1/node-config');
-  t.same(setup.json(), { coordinator_address: 'coordinator.custody.test:7400', operator_keys: ['ab'.repeat(32)], organization: org.id });
+  t.same(setup.json(), { coordinator_address: 'coordinator.custody.test:7400', coordinator_addresses: ['coordinator.custody.test:7400'], operator_keys: ['ab'.repeat(32)], organization: org.id });
 });
 
 t.test('a self vault seats the earliest active enrolled node, or the one it pins', async (t) => {
