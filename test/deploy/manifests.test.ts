@@ -130,16 +130,24 @@ t.test('a broken object fails the schema validation', async (t) => {
   t.throws(() => new Deployment(api as never).validate(), /replicas/);
 });
 
-t.test('one API (instance lock on PostgreSQL), one coordinator per shard on its own volume, three nodes with their own volumes', async (t) => {
+t.test('three API instances on one database, one coordinator per shard on its own volume, three nodes with their own volumes', async (t) => {
   const api = one<Workload>('Deployment', 'custody-api');
   const coordinator = one<Workload>('Deployment', 'custody-coordinator');
   const shardB = one<Workload>('Deployment', 'custody-coordinator-b');
   const nodes = one<Workload>('StatefulSet', 'custody-node');
-  for (const d of [api, coordinator, shardB]) {
+  for (const d of [coordinator, shardB]) {
     t.equal(d.spec.replicas, 1, `${d.metadata.name}: one replica`);
     t.equal(d.spec.strategy?.type, 'Recreate', `${d.metadata.name}: never two at once on its store`);
   }
-  t.match(readFileSync(join(k8sDir, '50-api.yaml'), 'utf8'), /ONE replica[\s\S]*advisory lock[\s\S]*`instance_locked`[\s\S]*job\s+(#\s+)?queue/, 'the API manifest says why');
+  t.equal(api.spec.replicas, 3, 'three API instances');
+  t.same(api.spec.strategy, { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } }, 'a rolling update starts a new instance before it stops an old one');
+  const apiPod = api.spec.template.spec;
+  t.notOk(apiPod.volumes?.some((v) => v.persistentVolumeClaim), 'no API instance keeps anything on a volume of its own');
+  const env = new Map(apiPod.containers[0]!.env!.map((e) => [e.name, e]));
+  t.equal(env.get('API_OBJECT_STORE')?.value, 's3', 'uploads in a bucket every instance reads');
+  for (const v of ['API_S3_ENDPOINT', 'API_S3_BUCKET', 'API_S3_REGION']) t.ok(env.get(v)?.valueFrom, `${v} from the ConfigMap`);
+  t.notOk(env.has('API_S3_SECRET_ACCESS_KEY'), 'the S3 secret is not in the environment (the settings file holds it)');
+  t.match(readFileSync(join(k8sDir, '50-api.yaml'), 'utf8'), /THREE replicas[\s\S]*job queue[\s\S]*store's locks[\s\S]*S3 bucket/, 'the API manifest says why');
   t.match(readFileSync(join(k8sDir, '30-coordinator.yaml'), 'utf8'), /ONE replica[\s\S]*sharding/, 'the coordinator manifest says why');
   const claim = (w: Workload) => (w.spec.template.spec.volumes?.find((v) => v.name === 'data')?.persistentVolumeClaim as { claimName?: string } | undefined)?.claimName;
   t.same([claim(coordinator), claim(shardB)], ['custody-coordinator-data', 'custody-coordinator-b-data'], 'each shard keeps its store on a claim of its own; the first shard keeps the one-coordinator claim');
@@ -200,13 +208,19 @@ t.test('every container is non-root, read-only, unprivileged, bounded and probed
   }
 });
 
-t.test('a PodDisruptionBudget keeps the signing threshold (2 of 3 nodes) available', async (t) => {
+t.test('PodDisruptionBudgets keep the signing threshold (2 of 3 nodes) and two of three API instances available', async (t) => {
   const pdbs = all('PodDisruptionBudget') as (K8sObject & { spec: { minAvailable: number; selector: { matchLabels: Labels } } })[];
   const nodes = one<Workload>('StatefulSet', 'custody-node');
-  t.equal(pdbs.length, 1);
-  t.equal(pdbs[0]!.spec.minAvailable, 2, 'minAvailable = threshold 2');
-  t.ok(selects(pdbs[0]!.spec.selector.matchLabels, nodes.spec.template.metadata.labels), 'it selects the node pods');
-  t.notOk(selects(pdbs[0]!.spec.selector.matchLabels, label('api')), 'and not the API');
+  const api = one<Workload>('Deployment', 'custody-api');
+  t.equal(pdbs.length, 2);
+  const forNodes = pdbs.filter((p) => selects(p.spec.selector.matchLabels, nodes.spec.template.metadata.labels));
+  t.equal(forNodes.length, 1, 'one selects the node pods');
+  t.equal(forNodes[0]!.spec.minAvailable, 2, 'minAvailable = threshold 2');
+  t.notOk(selects(forNodes[0]!.spec.selector.matchLabels, label('api')), 'and not the API');
+  const forApi = pdbs.filter((p) => selects(p.spec.selector.matchLabels, api.spec.template.metadata.labels));
+  t.equal(forApi.length, 1, 'one selects the API pods');
+  t.equal(forApi[0]!.spec.minAvailable, 2, 'two API instances keep serving');
+  t.notOk(selects(forApi[0]!.spec.selector.matchLabels, nodes.spec.template.metadata.labels), 'and not the nodes');
 });
 
 t.test('network policies: default deny, nodes dial only the coordinator, the API is reachable, PostgreSQL only from the API', async (t) => {
