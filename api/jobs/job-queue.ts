@@ -22,6 +22,7 @@ export interface Job<P = unknown> {
   attempts: number;
   dedupeKey?: string;
   orderingKey?: string;
+  groupKey?: string;
   leaseOwner?: string;
   leasedUntil?: number;
   lastError?: string;
@@ -45,6 +46,16 @@ export interface EnqueueOptions {
    * while an earlier job of its key is queued or leased. Done and dead jobs no longer hold the key back.
    */
   orderingKey?: string;
+  /**
+   * Jobs sharing it (an organization's) count together against a claim's `perGroup` limit: no more of
+   * them hold live leases at once than that, over every claimer of every instance.
+   */
+  groupKey?: string;
+}
+
+export interface ClaimOptions {
+  /** At most this many live leases per group key, those already held included (no limit when absent). */
+  perGroup?: number;
 }
 
 export interface EnqueueResult<P = unknown> {
@@ -74,9 +85,10 @@ export interface JobQueue {
   /**
    * Leases up to `limit` due jobs of `kinds` to `workerId` for `leaseMs`: queued jobs whose `runAt` has
    * come and leased jobs whose lease lapsed, oldest due first, the earliest unfinished job of an ordering
-   * key only. Of concurrent claims, each job goes to one; a job never has two live leases.
+   * key only, and none of a group key that already holds `perGroup` live leases (of any kind). Of
+   * concurrent claims, each job goes to one; a job never has two live leases.
    */
-  claim(workerId: string, kinds: readonly string[], limit: number, leaseMs: number): Promise<LeasedJob[]>;
+  claim(workerId: string, kinds: readonly string[], limit: number, leaseMs: number, opts?: ClaimOptions): Promise<LeasedJob[]>;
   /** Marks the job done. */
   complete(job: Pick<Job, 'id'>, leaseToken: string): Promise<void>;
   /** Queues the job again for `retryAt` (epoch ms), or makes it dead when `retryAt` is null; keeps `error`. */

@@ -36,6 +36,8 @@ export interface JobRunnerOptions {
   kinds: Record<string, JobKind<any>>;
   /** Handlers running at once; default 4. */
   concurrency?: number;
+  /** Jobs of one group key (an organization's) leased at once over every claimer passing it (`ClaimOptions`); no limit when absent. */
+  perGroup?: number;
   /** Between polls that found nothing; default 1000 ms, spread by ±`jitter` (default 0.2). */
   pollMs?: number;
   jitter?: number;
@@ -91,7 +93,7 @@ export class JobRunner {
   /** Set by `poke`: poll again at once, also when the poke came while a claim was under way. */
   private poked = false;
   private prunedAt = -Infinity;
-  private readonly o: Required<Omit<JobRunnerOptions, 'logger' | 'onSettled'>> & Pick<JobRunnerOptions, 'logger' | 'onSettled'>;
+  private readonly o: Required<Omit<JobRunnerOptions, 'logger' | 'onSettled' | 'perGroup'>> & Pick<JobRunnerOptions, 'logger' | 'onSettled' | 'perGroup'>;
 
   constructor(private readonly queue: JobQueue, opts: JobRunnerOptions) {
     this.o = {
@@ -152,7 +154,7 @@ export class JobRunner {
   async runOnce(): Promise<number> {
     const free = this.o.concurrency - this.running.size;
     if (free <= 0 || this.stopping.signal.aborted) return 0;
-    const jobs = await this.queue.claim(this.o.workerId, Object.keys(this.o.kinds), free, this.o.leaseMs);
+    const jobs = await this.queue.claim(this.o.workerId, Object.keys(this.o.kinds), free, this.o.leaseMs, this.o.perGroup === undefined ? {} : { perGroup: this.o.perGroup });
     for (const job of jobs) this.begin(job);
     return jobs.length;
   }

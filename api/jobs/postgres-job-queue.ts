@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { inTransaction, openMigratedPool, type ConnectionOptions } from '../store/postgres/migrate.ts';
-import type { EnqueueOptions, EnqueueResult, Job, JobQueue, JobState, KindStats, LeasedJob } from './job-queue.ts';
+import type { ClaimOptions, EnqueueOptions, EnqueueResult, Job, JobQueue, JobState, KindStats, LeasedJob } from './job-queue.ts';
 import { LeaseLostError } from './lease-lost-error.ts';
 
 /** The advisory lock class of enqueues under one ordering key. */
@@ -28,6 +28,7 @@ interface Row {
   attempts: number;
   dedupe_key: string | null;
   ordering_key: string | null;
+  group_key: string | null;
   lease_owner: string | null;
   lease_token: string | null;
   leased_until: Date | null;
@@ -36,7 +37,7 @@ interface Row {
 
 /** The columns of a Row, qualified by `t` (the claim's UPDATE ... FROM names two relations). */
 const cols = (t = ''): string =>
-  `${t}id::text AS id, ${['kind', 'key', 'payload', 'state', 'run_at', 'attempts', 'dedupe_key', 'ordering_key', 'lease_owner', 'lease_token', 'leased_until', 'last_error'].map((c) => t + c).join(', ')}`;
+  `${t}id::text AS id, ${['kind', 'key', 'payload', 'state', 'run_at', 'attempts', 'dedupe_key', 'ordering_key', 'group_key', 'lease_owner', 'lease_token', 'leased_until', 'last_error'].map((c) => t + c).join(', ')}`;
 const COLUMNS = cols();
 
 function toJob<P>(r: Row): Job<P> {
@@ -50,6 +51,7 @@ function toJob<P>(r: Row): Job<P> {
     attempts: r.attempts,
     ...(r.dedupe_key === null ? {} : { dedupeKey: r.dedupe_key }),
     ...(r.ordering_key === null ? {} : { orderingKey: r.ordering_key }),
+    ...(r.group_key === null ? {} : { groupKey: r.group_key }),
     ...(r.lease_owner === null ? {} : { leaseOwner: r.lease_owner }),
     ...(r.leased_until === null ? {} : { leasedUntil: r.leased_until.getTime() }),
     ...(r.last_error === null ? {} : { lastError: r.last_error }),
@@ -63,6 +65,61 @@ function idParam(id: string): string | null {
 
 export type PostgresJobQueueOptions = ConnectionOptions;
 
+/** The advisory lock class claims with a group limit take turns under. */
+const CLAIM_LOCK = 0x636c6169;
+
+type ClaimedRow = Row & { lease_token: string; leased_until: Date; lease_owner: string };
+
+/**
+ * Due jobs of kinds $2, oldest first: queued ones whose time has come and leased ones whose lease
+ * lapsed, each the earliest unfinished job of its ordering key with no live lease on that key.
+ */
+const DUE = `
+  j.kind = ANY($2::text[])
+  AND ((j.state = 'queued' AND j.run_at <= now()) OR (j.state = 'leased' AND j.leased_until < now()))
+  AND (j.ordering_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM jobs e
+         WHERE e.ordering_key = j.ordering_key AND e.id <> j.id
+           AND ((e.id < j.id AND e.state IN ('queued', 'leased')) OR (e.state = 'leased' AND e.leased_until >= now()))))`;
+
+/**
+ * Up to $3 of them. SKIP LOCKED: a row another claimer is leasing right now is passed over. A row leased
+ * and committed since this statement's snapshot is re-checked on its new version by PostgreSQL before it
+ * is locked, and then no longer qualifies (its lease is live).
+ */
+const PICK_DUE = `
+  SELECT j.id FROM jobs j WHERE ${DUE}
+   ORDER BY j.run_at, j.id
+   LIMIT $3
+   FOR UPDATE OF j SKIP LOCKED`;
+
+/** The same, leaving out jobs past their group's limit $5: live leases of the group plus its rank among the due. */
+const PICK_DUE_PER_GROUP = `
+  WITH live AS (
+    SELECT group_key, count(*)::int AS n FROM jobs
+     WHERE state = 'leased' AND leased_until >= now() AND group_key IS NOT NULL
+     GROUP BY group_key
+  ), due AS (
+    SELECT j.id, j.run_at, j.group_key FROM jobs j WHERE ${DUE}
+  ), ranked AS (
+    SELECT d.id, d.run_at,
+           d.group_key IS NULL OR COALESCE(l.n, 0) + row_number() OVER (PARTITION BY d.group_key ORDER BY d.run_at, d.id) <= $5 AS fits
+      FROM due d LEFT JOIN live l ON l.group_key = d.group_key
+  )
+  SELECT j.id FROM jobs j JOIN ranked r ON r.id = j.id
+   WHERE r.fits
+   ORDER BY r.run_at, j.id
+   LIMIT $3
+   FOR UPDATE OF j SKIP LOCKED`;
+
+/** Leases the jobs `pick` selects to $1 for $4 ms, in one statement. */
+const claimStatement = (pick: string): string => `
+  WITH picked AS (${pick})
+  UPDATE jobs SET state = 'leased', lease_owner = $1, lease_token = gen_random_uuid(),
+         leased_until = now() + $4 * interval '1 millisecond', attempts = jobs.attempts + 1, updated_at = now()
+    FROM picked WHERE jobs.id = picked.id
+  RETURNING ${cols('jobs.')}`;
+
 /**
  * Inserts a queued job inside the caller's transaction (PostgresJobQueue.enqueue, and the `enqueue`
  * operations of PostgresRecordStore.batch), or finds the job its dedupe key names. Under an ordering key
@@ -74,10 +131,10 @@ export async function insertJob<P>(client: Pick<pg.PoolClient, 'query'>, kind: s
     await client.query('SELECT pg_advisory_xact_lock($1, $2)', [ORDERING_LOCK, k]);
   }
   const ins = await client.query<Row>(
-    `INSERT INTO jobs (kind, key, payload, run_at, dedupe_key, ordering_key)
-     VALUES ($1, $2, $3::json, COALESCE($4, now()), $5, $6)
+    `INSERT INTO jobs (kind, key, payload, run_at, dedupe_key, ordering_key, group_key)
+     VALUES ($1, $2, $3::json, COALESCE($4, now()), $5, $6, $7)
      ON CONFLICT (kind, dedupe_key) DO NOTHING RETURNING ${COLUMNS}`,
-    [kind, key, JSON.stringify(payload), opts.runAt === undefined ? null : new Date(opts.runAt), opts.dedupeKey ?? null, opts.orderingKey ?? null],
+    [kind, key, JSON.stringify(payload), opts.runAt === undefined ? null : new Date(opts.runAt), opts.dedupeKey ?? null, opts.orderingKey ?? null, opts.groupKey ?? null],
   );
   if (ins.rows[0] !== undefined) return { job: toJob<P>(ins.rows[0]), created: true };
   // The conflicting row is committed (ON CONFLICT waited for its inserter), so this read finds it.
@@ -98,30 +155,17 @@ export class PostgresJobQueue implements JobQueue {
     return inTransaction(this.pool, (client) => insertJob<P>(client, kind, key, payload, opts));
   }
 
-  async claim(workerId: string, kinds: readonly string[], limit: number, leaseMs: number): Promise<LeasedJob[]> {
+  async claim(workerId: string, kinds: readonly string[], limit: number, leaseMs: number, opts: ClaimOptions = {}): Promise<LeasedJob[]> {
     if (limit <= 0 || kinds.length === 0) return [];
-    // SKIP LOCKED: a row another claimer is leasing right now is passed over. A row leased and committed
-    // since this statement's snapshot is re-checked on its new version by PostgreSQL before it is
-    // locked, and then no longer qualifies (its lease is live).
-    const { rows } = await this.pool.query<Row & { lease_token: string; leased_until: Date; lease_owner: string }>(
-      `WITH picked AS (
-         SELECT j.id FROM jobs j
-          WHERE j.kind = ANY($2::text[])
-            AND ((j.state = 'queued' AND j.run_at <= now()) OR (j.state = 'leased' AND j.leased_until < now()))
-            AND (j.ordering_key IS NULL OR NOT EXISTS (
-                  SELECT 1 FROM jobs e
-                   WHERE e.ordering_key = j.ordering_key AND e.id <> j.id
-                     AND ((e.id < j.id AND e.state IN ('queued', 'leased')) OR (e.state = 'leased' AND e.leased_until >= now()))))
-          ORDER BY j.run_at, j.id
-          LIMIT $3
-          FOR UPDATE OF j SKIP LOCKED
-       )
-       UPDATE jobs SET state = 'leased', lease_owner = $1, lease_token = gen_random_uuid(),
-              leased_until = now() + $4 * interval '1 millisecond', attempts = jobs.attempts + 1, updated_at = now()
-         FROM picked WHERE jobs.id = picked.id
-       RETURNING ${cols('jobs.')}`,
-      [workerId, kinds, limit, leaseMs],
-    );
+    const { perGroup } = opts;
+    const rows = perGroup === undefined
+      ? (await this.pool.query<ClaimedRow>(claimStatement(PICK_DUE), [workerId, kinds, limit, leaseMs])).rows
+      : await inTransaction(this.pool, async (client) => {
+        // Two claims at once could each find a group below its limit and together pass it: claims with a
+        // group limit take turns (one short statement each), and each sees the leases the last one made.
+        await client.query('SELECT pg_advisory_xact_lock($1, 0)', [CLAIM_LOCK]);
+        return (await client.query<ClaimedRow>(claimStatement(PICK_DUE_PER_GROUP), [workerId, kinds, limit, leaseMs, perGroup])).rows;
+      });
     return rows
       .map((r) => ({ ...toJob(r), state: 'leased' as const, leaseToken: r.lease_token, leasedUntil: r.leased_until.getTime(), leaseOwner: r.lease_owner }))
       .sort((a, b) => Number(a.id) - Number(b.id));

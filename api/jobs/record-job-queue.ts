@@ -8,10 +8,11 @@
 //   queued  q\0<kind>\0<runAt>\0<id>        walked by claims in due order
 //   leased  l\0<kind>\0<leasedUntil>\0<id>  lapsed leases are claimable again
 //   both    o\0<orderingKey>\0<id>          the first entry of a key is its earliest unfinished job
+//   leased  g\0<groupKey>\0<id>             a group's leases, counted against a claim's `perGroup`
 import { randomUUID } from 'node:crypto';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import type { Op, RecordRepository } from '../store/record-repository.ts';
-import type { EnqueueOptions, EnqueueResult, Job, JobQueue, KindStats, LeasedJob } from './job-queue.ts';
+import type { ClaimOptions, EnqueueOptions, EnqueueResult, Job, JobQueue, KindStats, LeasedJob } from './job-queue.ts';
 import { LeaseLostError } from './lease-lost-error.ts';
 
 const SEP = '\x00';
@@ -33,6 +34,7 @@ function indexOf(r: JobRecord): string[] {
   if (r.state === 'queued') out.push(['q', r.kind, time(r.runAt), r.id].join(SEP));
   if (r.state === 'leased') out.push(['l', r.kind, time(r.leasedUntil ?? 0), r.id].join(SEP));
   if ((r.state === 'queued' || r.state === 'leased') && r.orderingKey !== undefined) out.push(`o${SEP}${r.orderingKey}`);
+  if (r.state === 'leased' && r.groupKey !== undefined) out.push(`g${SEP}${r.groupKey}`);
   return out;
 }
 
@@ -71,6 +73,7 @@ export async function enqueueRecords(store: Pick<RecordRepository, 'get'>, ops: 
       id: jobId(++seq), kind: op.kind, key: op.key, payload: op.payload, state: 'queued', runAt: opts.runAt ?? now, attempts: 0,
       ...(opts.dedupeKey === undefined ? {} : { dedupeKey: opts.dedupeKey }),
       ...(opts.orderingKey === undefined ? {} : { orderingKey: opts.orderingKey }),
+      ...(opts.groupKey === undefined ? {} : { groupKey: opts.groupKey }),
     };
     if (dedupeId !== undefined) {
       taken.set(dedupeId, rec.id);
@@ -148,7 +151,14 @@ export class RecordJobQueue implements JobQueue {
     return head?.value?.id === r.id;
   }
 
-  claim(workerId: string, kinds: readonly string[], limit: number, leaseMs: number): Promise<LeasedJob[]> {
+  /** Live leases of `group` now. */
+  private async liveLeases(group: string, now: number): Promise<number> {
+    let n = 0;
+    for await (const r of this.walk(`g${SEP}${group}${SEP}`, () => true)) if ((r.leasedUntil ?? 0) >= now) n++;
+    return n;
+  }
+
+  claim(workerId: string, kinds: readonly string[], limit: number, leaseMs: number, opts: ClaimOptions = {}): Promise<LeasedJob[]> {
     if (limit <= 0 || kinds.length === 0) return Promise.resolve([]);
     return this.locked(async () => {
       const now = this.clock();
@@ -157,20 +167,40 @@ export class RecordJobQueue implements JobQueue {
         this.recover = false;
       }
       const found: JobRecord[] = [];
+      // Live leases per group key (`perGroup`), read once; `found` per group counts what each walk took.
+      const live = new Map<string, number>();
+      const liveOf = async (g: string) => live.get(g) ?? live.set(g, await this.liveLeases(g, now)).get(g)!;
       for (const kind of new Set(kinds)) {
         // Up to `limit` claimable jobs per kind, from the queued and the lapsed; the oldest due overall win.
+        // Jobs of a group already at its limit are walked past, so they never fill the `limit`.
         for (const [state, due] of [['q', (r: JobRecord) => r.runAt <= now], ['l', (r: JobRecord) => (r.leasedUntil ?? 0) < now]] as const) {
           let n = 0;
+          const perWalk = new Map<string, number>();
           for await (const r of this.walk(`${state}${SEP}${kind}${SEP}`, due)) {
             if (!(await this.first(r))) continue;
+            if (opts.perGroup !== undefined && r.groupKey !== undefined) {
+              const took = perWalk.get(r.groupKey) ?? 0;
+              if ((await liveOf(r.groupKey)) + took >= opts.perGroup) continue;
+              perWalk.set(r.groupKey, took + 1);
+            }
             found.push(r);
             if (++n >= limit) break;
           }
         }
       }
       found.sort((a, b) => a.runAt - b.runAt || (a.id < b.id ? -1 : 1));
+      // The oldest first, each group up to its limit over every kind walked.
+      const taken: JobRecord[] = [];
+      for (const r of found) {
+        if (taken.length >= limit) break;
+        if (opts.perGroup !== undefined && r.groupKey !== undefined) {
+          if ((await liveOf(r.groupKey)) >= opts.perGroup) continue;
+          live.set(r.groupKey, live.get(r.groupKey)! + 1);
+        }
+        taken.push(r);
+      }
       const out: LeasedJob[] = [];
-      for (const before of found.slice(0, limit)) {
+      for (const before of taken) {
         const after: JobRecord = { ...before, state: 'leased', leaseOwner: workerId, leaseToken: randomUUID(), leasedUntil: now + leaseMs, attempts: before.attempts + 1 };
         await this.write(before, after);
         out.push({ ...publicJob(after), state: 'leased', leaseToken: after.leaseToken!, leasedUntil: after.leasedUntil!, leaseOwner: workerId });

@@ -127,6 +127,7 @@ export async function copyStore(settings: StoreCopySettings): Promise<StoreCopyS
           ...(j.state === 'queued' ? { runAt: j.runAt } : {}),
           ...(j.dedupeKey === undefined ? {} : { dedupeKey: j.dedupeKey }),
           ...(j.orderingKey === undefined ? {} : { orderingKey: j.orderingKey }),
+          ...(j.groupKey === undefined ? {} : { groupKey: j.groupKey }),
         });
         if (!r.created) throw new CustodyError('conflict', `job ${j.id}: its dedupe key names job ${r.job.id} already`);
         moved.moved++;

@@ -20,7 +20,7 @@ import { checkPolicy, normalizeRecipient, type Policy, type Transfer } from '../
 import { EndUserTokenError, intentSha256, verifyEndUserToken, type EndUserAuthConfig } from '../../core/auth/end-user-token.ts';
 import type { VaultService } from '../vaults/vault-service.ts';
 import type { ApiKeyRecord, VaultRecord, WalletRecord } from '../vaults/records.ts';
-import { newId } from '../vaults/vault-service.ts';
+import { newId, orgJobGroup } from '../vaults/vault-service.ts';
 import type { TransactionJob, TransactionRecord, TransactionState } from './records.ts';
 import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { IndexList } from '../store/pagination.ts';
@@ -103,8 +103,8 @@ export const TRANSACTION_PROGRESS = 'transaction_progress';
  * A transaction's first job, from creation to broadcast: under its wallet's ordering key, so one
  * transaction of a wallet at a time chooses a nonce or outputs, signs and broadcasts, on any instance.
  */
-export function signJob(tx: Pick<TransactionRecord, 'id' | 'wallet_id'>): Op {
-  return { type: 'enqueue', kind: TRANSACTION_PROGRESS, key: tx.id, payload: { phase: 'sign' }, opts: { dedupeKey: `${tx.id}:sign`, orderingKey: `wallet:${tx.wallet_id}` } };
+export function signJob(tx: Pick<TransactionRecord, 'id' | 'wallet_id' | 'org'>): Op {
+  return { type: 'enqueue', kind: TRANSACTION_PROGRESS, key: tx.id, payload: { phase: 'sign' }, opts: { dedupeKey: `${tx.id}:sign`, orderingKey: `wallet:${tx.wallet_id}`, groupKey: orgJobGroup(tx.org) } };
 }
 
 /** Its second, from broadcast to final: no ordering key, since waiting on confirmations holds no wallet back. */

@@ -57,6 +57,8 @@ export interface TransactionWorkerOptions {
   workerId?: string;
   /** Transactions stepped at once by this process; default 16. */
   concurrency?: number;
+  /** An organization's key jobs and transaction signings running at once over every instance (API_JOBS_PER_ORGANIZATION); no limit when absent. */
+  perOrganization?: number;
   /** Lease on a transaction's job, renewed every third of it while a step runs; default 15 s (how long a crashed instance's jobs wait). */
   leaseMs?: number;
   /** How long `stop` waits for steps under way before giving their jobs back; default 10 s. */
@@ -90,6 +92,7 @@ export class TransactionWorker {
     this.queue = o.queue ?? jobQueueFor(o.vaults.store);
     this.runner = new JobRunner(this.queue, {
       workerId: o.workerId ?? workerId('transactions'), concurrency: o.concurrency ?? 16, pollMs: o.pollMs ?? 1000, leaseMs: o.leaseMs ?? 15_000,
+      ...(o.perOrganization === undefined ? {} : { perGroup: o.perOrganization }),
       logger: o.log, kinds: { [TRANSACTION_PROGRESS]: { handler: (job) => this.run(job as LeasedJob<ProgressPayload>), maxAttempts: 1000 } },
     });
     o.transactions.onJob(() => this.runner.poke());

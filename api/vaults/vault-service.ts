@@ -75,10 +75,20 @@ export const VAULT_KEY_JOB = 'vault_key';
 
 /**
  * The queued job that runs a vault's key job record: one per record (its id the dedupe key), under the
- * vault's ordering key, so a reshare never overtakes the generation before it, on any instance.
+ * vault's ordering key, so a reshare never overtakes the generation before it, on any instance; in its
+ * organization's group, so the organization's limit of jobs at once holds (`orgJobGroup`).
  */
-export function vaultKeyJob(job: Pick<JobRecord, 'id' | 'vault_id'>): Op {
-  return { type: 'enqueue', kind: VAULT_KEY_JOB, key: job.vault_id, payload: { job_id: job.id }, opts: { dedupeKey: job.id, orderingKey: `vault:${job.vault_id}` } };
+export function vaultKeyJob(job: Pick<JobRecord, 'id' | 'vault_id'>, org: string | undefined): Op {
+  return { type: 'enqueue', kind: VAULT_KEY_JOB, key: job.vault_id, payload: { job_id: job.id }, opts: { dedupeKey: job.id, orderingKey: `vault:${job.vault_id}`, ...(org === undefined ? {} : { groupKey: orgJobGroup(org) }) } };
+}
+
+/**
+ * The job group of an organization's key jobs and transaction signings: claims limit how many of them
+ * run at once over every instance (API_JOBS_PER_ORGANIZATION), so one organization's burst never takes
+ * every worker from the others.
+ */
+export function orgJobGroup(org: string): string {
+  return `org:${org}`;
 }
 
 function checkCommitteeFields(tier: Tier, f: CommitteeFields): void {
@@ -308,7 +318,7 @@ export class VaultService {
       };
       const job: JobRecord = { id: newId('job'), kind: 'create_key', vault_id: v.id, attempts: 0, next_at: 0 };
       await this.o.store.batch([
-        this.vaultOp(v), { type: 'put', collection: 'jobs', id: job.id, value: job }, vaultKeyJob(job), this.event(org, 'vault.created', 'vault', v.id, { state: 'creating', tier: v.tier }),
+        this.vaultOp(v), { type: 'put', collection: 'jobs', id: job.id, value: job }, vaultKeyJob(job, org), this.event(org, 'vault.created', 'vault', v.id, { state: 'creating', tier: v.tier }),
         // The shards holding vaults, which the API checks its configuration against at start (CoordinatorShards.checkPlacements).
         ...(shard ? [{ type: 'put' as const, collection: SHARDS_IN_USE, id: shard, value: { name: shard } }] : []),
       ]);
@@ -377,7 +387,7 @@ export class VaultService {
     };
     const next: VaultRecord = { ...v, state: 'resharing', updated_at: iso(this.now()) };
     await this.o.store.batch([
-      this.vaultOp(next), { type: 'put', collection: 'jobs', id: job.id, value: job }, vaultKeyJob(job),
+      this.vaultOp(next), { type: 'put', collection: 'jobs', id: job.id, value: job }, vaultKeyJob(job, org),
       this.event(org, 'vault.reshare.started', 'vault', v.id, { vault_id: v.id, state: 'resharing', rotation: v.rotation, tier: v.tier, target_tier: targetTier ?? v.tier }),
     ]);
     this.wake?.();
@@ -406,7 +416,7 @@ export class VaultService {
       const job: JobRecord = { id: newId('job'), kind: 'create_key', vault_id: v.id, attempts: 0, next_at: 0 };
       const next: VaultRecord = { ...v, state: 'creating', problem: null, updated_at: iso(this.now()) };
       await this.o.store.batch([
-        this.vaultOp(next), { type: 'put', collection: 'jobs', id: job.id, value: job }, vaultKeyJob(job),
+        this.vaultOp(next), { type: 'put', collection: 'jobs', id: job.id, value: job }, vaultKeyJob(job, org),
         this.event(org, 'vault.retried', 'vault', v.id, { vault_id: v.id, state: 'creating', previous_problem: v.problem ?? null }),
       ]);
       return { vault: next, queued: true };

@@ -194,6 +194,57 @@ export function jobQueueContract(t: Test, queue: JobQueue, store: RecordReposito
     t.same(order, expected, 'each key ran its jobs in enqueue order');
   });
 
+  t.test('a group limit: no group holds more live leases than perGroup, over kinds; others pass it', async (t) => {
+    const [k1, k2] = [fresh(), fresh()];
+    const [gA, gB] = [fresh('org'), fresh('org')];
+    const a: string[] = [];
+    for (let i = 0; i < 4; i++) a.push((await queue.enqueue(k1, `a${i}`, {}, { groupKey: gA })).job.id);
+    a.push((await queue.enqueue(k2, 'a4', {}, { groupKey: gA })).job.id);
+    const b = [(await queue.enqueue(k2, 'b0', {}, { groupKey: gB })).job.id, (await queue.enqueue(k1, 'b1', {}, { groupKey: gB })).job.id];
+    const free = [(await queue.enqueue(k1, 'f0', {})).job.id, (await queue.enqueue(k2, 'f1', {})).job.id];
+    const first = await queue.claim('w', [k1, k2], 20, 400, { perGroup: 2 });
+    t.same(first.map((j) => j.id).sort(), [a[0], a[1], ...b, ...free].sort(), 'the two oldest of A, both of B, and every job of no group');
+    t.equal(first.find((j) => j.id === a[0])?.groupKey, gA, 'the job names its group');
+    t.same(await queue.claim('w', [k1, k2], 20, 60_000, { perGroup: 2 }), [], 'A is at its limit');
+    const done = first.find((j) => j.id === a[0])!;
+    await queue.complete(done, done.leaseToken);
+    t.same((await queue.claim('w', [k1, k2], 20, 60_000, { perGroup: 2 })).map((j) => j.id), [a[2]], 'a finished job frees one place: the next oldest of A');
+    await sleep(600); // the first claim's leases lapse (a[1] and B's): they no longer count
+    const again = await queue.claim('w', [k1, k2], 20, 60_000, { perGroup: 2 });
+    t.ok(again.some((j) => j.id === a[1]) && !again.some((j) => j.id === a[3]), 'a lapsed lease is claimable again and A stays at two live (a[1] reclaimed beside a[2])');
+    t.same((await queue.claim('w', [k1, k2], 20, 60_000)).map((j) => j.id).sort(), [a[3], a[4]].sort(), 'a claim without the limit takes the rest');
+  });
+
+  t.test('racing claimers keep every group within its limit: 3 groups x 10 jobs, perGroup 2', async (t) => {
+    const kind = fresh();
+    const groups = [fresh('org'), fresh('org'), fresh('org')];
+    for (let i = 0; i < 10; i++) for (const g of groups) await queue.enqueue(kind, g, { i }, { groupKey: g });
+    const live = new Map<string, number>();
+    let most = 0;
+    let done = 0;
+    await Promise.all(
+      ['w1', 'w2', 'w3', 'w4'].map(async (w) => {
+        while (done < 30) {
+          const got = await queue.claim(w, [kind], 3, 30_000, { perGroup: 2 });
+          await Promise.all(
+            got.map(async (j: LeasedJob) => {
+              live.set(j.key, (live.get(j.key) ?? 0) + 1);
+              most = Math.max(most, live.get(j.key)!);
+              await sleep(2 + Math.floor(Math.random() * 4));
+              live.set(j.key, live.get(j.key)! - 1);
+              await queue.complete(j, j.leaseToken);
+              done++;
+            }),
+          );
+          if (got.length === 0) await sleep(2);
+        }
+      }),
+    );
+    t.equal(done, 30, 'every job ran');
+    t.ok(most <= 2, `no group ran more than two at once (${most})`);
+    t.equal(most, 2, 'and the limit was reached');
+  });
+
   t.test('fail retries at retryAt with the error kept; release gives a job back unrun; stats report depth and lag', async (t) => {
     const kind = fresh();
     const { job } = await queue.enqueue(kind, 'v', {});

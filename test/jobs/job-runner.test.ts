@@ -46,6 +46,30 @@ t.test('runs every job, never more handlers at once than its concurrency', async
   t.same((await queue.stats()).find((s) => s.kind === kind), undefined, 'nothing left');
 });
 
+t.test('perGroup: one organization\'s burst takes at most its share of the runner; another\'s job starts at once', async (t) => {
+  const kind = fresh();
+  for (let i = 0; i < 12; i++) await queue.enqueue(kind, 'org:busy', { i }, { groupKey: 'org:busy' });
+  await queue.enqueue(kind, 'org:quiet', { i: 99 }, { groupKey: 'org:quiet' });
+  const active = new Map<string, number>();
+  let peakBusy = 0;
+  const order: string[] = [];
+  const runner = new JobRunner(queue, {
+    workerId: 'r', concurrency: 6, pollMs: 10, perGroup: 2,
+    kinds: { [kind]: { async handler(job) {
+      active.set(job.key, (active.get(job.key) ?? 0) + 1);
+      if (job.key === 'org:busy') peakBusy = Math.max(peakBusy, active.get(job.key)!);
+      order.push(job.key);
+      await sleep(10);
+      active.set(job.key, active.get(job.key)! - 1);
+    } } },
+  });
+  runner.start();
+  await until(() => order.length === 13);
+  await runner.stop();
+  t.equal(peakBusy, 2, 'the busy organization never ran more than two at once, with four slots free');
+  t.ok(order.indexOf('org:quiet') <= 2, `the quiet organization's job, enqueued last, ran among the first (at ${order.indexOf('org:quiet')})`);
+});
+
 t.test('a failing job is retried with exponential backoff, then dead after maxAttempts', async (t) => {
   const kind = fresh();
   const { job } = await queue.enqueue(kind, 'v', {});

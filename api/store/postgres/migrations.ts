@@ -71,4 +71,13 @@ export const MIGRATIONS: readonly Migration[] = [
     // Pruning (PostgresJobQueue.prune) walks finished jobs oldest first; queued and leased ones are not in it.
     sql: `CREATE INDEX jobs_finished ON jobs (updated_at) WHERE state IN ('done', 'dead');`,
   },
+  {
+    version: 4,
+    name: 'job groups',
+    // A claim's per-group limit (an organization's jobs running at once) counts live leases by group.
+    sql: `
+      ALTER TABLE jobs ADD COLUMN group_key text COLLATE "C";
+      CREATE INDEX jobs_group_leased ON jobs (group_key, leased_until) WHERE state = 'leased' AND group_key IS NOT NULL;
+    `,
+  },
 ];
