@@ -24,6 +24,8 @@ import { webhookEndpointRoutes } from './routes/v1/webhook-endpoints.ts';
 import { webhookDeliveryRoutes } from './routes/v1/webhook-deliveries.ts';
 import { brandingRoutes, emailDomainRoutes, logoRoutes } from './routes/v1/branding.ts';
 import { memberAuthConfigRoutes } from './routes/v1/member-auth-config.ts';
+import { memberAuthRoutes } from './routes/v1/member-auth.ts';
+import { readExchangeKeyFile } from './member-auth/exchange-cipher.ts';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { strictValidatorCompiler } from './validation.ts';
@@ -194,6 +196,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(emailDomainRoutes, { platform });
       await p.register(logoRoutes, { platform, publicOrigin: opts.config.publicUrl });
       await p.register(memberAuthConfigRoutes, { platform });
+      await p.register(memberAuthRoutes, { platform, ...(opts.config.memberAuthExchangeKeyFile ? { exchangeKey: await readExchangeKeyFile(opts.config.memberAuthExchangeKeyFile) } : {}) });
       if (vaults && opts.transactions) {
         const wallets = new WalletService({ vaults, transactions: opts.transactions, chains: opts.chains, links: new CustomerLinks(vaults.store), audit: platform.audit });
         await p.register(walletRoutes, { wallets, store: vaults.store, cursors: platform.cursors, clock: platform.clock });

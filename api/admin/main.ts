@@ -37,7 +37,7 @@ const USAGE = 'usage: npm run admin -- org create --name <name> --public-key <he
   + '       npm run admin -- org list [--after <org>] [--limit <n>] | org add-key --org <org> --public-key <hex> | key revoke --id <key id>\n'
   + '       npm run admin -- vault freeze|unfreeze --id <vault id>\n'
   + '       npm run admin -- tenant create --name <name>\n'
-  + '       npm run admin -- key create --workspace <id> --role <owner|admin|developer|brand_manager|viewer> [--label <l>] [--public-key <hex>] [--mfa]\n'
+  + '       npm run admin -- key create --workspace <id> --role <owner|admin|developer|brand_manager|viewer|member_auth> [--label <l>] [--public-key <hex>] [--mfa]\n'
   + '       npm run admin -- roster sign --version <n> --identity <file>... [--created <unix seconds>] [--out <file>] [--operator-key-file <file>]\n'
   + '       npm run admin -- store copy --from-data-dir <LevelDB dir> [--batch-size <n>]   (into the PostgreSQL of API_DATABASE_URL)\n';
 

@@ -22,6 +22,12 @@ import {
 /** The caller's workspace, with its environment (the URL rules and key prefixes depend on it). */
 export interface WorkspaceScope { tenant: string; workspace: string; environment: Environment }
 
+/**
+ * The lock every configuration change of a workspace holds; proof exchange commits under it too, so a
+ * session is never created against an application version that changed meanwhile (rule 6).
+ */
+export const configLock = (workspace: string): string => `member-auth-config:${workspace}`;
+
 export const LIMITS = { origins: 50, redirectUrls: 100, applications: 20, acrAmrValues: 10 } as const;
 export const MAX_PROOF_AGE = { min: 30, max: 86_400, default: 300 } as const;
 
@@ -75,7 +81,7 @@ export class MemberAuthConfig {
   private readonly locks: { run<T>(workspace: string, fn: () => Promise<T>): Promise<T> };
   constructor(private readonly o: MemberAuthConfigOptions) {
     this.clock = o.clock ?? Date.now;
-    this.locks = { run: (workspace, fn) => o.store.exclusive(`member-auth-config:${workspace}`, fn) };
+    this.locks = { run: (workspace, fn) => o.store.exclusive(configLock(workspace), fn) };
   }
 
   private iso(): string {

@@ -28,7 +28,7 @@ function defaultAlg(jwk: JWK): string | undefined {
   return undefined;
 }
 
-async function getJson(http: OutboundHttp, url: string, what: string): Promise<Record<string, unknown>> {
+export async function getJson(http: OutboundHttp, url: string, what: string): Promise<Record<string, unknown>> {
   const r = await http.get(url, { accept: 'application/json' });
   if (r.error && r.error !== 'http_status') throw new CustodyError('oidc_discovery_failed', `the ${what} could not be fetched (${r.error}) from ${url}`);
   if (r.status_code !== 200) throw new CustodyError('oidc_discovery_failed', `the ${what} at ${url} answered ${r.status_code ?? 'nothing'}, not 200 (redirects are not followed)`);

@@ -13,6 +13,8 @@ export const PERMISSIONS = [
   'wallet.decommission',
   'member_auth.read',
   'member_auth.manage',
+  /** A BFF's member-session operations (proof exchange, session, refresh, sign-out). */
+  'member_auth.session',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
@@ -20,9 +22,11 @@ export const ROLES = {
   owner: PERMISSIONS,
   admin: PERMISSIONS,
   // Decommissioning a wallet cannot be undone: owners and admins only (docs/platform/wallets.md).
-  developer: ['webhook.read', 'webhook.create', 'webhook.update', 'webhook.rotate', 'webhook.test', 'webhook.delete', 'webhook.replay', 'wallet.read', 'member_auth.read', 'member_auth.manage'],
+  developer: ['webhook.read', 'webhook.create', 'webhook.update', 'webhook.rotate', 'webhook.test', 'webhook.delete', 'webhook.replay', 'wallet.read', 'member_auth.read', 'member_auth.manage', 'member_auth.session'],
   brand_manager: ['branding.manage', 'branding.email_domain.manage'],
   viewer: ['webhook.read', 'wallet.read', 'member_auth.read'],
+  // A customer backend (BFF) that holds member sessions and nothing else (platform-api.md, Hosted Auth rule 12).
+  member_auth: ['member_auth.session'],
 } as const satisfies Record<string, readonly Permission[]>;
 export type Role = keyof typeof ROLES;
 

@@ -51,6 +51,15 @@ export const ERROR_CODES = entries({
   oidc_discovery_failed: e('transport', "the issuer's OpenID discovery document or JWKS could not be fetched"),
   oidc_discovery_invalid: e('invalid', 'the discovery document names another issuer, or it or its JWKS is malformed'),
   publishable_key_mismatch: e('refused', 'the publishable key is for another environment than the bearer key'),
+  proof_invalid: e('unauthenticated', 'a member-auth provider proof does not verify against the registered application, or its challenge'),
+  proof_replayed: e('conflict', 'a member-auth provider proof, or its challenge, was already used'),
+  exchange_id_reused: e('conflict', 'an exchange_id came back with another proof, or after its session moved on'),
+  member_auth_changed: e('conflict', 'the member-auth application changed while a proof was being exchanged'),
+  member_binding_inactive: e('refused', 'the member has no active binding in the application'),
+  member_session_invalid: e('unauthenticated', 'the member session is unknown, expired, ended, or not this caller\'s'),
+  refresh_invalid: e('unauthenticated', 'the refresh credential is unknown, expired, or not this caller\'s'),
+  refresh_replayed: e('unauthenticated', 'a used refresh credential came back: its session family is revoked'),
+  caller_identity_refused: e('invalid', 'a member call carried a provider token or a caller-chosen member or holder id'),
 
   // ── Vault API and committees ─────────────────────────────────────────────────────────────────────
   committee_mismatch: e('conflict', 'the committee named in the request is not the one the service would seat'),
