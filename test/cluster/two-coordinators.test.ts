@@ -37,7 +37,7 @@ t.test('vaults on two coordinator shards sign; each coordinator restarted in tur
   t.teardown(() => cluster.stop());
   await cluster.roster(['node-1', 'node-2', 'node-3']);
   // Signing waits for committee members that are redialing the restarted coordinator.
-  const coordinatorEnv = { COORDINATOR_ATTACH_WAIT_MS: '15000', COORDINATOR_SIGN_TIMEOUT_MS: '10000' };
+  const coordinatorEnv = { COORDINATOR_ATTACH_WAIT_MS: '15000', COORDINATOR_SIGN_TIMEOUT_MS: '30000' };
   await Promise.all([cluster.startShard('a', coordinatorEnv), cluster.startShard('b', coordinatorEnv)]);
   const keysFile = join(cluster.dir, 'api-keys.json');
   writeFileSync(keysFile, JSON.stringify({ [ORG]: { key_1: bytesToHex(ed25519.getPublicKey(apiSecret)) } }));
