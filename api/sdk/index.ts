@@ -1,8 +1,13 @@
 // The SDK, exported as the package's `./sdk` subpath (docs/sdk.md): the typed client with intent
-// building and waits, request signing, the intent preview, the SDK's error codes, and the webhook
-// receiver helpers.
+// building and waits, request signing, the intent preview, the SDK's error codes, the webhook
+// receiver helpers, and the server-side BFF helper for member sessions (docs/platform/bff.md).
 export * from './client.ts';
 export * from './request-signer.ts';
 export * from './intent-preview.ts';
 export * from './sdk-error.ts';
 export * from './webhook-receiver.ts';
+export * from './member-auth-client.ts';
+export * from './bff-error.ts';
+export * from './bff-cookies.ts';
+export * from './bff-store.ts';
+export * from './bff-sessions.ts';

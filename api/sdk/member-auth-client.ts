@@ -1,0 +1,161 @@
+// The five BYO OIDC member-auth operations (platform-api.md "Member-auth operations (server-only)",
+// "Confidential exchange rules" 1, 2, 7, 9 and 10; docs/platform/member-auth.md "Member sessions") as a
+// customer BFF calls them: workspace bearer key and X-SVC-Publishable-Key on every call,
+// X-Member-Session-Id on the session calls, and for a production key (svc_live_) the RFC 9421
+// signature of the POSTs (docs/request-signing.md). Server-side only: it holds the bearer key, and what
+// it returns (session ids, refresh credentials) must stay in the BFF store, never in a browser.
+import { CustodyApiError } from './client.ts';
+import { signedHeaders, type ApiCredentials } from './request-signer.ts';
+import { codeOfHttpStatus, SdkError } from './sdk-error.ts';
+import { BffError } from './bff-error.ts';
+
+export interface MemberAuthClientOptions {
+  /** Origin of the API, e.g. https://api.example.com (paths are under /v1). */
+  baseUrl: string;
+  /** The workspace bearer key (svc_test_… or svc_live_…); a `member_auth`-role key is enough. */
+  apiKey: string;
+  /** The application's publishable key (pk_test_… or pk_live_…). */
+  publishableKey: string;
+  /** The Ed25519 request-signing key of the bearer key; required for a production (svc_live_) key. */
+  signing?: ApiCredentials;
+  /** Per call; a call that runs out is a `network` error, whose outcome is unknown (default 10 000). */
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+/** What the exchange and the refresh return: keep all of it server-side. */
+export interface MemberSessionGrant {
+  session_id: string;
+  refresh_credential: string;
+  expires_at: string;
+  refresh_expires_at: string;
+  application_id: string;
+  member: { id: string; created: boolean };
+}
+
+export interface MemberChallenge { nonce: string; expires_at: string; application_id: string }
+
+/** The safe member context of GET /v1/member-auth/session. */
+export interface MemberContext {
+  member: { id: string };
+  application: { id: string; kind: 'byo_oidc'; version: number };
+  workspace: string;
+  environment: string;
+  session: { expires_at: string; refresh_expires_at: string; authenticated_at: string; created_at: string };
+  acr: string | null;
+  amr: string[];
+}
+
+export interface ExchangeResult {
+  grant: MemberSessionGrant;
+  /** The API answered a repeat of an exchange it had committed (header Member-Exchange-Recovered). */
+  recovered: boolean;
+}
+
+const PATHS = {
+  challenges: '/v1/member-auth/proof/challenges',
+  exchange: '/v1/member-auth/proof/exchange',
+  session: '/v1/member-auth/session',
+  refresh: '/v1/member-auth/refresh',
+  signOut: '/v1/member-auth/sign-out',
+} as const;
+
+const API_KEY = /^svc_(test|live)_\S+$/;
+const PUBLISHABLE_KEY = /^pk_(test|live)_[A-Za-z0-9_-]+$/;
+
+/** Refuses to run where a browser's globals exist: the bearer key must never reach browser code (rule 11). */
+function assertServerSide(): void {
+  const g = globalThis as { window?: unknown; document?: unknown };
+  if (typeof g.window !== 'undefined' && typeof g.document !== 'undefined') {
+    throw new BffError('server_only', 'the member-auth client holds the workspace bearer key and runs only on the customer server (the BFF), never in a browser');
+  }
+}
+
+export class MemberAuthClient {
+  private readonly fetch: typeof fetch;
+  private readonly base: string;
+  /** How long one call may take: the BFF's store locks must outlast the calls made under them. */
+  readonly timeoutMs: number;
+
+  constructor(private readonly o: MemberAuthClientOptions) {
+    assertServerSide();
+    const key = API_KEY.exec(o.apiKey);
+    if (!key) throw new SdkError('invalid_config', 'apiKey must be a workspace bearer key (svc_test_… or svc_live_…)');
+    const pk = PUBLISHABLE_KEY.exec(o.publishableKey);
+    if (!pk) throw new SdkError('invalid_config', 'publishableKey must be an application publishable key (pk_test_… or pk_live_…)');
+    if (pk[1] !== key[1]) throw new SdkError('invalid_config', `a ${key[1]} bearer key with a ${pk[1]} publishable key: both must be of one environment`);
+    // Production changes are refused without the signature (401 signature_required): say so at start.
+    if (key[1] === 'live' && !o.signing) throw new SdkError('invalid_config', 'a production (svc_live_) key signs its POSTs: pass `signing` with the key id and its Ed25519 secret key');
+    this.base = o.baseUrl.replace(/\/$/, '');
+    this.fetch = o.fetch ?? fetch;
+    this.timeoutMs = o.timeoutMs ?? 10_000;
+  }
+
+  /**
+   * One call. Throws CustodyApiError on an error answer, SdkError `network` when no answer arrived
+   * (the request may or may not have been processed: the callers treat that as ambiguous) and
+   * `bad_response` when a success answer is not JSON.
+   */
+  private async call<T>(method: 'GET' | 'POST', path: string, body: unknown, sessionId?: string): Promise<{ json: T; headers: Headers }> {
+    const url = this.base + path;
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.o.apiKey}`,
+      'x-svc-publishable-key': this.o.publishableKey,
+      ...(sessionId !== undefined ? { 'x-member-session-id': sessionId } : {}),
+      ...(payload !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...(method === 'POST' && this.o.signing ? signedHeaders(this.o.signing, method, url, payload) : {}),
+    };
+    let res: Response;
+    let text: string;
+    try {
+      res = await this.fetch(url, { method, headers, signal: AbortSignal.timeout(this.timeoutMs), ...(payload !== undefined ? { body: payload } : {}) });
+      text = await res.text();
+    } catch (err) {
+      const cause = (err as { cause?: { message?: string } })?.cause?.message;
+      // The message names the operation only: a request carries secrets, none of which may be echoed.
+      throw new SdkError('network', `${method} ${path}: no answer from the API at ${this.base}: ${cause ?? (err as Error)?.message ?? String(err)}`, { cause: err });
+    }
+    let json: unknown;
+    try {
+      json = text ? (JSON.parse(text) as unknown) : undefined;
+    } catch {
+      if (res.ok) throw new SdkError('bad_response', `${method} ${path}: the answer (HTTP ${res.status}) is not JSON`);
+      throw new CustodyApiError(res.status, codeOfHttpStatus(res.status), `HTTP ${res.status}: ${text.slice(0, 200)}`);
+    }
+    if (!res.ok) {
+      const e = (json ?? {}) as { error?: unknown; code?: unknown };
+      throw new CustodyApiError(res.status, typeof e.code === 'string' && e.code ? e.code : codeOfHttpStatus(res.status), typeof e.error === 'string' ? e.error : `HTTP ${res.status}`);
+    }
+    return { json: json as T, headers: res.headers };
+  }
+
+  /** POST /v1/member-auth/proof/challenges: the nonce to send in the OpenID authentication request. */
+  async createChallenge(): Promise<MemberChallenge> {
+    return (await this.call<MemberChallenge>('POST', PATHS.challenges, {})).json;
+  }
+
+  /**
+   * POST /v1/member-auth/proof/exchange. `exchangeId` is stable for one proof and reused on every retry
+   * until the session is returned (rule 9): a repeat within 600 s of the commit returns the same session.
+   */
+  async exchange(exchangeId: string, idToken: string): Promise<ExchangeResult> {
+    const r = await this.call<MemberSessionGrant>('POST', PATHS.exchange, { exchange_id: exchangeId, id_token: idToken });
+    return { grant: r.json, recovered: r.headers.get('member-exchange-recovered') === 'true' };
+  }
+
+  /** GET /v1/member-auth/session: validates the exact session and returns the safe member context. */
+  async getSession(sessionId: string): Promise<MemberContext> {
+    return (await this.call<MemberContext>('GET', PATHS.session, undefined, sessionId)).json;
+  }
+
+  /** POST /v1/member-auth/refresh: spends the single-use credential for a new session and credential. */
+  async refresh(refreshCredential: string): Promise<MemberSessionGrant> {
+    return (await this.call<MemberSessionGrant>('POST', PATHS.refresh, { refresh_credential: refreshCredential })).json;
+  }
+
+  /** POST /v1/member-auth/sign-out: the exact session's sign-in by default (rule 10), or every one of the member. */
+  async signOut(sessionId: string, scope: 'session' | 'all' = 'session'): Promise<{ revoked_sessions: number }> {
+    return (await this.call<{ revoked_sessions: number }>('POST', PATHS.signOut, { scope }, sessionId)).json;
+  }
+}
