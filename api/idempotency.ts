@@ -10,6 +10,13 @@ import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { RecordRepository } from './store/record-repository.ts';
 import { CustodyError } from '../core/errors/custody-error.ts';
+import { collection } from './store/collection.ts';
+
+/**
+ * Answers stored under an Idempotency-Key, `<workspace> NUL <operation> NUL <key>`. Each operation keeps
+ * its own shape (`Stored` here; the webhook endpoint test keeps its last result), so a reader says which.
+ */
+export const IDEMPOTENCY = collection<unknown>('idempotency');
 
 /** The Idempotency-Key header: undefined when absent; 400 invalid_request when malformed. */
 export function idempotencyKeyOf(req: FastifyRequest): string | undefined {
@@ -48,7 +55,7 @@ export class IdempotentRequests {
 
   private async once<T>(id: string, body: unknown, fn: () => Promise<T>, legacy?: (record: unknown) => T): Promise<T> {
     const fingerprint = bodyFingerprint(body);
-    const prior = await this.store.get<Stored<T> | Record<string, unknown>>('idempotency', id);
+    const prior = (await IDEMPOTENCY.in(this.store).get(id)) as Stored<T> | Record<string, unknown> | undefined;
     if (prior) {
       if (typeof prior.fingerprint !== 'string') {
         if (legacy) return legacy(prior);
@@ -58,7 +65,7 @@ export class IdempotentRequests {
       }
     }
     const response = await fn();
-    await this.store.put('idempotency', id, { fingerprint, response, created_at: new Date(this.clock()).toISOString() } satisfies Stored<T>);
+    await IDEMPOTENCY.in(this.store).put(id, { fingerprint, response, created_at: new Date(this.clock()).toISOString() } satisfies Stored<T>);
     return response;
   }
 }

@@ -5,8 +5,8 @@
 // `expires`, long after the signature itself stops verifying (`expires` is hard, the only skew is on
 // `created`), and pruned after that.
 import type { RecordRepository } from '../store/record-repository.ts';
+import { collection } from '../store/collection.ts';
 
-export const NONCE_COLLECTION = 'request_nonces';
 /** How long a claim outlives its signature's `expires`, seconds: well past any accepted window (330 s). */
 export const RETAIN_SECONDS = 3600;
 /** Pruning runs at most this often, seconds, and deletes at most PRUNE_BATCH claims a run. */
@@ -21,6 +21,10 @@ interface NonceRecord {
   /** Unix seconds after which the claim may be pruned. */
   keep_until: number;
 }
+
+const REQUEST_NONCES = collection<NonceRecord>('request_nonces');
+/** The collection's name, for the tests that count the claims. */
+export const NONCE_COLLECTION = REQUEST_NONCES.name;
 
 // Key ids and nonces are structured-field strings (printable ASCII), so NUL separates them unambiguously.
 const idOf = (keyId: string, nonce: string) => `${keyId}\x00${nonce}`;
@@ -40,15 +44,15 @@ export class ReplayGuard {
     }
     const keepUntil = Math.max(expiresAt, now) + this.retainSeconds;
     const rec: NonceRecord = { key_id: keyId, nonce, expires: expiresAt, keep_until: keepUntil };
-    return this.store.insertIfAbsent(NONCE_COLLECTION, idOf(keyId, nonce), rec, [untilIndex(keepUntil)]);
+    return REQUEST_NONCES.in(this.store).insertIfAbsent(idOf(keyId, nonce), rec, [untilIndex(keepUntil)]);
   }
 
   /** Deletes claims kept past their time (up to a batch); returns how many. */
   async prune(now: number): Promise<number> {
-    const oldest = await this.store.byIndex<NonceRecord>(NONCE_COLLECTION, 'until/', PRUNE_BATCH);
+    const oldest = await REQUEST_NONCES.in(this.store).byIndex('until/', PRUNE_BATCH);
     const due = oldest.filter((r) => r.keep_until < now);
     if (due.length) {
-      await this.store.batch(due.map((r) => ({ type: 'del' as const, collection: NONCE_COLLECTION, id: idOf(r.key_id, r.nonce), index: [untilIndex(r.keep_until)] })));
+      await this.store.batch(due.map((r) => REQUEST_NONCES.delOp(idOf(r.key_id, r.nonce), [untilIndex(r.keep_until)])));
     }
     return due.length;
   }

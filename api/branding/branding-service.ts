@@ -8,6 +8,7 @@ import type { Actor, AuditLog } from '../tenancy/audit-log.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { productionWorkspaceOf } from '../tenancy/environments.ts';
 import { FieldValidationError, type FieldError } from '../validation.ts';
+import { BRANDING } from './collections.ts';
 
 const HEX = /^#[0-9A-Fa-f]{6}$/;
 const EMAIL = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
@@ -248,7 +249,7 @@ export class BrandingService {
   constructor(private readonly store: RecordRepository, private readonly audit: AuditLog, private readonly claimKey: Uint8Array, private readonly clock: () => number = Date.now) {}
 
   private async load(scope: Scope): Promise<BrandingRecord> {
-    return (await this.store.get<BrandingRecord>('branding', scope.workspace)) ?? { tenant: scope.tenant, workspace: scope.workspace, theme: {}, logo_url: null, updated_at: new Date(0).toISOString() };
+    return (await BRANDING.in(this.store).get(scope.workspace)) ?? { tenant: scope.tenant, workspace: scope.workspace, theme: {}, logo_url: null, updated_at: new Date(0).toISOString() };
   }
 
   /** The public claim token of a workspace's branding: base64url(workspace id) "." HMAC. */
@@ -299,7 +300,7 @@ export class BrandingService {
         else delete nextSurfaces[name];
       }
       const after: BrandingRecord = { ...before, theme: applyPatch(before.theme, theme), surfaces: nextSurfaces, updated_at: new Date(this.clock()).toISOString() };
-      await this.store.batch([{ type: 'put', collection: 'branding', id: scope.workspace, value: after }, this.audit.op(scope, actor, 'branding.update', scope.workspace, auditView(before), auditView(after))]);
+      await this.store.batch([BRANDING.putOp(scope.workspace, after), this.audit.op(scope, actor, 'branding.update', scope.workspace, auditView(before), auditView(after))]);
     }
     return this.view(scope);
   }
@@ -307,14 +308,14 @@ export class BrandingService {
   async clearLogo(scope: Scope, actor: Actor) {
     const before = await this.load(scope);
     const after: BrandingRecord = { ...before, logo_url: null, updated_at: new Date(this.clock()).toISOString() };
-    await this.store.batch([{ type: 'put', collection: 'branding', id: scope.workspace, value: after }, this.audit.op(scope, actor, 'branding.logo.delete', scope.workspace, { logo_url: before.logo_url }, { logo_url: null })]);
+    await this.store.batch([BRANDING.putOp(scope.workspace, after), this.audit.op(scope, actor, 'branding.logo.delete', scope.workspace, { logo_url: before.logo_url }, { logo_url: null })]);
     return this.view(scope);
   }
 
   async setLogo(scope: Scope, actor: Actor, objectKey: string, logoUrl: string) {
     const before = await this.load(scope);
     const after: BrandingRecord = { ...before, logo_url: logoUrl, updated_at: new Date(this.clock()).toISOString() };
-    await this.store.batch([{ type: 'put', collection: 'branding', id: scope.workspace, value: after }, this.audit.op(scope, actor, 'branding.logo.set', scope.workspace, { logo_url: before.logo_url }, { logo_url: logoUrl, object_key: objectKey })]);
+    await this.store.batch([BRANDING.putOp(scope.workspace, after), this.audit.op(scope, actor, 'branding.logo.set', scope.workspace, { logo_url: before.logo_url }, { logo_url: logoUrl, object_key: objectKey })]);
     return this.view(scope);
   }
 
@@ -324,7 +325,7 @@ export class BrandingService {
    */
   async publicBundle(claimToken: string | undefined, surface?: Surface): Promise<Theme> {
     const workspace = await this.workspaceOfClaim(claimToken);
-    const r = workspace ? await this.store.get<BrandingRecord>('branding', workspace) : undefined;
+    const r = workspace ? await BRANDING.in(this.store).get(workspace) : undefined;
     const resolved = r ? resolveTheme(r.theme, r.logo_url, (surface && r.surfaces?.[surface]) || {}) : resolveTheme({}, null);
     return Object.fromEntries(PUBLIC_FIELDS.map((k) => [k, resolved[k] ?? null]));
   }

@@ -7,6 +7,7 @@ import { CustodyError } from '../../core/errors/custody-error.ts';
 import { newId } from '../store/ids.ts';
 import type { Actor, AuditLog } from '../tenancy/audit-log.ts';
 import type { Scope } from '../tenancy/scope.ts';
+import { EMAIL_DOMAINS, EMAIL_DOMAIN_NAMES } from './collections.ts';
 
 export type DomainStatus = 'not_started' | 'pending' | 'verified' | 'failed' | 'temporary_failure';
 export interface DnsRecord { record: string; name: string; value: string; type: 'TXT' | 'CNAME' | 'MX'; ttl: number; priority: number | null }
@@ -37,7 +38,7 @@ export interface DomainRecord {
  * Collection `email_domain_names`, id `<domain> NUL <workspace id>`: who registered a name. One tenant may
  * register a name in each of its environments; a name another tenant holds is a conflict.
  */
-interface NameEntry { id: string; tenant: string; workspace: string }
+export interface NameEntry { id: string; tenant: string; workspace: string }
 
 const FQDN = /^(?=.{4,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
 
@@ -52,7 +53,7 @@ export class EmailDomains {
   /** Every registration of a name, in any tenant and environment. */
   private async holders(domain: string): Promise<NameEntry[]> {
     const out: NameEntry[] = [];
-    for await (const e of this.store.range<NameEntry>('email_domain_names', { after: `${domain}\x00`, lt: `${domain}\x00\xff` })) out.push(e);
+    for await (const e of EMAIL_DOMAIN_NAMES.in(this.store).range({ after: `${domain}\x00`, lt: `${domain}\x00\xff` })) out.push(e);
     return out;
   }
 
@@ -66,11 +67,11 @@ export class EmailDomains {
   }
 
   async list(scope: Scope): Promise<DomainRecord[]> {
-    return this.store.byIndex<DomainRecord>('email_domains', `${scope.workspace}\x00`, 100);
+    return EMAIL_DOMAINS.in(this.store).byIndex(`${scope.workspace}\x00`, 100);
   }
 
   async get(scope: Scope, id: string): Promise<DomainRecord> {
-    const d = /^edm_[0-9a-f]{26}$/.test(id) ? await this.store.get<DomainRecord>('email_domains', id) : undefined;
+    const d = /^edm_[0-9a-f]{26}$/.test(id) ? await EMAIL_DOMAINS.in(this.store).get(id) : undefined;
     if (!d || d.workspace !== scope.workspace) throw new CustodyError('email_domain_not_found', `no email domain ${id}`);
     return d;
   }
@@ -95,8 +96,8 @@ export class EmailDomains {
     const now = new Date(this.clock()).toISOString();
     const d: DomainRecord = { id: newId('edm', this.clock()), tenant: scope.tenant, workspace: scope.workspace, domain, status: 'not_started', region: p.region, dns_records, verified_at: null, last_synced_at: null, created_at: now };
     await this.store.batch([
-      { type: 'put', collection: 'email_domains', id: d.id, value: d, index: [`${scope.workspace}\x00${d.id}`] },
-      { type: 'put', collection: 'email_domain_names', id: `${domain}\x00${scope.workspace}`, value: { id: d.id, tenant: scope.tenant, workspace: scope.workspace } satisfies NameEntry },
+      EMAIL_DOMAINS.putOp(d.id, d, { index: [`${scope.workspace}\x00${d.id}`] }),
+      EMAIL_DOMAIN_NAMES.putOp(`${domain}\x00${scope.workspace}`, { id: d.id, tenant: scope.tenant, workspace: scope.workspace } satisfies NameEntry),
       this.audit.op(scope, actor, 'branding.email_domain.create', d.id, null, { domain, status: d.status }),
     ]);
     return d;
@@ -114,7 +115,7 @@ export class EmailDomains {
     const now = new Date(this.clock()).toISOString();
     const after: DomainRecord = { ...before, status, last_synced_at: now, verified_at: status === 'verified' ? (before.verified_at ?? now) : before.verified_at };
     await this.store.batch([
-      { type: 'put', collection: 'email_domains', id, value: after, index: [`${scope.workspace}\x00${id}`] },
+      EMAIL_DOMAINS.putOp(id, after, { index: [`${scope.workspace}\x00${id}`] }),
       this.audit.op(scope, actor, 'branding.email_domain.verify', id, { status: before.status }, { status }),
     ]);
     return after;
@@ -127,7 +128,7 @@ export class EmailDomains {
 
   private async removeLocked(scope: Scope, actor: Actor, d: DomainRecord): Promise<void> {
     const id = d.id;
-    if (!(await this.store.get<DomainRecord>('email_domains', id))) throw new CustodyError('email_domain_not_found', `no email domain ${id}`);
+    if (!(await EMAIL_DOMAINS.in(this.store).get(id))) throw new CustodyError('email_domain_not_found', `no email domain ${id}`);
     // The provider forgets it first: a failure leaves both sides as they were, and the call can be retried.
     // Not while the tenant's other environment still holds the name: the provider's identity is shared.
     const shared = (await this.holders(d.domain)).some((h) => h.workspace !== scope.workspace);
@@ -139,8 +140,8 @@ export class EmailDomains {
       }
     }
     await this.store.batch([
-      { type: 'del', collection: 'email_domains', id, index: [`${scope.workspace}\x00${id}`] },
-      { type: 'del', collection: 'email_domain_names', id: `${d.domain}\x00${scope.workspace}` },
+      EMAIL_DOMAINS.delOp(id, [`${scope.workspace}\x00${id}`]),
+      EMAIL_DOMAIN_NAMES.delOp(`${d.domain}\x00${scope.workspace}`),
       this.audit.op(scope, actor, 'branding.email_domain.delete', id, { domain: d.domain, status: d.status }, null),
     ]);
   }

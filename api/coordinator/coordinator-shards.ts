@@ -10,6 +10,8 @@
 import { sha256 } from '@noble/hashes/sha2.js';
 import { ConfigError } from '../../common/config.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
+import { collection } from '../store/collection.ts';
+import type { RecordRepository } from '../store/record-repository.ts';
 import { attachedNodes, connectCoordinator, type CoordinatorClient, type NodeSummary } from './coordinator-client.ts';
 
 /** A shard as configured: its name (kept in vault records) and its coordinator's host:port. */
@@ -29,7 +31,9 @@ export interface PlacedVault {
 }
 
 /** The store collection naming every shard that holds a vault: the start check reads it, not every vault. */
-export const SHARDS_IN_USE = 'coordinator_shards';
+export const COORDINATOR_SHARDS = collection<{ name: string }>('coordinator_shards');
+/** Its name, for the tests that read it. */
+export const SHARDS_IN_USE = COORDINATOR_SHARDS.name;
 
 /** The shard name of a single API_COORDINATOR. */
 export const DEFAULT_SHARD = 'default';
@@ -117,9 +121,9 @@ export class CoordinatorShards {
    * Refuses to start when the store has vaults on a shard that is not configured (removed or renamed):
    * their calls would have nowhere to go. Reads the short list of shards in use, not the vaults.
    */
-  async checkPlacements(store: { all<T>(collection: string): AsyncIterable<T> }): Promise<void> {
+  async checkPlacements(store: RecordRepository): Promise<void> {
     const missing: string[] = [];
-    for await (const r of store.all<{ name: string }>(SHARDS_IN_USE)) if (!this.byName.has(r.name)) missing.push(r.name);
+    for await (const r of COORDINATOR_SHARDS.in(store).all()) if (!this.byName.has(r.name)) missing.push(r.name);
     if (missing.length) {
       throw new ConfigError([`API_COORDINATORS: vaults live on coordinator shard${missing.length > 1 ? 's' : ''} ${missing.join(', ')}, which ${missing.length > 1 ? 'are' : 'is'} not configured; a shard that holds vaults cannot be removed or renamed (docs/operations.md "Coordinator shards")`]);
     }

@@ -9,6 +9,7 @@ import type { VaultService } from '../vaults/vault-service.ts';
 import type { Environment, TenancyService, TenantRecord, WorkspaceRecord } from '../tenancy/tenancy-service.ts';
 import { customerKey, type CustomerLinks, type CustomerRecord } from './customer-links.ts';
 import type { OrgRecord } from '../vaults/records.ts';
+import { ORGS } from '../vaults/collections.ts';
 
 export interface CreateCustomerParameters {
   name: string;
@@ -62,7 +63,7 @@ export async function createCustomer(s: CustomerServices, p: CreateCustomerParam
       return { ...(await describe(s, existing)), created: false };
     }
     const { org, key: apiKey, ops: orgOps } = s.vaults.orgOps(p.name, publicKey, p.label ?? 'bootstrap', p.bootstrap ? { bootstrap: p.bootstrap.entry, orgId: p.bootstrap.orgId } : { operatorSecretKey: p.operatorSecretKey! });
-    if (p.bootstrap && (await s.store.get('orgs', org.id))) throw new CustodyError('conflict', `organization ${org.id} exists`);
+    if (p.bootstrap && (await ORGS.in(s.store).get(org.id))) throw new CustodyError('conflict', `organization ${org.id} exists`);
     const { tenant, sandbox, production, ops: tenantOps } = s.tenancy.tenantOps(p.name);
     const { customer, ops: linkOps } = s.links.linkOps({
       key, externalId: p.externalId ?? null, name: p.name, org: org.id, tenant: tenant.id, workspace: s.environment === 'production' ? production : sandbox, firstPublicKey: apiKey.public_key,
@@ -74,7 +75,7 @@ export async function createCustomer(s: CustomerServices, p: CreateCustomerParam
 
 /** The records a stored customer names. */
 export async function describe(s: Pick<CustomerServices, 'store' | 'tenancy'>, c: CustomerRecord): Promise<Omit<CreateCustomerReturnType, 'created'>> {
-  const organization = await s.store.get<OrgRecord>('orgs', c.org);
+  const organization = await ORGS.in(s.store).get(c.org);
   const tenant = await s.tenancy.tenant(c.tenant);
   const workspaces = await s.tenancy.workspaces(c.tenant);
   const sandbox = workspaces.find((w) => w.environment === 'sandbox');

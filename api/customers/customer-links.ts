@@ -6,8 +6,10 @@
 import type { Op, RecordRepository } from '../store/record-repository.ts';
 import { newId } from '../store/ids.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
-import type { Environment, TenantRecord, WorkspaceRecord } from '../tenancy/tenancy-service.ts';
-import type { OrgRecord } from '../vaults/records.ts';
+import type { Environment, WorkspaceRecord } from '../tenancy/tenancy-service.ts';
+import { ORGS, OUTBOX } from '../vaults/collections.ts';
+import { CUSTOMERS, CUSTOMER_REFS, OUTBOX_PARKED } from './collections.ts';
+import { TENANTS, WORKSPACES } from '../tenancy/collections.ts';
 
 export interface CustomerRecord {
   /** Version of the stored record (docs/customers.md); 1. */
@@ -27,19 +29,14 @@ export interface CustomerRecord {
   created_at: string;
 }
 
-/** Look-up entries (`customer_refs/<kind>/<value>` → customer id), one per way to find a customer. */
-const REFS = 'customer_refs';
-/** Outbox events of an organization no customer links yet, `<org>/<outbox id>`; linking releases them. */
-export const PARKED = 'outbox_parked';
-
 export const customerKey = (externalId: string | undefined, name: string) => (externalId !== undefined ? `ext:${externalId}` : `name:${name}`);
 
 export class CustomerLinks {
   constructor(private readonly store: RecordRepository, private readonly clock: () => number = Date.now) {}
 
   private async byRef(ref: string): Promise<CustomerRecord | undefined> {
-    const id = await this.store.get<string>(REFS, ref);
-    return id === undefined ? undefined : this.store.get<CustomerRecord>('customers', id);
+    const id = await CUSTOMER_REFS.in(this.store).get(ref);
+    return id === undefined ? undefined : CUSTOMERS.in(this.store).get(id);
   }
 
   byOrg(org: string): Promise<CustomerRecord | undefined> {
@@ -55,7 +52,7 @@ export class CustomerLinks {
   }
 
   get(id: string): Promise<CustomerRecord | undefined> {
-    return this.store.get<CustomerRecord>('customers', id);
+    return CUSTOMERS.in(this.store).get(id);
   }
 
   /** The customer that owns `workspace`'s events, if that workspace is a linked one. */
@@ -80,8 +77,8 @@ export class CustomerLinks {
       v: 1, id: newId('cus', this.clock()), key: input.key, external_id: input.externalId, name: input.name, org: input.org, tenant: input.tenant,
       workspace: input.workspace.id, environment: input.workspace.environment, first_public_key: input.firstPublicKey, created_at: new Date(this.clock()).toISOString(),
     };
-    const ref = (r: string): Op => ({ type: 'put', collection: REFS, id: r, value: customer.id });
-    return { customer, ops: [{ type: 'put', collection: 'customers', id: customer.id, value: customer }, ref(`key/${customer.key}`), ref(`org/${customer.org}`), ref(`tenant/${customer.tenant}`)] };
+    const ref = (r: string): Op => CUSTOMER_REFS.putOp(r, customer.id);
+    return { customer, ops: [CUSTOMERS.putOp(customer.id, customer), ref(`key/${customer.key}`), ref(`org/${customer.org}`), ref(`tenant/${customer.tenant}`)] };
   }
 
   /**
@@ -90,15 +87,15 @@ export class CustomerLinks {
    * are released to the relay, which delivers them to the workspace of `environment`.
    */
   async linkExisting(org: string, tenant: string, environment: Environment, opts: { externalId?: string } = {}): Promise<CustomerRecord> {
-    const o = await this.store.get<OrgRecord>('orgs', org);
+    const o = await ORGS.in(this.store).get(org);
     if (!o) throw new CustodyError('not_found', `no organization ${org}`);
-    const t = await this.store.get<TenantRecord>('tenants', tenant);
+    const t = await TENANTS.in(this.store).get(tenant);
     if (!t) throw new CustodyError('not_found', `no tenant ${tenant}`);
     if (await this.byOrg(org)) throw new CustodyError('conflict', `organization ${org} is already linked to a customer`);
     if (await this.byTenant(tenant)) throw new CustodyError('conflict', `tenant ${tenant} is already linked to a customer`);
     const key = customerKey(opts.externalId, o.name);
     if (await this.byKey(key)) throw new CustodyError('conflict', `a customer with ${opts.externalId !== undefined ? 'external id' : 'name'} ${opts.externalId ?? o.name} exists`);
-    const workspaces = await this.store.byIndex<WorkspaceRecord>('workspaces', `${tenant}\x00`, 10);
+    const workspaces = await WORKSPACES.in(this.store).byIndex(`${tenant}\x00`, 10);
     const ws = workspaces.find((w) => w.environment === environment);
     if (!ws) throw new CustodyError('conflict', `tenant ${tenant} has no ${environment} workspace`);
     const { customer, ops } = this.linkOps({ key, externalId: opts.externalId ?? null, name: o.name, org, tenant, workspace: ws, firstPublicKey: null });
@@ -116,8 +113,8 @@ export class CustomerLinks {
     let n = 0;
     for (;;) {
       const ops: Op[] = [];
-      for await (const { id, value } of this.store.entries<unknown>(PARKED, { after: `${org}/`, lt: `${org}/\xff`, limit: 500 })) {
-        ops.push({ type: 'del', collection: PARKED, id }, { type: 'put', collection: 'outbox', id: id.slice(org.length + 1), value });
+      for await (const { id, value } of OUTBOX_PARKED.in(this.store).entries({ after: `${org}/`, lt: `${org}/\xff`, limit: 500 })) {
+        ops.push(OUTBOX_PARKED.delOp(id), OUTBOX.putOp(id.slice(org.length + 1), value));
       }
       if (!ops.length) return n;
       await this.store.batch(ops);
@@ -131,7 +128,7 @@ export class CustomerLinks {
     let after: string | undefined;
     for (;;) {
       let next: string | undefined;
-      for await (const { id } of this.store.entries<unknown>(PARKED, { ...(after !== undefined ? { after } : {}), limit: 1 })) next = id.slice(0, id.indexOf('/'));
+      for await (const { id } of OUTBOX_PARKED.in(this.store).entries({ ...(after !== undefined ? { after } : {}), limit: 1 })) next = id.slice(0, id.indexOf('/'));
       if (next === undefined) return orgs;
       orgs.push(next);
       after = `${next}/\xff`;

@@ -11,7 +11,10 @@ import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { DeliveryEngine } from '../webhooks/delivery-engine.ts';
 import { eventType } from '../webhooks/event-catalog.ts';
 import type { EventRecord } from '../vaults/records.ts';
-import { PARKED, type CustomerLinks } from './customer-links.ts';
+import type { CustomerLinks } from './customer-links.ts';
+import { OUTBOX } from '../vaults/collections.ts';
+import { OUTBOX_PARKED } from './collections.ts';
+import { WEBHOOK_EVENTS } from '../webhooks/collections.ts';
 
 /**
  * The webhook event an outbox event is delivered as; undefined for one the catalog has no name for
@@ -65,9 +68,9 @@ export class EventRelay {
     const limit = this.o.batch ?? 100;
     for (;;) {
       const rows: { id: string; value: EventRecord }[] = [];
-      for await (const r of this.o.store.entries<EventRecord>('outbox', { limit })) rows.push(r);
+      for await (const r of OUTBOX.in(this.o.store).entries({ limit })) rows.push(r);
       for (const { id, value: e } of rows) {
-        const done: Op = { type: 'del', collection: 'outbox', id };
+        const done: Op = OUTBOX.delOp(id);
         const type = webhookTypeOf(e.type);
         if (!type) {
           await this.o.store.batch([done]);
@@ -77,7 +80,7 @@ export class EventRelay {
         }
         const link = await this.o.links.byOrg(e.org);
         if (!link) {
-          await this.o.store.batch([done, { type: 'put', collection: PARKED, id: `${e.org}/${id}`, value: e }]);
+          await this.o.store.batch([done, OUTBOX_PARKED.putOp(`${e.org}/${id}`, e)]);
           pass.parked++;
           // Linked between the look-up and the park: the link's own release may have run before it.
           if (await this.o.links.byOrg(e.org)) await this.o.links.releaseParked(e.org);
@@ -86,7 +89,7 @@ export class EventRelay {
         }
         // Emitted before, by a relay that was stopped between its batch and this read? Never: the row
         // goes in that batch. Checked anyway, so a row restored from a backup is not delivered twice.
-        if (await this.o.store.get('webhook_events', e.id)) {
+        if (await WEBHOOK_EVENTS.in(this.o.store).get(e.id)) {
           await this.o.store.batch([done]);
           continue;
         }

@@ -12,11 +12,11 @@
 import { randomUUID } from 'node:crypto';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import type { Op, RecordRepository } from '../store/record-repository.ts';
+import { collection } from '../store/collection.ts';
 import type { ClaimOptions, EnqueueOptions, EnqueueResult, Job, JobQueue, KindStats, LeasedJob } from './job-queue.ts';
 import { LeaseLostError } from './lease-lost-error.ts';
 
 const SEP = '\x00';
-const JOBS = 'queue_jobs';
 const PAGE = 100;
 
 interface JobRecord extends Job {
@@ -24,6 +24,12 @@ interface JobRecord extends Job {
   /** When it became done or dead (the prune index). */
   finishedAt?: number;
 }
+
+const QUEUE_JOBS = collection<JobRecord>('queue_jobs');
+/** `<kind> NUL <dedupe key>` → the id of the job that key took. */
+const QUEUE_DEDUPE = collection<string>('queue_dedupe');
+/** `next` → the sequence that numbers jobs' ids. */
+const QUEUE_SEQ = collection<number>('queue_seq');
 
 const time = (ms: number) => String(Math.max(0, Math.floor(ms))).padStart(15, '0');
 const jobId = (seq: number) => `j${String(seq).padStart(12, '0')}`;
@@ -51,8 +57,8 @@ type EnqueueOp = Extract<Op, { type: 'enqueue' }>;
  * dedupe key names a job already (then `out` names that job). The caller holds the one lock under which
  * jobs are enqueued and writes the result in the batch's own atomic write, so ids follow commit order.
  */
-export async function enqueueRecords(store: Pick<RecordRepository, 'get'>, ops: readonly Op[], now: number): Promise<Op[]> {
-  let seq = (await store.get<number>('queue_seq', 'next')) ?? 0;
+export async function enqueueRecords(store: RecordRepository, ops: readonly Op[], now: number): Promise<Op[]> {
+  let seq = (await QUEUE_SEQ.in(store).get('next')) ?? 0;
   const taken = new Map<string, string>();
   const out: Op[] = [];
   for (const op of ops) {
@@ -63,8 +69,8 @@ export async function enqueueRecords(store: Pick<RecordRepository, 'get'>, ops: 
     const opts = op.opts ?? {};
     const dedupeId = opts.dedupeKey === undefined ? undefined : `${op.kind}${SEP}${opts.dedupeKey}`;
     if (dedupeId !== undefined) {
-      const id = taken.get(dedupeId) ?? (await store.get<string>('queue_dedupe', dedupeId));
-      if (id !== undefined && (taken.has(dedupeId) || (await store.get<JobRecord>(JOBS, id)) !== undefined)) {
+      const id = taken.get(dedupeId) ?? (await QUEUE_DEDUPE.in(store).get(dedupeId));
+      if (id !== undefined && (taken.has(dedupeId) || (await QUEUE_JOBS.in(store).get(id)) !== undefined)) {
         op.out = { id, created: false };
         continue;
       }
@@ -77,12 +83,12 @@ export async function enqueueRecords(store: Pick<RecordRepository, 'get'>, ops: 
     };
     if (dedupeId !== undefined) {
       taken.set(dedupeId, rec.id);
-      out.push({ type: 'put', collection: 'queue_dedupe', id: dedupeId, value: rec.id });
+      out.push(QUEUE_DEDUPE.putOp(dedupeId, rec.id));
     }
-    out.push({ type: 'put', collection: JOBS, id: rec.id, value: rec, index: indexOf(rec) });
+    out.push(QUEUE_JOBS.putOp(rec.id, rec, { index: indexOf(rec) }));
     op.out = { id: rec.id, created: true };
   }
-  out.push({ type: 'put', collection: 'queue_seq', id: 'next', value: seq });
+  out.push(QUEUE_SEQ.putOp('next', seq));
   return out;
 }
 
@@ -111,21 +117,21 @@ export class RecordJobQueue implements JobQueue {
   }
 
   private locked<T>(fn: () => Promise<T>): Promise<T> {
-    return this.lock.run(JOBS, fn);
+    return this.lock.run(QUEUE_JOBS.name, fn);
   }
 
   /** Writes the record's new state, moving its index entries from those of `before`. */
   private write(before: JobRecord | undefined, after: JobRecord): Promise<void> {
     const next = indexOf(after);
     const gone = before === undefined ? [] : indexOf(before).filter((e) => !next.includes(e));
-    return this.store.batch([{ type: 'put', collection: JOBS, id: after.id, value: after, index: next, unindex: gone }]);
+    return this.store.batch([QUEUE_JOBS.putOp(after.id, after, { index: next, unindex: gone })]);
   }
 
   /** Through the store's batch, so a job enqueued alone and one enqueued with records are written alike. */
   async enqueue<P>(kind: string, key: string, payload: P, opts: EnqueueOptions = {}): Promise<EnqueueResult<P>> {
     const op: EnqueueOp = { type: 'enqueue', kind, key, payload, opts: { ...opts, runAt: opts.runAt ?? this.clock() } };
     await this.store.batch([op]);
-    const job = await this.store.get<JobRecord>(JOBS, op.out!.id);
+    const job = await QUEUE_JOBS.in(this.store).get(op.out!.id);
     return { job: publicJob<P>(job!), created: op.out!.created };
   }
 
@@ -133,7 +139,7 @@ export class RecordJobQueue implements JobQueue {
   private async *walk(prefix: string, keep: (r: JobRecord) => boolean): AsyncGenerator<JobRecord> {
     let after: string | undefined;
     for (;;) {
-      const page = await this.store.byIndexEntries<JobRecord>(JOBS, prefix, after, PAGE);
+      const page = await QUEUE_JOBS.in(this.store).byIndexEntries(prefix, after, PAGE);
       for (const e of page) {
         if (e.value === undefined) continue;
         if (!keep(e.value)) return;
@@ -147,7 +153,7 @@ export class RecordJobQueue implements JobQueue {
   /** Whether `r` is the earliest unfinished job of its ordering key. */
   private async first(r: JobRecord): Promise<boolean> {
     if (r.orderingKey === undefined) return true;
-    const [head] = await this.store.byIndexEntries<JobRecord>(JOBS, `o${SEP}${r.orderingKey}${SEP}`, undefined, 1);
+    const [head] = await QUEUE_JOBS.in(this.store).byIndexEntries(`o${SEP}${r.orderingKey}${SEP}`, undefined, 1);
     return head?.value?.id === r.id;
   }
 
@@ -212,7 +218,7 @@ export class RecordJobQueue implements JobQueue {
   /** Applies `change` to the job leased under `token`; refuses a stale token. */
   private leased(id: string, token: string, change: (r: JobRecord) => JobRecord): Promise<JobRecord> {
     return this.locked(async () => {
-      const before = await this.store.get<JobRecord>(JOBS, id);
+      const before = await QUEUE_JOBS.in(this.store).get(id);
       if (before === undefined || before.state !== 'leased' || before.leaseToken !== token) throw new LeaseLostError(id);
       const after = change(before);
       await this.write(before, after);
@@ -243,10 +249,10 @@ export class RecordJobQueue implements JobQueue {
       const ops: Op[] = [];
       let n = 0;
       for await (const r of this.walk(`f${SEP}`, (r) => (r.finishedAt ?? Infinity) < before)) {
-        ops.push({ type: 'del', collection: JOBS, id: r.id, index: indexOf(r) });
+        ops.push(QUEUE_JOBS.delOp(r.id, indexOf(r)));
         if (r.dedupeKey !== undefined) {
           const dedupeId = `${r.kind}${SEP}${r.dedupeKey}`;
-          if ((await this.store.get<string>('queue_dedupe', dedupeId)) === r.id) ops.push({ type: 'del', collection: 'queue_dedupe', id: dedupeId });
+          if ((await QUEUE_DEDUPE.in(this.store).get(dedupeId)) === r.id) ops.push(QUEUE_DEDUPE.delOp(dedupeId));
         }
         if (++n >= limit) break;
       }
@@ -265,7 +271,7 @@ export class RecordJobQueue implements JobQueue {
   }
 
   async get<P = unknown>(id: string): Promise<Job<P> | undefined> {
-    const r = await this.store.get<JobRecord>(JOBS, id);
+    const r = await QUEUE_JOBS.in(this.store).get(id);
     return r === undefined ? undefined : publicJob<P>(r);
   }
 

@@ -10,6 +10,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { RecordRepository } from '../store/record-repository.ts';
+import { META } from '../store/meta.ts';
 
 const VERSION = 'v1';
 
@@ -63,11 +64,12 @@ export async function readExchangeKeyFile(path: string): Promise<Uint8Array> {
  */
 export async function loadExchangeCipher(store: RecordRepository, key?: Uint8Array): Promise<ExchangeCipher> {
   if (key) return new ExchangeCipher(key);
-  const stored = await store.get<{ key: string }>('meta', 'member_auth_exchange_key');
+  const meta = META.in(store);
+  const stored = (await meta.get('member_auth_exchange_key')) as { key: string } | undefined;
   if (stored) return new ExchangeCipher(Buffer.from(stored.key, 'hex'));
   const fresh = randomBytes(32).toString('hex');
   // Two instances starting together on one new store must end with one key.
-  await store.insertIfAbsent('meta', 'member_auth_exchange_key', { key: fresh });
-  const kept = await store.get<{ key: string }>('meta', 'member_auth_exchange_key');
+  await meta.insertIfAbsent('member_auth_exchange_key', { key: fresh });
+  const kept = (await meta.get('member_auth_exchange_key')) as { key: string } | undefined;
   return new ExchangeCipher(Buffer.from(kept!.key, 'hex'));
 }

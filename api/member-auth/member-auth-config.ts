@@ -8,7 +8,7 @@ import type { Op, RecordRepository } from '../store/record-repository.ts';
 import { newId } from '../store/ids.ts';
 import { pageOf, type CursorCodec, type PageResult } from '../store/pagination.ts';
 import type { Actor, AuditLog } from '../tenancy/audit-log.ts';
-import type { BearerKeyRecord, Environment } from '../tenancy/tenancy-service.ts';
+import type { Environment } from '../tenancy/tenancy-service.ts';
 import type { OutboundHttp } from '../webhooks/outbound-http.ts';
 import { normalizeOrigin, normalizeRedirectUrl, checkIssuer } from './exact-urls.ts';
 import { discoverIssuer } from './oidc-discovery.ts';
@@ -18,6 +18,8 @@ import {
   type AllowedOriginRecord, type AllowedOriginView, type ApplicationRecord, type ApplicationView, type ByoOidcSettings,
   type Enrollment, type HostedSettings, type PublishableKeyRecord, type RedirectUrlRecord, type RedirectUrlView,
 } from './member-auth-records.ts';
+import { BEARER_KEYS } from '../tenancy/collections.ts';
+import type { CollectionName } from '../store/collection.ts';
 
 /** The caller's workspace, with its environment (the URL rules and key prefixes depend on it). */
 export interface WorkspaceScope { tenant: string; workspace: string; environment: Environment }
@@ -88,20 +90,21 @@ export class MemberAuthConfig {
     return new Date(this.clock()).toISOString();
   }
 
-  private async page<R extends { id: string }, V>(collection: string, scope: WorkspaceScope, cursor: string | undefined, limit: number, view: (r: R) => V): Promise<PageResult<V>> {
-    const after = this.o.cursors.decode(cursor, collection, scope.workspace, {});
-    const items = await this.o.store.byIndexAfter<R>(collection, `${scope.workspace}\x00`, after, limit + 1);
-    const p = pageOf(this.o.cursors, items, limit, collection, scope.workspace, {});
+  /** Cursors are bound to the collection's name (as the list they page). */
+  private async page<R extends { id: string }, V>(collection: CollectionName<R>, scope: WorkspaceScope, cursor: string | undefined, limit: number, view: (r: R) => V): Promise<PageResult<V>> {
+    const after = this.o.cursors.decode(cursor, collection.name, scope.workspace, {});
+    const items = await collection.in(this.o.store).byIndexAfter(`${scope.workspace}\x00`, after, limit + 1);
+    const p = pageOf(this.o.cursors, items, limit, collection.name, scope.workspace, {});
     return { ...p, data: p.data.map(view) };
   }
 
-  private all<R>(collection: string, scope: WorkspaceScope, limit: number): Promise<R[]> {
-    return this.o.store.byIndex<R>(collection, `${scope.workspace}\x00`, limit);
+  private all<R>(collection: CollectionName<R>, scope: WorkspaceScope, limit: number): Promise<R[]> {
+    return collection.in(this.o.store).byIndex(`${scope.workspace}\x00`, limit);
   }
 
   /** A record of this workspace by id; anything else (malformed, missing, another tenant's) is 404. */
-  private async own<R extends { workspace: string }>(collection: string, prefix: string, scope: WorkspaceScope, id: string, what: string): Promise<R> {
-    const r = new RegExp(`^${prefix}_[0-9a-f]{26}$`).test(id) ? await this.o.store.get<R>(collection, id) : undefined;
+  private async own<R extends { workspace: string }>(collection: CollectionName<R>, prefix: string, scope: WorkspaceScope, id: string, what: string): Promise<R> {
+    const r = new RegExp(`^${prefix}_[0-9a-f]{26}$`).test(id) ? await collection.in(this.o.store).get(id) : undefined;
     if (!r || r.workspace !== scope.workspace) throw new CustodyError('not_found', `no ${what} ${id}`);
     return r;
   }
@@ -117,12 +120,12 @@ export class MemberAuthConfig {
     const origin = normalizeOrigin(text, scope.environment);
     return this.locks.run(scope.workspace, async () => {
       const name = `${scope.workspace}\x00${origin}`;
-      if (await this.o.store.get(C.originNames, name)) throw new CustodyError('conflict', `${origin} is already an allowed origin of this workspace`);
+      if (await C.originNames.in(this.o.store).get(name)) throw new CustodyError('conflict', `${origin} is already an allowed origin of this workspace`);
       if ((await this.all(C.origins, scope, LIMITS.origins)).length >= LIMITS.origins) throw invalid(`origin: a workspace has at most ${LIMITS.origins} allowed origins`);
       const r: AllowedOriginRecord = { id: newId('mao', this.clock()), tenant: scope.tenant, workspace: scope.workspace, origin, created_at: this.iso() };
       await this.o.store.batch([
-        { type: 'put', collection: C.origins, id: r.id, value: r, index: ix(r) },
-        { type: 'put', collection: C.originNames, id: name, value: { id: r.id } },
+        C.origins.putOp(r.id, r, { index: ix(r) }),
+        C.originNames.putOp(name, { id: r.id }),
         this.o.audit.op(scope, actor, 'member_auth.allowed_origin.create', r.id, null, originView(r)),
       ]);
       return r;
@@ -133,20 +136,20 @@ export class MemberAuthConfig {
   removeOrigin(scope: WorkspaceScope, actor: Actor, id: string): Promise<void> {
     return this.locks.run(scope.workspace, async () => {
       const r = await this.own<AllowedOriginRecord>(C.origins, 'mao', scope, id, 'allowed origin');
-      const urls = (await this.all<RedirectUrlRecord>(C.redirectUrls, scope, LIMITS.redirectUrls)).filter((u) => u.origin === r.origin);
+      const urls = (await this.all(C.redirectUrls, scope, LIMITS.redirectUrls)).filter((u) => u.origin === r.origin);
       if (urls.length) throw new CustodyError('conflict', `${r.origin} is the origin of ${urls.length} redirect URL(s) (${urls[0]!.id}); delete them first`);
-      const apps = (await this.all<ApplicationRecord>(C.applications, scope, LIMITS.applications)).filter((a) => a.hosted?.origin === r.origin);
+      const apps = (await this.all(C.applications, scope, LIMITS.applications)).filter((a) => a.hosted?.origin === r.origin);
       if (apps.length) throw new CustodyError('conflict', `${r.origin} is the origin of Hosted application ${apps[0]!.id}; change or delete it first`);
       await this.o.store.batch([
-        { type: 'del', collection: C.origins, id: r.id, index: ix(r) },
-        { type: 'del', collection: C.originNames, id: `${scope.workspace}\x00${r.origin}` },
+        C.origins.delOp(r.id, ix(r)),
+        C.originNames.delOp(`${scope.workspace}\x00${r.origin}`),
         this.o.audit.op(scope, actor, 'member_auth.allowed_origin.delete', r.id, originView(r), null),
       ]);
     });
   }
 
   private async isAllowedOrigin(scope: WorkspaceScope, origin: string): Promise<boolean> {
-    return (await this.o.store.get(C.originNames, `${scope.workspace}\x00${origin}`)) !== undefined;
+    return (await C.originNames.in(this.o.store).get(`${scope.workspace}\x00${origin}`)) !== undefined;
   }
 
   // ── Redirect URLs ───────────────────────────────────────────────────────────────────────────────
@@ -161,12 +164,12 @@ export class MemberAuthConfig {
     return this.locks.run(scope.workspace, async () => {
       if (!(await this.isAllowedOrigin(scope, origin))) throw invalid(`url: its origin ${origin} is not an allowed origin of this workspace; add it first (POST /v1/tenant/member-auth/allowed-origins)`);
       const name = `${scope.workspace}\x00${url}`;
-      if (await this.o.store.get(C.redirectNames, name)) throw new CustodyError('conflict', `${url} is already a redirect URL of this workspace`);
+      if (await C.redirectNames.in(this.o.store).get(name)) throw new CustodyError('conflict', `${url} is already a redirect URL of this workspace`);
       if ((await this.all(C.redirectUrls, scope, LIMITS.redirectUrls)).length >= LIMITS.redirectUrls) throw invalid(`url: a workspace has at most ${LIMITS.redirectUrls} redirect URLs`);
       const r: RedirectUrlRecord = { id: newId('mar', this.clock()), tenant: scope.tenant, workspace: scope.workspace, url, origin, created_at: this.iso() };
       await this.o.store.batch([
-        { type: 'put', collection: C.redirectUrls, id: r.id, value: r, index: ix(r) },
-        { type: 'put', collection: C.redirectNames, id: name, value: { id: r.id } },
+        C.redirectUrls.putOp(r.id, r, { index: ix(r) }),
+        C.redirectNames.putOp(name, { id: r.id }),
         this.o.audit.op(scope, actor, 'member_auth.redirect_url.create', r.id, null, redirectUrlView(r)),
       ]);
       return r;
@@ -177,11 +180,11 @@ export class MemberAuthConfig {
   removeRedirectUrl(scope: WorkspaceScope, actor: Actor, id: string): Promise<void> {
     return this.locks.run(scope.workspace, async () => {
       const r = await this.own<RedirectUrlRecord>(C.redirectUrls, 'mar', scope, id, 'redirect URL');
-      const apps = (await this.all<ApplicationRecord>(C.applications, scope, LIMITS.applications)).filter((a) => a.hosted?.result_callback_url === r.url);
+      const apps = (await this.all(C.applications, scope, LIMITS.applications)).filter((a) => a.hosted?.result_callback_url === r.url);
       if (apps.length) throw new CustodyError('conflict', `${r.url} is the result callback of Hosted application ${apps[0]!.id}; change or delete it first`);
       await this.o.store.batch([
-        { type: 'del', collection: C.redirectUrls, id: r.id, index: ix(r) },
-        { type: 'del', collection: C.redirectNames, id: `${scope.workspace}\x00${r.url}` },
+        C.redirectUrls.delOp(r.id, ix(r)),
+        C.redirectNames.delOp(`${scope.workspace}\x00${r.url}`),
         this.o.audit.op(scope, actor, 'member_auth.redirect_url.delete', r.id, redirectUrlView(r), null),
       ]);
     });
@@ -206,8 +209,8 @@ export class MemberAuthConfig {
     if ((await this.all(C.applications, scope, LIMITS.applications)).length >= LIMITS.applications) throw invalid(`a workspace has at most ${LIMITS.applications} member-auth applications`);
     const key: PublishableKeyRecord = { application: a.id, tenant: a.tenant, workspace: a.workspace, environment: a.environment };
     await this.o.store.batch([
-      { type: 'put', collection: C.applications, id: a.id, value: a, index: ix(a) },
-      { type: 'put', collection: C.publishableKeys, id: a.publishable_key, value: key },
+      C.applications.putOp(a.id, a, { index: ix(a) }),
+      C.publishableKeys.putOp(a.publishable_key, key),
       ...extra,
       this.o.audit.op(scope, actor, 'member_auth.application.create', a.id, null, applicationView(a)),
     ]);
@@ -217,7 +220,7 @@ export class MemberAuthConfig {
     if (same({ ...before, updated_at: '' }, { ...after, updated_at: '' })) return before;
     const next: ApplicationRecord = { ...after, version: before.version + 1, updated_at: this.iso() };
     await this.o.store.batch([
-      { type: 'put', collection: C.applications, id: next.id, value: next, index: ix(next) },
+      C.applications.putOp(next.id, next, { index: ix(next) }),
       this.o.audit.op(scope, actor, 'member_auth.application.update', next.id, applicationView(before), applicationView(next)),
     ]);
     return next;
@@ -233,8 +236,8 @@ export class MemberAuthConfig {
     checkByoFields(input);
     const discovered = await discoverIssuer(this.o.http, input.issuer, scope.environment);
     return this.locks.run(scope.workspace, async () => {
-      const ref = await this.o.store.get<{ id: string }>(C.byo, scope.workspace);
-      const existing = ref ? await this.o.store.get<ApplicationRecord>(C.applications, ref.id) : undefined;
+      const ref = await C.byo.in(this.o.store).get(scope.workspace);
+      const existing = ref ? await C.applications.in(this.o.store).get(ref.id) : undefined;
       const prior = existing?.byo_oidc;
       const settings: ByoOidcSettings = {
         issuer: input.issuer, audience: input.audience, provider_namespace: input.provider_namespace, ...discovered,
@@ -243,7 +246,7 @@ export class MemberAuthConfig {
       };
       if (existing) return { application: await this.update(scope, actor, existing, { ...existing, byo_oidc: settings }), created: false };
       const a = { ...this.newApplication(scope, 'byo_oidc'), byo_oidc: settings };
-      await this.create(scope, actor, a, [{ type: 'put', collection: C.byo, id: scope.workspace, value: { id: a.id } }]);
+      await this.create(scope, actor, a, [C.byo.putOp(scope.workspace, { id: a.id })]);
       return { application: a, created: true };
     });
   }
@@ -252,8 +255,8 @@ export class MemberAuthConfig {
     const origin = normalizeOrigin(h.origin, scope.environment);
     const callback = normalizeRedirectUrl(h.result_callback_url, scope.environment, 'result_callback_url').url;
     if (!(await this.isAllowedOrigin(scope, origin))) throw invalid(`origin: ${origin} is not an allowed origin of this workspace`);
-    if (!(await this.o.store.get(C.redirectNames, `${scope.workspace}\x00${callback}`))) throw invalid(`result_callback_url: ${callback} is not a registered redirect URL of this workspace`);
-    const key = /^key_[0-9a-f]{26}$/.test(h.bff_key_id) ? await this.o.store.get<BearerKeyRecord>('bearer_keys', h.bff_key_id) : undefined;
+    if (!(await C.redirectNames.in(this.o.store).get(`${scope.workspace}\x00${callback}`))) throw invalid(`result_callback_url: ${callback} is not a registered redirect URL of this workspace`);
+    const key = /^key_[0-9a-f]{26}$/.test(h.bff_key_id) ? await BEARER_KEYS.in(this.o.store).get(h.bff_key_id) : undefined;
     if (!key || key.workspace !== scope.workspace || key.revoked) throw invalid(`bff_key_id: ${h.bff_key_id} is not an active bearer key of this workspace`);
     return { ...h, origin, result_callback_url: callback };
   }
@@ -294,9 +297,9 @@ export class MemberAuthConfig {
     return this.locks.run(scope.workspace, async () => {
       const a = await this.getApplication(scope, id);
       await this.o.store.batch([
-        { type: 'del', collection: C.applications, id: a.id, index: ix(a) },
-        { type: 'del', collection: C.publishableKeys, id: a.publishable_key },
-        ...(a.kind === 'byo_oidc' ? [{ type: 'del', collection: C.byo, id: scope.workspace } as Op] : []),
+        C.applications.delOp(a.id, ix(a)),
+        C.publishableKeys.delOp(a.publishable_key),
+        ...(a.kind === 'byo_oidc' ? [C.byo.delOp(scope.workspace)] : []),
         this.o.audit.op(scope, actor, 'member_auth.application.delete', a.id, applicationView(a), null),
       ]);
     });

@@ -2,19 +2,20 @@
 // origins, redirect URLs and applications (one BYO OIDC, any number of Hosted Auth), and the views the
 // API answers with. Nothing here is secret: a publishable key is an identifier, the BFF principal a key id.
 import type { Environment } from '../tenancy/tenancy-service.ts';
+import { collection } from '../store/collection.ts';
 
 export const COLLECTIONS = {
-  origins: 'member_auth_origins',
+  origins: collection<AllowedOriginRecord>('member_auth_origins'),
   /** `<workspace> NUL <normalized origin>` → the origin's id: one record per origin and workspace. */
-  originNames: 'member_auth_origin_names',
-  redirectUrls: 'member_auth_redirect_urls',
+  originNames: collection<{ id: string }>('member_auth_origin_names'),
+  redirectUrls: collection<RedirectUrlRecord>('member_auth_redirect_urls'),
   /** `<workspace> NUL <normalized url>` → the redirect URL's id. */
-  redirectNames: 'member_auth_redirect_names',
-  applications: 'member_auth_applications',
+  redirectNames: collection<{ id: string }>('member_auth_redirect_names'),
+  applications: collection<ApplicationRecord>('member_auth_applications'),
   /** `<workspace>` → the id of its one BYO OIDC application. */
-  byo: 'member_auth_byo',
+  byo: collection<{ id: string }>('member_auth_byo'),
   /** `<publishable key>` → the application it selects. */
-  publishableKeys: 'member_auth_publishable_keys',
+  publishableKeys: collection<PublishableKeyRecord>('member_auth_publishable_keys'),
 } as const;
 
 export interface AllowedOriginRecord { id: string; tenant: string; workspace: string; origin: string; created_at: string }

@@ -24,7 +24,7 @@ export class MemberBindings {
   constructor(private readonly store: RecordRepository, private readonly clock: () => number) {}
 
   get(key: string): Promise<MemberBindingRecord | undefined> {
-    return this.store.get<MemberBindingRecord>(S.bindings, key);
+    return S.bindings.in(this.store).get(key);
   }
 
   /**
@@ -47,13 +47,13 @@ export class MemberBindings {
       v: 1, key, member_id: newId('mem', this.clock()), tenant: scope.tenant, workspace: scope.workspace,
       provider_namespace: namespace, issuer, subject, status: 'active', created_at: now, updated_at: now,
     };
-    return { binding, create: { type: 'put', collection: S.bindings, id: key, value: binding, index: memberIndex(binding) } };
+    return { binding, create: S.bindings.putOp(key, binding, { index: memberIndex(binding) }) };
   }
 
   /** Disables a binding: its exchanges are refused and its sessions stop working on their next call. */
   async disable(key: string): Promise<void> {
     const b = await this.get(key);
     if (!b) throw new CustodyError('not_found', 'no such member binding');
-    await this.store.put(S.bindings, key, { ...b, status: 'disabled', updated_at: new Date(this.clock()).toISOString() }, memberIndex(b));
+    await S.bindings.in(this.store).put(key, { ...b, status: 'disabled', updated_at: new Date(this.clock()).toISOString() }, memberIndex(b));
   }
 }

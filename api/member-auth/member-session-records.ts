@@ -5,22 +5,23 @@
 // record that must give a secret back (the exchange, for recovery after a lost acknowledgement) is sealed
 // with AES-256-GCM (exchange-cipher.ts).
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { collection } from '../store/collection.ts';
 
 export const SESSION_COLLECTIONS = {
   /** sha256(nonce) → ChallengeRecord; index `<retire_after>` for the sweep. */
-  challenges: 'member_auth_challenges',
+  challenges: collection<ChallengeRecord>('member_auth_challenges'),
   /** proofKey(issuer, token) → AcceptedProofRecord; index `<retire_after>`. */
-  acceptedProofs: 'member_auth_accepted_proofs',
+  acceptedProofs: collection<AcceptedProofRecord>('member_auth_accepted_proofs'),
   /** bindingKey(workspace, namespace, issuer, subject) → MemberBindingRecord; index `<workspace> NUL <member id>`. */
-  bindings: 'member_auth_bindings',
+  bindings: collection<MemberBindingRecord>('member_auth_bindings'),
   /** family id → SessionFamilyRecord; index `<application> NUL <member id> NUL <family id>`. */
-  families: 'member_auth_session_families',
+  families: collection<SessionFamilyRecord>('member_auth_session_families'),
   /** sha256(session id) → MemberSessionRecord. */
-  sessions: 'member_auth_sessions',
+  sessions: collection<MemberSessionRecord>('member_auth_sessions'),
   /** sha256(refresh credential) → RefreshCredentialRecord. */
-  refresh: 'member_auth_refresh_credentials',
+  refresh: collection<RefreshCredentialRecord>('member_auth_refresh_credentials'),
   /** `<workspace> NUL <application> NUL <exchange_id>` → ExchangeRecord; index `<retire_after>`. */
-  exchanges: 'member_auth_exchanges',
+  exchanges: collection<ExchangeRecord>('member_auth_exchanges'),
 } as const;
 
 /** Lifetimes, in seconds (docs/platform/member-auth.md "Lifetimes"). */

@@ -80,8 +80,8 @@ export class MemberSessions {
       grant: { session_id: sessionId, refresh_credential: refreshCredential, expires_at: session.expires_at, refresh_expires_at: refresh.expires_at, application_id: caller.application.id },
       sessionHash,
       ops: [
-        { type: 'put', collection: S.sessions, id: sessionHash, value: session },
-        { type: 'put', collection: S.refresh, id: sha256hex(refreshCredential), value: refresh },
+        S.sessions.putOp(sessionHash, session),
+        S.refresh.putOp(sha256hex(refreshCredential), refresh),
       ],
     };
   }
@@ -91,7 +91,7 @@ export class MemberSessions {
     const app = caller.application;
     if (app.kind !== 'byo_oidc' || !app.byo_oidc) throw sessionInvalid('the application is not a BYO OIDC application');
     if (version !== app.version) throw sessionInvalid('the application\'s configuration changed since the member signed in; sign in again');
-    const binding = await this.store.get<MemberBindingRecord>(S.bindings, bindingKey);
+    const binding = await S.bindings.in(this.store).get(bindingKey);
     if (!binding || binding.status !== 'active' || binding.workspace !== caller.workspace || binding.provider_namespace !== app.byo_oidc.provider_namespace) {
       throw new CustodyError('member_binding_inactive', 'this member\'s binding to the application is not active');
     }
@@ -111,10 +111,10 @@ export class MemberSessions {
     if (sessionId === undefined || sessionId === '') throw new CustodyError('invalid_request', 'X-Member-Session-Id is required');
     if (!SESSION_ID.test(sessionId)) throw sessionInvalid('unknown');
     const hash = sha256hex(sessionId);
-    const session = await this.store.get<MemberSessionRecord>(S.sessions, hash);
+    const session = await S.sessions.in(this.store).get(hash);
     // Another caller's session is "unknown", as one that does not exist: nothing about it is revealed.
     if (!session || !sameCaller(session, caller)) throw sessionInvalid('unknown');
-    const family = await this.store.get<SessionFamilyRecord>(S.families, session.family);
+    const family = await S.families.in(this.store).get(session.family);
     if (!family || family.status !== 'active' || !sameDigest(family.current_session, hash)) throw sessionInvalid('it was ended or replaced by a refresh');
     return { session, family, hash };
   }
@@ -136,7 +136,7 @@ export class MemberSessions {
   private revokeOps(family: SessionFamilyRecord, reason: NonNullable<SessionFamilyRecord['revoked_reason']>, actor: Actor, action: string): Op[] {
     const revoked: SessionFamilyRecord = { ...family, status: 'revoked', revoked_at: this.iso(), revoked_reason: reason };
     return [
-      { type: 'put', collection: S.families, id: family.id, value: revoked, index: familyIndex(family) },
+      S.families.putOp(family.id, revoked, { index: familyIndex(family) }),
       this.audit.op(family, actor, action, family.id, null, { member_id: family.member_id, application: family.application, reason }),
     ];
   }
@@ -145,12 +145,12 @@ export class MemberSessions {
   async refresh(caller: MemberCaller, actor: Actor, credential: string): Promise<SessionGrant> {
     if (!REFRESH_CREDENTIAL.test(credential)) throw refreshInvalid('unknown');
     const hash = sha256hex(credential);
-    const first = await this.store.get<RefreshCredentialRecord>(S.refresh, hash);
+    const first = await S.refresh.in(this.store).get(hash);
     // Before anything can be revoked, the caller must be the family's own, part by part.
     if (!first || !sameCaller(first, caller)) throw refreshInvalid('unknown');
     return this.store.exclusive(MemberSessions.familyLock(first.family), async () => {
-      const r = (await this.store.get<RefreshCredentialRecord>(S.refresh, hash))!;
-      const family = await this.store.get<SessionFamilyRecord>(S.families, r.family);
+      const r = (await S.refresh.in(this.store).get(hash))!;
+      const family = await S.families.in(this.store).get(r.family);
       if (!family) throw refreshInvalid('unknown');
       if (r.status === 'consumed') {
         if (family.status === 'active') await this.store.batch(this.revokeOps(family, 'refresh_replay', actor, 'member_auth.session_family.revoke'));
@@ -159,15 +159,15 @@ export class MemberSessions {
       if (family.status !== 'active') throw refreshInvalid('its sessions were ended');
       const now = this.clock();
       if (Date.parse(r.expires_at) <= now || Date.parse(family.expires_at) <= now) throw refreshInvalid('it expired; the member must sign in again');
-      const old = await this.store.get<MemberSessionRecord>(S.sessions, r.session);
+      const old = await S.sessions.in(this.store).get(r.session);
       if (!old) throw refreshInvalid('its session is gone');
       await this.checkTrust(caller, old.application_version, old.binding);
       const minted = this.mint(caller, family);
       await this.store.batch([
-        { type: 'put', collection: S.refresh, id: hash, value: { ...r, status: 'consumed', consumed_at: this.iso(now) } satisfies RefreshCredentialRecord },
-        { type: 'del', collection: S.sessions, id: r.session },
+        S.refresh.putOp(hash, { ...r, status: 'consumed', consumed_at: this.iso(now) } satisfies RefreshCredentialRecord),
+        S.sessions.delOp(r.session),
         ...minted.ops,
-        { type: 'put', collection: S.families, id: family.id, value: { ...family, current_session: minted.sessionHash } satisfies SessionFamilyRecord, index: familyIndex(family) },
+        S.families.putOp(family.id, { ...family, current_session: minted.sessionHash } satisfies SessionFamilyRecord, { index: familyIndex(family) }),
       ]);
       return { ...minted.grant, member: { id: family.member_id, created: false } };
     });
@@ -182,11 +182,11 @@ export class MemberSessions {
     const { family } = await this.find(caller, sessionId);
     const targets = scope === 'session'
       ? [family.id]
-      : (await this.store.byIndex<SessionFamilyRecord>(S.families, `${caller.application.id}\x00${family.member_id}\x00`)).filter((f) => f.status === 'active').map((f) => f.id);
+      : (await S.families.in(this.store).byIndex(`${caller.application.id}\x00${family.member_id}\x00`)).filter((f) => f.status === 'active').map((f) => f.id);
     let revoked = 0;
     for (const id of targets) {
       revoked += await this.store.exclusive(MemberSessions.familyLock(id), async () => {
-        const f = await this.store.get<SessionFamilyRecord>(S.families, id);
+        const f = await S.families.in(this.store).get(id);
         // Only this caller's families: another BFF principal's sign-ins of the same member are not its to end.
         if (!f || f.status !== 'active' || !sameCaller(f, caller)) return 0;
         await this.store.batch(this.revokeOps(f, scope === 'session' ? 'sign_out' : 'sign_out_all', actor, scope === 'session' ? 'member_auth.session.sign_out' : 'member_auth.session.sign_out_all'));

@@ -5,6 +5,7 @@
 // until its replay window ends, so a late replay is told "already used" or "expired" precisely; the
 // sweep retires challenges, accepted proofs and exchange records only after that.
 import type { RecordRepository, Op } from '../store/record-repository.ts';
+import type { CollectionName } from '../store/collection.ts';
 import type { ApplicationRecord } from './member-auth-records.ts';
 import { LIFETIMES, SESSION_COLLECTIONS as S, newSecret, retireIndex, sha256hex, type ChallengeRecord } from './member-session-records.ts';
 
@@ -26,7 +27,7 @@ export class ProofChallenges {
       created_at: new Date(now).toISOString(), expires_at: new Date(expires).toISOString(), consumed_at: null, retire_after: retire,
     };
     // 256 random bits do not collide; insertIfAbsent makes that an invariant rather than a hope.
-    if (!(await this.store.insertIfAbsent(S.challenges, r.nonce_sha256, r, retireIndex(retire)))) return this.issue(app);
+    if (!(await S.challenges.in(this.store).insertIfAbsent(r.nonce_sha256, r, retireIndex(retire)))) return this.issue(app);
     await this.sweep();
     return { nonce, expires_at: r.expires_at, application_id: app.id };
   }
@@ -38,10 +39,11 @@ export class ProofChallenges {
   async sweep(limit = SWEEP_BATCH): Promise<number> {
     const now = new Date(this.clock()).toISOString();
     let removed = 0;
-    for (const collection of [S.challenges, S.acceptedProofs, S.exchanges]) {
-      const due = (await this.store.byIndex<{ retire_after: string; id?: string; nonce_sha256?: string }>(collection, '', limit)).filter((r) => r.retire_after < now);
+    const retiring: CollectionName<{ retire_after: string; id?: string; nonce_sha256?: string }>[] = [S.challenges, S.acceptedProofs, S.exchanges];
+    for (const collection of retiring) {
+      const due = (await collection.in(this.store).byIndex('', limit)).filter((r) => r.retire_after < now);
       if (due.length === 0) continue;
-      const ops: Op[] = due.map((r) => ({ type: 'del', collection, id: (r.id ?? r.nonce_sha256)!, index: retireIndex(r.retire_after) }));
+      const ops: Op[] = due.map((r) => collection.delOp((r.id ?? r.nonce_sha256)!, retireIndex(r.retire_after)));
       await this.store.batch(ops);
       removed += ops.length;
     }

@@ -59,7 +59,7 @@ export class ProofExchange {
     const recordId = `${caller.workspace}\x00${app.id}\x00${exchangeId}`;
     const pk = proofKey(app.byo_oidc.issuer, token);
     return this.o.store.exclusive(`member-auth-exchange:${recordId}`, async () => {
-      const prior = await this.o.store.get<ExchangeRecord>(S.exchanges, recordId);
+      const prior = await S.exchanges.in(this.o.store).get(recordId);
       if (prior) {
         const recovered = await this.recover(caller, prior, recordId, pk);
         if (recovered) return { grant: recovered, recovered: true };
@@ -80,7 +80,7 @@ export class ProofExchange {
     const plain = this.o.cipher.open(prior.sealed, `${recordId}\x00${pk}`);
     if (plain === undefined) throw new CustodyError('bug', 'a sealed exchange record does not open under the exchange key');
     const grant = JSON.parse(plain) as SessionGrant;
-    const family = await this.o.store.get<SessionFamilyRecord>(S.families, prior.family);
+    const family = await S.families.in(this.o.store).get(prior.family);
     if (!family || family.status !== 'active' || !sameDigest(family.current_session, sha256hex(grant.session_id))) {
       throw new CustodyError('exchange_id_reused', 'the session this exchange created was already refreshed or ended: it was received; the member must sign in again for a new one');
     }
@@ -89,13 +89,13 @@ export class ProofExchange {
 
   private async commit(caller: MemberCaller, actor: Actor, verifiedWith: ApplicationRecord, recordId: string, pk: string, proof: Awaited<ReturnType<ProofVerifier['verify']>>, hadRecord: boolean): Promise<ExchangeResult> {
     const { store, clock } = this.o;
-    const current = await store.get<ApplicationRecord>(C.applications, verifiedWith.id);
+    const current = await C.applications.in(store).get(verifiedWith.id);
     if (!current || current.version !== verifiedWith.version || current.publishable_key !== caller.publishable_key) {
       throw new CustodyError('member_auth_changed', 'the member-auth application changed while the proof was verified; no session was created: ask for a new challenge and a new proof');
     }
     const byo = current.byo_oidc!;
     const nonceHash = sha256hex(proof.nonce);
-    const challenge = await store.get<ChallengeRecord>(S.challenges, nonceHash);
+    const challenge = await S.challenges.in(store).get(nonceHash);
     // A challenge of another tenant, workspace or application is answered as an unknown one.
     if (!challenge || !sameDigest(challenge.nonce_sha256, nonceHash) || challenge.tenant !== caller.tenant || challenge.workspace !== caller.workspace || challenge.application !== current.id) {
       throw invalid('its nonce is not a challenge of this application (POST /v1/member-auth/proof/challenges)');
@@ -103,7 +103,7 @@ export class ProofExchange {
     if (challenge.consumed_at !== null) throw new CustodyError('proof_replayed', 'the challenge this proof answers was already used: a proof is accepted once');
     const now = clock();
     if (Date.parse(challenge.expires_at) <= now) throw invalid('its challenge expired; ask for a new one');
-    if (await store.get<AcceptedProofRecord>(S.acceptedProofs, pk)) throw new CustodyError('proof_replayed', 'this proof was already accepted');
+    if (await S.acceptedProofs.in(store).get(pk)) throw new CustodyError('proof_replayed', 'this proof was already accepted');
     // The exchange record is written with the session; one left by an earlier window means a repeat.
     if (hadRecord) throw new CustodyError('bug', 'an exchange record exists for an unused proof');
 
@@ -127,12 +127,12 @@ export class ProofExchange {
       sealed: this.o.cipher.seal(JSON.stringify(grant), `${recordId}\x00${pk}`),
     };
     await store.batch([
-      { type: 'put', collection: S.challenges, id: nonceHash, value: { ...challenge, consumed_at: this.iso(now) } satisfies ChallengeRecord, index: retireIndex(challengeRetire) },
-      { type: 'put', collection: S.acceptedProofs, id: pk, value: accepted, index: retireIndex(proofRetire) },
+      S.challenges.putOp(nonceHash, { ...challenge, consumed_at: this.iso(now) } satisfies ChallengeRecord, { index: retireIndex(challengeRetire) }),
+      S.acceptedProofs.putOp(pk, accepted, { index: retireIndex(proofRetire) }),
       ...(create ? [create] : []),
-      { type: 'put', collection: S.families, id: family.id, value: family, index: familyIndex(family) },
+      S.families.putOp(family.id, family, { index: familyIndex(family) }),
       ...minted.ops,
-      { type: 'put', collection: S.exchanges, id: recordId, value: record, index: retireIndex(exchangeRetire) },
+      S.exchanges.putOp(recordId, record, { index: retireIndex(exchangeRetire) }),
       this.o.audit.op(caller, actor, 'member_auth.session.create', family.id, null, {
         member_id: binding.member_id, application: current.id, application_version: current.version, binding_created: create !== undefined,
       }),

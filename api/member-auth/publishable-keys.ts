@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { RecordRepository } from '../store/record-repository.ts';
 import type { Environment, Principal } from '../tenancy/tenancy-service.ts';
-import { COLLECTIONS, type ApplicationRecord, type PublishableKeyRecord } from './member-auth-records.ts';
+import { COLLECTIONS, type ApplicationRecord } from './member-auth-records.ts';
 
 export const PUBLISHABLE_KEY = /^pk_(test|live)_[A-Za-z0-9_-]{32}$/;
 
@@ -37,9 +37,9 @@ export async function resolvePublishableKey(store: RecordRepository, principal: 
     throw new CustodyError('publishable_key_mismatch', `a ${environment} publishable key cannot be used with a ${principal.environment} workspace key`);
   }
   const notFound = () => new CustodyError('not_found', 'no member-auth application with this publishable key in this workspace');
-  const ref = await store.get<PublishableKeyRecord>(COLLECTIONS.publishableKeys, key);
+  const ref = await COLLECTIONS.publishableKeys.in(store).get(key);
   if (!ref || ref.tenant !== principal.tenant || ref.workspace !== principal.workspace) throw notFound();
-  const app = await store.get<ApplicationRecord>(COLLECTIONS.applications, ref.application);
+  const app = await COLLECTIONS.applications.in(store).get(ref.application);
   // Every part is checked on the record itself too: the index only points.
   if (!app || app.publishable_key !== key || app.tenant !== principal.tenant || app.workspace !== principal.workspace || app.environment !== principal.environment) throw notFound();
   return app;

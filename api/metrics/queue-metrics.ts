@@ -5,10 +5,11 @@
 // the durable job queue's own statistics (api/jobs), webhook deliveries and the outbox from their records.
 import { Gauge, type Registry } from 'prom-client';
 import type { RecordRepository } from '../store/record-repository.ts';
-import { DUE, READY } from '../webhooks/delivery-queue.ts';
 import { jobQueueFor } from '../jobs/queue-for-store.ts';
 import { VAULT_KEY_JOB } from '../vaults/vault-service.ts';
 import { TRANSACTION_PROGRESS } from '../transactions/transaction-service.ts';
+import { OUTBOX } from '../vaults/collections.ts';
+import { DELIVERY_DUE, DELIVERY_READY } from '../webhooks/collections.ts';
 
 /** The queues by label: vault key generations and reshares, transactions, webhook deliveries, and the vault API's event outbox. */
 export type QueueName = 'vault_jobs' | 'transaction_jobs' | 'webhook_deliveries' | 'event_outbox';
@@ -66,13 +67,13 @@ async function scanQueues(store: RecordRepository, now: number): Promise<QueueSt
   });
   // The ready index is ordered by the time each endpoint's turn is due (delivery-queue.ts): its first entry is the oldest.
   let readyAt: number | undefined;
-  for await (const { id } of store.entries(READY, { limit: 1 })) readyAt = Number(id.slice(0, 16));
+  for await (const { id } of DELIVERY_READY.in(store).entries({ limit: 1 })) readyAt = Number(id.slice(0, 16));
   // The outbox is read oldest first (api/customers/event-relay.ts), and its rows are due when written.
   let outboxAt: number | undefined;
-  for await (const { value } of store.entries<{ created_at: string }>('outbox', { limit: 1 })) outboxAt = Date.parse(value.created_at);
+  for await (const { value } of OUTBOX.in(store).entries({ limit: 1 })) outboxAt = Date.parse(value.created_at);
   return [
     ...jobs,
-    { queue: 'webhook_deliveries', depth: await store.count(DUE), lagSeconds: lag(readyAt !== undefined && readyAt <= now ? readyAt : undefined) },
-    { queue: 'event_outbox', depth: await store.count('outbox'), lagSeconds: lag(Number.isNaN(outboxAt) ? undefined : outboxAt) },
+    { queue: 'webhook_deliveries', depth: await DELIVERY_DUE.in(store).count(), lagSeconds: lag(readyAt !== undefined && readyAt <= now ? readyAt : undefined) },
+    { queue: 'event_outbox', depth: await OUTBOX.in(store).count(), lagSeconds: lag(Number.isNaN(outboxAt) ? undefined : outboxAt) },
   ];
 }

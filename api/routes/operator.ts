@@ -20,6 +20,7 @@ import type { Actor } from '../tenancy/audit-log.ts';
 import { CustomerLinks } from '../customers/customer-links.ts';
 import { createCustomer, type CreateCustomerReturnType } from '../customers/create-customer.ts';
 import { strictValidatorCompiler } from '../validation.ts';
+import { ORGS, VAULTS } from '../vaults/collections.ts';
 
 export interface OperatorRoutesOptions {
   vaults: VaultService;
@@ -155,7 +156,7 @@ export const operatorRoutes: FastifyPluginAsyncTypebox<OperatorRoutesOptions> = 
     },
   }, async (req, reply) => {
     const org = req.params.org;
-    if (!(await store.get('orgs', org))) throw new CustodyError('not_found', `no organization ${org}`);
+    if (!(await ORGS.in(store).get(org))) throw new CustodyError('not_found', `no organization ${org}`);
     if ((await o.vaults.trustLog(org)).length) {
       throw new CustodyError('conflict', 'the signer nodes already know keys of this organization: it registers further keys itself (POST /v1/api-keys, signed by an active key); a log without a bootstrap is rooted with `org repair`');
     }
@@ -199,7 +200,7 @@ export const operatorRoutes: FastifyPluginAsyncTypebox<OperatorRoutesOptions> = 
     app.post(`/vaults/:id/${verb}`, {
       schema: { params: Type.Object({ id: Type.String({ maxLength: 64 }) }), response: { 200: Type.Object({ vault: Type.String(), state: Type.String() }), ...errors } },
     }, async (req) => {
-      const v = await store.get<{ org: string }>('vaults', req.params.id);
+      const v = await VAULTS.in(store).get(req.params.id);
       const scope = v ? await customerScope(v.org) : undefined;
       const next = await o.vaults.freeze(req.params.id, verb === 'freeze', (before, after) => audited(scope, `vault.${verb}`, after.id, { state: before.state }, { state: after.state }));
       return { vault: next.id, state: next.state };

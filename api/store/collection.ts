@@ -1,14 +1,45 @@
-// A typed view of one collection of a RecordRepository: the name and the record type bound once, so a
-// call site reads `vaults.get(id)` instead of `store.get<VaultRecord>('vaults', id)` (docs/api-storage.md,
-// "Rewiring the call sites"). Changes spanning collections are built with `putOp`/`delOp` and applied
-// together by the repository's `batch`.
+// A collection of a RecordRepository declared once, with its name and record type (docs/api-storage.md,
+// "The interface"): each area lists its collections in a `collections.ts`, and a call site reads
+// `VAULTS.in(store).get(id)` instead of `store.get<VaultRecord>('vaults', id)`, so names and record types
+// are not repeated where the records are used. Changes spanning collections are built with
+// `putOp`/`delOp`, which need no store, and applied together by the repository's `batch`.
 import type { IndexEntry, Op, RecordRepository } from './record-repository.ts';
 
-export class Collection<T> {
+type PutEntries = { index?: string[] | undefined; unindex?: string[] | undefined };
+export type PutOp = Extract<Op, { type: 'put' }>;
+export type DelOp = Extract<Op, { type: 'del' }>;
+
+/** A collection's name and record type, without a store: what an area declares at import time. */
+export class CollectionName<T> {
+  constructor(readonly name: string) {}
+
+  /** The collection in `store`. */
+  in(store: RecordRepository): Collection<T> {
+    return new Collection<T>(store, this.name);
+  }
+
+  /** `entries` are spread as given, so an op carries exactly the keys a literal op would. */
+  putOp(id: string, value: T, entries: PutEntries = {}): PutOp {
+    return { type: 'put', collection: this.name, id, value, ...entries };
+  }
+
+  delOp(id: string, index?: string[]): DelOp {
+    return { type: 'del', collection: this.name, id, ...(index ? { index } : {}) };
+  }
+}
+
+export function collection<T>(name: string): CollectionName<T> {
+  return new CollectionName<T>(name);
+}
+
+/** A collection bound to a store: the repository's methods with the name and record type filled in. */
+export class Collection<T> extends CollectionName<T> {
   constructor(
     readonly store: RecordRepository,
-    readonly name: string,
-  ) {}
+    name: string,
+  ) {
+    super(name);
+  }
 
   get(id: string): Promise<T | undefined> {
     return this.store.get<T>(this.name, id);
@@ -26,14 +57,6 @@ export class Collection<T> {
     return this.store.batch([this.delOp(id, index)]);
   }
 
-  putOp(id: string, value: T, entries: { index?: string[]; unindex?: string[] } = {}): Op {
-    return { type: 'put', collection: this.name, id, value, ...entries };
-  }
-
-  delOp(id: string, index?: string[]): Op {
-    return { type: 'del', collection: this.name, id, ...(index ? { index } : {}) };
-  }
-
   byIndex(prefix: string, limit?: number): Promise<T[]> {
     return this.store.byIndex<T>(this.name, prefix, limit);
   }
@@ -44,6 +67,14 @@ export class Collection<T> {
 
   byIndexEntries(prefix: string, after: string | undefined, limit: number, reverse = false): Promise<IndexEntry<T>[]> {
     return this.store.byIndexEntries<T>(this.name, prefix, after, limit, reverse);
+  }
+
+  reindex(version: number, indexOf: (record: T) => string[]): Promise<number> {
+    return this.store.reindex<T>(this.name, version, indexOf);
+  }
+
+  range(opts?: { after?: string; lt?: string }): AsyncGenerator<T> {
+    return this.store.range<T>(this.name, opts);
   }
 
   entries(opts?: { after?: string; lt?: string; limit?: number }): AsyncGenerator<{ id: string; value: T }> {

@@ -2,6 +2,7 @@
 // (docs/platform/audit-log.md). Entries are written in the same atomic batch as the change.
 import type { Op, RecordRepository } from '../store/record-repository.ts';
 import { newId } from '../store/ids.ts';
+import { AUDIT_LOG } from './collections.ts';
 
 export interface Actor { type: 'api_key' | 'operator'; id: string }
 
@@ -22,10 +23,10 @@ export class AuditLog {
 
   op(scope: { tenant: string; workspace: string }, actor: Actor, action: string, resourceId: string, before: unknown, after: unknown): Op {
     const e: AuditEntry = { id: newId('aud', this.clock()), tenant: scope.tenant, workspace: scope.workspace, actor, at: new Date(this.clock()).toISOString(), action, resource_id: resourceId, before, after };
-    return { type: 'put', collection: 'audit_log', id: e.id, value: e, index: [`${scope.workspace}\x00${e.id}`] };
+    return AUDIT_LOG.putOp(e.id, e, { index: [`${scope.workspace}\x00${e.id}`] });
   }
 
   list(workspace: string, limit = 1000): Promise<AuditEntry[]> {
-    return this.store.byIndex<AuditEntry>('audit_log', `${workspace}\x00`, limit);
+    return AUDIT_LOG.in(this.store).byIndex(`${workspace}\x00`, limit);
   }
 }

@@ -5,17 +5,16 @@
 // tenant's production workspace (they were production's: it served them).
 import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { WorkspaceRecord } from './tenancy-service.ts';
+import { BRANDING, EMAIL_DOMAINS, EMAIL_DOMAIN_NAMES } from '../branding/collections.ts';
+import { MIGRATIONS, WORKSPACES } from './collections.ts';
 
 /** The production workspace of a tenant; undefined for an unknown tenant. */
 export async function productionWorkspaceOf(store: RecordRepository, tenant: string): Promise<WorkspaceRecord | undefined> {
-  const all = await store.byIndex<WorkspaceRecord>('workspaces', `${tenant}\x00`, 10);
+  const all = await WORKSPACES.in(store).byIndex(`${tenant}\x00`, 10);
   return all.find((w) => w.environment === 'production');
 }
 
 const MIGRATION = 'per_environment_records';
-
-interface LegacyBranding { tenant: string; workspace?: string }
-interface LegacyDomain { id: string; tenant: string; workspace: string; domain: string }
 
 /**
  * Moves tenant-wide records to the tenant's production workspace, in one atomic batch with the marker
@@ -28,33 +27,34 @@ interface LegacyDomain { id: string; tenant: string; workspace: string; domain: 
  * Records of a tenant without a production workspace are left as they are (never served).
  */
 export async function migrateToPerEnvironment(store: RecordRepository, clock: () => number = Date.now): Promise<{ branding: number; email_domains: number } | undefined> {
-  if (await store.get('migrations', MIGRATION)) return undefined;
+  if (await MIGRATIONS.in(store).get(MIGRATION)) return undefined;
   const production = new Map<string, string>();
-  for await (const w of store.all<WorkspaceRecord>('workspaces')) if (w.environment === 'production') production.set(w.tenant, w.id);
+  for await (const w of WORKSPACES.in(store).all()) if (w.environment === 'production') production.set(w.tenant, w.id);
   const ops: Op[] = [];
   const moved = { branding: 0, email_domains: 0 };
 
-  for await (const r of store.all<LegacyBranding>('branding')) {
+  for await (const r of BRANDING.in(store).all()) {
+    // A record kept per tenant has no workspace.
     if (r.workspace) continue;
     const ws = production.get(r.tenant);
-    if (!ws || (await store.get('branding', ws))) continue;
-    ops.push({ type: 'del', collection: 'branding', id: r.tenant }, { type: 'put', collection: 'branding', id: ws, value: { ...r, workspace: ws } });
+    if (!ws || (await BRANDING.in(store).get(ws))) continue;
+    ops.push(BRANDING.delOp(r.tenant), BRANDING.putOp(ws, { ...r, workspace: ws }));
     moved.branding++;
   }
 
-  for await (const d of store.all<LegacyDomain>('email_domains')) {
+  for await (const d of EMAIL_DOMAINS.in(store).all()) {
     const ws = production.get(d.tenant);
     if (!ws) continue;
     ops.push(
-      { type: 'del', collection: 'email_domains', id: d.id, index: [`${d.tenant}\x00${d.id}`] },
-      { type: 'put', collection: 'email_domains', id: d.id, value: { ...d, workspace: ws }, index: [`${ws}\x00${d.id}`] },
-      { type: 'del', collection: 'email_domain_names', id: d.domain },
-      { type: 'put', collection: 'email_domain_names', id: `${d.domain}\x00${ws}`, value: { id: d.id, tenant: d.tenant, workspace: ws } },
+      EMAIL_DOMAINS.delOp(d.id, [`${d.tenant}\x00${d.id}`]),
+      EMAIL_DOMAINS.putOp(d.id, { ...d, workspace: ws }, { index: [`${ws}\x00${d.id}`] }),
+      EMAIL_DOMAIN_NAMES.delOp(d.domain),
+      EMAIL_DOMAIN_NAMES.putOp(`${d.domain}\x00${ws}`, { id: d.id, tenant: d.tenant, workspace: ws }),
     );
     moved.email_domains++;
   }
 
-  ops.push({ type: 'put', collection: 'migrations', id: MIGRATION, value: { at: new Date(clock()).toISOString(), ...moved } });
+  ops.push(MIGRATIONS.putOp(MIGRATION, { at: new Date(clock()).toISOString(), ...moved }));
   await store.batch(ops);
   return moved;
 }

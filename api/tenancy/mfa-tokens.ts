@@ -5,6 +5,7 @@
 // acts. Format: base64url(JSON {k, a, j, v, e}) "." base64url(HMAC-SHA256); `j` is a random token id.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { RecordRepository } from '../store/record-repository.ts';
+import { MFA_TOKEN_USES } from './collections.ts';
 
 export const MFA_TTL_SECONDS = 300;
 
@@ -17,7 +18,7 @@ export const MFA_ACTION_PATTERN = `^(${MFA_ACTIONS.join('|')}):[A-Za-z0-9_]{1,64
 interface Payload { k: string; a: string; j: string; v: number; e: number }
 
 /** A used token's marker (collection `mfa_token_uses`); the id starts with the expiry, for pruning. */
-interface UseMarker { id: string; key: string; action: string; used_at: number; expires_at: number }
+export interface UseMarker { id: string; key: string; action: string; used_at: number; expires_at: number }
 
 /** Markers are kept this long past the token's expiry, so a clock stepping back cannot revive a token. */
 const KEEP_AFTER_EXPIRY_SECONDS = 3600;
@@ -64,7 +65,7 @@ export class MfaTokens {
     if (!p) return false;
     const id = `${pad(p.e)}\x00${p.j}`;
     const marker: UseMarker = { id, key: keyId, action, used_at: nowSeconds, expires_at: p.e };
-    const first = await this.store.insertIfAbsent('mfa_token_uses', id, marker);
+    const first = await MFA_TOKEN_USES.in(this.store).insertIfAbsent(id, marker);
     if (first) await this.prune(nowSeconds);
     return first;
   }
@@ -72,11 +73,11 @@ export class MfaTokens {
   /** Forgets the markers of tokens that expired more than an hour ago (at most `limit` per call). */
   async prune(nowSeconds: number, limit = 100): Promise<number> {
     const ids: string[] = [];
-    for await (const m of this.store.range<UseMarker>('mfa_token_uses', { lt: pad(nowSeconds - KEEP_AFTER_EXPIRY_SECONDS) })) {
+    for await (const m of MFA_TOKEN_USES.in(this.store).range({ lt: pad(nowSeconds - KEEP_AFTER_EXPIRY_SECONDS) })) {
       ids.push(m.id);
       if (ids.length >= limit) break;
     }
-    if (ids.length) await this.store.batch(ids.map((id) => ({ type: 'del' as const, collection: 'mfa_token_uses', id })));
+    if (ids.length) await this.store.batch(ids.map((id) => MFA_TOKEN_USES.delOp(id)));
     return ids.length;
   }
 }

@@ -10,6 +10,7 @@ import { isRole, type Role } from './permissions.ts';
 import { matchTotp } from './totp.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { isValidEd25519PublicKeyHex } from '../../common/ed25519.ts';
+import { BEARER_KEYS, TENANTS, TOTP_FAILURES, TOTP_LAST_STEP, WORKSPACES } from './collections.ts';
 
 export type Environment = 'sandbox' | 'production';
 
@@ -43,8 +44,8 @@ export interface Principal {
 const sha256hex = (s: string) => createHash('sha256').update(s).digest('hex');
 
 /** The last TOTP time step accepted for a key's factor (collection `totp_last_step`, id = key id). */
-interface TotpLastStep { key: string; step: number; accepted_at: string }
-interface TotpFailures { key: string; since: number; count: number }
+export interface TotpLastStep { key: string; step: number; accepted_at: string }
+export interface TotpFailures { key: string; since: number; count: number }
 const TOTP_MAX_FAILURES = 5;
 const TOTP_FAILURE_WINDOW_S = 300;
 
@@ -70,33 +71,33 @@ export class TenancyService {
     const production = ws('production');
     return {
       tenant, sandbox, production, ops: [
-        { type: 'put', collection: 'tenants', id: tenant.id, value: tenant },
-        { type: 'put', collection: 'workspaces', id: sandbox.id, value: sandbox, index: [`${tenant.id}\x00${sandbox.id}`] },
-        { type: 'put', collection: 'workspaces', id: production.id, value: production, index: [`${tenant.id}\x00${production.id}`] },
+        TENANTS.putOp(tenant.id, tenant),
+        WORKSPACES.putOp(sandbox.id, sandbox, { index: [`${tenant.id}\x00${sandbox.id}`] }),
+        WORKSPACES.putOp(production.id, production, { index: [`${tenant.id}\x00${production.id}`] }),
       ],
     };
   }
 
   async workspace(id: string): Promise<WorkspaceRecord | undefined> {
-    return this.store.get<WorkspaceRecord>('workspaces', id);
+    return WORKSPACES.in(this.store).get(id);
   }
 
   tenant(id: string): Promise<TenantRecord | undefined> {
-    return this.store.get<TenantRecord>('tenants', id);
+    return TENANTS.in(this.store).get(id);
   }
 
   /** A tenant's workspaces (two: sandbox and production). */
   workspaces(tenant: string): Promise<WorkspaceRecord[]> {
-    return this.store.byIndex<WorkspaceRecord>('workspaces', `${tenant}\x00`, 10);
+    return WORKSPACES.in(this.store).byIndex(`${tenant}\x00`, 10);
   }
 
   /** Operator: a revoked key authenticates nothing from its next request on; the record is kept. */
   async revokeKey(keyId: string, extra: (before: BearerKeyRecord, after: BearerKeyRecord) => Op[] = () => []): Promise<BearerKeyRecord> {
-    const key = await this.store.get<BearerKeyRecord>('bearer_keys', keyId);
+    const key = await BEARER_KEYS.in(this.store).get(keyId);
     if (!key) throw new CustodyError('not_found', `no platform key ${keyId}`);
     if (key.revoked) throw new CustodyError('conflict', `platform key ${keyId} is already revoked`);
     const revoked: BearerKeyRecord = { ...key, revoked: true };
-    await this.store.batch([{ type: 'put', collection: 'bearer_keys', id: keyId, value: revoked }, ...extra(key, revoked)]);
+    await this.store.batch([BEARER_KEYS.putOp(keyId, revoked), ...extra(key, revoked)]);
     return revoked;
   }
 
@@ -115,7 +116,7 @@ export class TenancyService {
       token_sha256: sha256hex(token), signing_public_key: opts.signingPublicKey ?? null, totp_secret: totpSecret ?? null, created_at: this.iso(), revoked: false,
     };
     // `extra`: writes that go with the key, e.g. the operator API's audit entry.
-    await this.store.batch([{ type: 'put', collection: 'bearer_keys', id, value: key }, ...(opts.extra?.(key) ?? [])]);
+    await this.store.batch([BEARER_KEYS.putOp(id, key), ...(opts.extra?.(key) ?? [])]);
     return { key, token, ...(totpSecret ? { totpSecret } : {}) };
   }
 
@@ -123,7 +124,7 @@ export class TenancyService {
   async authenticate(token: string): Promise<Principal | undefined> {
     const m = /^svc_(test|live)_(key_[0-9a-f]{26})_[A-Za-z0-9_-]{43}$/.exec(token);
     if (!m) return undefined;
-    const key = await this.store.get<BearerKeyRecord>('bearer_keys', m[2]!);
+    const key = await BEARER_KEYS.in(this.store).get(m[2]!);
     if (!key || key.revoked) return undefined;
     const given = Buffer.from(sha256hex(token), 'hex');
     if (!timingSafeEqual(given, Buffer.from(key.token_sha256, 'hex'))) return undefined;
@@ -142,24 +143,24 @@ export class TenancyService {
   async checkTotp(keyId: string, code: string, nowSeconds: number): Promise<boolean> {
     // The store's lock: a factor's last step changes under it only, on every instance.
     return this.store.exclusive(`totp:${keyId}`, async () => {
-      const key = await this.store.get<BearerKeyRecord>('bearer_keys', keyId);
+      const key = await BEARER_KEYS.in(this.store).get(keyId);
       if (!key?.totp_secret || key.revoked) return false;
       // Six digits fall to guessing without a bound: after TOTP_MAX_FAILURES wrong codes in one window
       // the key is refused every code, right or wrong, until the window ends.
-      const failures = await this.store.get<TotpFailures>('totp_failures', keyId);
+      const failures = await TOTP_FAILURES.in(this.store).get(keyId);
       const current = failures && nowSeconds - failures.since < TOTP_FAILURE_WINDOW_S ? failures : undefined;
       if (current && current.count >= TOTP_MAX_FAILURES) {
         throw new CustodyError('rate_limited', `too many wrong verification codes for this key; try again in ${TOTP_FAILURE_WINDOW_S - (nowSeconds - current.since)} s`);
       }
-      const last = await this.store.get<TotpLastStep>('totp_last_step', keyId);
+      const last = await TOTP_LAST_STEP.in(this.store).get(keyId);
       const step = matchTotp(hexToBytes(key.totp_secret), code, nowSeconds, last?.step ?? -1);
       if (step === undefined) {
-        await this.store.put('totp_failures', keyId, { key: keyId, since: current?.since ?? nowSeconds, count: (current?.count ?? 0) + 1 } satisfies TotpFailures);
+        await TOTP_FAILURES.in(this.store).put(keyId, { key: keyId, since: current?.since ?? nowSeconds, count: (current?.count ?? 0) + 1 } satisfies TotpFailures);
         return false;
       }
       await this.store.batch([
-        { type: 'put', collection: 'totp_last_step', id: keyId, value: { key: keyId, step, accepted_at: this.iso() } satisfies TotpLastStep },
-        { type: 'del', collection: 'totp_failures', id: keyId },
+        TOTP_LAST_STEP.putOp(keyId, { key: keyId, step, accepted_at: this.iso() } satisfies TotpLastStep),
+        TOTP_FAILURES.delOp(keyId),
       ]);
       return true;
     });

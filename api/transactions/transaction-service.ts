@@ -17,7 +17,7 @@ import { BITCOIN_NETWORKS } from '../../core/chains/bitcoin/bitcoin-networks.ts'
 import * as bitcoin from 'bitcoinjs-lib';
 import { BITCOIN_NETWORK_PARAMS } from '../../core/chains/bitcoin/network-params.ts';
 import { checkPolicy, normalizeRecipient, type Policy, type Transfer } from '../policy/policy.ts';
-import { EndUserTokenError, intentSha256, verifyEndUserToken, type EndUserAuthConfig } from '../../core/auth/end-user-token.ts';
+import { EndUserTokenError, intentSha256, verifyEndUserToken } from '../../core/auth/end-user-token.ts';
 import type { VaultService } from '../vaults/vault-service.ts';
 import type { ApiKeyRecord, VaultRecord, WalletRecord } from '../vaults/records.ts';
 import { newId, orgJobGroup } from '../vaults/vault-service.ts';
@@ -27,6 +27,8 @@ import type { IndexList } from '../store/pagination.ts';
 import type { Utxo } from '../chains/bitcoin/esplora-client.ts';
 import { WalletLedger } from '../wallets/wallet-ledger.ts';
 import { walletState } from '../wallets/wallet-view.ts';
+import { END_USER_AUTH, VAULTS, WALLETS } from '../vaults/collections.ts';
+import { TRANSACTIONS, TX_JOBS } from './collections.ts';
 
 export interface SubmitTransaction {
   wallet_id: string;
@@ -140,7 +142,7 @@ export class TransactionService {
   /** Whether a transaction of the wallet is not final, failed or rejected yet. */
   async inFlight(walletId: string): Promise<boolean> {
     for (const state of IN_FLIGHT_STATES) {
-      const found = await this.o.vaults.store.byIndex<TransactionRecord>('transactions', `wallet-state/${walletId}/${state}/`, 1);
+      const found = await TRANSACTIONS.in(this.o.vaults.store).byIndex(`wallet-state/${walletId}/${state}/`, 1);
       if (found.some((t) => t.state === state)) return true;
     }
     return false;
@@ -155,7 +157,7 @@ export class TransactionService {
   }
 
   async get(org: string, id: string): Promise<TransactionRecord> {
-    const t = await this.o.vaults.store.get<TransactionRecord>('transactions', id);
+    const t = await TRANSACTIONS.in(this.o.vaults.store).get(id);
     if (!t || t.org !== org) throw new CustodyError('not_found', 'no such transaction');
     return t;
   }
@@ -167,7 +169,7 @@ export class TransactionService {
     const prior = await this.byIdempotencyKey(org, body.idempotency_key);
     if (prior) return this.replay(prior, hash);
 
-    const wallet = await store.get<WalletRecord>('wallets', body.wallet_id);
+    const wallet = await WALLETS.in(store).get(body.wallet_id);
     if (!wallet || wallet.org !== org) throw new CustodyError('not_found', 'no such wallet');
     if (walletState(wallet) === 'decommissioned') throw decommissioned(wallet);
     const vault = await this.o.vaults.vault(org, wallet.vault_id);
@@ -190,7 +192,7 @@ export class TransactionService {
       const again = await this.byIdempotencyKey(org, body.idempotency_key);
       if (again) return this.replay(again, hash);
       // A decommissioning that ran while this request was checked wins: it saw no transaction in flight.
-      const walletNow = await store.get<WalletRecord>('wallets', wallet.id);
+      const walletNow = await WALLETS.in(store).get(wallet.id);
       if (!walletNow || walletState(walletNow) === 'decommissioned') throw decommissioned(wallet);
       const current = await this.o.vaults.vault(org, vault.id);
       if (!SIGNING_STATES.includes(current.state)) throw new CustodyError('conflict', `the vault is ${current.state}; it signs nothing now`);
@@ -205,7 +207,7 @@ export class TransactionService {
       const job: TransactionJob = { id: tx.id, attempts: 0, next_at: 0, ...(body.end_user_token ? { end_user_token: body.end_user_token } : {}) };
       await store.batch([
         this.txOp(tx),
-        { type: 'put', collection: 'tx_jobs', id: tx.id, value: job },
+        TX_JOBS.putOp(tx.id, job),
         signJob(tx),
         this.o.vaults.event(org, 'transaction.created', 'transaction', tx.id, { transaction_id: tx.id, vault_id: vault.id, state: 'created' }),
       ]);
@@ -216,10 +218,7 @@ export class TransactionService {
 
   /** Stores `tx`; `prev`, the record it replaces, when the state may have changed (its state entries go). */
   txOp(tx: TransactionRecord, prev?: TransactionRecord): Op & { type: 'put' } {
-    return {
-      type: 'put', collection: 'transactions', id: tx.id, value: tx, index: txIndex(tx),
-      ...(prev && prev.state !== tx.state ? { unindex: stateIndex(prev) } : {}),
-    };
+    return TRANSACTIONS.putOp(tx.id, tx, { index: txIndex(tx), ...(prev && prev.state !== tx.state ? { unindex: stateIndex(prev) } : {}) });
   }
 
   /**
@@ -227,7 +226,7 @@ export class TransactionService {
    * version; run once the store opens, before the API serves and the worker writes (api/app.ts).
    */
   async prepareIndexes(): Promise<void> {
-    await this.o.vaults.store.reindex<TransactionRecord>('transactions', TX_INDEX_VERSION, txIndex);
+    await TRANSACTIONS.in(this.o.vaults.store).reindex(TX_INDEX_VERSION, txIndex);
   }
 
   /**
@@ -243,20 +242,20 @@ export class TransactionService {
     const entries = (scope: 'org' | 'vault' | 'wallet', id: string) => (state === undefined ? `${scope}/${id}/` : `${scope}-state/${id}/${state}/`);
     let prefix: string | undefined = entries('org', org);
     if (walletId !== undefined) {
-      const w = await store.get<WalletRecord>('wallets', walletId);
+      const w = await WALLETS.in(store).get(walletId);
       prefix = w && w.org === org && (vaultId === undefined || w.vault_id === vaultId) ? entries('wallet', w.id) : undefined;
     } else if (vaultId !== undefined) {
-      const v = await store.get<VaultRecord>('vaults', vaultId);
+      const v = await VAULTS.in(store).get(vaultId);
       prefix = v && v.org === org ? entries('vault', v.id) : undefined;
     }
     return {
-      list: 'transactions', scope: org, filters: { vault_id: vaultId, wallet_id: walletId, state }, collection: 'transactions', prefix,
+      list: 'transactions', scope: org, filters: { vault_id: vaultId, wallet_id: walletId, state }, collection: TRANSACTIONS.name, prefix,
       keep: (t) => t.org === org && (vaultId === undefined || t.vault_id === vaultId) && (walletId === undefined || t.wallet_id === walletId) && (state === undefined || t.state === state),
     };
   }
 
   private async byIdempotencyKey(org: string, key: string): Promise<TransactionRecord | undefined> {
-    return (await this.o.vaults.store.byIndex<TransactionRecord>('transactions', `idem/${org}/${key}\x00`, 1))[0];
+    return (await TRANSACTIONS.in(this.o.vaults.store).byIndex(`idem/${org}/${key}\x00`, 1))[0];
   }
 
   private replay(prior: TransactionRecord, hash: string): { tx: TransactionRecord; created: boolean } {
@@ -318,7 +317,7 @@ export class TransactionService {
 
   /** Unspent outputs of a Bitcoin wallet, without those its own transactions spend or hold. */
   async walletUtxos(org: string, walletId: string): Promise<{ txid: string; vout: number; amount: string; confirmed: boolean }[]> {
-    const wallet = await this.o.vaults.store.get<WalletRecord>('wallets', walletId);
+    const wallet = await WALLETS.in(this.o.vaults.store).get(walletId);
     if (!wallet || wallet.org !== org) throw new CustodyError('not_found', 'no such wallet');
     if (!BITCOIN_NETWORKS.some((n) => n.chain === wallet.chain)) throw bad(`${wallet.chain} is not a Bitcoin chain`);
     if (!this.o.hasBackend(wallet.chain) || !this.o.utxos) throw new CustodyError('conflict', `chain ${wallet.chain} has no backend configured on this service`);
@@ -340,7 +339,7 @@ export class TransactionService {
   }
 
   private async checkEndUser(org: string, vault: VaultRecord, token: string | undefined, intent: Uint8Array, nowMs: number): Promise<void> {
-    const config = await this.o.vaults.store.get<EndUserAuthConfig>('end_user_auth', org);
+    const config = await END_USER_AUTH.in(this.o.vaults.store).get(org);
     if (!config) throw forbidden('end-user authentication is not configured for the organization');
     try {
       await verifyEndUserToken(config, token, intent, vault.end_user_subject, Math.floor(nowMs / 1000));
@@ -355,7 +354,7 @@ export class TransactionService {
     const seconds = (vault.policy as Policy | null)?.rolling_window?.seconds;
     if (!seconds) return [];
     const since = new Date(nowMs - seconds * 1000).toISOString();
-    const txs = await this.o.vaults.store.byIndexAfter<TransactionRecord>('transactions', `vault/${vault.id}/`, since, 100_000);
+    const txs = await TRANSACTIONS.in(this.o.vaults.store).byIndexAfter(`vault/${vault.id}/`, since, 100_000);
     return txs
       .filter((t) => t.state !== 'failed' && t.state !== 'rejected')
       .flatMap((t) => t.transfers.map((x) => ({ asset: x.asset, amount: BigInt(x.amount), at: Date.parse(t.created_at) })));

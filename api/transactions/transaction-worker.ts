@@ -32,6 +32,8 @@ import { jobQueueFor, workerId } from '../jobs/queue-for-store.ts';
 import type { TransactionJob, TransactionRecord, TransactionState } from './records.ts';
 import type { Op } from '../store/record-store.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
+import { WALLETS } from '../vaults/collections.ts';
+import { EVM_NONCES, TRANSACTIONS, TX_JOBS } from './collections.ts';
 
 export interface Chains {
   evm(chain: string): EvmChain | undefined;
@@ -116,8 +118,8 @@ export class TransactionWorker {
    */
   private async adopt(): Promise<void> {
     const store = this.o.vaults.store;
-    for await (const job of store.all<TransactionJob>('tx_jobs')) {
-      const tx = await store.get<TransactionRecord>('transactions', job.id);
+    for await (const job of TX_JOBS.in(store).all()) {
+      const tx = await TRANSACTIONS.in(store).get(job.id);
       if (!tx || ENDED.includes(tx.state)) continue;
       await store.batch([SIGN_STATES.includes(tx.state) ? signJob(tx) : followJob(tx)]);
     }
@@ -131,11 +133,11 @@ export class TransactionWorker {
   private async run(leased: LeasedJob<ProgressPayload>): Promise<void | { runAt: number }> {
     const store = this.o.vaults.store;
     const id = leased.key;
-    let job = (await store.get<TransactionJob>('tx_jobs', id)) ?? { id, attempts: 0, next_at: 0 };
+    let job = (await TX_JOBS.in(store).get(id)) ?? { id, attempts: 0, next_at: 0 };
     for (;;) {
-      const tx = await store.get<TransactionRecord>('transactions', id);
+      const tx = await TRANSACTIONS.in(store).get(id);
       if (!tx || ENDED.includes(tx.state)) {
-        if (await store.get('tx_jobs', id)) await store.batch([{ type: 'del', collection: 'tx_jobs', id }]);
+        if (await TX_JOBS.in(store).get(id)) await store.batch([TX_JOBS.delOp(id)]);
         return;
       }
       if (leased.payload.phase === 'sign' && !SIGN_STATES.includes(tx.state)) {
@@ -148,8 +150,8 @@ export class TransactionWorker {
         step = await this.step(tx, job);
       } catch (err) {
         // The step may have stored progress (a signed transaction) before it failed: judge from that.
-        const now = (await store.get<TransactionRecord>('transactions', id)) ?? tx;
-        job = (await store.get<TransactionJob>('tx_jobs', id)) ?? job;
+        const now = (await TRANSACTIONS.in(store).get(id)) ?? tx;
+        job = (await TX_JOBS.in(store).get(id)) ?? job;
         const attempts = job.attempts + 1;
         const max = this.o.maxSigningAttempts ?? 8;
         const message = (err as Error).message.split('\n')[0]!.slice(0, 300);
@@ -161,13 +163,13 @@ export class TransactionWorker {
           const delay = Math.min(30_000, 250 * 2 ** Math.min(attempts, 7));
           this.o.log.warn({ transaction: tx.id, state: now.state, attempts, err: message }, 'transaction step failed; will retry');
           job = { ...job, attempts, next_at: Date.now() + delay, last_error: message };
-          await store.batch([{ type: 'put', collection: 'tx_jobs', id, value: job }]);
+          await store.batch([TX_JOBS.putOp(id, job)]);
           return { runAt: job.next_at };
         }
       }
       if ('wait' in step) {
         job = { ...job, next_at: Date.now() + step.wait };
-        await store.batch([{ type: 'put', collection: 'tx_jobs', id, value: job }]);
+        await store.batch([TX_JOBS.putOp(id, job)]);
         return { runAt: job.next_at };
       }
       // In the sign phase, one transaction of the wallet runs: its ordering key is this job's.
@@ -182,20 +184,20 @@ export class TransactionWorker {
    */
   private async nonceHandBack(id: string): Promise<Op[]> {
     const store = this.o.vaults.store;
-    const tx = await store.get<TransactionRecord>('transactions', id);
+    const tx = await TRANSACTIONS.in(store).get(id);
     if (!tx || tx.family !== 'evm' || tx.nonce === undefined || (tx.state !== 'created' && tx.state !== 'checks')) return [];
-    const wallet = await store.get<WalletRecord>('wallets', tx.wallet_id);
+    const wallet = await WALLETS.in(store).get(tx.wallet_id);
     if (!wallet) return [];
     const nonceKey = `${tx.chain}/${wallet.address.toLowerCase()}`;
-    const next = await store.get<number>('evm_nonces', nonceKey);
-    return next !== undefined && next > tx.nonce ? [{ type: 'put', collection: 'evm_nonces', id: nonceKey, value: tx.nonce }] : [];
+    const next = await EVM_NONCES.in(store).get(nonceKey);
+    return next !== undefined && next > tx.nonce ? [EVM_NONCES.putOp(nonceKey, tx.nonce)] : [];
   }
 
   /** Stores a step's outcome over the freshest record and job (a step may have stored one before). */
   private async transition(id: string, step: Exclude<Step, { wait: number }>): Promise<TransactionJob> {
     const store = this.o.vaults.store;
-    const tx = (await store.get<TransactionRecord>('transactions', id))!;
-    const job = (await store.get<TransactionJob>('tx_jobs', id)) ?? { id, attempts: 0, next_at: 0 };
+    const tx = (await TRANSACTIONS.in(store).get(id))!;
+    const job = (await TX_JOBS.in(store).get(id)) ?? { id, attempts: 0, next_at: 0 };
     const next: TransactionRecord = { ...tx, ...step.patch, state: step.to, updated_at: new Date().toISOString() };
     // The end-user token authorized one signature: it goes once the signature exists.
     const { end_user_token: _token, ...rest } = job;
@@ -208,7 +210,7 @@ export class TransactionWorker {
         ...(next.confirmations !== undefined && (step.to === 'confirmed' || step.to === 'final') ? { confirmations: next.confirmations } : {}),
       }));
     }
-    ops.push({ type: 'put', collection: 'tx_jobs', id: job.id, value: nextJob });
+    ops.push(TX_JOBS.putOp(job.id, nextJob));
     // Leaving the sign phase: the follow job goes with the state that needs it, due at once (the sign
     // job's end frees a slot, and the runner claims again then).
     if (SIGN_STATES.includes(tx.state) && !SIGN_STATES.includes(step.to) && !ENDED.includes(step.to)) ops.push(followJob(tx));
@@ -225,17 +227,17 @@ export class TransactionWorker {
         return { to: 'checks' };
       case 'checks':
       case 'signed': {
-        const wallet = await this.o.vaults.store.get<WalletRecord>('wallets', tx.wallet_id);
+        const wallet = await WALLETS.in(this.o.vaults.store).get(tx.wallet_id);
         if (!wallet) return { to: 'rejected', patch: { reason: 'wallet_missing' } };
         // From choosing a nonce or outputs to broadcast, one transaction of a wallet at a time (the sign
         // job holds the wallet's ordering key, on every instance); the signed transaction is stored before
         // it is sent, so a job run again sends the same bytes.
-        let current = (await this.o.vaults.store.get<TransactionRecord>('transactions', tx.id))!;
+        let current = (await TRANSACTIONS.in(this.o.vaults.store).get(tx.id))!;
         if (current.state === 'checks') {
           const signed = tx.family === 'evm' ? await this.evmSign(current, job, wallet) : await this.btcSign(current, job, wallet);
           if (signed.to !== 'signed') return signed;
           await this.transition(tx.id, signed);
-          current = (await this.o.vaults.store.get<TransactionRecord>('transactions', tx.id))!;
+          current = (await TRANSACTIONS.in(this.o.vaults.store).get(tx.id))!;
         }
         if (tx.family === 'evm') await this.evmBroadcast(current, wallet);
         else await this.btcChain(current).broadcast(current.raw_tx!, current.tx_hash!);
@@ -263,8 +265,8 @@ export class TransactionWorker {
 
   private async evmBroadcast(tx: TransactionRecord, wallet: WalletRecord): Promise<void> {
     await this.evmChain(tx).broadcast(tx.raw_tx as Hex, tx.tx_hash as Hex).catch(async (err: unknown) => {
-      // A permanent refusal frees the nonce for the wallet's next transaction.
-      if (err instanceof ChainError && err.permanent) await this.o.vaults.store.put('evm_nonces', `${tx.chain}/${wallet.address.toLowerCase()}`, tx.nonce);
+      // A permanent refusal frees the nonce for the wallet's next transaction (an EVM transaction is signed with one).
+      if (err instanceof ChainError && err.permanent) await EVM_NONCES.in(this.o.vaults.store).put(`${tx.chain}/${wallet.address.toLowerCase()}`, tx.nonce!);
       throw err;
     });
   }
@@ -276,13 +278,13 @@ export class TransactionWorker {
     const nonceKey = `${tx.chain}/${from.toLowerCase()}`;
     let nonce = tx.nonce;
     if (nonce === undefined) {
-      const stored = (await this.o.vaults.store.get<number>('evm_nonces', nonceKey)) ?? 0;
+      const stored = (await EVM_NONCES.in(this.o.vaults.store).get(nonceKey)) ?? 0;
       nonce = Math.max(stored, await chain.pendingNonce(from));
       // Reserved before the first signing request: the nodes record this nonce for the intent and sign
       // no other, so every retry (and a restart) asks for the same one.
       await this.o.vaults.store.batch([
         this.o.transactions.txOp({ ...tx, nonce, updated_at: new Date().toISOString() }),
-        { type: 'put', collection: 'evm_nonces', id: nonceKey, value: nonce + 1 },
+        EVM_NONCES.putOp(nonceKey, nonce + 1),
       ]);
     }
     let template: EvmTemplate;
@@ -355,7 +357,7 @@ export class TransactionWorker {
 
   /** Outputs the wallet's own transactions spend or hold for a retry, not yet confirmed: never offered again. */
   async busyOutputs(wallet: WalletRecord, except?: string): Promise<Set<string>> {
-    return new Set((await this.o.vaults.store.byIndex<TransactionRecord>('transactions', `wallet/${wallet.id}/`, 10_000))
+    return new Set((await TRANSACTIONS.in(this.o.vaults.store).byIndex(`wallet/${wallet.id}/`, 10_000))
       .filter((t) => t.id !== except && (t.state === 'checks' || t.state === 'signed' || t.state === 'broadcast'))
       .flatMap((t) => t.inputs ?? []));
   }

@@ -13,6 +13,7 @@ import { AttestationError } from '../../tee/attestation/attestation-error.ts';
 import type { Op } from '../store/record-store.ts';
 import type { NodeRecord, TeeMeasurementsRecord, Tier } from './records.ts';
 import type { VaultService } from './vault-service.ts';
+import { NODES, TEE_MEASUREMENTS } from './collections.ts';
 
 /** Enrolled nodes an organization may hold, active or revoked. */
 export const MAX_NODES_PER_ORG = 64;
@@ -43,15 +44,15 @@ export class NodeService {
   }
 
   private op(n: NodeRecord): Op {
-    return { type: 'put', collection: 'nodes', id: n.id, value: n, index: [`org/${n.org}/${n.created_at}/${n.id}`] };
+    return NODES.putOp(n.id, n, { index: [`org/${n.org}/${n.created_at}/${n.id}`] });
   }
 
   list(org: string): Promise<NodeRecord[]> {
-    return this.vaults.store.byIndex<NodeRecord>('nodes', `org/${org}/`);
+    return NODES.in(this.vaults.store).byIndex(`org/${org}/`);
   }
 
   async get(org: string, nodeId: string): Promise<NodeRecord> {
-    const n = await this.vaults.store.get<NodeRecord>('nodes', nodeId);
+    const n = await NODES.in(this.vaults.store).get(nodeId);
     if (!n || n.org !== org) throw new CustodyError('not_found', 'no such node');
     return n;
   }
@@ -69,7 +70,7 @@ export class NodeService {
     if (input.kind === 'tee' && input.attestation === undefined) throw new CustodyError('invalid_request', 'a tee node is enrolled with its attestation document (docs/tee.md)');
     const pcrs = input.kind === 'tee' ? this.verifyAttestation(org, input.node_id, sk, ek, input.attestation!) : null;
     return this.vaults.withOrgLock(org, async () => {
-      const known = await this.vaults.store.get<NodeRecord>('nodes', input.node_id);
+      const known = await NODES.in(this.vaults.store).get(input.node_id);
       if (known && known.org !== org) throw new CustodyError('node_taken', 'another organization enrolled this node; create a new node identity');
       if (known?.state === 'revoked') throw new CustodyError('node_revoked', 'this node was revoked and cannot be enrolled again; create a new node identity');
       if (known) {
@@ -115,7 +116,7 @@ export class NodeService {
     const kind = customerKindFor(tier);
     if (!kind) return undefined;
     if (named) {
-      const n = await this.vaults.store.get<NodeRecord>('nodes', named);
+      const n = await NODES.in(this.vaults.store).get(named);
       if (!n || n.org !== org) throw new CustodyError('no_enrolled_node', `node ${named} is not enrolled by this organization (POST /v1/nodes)`);
       if (n.state !== 'active') throw new CustodyError('node_revoked', `node ${named} was revoked`);
       if (n.kind !== kind) throw new CustodyError('no_enrolled_node', `node ${named} is a ${n.kind} node; a ${tier} vault needs a ${kind} node`);
@@ -137,7 +138,7 @@ export class NodeService {
       if (current && version <= current.version) throw new CustodyError('conflict', `version ${version} is not above the version in force (${current.version})`);
       const rec: TeeMeasurementsRecord = { org, version, allowed: allowed.map(normalizeMeasurementSet), updated_at: this.now().toISOString() };
       await this.vaults.appendTrustLocked(org, entry, [
-        { type: 'put', collection: 'tee_measurements', id: org, value: rec },
+        TEE_MEASUREMENTS.putOp(org, rec),
         this.vaults.event(org, 'tee.measurements.updated', 'organization', org, { version }),
       ]);
       return rec;
@@ -145,6 +146,6 @@ export class NodeService {
   }
 
   measurements(org: string): Promise<TeeMeasurementsRecord | undefined> {
-    return this.vaults.store.get<TeeMeasurementsRecord>('tee_measurements', org);
+    return TEE_MEASUREMENTS.in(this.vaults.store).get(org);
   }
 }

@@ -15,6 +15,7 @@ import { VAULT_KEY_JOB, vaultKeyJob, type VaultService } from './vault-service.t
 import type { JobQueue, LeasedJob } from '../jobs/job-queue.ts';
 import { JobRunner } from '../jobs/job-runner.ts';
 import { jobQueueFor, workerId } from '../jobs/queue-for-store.ts';
+import { JOBS, VAULTS } from './collections.ts';
 
 export class VaultJobs {
   /** The committee as the vault response names it: each member's kind from the organization's enrolments. */
@@ -55,9 +56,9 @@ export class VaultJobs {
 
   /** A queued job for every key job record; records enqueued before are deduped (their id is the key). */
   private async adopt(): Promise<void> {
-    for await (const job of this.vaults.store.all<JobRecord>('jobs')) {
+    for await (const job of JOBS.in(this.vaults.store).all()) {
       // A vault deleted since: its job runs ungrouped and finds nothing to do.
-      const v = await this.vaults.store.get<VaultRecord>('vaults', job.vault_id);
+      const v = await VAULTS.in(this.vaults.store).get(job.vault_id);
       await this.vaults.store.batch([vaultKeyJob(job, v?.org)]);
     }
   }
@@ -67,7 +68,7 @@ export class VaultJobs {
    * time, as the vault shows them; while it stays (a retry), the queued job is deferred to its next time.
    */
   private async run(leased: LeasedJob<{ job_id: string }>): Promise<void | { runAt: number }> {
-    const job = await this.vaults.store.get<JobRecord>('jobs', leased.payload.job_id);
+    const job = await JOBS.in(this.vaults.store).get(leased.payload.job_id);
     if (!job) return;
     if (job.next_at > Date.now()) return { runAt: job.next_at };
     // One at a time with a deletion of the same vault, on any instance (VaultService.deleteVault); a
@@ -75,14 +76,14 @@ export class VaultJobs {
     const ran = await this.vaults.withVault(job.vault_id, () => this.runClaimed(job));
     if (!ran.ran) return { runAt: Date.now() + 1000 };
     // Still there: a retry at its next time (no sooner than a second: without a coordinator a job stays as it was).
-    const left = await this.vaults.store.get<JobRecord>('jobs', job.id);
+    const left = await JOBS.in(this.vaults.store).get(job.id);
     return left ? { runAt: Math.max(left.next_at, Date.now() + 1000) } : undefined;
   }
 
   private async runClaimed(job: JobRecord): Promise<void> {
     const store = this.vaults.store;
-    const vault = await store.get<VaultRecord>('vaults', job.vault_id);
-    if (!vault) return store.batch([{ type: 'del', collection: 'jobs', id: job.id }]);
+    const vault = await VAULTS.in(store).get(job.vault_id);
+    if (!vault) return store.batch([JOBS.delOp(job.id)]);
     if (!this.coordinators) return;
     // A vault on a shard not configured here fails the call as unavailable: retried, never sent elsewhere.
     let coordinator: CoordinatorClient;
@@ -121,7 +122,7 @@ export class VaultJobs {
       }
       if (!key && (e.kind === 'refused' || e.kind === 'invalid' || refusedBefore || lastAttempt)) {
         await store.batch([
-          this.vaults.vaultOp({ ...vault, state: 'failed', problem, updated_at: new Date().toISOString() }), { type: 'del', collection: 'jobs', id: job.id },
+          this.vaults.vaultOp({ ...vault, state: 'failed', problem, updated_at: new Date().toISOString() }), JOBS.delOp(job.id),
           this.vaults.event(vault.org, 'vault.failed', 'vault', vault.id, { vault_id: vault.id, state: 'failed', code: e.code }),
         ]);
         this.log.warn({ vault: vault.id, attempts: job.attempts + 1, err: problem }, 'key generation failed for good');
@@ -133,7 +134,7 @@ export class VaultJobs {
         this.log.warn({ vault: vault.id, attempts, code: e.code, err: e.message }, 'key generation failed; will retry');
         // The vault says what it waits for (a customer node that is not attached, say) while it retries.
         await store.batch([
-          { type: 'put', collection: 'jobs', id: job.id, value: { ...job, attempts, next_at: Date.now() + delay, last_error: problem } },
+          JOBS.putOp(job.id, { ...job, attempts, next_at: Date.now() + delay, last_error: problem }),
           this.vaults.vaultOp({ ...vault, problem: `retrying (attempt ${attempts} of ${this.maxAttempts}): ${problem}`.slice(0, 500), updated_at: new Date().toISOString() }),
         ]);
         return;
@@ -146,7 +147,7 @@ export class VaultJobs {
     };
     await store.batch([
       this.vaults.vaultOp(updated),
-      { type: 'del', collection: 'jobs', id: job.id },
+      JOBS.delOp(job.id),
       this.vaults.event(vault.org, 'vault.activated', 'vault', vault.id, { vault_id: vault.id, state: 'active', public_key: updated.public_key }),
     ]);
     this.log.info({ vault: vault.id }, 'vault active');
@@ -161,7 +162,7 @@ export class VaultJobs {
     const store = this.vaults.store;
     const finish = async (next: VaultRecord, type: string) => {
       await store.batch([
-        this.vaults.vaultOp(next), { type: 'del', collection: 'jobs', id: job.id },
+        this.vaults.vaultOp(next), JOBS.delOp(job.id),
         this.vaults.event(vault.org, type, 'vault', vault.id, { vault_id: vault.id, state: next.state, rotation: next.rotation, tier: next.tier }),
       ]);
     };
@@ -188,7 +189,7 @@ export class VaultJobs {
       if (e.kind === 'unavailable' && job.attempts < 5) {
         const attempts = job.attempts + 1;
         this.log.warn({ vault: vault.id, attempts, err: message }, 'reshare could not start; will retry');
-        await store.batch([{ type: 'put', collection: 'jobs', id: job.id, value: { ...job, attempts, next_at: Date.now() + 2000 * attempts, last_error: message } }]);
+        await store.batch([JOBS.putOp(job.id, { ...job, attempts, next_at: Date.now() + 2000 * attempts, last_error: message })]);
         return;
       }
       await finish({ ...vault, state: 'reshare_pending', problem: message.slice(0, 500), updated_at: new Date().toISOString() }, 'vault.reshare.pending');

@@ -15,8 +15,9 @@ import type { EndUserAuthConfig } from '../../core/auth/end-user-token.ts';
 import type { TeeAttestationVerifier } from '../../tee/attestation/enrolment-verifier.ts';
 import { NodeService } from './node-service.ts';
 import { newId as timeOrderedId } from '../store/ids.ts';
-import { SHARDS_IN_USE } from '../coordinator/coordinator-shards.ts';
+import { COORDINATOR_SHARDS } from '../coordinator/coordinator-shards.ts';
 import type { IndexList } from '../store/pagination.ts';
+import { API_KEYS, END_USER_AUTH, JOBS, ORGS, OUTBOX, TRUST_LOG, VAULTS, WALLETS } from './collections.ts';
 
 export const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
 
@@ -163,7 +164,7 @@ export class VaultService {
     // Keyed by the event id, time-ordered (ids.ts): its order is creation order, within one millisecond
     // too and when the wall clock steps back. (The former key, `<ms>_<random id>`, put two events of one
     // millisecond in random order.) Rows under former keys start with digits, so sort and relay first.
-    return { type: 'put', collection: 'outbox', id: e.id, value: e };
+    return OUTBOX.putOp(e.id, e);
   }
 
   // Organizations and keys (organizations are made by the operator command).
@@ -187,7 +188,7 @@ export class VaultService {
     checkApiPublicKey(publicKeyHex);
     const org: OrgRecord = { id: root.orgId ?? newId('org'), name, created_at: iso(this.now()) };
     const key = this.keyRecord(org.id, publicKeyHex.toLowerCase(), label);
-    const ops: Op[] = [{ type: 'put', collection: 'orgs', id: org.id, value: org }, this.keyOp(key)];
+    const ops: Op[] = [ORGS.putOp(org.id, org), this.keyOp(key)];
     const entry = root.bootstrap ?? (root.operatorSecretKey ? signBootstrap(org.id, key.public_key, Math.floor(this.now().getTime() / 1000), root.operatorSecretKey) : undefined);
     if (entry) ops.push(this.trustOp(org.id, 0, entry));
     return { org, key, ops };
@@ -196,7 +197,7 @@ export class VaultService {
   /** Organizations in id order, at most `limit`, after `after` (the operator's list). */
   async listOrgs(after: string | undefined, limit: number): Promise<OrgRecord[]> {
     const out: OrgRecord[] = [];
-    for await (const { value } of this.o.store.entries<OrgRecord>('orgs', { ...(after !== undefined ? { after } : {}), limit })) out.push(value);
+    for await (const { value } of ORGS.in(this.o.store).entries({ ...(after !== undefined ? { after } : {}), limit })) out.push(value);
     return out;
   }
 
@@ -207,7 +208,7 @@ export class VaultService {
    */
   async repairBootstrap(org: string, operatorSecretKey: Uint8Array): Promise<boolean> {
     return this.orgLock(org, async () => {
-      if (!(await this.o.store.get<OrgRecord>('orgs', org))) throw new CustodyError('not_found', `no organization ${org}`);
+      if (!(await ORGS.in(this.o.store).get(org))) throw new CustodyError('not_found', `no organization ${org}`);
       const log = await this.trustLog(org);
       if (log[0] && decodeTrustEntry(log[0]).kind === 'bootstrap') return false;
       const first = (await this.listKeys(org))[0];
@@ -225,12 +226,12 @@ export class VaultService {
 
   // The organization's trust log (docs/trust.md): entries the nodes verify and apply, in order.
   private trustOp(org: string, seq: number, entry: Uint8Array): Op {
-    return { type: 'put', collection: 'trust_log', id: `${org}/${String(seq).padStart(10, '0')}`, value: bytesToHex(entry) };
+    return TRUST_LOG.putOp(`${org}/${String(seq).padStart(10, '0')}`, bytesToHex(entry));
   }
 
   async trustLog(org: string): Promise<Uint8Array[]> {
     const out: Uint8Array[] = [];
-    for await (const hex of this.o.store.range<string>('trust_log', { after: `${org}/`, lt: `${org}/\xff` })) out.push(hexToBytes(hex));
+    for await (const hex of TRUST_LOG.in(this.o.store).range({ after: `${org}/`, lt: `${org}/\xff` })) out.push(hexToBytes(hex));
     return out;
   }
 
@@ -253,11 +254,11 @@ export class VaultService {
   }
 
   private keyOp(k: ApiKeyRecord): Op {
-    return { type: 'put', collection: 'api_keys', id: k.id, value: k, index: [`org/${k.org}/${k.created_at}/${k.id}`, `pub/${k.org}/${k.public_key}`] };
+    return API_KEYS.putOp(k.id, k, { index: [`org/${k.org}/${k.created_at}/${k.id}`, `pub/${k.org}/${k.public_key}`] });
   }
 
   async activeKey(keyId: string): Promise<{ org: string; publicKey: Uint8Array } | undefined> {
-    const k = await this.o.store.get<ApiKeyRecord>('api_keys', keyId);
+    const k = await API_KEYS.in(this.o.store).get(keyId);
     if (!k || k.revoked) return undefined;
     return { org: k.org, publicKey: new Uint8Array(Buffer.from(k.public_key, 'hex')) };
   }
@@ -278,13 +279,13 @@ export class VaultService {
   }
 
   listKeys(org: string): Promise<ApiKeyRecord[]> {
-    return this.o.store.byIndex<ApiKeyRecord>('api_keys', `org/${org}/`);
+    return API_KEYS.in(this.o.store).byIndex(`org/${org}/`);
   }
 
   async revokeKey(org: string, keyId: string, entry?: Uint8Array): Promise<ApiKeyRecord> {
     // Under the lock: two concurrent revocations of an organization's last two keys must not both pass.
     return this.orgLock(org, async () => {
-      const k = await this.o.store.get<ApiKeyRecord>('api_keys', keyId);
+      const k = await API_KEYS.in(this.o.store).get(keyId);
       if (!k || k.org !== org) throw new CustodyError('not_found', 'no such API key');
       if (k.revoked) throw new CustodyError('conflict', 'the key is already revoked');
       const active = (await this.listKeys(org)).filter((x) => !x.revoked);
@@ -303,7 +304,7 @@ export class VaultService {
     const customerNodeId = await this.customerNode(org, input.tier, input);
     // The count and the insert under one lock: N concurrent creations at a quota of Q make Q vaults.
     const v = await this.orgLock(org, async () => {
-      const existing = await this.o.store.byIndex<VaultRecord>('vaults', `org/${org}/`, this.o.limits.vaultsPerOrg + 1);
+      const existing = await VAULTS.in(this.o.store).byIndex(`org/${org}/`, this.o.limits.vaultsPerOrg + 1);
       if (existing.length >= this.o.limits.vaultsPerOrg) throw new CustodyError('rate_limited', `vault quota reached (${this.o.limits.vaultsPerOrg})`);
       const t = iso(this.now());
       const endUserAuth = input.tier === 'hosted' && (await this.endUserAuth(org)) !== undefined;
@@ -318,9 +319,9 @@ export class VaultService {
       };
       const job: JobRecord = { id: newId('job'), kind: 'create_key', vault_id: v.id, attempts: 0, next_at: 0 };
       await this.o.store.batch([
-        this.vaultOp(v), { type: 'put', collection: 'jobs', id: job.id, value: job }, vaultKeyJob(job, org), this.event(org, 'vault.created', 'vault', v.id, { state: 'creating', tier: v.tier }),
+        this.vaultOp(v), JOBS.putOp(job.id, job), vaultKeyJob(job, org), this.event(org, 'vault.created', 'vault', v.id, { state: 'creating', tier: v.tier }),
         // The shards holding vaults, which the API checks its configuration against at start (CoordinatorShards.checkPlacements).
-        ...(shard ? [{ type: 'put' as const, collection: SHARDS_IN_USE, id: shard, value: { name: shard } }] : []),
+        ...(shard ? [COORDINATOR_SHARDS.putOp(shard, { name: shard })] : []),
       ]);
       return v;
     });
@@ -329,7 +330,7 @@ export class VaultService {
   }
 
   vaultOp(v: VaultRecord): Op {
-    return { type: 'put', collection: 'vaults', id: v.id, value: v, index: [`org/${v.org}/${v.created_at}/${v.id}`] };
+    return VAULTS.putOp(v.id, v, { index: [`org/${v.org}/${v.created_at}/${v.id}`] });
   }
 
   /**
@@ -337,7 +338,7 @@ export class VaultService {
    * chain entries); run once the store opens, before the API serves (api/app.ts).
    */
   async prepareIndexes(): Promise<void> {
-    await this.o.store.reindex<WalletRecord>('wallets', WALLET_INDEX_VERSION, walletIndex);
+    await WALLETS.in(this.o.store).reindex(WALLET_INDEX_VERSION, walletIndex);
   }
 
   /**
@@ -346,7 +347,7 @@ export class VaultService {
    */
   vaultList(org: string, filters: VaultFilters): IndexList<VaultRecord> {
     return {
-      list: 'vaults', scope: org, filters: { state: filters.state, tier: filters.tier }, collection: 'vaults', prefix: `org/${org}/`,
+      list: 'vaults', scope: org, filters: { state: filters.state, tier: filters.tier }, collection: VAULTS.name, prefix: `org/${org}/`,
       keep: (v) => v.org === org && (filters.state === undefined || v.state === filters.state) && (filters.tier === undefined || v.tier === filters.tier),
     };
   }
@@ -359,14 +360,14 @@ export class VaultService {
   async walletList(org: string, vaultId: string, filters: { chain?: string | undefined }): Promise<IndexList<WalletRecord>> {
     const v = await this.vault(org, vaultId);
     return {
-      list: `vault_wallets/${v.id}`, scope: org, filters: { chain: filters.chain }, collection: 'wallets',
+      list: `vault_wallets/${v.id}`, scope: org, filters: { chain: filters.chain }, collection: WALLETS.name,
       prefix: filters.chain === undefined ? `vault/${v.id}/` : `chain/${v.id}/${filters.chain}/`,
       keep: (w) => w.org === org && w.vault_id === v.id && (filters.chain === undefined || w.chain === filters.chain),
     };
   }
 
   async vault(org: string, id: string): Promise<VaultRecord> {
-    const v = await this.o.store.get<VaultRecord>('vaults', id);
+    const v = await VAULTS.in(this.o.store).get(id);
     if (!v || v.org !== org) throw new CustodyError('not_found', 'no such vault');
     return v;
   }
@@ -387,7 +388,7 @@ export class VaultService {
     };
     const next: VaultRecord = { ...v, state: 'resharing', updated_at: iso(this.now()) };
     await this.o.store.batch([
-      this.vaultOp(next), { type: 'put', collection: 'jobs', id: job.id, value: job }, vaultKeyJob(job, org),
+      this.vaultOp(next), JOBS.putOp(job.id, job), vaultKeyJob(job, org),
       this.event(org, 'vault.reshare.started', 'vault', v.id, { vault_id: v.id, state: 'resharing', rotation: v.rotation, tier: v.tier, target_tier: targetTier ?? v.tier }),
     ]);
     this.wake?.();
@@ -416,7 +417,7 @@ export class VaultService {
       const job: JobRecord = { id: newId('job'), kind: 'create_key', vault_id: v.id, attempts: 0, next_at: 0 };
       const next: VaultRecord = { ...v, state: 'creating', problem: null, updated_at: iso(this.now()) };
       await this.o.store.batch([
-        this.vaultOp(next), { type: 'put', collection: 'jobs', id: job.id, value: job }, vaultKeyJob(job, org),
+        this.vaultOp(next), JOBS.putOp(job.id, job), vaultKeyJob(job, org),
         this.event(org, 'vault.retried', 'vault', v.id, { vault_id: v.id, state: 'creating', previous_problem: v.problem ?? null }),
       ]);
       return { vault: next, queued: true };
@@ -438,9 +439,9 @@ export class VaultService {
         const v = await this.vault(org, vaultId);
         if (v.public_key || (v.state !== 'failed' && v.state !== 'creating')) throw new CustodyError('conflict', `the vault is ${v.state} and has a key; a vault with a key is never deleted`);
         const jobs: Op[] = [];
-        for await (const j of this.o.store.all<JobRecord>('jobs')) if (j.vault_id === v.id) jobs.push({ type: 'del', collection: 'jobs', id: j.id });
+        for await (const j of JOBS.in(this.o.store).all()) if (j.vault_id === v.id) jobs.push(JOBS.delOp(j.id));
         await this.o.store.batch([
-          { type: 'del', collection: 'vaults', id: v.id, index: unindexed(this.vaultOp(v)) }, ...jobs,
+          VAULTS.delOp(v.id, unindexed(this.vaultOp(v))), ...jobs,
           this.event(org, 'vault.deleted', 'vault', v.id, { vault_id: v.id, state: v.state }),
         ]);
       });
@@ -450,7 +451,7 @@ export class VaultService {
 
   /** Operator: a frozen vault signs nothing until unfrozen (docs/vault-api.md, vault states). */
   async freeze(vaultId: string, frozen: boolean, extra: (before: VaultRecord, after: VaultRecord) => Op[] = () => []): Promise<VaultRecord> {
-    const v = await this.o.store.get<VaultRecord>('vaults', vaultId);
+    const v = await VAULTS.in(this.o.store).get(vaultId);
     if (!v) throw new CustodyError('not_found', 'no such vault');
     if (frozen && v.state === 'frozen') throw new CustodyError('conflict', 'the vault is already frozen');
     if (frozen && v.state !== 'active' && v.state !== 'reshare_pending') throw new CustodyError('conflict', `a ${v.state} vault cannot be frozen; wait until it settles`);
@@ -463,12 +464,12 @@ export class VaultService {
 
   // Hosted-tier end-user authentication (docs/end-user-auth.md).
   endUserAuth(org: string): Promise<EndUserAuthConfig | undefined> {
-    return this.o.store.get<EndUserAuthConfig>('end_user_auth', org);
+    return END_USER_AUTH.in(this.o.store).get(org);
   }
 
   async setEndUserAuth(org: string, config: EndUserAuthConfig, entry?: Uint8Array): Promise<void> {
     await this.appendTrust(org, entry, [
-      { type: 'put', collection: 'end_user_auth', id: org, value: config },
+      END_USER_AUTH.putOp(org, config),
       this.event(org, 'end_user_auth.registered', 'organization', org, { audience: config.audience, keys: config.jwks.keys.length }),
     ]);
   }
@@ -480,14 +481,14 @@ export class VaultService {
     if (info.family === 'evm' && addressType !== undefined) throw new CustodyError('invalid_request', 'address_type applies to Bitcoin chains only');
     if (!v.public_key || !v.chain_code) throw new CustodyError('invalid_request', `the vault key is not generated yet (the vault is ${v.state}); derive wallets once it is active`);
     const type = info.family === 'evm' ? 'evm' : (addressType ?? 'p2wpkh');
-    const existing = await this.o.store.byIndex<WalletRecord>('wallets', `derivation/${v.id}/${chain}/${type}/${accountIndex}/`);
+    const existing = await WALLETS.in(this.o.store).byIndex(`derivation/${v.id}/${chain}/${type}/${accountIndex}/`);
     if (existing[0]) return { wallet: existing[0], created: false };
     const { address, path } = walletAddress(v.public_key, v.chain_code, info, type, accountIndex);
     const w: WalletRecord = {
       id: newId('wal'), org, vault_id: v.id, chain, address_type: type, account_index: accountIndex, address, derivation_path: 'm/' + path.join('/'), created_at: iso(this.now()),
     };
     await this.o.store.batch([
-      { type: 'put', collection: 'wallets', id: w.id, value: w, index: walletIndex(w) },
+      WALLETS.putOp(w.id, w, { index: walletIndex(w) }),
       this.event(org, 'vault.wallet.created', 'wallet', w.id, { vault_id: v.id, wallet_id: w.id, chain, address: w.address }),
     ]);
     return { wallet: w, created: true };

@@ -13,6 +13,7 @@
 import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { IndexList } from '../store/pagination.ts';
 import type { TransactionRecord } from '../transactions/records.ts';
+import { LEDGER, LEDGER_SEQUENCES } from './collections.ts';
 
 export type LedgerKind = 'hold' | 'hold_release' | 'transfer' | 'fee';
 
@@ -49,9 +50,6 @@ export interface LedgerLeg {
   releases?: string;
 }
 
-const COLLECTION = 'ledger';
-/** The last sequence number given per wallet (`ledger_sequences/<wallet id>`). */
-const SEQUENCES = 'ledger_sequences';
 const SEQUENCE_DIGITS = 12;
 
 export const ledgerEntryId = (transactionId: string, leg: string) => `led_${transactionId.replace(/^txn_/, '')}_${leg}`;
@@ -103,12 +101,12 @@ export class WalletLedger {
     return this.store.exclusive(`ledger:${next.wallet_id}`, async () => {
       const fresh: LedgerLeg[] = [];
       for (const leg of legs) {
-        if (await this.store.get(COLLECTION, ledgerEntryId(next.id, leg.leg))) continue;
-        if (leg.releases && !(await this.store.get(COLLECTION, ledgerEntryId(next.id, leg.releases)))) continue;
+        if (await LEDGER.in(this.store).get(ledgerEntryId(next.id, leg.leg))) continue;
+        if (leg.releases && !(await LEDGER.in(this.store).get(ledgerEntryId(next.id, leg.releases)))) continue;
         fresh.push(leg);
       }
       if (!fresh.length) return this.store.batch(ops);
-      let sequence = (await this.store.get<number>(SEQUENCES, next.wallet_id)) ?? 0;
+      let sequence = (await LEDGER_SEQUENCES.in(this.store).get(next.wallet_id)) ?? 0;
       const at = this.now().toISOString();
       const entries = fresh.map((leg): LedgerEntryRecord => ({
         v: 1, id: ledgerEntryId(next.id, leg.leg), org: next.org, wallet_id: next.wallet_id, transaction_id: next.id, sequence: ++sequence,
@@ -117,8 +115,8 @@ export class WalletLedger {
       }));
       await this.store.batch([
         ...ops,
-        ...entries.map((e): Op => ({ type: 'put', collection: COLLECTION, id: e.id, value: e, index: [`wallet/${e.wallet_id}/${String(e.sequence).padStart(SEQUENCE_DIGITS, '0')}`] })),
-        { type: 'put', collection: SEQUENCES, id: next.wallet_id, value: sequence },
+        ...entries.map((e): Op => LEDGER.putOp(e.id, e, { index: [`wallet/${e.wallet_id}/${String(e.sequence).padStart(SEQUENCE_DIGITS, '0')}`] })),
+        LEDGER_SEQUENCES.putOp(next.wallet_id, sequence),
       ]);
     });
   }
@@ -126,7 +124,7 @@ export class WalletLedger {
   /** GET /v1/wallets/{id}/ledger: the wallet's entries by sequence, oldest first. */
   list(org: string, walletId: string): IndexList<LedgerEntryRecord> {
     return {
-      list: `wallet_ledger/${walletId}`, scope: org, filters: {}, collection: COLLECTION, prefix: `wallet/${walletId}/`,
+      list: `wallet_ledger/${walletId}`, scope: org, filters: {}, collection: LEDGER.name, prefix: `wallet/${walletId}/`,
       keep: (e) => e.org === org && e.wallet_id === walletId,
     };
   }

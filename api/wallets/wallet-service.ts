@@ -13,13 +13,15 @@ import type { IndexList } from '../store/pagination.ts';
 import type { TransactionService } from '../transactions/transaction-service.ts';
 import type { TransactionRecord, TransactionState } from '../transactions/records.ts';
 import type { Chains } from '../transactions/transaction-worker.ts';
-import type { VaultRecord, WalletRecord } from '../vaults/records.ts';
+import type { WalletRecord } from '../vaults/records.ts';
 import { walletIndex, type VaultService } from '../vaults/vault-service.ts';
 import type { LedgerEntryRecord } from './wallet-ledger.ts';
 import { readWalletBalance, type WalletBalance } from './wallet-balance.ts';
 import { bip21Uri, evmPaymentUri, type EvmAsset } from './payment-uri.ts';
 import { paymentQr, type PaymentQr } from './payment-qr.ts';
 import { walletState, walletView } from './wallet-view.ts';
+import { VAULTS, WALLETS } from '../vaults/collections.ts';
+import { TRANSACTIONS } from '../transactions/collections.ts';
 
 export interface WalletServiceOptions {
   vaults: VaultService;
@@ -51,7 +53,7 @@ export class WalletService {
   /** The wallet, when the workspace's linked organization holds it; 404 otherwise. Returns the organization too. */
   async wallet(scope: Scope, walletId: string): Promise<{ org: string; wallet: WalletRecord }> {
     const org = await this.o.links.orgOfWorkspace(scope);
-    const wallet = org === undefined ? undefined : await this.o.vaults.store.get<WalletRecord>('wallets', walletId);
+    const wallet = org === undefined ? undefined : await WALLETS.in(this.o.vaults.store).get(walletId);
     if (org === undefined || !wallet || wallet.org !== org) throw new CustodyError('not_found', 'no such wallet');
     return { org, wallet };
   }
@@ -68,8 +70,8 @@ export class WalletService {
 
   private async tokensOf(wallet: WalletRecord): Promise<Hex[]> {
     const assets = new Set<string>();
-    for (const t of await this.o.vaults.store.byIndex<TransactionRecord>('transactions', `wallet/${wallet.id}/`, 10_000)) for (const x of t.transfers) assets.add(x.asset);
-    const policy = (await this.o.vaults.store.get<VaultRecord>('vaults', wallet.vault_id))?.policy as Policy | null | undefined;
+    for (const t of await TRANSACTIONS.in(this.o.vaults.store).byIndex(`wallet/${wallet.id}/`, 10_000)) for (const x of t.transfers) assets.add(x.asset);
+    const policy = (await VAULTS.in(this.o.vaults.store).get(wallet.vault_id))?.policy as Policy | null | undefined;
     for (const a of [...(policy?.asset_allowlist ?? []), ...Object.keys(policy?.per_transaction_cap ?? {}), ...Object.keys(policy?.rolling_window?.caps ?? {})]) assets.add(a.toLowerCase());
     return [...assets].flatMap((a) => {
       const m = TOKEN_ASSET.exec(a);
@@ -106,7 +108,7 @@ export class WalletService {
       }
       const next: WalletRecord = { ...wallet, state: 'decommissioned', decommissioned_at: this.now().toISOString() };
       await this.o.vaults.store.batch([
-        { type: 'put', collection: 'wallets', id: next.id, value: next, index: walletIndex(next) },
+        WALLETS.putOp(next.id, next, { index: walletIndex(next) }),
         this.o.audit.op(scope, actor, 'wallet.decommission', next.id, walletView(wallet), walletView(next)),
       ]);
       return next;

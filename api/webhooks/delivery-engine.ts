@@ -7,15 +7,16 @@
 // backlog, or a paused endpoint's, never stands in front of another endpoint's deliveries.
 import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { TryResult } from '../store/local-locks.ts';
-import { FairSlots, LEGACY_QUEUE, dueKey, parseLegacyKey, queueEntryDel, type DeliveryQueue, type QueueChange } from './delivery-queue.ts';
+import { FairSlots, dueKey, parseLegacyKey, queueEntryDel, type DeliveryQueue, type QueueChange } from './delivery-queue.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { newId } from '../store/ids.ts';
 import type { Actor } from '../tenancy/audit-log.ts';
 import type { CursorCodec, PageResult } from '../store/pagination.ts';
 import { pageOf } from '../store/pagination.ts';
-import type { EndpointRecord, WebhookEndpoints } from './webhook-endpoints.ts';
+import type { WebhookEndpoints } from './webhook-endpoints.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { eventType, sensitiveDataAllowed } from './event-catalog.ts';
+import { LEGACY_DELIVERY_QUEUE, WEBHOOK_DELIVERIES, WEBHOOK_ENDPOINTS, WEBHOOK_EVENTS } from './collections.ts';
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'dlq';
 
@@ -115,7 +116,7 @@ export class DeliveryEngine {
   }
 
   private ops(d: DeliveryRecord, previousQueueKey: string | null): Write {
-    const ops: Op[] = [{ type: 'put', collection: 'webhook_deliveries', id: d.id, value: d, index: [`${d.workspace}\x00${d.id}`] }];
+    const ops: Op[] = [WEBHOOK_DELIVERIES.putOp(d.id, d, { index: [`${d.workspace}\x00${d.id}`] })];
     const change: QueueChange = { endpoint: d.endpoint_id };
     if (previousQueueKey && previousQueueKey !== d.queue_key) change.del = [previousQueueKey];
     if (d.queue_key && d.queue_key !== previousQueueKey) change.add = [d.queue_key];
@@ -138,9 +139,9 @@ export class DeliveryEngine {
     const nowMs = this.clock();
     const now = new Date(nowMs).toISOString();
     const event: Envelope = { id: origin?.id ?? newId('evt', nowMs), type, version: et.version, created_at: origin?.created_at ?? now, resource, actor, data };
-    const endpoints = await this.o.store.byIndex<EndpointRecord>('webhook_endpoints', `${scope.workspace}\x00`, 100_000);
+    const endpoints = await WEBHOOK_ENDPOINTS.in(this.o.store).byIndex(`${scope.workspace}\x00`, 100_000);
     const deliveries: DeliveryRecord[] = [];
-    const ops: Op[] = [{ type: 'put', collection: 'webhook_events', id: event.id, value: { ...event, tenant: scope.tenant, workspace: scope.workspace } }, ...extra];
+    const ops: Op[] = [WEBHOOK_EVENTS.putOp(event.id, { ...event, tenant: scope.tenant, workspace: scope.workspace }), ...extra];
     const changes: QueueChange[] = [...extraQueue];
     for (const e of endpoints.filter((x) => x.events.includes(type))) {
       const id = newId('whd', nowMs);
@@ -210,7 +211,7 @@ export class DeliveryEngine {
     const concurrency = this.o.concurrency ?? 16;
     const perEndpoint = Math.max(1, this.o.perEndpointConcurrency ?? Math.floor(concurrency / 2));
     const budget = Math.max(1, this.o.perEndpointBatch ?? 100);
-    const endpoint = await this.o.store.get<EndpointRecord>('webhook_endpoints', endpointId);
+    const endpoint = await WEBHOOK_ENDPOINTS.in(this.o.store).get(endpointId);
     const tenant = endpoint?.tenant ?? '';
     const seen = new Set<string>();
     let buffer: { key: string; delivery_id: string }[] = [];
@@ -247,9 +248,9 @@ export class DeliveryEngine {
         }
         // Not sent: the row is not queued under this entry any more, its endpoint was deleted (the row
         // was dead-lettered), or the endpoint was paused.
-        const d = await this.o.store.get<DeliveryRecord>('webhook_deliveries', id);
+        const d = await WEBHOOK_DELIVERIES.in(this.o.store).get(id);
         if (!d || d.queue_key !== key) await this.queue.commit([], [{ endpoint: endpointId, del: [key] }]);
-        const now = await this.o.store.get<EndpointRecord>('webhook_endpoints', endpointId);
+        const now = await WEBHOOK_ENDPOINTS.in(this.o.store).get(endpointId);
         if (now && !now.enabled) paused = true;
       }
     };
@@ -269,10 +270,10 @@ export class DeliveryEngine {
       for (;;) {
         const ops: Op[] = [];
         const changes: QueueChange[] = [];
-        for await (const { id: key, value } of this.o.store.entries<{ delivery_id: string }>(LEGACY_QUEUE, { limit: 200 })) {
+        for await (const { id: key, value } of LEGACY_DELIVERY_QUEUE.in(this.o.store).entries({ limit: 200 })) {
           ops.push(queueEntryDel(key));
           const at = parseLegacyKey(key);
-          const d = await this.o.store.get<DeliveryRecord>('webhook_deliveries', value.delivery_id);
+          const d = await WEBHOOK_DELIVERIES.in(this.o.store).get(value.delivery_id);
           if (!at || !d || d.queue_key !== key || (d.status !== 'pending' && d.status !== 'failed')) continue;
           const w = this.ops({ ...d, queue_key: this.queueKey(d.endpoint_id, at.atMs, d.id) }, null);
           ops.push(...w.ops);
@@ -290,9 +291,9 @@ export class DeliveryEngine {
   private async attempt(id: string): Promise<boolean> {
     this.inFlight.add(id);
     try {
-      const d = await this.o.store.get<DeliveryRecord>('webhook_deliveries', id);
+      const d = await WEBHOOK_DELIVERIES.in(this.o.store).get(id);
       if (!d || !d.queue_key || (d.status !== 'pending' && d.status !== 'failed')) return false;
-      const endpoint = await this.o.store.get<EndpointRecord>('webhook_endpoints', d.endpoint_id);
+      const endpoint = await WEBHOOK_ENDPOINTS.in(this.o.store).get(d.endpoint_id);
       if (!endpoint) {
         await this.commit(this.ops({ ...d, status: 'dlq', last_error: 'endpoint_deleted', next_retry_at: null, queue_key: null, updated_at: new Date(this.clock()).toISOString() }, d.queue_key));
         this.o.onOutcome?.('dlq');
@@ -333,7 +334,7 @@ export class DeliveryEngine {
   }
 
   async get(scope: Scope, id: string): Promise<DeliveryRecord> {
-    const d = DELIVERY_ID.test(id) ? await this.o.store.get<DeliveryRecord>('webhook_deliveries', id) : undefined;
+    const d = DELIVERY_ID.test(id) ? await WEBHOOK_DELIVERIES.in(this.o.store).get(id) : undefined;
     if (!d || d.workspace !== scope.workspace) throw new CustodyError('not_found', `no webhook delivery ${id}`);
     return d;
   }
@@ -343,7 +344,7 @@ export class DeliveryEngine {
     const out: DeliveryRecord[] = [];
     let from = after;
     for (;;) {
-      const batch = await this.o.store.byIndexAfter<DeliveryRecord>('webhook_deliveries', `${scope.workspace}\x00`, from, 200);
+      const batch = await WEBHOOK_DELIVERIES.in(this.o.store).byIndexAfter(`${scope.workspace}\x00`, from, 200);
       for (const d of batch) {
         if ((!filters.status || d.status === filters.status) && (!filters.endpoint_id || d.endpoint_id === filters.endpoint_id)) out.push(d);
         if (out.length > limit) break;
@@ -379,7 +380,7 @@ export class DeliveryEngine {
     for (const id of ids) {
       if (seen.has(id)) continue;
       seen.add(id);
-      const d = await this.o.store.get<DeliveryRecord>('webhook_deliveries', id);
+      const d = await WEBHOOK_DELIVERIES.in(this.o.store).get(id);
       if (!d || d.workspace !== scope.workspace || (d.status !== 'failed' && d.status !== 'dlq')) continue;
       const r = this.requeue(d);
       ops.push(...r.ops);
@@ -411,15 +412,15 @@ export class DeliveryEngine {
       if (ops.length) await this.o.store.batch(ops);
       ops = [];
     };
-    for await (const d of this.o.store.all<DeliveryRecord>('webhook_deliveries')) {
+    for await (const d of WEBHOOK_DELIVERIES.in(this.o.store).all()) {
       if (!(Date.parse(d.updated_at) < cutoff) || this.inFlight.has(d.id)) continue;
-      ops.push({ type: 'del', collection: 'webhook_deliveries', id: d.id, index: [`${d.workspace}\x00${d.id}`] });
+      ops.push(WEBHOOK_DELIVERIES.delOp(d.id, [`${d.workspace}\x00${d.id}`]));
       if (d.queue_key) ops.push(queueEntryDel(d.queue_key));
       pruned++;
       if (ops.length >= 500) await flush();
     }
-    for await (const e of this.o.store.all<Envelope>('webhook_events')) {
-      if (Date.parse(e.created_at) < cutoff) ops.push({ type: 'del', collection: 'webhook_events', id: e.id });
+    for await (const e of WEBHOOK_EVENTS.in(this.o.store).all()) {
+      if (Date.parse(e.created_at) < cutoff) ops.push(WEBHOOK_EVENTS.delOp(e.id));
       if (ops.length >= 500) await flush();
     }
     await flush();

@@ -26,12 +26,13 @@
 // behind it.
 import { createHash } from 'node:crypto';
 import type { Op, RecordRepository } from '../store/record-repository.ts';
+import { DELIVERY_DUE, DELIVERY_QUEUES, DELIVERY_READY, LEGACY_DELIVERY_QUEUE, WEBHOOK_ENDPOINTS } from './collections.ts';
 
-export const DUE = 'delivery_due';
-export const READY = 'delivery_ready';
-export const QUEUES = 'delivery_queues';
-/** The global queue of earlier versions: `<due ms, 16 digits>_<delivery id>`; emptied by the engine's migration. */
-export const LEGACY_QUEUE = 'delivery_queue';
+// The queue's collection names, for the tests that read its rows directly.
+export const DUE = DELIVERY_DUE.name;
+export const READY = DELIVERY_READY.name;
+export const QUEUES = DELIVERY_QUEUES.name;
+export const LEGACY_QUEUE = LEGACY_DELIVERY_QUEUE.name;
 
 /**
  * Endpoints share this many queue locks, so a commit to a workspace with thousands of endpoints holds a
@@ -69,7 +70,7 @@ export function parseLegacyKey(key: string): { atMs: number; deliveryId: string 
 
 /** Deletes a row's queue entry, whichever queue (current or legacy) its key is in. */
 export function queueEntryDel(key: string): Op {
-  return { type: 'del', collection: parseDueKey(key) ? DUE : LEGACY_QUEUE, id: key };
+  return (parseDueKey(key) ? DELIVERY_DUE : LEGACY_DELIVERY_QUEUE).delOp(key);
 }
 
 /** A change to one endpoint's queue: due keys added and removed, and optionally its state. */
@@ -84,7 +85,7 @@ export interface QueueChange {
 }
 
 /** Exists while the endpoint has queued rows. `head` is the oldest row's key; `turn` when its last turn ended. */
-interface QueueState { head: string; ready: string | null; turn: number }
+export interface QueueState { head: string; ready: string | null; turn: number }
 interface Merged { add: Set<string>; del: Set<string>; active?: boolean; turnAt?: number }
 
 interface Pending { ops: Op[]; by: Map<string, Merged>; resolve: () => void; reject: (err: unknown) => void }
@@ -199,14 +200,14 @@ export class DeliveryQueue {
   private async endpointOps(endpoint: string, c: Merged): Promise<{ ops: Op[]; state: QueueState | null; active: boolean | undefined }> {
     const out: Op[] = [];
     const cached = this.states.get(endpoint);
-    const before = cached === null ? undefined : cached ?? (await this.store.get<QueueState>(QUEUES, endpoint));
+    const before = cached === null ? undefined : cached ?? (await DELIVERY_QUEUES.in(this.store).get(endpoint));
     // Removing rows leaves `head` as it was: possibly older than the oldest row left, which only makes
     // the ready entry early. The index is read at the end of a turn, which sets the head right.
     let head: string | undefined = before?.head;
     for (const k of c.del) out.push(queueEntryDel(k));
     if (c.turnAt !== undefined) {
       head = undefined;
-      for await (const { id } of this.store.entries(DUE, { after: `${endpoint}/`, lt: `${endpoint}/\xff`, limit: c.del.size + 1 })) {
+      for await (const { id } of DELIVERY_DUE.in(this.store).entries({ after: `${endpoint}/`, lt: `${endpoint}/\xff`, limit: c.del.size + 1 })) {
         if (c.del.has(id)) continue;
         head = id;
         break;
@@ -215,26 +216,26 @@ export class DeliveryQueue {
     for (const k of c.add) {
       const p = parseDueKey(k);
       if (!p || p.endpointId !== endpoint) throw new Error(`queue key ${k} is not in the queue of ${endpoint}`);
-      out.push({ type: 'put', collection: DUE, id: k, value: { delivery_id: p.deliveryId } });
+      out.push(DELIVERY_DUE.putOp(k, { delivery_id: p.deliveryId }));
       if (head === undefined || k < head) head = k;
     }
     let active = c.active ?? this.actives.get(endpoint);
     if (active === undefined && head !== undefined) {
-      const e = await this.store.get<{ enabled: boolean }>('webhook_endpoints', endpoint);
+      const e = await WEBHOOK_ENDPOINTS.in(this.store).get(endpoint);
       active = !e || e.enabled;
     }
     const turn = c.turnAt ?? before?.turn ?? 0;
     const ready = active && head !== undefined ? `${t16(Math.max(parseDueKey(head)!.atMs, turn))}/${endpoint}` : null;
     const was = before?.ready ?? null;
     if (ready !== was) {
-      if (was) out.push({ type: 'del', collection: READY, id: was });
-      if (ready) out.push({ type: 'put', collection: READY, id: ready, value: { endpoint_id: endpoint } });
+      if (was) out.push(DELIVERY_READY.delOp(was));
+      if (ready) out.push(DELIVERY_READY.putOp(ready, { endpoint_id: endpoint }));
     }
     const state: QueueState | null = head === undefined ? null : { head, ready, turn };
     if (!state) {
-      if (before) out.push({ type: 'del', collection: QUEUES, id: endpoint });
+      if (before) out.push(DELIVERY_QUEUES.delOp(endpoint));
     } else if (!before || before.head !== head || was !== ready || before.turn !== turn) {
-      out.push({ type: 'put', collection: QUEUES, id: endpoint, value: state });
+      out.push(DELIVERY_QUEUES.putOp(endpoint, state));
     }
     return { ops: out, state, active };
   }
@@ -242,7 +243,7 @@ export class DeliveryQueue {
   /** Endpoints whose turn is due at `nowMs`, oldest turn first; at most `limit`. */
   async readyEndpoints(nowMs: number, limit: number): Promise<string[]> {
     const out: string[] = [];
-    for await (const { value } of this.store.entries<{ endpoint_id: string }>(READY, { lt: t16(nowMs + 1), limit })) out.push(value.endpoint_id);
+    for await (const { value } of DELIVERY_READY.in(this.store).entries({ lt: t16(nowMs + 1), limit })) out.push(value.endpoint_id);
     return out;
   }
 
@@ -250,7 +251,7 @@ export class DeliveryQueue {
   async due(endpoint: string, nowMs: number, limit: number, skip: (deliveryId: string) => boolean): Promise<{ key: string; delivery_id: string }[]> {
     const out: { key: string; delivery_id: string }[] = [];
     if (limit <= 0) return out;
-    for await (const { id, value } of this.store.entries<{ delivery_id: string }>(DUE, { after: `${endpoint}/`, lt: `${endpoint}/${t16(nowMs + 1)}` })) {
+    for await (const { id, value } of DELIVERY_DUE.in(this.store).entries({ after: `${endpoint}/`, lt: `${endpoint}/${t16(nowMs + 1)}` })) {
       if (skip(value.delivery_id)) continue;
       out.push({ key: id, delivery_id: value.delivery_id });
       if (out.length >= limit) break;

@@ -13,6 +13,8 @@ import { Ed25519Signer } from '../../common/ed25519.ts';
 import { DestinationPolicy } from './destination-policy.ts';
 import { OutboundHttp, type DeliveryErrorCategory, type HostLookup, type OutboundResult } from './outbound-http.ts';
 import { DeliveryQueue } from './delivery-queue.ts';
+import { WEBHOOK_ENDPOINTS } from './collections.ts';
+import { IDEMPOTENCY } from '../idempotency.ts';
 
 export interface EndpointRecord {
   id: string;
@@ -123,7 +125,7 @@ export class WebhookEndpoints {
   }
 
   async get(scope: Scope, id: string): Promise<EndpointRecord> {
-    const e = /^whe_[0-9a-f]{26}$/.test(id) ? await this.o.store.get<EndpointRecord>('webhook_endpoints', id) : undefined;
+    const e = /^whe_[0-9a-f]{26}$/.test(id) ? await WEBHOOK_ENDPOINTS.in(this.o.store).get(id) : undefined;
     if (!e || e.workspace !== scope.workspace) throw new CustodyError('not_found', `no webhook endpoint ${id}`);
     return e;
   }
@@ -134,7 +136,7 @@ export class WebhookEndpoints {
    * paused), enabled puts it back at its oldest row (delivery-queue.ts).
    */
   private async write(e: EndpointRecord, extra: Op[]): Promise<void> {
-    await this.queue.commit([{ type: 'put', collection: 'webhook_endpoints', id: e.id, value: e, index: this.ix(e) }, ...extra], [{ endpoint: e.id, active: e.enabled }]);
+    await this.queue.commit([WEBHOOK_ENDPOINTS.putOp(e.id, e, { index: this.ix(e) }), ...extra], [{ endpoint: e.id, active: e.enabled }]);
   }
 
   async create(scope: Scope, actor: Actor, body: { url: string; events: string[]; description?: string }): Promise<{ endpoint: EndpointRecord; secret: string }> {
@@ -152,7 +154,7 @@ export class WebhookEndpoints {
 
   async list(scope: Scope, cursor: string | undefined, limit: number): Promise<PageResult<EndpointView>> {
     const after = this.o.cursors.decode(cursor, 'webhook_endpoints', scope.workspace, {});
-    const items = await this.o.store.byIndexAfter<EndpointRecord>('webhook_endpoints', `${scope.workspace}\x00`, after, limit + 1);
+    const items = await WEBHOOK_ENDPOINTS.in(this.o.store).byIndexAfter(`${scope.workspace}\x00`, after, limit + 1);
     const page = pageOf(this.o.cursors, items, limit, 'webhook_endpoints', scope.workspace, {});
     return { ...page, data: page.data.map((e) => this.view(e, false)) };
   }
@@ -189,7 +191,7 @@ export class WebhookEndpoints {
     const e = await this.get(scope, id);
     // Its queued rows stay ready: the engine dead-letters them (endpoint_deleted), paused or not.
     await this.queue.commit([
-      { type: 'del', collection: 'webhook_endpoints', id, index: this.ix(e) },
+      WEBHOOK_ENDPOINTS.delOp(id, this.ix(e)),
       this.o.audit.op(scope, actor, 'webhook_endpoint.delete', id, this.view(e, false), null),
     ], [{ endpoint: id, active: true }]);
   }
@@ -233,7 +235,7 @@ export class WebhookEndpoints {
     const e = await this.get(scope, id);
     const idemId = idempotencyKey ? `${scope.workspace}\x00test\x00${id}\x00${idempotencyKey}` : undefined;
     if (idemId) {
-      const prior = await this.o.store.get<TestResult>('idempotency', idemId);
+      const prior = (await IDEMPOTENCY.in(this.o.store).get(idemId)) as TestResult | undefined;
       if (prior) return prior;
     }
     const eventId = newId('evt', this.clock());
@@ -243,7 +245,7 @@ export class WebhookEndpoints {
     };
     const r = await this.post(e.url, this.signedRequest(e, envelope, newId('cor', this.clock())));
     const result: TestResult = { delivered: r.delivered, status_code: r.status_code, duration_ms: r.duration_ms, error: r.error };
-    if (idemId) await this.o.store.put('idempotency', idemId, result);
+    if (idemId) await IDEMPOTENCY.in(this.o.store).put(idemId, result);
     return result;
   }
 }

@@ -14,6 +14,7 @@ import { ObjectStoreError } from '../../adapters/object-store.ts';
 import { DirectoryObjectStore } from '../../adapters/directory-object-store.ts';
 import type { DomainRecord } from '../../branding/email-domains.ts';
 import { IdempotentRequests, idempotencyKeyOf } from '../../idempotency.ts';
+import { BRANDING_LOGOS, UPLOAD_GRANTS } from '../../branding/collections.ts';
 
 const Loose = Type.Record(Type.String(), Type.Unknown());
 const SurfaceName = Type.Union(SURFACES.map((s) => Type.Literal(s)));
@@ -85,7 +86,7 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
     const object_key = `logos/${randomBytes(16).toString('hex')}`;
     const origin = publicOrigin ?? `http://${req.headers.host ?? 'localhost'}`;
     const upload_url = await objects.uploadUrl({ object_key, content_type: req.body.content_type, max_bytes: req.body.content_length, expires_at: expires }, origin);
-    await platform.store.put('upload_grants', object_key, { tenant: principalOf(req).tenant, workspace: principalOf(req).workspace });
+    await UPLOAD_GRANTS.in(platform.store).put(object_key, { tenant: principalOf(req).tenant, workspace: principalOf(req).workspace });
     return reply.code(201).send({ upload_url, object_key, expires_at: new Date(expires).toISOString() });
   });
 
@@ -111,7 +112,7 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
     schema: { summary: 'A confirmed logo image, served publicly', tags: ['branding'], security: [], params: Type.Object({ prefix: Type.String(), name: Type.String() }) },
   }, async (req, reply) => {
     const key = `${req.params.prefix}/${req.params.name}`;
-    const bytes = key.startsWith('logos/') && (await platform.store.get('branding_logos', key)) ? await fromStore(() => objects.read(key)) : undefined;
+    const bytes = key.startsWith('logos/') && (await BRANDING_LOGOS.in(platform.store).get(key)) ? await fromStore(() => objects.read(key)) : undefined;
     const type = bytes ? sniffImage(bytes) : undefined;
     if (!bytes || !type) throw new CustodyError('not_found', 'no such object');
     return reply.type(type).header('x-content-type-options', 'nosniff').send(bytes);
@@ -123,13 +124,13 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
   }, async (req) => {
     const p = principalOf(req);
     // Only the workspace that asked for the upload URL may confirm it (sandbox and production are separate).
-    const grant = await platform.store.get<{ tenant: string; workspace?: string }>('upload_grants', req.body.object_key);
+    const grant = await UPLOAD_GRANTS.in(platform.store).get(req.body.object_key);
     const size = grant?.tenant === p.tenant && grant.workspace === p.workspace ? await fromStore(() => objects.head(req.body.object_key)) : undefined;
     if (size && size.size > MAX_LOGO_BYTES) throw new CustodyError('validation_failed', `object_key: the uploaded object is larger than ${MAX_LOGO_BYTES} bytes`);
     const bytes = size ? await fromStore(() => objects.read(req.body.object_key)) : undefined;
     if (!bytes) throw new CustodyError('validation_failed', 'object_key: no uploaded object with this key');
     if (!sniffImage(bytes)) throw new CustodyError('validation_failed', 'object_key: the uploaded object is not a PNG, JPEG, WebP or GIF image');
-    await platform.store.put('branding_logos', req.body.object_key, { tenant: p.tenant, workspace: p.workspace });
+    await BRANDING_LOGOS.in(platform.store).put(req.body.object_key, { tenant: p.tenant, workspace: p.workspace });
     return platform.branding.setLogo({ tenant: p.tenant, workspace: p.workspace }, { type: 'api_key', id: p.keyId }, req.body.object_key, `/v1/objects/${req.body.object_key}`);
   });
 };

@@ -8,7 +8,7 @@ import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
 import { CustodyError } from '../../../core/errors/custody-error.ts';
 import type { VaultService } from '../../vaults/vault-service.ts';
-import type { VaultRecord, WalletRecord } from '../../vaults/records.ts';
+import type { VaultRecord } from '../../vaults/records.ts';
 import { CHAINS } from '../../vaults/wallet-address.ts';
 import { extendedPublicKey } from '../../vaults/extended-key.ts';
 import type { Policy } from '../../../core/api-schemas/policy.ts';
@@ -18,6 +18,7 @@ import { walletView } from '../../wallets/wallet-view.ts';
 import { authenticateBearer, hasBearer } from '../../auth/bearer-auth.ts';
 import type { TenancyService } from '../../tenancy/tenancy-service.ts';
 import type { CustomerLinks } from '../../customers/customer-links.ts';
+import { WALLETS } from '../../vaults/collections.ts';
 
 const vaultView = (v: VaultRecord, environment: 'sandbox' | 'production') => ({
   id: v.id, name: v.name, tier: v.tier, state: v.state, rotation: v.rotation, public_key: v.public_key,
@@ -133,7 +134,7 @@ export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService; curs
     },
   }, async (req) => {
     const org = req.caller ? req.caller.org : req.principal && bearer ? await bearer.links.orgOfWorkspace(req.principal) : undefined;
-    const w = await vaults.store.get<WalletRecord>('wallets', req.params.walletId);
+    const w = await WALLETS.in(vaults.store).get(req.params.walletId);
     if (!org || !w || w.org !== org) throw new CustodyError('not_found', 'no such wallet');
     return walletView(w);
   });

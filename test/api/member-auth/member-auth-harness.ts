@@ -56,7 +56,7 @@ export async function setupMemberAuth(t: Test, byo: Record<string, unknown> = {}
 
   async function snapshot(): Promise<string> {
     const out: Record<string, unknown[]> = {};
-    for (const c of [...Object.values(SESSION_COLLECTIONS), COLLECTIONS.applications, 'audit_log']) {
+    for (const c of [...Object.values(SESSION_COLLECTIONS).map((c) => c.name), COLLECTIONS.applications.name, 'audit_log']) {
       const rows: unknown[] = [];
       for await (const r of s.store.all(c)) rows.push(r);
       out[c] = rows;

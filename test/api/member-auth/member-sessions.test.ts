@@ -16,7 +16,7 @@ async function unchanged(t: Test, h: MemberAuthHarness, what: string, fn: () => 
 
 const families = async (h: MemberAuthHarness) => {
   const out: SessionFamilyRecord[] = [];
-  for await (const f of h.store.all<SessionFamilyRecord>(S.families)) out.push(f);
+  for await (const f of h.store.all<SessionFamilyRecord>(S.families.name)) out.push(f);
   return out;
 };
 
@@ -79,7 +79,7 @@ t.test('rule 5: member calls take the member only from the server-held session, 
   // The member's binding disabled: every call with its sessions stops, and so do its exchanges.
   const bindings = new MemberBindings(h.store, h.platform.clock);
   const keys: string[] = [];
-  for await (const b of h.store.all<{ key: string }>(S.bindings)) keys.push(b.key);
+  for await (const b of h.store.all<{ key: string }>(S.bindings.name)) keys.push(b.key);
   await bindings.disable(keys[0]!);
   await unchanged(t, h, 'a disabled binding', () => h.bff('GET', PATHS.session, undefined, { session: g.session_id }), 'member_binding_inactive', 403);
   await unchanged(t, h, 'a disabled binding refreshing', () => h.bff('POST', PATHS.refresh, { refresh_credential: g.refresh_credential }), 'member_binding_inactive', 403);

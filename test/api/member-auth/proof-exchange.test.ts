@@ -109,7 +109,7 @@ t.test('rule 6: a concurrent trust change between verification and commit reject
   await t.rejects(exchange.exchange(caller, { type: 'api_key', id: h.owner.key.id }, newExchangeId(), idToken), { code: 'member_auth_changed' });
   const after = JSON.parse(await h.snapshot());
   const was = JSON.parse(before);
-  for (const c of Object.values(S)) t.same(after[c], was[c], `${c}: unchanged`);
+  for (const c of Object.values(S).map((s) => s.name)) t.same(after[c], was[c], `${c}: unchanged`);
   t.equal(after.member_auth_applications[0].version, application.version + 1, 'only the configuration change landed');
 
   // Through the API, racing: whichever wins, no session is ever live under a version it was not made for.
@@ -138,16 +138,16 @@ t.test('rule 8: expired challenges and accepted proofs are retired only after th
   const r = await refused(t, h, { exchange_id: newExchangeId(), id_token: tok }, 'proof_invalid', 401, 'a proof for an expired challenge');
   t.match(r.json().error, /challenge expired/);
   await h.challenge(); // runs the sweep
-  t.equal(await h.store.count(S.challenges), 3, 'expired and used challenges are kept inside the window');
-  t.equal(await h.store.count(S.acceptedProofs), 1);
+  t.equal(await h.store.count(S.challenges.name), 3, 'expired and used challenges are kept inside the window');
+  t.equal(await h.store.count(S.acceptedProofs.name), 1);
   h.advance(LIFETIMES.replayWindow - 10);
   await h.challenge();
-  t.equal(await h.store.count(S.challenges), 4, 'still inside the window: nothing retired');
+  t.equal(await h.store.count(S.challenges.name), 4, 'still inside the window: nothing retired');
   h.advance(60);
   const fresh = await h.challenge();
-  t.equal(await h.store.count(S.challenges), 3, "past the window: the two first challenges are retired, the three later ones kept");
-  t.equal(await h.store.count(S.acceptedProofs), 0, 'the accepted proof with them');
-  t.equal(await h.store.count(S.exchanges), 0, 'and the exchange record, whose recovery window ended long before');
+  t.equal(await h.store.count(S.challenges.name), 3, "past the window: the two first challenges are retired, the three later ones kept");
+  t.equal(await h.store.count(S.acceptedProofs.name), 0, 'the accepted proof with them');
+  t.equal(await h.store.count(S.exchanges.name), 0, 'and the exchange record, whose recovery window ended long before');
   t.ok(fresh && used.session_id);
 });
 
@@ -166,7 +166,7 @@ t.test('rule 9: exchange_id recovers the same session after a lost acknowledgeme
   await refused(t, h, { exchange_id: g.exchangeId, id_token: other }, 'exchange_id_reused', 409, 'another proof under the same exchange_id');
   t.equal((await h.bff('POST', PATHS.exchange, { exchange_id: newExchangeId(), id_token: other })).statusCode, 201, 'that proof was not used up');
 
-  const raw = await h.store.get<Record<string, unknown>>(S.exchanges, `${h.sandbox.id}\x00${h.app.id}\x00${g.exchangeId}`);
+  const raw = await h.store.get<Record<string, unknown>>(S.exchanges.name, `${h.sandbox.id}\x00${h.app.id}\x00${g.exchangeId}`);
   t.match(raw, { sealed: /^v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/ }, 'the result is sealed');
   const everything = await h.snapshot();
   for (const secret of [g.session_id, g.refresh_credential, g.nonce, g.idToken]) t.notOk(everything.includes(secret), 'no session id, refresh credential, nonce or proof is stored in the clear');

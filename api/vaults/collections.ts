@@ -1,0 +1,25 @@
+// The vault API's collections (docs/vault-api.md), each declared once with its record type
+// (docs/api-storage.md, "The interface"). Index strings are written where the records are.
+import type { EndUserAuthConfig } from '../../core/auth/end-user-token.ts';
+import { collection } from '../store/collection.ts';
+import type { ApiKeyRecord, EventRecord, JobRecord, NodeRecord, OrgRecord, TeeMeasurementsRecord, VaultRecord, WalletRecord } from './records.ts';
+
+export const ORGS = collection<OrgRecord>('orgs');
+/** Index `org/<org>/<created_at>/<id>` and `pub/<org>/<public key>`. */
+export const API_KEYS = collection<ApiKeyRecord>('api_keys');
+/** Index `org/<org>/<created_at>/<id>`. */
+export const VAULTS = collection<VaultRecord>('vaults');
+/** Index: `walletIndex` (vault-service.ts). */
+export const WALLETS = collection<WalletRecord>('wallets');
+/** A vault's key ceremonies still to run. */
+export const JOBS = collection<JobRecord>('jobs');
+/** Index `org/<org>/<created_at>/<id>`. */
+export const NODES = collection<NodeRecord>('nodes');
+/** Per organization. */
+export const END_USER_AUTH = collection<EndUserAuthConfig>('end_user_auth');
+/** Per organization: the enclave builds it allows. */
+export const TEE_MEASUREMENTS = collection<TeeMeasurementsRecord>('tee_measurements');
+/** `<org>/<seq, 10 digits>` → the entry's bytes as hex. */
+export const TRUST_LOG = collection<string>('trust_log');
+/** Events to publish, written with the change they describe (customers/event-relay.ts). */
+export const OUTBOX = collection<EventRecord>('outbox');
