@@ -1,6 +1,8 @@
 // Protocol core II: DKLs23 threshold ECDSA with every party in one process, beside a single-key noble
 // ECDSA sign from the same run. DKG figures are the project's DKG followed by the pairwise OT setup
-// (256 base OTs per ordered pair); the signing session is presigning plus the online phase.
+// (256 base OTs per ordered pair); the signing session is presigning plus the online phase. Cases run
+// on the noble reference primitives, and the `.native` ones on the node's (node:crypto) provider, as
+// a node runs them; the online phase calls no injected primitive, so it has one case.
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { dkg, type DkgParams } from '../../node/protocols/dkg/dkg.ts';
@@ -13,17 +15,19 @@ import type { StoredKey } from '../../test/protocols/frost/keys.ts';
 import { online, otSetup, presign, type Committee } from '../../test/protocols/ecdsa/harness.ts';
 import type { Message } from '../../node/protocols/round/machine.ts';
 import type { BenchSuite } from '../harness.ts';
+import { noblePrimitives, type Primitives } from '../../node/protocols/math/primitives.ts';
+import { nativePrimitives } from '../../node/runtime/native-primitives.ts';
 
 const sid = (s: string) => bytesToHex(sha256(new TextEncoder().encode(s)));
 const digest = sid('bench digest');
 let n = 0;
 
-function dkgWithOt(parties: number[], threshold: number): Committee {
+function dkgWithOt(parties: number[], threshold: number, prims: Primitives = noblePrimitives): Committee {
   const s = sid('ecdsa dkg ' + n++);
   const params = new Map<number, DkgParams>(parties.map((me) => [me, { sessionId: s, keyId: 'bench', epoch: 0, threshold, parties, me }]));
   const { results } = simulate(dkg, params, { seed: s });
   const keys = new Map<number, StoredKey>([...results].map(([id, k]) => [id, keyShareParam(k)]));
-  const setup = otSetup(keys, 'ot ' + s);
+  const setup = otSetup(keys, 'ot ' + s, { prims });
   if (setup.results.size !== parties.length) throw new Error('OT setup failed');
   return { keys, ots: setup.results };
 }
@@ -33,8 +37,8 @@ const pool: Map<number, Presignature>[] = [];
 const bytesSent = (msgs: Message[], from: number) => msgs.filter((m) => m.from === from).reduce((a, m) => a + m.payload.length, 0);
 const figures: Record<string, number> = {};
 
-function presignOnce(): Map<number, Presignature> {
-  const res = presign(committee, [1, 2], 'presign ' + n++);
+function presignOnce(prims: Primitives = noblePrimitives): Map<number, Presignature> {
+  const res = presign(committee, [1, 2], 'presign ' + n++, [], { prims });
   if (res.results.size !== 2) throw new Error('presigning failed');
   return res.results;
 }
@@ -63,16 +67,23 @@ export const suite: BenchSuite = {
   },
   cases: [
     { name: 'ecdsa.dkg+ot.2of3', baseline: 'baseline.ecdsa.sign', runs: 5, warmup: 1, fn: () => dkgWithOt([1, 2, 3], 2) },
+    { name: 'ecdsa.dkg+ot.2of3.native', baseline: 'baseline.ecdsa.sign', runs: 5, warmup: 1, fn: () => dkgWithOt([1, 2, 3], 2, nativePrimitives) },
     { name: 'ecdsa.dkg+ot.2of2', baseline: 'baseline.ecdsa.sign', runs: 5, warmup: 1, fn: () => dkgWithOt([1, 2], 2) },
     {
       name: 'ecdsa.sign.2of3.session', baseline: 'baseline.ecdsa.sign', runs: 20, warmup: 3, fn: () => onlineOnce(presignOnce()),
       extra: () => ({ bytes_per_party: figures.presign_bytes_per_party! + figures.online_bytes_per_party! }),
     },
+    {
+      name: 'ecdsa.sign.2of3.session.native', baseline: 'baseline.ecdsa.sign', runs: 20, warmup: 3, fn: () => onlineOnce(presignOnce(nativePrimitives)),
+      extra: () => ({ bytes_per_party: figures.presign_bytes_per_party! + figures.online_bytes_per_party! }),
+    },
     { name: 'ecdsa.presign.2of3', baseline: 'baseline.ecdsa.sign', runs: 20, warmup: 3, fn: () => presignOnce(), extra: () => ({ bytes_per_party: figures.presign_bytes_per_party!, presignature_bytes: figures.presignature_bytes! }) },
+    { name: 'ecdsa.presign.2of3.native', baseline: 'baseline.ecdsa.sign', runs: 20, warmup: 3, fn: () => presignOnce(nativePrimitives) },
     { name: 'ecdsa.online.2of3', baseline: 'baseline.ecdsa.sign', runs: 25, warmup: 3, fn: () => onlineOnce(pool.pop()!), extra: () => ({ bytes_per_party: figures.online_bytes_per_party! }) },
     {
-      name: 'ecdsa.ot-setup.2of3', runs: 1, warmup: 0, fn: () => otSetup(committee.keys, 'setup ' + n++),
+      name: 'ecdsa.ot-setup.2of3', runs: 3, warmup: 0, fn: () => otSetup(committee.keys, 'setup ' + n++),
       extra: () => ({ bytes_per_party: figures.setup_bytes_per_party!, key_share_bytes: figures.key_share_bytes!, ot_setup_bytes_per_party: figures.ot_setup_bytes! }),
     },
+    { name: 'ecdsa.ot-setup.2of3.native', runs: 3, warmup: 0, fn: () => otSetup(committee.keys, 'setup ' + n++, { prims: nativePrimitives }) },
   ],
 };

@@ -15,9 +15,9 @@
 // The repetition hash is H(tag, D, i, c_i, z_i) with D = H(tag', context, prover, X, R_1..R_ρ): the
 // context carries the session id, the prover's party id is bound, and every tag is versioned and
 // distinct from every other hash of the protocol.
-import { sha256 } from '@noble/hashes/sha2.js';
 import { Fn, G, mulBase, pointHex, randomScalar, scalarHex, parsePoint, parseScalar, type Point } from '../math/curve.ts';
-import { taggedHash, transcript } from '../../../core/codec/transcript.ts';
+import { transcript } from '../../../core/codec/transcript.ts';
+import { noblePrimitives, taggedHashWith, type Primitives } from '../math/primitives.ts';
 import { InputError } from '../../../core/errors/protocol-errors.ts';
 import type { Rng } from '../round/machine.ts';
 
@@ -34,15 +34,15 @@ export interface FischlinProof {
   z: string[];
 }
 
-function commitmentsDigest(tag: string, context: string, prover: number, X: Point, R: string[]): Uint8Array {
-  return taggedHash(`custody/pok-fischlin/${tag}/commitments/v1`, [context, prover, pointHex(X), R.join('')]);
+function commitmentsDigest(prims: Primitives, tag: string, context: string, prover: number, X: Point, R: string[]): Uint8Array {
+  return taggedHashWith(prims, `custody/pok-fischlin/${tag}/commitments/v1`, [context, prover, pointHex(X), R.join('')]);
 }
 
 /**
  * The S = 0 test of repetition i: are the first b bits of H(tag, D, i, c, z) zero? The transcript of
  * (tag, D, i, c, z) is laid out once; each challenge only writes its c (2 bytes) and z (32 bytes).
  */
-function repetition(tag: string, D: Uint8Array, i: number) {
+function repetition(prims: Primitives, tag: string, D: Uint8Array, i: number) {
   const buf = transcript(`custody/pok-fischlin/${tag}/v1`, [D, i, new Uint8Array(2), new Uint8Array(32)]);
   const zAt = buf.length - 32;
   const cAt = zAt - 4 - 2;
@@ -50,21 +50,21 @@ function repetition(tag: string, D: Uint8Array, i: number) {
     buf[cAt] = c >> 8;
     buf[cAt + 1] = c & 0xff;
     buf.set(Fn.toBytes(z), zAt);
-    const h = sha256(buf);
+    const h = prims.sha256(buf);
     return ((h[0]! << 8) | h[1]!) >>> (16 - FISCHLIN_B) === 0;
   };
 }
 
 /** Proves knowledge of x with X = x·G, bound to the context (session) and the prover. */
-export function proveDlogFischlin(tag: string, context: string, prover: number, x: bigint, X: Point, rng: Rng): FischlinProof {
+export function proveDlogFischlin(tag: string, context: string, prover: number, x: bigint, X: Point, rng: Rng, prims: Primitives = noblePrimitives): FischlinProof {
   for (;;) {
     const k = Array.from({ length: FISCHLIN_RHO }, () => randomScalar(rng));
     const R = k.map((ki) => pointHex(mulBase(ki)));
-    const D = commitmentsDigest(tag, context, prover, X, R);
+    const D = commitmentsDigest(prims, tag, context, prover, X, R);
     const c: number[] = [];
     const z: string[] = [];
     for (let i = 0; i < FISCHLIN_RHO; i++) {
-      const zero = repetition(tag, D, i);
+      const zero = repetition(prims, tag, D, i);
       // z runs through k_i + c·x for c = 0, 1, 2, ... by one addition per challenge.
       let zc = k[i]!;
       let found = -1;
@@ -83,7 +83,7 @@ export function proveDlogFischlin(tag: string, context: string, prover: number, 
 }
 
 /** Verifies a proof for X; false on any malformed part, failed hash condition or failed equation. */
-export function verifyDlogFischlin(tag: string, context: string, prover: number, X: Point, proof: unknown): boolean {
+export function verifyDlogFischlin(tag: string, context: string, prover: number, X: Point, proof: unknown, prims: Primitives = noblePrimitives): boolean {
   const p = proof as FischlinProof;
   if (typeof p !== 'object' || p === null || !Array.isArray(p.R) || !Array.isArray(p.c) || !Array.isArray(p.z)) return false;
   if (p.R.length !== FISCHLIN_RHO || p.c.length !== FISCHLIN_RHO || p.z.length !== FISCHLIN_RHO) return false;
@@ -97,8 +97,8 @@ export function verifyDlogFischlin(tag: string, context: string, prover: number,
     throw err;
   }
   if (!p.c.every((c) => Number.isInteger(c) && c >= 0 && c < 2 ** FISCHLIN_T)) return false;
-  const D = commitmentsDigest(tag, context, prover, X, p.R);
-  for (let i = 0; i < FISCHLIN_RHO; i++) if (!repetition(tag, D, i)(p.c[i]!, z[i]!)) return false;
+  const D = commitmentsDigest(prims, tag, context, prover, X, p.R);
+  for (let i = 0; i < FISCHLIN_RHO; i++) if (!repetition(prims, tag, D, i)(p.c[i]!, z[i]!)) return false;
   for (let i = 0; i < FISCHLIN_RHO; i++) {
     // z_i·G = R_i + c_i·X; public values only, so variable-time arithmetic is fine (c_i has t bits).
     if (!G.multiplyUnsafe(z[i]!).equals(R[i]!.add(X.multiplyUnsafe(BigInt(p.c[i]!))))) return false;

@@ -3,12 +3,11 @@
 // length, so no two part lists encode alike) and carries the session context among its parts.
 // Here: salted hash commitments (F_Com) and hashing to several scalars at once (used per OT row, where
 // one SHA-256 pair per scalar costs too much). Proofs of knowledge are in fischlin.ts.
-import { chacha20 } from '@noble/ciphers/chacha.js';
-import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { ORDER, equalBytes } from '../math/curve.ts';
 import { taggedHash, transcript, type Part } from '../../../core/codec/transcript.ts';
 import type { Rng } from '../round/machine.ts';
+import { noblePrimitives, type Primitives } from '../math/primitives.ts';
 
 /** Salted hash commitment: H(tag, context, salt, value). The salt is 32 fresh random bytes. */
 export function commit(tag: string, context: string, parts: Part[], rng: Rng): { commitment: string; salt: string } {
@@ -22,20 +21,17 @@ export function openCommitment(tag: string, context: string, parts: Part[], salt
 }
 
 const NONCE = new Uint8Array(12);
-let ZEROS = new Uint8Array(128);
 let STREAM = new Uint8Array(128);
 
 /**
  * `count` scalars from one input: SHA-256 of the (already domain-separated) input keys a ChaCha20
  * stream, read as 32-byte big-endian values reduced mod n (bias below 2^-127 for secp256k1's n).
+ * Both primitives come from the injected provider (math/primitives.ts): the same bytes from any.
  */
-export function hashToScalars(input: Uint8Array, count: number): bigint[] {
-  // Scratch buffers reused across calls (read out before returning): allocation is a fifth of the cost.
-  if (ZEROS.length < 32 * count) {
-    ZEROS = new Uint8Array(32 * count);
-    STREAM = new Uint8Array(32 * count);
-  }
-  const out = chacha20(sha256(input), NONCE, ZEROS.subarray(0, 32 * count), STREAM.subarray(0, 32 * count));
+export function hashToScalars(input: Uint8Array, count: number, prims: Primitives = noblePrimitives): bigint[] {
+  // One scratch stream reused across calls (read out before returning).
+  if (STREAM.length < 32 * count) STREAM = new Uint8Array(32 * count);
+  const out = prims.chacha20(prims.sha256(input), NONCE, 32 * count, STREAM.subarray(0, 32 * count));
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
   const res: bigint[] = [];
   for (let i = 0; i < count; i++) {

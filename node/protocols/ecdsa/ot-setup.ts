@@ -24,7 +24,7 @@ import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
 import { SecretBytes } from '../../../core/codec/secret.ts';
 import { BASE_OT_COUNT, baseOtChoose, baseOtKeys, baseOtSender, joinKeys, splitKeys, unpackPoints } from '../ot/base-ot.ts';
 import { kosReceive, kosSend, rowOf, type KosReceiverMessage } from '../ot/kos.ts';
-import { taggedHash } from '../../../core/codec/transcript.ts';
+import { noblePrimitives, taggedHashWith, type Primitives } from '../math/primitives.ts';
 import { commit, openCommitment } from './hash.ts';
 import { proveDlogFischlin, verifyDlogFischlin, type FischlinProof } from './fischlin.ts';
 
@@ -113,167 +113,173 @@ export const R3_KIND = 'ecdsa-ot-setup/r3/v2';
 const others = (p: OtSetupParams) => p.parties.filter((x) => x !== p.me);
 const lower = (p: OtSetupParams) => p.parties.filter((x) => x < p.me);
 const reverseCtx = (ctx: string, from: number, to: number) => taggedHashHex('custody/ecdsa/ot-setup/reverse/v1', [ctx, from, to]);
-const rowKey = (ctx: string, k: number, row: Uint8Array) => taggedHash('custody/ecdsa/ot-setup/reverse-key/v1', [ctx, k, row]);
+const rowKey = (prims: Primitives, ctx: string, k: number, row: Uint8Array) => taggedHashWith(prims, 'custody/ecdsa/ot-setup/reverse-key/v1', [ctx, k, row]);
 const pairCtx = (ctx: string, from: number, to: number) => taggedHashHex('custody/ecdsa/ot-setup/pair/v1', [ctx, from, to]);
 /** Placeholder for keys a lower peer's round 3 has not given yet (the run's state only). */
 const noKeys = () => new SecretBytes(new Uint8Array(0));
 
-export const ecdsaOtSetup: Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> = {
-  name: 'ecdsa-ot-setup/v2',
+/** The OT setup protocol on the given primitives (math/primitives.ts): the same messages and result from any. */
+export function ecdsaOtSetupWith(prims: Primitives): Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> {
+  return {
+    name: 'ecdsa-ot-setup/v2',
 
-  start(params, rng) {
-    checkSessionId(params.sessionId);
-    checkParties(params.parties, params.me);
-    if (params.parties.length < 2) throw new InputError('bad_parties', 'at least two parties');
-    const ctx = context(params);
-    const mine: OtSetupState['mine'] = {};
-    const out: Message[] = [];
-    for (const j of others(params)) {
-      const pc = pairCtx(ctx, params.me, j);
-      const seed = new SecretBytes(rng(32));
-      const c = commit('zero-seed', pc, [bytesToHex(seed.expose())], rng);
-      const r1: R1 = { seedCommit: c.commitment };
-      let a: SecretBytes | null = null;
-      if (params.me < j) {
-        const s = baseOtSender(rng);
-        const proof = proveDlogFischlin('ot-sender', pc, params.me, s.a, s.A, rng);
-        a = secretScalar(s.a);
-        Object.assign(r1, { A: pointHex(s.A), proof });
-      }
-      mine[String(j)] = { a, seed, salt: c.salt };
-      out.push({ from: params.me, to: j, round: 1, payload: encodeBlob('ecdsa-ot-setup/r1', r1) });
-    }
-    return { state: { params, context: ctx, mine, r1: {}, chosen: {}, r2: {}, r3: {}, peers: {} }, out };
-  },
-
-  verify(s, round, msg) {
-    const from = msg.from;
-    if (!others(s.params).includes(from)) throw new ProtocolAbort('unknown_party', [from], `party ${from} is not in this session`);
-    if (msg.to !== s.params.me) throw new ProtocolAbort('bad_message', [from], 'message addressed to another party');
-    const pc = pairCtx(s.context, from, s.params.me);
-    if (round === 1) {
-      const r = readPayload<R1>('ecdsa-ot-setup/r1', msg);
-      return blame(from, 'bad_ot', () => {
-        if (typeof r.seedCommit !== 'string' || !/^[0-9a-f]{64}$/.test(r.seedCommit)) throw new InputError('bad_commitment', 'seed commitment');
-        if (from > s.params.me) return { seedCommit: r.seedCommit } satisfies R1;
-        const A = parsePoint(r.A, 'A');
-        if (!verifyDlogFischlin('ot-sender', pc, from, A, r.proof)) throw new ProtocolAbort('bad_proof', [from], `party ${from}: proof of knowledge does not verify`);
-        const proof = r.proof!;
-        return { A: r.A, proof: { R: proof.R, c: proof.c, z: proof.z }, seedCommit: r.seedCommit } satisfies R1;
-      });
-    }
-    if (round === 2) {
-      const r = readPayload<R2>('ecdsa-ot-setup/r2', msg);
-      return blame(from, 'bad_ot', () => {
-        if (from > s.params.me) unpackPoints(r.B, BASE_OT_COUNT, 'B');
-        if (typeof r.seed !== 'string' || !openCommitment('zero-seed', pc, [r.seed], r.salt, s.r1[String(from)]!.seedCommit)) throw new ProtocolAbort('bad_reveal', [from], `party ${from}: seed reveal does not match its commitment`);
-        // The commitment opened, so r.seed is 64 hex characters (the hash input was exactly this string).
-        const seed = new SecretBytes(hexToBytes(r.seed));
-        return (from > s.params.me ? { B: r.B!, seed, salt: r.salt } : { seed, salt: r.salt }) satisfies StoredR2;
-      });
-    }
-    if (round === 3) {
-      if (from > s.params.me) throw new ProtocolAbort('bad_message', [from], 'round 3 runs from the lower id');
-      const r = readPayload<R3>(R3_KIND, msg);
-      if (typeof r.ot !== 'object' || r.ot === null) throw new ProtocolAbort('bad_message', [from], `party ${from}: malformed round 3`);
-      return { ot: { nonce: r.ot.nonce, u: r.ot.u, check: r.ot.check } } satisfies R3;
-    }
-    throw new ProtocolAbort('bad_message', [from], `no round ${round}`);
-  },
-
-  store(s, round, msg, parsed) {
-    const k = String(msg.from);
-    if (round === 1) return { ...s, r1: { ...s.r1, [k]: parsed as R1 } };
-    if (round === 2) return { ...s, r2: { ...s.r2, [k]: parsed as StoredR2 } };
-    return { ...s, r3: { ...s.r3, [k]: parsed as R3 } };
-  },
-
-  ready(s, round) {
-    if (round === 3) return lower(s.params).every((p) => s.r3[String(p)]);
-    const o = others(s.params).map(String);
-    return o.every((p) => (round === 1 ? s.r1[p] : s.r2[p]));
-  },
-
-  finalize(s, round, rng) {
-    const me = s.params.me;
-    if (round === 1) {
+    start(params, rng) {
+      checkSessionId(params.sessionId);
+      checkParties(params.parties, params.me);
+      if (params.parties.length < 2) throw new InputError('bad_parties', 'at least two parties');
+      const ctx = context(params);
+      const mine: OtSetupState['mine'] = {};
       const out: Message[] = [];
-      const chosen: OtSetupState['chosen'] = {};
-      for (const j of others(s.params)) {
-        const m = s.mine[String(j)]!;
-        // The seed half leaves explicitly, to j alone (direct messages are end-to-end encrypted).
-        const r2: R2 = { seed: bytesToHex(m.seed.expose()), salt: m.salt };
-        if (j < me) {
-          // We are the base-OT receiver toward the lower j: our choices are Δ for our role as Alice toward j.
-          const delta = rng(32);
-          const A = parsePoint(s.r1[String(j)]!.A, 'A');
-          const { B, keys } = baseOtChoose(pairCtx(s.context, j, me), j, me, A, delta, rng);
-          chosen[String(j)] = { delta: new SecretBytes(delta), kd: joinKeys(keys) };
-          r2.B = B;
+      for (const j of others(params)) {
+        const pc = pairCtx(ctx, params.me, j);
+        const seed = new SecretBytes(rng(32));
+        const c = commit('zero-seed', pc, [bytesToHex(seed.expose())], rng);
+        const r1: R1 = { seedCommit: c.commitment };
+        let a: SecretBytes | null = null;
+        if (params.me < j) {
+          const s = baseOtSender(rng);
+          const proof = proveDlogFischlin('ot-sender', pc, params.me, s.a, s.A, rng, prims);
+          a = secretScalar(s.a);
+          Object.assign(r1, { A: pointHex(s.A), proof });
         }
-        out.push({ from: me, to: j, round: 2, payload: encodeBlob('ecdsa-ot-setup/r2', r2) });
+        mine[String(j)] = { a, seed, salt: c.salt };
+        out.push({ from: params.me, to: j, round: 1, payload: encodeBlob('ecdsa-ot-setup/r1', r1) });
       }
-      return { kind: 'next', state: { ...s, chosen }, out };
-    }
-    if (round === 2) {
-      const out: Message[] = [];
-      const peers: Record<string, PeerOt> = {};
-      for (const j of others(s.params)) {
-        const m = s.mine[String(j)]!;
-        // The halves enter the hash as hex, as they did when they were held as hex.
-        const mySeed = bytesToHex(m.seed.expose());
-        const theirs = bytesToHex(s.r2[String(j)]!.seed.expose());
-        const [lo, hi] = me < j ? [mySeed, theirs] : [theirs, mySeed];
-        const zeroSeed = new SecretBytes(taggedHash('custody/ecdsa/zero-seed/v1', [s.context, Math.min(me, j), Math.max(me, j), lo, hi]));
-        if (j < me) {
-          // k0 and k1 toward a lower peer come from its round-3 extension.
-          peers[String(j)] = { k0: noKeys(), k1: noKeys(), delta: s.chosen[String(j)]!.delta, kd: s.chosen[String(j)]!.kd, zeroSeed };
-          continue;
+      return { state: { params, context: ctx, mine, r1: {}, chosen: {}, r2: {}, r3: {}, peers: {} }, out };
+    },
+
+    verify(s, round, msg) {
+      const from = msg.from;
+      if (!others(s.params).includes(from)) throw new ProtocolAbort('unknown_party', [from], `party ${from} is not in this session`);
+      if (msg.to !== s.params.me) throw new ProtocolAbort('bad_message', [from], 'message addressed to another party');
+      const pc = pairCtx(s.context, from, s.params.me);
+      if (round === 1) {
+        const r = readPayload<R1>('ecdsa-ot-setup/r1', msg);
+        return blame(from, 'bad_ot', () => {
+          if (typeof r.seedCommit !== 'string' || !/^[0-9a-f]{64}$/.test(r.seedCommit)) throw new InputError('bad_commitment', 'seed commitment');
+          if (from > s.params.me) return { seedCommit: r.seedCommit } satisfies R1;
+          const A = parsePoint(r.A, 'A');
+          if (!verifyDlogFischlin('ot-sender', pc, from, A, r.proof, prims)) throw new ProtocolAbort('bad_proof', [from], `party ${from}: proof of knowledge does not verify`);
+          const proof = r.proof!;
+          return { A: r.A, proof: { R: proof.R, c: proof.c, z: proof.z }, seedCommit: r.seedCommit } satisfies R1;
+        });
+      }
+      if (round === 2) {
+        const r = readPayload<R2>('ecdsa-ot-setup/r2', msg);
+        return blame(from, 'bad_ot', () => {
+          if (from > s.params.me) unpackPoints(r.B, BASE_OT_COUNT, 'B');
+          if (typeof r.seed !== 'string' || !openCommitment('zero-seed', pc, [r.seed], r.salt, s.r1[String(from)]!.seedCommit)) throw new ProtocolAbort('bad_reveal', [from], `party ${from}: seed reveal does not match its commitment`);
+          // The commitment opened, so r.seed is 64 hex characters (the hash input was exactly this string).
+          const seed = new SecretBytes(hexToBytes(r.seed));
+          return (from > s.params.me ? { B: r.B!, seed, salt: r.salt } : { seed, salt: r.salt }) satisfies StoredR2;
+        });
+      }
+      if (round === 3) {
+        if (from > s.params.me) throw new ProtocolAbort('bad_message', [from], 'round 3 runs from the lower id');
+        const r = readPayload<R3>(R3_KIND, msg);
+        if (typeof r.ot !== 'object' || r.ot === null) throw new ProtocolAbort('bad_message', [from], `party ${from}: malformed round 3`);
+        return { ot: { nonce: r.ot.nonce, u: r.ot.u, check: r.ot.check } } satisfies R3;
+      }
+      throw new ProtocolAbort('bad_message', [from], `no round ${round}`);
+    },
+
+    store(s, round, msg, parsed) {
+      const k = String(msg.from);
+      if (round === 1) return { ...s, r1: { ...s.r1, [k]: parsed as R1 } };
+      if (round === 2) return { ...s, r2: { ...s.r2, [k]: parsed as StoredR2 } };
+      return { ...s, r3: { ...s.r3, [k]: parsed as R3 } };
+    },
+
+    ready(s, round) {
+      if (round === 3) return lower(s.params).every((p) => s.r3[String(p)]);
+      const o = others(s.params).map(String);
+      return o.every((p) => (round === 1 ? s.r1[p] : s.r2[p]));
+    },
+
+    finalize(s, round, rng) {
+      const me = s.params.me;
+      if (round === 1) {
+        const out: Message[] = [];
+        const chosen: OtSetupState['chosen'] = {};
+        for (const j of others(s.params)) {
+          const m = s.mine[String(j)]!;
+          // The seed half leaves explicitly, to j alone (direct messages are end-to-end encrypted).
+          const r2: R2 = { seed: bytesToHex(m.seed.expose()), salt: m.salt };
+          if (j < me) {
+            // We are the base-OT receiver toward the lower j: our choices are Δ for our role as Alice toward j.
+            const delta = rng(32);
+            const A = parsePoint(s.r1[String(j)]!.A, 'A');
+            const { B, keys } = baseOtChoose(pairCtx(s.context, j, me), j, me, A, delta, rng, prims);
+            chosen[String(j)] = { delta: new SecretBytes(delta), kd: joinKeys(keys) };
+            r2.B = B;
+          }
+          out.push({ from: me, to: j, round: 2, payload: encodeBlob('ecdsa-ot-setup/r2', r2) });
         }
-        const Bs = unpackPoints(s.r2[String(j)]!.B, BASE_OT_COUNT, 'B');
-        const { k0, k1 } = baseOtKeys(pairCtx(s.context, me, j), me, j, exposeScalar(m.a!, 'a'), Bs);
-        // Bootstrap the other direction: one extension with random choices, the first 256 rows as OTs.
-        const rc = reverseCtx(s.context, me, j);
-        const ext = kosReceive(rc, k0, k1, rng);
-        const delta = ext.r.slice(0, BASE_OT_COUNT / 8);
-        const kd = Array.from({ length: BASE_OT_COUNT }, (_, k) => rowKey(rc, k, rowOf(ext.t, k)));
-        ext.r.fill(0);
-        ext.t.fill(0);
-        peers[String(j)] = { k0: joinKeys(k0), k1: joinKeys(k1), delta: new SecretBytes(delta), kd: joinKeys(kd), zeroSeed };
-        out.push({ from: me, to: j, round: 3, payload: encodeBlob(R3_KIND, { ot: ext.msg } satisfies R3) });
+        return { kind: 'next', state: { ...s, chosen }, out };
       }
-      // The sender scalars and both seed halves are spent; Δ and the chosen keys moved into `peers`.
-      for (const m of Object.values(s.mine)) {
-        m.a?.zeroize();
-        m.seed.zeroize();
+      if (round === 2) {
+        const out: Message[] = [];
+        const peers: Record<string, PeerOt> = {};
+        for (const j of others(s.params)) {
+          const m = s.mine[String(j)]!;
+          // The halves enter the hash as hex, as they did when they were held as hex.
+          const mySeed = bytesToHex(m.seed.expose());
+          const theirs = bytesToHex(s.r2[String(j)]!.seed.expose());
+          const [lo, hi] = me < j ? [mySeed, theirs] : [theirs, mySeed];
+          const zeroSeed = new SecretBytes(taggedHashWith(prims, 'custody/ecdsa/zero-seed/v1', [s.context, Math.min(me, j), Math.max(me, j), lo, hi]));
+          if (j < me) {
+            // k0 and k1 toward a lower peer come from its round-3 extension.
+            peers[String(j)] = { k0: noKeys(), k1: noKeys(), delta: s.chosen[String(j)]!.delta, kd: s.chosen[String(j)]!.kd, zeroSeed };
+            continue;
+          }
+          const Bs = unpackPoints(s.r2[String(j)]!.B, BASE_OT_COUNT, 'B');
+          const { k0, k1 } = baseOtKeys(pairCtx(s.context, me, j), me, j, exposeScalar(m.a!, 'a'), Bs, undefined, prims);
+          // Bootstrap the other direction: one extension with random choices, the first 256 rows as OTs.
+          const rc = reverseCtx(s.context, me, j);
+          const ext = kosReceive(rc, k0, k1, rng, prims);
+          const delta = ext.r.slice(0, BASE_OT_COUNT / 8);
+          const kd = Array.from({ length: BASE_OT_COUNT }, (_, k) => rowKey(prims, rc, k, rowOf(ext.t, k)));
+          ext.r.fill(0);
+          ext.t.fill(0);
+          peers[String(j)] = { k0: joinKeys(k0), k1: joinKeys(k1), delta: new SecretBytes(delta), kd: joinKeys(kd), zeroSeed };
+          out.push({ from: me, to: j, round: 3, payload: encodeBlob(R3_KIND, { ot: ext.msg } satisfies R3) });
+        }
+        // The sender scalars and both seed halves are spent; Δ and the chosen keys moved into `peers`.
+        for (const m of Object.values(s.mine)) {
+          m.a?.zeroize();
+          m.seed.zeroize();
+        }
+        for (const m of Object.values(s.r2)) m.seed.zeroize();
+        // Round 3 needs nothing of round 2 (its points are used): dropped with the seeds.
+        return { kind: 'next', state: { ...s, mine: {}, chosen: {}, r2: {}, peers }, out };
       }
-      for (const m of Object.values(s.r2)) m.seed.zeroize();
-      // Round 3 needs nothing of round 2 (its points are used): dropped with the seeds.
-      return { kind: 'next', state: { ...s, mine: {}, chosen: {}, r2: {}, peers }, out };
-    }
-    const peers = { ...s.peers };
-    for (const j of lower(s.params)) {
-      const p = peers[String(j)]!;
-      const rc = reverseCtx(s.context, j, me);
-      const delta = p.delta.expose();
-      const q = blame(j, 'bad_ot_check', () => kosSend(rc, delta, splitKeys(p.kd), s.r3[String(j)]!.ot));
-      const k0: Uint8Array[] = [];
-      const k1: Uint8Array[] = [];
-      const qd = new Uint8Array(BASE_OT_COUNT / 8);
-      for (let k = 0; k < BASE_OT_COUNT; k++) {
-        const row = rowOf(q, k);
-        for (let b = 0; b < qd.length; b++) qd[b] = row[b]! ^ delta[b]!;
-        k0.push(rowKey(rc, k, row));
-        k1.push(rowKey(rc, k, qd));
+      const peers = { ...s.peers };
+      for (const j of lower(s.params)) {
+        const p = peers[String(j)]!;
+        const rc = reverseCtx(s.context, j, me);
+        const delta = p.delta.expose();
+        const q = blame(j, 'bad_ot_check', () => kosSend(rc, delta, splitKeys(p.kd), s.r3[String(j)]!.ot, prims));
+        const k0: Uint8Array[] = [];
+        const k1: Uint8Array[] = [];
+        const qd = new Uint8Array(BASE_OT_COUNT / 8);
+        for (let k = 0; k < BASE_OT_COUNT; k++) {
+          const row = rowOf(q, k);
+          for (let b = 0; b < qd.length; b++) qd[b] = row[b]! ^ delta[b]!;
+          k0.push(rowKey(prims, rc, k, row));
+          k1.push(rowKey(prims, rc, k, qd));
+        }
+        peers[String(j)] = { ...p, k0: joinKeys(k0), k1: joinKeys(k1) };
       }
-      peers[String(j)] = { ...p, k0: joinKeys(k0), k1: joinKeys(k1) };
-    }
-    const result: EcdsaOtSetup = {
-      keyId: s.params.keyId, epoch: s.params.epoch, parties: [...s.params.parties].sort((a, b) => a - b), me, setupId: s.context, peers, retired: [],
-    };
-    return { kind: 'done', state: { ...s, peers: {} }, result };
-  },
-};
+      const result: EcdsaOtSetup = {
+        keyId: s.params.keyId, epoch: s.params.epoch, parties: [...s.params.parties].sort((a, b) => a - b), me, setupId: s.context, peers, retired: [],
+      };
+      return { kind: 'done', state: { ...s, peers: {} }, result };
+    },
+  };
+}
+
+/** The OT setup on the reference primitives (tests, tools); the node passes its native ones. */
+export const ecdsaOtSetup = ecdsaOtSetupWith(noblePrimitives);
 
 /** Marks pairs as unusable after an abort; signing refuses them until a new setup runs. */
 export function retireOtPairs(setup: EcdsaOtSetup, peers: number[]): EcdsaOtSetup {

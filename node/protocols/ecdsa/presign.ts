@@ -17,6 +17,7 @@
 import { Fn, Point, exposeScalar, lagrangeAtZero, mulBase, parsePoint, parseScalar, pointHex, randomScalar, scalarHex, secretScalar, type Point as P } from '../math/curve.ts';
 import { taggedHashHex } from '../../../core/codec/transcript.ts';
 import { hashToScalar } from '../math/hash-to-scalar.ts';
+import { noblePrimitives, type Primitives } from '../math/primitives.ts';
 import { InputError, ProtocolAbort, blame } from '../../../core/errors/protocol-errors.ts';
 import { checkParties, checkSessionId, readPayload, type Message, type Protocol } from '../round/machine.ts';
 import { encodeBlob } from '../../../core/codec/blob.ts';
@@ -146,155 +147,161 @@ export function checkPresignParams(p: PresignParams): void {
   }
 }
 
-export const ecdsaPresign: Protocol<PresignParams, PresignState, Presignature> = {
-  name: 'ecdsa-presign/v2',
+/** Presigning on the given primitives (math/primitives.ts): the same messages and presignature from any. */
+export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, PresignState, Presignature> {
+  return {
+    name: 'ecdsa-presign/v2',
 
-  start(params, rng) {
-    checkPresignParams(params);
-    const key = deriveKeyShare({ share: new SecretShare(params.key.id, exposeScalar(params.key.share, 'share')), pkg: params.key.pkg }, params.path);
-    const publicKey = key.pkg.groupKey;
-    const ctx = context(params, publicKey);
-    const me = params.me;
-    const lambda = lagrangeAtZero(params.signers.map(BigInt), BigInt(me));
-    let sk = Fn.mul(lambda, key.share.scalar());
-    for (const j of others(params)) {
-      const z = scalarOfSeed(params.ot.peers[String(j)]!.zeroSeed, ctx);
-      sk = me < j ? Fn.add(sk, z) : Fn.sub(sk, z);
-    }
-    const r = randomScalar(rng);
-    const phi = randomScalar(rng);
-    const R = mulBase(r);
-    const com = commit('instance-key', ctx, [me, pointHex(R)], rng);
-    const out: Message[] = [];
-    const bob: PresignState['bob'] = {};
-    const alice: PresignState['alice'] = {};
-    for (const j of others(params)) {
-      const peer = params.ot.peers[String(j)]!;
-      const b = rvoleBobStart(pairContext(ctx, j, me), splitKeys(peer.k0), splitKeys(peer.k1), rng);
-      bob[String(j)] = b.state;
-      alice[String(j)] = { delta: peer.delta, kd: peer.kd };
-      out.push({ from: me, to: j, round: 1, payload: encodeBlob(R1_KIND, { commitR: com.commitment, ot: b.msg } satisfies R1) });
-    }
-    const state: PresignState = {
-      sessionId: params.sessionId, signers: [...params.signers].sort((a, b) => a - b), me, context: ctx, publicKey,
-      sk: secretScalar(sk), r: secretScalar(r), phi: secretScalar(phi), salt: com.salt, Ri: pointHex(R), pki: pointHex(mulBase(sk)), alice, bob, c: {}, u: null, v: null, r1: {}, r2: {}, r3: {},
-    };
-    return { state, out };
-  },
-
-  verify(s, round, msg) {
-    const from = msg.from;
-    if (!others(s).includes(from)) throw new ProtocolAbort('unknown_party', [from], `party ${from} is not in this session`);
-    if (round === 3) {
-      // Direct, so that the images travel end-to-end encrypted: the coordinator must not see Φ_i.
-      if (msg.to !== s.me) throw new ProtocolAbort('bad_message', [from], 'round 3 is sent to each signer directly');
-      const r = readPayload<R3>(R3_KIND, msg);
-      // `from` saw another R_j or pk_j than we did: j equivocated or `from` lies (round/echo.ts names both).
-      checkEcho(r2Echo(s), r.echo, from, s.me, 'R_i or pk_i');
-      return blame(from, 'bad_message', () => {
-        parsePoint(r.U, 'U');
-        parsePoint(r.V, 'V');
-        parsePoint(r.Phi, 'Phi');
-        return { echo: r.echo, U: r.U, V: r.V, Phi: r.Phi } satisfies R3;
-      });
-    }
-    if (msg.to !== s.me) throw new ProtocolAbort('bad_message', [from], 'message addressed to another party');
-    if (round === 1) {
-      const r = readPayload<R1>(R1_KIND, msg);
-      if (typeof r.commitR !== 'string' || !/^[0-9a-f]{64}$/.test(r.commitR) || typeof r.ot !== 'object' || r.ot === null) throw new ProtocolAbort('bad_message', [from], `party ${from}: malformed round 1`);
-      return { commitR: r.commitR, ot: { nonce: r.ot.nonce, u: r.ot.u, check: r.ot.check } } satisfies R1;
-    }
-    if (round === 2) {
-      const r = readPayload<R2>(R2_KIND, msg);
-      return blame(from, 'bad_message', () => {
-        const R = parsePoint(r.R, 'R');
-        const pk = parsePoint(r.pk, 'pk');
-        const gu = parsePoint(r.gu, 'Gamma u');
-        const gv = parsePoint(r.gv, 'Gamma v');
-        parseScalar(r.psi, 'psi', true);
-        if (typeof r.mult !== 'object' || r.mult === null) throw new InputError('bad_message', 'multiplication message');
-        if (!openCommitment('instance-key', s.context, [from, pointHex(R)], r.salt, s.r1[String(from)]!.commitR)) {
-          throw new ProtocolAbort('bad_commitment', [from], `party ${from}: R does not open its commitment`);
-        }
-        // The validated points are kept uncompressed too, so later steps read them without a square root.
-        const pts = packPoints([R, pk, gu, gv]);
-        return { R: r.R, salt: r.salt, pk: r.pk, gu: r.gu, gv: r.gv, psi: r.psi, mult: { salt: r.mult.salt, tau: r.mult.tau, eta: r.mult.eta, mu: r.mult.mu }, pts } satisfies StoredR2;
-      });
-    }
-    throw new ProtocolAbort('bad_message', [from], `no round ${round}`);
-  },
-
-  store(s, round, msg, parsed) {
-    const k = String(msg.from);
-    if (round === 1) return { ...s, r1: { ...s.r1, [k]: parsed as R1 } };
-    if (round === 2) return { ...s, r2: { ...s.r2, [k]: parsed as StoredR2 } };
-    return { ...s, r3: { ...s.r3, [k]: parsed as R3 } };
-  },
-
-  ready(s, round) {
-    return others(s).every((p) => (round === 1 ? s.r1 : round === 2 ? s.r2 : s.r3)[String(p)]);
-  },
-
-  finalize(s, round, rng) {
-    const me = s.me;
-    if (round === 3) return finish(s);
-    if (!s.r || !s.sk || !s.phi) throw new ProtocolAbort('bad_state', [], 'presigning secrets already used');
-    const r = exposeScalar(s.r, 'r');
-    const sk = exposeScalar(s.sk, 'sk');
-    if (round === 1) {
-      const out: Message[] = [];
-      const c: PresignState['c'] = {};
-      for (const j of others(s)) {
-        const a = s.alice[String(j)];
-        if (!a) throw new ProtocolAbort('bad_state', [], 'OT-extension material already used');
-        const res = blame(j, 'bad_ot_check', () => rvoleAlice(pairContext(s.context, me, j), a.delta.expose(), splitKeys(a.kd), s.r1[String(j)]!.ot, [r, sk], rng));
-        c[String(j)] = [secretScalar(res.c[0]), secretScalar(res.c[1])];
-        const chi = exposeScalar(s.bob[String(j)]!.chi, 'chi', true);
-        const r2: R2 = {
-          R: s.Ri, salt: s.salt, pk: s.pki, gu: pointHex(mulBase(res.c[0])), gv: pointHex(mulBase(res.c[1])),
-          psi: scalarHex(Fn.sub(exposeScalar(s.phi, 'phi'), chi)), mult: res.msg,
-        };
-        out.push({ from: me, to: j, round: 2, payload: encodeBlob(R2_KIND, r2) });
+    start(params, rng) {
+      checkPresignParams(params);
+      const key = deriveKeyShare({ share: new SecretShare(params.key.id, exposeScalar(params.key.share, 'share')), pkg: params.key.pkg }, params.path);
+      const publicKey = key.pkg.groupKey;
+      const ctx = context(params, publicKey);
+      const me = params.me;
+      const lambda = lagrangeAtZero(params.signers.map(BigInt), BigInt(me));
+      let sk = Fn.mul(lambda, key.share.scalar());
+      for (const j of others(params)) {
+        const z = scalarOfSeed(params.ot.peers[String(j)]!.zeroSeed, ctx);
+        sk = me < j ? Fn.add(sk, z) : Fn.sub(sk, z);
       }
-      // The extension keys are not needed any more in this run: one use per run.
-      return { kind: 'next', state: { ...s, alice: {}, c }, out };
-    }
-    const phi = exposeScalar(s.phi, 'phi');
-    let u = Fn.mul(r, phi);
-    let v = Fn.mul(sk, phi);
-    for (const j of others(s)) {
-      const m = s.r2[String(j)]!;
-      const bob = s.bob[String(j)];
-      if (!bob) throw new ProtocolAbort('bad_state', [], 'OT-extension state already used');
-      const pc = pairContext(s.context, j, me);
-      const d = blame(j, 'bad_multiplication', () => rvoleBobFinish(pc, bob, m.mult));
-      const chi = exposeScalar(bob.chi, 'chi', true);
-      const [Rj, pkj, gu, gv] = r2Points(m);
-      // Both DKLs23 checks at once, under a random combination ρ: (d_u + ρ·d_v)·G + Γ^u + ρ·Γ^v = χ·(R_j + ρ·pk_j).
-      // ρ has 128 bits (soundness 2^-128, the curve's level), which halves the two products by ρ.
-      const rho = hashToScalar('custody/ecdsa/gamma-check/v1', [pc, m.R, m.pk, m.gu, m.gv]) >> 128n;
-      const lhs = mulBase(Fn.add(d[0], Fn.mul(rho, d[1]))).add(gu).add(gv.multiplyUnsafe(rho));
-      const rhs = Rj.add(pkj.multiplyUnsafe(rho)).multiply(chi === 0n ? 1n : chi);
-      if (chi === 0n || !lhs.equals(rhs)) throw new ProtocolAbort('bad_multiplication', [j], `party ${j}: multiplication shares do not match R and pk`);
-      const [cu, cv] = s.c[String(j)]!.map((x) => exposeScalar(x, 'c', true)) as [bigint, bigint];
-      const psi = parseScalar(m.psi, 'psi', true);
-      u = Fn.add(u, Fn.add(Fn.add(cu, Fn.mul(r, psi)), d[0]));
-      v = Fn.add(v, Fn.add(Fn.add(cv, Fn.mul(sk, psi)), d[1]));
-    }
-    // u_i or v_i = 0 happens with negligible probability; their images would be the identity.
-    if (u === 0n || v === 0n) throw new ProtocolAbort('degenerate_nonce', [], 'a zero signing share');
-    // This run's multiplication secrets, r_i and sk_i are spent: zeroed, so no copy of this state reuses them.
-    for (const b of Object.values(s.bob)) for (const x of [b.r, b.t, b.chi]) x.zeroize();
-    for (const pair of Object.values(s.c)) for (const x of pair) x.zeroize();
-    s.r.zeroize();
-    s.sk.zeroize();
-    const r2done: PresignState = { ...s, sk: null, r: null, salt: '', bob: {}, c: {}, u: secretScalar(u), v: secretScalar(v) };
-    const mine3: R3 = { echo: r2Echo(s), U: pointHex(mulBase(u)), V: pointHex(mulBase(v)), Phi: pointHex(mulBase(phi)) };
-    // The same bytes to every peer (the online echo checks they were), never a clear broadcast.
-    const payload = encodeBlob(R3_KIND, mine3);
-    return { kind: 'next', state: { ...r2done, mine3 }, out: others(s).map((j) => ({ from: me, to: j, round: 3, payload })) };
-  },
-};
+      const r = randomScalar(rng);
+      const phi = randomScalar(rng);
+      const R = mulBase(r);
+      const com = commit('instance-key', ctx, [me, pointHex(R)], rng);
+      const out: Message[] = [];
+      const bob: PresignState['bob'] = {};
+      const alice: PresignState['alice'] = {};
+      for (const j of others(params)) {
+        const peer = params.ot.peers[String(j)]!;
+        const b = rvoleBobStart(pairContext(ctx, j, me), splitKeys(peer.k0), splitKeys(peer.k1), rng, prims);
+        bob[String(j)] = b.state;
+        alice[String(j)] = { delta: peer.delta, kd: peer.kd };
+        out.push({ from: me, to: j, round: 1, payload: encodeBlob(R1_KIND, { commitR: com.commitment, ot: b.msg } satisfies R1) });
+      }
+      const state: PresignState = {
+        sessionId: params.sessionId, signers: [...params.signers].sort((a, b) => a - b), me, context: ctx, publicKey,
+        sk: secretScalar(sk), r: secretScalar(r), phi: secretScalar(phi), salt: com.salt, Ri: pointHex(R), pki: pointHex(mulBase(sk)), alice, bob, c: {}, u: null, v: null, r1: {}, r2: {}, r3: {},
+      };
+      return { state, out };
+    },
+
+    verify(s, round, msg) {
+      const from = msg.from;
+      if (!others(s).includes(from)) throw new ProtocolAbort('unknown_party', [from], `party ${from} is not in this session`);
+      if (round === 3) {
+        // Direct, so that the images travel end-to-end encrypted: the coordinator must not see Φ_i.
+        if (msg.to !== s.me) throw new ProtocolAbort('bad_message', [from], 'round 3 is sent to each signer directly');
+        const r = readPayload<R3>(R3_KIND, msg);
+        // `from` saw another R_j or pk_j than we did: j equivocated or `from` lies (round/echo.ts names both).
+        checkEcho(r2Echo(s), r.echo, from, s.me, 'R_i or pk_i');
+        return blame(from, 'bad_message', () => {
+          parsePoint(r.U, 'U');
+          parsePoint(r.V, 'V');
+          parsePoint(r.Phi, 'Phi');
+          return { echo: r.echo, U: r.U, V: r.V, Phi: r.Phi } satisfies R3;
+        });
+      }
+      if (msg.to !== s.me) throw new ProtocolAbort('bad_message', [from], 'message addressed to another party');
+      if (round === 1) {
+        const r = readPayload<R1>(R1_KIND, msg);
+        if (typeof r.commitR !== 'string' || !/^[0-9a-f]{64}$/.test(r.commitR) || typeof r.ot !== 'object' || r.ot === null) throw new ProtocolAbort('bad_message', [from], `party ${from}: malformed round 1`);
+        return { commitR: r.commitR, ot: { nonce: r.ot.nonce, u: r.ot.u, check: r.ot.check } } satisfies R1;
+      }
+      if (round === 2) {
+        const r = readPayload<R2>(R2_KIND, msg);
+        return blame(from, 'bad_message', () => {
+          const R = parsePoint(r.R, 'R');
+          const pk = parsePoint(r.pk, 'pk');
+          const gu = parsePoint(r.gu, 'Gamma u');
+          const gv = parsePoint(r.gv, 'Gamma v');
+          parseScalar(r.psi, 'psi', true);
+          if (typeof r.mult !== 'object' || r.mult === null) throw new InputError('bad_message', 'multiplication message');
+          if (!openCommitment('instance-key', s.context, [from, pointHex(R)], r.salt, s.r1[String(from)]!.commitR)) {
+            throw new ProtocolAbort('bad_commitment', [from], `party ${from}: R does not open its commitment`);
+          }
+          // The validated points are kept uncompressed too, so later steps read them without a square root.
+          const pts = packPoints([R, pk, gu, gv]);
+          return { R: r.R, salt: r.salt, pk: r.pk, gu: r.gu, gv: r.gv, psi: r.psi, mult: { salt: r.mult.salt, tau: r.mult.tau, eta: r.mult.eta, mu: r.mult.mu }, pts } satisfies StoredR2;
+        });
+      }
+      throw new ProtocolAbort('bad_message', [from], `no round ${round}`);
+    },
+
+    store(s, round, msg, parsed) {
+      const k = String(msg.from);
+      if (round === 1) return { ...s, r1: { ...s.r1, [k]: parsed as R1 } };
+      if (round === 2) return { ...s, r2: { ...s.r2, [k]: parsed as StoredR2 } };
+      return { ...s, r3: { ...s.r3, [k]: parsed as R3 } };
+    },
+
+    ready(s, round) {
+      return others(s).every((p) => (round === 1 ? s.r1 : round === 2 ? s.r2 : s.r3)[String(p)]);
+    },
+
+    finalize(s, round, rng) {
+      const me = s.me;
+      if (round === 3) return finish(s);
+      if (!s.r || !s.sk || !s.phi) throw new ProtocolAbort('bad_state', [], 'presigning secrets already used');
+      const r = exposeScalar(s.r, 'r');
+      const sk = exposeScalar(s.sk, 'sk');
+      if (round === 1) {
+        const out: Message[] = [];
+        const c: PresignState['c'] = {};
+        for (const j of others(s)) {
+          const a = s.alice[String(j)];
+          if (!a) throw new ProtocolAbort('bad_state', [], 'OT-extension material already used');
+          const res = blame(j, 'bad_ot_check', () => rvoleAlice(pairContext(s.context, me, j), a.delta.expose(), splitKeys(a.kd), s.r1[String(j)]!.ot, [r, sk], rng, prims));
+          c[String(j)] = [secretScalar(res.c[0]), secretScalar(res.c[1])];
+          const chi = exposeScalar(s.bob[String(j)]!.chi, 'chi', true);
+          const r2: R2 = {
+            R: s.Ri, salt: s.salt, pk: s.pki, gu: pointHex(mulBase(res.c[0])), gv: pointHex(mulBase(res.c[1])),
+            psi: scalarHex(Fn.sub(exposeScalar(s.phi, 'phi'), chi)), mult: res.msg,
+          };
+          out.push({ from: me, to: j, round: 2, payload: encodeBlob(R2_KIND, r2) });
+        }
+        // The extension keys are not needed any more in this run: one use per run.
+        return { kind: 'next', state: { ...s, alice: {}, c }, out };
+      }
+      const phi = exposeScalar(s.phi, 'phi');
+      let u = Fn.mul(r, phi);
+      let v = Fn.mul(sk, phi);
+      for (const j of others(s)) {
+        const m = s.r2[String(j)]!;
+        const bob = s.bob[String(j)];
+        if (!bob) throw new ProtocolAbort('bad_state', [], 'OT-extension state already used');
+        const pc = pairContext(s.context, j, me);
+        const d = blame(j, 'bad_multiplication', () => rvoleBobFinish(pc, bob, m.mult, prims));
+        const chi = exposeScalar(bob.chi, 'chi', true);
+        const [Rj, pkj, gu, gv] = r2Points(m);
+        // Both DKLs23 checks at once, under a random combination ρ: (d_u + ρ·d_v)·G + Γ^u + ρ·Γ^v = χ·(R_j + ρ·pk_j).
+        // ρ has 128 bits (soundness 2^-128, the curve's level), which halves the two products by ρ.
+        const rho = hashToScalar('custody/ecdsa/gamma-check/v1', [pc, m.R, m.pk, m.gu, m.gv]) >> 128n;
+        const lhs = mulBase(Fn.add(d[0], Fn.mul(rho, d[1]))).add(gu).add(gv.multiplyUnsafe(rho));
+        const rhs = Rj.add(pkj.multiplyUnsafe(rho)).multiply(chi === 0n ? 1n : chi);
+        if (chi === 0n || !lhs.equals(rhs)) throw new ProtocolAbort('bad_multiplication', [j], `party ${j}: multiplication shares do not match R and pk`);
+        const [cu, cv] = s.c[String(j)]!.map((x) => exposeScalar(x, 'c', true)) as [bigint, bigint];
+        const psi = parseScalar(m.psi, 'psi', true);
+        u = Fn.add(u, Fn.add(Fn.add(cu, Fn.mul(r, psi)), d[0]));
+        v = Fn.add(v, Fn.add(Fn.add(cv, Fn.mul(sk, psi)), d[1]));
+      }
+      // u_i or v_i = 0 happens with negligible probability; their images would be the identity.
+      if (u === 0n || v === 0n) throw new ProtocolAbort('degenerate_nonce', [], 'a zero signing share');
+      // This run's multiplication secrets, r_i and sk_i are spent: zeroed, so no copy of this state reuses them.
+      for (const b of Object.values(s.bob)) for (const x of [b.r, b.t, b.chi]) x.zeroize();
+      for (const pair of Object.values(s.c)) for (const x of pair) x.zeroize();
+      s.r.zeroize();
+      s.sk.zeroize();
+      const r2done: PresignState = { ...s, sk: null, r: null, salt: '', bob: {}, c: {}, u: secretScalar(u), v: secretScalar(v) };
+      const mine3: R3 = { echo: r2Echo(s), U: pointHex(mulBase(u)), V: pointHex(mulBase(v)), Phi: pointHex(mulBase(phi)) };
+      // The same bytes to every peer (the online echo checks they were), never a clear broadcast.
+      const payload = encodeBlob(R3_KIND, mine3);
+      return { kind: 'next', state: { ...r2done, mine3 }, out: others(s).map((j) => ({ from: me, to: j, round: 3, payload })) };
+    },
+  };
+}
+
+/** Presigning on the reference primitives (tests, tools); the node passes its native ones. */
+export const ecdsaPresign = ecdsaPresignWith(noblePrimitives);
 
 /** After the echoes agreed: Σ pk_j = Y, R = Σ R_j, and the presignature with every signer's images. */
 function finish(s: PresignState): { kind: 'done'; state: PresignState; result: Presignature } {

@@ -13,7 +13,7 @@
 // and read α¹ + α² (so 2·sk_i) from τ¹ + τ²; with it, each side's pads carry its own randomness.
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { Fn, ORDER, equalBytes, parseScalar, randomScalar, scalarHex, secretScalar } from '../math/curve.ts';
-import { taggedHash } from '../../../core/codec/transcript.ts';
+import { noblePrimitives, taggedHashWith, type Primitives } from '../math/primitives.ts';
 import { hashToScalar } from '../math/hash-to-scalar.ts';
 import { InputError } from '../../../core/errors/protocol-errors.ts';
 import { SecretBytes } from '../../../core/codec/secret.ts';
@@ -40,7 +40,7 @@ export function gadget(): bigint[] {
 }
 
 let padInput = new Uint8Array(66);
-function pad(ctx: Uint8Array, k: number, row: Uint8Array): bigint[] {
+function pad(prims: Primitives, ctx: Uint8Array, k: number, row: Uint8Array): bigint[] {
   // One scratch input for every row (hashToScalars reads it before returning).
   if (padInput.length !== ctx.length + 2 + row.length) padInput = new Uint8Array(ctx.length + 2 + row.length);
   const inp = padInput;
@@ -48,12 +48,12 @@ function pad(ctx: Uint8Array, k: number, row: Uint8Array): bigint[] {
   inp[ctx.length] = k >> 8;
   inp[ctx.length + 1] = k & 0xff;
   inp.set(row, ctx.length + 2);
-  return hashToScalars(inp, 4);
+  return hashToScalars(inp, 4, prims);
 }
 
 // The row hash's domain: 16 bytes of a tagged hash of the pair context and Alice's salt (128 bits
 // separate runs and pairs), so that domain, row index and row (50 bytes) fit one SHA-256 block.
-const padCtx = (ctx: string, salt: string) => taggedHash('custody/dkls23/rvole/pad/v3', [ctx, salt]).subarray(0, 16);
+const padCtx = (prims: Primitives, ctx: string, salt: string) => taggedHashWith(prims, 'custody/dkls23/rvole/pad/v3', [ctx, salt]).subarray(0, 16);
 
 export interface BobState {
   /** Choice bits β and rows t_k. Secret. */
@@ -64,8 +64,8 @@ export interface BobState {
 }
 
 /** Bob, round 1: draws χ and sends the extension message. */
-export function rvoleBobStart(ctx: string, k0: Uint8Array[], k1: Uint8Array[], rng: Rng): { msg: KosReceiverMessage; state: BobState; chi: bigint } {
-  const { msg, r, t } = kosReceive(ctx, k0, k1, rng);
+export function rvoleBobStart(ctx: string, k0: Uint8Array[], k1: Uint8Array[], rng: Rng, prims: Primitives = noblePrimitives): { msg: KosReceiverMessage; state: BobState; chi: bigint } {
+  const { msg, r, t } = kosReceive(ctx, k0, k1, rng, prims);
   const g = gadget();
   let chi = 0n;
   for (let k = 0; k < XI; k++) if (bitOf(r, k)) chi = Fn.add(chi, g[k]!);
@@ -81,13 +81,13 @@ export interface AliceMessage {
   mu: string;
 }
 
-function theta(ctx: string, salt: string, tau: Uint8Array): [bigint, bigint] {
+function theta(prims: Primitives, ctx: string, salt: string, tau: Uint8Array): [bigint, bigint] {
   // The long τ is hashed once (as its bytes); both challenges derive from its digest.
-  const d = taggedHash('custody/dkls23/rvole/tau/v3', [ctx, salt, tau]);
+  const d = taggedHashWith(prims, 'custody/dkls23/rvole/tau/v3', [ctx, salt, tau]);
   return [hashToScalar('custody/dkls23/rvole/theta/v2', [ctx, salt, 0, d]), hashToScalar('custody/dkls23/rvole/theta/v2', [ctx, salt, 1, d])];
 }
 
-function muOf(ctx: string, salt: string, rows: bigint[][]): Uint8Array {
+function muOf(prims: Primitives, ctx: string, salt: string, rows: bigint[][]): Uint8Array {
   // The rows as 64 bytes each (two 32-byte big-endian scalars), hashed once.
   const buf = new Uint8Array(rows.length * 64);
   const v = new DataView(buf.buffer);
@@ -95,14 +95,16 @@ function muOf(ctx: string, salt: string, rows: bigint[][]): Uint8Array {
     writeScalar(v, 64 * k, r[0]!);
     writeScalar(v, 64 * k + 32, r[1]!);
   });
-  return taggedHash('custody/dkls23/rvole/mu/v3', [ctx, salt, buf]);
+  return taggedHashWith(prims, 'custody/dkls23/rvole/mu/v3', [ctx, salt, buf]);
 }
 
 /** Alice, round 2: checks Bob's extension, then returns her shares c and her message. Throws InputError('bad_ot_check'). */
-export function rvoleAlice(ctx: string, delta: Uint8Array, kd: Uint8Array[], bobMsg: KosReceiverMessage, a: [bigint, bigint], rng: Rng): { msg: AliceMessage; c: [bigint, bigint] } {
-  const q = kosSend(ctx, delta, kd, bobMsg);
+export function rvoleAlice(
+  ctx: string, delta: Uint8Array, kd: Uint8Array[], bobMsg: KosReceiverMessage, a: [bigint, bigint], rng: Rng, prims: Primitives = noblePrimitives,
+): { msg: AliceMessage; c: [bigint, bigint] } {
+  const q = kosSend(ctx, delta, kd, bobMsg, prims);
   const salt = bytesToHex(rng(32));
-  const pc = padCtx(ctx, salt);
+  const pc = padCtx(prims, ctx, salt);
   const g = gadget();
   const ahat = [randomScalar(rng), randomScalar(rng)];
   const alpha = [a[0], a[1], ahat[0]!, ahat[1]!];
@@ -118,8 +120,8 @@ export function rvoleAlice(ctx: string, delta: Uint8Array, kd: Uint8Array[], bob
   for (let k = 0; k < XI; k++) {
     const qk = rowOf(q, k);
     for (let i = 0; i < 32; i++) qd[i] = qk[i]! ^ delta[i]!;
-    const p0 = pad(pc, k, qk);
-    const p1 = pad(pc, k, qd);
+    const p0 = pad(prims, pc, k, qk);
+    const p1 = pad(prims, pc, k, qd);
     for (let j = 0; j < 4; j++) {
       let v = alpha[j]! + p0[j]! - p1[j]!;
       if (v < 0n) v += n;
@@ -131,7 +133,7 @@ export function rvoleAlice(ctx: string, delta: Uint8Array, kd: Uint8Array[], bob
     s0 += g[k]! * p0[0]!;
     s1 += g[k]! * p0[1]!;
   }
-  const th = theta(ctx, salt, tauBytes);
+  const th = theta(prims, ctx, salt, tauBytes);
   const negMod = (x: bigint): bigint => {
     const r = x % n;
     return r === 0n ? 0n : n - r;
@@ -141,11 +143,11 @@ export function rvoleAlice(ctx: string, delta: Uint8Array, kd: Uint8Array[], bob
   const c0 = negMod(s0);
   const c1 = negMod(s1);
   const eta: [string, string] = [scalarHex(Fn.add(Fn.mul(th[0], a[0]), ahat[0]!)), scalarHex(Fn.add(Fn.mul(th[1], a[1]), ahat[1]!))];
-  return { msg: { salt, tau: tauBytes, eta, mu: bytesToHex(muOf(ctx, salt, rows)) }, c: [c0, c1] };
+  return { msg: { salt, tau: tauBytes, eta, mu: bytesToHex(muOf(prims, ctx, salt, rows)) }, c: [c0, c1] };
 }
 
 /** Bob, round 3: his shares d, after checking Alice's μ. Throws InputError('bad_multiplication'). */
-export function rvoleBobFinish(ctx: string, st: BobState, msg: AliceMessage): [bigint, bigint] {
+export function rvoleBobFinish(ctx: string, st: BobState, msg: AliceMessage, prims: Primitives = noblePrimitives): [bigint, bigint] {
   if (!(msg.tau instanceof Uint8Array) || msg.tau.length !== XI * 4 * 32) throw new InputError('bad_multiplication', 'tau has the wrong size');
   if (!(st.r instanceof SecretBytes) || !(st.t instanceof SecretBytes)) throw new InputError('bad_state', 'multiplication state is malformed');
   if (typeof msg.salt !== 'string' || !/^[0-9a-f]{64}$/.test(msg.salt)) throw new InputError('bad_multiplication', 'malformed salt');
@@ -153,10 +155,10 @@ export function rvoleBobFinish(ctx: string, st: BobState, msg: AliceMessage): [b
   const eta = [parseScalar(msg.eta[0], 'eta', true), parseScalar(msg.eta[1], 'eta', true)];
   const r = st.r.expose();
   const t = st.t.expose();
-  const pc = padCtx(ctx, msg.salt);
+  const pc = padCtx(prims, ctx, msg.salt);
   const g = gadget();
   const tauBytes = msg.tau;
-  const th = theta(ctx, msg.salt, tauBytes);
+  const th = theta(prims, ctx, msg.salt, tauBytes);
   const tv = new DataView(tauBytes.buffer, tauBytes.byteOffset, tauBytes.byteLength);
   // Every entry is range-checked, whatever Bob's bits: a refusal must not depend on them.
   const tau = Array.from({ length: 4 * XI }, (_, i) => readScalar(tv, 32 * i));
@@ -166,7 +168,7 @@ export function rvoleBobFinish(ctx: string, st: BobState, msg: AliceMessage): [b
   let d0 = 0n;
   let d1 = 0n;
   for (let k = 0; k < XI; k++) {
-    const z = pad(pc, k, rowOf(t, k));
+    const z = pad(prims, pc, k, rowOf(t, k));
     // A branch on Bob's bit: the time of the loop follows the weight of β ("Timing" in the doc).
     const bit = bitOf(r, k);
     if (bit) {
@@ -186,6 +188,6 @@ export function rvoleBobFinish(ctx: string, st: BobState, msg: AliceMessage): [b
   }
   d0 %= n;
   d1 %= n;
-  if (!equalBytes(muOf(ctx, msg.salt, rows), hexToBytes(msg.mu))) throw new InputError('bad_multiplication', 'multiplication consistency check failed');
+  if (!equalBytes(muOf(prims, ctx, msg.salt, rows), hexToBytes(msg.mu))) throw new InputError('bad_multiplication', 'multiplication consistency check failed');
   return [d0, d1];
 }

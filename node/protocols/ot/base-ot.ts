@@ -12,15 +12,15 @@
 import { normalizeZ } from '@noble/curves/abstract/curve.js';
 import { bytesToHex, concatBytes, hexToBytes } from '@noble/hashes/utils.js';
 import { G, Point, mulBase, pointHex, randomScalar, type Point as P } from '../math/curve.ts';
-import { taggedHash } from '../../../core/codec/transcript.ts';
+import { noblePrimitives, taggedHashWith, type Primitives } from '../math/primitives.ts';
 import { InputError } from '../../../core/errors/protocol-errors.ts';
 import { SecretBytes } from '../../../core/codec/secret.ts';
 import type { Rng } from '../round/machine.ts';
 
 export const BASE_OT_COUNT = 256;
 
-function key(ctx: string, sender: number, receiver: number, i: number, A: string, B: string, S: P): Uint8Array {
-  return taggedHash('custody/ot/base/key/v1', [ctx, sender, receiver, i, A, B, S.toBytes(true)]);
+function key(prims: Primitives, ctx: string, sender: number, receiver: number, i: number, A: string, B: string, S: P): Uint8Array {
+  return taggedHashWith(prims, 'custody/ot/base/key/v1', [ctx, sender, receiver, i, A, B, S.toBytes(true)]);
 }
 
 /**
@@ -58,7 +58,7 @@ export function unpackPoints(hex: unknown, n: number, what: string): P[] {
 const A_WINDOW = 7;
 
 /** Receiver step: choice bits (packed, bit i of byte i>>3) against the sender's A. */
-export function baseOtChoose(ctx: string, sender: number, receiver: number, A: P, choices: Uint8Array, rng: Rng): { B: string; keys: Uint8Array[] } {
+export function baseOtChoose(ctx: string, sender: number, receiver: number, A: P, choices: Uint8Array, rng: Rng, prims: Primitives = noblePrimitives): { B: string; keys: Uint8Array[] } {
   const Ahex = pointHex(A);
   const Apre = Point.fromAffine(A.toAffine());
   // Lazy: the table is built on the first (blinded) multiplication, for the blinded width only.
@@ -75,12 +75,12 @@ export function baseOtChoose(ctx: string, sender: number, receiver: number, A: P
   // One field inversion for each batch instead of one per point.
   const Bn = normalizeZ(Point, Bs);
   const Sn = normalizeZ(Point, Ss);
-  const keys = Bn.map((B, i) => key(ctx, sender, receiver, i, Ahex, pointHex(B), Sn[i]!));
+  const keys = Bn.map((B, i) => key(prims, ctx, sender, receiver, i, Ahex, pointHex(B), Sn[i]!));
   return { B: packPoints(Bn), keys };
 }
 
 /** Sender step: both keys of every OT. */
-export function baseOtKeys(ctx: string, sender: number, receiver: number, a: bigint, Bs: P[], A: P = G.multiply(a)): { k0: Uint8Array[]; k1: Uint8Array[] } {
+export function baseOtKeys(ctx: string, sender: number, receiver: number, a: bigint, Bs: P[], A: P = G.multiply(a), prims: Primitives = noblePrimitives): { k0: Uint8Array[]; k1: Uint8Array[] } {
   const Ahex = pointHex(A);
   const aA = A.multiply(a).negate();
   const k0: Uint8Array[] = [];
@@ -89,9 +89,9 @@ export function baseOtKeys(ctx: string, sender: number, receiver: number, a: big
   const S1 = normalizeZ(Point, S0.map((s) => s.add(aA)));
   Bs.forEach((B, i) => {
     const Bhex = pointHex(B);
-    k0.push(key(ctx, sender, receiver, i, Ahex, Bhex, S0[i]!));
+    k0.push(key(prims, ctx, sender, receiver, i, Ahex, Bhex, S0[i]!));
     // a·B - a·A is the identity only if B = A, which a receiver could send; hash a fixed marker then.
-    k1.push(S1[i]!.is0() ? taggedHash('custody/ot/base/degenerate/v1', [ctx, sender, receiver, i]) : key(ctx, sender, receiver, i, Ahex, Bhex, S1[i]!));
+    k1.push(S1[i]!.is0() ? taggedHashWith(prims, 'custody/ot/base/degenerate/v1', [ctx, sender, receiver, i]) : key(prims, ctx, sender, receiver, i, Ahex, Bhex, S1[i]!));
   });
   return { k0, k1 };
 }

@@ -22,10 +22,9 @@
 // with an earlier run's (q_k ⊕ q'_k = (r_k ⊕ r'_k)·Δ). The sender's safety must not rest on it: a caller
 // that hashes rows into pads keys that hash with the sender's own fresh randomness (rvole.ts).
 import { ghash } from '@noble/ciphers/_polyval.js';
-import { xchacha20 } from '@noble/ciphers/chacha.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { taggedHash } from '../../../core/codec/transcript.ts';
 import { equalBytes } from '../math/curve.ts';
+import { noblePrimitives, taggedHashWith, type Primitives } from '../math/primitives.ts';
 import { InputError } from '../../../core/errors/protocol-errors.ts';
 import type { Rng } from '../round/machine.ts';
 import { BASE_OT_COUNT } from './base-ot.ts';
@@ -47,14 +46,16 @@ export interface KosReceiverMessage {
   check: Uint8Array;
 }
 
-/** Column expansion: XChaCha20 keyed by the base-OT key, nonce = 22 bytes of the per-use context || column. */
-const ZERO_COLUMN = new Uint8Array(MB);
-function prg(seed: Uint8Array, ctx: Uint8Array, col: number): Uint8Array {
+/**
+ * Column expansion: XChaCha20 keyed by the base-OT key, nonce = 22 bytes of the per-use context || column,
+ * from the injected provider (the same keystream from any).
+ */
+function prg(prims: Primitives, seed: Uint8Array, ctx: Uint8Array, col: number): Uint8Array {
   const nonce = new Uint8Array(24);
   nonce.set(ctx.subarray(0, 22), 0);
   nonce[22] = col >> 8;
   nonce[23] = col & 0xff;
-  return xchacha20(seed, nonce, ZERO_COLUMN);
+  return prims.xchacha20(seed, nonce, MB);
 }
 
 /**
@@ -167,18 +168,19 @@ export function degenerateChallenges(c0: Uint8Array, c1: Uint8Array): boolean {
 }
 
 /** Both lanes' challenges: the matrix (as bytes) is hashed once, each lane's χ derives from that digest. */
-function challenges(ctx: Uint8Array, u: Uint8Array): [Uint8Array, Uint8Array] {
-  const d = taggedHash('custody/ot/kos/matrix/v3', [ctx, u]);
+function challenges(prims: Primitives, ctx: Uint8Array, u: Uint8Array): [Uint8Array, Uint8Array] {
+  const d = taggedHashWith(prims, 'custody/ot/kos/matrix/v3', [ctx, u]);
   // A degenerate pair (about 2^-63) is re-derived with the next counter: both sides do the same.
   for (let i = 0; ; i++) {
-    const c0 = taggedHash('custody/ot/kos/chi/v3', [ctx, 0, i, d]).subarray(0, 16);
-    const c1 = taggedHash('custody/ot/kos/chi/v3', [ctx, 1, i, d]).subarray(0, 16);
+    const c0 = taggedHashWith(prims, 'custody/ot/kos/chi/v3', [ctx, 0, i, d]).subarray(0, 16);
+    const c1 = taggedHashWith(prims, 'custody/ot/kos/chi/v3', [ctx, 1, i, d]).subarray(0, 16);
     if (!degenerateChallenges(c0, c1)) return [c0, c1];
   }
 }
 
 /** The check's challenges for a receiver message (what kosReceive and kosSend use), for the tests. */
-export const checkChallenges = (ctx: string, nonce: string, u: Uint8Array): [Uint8Array, Uint8Array] => challenges(sessionCtx(ctx, nonce), u);
+export const checkChallenges = (ctx: string, nonce: string, u: Uint8Array, prims: Primitives = noblePrimitives): [Uint8Array, Uint8Array] =>
+  challenges(prims, sessionCtx(prims, ctx, nonce), u);
 
 function lane(rows: Uint8Array, l: number): Uint8Array {
   const out = new Uint8Array(M * 16);
@@ -193,30 +195,30 @@ function bitsAsBlocks(bits: Uint8Array): Uint8Array {
   return out;
 }
 
-function sessionCtx(ctx: string, nonce: string): Uint8Array {
-  return taggedHash('custody/ot/kos/prg/v1', [ctx, nonce]);
+function sessionCtx(prims: Primitives, ctx: string, nonce: string): Uint8Array {
+  return taggedHashWith(prims, 'custody/ot/kos/prg/v1', [ctx, nonce]);
 }
 
 /**
  * Receiver: random choice bits r (M bits; the first XI are the caller's), the message for the sender,
  * and the receiver's rows t_k (ROW bytes each).
  */
-export function kosReceive(ctx: string, k0: Uint8Array[], k1: Uint8Array[], rng: Rng): { msg: KosReceiverMessage; r: Uint8Array; t: Uint8Array } {
+export function kosReceive(ctx: string, k0: Uint8Array[], k1: Uint8Array[], rng: Rng, prims: Primitives = noblePrimitives): { msg: KosReceiverMessage; r: Uint8Array; t: Uint8Array } {
   const nonce = bytesToHex(rng(32));
-  const sc = sessionCtx(ctx, nonce);
+  const sc = sessionCtx(prims, ctx, nonce);
   const r = rng(MB);
   const t0: Uint8Array[] = [];
   const u = new Uint8Array(KAPPA * MB);
   for (let c = 0; c < KAPPA; c++) {
-    const a = prg(k0[c]!, sc, c);
-    const b = prg(k1[c]!, sc, c);
+    const a = prg(prims, k0[c]!, sc, c);
+    const b = prg(prims, k1[c]!, sc, c);
     t0.push(a);
     for (let i = 0; i < MB; i++) u[c * MB + i] = a[i]! ^ b[i]! ^ r[i]!;
   }
   const t = transpose(t0);
   const rb = bitsAsBlocks(r);
   const check = new Uint8Array(64);
-  const chis = challenges(sc, u);
+  const chis = challenges(prims, sc, u);
   for (let l = 0; l < 2; l++) {
     const chi = chis[l]!;
     check.set(ghash(rb, chi), 32 * l);
@@ -226,15 +228,15 @@ export function kosReceive(ctx: string, k0: Uint8Array[], k1: Uint8Array[], rng:
 }
 
 /** Sender: checks the receiver's message and returns its rows q_k (= t_k ⊕ r_k·Δ). Throws InputError on a failed check. */
-export function kosSend(ctx: string, delta: Uint8Array, kd: Uint8Array[], msg: KosReceiverMessage): Uint8Array {
+export function kosSend(ctx: string, delta: Uint8Array, kd: Uint8Array[], msg: KosReceiverMessage, prims: Primitives = noblePrimitives): Uint8Array {
   if (typeof msg.nonce !== 'string' || !/^[0-9a-f]{64}$/.test(msg.nonce)) throw new InputError('bad_ot', 'extension nonce');
   if (!(msg.u instanceof Uint8Array) || msg.u.length !== KAPPA * MB) throw new InputError('bad_ot', 'extension matrix has the wrong size');
   if (!(msg.check instanceof Uint8Array) || msg.check.length !== 64) throw new InputError('bad_ot', 'extension check values');
-  const sc = sessionCtx(ctx, msg.nonce);
+  const sc = sessionCtx(prims, ctx, msg.nonce);
   const u = msg.u;
   const cols: Uint8Array[] = [];
   for (let c = 0; c < KAPPA; c++) {
-    const q = prg(kd[c]!, sc, c);
+    const q = prg(prims, kd[c]!, sc, c);
     // Every column is combined under a mask of Δ's bit: no branch on the long-lived secret Δ.
     const mask = -((delta[c >> 3]! >> (c & 7)) & 1) & 0xff;
     for (let i = 0; i < MB; i++) q[i]! ^= u[c * MB + i]! & mask;
@@ -242,7 +244,7 @@ export function kosSend(ctx: string, delta: Uint8Array, kd: Uint8Array[], msg: K
   }
   const q = transpose(cols);
   const check = msg.check;
-  const chis = challenges(sc, u);
+  const chis = challenges(prims, sc, u);
   for (let l = 0; l < 2; l++) {
     const chi = chis[l]!;
     const x = check.subarray(32 * l, 32 * l + 16);

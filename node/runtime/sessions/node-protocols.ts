@@ -12,10 +12,13 @@ import { otSetupSession } from './ot-setup.ts';
 import { signEcdsaSession } from './sign-ecdsa.ts';
 import { reshareSession } from './reshare.ts';
 import { epochSession } from './epoch.ts';
+import { nativePrimitives } from '../native-primitives.ts';
 
 export type { NodeProtocolDeps } from './session-deps.ts';
 
-export function nodeProtocols(deps: NodeProtocolDeps): ProtocolFactory {
+export function nodeProtocols(given: NodeProtocolDeps): ProtocolFactory {
+  // The protocols run on the node's OpenSSL; they return the same bytes as on the noble reference.
+  const deps: NodeProtocolDeps = { ...given, primitives: given.primitives ?? nativePrimitives };
   const kinds = new Map<Protocol, (ctx: SessionContext) => Promise<PartyProtocol>>();
   const add = <P, L, G, O>(protocol: Protocol, kind: Parameters<typeof runSession<P, L, G, O>>[0]) => kinds.set(protocol, (ctx) => runSession(kind, ctx));
   add(Protocol.DKG, dkgSession(deps));

@@ -2,7 +2,8 @@
 // whole committee of a vault epoch, stored sealed with that epoch.
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { otParams, otResult } from '../../../core/session/session-contract.ts';
-import { ecdsaOtSetup, encodeOtSetup, type EcdsaOtSetup } from '../../protocols/ecdsa/ot-setup.ts';
+import { ecdsaOtSetupWith, encodeOtSetup, type EcdsaOtSetup } from '../../protocols/ecdsa/ot-setup.ts';
+import { nativePrimitives } from '../native-primitives.ts';
 import { SessionRefused } from '../session-host.ts';
 import { readParams, runProtocol } from '../protocols/run-protocol.ts';
 import type { EpochSessionParams } from '../../../core/session/session-params.ts';
@@ -12,6 +13,7 @@ import { keyAtEpoch } from './key-at-epoch.ts';
 
 export function otSetupSession(deps: NodeProtocolDeps): SessionKind<EpochSessionParams, void, void, EcdsaOtSetup> {
   const { vault } = deps;
+  const ecdsaOtSetup = ecdsaOtSetupWith(deps.primitives ?? nativePrimitives);
   return {
     parse: (ctx) => readParams(otParams, ctx.open.params),
     async preflight(ctx, p) {

@@ -5,6 +5,7 @@ import type { SignAuthorizer, SignGrant } from '../authorization/sign-authorizer
 import type { RosterRegistry } from '../authorization/roster-registry.ts';
 import type { TrustRegistry } from '../authorization/trust-registry.ts';
 import type { OtPairLocks } from '../ot-pair-locks.ts';
+import type { Primitives } from '../../protocols/math/primitives.ts';
 
 export interface NodeProtocolDeps {
   vault: VaultShareStore;
@@ -16,4 +17,6 @@ export interface NodeProtocolDeps {
   ledger: { claim(grant: SignGrant): Promise<void> };
   /** Shared by every session of the node (one ECDSA run per OT pair at a time). */
   otLocks?: OtPairLocks;
+  /** Hashing and PRG for the protocols' hot paths; node:crypto's (native-primitives.ts) unless given. */
+  primitives?: Primitives;
 }

@@ -6,7 +6,8 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { signParams, signResult } from '../../../core/session/session-contract.ts';
 import { keyShareParam } from '../../protocols/keys/key-package.ts';
 import type { EcdsaOtSetup } from '../../protocols/ecdsa/ot-setup.ts';
-import { ecdsaPresign } from '../../protocols/ecdsa/presign.ts';
+import { ecdsaPresignWith } from '../../protocols/ecdsa/presign.ts';
+import { nativePrimitives } from '../native-primitives.ts';
 import { ecdsaOnline, type EcdsaSignature } from '../../protocols/ecdsa/online.ts';
 import type { Presignature } from '../../protocols/ecdsa/presignature.ts';
 import { SessionRefused } from '../session-host.ts';
@@ -37,6 +38,7 @@ export interface EcdsaLocal {
 export function signEcdsaSession(deps: NodeProtocolDeps): SessionKind<SignSessionParams, EcdsaLocal, SignGrant, never> {
   const { vault } = deps;
   const otLocks = deps.otLocks ?? new OtPairLocks();
+  const ecdsaPresign = ecdsaPresignWith(deps.primitives ?? nativePrimitives);
   return {
     parse: (ctx) => readParams(signParams, ctx.open.params),
     async preflight(ctx, p) {

@@ -1,11 +1,13 @@
 // Shared setup for the ECDSA tests: keys from the project's DKG, the OT setup over them, and helpers
-// that run presigning and the online phase in the simulated network.
+// that run presigning and the online phase in the simulated network, on the noble reference primitives
+// unless a test passes others (`prims`).
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { simulate, type SimOptions } from '../simulate.ts';
 import { dkgKeys, type StoredKey } from '../frost/keys.ts';
-import { ecdsaOtSetup, type EcdsaOtSetup, type OtSetupParams } from '../../../node/protocols/ecdsa/ot-setup.ts';
-import { ecdsaPresign, type PresignParams } from '../../../node/protocols/ecdsa/presign.ts';
+import { ecdsaOtSetupWith, type EcdsaOtSetup, type OtSetupParams } from '../../../node/protocols/ecdsa/ot-setup.ts';
+import { ecdsaPresignWith, type PresignParams } from '../../../node/protocols/ecdsa/presign.ts';
+import { noblePrimitives, type Primitives } from '../../../node/protocols/math/primitives.ts';
 import { ecdsaOnline, type EcdsaSignature, type OnlineParams } from '../../../node/protocols/ecdsa/online.ts';
 import type { Presignature } from '../../../node/protocols/ecdsa/presignature.ts';
 
@@ -16,22 +18,24 @@ export interface Committee {
   ots: Map<number, EcdsaOtSetup>;
 }
 
-export function otSetup(keys: Map<number, StoredKey>, label = 'ot-setup', opts: SimOptions = {}) {
+export type HarnessOptions = SimOptions & { prims?: Primitives };
+
+export function otSetup(keys: Map<number, StoredKey>, label = 'ot-setup', opts: HarnessOptions = {}) {
   const first = [...keys.values()][0]!;
   const parties = first.pkg.parties;
   const params = new Map<number, OtSetupParams>(parties.map((me) => [me, { sessionId: sid(label), keyId: first.pkg.keyId, epoch: first.pkg.epoch, parties, me }]));
-  return simulate(ecdsaOtSetup, params, { seed: label, ...opts });
+  return simulate(ecdsaOtSetupWith(opts.prims ?? noblePrimitives), params, { seed: label, ...opts });
 }
 
-export function committee(n: number, t: number, seed: string): Committee {
+export function committee(n: number, t: number, seed: string, prims: Primitives = noblePrimitives): Committee {
   const keys = dkgKeys(n, t, seed);
-  const { results } = otSetup(keys, `ot/${seed}`);
+  const { results } = otSetup(keys, `ot/${seed}`, { prims });
   return { keys, ots: results };
 }
 
-export function presign(c: Committee, signers: number[], label: string, path: number[] = [], opts: SimOptions = {}) {
+export function presign(c: Committee, signers: number[], label: string, path: number[] = [], opts: HarnessOptions = {}) {
   const params = new Map<number, PresignParams>(signers.map((me) => [me, { sessionId: sid(label), signers, me, key: c.keys.get(me)!, path, ot: c.ots.get(me)! }]));
-  return simulate(ecdsaPresign, params, { seed: label, ...opts });
+  return simulate(ecdsaPresignWith(opts.prims ?? noblePrimitives), params, { seed: label, ...opts });
 }
 
 export function online(presigs: Map<number, Presignature>, digest: string, opts: SimOptions = {}) {
@@ -40,8 +44,8 @@ export function online(presigs: Map<number, Presignature>, digest: string, opts:
 }
 
 /** Presign then sign; returns every signer's signature (they must agree). */
-export function sign(c: Committee, signers: number[], digest: string, label: string, path: number[] = []): Map<number, EcdsaSignature> {
-  const pre = presign(c, signers, label, path);
+export function sign(c: Committee, signers: number[], digest: string, label: string, path: number[] = [], prims: Primitives = noblePrimitives): Map<number, EcdsaSignature> {
+  const pre = presign(c, signers, label, path, { prims });
   if (pre.aborts.size) throw [...pre.aborts.values()][0]!;
   const on = online(pre.results, digest);
   if (on.aborts.size) throw [...on.aborts.values()][0]!;

@@ -8,6 +8,7 @@ import { publicKeyToAddress } from 'viem/accounts';
 import { ORDER, parsePoint } from '../../../node/protocols/math/curve.ts';
 import type { EcdsaSignature } from '../../../node/protocols/ecdsa/online.ts';
 import { subsets } from '../frost/keys.ts';
+import type { Primitives } from '../../../node/protocols/math/primitives.ts';
 import { sid, sign, type Committee } from './harness.ts';
 
 export const addressOf = (pubHex: string): string => publicKeyToAddress(`0x${parsePoint(pubHex, 'key').toHex(false)}`);
@@ -19,11 +20,11 @@ export async function checkSignature(t: Test, sig: EcdsaSignature, digest: strin
   t.equal(recovered, addressOf(publicKey), 'viem recovers the address');
 }
 
-export async function everySubsetSigns(t: Test, c: Committee, label: string): Promise<void> {
+export async function everySubsetSigns(t: Test, c: Committee, label: string, prims?: Primitives): Promise<void> {
   const { groupKey, parties, threshold } = c.keys.get(1)!.pkg;
   for (const signers of subsets(parties, threshold)) {
     const digest = sid(`message ${label} ${signers.join(',')}`);
-    const res = sign(c, signers, digest, `sign ${label} ${signers.join(',')}`);
+    const res = sign(c, signers, digest, `sign ${label} ${signers.join(',')}`, [], prims);
     t.equal(res.size, signers.length, `subset ${signers}: every signer outputs`);
     const sigs = [...res.values()];
     t.ok(sigs.every((s) => s.compact === sigs[0]!.compact), 'signers agree');

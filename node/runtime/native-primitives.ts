@@ -1,0 +1,105 @@
+// The protocols' symmetric primitives on Node's OpenSSL (node:crypto), for the node runtime. The
+// protocols stay pure and take this as their injected `Primitives` (node/protocols/math/primitives.ts);
+// every function returns exactly the bytes of the noble reference, which the tests check on random,
+// empty, long and many inputs (test/protocols/primitives.test.ts).
+//
+// XChaCha20 is HChaCha20 (noble's, one block of the core per call) followed by OpenSSL's ChaCha20:
+// OpenSSL has no XChaCha20, and its `chacha20` takes a 16-byte IV that is the 32-bit little-endian
+// block counter then the 12-byte nonce, so counter 0 is four zero bytes in front.
+//
+// SHA-256 goes to OpenSSL at every length (about 2x noble on one block, 20x and more on the KOS
+// matrix or τ). A ChaCha20 keystream goes to OpenSSL only from STREAM_NATIVE_FROM bytes: below that,
+// creating the cipher context costs as much as noble's whole keystream (the protocols' streams are
+// 94 and 128 bytes: measured equal or slower), so the reference computes those.
+import { createCipheriv, hash } from 'node:crypto';
+import { hchacha } from '@noble/ciphers/chacha.js';
+import { noblePrimitives, type Primitives } from '../protocols/math/primitives.ts';
+
+/** Keystreams from this many bytes use OpenSSL; shorter ones noble (the same bytes either way). */
+export const STREAM_NATIVE_FROM = 1024;
+
+let zeros = Buffer.alloc(1024);
+function zeroInput(n: number): Buffer {
+  if (zeros.length < n) zeros = Buffer.alloc(n);
+  return zeros.subarray(0, n);
+}
+
+function check(key: Uint8Array, nonce: Uint8Array, nonceLength: number, length: number): void {
+  if (key.length !== 32) throw new RangeError('chacha20: key must be 32 bytes');
+  if (nonce.length !== nonceLength) throw new RangeError(`chacha20: nonce must be ${nonceLength} bytes`);
+  if (!Number.isSafeInteger(length) || length < 0) throw new RangeError('chacha20: bad length');
+}
+
+/**
+ * A plain Uint8Array of the bytes (a Buffer's `slice` is a view, which callers that copy with `slice`
+ * must not get), copied only when the Buffer sits inside a larger (pooled) ArrayBuffer.
+ */
+const own = (b: Buffer): Uint8Array =>
+  b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? new Uint8Array(b.buffer, 0, b.byteLength) : new Uint8Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+
+function keystream(key: Uint8Array, iv: Uint8Array, length: number): Uint8Array {
+  if (length === 0) return new Uint8Array(0);
+  const c = createCipheriv('chacha20', key, iv);
+  const out = c.update(zeroInput(length));
+  c.final();
+  return own(out);
+}
+
+// "expand 32-byte k", as HChaCha20's constant words.
+const SIGMA = new Uint32Array([0x61707865, 0x3320646e, 0x79622d32, 0x6b206574]);
+const LE = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+// Scratch words for HChaCha20 (the host is little-endian, checked below, so bytes map onto words
+// directly); zeroed after each use, since they hold the column key and the derived subkey.
+const KEY_WORDS = new Uint32Array(8);
+const NONCE_WORDS = new Uint32Array(4);
+const SUB_WORDS = new Uint32Array(8);
+
+function hchachaKey(key: Uint8Array, nonce16: Uint8Array): Uint8Array {
+  new Uint8Array(KEY_WORDS.buffer).set(key);
+  new Uint8Array(NONCE_WORDS.buffer).set(nonce16);
+  hchacha(SIGMA, KEY_WORDS, NONCE_WORDS, SUB_WORDS);
+  const bytes = new Uint8Array(SUB_WORDS.buffer).slice();
+  KEY_WORDS.fill(0);
+  SUB_WORDS.fill(0);
+  return bytes;
+}
+
+/** OpenSSL's ChaCha20 keystream at any length (exported for the equivalence tests). */
+export function opensslChacha20(key: Uint8Array, nonce: Uint8Array, length: number): Uint8Array {
+  check(key, nonce, 12, length);
+  const iv = new Uint8Array(16);
+  iv.set(nonce, 4);
+  return keystream(key, iv, length);
+}
+
+/** HChaCha20 then OpenSSL's ChaCha20, at any length (exported for the equivalence tests). */
+export function opensslXchacha20(key: Uint8Array, nonce: Uint8Array, length: number): Uint8Array {
+  check(key, nonce, 24, length);
+  if (!LE) throw new Error('native xchacha20 expects a little-endian host');
+  const sub = hchachaKey(key, nonce.subarray(0, 16));
+  // The derived nonce is four zero bytes and the last 8 bytes of the given one; counter 0 before it.
+  const iv = new Uint8Array(16);
+  iv.set(nonce.subarray(16, 24), 8);
+  try {
+    return keystream(sub, iv, length);
+  } finally {
+    sub.fill(0);
+  }
+}
+
+export const nativePrimitives: Primitives = Object.freeze({
+  name: 'node:crypto',
+  sha256: (data: Uint8Array): Uint8Array => own(hash('sha256', data, 'buffer') as Buffer),
+  chacha20(key: Uint8Array, nonce: Uint8Array, length: number, out?: Uint8Array): Uint8Array {
+    if (length < STREAM_NATIVE_FROM) return noblePrimitives.chacha20(key, nonce, length, out);
+    if (out && out.length !== length) throw new RangeError('chacha20: output has the wrong length');
+    const s = opensslChacha20(key, nonce, length);
+    if (!out) return s;
+    out.set(s);
+    s.fill(0);
+    return out;
+  },
+  xchacha20: (key: Uint8Array, nonce: Uint8Array, length: number): Uint8Array =>
+    length >= STREAM_NATIVE_FROM ? opensslXchacha20(key, nonce, length) : noblePrimitives.xchacha20(key, nonce, length),
+});

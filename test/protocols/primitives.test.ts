@@ -1,0 +1,208 @@
+// The injected primitives (node/protocols/math/primitives.ts): the node's native provider
+// (node/runtime/native-primitives.ts, OpenSSL through node:crypto) returns exactly the bytes of the
+// noble reference, primitive by primitive on random and edge inputs, and protocol by protocol: the OT
+// setup, presigning and the online phase give identical transcripts and results under either provider
+// with the same seeded randomness, and parties on different providers interoperate.
+import t from 'tap';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { noblePrimitives, taggedHashWith, type Primitives } from '../../node/protocols/math/primitives.ts';
+import { STREAM_NATIVE_FROM, nativePrimitives, opensslChacha20, opensslXchacha20 } from '../../node/runtime/native-primitives.ts';
+import { taggedHash } from '../../core/codec/transcript.ts';
+import { encodeOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
+import { hashToScalars } from '../../node/protocols/ecdsa/hash.ts';
+import { proveDlogFischlin, verifyDlogFischlin } from '../../node/protocols/ecdsa/fischlin.ts';
+import { rvoleAlice, rvoleBobFinish, rvoleBobStart } from '../../node/protocols/ecdsa/rvole.ts';
+import { BASE_OT_COUNT, baseOtChoose, baseOtKeys, baseOtSender, unpackPoints } from '../../node/protocols/ot/base-ot.ts';
+import { checkChallenges, kosReceive, kosSend } from '../../node/protocols/ot/kos.ts';
+import { Fn, G } from '../../node/protocols/math/curve.ts';
+import type { Message } from '../../node/protocols/round/machine.ts';
+import { dkgKeys } from './frost/keys.ts';
+import { online, otSetup, presign, sid, type Committee } from './ecdsa/harness.ts';
+import { seededRng } from './simulate.ts';
+
+const noble = noblePrimitives;
+const native = nativePrimitives;
+const hex = (b: Uint8Array) => bytesToHex(b);
+const plain = (b: Uint8Array) => Object.getPrototypeOf(b) === Uint8Array.prototype;
+
+t.test('sha256: native equals the reference', async (t) => {
+  const r = seededRng('prims sha256');
+  // Empty, around the 55/56/64-byte padding boundaries, multi-block, and long (the KOS matrix, τ).
+  for (const n of [0, 1, 31, 32, 55, 56, 63, 64, 65, 119, 120, 127, 128, 1000, 24_064, 53_248, 100_001]) {
+    const m = r(n);
+    t.equal(hex(native.sha256(m)), hex(noble.sha256(m)), `${n} bytes`);
+  }
+  const sub = r(200).subarray(17, 150);
+  t.equal(hex(native.sha256(sub)), hex(noble.sha256(sub)), 'a view at an offset into a larger buffer');
+  let same = 0;
+  for (let i = 0; i < 2000; i++) {
+    const m = r(1 + (i % 97));
+    if (hex(native.sha256(m)) === hex(noble.sha256(m))) same++;
+  }
+  t.equal(same, 2000, 'many short rows');
+  t.ok(plain(native.sha256(r(5))), 'a plain Uint8Array, not a Buffer');
+});
+
+t.test('taggedHashWith is core\'s taggedHash on either provider', async (t) => {
+  const parts = ['custody/x', 7, 123n, seededRng('parts')(77)];
+  for (const p of [noble, native]) t.equal(hex(taggedHashWith(p, 'custody/test/v1', parts)), hex(taggedHash('custody/test/v1', parts)), p.name);
+});
+
+// The provider sends short keystreams to noble (OpenSSL's setup costs more there), so OpenSSL's own
+// ChaCha20 and XChaCha20 are checked at every length through their exported functions as well.
+const streams: [string, Primitives['chacha20'], Primitives['xchacha20']][] = [
+  ['native provider', native.chacha20, native.xchacha20],
+  ['OpenSSL at any length', opensslChacha20, opensslXchacha20],
+];
+for (const [what, chacha, xchacha] of streams) {
+  t.test(`chacha20 and xchacha20 (${what}): equal to the reference`, async (t) => {
+    const r = seededRng(`prims chacha ${what}`);
+    for (const n of [0, 1, 63, 64, 65, 94, 128, 129, STREAM_NATIVE_FROM - 1, STREAM_NATIVE_FROM, 4096, 24_065]) {
+      const key = r(32);
+      const n12 = r(12);
+      const n24 = r(24);
+      t.equal(hex(chacha(key, n12, n)), hex(noble.chacha20(key, n12, n)), `chacha20, ${n} bytes`);
+      t.equal(hex(xchacha(key, n24, n)), hex(noble.xchacha20(key, n24, n)), `xchacha20, ${n} bytes`);
+    }
+    const zero = new Uint8Array(32);
+    t.equal(hex(chacha(zero, new Uint8Array(12), 64)), hex(noble.chacha20(zero, new Uint8Array(12), 64)), 'all-zero key and nonce');
+    t.equal(hex(xchacha(zero, new Uint8Array(24), 64)), hex(noble.xchacha20(zero, new Uint8Array(24), 64)), 'all-zero key and nonce (x)');
+    // RFC 8439 §2.4.2's key and nonce (its example starts at counter 1; here the stream starts at 0).
+    const rfcKey = Uint8Array.from({ length: 32 }, (_, i) => i);
+    const rfcNonce = Uint8Array.from([0, 0, 0, 0, 0, 0, 0, 0x4a, 0, 0, 0, 0]);
+    t.equal(hex(chacha(rfcKey, rfcNonce, 128)), hex(noble.chacha20(rfcKey, rfcNonce, 128)), 'RFC 8439 key and nonce');
+    const unaligned = r(40).subarray(3, 35);
+    const nonce = r(30).subarray(5, 29);
+    t.equal(hex(xchacha(unaligned, nonce, 2000)), hex(noble.xchacha20(unaligned, nonce, 2000)), 'a key and a nonce at odd offsets');
+    let same = 0;
+    for (let i = 0; i < 300; i++) {
+      const key = r(32);
+      const nonce = r(24);
+      if (hex(xchacha(key, nonce, 94)) === hex(noble.xchacha20(key, nonce, 94))) same++;
+    }
+    t.equal(same, 300, 'many KOS-sized columns');
+    t.ok(plain(chacha(r(32), r(12), 32)) && plain(xchacha(r(32), r(24), 4096)) && plain(chacha(r(32), r(12), 4096)), 'plain Uint8Arrays');
+    t.throws(() => chacha(r(31), r(12), 4096), 'short key refused');
+    t.throws(() => chacha(r(32), r(8), 4096), 'wrong nonce size refused');
+    t.throws(() => xchacha(r(32), r(12), 4096), 'wrong xnonce size refused');
+  });
+}
+
+t.test('chacha20 into a caller\'s buffer: the same bytes, in that buffer', async (t) => {
+  const r = seededRng('prims chacha out');
+  for (const n of [128, 4096]) {
+    const key = r(32);
+    const nonce = r(12);
+    const want = hex(noble.chacha20(key, nonce, n));
+    for (const p of [noble, native]) {
+      const out = new Uint8Array(n).fill(0xaa);
+      const got = p.chacha20(key, nonce, n, out);
+      t.ok(got === out && hex(out) === want, `${p.name}, ${n} bytes`);
+    }
+  }
+  t.throws(() => native.chacha20(r(32), r(12), 4096, new Uint8Array(10)), 'a wrong-sized buffer refused');
+});
+
+t.test('hashToScalars: the same scalars from both providers', async (t) => {
+  const r = seededRng('prims h2s');
+  for (const n of [0, 50, 66, 500]) {
+    const m = r(n);
+    t.same(hashToScalars(m, 4, native), hashToScalars(m, 4, noble), `${n}-byte input, 4 scalars`);
+  }
+  t.same(hashToScalars(r(50), 0, native), [], 'no scalars');
+});
+
+t.test('Fischlin proofs: identical under both providers, each verifies under the other', async (t) => {
+  const x = Fn.create(0xdeadbeefn);
+  const X = G.multiply(x);
+  const ctx = sid('fischlin prims');
+  const p1 = proveDlogFischlin('ot-sender', ctx, 2, x, X, seededRng('f'), noble);
+  const p2 = proveDlogFischlin('ot-sender', ctx, 2, x, X, seededRng('f'), native);
+  t.same(p2, p1, 'same proof from the same randomness');
+  t.ok(verifyDlogFischlin('ot-sender', ctx, 2, X, p1, native), 'noble proof verifies natively');
+  t.ok(verifyDlogFischlin('ot-sender', ctx, 2, X, p2, noble), 'native proof verifies on noble');
+  t.notOk(verifyDlogFischlin('ot-sender', ctx, 3, X, p1, native), 'wrong prover refused natively');
+});
+
+t.test('base OT, KOS and RVOLE: identical bytes, and parties on different providers interoperate', async (t) => {
+  const run = (p: Primitives) => {
+    const rng = seededRng('ot prims');
+    const { a, A } = baseOtSender(rng);
+    const choices = rng(BASE_OT_COUNT / 8);
+    const recv = baseOtChoose('ctx', 1, 2, A, choices, rng, p);
+    const sent = baseOtKeys('ctx', 1, 2, a, unpackPoints(recv.B, BASE_OT_COUNT, 'B'), A, p);
+    const ext = kosReceive('ext', sent.k0, sent.k1, rng, p);
+    const q = kosSend('ext', choices, recv.keys, ext.msg, p);
+    return { choices, recv, sent, ext, q, rng };
+  };
+  const n = run(noble);
+  const x = run(native);
+  t.equal(x.recv.B, n.recv.B, 'base-OT points');
+  t.same(x.recv.keys.map(hex), n.recv.keys.map(hex), 'receiver keys');
+  t.same([...x.sent.k0, ...x.sent.k1].map(hex), [...n.sent.k0, ...n.sent.k1].map(hex), 'sender keys');
+  t.equal(hex(x.ext.msg.u), hex(n.ext.msg.u), 'KOS matrix');
+  t.equal(hex(x.ext.msg.check), hex(n.ext.msg.check), 'KOS check values');
+  t.equal(hex(x.q), hex(n.q), 'sender rows');
+  t.same(checkChallenges('ext', n.ext.msg.nonce, n.ext.msg.u, native).map(hex), checkChallenges('ext', n.ext.msg.nonce, n.ext.msg.u, noble).map(hex), 'challenges');
+  // A native receiver's message checks on a noble sender, and the other way round.
+  t.equal(hex(kosSend('ext', n.choices, n.recv.keys, x.ext.msg, noble)), hex(n.q), 'native Bob, noble Alice');
+  t.equal(hex(kosSend('ext', x.choices, x.recv.keys, n.ext.msg, native)), hex(x.q), 'noble Bob, native Alice');
+
+  const input: [bigint, bigint] = [Fn.create(42n), Fn.create(4242n)];
+  const mult = (bobP: Primitives, aliceP: Primitives) => {
+    const rng = seededRng('rvole prims');
+    const bob = rvoleBobStart('mul', n.sent.k0, n.sent.k1, rng, bobP);
+    const alice = rvoleAlice('mul', n.choices, n.recv.keys, bob.msg, input, rng, aliceP);
+    const d = rvoleBobFinish('mul', bob.state, alice.msg, bobP);
+    return { bob, alice, d };
+  };
+  const m1 = mult(noble, noble);
+  const m2 = mult(native, native);
+  t.equal(hex(m2.alice.msg.tau), hex(m1.alice.msg.tau), 'τ');
+  t.same([m2.alice.msg.eta, m2.alice.msg.mu], [m1.alice.msg.eta, m1.alice.msg.mu], 'η and μ');
+  t.same([...m2.alice.c, ...m2.d], [...m1.alice.c, ...m1.d], 'shares');
+  t.equal(Fn.add(m1.alice.c[0], m1.d[0]), Fn.mul(m1.bob.chi, input[0]), 'c + d = χ·a');
+  const m3 = mult(native, noble);
+  const m4 = mult(noble, native);
+  t.same([...m3.alice.c, ...m3.d, ...m4.alice.c, ...m4.d], [...m1.alice.c, ...m1.d, ...m1.alice.c, ...m1.d], 'mixed providers agree');
+});
+
+/** A transcript as comparable text: every message's route and payload bytes. */
+const transcriptOf = (msgs: Message[]) => msgs.map((m) => `${m.from}>${m.to}@${m.round}:${hex(m.payload)}`);
+
+t.test('OT setup, presigning and online: identical transcripts and results under both providers', async (t) => {
+  const keys = dkgKeys(3, 2, 'prims-committee');
+  const setups = new Map<string, Committee>();
+  const transcripts = new Map<string, string[]>();
+  for (const p of [noble, native]) {
+    const setup = otSetup(keys, 'prims setup', { prims: p });
+    t.equal(setup.aborts.size, 0, `${p.name}: setup completes`);
+    setups.set(p.name, { keys, ots: setup.results });
+    transcripts.set(p.name, transcriptOf(setup.transcript));
+  }
+  t.same(transcripts.get(native.name), transcripts.get(noble.name), 'setup transcripts');
+  for (const id of [1, 2, 3]) {
+    t.equal(hex(encodeOtSetup(setups.get(native.name)!.ots.get(id)!)), hex(encodeOtSetup(setups.get(noble.name)!.ots.get(id)!)), `party ${id}'s stored setup`);
+  }
+
+  const c = setups.get(noble.name)!;
+  const digest = sid('prims digest');
+  const runs = [noble, native].map((p) => {
+    const pre = presign(c, [1, 3], 'prims presign', [0, 5], { prims: p });
+    // Encoded before the online phase takes the presignatures (single use).
+    const stored = [1, 3].map((id) => hex(pre.results.get(id)!.encode()));
+    const on = online(pre.results, digest);
+    return { pre, stored, on };
+  });
+  const [a, b] = runs as [(typeof runs)[0], (typeof runs)[0]];
+  t.equal(a.pre.aborts.size + b.pre.aborts.size + a.on.aborts.size + b.on.aborts.size, 0, 'no aborts');
+  t.same(transcriptOf(b.pre.transcript), transcriptOf(a.pre.transcript), 'presigning transcripts');
+  t.same(b.stored, a.stored, 'stored presignatures');
+  t.same(transcriptOf(b.on.transcript), transcriptOf(a.on.transcript), 'online transcripts');
+  t.same([...b.on.results.values()], [...a.on.results.values()], 'signatures');
+
+  // Stored material is provider-independent: a setup made natively serves presigning on noble.
+  const mixed = presign(setups.get(native.name)!, [1, 2, 3], 'prims mixed', [], { prims: noble });
+  t.equal(mixed.aborts.size, 0, 'a native setup serves noble presigning');
+  t.equal(online(mixed.results, digest).results.size, 3, 'and signs');
+});
