@@ -177,25 +177,7 @@ export interface ExchangeRecord {
   sealed: string;
 }
 
-/** What exchange and refresh return; the exchange's is what a recovery returns again, byte for byte. */
-export interface SessionGrant {
-  session_id: string;
-  refresh_credential: string;
-  expires_at: string;
-  refresh_expires_at: string;
-  application_id: string;
-  member: { id: string; created: boolean };
-}
-
-/** The safe member context of GET /member-auth/session: no token, no provider claim beyond the member id. */
-export interface MemberContext {
-  member: { id: string };
-  application: { id: string; kind: 'byo_oidc'; version: number };
-  workspace: string;
-  environment: string;
-  session: { expires_at: string; refresh_expires_at: string; authenticated_at: string; created_at: string };
-  acr: string | null;
-  amr: string[];
-}
+/** The wire payloads, defined once for the API and the SDK. */
+export type { MemberSessionGrant as SessionGrant, MemberContext } from '../../core/api-schemas/member-sessions.ts';
 
 export const retireIndex = (iso: string) => [iso];

@@ -8,6 +8,9 @@ import { CustodyApiError } from './client.ts';
 import { signedHeaders, type ApiCredentials } from './request-signer.ts';
 import { codeOfHttpStatus, SdkError } from './sdk-error.ts';
 import { BffError } from './bff-error.ts';
+import type { MemberContext, MemberSessionGrant } from '../../core/api-schemas/member-sessions.ts';
+
+export type { MemberContext, MemberSessionGrant };
 
 export interface MemberAuthClientOptions {
   /** Origin of the API, e.g. https://api.example.com (paths are under /v1). */
@@ -24,27 +27,9 @@ export interface MemberAuthClientOptions {
 }
 
 /** What the exchange and the refresh return: keep all of it server-side. */
-export interface MemberSessionGrant {
-  session_id: string;
-  refresh_credential: string;
-  expires_at: string;
-  refresh_expires_at: string;
-  application_id: string;
-  member: { id: string; created: boolean };
-}
 
 export interface MemberChallenge { nonce: string; expires_at: string; application_id: string }
 
-/** The safe member context of GET /v1/member-auth/session. */
-export interface MemberContext {
-  member: { id: string };
-  application: { id: string; kind: 'byo_oidc'; version: number };
-  workspace: string;
-  environment: string;
-  session: { expires_at: string; refresh_expires_at: string; authenticated_at: string; created_at: string };
-  acr: string | null;
-  amr: string[];
-}
 
 export interface ExchangeResult {
   grant: MemberSessionGrant;
