@@ -23,6 +23,7 @@ export const ApiConfigSchema = Type.Object({
   publicUrl: Type.Optional(Type.String({ env: 'API_PUBLIC_URL', pattern: '^https?://[^/]+$', description: 'origin clients address (for @target-uri); default http://<Host>' })),
   maxApiKeysPerOrg: Type.Integer({ env: 'API_MAX_API_KEYS', default: 10, minimum: 1, maximum: 1000 }),
   maxVaultsPerOrg: Type.Integer({ env: 'API_MAX_VAULTS', default: 100, minimum: 1, maximum: 1000000 }),
+  jobLeaseMs: Type.Integer({ env: 'API_JOB_LEASE_MS', default: 15000, minimum: 3000, maximum: 300000, description: 'lease on a key or transaction job, renewed every third of it while it runs: how long the jobs of an instance that died wait before another instance takes them' }),
   jobsPerOrganization: Type.Integer({ env: 'API_JOBS_PER_ORGANIZATION', default: 8, minimum: 1, maximum: 1000, description: 'key generations, reshares and transaction signings of one organization running at once, over every instance' }),
   bodyLimitBytes: Type.Integer({ env: 'API_BODY_LIMIT_BYTES', default: 1_048_576, minimum: 1024, maximum: 10_485_760 }),
   emailProvider: Type.Union([Type.Literal('none'), Type.Literal('local-dns'), Type.Literal('ses')], { env: 'API_EMAIL_PROVIDER', default: 'none', description: 'sending-domain provider: none, local-dns (verifies published records through DNS) or ses (Amazon SES v2 domain identities)' }),

@@ -39,14 +39,14 @@ await runMain('api', async () => {
     ...(coordinator ? { placeVault: (id: string) => coordinator.placement(id) } : {}),
   });
   if (config.teeAllowDevRoot) log.warn('API_TEE_ALLOW_DEV_ROOT: TEE enrolments under a DEV-ONLY attestation root are accepted; never in production');
-  const jobs = new VaultJobs(vaults, coordinator, log, undefined, undefined, { perOrganization: config.jobsPerOrganization });
+  const jobs = new VaultJobs(vaults, coordinator, log, undefined, undefined, { perOrganization: config.jobsPerOrganization, leaseMs: config.jobLeaseMs });
   const chains = connectChains(chainBackends(config));
   const transactions = new TransactionService({
     vaults, hasBackend: (chain) => chains.has(chain),
     utxos: async (chain, address) => (await chains.bitcoin(chain)?.utxos(address)) ?? [],
     busyOutputs: (wallet): Promise<Set<string>> => txWorker.busyOutputs(wallet),
   });
-  const txWorker = new TransactionWorker({ vaults, transactions, coordinator, chains, log, trustLog: (org) => vaults.trustLog(org), perOrganization: config.jobsPerOrganization });
+  const txWorker = new TransactionWorker({ vaults, transactions, coordinator, chains, log, trustLog: (org) => vaults.trustLog(org), perOrganization: config.jobsPerOrganization, leaseMs: config.jobLeaseMs });
   const emailProvider = emailProviderFromConfig(config);
   const objectStore = objectStoreFromConfig(config);
   const metrics = createMetricsRegistry();

@@ -30,13 +30,13 @@ export class VaultJobs {
   /** `maxAttempts`: key generation attempts before the vault fails (MAX_CREATE_ATTEMPTS; fewer in tests). One client stands for a single shard. */
   constructor(
     private readonly vaults: VaultService, coordinator: CoordinatorShards | CoordinatorClient | undefined, private readonly log: Logger, pollMs = 1000,
-    private readonly maxAttempts = MAX_CREATE_ATTEMPTS, opts: { queue?: JobQueue; workerId?: string; perOrganization?: number } = {},
+    private readonly maxAttempts = MAX_CREATE_ATTEMPTS, opts: { queue?: JobQueue; workerId?: string; perOrganization?: number; leaseMs?: number } = {},
   ) {
     this.coordinators = CoordinatorShards.of(coordinator);
     // A reshare may run for minutes; the lease is renewed every 5 s while it does, so a lapse means a dead
     // instance, and another takes its jobs within 15 s.
     this.runner = new JobRunner(opts.queue ?? jobQueueFor(vaults.store), {
-      workerId: opts.workerId ?? workerId('vault-jobs'), concurrency: 4, pollMs, leaseMs: 15_000, logger: log,
+      workerId: opts.workerId ?? workerId('vault-jobs'), concurrency: 4, pollMs, leaseMs: opts.leaseMs ?? 15_000, logger: log,
       ...(opts.perOrganization === undefined ? {} : { perGroup: opts.perOrganization }),
       kinds: { [VAULT_KEY_JOB]: { handler: (job) => this.run(job as LeasedJob<{ job_id: string }>), maxAttempts: 1000 } },
     });
