@@ -4,6 +4,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
 import { loadNodeConfig } from './config.ts';
+import { ProtocolWorkers, defaultWorkerCount } from './runtime/workers/protocol-workers.ts';
 import { createLogger } from '../common/logger.ts';
 import { runMain } from '../common/process.ts';
 import { loadNodeStorageKey } from './storage/storage-key.ts';
@@ -72,7 +73,10 @@ await runMain('node', async () => {
   const metrics = new NodeSessionMetrics(registry, { running: (): number => host.running, attached: () => [...links].map(([address, l]) => [address, l.attached] as const) });
   // One host, one set of protocol dependencies: the intent ledger, the session claims and the OT pair
   // locks are the node's whatever coordinator opens a session.
-  const host = new SessionHost(identity, (m, origin) => void links.get(origin)?.send(m), nodeProtocols({ vault, authorizer, trust, ledger: new IntentLedger(store), rosters: new RosterRegistry(store, config.operatorKeys) }), nodeLog, Date.now, metrics);
+  const workerCount = config.protocolWorkers ?? defaultWorkerCount();
+  const workers = workerCount > 0 ? new ProtocolWorkers(workerCount, (why) => nodeLog.error({ why }, 'a protocol worker was lost; its session fails')) : undefined;
+  nodeLog.info({ protocolWorkers: workerCount }, 'protocol workers');
+  const host = new SessionHost(identity, (m, origin) => void links.get(origin)?.send(m), nodeProtocols({ vault, authorizer, trust, ledger: new IntentLedger(store), rosters: new RosterRegistry(store, config.operatorKeys), ...(workers ? { workers } : {}) }), nodeLog, Date.now, metrics);
   for (const [address, link] of links) {
     link.on('session', (b) => {
       if (b.case === 'open') host.onOpen(b.value, address);
@@ -93,6 +97,7 @@ await runMain('node', async () => {
       await metricsServer?.close();
       host.abortAll('stopping');
       for (const link of links.values()) link.stop();
+      await workers?.close();
       await store.close();
     },
   };

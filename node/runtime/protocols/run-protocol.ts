@@ -2,7 +2,7 @@
 // protocol can go in one session (one FROST or ECDSA run per digest): their messages for the same
 // recipient and round travel together as one batch payload.
 import { randomBytes } from 'node:crypto';
-import { deliver, startRun, type Message, type Protocol, type Run } from '../../protocols/round/machine.ts';
+import { deliver, startRun, type Message, type Protocol, type Rng, type Run } from '../../protocols/round/machine.ts';
 import { InputError, ProtocolAbort } from '../../../core/errors/protocol-errors.ts';
 import { lengthPrefixed } from '../../../core/codec/transcript.ts';
 import type { SessionCodec } from '../../../core/session/session-contract.ts';
@@ -59,15 +59,52 @@ function group(me: number, msgs: Message[][]): Outgoing[] {
   return [...keys.values()].map((g) => ({ to: g.to, round: g.round, payload: encodeBatch(g.parts) }));
 }
 
+/**
+ * How a driven set of runs advances: `start` opens every run and returns each one's first messages;
+ * `deliver` hands run `i` one message and returns its messages and, once it finished, its result.
+ * Protocol errors are thrown as ProtocolAbort or InputError, as the pure protocols throw them.
+ */
+export interface RunOps<R> {
+  start(): Promise<Message[][]> | Message[][];
+  deliver(i: number, msg: Message): Promise<RunAdvance<R>> | RunAdvance<R>;
+  dispose(): void;
+}
+
+export type RunAdvance<R> = { out: Message[]; done: false } | { out: Message[]; done: true; result: R };
+
+/** The pure state machines on this thread: each run's plain-data state is kept here between steps. */
+export function inlineRuns<P, S, R>(protocol: Protocol<P, S, R>, params: P[], rng: Rng): RunOps<R> {
+  let runs: Run<S>[] = [];
+  return {
+    start() {
+      const started = params.map((p) => startRun(protocol, p, rng));
+      runs = started.map((s) => s.run);
+      return started.map((s) => s.out);
+    },
+    deliver(i, msg) {
+      const step = deliver(protocol, runs[i]!, msg, rng);
+      runs[i] = step.run;
+      return step.kind === 'done' ? { out: step.out, done: true, result: step.result } : { out: step.out, done: false };
+    },
+    dispose() {
+      runs = [];
+    },
+  };
+}
+
 export function runProtocol<P, S, R>(
   protocol: Protocol<P, S, R>,
   me: number,
   params: P[],
   finish: (results: R[]) => Finish | Promise<Finish>,
-  rng = systemRng,
+  rng: Rng = systemRng,
 ): PartyProtocol {
-  let runs: Run<S>[] = [];
-  const results: (R | undefined)[] = params.map(() => undefined);
+  return driveRuns(me, params.length, inlineRuns(protocol, params, rng), finish);
+}
+
+/** Drives `count` runs of one protocol as one session: batches their messages, collects their results. */
+export function driveRuns<R>(me: number, count: number, ops: RunOps<R>, finish: (results: R[]) => Finish | Promise<Finish>): PartyProtocol {
+  const results: (R | undefined)[] = Array.from({ length: count }, () => undefined);
   const abort = (err: unknown): Step => {
     if (err instanceof ProtocolAbort) return { kind: 'abort', code: err.code, message: err.message, culprits: [...err.culprits] };
     if (err instanceof InputError) return { kind: 'abort', code: err.code, message: err.message, culprits: [] };
@@ -82,13 +119,13 @@ export function runProtocol<P, S, R>(
   };
   return {
     async start() {
+      let outs: Message[][];
       try {
-        const started = params.map((p) => startRun(protocol, p, rng));
-        runs = started.map((s) => s.run);
-        return settle(group(me, started.map((s) => s.out)));
+        outs = await ops.start();
       } catch (err) {
         return abort(err);
       }
+      return settle(group(me, outs));
     },
     async deliver(from, round, payload, broadcast) {
       let parts: Uint8Array[];
@@ -97,16 +134,15 @@ export function runProtocol<P, S, R>(
       } catch {
         return { kind: 'abort', code: 'bad_message', message: `party ${from}: malformed batch`, culprits: [from] };
       }
-      if (!Array.isArray(parts) || parts.length !== runs.length) return { kind: 'abort', code: 'bad_message', message: `party ${from}: batch has ${parts?.length} parts for ${runs.length} runs`, culprits: [from] };
+      if (!Array.isArray(parts) || parts.length !== count) return { kind: 'abort', code: 'bad_message', message: `party ${from}: batch has ${parts?.length} parts for ${count} runs`, culprits: [from] };
       const outs: Message[][] = [];
       try {
-        for (let i = 0; i < runs.length; i++) {
+        for (let i = 0; i < count; i++) {
           if (results[i] !== undefined) continue;
           if (parts[i]!.length === 0) throw new ProtocolAbort('bad_message', [from], `party ${from}: empty batch part`);
-          const step = deliver(protocol, runs[i]!, { from, to: broadcast ? 'all' : me, round, payload: parts[i]! }, rng);
-          runs[i] = step.run;
+          const step = await ops.deliver(i, { from, to: broadcast ? 'all' : me, round, payload: parts[i]! });
           outs.push(step.out);
-          if (step.kind === 'done') results[i] = step.result;
+          if (step.done) results[i] = step.result;
         }
       } catch (err) {
         return abort(err);
@@ -114,7 +150,7 @@ export function runProtocol<P, S, R>(
       return settle(group(me, outs));
     },
     dispose() {
-      runs = [];
+      ops.dispose();
     },
   };
 }

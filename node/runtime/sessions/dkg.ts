@@ -7,7 +7,8 @@ import type { KeyShare } from '../../protocols/keys/key-package.ts';
 import { SessionRefused } from '../session-host.ts';
 import { authorizeKeyCreation, type KeyCreationGrant } from '../authorization/key-creation.ts';
 import { checkCommittee } from '../authorization/committee-check.ts';
-import { readParams, runProtocol } from '../protocols/run-protocol.ts';
+import { readParams } from '../protocols/run-protocol.ts';
+import { runLong } from './long-run.ts';
 import type { DkgSessionParams } from '../../../core/session/session-params.ts';
 import type { SessionKind } from './session-kind.ts';
 import type { NodeProtocolDeps } from './session-deps.ts';
@@ -37,7 +38,7 @@ export function dkgSession(deps: NodeProtocolDeps): SessionKind<DkgSessionParams
     run({ ctx, params: p }, keep) {
       const me = ctx.myIndex;
       const params = { sessionId: bytesToHex(ctx.open.sessionId), keyId: p.keyId, epoch: p.epoch, threshold: p.threshold, parties: ctx.parties.map((x) => x.index), me };
-      return runProtocol(dkg, me, [params], ([k]) => keep(dkgResult.encode({ pkg: k!.pkg }), k!));
+      return runLong(deps, 'dkg', dkg, me, [params], ([k]: KeyShare[]) => keep(dkgResult.encode({ pkg: k!.pkg }), k!));
     },
     commit({ ctx, params: p, grant }, key) {
       const meta = { owner: p.owner, tier: grant.tier, ...(grant.endUser ? { endUser: grant.endUser } : {}) };

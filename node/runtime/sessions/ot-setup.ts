@@ -5,7 +5,8 @@ import { otParams, otResult } from '../../../core/session/session-contract.ts';
 import { ecdsaOtSetupWith, encodeOtSetup, type EcdsaOtSetup } from '../../protocols/ecdsa/ot-setup.ts';
 import { nativePrimitives } from '../native-primitives.ts';
 import { SessionRefused } from '../session-host.ts';
-import { readParams, runProtocol } from '../protocols/run-protocol.ts';
+import { readParams } from '../protocols/run-protocol.ts';
+import { runLong } from './long-run.ts';
 import type { EpochSessionParams } from '../../../core/session/session-params.ts';
 import type { SessionKind } from './session-kind.ts';
 import type { NodeProtocolDeps } from './session-deps.ts';
@@ -26,7 +27,7 @@ export function otSetupSession(deps: NodeProtocolDeps): SessionKind<EpochSession
     run({ ctx, params: p }, keep) {
       const me = ctx.myIndex;
       const params = { sessionId: bytesToHex(ctx.open.sessionId), keyId: p.keyId, epoch: p.epoch, parties: ctx.parties.map((x) => x.index), me };
-      return runProtocol(ecdsaOtSetup, me, [params], ([setup]) => keep(otResult.encode({ keyId: p.keyId, epoch: p.epoch }), setup!));
+      return runLong(deps, 'ecdsa-ot-setup', ecdsaOtSetup, me, [params], ([setup]: EcdsaOtSetup[]) => keep(otResult.encode({ keyId: p.keyId, epoch: p.epoch }), setup!));
     },
     commit: ({ params: p }, setup) => vault.putOt(p.keyId, setup, encodeOtSetup(setup)),
   };

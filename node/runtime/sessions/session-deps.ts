@@ -6,6 +6,7 @@ import type { RosterRegistry } from '../authorization/roster-registry.ts';
 import type { TrustRegistry } from '../authorization/trust-registry.ts';
 import type { OtPairLocks } from '../ot-pair-locks.ts';
 import type { Primitives } from '../../protocols/math/primitives.ts';
+import type { ProtocolWorkers } from '../workers/protocol-workers.ts';
 
 export interface NodeProtocolDeps {
   vault: VaultShareStore;
@@ -19,4 +20,6 @@ export interface NodeProtocolDeps {
   otLocks?: OtPairLocks;
   /** Hashing and PRG for the protocols' hot paths; node:crypto's (native-primitives.ts) unless given. */
   primitives?: Primitives;
+  /** Worker threads for the long protocol steps (DKG, OT setup); inline on the main thread without. */
+  workers?: ProtocolWorkers;
 }
