@@ -1,4 +1,6 @@
-// `npm run bench [-- --json] [-- --only <substring>]`: runs every suite in bench/suites/.
+// `npm run bench [-- --json] [-- --only <file substring>] [-- --case <case substring>]`: runs every suite
+// in bench/suites/, or those files; `--case` keeps the cases whose name holds the substring and the
+// baselines they are measured against.
 import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -8,6 +10,8 @@ const args = process.argv.slice(2);
 const json = args.includes('--json');
 const onlyAt = args.indexOf('--only');
 const only = onlyAt >= 0 ? args[onlyAt + 1] : undefined;
+const caseAt = args.indexOf('--case');
+const onlyCase = caseAt >= 0 ? args[caseAt + 1] : undefined;
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), 'suites');
 const files = readdirSync(dir).filter((f) => f.endsWith('.bench.ts')).sort();
@@ -17,6 +21,19 @@ for (const f of files) {
   if (only && !f.includes(only) && !f.startsWith('baseline')) continue;
   const mod = (await import(pathToFileURL(join(dir, f)).href)) as { suite: BenchSuite };
   suites.push(mod.suite);
+}
+if (onlyCase) {
+  const all = new Map(suites.flatMap((s) => s.cases.map((c) => [c.name, c] as const)));
+  const keep = new Set<string>();
+  const add = (name: string) => {
+    if (keep.has(name)) return;
+    keep.add(name);
+    const base = all.get(name)?.baseline;
+    if (base) add(base);
+  };
+  for (const name of all.keys()) if (name.includes(onlyCase)) add(name);
+  for (const s of suites) s.cases = s.cases.filter((c) => keep.has(c.name));
+  suites.splice(0, suites.length, ...suites.filter((s) => s.cases.length > 0));
 }
 if (!json) console.log(`# machine: ${machine()}\n`);
 const results = await runSuites(suites);

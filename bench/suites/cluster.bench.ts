@@ -94,6 +94,32 @@ let evmPool: SignRequest[] = [];
 const spend = () => client.sign(spendPool.pop() ?? spendRequest());
 const evmSign = () => client.sign(evmPool.pop() ?? evmRequest());
 
+/**
+ * Signing latency while a key is made on the same nodes (DKG and ECDSA OT setup): Taproot and ECDSA
+ * signatures one after another, first idle, then for as long as a vault creation runs. The node's
+ * protocol workers (NODE_PROTOCOL_WORKERS, passed through to the nodes) keep the key generation's long
+ * steps off the event loop that serves the signing rounds.
+ */
+const duringKeygen = { idle: [] as number[], busy: [] as number[], keys: 0 };
+let keygenSeq = 0;
+async function timedSign(into: number[], kind: number): Promise<void> {
+  const t0 = performance.now();
+  await (kind % 2 === 0 ? spend() : evmSign());
+  into.push(performance.now() - t0);
+}
+async function signDuringKeygen(): Promise<void> {
+  for (let i = 0; i < 6; i++) await timedSign(duringKeygen.idle, i);
+  let done = false;
+  const keygen = client.createVault({ vaultId: `bench-bg-${keygenSeq++}`, owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 120_000 }).finally(() => {
+    done = true;
+  });
+  for (let i = 0; !done; i++) await timedSign(duringKeygen.busy, i);
+  await keygen;
+  duringKeygen.keys++;
+}
+const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))] ?? NaN;
+const median = (xs: number[]) => quantile(xs, 0.5);
+
 const localKeys = dkgKeys(3, 2, 'cluster-bench');
 const digest = bytesToHex(sha256(new TextEncoder().encode('cluster bench')));
 let n = 0;
@@ -113,7 +139,8 @@ export const suite: BenchSuite = {
     cluster.useCoordinatorPort(port);
     const keysFile = join(cluster.dir, 'keys.json');
     writeFileSync(keysFile, JSON.stringify({ [ORG]: { k: bytesToHex(ed25519.getPublicKey(apiSecret)) } }));
-    await Promise.all(['n1', 'n2', 'n3'].map((name) => cluster.startNode(name, { NODE_API_KEYS_FILE: keysFile })));
+    const workers = process.env.NODE_PROTOCOL_WORKERS;
+    await Promise.all(['n1', 'n2', 'n3'].map((name) => cluster.startNode(name, { NODE_API_KEYS_FILE: keysFile, ...(workers !== undefined ? { NODE_PROTOCOL_WORKERS: workers } : {}) })));
     client = createClient(CoordinatorService, `127.0.0.1:${port}`, grpc.credentials.createInsecure());
     const k = (await client.createVault({ vaultId: 'bench', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 120_000 })).vault!;
     localEcdsa = ecdsaCommittee(3, 2, 'cluster-bench-ecdsa');
@@ -156,6 +183,22 @@ export const suite: BenchSuite = {
         ecdsaConcurrentMs = performance.now() - t0;
       },
       extra: () => ({ sigs_per_s: Math.round((16 / ecdsaConcurrentMs) * 1000 * 10) / 10 }),
+    },
+    {
+      name: 'cluster.grpc.sign.during-keygen',
+      runs: 3,
+      warmup: 0,
+      fn: signDuringKeygen,
+      extra: () => ({
+        protocol_workers: process.env.NODE_PROTOCOL_WORKERS ?? 'default',
+        keys_made: duringKeygen.keys,
+        idle_median_ms: Math.round(median(duringKeygen.idle)),
+        during_keygen_median_ms: Math.round(median(duringKeygen.busy)),
+        during_keygen_p90_ms: Math.round(quantile(duringKeygen.busy, 0.9)),
+        during_keygen_max_ms: Math.round(Math.max(...duringKeygen.busy)),
+        ratio_during_to_idle: Math.round((median(duringKeygen.busy) / median(duringKeygen.idle)) * 100) / 100,
+        p90_ratio_during_to_idle: Math.round((quantile(duringKeygen.busy, 0.9) / quantile(duringKeygen.idle, 0.9)) * 100) / 100,
+      }),
     },
   ],
 };
