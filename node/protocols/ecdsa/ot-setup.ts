@@ -19,7 +19,7 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { Fn, exposeScalar, parsePoint, pointHex, secretScalar } from '../math/curve.ts';
 import { taggedHashHex } from '../../../core/codec/transcript.ts';
 import { InputError, ProtocolAbort, blame } from '../../../core/errors/protocol-errors.ts';
-import { checkParties, checkSessionId, readPayload, type Message, type Protocol } from '../round/machine.ts';
+import { checkParties, checkSessionId, readPayload, storeByRound, type Message, type Protocol } from '../round/machine.ts';
 import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
 import { SecretBytes } from '../../../core/codec/secret.ts';
 import { BASE_OT_COUNT, baseOtChoose, baseOtKeys, baseOtSender, joinKeys, splitKeys, unpackPoints } from '../ot/base-ot.ts';
@@ -183,12 +183,7 @@ export function ecdsaOtSetupWith(prims: Primitives): Protocol<OtSetupParams, OtS
       throw new ProtocolAbort('bad_message', [from], `no round ${round}`);
     },
 
-    store(s, round, msg, parsed) {
-      const k = String(msg.from);
-      if (round === 1) return { ...s, r1: { ...s.r1, [k]: parsed as R1 } };
-      if (round === 2) return { ...s, r2: { ...s.r2, [k]: parsed as StoredR2 } };
-      return { ...s, r3: { ...s.r3, [k]: parsed as R3 } };
-    },
+    store: storeByRound,
 
     ready(s, round) {
       if (round === 3) return lower(s.params).every((p) => s.r3[String(p)]);

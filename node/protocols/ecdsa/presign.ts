@@ -19,7 +19,7 @@ import { taggedHashHex } from '../../../core/codec/transcript.ts';
 import { hashToScalar } from '../math/hash-to-scalar.ts';
 import { noblePrimitives, type Primitives } from '../math/primitives.ts';
 import { InputError, ProtocolAbort, blame } from '../../../core/errors/protocol-errors.ts';
-import { checkParties, checkSessionId, readPayload, type Message, type Protocol } from '../round/machine.ts';
+import { checkParties, checkSessionId, readPayload, storeByRound, type Message, type Protocol } from '../round/machine.ts';
 import { encodeBlob } from '../../../core/codec/blob.ts';
 import type { SecretBytes } from '../../../core/codec/secret.ts';
 import { checkEcho, echoDigest } from '../round/echo.ts';
@@ -227,12 +227,7 @@ export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, Pre
       throw new ProtocolAbort('bad_message', [from], `no round ${round}`);
     },
 
-    store(s, round, msg, parsed) {
-      const k = String(msg.from);
-      if (round === 1) return { ...s, r1: { ...s.r1, [k]: parsed as R1 } };
-      if (round === 2) return { ...s, r2: { ...s.r2, [k]: parsed as StoredR2 } };
-      return { ...s, r3: { ...s.r3, [k]: parsed as R3 } };
-    },
+    store: storeByRound,
 
     ready(s, round) {
       return others(s).every((p) => (round === 1 ? s.r1 : round === 2 ? s.r2 : s.r3)[String(p)]);

@@ -131,3 +131,18 @@ export function checkParties(parties: number[], me: number): void {
 export function checkSessionId(sessionId: string): void {
   if (!/^[0-9a-f]{64}$/.test(sessionId)) throw new InputError('bad_session', 'session id is 32 bytes of hex');
 }
+
+/** The per-round maps of a three-round protocol's state: round k's verified messages in `r<k>`, by sender. */
+export interface ByRound {
+  r1: Record<string, unknown>;
+  r2: Record<string, unknown>;
+  r3: Record<string, unknown>;
+}
+
+/** `store` of a protocol whose state keeps its rounds' verified messages by sender (ByRound). */
+export function storeByRound<S extends ByRound>(s: S, round: number, msg: Message, parsed: unknown): S {
+  const k = String(msg.from);
+  if (round === 1) return { ...s, r1: { ...s.r1, [k]: parsed } };
+  if (round === 2) return { ...s, r2: { ...s.r2, [k]: parsed } };
+  return { ...s, r3: { ...s.r3, [k]: parsed } };
+}
