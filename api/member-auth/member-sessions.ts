@@ -13,6 +13,7 @@ import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { AuditLog, Actor } from '../tenancy/audit-log.ts';
 import type { ApplicationRecord } from './member-auth-records.ts';
+import { hostedMemberActive } from './hosted-members.ts';
 import {
   LIFETIMES, REFRESH_CREDENTIAL, SESSION_COLLECTIONS as S, SESSION_ID, newSecret, sameDigest, sha256hex,
   type CallerBinding, type MemberBindingRecord, type MemberContext, type MemberSessionRecord, type RefreshCredentialRecord,
@@ -86,9 +87,17 @@ export class MemberSessions {
     };
   }
 
-  /** The application's trust in the member still holds: same version, binding active in its namespace. */
-  private async checkTrust(caller: MemberCaller, version: number, bindingKey: string): Promise<MemberBindingRecord> {
+  /**
+   * The application's trust in the member still holds: same version, binding active in its namespace. A
+   * Hosted application's session names its hosted member (hosted-members.ts), never a BYO binding.
+   */
+  private async checkTrust(caller: MemberCaller, version: number, bindingKey: string): Promise<MemberBindingRecord | undefined> {
     const app = caller.application;
+    if (app.kind === 'hosted' && app.hosted) {
+      if (version !== app.version) throw sessionInvalid('the application\'s configuration changed since the member signed in; sign in again');
+      if (!(await hostedMemberActive(this.store, { tenant: caller.tenant, workspace: caller.workspace, application: app.id }, bindingKey))) throw new CustodyError('member_binding_inactive', 'this member is not active in the application');
+      return undefined;
+    }
     if (app.kind !== 'byo_oidc' || !app.byo_oidc) throw sessionInvalid('the application is not a BYO OIDC application');
     if (version !== app.version) throw sessionInvalid('the application\'s configuration changed since the member signed in; sign in again');
     const binding = await S.bindings.in(this.store).get(bindingKey);
@@ -124,7 +133,7 @@ export class MemberSessions {
     const { session, family } = await this.validate(caller, sessionId);
     return {
       member: { id: session.member_id },
-      application: { id: caller.application.id, kind: 'byo_oidc', version: session.application_version },
+      application: { id: caller.application.id, kind: caller.application.kind, version: session.application_version },
       workspace: caller.workspace,
       environment: caller.environment,
       session: { expires_at: session.expires_at, refresh_expires_at: session.refresh_expires_at, authenticated_at: family.authenticated_at, created_at: session.created_at },

@@ -14,7 +14,7 @@ export interface MemberSessionGrant {
 /** The safe member context of GET /member-auth/session: no token, no provider claim beyond the member id. */
 export interface MemberContext {
   member: { id: string };
-  application: { id: string; kind: 'byo_oidc'; version: number };
+  application: { id: string; kind: 'byo_oidc' | 'hosted'; version: number };
   workspace: string;
   environment: string;
   session: { expires_at: string; refresh_expires_at: string; authenticated_at: string; created_at: string };

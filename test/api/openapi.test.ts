@@ -14,11 +14,13 @@ import { VaultService } from '../../api/vaults/vault-service.ts';
 import { TransactionService } from '../../api/transactions/transaction-service.ts';
 import { createPlatform } from '../../api/platform.ts';
 
-/** Operations anyone may call: liveness, the public branding bundle and webhook key, the logo upload and read. */
+/** Operations anyone may call: liveness, the public branding bundle and webhook key, the logo upload and read, the Hosted Auth page. */
 const PUBLIC = new Set([
   'GET /healthz', 'GET /readyz',
   'GET /v1/public/branding', 'GET /v1/public/webhook-signing-key',
   'PUT /v1/uploads/{prefix}/{name}', 'GET /v1/objects/{prefix}/{name}',
+  // The Hosted Auth page: the member's browser, with the flow cookie and CSRF token (docs/platform/hosted-auth.md).
+  'GET /v1/hosted-auth/{id}', 'POST /v1/hosted-auth/{id}/email', 'POST /v1/hosted-auth/{id}/code', 'POST /v1/hosted-auth/{id}/resend', 'POST /v1/hosted-auth/{id}/totp',
 ]);
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options']);
 

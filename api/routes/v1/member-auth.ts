@@ -41,7 +41,7 @@ const Grant = Type.Object({
 });
 const Context = Type.Object({
   member: Type.Object({ id: Type.String() }),
-  application: Type.Object({ id: Type.String(), kind: Type.Literal('byo_oidc'), version: Type.Integer() }),
+  application: Type.Object({ id: Type.String(), kind: Type.Union([Type.Literal('byo_oidc'), Type.Literal('hosted')]), version: Type.Integer() }),
   workspace: Type.String(), environment: Type.String(),
   session: Type.Object({ expires_at: Type.String(), refresh_expires_at: Type.String(), authenticated_at: Type.String(), created_at: Type.String() }),
   acr: Type.Union([Type.String(), Type.Null()]), amr: Type.Array(Type.String()),

@@ -1,0 +1,141 @@
+// The Hosted Auth page (docs/platform/hosted-auth.md "The page"): public routes under /v1/hosted-auth/,
+// reached by the member's browser through the authorization_url the BFF got. No credential but the
+// authorization id and, from the first GET on, the `__Host-` flow cookie (SameSite=Lax) that binds the
+// ceremony to that browser; every form carries a CSRF token derived from the cookie. POST-redirect-GET:
+// a step answers 303 to the page again, or, once the member is authenticated, to the application's
+// registered callback with the one-time result and the BFF's state.
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { CustodyError } from '../../core/errors/custody-error.ts';
+import { httpStatusOfCode } from '../../core/errors/http-status.ts';
+import type { Platform } from '../platform.ts';
+import type { Mailer } from '../email/mailer.ts';
+import { maskEmail } from '../email/mailer.ts';
+import { resolveTheme, type Theme } from '../branding/branding-service.ts';
+import type { HostedAuthorizations, StepOutcome, CodeToSend } from '../member-auth/hosted-authorizations.ts';
+import type { HostedAuthorizationRecord } from '../member-auth/hosted-records.ts';
+import { esc, logoOrigin, newNonce, noticeText, pageHeaders, renderPage, type PageStep } from './hosted-page.ts';
+
+export interface HostedPageOptions {
+  platform: Platform;
+  authorizations: HostedAuthorizations;
+  mailer: Mailer | undefined;
+}
+
+const FORM_LIMIT = 4096;
+
+/** Where a form of this authorization may lead: the application's origin and its callback's (form-action covers the redirect). */
+function formOrigins(a: HostedAuthorizationRecord): string {
+  const callback = new URL(a.redirect_uri).origin;
+  return callback === a.origin ? a.origin : `${a.origin} ${callback}`;
+}
+const cookieName = (id: string) => `__Host-hauth-${id.slice(4)}`;
+
+function cookieOf(req: FastifyRequest, id: string): string | undefined {
+  const header = req.headers.cookie;
+  if (typeof header !== 'string') return undefined;
+  const name = cookieName(id);
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) {
+      const v = part.slice(eq + 1).trim();
+      return /^[A-Za-z0-9_-]{43}$/.test(v) ? v : undefined;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The form's text fields (the parser below gives each name at most once); a body of another type (JSON)
+ * keeps only its string fields, so a step sees text or nothing and refuses the rest as it would a blank.
+ */
+function formOf(req: FastifyRequest): Record<string, string> {
+  const b = req.body;
+  if (!b || typeof b !== 'object' || Array.isArray(b)) return {};
+  return Object.fromEntries(Object.entries(b as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1].length <= 1024));
+}
+
+export const hostedPageRoutes: FastifyPluginAsync<HostedPageOptions> = async (app, { platform, authorizations, mailer }) => {
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_LIMIT }, (_req, body, done) => {
+    const out: Record<string, string> = Object.create(null) as Record<string, string>;
+    for (const [k, v] of new URLSearchParams(body as string)) {
+      if (Object.hasOwn(out, k)) return done(null, {});
+      out[k] = v;
+    }
+    done(null, out);
+  });
+
+  async function themeOf(a: HostedAuthorizationRecord | undefined, surface: 'hosted_auth' | 'email'): Promise<Theme> {
+    if (!a) return resolveTheme({}, null);
+    return (await platform.branding.view({ tenant: a.tenant, workspace: a.workspace })).surfaces[surface]?.resolved ?? resolveTheme({}, null);
+  }
+
+  async function send(reply: FastifyReply, a: HostedAuthorizationRecord | undefined, status: number, step: PageStep & { csrf?: string; notice?: string | undefined }) {
+    const theme = await themeOf(a, 'hosted_auth');
+    const nonce = newNonce();
+    return reply.code(status).headers(pageHeaders(nonce, a ? formOrigins(a) : undefined, logoOrigin(theme))).send(renderPage(theme, nonce, step));
+  }
+
+  /** A refusal as a page: the registered code's status, the code in data-error-code, the message. */
+  async function refusal(reply: FastifyReply, id: string, err: unknown) {
+    if (!(err instanceof CustodyError)) throw err;
+    const a = await authorizations.find(id).catch(() => undefined);
+    return send(reply, a, httpStatusOfCode(err.code), { step: 'error', code: err.code, message: err.message });
+  }
+
+  /**
+   * Sends a code without holding the request: the answer takes as long whether or not a code goes out
+   * (no enumeration by timing), and a failure is logged by its category only (no address, no code).
+   */
+  function dispatch(req: FastifyRequest, c: CodeToSend): void {
+    if (!mailer) return;
+    void (async () => {
+      const theme = await themeOf(c.authorization, 'email');
+      const brand = String(theme.from_name ?? theme.brand_name ?? 'Sign in');
+      const subject = `${String(theme.brand_name ?? 'Your')} sign-in code`;
+      const intro = typeof theme.intro_override === 'string' ? theme.intro_override : 'Use this code to finish signing in:';
+      await mailer.send({
+        to: c.to, fromName: brand, subject,
+        text: `${intro}\n\n${c.code}\n\nIt works for 10 minutes. If you did not try to sign in, ignore this email.\n`,
+        html: `<p>${esc(intro)}</p><p style="font-size:24px;font-weight:600;letter-spacing:4px;color:${esc(String(theme.email_text_color ?? '#111827'))}">${c.code}</p><p>It works for 10 minutes. If you did not try to sign in, ignore this email.</p>`,
+      });
+    })().catch((err: unknown) => req.log.warn({ to: maskEmail(c.to), category: (err as { code?: string }).code ?? 'send_failed' }, 'hosted auth code email not sent'));
+  }
+
+  const SCHEMA = (summary: string) => ({ summary, tags: ['member auth'], security: [], description: 'The Hosted Auth page (HTML, form posts); reached by the member\'s browser through authorization_url. docs/platform/hosted-auth.md' });
+
+  app.get<{ Params: { id: string }; Querystring: { n?: string } }>('/hosted-auth/:id', { config: { public: true }, schema: SCHEMA('The Hosted Auth page (HTML)') }, async (req, reply) => {
+    const { id } = req.params;
+    try {
+      const { authorization: a, setCookie, csrf } = await authorizations.open(id, cookieOf(req, id));
+      if (setCookie) {
+        const maxAge = Math.max(1, Math.floor((Date.parse(a.expires_at) - platform.clock()) / 1000));
+        reply.header('set-cookie', `${cookieName(id)}=${setCookie}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=${maxAge}`);
+      }
+      const base = `/v1/hosted-auth/${id}`;
+      const notice = noticeText(typeof req.query.n === 'string' ? req.query.n : undefined);
+      if (a.status === 'code_sent') return await send(reply, a, 200, { step: 'code', action: `${base}/code`, resendAction: `${base}/resend`, sentTo: maskEmail(a.email ?? ''), csrf, notice });
+      if (a.status === 'totp') return await send(reply, a, 200, { step: 'totp', action: `${base}/totp`, csrf, notice });
+      return await send(reply, a, 200, { step: 'email', action: `${base}/email`, csrf, notice });
+    } catch (err) {
+      return refusal(reply, id, err);
+    }
+  });
+
+  const post = (path: string, summary: string, run: (id: string, cookie: string | undefined, form: Record<string, string>) => Promise<StepOutcome>) => {
+    app.post<{ Params: { id: string } }>(`/hosted-auth/:id/${path}`, { config: { public: true }, schema: SCHEMA(summary) }, async (req, reply) => {
+      const { id } = req.params;
+      try {
+        const out = await run(id, cookieOf(req, id), formOf(req));
+        if (out.kind === 'callback') return await reply.code(303).headers({ location: out.location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }).send();
+        if (out.send) dispatch(req, out.send);
+        return await reply.code(303).headers({ location: `/v1/hosted-auth/${id}${out.notice ? `?n=${out.notice}` : ''}`, 'cache-control': 'no-store' }).send();
+      } catch (err) {
+        return refusal(reply, id, err);
+      }
+    });
+  };
+  post('email', 'Hosted Auth page: submit the email address', (id, c, f) => authorizations.submitEmail(id, c, f.csrf, f.email));
+  post('code', 'Hosted Auth page: submit the emailed six-digit code', (id, c, f) => authorizations.submitCode(id, c, f.csrf, f.code));
+  post('resend', 'Hosted Auth page: send a new email code', (id, c, f) => authorizations.resend(id, c, f.csrf));
+  post('totp', 'Hosted Auth page: submit the TOTP code', (id, c, f) => authorizations.submitTotp(id, c, f.csrf, f.code));
+};

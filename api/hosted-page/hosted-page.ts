@@ -1,0 +1,106 @@
+// The Hosted Auth page's HTML (platform-api.md "Confidential exchange rules" 12: "branding comes from the
+// tenant theme"; docs/platform/hosted-auth.md "The page"). Plain forms and POST-redirect-GET, no script:
+// the Content-Security-Policy allows no script at all, styles only by a per-response nonce, forms only to
+// this page and the application's registered origin (a form's redirect to the callback is checked by
+// form-action too), and no framing. Every value from the theme or the request is escaped.
+import { randomBytes } from 'node:crypto';
+import type { Theme } from '../branding/branding-service.ts';
+
+const ESC: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', '\'': '&#39;' };
+export const esc = (s: string): string => s.replace(/[&<>"']/g, (c) => ESC[c]!);
+const color = (v: unknown, fallback: string): string => (typeof v === 'string' && /^#[0-9A-Fa-f]{6}$/.test(v) ? v : fallback);
+const text = (v: unknown, fallback: string): string => (typeof v === 'string' && v.length > 0 ? v : fallback);
+
+/** The security headers of every page answer; `formOrigin`: the application's origins forms may lead to, when known. */
+export function pageHeaders(nonce: string, formOrigin?: string, imageOrigin?: string): Record<string, string> {
+  const csp = [
+    'default-src \'none\'', `style-src 'nonce-${nonce}'`, `img-src 'self'${imageOrigin ? ` ${imageOrigin}` : ''}`,
+    `form-action 'self'${formOrigin ? ` ${formOrigin}` : ''}`, 'frame-ancestors \'none\'', 'base-uri \'none\'',
+  ].join('; ');
+  return {
+    'content-type': 'text/html; charset=utf-8', 'content-security-policy': csp, 'x-frame-options': 'DENY', 'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer', 'cache-control': 'no-store', 'cross-origin-opener-policy': 'same-origin', 'cross-origin-resource-policy': 'same-origin',
+  };
+}
+
+export const newNonce = (): string => randomBytes(16).toString('base64');
+
+/** The https origin of an absolute logo URL, for img-src; undefined for a path on this API. */
+export function logoOrigin(theme: Theme): string | undefined {
+  const u = theme.logo_url;
+  if (typeof u !== 'string' || u.startsWith('/')) return undefined;
+  try {
+    const p = new URL(u);
+    return p.protocol === 'https:' ? p.origin : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export type PageStep =
+  | { step: 'email'; action: string }
+  | { step: 'code'; action: string; resendAction: string; sentTo: string }
+  | { step: 'totp'; action: string }
+  | { step: 'error'; code: string; message: string };
+
+const NOTICES: Record<string, string> = {
+  email_invalid: 'Enter a valid email address.',
+  code_wrong: 'That code is not right. Check the latest email and try again.',
+  code_expired: 'That code expired. Ask for a new one.',
+  totp_wrong: 'That authenticator code is not right, or was already used. Wait for the next one.',
+  resent: 'We sent a new code. Only the newest code works.',
+  resend_wait: 'Wait a little before asking for another code.',
+  resend_exhausted: 'No more codes can be sent for this sign-in. Go back to the application and start again.',
+};
+
+/** A known notice key's text; an unknown key shows nothing (the query string is the visitor's to edit). */
+export const noticeText = (key: string | undefined): string | undefined => (key && Object.hasOwn(NOTICES, key) ? NOTICES[key] : undefined);
+
+export function renderPage(theme: Theme, nonce: string, s: PageStep & { csrf?: string; notice?: string | undefined }): string {
+  const brand = text(theme.brand_name, 'Sign in');
+  const title = text(theme.app_title, brand);
+  const primary = color(theme.primary_color, '#1F4FD8');
+  const secondary = color(theme.secondary_color, '#0F172A');
+  const logo = typeof theme.logo_url === 'string' ? `<img class="logo" src="${esc(theme.logo_url)}" alt="">` : '';
+  const hidden = s.csrf ? `<input type="hidden" name="csrf" value="${esc(s.csrf)}">` : '';
+  const notice = s.notice ? `<p class="notice" role="alert">${esc(s.notice)}</p>` : '';
+  let body: string;
+  switch (s.step) {
+    case 'email':
+      body = `<h1>Sign in</h1><p>Enter your email address. We will send you a six-digit code.</p>${notice}
+<form method="post" action="${esc(s.action)}">${hidden}<label for="email">Email</label>
+<input id="email" name="email" type="email" autocomplete="email" maxlength="254" required autofocus>
+<button id="submit" type="submit">Send code</button></form>`;
+      break;
+    case 'code':
+      body = `<h1>Check your email</h1><p>If ${esc(s.sentTo)} can sign in here, a six-digit code is on its way. It works for 10 minutes.</p>${notice}
+<form method="post" action="${esc(s.action)}">${hidden}<label for="code">Code</label>
+<input id="code" name="code" inputmode="numeric" pattern="[0-9]{6}" maxlength="6" autocomplete="one-time-code" required autofocus>
+<button id="submit" type="submit">Continue</button></form>
+<form method="post" action="${esc(s.resendAction)}">${hidden}<button id="resend" class="link" type="submit">Send a new code</button></form>`;
+      break;
+    case 'totp':
+      body = `<h1>Authenticator code</h1><p>Enter the six-digit code from your authenticator app.</p>${notice}
+<form method="post" action="${esc(s.action)}">${hidden}<label for="totp">Authenticator code</label>
+<input id="totp" name="code" inputmode="numeric" pattern="[0-9]{6}" maxlength="6" autocomplete="one-time-code" required autofocus>
+<button id="submit" type="submit">Verify</button></form>`;
+      break;
+    case 'error':
+      body = `<h1>Sign-in stopped</h1><p class="error" data-error-code="${esc(s.code)}">${esc(s.message)}</p>`;
+      break;
+  }
+  const footer = typeof theme.footer_text === 'string' ? `<footer>${esc(theme.footer_text)}</footer>` : '';
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer"><title>${esc(title)}</title>
+<style nonce="${esc(nonce)}">
+*{box-sizing:border-box}body{margin:0;font-family:system-ui,sans-serif;color:${secondary};background:#fff}
+.brand-bar{height:56px;background:${primary};display:flex;align-items:center;padding:0 24px;color:#fff;font-weight:600}
+.logo{height:32px;margin-right:12px}main{max-width:420px;margin:40px auto;padding:0 24px}
+label{display:block;margin:16px 0 6px}input{width:100%;padding:10px;font-size:16px;border:1px solid #94A3B8;border-radius:6px}
+button{margin-top:16px;width:100%;padding:12px;font-size:16px;border:0;border-radius:6px;background:${primary};color:#fff}
+button.link{background:none;color:${primary};width:auto;padding:0}.notice,.error{color:#B91C1C}footer{text-align:center;font-size:12px;margin:40px 0}
+</style></head>
+<body><header class="brand-bar" id="brand-bar">${logo}<span>${esc(brand)}</span></header>
+<main>${body}</main>${footer}</body></html>`;
+}

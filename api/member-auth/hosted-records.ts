@@ -1,0 +1,191 @@
+// The stored shape of Hosted Auth (platform-api.md "Confidential exchange rules" 11 and 12;
+// docs/platform/hosted-auth.md): hosted members (their own identity space, never linked to a BYO OIDC
+// binding, never found by email across applications), authorizations (one ceremony each) and the index
+// of one-time results. Every secret a browser or the BFF holds (flow cookie, email code, result code) is
+// stored as a digest only: SHA-256 for the 256-bit ones, HMAC-SHA-256 under a server key for the
+// six-digit email code, which is too short for a bare hash.
+import { createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { collection } from '../store/collection.ts';
+import type { Environment } from '../tenancy/tenancy-service.ts';
+
+export const HOSTED_COLLECTIONS = {
+  /** member id → HostedMemberRecord; index `<application> NUL <member id>` (the tenant's list). */
+  members: collection<HostedMemberRecord>('member_auth_hosted_members'),
+  /** `<application> NUL sha256(normalized email)` → the member's id: one member per address and application. */
+  memberEmails: collection<{ id: string }>('member_auth_hosted_member_emails'),
+  /** authorization id → HostedAuthorizationRecord; index `<retire_after>` for a sweep. */
+  authorizations: collection<HostedAuthorizationRecord>('member_auth_hosted_authorizations'),
+  /** sha256(result code) → the authorization it completes. */
+  results: collection<{ authorization: string }>('member_auth_hosted_results'),
+} as const;
+
+/** Lifetimes and bounds (docs/platform/hosted-auth.md "Limits"). Seconds unless named otherwise. */
+export const HOSTED_LIMITS = {
+  /** From begin-authorization to the result: the whole ceremony. */
+  authorization: 600,
+  /** An email code's life (capped by the authorization's). */
+  emailCode: 600,
+  /** Wrong email codes, then TOTP codes, before the authorization is locked. */
+  attempts: 5,
+  /** Email codes one authorization may send (the first and two resends). */
+  codesPerAuthorization: 3,
+  /** Between two codes of one authorization. */
+  resendInterval: 30,
+  /** The one-time result must be exchanged within this. */
+  result: 120,
+  /** A finished authorization is kept this long after its end, so a replayed result is recognized. */
+  retain: 86_400,
+  /** `state` length, characters. */
+  state: 512,
+  /** Hosted members per application. */
+  members: 10_000,
+} as const;
+
+export const AUTHORIZATION_ID = /^hau_[A-Za-z0-9_-]{43}$/;
+export const RESULT_CODE = /^hrc_[A-Za-z0-9_-]{43}$/;
+export const MEMBER_ID = /^hsub_[0-9a-f]{26}$/;
+/** RFC 7636 §4.1: 43 to 128 unreserved characters. */
+export const CODE_VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
+/** base64url(SHA-256(verifier)), unpadded: exactly 43 characters. */
+export const CODE_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
+/** `state`: opaque to us, but printable ASCII only, so it survives a URL and a log line unescaped. */
+export const STATE = /^[\x21-\x7e]{1,512}$/;
+
+export const sha256hex = (s: string): string => createHash('sha256').update(s).digest('hex');
+export const newToken = (prefix: string): string => `${prefix}${randomBytes(32).toString('base64url')}`;
+
+/** A six-digit code from the crypto RNG (uniform: randomInt rejects, never takes a modulus). */
+export const newEmailCode = (): string => randomInt(0, 1_000_000).toString().padStart(6, '0');
+
+/**
+ * Constant-time equality of two strings of ours (digests, tokens, base64url), byte for byte as UTF-8;
+ * different lengths are unequal. Not `sameDigest`, which reads hex and would stop at the first non-hex
+ * character of a base64url string.
+ */
+export function sameSecret(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && x.length > 0 && timingSafeEqual(x, y);
+}
+
+/** RFC 7636 S256: BASE64URL(SHA256(ASCII(code_verifier))), compared in constant time. */
+export function pkceMatches(verifier: string, challenge: string): boolean {
+  return sameSecret(createHash('sha256').update(verifier, 'ascii').digest('base64url'), challenge);
+}
+
+/** Keys the ceremony derives from one server key: the email codes' HMAC and the CSRF tokens'. */
+export class HostedKeys {
+  private readonly codeKey: Buffer;
+  private readonly csrfKey: Buffer;
+  constructor(serverKey: Uint8Array) {
+    this.codeKey = createHmac('sha256', serverKey).update('hosted-auth-email-code-v1').digest();
+    this.csrfKey = createHmac('sha256', serverKey).update('hosted-auth-csrf-v1').digest();
+  }
+
+  /** The stored form of an email code, bound to its authorization and its send counter. */
+  codeDigest(authorization: string, sent: number, code: string): string {
+    return createHmac('sha256', this.codeKey).update(`code-v1\x00${authorization}\x00${sent}\x00${code}`).digest('hex');
+  }
+
+  /** The CSRF token of an authorization's forms: bound to it and to the browser's flow cookie. */
+  csrfToken(authorization: string, flowCookie: string): string {
+    return createHmac('sha256', this.csrfKey).update(`csrf-v1\x00${authorization}\x00${flowCookie}`).digest('base64url');
+  }
+}
+
+/** A typed email address in the one form we compare: trimmed and lower-cased; undefined when not one. */
+export function normalizeEmail(text: string): string | undefined {
+  const v = text.trim().toLowerCase();
+  if (v.length > 254 || !/^[a-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/.test(v)) return undefined;
+  return v;
+}
+
+export const emailKey = (application: string, email: string): string => `${application}\x00${sha256hex(`hosted-email-v1\x00${email}`)}`;
+export const memberIndex = (m: Pick<HostedMemberRecord, 'application' | 'id'>) => [`${m.application}\x00${m.id}`];
+
+export type HostedMemberStatus = 'active' | 'disabled';
+
+/**
+ * A member of one Hosted application: identified by its hosted subject id (`hsub_…`), never by email.
+ * The address is where codes go and how the tenant recognizes an invitation; two applications' members
+ * with one address are two members, and none is ever a BYO OIDC binding.
+ */
+export interface HostedMemberRecord {
+  v: 1;
+  id: string;
+  tenant: string;
+  workspace: string;
+  application: string;
+  email: string;
+  status: HostedMemberStatus;
+  /** How it came to be: invited by the tenant, enrolled at its first verified email (open), or the sandbox demo persona. */
+  source: 'invited' | 'open' | 'demo';
+  demo: boolean;
+  /** TOTP secret (hex), when the member has a factor. */
+  totp_secret: string | null;
+  /** The last TOTP time step accepted: a code is never accepted twice. */
+  totp_last_step: number | null;
+  last_sign_in_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export type HostedMemberView = Pick<HostedMemberRecord, 'id' | 'email' | 'status' | 'source' | 'demo' | 'last_sign_in_at' | 'created_at' | 'updated_at'> & { totp: boolean };
+
+export function hostedMemberView(m: HostedMemberRecord): HostedMemberView {
+  return { id: m.id, email: m.email, status: m.status, source: m.source, demo: m.demo, totp: m.totp_secret !== null, last_sign_in_at: m.last_sign_in_at, created_at: m.created_at, updated_at: m.updated_at };
+}
+
+/**
+ * pending → code_sent → (totp →) authenticated → exchanged; locked after too many wrong codes; refused
+ * when the application requires TOTP and the member has none. Only `exchanged` follows `authenticated`.
+ */
+export type HostedAuthorizationStatus = 'pending' | 'code_sent' | 'totp' | 'authenticated' | 'exchanged' | 'locked' | 'refused';
+
+export interface HostedAuthorizationRecord {
+  v: 1;
+  id: string;
+  tenant: string;
+  workspace: string;
+  environment: Environment;
+  application: string;
+  /** The application's version at begin-authorization: the ceremony and the exchange recheck it. */
+  application_version: number;
+  publishable_key: string;
+  /** The BFF bearer key that began it; only it may exchange the result. */
+  principal: string;
+  /** The application's origin: the only place besides the page its forms may lead (CSP form-action). */
+  origin: string;
+  redirect_uri: string;
+  state: string;
+  code_challenge: string;
+  status: HostedAuthorizationStatus;
+  created_at: string;
+  expires_at: string;
+  /** sha256 of the flow cookie the first browser to open the page got; null until then. */
+  flow_cookie_sha256: string | null;
+  /** The address typed, normalized; dropped once the ceremony ends. */
+  email: string | null;
+  /** The member the address names in the application, when there is one. */
+  member_id: string | null;
+  /** Whether a right code can lead anywhere: false for an address that is not invited or is disabled. */
+  eligible: boolean;
+  code_sha256: string | null;
+  code_expires_at: string | null;
+  codes_sent: number;
+  last_code_sent_at: string | null;
+  attempts: number;
+  /** Why a refused authorization was refused (a registered error code). */
+  refused_code: string | null;
+  result_sha256: string | null;
+  result_expires_at: string | null;
+  member_created: boolean;
+  amr: string[];
+  authenticated_at: string | null;
+  /** The session family the exchange created: a replayed result revokes it. */
+  family: string | null;
+  exchanged_at: string | null;
+  retire_after: string;
+}
+
+export const retireIndexOf = (a: Pick<HostedAuthorizationRecord, 'retire_after'>) => [a.retire_after];
