@@ -25,6 +25,9 @@ import { webhookDeliveryRoutes } from './routes/v1/webhook-deliveries.ts';
 import { brandingRoutes, emailDomainRoutes, logoRoutes } from './routes/v1/branding.ts';
 import { memberAuthConfigRoutes } from './routes/v1/member-auth-config.ts';
 import { memberAuthRoutes } from './routes/v1/member-auth.ts';
+import { memberActionRoutes } from './routes/v1/member-actions.ts';
+import { memberAuthHostedRoutes } from './routes/v1/member-auth-hosted.ts';
+import { SmtpMailer } from './email/mailer.ts';
 import { readExchangeKeyFile } from './member-auth/exchange-cipher.ts';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -197,9 +200,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(logoRoutes, { platform, publicOrigin: opts.config.publicUrl });
       await p.register(memberAuthConfigRoutes, { platform });
       await p.register(memberAuthRoutes, { platform, ...(opts.config.memberAuthExchangeKeyFile ? { exchangeKey: await readExchangeKeyFile(opts.config.memberAuthExchangeKeyFile) } : {}) });
+      await p.register(memberAuthHostedRoutes, { platform, publicOrigin: opts.config.publicUrl, mailer: opts.config.smtpUrl ? new SmtpMailer({ url: opts.config.smtpUrl, from: opts.config.smtpFrom }) : undefined });
       if (vaults && opts.transactions) {
         const wallets = new WalletService({ vaults, transactions: opts.transactions, chains: opts.chains, links: new CustomerLinks(vaults.store), audit: platform.audit });
         await p.register(walletRoutes, { wallets, store: vaults.store, cursors: platform.cursors, clock: platform.clock });
+        // Member actions: a member's fresh proof for one exact transaction (docs/platform/member-actions.md).
+        await p.register(memberActionRoutes, {
+          platform, transactions: opts.transactions, publicOrigin: opts.config.publicUrl,
+          ...(opts.config.memberAuthExchangeKeyFile ? { exchangeKey: await readExchangeKeyFile(opts.config.memberAuthExchangeKeyFile) } : {}),
+        });
       }
     }, { prefix: '/v1' });
   }

@@ -106,6 +106,8 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
         intent: a?.intent ?? new Uint8Array(), intentSignature: a?.intentSignature ?? new Uint8Array(),
         apiKeyId: a?.apiKeyId ?? '', template: a?.template ?? new Uint8Array(), endUserToken: a?.endUserToken ?? '',
         trustLog: a?.trustLog ?? [],
+        // Checked by the sign-params encoder (core/session/session-params.ts) before any session opens.
+        ...(a?.memberAction ? { memberAction: { actionId: a.memberAction.actionId, salt: a.memberAction.salt } } : {}),
       });
       return { signatures: out.signatures, recoveryIds: out.recoveryIds, signers: out.signers, publicKey: out.publicKey };
     }),

@@ -29,6 +29,7 @@ const NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const SECRET_SHAPES: [RegExp, string][] = [
   [/^mss_/, 'a member session id'],
   [/^mrc_/, 'a refresh credential'],
+  [/^mas_/, 'a member-action signing session id'],
   [/^svc_(test|live)_/, 'a workspace bearer key'],
   [/^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\./, 'a JWT (ID or access token)'],
   [/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/, 'a compact JWS/JWT'],

@@ -140,6 +140,11 @@ export interface SendEvmParameters {
   /** Unix seconds after which the nodes refuse to sign; default an hour from now, at most a day ahead. */
   notAfter?: bigint;
   endUserToken?: string;
+  /**
+   * Instead of endUserToken: the signing session (`mas_…`) of a completed member action for this wallet
+   * and these exact intent bytes (MemberAuthClient.completeMemberAction; docs/platform/member-actions.md).
+   */
+  memberSigningSession?: string;
 }
 
 /** An unspent output of a Bitcoin wallet, as GET /v1/wallets/{id}/utxos lists it (amount: satoshis, base-10). */
@@ -169,6 +174,11 @@ export interface SendBitcoinParameters {
   /** Unix seconds after which the nodes refuse to sign; default an hour from now, at most a day ahead. */
   notAfter?: bigint;
   endUserToken?: string;
+  /**
+   * Instead of endUserToken: the signing session (`mas_…`) of a completed member action for this wallet
+   * and these exact intent bytes (MemberAuthClient.completeMemberAction; docs/platform/member-actions.md).
+   */
+  memberSigningSession?: string;
 }
 
 /** A transaction ready to submit: the canonical intent bytes and the signed request body. */
@@ -443,13 +453,13 @@ export class CustodyClient {
 
   /** The intent bytes and the POST /v1/transactions body of an EVM transfer, built and signed, not sent. */
   prepareEvm(p: SendEvmParameters): PreparedTransaction {
-    return this.prepared(p.wallet.id, this.evmIntent(p), p.idempotencyKey, p.endUserToken);
+    return this.prepared(p.wallet.id, this.evmIntent(p), p.idempotencyKey, p);
   }
 
   /** The same for a Bitcoin transfer; for a P2WPKH wallet without `inputs`, selects them first (a read). */
   async prepareBitcoin(p: SendBitcoinParameters): Promise<PreparedTransaction> {
     const inputs = p.inputs ?? (isP2wpkh(p.wallet) ? await this.selectInputs(p) : undefined);
-    return this.prepared(p.wallet.id, this.bitcoinIntent({ ...p, ...(inputs ? { inputs } : {}) }), p.idempotencyKey, p.endUserToken);
+    return this.prepared(p.wallet.id, this.bitcoinIntent({ ...p, ...(inputs ? { inputs } : {}) }), p.idempotencyKey, p);
   }
 
   /** Builds, signs and submits an EVM transfer (native or ERC-20). */
@@ -462,12 +472,13 @@ export class CustodyClient {
     return this.submitTransaction((await this.prepareBitcoin(p)).body);
   }
 
-  private prepared(walletId: string, intent: Uint8Array, idempotencyKey: string, endUserToken: string | undefined): PreparedTransaction {
+  private prepared(walletId: string, intent: Uint8Array, idempotencyKey: string, auth: { endUserToken?: string | undefined; memberSigningSession?: string | undefined }): PreparedTransaction {
     return {
       intent,
       body: {
         wallet_id: walletId, intent: bytesToHex(intent), idempotency_key: idempotencyKey, intent_signature: this.signIntent(intent),
-        ...(endUserToken ? { end_user_token: endUserToken } : {}),
+        ...(auth.endUserToken ? { end_user_token: auth.endUserToken } : {}),
+        ...(auth.memberSigningSession ? { member_signing_session: auth.memberSigningSession } : {}),
       },
     };
   }

@@ -43,7 +43,32 @@ const PATHS = {
   session: '/v1/member-auth/session',
   refresh: '/v1/member-auth/refresh',
   signOut: '/v1/member-auth/sign-out',
+  memberActions: '/v1/member-actions',
+  completeMemberAction: '/v1/member-actions/external/complete',
 } as const;
+
+/** POST /v1/member-actions: the action, and what the member's fresh OpenID authentication request must carry. */
+export interface MemberActionStart {
+  id: string;
+  status: 'pending_proof';
+  kind: 'transaction.sign';
+  wallet_id: string;
+  intent_sha256: string;
+  expires_at: string;
+  /** Send nonce, max_age and prompt (and acr_values) as authentication request parameters. */
+  proof: { nonce: string; max_age: number; prompt: 'login'; acr_values?: string; required_amr?: string[] };
+}
+
+/**
+ * A completed member action. `signing_session.id` goes to POST /v1/transactions as
+ * `member_signing_session` (CustodyClient `memberSigningSession`), once; `signing_url` only locates its
+ * status and carries no authority.
+ */
+export interface MemberActionCompletion {
+  id: string;
+  status: 'completed';
+  signing_session: { id: string; signing_url: string; expires_at: string };
+}
 
 const API_KEY = /^svc_(test|live)_\S+$/;
 const PUBLISHABLE_KEY = /^pk_(test|live)_[A-Za-z0-9_-]+$/;
@@ -137,6 +162,20 @@ export class MemberAuthClient {
   /** POST /v1/member-auth/refresh: spends the single-use credential for a new session and credential. */
   async refresh(refreshCredential: string): Promise<MemberSessionGrant> {
     return (await this.call<MemberSessionGrant>('POST', PATHS.refresh, { refresh_credential: refreshCredential })).json;
+  }
+
+  /**
+   * POST /v1/member-actions: freezes one transaction (its wallet and exact intent bytes, e.g.
+   * CustodyClient.evmIntent) for the member of `sessionId` and returns the nonce its fresh proof must carry.
+   */
+  async beginMemberAction(sessionId: string, action: { walletId: string; intent: Uint8Array }): Promise<MemberActionStart> {
+    const body = { kind: 'transaction.sign', wallet_id: action.walletId, intent: Buffer.from(action.intent).toString('base64') };
+    return (await this.call<MemberActionStart>('POST', PATHS.memberActions, body, sessionId)).json;
+  }
+
+  /** POST /v1/member-actions/external/complete: the provider's fresh ID token for the action's nonce, for a single-use signing session. */
+  async completeMemberAction(sessionId: string, actionId: string, idToken: string): Promise<MemberActionCompletion> {
+    return (await this.call<MemberActionCompletion>('POST', PATHS.completeMemberAction, { action_id: actionId, id_token: idToken }, sessionId)).json;
   }
 
   /** POST /v1/member-auth/sign-out: the exact session's sign-in by default (rule 10), or every one of the member. */

@@ -1,5 +1,5 @@
-// Transactions as stored (docs/transactions.md). The end-user token never lives here: it stays in the
-// transaction's job until the signature is made, then goes.
+// Transactions as stored (docs/transactions.md). The end-user token (or member-action proof) never lives
+// here: it stays in the transaction's job until the signature is made, then goes.
 export type TransactionState = 'created' | 'checks' | 'signed' | 'broadcast' | 'confirmed' | 'final' | 'failed' | 'rejected';
 
 export interface TransferRecord {
@@ -49,5 +49,7 @@ export interface TransactionJob {
   attempts: number;
   next_at: number;
   end_user_token?: string;
+  /** With a member-action proof as end_user_token: the binding the nodes recompute its nonce from (salt in hex). */
+  member_action?: { action_id: string; salt: string };
   last_error?: string;
 }

@@ -18,6 +18,7 @@ import * as bitcoin from 'bitcoinjs-lib';
 import { BITCOIN_NETWORK_PARAMS } from '../../core/chains/bitcoin/network-params.ts';
 import { checkPolicy, normalizeRecipient, type Policy, type Transfer } from '../policy/policy.ts';
 import { EndUserTokenError, intentSha256, verifyEndUserToken } from '../../core/auth/end-user-token.ts';
+import type { MemberActionBinding } from '../../core/auth/member-action.ts';
 import type { VaultService } from '../vaults/vault-service.ts';
 import type { ApiKeyRecord, VaultRecord, WalletRecord } from '../vaults/records.ts';
 import { newId, orgJobGroup } from '../vaults/vault-service.ts';
@@ -42,6 +43,23 @@ export interface SubmitTransaction {
   idempotency_key: string;
   intent_signature: string;
   end_user_token?: string | undefined;
+  /** Hosted vaults with end-user auth: a completed member action's signing session (docs/platform/member-actions.md). */
+  member_signing_session?: string | undefined;
+}
+
+/** A member signing session checked for one wallet and intent: the proof and binding the nodes need. */
+export interface MemberSigningClaim {
+  /** The member's ID token; a secret, as an end-user token is. */
+  token: string;
+  actionId: string;
+  salt: Uint8Array;
+  /** Under the organization's transaction lock: rechecks the session is unused and returns the ops that use it for `txId`. */
+  consume(txId: string): Promise<Op[]>;
+}
+
+/** The platform API's member actions, as POST /v1/transactions uses them (api/member-auth/member-actions.ts). */
+export interface MemberSigning {
+  claim(org: string, walletId: string, intentSha256: string, sessionId: string): Promise<MemberSigningClaim>;
 }
 
 export interface TransactionServiceOptions {
@@ -118,7 +136,7 @@ const SIGNING_STATES: readonly VaultRecord['state'][] = ['active', 'resharing', 
 
 /** Canonical JSON (sorted keys) of the fields that describe the transaction; the token only authorizes it. */
 function requestHash(body: SubmitTransaction): string {
-  const { end_user_token: _t, ...rest } = body;
+  const { end_user_token: _t, member_signing_session: _m, ...rest } = body;
   const sorted = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : 1)));
   return bytesToHex(sha256(new TextEncoder().encode(JSON.stringify(sorted))));
 }
@@ -128,6 +146,7 @@ export class TransactionService {
   private wake: (() => void) | undefined;
   /** The wallets' ledger, which the worker writes with each state change (one per process: it numbers the entries). */
   readonly ledger: WalletLedger;
+  private memberSigning: MemberSigning | undefined;
 
   constructor(private readonly o: TransactionServiceOptions) {
     this.now = o.now ?? (() => new Date());
@@ -148,6 +167,35 @@ export class TransactionService {
     return false;
   }
 
+  /** Set by the platform API when it serves member actions: POST /v1/transactions then takes member_signing_session. */
+  useMemberSigning(m: MemberSigning): void {
+    this.memberSigning = m;
+  }
+
+  /**
+   * The checks POST /v1/transactions runs on an intent before its signature (form, binding to the wallet
+   * of `org`, expiry, a chain backend), for a member action that freezes it: the same parser and rules.
+   */
+  async checkIntentFor(org: string, walletId: string, bytes: Uint8Array): Promise<{ wallet: WalletRecord; vault: VaultRecord; intent: Intent }> {
+    const wallet = await WALLETS.in(this.o.vaults.store).get(walletId);
+    if (!wallet || wallet.org !== org) throw new CustodyError('not_found', 'no such wallet');
+    if (walletState(wallet) === 'decommissioned') throw decommissioned(wallet);
+    const vault = await this.o.vaults.vault(org, wallet.vault_id);
+    let intent: Intent;
+    try {
+      intent = decodeIntent(bytes);
+    } catch (err) {
+      throw bad(`intent: ${err instanceof IntentFormatError ? err.message : 'malformed'}`);
+    }
+    this.checkBinding(org, wallet, intent, intent.idempotencyKey);
+    const expiry = intentExpiryProblem(intent.notAfter, BigInt(Math.floor(this.now().getTime() / 1000)));
+    if (expiry === 'intent_expiry_required') throw bad('the intent needs a not_after (Unix seconds); nodes sign only intents that expire');
+    if (expiry === 'intent_expiry_too_far') throw bad(`the intent's not_after is more than ${MAX_INTENT_LIFETIME_SECONDS / 3600n} hours ahead`);
+    if (expiry === 'intent_expired') throw bad('the intent has expired (not_after)');
+    if (!this.o.hasBackend(wallet.chain)) throw new CustodyError('conflict', `chain ${wallet.chain} has no backend configured on this service`);
+    return { wallet, vault, intent };
+  }
+
   onJob(wake: () => void): void {
     this.wake = wake;
   }
@@ -165,6 +213,7 @@ export class TransactionService {
   /** Returns the transaction and whether this call created it (false: an idempotent retry). */
   async submit(org: string, callerKeyId: string, body: SubmitTransaction): Promise<{ tx: TransactionRecord; created: boolean }> {
     const store = this.o.vaults.store;
+    if (body.end_user_token !== undefined && body.member_signing_session !== undefined) throw bad('give either end_user_token or member_signing_session, not both');
     const hash = requestHash(body);
     const prior = await this.byIdempotencyKey(org, body.idempotency_key);
     if (prior) return this.replay(prior, hash);
@@ -183,8 +232,19 @@ export class TransactionService {
     if (!this.o.hasBackend(wallet.chain)) throw new CustodyError('conflict', `chain ${wallet.chain} has no backend configured on this service`);
     const apiKeyId = await this.verifySignature(org, callerKeyId, bytes, body.intent_signature);
     if (expiry === 'intent_expired') throw forbidden('the intent has expired (not_after)');
-    if (vault.tier === 'hosted' && vault.end_user_auth) await this.checkEndUser(org, vault, body.end_user_token, bytes, nowMs);
-    else if (body.end_user_token !== undefined) throw bad('end_user_token applies to hosted vaults with end-user authentication only');
+    let member: MemberSigningClaim | undefined;
+    if (vault.tier === 'hosted' && vault.end_user_auth) {
+      if (body.member_signing_session !== undefined) {
+        if (!this.memberSigning) throw bad('member_signing_session needs the platform API\'s member actions, which this service does not run');
+        member = await this.memberSigning.claim(org, wallet.id, intentSha256(bytes), body.member_signing_session);
+        // The nodes' own check, run here first: a proof they would refuse is refused before anything is stored.
+        await this.checkEndUser(org, vault, member.token, bytes, nowMs, { actionId: member.actionId, salt: member.salt });
+      } else {
+        await this.checkEndUser(org, vault, body.end_user_token, bytes, nowMs);
+      }
+    } else if (body.end_user_token !== undefined || body.member_signing_session !== undefined) {
+      throw bad(`${body.end_user_token !== undefined ? 'end_user_token' : 'member_signing_session'} applies to hosted vaults with end-user authentication only`);
+    }
     const transfers = transfersOf(wallet.chain, intent);
 
     return this.o.vaults.store.exclusive(`tx-org:${org}`, async () => {
@@ -204,8 +264,14 @@ export class TransactionService {
         api_key_id: apiKeyId, intent_sha256: intentSha256(bytes), transfers: transfers.map((x) => ({ ...x, amount: x.amount.toString() })),
         tx_hash: null, reason: null, fee: null, created_at: t, updated_at: t,
       };
-      const job: TransactionJob = { id: tx.id, attempts: 0, next_at: 0, ...(body.end_user_token ? { end_user_token: body.end_user_token } : {}) };
+      // The member signing session is used in this batch, or not at all: of concurrent submissions, one wins.
+      const memberOps = member ? await member.consume(tx.id) : [];
+      const job: TransactionJob = {
+        id: tx.id, attempts: 0, next_at: 0, ...(body.end_user_token ? { end_user_token: body.end_user_token } : {}),
+        ...(member ? { end_user_token: member.token, member_action: { action_id: member.actionId, salt: bytesToHex(member.salt) } } : {}),
+      };
       await store.batch([
+        ...memberOps,
         this.txOp(tx),
         TX_JOBS.putOp(tx.id, job),
         signJob(tx),
@@ -338,11 +404,11 @@ export class TransactionService {
     return ok.id;
   }
 
-  private async checkEndUser(org: string, vault: VaultRecord, token: string | undefined, intent: Uint8Array, nowMs: number): Promise<void> {
+  private async checkEndUser(org: string, vault: VaultRecord, token: string | undefined, intent: Uint8Array, nowMs: number, memberAction?: MemberActionBinding): Promise<void> {
     const config = await END_USER_AUTH.in(this.o.vaults.store).get(org);
     if (!config) throw forbidden('end-user authentication is not configured for the organization');
     try {
-      await verifyEndUserToken(config, token, intent, vault.end_user_subject, Math.floor(nowMs / 1000));
+      await verifyEndUserToken(config, token, intent, vault.end_user_subject, Math.floor(nowMs / 1000), memberAction);
     } catch (err) {
       if (err instanceof EndUserTokenError) throw forbidden(err.message);
       throw err;

@@ -200,7 +200,7 @@ export class TransactionWorker {
     const job = (await TX_JOBS.in(store).get(id)) ?? { id, attempts: 0, next_at: 0 };
     const next: TransactionRecord = { ...tx, ...step.patch, state: step.to, updated_at: new Date().toISOString() };
     // The end-user token authorized one signature: it goes once the signature exists.
-    const { end_user_token: _token, ...rest } = job;
+    const { end_user_token: _token, member_action: _binding, ...rest } = job;
     const nextJob: TransactionJob = step.to === 'signed' || step.to === 'failed' || step.to === 'rejected' ? { ...rest, attempts: 0 } : { ...job, attempts: 0 };
     const ops: Op[] = [this.o.transactions.txOp(next, tx), ...(step.extra ?? [])];
     const type = EVENTS[step.to];
@@ -378,6 +378,7 @@ export class TransactionWorker {
         authorization: {
           intent: hexToBytes(tx.intent), intentSignature: hexToBytes(tx.intent_signature), apiKeyId: tx.api_key_id, template,
           endUserToken: job.end_user_token ?? '', ...(this.o.trustLog ? { trustLog: await this.o.trustLog(tx.org) } : {}),
+          ...(job.member_action ? { memberAction: { actionId: job.member_action.action_id, salt: hexToBytes(job.member_action.salt) } } : {}),
         },
       }, { deadline: Date.now() + 90_000 });
       if (res.signatures.length !== digests.length) throw new Error('the cluster returned a wrong number of signatures');

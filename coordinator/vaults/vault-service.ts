@@ -261,6 +261,7 @@ export class VaultService {
       keyId: input.vaultId, epoch: key.epoch, path: input.path, scheme: input.scheme, digests: input.digests,
       intent: input.intent, intentSignature: input.intentSignature, apiKeyId: input.apiKeyId, template: input.template, endUserToken: input.endUserToken,
       ...(input.trustLog ? { trustLog: input.trustLog } : {}),
+      ...(input.memberAction ? { memberAction: input.memberAction } : {}),
     });
     let ready = key;
     if (input.scheme === 'ecdsa' && key.otEpoch !== key.epoch) {

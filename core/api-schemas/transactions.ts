@@ -49,6 +49,7 @@ export const SubmitBody = Type.Object({
   idempotency_key: Type.String({ pattern: '^[\\x21-\\x7e]{1,128}$' }),
   intent_signature: Type.String({ pattern: '^[0-9a-fA-F]{128}$', description: 'Ed25519 signature over the canonical intent, hex' }),
   end_user_token: Type.Optional(Type.String({ minLength: 1, maxLength: 16384, description: 'hosted tier: JWT naming this intent (docs/end-user-auth.md)' })),
+  member_signing_session: Type.Optional(Type.String({ pattern: '^mas_[A-Za-z0-9_-]{43}$', description: 'hosted tier, instead of end_user_token: the signing session of a completed member action for this wallet and these exact intent bytes; single use (docs/platform/member-actions.md)' })),
 }, { additionalProperties: false });
 
 const IdT = Type.String({ minLength: 1, maxLength: 64 });

@@ -7,6 +7,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { CustodyError } from '../errors/custody-error.ts';
 import { isValidEd25519PublicKey } from '../../common/ed25519.ts';
+import { MEMBER_PROOF_MAX_AGE_S, memberActionNonce, memberActionProblem, sameText, type MemberActionBinding } from './member-action.ts';
 
 export const END_USER_ALGORITHMS = ['ES256', 'EdDSA', 'RS256', 'PS256'];
 /** Longest accepted token lifetime (exp - iat), seconds: a token authorizes one signature, soon. */
@@ -21,7 +22,7 @@ export interface EndUserAuthConfig {
 
 /** A refused end-user token; its code (kind `refused`) is the reason, also kept as `reason`. */
 export class EndUserTokenError extends CustodyError {
-  constructor(readonly reason: 'end_user_token_required' | 'bad_end_user_token' | 'wrong_end_user' | 'token_intent_mismatch', message: string) {
+  constructor(readonly reason: 'end_user_token_required' | 'bad_end_user_token' | 'wrong_end_user' | 'token_intent_mismatch' | 'member_action_mismatch' | 'member_proof_stale', message: string) {
     super(reason, message);
     this.name = 'EndUserTokenError';
   }
@@ -55,11 +56,14 @@ export const intentSha256 = (intent: Uint8Array) => bytesToHex(sha256(intent));
 
 /**
  * Verifies `token` for one intent. `subject` is the vault's bound end user, when it has one.
+ * With `memberAction`, the token is a member-action proof (core/auth/member-action.ts): a fresh OIDC ID
+ * token whose nonce commits to the action and the intent; without it, a token naming `intent_sha256`.
  * Throws EndUserTokenError; never includes the token in a message.
  */
-export async function verifyEndUserToken(config: EndUserAuthConfig, token: string | undefined, intent: Uint8Array, subject: string | null, nowSeconds: number): Promise<void> {
+export async function verifyEndUserToken(config: EndUserAuthConfig, token: string | undefined, intent: Uint8Array, subject: string | null, nowSeconds: number, memberAction?: MemberActionBinding): Promise<void> {
   if (!token) throw new EndUserTokenError('end_user_token_required', 'this hosted vault needs an end-user token for each transaction');
   if (token.length > 16_384) throw new EndUserTokenError('bad_end_user_token', 'end-user token is too long');
+  if (memberAction) return verifyMemberProof(config, token, intent, subject, nowSeconds, memberAction);
   let payload;
   try {
     ({ payload } = await jwtVerify(token, createLocalJWKSet(config.jwks as JSONWebKeySet), {
@@ -74,8 +78,43 @@ export async function verifyEndUserToken(config: EndUserAuthConfig, token: strin
   }
   // A future iat would stretch the lifetime bound: iat an hour ahead, exp 15 minutes after that.
   if (payload.iat! > nowSeconds + SKEW_S) throw new EndUserTokenError('bad_end_user_token', 'end-user token was issued in the future ("iat")');
-  if (payload.iat! > nowSeconds + SKEW_S) throw new EndUserTokenError('bad_end_user_token', 'end-user token was issued in the future');
   if (payload.exp! - payload.iat! > MAX_TOKEN_LIFETIME_S) throw new EndUserTokenError('bad_end_user_token', `end-user token lives longer than ${MAX_TOKEN_LIFETIME_S} s`);
   if (subject !== null && payload.sub !== subject) throw new EndUserTokenError('wrong_end_user', 'end-user token names another subject than the vault is bound to');
   if (payload['intent_sha256'] !== intentSha256(intent)) throw new EndUserTokenError('token_intent_mismatch', 'end-user token authorizes another intent');
+}
+
+/**
+ * A member-action proof: signature under the registered JWKS, the registered audience, not expired; its
+ * `nonce` the one the binding and this intent give; `iat` and `auth_time` within MEMBER_PROOF_MAX_AGE_S
+ * and not in the future; the bound subject. No lifetime bound (an ID token often lives an hour): the
+ * freshness of `iat` and `auth_time` bounds its use instead. A token naming `intent_sha256` is the other
+ * kind and is refused here, so neither kind can pass for the other.
+ */
+async function verifyMemberProof(config: EndUserAuthConfig, token: string, intent: Uint8Array, subject: string | null, nowSeconds: number, binding: MemberActionBinding): Promise<void> {
+  const problem = memberActionProblem(binding);
+  if (problem) throw new EndUserTokenError('member_action_mismatch', problem);
+  let payload;
+  try {
+    ({ payload } = await jwtVerify(token, createLocalJWKSet(config.jwks as JSONWebKeySet), {
+      audience: config.audience,
+      algorithms: END_USER_ALGORITHMS,
+      requiredClaims: ['exp', 'iat', 'sub', 'nonce', 'auth_time'],
+      clockTolerance: SKEW_S,
+      currentDate: new Date(nowSeconds * 1000),
+    }));
+  } catch (err) {
+    throw new EndUserTokenError('bad_end_user_token', `member-action proof does not verify: ${(err as Error).message}`);
+  }
+  if (payload['intent_sha256'] !== undefined) throw new EndUserTokenError('member_action_mismatch', 'a token naming intent_sha256 is not a member-action proof');
+  const authTime = payload['auth_time'];
+  if (typeof authTime !== 'number' || !Number.isFinite(authTime)) throw new EndUserTokenError('bad_end_user_token', 'member-action proof: auth_time is not a number');
+  for (const [what, at] of [['iat', payload.iat!], ['auth_time', authTime]] as const) {
+    if (at > nowSeconds + SKEW_S) throw new EndUserTokenError('member_proof_stale', `member-action proof: ${what} is in the future`);
+    if (nowSeconds - at > MEMBER_PROOF_MAX_AGE_S + SKEW_S) throw new EndUserTokenError('member_proof_stale', `member-action proof: ${what} is more than ${MEMBER_PROOF_MAX_AGE_S} s old`);
+  }
+  if (subject !== null && payload.sub !== subject) throw new EndUserTokenError('wrong_end_user', 'member-action proof names another subject than the vault is bound to');
+  const nonce = payload['nonce'];
+  if (typeof nonce !== 'string' || !sameText(nonce, memberActionNonce(binding.actionId, binding.salt, intentSha256(intent)))) {
+    throw new EndUserTokenError('member_action_mismatch', 'member-action proof: its nonce does not commit to this action and intent');
+  }
 }

@@ -4,6 +4,8 @@
 import { MAX_SESSION_PARTIES, readKeyPackage, type KeyPackage } from './key-package.ts';
 import { readReshareMember, type ReshareMember } from './reshare-member.ts';
 import { SIGN_SCHEMES, type SignFields } from './sign-fields.ts';
+import { MEMBER_ACTION_ID, MEMBER_ACTION_SALT_BYTES, type MemberActionBinding } from './member-action-binding.ts';
+import { InputError } from '../errors/protocol-errors.ts';
 import { bytes, defined, int, list, MAX_UINT32, oneOf, optional, record, text, type Fields } from './shape.ts';
 
 export interface DkgSessionParams {
@@ -82,7 +84,7 @@ export function readDkgParams(v: unknown, what = 'dkg-params'): DkgSessionParams
 }
 
 export function readSignParams(v: unknown, what = 'sign-params'): SignSessionParams {
-  const o = record(v, what, ['keyId', 'epoch', 'path', 'scheme', 'digests', 'intent', 'intentSignature', 'apiKeyId', 'template', 'endUserToken'], ['trustLog']);
+  const o = record(v, what, ['keyId', 'epoch', 'path', 'scheme', 'digests', 'intent', 'intentSignature', 'apiKeyId', 'template', 'endUserToken'], ['trustLog', 'memberAction']);
   return {
     keyId: name(o.keyId, `${what}.keyId`), epoch: epochOf(o.epoch, `${what}.epoch`),
     path: list(o.path, `${what}.path`, L.path, (x, w) => int(x, w, 0, MAX_UINT32)),
@@ -93,8 +95,16 @@ export function readSignParams(v: unknown, what = 'sign-params'): SignSessionPar
     apiKeyId: text(o.apiKeyId, `${what}.apiKeyId`, L.name),
     template: bytes(o.template, `${what}.template`, 0, L.template),
     endUserToken: text(o.endUserToken, `${what}.endUserToken`, L.endUserToken),
-    ...defined({ trustLog: trustLogOf(o, what) }),
+    ...defined({ trustLog: trustLogOf(o, what), memberAction: optional(o, 'memberAction', (x) => readMemberAction(x, `${what}.memberAction`)) }),
   };
+}
+
+/** A member-action binding: its action id and 32-byte salt. */
+function readMemberAction(v: unknown, what: string): MemberActionBinding {
+  const o = record(v, what, ['actionId', 'salt']);
+  const actionId = text(o.actionId, `${what}.actionId`, 47, 47);
+  if (!MEMBER_ACTION_ID.test(actionId)) throw new InputError('bad_params', `${what}.actionId: not a member action id`);
+  return { actionId, salt: bytes(o.salt, `${what}.salt`, MEMBER_ACTION_SALT_BYTES) };
 }
 
 export function readReshareParams(v: unknown, what = 'reshare-params'): ReshareSessionParams {

@@ -2,6 +2,8 @@
 // both extend them, so the two sides cannot drift apart. Bytes stay bytes from the API's gRPC call to
 // the node's checks (session-contract.ts carries them as blob sections).
 
+import type { MemberActionBinding } from './member-action-binding.ts';
+
 export type SignScheme = 'ecdsa' | 'taproot' | 'bip340';
 
 export const SIGN_SCHEMES: readonly SignScheme[] = ['ecdsa', 'taproot', 'bip340'];
@@ -24,6 +26,11 @@ export interface SignFields {
   template: Uint8Array;
   /** A hosted vault's end-user token naming the intent; empty when none. */
   endUserToken: string;
+  /**
+   * With a member-action proof as `endUserToken`: the action it answers and the action's salt, from
+   * which each node recomputes the proof's nonce (core/auth/member-action.ts).
+   */
+  memberAction?: MemberActionBinding;
   /** The organization's trust log (encoded entries), applied before anything is checked. */
   trustLog?: Uint8Array[];
 }

@@ -2,7 +2,8 @@
 // from the log carried with each request (docs/trust.md): an operator bootstrap roots it, a key
 // registered by a signed request signs, its revocation is final even when a later log omits it, and a
 // hosted vault created after the end-user auth config signs only with its end user's token for the
-// exact intent, through a refresh, until it moves to the self tier.
+// exact intent (or with a member-action proof whose nonce commits to it), through a refresh, until it
+// moves to the self tier.
 import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +30,7 @@ import { derive } from '../../node/protocols/derive/bip32.ts';
 import { outputKey } from '../../node/protocols/frost/taproot.ts';
 import { pointHex } from '../../node/protocols/math/curve.ts';
 import { signedEntry, signer, type Signer } from '../core/trust/trust-fixtures.ts';
+import { memberActionNonce, MEMBER_PROOF_MAX_AGE_S, type MemberActionBinding } from '../../core/auth/member-action.ts';
 
 // Real processes on a 2-core machine shared with the rest of the suite: more than tap's default file budget.
 t.setTimeout(300_000);
@@ -86,10 +88,10 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
     const template = encodeBlob('btc-template', { tx: tx.toHex(), prevouts: [{ script: bytesToHex(own.output!), value: '100000' }] });
     return { intent, intentSignature: signIntent(intent, by.secret), apiKeyId: by.keyId, template, digest, q };
   };
-  const sign = (vaultId: string, s: ReturnType<typeof spend>, log: Uint8Array[], endUserToken = '') =>
+  const sign = (vaultId: string, s: ReturnType<typeof spend>, log: Uint8Array[], endUserToken = '', memberAction?: MemberActionBinding) =>
     client.sign({
       vaultId, path: PATH, scheme: Scheme.SCHNORR_TAPROOT, digests: [s.digest],
-      authorization: { intent: s.intent, intentSignature: s.intentSignature, apiKeyId: s.apiKeyId, template: s.template, endUserToken, trustLog: log },
+      authorization: { intent: s.intent, intentSignature: s.intentSignature, apiKeyId: s.apiKeyId, template: s.template, endUserToken, trustLog: log, ...(memberAction ? { memberAction } : {}) },
     }, { deadline: Date.now() + 30_000 });
 
   // A hosted key needs the customer's signed creation request once the organization is rooted.
@@ -138,6 +140,35 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
   await t.rejects(sign('vault-hosted', h, fullLog, await tokenFor(spend(hosted, first).intent)), refused('token_intent_mismatch'));
   const ok = await sign('vault-hosted', h, fullLog, await tokenFor(h.intent));
   t.ok(schnorr.verify(ok.signatures[0]!, h.digest, h.q), 'with the end user\'s token for this intent it signs');
+
+  // Member-action proofs (docs/platform/member-actions.md): the end user's fresh ID token, whose nonce
+  // commits to an action binding (id, salt) and the intent. The caller here plays a malicious API: it
+  // can pick the binding, the intent and the token it relays, but each node recomputes the nonce itself
+  // and checks the token under the registration it holds.
+  const binding = (): MemberActionBinding => ({ actionId: `mac_${randomBytes(32).toString('base64url')}`, salt: new Uint8Array(randomBytes(32)) });
+  const memberProof = async (intent: Uint8Array, b: MemberActionBinding, claims: Record<string, unknown> = {}) => {
+    const now = Math.floor(Date.now() / 1000);
+    const payload: Record<string, unknown> = { iss: 'https://id.example', sub: 'user-42', aud: 'custody-test', iat: now - 5, auth_time: now - 10, exp: now + 3600, nonce: memberActionNonce(b.actionId, b.salt, bytesToHex(sha256(intent))), ...claims };
+    for (const k of Object.keys(payload)) if (payload[k] === undefined) delete payload[k];
+    const jwt = await new SignJWT(payload).setProtectedHeader({ alg: 'ES256', kid: 'idp-1' }).sign(idp.privateKey);
+    sent.push(jwt);
+    return jwt;
+  };
+  const m = spend(hosted, first);
+  const mb = binding();
+  const stale = Math.floor(Date.now() / 1000) - MEMBER_PROOF_MAX_AGE_S - 60;
+  const adversarial: [string, Promise<string>, MemberActionBinding, string][] = [
+    ['the proof of another intent', memberProof(spend(hosted, first).intent, mb), mb, 'member_action_mismatch'],
+    ['a changed salt', memberProof(m.intent, mb), { ...mb, salt: new Uint8Array(randomBytes(32)) }, 'member_action_mismatch'],
+    ['a changed action id', memberProof(m.intent, mb), { ...mb, actionId: binding().actionId }, 'member_action_mismatch'],
+    ['a stale auth_time', memberProof(m.intent, mb, { auth_time: stale }), mb, 'member_proof_stale'],
+    ['another subject for the bound vault', memberProof(m.intent, mb, { sub: 'user-99' }), mb, 'wrong_end_user'],
+    ['a token with no nonce', memberProof(m.intent, mb, { nonce: undefined }), mb, 'bad_end_user_token'],
+    ['an intent_sha256 token paired with a binding', tokenFor(m.intent), mb, 'bad_end_user_token'],
+  ];
+  for (const [what, token, b, code] of adversarial) await t.rejects(sign('vault-hosted', m, fullLog, await token, b), refused(code), `member action: ${what}`);
+  const signedForMember = await sign('vault-hosted', m, fullLog, await memberProof(m.intent, mb), mb);
+  t.ok(schnorr.verify(signedForMember.signatures[0]!, m.digest, m.q), 'with the member\'s fresh proof for this action and intent the nodes sign, after every refusal');
   // The vault created before the config keeps signing without tokens.
   const s2 = spend(plain, first);
   t.ok(schnorr.verify((await sign('vault-plain', s2, fullLog)).signatures[0]!, s2.digest, s2.q));

@@ -24,6 +24,8 @@ export interface Stack {
   anvil?: Anvil;
   esplora?: EsploraDouble;
   base: string;
+  /** With `bearerKey`: a developer bearer key of the organization's linked sandbox workspace (platform API). */
+  bearer?: string;
   stop(): Promise<void>;
 }
 
@@ -35,7 +37,7 @@ export function admin(cluster: Cluster, args: string[], env: Record<string, stri
   return JSON.parse(out) as Record<string, string>;
 }
 
-export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; esplora?: boolean; apiEnv?: Record<string, string>; nodeEnv?: Record<string, string>; coordinatorEnv?: Record<string, string> } = {}): Promise<Stack> {
+export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; esplora?: boolean; bearerKey?: boolean; apiEnv?: Record<string, string>; nodeEnv?: Record<string, string>; coordinatorEnv?: Record<string, string> } = {}): Promise<Stack> {
   const cluster = new Cluster();
   const secretKey = ed25519.utils.randomSecretKey();
   const publicKey = bytesToHex(ed25519.getPublicKey(secretKey));
@@ -44,7 +46,9 @@ export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; es
   const operator = ed25519.utils.randomSecretKey();
   const operatorFile = join(cluster.dir, 'operator.key');
   writeFileSync(operatorFile, bytesToHex(operator), { mode: 0o600 });
-  const { organization, api_key_id: apiKeyId } = admin(cluster, ['org', 'create', '--name', 'Acme', '--public-key', publicKey], { API_OPERATOR_KEY_FILE: operatorFile }) as { organization: string; api_key_id: string };
+  const { organization, api_key_id: apiKeyId, sandbox_workspace: sandbox } = admin(cluster, ['org', 'create', '--name', 'Acme', '--public-key', publicKey], { API_OPERATOR_KEY_FILE: operatorFile }) as { organization: string; api_key_id: string; sandbox_workspace: string };
+  // Made offline too: the operator command and the API do not hold the store at once.
+  const bearer = opts.bearerKey ? admin(cluster, ['key', 'create', '--workspace', sandbox, '--role', 'developer']).bearer_token : undefined;
   const nodeEnv = { NODE_OPERATOR_KEYS: bytesToHex(ed25519.getPublicKey(operator)), ...opts.nodeEnv };
   // Protocol steps run on a node's event loop (an OT setup holds it for seconds on a loaded machine):
   // the default heartbeat keeps such a node attached.
@@ -63,7 +67,7 @@ export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; es
   // The organization enrols its self node, as docs/self-node.md has a customer do.
   if (selfIdentity) await client.enrolNode({ kind: 'self', ...selfIdentity });
   return {
-    cluster, nodeEnv, client, organization, apiKeyId, secretKey, base,
+    cluster, nodeEnv, client, organization, apiKeyId, secretKey, base, ...(bearer ? { bearer } : {}),
     ...(anvil ? { anvil } : {}), ...(esplora ? { esplora } : {}),
     async stop() {
       // E2E_LOG_DIR keeps every process's log lines for a look after a failure.

@@ -1,7 +1,8 @@
 // End to end with real processes (coordinator, three service nodes, the organization's self node, the
 // API) and a real anvil: the organization rotates its API key, a hosted vault gated by end-user tokens and a self vault, EVM wallets funded from
 // anvil, native and ERC-20 transfers sent through the SDK reach `final`, balances move by exactly the
-// amount, viem recovers each wallet as the sender; then the hosted vault reshares to the self tier while
+// amount, viem recovers each wallet as the sender; a BYO OIDC member (a real OpenID provider on loopback)
+// approves one transfer of the hosted vault with a fresh proof and the nodes sign it; then the hosted vault reshares to the self tier while
 // transfers keep flowing, keeping its key and addresses; and a killed API resumes its transactions.
 import t from 'tap';
 import { createRequire } from 'node:module';
@@ -13,6 +14,8 @@ import { foundry } from 'viem/chains';
 import { startStack, mining } from './stack.ts';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { CustodyClient, type SendEvmParameters, type Transaction, type Wallet } from '../../api/sdk/client.ts';
+import { MemberAuthClient } from '../../api/sdk/member-auth-client.ts';
+import { startProvider } from '../api/member-auth/oidc-provider-fixture.ts';
 
 // Real processes on a 2-core machine shared with the rest of the suite: more than tap's default file budget.
 t.setTimeout(300_000);
@@ -21,7 +24,8 @@ const require = createRequire(import.meta.url);
 const token = require('@openzeppelin/contracts/build/contracts/ERC20PresetFixedSupply.json') as { abi: Abi; bytecode: Hex };
 
 t.test('EVM: hosted and self vaults send native and ERC-20 transfers to final on anvil; reshare hosted -> self while sending', async (t) => {
-  const stack = await startStack({ selfNode: true, anvil: true });
+  // The API reaches the OpenID provider fixture on loopback (discovery, JWKS) through its SSRF-safe client.
+  const stack = await startStack({ selfNode: true, anvil: true, bearerKey: true, apiEnv: { API_WEBHOOK_ALLOWED_DESTINATIONS: '127.0.0.1' } });
   t.teardown(() => stack.stop());
   const { anvil } = stack;
   const chain = anvil!;
@@ -34,13 +38,16 @@ t.test('EVM: hosted and self vaults send native and ERC-20 transfers to final on
   await stack.client.revokeApiKey(stack.apiKeyId);
   await t.rejects(stack.client.listApiKeys(), { status: 401, code: 'unauthorized' }, 'the revoked first key stops authenticating at once');
 
-  // Hosted-tier end-user auth: the customer's identity provider key and audience.
+  // Hosted-tier end-user auth: the customer's identity provider keys and audience. The OpenID provider's
+  // JWKS is registered too, and the audience is its OIDC client id, so its ID tokens can authorize member
+  // actions (docs/end-user-auth.md "Member-action proofs").
+  const op = await startProvider(t);
   const idp = await generateKeyPair('ES256');
   const jwk = { ...(await exportJWK(idp.publicKey)), kid: 'idp-1', alg: 'ES256' };
-  t.same(await client.setEndUserAuth({ jwks: { keys: [jwk] }, audience: 'custody-test' }), { status: 'registered', audience: 'custody-test', key_count: 1 });
+  t.same(await client.setEndUserAuth({ jwks: { keys: [jwk, op.publicJwk] }, audience: 'bff-client' }), { status: 'registered', audience: 'bff-client', key_count: 2 });
   const tokenFor = (intent: Uint8Array, sub = 'user-42') =>
     new SignJWT({ intent_sha256: bytesToHex(sha256(intent)) }).setProtectedHeader({ alg: 'ES256', kid: 'idp-1' }).setSubject(sub)
-      .setAudience('custody-test').setIssuedAt().setExpirationTime('5m').sign(idp.privateKey);
+      .setAudience('bff-client').setIssuedAt().setExpirationTime('5m').sign(idp.privateKey);
 
   const hosted = await client.createVault({ tier: 'hosted', name: 'embedded', end_user_subject: 'user-42' });
   const self = await client.createVault({ tier: 'self', name: 'treasury' });
@@ -91,6 +98,30 @@ t.test('EVM: hosted and self vaults send native and ERC-20 transfers to final on
   await t.rejects(noToken, { status: 403, code: 'forbidden' }, 'hosted vault needs the end-user token');
   const p2 = { wallet: hw, to: alice, amount: 1n, idempotencyKey: 'native-wrong-user' };
   await t.rejects(client.sendEvm({ ...p2, endUserToken: await tokenFor(client.evmIntent(p2), 'user-99') }), { status: 403, code: 'forbidden' }, 'another user\'s token is refused');
+
+  // A member action (docs/platform/member-actions.md): the BYO OIDC member user-42 signs in at the
+  // provider through the BFF's exchange, approves one exact transfer of the hosted vault with a fresh ID
+  // token whose nonce commits to it, and the transaction submitted with the signing session is signed
+  // by the nodes, each checking the proof against the organization's registration.
+  const put = await fetch(`${stack.base}/v1/tenant/member-auth/application`, {
+    method: 'PUT', headers: { authorization: `Bearer ${stack.bearer!}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ issuer: op.issuer, audience: 'bff-client', provider_namespace: 'acme-idp' }),
+  });
+  t.equal(put.status, 201, 'the BYO OIDC application is registered');
+  const members = new MemberAuthClient({ baseUrl: stack.base, apiKey: stack.bearer!, publishableKey: ((await put.json()) as { publishable_key: string }).publishable_key });
+  const session = (await members.exchange('e2e-member-exchange-1', await op.signIn({ sub: 'user-42', nonce: (await members.createChallenge()).nonce, maxAge: 300 }))).grant.session_id;
+  const mp = { wallet: hw, to: alice, amount: 4242n, idempotencyKey: 'member-action-1', notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600) };
+  const action = await members.beginMemberAction(session, { walletId: hw.id, intent: client.evmIntent(mp) });
+  const proof = await op.signIn({ sub: 'user-42', nonce: action.proof.nonce, maxAge: action.proof.max_age });
+  const approved = await members.completeMemberAction(session, action.id, proof);
+  const aliceBefore = await chain.publicClient.getBalance({ address: alice });
+  const byMember = await client.sendEvm({ ...mp, memberSigningSession: approved.signing_session.id });
+  const memberTx = await mining(mine, client.waitForTransaction(byMember.id, ['final'], { timeoutMs: 90_000 }));
+  t.equal(memberTx.state, 'final', `the member-approved transfer is final (${memberTx.reason ?? ''})`);
+  t.equal(await chain.publicClient.getBalance({ address: alice }) - aliceBefore, 4242n, 'exactly the approved amount');
+  t.equal(await recovered(memberTx.tx_hash!), hw.address.toLowerCase(), 'signed by the hosted wallet\'s key');
+  await t.rejects(client.sendEvm({ ...mp, idempotencyKey: 'member-action-2', memberSigningSession: approved.signing_session.id }), { status: 409, code: 'signing_session_used' }, 'the signing session served once');
+  for (const p of stack.cluster.procs) t.notOk(p.raw.some((l) => l.includes(proof.split('.')[2]!)), `${p.name} logged no part of the member's proof`);
 
   // ERC-20 from the self vault.
   const erc20Before = await chain.publicClient.readContract({ address: contract, abi: erc20Abi, functionName: 'balanceOf', args: [bob] });

@@ -60,6 +60,7 @@ t.test('the flow cookie: short-lived, SameSite=Lax, HttpOnly, Secure, a transact
 t.test('refused: secrets, anything not an opaque reference, and a durable cookie without __Host-', async (t) => {
   const secrets: [string, RegExp][] = [
     [`mss_${randomBytes(32).toString('base64url')}`, /member session id/],
+    [`mas_${randomBytes(32).toString('base64url')}`, /signing session id/],
     [`mrc_${randomBytes(32).toString('base64url')}`, /refresh credential/],
     [`svc_test_key_0123456789abcdef0123456789_${randomBytes(32).toString('base64url')}`, /bearer key/],
     ['eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2ln', /JWT/],

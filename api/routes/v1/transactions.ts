@@ -33,7 +33,7 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
     schema: {
       summary: 'Submit a transaction whose intent the API key signed; answers 202 in an early state',
       description: 'The same idempotency key with the same body returns the same transaction (header `idempotent-replayed: true`); with another body, 409. '
-        + 'A hosted vault with end-user authentication also needs `end_user_token` in the body: a JWT from the organization\'s identity provider naming the SHA-256 of these intent bytes (docs/end-user-auth.md). '
+        + 'A hosted vault with end-user authentication also needs `end_user_token` in the body: a JWT from the organization\'s identity provider naming the SHA-256 of these intent bytes (docs/end-user-auth.md), or `member_signing_session`: the single-use signing session of a completed member action for this wallet and these exact bytes (docs/platform/member-actions.md). '
         + 'It is a body field, not a security scheme, so it appears in the body schema only.',
       tags: ['transactions'], security: [{ httpSignature: [] }],
       body: SubmitBody, response: { 202: Transaction, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody } },

@@ -124,7 +124,12 @@ export class IntentAuthorizer implements SignAuthorizer {
     if (expiry === 'intent_expiry_required') refuse(expiry, 'the intent has no not_after; nodes sign only intents that expire');
     if (expiry === 'intent_expiry_too_far') refuse(expiry, 'the intent\'s not_after is more than 24 hours ahead');
     if (expiry === 'intent_expired') refuse(expiry, 'the intent has expired');
-    if (req.endUser?.required) await checkEndUserToken({ token: req.endUserToken, config: org.endUser, subject: req.endUser.subject, intent: bytes, nowMs: this.now() });
+    if (req.endUser?.required) {
+      await checkEndUserToken({ token: req.endUserToken, config: org.endUser, subject: req.endUser.subject, intent: bytes, nowMs: this.now(), memberAction: req.memberAction });
+    } else if (req.memberAction !== undefined) {
+      // A binding means a member's approval was asked for: a key that needs none is not what was meant.
+      refuse('member_action_mismatch', 'a member-action binding came for a key that signs without end-user authorization');
+    }
     const derived = derive(req.groupKey, req.chainCode, req.path).publicKey;
     const { digests: expected, use } = intent.kind === 'evm.transfer' ? this.evmDigests(intent, req, pointHex(derived)) : this.btcDigests(intent, req, pointHex(derived));
     if (expected.length !== req.digests.length || expected.some((d, i) => d !== bytesToHex(req.digests[i]!))) {

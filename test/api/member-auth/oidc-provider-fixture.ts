@@ -6,7 +6,7 @@ import type { Test } from 'tap';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider from 'oidc-provider';
-import { exportJWK, generateKeyPair, type JWK } from 'jose';
+import { SignJWT, exportJWK, generateKeyPair, importJWK, type JWK, type JWTPayload } from 'jose';
 
 export interface RunningProvider {
   issuer: string;
@@ -15,6 +15,14 @@ export interface RunningProvider {
   signingJwk: JWK;
   /** Signs `sub` in through the provider's code flow and returns the ID token it issues. */
   signIn(opts: SignInOptions): Promise<string>;
+  /**
+   * An ID token with the claims the caller chooses (nonce, auth_time, acr, amr, ...), signed with the
+   * provider's own key: for what the code flow cannot be asked for. Defaults: sub alice, aud bff-client,
+   * iat and auth_time now, exp in an hour; a claim set to undefined is left out.
+   */
+  mint(claims: JWTPayload): Promise<string>;
+  /** The public half of the provider's JWKS, as an organization registers it for end-user auth. */
+  publicJwk: JWK;
 }
 
 export interface SignInOptions {
@@ -54,7 +62,15 @@ export async function startProvider(t: Test, issuerHost = '127.0.0.1'): Promise<
     jwks: { keys: [jwk] },
   });
   server.on('request', provider.callback());
-  return { issuer, port, signingJwk: jwk, signIn: (o) => signIn(`http://127.0.0.1:${port}`, o) };
+  const key = await importJWK(jwk, 'RS256');
+  const mint = (claims: JWTPayload) => {
+    const now = Math.floor(Date.now() / 1000);
+    const payload: JWTPayload = { iss: issuer, sub: 'alice', aud: 'bff-client', iat: now, auth_time: now, exp: now + 3600, ...claims };
+    for (const k of Object.keys(payload)) if (payload[k] === undefined) delete payload[k];
+    return new SignJWT(payload).setProtectedHeader({ alg: 'RS256', kid: jwk.kid, typ: 'JWT' }).sign(key);
+  };
+  const { kty, n, e, kid, alg, use } = jwk;
+  return { issuer, port, signingJwk: jwk, signIn: (o) => signIn(`http://127.0.0.1:${port}`, o), mint, publicJwk: { kty, n, e, kid, alg, use } };
 }
 
 /** The authorization code flow, as a browser and a BFF would run it, with a cookie jar. */

@@ -27,6 +27,8 @@ import type { VaultRecord, WalletRecord } from '../../../api/vaults/records.ts';
 export interface WalletAppOptions {
   chains?: Chains;
   hasBackend?: TransactionServiceOptions['hasBackend'];
+  /** Options of the platform (e.g. its clock, the loopback allow-list an OpenID provider fixture needs). */
+  platform?: Parameters<typeof createPlatform>[1];
 }
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -36,7 +38,7 @@ export async function walletApp(t: Test, opts: WalletAppOptions = {}) {
   const store = await RecordStore.open(dir);
   const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 3, vaultsPerOrg: 5 } });
   const transactions = new TransactionService({ vaults, hasBackend: opts.hasBackend ?? (() => true) });
-  const platform = await createPlatform(store, { objectDir: join(dir, 'objects') });
+  const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), ...opts.platform });
   const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), vaults, transactions, platform, chains: opts.chains });
   t.teardown(async () => {
     await app.close();

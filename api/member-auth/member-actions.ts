@@ -1,0 +1,239 @@
+// Member actions (platform-api.md "Fresh human authorization for member actions"; docs/platform/member-
+// actions.md): a BFF freezes one exact operation for the member of its session (today: signing one intent
+// from one wallet of a hosted vault with end-user auth), the member gives a fresh provider proof whose
+// nonce commits to that operation, and the completed action yields a single-use signing session that
+// POST /v1/transactions consumes.
+//
+// Why the nonce and not the API's word: the signer nodes trust nothing the API says. The nonce is
+// SHA-256 over a domain tag, the action id, a fresh random salt and the SHA-256 of the intent bytes
+// (core/auth/member-action.ts), and the identity provider signs it into the ID token. The API forwards
+// the token with the action id and salt; each node recomputes the nonce from them and the intent it is
+// asked to sign, and verifies the token under the organization's registered end-user-auth JWKS and
+// audience, so a proof cannot be moved to another intent, action or salt.
+import { randomBytes } from 'node:crypto';
+import { decodeJwt } from 'jose';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { CustodyError } from '../../core/errors/custody-error.ts';
+import { EndUserTokenError, intentSha256, verifyEndUserToken } from '../../core/auth/end-user-token.ts';
+import { MEMBER_ACTION_ID, MEMBER_PROOF_MAX_AGE_S, memberActionNonce, sameText } from '../../core/auth/member-action.ts';
+import type { RecordRepository, Op } from '../store/record-repository.ts';
+import type { Actor, AuditLog } from '../tenancy/audit-log.ts';
+import type { CustomerLinks } from '../customers/customer-links.ts';
+import type { TransactionService, MemberSigning, MemberSigningClaim } from '../transactions/transaction-service.ts';
+import { END_USER_AUTH } from '../vaults/collections.ts';
+import type { ExchangeCipher } from './exchange-cipher.ts';
+import type { ProofVerifier } from './proof-verifier.ts';
+import { MAX_PROOF_AGE } from './member-auth-config.ts';
+import { sameCaller, bindingOf, type MemberCaller, type MemberSessions } from './member-sessions.ts';
+import { LIFETIMES, SESSION_COLLECTIONS as S, newSecret, proofKey, retireIndex, sameDigest, sha256hex, type AcceptedProofRecord } from './member-session-records.ts';
+import {
+  ACTION_COLLECTIONS as A, MEMBER_ACTION_LIMITS, SIGNING_SESSION_ID, pendingIndex,
+  type BegunAction, type CompletedAction, type MemberActionRecord, type SigningSessionRecord, type SigningSessionView,
+} from './member-action-records.ts';
+
+export interface MemberActionsOptions {
+  store: RecordRepository;
+  audit: AuditLog;
+  sessions: MemberSessions;
+  verifier: ProofVerifier;
+  cipher: ExchangeCipher;
+  links: CustomerLinks;
+  transactions: TransactionService;
+  clock: () => number;
+  /** Origin the signing_url locator is written under (API_PUBLIC_URL); relative when absent. */
+  publicOrigin?: string | undefined;
+}
+
+export interface BeginInput { kind: 'transaction.sign'; wallet_id: string; intent: string }
+
+const notFound = () => new CustodyError('not_found', 'no such member action');
+const sealLabel = (hash: string) => `member-signing-v1\x00${hash}`;
+
+/** Canonical base64 of the intent bytes, or invalid_request. */
+function intentBytesOf(b64: string): Uint8Array {
+  const bytes = Buffer.from(b64, 'base64');
+  if (bytes.length === 0 || bytes.toString('base64') !== b64) throw new CustodyError('invalid_request', 'intent: not canonical base64 of the intent bytes');
+  return new Uint8Array(bytes);
+}
+
+export class MemberActions {
+  constructor(private readonly o: MemberActionsOptions) {}
+
+  private iso(ms = this.o.clock()): string {
+    return new Date(ms).toISOString();
+  }
+
+  /** POST /member-actions: freezes the operation for the session's member and returns what the proof must carry. */
+  async begin(caller: MemberCaller, actor: Actor, sessionId: string | undefined, input: BeginInput): Promise<BegunAction> {
+    const { store, clock } = this.o;
+    const { session, family } = await this.o.sessions.validate(caller, sessionId);
+    const binding = (await S.bindings.in(store).get(session.binding))!;
+    const bytes = intentBytesOf(input.intent);
+    // The wallet of the organization linked to this workspace, and nothing else: another one is unknown.
+    const org = await this.o.links.orgOfWorkspace(caller);
+    if (!org) throw new CustodyError('not_found', 'no such wallet');
+    const { wallet, vault } = await this.o.transactions.checkIntentFor(org, input.wallet_id, bytes);
+    if (vault.tier !== 'hosted' || !vault.end_user_auth) {
+      throw new CustodyError('member_action_unsupported', 'the wallet\'s vault is not a hosted vault with end-user authentication: its transactions need no member action');
+    }
+    if (vault.end_user_subject !== null && vault.end_user_subject !== binding.subject) {
+      throw new CustodyError('member_subject_mismatch', 'the wallet\'s vault is bound to another end user than this member');
+    }
+    const byo = caller.application.byo_oidc!;
+    const now = clock();
+    const action: MemberActionRecord = {
+      v: 1, id: newSecret('mac_'), kind: 'transaction.sign', ...bindingOf(caller), family: family.id, member_id: session.member_id, binding: session.binding,
+      subject: binding.subject, application_version: session.application_version, org, wallet_id: wallet.id, vault_id: vault.id,
+      intent: bytesToHex(bytes), intent_sha256: intentSha256(bytes), salt: bytesToHex(randomBytes(32)), status: 'pending_proof',
+      created_at: this.iso(now), expires_at: this.iso(now + MEMBER_ACTION_LIMITS.actionLifetime * 1000), completed_at: null, signing_session: null, used_at: null, transaction_id: null,
+    };
+    await store.exclusive(`member-actions:${caller.application.id}:${session.member_id}`, async () => {
+      const indexed = await A.actions.in(store).byIndex(`${caller.application.id}\x00${session.member_id}\x00`, 100);
+      const pending = indexed.filter((a) => a.status === 'pending_proof' && Date.parse(a.expires_at) > now);
+      if (pending.length >= MEMBER_ACTION_LIMITS.pendingPerMember) {
+        throw new CustodyError('member_action_limit', `the member has ${MEMBER_ACTION_LIMITS.pendingPerMember} pending member actions; complete them or let them expire`);
+      }
+      // Expired actions leave the pending index here, so it stays as short as the bound.
+      const lapsed = indexed.filter((a) => !pending.includes(a));
+      await store.batch([
+        ...lapsed.map((a) => A.actions.putOp(a.id, a, { unindex: pendingIndex(a) })),
+        A.actions.putOp(action.id, action, { index: pendingIndex(action) }),
+        this.o.audit.op(caller, actor, 'member_action.begin', action.id, null, { kind: action.kind, member_id: action.member_id, wallet_id: action.wallet_id, intent_sha256: action.intent_sha256 }),
+      ]);
+    });
+    return {
+      id: action.id, status: 'pending_proof', kind: action.kind, wallet_id: action.wallet_id, intent_sha256: action.intent_sha256, expires_at: action.expires_at,
+      proof: {
+        nonce: memberActionNonce(action.id, hexToBytes(action.salt), action.intent_sha256),
+        // The nodes accept a proof at most MEMBER_PROOF_MAX_AGE_S old, whatever the application allows.
+        max_age: Math.min(byo.max_proof_age_sec ?? MAX_PROOF_AGE.default, MEMBER_PROOF_MAX_AGE_S), prompt: 'login',
+        ...(byo.required_acr.length ? { acr_values: byo.required_acr.join(' ') } : {}),
+        ...(byo.required_amr.length ? { required_amr: byo.required_amr } : {}),
+      },
+    };
+  }
+
+  /** The action `id` of this caller's sign-in; any other (another session, member, application, tenant) is unknown. */
+  private async own(caller: MemberCaller, familyId: string, memberId: string, id: string): Promise<MemberActionRecord> {
+    if (!MEMBER_ACTION_ID.test(id)) throw notFound();
+    const a = await A.actions.in(this.o.store).get(id);
+    if (!a || !sameCaller(a, caller) || a.family !== familyId || a.member_id !== memberId) throw notFound();
+    return a;
+  }
+
+  /** POST /member-actions/external/complete: verifies the fresh proof for the action and opens a signing session. */
+  async complete(caller: MemberCaller, actor: Actor, sessionId: string | undefined, actionId: string, token: string): Promise<CompletedAction> {
+    const { store, clock } = this.o;
+    const { session, family } = await this.o.sessions.validate(caller, sessionId);
+    const action = await this.own(caller, family.id, session.member_id, actionId);
+    const byo = caller.application.byo_oidc!;
+    const pk = proofKey(byo.issuer, token);
+    if (await S.acceptedProofs.in(store).get(pk)) throw new CustodyError('proof_replayed', 'this proof was already accepted');
+    if (action.status !== 'pending_proof') throw new CustodyError('member_action_not_pending', `the member action is ${action.status}`);
+    if (Date.parse(action.expires_at) <= clock()) throw new CustodyError('member_action_expired', 'the member action expired; begin a new one');
+    if (action.application_version !== caller.application.version) throw new CustodyError('member_auth_changed', 'the member-auth application changed since the action began');
+
+    // Signature, issuer, audience, expiry, ACR and AMR as the exchange checks them; the age below, with its own code.
+    const proof = await this.o.verifier.verify(token, { ...byo, max_proof_age_sec: MAX_PROOF_AGE.max });
+    const claims = decodeJwt(token);
+    const now = clock();
+    const nowS = now / 1000;
+    if (typeof claims.auth_time !== 'number') throw new CustodyError('proof_invalid', 'the provider proof was refused: auth_time is required for a member action (send max_age or prompt=login)');
+    const maxAge = Math.min(byo.max_proof_age_sec, MEMBER_PROOF_MAX_AGE_S);
+    for (const [what, at] of [['auth_time', claims.auth_time], ['iat', claims.iat!]] as const) {
+      if (nowS - at > maxAge + LIFETIMES.clockTolerance) throw new CustodyError('member_proof_stale', `the proof's ${what} is more than ${maxAge} s old: the member must authenticate again`);
+    }
+    if (proof.subject !== action.subject) throw new CustodyError('member_subject_mismatch', 'the proof names another subject than the member of this action');
+    if (!sameText(proof.nonce, memberActionNonce(action.id, hexToBytes(action.salt), action.intent_sha256))) {
+      throw new CustodyError('member_action_mismatch', 'the proof\'s nonce is not this action\'s: send the nonce POST /v1/member-actions returned');
+    }
+    await this.nodeCheck(action, token, nowS);
+
+    const signingId = newSecret('mas_');
+    const hash = sha256hex(signingId);
+    const fresh = Math.min(claims.auth_time, claims.iat!);
+    const expires = Math.min(now + MEMBER_ACTION_LIMITS.signingLifetime * 1000, (fresh + MEMBER_PROOF_MAX_AGE_S) * 1000, proof.expiresAt * 1000);
+    return store.exclusive(`member-action:${action.id}`, async () => {
+      const current = (await A.actions.in(store).get(action.id))!;
+      if (await S.acceptedProofs.in(store).get(pk)) throw new CustodyError('proof_replayed', 'this proof was already accepted');
+      if (current.status !== 'pending_proof') throw new CustodyError('member_action_not_pending', `the member action is ${current.status}`);
+      const retire = this.iso(Math.max(now + LIFETIMES.replayWindow * 1000, (proof.expiresAt + LIFETIMES.clockTolerance) * 1000));
+      const accepted: AcceptedProofRecord = { v: 1, id: pk, tenant: caller.tenant, workspace: caller.workspace, application: caller.application.id, family: family.id, accepted_at: this.iso(now), retire_after: retire };
+      const signing: SigningSessionRecord = {
+        v: 1, ...bindingOf(caller), action_id: action.id, family: family.id, member_id: action.member_id, binding: action.binding, org: action.org,
+        wallet_id: action.wallet_id, vault_id: action.vault_id, intent_sha256: action.intent_sha256, salt: action.salt, status: 'active',
+        sealed_proof: this.o.cipher.seal(token, sealLabel(hash)), created_at: this.iso(now), expires_at: this.iso(expires), used_at: null, transaction_id: null,
+      };
+      await store.batch([
+        A.actions.putOp(action.id, { ...current, status: 'completed', completed_at: this.iso(now), signing_session: hash }, { unindex: pendingIndex(current) }),
+        S.acceptedProofs.putOp(pk, accepted, { index: retireIndex(retire) }),
+        A.signing.putOp(hash, signing),
+        this.o.audit.op(caller, actor, 'member_action.complete', action.id, { status: 'pending_proof' }, { status: 'completed', member_id: action.member_id, wallet_id: action.wallet_id }),
+      ]);
+      return {
+        id: action.id, status: 'completed',
+        signing_session: { id: signingId, signing_url: `${this.o.publicOrigin ?? ''}/v1/member-actions/signing-sessions/${signingId}`, expires_at: signing.expires_at },
+      };
+    });
+  }
+
+  /**
+   * The nodes' own check (core/auth/end-user-token.ts) against the organization's end-user-auth
+   * registration, run now: a configuration the nodes would refuse (another JWKS, an audience that is not
+   * the OIDC client id) is reported at completion, not as a rejected transaction later.
+   */
+  private async nodeCheck(action: MemberActionRecord, token: string, nowS: number): Promise<void> {
+    const config = await END_USER_AUTH.in(this.o.store).get(action.org);
+    if (!config) throw new CustodyError('member_proof_not_signable', 'the organization has no end-user-auth registration (PUT /v1/config/end-user-auth): the nodes would refuse every member action');
+    const vault = await this.o.transactions.checkIntentFor(action.org, action.wallet_id, hexToBytes(action.intent)).then((r) => r.vault);
+    try {
+      await verifyEndUserToken(config, token, hexToBytes(action.intent), vault.end_user_subject, Math.floor(nowS), { actionId: action.id, salt: hexToBytes(action.salt) });
+    } catch (err) {
+      if (!(err instanceof EndUserTokenError)) throw err;
+      throw new CustodyError('member_proof_not_signable', `the signer nodes would refuse this proof (${err.reason}) under the organization's end-user-auth registration, which must hold the identity provider's JWKS and the OIDC client id as audience (docs/end-user-auth.md): ${err.message}`);
+    }
+  }
+
+  /** GET /member-actions/signing-sessions/{id}: the status and frozen operation, for the sign-in that made it. */
+  async signingSession(caller: MemberCaller, sessionId: string | undefined, id: string): Promise<SigningSessionView> {
+    const { family } = await this.o.sessions.validate(caller, sessionId);
+    const r = SIGNING_SESSION_ID.test(id) ? await A.signing.in(this.o.store).get(sha256hex(id)) : undefined;
+    if (!r || !sameCaller(r, caller) || r.family !== family.id) throw new CustodyError('not_found', 'no such signing session');
+    const status = r.status === 'used' ? 'used' : Date.parse(r.expires_at) <= this.o.clock() ? 'expired' : 'active';
+    return { status, expires_at: r.expires_at, action_id: r.action_id, operation: { kind: 'transaction.sign', wallet_id: r.wallet_id, intent_sha256: r.intent_sha256 }, transaction_id: r.transaction_id };
+  }
+
+  /** What POST /v1/transactions calls (TransactionService.useMemberSigning). */
+  readonly signing: MemberSigning = {
+    claim: async (org, walletId, intentHash, id): Promise<MemberSigningClaim> => {
+      const { store } = this.o;
+      const hash = SIGNING_SESSION_ID.test(id) ? sha256hex(id) : undefined;
+      const r = hash ? await A.signing.in(store).get(hash) : undefined;
+      // Another organization's session is answered as an unknown one.
+      if (!hash || !r || r.org !== org) throw new CustodyError('signing_session_invalid', 'unknown member signing session');
+      if (r.status === 'used' || r.sealed_proof === null) throw new CustodyError('signing_session_used', 'this member signing session was already used');
+      // Its times were written by this clock, and are read by it.
+      if (Date.parse(r.expires_at) <= this.o.clock()) throw new CustodyError('signing_session_invalid', 'the member signing session expired; the member must approve again');
+      if (r.wallet_id !== walletId || !sameDigest(r.intent_sha256, intentHash)) {
+        throw new CustodyError('signing_session_mismatch', 'the member signing session authorizes another wallet or other intent bytes');
+      }
+      const binding = await S.bindings.in(store).get(r.binding);
+      if (!binding || binding.status !== 'active') throw new CustodyError('member_binding_inactive', 'the member\'s binding to the application is not active');
+      const token = this.o.cipher.open(r.sealed_proof, sealLabel(hash));
+      if (token === undefined) throw new CustodyError('bug', 'a sealed member proof does not open under the exchange key');
+      return {
+        token, actionId: r.action_id, salt: hexToBytes(r.salt),
+        consume: async (txId: string): Promise<Op[]> => {
+          const now = await A.signing.in(store).get(hash);
+          if (!now || now.status !== 'active') throw new CustodyError('signing_session_used', 'this member signing session was already used');
+          const action = await A.actions.in(store).get(r.action_id);
+          const at = this.iso();
+          return [
+            A.signing.putOp(hash, { ...now, status: 'used', sealed_proof: null, used_at: at, transaction_id: txId }),
+            ...(action ? [A.actions.putOp(action.id, { ...action, status: 'used', used_at: at, transaction_id: txId })] : []),
+          ];
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,130 @@
+// Member actions (platform-api.md "Member-auth operations (server-only)", "Fresh human authorization for
+// member actions"; docs/platform/member-actions.md): begin, complete with a fresh BYO OIDC proof, and read
+// a signing session. Server-to-server only, with the credentials of GET /v1/member-auth/session: the
+// workspace bearer key, X-SVC-Publishable-Key and X-Member-Session-Id. The member comes from the session,
+// never from the caller: the same headers and body fields as on the other member calls are refused.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { CustodyError } from '../../../core/errors/custody-error.ts';
+import { ErrorBody } from '../../errors.ts';
+import { actorOf, principalOf } from '../../auth/bearer-auth.ts';
+import type { Platform } from '../../platform.ts';
+import { OutboundHttp } from '../../webhooks/outbound-http.ts';
+import { resolvePublishableKey } from '../../member-auth/publishable-keys.ts';
+import { MAX_DISCOVERY_BYTES } from '../../member-auth/oidc-discovery.ts';
+import { loadExchangeCipher } from '../../member-auth/exchange-cipher.ts';
+import { ProofVerifier, MAX_PROOF_BYTES } from '../../member-auth/proof-verifier.ts';
+import { MemberSessions, type MemberCaller } from '../../member-auth/member-sessions.ts';
+import { MemberActions } from '../../member-auth/member-actions.ts';
+import { CustomerLinks } from '../../customers/customer-links.ts';
+import type { TransactionService } from '../../transactions/transaction-service.ts';
+import { REFUSED_FIELDS, REFUSED_HEADERS } from './member-auth.ts';
+
+export interface MemberActionRoutesOptions {
+  platform: Platform;
+  transactions: TransactionService;
+  /** The proof-exchange store's key (as for member-auth.ts): signing sessions seal their proof with it. */
+  exchangeKey?: Uint8Array;
+  /** API_PUBLIC_URL: the origin signing_url is written under. */
+  publicOrigin?: string | undefined;
+}
+
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 429: ErrorBody, 502: ErrorBody };
+const TAGS = ['member auth'];
+const SECURITY: Record<string, string[]>[] = [{ bearer: [] }, { bearer: [], httpSignature: [] }];
+const single = (v: string | string[] | undefined) => (Array.isArray(v) ? undefined : v);
+const MAX_INTENT_B64 = Math.ceil(70_000 / 3) * 4;
+
+const Operation = Type.Object({ kind: Type.Literal('transaction.sign'), wallet_id: Type.String(), intent_sha256: Type.String() });
+
+export const memberActionRoutes: FastifyPluginAsyncTypebox<MemberActionRoutesOptions> = async (app, opts) => {
+  const { platform } = opts;
+  const http = new OutboundHttp({ policy: platform.endpoints.http.policy, timeoutMs: 10_000, maxResponseBytes: MAX_DISCOVERY_BYTES + 1 });
+  app.addHook('onClose', async () => http.close());
+  const actions = new MemberActions({
+    store: platform.store, audit: platform.audit, sessions: new MemberSessions(platform.store, platform.audit, platform.clock),
+    verifier: new ProofVerifier(http, platform.clock), cipher: await loadExchangeCipher(platform.store, opts.exchangeKey),
+    links: new CustomerLinks(platform.store), transactions: opts.transactions, clock: platform.clock, publicOrigin: opts.publicOrigin,
+  });
+  opts.transactions.useMemberSigning(actions.signing);
+
+  // As on the other member calls (member-auth.ts): a caller naming the member gets the one clear code.
+  app.addHook('preValidation', async (req) => {
+    const named: string[] = REFUSED_HEADERS.filter((h) => req.headers[h] !== undefined);
+    const body = req.body;
+    if (body && typeof body === 'object' && !Array.isArray(body)) named.push(...REFUSED_FIELDS.filter((f) => Object.hasOwn(body, f)));
+    if (named.length) {
+      throw new CustodyError('caller_identity_refused', `member calls take the member only from the server-held session (X-Member-Session-Id); refused: ${named.join(', ')}`);
+    }
+  });
+
+  async function callerOf(req: FastifyRequest): Promise<MemberCaller> {
+    const p = principalOf(req);
+    const key = single(req.headers['x-svc-publishable-key']);
+    const application = await resolvePublishableKey(platform.store, p, key);
+    if (application.kind !== 'byo_oidc') throw new CustodyError('forbidden', 'member actions with an external proof are for the BYO OIDC application');
+    return { tenant: p.tenant, workspace: p.workspace, environment: p.environment, principal: p.keyId, publishable_key: key!, application };
+  }
+  const sessionIdOf = (req: FastifyRequest) => single(req.headers['x-member-session-id']);
+
+  app.post('/member-actions', {
+    config: { permission: 'member_auth.session' },
+    schema: {
+      summary: 'Begin a member action: freeze the exact operation and get the nonce the fresh proof must carry',
+      description: 'Needs X-SVC-Publishable-Key and X-Member-Session-Id. Body: `kind` `transaction.sign`, `wallet_id` (a wallet of the organization linked to the workspace, of a hosted vault with end-user auth, bound to this member when bound at all) and `intent`, base64 of the exact canonical intent bytes POST /v1/transactions will carry. '
+        + 'Answer 201: `status` `pending_proof`, `expires_at` (10 minutes), and `proof`: send `nonce`, `max_age` and `prompt=login` (and `acr_values`) in the OpenID authentication request. '
+        + 'The nonce is base64url(SHA-256("custody/member-action/v1" ‖ length-prefixed action id ‖ 32 random bytes ‖ SHA-256(intent))): every signer node recomputes it (docs/platform/member-actions.md). At most 5 pending actions per member (429 member_action_limit).',
+      tags: TAGS, security: SECURITY,
+      body: Type.Object({
+        kind: Type.Literal('transaction.sign'),
+        wallet_id: Type.String({ minLength: 1, maxLength: 64 }),
+        intent: Type.String({ minLength: 4, maxLength: MAX_INTENT_B64, pattern: '^[A-Za-z0-9+/]+={0,2}$' }),
+      }, { additionalProperties: false }),
+      response: {
+        201: Type.Object({
+          id: Type.String(), status: Type.Literal('pending_proof'), kind: Type.Literal('transaction.sign'), wallet_id: Type.String(), intent_sha256: Type.String(), expires_at: Type.String(),
+          proof: Type.Object({ nonce: Type.String(), max_age: Type.Integer(), prompt: Type.Literal('login'), acr_values: Type.Optional(Type.String()), required_amr: Type.Optional(Type.Array(Type.String())) }),
+        }),
+        ...errors,
+      },
+    },
+  }, async (req, reply) => reply.code(201).send(await actions.begin(await callerOf(req), actorOf(req), sessionIdOf(req), req.body)));
+
+  app.post('/member-actions/external/complete', {
+    config: { permission: 'member_auth.session' },
+    schema: {
+      summary: 'Complete a member action with a fresh BYO OIDC proof and get its single-use signing session',
+      description: 'Needs X-SVC-Publishable-Key and X-Member-Session-Id. Body: `action_id` and `id_token`, the provider\'s ID token for the action\'s nonce. '
+        + 'The proof is verified as the exchange verifies one (issuer, audience, JWKS, signature, ACR, AMR) and must carry the action\'s nonce, the member\'s subject and an auth_time within max_proof_age_sec (and 600 s); it is accepted once. '
+        + 'The nodes\' own check runs too, against the organization\'s end-user-auth registration (403 member_proof_not_signable). '
+        + 'Answer 200: `signing_session` `{id, signing_url, expires_at}`. Pass `id` as `member_signing_session` to POST /v1/transactions. `signing_url` is only a locator of the session\'s status: not bearer authority, not a member session.',
+      tags: TAGS, security: SECURITY,
+      body: Type.Object({
+        action_id: Type.String({ minLength: 1, maxLength: 64 }),
+        id_token: Type.String({ minLength: 1, maxLength: MAX_PROOF_BYTES }),
+      }, { additionalProperties: false }),
+      response: {
+        200: Type.Object({ id: Type.String(), status: Type.Literal('completed'), signing_session: Type.Object({ id: Type.String(), signing_url: Type.String(), expires_at: Type.String() }) }),
+        ...errors,
+      },
+    },
+  }, async (req) => actions.complete(await callerOf(req), actorOf(req), sessionIdOf(req), req.body.action_id, req.body.id_token));
+
+  app.get('/member-actions/signing-sessions/:id', {
+    config: { permission: 'member_auth.session' },
+    schema: {
+      summary: 'Read a member signing session: its status and the frozen operation',
+      description: 'The target of `signing_url`, with the same BFF credentials (bearer, X-SVC-Publishable-Key, X-Member-Session-Id of the same sign-in). It carries no authority: reading it signs nothing.',
+      tags: TAGS, security: [{ bearer: [] }],
+      params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) }),
+      response: {
+        200: Type.Object({
+          status: Type.Union([Type.Literal('active'), Type.Literal('used'), Type.Literal('expired')]), expires_at: Type.String(), action_id: Type.String(),
+          operation: Operation, transaction_id: Type.Union([Type.String(), Type.Null()]),
+        }),
+        ...errors,
+      },
+    },
+  }, async (req) => actions.signingSession(await callerOf(req), sessionIdOf(req), req.params.id));
+};
