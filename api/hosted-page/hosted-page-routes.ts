@@ -4,14 +4,15 @@
 // ceremony to that browser; every form carries a CSRF token derived from the cookie. POST-redirect-GET:
 // a step answers 303 to the page again, or, once the member is authenticated, to the application's
 // registered callback with the one-time result and the BFF's state.
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { httpStatusOfCode } from '../../core/errors/http-status.ts';
 import type { Platform } from '../platform.ts';
 import type { Mailer } from '../email/mailer.ts';
 import { maskEmail } from '../email/mailer.ts';
 import { resolveTheme, type Theme } from '../branding/branding-service.ts';
-import type { HostedAuthorizations, StepOutcome, CodeToSend } from '../member-auth/hosted-authorizations.ts';
+import type { HostedAuthorizations, StepOutcome, CodeToSend, RecoveryNotice } from '../member-auth/hosted-authorizations.ts';
+import { totpProvisioning } from '../member-auth/hosted-factors.ts';
 import type { HostedAuthorizationRecord } from '../member-auth/hosted-records.ts';
 import { esc, logoOrigin, newNonce, noticeText, pageHeaders, renderPage, type PageStep } from './hosted-page.ts';
 
@@ -30,10 +31,10 @@ function formOrigins(a: HostedAuthorizationRecord): string {
 }
 const cookieName = (id: string) => `__Host-hauth-${id.slice(4)}`;
 
-function cookieOf(req: FastifyRequest, id: string): string | undefined {
+/** The flow cookie `name` carries, when well-formed (43 base64url characters). */
+export function namedCookieOf(req: FastifyRequest, name: string): string | undefined {
   const header = req.headers.cookie;
   if (typeof header !== 'string') return undefined;
-  const name = cookieName(id);
   for (const part of header.split(';')) {
     const eq = part.indexOf('=');
     if (eq > 0 && part.slice(0, eq).trim() === name) {
@@ -43,18 +44,20 @@ function cookieOf(req: FastifyRequest, id: string): string | undefined {
   }
   return undefined;
 }
+const cookieOf = (req: FastifyRequest, id: string) => namedCookieOf(req, cookieName(id));
 
 /**
  * The form's text fields (the parser below gives each name at most once); a body of another type (JSON)
  * keeps only its string fields, so a step sees text or nothing and refuses the rest as it would a blank.
  */
-function formOf(req: FastifyRequest): Record<string, string> {
+export function formOf(req: FastifyRequest): Record<string, string> {
   const b = req.body;
   if (!b || typeof b !== 'object' || Array.isArray(b)) return {};
   return Object.fromEntries(Object.entries(b as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1].length <= 1024));
 }
 
-export const hostedPageRoutes: FastifyPluginAsync<HostedPageOptions> = async (app, { platform, authorizations, mailer }) => {
+/** The pages' form parser: each field at most once (a repeated name makes the form empty), FORM_LIMIT bytes. */
+export function useFormParser(app: FastifyInstance): void {
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_LIMIT }, (_req, body, done) => {
     const out: Record<string, string> = Object.create(null) as Record<string, string>;
     for (const [k, v] of new URLSearchParams(body as string)) {
@@ -63,6 +66,10 @@ export const hostedPageRoutes: FastifyPluginAsync<HostedPageOptions> = async (ap
     }
     done(null, out);
   });
+}
+
+export const hostedPageRoutes: FastifyPluginAsync<HostedPageOptions> = async (app, { platform, authorizations, mailer }) => {
+  useFormParser(app);
 
   async function themeOf(a: HostedAuthorizationRecord | undefined, surface: 'hosted_auth' | 'email'): Promise<Theme> {
     if (!a) return resolveTheme({}, null);
@@ -101,6 +108,19 @@ export const hostedPageRoutes: FastifyPluginAsync<HostedPageOptions> = async (ap
     })().catch((err: unknown) => req.log.warn({ to: maskEmail(c.to), category: (err as { code?: string }).code ?? 'send_failed' }, 'hosted auth code email not sent'));
   }
 
+  /** The security notification of a finished recovery, sent as the codes are (no address or secret logged). */
+  function notify(req: FastifyRequest, n: RecoveryNotice): void {
+    if (!mailer) return;
+    void (async () => {
+      const theme = await themeOf(n.authorization, 'email');
+      const brand = String(theme.from_name ?? theme.brand_name ?? 'Security');
+      const text = 'Your authenticator app and recovery codes were replaced using a saved recovery code and an email code. '
+        + `Every session that was signed in has ended. Actions that need your approval are blocked until ${n.restrictedUntil} and your next sign-in after it.\n\n`
+        + 'If this was not you, contact the application\'s support now.\n';
+      await mailer.send({ to: n.to, fromName: brand, subject: `${String(theme.brand_name ?? 'Your')} sign-in factors were replaced`, text, html: `<p>${esc(text)}</p>` });
+    })().catch((err: unknown) => req.log.warn({ to: maskEmail(n.to), category: (err as { code?: string }).code ?? 'send_failed' }, 'hosted auth security notice not sent'));
+  }
+
   const SCHEMA = (summary: string) => ({ summary, tags: ['member auth'], security: [], description: 'The Hosted Auth page (HTML, form posts); reached by the member\'s browser through authorization_url. docs/platform/hosted-auth.md' });
 
   app.get<{ Params: { id: string }; Querystring: { n?: string } }>('/hosted-auth/:id', { config: { public: true }, schema: SCHEMA('The Hosted Auth page (HTML)') }, async (req, reply) => {
@@ -114,7 +134,16 @@ export const hostedPageRoutes: FastifyPluginAsync<HostedPageOptions> = async (ap
       const base = `/v1/hosted-auth/${id}`;
       const notice = noticeText(typeof req.query.n === 'string' ? req.query.n : undefined);
       if (a.status === 'code_sent') return await send(reply, a, 200, { step: 'code', action: `${base}/code`, resendAction: `${base}/resend`, sentTo: maskEmail(a.email ?? ''), csrf, notice });
-      if (a.status === 'totp') return await send(reply, a, 200, { step: 'totp', action: `${base}/totp`, csrf, notice });
+      if (a.status === 'totp') return await send(reply, a, 200, { step: 'totp', action: `${base}/totp`, lostAction: `${base}/lost`, csrf, notice });
+      if (a.status === 'recovery_code') return await send(reply, a, 200, { step: 'recovery_code', action: `${base}/recovery-code`, csrf, notice });
+      if (a.status === 'recovery_email') return await send(reply, a, 200, { step: 'code', action: `${base}/recovery-email`, resendAction: `${base}/resend`, sentTo: maskEmail(a.email ?? ''), csrf, notice });
+      if (a.status === 'recovery_enrol' && a.recovery) {
+        const theme = await themeOf(a, 'hosted_auth');
+        const p = totpProvisioning(a.recovery.secret, String(theme.brand_name ?? 'Hosted Auth'), a.email ?? a.member_id ?? 'member');
+        return await send(reply, a, 200, { step: 'totp_setup', action: `${base}/recovery-enrol`, base32: p.base32, uri: p.uri, csrf, notice });
+      }
+      if (a.status === 'recovery_codes') return await send(reply, a, 200, { step: 'recovery_codes_intro', action: `${base}/recovery-codes`, csrf, notice });
+      if (a.status === 'recovery_notice') return await send(reply, a, 200, { step: 'recovery_notice', action: `${base}/recovery-accept`, csrf, notice });
       return await send(reply, a, 200, { step: 'email', action: `${base}/email`, csrf, notice });
     } catch (err) {
       return refusal(reply, id, err);
@@ -125,8 +154,17 @@ export const hostedPageRoutes: FastifyPluginAsync<HostedPageOptions> = async (ap
     app.post<{ Params: { id: string } }>(`/hosted-auth/:id/${path}`, { config: { public: true }, schema: SCHEMA(summary) }, async (req, reply) => {
       const { id } = req.params;
       try {
-        const out = await run(id, cookieOf(req, id), formOf(req));
-        if (out.kind === 'callback') return await reply.code(303).headers({ location: out.location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }).send();
+        const cookie = cookieOf(req, id);
+        const out = await run(id, cookie, formOf(req));
+        if (out.kind === 'callback') {
+          if (out.notify) notify(req, out.notify);
+          return await reply.code(303).headers({ location: out.location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }).send();
+        }
+        if (out.kind === 'codes') {
+          // Shown in this answer only (no-store); the acknowledgement form carries the same CSRF token.
+          const a = await authorizations.find(id);
+          return await send(reply, a, 200, { step: 'codes', codes: out.codes, ackAction: `/v1/hosted-auth/${id}/recovery-ack`, csrf: authorizations.csrfOf(id, cookie!) });
+        }
         if (out.send) dispatch(req, out.send);
         return await reply.code(303).headers({ location: `/v1/hosted-auth/${id}${out.notice ? `?n=${out.notice}` : ''}`, 'cache-control': 'no-store' }).send();
       } catch (err) {
@@ -138,4 +176,11 @@ export const hostedPageRoutes: FastifyPluginAsync<HostedPageOptions> = async (ap
   post('code', 'Hosted Auth page: submit the emailed six-digit code', (id, c, f) => authorizations.submitCode(id, c, f.csrf, f.code));
   post('resend', 'Hosted Auth page: send a new email code', (id, c, f) => authorizations.resend(id, c, f.csrf));
   post('totp', 'Hosted Auth page: submit the TOTP code', (id, c, f) => authorizations.submitTotp(id, c, f.csrf, f.code));
+  post('lost', 'Hosted Auth page: begin lost-all-factor recovery from the TOTP step', (id, c, f) => authorizations.startRecovery(id, c, f.csrf));
+  post('recovery-code', 'Hosted Auth page, recovery: submit one saved recovery code', (id, c, f) => authorizations.submitRecoveryCode(id, c, f.csrf, f.code));
+  post('recovery-email', 'Hosted Auth page, recovery: submit the fresh email code', (id, c, f) => authorizations.submitRecoveryEmail(id, c, f.csrf, f.code));
+  post('recovery-enrol', 'Hosted Auth page, recovery: confirm the replacement TOTP factor with a code', (id, c, f) => authorizations.submitRecoveryEnrol(id, c, f.csrf, f.code));
+  post('recovery-codes', 'Hosted Auth page, recovery: show a new recovery-code set (once)', (id, c, f) => authorizations.recoveryCodes(id, c, f.csrf));
+  post('recovery-ack', 'Hosted Auth page, recovery: acknowledge the new recovery codes', (id, c, f) => authorizations.acknowledgeRecoveryCodes(id, c, f.csrf, f.ack));
+  post('recovery-accept', 'Hosted Auth page, recovery: accept the security notification and finish', (id, c, f) => authorizations.acceptRecovery(id, c, f.csrf, f.accept));
 };

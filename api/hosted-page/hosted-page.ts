@@ -38,10 +38,17 @@ export function logoOrigin(theme: Theme): string | undefined {
 }
 
 export type PageStep =
-  | { step: 'email'; action: string }
+  | { step: 'email'; action: string; title?: string }
   | { step: 'code'; action: string; resendAction: string; sentTo: string }
-  | { step: 'totp'; action: string }
-  | { step: 'error'; code: string; message: string };
+  | { step: 'totp'; action: string; lostAction?: string }
+  | { step: 'error'; code: string; message: string }
+  // Lost-all-factor recovery and the Account Center (docs/platform/account-center.md).
+  | { step: 'recovery_code'; action: string }
+  | { step: 'totp_setup'; action: string; base32: string; uri: string }
+  | { step: 'recovery_codes_intro'; action: string }
+  | { step: 'codes'; codes: string[]; ackAction?: string; backHref?: string }
+  | { step: 'recovery_notice'; action: string }
+  | { step: 'account'; totp: boolean; enrolledAt: string | null; codesRemaining: number; restrictedUntil: string | null; enrolAction: string; removeAction: string; codesAction: string; finishAction: string };
 
 const NOTICES: Record<string, string> = {
   email_invalid: 'Enter a valid email address.',
@@ -51,6 +58,11 @@ const NOTICES: Record<string, string> = {
   resent: 'We sent a new code. Only the newest code works.',
   resend_wait: 'Wait a little before asking for another code.',
   resend_exhausted: 'No more codes can be sent for this sign-in. Go back to the application and start again.',
+  recovery_code_wrong: 'That recovery code is not right, or was already used.',
+  ack_required: 'Tick the box to confirm you saved the new recovery codes.',
+  accept_required: 'Tick the box to accept the security notice.',
+  totp_enrolled: 'Your authenticator app is set up.',
+  totp_removed: 'Your authenticator app was removed.',
 };
 
 /** A known notice key's text; an unknown key shows nothing (the query string is the visitor's to edit). */
@@ -67,7 +79,7 @@ export function renderPage(theme: Theme, nonce: string, s: PageStep & { csrf?: s
   let body: string;
   switch (s.step) {
     case 'email':
-      body = `<h1>Sign in</h1><p>Enter your email address. We will send you a six-digit code.</p>${notice}
+      body = `<h1>${esc(s.title ?? 'Sign in')}</h1><p>Enter your email address. We will send you a six-digit code.</p>${notice}
 <form method="post" action="${esc(s.action)}">${hidden}<label for="email">Email</label>
 <input id="email" name="email" type="email" autocomplete="email" maxlength="254" required autofocus>
 <button id="submit" type="submit">Send code</button></form>`;
@@ -83,7 +95,46 @@ export function renderPage(theme: Theme, nonce: string, s: PageStep & { csrf?: s
       body = `<h1>Authenticator code</h1><p>Enter the six-digit code from your authenticator app.</p>${notice}
 <form method="post" action="${esc(s.action)}">${hidden}<label for="totp">Authenticator code</label>
 <input id="totp" name="code" inputmode="numeric" pattern="[0-9]{6}" maxlength="6" autocomplete="one-time-code" required autofocus>
-<button id="submit" type="submit">Verify</button></form>`;
+<button id="submit" type="submit">Verify</button></form>${s.lostAction ? `
+<form method="post" action="${esc(s.lostAction)}">${hidden}<button id="lost" class="link" type="submit">Lost your authenticator?</button></form>` : ''}`;
+      break;
+    case 'recovery_code':
+      body = `<h1>Use a recovery code</h1><p>Enter one of the recovery codes you saved. Each code works once. We will then email you a new six-digit code.</p>${notice}
+<form method="post" action="${esc(s.action)}">${hidden}<label for="recovery">Recovery code</label>
+<input id="recovery" name="code" maxlength="16" autocomplete="off" required autofocus>
+<button id="submit" type="submit">Continue</button></form>`;
+      break;
+    case 'totp_setup':
+      body = `<h1>Set up your authenticator app</h1><p>Add this key to your authenticator app, then enter the six-digit code it shows.</p>${notice}
+<p>Key: <code id="totp-secret">${esc(s.base32)}</code></p><p>Or open: <code id="totp-uri">${esc(s.uri)}</code></p>
+<form method="post" action="${esc(s.action)}">${hidden}<label for="totp">Code from the app</label>
+<input id="totp" name="code" inputmode="numeric" pattern="[0-9]{6}" maxlength="6" autocomplete="one-time-code" required autofocus>
+<button id="submit" type="submit">Confirm</button></form>`;
+      break;
+    case 'recovery_codes_intro':
+      body = `<h1>New recovery codes</h1><p>Your old recovery codes stop working. Get a new set and save it somewhere safe: it is shown only once.</p>${notice}
+<form method="post" action="${esc(s.action)}">${hidden}<button id="submit" type="submit">Show my new recovery codes</button></form>`;
+      break;
+    case 'codes':
+      body = `<h1>Your recovery codes</h1><p>Save these codes now. They are shown only this once, and each works once.</p>
+<ul id="recovery-codes" class="codes">${s.codes.map((c) => `<li>${esc(c)}</li>`).join('')}</ul>${s.ackAction ? `
+<form method="post" action="${esc(s.ackAction)}">${hidden}<label class="check"><input id="ack" type="checkbox" name="ack" value="yes" required> I saved these recovery codes</label>
+<button id="submit" type="submit">Continue</button></form>` : ''}${s.backHref ? `<p><a id="back" href="${esc(s.backHref)}">Back to your account</a></p>` : ''}`;
+      break;
+    case 'recovery_notice':
+      body = `<h1>Security notice</h1><p>Your authenticator and recovery codes will be replaced. Every signed-in session ends now, we email you about this change, and for 24 hours (and until you sign in again after that) actions that need your approval are blocked.</p>${notice}
+<form method="post" action="${esc(s.action)}">${hidden}<label class="check"><input id="accept" type="checkbox" name="accept" value="yes" required> I understand</label>
+<button id="submit" type="submit">Finish recovery</button></form>`;
+      break;
+    case 'account':
+      body = `<h1>Your account security</h1>${notice}
+<p id="factor-status">${s.totp ? `Authenticator app: set up${s.enrolledAt ? ` (${esc(s.enrolledAt.slice(0, 10))})` : ''}` : 'Authenticator app: not set up'}</p>
+<p id="codes-status">Recovery codes left: ${s.codesRemaining}</p>${s.restrictedUntil ? `<p id="restricted">Approvals are blocked until ${esc(s.restrictedUntil)} and your next sign-in after it.</p>` : ''}
+${s.totp ? `<form method="post" action="${esc(s.removeAction)}">${hidden}<label for="remove-code">Code from the app, to remove it</label>
+<input id="remove-code" name="code" inputmode="numeric" pattern="[0-9]{6}" maxlength="6" autocomplete="one-time-code" required>
+<button id="remove" type="submit">Remove authenticator</button></form>` : `<form method="post" action="${esc(s.enrolAction)}">${hidden}<button id="enrol" type="submit">Set up an authenticator app</button></form>`}
+<form method="post" action="${esc(s.codesAction)}">${hidden}<button id="codes" type="submit">Get new recovery codes</button></form>
+<form method="post" action="${esc(s.finishAction)}">${hidden}<button id="finish" type="submit">Done</button></form>`;
       break;
     case 'error':
       body = `<h1>Sign-in stopped</h1><p class="error" data-error-code="${esc(s.code)}">${esc(s.message)}</p>`;
@@ -99,7 +150,7 @@ export function renderPage(theme: Theme, nonce: string, s: PageStep & { csrf?: s
 .logo{height:32px;margin-right:12px}main{max-width:420px;margin:40px auto;padding:0 24px}
 label{display:block;margin:16px 0 6px}input{width:100%;padding:10px;font-size:16px;border:1px solid #94A3B8;border-radius:6px}
 button{margin-top:16px;width:100%;padding:12px;font-size:16px;border:0;border-radius:6px;background:${primary};color:#fff}
-button.link{background:none;color:${primary};width:auto;padding:0}.notice,.error{color:#B91C1C}footer{text-align:center;font-size:12px;margin:40px 0}
+button.link{background:none;color:${primary};width:auto;padding:0}.check input{width:auto;margin-right:8px}.codes{font-family:monospace;font-size:18px}code{word-break:break-all}.notice,.error{color:#B91C1C}footer{text-align:center;font-size:12px;margin:40px 0}
 </style></head>
 <body><header class="brand-bar" id="brand-bar">${logo}<span>${esc(brand)}</span></header>
 <main>${body}</main>${footer}</body></html>`;

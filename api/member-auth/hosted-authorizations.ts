@@ -18,7 +18,8 @@ import { configLock } from './member-auth-config.ts';
 import { COLLECTIONS as C, type ApplicationRecord } from './member-auth-records.ts';
 import { familyIndex, sameCaller, type MemberCaller, type MemberSessions } from './member-sessions.ts';
 import { LIFETIMES, SESSION_COLLECTIONS as S, type SessionFamilyRecord, type SessionGrant } from './member-session-records.ts';
-import { memberLock, membersLock, type HostedMembers } from './hosted-members.ts';
+import { RECOVERY_RESTRICTION_S, memberLock, membersLock, type HostedMembers } from './hosted-members.ts';
+import { factorSummary, matchRecoveryCode, newRecoverySet, newTotpSecret, totpStepOf } from './hosted-factors.ts';
 import {
   AUTHORIZATION_ID, HOSTED_COLLECTIONS as H, HOSTED_LIMITS as L, RESULT_CODE, memberIndex, newEmailCode, newToken, normalizeEmail,
   pkceMatches, retireIndexOf, sameSecret, sha256hex, type HostedAuthorizationRecord, type HostedKeys, type HostedMemberRecord,
@@ -30,8 +31,17 @@ export interface BeginResult { id: string; authorization_url: string; expires_at
 /** What a page step asks the sender to send: the address and the code, for the mailer, outside the lock. */
 export interface CodeToSend { to: string; code: string; authorization: HostedAuthorizationRecord }
 
-/** Where a page step leads: the page again (with a notice), or the registered callback with the result. */
-export type StepOutcome = { kind: 'page'; notice?: string; send?: CodeToSend } | { kind: 'callback'; location: string };
+/** The security notification a finished recovery sends to the member's address (outside the lock). */
+export interface RecoveryNotice { to: string; authorization: HostedAuthorizationRecord; restrictedUntil: string }
+
+/**
+ * Where a page step leads: the page again (with a notice), the registered callback with the result, or
+ * (recovery) a page answering the POST itself with codes shown once.
+ */
+export type StepOutcome =
+  | { kind: 'page'; notice?: string; send?: CodeToSend }
+  | { kind: 'callback'; location: string; notify?: RecoveryNotice }
+  | { kind: 'codes'; codes: string[] };
 
 export interface HostedAuthorizationsOptions {
   store: RecordRepository;
@@ -44,6 +54,7 @@ export interface HostedAuthorizationsOptions {
 
 const redirectMismatch = () => new CustodyError('hosted_redirect_mismatch', 'redirect_uri must be exactly the application\'s registered result callback URL');
 const resultInvalid = (why: string) => new CustodyError('hosted_result_invalid', `the Hosted Auth result was refused: ${why}`);
+const outOfOrder = (why: string) => new CustodyError('account_center_step_out_of_order', `recovery steps go in order: ${why}`);
 const flowExpired = () => new CustodyError('hosted_authorization_expired', 'this sign-in expired; go back to the application and start again');
 
 /** The BFF principal of a Hosted application, and nothing else, begins and completes its ceremonies. */
@@ -133,6 +144,11 @@ export class HostedAuthorizations {
     });
   }
 
+  /** The CSRF token of the page's forms for this browser's cookie (a page rendered in a POST's answer). */
+  csrfOf(id: string, cookie: string): string {
+    return this.o.keys.csrfToken(id, cookie);
+  }
+
   private checkCookie(a: HostedAuthorizationRecord, cookie: string | undefined): void {
     if (!cookie || a.flow_cookie_sha256 === null || !sameSecret(sha256hex(cookie), a.flow_cookie_sha256)) {
       throw new CustodyError('hosted_flow_mismatch', 'this sign-in was opened in another browser (or its cookie is gone); go back to the application and start again');
@@ -183,13 +199,15 @@ export class HostedAuthorizations {
   /** Another code, at most `codesPerAuthorization` in all and one per `resendInterval`; the old one stops working. */
   resend(id: string, cookie: string | undefined, csrf: string | undefined): Promise<StepOutcome> {
     return this.step(id, cookie, csrf, async (a) => {
-      if (a.status !== 'code_sent') return { kind: 'page' };
+      // The fresh email code of a recovery may be sent again too, within the same bounds.
+      if (a.status !== 'code_sent' && a.status !== 'recovery_email') return { kind: 'page' };
       const now = this.o.clock();
-      if (a.codes_sent >= L.codesPerAuthorization) return { kind: 'page', notice: 'resend_exhausted' };
+      if (a.codes_sent >= L.codesPerAuthorization + (a.status === 'recovery_email' ? 1 : 0)) return { kind: 'page', notice: 'resend_exhausted' };
       if (now - Date.parse(a.last_code_sent_at!) < L.resendInterval * 1000) return { kind: 'page', notice: 'resend_wait' };
-      const { next, code } = this.newCode(a, now);
+      const made = this.newCode(a, now);
+      const next = { ...made.next, status: a.status };
       await this.o.store.batch([this.put(next)]);
-      return { kind: 'page', notice: 'resent', ...(a.eligible ? { send: { to: a.email!, code, authorization: next } } : {}) };
+      return { kind: 'page', notice: 'resent', ...(a.eligible ? { send: { to: a.email!, code: made.code, authorization: next } } : {}) };
     });
   }
 
@@ -248,6 +266,121 @@ export class HostedAuthorizations {
         if (step === undefined) return this.wrong(a, 'totp_wrong');
         const used: HostedMemberRecord = { ...member, totp_last_step: step, updated_at: this.iso() };
         return this.complete(a, used, ['email_otp', 'otp', 'mfa'], [H.members.putOp(used.id, used, { index: memberIndex(used) })]);
+      });
+    });
+  }
+
+  // ── Lost-all-factor recovery (rule 13; docs/platform/account-center.md) ──────────────────────────────
+  // From the TOTP step: one saved recovery code, then a fresh email code, then a new TOTP factor
+  // confirmed by a code, then a new recovery-code set acknowledged, then the security notification
+  // accepted. Each step needs the one before (409 account_center_step_out_of_order otherwise); nothing
+  // changes on the member until the last, which replaces the factor and the codes, revokes every session
+  // of the member, and restricts member actions for 24 hours (hosted-members.ts `recoveryRestricted`).
+
+  /** "Lost your authenticator?": only from the TOTP step of a member with a factor. */
+  startRecovery(id: string, cookie: string | undefined, csrf: string | undefined): Promise<StepOutcome> {
+    return this.step(id, cookie, csrf, async (a) => {
+      if (a.status === 'recovery_code') return { kind: 'page' };
+      if (a.status !== 'totp') throw outOfOrder('recovery starts from the authenticator step, after the email code');
+      await this.o.store.batch([this.put({ ...a, status: 'recovery_code' })]);
+      return { kind: 'page' };
+    });
+  }
+
+  /** One unused saved recovery code: it is used up, and a fresh email code goes out. */
+  submitRecoveryCode(id: string, cookie: string | undefined, csrf: string | undefined, code: string | undefined): Promise<StepOutcome> {
+    return this.step(id, cookie, csrf, async (a) => {
+      if (a.status !== 'recovery_code') throw outOfOrder('start with "lost your authenticator" on the authenticator step');
+      return this.o.store.exclusive(memberLock(a.member_id!), async () => {
+        const member = await H.members.in(this.o.store).get(a.member_id!);
+        const index = member && member.status === 'active' ? matchRecoveryCode(this.o.keys, member, code) : undefined;
+        if (member === undefined || index === undefined) return this.wrong(a, 'recovery_code_wrong');
+        const now = this.o.clock();
+        const codes = member.recovery_codes!.map((c, i) => (i === index ? { ...c, used_at: this.iso(now) } : c));
+        const used: HostedMemberRecord = { ...member, recovery_codes: codes, updated_at: this.iso(now) };
+        const { next, code: emailCode } = this.newCode(a, now);
+        await this.o.store.batch([
+          H.members.putOp(used.id, used, { index: memberIndex(used) }),
+          this.put({ ...next, status: 'recovery_email' }),
+          this.o.audit.op(a, { type: 'hosted_member', id: member.id }, 'member_auth.hosted_member.recovery_code_use', member.id, factorSummary(member), factorSummary(used)),
+        ]);
+        return { kind: 'page', send: { to: member.email, code: emailCode, authorization: next } };
+      });
+    });
+  }
+
+  /** The fresh email code of the recovery; then a new TOTP secret to enrol. */
+  submitRecoveryEmail(id: string, cookie: string | undefined, csrf: string | undefined, code: string | undefined): Promise<StepOutcome> {
+    return this.step(id, cookie, csrf, async (a) => {
+      if (a.status !== 'recovery_email') throw outOfOrder('a saved recovery code comes first');
+      if (Date.parse(a.code_expires_at!) <= this.o.clock()) return { kind: 'page', notice: 'code_expired' };
+      const given = /^\d{6}$/.test((code ?? '').trim()) ? code!.trim() : '';
+      if (!a.code_sha256 || !sameSecret(this.o.keys.codeDigest(a.id, a.codes_sent, given), a.code_sha256)) return this.wrong(a, 'code_wrong');
+      await this.o.store.batch([this.put({ ...a, status: 'recovery_enrol', code_sha256: null, attempts: 0, recovery: { secret: newTotpSecret(), confirmed_step: null, codes: null, acknowledged: false } })]);
+      return { kind: 'page' };
+    });
+  }
+
+  /** The replacement factor, confirmed by a current code of it. */
+  submitRecoveryEnrol(id: string, cookie: string | undefined, csrf: string | undefined, code: string | undefined): Promise<StepOutcome> {
+    return this.step(id, cookie, csrf, async (a) => {
+      if (a.status !== 'recovery_enrol' || !a.recovery) throw outOfOrder('the saved recovery code and the fresh email code come first');
+      const step = totpStepOf(a.recovery.secret, code, this.o.clock(), null);
+      if (step === undefined) return this.wrong(a, 'totp_wrong');
+      await this.o.store.batch([this.put({ ...a, status: 'recovery_codes', attempts: 0, recovery: { ...a.recovery, confirmed_step: step } })]);
+      return { kind: 'page' };
+    });
+  }
+
+  /** The new code set, shown in this answer only; asking again makes another set (the last one shown counts). */
+  recoveryCodes(id: string, cookie: string | undefined, csrf: string | undefined): Promise<StepOutcome> {
+    return this.step(id, cookie, csrf, async (a) => {
+      if (a.status !== 'recovery_codes' || !a.recovery) throw outOfOrder('replace the authenticator first');
+      const { codes, digests } = newRecoverySet(this.o.keys, a.member_id!);
+      await this.o.store.batch([this.put({ ...a, recovery: { ...a.recovery, codes: digests.map((d) => d.digest), acknowledged: false } })]);
+      return { kind: 'codes', codes };
+    });
+  }
+
+  /** The member confirms it saved the new codes (a checked box). */
+  acknowledgeRecoveryCodes(id: string, cookie: string | undefined, csrf: string | undefined, ack: string | undefined): Promise<StepOutcome> {
+    return this.step(id, cookie, csrf, async (a) => {
+      if (a.status !== 'recovery_codes' || !a.recovery?.codes) throw outOfOrder('show the new recovery codes first');
+      if (ack !== 'yes') return { kind: 'page', notice: 'ack_required' };
+      await this.o.store.batch([this.put({ ...a, status: 'recovery_notice', recovery: { ...a.recovery, acknowledged: true } })]);
+      return { kind: 'page' };
+    });
+  }
+
+  /**
+   * The member accepts the security notification: the factor and the codes are replaced, every session
+   * of the member ends, member actions are restricted for 24 hours, an email tells the member, and the
+   * sign-in completes (its session is restricted too: it began before the restriction ends).
+   */
+  acceptRecovery(id: string, cookie: string | undefined, csrf: string | undefined, accept: string | undefined): Promise<StepOutcome> {
+    return this.step(id, cookie, csrf, async (a) => {
+      if (a.status !== 'recovery_notice' || !a.recovery?.acknowledged || !a.recovery.codes || a.recovery.confirmed_step === null) throw outOfOrder('acknowledge the new recovery codes first');
+      if (accept !== 'yes') return { kind: 'page', notice: 'accept_required' };
+      const r = a.recovery;
+      return this.o.store.exclusive(memberLock(a.member_id!), async () => {
+        const member = await H.members.in(this.o.store).get(a.member_id!);
+        if (!member || member.status !== 'active') throw new CustodyError('member_binding_inactive', 'this member is not active in the application');
+        const now = this.o.clock();
+        const at = this.iso(now);
+        const restrictedUntil = this.iso(now + RECOVERY_RESTRICTION_S * 1000);
+        const after: HostedMemberRecord = {
+          ...member, totp_secret: r.secret, totp_last_step: r.confirmed_step, totp_enrolled_at: at, recovery_codes: r.codes!.map((digest) => ({ digest, used_at: null })),
+          recovery_codes_created_at: at, restricted_until: restrictedUntil, updated_at: at,
+        };
+        const families = (await S.families.in(this.o.store).byIndex(`${member.application}\x00${member.id}\x00`)).filter((f) => f.status === 'active');
+        const actor: Actor = { type: 'hosted_member', id: member.id };
+        const ops: Op[] = [
+          H.members.putOp(member.id, after, { index: memberIndex(member) }),
+          ...families.map((f) => S.families.putOp(f.id, { ...f, status: 'revoked', revoked_at: at, revoked_reason: 'member_recovery' } satisfies SessionFamilyRecord, { index: familyIndex(f) })),
+          this.o.audit.op(a, actor, 'member_auth.hosted_member.recover', member.id, factorSummary(member), { ...factorSummary(after), sessions_revoked: families.length }),
+        ];
+        const out = await this.complete({ ...a, recovery: null }, after, ['email_otp', 'recovery_code', 'otp'], ops);
+        return out.kind === 'callback' ? { ...out, notify: { to: member.email, authorization: a, restrictedUntil } } : out;
       });
     });
   }

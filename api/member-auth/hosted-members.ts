@@ -29,6 +29,39 @@ export async function hostedMemberActive(store: RecordRepository, scope: { tenan
   return !!m && m.status === 'active' && m.tenant === scope.tenant && m.workspace === scope.workspace && m.application === scope.application;
 }
 
+/** How long lost-all-factor recovery restricts a member (platform-api.md "Confidential exchange rules" 13). */
+export const RECOVERY_RESTRICTION_S = 86_400;
+
+/**
+ * Whether a sign-in authenticated at `authenticatedAt` may use member authority (member actions) now:
+ * after a lost-all-factor recovery, not before `restricted_until` has passed AND the member has signed in
+ * again after it (rule 13). A sign-in from before the recovery was revoked by it; one made during the
+ * 24 hours stays restricted for its whole life.
+ */
+export function recoveryRestricted(member: Pick<HostedMemberRecord, 'restricted_until'>, authenticatedAt: string, now: number): boolean {
+  const until = member.restricted_until ? Date.parse(member.restricted_until) : NaN;
+  if (Number.isNaN(until)) return false;
+  return now < until || Date.parse(authenticatedAt) <= until;
+}
+
+/**
+ * The check member actions run for a hosted member before anything else (member-actions.ts): 403
+ * member_recovery_restricted while `recoveryRestricted` holds. An unknown member passes here; the
+ * session's own trust check refuses it.
+ */
+export async function checkHostedMemberAuthority(store: RecordRepository, memberId: string, authenticatedAt: string, now: number): Promise<void> {
+  const m = MEMBER_ID.test(memberId) ? await H.members.in(store).get(memberId) : undefined;
+  if (m && recoveryRestricted(m, authenticatedAt, now)) {
+    throw new CustodyError('member_recovery_restricted', `this member recovered lost factors: member actions are refused until ${m.restricted_until!} and a fresh sign-in after it`);
+  }
+}
+
+/** A hosted member's `restricted_until` (null when none): the safe field of the session context. */
+export async function hostedRestrictedUntil(store: RecordRepository, memberId: string): Promise<string | null> {
+  const m = MEMBER_ID.test(memberId) ? await H.members.in(store).get(memberId) : undefined;
+  return m?.restricted_until ?? null;
+}
+
 export class HostedMembers {
   constructor(private readonly store: RecordRepository, private readonly audit: AuditLog, private readonly cursors: CursorCodec, private readonly clock: () => number) {}
 
@@ -97,15 +130,15 @@ export class HostedMembers {
 
   /**
    * Gives a member a new TOTP factor (RFC 6238, SHA-1, 6 digits, 30 s) and returns its secret, once.
-   * Members enrol factors in the Hosted Account Center, which is not built yet; this is the service's
-   * entry point for it (and for tests), with no HTTP route.
+   * Members enrol factors themselves in the Account Center (account-center.ts), confirmed by a code;
+   * this unconfirmed entry point is the service's, for tests and operators, with no HTTP route.
    */
   async enrollTotp(memberId: string): Promise<{ secretHex: string }> {
     const secretHex = randomBytes(20).toString('hex');
     await this.store.exclusive(memberLock(memberId), async () => {
       const m = await H.members.in(this.store).get(memberId);
       if (!m) throw new CustodyError('not_found', 'no such hosted member');
-      await H.members.in(this.store).put(m.id, { ...m, totp_secret: secretHex, totp_last_step: null, updated_at: this.iso() }, memberIndex(m));
+      await H.members.in(this.store).put(m.id, { ...m, totp_secret: secretHex, totp_last_step: null, totp_enrolled_at: this.iso(), updated_at: this.iso() }, memberIndex(m));
     });
     return { secretHex };
   }

@@ -77,9 +77,16 @@ export function pkceMatches(verifier: string, challenge: string): boolean {
 export class HostedKeys {
   private readonly codeKey: Buffer;
   private readonly csrfKey: Buffer;
+  private readonly recoveryKey: Buffer;
   constructor(serverKey: Uint8Array) {
     this.codeKey = createHmac('sha256', serverKey).update('hosted-auth-email-code-v1').digest();
     this.csrfKey = createHmac('sha256', serverKey).update('hosted-auth-csrf-v1').digest();
+    this.recoveryKey = createHmac('sha256', serverKey).update('hosted-auth-recovery-code-v1').digest();
+  }
+
+  /** The stored form of a recovery code (normalized by `normalizeRecoveryCode`), bound to its member. */
+  recoveryDigest(member: string, code: string): string {
+    return createHmac('sha256', this.recoveryKey).update(`recovery-v1\x00${member}\x00${code}`).digest('hex');
   }
 
   /** The stored form of an email code, bound to its authorization and its send counter. */
@@ -91,6 +98,20 @@ export class HostedKeys {
   csrfToken(authorization: string, flowCookie: string): string {
     return createHmac('sha256', this.csrfKey).update(`csrf-v1\x00${authorization}\x00${flowCookie}`).digest('base64url');
   }
+}
+
+/** Recovery codes: 10 characters of 31 letters and digits without look-alikes (about 49 bits), shown as `xxxxx-xxxxx`. */
+const RECOVERY_ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789';
+export const RECOVERY_CODES_PER_SET = 10;
+export function newRecoveryCode(): string {
+  let out = '';
+  for (let i = 0; i < 10; i++) out += RECOVERY_ALPHABET[randomInt(0, RECOVERY_ALPHABET.length)];
+  return `${out.slice(0, 5)}-${out.slice(5)}`;
+}
+/** A typed recovery code in the one form we hash: lower-case, without spaces or dashes; undefined when not one. */
+export function normalizeRecoveryCode(text: string | undefined): string | undefined {
+  const v = (text ?? '').toLowerCase().replace(/[\s-]/g, '');
+  return /^[a-z0-9]{10}$/.test(v) ? v : undefined;
 }
 
 /** A typed email address in the one form we compare: trimmed and lower-cased; undefined when not one. */
@@ -125,10 +146,23 @@ export interface HostedMemberRecord {
   totp_secret: string | null;
   /** The last TOTP time step accepted: a code is never accepted twice. */
   totp_last_step: number | null;
+  /** When the current TOTP factor was confirmed (absent on records written before the Account Center). */
+  totp_enrolled_at?: string | null;
+  /**
+   * The member's recovery codes, as HMAC-SHA-256 digests under the server key bound to the member
+   * (`HostedKeys.recoveryDigest`), each with when it was used; null or absent: none generated.
+   */
+  recovery_codes?: RecoveryCodeDigest[] | null;
+  recovery_codes_created_at?: string | null;
+  /** Set by lost-all-factor recovery (rule 13): member actions are refused until then and a sign-in after it. */
+  restricted_until?: string | null;
   last_sign_in_at: string | null;
   created_at: string;
   updated_at: string;
 }
+
+/** One stored recovery code: its digest (hex) and when it was used, if it was. */
+export interface RecoveryCodeDigest { digest: string; used_at: string | null }
 
 export type HostedMemberView = Pick<HostedMemberRecord, 'id' | 'email' | 'status' | 'source' | 'demo' | 'last_sign_in_at' | 'created_at' | 'updated_at'> & { totp: boolean };
 
@@ -140,7 +174,21 @@ export function hostedMemberView(m: HostedMemberRecord): HostedMemberView {
  * pending → code_sent → (totp →) authenticated → exchanged; locked after too many wrong codes; refused
  * when the application requires TOTP and the member has none. Only `exchanged` follows `authenticated`.
  */
-export type HostedAuthorizationStatus = 'pending' | 'code_sent' | 'totp' | 'authenticated' | 'exchanged' | 'locked' | 'refused';
+export type HostedAuthorizationStatus =
+  | 'pending' | 'code_sent' | 'totp' | 'authenticated' | 'exchanged' | 'locked' | 'refused'
+  // Lost-all-factor recovery (rule 13), in this order, entered from `totp` (docs/platform/account-center.md).
+  | 'recovery_code' | 'recovery_email' | 'recovery_enrol' | 'recovery_codes' | 'recovery_notice';
+
+/** What a recovery carries between its steps: the new factor and code set, applied only at the last step. */
+export interface RecoveryProgress {
+  /** The replacement TOTP secret (hex), until confirmed and applied. */
+  secret: string;
+  /** The step the confirming code used: the new factor starts after it. */
+  confirmed_step: number | null;
+  /** The new recovery codes' digests, once generated (shown once, in that step's answer). */
+  codes: string[] | null;
+  acknowledged: boolean;
+}
 
 export interface HostedAuthorizationRecord {
   v: 1;
@@ -186,6 +234,8 @@ export interface HostedAuthorizationRecord {
   family: string | null;
   exchanged_at: string | null;
   retire_after: string;
+  /** Lost-all-factor recovery in progress (absent otherwise). */
+  recovery?: RecoveryProgress | null;
 }
 
 export const retireIndexOf = (a: Pick<HostedAuthorizationRecord, 'retire_after'>) => [a.retire_after];

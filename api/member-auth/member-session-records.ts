@@ -130,7 +130,7 @@ export interface SessionFamilyRecord extends CallerBinding {
   expires_at: string;
   revoked_at: string | null;
   /** result_replay: a Hosted Auth result was exchanged twice (hosted-authorizations.ts). */
-  revoked_reason: 'sign_out' | 'sign_out_all' | 'refresh_replay' | 'result_replay' | null;
+  revoked_reason: 'sign_out' | 'sign_out_all' | 'refresh_replay' | 'result_replay' | 'member_recovery' | null;
   /** auth_time (or iat) of the proof, ISO. */
   authenticated_at: string;
   acr: string | null;

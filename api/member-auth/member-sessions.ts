@@ -13,7 +13,7 @@ import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { AuditLog, Actor } from '../tenancy/audit-log.ts';
 import type { ApplicationRecord } from './member-auth-records.ts';
-import { hostedMemberActive } from './hosted-members.ts';
+import { hostedMemberActive, hostedRestrictedUntil } from './hosted-members.ts';
 import {
   LIFETIMES, REFRESH_CREDENTIAL, SESSION_COLLECTIONS as S, SESSION_ID, newSecret, sameDigest, sha256hex,
   type CallerBinding, type MemberBindingRecord, type MemberContext, type MemberSessionRecord, type RefreshCredentialRecord,
@@ -139,6 +139,7 @@ export class MemberSessions {
       session: { expires_at: session.expires_at, refresh_expires_at: session.refresh_expires_at, authenticated_at: family.authenticated_at, created_at: session.created_at },
       acr: family.acr,
       amr: family.amr,
+      ...(caller.application.kind === 'hosted' ? { restricted_until: await hostedRestrictedUntil(this.store, session.member_id) } : {}),
     };
   }
 

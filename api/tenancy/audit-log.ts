@@ -4,7 +4,8 @@ import type { Op, RecordRepository } from '../store/record-repository.ts';
 import { newId } from '../store/ids.ts';
 import { AUDIT_LOG } from './collections.ts';
 
-export interface Actor { type: 'api_key' | 'operator'; id: string }
+/** Who made a change: a key, an operator, or a hosted member on its own factors (Account Center, recovery). */
+export interface Actor { type: 'api_key' | 'operator' | 'hosted_member'; id: string }
 
 export interface AuditEntry {
   id: string;

@@ -20,4 +20,6 @@ export interface MemberContext {
   session: { expires_at: string; refresh_expires_at: string; authenticated_at: string; created_at: string };
   acr: string | null;
   amr: string[];
+  /** Hosted members only: until when lost-all-factor recovery restricts member actions (null: not restricted). */
+  restricted_until?: string | null;
 }

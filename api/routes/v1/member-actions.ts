@@ -17,6 +17,7 @@ import { loadExchangeCipher } from '../../member-auth/exchange-cipher.ts';
 import { ProofVerifier, MAX_PROOF_BYTES } from '../../member-auth/proof-verifier.ts';
 import { MemberSessions, type MemberCaller } from '../../member-auth/member-sessions.ts';
 import { MemberActions } from '../../member-auth/member-actions.ts';
+import { checkHostedMemberAuthority } from '../../member-auth/hosted-members.ts';
 import { CustomerLinks } from '../../customers/customer-links.ts';
 import type { TransactionService } from '../../transactions/transaction-service.ts';
 import { REFUSED_FIELDS, REFUSED_HEADERS } from './member-auth.ts';
@@ -42,8 +43,9 @@ export const memberActionRoutes: FastifyPluginAsyncTypebox<MemberActionRoutesOpt
   const { platform } = opts;
   const http = new OutboundHttp({ policy: platform.endpoints.http.policy, timeoutMs: 10_000, maxResponseBytes: MAX_DISCOVERY_BYTES + 1 });
   app.addHook('onClose', async () => http.close());
+  const sessions = new MemberSessions(platform.store, platform.audit, platform.clock);
   const actions = new MemberActions({
-    store: platform.store, audit: platform.audit, sessions: new MemberSessions(platform.store, platform.audit, platform.clock),
+    store: platform.store, audit: platform.audit, sessions,
     verifier: new ProofVerifier(http, platform.clock), cipher: await loadExchangeCipher(platform.store, opts.exchangeKey),
     links: new CustomerLinks(platform.store), transactions: opts.transactions, clock: platform.clock, publicOrigin: opts.publicOrigin,
   });
@@ -63,8 +65,20 @@ export const memberActionRoutes: FastifyPluginAsyncTypebox<MemberActionRoutesOpt
     const p = principalOf(req);
     const key = single(req.headers['x-svc-publishable-key']);
     const application = await resolvePublishableKey(platform.store, p, key);
+    const caller: MemberCaller = { tenant: p.tenant, workspace: p.workspace, environment: p.environment, principal: p.keyId, publishable_key: key!, application };
+    if (application.kind === 'hosted') await refuseRestrictedHosted(caller, req);
     if (application.kind !== 'byo_oidc') throw new CustodyError('forbidden', 'member actions with an external proof are for the BYO OIDC application');
-    return { tenant: p.tenant, workspace: p.workspace, environment: p.environment, principal: p.keyId, publishable_key: key!, application };
+    return caller;
+  }
+
+  /**
+   * Hosted members have no member actions yet (they are refused just below). A member restricted by
+   * lost-all-factor recovery is refused first with its own code, so the restriction already holds when
+   * hosted member actions are added here (hosted-members.ts `checkHostedMemberAuthority`).
+   */
+  async function refuseRestrictedHosted(caller: MemberCaller, req: FastifyRequest): Promise<void> {
+    const found = await sessions.validate(caller, sessionIdOf(req)).catch(() => undefined);
+    if (found) await checkHostedMemberAuthority(platform.store, found.session.member_id, found.family.authenticated_at, platform.clock());
   }
   const sessionIdOf = (req: FastifyRequest) => single(req.headers['x-member-session-id']);
 

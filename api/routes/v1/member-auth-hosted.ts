@@ -22,6 +22,9 @@ import { HostedAuthorizations } from '../../member-auth/hosted-authorizations.ts
 import { CODE_CHALLENGE, HostedKeys, hostedMemberView, type HostedMemberView } from '../../member-auth/hosted-records.ts';
 import { COLLECTIONS, type ApplicationRecord } from '../../member-auth/member-auth-records.ts';
 import { hostedPageRoutes } from '../../hosted-page/hosted-page-routes.ts';
+import { accountCenterPageRoutes } from '../../hosted-page/account-center-page-routes.ts';
+import { AccountCenter } from '../../member-auth/account-center.ts';
+import { accountCenterRoutes } from './account-center.ts';
 import { REFUSED_FIELDS, REFUSED_HEADERS } from './member-auth.ts';
 import { MAX_URL } from '../../member-auth/exact-urls.ts';
 
@@ -58,7 +61,9 @@ export const memberAuthHostedRoutes: FastifyPluginAsyncTypebox<MemberAuthHostedR
   const idempotent = new IdempotentRequests(platform.store, platform.clock);
   app.addHook('onClose', async () => mailer?.close());
 
+  const center = new AccountCenter({ store: platform.store, audit: platform.audit, sessions, keys, clock: platform.clock });
   await app.register(hostedPageRoutes, { platform, authorizations, mailer });
+  await app.register(accountCenterPageRoutes, { platform, center, mailer });
 
   // ── The BFF's operations ──────────────────────────────────────────────────────────────────────────
   await app.register(async (scope) => {
@@ -112,6 +117,9 @@ export const memberAuthHostedRoutes: FastifyPluginAsyncTypebox<MemberAuthHostedR
         response: { 201: Grant, ...errors },
       },
     }, async (req, reply) => reply.code(201).send(await authorizations.exchange(await callerOf(req), actorOf(req), req.body)));
+
+    // The Account Center's handoff and exchange (docs/platform/account-center.md), under this scope's hook.
+    await bff.register(accountCenterRoutes, { center, callerOf, publicOrigin: opts.publicOrigin, canMail: mailer !== undefined });
 
     bff.post('/member-auth/hosted/authorizations/sandbox-demo', {
       config: { permission: 'member_auth.session' },

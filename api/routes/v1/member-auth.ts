@@ -45,6 +45,7 @@ const Context = Type.Object({
   workspace: Type.String(), environment: Type.String(),
   session: Type.Object({ expires_at: Type.String(), refresh_expires_at: Type.String(), authenticated_at: Type.String(), created_at: Type.String() }),
   acr: Type.Union([Type.String(), Type.Null()]), amr: Type.Array(Type.String()),
+  restricted_until: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'Hosted members: until when lost-all-factor recovery refuses member actions (a fresh sign-in after it is also needed); null when not restricted' })),
 });
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 502: ErrorBody };
 const TAGS = ['member auth'];

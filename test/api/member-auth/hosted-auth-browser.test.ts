@@ -3,7 +3,8 @@
 // listening on loopback. A tiny HTTP server plays the customer's BFF: it begins the authorization with its
 // bearer key and publishable key, receives the callback, exchanges the result with its PKCE verifier and
 // reads the member session. The code comes from a real SMTP sink; the second run answers a TOTP challenge
-// (otpauth). A screenshot shows the tenant's primary colour on the page's brand bar.
+// (otpauth). A screenshot shows the tenant's primary colour on the page's brand bar. A third run enrols an
+// authenticator in the Account Center (docs/platform/account-center.md), which the next sign-in asks for.
 import t from 'tap';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,17 +15,20 @@ import { chromium } from 'playwright-core';
 import { PNG } from 'pngjs';
 import { TOTP, Secret } from 'otpauth';
 import { setupHosted, HOSTED, pkcePair } from './hosted-auth-harness.ts';
+import { AC } from './account-center-harness.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const BRAND = { r: 0xd8, g: 0x1b, b: 0x60 };
 
-t.test('headless Chromium: email code, then email code and TOTP, back to the BFF with a member session', async (t) => {
+t.test('headless Chromium: email code, then email code and TOTP, back to the BFF with a member session; Account Center enrolment', async (t) => {
   // Not a skip: without the browser this test has not shown anything, and `npm test` installs it first.
   if (!existsSync(CHROMIUM)) return t.fail(`${CHROMIUM} is missing: run node deploy/test/ensure-chromium.mjs (npm test does)`);
   // The BFF: /login begins an authorization and redirects the browser; /callback exchanges the result.
   const pending = new Map<string, { verifier: string }>();
   let logins = 0;
   const outcomes: { state: string; status: number; grant?: { session_id: string; member: { id: string } }; session?: unknown; error?: string }[] = [];
+  let accountSession = '';
+  let accountOutcome: { status: number; summary: unknown } | undefined;
   let api = '';
   let pk = '';
   let token = '';
@@ -45,6 +49,15 @@ t.test('headless Chromium: email code, then email code and TOTP, back to the BFF
         res.writeHead(303, { location: body.authorization_url }).end();
         return;
       }
+      if (url.pathname === '/account') {
+        // The Account Center: a handoff from the member's session, back to the same callback.
+        const { verifier, challenge } = pkcePair();
+        const state = `ac-${++logins}`;
+        pending.set(state, { verifier });
+        const r = await bffCall(AC.handoffs, { return_url: callback, state, code_challenge: challenge }, url.searchParams.get('session') ?? '');
+        res.writeHead(303, { location: (await r.json() as { handoff_url: string }).handoff_url }).end();
+        return;
+      }
       if (url.pathname === '/callback') {
         const state = url.searchParams.get('state') ?? '';
         const p = pending.get(state);
@@ -53,6 +66,12 @@ t.test('headless Chromium: email code, then email code and TOTP, back to the BFF
           return;
         }
         pending.delete(state);
+        if (state.startsWith('ac-')) {
+          const x = await bffCall(AC.exchange, { code: url.searchParams.get('code'), code_verifier: p.verifier, return_url: callback }, accountSession);
+          accountOutcome = { status: x.status, summary: await x.json() };
+          res.writeHead(200, { 'content-type': 'text/html' }).end('<p id="account-done">saved</p>');
+          return;
+        }
         const x = await bffCall(HOSTED.exchange, { code: url.searchParams.get('code'), code_verifier: p.verifier, redirect_uri: callback });
         const grant = await x.json() as { session_id: string; member: { id: string } };
         const s = await bffCall(HOSTED.session, undefined, grant.session_id);
@@ -121,5 +140,30 @@ t.test('headless Chromium: email code, then email code and TOTP, back to the BFF
   await Promise.all([page.waitForURL(`${callback}?**`), page.click('#submit')]);
   t.match(await page.textContent('#signed-in'), bob.id);
   t.match(outcomes[1], { state: 'st-2', status: 201, grant: { member: { id: bob.id } }, session: { member: { id: bob.id }, amr: ['email_otp', 'otp', 'mfa'] } });
+
+  // Run 3: the Account Center: alice signs in on it, enrols an authenticator, and the next sign-in asks for it.
+  accountSession = outcomes[0]!.grant!.session_id;
+  await page.goto(`${bffOrigin}/account?session=${accountSession}`);
+  t.match(page.url(), new RegExp(`^${api}/v1/account-center/hac_`), 'the BFF sent the browser to the Account Center');
+  await page.fill('#email', 'alice@acme.test');
+  await Promise.all([page.waitForSelector('#code'), page.click('#submit')]);
+  await page.fill('#code', await h.sink.nextCode('alice@acme.test'));
+  await Promise.all([page.waitForSelector('#enrol'), page.click('#submit')]);
+  await Promise.all([page.waitForSelector('#totp-secret'), page.click('#enrol')]);
+  const secret = Secret.fromBase32((await page.textContent('#totp-secret'))!.trim());
+  await page.fill('#totp', TOTP.generate({ secret, algorithm: 'SHA1', digits: 6, period: 30 }));
+  await Promise.all([page.waitForSelector('#remove'), page.click('#submit')]);
+  t.match(await page.textContent('#factor-status'), /set up/, 'the factor is enrolled');
+  await Promise.all([page.waitForURL(`${callback}?**`), page.click('#finish')]);
+  t.match(accountOutcome, { status: 200, summary: { member_id: alice.id, changes: ['totp_enrolled'], factors: [{ type: 'totp' }] } }, 'the BFF learns what changed');
+  await page.goto(`${bffOrigin}/login`);
+  await page.fill('#email', 'alice@acme.test');
+  await Promise.all([page.waitForURL(/\/v1\/hosted-auth\/hau_[^/]+$/), page.click('#submit')]);
+  await page.fill('#code', await h.sink.nextCode('alice@acme.test'));
+  await Promise.all([page.waitForSelector('#totp'), page.click('#submit')]);
+  // The enrolment used this step's code: the next step's (within the skew) signs in.
+  await page.fill('#totp', TOTP.generate({ secret, algorithm: 'SHA1', digits: 6, period: 30, timestamp: Date.now() + 30_000 }));
+  await Promise.all([page.waitForURL(`${callback}?**`), page.click('#submit')]);
+  t.match(outcomes[2], { status: 201, grant: { member: { id: alice.id } }, session: { amr: ['email_otp', 'otp', 'mfa'] } }, 'the sign-in asked for the new factor');
   t.same(scriptErrors, [], 'no console error (no CSP violation) and no failed load');
 });

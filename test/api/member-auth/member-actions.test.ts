@@ -17,6 +17,7 @@ import { ACTION_COLLECTIONS } from '../../../api/member-auth/member-action-recor
 import { SESSION_COLLECTIONS } from '../../../api/member-auth/member-session-records.ts';
 import { TX_JOBS } from '../../../api/transactions/collections.ts';
 import type { VaultRecord } from '../../../api/vaults/records.ts';
+import { HOSTED_COLLECTIONS } from '../../../api/member-auth/hosted-records.ts';
 import { CustodyClient } from '../../../api/sdk/client.ts';
 import { MemberAuthClient } from '../../../api/sdk/member-auth-client.ts';
 
@@ -295,4 +296,29 @@ t.test('the SDK: MemberAuthClient begins and completes the action, CustodyClient
   const tx = await custody.sendEvm({ ...p, memberSigningSession: done.signing_session.id });
   t.equal(tx.state, 'created');
   await t.rejects(members.completeMemberAction(session, begun.id, await h.op.mint({ nonce: begun.proof.nonce })), { status: 409, code: 'member_action_not_pending' });
+});
+
+t.test('a hosted member restricted by lost-all-factor recovery is refused with member_recovery_restricted, before the hosted refusal', async (t) => {
+  const s = await walletApp(t);
+  const bff = await s.platform.tenancy.createKey(s.acme.sandbox.id, 'member_auth', { label: 'bff' });
+  const origin = 'http://127.0.0.1:9';
+  for (const [url, body] of [['/v1/tenant/member-auth/allowed-origins', { origin }], ['/v1/tenant/member-auth/redirect-urls', { url: `${origin}/callback` }]] as const) {
+    t.equal((await s.bearer('POST', url, body)).statusCode, 201);
+  }
+  const made = await s.bearer('POST', '/v1/tenant/member-auth/applications/hosted', { enrollment: 'invite_only', origin, result_callback_url: `${origin}/callback`, bff_key_id: bff.key.id, require_totp: false });
+  t.equal(made.statusCode, 201, made.body);
+  const pk = made.json().publishable_key as string;
+  const headers = { 'x-svc-publishable-key': pk };
+  // The sandbox demo persona: a hosted member with a session, without the email ceremony.
+  const grant = (await s.bearer('POST', '/v1/member-auth/hosted/authorizations/sandbox-demo', {}, bff.token, headers)).json() as { session_id: string; member: { id: string } };
+  const body = { kind: 'transaction.sign', wallet_id: 'wal_x', intent: Buffer.from('x').toString('base64') };
+  const call = () => s.bearer('POST', P.begin, body, bff.token, { ...headers, 'x-member-session-id': grant.session_id });
+  const plain = await call();
+  t.equal(plain.statusCode, 403);
+  t.equal(plain.json().code, 'forbidden', 'hosted members have no member actions yet');
+  const m = (await HOSTED_COLLECTIONS.members.in(s.store).get(grant.member.id))!;
+  await HOSTED_COLLECTIONS.members.in(s.store).put(m.id, { ...m, restricted_until: new Date(Date.now() + 86_400_000).toISOString() }, [`${m.application}\x00${m.id}`]);
+  const restricted = await call();
+  t.equal(restricted.statusCode, 403);
+  t.equal(restricted.json().code, 'member_recovery_restricted', 'the restriction is checked first, so it holds once hosted member actions exist');
 });
