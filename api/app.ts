@@ -17,6 +17,9 @@ import { nodeRoutes } from './routes/v1/nodes.ts';
 import { endUserAuthRoutes } from './routes/v1/end-user-auth.ts';
 import { transactionRoutes } from './routes/v1/transactions.ts';
 import type { TransactionService } from './transactions/transaction-service.ts';
+import { accountHolderRoutes } from './routes/v1/account-holders.ts';
+import { accountHolderAvatarRoutes } from './routes/v1/account-holder-avatars.ts';
+import { contactRoutes } from './routes/v1/contacts.ts';
 import type { Platform } from './platform.ts';
 import { bearerAuth } from './auth/bearer-auth.ts';
 import { ReplayGuard } from './auth/replay-guard.ts';
@@ -126,6 +129,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'mfa', description: 'Platform API: one-use MFA proofs for sensitive operations' },
         { name: 'branding', description: 'Platform API: theme, logo and sending domains, and the public branding bundle' },
         { name: 'member auth', description: 'Platform API: member-auth configuration: allowed origins, redirect URLs, BYO OIDC and Hosted Auth applications and their publishable keys' },
+        { name: 'account holders', description: 'Platform API: account holders (individuals and businesses), their change history, avatars, contacts, and the member self view: verification, consents, wallets' },
         { name: 'health', description: 'Liveness and readiness; no authentication' },
       ],
       components: {
@@ -200,6 +204,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(logoRoutes, { platform, publicOrigin: opts.config.publicUrl });
       await p.register(memberAuthConfigRoutes, { platform });
       await p.register(memberAuthRoutes, { platform, ...(opts.config.memberAuthExchangeKeyFile ? { exchangeKey: await readExchangeKeyFile(opts.config.memberAuthExchangeKeyFile) } : {}) });
+      await p.register(accountHolderRoutes, { platform });
+      await p.register(accountHolderAvatarRoutes, { platform, publicOrigin: opts.config.publicUrl });
+      await p.register(contactRoutes, { platform });
       await p.register(memberAuthHostedRoutes, { platform, publicOrigin: opts.config.publicUrl, mailer: opts.config.smtpUrl ? new SmtpMailer({ url: opts.config.smtpUrl, from: opts.config.smtpFrom }) : undefined });
       if (vaults && opts.transactions) {
         const wallets = new WalletService({ vaults, transactions: opts.transactions, chains: opts.chains, links: new CustomerLinks(vaults.store), audit: platform.audit });

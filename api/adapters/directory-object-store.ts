@@ -32,6 +32,25 @@ export class DirectoryObjectStore implements ObjectStore {
     return g;
   }
 
+  private downloadSig(objectKey: string, expiresAt: number): string {
+    return createHmac('sha256', this.key).update(`download.${objectKey}.${expiresAt}`).digest('base64url');
+  }
+
+  /** A GET through the API's own download route, signed like an upload URL and as short-lived. */
+  downloadUrl(objectKey: string, expiresAt: number, origin: string): string {
+    const q = new URLSearchParams({ exp: String(expiresAt), sig: this.downloadSig(objectKey, expiresAt) });
+    return `${origin}/v1/downloads/${objectKey}?${q.toString()}`;
+  }
+
+  /** Whether a download URL's signature holds for `objectKey` and it has not expired. */
+  checkDownload(objectKey: string, q: Record<string, string | undefined>, nowMs: number): boolean {
+    if (!OBJECT_KEY.test(objectKey)) return false;
+    const exp = Number(q.exp);
+    const given = Buffer.from(q.sig ?? '', 'base64url');
+    const want = Buffer.from(this.downloadSig(objectKey, exp), 'base64url');
+    return given.length === want.length && timingSafeEqual(given, want) && exp > nowMs;
+  }
+
   async write(objectKey: string, bytes: Buffer): Promise<void> {
     const [prefix, name] = objectKey.split('/');
     await mkdir(join(this.dir, prefix!), { recursive: true });

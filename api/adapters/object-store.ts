@@ -14,6 +14,8 @@ export interface ObjectStore {
   /** The object's size, or undefined when there is none. */
   head(objectKey: string): Promise<{ size: number } | undefined>;
   read(objectKey: string): Promise<Buffer | undefined>;
+  /** A URL that answers one object's bytes to a plain GET until `expiresAt` (ms): a presigned GET. */
+  downloadUrl(objectKey: string, expiresAt: number, origin: string): string | Promise<string>;
 }
 
 /** The store could not be reached or answered an error (not "no such object"). */

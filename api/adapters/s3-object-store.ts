@@ -53,6 +53,14 @@ export class S3ObjectStore implements ObjectStore {
     });
   }
 
+  /** A presigned GET of the object until `expiresAt`; `origin` is unused: the URL points at the bucket. */
+  async downloadUrl(objectKey: string, expiresAt: number): Promise<string> {
+    if (!OBJECT_KEY.test(objectKey)) throw new Error(`bad object key ${objectKey}`);
+    const now = this.clock();
+    const seconds = Math.max(1, Math.min(MAX_PRESIGN_SECONDS, Math.floor((expiresAt - now) / 1000)));
+    return presignUrl(this.signer, { method: 'GET', url: this.objectUrl(objectKey), headers: {}, expiresInSeconds: seconds, signingDate: new Date(now) });
+  }
+
   private async request(method: 'GET' | 'HEAD', objectKey: string): Promise<Response | undefined> {
     if (!OBJECT_KEY.test(objectKey)) return undefined;
     const url = this.objectUrl(objectKey);

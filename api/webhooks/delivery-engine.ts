@@ -133,31 +133,42 @@ export class DeliveryEngine {
    * event-relay.ts), kept so the customer dedupes on the same id whoever relays it.
    */
   async emit(scope: Scope, type: string, resource: { type: string; id: string }, actor: Envelope['actor'], data: Record<string, unknown>, extra: Op[] = [], extraQueue: QueueChange[] = [], origin?: { id: string; created_at: string }): Promise<{ event: Envelope; deliveries: DeliveryRecord[] }> {
-    const et = eventType(type);
-    if (!et) throw new CustodyError('unknown_event', `not a registered event: ${type}`);
-    if (et.sensitive && !sensitiveDataAllowed(data)) throw new Error(`sensitive event ${type} may carry only identifiers and enumerated states`);
+    const [out] = await this.emitAll(scope, [{ type, resource, actor, data, ...(origin ? { origin } : {}) }], extra, extraQueue);
+    return out!;
+  }
+
+  /** Several events of one change (e.g. an update and the verification decision it records), in one batch with `extra`. */
+  async emitAll(scope: Scope, events: { type: string; resource: { type: string; id: string }; actor: Envelope['actor']; data: Record<string, unknown>; origin?: { id: string; created_at: string } }[], extra: Op[] = [], extraQueue: QueueChange[] = []): Promise<{ event: Envelope; deliveries: DeliveryRecord[] }[]> {
     const nowMs = this.clock();
     const now = new Date(nowMs).toISOString();
-    const event: Envelope = { id: origin?.id ?? newId('evt', nowMs), type, version: et.version, created_at: origin?.created_at ?? now, resource, actor, data };
     const endpoints = await WEBHOOK_ENDPOINTS.in(this.o.store).byIndex(`${scope.workspace}\x00`, 100_000);
-    const deliveries: DeliveryRecord[] = [];
-    const ops: Op[] = [WEBHOOK_EVENTS.putOp(event.id, { ...event, tenant: scope.tenant, workspace: scope.workspace }), ...extra];
+    const ops: Op[] = [...extra];
     const changes: QueueChange[] = [...extraQueue];
-    for (const e of endpoints.filter((x) => x.events.includes(type))) {
-      const id = newId('whd', nowMs);
-      const d: DeliveryRecord = {
-        id, tenant: scope.tenant, workspace: scope.workspace, endpoint_id: e.id, event_id: event.id, event_type: type, status: 'pending', attempt_count: 0,
-        last_status_code: null, last_response_body: null, last_error: null, next_retry_at: now, delivered_at: null, correlation_id: newId('cor', nowMs), payload: event,
-        created_at: now, updated_at: now, queue_key: this.queueKey(e.id, nowMs, id),
-      };
-      deliveries.push(d);
-      const w = this.ops(d, null);
-      ops.push(...w.ops);
-      changes.push(...w.changes);
+    const out: { event: Envelope; deliveries: DeliveryRecord[] }[] = [];
+    for (const { type, resource, actor, data, origin } of events) {
+      const et = eventType(type);
+      if (!et) throw new CustodyError('unknown_event', `not a registered event: ${type}`);
+      if (et.sensitive && !sensitiveDataAllowed(data)) throw new Error(`sensitive event ${type} may carry only identifiers and enumerated states`);
+      const event: Envelope = { id: origin?.id ?? newId('evt', nowMs), type, version: et.version, created_at: origin?.created_at ?? now, resource, actor, data };
+      const deliveries: DeliveryRecord[] = [];
+      ops.push(WEBHOOK_EVENTS.putOp(event.id, { ...event, tenant: scope.tenant, workspace: scope.workspace }));
+      for (const e of endpoints.filter((x) => x.events.includes(type))) {
+        const id = newId('whd', nowMs);
+        const d: DeliveryRecord = {
+          id, tenant: scope.tenant, workspace: scope.workspace, endpoint_id: e.id, event_id: event.id, event_type: type, status: 'pending', attempt_count: 0,
+          last_status_code: null, last_response_body: null, last_error: null, next_retry_at: now, delivered_at: null, correlation_id: newId('cor', nowMs), payload: event,
+          created_at: now, updated_at: now, queue_key: this.queueKey(e.id, nowMs, id),
+        };
+        deliveries.push(d);
+        const w = this.ops(d, null);
+        ops.push(...w.ops);
+        changes.push(...w.changes);
+      }
+      out.push({ event, deliveries });
     }
     await this.queue.commit(ops, changes);
     this.kick();
-    return { event, deliveries };
+    return out;
   }
 
   /**

@@ -17,10 +17,10 @@ type Row = [name: string, sensitive: boolean, description: string, example: Reco
 const R: Row[] = [
   // given by the spec
   ['payment.confirmed', false, 'A payment confirmed.', { payment_id: 'pay_01', status: 'confirmed', amount: '125.00', currency: 'USDC' }],
-  ['compliance.case.opened', true, 'A compliance case opened (manual review, flag, block or dispute).', { case_id: 'cas_01', case_type: 'manual_review', state: 'open', account_holder_id: 'ahd_01' }],
-  ['verification.holder.verified', true, 'Holder verification (KYC or KYB) approved.', { account_holder_id: 'ahd_01', status: 'verified' }],
-  ['verification.holder.rejected', true, 'Holder verification rejected; no reason is given.', { account_holder_id: 'ahd_01', status: 'rejected' }],
-  ['verification.holder.expired', true, 'Holder verification lapsed past its expiry.', { account_holder_id: 'ahd_01', status: 'expired' }],
+  ['compliance.case.opened', true, 'A compliance case opened (manual review, flag, block or dispute).', { case_id: 'cas_01', case_type: 'manual_review', state: 'open', account_holder_id: 'ah_01' }],
+  ['verification.holder.verified', true, 'Holder verification (KYC or KYB) approved.', { account_holder_id: 'ah_01', status: 'verified' }],
+  ['verification.holder.rejected', true, 'Holder verification rejected; no reason is given.', { account_holder_id: 'ah_01', status: 'rejected' }],
+  ['verification.holder.expired', true, 'Holder verification lapsed past its expiry.', { account_holder_id: 'ah_01', status: 'expired' }],
   ['tokenization.operation.failed', false, 'A privileged tokenization operation failed; reason tells an on-chain revert from an engine error.', { token_id: 'tok_01', operation_id: 'op_01', kind: 'mint', reason: 'onchain_revert' }],
   ['webhook.endpoint.disabled', false, 'An endpoint was disabled; its deliveries pause until it is re-enabled.', { endpoint_id: 'whe_01', enabled: false }],
   ['webhook.secret.rotated', false, 'An endpoint secret was rotated; the previous one stays valid for the overlap.', { endpoint_id: 'whe_01', previous_valid_until: '2026-01-02T00:00:00.000Z' }],
@@ -43,11 +43,11 @@ const R: Row[] = [
   ['transaction.confirmed', false, 'A broadcast transaction confirmed on-chain.', { transaction_id: 'txn_01', status: 'confirmed', confirmations: 12 }],
   ['transaction.failed', false, 'A transaction failed; reason is an enumerated code.', { transaction_id: 'txn_01', status: 'failed', reason: 'policy_denied' }],
   // account_holders
-  ['account_holder.created', true, 'An account holder was created.', { account_holder_id: 'ahd_01', status: 'active' }],
-  ['account_holder.updated', true, 'An account holder changed.', { account_holder_id: 'ahd_01', status: 'active' }],
-  ['account_holder.consent.accepted', true, 'An account holder accepted the current tenant policies.', { account_holder_id: 'ahd_01', consent_id: 'cns_01' }],
-  ['account_holder.data_export.ready', true, 'A requested data export is ready.', { account_holder_id: 'ahd_01', export_id: 'dex_01', status: 'ready' }],
-  ['contact.created', true, 'A contact was created.', { contact_id: 'con_01', account_holder_id: 'ahd_01' }],
+  ['account_holder.created', true, 'An account holder was created (pending verification).', { account_holder_id: 'ah_01', status: 'pending_verification', verification_status: 'unverified', version: 1 }],
+  ['account_holder.updated', true, 'An account holder changed (fields, member link, status or verification status); read it for the new values.', { account_holder_id: 'ah_01', status: 'active', verification_status: 'verified', version: 3 }],
+  ['account_holder.consent.accepted', true, 'An account holder accepted the current tenant policies.', { account_holder_id: 'ah_01', consent_id: 'cns_01' }],
+  ['account_holder.data_export.ready', true, 'A requested data export is ready.', { account_holder_id: 'ah_01', export_id: 'dex_01', status: 'ready' }],
+  ['contact.created', true, 'A contact was created.', { contact_id: 'con_01', account_holder_id: 'ah_01' }],
   // payment
   ['payment.created', false, 'A payment was created.', { payment_id: 'pay_01', status: 'pending', amount: '125.00', currency: 'USDC' }],
   ['payment.failed', false, 'A payment failed; reason is an enumerated code.', { payment_id: 'pay_01', status: 'failed', reason: 'insufficient_funds' }],

@@ -69,6 +69,11 @@ export const ERROR_CODES = entries({
   hosted_totp_required: e('refused', 'the application requires a TOTP factor and the member has none'),
   hosted_flow_mismatch: e('refused', 'the Hosted Auth page was used without the flow cookie of the browser that opened it'),
   hosted_csrf_failed: e('refused', 'a Hosted Auth form was posted without its CSRF token'),
+  account_center_return_url_invalid: e('invalid', 'an Account Center return_url is not a registered redirect URL of the workspace at the application\'s origin'),
+  account_center_result_invalid: e('invalid', 'an Account Center result is unknown, expired, not this caller\'s, or its PKCE verifier does not match'),
+  account_center_result_replayed: e('conflict', 'an Account Center result was already exchanged'),
+  account_center_step_out_of_order: e('conflict', 'an Account Center or recovery step was sent before the steps it depends on'),
+  member_recovery_restricted: e('refused', 'the member recovered lost factors less than 24 hours ago, or has not signed in again since: member actions are refused'),
   sandbox_only: e('refused', 'the operation exists in sandbox workspaces only'),
   member_action_unsupported: e('conflict', 'the wallet is not of a hosted vault with end-user authentication: a member action cannot authorize it'),
   member_subject_mismatch: e('refused', 'the wallet\'s vault is bound to another end user than the member, or the proof names another subject'),
@@ -79,6 +84,15 @@ export const ERROR_CODES = entries({
   signing_session_invalid: e('refused', 'the member signing session is unknown, expired, or not the organization\'s'),
   signing_session_mismatch: e('refused', 'the member signing session authorizes another wallet or another intent'),
   signing_session_used: e('conflict', 'the member signing session was already used for a transaction'),
+
+  // ── Account holders (docs/platform/account-holders.md) ──────────────────────────────────────────
+  precondition_required: e('invalid', 'a change of a versioned resource without If-Match'),
+  precondition_failed: e('conflict', 'If-Match names another version than the resource is at'),
+  invalid_transition: e('conflict', 'the state change is not one of the resource\'s transitions'),
+  account_holder_closed: e('conflict', 'the account holder is closed; closed is final'),
+  member_binding_taken: e('conflict', 'the member is already linked to another account holder'),
+  account_holder_not_linked: e('not_found', 'the session\'s member is linked to no open account holder'),
+  consent_version_mismatch: e('conflict', 'a consent named other policy versions than the current ones'),
 
   // ── Vault API and committees ─────────────────────────────────────────────────────────────────────
   committee_mismatch: e('conflict', 'the committee named in the request is not the one the service would seat'),

@@ -19,8 +19,16 @@ const PUBLIC = new Set([
   'GET /healthz', 'GET /readyz',
   'GET /v1/public/branding', 'GET /v1/public/webhook-signing-key',
   'PUT /v1/uploads/{prefix}/{name}', 'GET /v1/objects/{prefix}/{name}',
+  // An avatar's presigned GET with the embedded object store (docs/platform/account-holders.md).
+  'GET /v1/downloads/{prefix}/{name}',
   // The Hosted Auth page: the member's browser, with the flow cookie and CSRF token (docs/platform/hosted-auth.md).
   'GET /v1/hosted-auth/{id}', 'POST /v1/hosted-auth/{id}/email', 'POST /v1/hosted-auth/{id}/code', 'POST /v1/hosted-auth/{id}/resend', 'POST /v1/hosted-auth/{id}/totp',
+  // Lost-all-factor recovery on the same page, and the Account Center page (docs/platform/account-center.md).
+  'POST /v1/hosted-auth/{id}/lost', 'POST /v1/hosted-auth/{id}/recovery-code', 'POST /v1/hosted-auth/{id}/recovery-email', 'POST /v1/hosted-auth/{id}/recovery-enrol',
+  'POST /v1/hosted-auth/{id}/recovery-codes', 'POST /v1/hosted-auth/{id}/recovery-ack', 'POST /v1/hosted-auth/{id}/recovery-accept',
+  'GET /v1/account-center/{id}', 'POST /v1/account-center/{id}/email', 'POST /v1/account-center/{id}/code', 'POST /v1/account-center/{id}/resend',
+  'POST /v1/account-center/{id}/totp', 'POST /v1/account-center/{id}/enrol', 'POST /v1/account-center/{id}/enrol-confirm', 'POST /v1/account-center/{id}/remove',
+  'POST /v1/account-center/{id}/recovery-codes', 'POST /v1/account-center/{id}/finish',
 ]);
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options']);
 

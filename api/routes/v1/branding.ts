@@ -10,7 +10,7 @@ import type { Platform } from '../../platform.ts';
 import { SURFACES } from '../../branding/branding-service.ts';
 import { IpRateLimiter } from '../../branding/ip-rate-limiter.ts';
 import { sniffImage } from '../../branding/sniff-image.ts';
-import { ObjectStoreError } from '../../adapters/object-store.ts';
+import { UPLOAD_IMAGE_TYPES, confirmUploadedImage, fromStore } from '../../adapters/uploaded-image.ts';
 import { DirectoryObjectStore } from '../../adapters/directory-object-store.ts';
 import type { DomainRecord } from '../../branding/email-domains.ts';
 import { IdempotentRequests, idempotencyKeyOf } from '../../idempotency.ts';
@@ -53,20 +53,10 @@ export const brandingRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; pub
   });
 };
 
-const LOGO_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif'] as const;
+const LOGO_TYPES = UPLOAD_IMAGE_TYPES;
 export const MAX_LOGO_BYTES = 5 * 1024 * 1024;
 const UPLOAD_TTL_MS = 15 * 60_000;
 const logoErrors = { ...errors, 502: ErrorBody };
-
-/** Object-store failures (unreachable, refused) are the API's 502, never a 500 with the store's text. */
-async function fromStore<T>(f: () => Promise<T>): Promise<T> {
-  try {
-    return await f();
-  } catch (err) {
-    if (err instanceof ObjectStoreError) throw new CustodyError('object_store_error', 'the object store failed; try again');
-    throw err;
-  }
-}
 
 /** Logo flow: an upload target, the direct PUT (to the embedded store's route or the bucket), and confirmation. */
 export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicOrigin?: string | undefined }> = async (app, { platform, publicOrigin }) => {
@@ -125,11 +115,8 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
     const p = principalOf(req);
     // Only the workspace that asked for the upload URL may confirm it (sandbox and production are separate).
     const grant = await UPLOAD_GRANTS.in(platform.store).get(req.body.object_key);
-    const size = grant?.tenant === p.tenant && grant.workspace === p.workspace ? await fromStore(() => objects.head(req.body.object_key)) : undefined;
-    if (size && size.size > MAX_LOGO_BYTES) throw new CustodyError('validation_failed', `object_key: the uploaded object is larger than ${MAX_LOGO_BYTES} bytes`);
-    const bytes = size ? await fromStore(() => objects.read(req.body.object_key)) : undefined;
-    if (!bytes) throw new CustodyError('validation_failed', 'object_key: no uploaded object with this key');
-    if (!sniffImage(bytes)) throw new CustodyError('validation_failed', 'object_key: the uploaded object is not a PNG, JPEG, WebP or GIF image');
+    if (grant?.tenant !== p.tenant || grant.workspace !== p.workspace) throw new CustodyError('validation_failed', 'object_key: no uploaded object with this key');
+    await confirmUploadedImage(objects, req.body.object_key, MAX_LOGO_BYTES);
     await BRANDING_LOGOS.in(platform.store).put(req.body.object_key, { tenant: p.tenant, workspace: p.workspace });
     return platform.branding.setLogo({ tenant: p.tenant, workspace: p.workspace }, { type: 'api_key', id: p.keyId }, req.body.object_key, `/v1/objects/${req.body.object_key}`);
   });

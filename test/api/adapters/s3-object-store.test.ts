@@ -90,6 +90,18 @@ t.test('adapter against the S3 double: presigned PUT bound to type, length and e
   t.equal(await store.head('logos/' + '00'.repeat(16)), undefined);
   t.equal(await store.read('../etc/passwd'), undefined, 'keys outside the key shape are never requested');
   t.same(s3.log.filter((l) => l.method !== 'PUT' && l.status === 200).map((l) => `${l.method} ${l.form}`), ['HEAD header', 'GET header'], 'reads are header-signed');
+  // A presigned GET (an account holder's avatar read, docs/platform/account-holders.md): the object's bytes until it expires.
+  const getUrl = await store.downloadUrl(key, now + 300_000);
+  t.equal(new URL(getUrl).searchParams.get('X-Amz-Expires'), '300');
+  t.notOk(getUrl.includes(creds.secretAccessKey), 'the URL carries no secret');
+  const got = await fetch(getUrl);
+  t.equal(got.status, 200);
+  t.same(Buffer.from(await got.arrayBuffer()), PNG);
+  t.equal((await fetch(getUrl.replace(key, 'logos/' + 'cd'.repeat(16)))).status, 403, 'another key breaks the signature');
+  t.equal((await fetch(getUrl, { method: 'PUT', body: PNG, headers: { 'content-type': 'image/png' } })).status, 403, 'a GET URL does not allow a PUT');
+  now += 301_000;
+  t.equal((await fetch(getUrl)).status, 403, 'expired GET URL refused');
+  now -= 301_000;
   now += 901_000;
   const late = await put(PNG);
   t.equal(late.status, 403, 'expired URL refused');
