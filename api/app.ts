@@ -204,7 +204,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(logoRoutes, { platform, publicOrigin: opts.config.publicUrl });
       await p.register(memberAuthConfigRoutes, { platform });
       await p.register(memberAuthRoutes, { platform, ...(opts.config.memberAuthExchangeKeyFile ? { exchangeKey: await readExchangeKeyFile(opts.config.memberAuthExchangeKeyFile) } : {}) });
-      await p.register(accountHolderRoutes, { platform });
+      await p.register(accountHolderRoutes, { platform, vaults });
       await p.register(accountHolderAvatarRoutes, { platform, publicOrigin: opts.config.publicUrl });
       await p.register(contactRoutes, { platform });
       await p.register(memberAuthHostedRoutes, { platform, publicOrigin: opts.config.publicUrl, mailer: opts.config.smtpUrl ? new SmtpMailer({ url: opts.config.smtpUrl, from: opts.config.smtpFrom }) : undefined });

@@ -4,6 +4,7 @@ import type { AccountHolderRecord, HistoryEntryRecord, MemberClaimRecord } from 
 import type { ConsentRecord } from './account-holder-consents.ts';
 import type { AvatarGrantRecord, AvatarRecord } from './account-holder-avatars.ts';
 import type { ContactRecord } from './contacts.ts';
+import type { HolderVaultRecord, VaultHolderRecord } from './holder-wallets.ts';
 
 /** Indexes `<workspace> NUL all NUL <id>`, `<workspace> NUL email NUL <hash> NUL <id>`, `<workspace> NUL phone NUL <hash> NUL <id>`. */
 export const ACCOUNT_HOLDERS = collection<AccountHolderRecord>('account_holders');
@@ -19,3 +20,7 @@ export const ACCOUNT_HOLDER_AVATARS = collection<AvatarRecord>('account_holder_a
 export const ACCOUNT_HOLDER_AVATAR_GRANTS = collection<AvatarGrantRecord>('account_holder_avatar_grants');
 /** Indexes `<workspace> NUL all NUL <id>`, `... holder NUL <holder id> NUL <id>`, `... email NUL <hash> NUL <id>`, `... phone NUL <hash> NUL <id>`. */
 export const CONTACTS = collection<ContactRecord>('contacts');
+/** Holder id → its linked hosted vault and the wallets derived for it (holder-wallets.ts). */
+export const ACCOUNT_HOLDER_VAULTS = collection<HolderVaultRecord>('account_holder_vaults');
+/** Vault id → the one holder it serves. */
+export const VAULT_ACCOUNT_HOLDERS = collection<VaultHolderRecord>('vault_account_holders');

@@ -17,6 +17,15 @@ import { AccountHolderService, holderView, type HolderFilters } from '../../acco
 import { AccountHolderConsents } from '../../account-holders/account-holder-consents.ts';
 import type { AccountHolderRecord } from '../../account-holders/account-holder-records.ts';
 import { REFUSED_FIELDS, REFUSED_HEADERS } from './member-auth.ts';
+import type { MemberSessionRecord } from '../../member-auth/member-session-records.ts';
+import { roleAllows } from '../../tenancy/permissions.ts';
+import type { VaultService } from '../../vaults/vault-service.ts';
+import { CustomerLinks } from '../../customers/customer-links.ts';
+import { HolderWallets } from '../../account-holders/holder-wallets.ts';
+import { walletView } from '../../wallets/wallet-view.ts';
+import { indexPage } from '../../store/pagination.ts';
+import { Wallet } from '../../../core/api-schemas/vaults.ts';
+import { CHAINS } from '../../vaults/wallet-address.ts';
 
 const TAGS = ['account holders'];
 const read: Record<string, string[]>[] = [{ bearer: [] }];
@@ -70,6 +79,18 @@ const Consents = Type.Object({
 });
 const Verification = Type.Object({ account_holder_id: Type.String(), status: Status, verification_status: VStatus, updated_at: Type.String() });
 
+const Readiness = Type.Object({
+  account_holder_id: Type.String(),
+  status: Type.Union([Type.Literal('not_provisioned'), Type.Literal('vault_creating'), Type.Literal('wallets_pending'), Type.Literal('ready'), Type.Literal('vault_failed')]),
+  vault_id: Nullable(Type.String()),
+  wallets: Type.Array(Type.Object({ chain: Type.String(), wallet_id: Type.String(), address: Type.String() })),
+  missing: Type.Array(Type.String()),
+});
+const ProvisionBody = Type.Object({
+  vault_id: Type.String({ minLength: 1, maxLength: 64 }),
+  chains: Type.Array(Type.Union(CHAINS.map((c) => Type.Literal(c.chain))), { minItems: 1, maxItems: CHAINS.length }),
+}, { additionalProperties: false });
+
 const etag = (h: AccountHolderRecord) => `"${h.version}"`;
 const single = (v: string | string[] | undefined) => (Array.isArray(v) ? undefined : v);
 
@@ -82,11 +103,12 @@ export function ifMatchOf(req: FastifyRequest, what = 'account holder'): number 
   return Number(m[1]);
 }
 
-export const accountHolderRoutes: FastifyPluginAsyncTypebox<{ platform: Platform }> = async (app, { platform }) => {
+export const accountHolderRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; vaults?: VaultService | undefined }> = async (app, { platform, vaults }) => {
   const holders = new AccountHolderService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, clock: platform.clock });
   const consents = new AccountHolderConsents(platform.store, platform.branding, platform.deliveries, platform.clock);
   const sessions = new MemberSessions(platform.store, platform.audit, platform.clock);
   const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const holderWallets = new HolderWallets({ store: platform.store, vaults, links: new CustomerLinks(vaults?.store ?? platform.store), audit: platform.audit, clock: platform.clock });
   const send = (reply: FastifyReply, h: AccountHolderRecord, code = 200) => reply.code(code).header('etag', etag(h)).send(holderView(h));
 
   app.get('/tenant/policies', {
@@ -136,13 +158,16 @@ export const accountHolderRoutes: FastifyPluginAsyncTypebox<{ platform: Platform
 
   /** The holder linked to the session's member, after the session is validated exactly as GET /member-auth/session does. */
   async function holderOfSession(req: FastifyRequest): Promise<AccountHolderRecord> {
+    return (await memberOfSession(req)).holder;
+  }
+  async function memberOfSession(req: FastifyRequest): Promise<{ holder: AccountHolderRecord; session: MemberSessionRecord }> {
     const p = principalOf(req);
     const key = single(req.headers['x-svc-publishable-key']);
     const application = await resolvePublishableKey(platform.store, p, key);
     const { session } = await sessions.validate({ tenant: p.tenant, workspace: p.workspace, environment: p.environment, principal: p.keyId, publishable_key: key!, application }, single(req.headers['x-member-session-id']));
     const h = await holders.byMember(scopeOf(req), session.member_id);
     if (!h) throw new CustodyError('account_holder_not_linked', 'the session\'s member is linked to no open account holder; staff link one with member_id');
-    return h;
+    return { holder: h, session };
   }
   const selfSecurity: Record<string, string[]>[] = [{ bearer: [] }];
 
@@ -183,22 +208,65 @@ export const accountHolderRoutes: FastifyPluginAsyncTypebox<{ platform: Platform
     return reply.code(201).send(await consents.accept(scopeOf(req), actorOf(req), h, req.body.accepted));
   });
 
+  const walletPage = async (req: FastifyRequest, h: AccountHolderRecord) => {
+    const q = req.query as { cursor?: string | undefined; limit?: number | undefined };
+    const page = await indexPage(vaults?.store ?? platform.store, platform.cursors, await holderWallets.walletList(scopeOf(req), h), q.cursor, q.limit ?? DEFAULT_LIMIT);
+    return { ...page, data: page.data.map(walletView) };
+  };
+
   app.get('/account-holders/self/wallets', {
     config: { permission: 'member_auth.session' }, preValidation: refuseCallerIdentity,
     schema: {
-      summary: 'The session member\'s holder\'s wallets (none until wallets are linked to holders)',
-      tags: TAGS, security: selfSecurity, querystring: Type.Object(PageQuery, { additionalProperties: false }), response: { 200: Page(Type.Object({ id: Type.String() })), ...errors },
+      summary: 'The session member\'s holder\'s wallets: the wallets of its linked hosted vault, oldest first',
+      description: 'Needs X-SVC-Publishable-Key and X-Member-Session-Id. Empty until a vault is linked (POST /account-holders/self/wallet-provision). The wallet view is GET /wallets/{walletId}\'s.',
+      tags: TAGS, security: selfSecurity, querystring: Type.Object(PageQuery, { additionalProperties: false }), response: { 200: Page(Wallet), ...errors },
     },
-  }, async (req) => {
-    const h = await holderOfSession(req);
-    platform.cursors.decode(req.query.cursor, `account_holder_wallets/${h.id}`, h.workspace, {});
-    return { data: [], next_cursor: null, has_more: false };
+  }, async (req) => walletPage(req, await holderOfSession(req)));
+
+  app.get('/account-holders/self/wallet-readiness', {
+    config: { permission: 'member_auth.session' }, preValidation: refuseCallerIdentity,
+    schema: {
+      summary: 'Whether the session member\'s holder has its wallets: its vault, the wallet of each chain asked for, and the chains still missing',
+      description: 'status: not_provisioned (no vault linked), vault_creating (the vault has no key yet), wallets_pending (the vault has its key; call wallet-provision again to derive the missing chains), ready, vault_failed (key generation failed or the vault was deleted). docs/platform/account-holders.md "Wallets".',
+      tags: TAGS, security: selfSecurity, response: { 200: Readiness, ...errors },
+    },
+  }, async (req) => holderWallets.readiness(await holderOfSession(req)));
+
+  app.post('/account-holders/self/wallet-provision', {
+    config: { permission: 'member_auth.session' }, preValidation: refuseCallerIdentity,
+    schema: {
+      summary: 'Link a hosted vault the customer created for the session member to its holder, and derive its wallets on the chains asked for',
+      description: 'The platform API never creates a vault: the customer\'s backend creates it with a signed POST /v1/vaults (tier hosted, end_user_subject = the member\'s provider subject). '
+        + 'The vault must be the linked organization\'s (404 otherwise), hosted, created with end-user auth and for this member\'s subject, and no other holder\'s; the holder pending_verification or active; the member a BYO OIDC member. '
+        + '200 with the readiness when the wallets exist; 202 when the vault has no key yet (call again once it is active). Idempotent per chain; an `Idempotency-Key` with the same body replays the answer.',
+      tags: TAGS, security: change, body: ProvisionBody, response: { 200: Readiness, 202: Readiness, ...errors },
+    },
+  }, async (req, reply) => {
+    const { holder, session } = await memberOfSession(req);
+    const scope = scopeOf(req);
+    const p = principalOf(req);
+    // The member is part of the request: one member's key never replays another's answer.
+    const out = await idempotent.run(scope.workspace, 'provision_holder_wallets', idempotencyKeyOf(req), { account_holder_id: holder.id, ...req.body },
+      () => holderWallets.provision({ ...scope, environment: p.environment }, actorOf(req), holder, session, req.body.vault_id, req.body.chains));
+    return reply.code(out.status === 'vault_creating' || out.status === 'wallets_pending' ? 202 : 200).send(out);
   });
 
   app.get('/account-holders/:id', {
     config: { permission: 'account_holder.read' },
     schema: { summary: 'Read an account holder; the ETag is its version', tags: TAGS, security: read, params: IdParam, response: { 200: Holder, ...errors } },
   }, async (req, reply) => send(reply, await holders.get(scopeOf(req), req.params.id)));
+
+  app.get('/account-holders/:id/wallets', {
+    config: { permission: 'account_holder.read' },
+    schema: {
+      summary: 'An account holder\'s wallets: the wallets of its linked hosted vault, oldest first (needs wallet.read too)',
+      tags: TAGS, security: read, params: IdParam, querystring: Type.Object(PageQuery, { additionalProperties: false }), response: { 200: Page(Wallet), ...errors },
+    },
+  }, async (req) => {
+    const role = principalOf(req).role;
+    if (!roleAllows(role, 'wallet.read')) throw new CustodyError('role_denied', `this key's role (${role}) lacks the wallet.read permission`);
+    return walletPage(req, await holders.get(scopeOf(req), req.params.id));
+  });
 
   app.patch('/account-holders/:id', {
     config: { permission: 'account_holder.manage' },
