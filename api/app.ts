@@ -207,7 +207,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(accountHolderRoutes, { platform, vaults });
       await p.register(accountHolderAvatarRoutes, { platform, publicOrigin: opts.config.publicUrl });
       await p.register(contactRoutes, { platform });
-      await p.register(memberAuthHostedRoutes, { platform, publicOrigin: opts.config.publicUrl, mailer: opts.config.smtpUrl ? new SmtpMailer({ url: opts.config.smtpUrl, from: opts.config.smtpFrom }) : undefined });
+      await p.register(memberAuthHostedRoutes, { platform, publicOrigin: opts.config.publicUrl, pageRatePerMinute: opts.config.hostedPageRatePerMinute, mailer: opts.config.smtpUrl ? new SmtpMailer({ url: opts.config.smtpUrl, from: opts.config.smtpFrom }) : undefined });
       if (vaults && opts.transactions) {
         const wallets = new WalletService({ vaults, transactions: opts.transactions, chains: opts.chains, links: new CustomerLinks(vaults.store), audit: platform.audit });
         await p.register(walletRoutes, { wallets, store: vaults.store, cursors: platform.cursors, clock: platform.clock });

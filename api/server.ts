@@ -19,6 +19,7 @@ import { EventRelay } from './customers/event-relay.ts';
 import { createMetricsRegistry } from '../common/metrics/metrics-registry.ts';
 import { serveMetrics } from '../common/metrics/metrics-server.ts';
 import { webhookDeliveryMetrics } from './metrics/webhook-metrics.ts';
+import { MemberAuthRetention } from './member-auth/member-auth-retention.ts';
 
 await runMain('api', async () => {
   const config = loadApiConfig();
@@ -65,12 +66,15 @@ await runMain('api', async () => {
   const relay = new EventRelay({ store, links: new CustomerLinks(store), deliveries: platform.deliveries, log });
   relay.start();
   const stopPruning = platform.deliveries.startPruning();
+  // Member-auth records that can no longer matter (docs/platform/member-auth.md "Retention").
+  const stopMemberAuthSweep = new MemberAuthRetention({ store, clock: platform.clock, batch: config.memberAuthSweepBatch, log }).start(config.memberAuthSweepIntervalS * 1000);
   return {
     log,
     async stop() {
       await jobs.stop();
       await txWorker.stop();
       stopPruning();
+      stopMemberAuthSweep();
       await relay.stop();
       await platform.deliveries.stop();
       await platform.endpoints.http.close();

@@ -14,6 +14,7 @@ import { resolveTheme, type Theme } from '../branding/branding-service.ts';
 import type { AccountCenter, AccountCenterCode, AccountCenterOutcome } from '../member-auth/account-center.ts';
 import type { AccountCenterHandoffRecord } from '../member-auth/account-center-records.ts';
 import { recoveryCodesRemaining, totpProvisioning } from '../member-auth/hosted-factors.ts';
+import type { PageRateLimit } from './page-rate-limit.ts';
 import { logoOrigin, newNonce, noticeText, pageHeaders, renderPage, type PageStep } from './hosted-page.ts';
 import { formOf, namedCookieOf, useFormParser } from './hosted-page-routes.ts';
 
@@ -21,6 +22,8 @@ export interface AccountCenterPageOptions {
   platform: Platform;
   center: AccountCenter;
   mailer: Mailer | undefined;
+  /** The per-client-address limit on form POSTs, shared by both pages (page-rate-limit.ts). */
+  rateLimit?: PageRateLimit | undefined;
 }
 
 const cookieName = (id: string) => `__Host-hac-${id.slice(4)}`;
@@ -30,7 +33,7 @@ const formOrigins = (h: AccountCenterHandoffRecord): string => {
   return back === h.origin ? h.origin : `${h.origin} ${back}`;
 };
 
-export const accountCenterPageRoutes: FastifyPluginAsync<AccountCenterPageOptions> = async (app, { platform, center, mailer }) => {
+export const accountCenterPageRoutes: FastifyPluginAsync<AccountCenterPageOptions> = async (app, { platform, center, mailer, rateLimit }) => {
   useFormParser(app);
 
   async function themeOf(h: AccountCenterHandoffRecord | undefined, surface: 'account_center' | 'email'): Promise<Theme> {
@@ -47,7 +50,9 @@ export const accountCenterPageRoutes: FastifyPluginAsync<AccountCenterPageOption
   async function refusal(reply: FastifyReply, id: string, err: unknown) {
     if (!(err instanceof CustodyError)) throw err;
     const h = await center.find(id).catch(() => undefined);
-    return send(reply, h, httpStatusOfCode(err.code), { step: 'error', code: err.code, message: err.message });
+    // A refused change that leaves the visit usable says so, and leads back to the settings.
+    const stay = err.code === 'hosted_totp_last_factor';
+    return send(reply, h, httpStatusOfCode(err.code), { step: 'error', code: err.code, message: err.message, ...(stay ? { title: 'Authenticator kept', backHref: `/v1/account-center/${id}` } : {}) });
   }
 
   /** Sends the code without holding the request; a failure is logged by its category only. */
@@ -99,6 +104,12 @@ export const accountCenterPageRoutes: FastifyPluginAsync<AccountCenterPageOption
   const post = (path: string, summary: string, run: (id: string, cookie: string | undefined, form: Record<string, string>) => Promise<AccountCenterOutcome>) => {
     app.post<{ Params: { id: string } }>(`/account-center/:id/${path}`, { config: { public: true }, schema: SCHEMA(summary) }, async (req, reply) => {
       const { id } = req.params;
+      // Before anything is read: a client past its limit costs no store read (the page is unbranded).
+      const retryAfter = rateLimit?.take(req.ip);
+      if (retryAfter !== undefined) {
+        reply.header('retry-after', String(retryAfter));
+        return send(reply, undefined, 429, { step: 'error', code: 'rate_limited', title: 'Too many attempts', message: `Too many attempts from your network. Wait ${retryAfter} seconds, then try again.` });
+      }
       try {
         const cookie = cookieOf(req, id);
         const out = await run(id, cookie, formOf(req));

@@ -14,12 +14,15 @@ import { resolveTheme, type Theme } from '../branding/branding-service.ts';
 import type { HostedAuthorizations, StepOutcome, CodeToSend, RecoveryNotice } from '../member-auth/hosted-authorizations.ts';
 import { totpProvisioning } from '../member-auth/hosted-factors.ts';
 import type { HostedAuthorizationRecord } from '../member-auth/hosted-records.ts';
+import type { PageRateLimit } from './page-rate-limit.ts';
 import { esc, logoOrigin, newNonce, noticeText, pageHeaders, renderPage, type PageStep } from './hosted-page.ts';
 
 export interface HostedPageOptions {
   platform: Platform;
   authorizations: HostedAuthorizations;
   mailer: Mailer | undefined;
+  /** The per-client-address limit on form POSTs, shared by both pages (page-rate-limit.ts). */
+  rateLimit?: PageRateLimit | undefined;
 }
 
 const FORM_LIMIT = 4096;
@@ -68,7 +71,7 @@ export function useFormParser(app: FastifyInstance): void {
   });
 }
 
-export const hostedPageRoutes: FastifyPluginAsync<HostedPageOptions> = async (app, { platform, authorizations, mailer }) => {
+export const hostedPageRoutes: FastifyPluginAsync<HostedPageOptions> = async (app, { platform, authorizations, mailer, rateLimit }) => {
   useFormParser(app);
 
   async function themeOf(a: HostedAuthorizationRecord | undefined, surface: 'hosted_auth' | 'email'): Promise<Theme> {
@@ -153,6 +156,12 @@ export const hostedPageRoutes: FastifyPluginAsync<HostedPageOptions> = async (ap
   const post = (path: string, summary: string, run: (id: string, cookie: string | undefined, form: Record<string, string>) => Promise<StepOutcome>) => {
     app.post<{ Params: { id: string } }>(`/hosted-auth/:id/${path}`, { config: { public: true }, schema: SCHEMA(summary) }, async (req, reply) => {
       const { id } = req.params;
+      // Before anything is read: a client past its limit costs no store read (the page is unbranded).
+      const retryAfter = rateLimit?.take(req.ip);
+      if (retryAfter !== undefined) {
+        reply.header('retry-after', String(retryAfter));
+        return send(reply, undefined, 429, { step: 'error', code: 'rate_limited', title: 'Too many attempts', message: `Too many attempts from your network. Wait ${retryAfter} seconds, then try again.` });
+      }
       try {
         const cookie = cookieOf(req, id);
         const out = await run(id, cookie, formOf(req));

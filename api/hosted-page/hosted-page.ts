@@ -41,7 +41,7 @@ export type PageStep =
   | { step: 'email'; action: string; title?: string }
   | { step: 'code'; action: string; resendAction: string; sentTo: string }
   | { step: 'totp'; action: string; lostAction?: string }
-  | { step: 'error'; code: string; message: string }
+  | { step: 'error'; code: string; message: string; title?: string; backHref?: string }
   // Lost-all-factor recovery and the Account Center (docs/platform/account-center.md).
   | { step: 'recovery_code'; action: string }
   | { step: 'totp_setup'; action: string; base32: string; uri: string }
@@ -137,7 +137,7 @@ ${s.totp ? `<form method="post" action="${esc(s.removeAction)}">${hidden}<label 
 <form method="post" action="${esc(s.finishAction)}">${hidden}<button id="finish" type="submit">Done</button></form>`;
       break;
     case 'error':
-      body = `<h1>Sign-in stopped</h1><p class="error" data-error-code="${esc(s.code)}">${esc(s.message)}</p>`;
+      body = `<h1>${esc(s.title ?? 'Sign-in stopped')}</h1><p class="error" data-error-code="${esc(s.code)}">${esc(s.message)}</p>${s.backHref ? `<p><a id="back" href="${esc(s.backHref)}">Back to your account settings</a></p>` : ''}`;
       break;
   }
   const footer = typeof theme.footer_text === 'string' ? `<footer>${esc(theme.footer_text)}</footer>` : '';

@@ -148,21 +148,20 @@ export class AccountCenter {
     });
   }
 
-  private step(id: string, cookie: string | undefined, csrf: string | undefined, fn: (h: AccountCenterHandoffRecord) => Promise<AccountCenterOutcome>): Promise<AccountCenterOutcome> {
+  private step(id: string, cookie: string | undefined, csrf: string | undefined, fn: (h: AccountCenterHandoffRecord, app: ApplicationRecord) => Promise<AccountCenterOutcome>): Promise<AccountCenterOutcome> {
     return this.lock(id, async () => {
       const h = await this.find(id);
       this.checkCookie(h, cookie);
       if (!csrf || !sameSecret(csrf, this.o.keys.csrfToken(id, cookie!))) throw new CustodyError('hosted_csrf_failed', 'the form is stale or was not sent by this page; reload it');
-      await this.live(h);
-      return fn(h);
+      return fn(h, await this.live(h));
     });
   }
 
   /** A factor step, once the member authenticated: under the member's lock too. */
-  private factorStep(id: string, cookie: string | undefined, csrf: string | undefined, fn: (h: AccountCenterHandoffRecord, m: HostedMemberRecord) => Promise<AccountCenterOutcome>): Promise<AccountCenterOutcome> {
-    return this.step(id, cookie, csrf, async (h) => {
+  private factorStep(id: string, cookie: string | undefined, csrf: string | undefined, fn: (h: AccountCenterHandoffRecord, m: HostedMemberRecord, app: ApplicationRecord) => Promise<AccountCenterOutcome>): Promise<AccountCenterOutcome> {
+    return this.step(id, cookie, csrf, async (h, app) => {
       if (h.status !== 'authenticated') throw outOfOrder('authenticate first: factors change only after the member signed in on this page');
-      return this.o.store.exclusive(memberLock(h.member_id), async () => fn(h, await this.memberOf(h)));
+      return this.o.store.exclusive(memberLock(h.member_id), async () => fn(h, await this.memberOf(h), app));
     });
   }
 
@@ -269,10 +268,18 @@ export class AccountCenter {
     });
   }
 
-  /** Removal needs a current code of the factor (a step not used before). */
+  /**
+   * Removal needs a current code of the factor (a step not used before). While the application requires
+   * TOTP, the member's last factor is not removed (409 hosted_totp_last_factor, before the code is read,
+   * so nothing is counted or used): without it every later sign-in would be refused, and only
+   * lost-all-factor recovery could bring the member back.
+   */
   removeFactor(id: string, cookie: string | undefined, csrf: string | undefined, code: string | undefined): Promise<AccountCenterOutcome> {
-    return this.factorStep(id, cookie, csrf, async (h, m) => {
+    return this.factorStep(id, cookie, csrf, async (h, m, app) => {
       if (!m.totp_secret) throw outOfOrder('this member has no authenticator to remove');
+      if (app.hosted?.require_totp) {
+        throw new CustodyError('hosted_totp_last_factor', 'This application requires an authenticator app to sign in, so your only one cannot be removed. If you lost it, use "Lost your authenticator?" when you next sign in.');
+      }
       const step = totpStepOf(m.totp_secret, code, this.o.clock(), m.totp_last_step);
       if (step === undefined) return this.wrong(h, 'totp_wrong');
       const now = this.iso();

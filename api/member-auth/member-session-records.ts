@@ -129,8 +129,8 @@ export interface SessionFamilyRecord extends CallerBinding {
   /** The family's absolute end: no refresh goes past it. */
   expires_at: string;
   revoked_at: string | null;
-  /** result_replay: a Hosted Auth result was exchanged twice (hosted-authorizations.ts). */
-  revoked_reason: 'sign_out' | 'sign_out_all' | 'refresh_replay' | 'result_replay' | 'member_recovery' | null;
+  /** result_replay: a Hosted Auth result was exchanged twice (hosted-authorizations.ts); member_disabled: the tenant disabled the BYO member (member-bindings.ts). */
+  revoked_reason: 'sign_out' | 'sign_out_all' | 'refresh_replay' | 'result_replay' | 'member_recovery' | 'member_disabled' | null;
   /** auth_time (or iat) of the proof, ISO. */
   authenticated_at: string;
   acr: string | null;

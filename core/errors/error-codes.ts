@@ -69,6 +69,7 @@ export const ERROR_CODES = entries({
   hosted_totp_required: e('refused', 'the application requires a TOTP factor and the member has none'),
   hosted_flow_mismatch: e('refused', 'the Hosted Auth page was used without the flow cookie of the browser that opened it'),
   hosted_csrf_failed: e('refused', 'a Hosted Auth form was posted without its CSRF token'),
+  hosted_totp_last_factor: e('conflict', 'the application requires TOTP: the member\'s last TOTP factor cannot be removed'),
   account_center_return_url_invalid: e('invalid', 'an Account Center return_url is not a registered redirect URL of the workspace at the application\'s origin'),
   account_center_result_invalid: e('invalid', 'an Account Center result is unknown, expired, not this caller\'s, or its PKCE verifier does not match'),
   account_center_result_replayed: e('conflict', 'an Account Center result was already exchanged'),

@@ -13,7 +13,9 @@ import { OutboundHttp } from '../../webhooks/outbound-http.ts';
 import { MemberAuthConfig, type WorkspaceScope } from '../../member-auth/member-auth-config.ts';
 import { MAX_DISCOVERY_BYTES } from '../../member-auth/oidc-discovery.ts';
 import { MAX_URL } from '../../member-auth/exact-urls.ts';
-import { applicationView, originView, redirectUrlView } from '../../member-auth/member-auth-records.ts';
+import { COLLECTIONS, applicationView, originView, redirectUrlView, type ApplicationRecord } from '../../member-auth/member-auth-records.ts';
+import { MemberBindings } from '../../member-auth/member-bindings.ts';
+import { CustodyError } from '../../../core/errors/custody-error.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const Origin = Type.Object({ id: Type.String(), origin: Type.String(), created_at: Type.String() });
@@ -40,6 +42,11 @@ const ByoFields = {
 };
 const HostedFields = { enrollment: Enrollment, origin: Url, result_callback_url: Url, bff_key_id: Type.String({ minLength: 1, maxLength: 64 }), require_totp: Type.Boolean() };
 const IdParam = Type.Object({ id: Type.String({ maxLength: 64 }) });
+const BindingParams = Type.Object({ id: Type.String({ maxLength: 64 }), member_id: Type.String({ maxLength: 64 }) });
+const Binding = Type.Object({
+  id: Type.String(), status: Type.Union([Type.Literal('active'), Type.Literal('disabled')]), provider_namespace: Type.String(), issuer: Type.String(), subject: Type.String(),
+  created_at: Type.String(), updated_at: Type.String(),
+});
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody };
 const TAGS = ['member auth'];
 const READ: Record<string, string[]>[] = [{ bearer: [] }];
@@ -171,6 +178,37 @@ export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<{ platform: Platf
     schema: { summary: 'Delete a member-auth application; its publishable key stops resolving', tags: TAGS, security: WRITE, params: IdParam, response: { 204: Type.Null(), ...errors } },
   }, async (req, reply) => {
     await cfg.removeApplication(workspaceOf(req), actorOf(req), req.params.id);
+    return reply.code(204).send(null);
+  });
+
+  // ── The BYO OIDC application's members (bindings): list, and disable (docs/platform/member-auth.md) ──
+  const bindings = new MemberBindings(platform.store, platform.clock);
+  /** The workspace's BYO OIDC application; anything else (malformed, another tenant's, a Hosted one) is 404. */
+  async function byoApp(req: FastifyRequest, id: string): Promise<ApplicationRecord> {
+    const w = workspaceOf(req);
+    const a = /^maa_[0-9a-f]{26}$/.test(id) ? await COLLECTIONS.applications.in(platform.store).get(id) : undefined;
+    if (!a || a.kind !== 'byo_oidc' || !a.byo_oidc || a.tenant !== w.tenant || a.workspace !== w.workspace) throw new CustodyError('not_found', `no BYO OIDC application ${id}`);
+    return a;
+  }
+
+  app.get('/tenant/member-auth/applications/:id/bindings', {
+    config: { permission: 'member_auth.read' },
+    schema: {
+      summary: 'The members (bindings) of the BYO OIDC application, a page at a time',
+      description: 'One per provider identity (issuer, subject) in the application\'s pinned namespace, made at its first accepted proof; oldest first.',
+      tags: TAGS, security: READ, params: IdParam, querystring: Type.Object(PageQuery), response: { 200: Page(Binding), ...errors },
+    },
+  }, async (req) => bindings.list(await byoApp(req, req.params.id), platform.cursors, req.query.cursor, req.query.limit ?? DEFAULT_LIMIT));
+
+  app.delete('/tenant/member-auth/applications/:id/bindings/:member_id', {
+    config: { permission: 'member_auth.manage' },
+    schema: {
+      summary: 'Disable a BYO OIDC member: its sign-ins are revoked at once, and its proofs, member actions and signing sessions are refused',
+      description: 'Idempotent (a disabled member answers 204 and changes nothing). The binding is kept, disabled: the same provider identity signing in again is refused with 403 member_binding_inactive.',
+      tags: TAGS, security: WRITE, params: BindingParams, response: { 204: Type.Null(), ...errors },
+    },
+  }, async (req, reply) => {
+    await bindings.disableMember(await byoApp(req, req.params.id), actorOf(req), platform.audit, req.params.member_id);
     return reply.code(204).send(null);
   });
 };

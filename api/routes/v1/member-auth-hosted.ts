@@ -23,6 +23,7 @@ import { CODE_CHALLENGE, HostedKeys, hostedMemberView, type HostedMemberView } f
 import { COLLECTIONS, type ApplicationRecord } from '../../member-auth/member-auth-records.ts';
 import { hostedPageRoutes } from '../../hosted-page/hosted-page-routes.ts';
 import { accountCenterPageRoutes } from '../../hosted-page/account-center-page-routes.ts';
+import { DEFAULT_PAGE_RATE_PER_MINUTE, PageRateLimit } from '../../hosted-page/page-rate-limit.ts';
 import { AccountCenter } from '../../member-auth/account-center.ts';
 import { accountCenterRoutes } from './account-center.ts';
 import { REFUSED_FIELDS, REFUSED_HEADERS } from './member-auth.ts';
@@ -34,6 +35,8 @@ export interface MemberAuthHostedRoutesOptions {
   mailer?: Mailer | undefined;
   /** API_PUBLIC_URL: the origin authorization_url is built on; default http://<Host>. */
   publicOrigin?: string | undefined;
+  /** Form POSTs per client address per minute on the Hosted Auth and Account Center pages (API_HOSTED_PAGE_RATE_PER_MINUTE). */
+  pageRatePerMinute?: number | undefined;
 }
 
 const Grant = Type.Object({
@@ -62,8 +65,10 @@ export const memberAuthHostedRoutes: FastifyPluginAsyncTypebox<MemberAuthHostedR
   app.addHook('onClose', async () => mailer?.close());
 
   const center = new AccountCenter({ store: platform.store, audit: platform.audit, sessions, keys, clock: platform.clock });
-  await app.register(hostedPageRoutes, { platform, authorizations, mailer });
-  await app.register(accountCenterPageRoutes, { platform, center, mailer });
+  // One limit for both pages: an address's posts count together, whichever page they go to.
+  const rateLimit = new PageRateLimit(opts.pageRatePerMinute ?? DEFAULT_PAGE_RATE_PER_MINUTE, platform.clock);
+  await app.register(hostedPageRoutes, { platform, authorizations, mailer, rateLimit });
+  await app.register(accountCenterPageRoutes, { platform, center, mailer, rateLimit });
 
   // ── The BFF's operations ──────────────────────────────────────────────────────────────────────────
   await app.register(async (scope) => {
