@@ -17,7 +17,8 @@ import { VaultService } from './vaults/vault-service.ts';
 import { loadTeeVerifier } from '../tee/attestation/enrolment-verifier.ts';
 import { CustodyError } from '../core/errors/custody-error.ts';
 import { toRpcError } from '../core/rpc/rpc-error.ts';
-import { Scheme, type Tier } from '../proto/gen/mpc/v1/coordinator_pb.ts';
+import { Scheme, type MemberActionBinding as WireMemberAction, type Tier } from '../proto/gen/mpc/v1/coordinator_pb.ts';
+import type { MemberActionBinding } from '../core/session/member-action-binding.ts';
 import type { TierName } from '../core/tiers.ts';
 import { hexToBytes } from '@noble/hashes/utils.js';
 import { tierFromWire, WIRE_TIERS } from '../core/tier-wire.ts';
@@ -107,7 +108,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
         apiKeyId: a?.apiKeyId ?? '', template: a?.template ?? new Uint8Array(), endUserToken: a?.endUserToken ?? '',
         trustLog: a?.trustLog ?? [],
         // Checked by the sign-params encoder (core/session/session-params.ts) before any session opens.
-        ...(a?.memberAction ? { memberAction: { actionId: a.memberAction.actionId, salt: a.memberAction.salt } } : {}),
+        ...(a?.memberAction ? { memberAction: memberActionOf(a.memberAction) } : {}),
       });
       return { signatures: out.signatures, recoveryIds: out.recoveryIds, signers: out.signers, publicKey: out.publicKey };
     }),
@@ -160,6 +161,15 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
       });
       await db.close();
     },
+  };
+}
+
+/** The wire binding as the session parameters carry it; the encoder checks every field's shape. */
+function memberActionOf(m: WireMemberAction): MemberActionBinding {
+  const p = m.passkey;
+  return {
+    actionId: m.actionId, salt: m.salt,
+    ...(p ? { passkey: { credentialId: p.credentialId, authenticatorData: p.authenticatorData, clientDataJson: p.clientDataJson, signature: p.signature } } : {}),
   };
 }
 

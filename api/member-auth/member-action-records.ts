@@ -68,8 +68,10 @@ export interface SigningSessionRecord extends CallerBinding {
   intent_sha256: string;
   salt: string;
   status: 'active' | 'used';
-  /** The ID token, sealed to this record; null once used. */
+  /** The ID token, or JSON of a passkey proof (PasskeyProofSeal), sealed to this record; null once used. */
   sealed_proof: string | null;
+  /** `passkey` when the proof is a member credential and a WebAuthn assertion; absent for an ID token. */
+  proof_kind?: 'passkey';
   created_at: string;
   expires_at: string;
   used_at: string | null;
@@ -86,7 +88,14 @@ export interface BegunAction {
   wallet_id: string;
   intent_sha256: string;
   expires_at: string;
-  proof: { nonce: string; max_age: number; prompt: 'login'; acr_values?: string; required_amr?: string[] };
+  /** The nonce (also the WebAuthn challenge); for a BYO OIDC application, the authentication request's parameters. */
+  proof: { nonce: string; max_age?: number; prompt?: 'login'; acr_values?: string; required_amr?: string[] };
+}
+
+/** A passkey proof as a signing session seals it: the member credential and the assertion, base64url. */
+export interface PasskeyProofSeal {
+  credential: string;
+  assertion: { id: string; authenticator_data: string; client_data_json: string; signature: string };
 }
 
 /** What POST /v1/member-actions/external/complete answers. */

@@ -28,8 +28,11 @@ import { sameCaller, bindingOf, type MemberCaller, type MemberSessions } from '.
 import { LIFETIMES, SESSION_COLLECTIONS as S, newSecret, proofKey, retireIndex, sameDigest, sha256hex, type AcceptedProofRecord } from './member-session-records.ts';
 import {
   ACTION_COLLECTIONS as A, MEMBER_ACTION_LIMITS, SIGNING_SESSION_ID, pendingIndex,
-  type BegunAction, type CompletedAction, type MemberActionRecord, type SigningSessionRecord, type SigningSessionView,
+  type BegunAction, type CompletedAction, type MemberActionRecord, type PasskeyProofSeal, type SigningSessionRecord, type SigningSessionView,
 } from './member-action-records.ts';
+import type { PasskeyAssertion } from '../../core/session/member-action-binding.ts';
+import { MEMBER_ID } from './hosted-records.ts';
+import { hostedMemberActive } from './hosted-members.ts';
 
 export interface MemberActionsOptions {
   store: RecordRepository;
@@ -56,6 +59,16 @@ function intentBytesOf(b64: string): Uint8Array {
   return new Uint8Array(bytes);
 }
 
+/** The assertion's parts as bytes; each must be canonical base64url (validation_failed otherwise). */
+function passkeyOf(a: PasskeyProofSeal['assertion']): PasskeyAssertion {
+  const bytes = (v: string, what: string) => {
+    const b = Buffer.from(v, 'base64url');
+    if (b.length === 0 || b.toString('base64url') !== v) throw new CustodyError('validation_failed', `assertion.${what}: not canonical base64url`);
+    return new Uint8Array(b);
+  };
+  return { credentialId: bytes(a.id, 'id'), authenticatorData: bytes(a.authenticator_data, 'authenticator_data'), clientDataJson: bytes(a.client_data_json, 'client_data_json'), signature: bytes(a.signature, 'signature') };
+}
+
 export class MemberActions {
   constructor(private readonly o: MemberActionsOptions) {}
 
@@ -67,7 +80,8 @@ export class MemberActions {
   async begin(caller: MemberCaller, actor: Actor, sessionId: string | undefined, input: BeginInput): Promise<BegunAction> {
     const { store, clock } = this.o;
     const { session, family } = await this.o.sessions.validate(caller, sessionId);
-    const binding = (await S.bindings.in(store).get(session.binding))!;
+    // A BYO member is its provider subject; a Hosted Auth member is its hosted subject id (hsub_…).
+    const subject = caller.application.kind === 'hosted' ? session.member_id : (await S.bindings.in(store).get(session.binding))!.subject;
     const bytes = intentBytesOf(input.intent);
     // The wallet of the organization linked to this workspace, and nothing else: another one is unknown.
     const org = await this.o.links.orgOfWorkspace(caller);
@@ -76,14 +90,14 @@ export class MemberActions {
     if (vault.tier !== 'hosted' || !vault.end_user_auth) {
       throw new CustodyError('member_action_unsupported', 'the wallet\'s vault is not a hosted vault with end-user authentication: its transactions need no member action');
     }
-    if (vault.end_user_subject !== null && vault.end_user_subject !== binding.subject) {
+    if (vault.end_user_subject !== null && vault.end_user_subject !== subject) {
       throw new CustodyError('member_subject_mismatch', 'the wallet\'s vault is bound to another end user than this member');
     }
-    const byo = caller.application.byo_oidc!;
+    const byo = caller.application.byo_oidc;
     const now = clock();
     const action: MemberActionRecord = {
       v: 1, id: newSecret('mac_'), kind: 'transaction.sign', ...bindingOf(caller), family: family.id, member_id: session.member_id, binding: session.binding,
-      subject: binding.subject, application_version: session.application_version, org, wallet_id: wallet.id, vault_id: vault.id,
+      subject, application_version: session.application_version, org, wallet_id: wallet.id, vault_id: vault.id,
       intent: bytesToHex(bytes), intent_sha256: intentSha256(bytes), salt: bytesToHex(randomBytes(32)), status: 'pending_proof',
       created_at: this.iso(now), expires_at: this.iso(now + MEMBER_ACTION_LIMITS.actionLifetime * 1000), completed_at: null, signing_session: null, used_at: null, transaction_id: null,
     };
@@ -106,9 +120,9 @@ export class MemberActions {
       proof: {
         nonce: memberActionNonce(action.id, hexToBytes(action.salt), action.intent_sha256),
         // The nodes accept a proof at most MEMBER_PROOF_MAX_AGE_S old, whatever the application allows.
-        max_age: Math.min(byo.max_proof_age_sec ?? MAX_PROOF_AGE.default, MEMBER_PROOF_MAX_AGE_S), prompt: 'login',
-        ...(byo.required_acr.length ? { acr_values: byo.required_acr.join(' ') } : {}),
-        ...(byo.required_amr.length ? { required_amr: byo.required_amr } : {}),
+        ...(byo ? { max_age: Math.min(byo.max_proof_age_sec ?? MAX_PROOF_AGE.default, MEMBER_PROOF_MAX_AGE_S), prompt: 'login' as const } : {}),
+        ...(byo?.required_acr.length ? { acr_values: byo.required_acr.join(' ') } : {}),
+        ...(byo?.required_amr.length ? { required_amr: byo.required_amr } : {}),
       },
     };
   }
@@ -129,9 +143,7 @@ export class MemberActions {
     const byo = caller.application.byo_oidc!;
     const pk = proofKey(byo.issuer, token);
     if (await S.acceptedProofs.in(store).get(pk)) throw new CustodyError('proof_replayed', 'this proof was already accepted');
-    if (action.status !== 'pending_proof') throw new CustodyError('member_action_not_pending', `the member action is ${action.status}`);
-    if (Date.parse(action.expires_at) <= clock()) throw new CustodyError('member_action_expired', 'the member action expired; begin a new one');
-    if (action.application_version !== caller.application.version) throw new CustodyError('member_auth_changed', 'the member-auth application changed since the action began');
+    this.checkPending(caller, action);
 
     // Signature, issuer, audience, expiry, ACR and AMR as the exchange checks them; the age below, with its own code.
     const proof = await this.o.verifier.verify(token, { ...byo, max_proof_age_sec: MAX_PROOF_AGE.max });
@@ -149,26 +161,63 @@ export class MemberActions {
     }
     await this.nodeCheck(action, token, nowS);
 
-    const signingId = newSecret('mas_');
-    const hash = sha256hex(signingId);
     const fresh = Math.min(claims.auth_time, claims.iat!);
     const expires = Math.min(now + MEMBER_ACTION_LIMITS.signingLifetime * 1000, (fresh + MEMBER_PROOF_MAX_AGE_S) * 1000, proof.expiresAt * 1000);
+    const retire = this.iso(Math.max(now + LIFETIMES.replayWindow * 1000, (proof.expiresAt + LIFETIMES.clockTolerance) * 1000));
+    const accepted: AcceptedProofRecord = { v: 1, id: pk, tenant: caller.tenant, workspace: caller.workspace, application: caller.application.id, family: family.id, accepted_at: this.iso(now), retire_after: retire };
+    return this.openSigning(caller, actor, action, token, undefined, expires, async () => {
+      if (await S.acceptedProofs.in(store).get(pk)) throw new CustodyError('proof_replayed', 'this proof was already accepted');
+      return [S.acceptedProofs.putOp(pk, accepted, { index: retireIndex(retire) })];
+    });
+  }
+
+  /**
+   * POST /member-actions/passkey/complete: the member's WebAuthn assertion over the action's nonce, by a
+   * passkey the customer vouched for with a member credential (core/auth/member-credential.ts). The API
+   * runs the nodes' check and opens a signing session; each node checks it again.
+   */
+  async completePasskey(caller: MemberCaller, actor: Actor, sessionId: string | undefined, actionId: string, credential: string, assertion: PasskeyProofSeal['assertion']): Promise<CompletedAction> {
+    const { clock } = this.o;
+    const { session, family } = await this.o.sessions.validate(caller, sessionId);
+    const action = await this.own(caller, family.id, session.member_id, actionId);
+    this.checkPending(caller, action);
+    const passkey = passkeyOf(assertion);
+    const now = clock();
+    await this.nodeCheck(action, credential, now / 1000, passkey);
+    // The nodes hold the credential to the vault's bound subject; the API also to the member of the action.
+    const claims = decodeJwt(credential);
+    if (claims.sub !== action.subject) throw new CustodyError('member_subject_mismatch', 'the member credential names another subject than the member of this action');
+    const expires = Math.min(now + MEMBER_ACTION_LIMITS.signingLifetime * 1000, claims.exp! * 1000);
+    const seal: PasskeyProofSeal = { credential, assertion };
+    return this.openSigning(caller, actor, action, JSON.stringify(seal), 'passkey', expires, async () => []);
+  }
+
+  private checkPending(caller: MemberCaller, action: MemberActionRecord): void {
+    if (action.status !== 'pending_proof') throw new CustodyError('member_action_not_pending', `the member action is ${action.status}`);
+    if (Date.parse(action.expires_at) <= this.o.clock()) throw new CustodyError('member_action_expired', 'the member action expired; begin a new one');
+    if (action.application_version !== caller.application.version) throw new CustodyError('member_auth_changed', 'the member-auth application changed since the action began');
+  }
+
+  /** The action completed and its signing session stored, in one batch under the action's lock, with `extra` (checked there). */
+  private async openSigning(caller: MemberCaller, actor: Actor, action: MemberActionRecord, proof: string, kind: 'passkey' | undefined, expires: number, extra: () => Promise<Op[]>): Promise<CompletedAction> {
+    const { store } = this.o;
+    const now = this.o.clock();
+    const signingId = newSecret('mas_');
+    const hash = sha256hex(signingId);
     return store.exclusive(`member-action:${action.id}`, async () => {
       const current = (await A.actions.in(store).get(action.id))!;
-      if (await S.acceptedProofs.in(store).get(pk)) throw new CustodyError('proof_replayed', 'this proof was already accepted');
+      const extraOps = await extra();
       if (current.status !== 'pending_proof') throw new CustodyError('member_action_not_pending', `the member action is ${current.status}`);
-      const retire = this.iso(Math.max(now + LIFETIMES.replayWindow * 1000, (proof.expiresAt + LIFETIMES.clockTolerance) * 1000));
-      const accepted: AcceptedProofRecord = { v: 1, id: pk, tenant: caller.tenant, workspace: caller.workspace, application: caller.application.id, family: family.id, accepted_at: this.iso(now), retire_after: retire };
       const signing: SigningSessionRecord = {
-        v: 1, ...bindingOf(caller), action_id: action.id, family: family.id, member_id: action.member_id, binding: action.binding, org: action.org,
+        v: 1, ...bindingOf(caller), action_id: action.id, family: action.family, member_id: action.member_id, binding: action.binding, org: action.org,
         wallet_id: action.wallet_id, vault_id: action.vault_id, intent_sha256: action.intent_sha256, salt: action.salt, status: 'active',
-        sealed_proof: this.o.cipher.seal(token, sealLabel(hash)), created_at: this.iso(now), expires_at: this.iso(expires), used_at: null, transaction_id: null,
+        sealed_proof: this.o.cipher.seal(proof, sealLabel(hash)), ...(kind ? { proof_kind: kind } : {}), created_at: this.iso(now), expires_at: this.iso(expires), used_at: null, transaction_id: null,
       };
       await store.batch([
         A.actions.putOp(action.id, { ...current, status: 'completed', completed_at: this.iso(now), signing_session: hash }, { unindex: pendingIndex(current) }),
-        S.acceptedProofs.putOp(pk, accepted, { index: retireIndex(retire) }),
+        ...extraOps,
         A.signing.putOp(hash, signing),
-        this.o.audit.op(caller, actor, 'member_action.complete', action.id, { status: 'pending_proof' }, { status: 'completed', member_id: action.member_id, wallet_id: action.wallet_id }),
+        this.o.audit.op(caller, actor, 'member_action.complete', action.id, { status: 'pending_proof' }, { status: 'completed', member_id: action.member_id, wallet_id: action.wallet_id, ...(kind ? { proof: kind } : {}) }),
       ]);
       return {
         id: action.id, status: 'completed',
@@ -182,12 +231,12 @@ export class MemberActions {
    * registration, run now: a configuration the nodes would refuse (another JWKS, an audience that is not
    * the OIDC client id) is reported at completion, not as a rejected transaction later.
    */
-  private async nodeCheck(action: MemberActionRecord, token: string, nowS: number): Promise<void> {
+  private async nodeCheck(action: MemberActionRecord, token: string, nowS: number, passkey?: PasskeyAssertion): Promise<void> {
     const config = await END_USER_AUTH.in(this.o.store).get(action.org);
     if (!config) throw new CustodyError('member_proof_not_signable', 'the organization has no end-user-auth registration (PUT /v1/config/end-user-auth): the nodes would refuse every member action');
     const vault = await this.o.transactions.checkIntentFor(action.org, action.wallet_id, hexToBytes(action.intent)).then((r) => r.vault);
     try {
-      await verifyEndUserToken(config, token, hexToBytes(action.intent), vault.end_user_subject, Math.floor(nowS), { actionId: action.id, salt: hexToBytes(action.salt) });
+      await verifyEndUserToken(config, token, hexToBytes(action.intent), vault.end_user_subject, Math.floor(nowS), { actionId: action.id, salt: hexToBytes(action.salt), ...(passkey ? { passkey } : {}) });
     } catch (err) {
       if (!(err instanceof EndUserTokenError)) throw err;
       throw new CustodyError('member_proof_not_signable', `the signer nodes would refuse this proof (${err.reason}) under the organization's end-user-auth registration, which must hold the identity provider's JWKS and the OIDC client id as audience (docs/end-user-auth.md): ${err.message}`);
@@ -201,6 +250,13 @@ export class MemberActions {
     if (!r || !sameCaller(r, caller) || r.family !== family.id) throw new CustodyError('not_found', 'no such signing session');
     const status = r.status === 'used' ? 'used' : Date.parse(r.expires_at) <= this.o.clock() ? 'expired' : 'active';
     return { status, expires_at: r.expires_at, action_id: r.action_id, operation: { kind: 'transaction.sign', wallet_id: r.wallet_id, intent_sha256: r.intent_sha256 }, transaction_id: r.transaction_id };
+  }
+
+  /** Whether the member of a signing session is still active: its BYO binding, or its hosted membership. */
+  private async memberActive(r: SigningSessionRecord): Promise<boolean> {
+    if (MEMBER_ID.test(r.binding)) return hostedMemberActive(this.o.store, { tenant: r.tenant, workspace: r.workspace, application: r.application }, r.binding);
+    const binding = await S.bindings.in(this.o.store).get(r.binding);
+    return !!binding && binding.status === 'active';
   }
 
   /** What POST /v1/transactions calls (TransactionService.useMemberSigning). */
@@ -217,12 +273,12 @@ export class MemberActions {
       if (r.wallet_id !== walletId || !sameDigest(r.intent_sha256, intentHash)) {
         throw new CustodyError('signing_session_mismatch', 'the member signing session authorizes another wallet or other intent bytes');
       }
-      const binding = await S.bindings.in(store).get(r.binding);
-      if (!binding || binding.status !== 'active') throw new CustodyError('member_binding_inactive', 'the member\'s binding to the application is not active');
-      const token = this.o.cipher.open(r.sealed_proof, sealLabel(hash));
-      if (token === undefined) throw new CustodyError('bug', 'a sealed member proof does not open under the exchange key');
+      if (!(await this.memberActive(r))) throw new CustodyError('member_binding_inactive', 'the member\'s binding to the application is not active');
+      const opened = this.o.cipher.open(r.sealed_proof, sealLabel(hash));
+      if (opened === undefined) throw new CustodyError('bug', 'a sealed member proof does not open under the exchange key');
+      const passkey = r.proof_kind === 'passkey' ? (JSON.parse(opened) as PasskeyProofSeal) : undefined;
       return {
-        token, actionId: r.action_id, salt: hexToBytes(r.salt),
+        token: passkey ? passkey.credential : opened, actionId: r.action_id, salt: hexToBytes(r.salt), ...(passkey ? { passkey: passkeyOf(passkey.assertion) } : {}),
         consume: async (txId: string): Promise<Op[]> => {
           const now = await A.signing.in(store).get(hash);
           if (!now || now.status !== 'active') throw new CustodyError('signing_session_used', 'this member signing session was already used');

@@ -11,3 +11,4 @@ export * from './bff-error.ts';
 export * from './bff-cookies.ts';
 export * from './bff-store.ts';
 export * from './bff-sessions.ts';
+export * from './member-credential.ts';

@@ -8,6 +8,7 @@ import { CustodyApiError } from './client.ts';
 import { signedHeaders, type ApiCredentials } from './request-signer.ts';
 import { codeOfHttpStatus, SdkError } from './sdk-error.ts';
 import { BffError } from './bff-error.ts';
+import { passkeyAssertionBody, type AuthenticationResponseJson } from './member-credential.ts';
 import type { MemberContext, MemberSessionGrant } from '../../core/api-schemas/member-sessions.ts';
 
 export type { MemberContext, MemberSessionGrant };
@@ -45,6 +46,7 @@ const PATHS = {
   signOut: '/v1/member-auth/sign-out',
   memberActions: '/v1/member-actions',
   completeMemberAction: '/v1/member-actions/external/complete',
+  completeWithPasskey: '/v1/member-actions/passkey/complete',
 } as const;
 
 /** POST /v1/member-actions: the action, and what the member's fresh OpenID authentication request must carry. */
@@ -55,8 +57,11 @@ export interface MemberActionStart {
   wallet_id: string;
   intent_sha256: string;
   expires_at: string;
-  /** Send nonce, max_age and prompt (and acr_values) as authentication request parameters. */
-  proof: { nonce: string; max_age: number; prompt: 'login'; acr_values?: string; required_amr?: string[] };
+  /**
+   * BYO OIDC: send nonce, max_age and prompt (and acr_values) as authentication request parameters.
+   * A passkey approval (either application): the nonce is the WebAuthn challenge, base64url.
+   */
+  proof: { nonce: string; max_age?: number; prompt?: 'login'; acr_values?: string; required_amr?: string[] };
 }
 
 /**
@@ -176,6 +181,16 @@ export class MemberAuthClient {
   /** POST /v1/member-actions/external/complete: the provider's fresh ID token for the action's nonce, for a single-use signing session. */
   async completeMemberAction(sessionId: string, actionId: string, idToken: string): Promise<MemberActionCompletion> {
     return (await this.call<MemberActionCompletion>('POST', PATHS.completeMemberAction, { action_id: actionId, id_token: idToken }, sessionId)).json;
+  }
+
+  /**
+   * POST /v1/member-actions/passkey/complete: the member's passkey answer to the action's nonce (the
+   * browser's PublicKeyCredential.toJSON(), passkeyAssertionBody) and the member credential the customer
+   * signed for that passkey (signMemberCredential), for a single-use signing session.
+   */
+  async completeMemberActionWithPasskey(sessionId: string, actionId: string, credential: string, assertion: AuthenticationResponseJson): Promise<MemberActionCompletion> {
+    const body = { action_id: actionId, credential, assertion: passkeyAssertionBody(assertion) };
+    return (await this.call<MemberActionCompletion>('POST', PATHS.completeWithPasskey, body, sessionId)).json;
   }
 
   /** POST /v1/member-auth/sign-out: the exact session's sign-in by default (rule 10), or every one of the member. */

@@ -1,5 +1,8 @@
 // Transactions as stored (docs/transactions.md). The end-user token (or member-action proof) never lives
 // here: it stays in the transaction's job until the signature is made, then goes.
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import type { MemberActionBinding } from '../../core/session/member-action-binding.ts';
+
 export type TransactionState = 'created' | 'checks' | 'signed' | 'broadcast' | 'confirmed' | 'final' | 'failed' | 'rejected';
 
 export interface TransferRecord {
@@ -49,7 +52,33 @@ export interface TransactionJob {
   attempts: number;
   next_at: number;
   end_user_token?: string;
-  /** With a member-action proof as end_user_token: the binding the nodes recompute its nonce from (salt in hex). */
-  member_action?: { action_id: string; salt: string };
+  /**
+   * With a member-action proof as end_user_token: the binding the nodes recompute its nonce from (salt in
+   * hex), and for a passkey proof the assertion (hex), end_user_token then being the member credential.
+   */
+  member_action?: MemberActionJob;
   last_error?: string;
+}
+
+/** A member-action binding as a job keeps it: bytes in hex. */
+export interface MemberActionJob {
+  action_id: string;
+  salt: string;
+  passkey?: { credential_id: string; authenticator_data: string; client_data_json: string; signature: string };
+}
+
+export function memberActionJob(b: MemberActionBinding): MemberActionJob {
+  const p = b.passkey;
+  return {
+    action_id: b.actionId, salt: bytesToHex(b.salt),
+    ...(p ? { passkey: { credential_id: bytesToHex(p.credentialId), authenticator_data: bytesToHex(p.authenticatorData), client_data_json: bytesToHex(p.clientDataJson), signature: bytesToHex(p.signature) } } : {}),
+  };
+}
+
+export function memberActionOfJob(j: MemberActionJob): MemberActionBinding {
+  const p = j.passkey;
+  return {
+    actionId: j.action_id, salt: hexToBytes(j.salt),
+    ...(p ? { passkey: { credentialId: hexToBytes(p.credential_id), authenticatorData: hexToBytes(p.authenticator_data), clientDataJson: hexToBytes(p.client_data_json), signature: hexToBytes(p.signature) } } : {}),
+  };
 }

@@ -18,11 +18,11 @@ import * as bitcoin from 'bitcoinjs-lib';
 import { BITCOIN_NETWORK_PARAMS } from '../../core/chains/bitcoin/network-params.ts';
 import { checkPolicy, normalizeRecipient, type Policy, type Transfer } from '../policy/policy.ts';
 import { EndUserTokenError, intentSha256, verifyEndUserToken } from '../../core/auth/end-user-token.ts';
-import type { MemberActionBinding } from '../../core/auth/member-action.ts';
+import type { MemberActionBinding, PasskeyAssertion } from '../../core/session/member-action-binding.ts';
 import type { VaultService } from '../vaults/vault-service.ts';
 import type { ApiKeyRecord, VaultRecord, WalletRecord } from '../vaults/records.ts';
 import { newId, orgJobGroup } from '../vaults/vault-service.ts';
-import type { TransactionJob, TransactionRecord, TransactionState } from './records.ts';
+import { memberActionJob, type TransactionJob, type TransactionRecord, type TransactionState } from './records.ts';
 import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { IndexList } from '../store/pagination.ts';
 import type { Utxo } from '../chains/bitcoin/esplora-client.ts';
@@ -49,13 +49,17 @@ export interface SubmitTransaction {
 
 /** A member signing session checked for one wallet and intent: the proof and binding the nodes need. */
 export interface MemberSigningClaim {
-  /** The member's ID token; a secret, as an end-user token is. */
+  /** The member's ID token, or for a passkey proof the member credential; a secret, as an end-user token is. */
   token: string;
   actionId: string;
   salt: Uint8Array;
+  /** A passkey proof's WebAuthn assertion (core/auth/member-credential.ts). */
+  passkey?: PasskeyAssertion | undefined;
   /** Under the organization's transaction lock: rechecks the session is unused and returns the ops that use it for `txId`. */
   consume(txId: string): Promise<Op[]>;
 }
+
+const bindingOfClaim = (m: MemberSigningClaim): MemberActionBinding => ({ actionId: m.actionId, salt: m.salt, ...(m.passkey ? { passkey: m.passkey } : {}) });
 
 /** The platform API's member actions, as POST /v1/transactions uses them (api/member-auth/member-actions.ts). */
 export interface MemberSigning {
@@ -238,7 +242,7 @@ export class TransactionService {
         if (!this.memberSigning) throw bad('member_signing_session needs the platform API\'s member actions, which this service does not run');
         member = await this.memberSigning.claim(org, wallet.id, intentSha256(bytes), body.member_signing_session);
         // The nodes' own check, run here first: a proof they would refuse is refused before anything is stored.
-        await this.checkEndUser(org, vault, member.token, bytes, nowMs, { actionId: member.actionId, salt: member.salt });
+        await this.checkEndUser(org, vault, member.token, bytes, nowMs, bindingOfClaim(member));
       } else {
         await this.checkEndUser(org, vault, body.end_user_token, bytes, nowMs);
       }
@@ -268,7 +272,7 @@ export class TransactionService {
       const memberOps = member ? await member.consume(tx.id) : [];
       const job: TransactionJob = {
         id: tx.id, attempts: 0, next_at: 0, ...(body.end_user_token ? { end_user_token: body.end_user_token } : {}),
-        ...(member ? { end_user_token: member.token, member_action: { action_id: member.actionId, salt: bytesToHex(member.salt) } } : {}),
+        ...(member ? { end_user_token: member.token, member_action: memberActionJob(bindingOfClaim(member)) } : {}),
       };
       await store.batch([
         ...memberOps,

@@ -29,7 +29,7 @@ import { followJob, signJob, TRANSACTION_PROGRESS, type TransactionService } fro
 import type { JobQueue, LeasedJob } from '../jobs/job-queue.ts';
 import { JobRunner } from '../jobs/job-runner.ts';
 import { jobQueueFor, workerId } from '../jobs/queue-for-store.ts';
-import type { TransactionJob, TransactionRecord, TransactionState } from './records.ts';
+import { memberActionOfJob, type TransactionJob, type TransactionRecord, type TransactionState } from './records.ts';
 import type { Op } from '../store/record-store.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { WALLETS } from '../vaults/collections.ts';
@@ -378,7 +378,7 @@ export class TransactionWorker {
         authorization: {
           intent: hexToBytes(tx.intent), intentSignature: hexToBytes(tx.intent_signature), apiKeyId: tx.api_key_id, template,
           endUserToken: job.end_user_token ?? '', ...(this.o.trustLog ? { trustLog: await this.o.trustLog(tx.org) } : {}),
-          ...(job.member_action ? { memberAction: { actionId: job.member_action.action_id, salt: hexToBytes(job.member_action.salt) } } : {}),
+          ...(job.member_action ? { memberAction: memberActionOfJob(job.member_action) } : {}),
         },
       }, { deadline: Date.now() + 90_000 });
       if (res.signatures.length !== digests.length) throw new Error('the cluster returned a wrong number of signatures');

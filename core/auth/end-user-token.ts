@@ -8,6 +8,7 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import { CustodyError } from '../errors/custody-error.ts';
 import { isValidEd25519PublicKey } from '../../common/ed25519.ts';
 import { MEMBER_PROOF_MAX_AGE_S, memberActionNonce, memberActionProblem, sameText, type MemberActionBinding } from './member-action.ts';
+import { PasskeyProofError, verifyPasskeyProof } from './member-credential.ts';
 
 export const END_USER_ALGORITHMS = ['ES256', 'EdDSA', 'RS256', 'PS256'];
 /** Longest accepted token lifetime (exp - iat), seconds: a token authorizes one signature, soon. */
@@ -57,12 +58,23 @@ export const intentSha256 = (intent: Uint8Array) => bytesToHex(sha256(intent));
 /**
  * Verifies `token` for one intent. `subject` is the vault's bound end user, when it has one.
  * With `memberAction`, the token is a member-action proof (core/auth/member-action.ts): a fresh OIDC ID
- * token whose nonce commits to the action and the intent; without it, a token naming `intent_sha256`.
- * Throws EndUserTokenError; never includes the token in a message.
+ * token whose nonce commits to the action and the intent, or, when the binding carries a passkey
+ * assertion, the member credential that names the passkey (core/auth/member-credential.ts); without
+ * it, a token naming `intent_sha256`. Throws EndUserTokenError; never includes the token in a message.
  */
 export async function verifyEndUserToken(config: EndUserAuthConfig, token: string | undefined, intent: Uint8Array, subject: string | null, nowSeconds: number, memberAction?: MemberActionBinding): Promise<void> {
   if (!token) throw new EndUserTokenError('end_user_token_required', 'this hosted vault needs an end-user token for each transaction');
   if (token.length > 16_384) throw new EndUserTokenError('bad_end_user_token', 'end-user token is too long');
+  if (memberAction?.passkey) {
+    const problem = memberActionProblem(memberAction);
+    if (problem) throw new EndUserTokenError('member_action_mismatch', problem);
+    try {
+      return await verifyPasskeyProof({ jwks: config.jwks as JSONWebKeySet, audience: config.audience }, token, intentSha256(intent), subject, nowSeconds, { ...memberAction, passkey: memberAction.passkey });
+    } catch (err) {
+      if (err instanceof PasskeyProofError) throw new EndUserTokenError(err.reason, err.message);
+      throw err;
+    }
+  }
   if (memberAction) return verifyMemberProof(config, token, intent, subject, nowSeconds, memberAction);
   let payload;
   try {

@@ -31,11 +31,14 @@ import { outputKey } from '../../node/protocols/frost/taproot.ts';
 import { pointHex } from '../../node/protocols/math/curve.ts';
 import { signedEntry, signer, type Signer } from '../core/trust/trust-fixtures.ts';
 import { memberActionNonce, MEMBER_PROOF_MAX_AGE_S, type MemberActionBinding } from '../../core/auth/member-action.ts';
+import { MEMBER_CREDENTIAL_TYP } from '../../core/auth/member-credential.ts';
+import { softwarePasskey } from '../support/software-passkey.ts';
 
 // Real processes on a 2-core machine shared with the rest of the suite: more than tap's default file budget.
 t.setTimeout(300_000);
 
 bitcoin.initEccLib(ecc);
+type PrivateKey = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
 const ORG = 'org_trusted';
 const PATH = [86, 1, 0, 0, 0];
 
@@ -169,6 +172,34 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
   for (const [what, token, b, code] of adversarial) await t.rejects(sign('vault-hosted', m, fullLog, await token, b), refused(code), `member action: ${what}`);
   const signedForMember = await sign('vault-hosted', m, fullLog, await memberProof(m.intent, mb), mb);
   t.ok(schnorr.verify(signedForMember.signatures[0]!, m.digest, m.q), 'with the member\'s fresh proof for this action and intent the nodes sign, after every refusal');
+
+  // Passkey proofs (member-actions.md "Passkey proofs"): the member credential, a JWT under the same
+  // registered key, names the passkey; the assertion's challenge is the action's nonce. The malicious
+  // API here holds a passkey of its own and can sign credentials with a key of its own, not with the
+  // organization's.
+  const site = { rpId: 'bank.example', origin: 'https://app.bank.example' };
+  const memberPasskey = softwarePasskey(site);
+  const apiPasskey = softwarePasskey(site);
+  const credentialFor = async (pk: ReturnType<typeof softwarePasskey>, key: PrivateKey = idp.privateKey) => {
+    const now = Math.floor(Date.now() / 1000);
+    const jwt = await new SignJWT({ sub: 'user-42', aud: 'custody-test', iat: now - 60, exp: now + 86_400, cnf: { jwk: pk.jwk }, webauthn: { rp_id: site.rpId, origins: [site.origin] } })
+      .setProtectedHeader({ alg: 'ES256', kid: 'idp-1', typ: MEMBER_CREDENTIAL_TYP }).sign(key);
+    sent.push(jwt);
+    return jwt;
+  };
+  const pkSpend = spend(hosted, first);
+  const pb = binding();
+  const pbNonce = memberActionNonce(pb.actionId, pb.salt, bytesToHex(sha256(pkSpend.intent)));
+  const memberCredential = await credentialFor(memberPasskey);
+  const passkeyCases: [string, Promise<string>, MemberActionBinding, string][] = [
+    ['a passkey assertion for another intent', Promise.resolve(memberCredential), { ...pb, passkey: memberPasskey.assert(memberActionNonce(pb.actionId, pb.salt, bytesToHex(sha256(spend(hosted, first).intent)))) }, 'member_action_mismatch'],
+    ['the API\'s passkey under the member\'s credential', Promise.resolve(memberCredential), { ...pb, passkey: { ...apiPasskey.assert(pbNonce), credentialId: memberPasskey.id } }, 'bad_end_user_token'],
+    ['the API\'s passkey under a credential the API signed', credentialFor(apiPasskey, (await generateKeyPair('ES256')).privateKey), { ...pb, passkey: apiPasskey.assert(pbNonce) }, 'bad_end_user_token'],
+    ['an assertion without user verification', Promise.resolve(memberCredential), { ...pb, passkey: memberPasskey.assert(pbNonce, { flags: 0x01 }) }, 'bad_end_user_token'],
+  ];
+  for (const [what, token, b, code] of passkeyCases) await t.rejects(sign('vault-hosted', pkSpend, fullLog, await token, b), refused(code), `member action: ${what}`);
+  const signedByPasskey = await sign('vault-hosted', pkSpend, fullLog, memberCredential, { ...pb, passkey: memberPasskey.assert(pbNonce) });
+  t.ok(schnorr.verify(signedByPasskey.signatures[0]!, pkSpend.digest, pkSpend.q), 'with the member\'s passkey assertion for this action and intent the nodes sign, after every refusal');
   // The vault created before the config keeps signing without tokens.
   const s2 = spend(plain, first);
   t.ok(schnorr.verify((await sign('vault-plain', s2, fullLog)).signatures[0]!, s2.digest, s2.q));

@@ -1,6 +1,6 @@
 // Member actions (platform-api.md "Member-auth operations (server-only)", "Fresh human authorization for
-// member actions"; docs/platform/member-actions.md): begin, complete with a fresh BYO OIDC proof, and read
-// a signing session. Server-to-server only, with the credentials of GET /v1/member-auth/session: the
+// member actions"; docs/platform/member-actions.md): begin, complete with a fresh BYO OIDC proof or with
+// the member's passkey, and read a signing session. Server-to-server only, with the credentials of GET /v1/member-auth/session: the
 // workspace bearer key, X-SVC-Publishable-Key and X-Member-Session-Id. The member comes from the session,
 // never from the caller: the same headers and body fields as on the other member calls are refused.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
@@ -61,21 +61,18 @@ export const memberActionRoutes: FastifyPluginAsyncTypebox<MemberActionRoutesOpt
     }
   });
 
-  async function callerOf(req: FastifyRequest): Promise<MemberCaller> {
+  /** The member's caller; `external` (an ID-token proof) is for the BYO OIDC application only. */
+  async function callerOf(req: FastifyRequest, external = false): Promise<MemberCaller> {
     const p = principalOf(req);
     const key = single(req.headers['x-svc-publishable-key']);
     const application = await resolvePublishableKey(platform.store, p, key);
     const caller: MemberCaller = { tenant: p.tenant, workspace: p.workspace, environment: p.environment, principal: p.keyId, publishable_key: key!, application };
     if (application.kind === 'hosted') await refuseRestrictedHosted(caller, req);
-    if (application.kind !== 'byo_oidc') throw new CustodyError('forbidden', 'member actions with an external proof are for the BYO OIDC application');
+    if (external && application.kind !== 'byo_oidc') throw new CustodyError('forbidden', 'member actions with an external proof are for the BYO OIDC application; a Hosted Auth member approves with a passkey (POST /v1/member-actions/passkey/complete)');
     return caller;
   }
 
-  /**
-   * Hosted members have no member actions yet (they are refused just below). A member restricted by
-   * lost-all-factor recovery is refused first with its own code, so the restriction already holds when
-   * hosted member actions are added here (hosted-members.ts `checkHostedMemberAuthority`).
-   */
+  /** A hosted member restricted by lost-all-factor recovery is refused with its own code (hosted-members.ts `checkHostedMemberAuthority`). */
   async function refuseRestrictedHosted(caller: MemberCaller, req: FastifyRequest): Promise<void> {
     const found = await sessions.validate(caller, sessionIdOf(req)).catch(() => undefined);
     if (found) await checkHostedMemberAuthority(platform.store, found.session.member_id, found.family.authenticated_at, platform.clock());
@@ -87,7 +84,7 @@ export const memberActionRoutes: FastifyPluginAsyncTypebox<MemberActionRoutesOpt
     schema: {
       summary: 'Begin a member action: freeze the exact operation and get the nonce the fresh proof must carry',
       description: 'Needs X-SVC-Publishable-Key and X-Member-Session-Id. Body: `kind` `transaction.sign`, `wallet_id` (a wallet of the organization linked to the workspace, of a hosted vault with end-user auth, bound to this member when bound at all) and `intent`, base64 of the exact canonical intent bytes POST /v1/transactions will carry. '
-        + 'Answer 201: `status` `pending_proof`, `expires_at` (10 minutes), and `proof`: send `nonce`, `max_age` and `prompt=login` (and `acr_values`) in the OpenID authentication request. '
+        + 'Answer 201: `status` `pending_proof`, `expires_at` (10 minutes), and `proof`: for a BYO OIDC application send `nonce`, `max_age` and `prompt=login` (and `acr_values`) in the OpenID authentication request; for a passkey approval (either application) `nonce` is the WebAuthn challenge, base64url. '
         + 'The nonce is base64url(SHA-256("custody/member-action/v1" ‖ length-prefixed action id ‖ 32 random bytes ‖ SHA-256(intent))): every signer node recomputes it (docs/platform/member-actions.md). At most 5 pending actions per member (429 member_action_limit).',
       tags: TAGS, security: SECURITY,
       body: Type.Object({
@@ -98,7 +95,7 @@ export const memberActionRoutes: FastifyPluginAsyncTypebox<MemberActionRoutesOpt
       response: {
         201: Type.Object({
           id: Type.String(), status: Type.Literal('pending_proof'), kind: Type.Literal('transaction.sign'), wallet_id: Type.String(), intent_sha256: Type.String(), expires_at: Type.String(),
-          proof: Type.Object({ nonce: Type.String(), max_age: Type.Integer(), prompt: Type.Literal('login'), acr_values: Type.Optional(Type.String()), required_amr: Type.Optional(Type.Array(Type.String())) }),
+          proof: Type.Object({ nonce: Type.String(), max_age: Type.Optional(Type.Integer()), prompt: Type.Optional(Type.Literal('login')), acr_values: Type.Optional(Type.String()), required_amr: Type.Optional(Type.Array(Type.String())) }),
         }),
         ...errors,
       },
@@ -123,7 +120,31 @@ export const memberActionRoutes: FastifyPluginAsyncTypebox<MemberActionRoutesOpt
         ...errors,
       },
     },
-  }, async (req) => actions.complete(await callerOf(req), actorOf(req), sessionIdOf(req), req.body.action_id, req.body.id_token));
+  }, async (req) => actions.complete(await callerOf(req, true), actorOf(req), sessionIdOf(req), req.body.action_id, req.body.id_token));
+
+  const B64URL = (max: number) => Type.String({ minLength: 1, maxLength: max, pattern: '^[A-Za-z0-9_-]+$' });
+  app.post('/member-actions/passkey/complete', {
+    config: { permission: 'member_auth.session' },
+    schema: {
+      summary: 'Complete a member action with the member\'s passkey and get its single-use signing session',
+      description: 'Needs X-SVC-Publishable-Key and X-Member-Session-Id (BYO OIDC or Hosted Auth application). Body: `action_id`; `credential`, the member credential the customer signed for this passkey (a JWT of typ member-credential+jwt under its end-user-auth JWK Set); '
+        + '`assertion`, the browser\'s answer to navigator.credentials.get with the action\'s nonce as challenge: `id`, `authenticator_data`, `client_data_json`, `signature`, base64url. '
+        + 'The API runs the signer nodes\' check (403 member_proof_not_signable with the reason) and the credential must name the member (403 member_subject_mismatch). '
+        + 'Answer 200 as external/complete (docs/platform/member-actions.md "Passkey proofs").',
+      tags: TAGS, security: SECURITY,
+      body: Type.Object({
+        action_id: Type.String({ minLength: 1, maxLength: 64 }),
+        credential: Type.String({ minLength: 1, maxLength: MAX_PROOF_BYTES }),
+        assertion: Type.Object({
+          id: B64URL(1364), authenticator_data: B64URL(1366), client_data_json: B64URL(2731), signature: B64URL(683),
+        }, { additionalProperties: false }),
+      }, { additionalProperties: false }),
+      response: {
+        200: Type.Object({ id: Type.String(), status: Type.Literal('completed'), signing_session: Type.Object({ id: Type.String(), signing_url: Type.String(), expires_at: Type.String() }) }),
+        ...errors,
+      },
+    },
+  }, async (req) => actions.completePasskey(await callerOf(req), actorOf(req), sessionIdOf(req), req.body.action_id, req.body.credential, req.body.assertion));
 
   app.get('/member-actions/signing-sessions/:id', {
     config: { permission: 'member_auth.session' },
