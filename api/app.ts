@@ -5,6 +5,8 @@ import type { Logger } from '../common/logger.ts';
 import type { ApiConfig } from './config.ts';
 import { installErrorHandling } from './errors.ts';
 import { healthRoutes } from './routes/health.ts';
+import { fundingRoutes } from './routes/v1/funding.ts';
+import { createFunding, type Funding } from './funding/funding-setup.ts';
 import type { CoordinatorClient } from './coordinator/coordinator-client.ts';
 import { CoordinatorShards } from './coordinator/coordinator-shards.ts';
 import { nodeCoordinatorAddresses } from './config.ts';
@@ -61,6 +63,8 @@ export interface AppOptions {
   now?: () => number;
   /** The chain backends, for a wallet's balance (GET /v1/wallets/{id}/balance). */
   chains?: Chains | undefined;
+  /** Funding and off-ramp requests (docs/platform/funding.md); built from the configuration when absent. */
+  funding?: Funding | undefined;
   /** Where the request and queue metrics go; server.ts serves it off the public port (API_METRICS_LISTEN). */
   metrics?: Registry | undefined;
 }
@@ -130,6 +134,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'branding', description: 'Platform API: theme, logo and sending domains, and the public branding bundle' },
         { name: 'member auth', description: 'Platform API: member-auth configuration: allowed origins, redirect URLs, BYO OIDC and Hosted Auth applications and their publishable keys' },
         { name: 'account holders', description: 'Platform API: account holders (individuals and businesses), their change history, avatars, contacts, and the member self view: verification, consents, wallets' },
+        { name: 'funding', description: 'Platform API: funding (fiat in through a payment rail, stablecoin minted to a holder\'s wallet) and off-ramp requests (stablecoin sent to the burn address, fiat paid out)' },
         { name: 'health', description: 'Liveness and readiness; no authentication' },
       ],
       components: {
@@ -207,6 +212,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(accountHolderRoutes, { platform, vaults });
       await p.register(accountHolderAvatarRoutes, { platform, publicOrigin: opts.config.publicUrl });
       await p.register(contactRoutes, { platform });
+      // Funding and off-ramp requests (docs/platform/funding.md): the sweep runs only for a service built here.
+      const funding = opts.funding ?? createFunding(opts.config, platform);
+      if (!opts.funding) {
+        p.addHook('onReady', async () => funding.start());
+        p.addHook('onClose', async () => funding.stop());
+      }
+      await p.register(fundingRoutes, { platform, funding: funding.service });
       await p.register(memberAuthHostedRoutes, { platform, publicOrigin: opts.config.publicUrl, pageRatePerMinute: opts.config.hostedPageRatePerMinute, mailer: opts.config.smtpUrl ? new SmtpMailer({ url: opts.config.smtpUrl, from: opts.config.smtpFrom }) : undefined });
       if (vaults && opts.transactions) {
         const wallets = new WalletService({ vaults, transactions: opts.transactions, chains: opts.chains, links: new CustomerLinks(vaults.store), audit: platform.audit });

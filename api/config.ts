@@ -56,6 +56,12 @@ export const ApiConfigSchema = Type.Object({
     env: 'API_CHAIN_BACKENDS', pattern: '^[a-z0-9-]+=https?://[^,\\s]+(,[a-z0-9-]+=https?://[^,\\s]+)*$',
     description: 'comma-separated <chain>=<url>: EVM JSON-RPC endpoints and Esplora-compatible Bitcoin backends',
   })),
+  fundingRail: Type.Union([Type.Literal('none'), Type.Literal('sandbox')], { env: 'API_FUNDING_RAIL', default: 'none', description: 'the fiat payment rail of funding and off-ramp requests: none (their creation is 503) or sandbox (a double that moves no money; refused in production) (docs/platform/funding.md)' }),
+  sandboxRailSettleMs: Type.Integer({ env: 'API_SANDBOX_RAIL_SETTLE_MS', default: 5000, minimum: 0, maximum: 86_400_000, description: 'how long the sandbox rail takes to settle, fail or return a transfer' }),
+  fundingStablecoins: Type.Optional(Type.String({ env: 'API_FUNDING_STABLECOINS', pattern: '^[a-z0-9-]+=0x[0-9a-fA-F]{40}(,[a-z0-9-]+=0x[0-9a-fA-F]{40})*$', description: 'comma-separated <chain>=<contract>: the stablecoin (an ERC20PresetMinterPauser the issuer may mint) per chain; each chain needs a backend in API_CHAIN_BACKENDS' })),
+  fundingIssuerKeyFile: Type.Optional(Type.String({ env: 'API_FUNDING_ISSUER_KEY_FILE', minLength: 1, description: 'file holding the stablecoin issuer\'s secp256k1 key (0x and 64 hex digits): the minter account, never a customer\'s key' })),
+  fundingRedemptionAddresses: Type.Optional(Type.String({ env: 'API_FUNDING_REDEMPTION_ADDRESSES', pattern: '^[a-z0-9-]+=0x[0-9a-fA-F]{40}(,[a-z0-9-]+=0x[0-9a-fA-F]{40})*$', description: 'comma-separated <chain>=<address>: where holders send stablecoin to redeem it (GET /v1/off-ramp-requests/burn-address); default the issuer\'s address' })),
+  offRampWindowSec: Type.Integer({ env: 'API_OFF_RAMP_WINDOW_SEC', default: 3600, minimum: 60, maximum: 604_800, description: 'how long an off-ramp request waits for the holder\'s transfer before it expires' }),
   webhookAllowedDestinations: Type.Array(Type.String({ minLength: 1 }), {
     env: 'API_WEBHOOK_ALLOWED_DESTINATIONS', default: [],
     description: 'comma-separated addresses, CIDR ranges and host names (each optionally :port) webhooks may reach besides https to public addresses, e.g. 127.0.0.1,localhost:8443,10.0.0.0/8; for development and tests only, refused in production',
@@ -104,6 +110,15 @@ export function loadApiConfig(env?: Record<string, string | undefined>): ApiConf
   if (c.environment === 'production' && c.teeAllowDevRoot) {
     throw new ConfigError(['API_TEE_ALLOW_DEV_ROOT (teeAllowDevRoot): must be false with API_ENVIRONMENT=production (a DEV-ONLY attestation root proves nothing)']);
   }
+  if (c.environment === 'production' && c.fundingRail === 'sandbox') {
+    throw new ConfigError(['API_FUNDING_RAIL (fundingRail): sandbox is refused with API_ENVIRONMENT=production (the sandbox rail moves no money)']);
+  }
+  if (c.fundingStablecoins && !c.fundingIssuerKeyFile) throw new ConfigError(['API_FUNDING_STABLECOINS (fundingStablecoins): needs API_FUNDING_ISSUER_KEY_FILE']);
+  for (const chain of Object.keys(chainMap(c.fundingStablecoins))) {
+    if (!chainBackends(c)[chain]) throw new ConfigError([`API_FUNDING_STABLECOINS (fundingStablecoins): ${chain} has no backend in API_CHAIN_BACKENDS`]);
+    // The sandbox rail's fiat is not real: the stablecoin it backs is minted on test chains only.
+    if (c.fundingRail === 'sandbox' && chainInfo(chain)?.environment !== 'sandbox') throw new ConfigError([`API_FUNDING_STABLECOINS (fundingStablecoins): ${chain} is not a test chain; the sandbox rail mints on test chains only`]);
+  }
   if (c.metricsListen && c.port !== 0 && splitHostPort(c.metricsListen).port === c.port) {
     throw new ConfigError([`API_METRICS_LISTEN (metricsListen): must not be the public port ${c.port}; metrics are served off it`]);
   }
@@ -136,6 +151,11 @@ export function nodeCoordinatorAddresses(c: Pick<ApiConfig, 'nodeCoordinatorAddr
 /** The configured chain backends by chain name. */
 export function chainBackends(c: Pick<ApiConfig, 'chainBackends'>): Record<string, string> {
   return Object.fromEntries((c.chainBackends ?? '').split(',').filter(Boolean).map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
+}
+
+/** A comma-separated `<chain>=<value>` setting as a map (API_FUNDING_STABLECOINS, API_FUNDING_REDEMPTION_ADDRESSES). */
+export function chainMap(setting: string | undefined): Record<string, string> {
+  return Object.fromEntries((setting ?? '').split(',').filter(Boolean).map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
 }
 
 /** Credentials travel to these endpoints: plain http only on loopback. The setting's name is printed, not its value. */

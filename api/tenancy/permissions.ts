@@ -17,6 +17,8 @@ export const PERMISSIONS = [
   'member_auth.session',
   'account_holder.read',
   'account_holder.manage',
+  'funding.read',
+  'funding.manage',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
@@ -24,9 +26,9 @@ export const ROLES = {
   owner: PERMISSIONS,
   admin: PERMISSIONS,
   // Decommissioning a wallet cannot be undone: owners and admins only (docs/platform/wallets.md).
-  developer: ['webhook.read', 'webhook.create', 'webhook.update', 'webhook.rotate', 'webhook.test', 'webhook.delete', 'webhook.replay', 'wallet.read', 'member_auth.read', 'member_auth.manage', 'member_auth.session', 'account_holder.read', 'account_holder.manage'],
+  developer: ['webhook.read', 'webhook.create', 'webhook.update', 'webhook.rotate', 'webhook.test', 'webhook.delete', 'webhook.replay', 'wallet.read', 'member_auth.read', 'member_auth.manage', 'member_auth.session', 'account_holder.read', 'account_holder.manage', 'funding.read', 'funding.manage'],
   brand_manager: ['branding.manage', 'branding.email_domain.manage'],
-  viewer: ['webhook.read', 'wallet.read', 'member_auth.read', 'account_holder.read'],
+  viewer: ['webhook.read', 'wallet.read', 'member_auth.read', 'account_holder.read', 'funding.read'],
   // A customer backend (BFF) that holds member sessions and nothing else (platform-api.md, Hosted Auth rule 12).
   member_auth: ['member_auth.session'],
 } as const satisfies Record<string, readonly Permission[]>;

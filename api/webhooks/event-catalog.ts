@@ -59,10 +59,10 @@ const R: Row[] = [
   ['escrow.released', false, 'An escrow released its funds.', { escrow_id: 'esc_01', status: 'released' }],
   ['escrow.cancelled', false, 'An escrow was cancelled.', { escrow_id: 'esc_01', status: 'cancelled' }],
   // funding
-  ['funding_request.completed', false, 'Fiat funding settled as stablecoin.', { funding_request_id: 'fnd_01', status: 'completed', amount: '500.00', currency: 'USDC' }],
-  ['funding_request.failed', false, 'A funding request failed.', { funding_request_id: 'fnd_01', status: 'failed', reason: 'bank_rejected' }],
-  ['off_ramp_request.completed', false, 'An off-ramp paid out fiat.', { off_ramp_request_id: 'ofr_01', status: 'completed', amount: '500.00', currency: 'USD' }],
-  ['off_ramp_request.failed', false, 'An off-ramp request failed.', { off_ramp_request_id: 'ofr_01', status: 'failed', reason: 'bank_rejected' }],
+  ['funding_request.completed', false, 'A funding request completed: the fiat settled and the stablecoin was minted to the holder\'s wallet. Amounts in base units (cents; token units).', { funding_request_id: 'fnd_01', account_holder_id: 'ah_01', status: 'completed', fiat_amount: '50000', currency: 'USD', stablecoin_amount: '500000000000000000000', asset: 'evm-local:0x5fbdb2315678afecb367f032d93f642f64180aa3' }],
+  ['funding_request.failed', false, 'A funding request ended without a mint: status failed (reason: an enumerated rail failure or mint_reverted) or returned (the rail returned the fiat before minting).', { funding_request_id: 'fnd_01', account_holder_id: 'ah_01', status: 'failed', reason: 'insufficient_funds', fiat_amount: '50000', currency: 'USD' }],
+  ['off_ramp_request.completed', false, 'An off-ramp paid out: the holder\'s transfer to the burn address was final and the rail settled the fiat. Amounts in base units.', { off_ramp_request_id: 'ofr_01', account_holder_id: 'ah_01', status: 'completed', fiat_amount: '50000', currency: 'USD', stablecoin_amount: '500000000000000000000', asset: 'evm-local:0x5fbdb2315678afecb367f032d93f642f64180aa3' }],
+  ['off_ramp_request.failed', false, 'An off-ramp ended without a payout: status failed or returned (the rail\'s enumerated reason; the fiat stays owed to the holder), or expired (reason no_transfer: no transfer within the window).', { off_ramp_request_id: 'ofr_01', account_holder_id: 'ah_01', status: 'failed', reason: 'account_invalid', fiat_amount: '50000', currency: 'USD' }],
   // tokenization
   ['token.deployed', false, 'A token contract was deployed.', { token_id: 'tok_01', standard: 'erc20', chain: 'ethereum-sepolia', address: '0x0000000000000000000000000000000000000001' }],
   ['tokenization.distribution.executed', false, 'A distribution was executed.', { token_id: 'tok_01', distribution_id: 'dst_01', status: 'executed' }],

@@ -102,6 +102,10 @@ export const ERROR_CODES = entries({
   holder_vault_failed: e('conflict', 'the vault named for an account holder failed key generation'),
   holder_vault_taken: e('conflict', 'the vault serves another account holder, or the holder has another vault'),
 
+  // ── Funding (docs/platform/funding.md) ──────────────────────────────────────────────────────────
+  funding_unavailable: e('unavailable', 'no payment rail, or no redemption on the chain, is configured on this service'),
+  account_holder_not_active: e('conflict', 'the account holder is not active (verified): money moves for active holders only'),
+
   // ── Vault API and committees ─────────────────────────────────────────────────────────────────────
   committee_mismatch: e('conflict', 'the committee named in the request is not the one the service would seat'),
   bad_roster: e('invalid', 'the operator-signed node roster is malformed or does not verify'),
