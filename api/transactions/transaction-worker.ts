@@ -65,6 +65,8 @@ export interface TransactionWorkerOptions {
   leaseMs?: number;
   /** How long `stop` waits for steps under way before giving their jobs back; default 10 s. */
   stopGraceMs?: number;
+  /** How long a broadcast transaction without a receipt waits before the worker asks whether it was dropped; default 30 s. */
+  dropCheckAfterMs?: number;
 }
 
 /** A step's outcome: a new state (with record changes), a wait (poll again later), or a retry after an error. */
@@ -394,7 +396,7 @@ export class TransactionWorker {
   private async evmFollow(tx: TransactionRecord): Promise<Step> {
     const chain = this.evmChain(tx);
     const receipt = await chain.receipt(tx.tx_hash as Hex);
-    if (!receipt) return { wait: 1000 };
+    if (!receipt) return tx.state === 'broadcast' ? ((await this.evmDropped(tx, chain)) ?? { wait: 1000 }) : { wait: 1000 };
     const included = { block_number: Number(receipt.blockNumber), fee_paid: String(receipt.fee) };
     if (receipt.status === 'reverted') return { to: 'failed', patch: { reason: 'reverted: the transaction was included but reverted', ...included } };
     const confirmations = Number((await chain.tip()) - receipt.blockNumber + 1n);
@@ -404,10 +406,51 @@ export class TransactionWorker {
     return { wait: 1000 };
   }
 
+  /**
+   * A broadcast EVM transaction that can never be included: its nonce was taken by another transaction of
+   * the wallet (one sent outside the service, or a replacement), included at the chain's finality depth,
+   * while this one has no receipt. It fails (`dropped`), so its ledger holds are released; the nonce is
+   * not handed back (it is used). Looked at only once the transaction has waited `dropCheckAfterMs`.
+   */
+  private async evmDropped(tx: TransactionRecord, chain: EvmChain): Promise<Step | undefined> {
+    if (tx.nonce === undefined || this.waitedTooLittle(tx)) return undefined;
+    const wallet = await WALLETS.in(this.o.vaults.store).get(tx.wallet_id);
+    if (!wallet) return undefined;
+    const depth = BigInt(chain.network.finalityDepth);
+    const tip = await chain.tip();
+    if (tip + 1n < depth) return undefined;
+    const used = await chain.nonceAt(wallet.address as Hex, tip - depth + 1n);
+    if (used <= tx.nonce) return undefined;
+    // Looked at again after the count: a receipt that appeared meanwhile means it was included after all.
+    if (await chain.receipt(tx.tx_hash as Hex)) return undefined;
+    return { to: 'failed', patch: { reason: `dropped: nonce ${tx.nonce} was used by another transaction of the wallet, final at depth ${depth}; this one can never be included` } };
+  }
+
+  /**
+   * A broadcast Bitcoin transaction that can never be included: one of its inputs was spent by another
+   * transaction, final at the chain's finality depth, while this one is unconfirmed. It fails (`dropped`),
+   * so its ledger holds are released. Looked at only once the transaction has waited `dropCheckAfterMs`.
+   */
+  private async btcDropped(tx: TransactionRecord, chain: BitcoinChain): Promise<Step | undefined> {
+    if (!tx.inputs?.length || this.waitedTooLittle(tx)) return undefined;
+    for (const outpoint of tx.inputs) {
+      const by = await chain.spentBy(outpoint);
+      if (!by || by.txid === tx.tx_hash || by.confirmations < chain.info.finalityDepth) continue;
+      // Looked at again: a confirmation of this one that appeared meanwhile means it was included after all.
+      if ((await chain.confirmations(tx.tx_hash!)).confirmations > 0) return undefined;
+      return { to: 'failed', patch: { reason: `dropped: input ${outpoint} was spent by another transaction, final at depth ${chain.info.finalityDepth}; this one can never be included` } };
+    }
+    return undefined;
+  }
+
+  private waitedTooLittle(tx: TransactionRecord): boolean {
+    return Date.now() - Date.parse(tx.updated_at) < (this.o.dropCheckAfterMs ?? 30_000);
+  }
+
   private async btcFollow(tx: TransactionRecord): Promise<Step> {
     const chain = this.btcChain(tx);
     const { confirmations, blockHeight } = await chain.confirmations(tx.tx_hash!);
-    if (confirmations < 1) return { wait: 2000 };
+    if (confirmations < 1) return tx.state === 'broadcast' ? ((await this.btcDropped(tx, chain)) ?? { wait: 2000 }) : { wait: 2000 };
     const patch = { confirmations, ...(blockHeight !== undefined ? { block_number: blockHeight } : {}) };
     if (tx.state === 'broadcast') return { to: 'confirmed', patch };
     if (confirmations >= chain.info.finalityDepth) return { to: 'final', patch };

@@ -1,7 +1,7 @@
 // One Bitcoin network the service talks to through an Esplora-compatible backend: UTXOs of a wallet,
 // a fee rate, broadcast and confirmation depth, for the transaction worker; the tip's height, for the
 // freshness of a wallet's balance.
-import { EsploraClient, EsploraError, type Utxo } from './esplora-client.ts';
+import { EsploraClient, EsploraError, type TxStatus, type Utxo } from './esplora-client.ts';
 import { ChainError } from '../chain-error.ts';
 import type { BitcoinNetworkInfo } from '../../../core/chains/bitcoin/bitcoin-networks.ts';
 
@@ -41,11 +41,23 @@ export class BitcoinChain {
     return this.client.tipHeight();
   }
 
-  /** Confirmations of `txid`: 0 while unconfirmed. */
+  /** Confirmations of `txid`: 0 while unconfirmed, or unknown to the backend (not in its mempool or chain). */
   async confirmations(txid: string): Promise<{ confirmations: number; blockHeight?: number }> {
-    const s = await this.client.status(txid);
+    const s = await this.client.status(txid).catch((err: unknown) => {
+      if (err instanceof EsploraError && err.status === 404) return { confirmed: false } satisfies TxStatus as TxStatus;
+      throw err;
+    });
     if (!s.confirmed || s.block_height === undefined) return { confirmations: 0 };
     const tip = await this.client.tipHeight();
     return { confirmations: tip - s.block_height + 1, blockHeight: s.block_height };
+  }
+
+  /** The transaction that spent outpoint `txid:vout`, with its confirmations (0 in the mempool); undefined while unspent. */
+  async spentBy(outpoint: string): Promise<{ txid: string; confirmations: number } | undefined> {
+    const [txid, vout] = outpoint.split(':');
+    const o = await this.client.outspend(txid!, Number(vout));
+    if (!o.spent || !o.txid) return undefined;
+    if (!o.status?.confirmed || o.status.block_height === undefined) return { txid: o.txid, confirmations: 0 };
+    return { txid: o.txid, confirmations: (await this.client.tipHeight()) - o.status.block_height + 1 };
   }
 }

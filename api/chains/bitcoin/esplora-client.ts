@@ -49,6 +49,11 @@ export class EsploraClient {
     return (await (await this.request(`/tx/${txid}/status`)).json()) as TxStatus;
   }
 
+  /** Who spent output `vout` of `txid`: `{spent: false}`, or the spending transaction and its status. */
+  async outspend(txid: string, vout: number): Promise<{ spent: boolean; txid?: string; status?: TxStatus }> {
+    return (await (await this.request(`/tx/${txid}/outspend/${vout}`)).json()) as { spent: boolean; txid?: string; status?: TxStatus };
+  }
+
   async tipHeight(): Promise<number> {
     return Number(await (await this.request('/blocks/tip/height')).text());
   }

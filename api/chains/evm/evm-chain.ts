@@ -30,6 +30,11 @@ export class EvmChain {
     return this.client.getTransactionCount({ address, blockTag: 'pending' });
   }
 
+  /** How many transactions of `address` were included up to block `block`: the next nonce there. */
+  nonceAt(address: Hex, block: bigint): Promise<number> {
+    return this.client.getTransactionCount({ address, blockNumber: block });
+  }
+
   /**
    * Gas and fees for `tx` (from `from`) whose whole fee stays within `maxFee`: the network's estimate,
    * lowered to the ceiling when it is above it but still at or over the base fee; otherwise refused.
