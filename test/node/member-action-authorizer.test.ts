@@ -5,66 +5,20 @@
 // iat and auth_time fresh, its subject the vault's. Every refusal happens before a grant exists, so
 // nothing is signed and the intent stays unused.
 import t, { type Test } from 'tap';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { ed25519 } from '@noble/curves/ed25519.js';
-import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { SignJWT, exportJWK, generateKeyPair, type JWTPayload } from 'jose';
-import { toHex as viemHex } from 'viem';
-import { publicKeyToAddress } from 'viem/utils';
-import { signBootstrap } from '../../core/trust/trust-entry.ts';
-import { encodeIntent, signIntent, type EvmTransferIntent } from '../../core/intents/intent.ts';
-import { evmSigningDigest, evmTransaction } from '../../core/chains/evm/evm-transaction.ts';
-import { encodeBlob } from '../../core/codec/blob.ts';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { SignJWT, generateKeyPair, type JWTPayload } from 'jose';
 import { memberActionNonce, MEMBER_PROOF_MAX_AGE_S, type MemberActionBinding } from '../../core/auth/member-action.ts';
 import { signParams } from '../../core/session/session-contract.ts';
-import { SealedStore } from '../../node/storage/sealed-store.ts';
-import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.ts';
-import { IntentAuthorizer, type SignRequestView } from '../../node/runtime/authorization/sign-authorizer.ts';
-import { SessionRefused } from '../../node/runtime/session-host.ts';
-import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
+import type { SignRequestView } from '../../node/runtime/authorization/sign-authorizer.ts';
+import { memberOrganization, newBinding, now, refusal } from './member-authorizer-fixture.ts';
 
-const seed = (s: string) => sha256(new TextEncoder().encode(s));
-const ORG = 'org_members';
-const operator = seed('member operator');
-const first = signer(ORG, seed('member first'));
-const bootstrap = signBootstrap(ORG, first.publicKey, 1_795_000_000, operator);
-const groupSecret = seed('member group key');
-const groupKey = bytesToHex(secp256k1.getPublicKey(groupSecret, true));
-const NOW = 1_795_100_000_000;
-const now = NOW / 1000;
-
-let n = 0;
-function request(over: Partial<SignRequestView> = {}): SignRequestView {
-  const from = publicKeyToAddress(viemHex(secp256k1.getPublicKey(groupSecret, false)));
-  const fields: EvmTransferIntent = {
-    kind: 'evm.transfer', organization: ORG, walletId: 'w', chainId: 1n, from: hexToBytes(from.slice(2)), to: new Uint8Array(20).fill(0xb0),
-    asset: { kind: 'native' }, amount: 1000n, data: new Uint8Array(), maxFee: 10n ** 16n, idempotencyKey: `m-${++n}`, notAfter: BigInt(now + 600),
-  };
-  const intent = encodeIntent(fields);
-  return {
-    path: [], scheme: 'ecdsa', digests: [evmSigningDigest(evmTransaction(fields, { nonce: 0, gasLimit: 21_000n, maxFeePerGas: 10n ** 9n, maxPriorityFeePerGas: 1n }))],
-    intent, intentSignature: signIntent(intent, first.secret), apiKeyId: first.keyId,
-    template: encodeBlob('evm-template', { nonce: 0, gasLimit: '21000', maxFeePerGas: String(10n ** 9n), maxPriorityFeePerGas: '1' }),
-    endUserToken: '', owner: ORG, groupKey, chainCode: '00'.repeat(32), endUser: { required: true, subject: 'member-7' }, ...over,
-  };
-}
-
-const newBinding = (): MemberActionBinding => ({ actionId: `mac_${randomBytes(32).toString('base64url')}`, salt: new Uint8Array(randomBytes(32)) });
-const refusal = (code: string) => ({ constructor: SessionRefused, code });
+const { request, authorizer: nodeAuthorizer } = memberOrganization('org_members');
 
 async function setup(t: Test) {
-  const store = await SealedStore.open(mkdtempSync(join(tmpdir(), 'member-authz-')), new Uint8Array(32).fill(7));
-  t.teardown(() => store.close());
-  const trust = new TrustRegistry(store, { operatorKeys: [bytesToHex(ed25519.getPublicKey(operator))] });
   // The organization's end-user auth: the identity provider's key, and the OIDC client id as audience.
-  const idp = await generateKeyPair('RS256');
-  const jwk = { ...(await exportJWK(idp.publicKey)), kid: 'op-1', alg: 'RS256' };
-  await trust.apply(ORG, [bootstrap, signedEntry(first, 'PUT', '/v1/config/end-user-auth', { jwks: { keys: [jwk] }, audience: 'bff-client' })]);
+  const { authorizer, idp } = await nodeAuthorizer(t, 'RS256', 'op-1', 'bff-client');
   /** An ID token as the provider issues it for a member action; `claims` overrides or (undefined) removes. */
   const proof = (req: SignRequestView, b: MemberActionBinding, claims: Record<string, unknown> = {}, key = idp.privateKey) => {
     const payload: JWTPayload = {
@@ -74,7 +28,7 @@ async function setup(t: Test) {
     for (const k of Object.keys(payload)) if (payload[k] === undefined) delete payload[k];
     return new SignJWT(payload).setProtectedHeader({ alg: 'RS256', kid: 'op-1' }).sign(key);
   };
-  return { authorizer: new IntentAuthorizer(trust, () => NOW), proof, idp };
+  return { authorizer, proof, idp };
 }
 
 t.test('a fresh proof whose nonce commits to the binding and this intent signs; an hour-long ID token is fine', async (t) => {

@@ -5,75 +5,29 @@
 // (test/support/software-passkey.ts); the verifier is @simplewebauthn/server, written against the same
 // specification. Every refusal happens before a grant exists, so nothing is signed.
 import t, { type Test } from 'tap';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { ed25519 } from '@noble/curves/ed25519.js';
-import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { bytesToHex, hexToBytes, utf8ToBytes } from '@noble/hashes/utils.js';
-import { SignJWT, exportJWK, generateKeyPair, type JWTPayload } from 'jose';
-import { toHex as viemHex } from 'viem';
-import { publicKeyToAddress } from 'viem/utils';
-import { signBootstrap } from '../../core/trust/trust-entry.ts';
-import { encodeIntent, signIntent, type EvmTransferIntent } from '../../core/intents/intent.ts';
-import { evmSigningDigest, evmTransaction } from '../../core/chains/evm/evm-transaction.ts';
-import { encodeBlob } from '../../core/codec/blob.ts';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
+import { SignJWT, generateKeyPair, type JWTPayload } from 'jose';
 import { memberActionNonce, type MemberActionBinding } from '../../core/auth/member-action.ts';
 import { MAX_CREDENTIAL_LIFETIME_S, MEMBER_CREDENTIAL_TYP } from '../../core/auth/member-credential.ts';
 import type { PasskeyAssertion } from '../../core/session/member-action-binding.ts';
 import { signParams } from '../../core/session/session-contract.ts';
-import { SealedStore } from '../../node/storage/sealed-store.ts';
-import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.ts';
-import { IntentAuthorizer, type SignRequestView } from '../../node/runtime/authorization/sign-authorizer.ts';
-import { SessionRefused } from '../../node/runtime/session-host.ts';
-import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
+import type { SignRequestView } from '../../node/runtime/authorization/sign-authorizer.ts';
+import { memberOrganization, newBinding, now, refusal } from './member-authorizer-fixture.ts';
 import { softwarePasskey } from '../support/software-passkey.ts';
 
 type PrivateKey = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
-const seed = (s: string) => sha256(new TextEncoder().encode(s));
-const ORG = 'org_passkeys';
-const operator = seed('passkey operator');
-const first = signer(ORG, seed('passkey first'));
-const bootstrap = signBootstrap(ORG, first.publicKey, 1_795_000_000, operator);
-const groupSecret = seed('passkey group key');
-const groupKey = bytesToHex(secp256k1.getPublicKey(groupSecret, true));
-const NOW = 1_795_100_000_000;
-const now = NOW / 1000;
+const { request, authorizer: nodeAuthorizer } = memberOrganization('org_passkeys');
 const RP = 'bank.example';
 const ORIGIN = 'https://app.bank.example';
-
-let n = 0;
-function request(over: Partial<SignRequestView> = {}): SignRequestView {
-  const from = publicKeyToAddress(viemHex(secp256k1.getPublicKey(groupSecret, false)));
-  const fields: EvmTransferIntent = {
-    kind: 'evm.transfer', organization: ORG, walletId: 'w', chainId: 1n, from: hexToBytes(from.slice(2)), to: new Uint8Array(20).fill(0xb0),
-    asset: { kind: 'native' }, amount: 1000n, data: new Uint8Array(), maxFee: 10n ** 16n, idempotencyKey: `p-${++n}`, notAfter: BigInt(now + 600),
-  };
-  const intent = encodeIntent(fields);
-  return {
-    path: [], scheme: 'ecdsa', digests: [evmSigningDigest(evmTransaction(fields, { nonce: 0, gasLimit: 21_000n, maxFeePerGas: 10n ** 9n, maxPriorityFeePerGas: 1n }))],
-    intent, intentSignature: signIntent(intent, first.secret), apiKeyId: first.keyId,
-    template: encodeBlob('evm-template', { nonce: 0, gasLimit: '21000', maxFeePerGas: String(10n ** 9n), maxPriorityFeePerGas: '1' }),
-    endUserToken: '', owner: ORG, groupKey, chainCode: '00'.repeat(32), endUser: { required: true, subject: 'member-7' }, ...over,
-  };
-}
-
-const newBinding = (): MemberActionBinding => ({ actionId: `mac_${randomBytes(32).toString('base64url')}`, salt: new Uint8Array(randomBytes(32)) });
-const refusal = (code: string) => ({ constructor: SessionRefused, code });
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64url');
 
 const passkey = (kind: 'p256' | 'ed25519' = 'p256') => softwarePasskey({ rpId: RP, origin: ORIGIN }, kind);
 
 async function setup(t: Test) {
-  const store = await SealedStore.open(mkdtempSync(join(tmpdir(), 'passkey-authz-')), new Uint8Array(32).fill(7));
-  t.teardown(() => store.close());
-  const trust = new TrustRegistry(store, { operatorKeys: [bytesToHex(ed25519.getPublicKey(operator))] });
   // The organization's end-user auth: its identity key, and the audience its credentials name.
-  const idp = await generateKeyPair('ES256');
-  const jwk = { ...(await exportJWK(idp.publicKey)), kid: 'id-1', alg: 'ES256' };
-  await trust.apply(ORG, [bootstrap, signedEntry(first, 'PUT', '/v1/config/end-user-auth', { jwks: { keys: [jwk] }, audience: 'bff-client' })]);
+  const { authorizer, idp } = await nodeAuthorizer(t, 'ES256', 'id-1', 'bff-client');
   /** A member credential as the customer signs it; `claims` overrides or (undefined) removes. */
   const credential = (pk: ReturnType<typeof passkey>, claims: Record<string, unknown> = {}, opts: { key?: PrivateKey; typ?: string | undefined } = {}) => {
     const payload: JWTPayload = { sub: 'member-7', aud: 'bff-client', iat: now - 86_400, exp: now + 86_400 * 30, cnf: { jwk: pk.jwk }, webauthn: { rp_id: RP, origins: [ORIGIN] }, ...claims };
@@ -82,7 +36,7 @@ async function setup(t: Test) {
     return new SignJWT(payload).setProtectedHeader({ alg: 'ES256', kid: 'id-1', ...(typ ? { typ } : {}) }).sign(opts.key ?? idp.privateKey);
   };
   const nonceFor = (req: SignRequestView, b: MemberActionBinding) => memberActionNonce(b.actionId, b.salt, bytesToHex(sha256(req.intent)));
-  return { authorizer: new IntentAuthorizer(trust, () => NOW), credential, nonceFor, idp };
+  return { authorizer, credential, nonceFor, idp };
 }
 
 t.test('a passkey assertion over the action nonce, by the passkey a member credential names, signs (P-256 and Ed25519)', async (t) => {

@@ -7,33 +7,20 @@
 import t from 'tap';
 import { HDKey } from '@scure/bip32';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { createWalletClient, http, parseEther, parseGwei, type Hex } from 'viem';
+import { parseGwei, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { foundry } from 'viem/chains';
-import { startAnvil } from '../chains/anvil.ts';
 import { waitUntil } from '../cluster/cluster-harness.ts';
-import { walletApp, signingCoordinator } from '../api/wallets/wallet-app.ts';
+import { signingCoordinator } from '../api/wallets/wallet-app.ts';
 import { CustodyClient } from '../../api/sdk/client.ts';
-import { TransactionWorker, type Chains } from '../../api/transactions/transaction-worker.ts';
+import { TransactionWorker } from '../../api/transactions/transaction-worker.ts';
 import type { TransactionRecord } from '../../api/transactions/records.ts';
-import { EvmChain } from '../../api/chains/evm/evm-chain.ts';
-import { evmNetwork } from '../../core/chains/evm/evm-networks.ts';
 import { createLogger } from '../../common/logger.ts';
+import { anvilWallet, DEV } from '../api/wallets/anvil-wallet.ts';
 
-const DEV = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266' as Hex;
 const BOB = '0x00000000000000000000000000000000000000b0' as Hex;
 
 t.test('a transfer whose nonce another transaction took fails as dropped and releases its holds; a waiting one stays broadcast', async (t) => {
-  const anvil = await startAnvil();
-  t.teardown(() => anvil.stop());
-  const chain = new EvmChain(evmNetwork('evm-local')!, anvil.url);
-  const chains: Chains = { evm: (c) => (c === 'evm-local' ? chain : undefined), bitcoin: () => undefined };
-  const s = await walletApp(t, { chains });
-  const { vault, secret, chainCode } = await s.activeVault(s.acme.org);
-  const w = await s.wallet(s.acme.org, vault.id);
-  const address = w.address as Hex;
-  const dev = createWalletClient({ chain: foundry, transport: http(anvil.url), account: DEV });
-  await anvil.publicClient.waitForTransactionReceipt({ hash: await dev.sendTransaction({ to: address, value: parseEther('1') }) });
+  const { anvil, chains, s, secret, chainCode, w, address } = await anvilWallet(t);
   await anvil.testClient.setAutomine(false);
 
   const worker = new TransactionWorker({

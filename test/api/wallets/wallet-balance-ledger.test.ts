@@ -6,15 +6,13 @@
 // backend that does not answer is 502 chain_unavailable, a chain without one 409.
 import t from 'tap';
 import { createRequire } from 'node:module';
-import { createWalletClient, http, parseEther, type Abi, type Hex } from 'viem';
-import { foundry } from 'viem/chains';
+import { parseEther, type Abi, type Hex } from 'viem';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { startAnvil } from '../../chains/anvil.ts';
 import { EsploraDouble } from '../../chains/esplora-double.ts';
 import { waitUntil } from '../../cluster/cluster-harness.ts';
 import { walletApp, signingCoordinator } from './wallet-app.ts';
 import { CustodyClient, type SendEvmParameters } from '../../../api/sdk/client.ts';
-import { TransactionWorker, type Chains } from '../../../api/transactions/transaction-worker.ts';
+import { TransactionWorker } from '../../../api/transactions/transaction-worker.ts';
 import { TRANSACTION_PROGRESS } from '../../../api/transactions/transaction-service.ts';
 import type { TransactionRecord, TransactionJob } from '../../../api/transactions/records.ts';
 import { EvmChain } from '../../../api/chains/evm/evm-chain.ts';
@@ -22,29 +20,19 @@ import { BitcoinChain } from '../../../api/chains/bitcoin/bitcoin-chain.ts';
 import { evmNetwork } from '../../../core/chains/evm/evm-networks.ts';
 import { BITCOIN_NETWORKS } from '../../../core/chains/bitcoin/bitcoin-networks.ts';
 import { createLogger } from '../../../common/logger.ts';
+import { anvilWallet, DEV } from './anvil-wallet.ts';
 
 const require = createRequire(import.meta.url);
 const token = require('@openzeppelin/contracts/build/contracts/ERC20PresetFixedSupply.json') as { abi: Abi; bytecode: Hex };
-const DEV = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266' as Hex;
 const BOB = '0x00000000000000000000000000000000000000b0' as Hex;
 
 interface Entry { sequence: number; kind: string; direction: string; asset: string; amount: string; transaction_id: string; id: string }
 interface Balance { block_height: number; as_of: string; balances: { asset: string; amount: string | null; unconfirmed_amount?: string }[] }
 
 t.test('EVM: transfers through the worker, the balance read from anvil, and the ledger that explains it', async (t) => {
-  const anvil = await startAnvil();
-  t.teardown(() => anvil.stop());
-  const chain = new EvmChain(evmNetwork('evm-local')!, anvil.url);
-  const chains: Chains = { evm: (c) => (c === 'evm-local' ? chain : undefined), bitcoin: () => undefined };
-  const s = await walletApp(t, { chains });
-  const { vault, secret, chainCode } = await s.activeVault(s.acme.org);
-  const w = await s.wallet(s.acme.org, vault.id);
-  const address = w.address as Hex;
-
-  // Funded from anvil's first dev account: 1 ETH and a token's whole supply; a second token the wallet
-  // does not hold, which only the vault's policy names, as it names an address that is no token.
-  const dev = createWalletClient({ chain: foundry, transport: http(anvil.url), account: DEV });
-  await anvil.publicClient.waitForTransactionReceipt({ hash: await dev.sendTransaction({ to: address, value: parseEther('1') }) });
+  const { anvil, chains, s, vault, secret, chainCode, w, address, dev } = await anvilWallet(t);
+  // Funded with 1 ETH (anvil-wallet.ts) and a token's whole supply; a second token the wallet does not
+  // hold, which only the vault's policy names, as it names an address that is no token.
   const deploy = async (holder: Hex) => (await anvil.publicClient.waitForTransactionReceipt({ hash: await dev.deployContract({ abi: token.abi, bytecode: token.bytecode, args: ['Test', 'TST', 1000n, holder] }) })).contractAddress!.toLowerCase() as Hex;
   const held = await deploy(address);
   const named = await deploy(DEV);
