@@ -22,6 +22,9 @@ import type { TransactionService } from './transactions/transaction-service.ts';
 import { accountHolderRoutes } from './routes/v1/account-holders.ts';
 import { accountHolderAvatarRoutes } from './routes/v1/account-holder-avatars.ts';
 import { contactRoutes } from './routes/v1/contacts.ts';
+import { feeRoutes } from './routes/v1/fees.ts';
+import { paymentRoutes } from './routes/v1/payments.ts';
+import { platformFeeOf } from './fees/platform-fee.ts';
 import type { Platform } from './platform.ts';
 import { bearerAuth } from './auth/bearer-auth.ts';
 import { ReplayGuard } from './auth/replay-guard.ts';
@@ -135,6 +138,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'member auth', description: 'Platform API: member-auth configuration: allowed origins, redirect URLs, BYO OIDC and Hosted Auth applications and their publishable keys' },
         { name: 'account holders', description: 'Platform API: account holders (individuals and businesses), their change history, avatars, contacts, and the member self view: verification, consents, wallets' },
         { name: 'funding', description: 'Platform API: funding (fiat in through a payment rail, stablecoin minted to a holder\'s wallet) and off-ramp requests (stablecoin sent to the burn address, fiat paid out)' },
+        { name: 'fees', description: 'Platform API: the tenant\'s fee schedules (immutable; the newest is in force) and the platform fee' },
+        { name: 'payments', description: 'Platform API: payment quotes: fees, total debit and compliance checks' },
         { name: 'health', description: 'Liveness and readiness; no authentication' },
       ],
       components: {
@@ -212,6 +217,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(accountHolderRoutes, { platform, vaults });
       await p.register(accountHolderAvatarRoutes, { platform, publicOrigin: opts.config.publicUrl });
       await p.register(contactRoutes, { platform });
+      await p.register(feeRoutes, { platform, platformFee: platformFeeOf(opts.config) }).register(paymentRoutes, { platform, walletStore: vaults?.store, platformFee: platformFeeOf(opts.config) });
       // Funding and off-ramp requests (docs/platform/funding.md): the sweep runs only for a service built here.
       const funding = opts.funding ?? createFunding(opts.config, platform);
       if (!opts.funding) {

@@ -66,6 +66,8 @@ export const ApiConfigSchema = Type.Object({
     env: 'API_WEBHOOK_ALLOWED_DESTINATIONS', default: [],
     description: 'comma-separated addresses, CIDR ranges and host names (each optionally :port) webhooks may reach besides https to public addresses, e.g. 127.0.0.1,localhost:8443,10.0.0.0/8; for development and tests only, refused in production',
   }),
+  platformFeeBps: Type.String({ env: 'API_PLATFORM_FEE_BPS', default: '0', pattern: '^([0-9]|[1-9][0-9]{1,3}|10000)$', description: 'the platform\'s fee on every payment in basis points (0 to 10000, digits only: 1.5 is refused, not truncated) of its amount, added to the tenant\'s fee (docs/platform/fees.md)' }),
+  platformFeeFixed: Type.String({ env: 'API_PLATFORM_FEE_FIXED', default: '0', pattern: '^(0|[1-9][0-9]{0,77})$', description: 'the platform\'s fixed fee on every payment, in base units of the payment\'s asset (docs/platform/fees.md)' }),
   metricsListen: Type.Optional(Type.String({ env: 'API_METRICS_LISTEN', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port serving GET /metrics, off the public port (plain HTTP: loopback or a private interface; docs/operations.md "Metrics and health"); unset: no metrics port' })),
   logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'API_LOG_LEVEL', default: 'info' }),
 });
