@@ -115,6 +115,11 @@ export class FundingService {
     return { holder, wallet };
   }
 
+  /** The stablecoin contract issued on `chain` (API_FUNDING_STABLECOINS), if any: what a holder's balance reads there. */
+  stablecoinOf(chain: string): Hex | undefined {
+    return this.o.issuer(chain)?.token;
+  }
+
   private issuerOf(chain: string): StablecoinIssuer {
     const issuer = this.o.issuer(chain);
     if (!issuer) throw invalid('wallet_id', `no stablecoin is issued on ${chain} here`);

@@ -13,6 +13,8 @@
 //   rail/<rail>/in_flight/<currency>             payouts submitted to the rail, not settled yet
 //   issuer/reserve/<currency>                    fiat backing the issued stablecoin
 //   issuer/supply/<asset>                        stablecoin issued (minted less redeemed)
+//   holder/<holder id>/bank/<savings|checking>/<currency>   the holder's accounts at the sandbox bank
+//   sandbox_bank/deposits/<currency>             the sandbox bank's counter-account (opening deposits)
 // A balance is credits less debits: a holder's accounts are positive, the rail's and issuer's
 // counter-accounts negative by the same total.
 import type { Op, RecordRepository } from '../store/record-repository.ts';
@@ -50,6 +52,8 @@ export const railInFlight = (rail: string, currency: string) => `rail/${rail}/in
 export const issuerReserve = (currency: string) => `issuer/reserve/${currency}`;
 export const issuerSupply = (asset: string) => `issuer/supply/${asset}`;
 export const fiatAsset = (currency: string) => `fiat:${currency}`;
+export const holderBank = (holder: string, account: 'savings' | 'checking', currency: string) => `holder/${holder}/bank/${account}/${currency}`;
+export const sandboxBankDeposits = (currency: string) => `sandbox_bank/deposits/${currency}`;
 
 /** Index entries of an entry: one per account it touches, `account/<account>/<entry id>`, and the workspace's. */
 function indexOf(e: LedgerEntryRecord): string[] {
@@ -108,6 +112,34 @@ export class PlatformLedger {
       }
     }
     return sum;
+  }
+
+  /**
+   * Credits less debits of every account whose name starts with `prefix` (e.g. `holder/<id>/fiat/`), per
+   * account and asset, read from the accounts' own index entries (an entry touching two of them counts once).
+   */
+  async balancesUnder(prefix: string): Promise<Map<string, Map<string, bigint>>> {
+    const out = new Map<string, Map<string, bigint>>();
+    const seen = new Set<string>();
+    const add = (account: string, asset: string, amount: bigint) => {
+      const m = out.get(account) ?? new Map<string, bigint>();
+      m.set(asset, (m.get(asset) ?? 0n) + amount);
+      out.set(account, m);
+    };
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.store.byIndexEntries<LedgerEntryRecord>(LEDGER_ENTRIES.name, `account/${prefix}`, after, 500);
+      for (const { value: e } of page) {
+        if (!e || seen.has(e.id)) continue;
+        seen.add(e.id);
+        for (const p of e.postings) {
+          if (p.credit.startsWith(prefix)) add(p.credit, p.asset, BigInt(p.amount));
+          if (p.debit.startsWith(prefix)) add(p.debit, p.asset, -BigInt(p.amount));
+        }
+      }
+      if (page.length < 500) return out;
+      after = page[page.length - 1]!.position;
+    }
   }
 
   /** The accounts of `workspace`'s entries whose name starts with `prefix` (e.g. `holder/`), each once. */

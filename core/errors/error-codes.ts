@@ -105,6 +105,9 @@ export const ERROR_CODES = entries({
   // ── Funding (docs/platform/funding.md) ──────────────────────────────────────────────────────────
   funding_unavailable: e('unavailable', 'no payment rail, or no redemption on the chain, is configured on this service'),
   account_holder_not_active: e('conflict', 'the account holder is not active (verified): money moves for active holders only'),
+  // A ledger account's balance, unlike the chain's insufficient_funds (a refusal of a wallet's transaction):
+  // the same transfer may succeed once the account holds more, so it is a state conflict.
+  insufficient_balance: e('conflict', 'the account\'s balance does not cover the amount'),
 
   // ── Vault API and committees ─────────────────────────────────────────────────────────────────────
   committee_mismatch: e('conflict', 'the committee named in the request is not the one the service would seat'),

@@ -11,13 +11,11 @@ import { actorOf, principalOf, scopeOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
 import { DEFAULT_LIMIT, Page, PageQuery } from '../../store/pagination.ts';
 import { IdempotentRequests, idempotencyKeyOf } from '../../idempotency.ts';
-import { resolvePublishableKey } from '../../member-auth/publishable-keys.ts';
 import { MemberSessions } from '../../member-auth/member-sessions.ts';
 import { AccountHolderService, holderView, type HolderFilters } from '../../account-holders/account-holder-service.ts';
 import { AccountHolderConsents } from '../../account-holders/account-holder-consents.ts';
 import type { AccountHolderRecord } from '../../account-holders/account-holder-records.ts';
-import { REFUSED_FIELDS, REFUSED_HEADERS } from './member-auth.ts';
-import type { MemberSessionRecord } from '../../member-auth/member-session-records.ts';
+import { memberSelfCalls } from './member-self.ts';
 import { roleAllows } from '../../tenancy/permissions.ts';
 import type { VaultService } from '../../vaults/vault-service.ts';
 import { CustomerLinks } from '../../customers/customer-links.ts';
@@ -147,27 +145,11 @@ export const accountHolderRoutes: FastifyPluginAsyncTypebox<{ platform: Platform
 
   // The member self calls, registered before /account-holders/:id so `self` is never read as an id.
   // Rule 5: after the bearer key and permission, before validation: a caller naming the member or the holder is refused.
-  const refuseCallerIdentity = async (req: FastifyRequest) => {
-    const named: string[] = REFUSED_HEADERS.filter((h) => req.headers[h] !== undefined);
-    const body = req.body;
-    if (body && typeof body === 'object' && !Array.isArray(body)) named.push(...REFUSED_FIELDS.filter((f) => Object.hasOwn(body, f)));
-    const query = req.query as Record<string, unknown> | undefined;
-    if (query) named.push(...REFUSED_FIELDS.filter((f) => Object.hasOwn(query, f)));
-    if (named.length) throw new CustodyError('caller_identity_refused', `member calls take the member only from the server-held session (X-Member-Session-Id); refused: ${named.join(', ')}`);
-  };
+  const { refuseCallerIdentity, memberOfSession } = memberSelfCalls(platform.store, holders, sessions);
 
   /** The holder linked to the session's member, after the session is validated exactly as GET /member-auth/session does. */
   async function holderOfSession(req: FastifyRequest): Promise<AccountHolderRecord> {
     return (await memberOfSession(req)).holder;
-  }
-  async function memberOfSession(req: FastifyRequest): Promise<{ holder: AccountHolderRecord; session: MemberSessionRecord }> {
-    const p = principalOf(req);
-    const key = single(req.headers['x-svc-publishable-key']);
-    const application = await resolvePublishableKey(platform.store, p, key);
-    const { session } = await sessions.validate({ tenant: p.tenant, workspace: p.workspace, environment: p.environment, principal: p.keyId, publishable_key: key!, application }, single(req.headers['x-member-session-id']));
-    const h = await holders.byMember(scopeOf(req), session.member_id);
-    if (!h) throw new CustodyError('account_holder_not_linked', 'the session\'s member is linked to no open account holder; staff link one with member_id');
-    return { holder: h, session };
   }
   const selfSecurity: Record<string, string[]>[] = [{ bearer: [] }];
 

@@ -26,6 +26,7 @@ import { PlatformLedger } from '../../../api/ledger/platform-ledger.ts';
 import { FundingService } from '../../../api/funding/funding-service.ts';
 import type { MintStatus, SignedMint, StablecoinIssuer, TransferLog } from '../../../api/funding/stablecoin-issuer.ts';
 import type { Op } from '../../../api/store/record-repository.ts';
+import type { Chains } from '../../../api/transactions/transaction-worker.ts';
 
 /** A clock tests move by hand; timers never fire by themselves (the tests call runDue). */
 export class ManualScheduler implements Scheduler {
@@ -81,6 +82,8 @@ type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export interface FundingAppOptions {
   issuer?: (chain: string) => StablecoinIssuer | undefined;
   settleMs?: number;
+  /** The chain backends the app reads balances with (GET /v1/account-holders/self/balance). */
+  chains?: Chains;
 }
 
 export async function fundingApp(t: Test, opts: FundingAppOptions = {}) {
@@ -100,7 +103,7 @@ export async function fundingApp(t: Test, opts: FundingAppOptions = {}) {
   });
   const app = await buildApp({
     config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), vaults, transactions, platform,
-    funding: { service, rail, start: () => undefined, stop: () => undefined },
+    funding: { service, rail, start: () => undefined, stop: () => undefined }, chains: opts.chains,
   });
   t.teardown(async () => {
     await app.close();
