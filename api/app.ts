@@ -220,7 +220,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(contactRoutes, { platform });
       await p.register(feeRoutes, { platform, platformFee: platformFeeOf(opts.config) }).register(paymentRoutes, { platform, walletStore: vaults?.store, platformFee: platformFeeOf(opts.config) });
       // Funding and off-ramp requests (docs/platform/funding.md): the sweep runs only for a service built here.
-      const funding = opts.funding ?? createFunding(opts.config, platform);
+      const funding = opts.funding ?? createFunding(opts.config, platform, { log: opts.logger });
       if (!opts.funding) {
         p.addHook('onReady', async () => funding.start());
         p.addHook('onClose', async () => funding.stop());

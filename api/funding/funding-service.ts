@@ -55,6 +55,8 @@ export interface FundingServiceOptions {
   issuer: (chain: string) => StablecoinIssuer | undefined;
   /** How long an off-ramp waits for the holder's transfer (API_OFF_RAMP_WINDOW_SEC). */
   offRampWindowMs: number;
+  /** Where the sweep reports a request it could not advance (ids and error codes only). */
+  log?: { warn(obj: object, msg: string): void } | undefined;
   clock: () => number;
 }
 
@@ -485,15 +487,19 @@ export class FundingService {
   /** Advances every open request once (the periodic sweep); returns how many it looked at. Errors leave a request for the next sweep. */
   async runDue(): Promise<number> {
     let n = 0;
+    // A request that cannot move now waits for the next sweep; its id and the error's code are logged,
+    // never an amount, an address or a message that could carry one.
+    const failed = (kind: string, id: string) => (err: unknown) => this.o.log?.warn({ [`${kind}_id`]: id, category: err instanceof CustodyError ? err.code : 'error' }, `${kind.replace('_', ' ')} not advanced; the next sweep retries it`);
     for (const r of await FUNDING_REQUESTS.in(this.o.store).byIndex('open\x00', 1000)) {
       n++;
-      await this.advanceFunding(r.id).catch(() => undefined);
+      await this.advanceFunding(r.id).catch(failed('funding_request', r.id));
     }
     for (const r of await OFF_RAMP_REQUESTS.in(this.o.store).byIndex('open\x00', 1000)) {
       n++;
-      await this.advanceOffRamp(r.id).catch(() => undefined);
+      await this.advanceOffRamp(r.id).catch(failed('off_ramp_request', r.id));
     }
     return n;
   }
+
 }
 

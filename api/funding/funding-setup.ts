@@ -13,7 +13,7 @@ import { evmNetwork } from '../../core/chains/evm/evm-networks.ts';
 import { PlatformLedger } from '../ledger/platform-ledger.ts';
 import { SandboxRail, SYSTEM_SCHEDULER, type Scheduler } from '../rails/sandbox-rail.ts';
 import type { PaymentRail } from '../rails/payment-rail.ts';
-import { FundingService } from './funding-service.ts';
+import { FundingService, type FundingServiceOptions } from './funding-service.ts';
 import { StablecoinIssuer } from './stablecoin-issuer.ts';
 
 export interface Funding {
@@ -31,7 +31,7 @@ export function readIssuerKey(file: string): Hex {
   return k as Hex;
 }
 
-export function createFunding(config: ApiConfig, platform: Platform, opts: { scheduler?: Scheduler; sweepMs?: number } = {}): Funding {
+export function createFunding(config: ApiConfig, platform: Platform, opts: { scheduler?: Scheduler; sweepMs?: number; log?: FundingServiceOptions['log'] } = {}): Funding {
   const scheduler = opts.scheduler ?? SYSTEM_SCHEDULER;
   const issuers = new Map<string, StablecoinIssuer>();
   const stablecoins = chainMap(config.fundingStablecoins);
@@ -49,7 +49,7 @@ export function createFunding(config: ApiConfig, platform: Platform, opts: { sch
     : undefined;
   const service = new FundingService({
     store: platform.store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, links: new CustomerLinks(platform.store),
-    ledger: new PlatformLedger(platform.store, platform.clock), rail, issuer: (c) => issuers.get(c), offRampWindowMs: config.offRampWindowSec * 1000, clock: platform.clock,
+    ledger: new PlatformLedger(platform.store, platform.clock), rail, issuer: (c) => issuers.get(c), offRampWindowMs: config.offRampWindowSec * 1000, clock: platform.clock, log: opts.log,
   });
   let timer: unknown;
   let running = false;
@@ -57,8 +57,8 @@ export function createFunding(config: ApiConfig, platform: Platform, opts: { sch
   const tick = () => {
     timer = scheduler.setTimeout(() => {
       void (async () => {
-        await rail?.runDue().catch(() => 0);
-        await service.runDue().catch(() => 0);
+        await rail?.runDue().catch((err: unknown) => opts.log?.warn({ category: (err as { code?: string }).code ?? 'error' }, 'payment rail sweep failed'));
+        await service.runDue().catch((err: unknown) => opts.log?.warn({ category: (err as { code?: string }).code ?? 'error' }, 'funding sweep failed'));
         if (running) tick();
       })();
     }, sweepMs);

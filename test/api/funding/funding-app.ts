@@ -54,6 +54,8 @@ export class IssuerDouble {
   readonly token = TOKEN;
   mints: { to: string; amount: bigint; tx_hash: string }[] = [];
   broadcasts = 0;
+  /** When set, broadcasting fails with it (a node that does not answer). */
+  broadcastError: Error | undefined;
   status: Map<string, MintStatus> = new Map();
   transfers: Map<string, TransferLog[]> = new Map();
   private nonce = 0;
@@ -66,6 +68,7 @@ export class IssuerDouble {
     return m;
   }
   async broadcast(): Promise<void> {
+    if (this.broadcastError) throw this.broadcastError;
     this.broadcasts++;
   }
   async mintStatus(hash: string): Promise<MintStatus> {
@@ -97,9 +100,12 @@ export async function fundingApp(t: Test, opts: FundingAppOptions = {}) {
   const rail = new SandboxRail({ store, environment: 'sandbox', settleMs: opts.settleMs ?? 60_000, scheduler: clock, redemptionAddresses: { 'evm-local': BURN } });
   const ledger = new PlatformLedger(store, () => clock.now());
   const links = new CustomerLinks(store);
+  /** What the sweep logged. */
+  const warnings: object[] = [];
   const service = new FundingService({
     store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, links, ledger, rail,
     issuer: opts.issuer ?? ((c) => (c === 'evm-local' ? (issuer as unknown as StablecoinIssuer) : undefined)), offRampWindowMs: 3_600_000, clock: () => clock.now(),
+    log: { warn: (o: object) => warnings.push(o) },
   });
   const app = await buildApp({
     config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), vaults, transactions, platform,
@@ -148,7 +154,7 @@ export async function fundingApp(t: Test, opts: FundingAppOptions = {}) {
     return { id, wallet, vault: active, secret };
   };
 
-  return { dir, store, vaults, transactions, platform, app, clock, issuer, rail, ledger, service, acme, globex, bearer, holder };
+  return { dir, store, vaults, transactions, platform, app, clock, issuer, rail, ledger, service, acme, globex, bearer, holder, warnings };
 }
 
 export type FundingApp = Awaited<ReturnType<typeof fundingApp>>;

@@ -12,6 +12,7 @@ import { txIndex } from '../../../api/transactions/transaction-service.ts';
 import { TRANSACTIONS } from '../../../api/transactions/collections.ts';
 import { SANDBOX_MAGIC_AMOUNTS, SandboxRail } from '../../../api/rails/sandbox-rail.ts';
 import { UNITS_PER_CENT } from '../../../api/funding/stablecoin-issuer.ts';
+import { CustodyError } from '../../../core/errors/custody-error.ts';
 import { eventType } from '../../../api/webhooks/event-catalog.ts';
 
 /** An emitted event carries exactly the fields its catalog example lists. */
@@ -82,6 +83,12 @@ t.test('funding: pending -> fiat_settling -> minting -> completed, with its ledg
   t.equal(s.issuer.mints.length, 1, 'the mint is signed once');
   t.same(s.issuer.mints[0], { to: h.wallet.address, amount: 12345n * UNITS_PER_CENT, tx_hash: r.mint!.tx_hash });
   t.equal(await s.ledger.balance(holderFiat(h.id, 'USD'), fiatAsset('USD')), 12345n, 'the settled fiat is the holder\'s');
+  // A broadcast that fails leaves the request for the next sweep, logged by id and code only.
+  s.issuer.broadcastError = new CustodyError('rpc_error', `node at 10.0.0.7 did not answer for ${h.wallet.address}`);
+  await s.service.runDue();
+  t.equal((await stored(s, id)).status, 'minting', 'still minting');
+  t.same(s.warnings, [{ funding_request_id: id, category: 'rpc_error' }], 'the sweep logs the request and the error code, not its message');
+  s.issuer.broadcastError = undefined;
   // Swept again while the mint is pending: the same signed bytes are broadcast, nothing is signed again.
   await s.service.runDue();
   await s.service.runDue();
