@@ -14,6 +14,7 @@ import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { portClashes } from './port-check.mjs';
+import { sandboxFunding } from './sandbox-funding.mjs';
 
 const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const dist = join(root, 'dist');
@@ -208,7 +209,16 @@ for (let i = 1; i <= nodes; i++) {
     NODE_OPERATOR_KEYS: operatorPublic,
   });
 }
+// Funding and off-ramp requests on the sandbox rail, with a local stablecoin (docs/platform/funding.md
+// "Sandbox"); SANDBOX_FUNDING=off leaves them unconfigured (503 funding_unavailable).
+const fundingEnv = withAnvil && process.env.SANDBOX_FUNDING !== 'off'
+  ? await sandboxFunding({ dist, data, rpcUrl: `http://127.0.0.1:${anvilPort}` }).catch((err) => {
+    console.error(`[start] sandbox funding not set up (funding requests answer 503): ${err.message}`);
+    return {};
+  })
+  : {};
 run('api', 'api/server.js', {
+  ...fundingEnv,
   API_HOST: '127.0.0.1',
   API_PORT: apiPort,
   API_DATA_DIR: join(data, 'api'),
