@@ -21,6 +21,7 @@ import { transactionRoutes } from './routes/v1/transactions.ts';
 import type { TransactionService } from './transactions/transaction-service.ts';
 import { accountHolderRoutes } from './routes/v1/account-holders.ts';
 import { accountHolderBankingRoutes } from './routes/v1/account-holder-banking.ts';
+import { accountHolderExportRoutes } from './routes/v1/account-holder-exports.ts';
 import { accountHolderAvatarRoutes } from './routes/v1/account-holder-avatars.ts';
 import { contactRoutes } from './routes/v1/contacts.ts';
 import { feeRoutes } from './routes/v1/fees.ts';
@@ -227,6 +228,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       }
       await p.register(fundingRoutes, { platform, funding: funding.service });
       await p.register(accountHolderBankingRoutes, { platform, vaults, chains: opts.chains, stablecoin: (c) => funding.service.stablecoinOf(c) });
+      await p.register(accountHolderExportRoutes, { platform, vaults, publicOrigin: opts.config.publicUrl });
       await p.register(memberAuthHostedRoutes, { platform, publicOrigin: opts.config.publicUrl, pageRatePerMinute: opts.config.hostedPageRatePerMinute, mailer: opts.config.smtpUrl ? new SmtpMailer({ url: opts.config.smtpUrl, from: opts.config.smtpFrom }) : undefined });
       if (vaults && opts.transactions) {
         const wallets = new WalletService({ vaults, transactions: opts.transactions, chains: opts.chains, links: new CustomerLinks(vaults.store), audit: platform.audit });

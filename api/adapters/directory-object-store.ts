@@ -1,7 +1,7 @@
 // The embedded object store (docs/platform/branding.md#logo): a directory, written by a direct PUT to an
 // expiring signed URL that the API's own upload route checks and serves.
 import { createHmac, timingSafeEqual, randomBytes } from 'node:crypto';
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { OBJECT_KEY, type ObjectStore, type UploadGrant } from './object-store.ts';
 
@@ -55,6 +55,16 @@ export class DirectoryObjectStore implements ObjectStore {
     const [prefix, name] = objectKey.split('/');
     await mkdir(join(this.dir, prefix!), { recursive: true });
     await writeFile(join(this.dir, prefix!, name!), bytes);
+  }
+
+  async put(objectKey: string, body: string): Promise<void> {
+    if (!OBJECT_KEY.test(objectKey)) throw new Error(`bad object key ${objectKey}`);
+    await this.write(objectKey, Buffer.from(body, 'utf8'));
+  }
+
+  async delete(objectKey: string): Promise<void> {
+    if (!OBJECT_KEY.test(objectKey)) return;
+    await rm(join(this.dir, objectKey), { force: true });
   }
 
   async head(objectKey: string): Promise<{ size: number } | undefined> {

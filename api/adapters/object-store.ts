@@ -16,6 +16,10 @@ export interface ObjectStore {
   read(objectKey: string): Promise<Buffer | undefined>;
   /** A URL that answers one object's bytes to a plain GET until `expiresAt` (ms): a presigned GET. */
   downloadUrl(objectKey: string, expiresAt: number, origin: string): string | Promise<string>;
+  /** Writes an object the API itself makes (a member's data export), replacing any under that key. */
+  put(objectKey: string, body: string, contentType: string): Promise<void>;
+  /** Deletes the object; none under the key is not an error. */
+  delete(objectKey: string): Promise<void>;
 }
 
 /** The store could not be reached or answered an error (not "no such object"). */

@@ -83,6 +83,33 @@ export class S3ObjectStore implements ObjectStore {
     return res;
   }
 
+  /** A header-signed PUT (the payload hash signed) of an object the API makes itself. */
+  async put(objectKey: string, body: string, contentType: string): Promise<void> {
+    await this.write('PUT', objectKey, { body, headers: { 'content-type': contentType } });
+  }
+
+  /** A header-signed DELETE; S3 answers 204 also when there was no object. */
+  async delete(objectKey: string): Promise<void> {
+    await this.write('DELETE', objectKey, {});
+  }
+
+  private async write(method: 'PUT' | 'DELETE', objectKey: string, o: { body?: string; headers?: Record<string, string> }): Promise<void> {
+    if (!OBJECT_KEY.test(objectKey)) throw new Error(`bad object key ${objectKey}`);
+    const url = this.objectUrl(objectKey);
+    const headers = await signHeaders(this.signer, { method, url, signingDate: new Date(this.clock()), ...(o.headers ? { headers: o.headers } : {}), ...(o.body !== undefined ? { body: o.body } : {}) });
+    let res: Response;
+    try {
+      res = await fetch(url, { method, headers, redirect: 'manual', signal: AbortSignal.timeout(this.o.timeoutMs ?? 10_000), ...(o.body !== undefined ? { body: o.body } : {}) });
+    } catch (err) {
+      throw new ObjectStoreError(`object store unreachable: ${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message}`, null);
+    }
+    const text = (await res.text()).slice(0, 300);
+    if (res.status !== 200 && res.status !== 204) {
+      const code = /<Code>([^<]{1,64})<\/Code>/.exec(text)?.[1];
+      throw new ObjectStoreError(`object store answered ${res.status}${code ? ` ${code}` : ''}`, res.status);
+    }
+  }
+
   async head(objectKey: string): Promise<{ size: number } | undefined> {
     const res = await this.request('HEAD', objectKey);
     if (!res) return undefined;

@@ -108,6 +108,7 @@ export const ERROR_CODES = entries({
   // A ledger account's balance, unlike the chain's insufficient_funds (a refusal of a wallet's transaction):
   // the same transfer may succeed once the account holds more, so it is a state conflict.
   insufficient_balance: e('conflict', 'the account\'s balance does not cover the amount'),
+  data_export_pending: e('conflict', 'the account holder has a data export still being prepared'),
 
   // ── Vault API and committees ─────────────────────────────────────────────────────────────────────
   committee_mismatch: e('conflict', 'the committee named in the request is not the one the service would seat'),

@@ -8,6 +8,7 @@ import { CustodyError } from '../../../core/errors/custody-error.ts';
 import { ErrorBody } from '../../errors.ts';
 import { actorOf, scopeOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
+import { DATA_EXPORT_PREFIX } from '../../account-holders/holder-data-exports.ts';
 import { DirectoryObjectStore } from '../../adapters/directory-object-store.ts';
 import { UPLOAD_IMAGE_TYPES, fromStore } from '../../adapters/uploaded-image.ts';
 import { sniffImage } from '../../branding/sniff-image.ts';
@@ -76,8 +77,11 @@ export const accountHolderAvatarRoutes: FastifyPluginAsyncTypebox<{ platform: Pl
     const key = `${req.params.prefix}/${req.params.name}`;
     if (!objects.checkDownload(key, req.query, platform.clock())) throw new CustodyError('upload_denied', 'the download URL is invalid or expired');
     const bytes = await fromStore(() => objects.read(key));
-    const type = bytes ? sniffImage(bytes) : undefined;
+    // A member's data export (api/account-holders/holder-data-exports.ts) is the API's own JSON; every other object must be an image.
+    const exported = req.params.prefix === DATA_EXPORT_PREFIX;
+    const type = bytes ? (exported ? 'application/json' : sniffImage(bytes)) : undefined;
     if (!bytes || !type) throw new CustodyError('not_found', 'no such object');
+    if (exported) reply.header('content-disposition', 'attachment; filename="data-export.json"');
     return reply.type(type).header('x-content-type-options', 'nosniff').header('cache-control', 'private, no-store').send(bytes);
   });
 };

@@ -22,6 +22,7 @@ import type { VaultService } from '../../vaults/vault-service.ts';
 import type { Chains } from '../../transactions/transaction-worker.ts';
 import { BANK_CURRENCY, HolderBanking, SANDBOX_BANK, accountLast4, railMagicAmounts } from '../../account-holders/holder-banking.ts';
 import { readHolderBalance } from '../../account-holders/holder-balance.ts';
+import { HolderActivity } from '../../account-holders/holder-activity.ts';
 import { memberSelfCalls } from './member-self.ts';
 
 const TAGS = ['account holders'];
@@ -66,6 +67,16 @@ const Context = Type.Object({
   funding_rail_magic_amounts: Type.Array(Type.Object({ amount: Type.String(), currency: Type.String(), outcome: Type.String(), reason: Type.String() })),
 });
 
+const Kind = Type.Union([Type.Literal('funding'), Type.Literal('off_ramp'), Type.Literal('wallet_transaction'), Type.Literal('bank_transfer')]);
+const Activity = Type.Object({
+  id: Type.String(), kind: Kind, status: Type.String(),
+  amount: Type.String({ description: 'base units, a decimal integer string' }), asset: Nullable(Type.String()), currency: Nullable(Type.String()),
+  fiat: Nullable(Type.Object({ amount: Type.String(), currency: Type.String() })),
+  direction: Type.Union([Type.Literal('in'), Type.Literal('out'), Type.Literal('internal')]), wallet_id: Type.Optional(Type.String()),
+  created_at: Type.String(), updated_at: Type.String(), reference: Type.Record(Type.String(), Type.String()),
+});
+const ActivityQuery = Type.Object({ ...PageQuery, kind: Type.Optional(Kind) }, { additionalProperties: false });
+
 export interface AccountHolderBankingOptions {
   platform: Platform;
   vaults?: VaultService | undefined;
@@ -84,6 +95,7 @@ export const accountHolderBankingRoutes: FastifyPluginAsyncTypebox<AccountHolder
   const idempotent = new IdempotentRequests(platform.store, platform.clock);
   const walletStore = vaults?.store ?? platform.store;
   const balanceOptions = { store: walletStore, ledger, links: new CustomerLinks(walletStore), chains, stablecoin, now: () => new Date(platform.clock()) };
+  const activity = new HolderActivity({ store: walletStore, links: balanceOptions.links, cursors: platform.cursors });
 
   /** The session's holder, active; `bank`: the sandbox bank's calls, refused in production before the session is read. */
   async function activeHolder(req: FastifyRequest, bank: boolean): Promise<AccountHolderRecord> {
@@ -107,6 +119,19 @@ export const accountHolderBankingRoutes: FastifyPluginAsyncTypebox<AccountHolder
     const scope = scopeOf(req);
     const bank = principalOf(req).environment === 'sandbox' ? await banking.balances(scope, holder) : null;
     return readHolderBalance(balanceOptions, scope, holder, bank);
+  });
+
+  app.get('/account-holders/self/transactions', {
+    ...self,
+    schema: {
+      summary: 'Every money movement of the session member\'s holder, oldest first: funding and off-ramp requests, its wallets\' vault-API transactions, sandbox bank entries',
+      description: 'Needs X-SVC-Publishable-Key and X-Member-Session-Id; the holder is the session member\'s (any open status). Optional kind filter. Paginated (docs/platform/pagination.md); '
+        + 'the cursor keeps one position per source, so a walk repeats nothing and misses nothing that existed when it began. docs/platform/account-holders.md "Transactions".',
+      tags: TAGS, security: selfSecurity, querystring: ActivityQuery, response: { 200: Page(Activity), ...errors },
+    },
+  }, async (req) => {
+    const { holder } = await memberOfSession(req);
+    return activity.page(scopeOf(req), holder, req.query.kind, req.query.cursor, req.query.limit ?? DEFAULT_LIMIT);
   });
 
   app.get('/account-holders/self/bank-balance', {

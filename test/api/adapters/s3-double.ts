@@ -1,4 +1,4 @@
-// A small S3-compatible server on loopback for tests: path-style buckets, PUT/GET/HEAD of objects, every
+// A small S3-compatible server on loopback for tests: path-style buckets, PUT/GET/HEAD/DELETE of objects, every
 // request authenticated by SigV4 (presigned query or Authorization header) through the independent
 // verifier, with S3's status codes and XML error bodies. It stores bytes in memory.
 import type { Test } from 'tap';
@@ -36,6 +36,12 @@ export async function s3Double(t: Test, o: { bucket: string; region: string; key
       objects.set(key, { bytes: body, contentType: req.headers['content-type'] ?? 'binary/octet-stream', etag });
       log.push({ method, key, form: v.form, status: 200 });
       return res.writeHead(200, { etag }).end();
+    }
+    if (method === 'DELETE') {
+      // S3 answers 204 whether or not the object existed.
+      objects.delete(key);
+      log.push({ method, key, form: v.form, status: 204 });
+      return res.writeHead(204).end();
     }
     if (method === 'GET' || method === 'HEAD') {
       const obj = objects.get(key);

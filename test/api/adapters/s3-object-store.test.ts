@@ -137,6 +137,28 @@ t.test('configuration: API_OBJECT_STORE=s3 needs its settings; plain http only o
   t.equal(objectStoreFromConfig(loadApiConfig({})), undefined);
 });
 
+t.test('adapter against the S3 double: header-signed PUT and DELETE of an object the API writes (a member\'s data export)', async (t) => {
+  const now = Date.parse('2026-03-01T00:00:00Z');
+  const s3 = await s3Double(t, { bucket: 'exports-bucket', region: 'eu-west-1', keys, clock: () => now });
+  const store = new S3ObjectStore({ endpoint: s3.endpoint, bucket: 'exports-bucket', region: 'eu-west-1', credentials: creds, clock: () => now });
+  const key = 'data_exports/' + 'ef'.repeat(16);
+  const body = JSON.stringify({ format_version: 1, name: 'Zoë' });
+  await store.put(key, body, 'application/json');
+  t.same(s3.objects.get(key)?.bytes, Buffer.from(body, 'utf8'), 'the bytes as sent (UTF-8)');
+  t.equal(s3.objects.get(key)?.contentType, 'application/json');
+  t.same(s3.log.at(-1), { method: 'PUT', key, form: 'header', status: 200 }, 'header-signed, the payload hash signed');
+  t.equal((await store.read(key))?.toString('utf8'), body);
+  await store.delete(key);
+  t.equal(s3.objects.has(key), false, 'deleted');
+  t.same(s3.log.at(-1), { method: 'DELETE', key, form: 'header', status: 204 });
+  await store.delete(key);
+  t.equal(s3.log.at(-1)?.status, 204, 'deleting a missing object is no error');
+  const wrong = new S3ObjectStore({ endpoint: s3.endpoint, bucket: 'exports-bucket', region: 'eu-west-1', credentials: { ...creds, secretAccessKey: 'x'.repeat(40) }, clock: () => now });
+  await t.rejects(wrong.put(key, body, 'application/json'), ObjectStoreError, 'a refused PUT is an object store error');
+  t.equal(s3.objects.has(key), false, 'nothing stored');
+  await t.rejects(store.put('../etc/passwd', body, 'application/json'), /bad object key/, 'keys outside the key shape are never sent');
+});
+
 t.test('logo flow end to end with API_OBJECT_STORE=s3: upload target, direct PUT to the bucket, confirmation by magic bytes', async (t) => {
   let now = Date.parse('2026-03-01T00:00:00Z');
   const clock = () => now;
