@@ -3,52 +3,19 @@
 // (Acme and Globex, each an organization linked to its tenant), and account holders made through the API
 // and linked to a vault's wallet the way wallet-provision leaves them.
 import type { Test } from 'tap';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { ed25519 } from '@noble/curves/ed25519.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { buildApp } from '../../../api/app.ts';
-import { loadApiConfig } from '../../../api/config.ts';
-import { createLogger } from '../../../common/logger.ts';
-import { RecordStore } from '../../../api/store/record-store.ts';
-import { VaultService } from '../../../api/vaults/vault-service.ts';
-import { TransactionService } from '../../../api/transactions/transaction-service.ts';
-import { createPlatform } from '../../../api/platform.ts';
-import { CustomerLinks } from '../../../api/customers/customer-links.ts';
-import { createCustomer } from '../../../api/customers/create-customer.ts';
+import { walletApp } from '../wallets/wallet-app.ts';
 import type { VaultRecord, WalletRecord } from '../../../api/vaults/records.ts';
 import { ACCOUNT_HOLDER_VAULTS, VAULT_ACCOUNT_HOLDERS } from '../../../api/account-holders/collections.ts';
 
-type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-
 export async function paymentApp(t: Test, env: Record<string, string> = {}) {
-  const dir = mkdtempSync(join(tmpdir(), 'payments-'));
-  const store = await RecordStore.open(dir);
   const clock = { now: Date.parse('2026-03-01T12:00:00.000Z') };
-  const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 3, vaultsPerOrg: 20 } });
-  const transactions = new TransactionService({ vaults, hasBackend: () => true });
-  const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), clock: () => clock.now });
-  const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir, ...env }), logger: createLogger('api', 'silent'), vaults, transactions, platform });
-  t.teardown(async () => {
-    await app.close();
-    await store.close();
-  });
-  const links = new CustomerLinks(store);
-  const operator = ed25519.utils.randomSecretKey();
-  const customer = async (name: string) => {
-    const made = await createCustomer({ store, vaults, tenancy: platform.tenancy, links, environment: 'sandbox' }, { name, publicKey: bytesToHex(ed25519.getPublicKey(ed25519.utils.randomSecretKey())), operatorSecretKey: operator });
-    const key = async (role: string) => (await platform.tenancy.createKey(made.sandbox.id, role)).token;
-    return { ...made, org: made.organization.id, owner: await key('owner'), key };
-  };
-  const acme = await customer('Acme');
-  const globex = await customer('Globex');
-
+  const s = await walletApp(t, { platform: { clock: () => clock.now }, env, vaultsPerOrg: 20 });
+  const { store, vaults, acme } = s;
   /** A platform call with a bearer key (Acme's owner by default). */
-  const call = (method: Method, url: string, body?: unknown, token = acme.owner, headers: Record<string, string> = {}) =>
-    app.inject({ method, url, headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, ...(body !== undefined ? { payload: JSON.stringify(body) } : {}) });
+  const call = s.bearer;
 
   /** An active vault of `org` (its key as key generation leaves it) and its wallet on `chain`. */
   const vaultWallet = async (org: string, chain = 'evm-local', policy: Record<string, unknown> | null = null): Promise<{ vault: VaultRecord; wallet: WalletRecord }> => {
@@ -88,5 +55,5 @@ export async function paymentApp(t: Test, env: Record<string, string> = {}) {
     ]);
   };
 
-  return { dir, store, vaults, platform, app, clock, acme, globex, call, vaultWallet, patchHolder, holder, link };
+  return { dir: s.dir, store, vaults, platform: s.platform, app: s.app, clock, acme, globex: s.globex, call, vaultWallet, patchHolder, holder, link };
 }

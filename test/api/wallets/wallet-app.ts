@@ -29,6 +29,10 @@ export interface WalletAppOptions {
   hasBackend?: TransactionServiceOptions['hasBackend'];
   /** Options of the platform (e.g. its clock, the loopback allow-list an OpenID provider fixture needs). */
   platform?: Parameters<typeof createPlatform>[1];
+  /** API settings beside the data directory (e.g. the platform fee). */
+  env?: Record<string, string>;
+  /** Vaults an organization may have (default 5). */
+  vaultsPerOrg?: number;
 }
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -36,10 +40,10 @@ type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export async function walletApp(t: Test, opts: WalletAppOptions = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'wallets-'));
   const store = await RecordStore.open(dir);
-  const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 3, vaultsPerOrg: 5 } });
+  const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 3, vaultsPerOrg: opts.vaultsPerOrg ?? 5 } });
   const transactions = new TransactionService({ vaults, hasBackend: opts.hasBackend ?? (() => true) });
   const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), ...opts.platform });
-  const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), vaults, transactions, platform, chains: opts.chains });
+  const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir, ...opts.env }), logger: createLogger('api', 'silent'), vaults, transactions, platform, chains: opts.chains });
   t.teardown(async () => {
     await app.close();
     await store.close();
