@@ -10,12 +10,13 @@ import { httpStatusOfCode } from '../../core/errors/http-status.ts';
 import type { Platform } from '../platform.ts';
 import type { Mailer } from '../email/mailer.ts';
 import { maskEmail } from '../email/mailer.ts';
-import { resolveTheme, type Theme } from '../branding/branding-service.ts';
+import { resolveTheme } from '../branding/branding-service.ts';
 import type { AccountCenter, AccountCenterCode, AccountCenterOutcome } from '../member-auth/account-center.ts';
 import type { AccountCenterHandoffRecord } from '../member-auth/account-center-records.ts';
 import { recoveryCodesRemaining, totpProvisioning } from '../member-auth/hosted-factors.ts';
 import type { PageRateLimit } from './page-rate-limit.ts';
-import { logoOrigin, newNonce, noticeText, pageHeaders, renderPage, type PageStep } from './hosted-page.ts';
+import { noticeText } from './hosted-page.ts';
+import { pageSender } from './page-sender.ts';
 import { formOf, namedCookieOf, useFormParser } from './hosted-page-routes.ts';
 
 export interface AccountCenterPageOptions {
@@ -36,16 +37,7 @@ const formOrigins = (h: AccountCenterHandoffRecord): string => {
 export const accountCenterPageRoutes: FastifyPluginAsync<AccountCenterPageOptions> = async (app, { platform, center, mailer, rateLimit }) => {
   useFormParser(app);
 
-  async function themeOf(h: AccountCenterHandoffRecord | undefined, surface: 'account_center' | 'email'): Promise<Theme> {
-    if (!h) return resolveTheme({}, null);
-    return (await platform.branding.view({ tenant: h.tenant, workspace: h.workspace })).surfaces[surface]?.resolved ?? resolveTheme({}, null);
-  }
-
-  async function send(reply: FastifyReply, h: AccountCenterHandoffRecord | undefined, status: number, step: PageStep & { csrf?: string; notice?: string | undefined }) {
-    const theme = await themeOf(h, 'account_center');
-    const nonce = newNonce();
-    return reply.code(status).headers(pageHeaders(nonce, h ? formOrigins(h) : undefined, logoOrigin(theme))).send(renderPage(theme, nonce, step));
-  }
+  const { themeOf, send, tooManyAttempts } = pageSender<AccountCenterHandoffRecord>(platform, 'account_center', formOrigins);
 
   async function refusal(reply: FastifyReply, id: string, err: unknown) {
     if (!(err instanceof CustodyError)) throw err;
@@ -104,12 +96,8 @@ export const accountCenterPageRoutes: FastifyPluginAsync<AccountCenterPageOption
   const post = (path: string, summary: string, run: (id: string, cookie: string | undefined, form: Record<string, string>) => Promise<AccountCenterOutcome>) => {
     app.post<{ Params: { id: string } }>(`/account-center/:id/${path}`, { config: { public: true }, schema: SCHEMA(summary) }, async (req, reply) => {
       const { id } = req.params;
-      // Before anything is read: a client past its limit costs no store read (the page is unbranded).
-      const retryAfter = rateLimit?.take(req.ip);
-      if (retryAfter !== undefined) {
-        reply.header('retry-after', String(retryAfter));
-        return send(reply, undefined, 429, { step: 'error', code: 'rate_limited', title: 'Too many attempts', message: `Too many attempts from your network. Wait ${retryAfter} seconds, then try again.` });
-      }
+      const limited = await tooManyAttempts(req, reply, rateLimit);
+      if (limited) return limited;
       try {
         const cookie = cookieOf(req, id);
         const out = await run(id, cookie, formOf(req));

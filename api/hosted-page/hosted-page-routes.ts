@@ -10,12 +10,12 @@ import { httpStatusOfCode } from '../../core/errors/http-status.ts';
 import type { Platform } from '../platform.ts';
 import type { Mailer } from '../email/mailer.ts';
 import { maskEmail } from '../email/mailer.ts';
-import { resolveTheme, type Theme } from '../branding/branding-service.ts';
 import type { HostedAuthorizations, StepOutcome, CodeToSend, RecoveryNotice } from '../member-auth/hosted-authorizations.ts';
 import { totpProvisioning } from '../member-auth/hosted-factors.ts';
 import type { HostedAuthorizationRecord } from '../member-auth/hosted-records.ts';
 import type { PageRateLimit } from './page-rate-limit.ts';
-import { esc, logoOrigin, newNonce, noticeText, pageHeaders, renderPage, type PageStep } from './hosted-page.ts';
+import { esc, noticeText } from './hosted-page.ts';
+import { pageSender } from './page-sender.ts';
 
 export interface HostedPageOptions {
   platform: Platform;
@@ -74,16 +74,7 @@ export function useFormParser(app: FastifyInstance): void {
 export const hostedPageRoutes: FastifyPluginAsync<HostedPageOptions> = async (app, { platform, authorizations, mailer, rateLimit }) => {
   useFormParser(app);
 
-  async function themeOf(a: HostedAuthorizationRecord | undefined, surface: 'hosted_auth' | 'email'): Promise<Theme> {
-    if (!a) return resolveTheme({}, null);
-    return (await platform.branding.view({ tenant: a.tenant, workspace: a.workspace })).surfaces[surface]?.resolved ?? resolveTheme({}, null);
-  }
-
-  async function send(reply: FastifyReply, a: HostedAuthorizationRecord | undefined, status: number, step: PageStep & { csrf?: string; notice?: string | undefined }) {
-    const theme = await themeOf(a, 'hosted_auth');
-    const nonce = newNonce();
-    return reply.code(status).headers(pageHeaders(nonce, a ? formOrigins(a) : undefined, logoOrigin(theme))).send(renderPage(theme, nonce, step));
-  }
+  const { themeOf, send, tooManyAttempts } = pageSender<HostedAuthorizationRecord>(platform, 'hosted_auth', formOrigins);
 
   /** A refusal as a page: the registered code's status, the code in data-error-code, the message. */
   async function refusal(reply: FastifyReply, id: string, err: unknown) {
@@ -156,12 +147,8 @@ export const hostedPageRoutes: FastifyPluginAsync<HostedPageOptions> = async (ap
   const post = (path: string, summary: string, run: (id: string, cookie: string | undefined, form: Record<string, string>) => Promise<StepOutcome>) => {
     app.post<{ Params: { id: string } }>(`/hosted-auth/:id/${path}`, { config: { public: true }, schema: SCHEMA(summary) }, async (req, reply) => {
       const { id } = req.params;
-      // Before anything is read: a client past its limit costs no store read (the page is unbranded).
-      const retryAfter = rateLimit?.take(req.ip);
-      if (retryAfter !== undefined) {
-        reply.header('retry-after', String(retryAfter));
-        return send(reply, undefined, 429, { step: 'error', code: 'rate_limited', title: 'Too many attempts', message: `Too many attempts from your network. Wait ${retryAfter} seconds, then try again.` });
-      }
+      const limited = await tooManyAttempts(req, reply, rateLimit);
+      if (limited) return limited;
       try {
         const cookie = cookieOf(req, id);
         const out = await run(id, cookie, formOf(req));
