@@ -26,6 +26,7 @@ import { accountHolderAvatarRoutes } from './routes/v1/account-holder-avatars.ts
 import { contactRoutes } from './routes/v1/contacts.ts';
 import { feeRoutes } from './routes/v1/fees.ts';
 import { paymentRoutes } from './routes/v1/payments.ts';
+import { PaymentFlows } from './payments/payment-flows.ts';
 import { platformFeeOf } from './fees/platform-fee.ts';
 import type { Platform } from './platform.ts';
 import { bearerAuth } from './auth/bearer-auth.ts';
@@ -197,7 +198,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         setup: { coordinatorAddresses: nodeCoordinatorAddresses(opts.config), operatorKeys: opts.config.nodeOperatorKeys ? opts.config.nodeOperatorKeys.toLowerCase().split(',') : [] },
       });
       await v1.register(endUserAuthRoutes, { vaults });
-      if (opts.transactions) await v1.register(transactionRoutes, { transactions: opts.transactions, cursors });
+      if (opts.transactions) await v1.register(transactionRoutes, { transactions: opts.transactions, cursors, bearer: opts.platform ? { tenancy: opts.platform.tenancy, flows: new PaymentFlows({ store: opts.platform.store, cursors: opts.platform.cursors }) } : undefined });
     }, { prefix: '/v1' });
   }
   const platform = opts.platform;

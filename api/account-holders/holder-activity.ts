@@ -7,6 +7,7 @@
 // moves past what its source gave, so a walk repeats nothing and misses nothing that existed when it
 // began, whatever arrives in any source meanwhile. No index is added: nothing needs back-filling.
 import type { RecordRepository } from '../store/record-repository.ts';
+import { mergeHeads, type Head as MergeHead, type Positions } from '../store/merged-page.ts';
 import type { CursorCodec, PageResult } from '../store/pagination.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import type { CustomerLinks } from '../customers/customer-links.ts';
@@ -48,11 +49,10 @@ export interface HolderTransaction {
 
 type Source = 'f' | 'o' | 'w' | 'b';
 const SOURCE_OF: Record<ActivityKind, Source> = { funding: 'f', off_ramp: 'o', wallet_transaction: 'w', bank_transfer: 'b' };
-type Positions = Partial<Record<Source, string>>;
-interface Head { source: Source; position: string; item: HolderTransaction }
+type Head = MergeHead<Source, HolderTransaction>;
 
 const LIST = 'holder_transactions';
-const sortKey = (i: HolderTransaction) => `${i.created_at}\x00${i.id}`;
+export const sortKey = (i: Pick<HolderTransaction, 'created_at' | 'id'>) => `${i.created_at}\x00${i.id}`;
 
 export interface HolderActivityOptions {
   /** The store of both APIs (one store: server.ts). */
@@ -85,27 +85,12 @@ export class HolderActivity {
   async page(scope: Scope, holder: AccountHolderRecord, kind: ActivityKind | undefined, cursor: string | undefined, limit: number): Promise<PageResult<HolderTransaction>> {
     const filters = { account_holder_id: holder.id, kind };
     const after = this.o.cursors.decode(cursor, LIST, scope.workspace, filters);
-    const positions = after === undefined ? {} : (JSON.parse(after) as Positions);
+    const positions = after === undefined ? {} : (JSON.parse(after) as Positions<Source>);
     const sources = (kind ? [SOURCE_OF[kind]] : (['f', 'o', 'w', 'b'] as Source[]));
     const wallets = sources.includes('w') ? await this.wallets(scope, holder) : [];
     const streams = await Promise.all(sources.map((s) => this.read(s, scope, holder, wallets, positions[s], limit + 1)));
-    // The oldest head first, each source's order kept, up to one more than the page.
-    const at = streams.map(() => 0);
-    const taken: Head[] = [];
-    while (taken.length <= limit) {
-      let best = -1;
-      for (let i = 0; i < streams.length; i++) {
-        const h = streams[i]![at[i]!];
-        if (h && (best < 0 || sortKey(h.item) < sortKey(streams[best]![at[best]!]!.item))) best = i;
-      }
-      if (best < 0) break;
-      taken.push(streams[best]![at[best]!++]!);
-    }
-    const data = taken.slice(0, limit);
-    const has_more = taken.length > limit;
-    const next: Positions = { ...positions };
-    for (const h of data) next[h.source] = h.position;
-    return { data: data.map((h) => h.item), has_more, next_cursor: has_more ? this.o.cursors.encode(LIST, scope.workspace, filters, JSON.stringify(next)) : null };
+    const { items, hasMore, next } = mergeHeads(streams, limit, sortKey, positions);
+    return { data: items, has_more: hasMore, next_cursor: hasMore ? this.o.cursors.encode(LIST, scope.workspace, filters, JSON.stringify(next)) : null };
   }
 
   /** Every movement of the holder (the data export): the pages walked to the end. */
@@ -151,14 +136,14 @@ export class HolderActivity {
   }
 }
 
-function fundingItem(r: FundingRequestRecord): HolderTransaction {
+export function fundingItem(r: FundingRequestRecord): HolderTransaction {
   return {
     id: r.id, kind: 'funding', status: r.status, amount: r.stablecoin_amount, asset: r.asset, currency: null, fiat: { amount: r.fiat_amount, currency: r.currency },
     direction: 'in', wallet_id: r.wallet_id, created_at: r.created_at, updated_at: r.updated_at, reference: { funding_request_id: r.id },
   };
 }
 
-function offRampItem(r: OffRampRequestRecord): HolderTransaction {
+export function offRampItem(r: OffRampRequestRecord): HolderTransaction {
   return {
     id: r.id, kind: 'off_ramp', status: r.status, amount: r.stablecoin_amount, asset: r.asset, currency: null, fiat: { amount: r.fiat_amount, currency: r.currency },
     direction: 'out', wallet_id: r.wallet_id, created_at: r.created_at, updated_at: r.updated_at, reference: { off_ramp_request_id: r.id },

@@ -7,7 +7,11 @@ import { ErrorBody } from '../../errors.ts';
 import type { TransactionService } from '../../transactions/transaction-service.ts';
 import type { TransactionRecord } from '../../transactions/records.ts';
 import { ListTransactionsQuery, SubmitBody, Transaction, TransactionPage, Utxo } from '../../../core/api-schemas/transactions.ts';
-import { DEFAULT_LIMIT, indexPage, type CursorCodec } from '../../store/pagination.ts';
+import { DEFAULT_LIMIT, Page, indexPage, type CursorCodec } from '../../store/pagination.ts';
+import { CustodyError } from '../../../core/errors/custody-error.ts';
+import { authenticateBearer, hasBearer, scopeOf } from '../../auth/bearer-auth.ts';
+import type { TenancyService } from '../../tenancy/tenancy-service.ts';
+import type { PaymentFlowKind, PaymentFlows } from '../../payments/payment-flows.ts';
 
 export const transactionView = (t: TransactionRecord) => ({
   id: t.id, wallet_id: t.wallet_id, vault_id: t.vault_id, chain: t.chain, state: t.state, idempotency_key: t.idempotency_key, intent_sha256: t.intent_sha256,
@@ -16,14 +20,53 @@ export const transactionView = (t: TransactionRecord) => ({
   ...(t.confirmations !== undefined ? { confirmations: t.confirmations } : {}), created_at: t.created_at, updated_at: t.updated_at,
 });
 
-export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: TransactionService; cursors: CursorCodec }> = async (app, { transactions, cursors }) => {
+/** With the platform API: how GET /v1/transactions authenticates a bearer key and lists the workspace's payment flows. */
+export interface PaymentFlowBearer {
+  tenancy: TenancyService;
+  flows: PaymentFlows;
+}
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+const FlowKind = Type.Union([Type.Literal('funding'), Type.Literal('off_ramp')]) satisfies { static: PaymentFlowKind };
+const PaymentFlowItem = Type.Object({
+  id: Type.String(), kind: FlowKind, status: Type.String(), account_holder_id: Type.String(),
+  amount: Type.String({ description: 'token base units, a decimal integer string' }), asset: Nullable(Type.String()), currency: Nullable(Type.String()),
+  fiat: Nullable(Type.Object({ amount: Type.String(), currency: Type.String() })),
+  direction: Type.Union([Type.Literal('in'), Type.Literal('out'), Type.Literal('internal')]), wallet_id: Type.Optional(Type.String()),
+  created_at: Type.String(), updated_at: Type.String(), reference: Type.Record(Type.String(), Type.String()),
+}, { additionalProperties: false });
+/** The query of both lists: the vault list's filters and the payment-flow list's; each credential takes its own. */
+const TransactionsQuery = Type.Object({
+  ...ListTransactionsQuery.properties,
+  kind: Type.Optional(FlowKind), account_holder_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+}, { additionalProperties: false });
+
+export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: TransactionService; cursors: CursorCodec; bearer?: PaymentFlowBearer | undefined }> = async (app, { transactions, cursors, bearer }) => {
+  // One path, two lists (docs/platform/payments.md "GET /v1/transactions"): a request signature lists the
+  // organization's vault-API transactions; a workspace bearer key with payment.read lists the workspace's
+  // payment flows. The bearer key is checked here, before the signature hook, which then leaves it alone.
+  const listSecurity: Record<string, string[]>[] = bearer ? [{ httpSignature: [] }, { bearer: [] }] : [{ httpSignature: [] }];
   app.get('/transactions', {
+    config: { bearer: bearer !== undefined, permission: 'payment.read' as const },
+    onRequest: async (req) => {
+      if (bearer && hasBearer(req)) await authenticateBearer(req, bearer.tenancy);
+    },
     schema: {
-      summary: 'The organization\'s transactions, oldest first, filtered by vault, wallet and state', tags: ['transactions'], security: [{ httpSignature: [] }], querystring: ListTransactionsQuery,
-      response: { 200: TransactionPage, 400: ErrorBody, 401: ErrorBody },
+      summary: bearer ? 'Request-signed: the organization\'s transactions; with a bearer key: the workspace\'s payment flows' : 'The organization\'s transactions, oldest first, filtered by vault, wallet and state',
+      description: 'With an RFC 9421 request signature (the vault API): the organization\'s transactions, oldest first, filtered by `vault_id`, `wallet_id` and `state`. '
+        + (bearer ? 'With a workspace bearer key and `payment.read` (the platform API): the workspace\'s payment flows of every kind built (funding and off-ramp requests), oldest first, filtered by `kind` and `account_holder_id`. A filter of the other list is 400 invalid_request. ' : '')
+        + 'Paginated (cursor, limit).',
+      tags: ['transactions'], security: listSecurity, querystring: TransactionsQuery,
+      response: { 200: Type.Union([TransactionPage, Page(PaymentFlowItem)]), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody },
     },
   }, async (req) => {
-    const { cursor, limit, ...filters } = req.query;
+    const { cursor, limit, kind, account_holder_id, ...filters } = req.query;
+    if (req.principal && bearer) {
+      const other = Object.keys(filters);
+      if (other.length) throw new CustodyError('invalid_request', `${other.join(', ')} filters the request-signed transaction list; the payment-flow list takes kind and account_holder_id`);
+      return bearer.flows.page(scopeOf(req), { kind, account_holder_id }, cursor, limit ?? DEFAULT_LIMIT);
+    }
+    if (kind !== undefined || account_holder_id !== undefined) throw new CustodyError('invalid_request', 'kind and account_holder_id filter the payment-flow list (a workspace bearer key); the request-signed list takes vault_id, wallet_id and state');
     const list = await transactions.transactionList(req.caller!.org, filters);
     const page = await indexPage(transactions.store, cursors, list, cursor, limit ?? DEFAULT_LIMIT);
     return { ...page, data: page.data.map(transactionView) };

@@ -18,6 +18,7 @@ import { VaultService } from '../../../api/vaults/vault-service.ts';
 import { TransactionService } from '../../../api/transactions/transaction-service.ts';
 import { createPlatform } from '../../../api/platform.ts';
 import { CustomerLinks } from '../../../api/customers/customer-links.ts';
+import { signedHeaders } from '../../../api/sdk/request-signer.ts';
 import { createCustomer } from '../../../api/customers/create-customer.ts';
 import type { VaultRecord } from '../../../api/vaults/records.ts';
 import { ACCOUNT_HOLDER_VAULTS, VAULT_ACCOUNT_HOLDERS } from '../../../api/account-holders/collections.ts';
@@ -121,11 +122,16 @@ export async function fundingApp(t: Test, opts: FundingAppOptions = {}) {
     const made = await createCustomer({ store, vaults, tenancy: platform.tenancy, links, environment: 'sandbox' }, { name, publicKey: bytesToHex(ed25519.getPublicKey(secret)), operatorSecretKey: operator });
     const key = async (role: string, workspace = made.sandbox.id) =>
       (await platform.tenancy.createKey(workspace, role, workspace === made.production.id ? { signingPublicKey: bytesToHex(ed25519.getPublicKey(ed25519.utils.randomSecretKey())) } : {})).token;
-    return { ...made, org: made.organization.id, owner: await key('owner'), key };
+    return { ...made, org: made.organization.id, creds: { keyId: made.apiKeyId, secretKey: secret }, owner: await key('owner'), key };
   };
   const acme = await customer('Acme');
   const globex = await customer('Globex');
 
+  /** A vault-API call signed with Acme's API key, as the SDK signs it. */
+  const signed = (method: Method, path: string, body?: unknown) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    return app.inject({ method, url: path, payload, headers: { host: 'api.test', ...signedHeaders(acme.creds, method, `http://api.test${path}`, payload) } });
+  };
   const bearer = (method: Method, url: string, body?: unknown, token = acme.owner, headers: Record<string, string> = {}) =>
     app.inject({ method, url, headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, ...(body !== undefined ? { payload: JSON.stringify(body) } : {}) });
 
@@ -154,7 +160,7 @@ export async function fundingApp(t: Test, opts: FundingAppOptions = {}) {
     return { id, wallet, vault: active, secret };
   };
 
-  return { dir, store, vaults, transactions, platform, app, clock, issuer, rail, ledger, service, acme, globex, bearer, holder, warnings };
+  return { dir, store, vaults, transactions, platform, app, clock, issuer, rail, ledger, service, acme, globex, bearer, signed, holder, warnings };
 }
 
 export type FundingApp = Awaited<ReturnType<typeof fundingApp>>;
