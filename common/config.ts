@@ -47,6 +47,17 @@ export function loadConfig<T extends TObject>(schema: T, options: LoadOptions = 
     const value = name ? env[name] : undefined;
     if (value !== undefined && value !== '') raw[key] = prop[Kind] === 'Array' ? value.split(',').map((s) => s.trim()).filter(Boolean) : value;
   }
+  // Conversion would truncate a fraction (`80.5` to 80) or read `1e3` and `0x10` as numbers: an integer
+  // setting must be written as one, in plain decimal digits.
+  for (const [key, prop] of Object.entries(schema.properties) as [string, EnvSchema][]) {
+    const v = raw[key];
+    if (prop[Kind] !== 'Integer' || v === undefined) continue;
+    if (typeof v === 'string' ? !/^-?(0|[1-9][0-9]*)$/.test(v) : typeof v !== 'number' || !Number.isInteger(v)) {
+      const where = prop.env ? `${prop.env} (${key})` : key;
+      problems.push(`${where}: must be a whole number in decimal digits; ${prop.secret ? 'got a value (not shown)' : `got ${JSON.stringify(v)}`}`);
+      delete raw[key];
+    }
+  }
   const converted = Value.Default(schema, Value.Convert(schema, raw)) as Record<string, unknown>;
   for (const e of Value.Errors(schema, converted)) {
     const key = e.path.replace(/^\//, '').split('/')[0] ?? '';

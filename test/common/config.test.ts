@@ -43,6 +43,19 @@ t.test('a bad value is refused with a clear message', async (t) => {
   t.match(addr.message, /NODE_COORDINATOR/);
 });
 
+t.test('an integer setting is refused unless written as a whole decimal number, never truncated', async (t) => {
+  for (const bad of ['750.5', '1e3', '0x10', ' 750', '07']) {
+    const err = t.throws(() => loadCoordinatorConfig({ COORDINATOR_HEARTBEAT_MS: bad })) as ConfigError;
+    t.match(err.message, /COORDINATOR_HEARTBEAT_MS \(heartbeatIntervalMs\): must be a whole number in decimal digits/, `${JSON.stringify(bad)} refused`);
+  }
+  t.equal(loadCoordinatorConfig({ COORDINATOR_HEARTBEAT_MS: '750' }).heartbeatIntervalMs, 750, 'a plain integer still loads');
+  const dir = mkdtempSync(join(tmpdir(), 'cfg-int-'));
+  const file = join(dir, 'c.json');
+  writeFileSync(file, JSON.stringify({ heartbeatIntervalMs: 750.5 }));
+  const fromFile = t.throws(() => loadCoordinatorConfig({ COORDINATOR_CONFIG_FILE: file })) as ConfigError;
+  t.match(fromFile.message, /COORDINATOR_HEARTBEAT_MS \(heartbeatIntervalMs\): must be a whole number in decimal digits; got 750.5/, 'a fraction in a config file too');
+});
+
 t.test('every problem is listed at once', async (t) => {
   const err = t.throws(() => loadNodeConfig({ NODE_KIND: 'x', NODE_RECONNECT_MIN_MS: 'y' })) as ConfigError;
   t.ok(err.problems.length >= 2, 'two problems reported');
