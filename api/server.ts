@@ -20,6 +20,7 @@ import { createMetricsRegistry } from '../common/metrics/metrics-registry.ts';
 import { serveMetrics } from '../common/metrics/metrics-server.ts';
 import { webhookDeliveryMetrics } from './metrics/webhook-metrics.ts';
 import { MemberAuthRetention } from './member-auth/member-auth-retention.ts';
+import { pruneQuotes } from './payments/payment-quotes.ts';
 
 await runMain('api', async () => {
   const config = loadApiConfig();
@@ -68,6 +69,11 @@ await runMain('api', async () => {
   const stopPruning = platform.deliveries.startPruning();
   // Member-auth records that can no longer matter (docs/platform/member-auth.md "Retention").
   const stopMemberAuthSweep = new MemberAuthRetention({ store, clock: platform.clock, batch: config.memberAuthSweepBatch, log }).start(config.memberAuthSweepIntervalS * 1000);
+  // Payment quotes a day past their expiry (api/payments/payment-quotes.ts), hourly with the sweep.
+  const quoteTimer = setInterval(() => {
+    pruneQuotes(store, platform.clock()).catch((err: unknown) => log.warn({ category: (err as { code?: string }).code ?? 'error' }, 'payment quote pruning failed'));
+  }, config.memberAuthSweepIntervalS * 1000);
+  quoteTimer.unref();
   return {
     log,
     async stop() {
@@ -75,6 +81,7 @@ await runMain('api', async () => {
       await txWorker.stop();
       stopPruning();
       stopMemberAuthSweep();
+      clearInterval(quoteTimer);
       await relay.stop();
       await platform.deliveries.stop();
       await platform.endpoints.http.close();

@@ -27,6 +27,21 @@ import { PAYMENT_QUOTES } from './collections.ts';
 
 /** How long a quote can be named by a payment. */
 export const QUOTE_TTL_MS = 60_000;
+/** How long a quote is kept after it expires (for support and a payment naming it late), then deleted. */
+export const QUOTE_RETENTION_MS = 86_400_000;
+
+/** A quote's index entries: its workspace's, and the time it may be deleted (`retire`, for pruneQuotes). */
+const quoteIndex = (q: Pick<PaymentQuoteRecord, 'workspace' | 'id' | 'expires_at'>) => [`${q.workspace}\x00${q.id}`, `retire\x00${q.expires_at}\x00${q.id}`];
+
+/**
+ * Deletes at most `batch` quotes whose expiry is more than QUOTE_RETENTION_MS past, oldest first: a quote
+ * decides nothing after it expires, so keeping it a day is enough. Returns how many went.
+ */
+export async function pruneQuotes(store: RecordRepository, now: number, batch = 500): Promise<number> {
+  const due = (await PAYMENT_QUOTES.in(store).byIndex('retire\x00', batch)).filter((q) => Date.parse(q.expires_at) + QUOTE_RETENTION_MS < now);
+  if (due.length) await store.batch(due.map((q) => PAYMENT_QUOTES.delOp(q.id, quoteIndex(q))));
+  return due.length;
+}
 
 export type QuoteDestination = { account_holder_id: string; wallet_id: string | null; address: string | null } | { address: string };
 
@@ -170,7 +185,7 @@ export class PaymentQuotes {
       platform_fee: { basis_points: this.o.platformFee.basis_points, fixed: this.o.platformFee.fixed.toString() },
       compliance: { status: complianceStatus(checks), checks }, expires_at: new Date(now + QUOTE_TTL_MS).toISOString(), created_at: new Date(now).toISOString(),
     };
-    await PAYMENT_QUOTES.in(this.o.store).put(q.id, q, [`${q.workspace}\x00${q.id}`]);
+    await PAYMENT_QUOTES.in(this.o.store).put(q.id, q, quoteIndex(q));
     return q;
   }
 

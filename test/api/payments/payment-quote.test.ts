@@ -7,6 +7,7 @@ import t from 'tap';
 import { paymentApp } from './payment-app.ts';
 import { PAYMENT_QUOTES } from '../../../api/payments/collections.ts';
 import { MAX_UINT256 } from '../../../api/fees/base-units.ts';
+import { pruneQuotes, QUOTE_RETENTION_MS, QUOTE_TTL_MS } from '../../../api/payments/payment-quotes.ts';
 
 const TOKEN = 'evm-local:0x5fbdb2315678afecb367f032d93f642f64180aa3';
 const TO = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
@@ -198,4 +199,23 @@ t.test('permissions: payment.read quotes; 403 before the body is read', async (t
   t.equal(denied.json().code, 'role_denied');
   t.equal((await s.call('POST', '/v1/payments/quote', body, await s.acme.key('member_auth'))).statusCode, 403);
   t.equal((await s.call('POST', '/v1/payments/quote', body, s.globex.owner)).statusCode, 404, 'Globex cannot quote Acme\'s wallet');
+});
+
+t.test('expired quotes are deleted a day after they expire, oldest first, and fresh ones kept', async (t) => {
+  const s = await paymentApp(t);
+  const src = await s.vaultWallet(s.acme.org);
+  const quote = async () => {
+    const r = await s.call('POST', '/v1/payments/quote', { kind: 'transfer', source_wallet_id: src.wallet.id, destination: { address: '0x00000000000000000000000000000000000000b0' }, amount: '1000', asset: 'evm-local:native' });
+    t.equal(r.statusCode, 201, r.body);
+    return r.json().id as string;
+  };
+  const old = [await quote(), await quote()];
+  t.equal(await pruneQuotes(s.store, s.clock.now), 0, 'nothing is due while they are fresh');
+  s.clock.now += QUOTE_TTL_MS + QUOTE_RETENTION_MS + 1;
+  const fresh = await quote();
+  t.equal(await pruneQuotes(s.store, s.clock.now, 1), 1, 'at most the batch per run');
+  t.equal(await pruneQuotes(s.store, s.clock.now), 1, 'then the rest that is due');
+  for (const id of old) t.equal(await PAYMENT_QUOTES.in(s.store).get(id), undefined, `${id} deleted`);
+  t.ok(await PAYMENT_QUOTES.in(s.store).get(fresh), 'the fresh quote is kept');
+  t.equal(await pruneQuotes(s.store, s.clock.now), 0);
 });
