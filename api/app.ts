@@ -9,7 +9,7 @@ import { fundingRoutes } from './routes/v1/funding.ts';
 import { createFunding, type Funding } from './funding/funding-setup.ts';
 import type { CoordinatorClient } from './coordinator/coordinator-client.ts';
 import { CoordinatorShards } from './coordinator/coordinator-shards.ts';
-import { nodeCoordinatorAddresses } from './config.ts';
+import { chainBackends, nodeCoordinatorAddresses } from './config.ts';
 import type { VaultService } from './vaults/vault-service.ts';
 import { requestAuth } from './auth/request-auth.ts';
 import { apiKeyRoutes } from './routes/v1/api-keys.ts';
@@ -27,6 +27,8 @@ import { contactRoutes } from './routes/v1/contacts.ts';
 import { feeRoutes } from './routes/v1/fees.ts';
 import { paymentRoutes } from './routes/v1/payments.ts';
 import { PaymentFlows } from './payments/payment-flows.ts';
+import { tenantRoutes } from './routes/v1/tenant.ts';
+import { STABLECOIN_DECIMALS } from './funding/stablecoin-issuer.ts';
 import { platformFeeOf } from './fees/platform-fee.ts';
 import type { Platform } from './platform.ts';
 import { bearerAuth } from './auth/bearer-auth.ts';
@@ -143,6 +145,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'funding', description: 'Platform API: funding (fiat in through a payment rail, stablecoin minted to a holder\'s wallet) and off-ramp requests (stablecoin sent to the burn address, fiat paid out)' },
         { name: 'fees', description: 'Platform API: the tenant\'s fee schedules (immutable; the newest is in force) and the platform fee' },
         { name: 'payments', description: 'Platform API: payment quotes: fees, total debit and compliance checks' },
+        { name: 'tenant', description: 'Platform API: the key\'s tenant, its workspaces and the chains its workspace can use' },
         { name: 'health', description: 'Liveness and readiness; no authentication' },
       ],
       components: {
@@ -228,6 +231,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         p.addHook('onClose', async () => funding.stop());
       }
       await p.register(fundingRoutes, { platform, funding: funding.service });
+      await p.register(tenantRoutes, { platform, chainsWithBackend: Object.keys(chainBackends(opts.config)), stablecoin: (c) => funding.service.stablecoinOf(c), stablecoinDecimals: STABLECOIN_DECIMALS });
       await p.register(accountHolderBankingRoutes, { platform, vaults, chains: opts.chains, stablecoin: (c) => funding.service.stablecoinOf(c) });
       await p.register(accountHolderExportRoutes, { platform, vaults, publicOrigin: opts.config.publicUrl });
       await p.register(memberAuthHostedRoutes, { platform, publicOrigin: opts.config.publicUrl, pageRatePerMinute: opts.config.hostedPageRatePerMinute, mailer: opts.config.smtpUrl ? new SmtpMailer({ url: opts.config.smtpUrl, from: opts.config.smtpFrom }) : undefined });
