@@ -11,13 +11,13 @@ import type { Platform } from '../platform.ts';
 import type { Mailer } from '../email/mailer.ts';
 import { maskEmail } from '../email/mailer.ts';
 import { resolveTheme } from '../branding/branding-service.ts';
-import type { AccountCenter, AccountCenterCode, AccountCenterOutcome } from '../member-auth/account-center.ts';
+import type { AccountCenter, AccountCenterCode } from '../member-auth/account-center.ts';
 import type { AccountCenterHandoffRecord } from '../member-auth/account-center-records.ts';
 import { recoveryCodesRemaining, totpProvisioning } from '../member-auth/hosted-factors.ts';
 import type { PageRateLimit } from './page-rate-limit.ts';
 import { noticeText } from './hosted-page.ts';
-import { pageSender } from './page-sender.ts';
-import { formOf, namedCookieOf, useFormParser } from './hosted-page-routes.ts';
+import { formPoster, pageSender } from './page-sender.ts';
+import { namedCookieOf, useFormParser } from './hosted-page-routes.ts';
 
 export interface AccountCenterPageOptions {
   platform: Platform;
@@ -93,23 +93,10 @@ export const accountCenterPageRoutes: FastifyPluginAsync<AccountCenterPageOption
     }
   });
 
-  const post = (path: string, summary: string, run: (id: string, cookie: string | undefined, form: Record<string, string>) => Promise<AccountCenterOutcome>) => {
-    app.post<{ Params: { id: string } }>(`/account-center/:id/${path}`, { config: { public: true }, schema: SCHEMA(summary) }, async (req, reply) => {
-      const { id } = req.params;
-      const limited = await tooManyAttempts(req, reply, rateLimit);
-      if (limited) return limited;
-      try {
-        const cookie = cookieOf(req, id);
-        const out = await run(id, cookie, formOf(req));
-        if (out.kind === 'callback') return await reply.code(303).headers({ location: out.location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }).send();
-        if (out.kind === 'codes') return await send(reply, await center.find(id), 200, { step: 'codes', codes: out.codes, backHref: `/v1/account-center/${id}` });
-        if (out.send) dispatch(req, out.send);
-        return await reply.code(303).headers({ location: `/v1/account-center/${id}${out.notice ? `?n=${out.notice}` : ''}`, 'cache-control': 'no-store' }).send();
-      } catch (err) {
-        return refusal(reply, id, err);
-      }
-    });
-  };
+  const post = formPoster<AccountCenterCode>({
+    app, page: 'account-center', schema: SCHEMA, rateLimit, tooManyAttempts, cookieOf, refusal, dispatch,
+    codes: async (reply, id, _cookie, codes) => send(reply, await center.find(id), 200, { step: 'codes', codes, backHref: `/v1/account-center/${id}` }),
+  });
   post('email', 'Account Center page: submit the member\'s email address', (id, c, f) => center.submitEmail(id, c, f.csrf, f.email));
   post('code', 'Account Center page: submit the emailed six-digit code', (id, c, f) => center.submitCode(id, c, f.csrf, f.code));
   post('resend', 'Account Center page: send a new email code', (id, c, f) => center.resend(id, c, f.csrf));

@@ -10,12 +10,12 @@ import { httpStatusOfCode } from '../../core/errors/http-status.ts';
 import type { Platform } from '../platform.ts';
 import type { Mailer } from '../email/mailer.ts';
 import { maskEmail } from '../email/mailer.ts';
-import type { HostedAuthorizations, StepOutcome, CodeToSend, RecoveryNotice } from '../member-auth/hosted-authorizations.ts';
+import type { HostedAuthorizations, CodeToSend, RecoveryNotice } from '../member-auth/hosted-authorizations.ts';
 import { totpProvisioning } from '../member-auth/hosted-factors.ts';
 import type { HostedAuthorizationRecord } from '../member-auth/hosted-records.ts';
 import type { PageRateLimit } from './page-rate-limit.ts';
 import { esc, noticeText } from './hosted-page.ts';
-import { pageSender } from './page-sender.ts';
+import { formPoster, pageSender } from './page-sender.ts';
 
 export interface HostedPageOptions {
   platform: Platform;
@@ -48,16 +48,6 @@ export function namedCookieOf(req: FastifyRequest, name: string): string | undef
   return undefined;
 }
 const cookieOf = (req: FastifyRequest, id: string) => namedCookieOf(req, cookieName(id));
-
-/**
- * The form's text fields (the parser below gives each name at most once); a body of another type (JSON)
- * keeps only its string fields, so a step sees text or nothing and refuses the rest as it would a blank.
- */
-export function formOf(req: FastifyRequest): Record<string, string> {
-  const b = req.body;
-  if (!b || typeof b !== 'object' || Array.isArray(b)) return {};
-  return Object.fromEntries(Object.entries(b as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string' && e[1].length <= 1024));
-}
 
 /** The pages' form parser: each field at most once (a repeated name makes the form empty), FORM_LIMIT bytes. */
 export function useFormParser(app: FastifyInstance): void {
@@ -144,30 +134,11 @@ export const hostedPageRoutes: FastifyPluginAsync<HostedPageOptions> = async (ap
     }
   });
 
-  const post = (path: string, summary: string, run: (id: string, cookie: string | undefined, form: Record<string, string>) => Promise<StepOutcome>) => {
-    app.post<{ Params: { id: string } }>(`/hosted-auth/:id/${path}`, { config: { public: true }, schema: SCHEMA(summary) }, async (req, reply) => {
-      const { id } = req.params;
-      const limited = await tooManyAttempts(req, reply, rateLimit);
-      if (limited) return limited;
-      try {
-        const cookie = cookieOf(req, id);
-        const out = await run(id, cookie, formOf(req));
-        if (out.kind === 'callback') {
-          if (out.notify) notify(req, out.notify);
-          return await reply.code(303).headers({ location: out.location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }).send();
-        }
-        if (out.kind === 'codes') {
-          // Shown in this answer only (no-store); the acknowledgement form carries the same CSRF token.
-          const a = await authorizations.find(id);
-          return await send(reply, a, 200, { step: 'codes', codes: out.codes, ackAction: `/v1/hosted-auth/${id}/recovery-ack`, csrf: authorizations.csrfOf(id, cookie!) });
-        }
-        if (out.send) dispatch(req, out.send);
-        return await reply.code(303).headers({ location: `/v1/hosted-auth/${id}${out.notice ? `?n=${out.notice}` : ''}`, 'cache-control': 'no-store' }).send();
-      } catch (err) {
-        return refusal(reply, id, err);
-      }
-    });
-  };
+  const post = formPoster<CodeToSend, RecoveryNotice>({
+    app, page: 'hosted-auth', schema: SCHEMA, rateLimit, tooManyAttempts, cookieOf, refusal, dispatch, notify,
+    // Shown in this answer only (no-store); the acknowledgement form carries the same CSRF token.
+    codes: async (reply, id, cookie, codes) => send(reply, await authorizations.find(id), 200, { step: 'codes', codes, ackAction: `/v1/hosted-auth/${id}/recovery-ack`, csrf: authorizations.csrfOf(id, cookie!) }),
+  });
   post('email', 'Hosted Auth page: submit the email address', (id, c, f) => authorizations.submitEmail(id, c, f.csrf, f.email));
   post('code', 'Hosted Auth page: submit the emailed six-digit code', (id, c, f) => authorizations.submitCode(id, c, f.csrf, f.code));
   post('resend', 'Hosted Auth page: send a new email code', (id, c, f) => authorizations.resend(id, c, f.csrf));
