@@ -38,7 +38,8 @@ import { webhookDeliveryRoutes } from './routes/v1/webhook-deliveries.ts';
 import { brandingRoutes, emailDomainRoutes, logoRoutes } from './routes/v1/branding.ts';
 import { memberAuthConfigRoutes } from './routes/v1/member-auth-config.ts';
 import { memberAuthRoutes } from './routes/v1/member-auth.ts';
-import { memberActionRoutes } from './routes/v1/member-actions.ts';
+import { createMemberActions, memberActionRoutes } from './routes/v1/member-actions.ts';
+import type { MemberActions } from './member-auth/member-actions.ts';
 import { memberAuthHostedRoutes } from './routes/v1/member-auth-hosted.ts';
 import { SmtpMailer } from './email/mailer.ts';
 import { readExchangeKeyFile } from './member-auth/exchange-cipher.ts';
@@ -75,6 +76,8 @@ export interface AppOptions {
   funding?: Funding | undefined;
   /** Where the request and queue metrics go; server.ts serves it off the public port (API_METRICS_LISTEN). */
   metrics?: Registry | undefined;
+  /** Called with the member actions once built (docs/platform/member-actions.md), for a caller that reads their batches. */
+  onMemberActions?: ((actions: MemberActions) => void) | undefined;
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
@@ -239,10 +242,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         const wallets = new WalletService({ vaults, transactions: opts.transactions, chains: opts.chains, links: new CustomerLinks(vaults.store), audit: platform.audit });
         await p.register(walletRoutes, { wallets, store: vaults.store, cursors: platform.cursors, clock: platform.clock });
         // Member actions: a member's fresh proof for one exact transaction (docs/platform/member-actions.md).
-        await p.register(memberActionRoutes, {
+        const memberActions = await createMemberActions(p, {
           platform, transactions: opts.transactions, publicOrigin: opts.config.publicUrl,
           ...(opts.config.memberAuthExchangeKeyFile ? { exchangeKey: await readExchangeKeyFile(opts.config.memberAuthExchangeKeyFile) } : {}),
         });
+        opts.onMemberActions?.(memberActions);
+        await p.register(memberActionRoutes, { platform, actions: memberActions });
       }
     }, { prefix: '/v1' });
   }

@@ -169,6 +169,8 @@ function memberActionOf(m: WireMemberAction): MemberActionBinding {
   const p = m.passkey;
   return {
     actionId: m.actionId, salt: m.salt,
+    // An empty list on the wire is an action of one intent.
+    ...(m.batch.length > 0 ? { batch: m.batch } : {}),
     ...(p ? { passkey: { credentialId: p.credentialId, authenticatorData: p.authenticatorData, clientDataJson: p.clientDataJson, signature: p.signature } } : {}),
   };
 }

@@ -24,8 +24,22 @@ export const MEMBER_ACTION_LIMITS = {
 
 export const SIGNING_SESSION_ID = /^mas_[A-Za-z0-9_-]{43}$/;
 
-export type MemberActionKind = 'transaction.sign';
-export type MemberActionStatus = 'pending_proof' | 'completed' | 'used';
+export type MemberActionKind = 'transaction.sign' | 'transaction.sign_batch';
+export type MemberActionStatus = 'pending_proof' | 'completed' | 'used' | 'revoked';
+/** What a batch action approves, beside its intents: a payment's transfers, an escrow's calls. */
+export type PurposeType = 'payment' | 'escrow';
+export const PURPOSE_TYPES: readonly PurposeType[] = ['payment', 'escrow'];
+
+/**
+ * A batch action's intents (kind transaction.sign_batch): each intent's bytes (hex) and SHA-256, in the
+ * order the nonce commits to them, and the transaction POST /v1/transactions made from each (null until
+ * then). `intent` and `intent_sha256` of the record repeat the first.
+ */
+export interface BatchIntents {
+  intents: string[];
+  sha256: string[];
+  transaction_ids: (string | null)[];
+}
 
 export interface MemberActionRecord extends CallerBinding {
   v: 1;
@@ -47,6 +61,10 @@ export interface MemberActionRecord extends CallerBinding {
   /** Hex of the 32 random bytes the nonce commits to (core/auth/member-action.ts). */
   salt: string;
   status: MemberActionStatus;
+  batch?: BatchIntents;
+  /** The payment or escrow a batch action approves for (its authorizer checked the intents). */
+  purpose?: { type: PurposeType; id: string };
+  revoked_at?: string;
   created_at: string;
   expires_at: string;
   completed_at: string | null;
@@ -67,7 +85,9 @@ export interface SigningSessionRecord extends CallerBinding {
   vault_id: string;
   intent_sha256: string;
   salt: string;
-  status: 'active' | 'used';
+  /** A batch action's digests and transactions; the session is `used` once every intent was submitted. */
+  batch?: Omit<BatchIntents, 'intents'>;
+  status: 'active' | 'used' | 'revoked';
   /** The ID token, or JSON of a passkey proof (PasskeyProofSeal), sealed to this record; null once used. */
   sealed_proof: string | null;
   /** `passkey` when the proof is a member credential and a WebAuthn assertion; absent for an ID token. */
@@ -87,6 +107,9 @@ export interface BegunAction {
   kind: MemberActionKind;
   wallet_id: string;
   intent_sha256: string;
+  /** A batch action: every intent's SHA-256, in the order the nonce commits to them. */
+  intents_sha256?: string[];
+  purpose?: { type: PurposeType; id: string };
   expires_at: string;
   /** The nonce (also the WebAuthn challenge); for a BYO OIDC application, the authentication request's parameters. */
   proof: { nonce: string; max_age?: number; prompt?: 'login'; acr_values?: string; required_amr?: string[] };
@@ -107,9 +130,11 @@ export interface CompletedAction {
 
 /** GET /v1/member-actions/signing-sessions/{id}: status and the frozen operation, nothing that authorizes. */
 export interface SigningSessionView {
-  status: 'active' | 'used' | 'expired';
+  status: 'active' | 'used' | 'expired' | 'revoked';
   expires_at: string;
   action_id: string;
-  operation: { kind: MemberActionKind; wallet_id: string; intent_sha256: string };
+  operation: { kind: MemberActionKind; wallet_id: string; intent_sha256: string; intents_sha256?: string[] };
+  /** The transaction made from the session (a batch: from its first intent); `transaction_ids` per intent of a batch. */
   transaction_id: string | null;
+  transaction_ids?: (string | null)[];
 }

@@ -15,7 +15,7 @@ import { decodeJwt } from 'jose';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { EndUserTokenError, intentSha256, verifyEndUserToken } from '../../core/auth/end-user-token.ts';
-import { MEMBER_ACTION_ID, MEMBER_PROOF_MAX_AGE_S, memberActionNonce, sameText } from '../../core/auth/member-action.ts';
+import { MEMBER_ACTION_ID, MEMBER_PROOF_MAX_AGE_S, memberActionBatchNonce, memberActionNonce, sameText } from '../../core/auth/member-action.ts';
 import type { RecordRepository, Op } from '../store/record-repository.ts';
 import type { Actor, AuditLog } from '../tenancy/audit-log.ts';
 import type { CustomerLinks } from '../customers/customer-links.ts';
@@ -27,10 +27,10 @@ import { MAX_PROOF_AGE } from './member-auth-config.ts';
 import { sameCaller, bindingOf, type MemberCaller, type MemberSessions } from './member-sessions.ts';
 import { LIFETIMES, SESSION_COLLECTIONS as S, newSecret, proofKey, retireIndex, sameDigest, sha256hex, type AcceptedProofRecord } from './member-session-records.ts';
 import {
-  ACTION_COLLECTIONS as A, MEMBER_ACTION_LIMITS, SIGNING_SESSION_ID, pendingIndex,
-  type BegunAction, type CompletedAction, type MemberActionRecord, type PasskeyProofSeal, type SigningSessionRecord, type SigningSessionView,
+  ACTION_COLLECTIONS as A, MEMBER_ACTION_LIMITS, PURPOSE_TYPES, SIGNING_SESSION_ID, pendingIndex,
+  type BegunAction, type CompletedAction, type MemberActionRecord, type MemberActionStatus, type PasskeyProofSeal, type PurposeType, type SigningSessionRecord, type SigningSessionView,
 } from './member-action-records.ts';
-import type { PasskeyAssertion } from '../../core/session/member-action-binding.ts';
+import { MEMBER_ACTION_BATCH_MAX, type MemberActionBinding, type PasskeyAssertion } from '../../core/session/member-action-binding.ts';
 import { MEMBER_ID } from './hosted-records.ts';
 import { hostedMemberActive } from './hosted-members.ts';
 
@@ -47,9 +47,60 @@ export interface MemberActionsOptions {
   publicOrigin?: string | undefined;
 }
 
-export interface BeginInput { kind: 'transaction.sign'; wallet_id: string; intent: string }
+export type BeginInput =
+  | { kind: 'transaction.sign'; wallet_id: string; intent: string }
+  | { kind: 'transaction.sign_batch'; wallet_id: string; intents: string[]; purpose?: { type: PurposeType; id: string } | undefined };
+
+/** What a purpose's authorizer is asked to check (a batch action with `purpose`). */
+export interface PurposeCheck {
+  tenant: string;
+  workspace: string;
+  org: string;
+  purposeId: string;
+  walletId: string;
+  vaultId: string;
+  /** The exact intent bytes, in the order the nonce commits to them; `intentSha256` the same order, hex. */
+  intents: Uint8Array[];
+  intentSha256: string[];
+  actionId: string;
+  /** The member of the session (a hosted member id, or the BYO member id) and its provider subject. */
+  memberId: string;
+  subject: string;
+  now: number;
+}
+
+/**
+ * The owner of a purpose (payments, escrows): `authorize` throws a CustodyError when the intents are not
+ * exactly what the purpose needs from this wallet, or this member may not approve it; else it returns the
+ * ops that record the action on the purpose, committed in the batch that stores the action. It runs
+ * under `store.exclusive(purposeLock(type, id))`: every write of the purpose's state must hold that
+ * lock too, so a cancel and a begin cannot interleave.
+ */
+export interface PurposeAuthorizer {
+  authorize(c: PurposeCheck): Promise<Op[]>;
+}
+
+/** The lock a purpose's state changes hold (PurposeAuthorizer). */
+export const purposeLock = (type: PurposeType, id: string) => `member-action-purpose:${type}:${id}`;
+
+/** A batch action's intents and what became of them (MemberActions.batchTransactions). */
+export interface BatchTransactions {
+  status: MemberActionStatus;
+  /** When the action (pending) or its signing session (completed) stops being usable. */
+  expires_at: string;
+  intents: { intent_sha256: string; transaction_id: string | null }[];
+}
 
 const notFound = () => new CustodyError('not_found', 'no such member action');
+
+/** The SHA-256 of every intent an action approves, in order: one for transaction.sign. */
+const digestsOf = (a: { batch?: { sha256: string[] } | undefined; intent_sha256: string }) => a.batch?.sha256 ?? [a.intent_sha256];
+/** The nonce the proof of an action must carry (core/auth/member-action.ts). */
+const nonceOf = (a: MemberActionRecord) => (a.batch ? memberActionBatchNonce(a.id, hexToBytes(a.salt), a.batch.sha256) : memberActionNonce(a.id, hexToBytes(a.salt), a.intent_sha256));
+/** The binding the nodes get beside the proof (without a passkey assertion). */
+const bindingOfAction = (a: Pick<MemberActionRecord, 'batch' | 'salt'> & { id: string }): MemberActionBinding => ({
+  actionId: a.id, salt: hexToBytes(a.salt), ...(a.batch ? { batch: a.batch.sha256.map((d) => hexToBytes(d)) } : {}),
+});
 const sealLabel = (hash: string) => `member-signing-v1\x00${hash}`;
 
 /** Canonical base64 of the intent bytes, or invalid_request. */
@@ -70,7 +121,57 @@ function passkeyOf(a: PasskeyProofSeal['assertion']): PasskeyAssertion {
 }
 
 export class MemberActions {
+  private readonly purposes = new Map<PurposeType, PurposeAuthorizer>();
+
   constructor(private readonly o: MemberActionsOptions) {}
+
+  /** Serves batch actions with `purpose.type` `type` (payments, escrows): one authorizer per type. */
+  registerPurpose(type: PurposeType, authorizer: PurposeAuthorizer): void {
+    if (!PURPOSE_TYPES.includes(type)) throw new Error(`unknown member-action purpose ${type}`);
+    if (this.purposes.has(type)) throw new Error(`member-action purpose ${type} is already served`);
+    this.purposes.set(type, authorizer);
+  }
+
+  /**
+   * A batch action's intents and the transaction made from each (a one-intent action answers its one);
+   * undefined for an unknown action. `expires_at` is the action's while it waits for a proof, its signing
+   * session's once completed.
+   */
+  async batchTransactions(actionId: string): Promise<BatchTransactions | undefined> {
+    if (!MEMBER_ACTION_ID.test(actionId)) return undefined;
+    const a = await A.actions.in(this.o.store).get(actionId);
+    if (!a) return undefined;
+    const signing = a.signing_session ? await A.signing.in(this.o.store).get(a.signing_session) : undefined;
+    const ids = a.batch?.transaction_ids ?? [a.transaction_id];
+    return {
+      status: a.status, expires_at: signing?.expires_at ?? a.expires_at,
+      intents: digestsOf(a).map((d, i) => ({ intent_sha256: d, transaction_id: ids[i] ?? null })),
+    };
+  }
+
+  /**
+   * Revokes an action nothing was signed from yet, with `extra`'s ops in the same batch: under the
+   * organization's transaction lock, the one POST /v1/transactions uses a signing session under, so of a
+   * revoke and a submission exactly one wins. With an intent already submitted nothing changes and
+   * `usedAny` is true. An unknown action commits `extra` alone.
+   */
+  async revoke(org: string, actionId: string, extra: () => Promise<Op[]>): Promise<{ usedAny: boolean }> {
+    const { store } = this.o;
+    return this.o.transactions.exclusive(org, async () => {
+      const a = MEMBER_ACTION_ID.test(actionId) ? await A.actions.in(store).get(actionId) : undefined;
+      if (a && a.org !== org) throw new CustodyError('bug', 'a member action was revoked for another organization');
+      if (a && (a.transaction_id !== null || a.batch?.transaction_ids.some((t) => t !== null))) return { usedAny: true };
+      const ops: Op[] = [];
+      const at = this.iso();
+      if (a && a.status !== 'revoked') {
+        ops.push(A.actions.putOp(a.id, { ...a, status: 'revoked', revoked_at: at }, a.status === 'pending_proof' ? { unindex: pendingIndex(a) } : {}));
+        const signing = a.signing_session ? await A.signing.in(store).get(a.signing_session) : undefined;
+        if (signing) ops.push(A.signing.putOp(a.signing_session!, { ...signing, status: 'revoked', sealed_proof: null }));
+      }
+      await store.batch([...ops, ...(await extra())]);
+      return { usedAny: false };
+    });
+  }
 
   private iso(ms = this.o.clock()): string {
     return new Date(ms).toISOString();
@@ -82,11 +183,23 @@ export class MemberActions {
     const { session, family } = await this.o.sessions.validate(caller, sessionId);
     // A BYO member is its provider subject; a Hosted Auth member is its hosted subject id (hsub_…).
     const subject = caller.application.kind === 'hosted' ? session.member_id : (await S.bindings.in(store).get(session.binding))!.subject;
-    const bytes = intentBytesOf(input.intent);
+    const encoded = input.kind === 'transaction.sign' ? [input.intent] : input.intents;
+    if (input.kind === 'transaction.sign_batch' && (encoded.length < 1 || encoded.length > MEMBER_ACTION_BATCH_MAX)) {
+      throw new CustodyError('invalid_request', `intents: 1 to ${MEMBER_ACTION_BATCH_MAX} intents`);
+    }
+    const list = encoded.map((b64) => intentBytesOf(b64));
+    const digests = list.map((b) => intentSha256(b));
+    if (new Set(digests).size !== digests.length) throw new CustodyError('invalid_request', 'intents: the same intent appears twice');
+    const purpose = input.kind === 'transaction.sign_batch' ? input.purpose : undefined;
+    const authorizer = purpose ? this.purposes.get(purpose.type) : undefined;
+    if (purpose && !authorizer) throw new CustodyError('invalid_request', `purpose.type: ${purpose.type} is not served here`);
     // The wallet of the organization linked to this workspace, and nothing else: another one is unknown.
     const org = await this.o.links.orgOfWorkspace(caller);
     if (!org) throw new CustodyError('not_found', 'no such wallet');
-    const { wallet, vault } = await this.o.transactions.checkIntentFor(org, input.wallet_id, bytes);
+    // Every intent is checked as POST /v1/transactions checks it, for the one wallet.
+    let checked: Awaited<ReturnType<TransactionService['checkIntentFor']>> | undefined;
+    for (const bytes of list) checked = await this.o.transactions.checkIntentFor(org, input.wallet_id, bytes);
+    const { wallet, vault } = checked!;
     if (vault.tier !== 'hosted' || !vault.end_user_auth) {
       throw new CustodyError('member_action_unsupported', 'the wallet\'s vault is not a hosted vault with end-user authentication: its transactions need no member action');
     }
@@ -96,12 +209,14 @@ export class MemberActions {
     const byo = caller.application.byo_oidc;
     const now = clock();
     const action: MemberActionRecord = {
-      v: 1, id: newSecret('mac_'), kind: 'transaction.sign', ...bindingOf(caller), family: family.id, member_id: session.member_id, binding: session.binding,
+      v: 1, id: newSecret('mac_'), kind: input.kind, ...bindingOf(caller), family: family.id, member_id: session.member_id, binding: session.binding,
       subject, application_version: session.application_version, org, wallet_id: wallet.id, vault_id: vault.id,
-      intent: bytesToHex(bytes), intent_sha256: intentSha256(bytes), salt: bytesToHex(randomBytes(32)), status: 'pending_proof',
+      intent: bytesToHex(list[0]!), intent_sha256: digests[0]!, salt: bytesToHex(randomBytes(32)), status: 'pending_proof',
+      ...(input.kind === 'transaction.sign_batch' ? { batch: { intents: list.map((b) => bytesToHex(b)), sha256: digests, transaction_ids: digests.map(() => null) } } : {}),
+      ...(purpose ? { purpose: { type: purpose.type, id: purpose.id } } : {}),
       created_at: this.iso(now), expires_at: this.iso(now + MEMBER_ACTION_LIMITS.actionLifetime * 1000), completed_at: null, signing_session: null, used_at: null, transaction_id: null,
     };
-    await store.exclusive(`member-actions:${caller.application.id}:${session.member_id}`, async () => {
+    const commit = async (purposeOps: () => Promise<Op[]>) => store.exclusive(`member-actions:${caller.application.id}:${session.member_id}`, async () => {
       const indexed = await A.actions.in(store).byIndex(`${caller.application.id}\x00${session.member_id}\x00`, 100);
       const pending = indexed.filter((a) => a.status === 'pending_proof' && Date.parse(a.expires_at) > now);
       if (pending.length >= MEMBER_ACTION_LIMITS.pendingPerMember) {
@@ -109,16 +224,31 @@ export class MemberActions {
       }
       // Expired actions leave the pending index here, so it stays as short as the bound.
       const lapsed = indexed.filter((a) => !pending.includes(a));
+      const extra = await purposeOps();
       await store.batch([
         ...lapsed.map((a) => A.actions.putOp(a.id, a, { unindex: pendingIndex(a) })),
         A.actions.putOp(action.id, action, { index: pendingIndex(action) }),
-        this.o.audit.op(caller, actor, 'member_action.begin', action.id, null, { kind: action.kind, member_id: action.member_id, wallet_id: action.wallet_id, intent_sha256: action.intent_sha256 }),
+        ...extra,
+        this.o.audit.op(caller, actor, 'member_action.begin', action.id, null, {
+          kind: action.kind, member_id: action.member_id, wallet_id: action.wallet_id, intent_sha256: action.intent_sha256,
+          ...(action.batch ? { intents_sha256: action.batch.sha256 } : {}), ...(purpose ? { purpose_type: purpose.type, purpose_id: purpose.id } : {}),
+        }),
       ]);
     });
+    if (purpose && authorizer) {
+      // The purpose's lock around the authorizer's check and the commit: a cancel of the purpose waits.
+      await store.exclusive(purposeLock(purpose.type, purpose.id), () => commit(() => authorizer.authorize({
+        tenant: caller.tenant, workspace: caller.workspace, org, purposeId: purpose.id, walletId: wallet.id, vaultId: vault.id, intents: list, intentSha256: digests,
+        actionId: action.id, memberId: session.member_id, subject, now,
+      })));
+    } else {
+      await commit(async () => []);
+    }
     return {
-      id: action.id, status: 'pending_proof', kind: action.kind, wallet_id: action.wallet_id, intent_sha256: action.intent_sha256, expires_at: action.expires_at,
+      id: action.id, status: 'pending_proof', kind: action.kind, wallet_id: action.wallet_id, intent_sha256: action.intent_sha256,
+      ...(action.batch ? { intents_sha256: action.batch.sha256 } : {}), ...(action.purpose ? { purpose: action.purpose } : {}), expires_at: action.expires_at,
       proof: {
-        nonce: memberActionNonce(action.id, hexToBytes(action.salt), action.intent_sha256),
+        nonce: nonceOf(action),
         // The nodes accept a proof at most MEMBER_PROOF_MAX_AGE_S old, whatever the application allows.
         ...(byo ? { max_age: Math.min(byo.max_proof_age_sec ?? MAX_PROOF_AGE.default, MEMBER_PROOF_MAX_AGE_S), prompt: 'login' as const } : {}),
         ...(byo?.required_acr.length ? { acr_values: byo.required_acr.join(' ') } : {}),
@@ -156,7 +286,7 @@ export class MemberActions {
       if (nowS - at > maxAge + LIFETIMES.clockTolerance) throw new CustodyError('member_proof_stale', `the proof's ${what} is more than ${maxAge} s old: the member must authenticate again`);
     }
     if (proof.subject !== action.subject) throw new CustodyError('member_subject_mismatch', 'the proof names another subject than the member of this action');
-    if (!sameText(proof.nonce, memberActionNonce(action.id, hexToBytes(action.salt), action.intent_sha256))) {
+    if (!sameText(proof.nonce, nonceOf(action))) {
       throw new CustodyError('member_action_mismatch', 'the proof\'s nonce is not this action\'s: send the nonce POST /v1/member-actions returned');
     }
     await this.nodeCheck(action, token, nowS);
@@ -211,6 +341,7 @@ export class MemberActions {
       const signing: SigningSessionRecord = {
         v: 1, ...bindingOf(caller), action_id: action.id, family: action.family, member_id: action.member_id, binding: action.binding, org: action.org,
         wallet_id: action.wallet_id, vault_id: action.vault_id, intent_sha256: action.intent_sha256, salt: action.salt, status: 'active',
+        ...(action.batch ? { batch: { sha256: action.batch.sha256, transaction_ids: action.batch.transaction_ids } } : {}),
         sealed_proof: this.o.cipher.seal(proof, sealLabel(hash)), ...(kind ? { proof_kind: kind } : {}), created_at: this.iso(now), expires_at: this.iso(expires), used_at: null, transaction_id: null,
       };
       await store.batch([
@@ -234,9 +365,12 @@ export class MemberActions {
   private async nodeCheck(action: MemberActionRecord, token: string, nowS: number, passkey?: PasskeyAssertion): Promise<void> {
     const config = await END_USER_AUTH.in(this.o.store).get(action.org);
     if (!config) throw new CustodyError('member_proof_not_signable', 'the organization has no end-user-auth registration (PUT /v1/config/end-user-auth): the nodes would refuse every member action');
-    const vault = await this.o.transactions.checkIntentFor(action.org, action.wallet_id, hexToBytes(action.intent)).then((r) => r.vault);
     try {
-      await verifyEndUserToken(config, token, hexToBytes(action.intent), vault.end_user_subject, Math.floor(nowS), { actionId: action.id, salt: hexToBytes(action.salt), ...(passkey ? { passkey } : {}) });
+      // Each intent of a batch, as each node will check it when asked to sign that intent.
+      for (const hex of action.batch?.intents ?? [action.intent]) {
+        const vault = await this.o.transactions.checkIntentFor(action.org, action.wallet_id, hexToBytes(hex)).then((r) => r.vault);
+        await verifyEndUserToken(config, token, hexToBytes(hex), vault.end_user_subject, Math.floor(nowS), { ...bindingOfAction(action), ...(passkey ? { passkey } : {}) });
+      }
     } catch (err) {
       if (!(err instanceof EndUserTokenError)) throw err;
       throw new CustodyError('member_proof_not_signable', `the signer nodes would refuse this proof (${err.reason}) under the organization's end-user-auth registration, which must hold the identity provider's JWKS and the OIDC client id as audience (docs/end-user-auth.md): ${err.message}`);
@@ -248,8 +382,12 @@ export class MemberActions {
     const { family } = await this.o.sessions.validate(caller, sessionId);
     const r = SIGNING_SESSION_ID.test(id) ? await A.signing.in(this.o.store).get(sha256hex(id)) : undefined;
     if (!r || !sameCaller(r, caller) || r.family !== family.id) throw new CustodyError('not_found', 'no such signing session');
-    const status = r.status === 'used' ? 'used' : Date.parse(r.expires_at) <= this.o.clock() ? 'expired' : 'active';
-    return { status, expires_at: r.expires_at, action_id: r.action_id, operation: { kind: 'transaction.sign', wallet_id: r.wallet_id, intent_sha256: r.intent_sha256 }, transaction_id: r.transaction_id };
+    const status = r.status !== 'active' ? r.status : Date.parse(r.expires_at) <= this.o.clock() ? 'expired' : 'active';
+    return {
+      status, expires_at: r.expires_at, action_id: r.action_id,
+      operation: { kind: r.batch ? 'transaction.sign_batch' : 'transaction.sign', wallet_id: r.wallet_id, intent_sha256: r.intent_sha256, ...(r.batch ? { intents_sha256: r.batch.sha256 } : {}) },
+      transaction_id: r.batch ? r.batch.transaction_ids[0]! : r.transaction_id, ...(r.batch ? { transaction_ids: r.batch.transaction_ids } : {}),
+    };
   }
 
   /** Whether the member of a signing session is still active: its BYO binding, or its hosted membership. */
@@ -267,26 +405,41 @@ export class MemberActions {
       const r = hash ? await A.signing.in(store).get(hash) : undefined;
       // Another organization's session is answered as an unknown one.
       if (!hash || !r || r.org !== org) throw new CustodyError('signing_session_invalid', 'unknown member signing session');
+      if (r.status === 'revoked') throw new CustodyError('signing_session_invalid', 'the member signing session was revoked (what it approved was canceled)');
       if (r.status === 'used' || r.sealed_proof === null) throw new CustodyError('signing_session_used', 'this member signing session was already used');
       // Its times were written by this clock, and are read by it.
       if (Date.parse(r.expires_at) <= this.o.clock()) throw new CustodyError('signing_session_invalid', 'the member signing session expired; the member must approve again');
-      if (r.wallet_id !== walletId || !sameDigest(r.intent_sha256, intentHash)) {
+      const slot = digestsOf(r).findIndex((d) => sameDigest(d, intentHash));
+      if (r.wallet_id !== walletId || slot < 0) {
         throw new CustodyError('signing_session_mismatch', 'the member signing session authorizes another wallet or other intent bytes');
       }
+      if (r.batch && r.batch.transaction_ids[slot] !== null) throw new CustodyError('signing_session_used', 'this intent of the member\'s batch was already submitted');
       if (!(await this.memberActive(r))) throw new CustodyError('member_binding_inactive', 'the member\'s binding to the application is not active');
       const opened = this.o.cipher.open(r.sealed_proof, sealLabel(hash));
       if (opened === undefined) throw new CustodyError('bug', 'a sealed member proof does not open under the exchange key');
       const passkey = r.proof_kind === 'passkey' ? (JSON.parse(opened) as PasskeyProofSeal) : undefined;
       return {
         token: passkey ? passkey.credential : opened, actionId: r.action_id, salt: hexToBytes(r.salt), ...(passkey ? { passkey: passkeyOf(passkey.assertion) } : {}),
+        ...(r.batch ? { batch: r.batch.sha256.map((d) => hexToBytes(d)) } : {}),
         consume: async (txId: string): Promise<Op[]> => {
           const now = await A.signing.in(store).get(hash);
           if (!now || now.status !== 'active') throw new CustodyError('signing_session_used', 'this member signing session was already used');
+          if (now.batch && now.batch.transaction_ids[slot] !== null) throw new CustodyError('signing_session_used', 'this intent of the member\'s batch was already submitted');
           const action = await A.actions.in(store).get(r.action_id);
           const at = this.iso();
+          // A batch session stays active, its proof sealed, until every intent of the batch was submitted.
+          const ids = now.batch ? now.batch.transaction_ids.map((t, i) => (i === slot ? txId : t)) : undefined;
+          const done = !ids || ids.every((t) => t !== null);
+          const first = ids ? ids[0]! : txId;
           return [
-            A.signing.putOp(hash, { ...now, status: 'used', sealed_proof: null, used_at: at, transaction_id: txId }),
-            ...(action ? [A.actions.putOp(action.id, { ...action, status: 'used', used_at: at, transaction_id: txId })] : []),
+            A.signing.putOp(hash, {
+              ...now, ...(ids ? { batch: { ...now.batch!, transaction_ids: ids } } : {}),
+              ...(done ? { status: 'used', sealed_proof: null, used_at: at } : {}), transaction_id: first,
+            }),
+            ...(action ? [A.actions.putOp(action.id, {
+              ...action, ...(ids && action.batch ? { batch: { ...action.batch, transaction_ids: ids } } : {}),
+              ...(done ? { status: 'used', used_at: at } : {}), transaction_id: first,
+            })] : []),
           ];
         },
       };

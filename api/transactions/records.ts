@@ -65,12 +65,14 @@ export interface MemberActionJob {
   action_id: string;
   salt: string;
   passkey?: { credential_id: string; authenticator_data: string; client_data_json: string; signature: string };
+  /** A batch action's intent digests, hex, in order. */
+  batch?: string[];
 }
 
 export function memberActionJob(b: MemberActionBinding): MemberActionJob {
   const p = b.passkey;
   return {
-    action_id: b.actionId, salt: bytesToHex(b.salt),
+    action_id: b.actionId, salt: bytesToHex(b.salt), ...(b.batch ? { batch: b.batch.map((d) => bytesToHex(d)) } : {}),
     ...(p ? { passkey: { credential_id: bytesToHex(p.credentialId), authenticator_data: bytesToHex(p.authenticatorData), client_data_json: bytesToHex(p.clientDataJson), signature: bytesToHex(p.signature) } } : {}),
   };
 }
@@ -78,7 +80,7 @@ export function memberActionJob(b: MemberActionBinding): MemberActionJob {
 export function memberActionOfJob(j: MemberActionJob): MemberActionBinding {
   const p = j.passkey;
   return {
-    actionId: j.action_id, salt: hexToBytes(j.salt),
+    actionId: j.action_id, salt: hexToBytes(j.salt), ...(j.batch ? { batch: j.batch.map((d) => hexToBytes(d)) } : {}),
     ...(p ? { passkey: { credentialId: hexToBytes(p.credential_id), authenticatorData: hexToBytes(p.authenticator_data), clientDataJson: hexToBytes(p.client_data_json), signature: hexToBytes(p.signature) } } : {}),
   };
 }

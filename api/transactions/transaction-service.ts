@@ -55,11 +55,13 @@ export interface MemberSigningClaim {
   salt: Uint8Array;
   /** A passkey proof's WebAuthn assertion (core/auth/member-credential.ts). */
   passkey?: PasskeyAssertion | undefined;
+  /** A batch action: the SHA-256 of every intent it approved, in order (the nonce commits to the list). */
+  batch?: Uint8Array[] | undefined;
   /** Under the organization's transaction lock: rechecks the session is unused and returns the ops that use it for `txId`. */
   consume(txId: string): Promise<Op[]>;
 }
 
-const bindingOfClaim = (m: MemberSigningClaim): MemberActionBinding => ({ actionId: m.actionId, salt: m.salt, ...(m.passkey ? { passkey: m.passkey } : {}) });
+const bindingOfClaim = (m: MemberSigningClaim): MemberActionBinding => ({ actionId: m.actionId, salt: m.salt, ...(m.passkey ? { passkey: m.passkey } : {}), ...(m.batch ? { batch: m.batch } : {}) });
 
 /** The platform API's member actions, as POST /v1/transactions uses them (api/member-auth/member-actions.ts). */
 export interface MemberSigning {

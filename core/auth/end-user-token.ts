@@ -7,7 +7,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { CustodyError } from '../errors/custody-error.ts';
 import { isValidEd25519PublicKey } from '../../common/ed25519.ts';
-import { MEMBER_PROOF_MAX_AGE_S, memberActionNonce, memberActionProblem, sameText, type MemberActionBinding } from './member-action.ts';
+import { MEMBER_PROOF_MAX_AGE_S, memberActionNonceFor, memberActionProblem, sameText, type MemberActionBinding } from './member-action.ts';
 import { PasskeyProofError, verifyPasskeyProof } from './member-credential.ts';
 
 export const END_USER_ALGORITHMS = ['ES256', 'EdDSA', 'RS256', 'PS256'];
@@ -105,6 +105,8 @@ export async function verifyEndUserToken(config: EndUserAuthConfig, token: strin
 async function verifyMemberProof(config: EndUserAuthConfig, token: string, intent: Uint8Array, subject: string | null, nowSeconds: number, binding: MemberActionBinding): Promise<void> {
   const problem = memberActionProblem(binding);
   if (problem) throw new EndUserTokenError('member_action_mismatch', problem);
+  const expected = memberActionNonceFor(binding, intentSha256(intent));
+  if (expected === undefined) throw new EndUserTokenError('member_action_mismatch', 'member-action proof: this intent is not one of the batch the member approved');
   let payload;
   try {
     ({ payload } = await jwtVerify(token, createLocalJWKSet(config.jwks as JSONWebKeySet), {
@@ -126,7 +128,7 @@ async function verifyMemberProof(config: EndUserAuthConfig, token: string, inten
   }
   if (subject !== null && payload.sub !== subject) throw new EndUserTokenError('wrong_end_user', 'member-action proof names another subject than the vault is bound to');
   const nonce = payload['nonce'];
-  if (typeof nonce !== 'string' || !sameText(nonce, memberActionNonce(binding.actionId, binding.salt, intentSha256(intent)))) {
+  if (typeof nonce !== 'string' || !sameText(nonce, expected)) {
     throw new EndUserTokenError('member_action_mismatch', 'member-action proof: its nonce does not commit to this action and intent');
   }
 }

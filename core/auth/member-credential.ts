@@ -13,7 +13,7 @@ import { encode } from 'cbor2';
 import { p256 } from '@noble/curves/nist.js';
 import { CustodyError } from '../errors/custody-error.ts';
 import { isValidEd25519PublicKey } from '../../common/ed25519.ts';
-import { memberActionNonce, sameText } from './member-action.ts';
+import { memberActionNonceFor, sameText } from './member-action.ts';
 import { PASSKEY_LIMITS, type MemberActionBinding, type PasskeyAssertion } from '../session/member-action-binding.ts';
 
 /** The credential JWT's `typ` header: an ID token or an end-user token cannot pass for one. */
@@ -168,7 +168,8 @@ export async function verifyPasskeyProof(config: { jwks: JSONWebKeySet; audience
     throw new PasskeyProofError('bad_end_user_token', 'the assertion\'s client data is not JSON');
   }
   if (client.crossOrigin === true || client.topOrigin !== undefined) throw new PasskeyProofError('bad_end_user_token', 'the assertion was made in a cross-origin frame');
-  const nonce = memberActionNonce(binding.actionId, binding.salt, intentSha256Hex);
+  const nonce = memberActionNonceFor(binding, intentSha256Hex);
+  if (nonce === undefined) throw new PasskeyProofError('member_action_mismatch', 'member-action proof: this intent is not one of the batch the member approved');
   const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64url');
   const id = b64(a.credentialId);
   let challengeMatched = false;

@@ -6,6 +6,8 @@
 export const MEMBER_ACTION_ID = /^mac_[A-Za-z0-9_-]{43}$/;
 /** Bytes of the salt the API draws for each action. */
 export const MEMBER_ACTION_SALT_BYTES = 32;
+/** Most intents one batch action may approve (a payment's principal and fee transfers, an escrow's calls). */
+export const MEMBER_ACTION_BATCH_MAX = 8;
 
 /** Bounds of a WebAuthn assertion's parts, bytes (authenticator data: 37 plus extensions). */
 export const PASSKEY_LIMITS = { credentialId: 1023, authenticatorData: 1024, clientDataJson: 2048, signature: 512 } as const;
@@ -27,4 +29,10 @@ export interface MemberActionBinding {
   actionId: string;
   salt: Uint8Array;
   passkey?: PasskeyAssertion;
+  /**
+   * A batch action: the SHA-256 of every intent the member approved at once, in order (1 to
+   * MEMBER_ACTION_BATCH_MAX, pairwise distinct). The nonce then commits to the whole list, and a node
+   * signs an intent only when its own digest is one of them. Absent for an action of one intent.
+   */
+  batch?: Uint8Array[];
 }

@@ -4,7 +4,7 @@
 import { MAX_SESSION_PARTIES, readKeyPackage, type KeyPackage } from './key-package.ts';
 import { readReshareMember, type ReshareMember } from './reshare-member.ts';
 import { SIGN_SCHEMES, type SignFields } from './sign-fields.ts';
-import { MEMBER_ACTION_ID, MEMBER_ACTION_SALT_BYTES, PASSKEY_LIMITS, type MemberActionBinding, type PasskeyAssertion } from './member-action-binding.ts';
+import { MEMBER_ACTION_BATCH_MAX, MEMBER_ACTION_ID, MEMBER_ACTION_SALT_BYTES, PASSKEY_LIMITS, type MemberActionBinding, type PasskeyAssertion } from './member-action-binding.ts';
 import { InputError } from '../errors/protocol-errors.ts';
 import { bytes, defined, int, list, MAX_UINT32, oneOf, optional, record, text, type Fields } from './shape.ts';
 
@@ -101,10 +101,16 @@ export function readSignParams(v: unknown, what = 'sign-params'): SignSessionPar
 
 /** A member-action binding: its action id and 32-byte salt, and a passkey proof's WebAuthn assertion. */
 function readMemberAction(v: unknown, what: string): MemberActionBinding {
-  const o = record(v, what, ['actionId', 'salt'], ['passkey']);
+  const o = record(v, what, ['actionId', 'salt'], ['passkey', 'batch']);
   const actionId = text(o.actionId, `${what}.actionId`, 47, 47);
   if (!MEMBER_ACTION_ID.test(actionId)) throw new InputError('bad_params', `${what}.actionId: not a member action id`);
-  return { actionId, salt: bytes(o.salt, `${what}.salt`, MEMBER_ACTION_SALT_BYTES), ...defined({ passkey: optional(o, 'passkey', (x) => readPasskey(x, `${what}.passkey`)) }) };
+  return {
+    actionId, salt: bytes(o.salt, `${what}.salt`, MEMBER_ACTION_SALT_BYTES),
+    ...defined({
+      passkey: optional(o, 'passkey', (x) => readPasskey(x, `${what}.passkey`)),
+      batch: optional(o, 'batch', (x) => list(x, `${what}.batch`, MEMBER_ACTION_BATCH_MAX, (d, w) => bytes(d, w, 32), 1)),
+    }),
+  };
 }
 
 function readPasskey(v: unknown, what: string): PasskeyAssertion {

@@ -30,7 +30,7 @@ import { derive } from '../../node/protocols/derive/bip32.ts';
 import { outputKey } from '../../node/protocols/frost/taproot.ts';
 import { pointHex } from '../../node/protocols/math/curve.ts';
 import { signedEntry, signer, type Signer } from '../core/trust/trust-fixtures.ts';
-import { memberActionNonce, MEMBER_PROOF_MAX_AGE_S, type MemberActionBinding } from '../../core/auth/member-action.ts';
+import { memberActionBatchNonce, memberActionNonce, MEMBER_PROOF_MAX_AGE_S, type MemberActionBinding } from '../../core/auth/member-action.ts';
 import { MEMBER_CREDENTIAL_TYP } from '../../core/auth/member-credential.ts';
 import { softwarePasskey } from '../support/software-passkey.ts';
 
@@ -200,6 +200,20 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
   for (const [what, token, b, code] of passkeyCases) await t.rejects(sign('vault-hosted', pkSpend, fullLog, await token, b), refused(code), `member action: ${what}`);
   const signedByPasskey = await sign('vault-hosted', pkSpend, fullLog, memberCredential, { ...pb, passkey: memberPasskey.assert(pbNonce) });
   t.ok(schnorr.verify(signedByPasskey.signatures[0]!, pkSpend.digest, pkSpend.q), 'with the member\'s passkey assertion for this action and intent the nodes sign, after every refusal');
+  // Batch actions (member-actions.md "Batch actions"): one proof whose nonce commits to an ordered list
+  // of intent digests, which the API forwards beside the binding. The malicious API swaps an entry for an
+  // intent of its own, or sends the proof for an intent outside the list; the nodes sign only the intents
+  // the member approved, each one as its own request.
+  const [ba, bb, bc] = [spend(hosted, first), spend(hosted, first), spend(hosted, first)];
+  const bBinding = { ...binding(), batch: [sha256(ba.intent), sha256(bb.intent)] };
+  const batchProof = await memberProof(ba.intent, bBinding, { nonce: memberActionBatchNonce(bBinding.actionId, bBinding.salt, bBinding.batch.map((d) => bytesToHex(d))) });
+  await t.rejects(sign('vault-hosted', bc, fullLog, batchProof, bBinding), refused('member_action_mismatch'), 'member batch: an intent outside the list');
+  await t.rejects(sign('vault-hosted', bc, fullLog, batchProof, { ...bBinding, batch: [sha256(ba.intent), sha256(bc.intent)] }), refused('member_action_mismatch'), 'member batch: an entry swapped for the API\'s intent');
+  await t.rejects(sign('vault-hosted', ba, fullLog, batchProof, { actionId: bBinding.actionId, salt: bBinding.salt }), refused('member_action_mismatch'), 'member batch: the list stripped');
+  for (const [what, sp] of [['first', ba], ['second', bb]] as const) {
+    const out = await sign('vault-hosted', sp, fullLog, batchProof, bBinding);
+    t.ok(schnorr.verify(out.signatures[0]!, sp.digest, sp.q), `member batch: the ${what} intent of the list signs with the one proof`);
+  }
   // The vault created before the config keeps signing without tokens.
   const s2 = spend(plain, first);
   t.ok(schnorr.verify((await sign('vault-plain', s2, fullLog)).signatures[0]!, s2.digest, s2.q));

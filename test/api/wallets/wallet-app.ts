@@ -23,6 +23,7 @@ import { createCustomer } from '../../../api/customers/create-customer.ts';
 import { signedHeaders, type ApiCredentials } from '../../../api/sdk/request-signer.ts';
 import type { CoordinatorClient } from '../../../api/coordinator/coordinator-client.ts';
 import type { VaultRecord, WalletRecord } from '../../../api/vaults/records.ts';
+import type { MemberActions } from '../../../api/member-auth/member-actions.ts';
 
 export interface WalletAppOptions {
   chains?: Chains;
@@ -43,7 +44,11 @@ export async function walletApp(t: Test, opts: WalletAppOptions = {}) {
   const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 3, vaultsPerOrg: opts.vaultsPerOrg ?? 5 } });
   const transactions = new TransactionService({ vaults, hasBackend: opts.hasBackend ?? (() => true) });
   const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), ...opts.platform });
-  const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir, ...opts.env }), logger: createLogger('api', 'silent'), vaults, transactions, platform, chains: opts.chains });
+  let memberActions: MemberActions | undefined;
+  const app = await buildApp({
+    config: loadApiConfig({ API_DATA_DIR: dir, ...opts.env }), logger: createLogger('api', 'silent'), vaults, transactions, platform, chains: opts.chains,
+    onMemberActions: (a) => { memberActions = a; },
+  });
   t.teardown(async () => {
     await app.close();
     await store.close();
@@ -85,7 +90,12 @@ export async function walletApp(t: Test, opts: WalletAppOptions = {}) {
   const wallet = async (org: string, vaultId: string, chain = 'evm-local', account = 0, type?: 'p2wpkh' | 'p2tr'): Promise<WalletRecord> =>
     (await vaults.createWallet(org, vaultId, chain, account, type)).wallet;
 
-  return { dir, store, vaults, transactions, platform, app, links, acme, globex, bearer, signed, activeVault, wallet };
+  /** The app's member actions (built with the platform and both APIs). */
+  const actions = () => {
+    if (!memberActions) throw new Error('the app built no member actions');
+    return memberActions;
+  };
+  return { dir, store, vaults, transactions, platform, app, links, acme, globex, bearer, signed, activeVault, wallet, memberActions: actions };
 }
 
 /**
