@@ -68,8 +68,7 @@ export class HolderWallets {
   }
 
   /**
-   * POST /account-holders/self/wallet-provision: checks, in this order, the holder's status, the member
-   * kind, the vault (the linked organization's, hosted, with end-user auth, for this member's subject,
+   * POST /account-holders/self/wallet-provision: checks, in this order, the holder's status, the vault (the linked organization's, hosted, with end-user auth, for this member's subject,
    * not failed), the links (this vault is no other holder's; this holder has no other vault) and the
    * chains; then derives the missing wallets (idempotent per chain) and writes the link with its audit
    * entry in one batch. A vault still creating is linked with its chains to derive: call again once active.
@@ -85,14 +84,15 @@ export class HolderWallets {
       // Read again under the holder's lock: a status change (PATCH) takes the same lock.
       const h = (await ACCOUNT_HOLDERS.in(this.o.store).get(holder.id)) ?? holder;
       if (!PROVISIONABLE.includes(h.status)) throw new CustodyError('account_holder_suspended', `the account holder is ${h.status}; wallets are provisioned for pending_verification and active holders`);
-      if (h.member_kind !== 'byo_oidc') throw new CustodyError('hosted_member_cannot_sign', 'a Hosted Auth member cannot authorize a hosted vault\'s signing yet; link a vault to a BYO OIDC member');
       const org = await this.o.links.orgOfWorkspace(scope);
       const vault = org === undefined || !vaults ? undefined : await VAULTS.in(vaults.store).get(vaultId);
       if (!vaults || !vault || vault.org !== org) throw noVault();
       if (vault.tier !== 'hosted') throw new CustodyError('holder_vault_not_hosted', `the vault is ${vault.tier}; an account holder's vault is hosted`);
       if (!vault.end_user_auth) throw new CustodyError('holder_vault_no_end_user_auth', 'the vault was created without end-user auth; create it after registering end-user auth');
-      const binding = await SESSION_COLLECTIONS.bindings.in(this.o.store).get(session.binding);
-      if (!binding || binding.member_id !== h.member_id || vault.end_user_subject === null || vault.end_user_subject !== binding.subject) {
+      // The subject the vault's member proofs name: a BYO member's provider subject; a Hosted Auth
+      // member's hosted subject id, which its passkey's member credential names (member-actions.md).
+      const subject = await this.subjectOf(h, session);
+      if (subject === undefined || vault.end_user_subject === null || vault.end_user_subject !== subject) {
         throw new CustodyError('holder_vault_subject_mismatch', 'the vault\'s end_user_subject is not this member\'s subject');
       }
       if (vault.state === 'failed') throw new CustodyError('holder_vault_failed', 'the vault\'s key generation failed; retry the vault first');
@@ -125,6 +125,13 @@ export class HolderWallets {
       }
       return this.readinessOf(h, after, vault);
     }));
+  }
+
+  /** The member's subject as member proofs name it, when the session is the holder's member. */
+  private async subjectOf(h: AccountHolderRecord, session: MemberSessionRecord): Promise<string | undefined> {
+    if (h.member_kind === 'hosted') return session.member_id === h.member_id ? session.member_id : undefined;
+    const binding = await SESSION_COLLECTIONS.bindings.in(this.o.store).get(session.binding);
+    return binding && binding.member_id === h.member_id ? binding.subject : undefined;
   }
 
   /** GET /account-holders/self/wallet-readiness. */

@@ -95,7 +95,6 @@ export const ERROR_CODES = entries({
   account_holder_not_linked: e('not_found', 'the session\'s member is linked to no open account holder'),
   consent_version_mismatch: e('conflict', 'a consent named other policy versions than the current ones'),
   account_holder_suspended: e('conflict', 'the account holder\'s status does not allow the operation (suspended)'),
-  hosted_member_cannot_sign: e('conflict', 'a Hosted Auth member cannot authorize a hosted vault\'s signing yet'),
   holder_vault_not_hosted: e('conflict', 'the vault named for an account holder is not of the hosted tier'),
   holder_vault_no_end_user_auth: e('conflict', 'the vault named for an account holder was created without end-user auth'),
   holder_vault_subject_mismatch: e('conflict', 'the vault\'s end_user_subject is not the session member\'s subject'),

@@ -162,7 +162,8 @@ t.test('readiness: a vault still creating, then active, then failed; a suspended
   t.equal(r.json().code, 'account_holder_suspended');
   t.equal(await snapshot(w), before, 'nothing changed');
 
-  // A Hosted Auth member (the sandbox-demo sign-in) has no provider subject a vault's end-user tokens could carry.
+  // A Hosted Auth member (the sandbox-demo sign-in): its subject is its hosted subject id, which its
+  // passkey's member credential names; a vault bound to anything else is refused.
   const origin = 'http://127.0.0.1:9';
   await w.bearer('POST', '/v1/tenant/member-auth/allowed-origins', { origin });
   await w.bearer('POST', '/v1/tenant/member-auth/redirect-urls', { url: `${origin}/callback` });
@@ -171,9 +172,14 @@ t.test('readiness: a vault still creating, then active, then failed; a suspended
   const grant = (await w.bearer('POST', '/v1/member-auth/hosted/authorizations/sandbox-demo', {}, bff.token, { 'x-svc-publishable-key': hosted.publishable_key })).json();
   const hostedHolder = await w.bearer('POST', '/v1/account-holders', { ...individual, member_id: grant.member.id });
   t.equal(hostedHolder.statusCode, 201);
-  const refused = await w.bearer('POST', '/v1/account-holders/self/wallet-provision', { vault_id: other.id, chains: ['evm-local'] }, bff.token, { 'x-svc-publishable-key': hosted.publishable_key, 'x-member-session-id': grant.session_id });
+  const provision = (vaultId: string) => w.bearer('POST', '/v1/account-holders/self/wallet-provision', { vault_id: vaultId, chains: ['evm-local'] }, bff.token, { 'x-svc-publishable-key': hosted.publishable_key, 'x-member-session-id': grant.session_id });
+  const refused = await provision(other.id);
   t.equal(refused.statusCode, 409, refused.body);
-  t.equal(refused.json().code, 'hosted_member_cannot_sign');
+  t.equal(refused.json().code, 'holder_vault_subject_mismatch', 'a vault bound to a BYO subject');
   t.equal(await ACCOUNT_HOLDER_VAULTS.in(w.store).get(hostedHolder.json().id), undefined, 'no link written');
   t.equal(await VAULT_ACCOUNT_HOLDERS.in(w.store).get(other.id), undefined);
+  const own = await w.vault({ end_user_subject: grant.member.id });
+  const linked = await provision(own.id);
+  t.equal(linked.statusCode, 200, linked.body);
+  t.match(linked.json(), { account_holder_id: hostedHolder.json().id, status: 'ready', vault_id: own.id });
 });
