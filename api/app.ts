@@ -208,6 +208,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     }, { prefix: '/v1' });
   }
   const platform = opts.platform;
+  // Set once the platform's funding is built below; the operator API's reconciliation reads it.
+  let fundingService: Funding['service'] | undefined;
   if (platform) {
     // The platform API: workspace bearer keys, role permissions, and RFC 9421 signatures on production changes.
     const now = opts.now ?? (() => Math.floor(platform.clock() / 1000));
@@ -233,6 +235,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         p.addHook('onReady', async () => funding.start());
         p.addHook('onClose', async () => funding.stop());
       }
+      fundingService = funding.service;
       await p.register(fundingRoutes, { platform, funding: funding.service });
       await p.register(tenantRoutes, { platform, chainsWithBackend: Object.keys(chainBackends(opts.config)), stablecoin: (c) => funding.service.stablecoinOf(c), stablecoinDecimals: STABLECOIN_DECIMALS });
       await p.register(accountHolderBankingRoutes, { platform, vaults, chains: opts.chains, stablecoin: (c) => funding.service.stablecoinOf(c) });
@@ -256,6 +259,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     await app.register(operatorRoutes, {
       prefix: '/operator/v1', vaults, platform, environment: opts.config.environment, tokenFile: opts.config.operatorTokenFile,
       operatorKeys: opts.config.nodeOperatorKeys ? opts.config.nodeOperatorKeys.toLowerCase().split(',') : [],
+      reconcile: () => (fundingService?.hasStablecoin() ? (scope) => fundingService!.reconcile(scope) : undefined),
     });
   }
   return app;

@@ -36,6 +36,7 @@ const USAGE = 'usage: npm run admin -- org create --name <name> --public-key <he
   + '       with API_OPERATOR_API_URL and API_OPERATOR_TOKEN_FILE, through the running API, also:\n'
   + '       npm run admin -- org list [--after <org>] [--limit <n>] | org add-key --org <org> --public-key <hex> | key revoke --id <key id>\n'
   + '       npm run admin -- vault freeze|unfreeze --id <vault id>\n'
+  + '       npm run admin -- ledger reconcile --workspace <id>   (the platform ledger against the chain)\n'
   + '       npm run admin -- tenant create --name <name>\n'
   + '       npm run admin -- key create --workspace <id> --role <owner|admin|developer|brand_manager|viewer|member_auth> [--label <l>] [--public-key <hex>] [--mfa]\n'
   + '       npm run admin -- roster sign --version <n> --identity <file>... [--created <unix seconds>] [--out <file>] [--operator-key-file <file>]\n'

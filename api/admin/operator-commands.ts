@@ -92,6 +92,10 @@ const COMMANDS: Record<string, Command> = {
     const { values } = parseArgs({ args: rest, options: { id: { type: 'string' } } });
     return call(config, 'POST', `/platform-keys/${encodeURIComponent(need('key revoke needs --id', values.id))}/revoke`);
   },
+  'ledger reconcile': async (config, rest) => {
+    const { values } = parseArgs({ args: rest, options: { workspace: { type: 'string' } } });
+    return call(config, 'GET', `/workspaces/${encodeURIComponent(need('ledger reconcile needs --workspace', values.workspace))}/reconciliation`);
+  },
   'vault freeze': async (config, rest) => {
     const { values } = parseArgs({ args: rest, options: { id: { type: 'string' } } });
     return call(config, 'POST', `/vaults/${encodeURIComponent(need('vault freeze needs --id', values.id))}/freeze`);

@@ -298,6 +298,11 @@ export class FundingService {
     return out;
   }
 
+  /** Whether any chain has a stablecoin issuer here (something to reconcile). */
+  hasStablecoin(): boolean {
+    return this.chains().length > 0;
+  }
+
   /** The EVM chains with a stablecoin issuer here. */
   private chains(): string[] {
     return EVM_NETWORKS.map((n) => n.chain).filter((c) => this.o.issuer(c));

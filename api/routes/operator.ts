@@ -21,6 +21,7 @@ import { CustomerLinks } from '../customers/customer-links.ts';
 import { createCustomer, type CreateCustomerReturnType } from '../customers/create-customer.ts';
 import { strictValidatorCompiler } from '../validation.ts';
 import { ORGS, VAULTS } from '../vaults/collections.ts';
+import type { ReconcileReturnType } from '../ledger/reconciliation.ts';
 
 export interface OperatorRoutesOptions {
   vaults: VaultService;
@@ -30,6 +31,8 @@ export interface OperatorRoutesOptions {
   tokenFile: string;
   /** Operator public keys (hex) a bootstrap must verify under; none configured: the nodes' check is the only one. */
   operatorKeys: readonly string[];
+  /** A workspace's stablecoin reconciliation (FundingService.reconcile), when funding runs on this server. */
+  reconcile?: (() => ((scope: { tenant: string; workspace: string }) => Promise<ReconcileReturnType>) | undefined) | undefined;
 }
 
 const OPERATOR: Actor = { type: 'operator', id: 'operator-api' };
@@ -37,6 +40,10 @@ const OPERATOR: Actor = { type: 'operator', id: 'operator-api' };
 const OPERATOR_SCOPE = { tenant: 'operator', workspace: 'operator' };
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
 const Hex64 = Type.String({ pattern: '^[0-9a-fA-F]{64}$' });
+const Line = Type.Object({
+  account_holder_id: Type.String(), asset: Type.String(), addresses: Type.Array(Type.String()), block_number: Type.String(),
+  ledger_balance: Type.String(), chain_balance: Type.String(), difference: Type.String(),
+});
 const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 429: ErrorBody };
 
 /** Reads the operator secret once, at boot. */
@@ -126,6 +133,21 @@ export const operatorRoutes: FastifyPluginAsyncTypebox<OperatorRoutesOptions> = 
     const c = await links.linkExisting(req.body.organization, req.body.tenant, o.environment, req.body.external_id !== undefined ? { externalId: req.body.external_id } : {});
     await store.batch(audited({ tenant: c.tenant, workspace: c.workspace }, 'customer.link', c.id, null, c));
     return reply.code(201).send({ customer: c.id, organization: c.org, tenant: c.tenant, events_workspace: c.workspace });
+  });
+
+  // The platform ledger against the chain for one workspace (docs/platform/funding.md "Reconciliation"):
+  // an operator's read, reporting and correcting nothing.
+  app.get('/workspaces/:workspaceId/reconciliation', {
+    schema: {
+      params: Type.Object({ workspaceId: Type.String({ minLength: 1, maxLength: 64 }) }),
+      response: { 200: Type.Object({ lines: Type.Array(Line), differences: Type.Array(Line) }), ...errors },
+    },
+  }, async (req) => {
+    const ws = await tenancy.workspace(req.params.workspaceId);
+    if (!ws) throw new CustodyError('not_found', `no workspace ${req.params.workspaceId}`);
+    const reconcile = o.reconcile?.();
+    if (!reconcile) throw new CustodyError('conflict', 'no stablecoin is configured on this server (API_FUNDING_STABLECOINS): nothing to reconcile');
+    return reconcile({ tenant: ws.tenant, workspace: ws.id });
   });
 
   app.get('/organizations', {

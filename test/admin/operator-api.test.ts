@@ -105,6 +105,14 @@ t.test('operator tasks through the running API', async (t) => {
   t.match(twice.stderr, /409: the vault is already frozen/);
   t.same((await admin('vault', 'unfreeze', '--id', vault.id)).out, { vault: vault.id, state: 'active' });
 
+  // Reconciliation: this API has no stablecoin configured, so there is nothing to reconcile (the journey
+  // test test/e2e/payment-journey.test.ts reconciles a funded workspace); an unknown workspace is 404.
+  const noCoin = await admin('ledger', 'reconcile', '--workspace', String(made.out.sandbox_workspace));
+  t.equal(noCoin.code, 1);
+  t.match(noCoin.stderr, /409: no stablecoin is configured on this server/);
+  t.match((await admin('ledger', 'reconcile', '--workspace', 'wks_nope')).stderr, /404: no workspace wks_nope/);
+  t.match((await admin('ledger', 'reconcile')).stderr, /ledger reconcile needs --workspace/);
+
   // The operator secret is required; a customer credential is not one.
   t.equal((await fetch(`${base}/operator/v1/organizations`)).status, 401);
   t.equal((await fetch(`${base}/operator/v1/organizations`, { headers: { authorization: `Bearer ${token}x` } })).status, 401);
