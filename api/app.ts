@@ -7,6 +7,9 @@ import { installErrorHandling } from './errors.ts';
 import { healthRoutes } from './routes/health.ts';
 import { fundingRoutes } from './routes/v1/funding.ts';
 import { createFunding, type Funding } from './funding/funding-setup.ts';
+import { escrowRoutes } from './routes/v1/escrows.ts';
+import { createEscrows, type Escrows } from './escrow/escrow-setup.ts';
+import { EscrowAuthorizer } from './escrow/escrow-authorizer.ts';
 import type { CoordinatorClient } from './coordinator/coordinator-client.ts';
 import { CoordinatorShards } from './coordinator/coordinator-shards.ts';
 import { chainBackends, nodeCoordinatorAddresses } from './config.ts';
@@ -26,6 +29,8 @@ import { accountHolderAvatarRoutes } from './routes/v1/account-holder-avatars.ts
 import { contactRoutes } from './routes/v1/contacts.ts';
 import { feeRoutes } from './routes/v1/fees.ts';
 import { paymentRoutes } from './routes/v1/payments.ts';
+import { paymentRequestRoutes } from './routes/v1/payment-requests.ts';
+import { createPayments, type Payments } from './payments/payment-setup.ts';
 import { PaymentFlows } from './payments/payment-flows.ts';
 import { tenantRoutes } from './routes/v1/tenant.ts';
 import { STABLECOIN_DECIMALS } from './funding/stablecoin-issuer.ts';
@@ -74,8 +79,12 @@ export interface AppOptions {
   chains?: Chains | undefined;
   /** Funding and off-ramp requests (docs/platform/funding.md); built from the configuration when absent. */
   funding?: Funding | undefined;
+  /** Escrows (docs/platform/escrows.md); built from the configuration when absent. */
+  escrows?: Escrows | undefined;
   /** Where the request and queue metrics go; server.ts serves it off the public port (API_METRICS_LISTEN). */
   metrics?: Registry | undefined;
+  /** Payments (docs/platform/payments.md); built from the configuration, with their sweep, when absent. */
+  payments?: Payments | undefined;
   /** Called with the member actions once built (docs/platform/member-actions.md), for a caller that reads their batches. */
   onMemberActions?: ((actions: MemberActions) => void) | undefined;
 }
@@ -147,7 +156,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'account holders', description: 'Platform API: account holders (individuals and businesses), their change history, avatars, contacts, and the member self view: verification, consents, wallets' },
         { name: 'funding', description: 'Platform API: funding (fiat in through a payment rail, stablecoin minted to a holder\'s wallet) and off-ramp requests (stablecoin sent to the burn address, fiat paid out)' },
         { name: 'fees', description: 'Platform API: the tenant\'s fee schedules (immutable; the newest is in force) and the platform fee' },
-        { name: 'payments', description: 'Platform API: payment quotes: fees, total debit and compliance checks' },
+        { name: 'payments', description: 'Platform API: payments between account holders (fees as on-chain transfers, approved as one batch member action), their dry run, and payment quotes: fees, total debit and compliance checks' },
+        { name: 'escrows', description: 'Platform API: escrows between two account holders, held by the escrow contract on chain' },
         { name: 'tenant', description: 'Platform API: the key\'s tenant, its workspaces and the chains its workspace can use' },
         { name: 'health', description: 'Liveness and readiness; no authentication' },
       ],
@@ -228,7 +238,16 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(accountHolderRoutes, { platform, vaults });
       await p.register(accountHolderAvatarRoutes, { platform, publicOrigin: opts.config.publicUrl });
       await p.register(contactRoutes, { platform });
-      await p.register(feeRoutes, { platform, platformFee: platformFeeOf(opts.config) }).register(paymentRoutes, { platform, walletStore: vaults?.store, platformFee: platformFeeOf(opts.config) });
+      // Payments (docs/platform/payments.md): the sweep runs only for a service built here.
+      const payments = opts.payments ?? createPayments(opts.config, platform, { store: vaults?.store, chains: opts.chains, log: opts.logger });
+      if (!opts.payments) {
+        p.addHook('onReady', async () => payments.start());
+        p.addHook('onClose', async () => payments.stop());
+      }
+      app.decorate('payments', payments.service);
+      await p.register(feeRoutes, { platform, platformFee: platformFeeOf(opts.config) }).register(paymentRoutes, { platform, walletStore: vaults?.store, platformFee: platformFeeOf(opts.config), payments: payments.service });
+      // Payment requests (docs/platform/payment-requests.md): approving one makes its payment through the payment service.
+      await p.register(paymentRequestRoutes, { platform, walletStore: vaults?.store, payments: payments.service });
       // Funding and off-ramp requests (docs/platform/funding.md): the sweep runs only for a service built here.
       const funding = opts.funding ?? createFunding(opts.config, platform, { log: opts.logger });
       if (!opts.funding) {
@@ -237,6 +256,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       }
       fundingService = funding.service;
       await p.register(fundingRoutes, { platform, funding: funding.service });
+      // Escrows (docs/platform/escrows.md) hold the funding stablecoin in the escrow contract; the sweep as funding's.
+      const escrows = opts.escrows ?? createEscrows(opts.config, platform, (c) => funding.service.stablecoinOf(c), { log: opts.logger });
+      if (!opts.escrows) {
+        p.addHook('onReady', async () => escrows.start());
+        p.addHook('onClose', async () => escrows.stop());
+      }
+      await p.register(escrowRoutes, { platform, escrows: escrows.service });
       await p.register(tenantRoutes, { platform, chainsWithBackend: Object.keys(chainBackends(opts.config)), stablecoin: (c) => funding.service.stablecoinOf(c), stablecoinDecimals: STABLECOIN_DECIMALS });
       await p.register(accountHolderBankingRoutes, { platform, vaults, chains: opts.chains, stablecoin: (c) => funding.service.stablecoinOf(c) });
       await p.register(accountHolderExportRoutes, { platform, vaults, publicOrigin: opts.config.publicUrl });
@@ -251,6 +277,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         });
         opts.onMemberActions?.(memberActions);
         await p.register(memberActionRoutes, { platform, actions: memberActions });
+        // A payment's transfers are approved as one batch member action with purpose {type: "payment"}.
+        payments.service.useMemberActions(memberActions);
+        // An escrow's funding and release are approved as one batch member action with purpose {type: "escrow"}.
+        memberActions.registerPurpose('escrow', new EscrowAuthorizer(vaults.store, escrows.service));
+        escrows.service.useActions(memberActions);
       }
     }, { prefix: '/v1' });
   }

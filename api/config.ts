@@ -61,6 +61,8 @@ export const ApiConfigSchema = Type.Object({
   fundingStablecoins: Type.Optional(Type.String({ env: 'API_FUNDING_STABLECOINS', pattern: '^[a-z0-9-]+=0x[0-9a-fA-F]{40}(,[a-z0-9-]+=0x[0-9a-fA-F]{40})*$', description: 'comma-separated <chain>=<contract>: the stablecoin (an ERC20PresetMinterPauser the issuer may mint) per chain; each chain needs a backend in API_CHAIN_BACKENDS' })),
   fundingIssuerKeyFile: Type.Optional(Type.String({ env: 'API_FUNDING_ISSUER_KEY_FILE', minLength: 1, description: 'file holding the stablecoin issuer\'s secp256k1 key (0x and 64 hex digits): the minter account, never a customer\'s key' })),
   fundingRedemptionAddresses: Type.Optional(Type.String({ env: 'API_FUNDING_REDEMPTION_ADDRESSES', pattern: '^[a-z0-9-]+=0x[0-9a-fA-F]{40}(,[a-z0-9-]+=0x[0-9a-fA-F]{40})*$', description: 'comma-separated <chain>=<address>: where holders send stablecoin to redeem it (GET /v1/off-ramp-requests/burn-address); default the issuer\'s address' })),
+  escrowContracts: Type.Optional(Type.String({ env: 'API_ESCROW_CONTRACTS', pattern: '^[a-z0-9-]+=0x[0-9a-fA-F]{40}(,[a-z0-9-]+=0x[0-9a-fA-F]{40})*$', description: 'comma-separated <chain>=<contract>: the TokenEscrow contract per chain (docs/platform/escrows.md); each chain needs a backend in API_CHAIN_BACKENDS and a stablecoin in API_FUNDING_STABLECOINS' })),
+  escrowFundingWindowSec: Type.Integer({ env: 'API_ESCROW_FUNDING_WINDOW_SEC', default: 86_400, minimum: 60, maximum: 2_592_000, description: 'how long an escrow waits for its deposit before it expires' }),
   offRampWindowSec: Type.Integer({ env: 'API_OFF_RAMP_WINDOW_SEC', default: 3600, minimum: 60, maximum: 604_800, description: 'how long an off-ramp request waits for the holder\'s transfer before it expires' }),
   webhookAllowedDestinations: Type.Array(Type.String({ minLength: 1 }), {
     env: 'API_WEBHOOK_ALLOWED_DESTINATIONS', default: [],
@@ -68,6 +70,9 @@ export const ApiConfigSchema = Type.Object({
   }),
   platformFeeBps: Type.String({ env: 'API_PLATFORM_FEE_BPS', default: '0', pattern: '^([0-9]|[1-9][0-9]{1,3}|10000)$', description: 'the platform\'s fee on every payment in basis points (0 to 10000, digits only: 1.5 is refused, not truncated) of its amount, added to the tenant\'s fee (docs/platform/fees.md)' }),
   platformFeeFixed: Type.String({ env: 'API_PLATFORM_FEE_FIXED', default: '0', pattern: '^(0|[1-9][0-9]{0,77})$', description: 'the platform\'s fixed fee on every payment, in base units of the payment\'s asset (docs/platform/fees.md)' }),
+  platformFeeCollectors: Type.Optional(Type.String({ env: 'API_PLATFORM_FEE_COLLECTORS', pattern: '^[a-z0-9-]+=0x[0-9a-fA-F]{40}(,[a-z0-9-]+=0x[0-9a-fA-F]{40})*$', description: 'comma-separated <chain>=<address>: where a payment\'s platform fee is transferred on chain (docs/platform/payments.md); a payment with a platform fee on a chain without one is 503' })),
+  tenantFeeCollectors: Type.Optional(Type.String({ env: 'API_TENANT_FEE_COLLECTORS', pattern: '^[A-Za-z0-9_]+/[a-z0-9-]+=0x[0-9a-fA-F]{40}(,[A-Za-z0-9_]+/[a-z0-9-]+=0x[0-9a-fA-F]{40})*$', description: 'comma-separated <workspace id>/<chain>=<address>: where a workspace\'s tenant fee is transferred on chain (docs/platform/payments.md); a payment with a tenant fee on a chain without one is 409' })),
+  paymentSweepMs: Type.Integer({ env: 'API_PAYMENT_SWEEP_MS', default: 2000, minimum: 200, maximum: 600_000, description: 'milliseconds between two runs of the payment sweep, which follows approvals and transactions to confirmed (docs/platform/payments.md)' }),
   metricsListen: Type.Optional(Type.String({ env: 'API_METRICS_LISTEN', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port serving GET /metrics, off the public port (plain HTTP: loopback or a private interface; docs/operations.md "Metrics and health"); unset: no metrics port' })),
   logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'API_LOG_LEVEL', default: 'info' }),
 });
@@ -121,6 +126,11 @@ export function loadApiConfig(env?: Record<string, string | undefined>): ApiConf
     // The sandbox rail's fiat is not real: the stablecoin it backs is minted on test chains only.
     if (c.fundingRail === 'sandbox' && chainInfo(chain)?.environment !== 'sandbox') throw new ConfigError([`API_FUNDING_STABLECOINS (fundingStablecoins): ${chain} is not a test chain; the sandbox rail mints on test chains only`]);
   }
+  for (const chain of Object.keys(chainMap(c.escrowContracts))) {
+    if (!chainBackends(c)[chain]) throw new ConfigError([`API_ESCROW_CONTRACTS (escrowContracts): ${chain} has no backend in API_CHAIN_BACKENDS`]);
+    // An escrow holds the chain's stablecoin: without one there is nothing to escrow.
+    if (!chainMap(c.fundingStablecoins)[chain]) throw new ConfigError([`API_ESCROW_CONTRACTS (escrowContracts): ${chain} has no stablecoin in API_FUNDING_STABLECOINS`]);
+  }
   if (c.metricsListen && c.port !== 0 && splitHostPort(c.metricsListen).port === c.port) {
     throw new ConfigError([`API_METRICS_LISTEN (metricsListen): must not be the public port ${c.port}; metrics are served off it`]);
   }
@@ -155,7 +165,7 @@ export function chainBackends(c: Pick<ApiConfig, 'chainBackends'>): Record<strin
   return Object.fromEntries((c.chainBackends ?? '').split(',').filter(Boolean).map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
 }
 
-/** A comma-separated `<chain>=<value>` setting as a map (API_FUNDING_STABLECOINS, API_FUNDING_REDEMPTION_ADDRESSES). */
+/** A comma-separated `<chain>=<value>` setting as a map (API_FUNDING_STABLECOINS, API_FUNDING_REDEMPTION_ADDRESSES, API_ESCROW_CONTRACTS). */
 export function chainMap(setting: string | undefined): Record<string, string> {
   return Object.fromEntries((setting ?? '').split(',').filter(Boolean).map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)]));
 }

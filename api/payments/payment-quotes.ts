@@ -58,7 +58,7 @@ export interface PaymentQuoteRecord {
   id: string;
   tenant: string;
   workspace: string;
-  kind: 'transfer';
+  kind: PaymentKind;
   source_wallet_id: string;
   destination: QuoteDestination;
   amount: string;
@@ -137,8 +137,25 @@ export class PaymentQuotes {
    * (422), the destination holder (404); then the fees and the checks, and the quote is stored.
    */
   async quote(scope: Scope, input: QuoteInput): Promise<PaymentQuoteRecord> {
+    const q = await this.evaluate(scope, input);
+    await PAYMENT_QUOTES.in(this.o.store).put(q.id, q, quoteIndex(q));
+    return q;
+  }
+
+  /** A stored quote of the workspace, or undefined (unknown, another workspace's, or pruned). */
+  async stored(scope: Scope, id: string): Promise<PaymentQuoteRecord | undefined> {
+    const q = /^pqt_[0-9a-f]{26}$/.test(id) ? await PAYMENT_QUOTES.in(this.o.store).get(id) : undefined;
+    return q && q.workspace === scope.workspace && q.tenant === scope.tenant ? q : undefined;
+  }
+
+  /**
+   * The quote's checks and numbers without storing anything: what `quote` stores, and what a payment and
+   * its dry run (api/payments/payments.ts) price and check with. `kinds` are the payment kinds accepted
+   * (a payment request's payment is priced as `payment_request`).
+   */
+  async evaluate(scope: Scope, input: QuoteInput, kinds: readonly PaymentKind[] = ['transfer']): Promise<PaymentQuoteRecord> {
     const errors: FieldError[] = [];
-    if (input.kind !== 'transfer') errors.push({ field: 'kind', reason: 'only transfer payments can be quoted for now' });
+    if (!kinds.includes(input.kind)) errors.push({ field: 'kind', reason: `only ${kinds.join(', ')} payments can be quoted for now` });
     const amount = parseBaseUnits(input.amount);
     if (amount === undefined || amount === 0n || amount > MAX_UINT256) errors.push({ field: 'amount', reason: 'base units from 1 to 2^256 - 1: decimal digits without leading zeros' });
     const asset = parseAsset(input.asset);
@@ -179,13 +196,12 @@ export class PaymentQuotes {
 
     const now = this.o.clock();
     const q: PaymentQuoteRecord = {
-      v: 1, id: newId('pqt', now), tenant: scope.tenant, workspace: scope.workspace, kind: 'transfer', source_wallet_id: wallet.id, destination,
+      v: 1, id: newId('pqt', now), tenant: scope.tenant, workspace: scope.workspace, kind: input.kind, source_wallet_id: wallet.id, destination,
       amount: amount!.toString(), asset: asset!.id, fees: { tenant: tenantFee.toString(), platform: platformFee.toString(), total: total.toString() },
       total_debit: totalDebit.toString(), fee_schedule_id: schedule?.id ?? null,
       platform_fee: { basis_points: this.o.platformFee.basis_points, fixed: this.o.platformFee.fixed.toString() },
       compliance: { status: complianceStatus(checks), checks }, expires_at: new Date(now + QUOTE_TTL_MS).toISOString(), created_at: new Date(now).toISOString(),
     };
-    await PAYMENT_QUOTES.in(this.o.store).put(q.id, q, quoteIndex(q));
     return q;
   }
 

@@ -53,9 +53,12 @@ const PATHS = {
 export interface MemberActionStart {
   id: string;
   status: 'pending_proof';
-  kind: 'transaction.sign';
+  kind: 'transaction.sign' | 'transaction.sign_batch';
   wallet_id: string;
+  /** The (first) intent's SHA-256; a batch lists all of them in `intents_sha256`, in the nonce's order. */
   intent_sha256: string;
+  intents_sha256?: string[];
+  purpose?: { type: 'payment' | 'escrow'; id: string };
   expires_at: string;
   /**
    * BYO OIDC: send nonce, max_age and prompt (and acr_values) as authentication request parameters.
@@ -175,6 +178,16 @@ export class MemberAuthClient {
    */
   async beginMemberAction(sessionId: string, action: { walletId: string; intent: Uint8Array }): Promise<MemberActionStart> {
     const body = { kind: 'transaction.sign', wallet_id: action.walletId, intent: Buffer.from(action.intent).toString('base64') };
+    return (await this.call<MemberActionStart>('POST', PATHS.memberActions, body, sessionId)).json;
+  }
+
+  /**
+   * POST /v1/member-actions with kind transaction.sign_batch: up to 8 intents of one wallet (a payment's
+   * transfers, in the order of its `next_action.intents`) approved by one fresh proof; `purpose` names the
+   * payment or escrow whose owner checks them. The signing session then takes each intent once.
+   */
+  async beginBatchMemberAction(sessionId: string, action: { walletId: string; intents: Uint8Array[]; purpose?: { type: 'payment' | 'escrow'; id: string } }): Promise<MemberActionStart> {
+    const body = { kind: 'transaction.sign_batch', wallet_id: action.walletId, intents: action.intents.map((i) => Buffer.from(i).toString('base64')), ...(action.purpose ? { purpose: action.purpose } : {}) };
     return (await this.call<MemberActionStart>('POST', PATHS.memberActions, body, sessionId)).json;
   }
 

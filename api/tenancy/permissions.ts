@@ -23,6 +23,8 @@ export const PERMISSIONS = [
   'fee_schedule.manage',
   'payment.read',
   'payment.manage',
+  'escrow.read',
+  'escrow.manage',
   'tenant.read',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
@@ -32,9 +34,9 @@ export const ROLES = {
   admin: PERMISSIONS,
   // Decommissioning a wallet cannot be undone: owners and admins only (docs/platform/wallets.md). Fee
   // schedules set what every payment costs: owners and admins only (docs/platform/fees.md).
-  developer: ['webhook.read', 'webhook.create', 'webhook.update', 'webhook.rotate', 'webhook.test', 'webhook.delete', 'webhook.replay', 'wallet.read', 'member_auth.read', 'member_auth.manage', 'member_auth.session', 'account_holder.read', 'account_holder.manage', 'funding.read', 'funding.manage', 'fee_schedule.read', 'payment.read', 'payment.manage', 'tenant.read'],
+  developer: ['webhook.read', 'webhook.create', 'webhook.update', 'webhook.rotate', 'webhook.test', 'webhook.delete', 'webhook.replay', 'wallet.read', 'member_auth.read', 'member_auth.manage', 'member_auth.session', 'account_holder.read', 'account_holder.manage', 'funding.read', 'funding.manage', 'fee_schedule.read', 'payment.read', 'payment.manage', 'escrow.read', 'escrow.manage', 'tenant.read'],
   brand_manager: ['branding.manage', 'branding.email_domain.manage', 'tenant.read'],
-  viewer: ['webhook.read', 'wallet.read', 'member_auth.read', 'account_holder.read', 'funding.read', 'fee_schedule.read', 'payment.read', 'tenant.read'],
+  viewer: ['webhook.read', 'wallet.read', 'member_auth.read', 'account_holder.read', 'funding.read', 'fee_schedule.read', 'payment.read', 'escrow.read', 'tenant.read'],
   // A customer backend (BFF) that holds member sessions and nothing else (platform-api.md, Hosted Auth rule 12).
   member_auth: ['member_auth.session'],
 } as const satisfies Record<string, readonly Permission[]>;

@@ -16,7 +16,7 @@ type Row = [name: string, sensitive: boolean, description: string, example: Reco
 
 const R: Row[] = [
   // given by the spec
-  ['payment.confirmed', false, 'A payment confirmed.', { payment_id: 'pay_01', status: 'confirmed', amount: '125.00', currency: 'USDC' }],
+  ['payment.confirmed', false, 'A payment confirmed: every transfer (the principal and each fee) final on chain. Amounts in base units of the asset.', { payment_id: 'pay_01', status: 'confirmed', account_holder_id: 'ah_01', amount: '1000000', asset: 'evm-local:0x5fbdb2315678afecb367f032d93f642f64180aa3', fees_total: '4006' }],
   ['compliance.case.opened', true, 'A compliance case opened (manual review, flag, block or dispute).', { case_id: 'cas_01', case_type: 'manual_review', state: 'open', account_holder_id: 'ah_01' }],
   ['verification.holder.verified', true, 'Holder verification (KYC or KYB) approved.', { account_holder_id: 'ah_01', status: 'verified' }],
   ['verification.holder.rejected', true, 'Holder verification rejected; no reason is given.', { account_holder_id: 'ah_01', status: 'rejected' }],
@@ -49,15 +49,17 @@ const R: Row[] = [
   ['account_holder.data_export.ready', true, 'A requested data export is ready.', { account_holder_id: 'ah_01', export_id: 'dex_01', status: 'ready' }],
   ['contact.created', true, 'A contact was created.', { contact_id: 'con_01', account_holder_id: 'ah_01' }],
   // payment
-  ['payment.created', false, 'A payment was created.', { payment_id: 'pay_01', status: 'pending', amount: '125.00', currency: 'USDC' }],
-  ['payment.failed', false, 'A payment failed; reason is an enumerated code.', { payment_id: 'pay_01', status: 'failed', reason: 'insufficient_funds' }],
-  ['payment.cancelled', false, 'A payment was cancelled before signing.', { payment_id: 'pay_01', status: 'cancelled' }],
-  ['payment_request.created', false, 'A payment request was sent.', { payment_request_id: 'prq_01', status: 'open' }],
-  ['payment_request.approved', false, 'A payment request was approved.', { payment_request_id: 'prq_01', status: 'approved', payment_id: 'pay_01' }],
-  ['payment_request.declined', false, 'A payment request was declined.', { payment_request_id: 'prq_01', status: 'declined' }],
-  ['escrow.created', false, 'An escrow was opened.', { escrow_id: 'esc_01', status: 'open' }],
-  ['escrow.released', false, 'An escrow released its funds.', { escrow_id: 'esc_01', status: 'released' }],
-  ['escrow.cancelled', false, 'An escrow was cancelled.', { escrow_id: 'esc_01', status: 'cancelled' }],
+  ['payment.created', false, 'A payment was created; it waits for the payer member\'s approval. Amounts in base units of the asset.', { payment_id: 'pay_01', status: 'requires_authorization', account_holder_id: 'ah_01', amount: '1000000', asset: 'evm-local:0x5fbdb2315678afecb367f032d93f642f64180aa3', fees_total: '4006' }],
+  ['payment.failed', false, 'A payment failed; reason is an enumerated code (a transaction failed, was rejected, dropped or reverted, or the approval ended half used).', { payment_id: 'pay_01', status: 'failed', account_holder_id: 'ah_01', reason: 'transaction_dropped' }],
+  ['payment.cancelled', false, 'A payment was canceled before any of its transactions existed (its member action, if any, revoked).', { payment_id: 'pay_01', status: 'canceled', account_holder_id: 'ah_01' }],
+  ['payment_request.created', false, 'A payment request was made: the requester asks the payer for the amount (docs/platform/payment-requests.md). Amount in base units; the memo is never sent.', { payment_request_id: 'prq_01', status: 'pending', requester_account_holder_id: 'ah_02', payer_account_holder_id: 'ah_01', amount: '5000000', asset: 'evm-local:0x5fbdb2315678afecb367f032d93f642f64180aa3' }],
+  ['payment_request.approved', false, 'A payment request was approved: its payment (kind payment_request) was made and awaits the payer member\'s authorization.', { payment_request_id: 'prq_01', status: 'approved', requester_account_holder_id: 'ah_02', payer_account_holder_id: 'ah_01', amount: '5000000', asset: 'evm-local:0x5fbdb2315678afecb367f032d93f642f64180aa3', payment_id: 'pay_01' }],
+  ['payment_request.declined', false, 'A payment request was declined by the payer; reason is an enumerated code, present when the payer gave one.', { payment_request_id: 'prq_01', status: 'declined', requester_account_holder_id: 'ah_02', payer_account_holder_id: 'ah_01', amount: '5000000', asset: 'evm-local:0x5fbdb2315678afecb367f032d93f642f64180aa3', reason: 'incorrect_amount' }],
+  ['payment_request.cancelled', false, 'A payment request was canceled by the requester.', { payment_request_id: 'prq_01', status: 'canceled', requester_account_holder_id: 'ah_02', payer_account_holder_id: 'ah_01', amount: '5000000', asset: 'evm-local:0x5fbdb2315678afecb367f032d93f642f64180aa3' }],
+  ['payment_request.reminded', false, 'The payer was reminded of a pending payment request; reminder_count is 1 to 3.', { payment_request_id: 'prq_01', status: 'pending', requester_account_holder_id: 'ah_02', payer_account_holder_id: 'ah_01', amount: '5000000', asset: 'evm-local:0x5fbdb2315678afecb367f032d93f642f64180aa3', reminder_count: 1 }],
+  ['escrow.created', false, 'An escrow was created: it awaits the payer\'s deposit into the escrow contract (docs/platform/escrows.md). Amount in base units.', { escrow_id: 'esc_01', status: 'awaiting_funding', amount: '100000000000000000000', asset: 'evm-local:0x5fbdb2315678afecb367f032d93f642f64180aa3', payer_account_holder_id: 'ah_01', payee_account_holder_id: 'ah_02' }],
+  ['escrow.released', false, 'An escrow released its funds: the payer\'s release is final on chain and the payee holds the amount.', { escrow_id: 'esc_01', status: 'released', amount: '100000000000000000000', asset: 'evm-local:0x5fbdb2315678afecb367f032d93f642f64180aa3', payer_account_holder_id: 'ah_01', payee_account_holder_id: 'ah_02' }],
+  ['escrow.cancelled', false, 'An escrow ended without paying the payee: status canceled (by the customer before any deposit), expired (not funded by its deadline) or refunded (the contract returned the funds to the payer; final on chain).', { escrow_id: 'esc_01', status: 'refunded', amount: '100000000000000000000', asset: 'evm-local:0x5fbdb2315678afecb367f032d93f642f64180aa3', payer_account_holder_id: 'ah_01', payee_account_holder_id: 'ah_02' }],
   // funding
   ['funding_request.completed', false, 'A funding request completed: the fiat settled and the stablecoin was minted to the holder\'s wallet. Amounts in base units (cents; token units).', { funding_request_id: 'fnd_01', account_holder_id: 'ah_01', status: 'completed', fiat_amount: '50000', currency: 'USD', stablecoin_amount: '500000000000000000000', asset: 'evm-local:0x5fbdb2315678afecb367f032d93f642f64180aa3' }],
   ['funding_request.failed', false, 'A funding request ended without a mint: status failed (reason: an enumerated rail failure or mint_reverted) or returned (the rail returned the fiat before minting).', { funding_request_id: 'fnd_01', account_holder_id: 'ah_01', status: 'failed', reason: 'insufficient_funds', fiat_amount: '50000', currency: 'USD' }],
@@ -65,8 +67,6 @@ const R: Row[] = [
   ['off_ramp_request.failed', false, 'An off-ramp ended without a payout: status failed or returned (the rail\'s enumerated reason; the fiat stays owed to the holder), or expired (reason no_transfer: no transfer within the window).', { off_ramp_request_id: 'ofr_01', account_holder_id: 'ah_01', status: 'failed', reason: 'account_invalid', fiat_amount: '50000', currency: 'USD' }],
   // tokenization
   ['token.deployed', false, 'A token contract was deployed.', { token_id: 'tok_01', standard: 'erc20', chain: 'ethereum-sepolia', address: '0x0000000000000000000000000000000000000001' }],
-  ['tokenization.distribution.executed', false, 'A distribution was executed.', { token_id: 'tok_01', distribution_id: 'dst_01', status: 'executed' }],
-  ['tokenization.corporate_action.advanced', false, 'A corporate action moved to its next stage.', { token_id: 'tok_01', corporate_action_id: 'cac_01', stage: 'record_date' }],
   // platform and tenant
   ['integration_gateway.status_changed', false, 'An integration gateway changed status.', { gateway_id: 'gwy_01', status: 'active' }],
   ['branding.email_domain.verified', false, 'A sending domain finished verification.', { domain_id: 'edm_01', status: 'verified' }],

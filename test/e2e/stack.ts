@@ -26,6 +26,8 @@ export interface Stack {
   base: string;
   /** With `bearerKey`: a developer bearer key of the organization's linked sandbox workspace (platform API). */
   bearer?: string;
+  /** The organization's linked sandbox workspace. */
+  sandbox: string;
   stop(): Promise<void>;
 }
 
@@ -37,7 +39,15 @@ export function admin(cluster: Cluster, args: string[], env: Record<string, stri
   return JSON.parse(out) as Record<string, string>;
 }
 
-export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; esplora?: boolean; bearerKey?: boolean; apiEnv?: Record<string, string>; nodeEnv?: Record<string, string>; coordinatorEnv?: Record<string, string> } = {}): Promise<Stack> {
+/**
+ * `apiEnv`: the API's extra settings, or a function of the anvil started for the stack that returns them
+ * (to deploy contracts the API is configured with before it starts).
+ */
+export async function startStack(opts: {
+  selfNode?: boolean; anvil?: boolean; esplora?: boolean; bearerKey?: boolean;
+  apiEnv?: Record<string, string> | ((anvil: Anvil | undefined, cluster: Cluster) => Promise<Record<string, string>>);
+  nodeEnv?: Record<string, string>; coordinatorEnv?: Record<string, string>;
+} = {}): Promise<Stack> {
   const cluster = new Cluster();
   const secretKey = ed25519.utils.randomSecretKey();
   const publicKey = bytesToHex(ed25519.getPublicKey(secretKey));
@@ -61,13 +71,14 @@ export async function startStack(opts: { selfNode?: boolean; anvil?: boolean; es
   const esplora = opts.esplora ? new EsploraDouble() : undefined;
   if (esplora) await esplora.start();
   const backends = [anvil ? `evm-local=${anvil.url}` : '', esplora ? `bitcoin-regtest=${esplora.url}` : ''].filter(Boolean).join(',');
-  await cluster.startApi({ ...(backends ? { API_CHAIN_BACKENDS: backends } : {}), ...opts.apiEnv });
+  const apiEnv = typeof opts.apiEnv === 'function' ? await opts.apiEnv(anvil, cluster) : opts.apiEnv;
+  await cluster.startApi({ ...(backends ? { API_CHAIN_BACKENDS: backends } : {}), ...apiEnv });
   const base = `http://127.0.0.1:${cluster.apiPort}`;
   const client = new CustodyClient({ baseUrl: base, organization, keyId: apiKeyId, secretKey });
   // The organization enrols its self node, as docs/self-node.md has a customer do.
   if (selfIdentity) await client.enrolNode({ kind: 'self', ...selfIdentity });
   return {
-    cluster, nodeEnv, client, organization, apiKeyId, secretKey, base, ...(bearer ? { bearer } : {}),
+    cluster, nodeEnv, client, organization, apiKeyId, secretKey, base, sandbox, ...(bearer ? { bearer } : {}),
     ...(anvil ? { anvil } : {}), ...(esplora ? { esplora } : {}),
     async stop() {
       // E2E_LOG_DIR keeps every process's log lines for a look after a failure.

@@ -27,7 +27,7 @@ export interface PaymentFlowBearer {
 }
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
-const FlowKind = Type.Union([Type.Literal('funding'), Type.Literal('off_ramp')]) satisfies { static: PaymentFlowKind };
+const FlowKind = Type.Union([Type.Literal('funding'), Type.Literal('off_ramp'), Type.Literal('payment')]) satisfies { static: PaymentFlowKind };
 const PaymentFlowItem = Type.Object({
   id: Type.String(), kind: FlowKind, status: Type.String(), account_holder_id: Type.String(),
   amount: Type.String({ description: 'token base units, a decimal integer string' }), asset: Nullable(Type.String()), currency: Nullable(Type.String()),
@@ -54,7 +54,7 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
     schema: {
       summary: bearer ? 'Request-signed: the organization\'s transactions; with a bearer key: the workspace\'s payment flows' : 'The organization\'s transactions, oldest first, filtered by vault, wallet and state',
       description: 'With an RFC 9421 request signature (the vault API): the organization\'s transactions, oldest first, filtered by `vault_id`, `wallet_id` and `state`. '
-        + (bearer ? 'With a workspace bearer key and `payment.read` (the platform API): the workspace\'s payment flows of every kind built (funding and off-ramp requests), oldest first, filtered by `kind` and `account_holder_id`. A filter of the other list is 400 invalid_request. ' : '')
+        + (bearer ? 'With a workspace bearer key and `payment.read` (the platform API): the workspace\'s payment flows of every kind built (funding and off-ramp requests, payments), oldest first, filtered by `kind` and `account_holder_id`. A filter of the other list is 400 invalid_request. ' : '')
         + 'Paginated (cursor, limit).',
       tags: ['transactions'], security: listSecurity, querystring: TransactionsQuery,
       response: { 200: Type.Union([TransactionPage, Page(PaymentFlowItem)]), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody },
