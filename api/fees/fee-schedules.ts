@@ -25,15 +25,24 @@ export interface FeeScheduleRecord {
   status: 'active';
   /** As checked at creation: asset ids in lower case, amounts as digit strings. */
   rules: FeeRuleJson[];
+  /** Where the tenant fee of a payment on each EVM chain goes: chain → lower-case 0x address. Absent in schedules made before. */
+  collectors?: Record<string, string>;
   created_at: string;
 }
 
-export interface FeeScheduleInput { name: string; rules: FeeRuleJson[] }
+export interface FeeScheduleInput { name: string; rules: FeeRuleJson[]; collectors?: Record<string, string> | undefined }
 
-export const feeScheduleView = (s: FeeScheduleRecord, inForce: boolean) => ({ id: s.id, name: s.name, status: s.status, in_force: inForce, rules: s.rules, created_at: s.created_at });
+/** Most collectors one schedule names (one per chain). */
+export const MAX_COLLECTORS = 20;
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+
+export const feeScheduleView = (s: FeeScheduleRecord, inForce: boolean) => ({ id: s.id, name: s.name, status: s.status, in_force: inForce, rules: s.rules, collectors: s.collectors ?? {}, created_at: s.created_at });
+
+/** The tenant-fee collector `s` names on `chain`, lower case, if any. */
+export const collectorOf = (s: Pick<FeeScheduleRecord, 'collectors'> | undefined, chain: string): string | undefined => s?.collectors?.[chain];
 
 /** Rejected fields in the order of the body: name, then each rule's (a stable sort keeps a rule's fields in order). */
-const fieldOrder = (f: string) => (f === 'name' ? -1 : Number(/^rules\[(\d+)\]/.exec(f)?.[1] ?? 1e6));
+const fieldOrder = (f: string) => (f === 'name' ? -1 : f.startsWith('collectors') ? 1e6 : Number(/^rules\[(\d+)\]/.exec(f)?.[1] ?? 1e6));
 
 export class FeeSchedules {
   constructor(private readonly o: { store: RecordRepository; audit: AuditLog; cursors: CursorCodec; clock: () => number }) {}
@@ -64,15 +73,22 @@ export class FeeSchedules {
       if (!info) errors.push({ field: `rules[${i}].asset`, reason: `${asset.chain} is not a chain this service knows` });
       else if (info.family === 'bitcoin' && asset.token !== 'native') errors.push({ field: `rules[${i}].asset`, reason: `${asset.chain} has only its native asset` });
     });
+    const collectors = Object.entries(input.collectors ?? {});
+    if (collectors.length > MAX_COLLECTORS) errors.push({ field: 'collectors', reason: `at most ${MAX_COLLECTORS} chains` });
+    for (const [chain, address] of collectors) {
+      const info = chainInfo(chain);
+      if (!info || info.family !== 'evm') errors.push({ field: `collectors.${chain}`, reason: 'not an EVM chain this service knows' });
+      else if (!ADDRESS.test(address) || /^0x0{40}$/.test(address)) errors.push({ field: `collectors.${chain}`, reason: 'not a non-zero 0x address of 20 bytes' });
+    }
     if (errors.length) throw new FieldValidationError(errors.sort((a, b) => fieldOrder(a.field) - fieldOrder(b.field)));
     const s: FeeScheduleRecord = {
       v: 1, id: newId('fsc', this.o.clock()), tenant: scope.tenant, workspace: scope.workspace, name, status: 'active',
-      rules: checked.rules.map(ruleJson), created_at: new Date(this.o.clock()).toISOString(),
+      rules: checked.rules.map(ruleJson), collectors: Object.fromEntries(collectors.map(([c, a]) => [c, a.toLowerCase()])), created_at: new Date(this.o.clock()).toISOString(),
     };
     await this.o.store.batch([
       FEE_SCHEDULES.putOp(s.id, s, { index: [`${s.workspace}\x00${s.id}`] }),
       // in_force is left out: it is true only until the next schedule.
-      this.o.audit.op(scope, actor, 'fee_schedule.create', s.id, null, { id: s.id, name: s.name, status: s.status, rules: s.rules, created_at: s.created_at }),
+      this.o.audit.op(scope, actor, 'fee_schedule.create', s.id, null, { id: s.id, name: s.name, status: s.status, rules: s.rules, collectors: s.collectors, created_at: s.created_at }),
     ]);
     return s;
   }

@@ -27,6 +27,8 @@ import { WALLETS } from '../vaults/collections.ts';
 import { TRANSACTIONS } from '../transactions/collections.ts';
 import type { TransactionRecord } from '../transactions/records.ts';
 import { parseAsset } from '../fees/base-units.ts';
+import { FEE_SCHEDULES } from '../fees/collections.ts';
+import { collectorOf } from '../fees/fee-schedules.ts';
 import type { PaymentKind } from '../fees/fee-rule.ts';
 import type { PaymentQuoteRecord, PaymentQuotes, QuoteInput } from './payment-quotes.ts';
 import type { FeeCollectors } from './payment-fee-collectors.ts';
@@ -175,9 +177,11 @@ export class PaymentService {
     if (payeeAddress) add('principal', payeeAddress, q.amount);
     let refusal: CustodyError | undefined;
     if (BigInt(priced.fees.tenant) > 0n) {
-      const to = this.o.collectors.tenant(scope.workspace, chain);
+      // The collector of the schedule the fee came from: schedules never change, so neither does it.
+      const schedule = priced.fee_schedule_id ? await FEE_SCHEDULES.in(this.o.store).get(priced.fee_schedule_id) : undefined;
+      const to = collectorOf(schedule, chain);
       if (to) add('tenant_fee', to, priced.fees.tenant);
-      else refusal ??= new CustodyError('conflict', `the workspace has no tenant fee collector on ${chain} (API_TENANT_FEE_COLLECTORS): a payment with a tenant fee cannot be made there`);
+      else refusal ??= new CustodyError('conflict', `the fee schedule ${priced.fee_schedule_id ?? ''} names no tenant fee collector on ${chain}: create a schedule with collectors.${chain} (POST /v1/fee-schedules) to take payments with a tenant fee there`);
     }
     if (BigInt(priced.fees.platform) > 0n) {
       const to = this.o.collectors.platform(chain);

@@ -27,9 +27,11 @@ const Rule = Type.Object({
   basis_points: Type.Integer({ description: '0 to 10000' }),
   fixed: Units, min: Units, max: Nullable(Units),
 }, { additionalProperties: false });
+// Checked by the service (a known EVM chain, a non-zero address; 422 naming `collectors.<chain>`).
+const Collectors = Type.Record(Type.String({ maxLength: 40 }), Type.String({ maxLength: 64 }), { description: '<chain> → 0x address: where the tenant fee of a payment on that chain is transferred' });
 const Schedule = Type.Object({
   id: Type.String(), name: Type.String(), status: Type.Literal('active'), in_force: Type.Boolean(),
-  rules: Type.Array(Rule), created_at: Type.String(),
+  rules: Type.Array(Rule), collectors: Collectors, created_at: Type.String(),
 });
 const PlatformFeeBody = Type.Object({ basis_points: Type.Integer(), fixed: Type.String(), min: Type.String(), max: Nullable(Type.String()), asset: Type.Literal('*') });
 const IdParam = Type.Object({ id: Type.String({ maxLength: 64 }) });
@@ -58,9 +60,10 @@ export const feeRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; platform
     schema: {
       summary: 'Create a fee schedule; it is in force from now until a newer one is created, and never changes',
       description: 'Idempotency-Key required: the same body returns the same schedule; another body, 409 idempotency_key_reused. '
-        + 'A rule\'s fee is clamp(fixed + floor(amount × basis_points / 10000), min, max); the most specific rule matching a payment\'s kind and asset applies; two rules equally specific for one payment are refused (docs/platform/fees.md).',
+        + 'A rule\'s fee is clamp(fixed + floor(amount × basis_points / 10000), min, max); the most specific rule matching a payment\'s kind and asset applies; two rules equally specific for one payment are refused (docs/platform/fees.md). '
+        + '`collectors` maps an EVM chain to the address the tenant fee of a payment on that chain is transferred to; a payment with a tenant fee on a chain the schedule names no collector for is refused (409).',
       tags: TAGS, security: change,
-      body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 120 }), rules: Type.Array(Rule, { minItems: 1, maxItems: MAX_RULES }) }, { additionalProperties: false }),
+      body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 120 }), rules: Type.Array(Rule, { minItems: 1, maxItems: MAX_RULES }), collectors: Type.Optional(Collectors) }, { additionalProperties: false }),
       response: { 201: Schedule, ...errors },
     },
   }, async (req, reply) => {

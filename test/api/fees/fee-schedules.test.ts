@@ -23,6 +23,7 @@ t.test('create, read, list; the newest schedule is in force and the old ones sta
   const first = made.json();
   t.match(first, { id: /^fsc_[0-9a-f]{26}$/, name: 'Standard', status: 'active', in_force: true, created_at: '2026-03-01T12:00:00.000Z' });
   t.same(first.rules, rules, 'rules as given, amounts as strings');
+  t.same(first.collectors, {}, 'no tenant-fee collector named');
   t.same((await s.call('GET', `/v1/fee-schedules/${first.id}`)).json(), first);
 
   const again = await s.call('POST', '/v1/fee-schedules', { rules, name: 'Standard' }, s.acme.owner, key);
@@ -37,8 +38,10 @@ t.test('create, read, list; the newest schedule is in force and the old ones sta
   t.match(audit[0], { resource_id: first.id, before: null, after: { id: first.id, rules } });
 
   s.clock.now += 1000;
-  const second = (await s.call('POST', '/v1/fee-schedules', { name: 'Cheaper', rules: [rules[0]] }, s.acme.owner, { 'idempotency-key': 'fs-2' })).json();
+  const collector = '0x00000000000000000000000000000000000FEE02';
+  const second = (await s.call('POST', '/v1/fee-schedules', { name: 'Cheaper', rules: [rules[0]], collectors: { 'evm-local': collector } }, s.acme.owner, { 'idempotency-key': 'fs-2' })).json();
   t.equal(second.in_force, true);
+  t.same(second.collectors, { 'evm-local': collector.toLowerCase() }, 'the collector, lower case');
   const old = (await s.call('GET', `/v1/fee-schedules/${first.id}`)).json();
   t.equal(old.in_force, false, 'the older schedule is no longer in force');
   t.same({ ...old, in_force: true }, first, 'and otherwise unchanged');
@@ -75,6 +78,9 @@ t.test('Idempotency-Key is required to create; refused input changes nothing', a
   t.same(r422.json().fields.map((f: { field: string }) => f.field), ['name', 'rules[0].payment_kind', 'rules[0].asset', 'rules[0].basis_points', 'rules[0].fixed', 'rules[0].max', 'rules[1].asset', 'rules[2].asset'], 'every field at once, in body order');
   const chains = await post({ name: 'Chains', rules: [rules[1], { ...rules[1], asset: 'bitcoin-regtest:0x5fbdb2315678afecb367f032d93f642f64180aa3' }, { ...rules[1], asset: 'nochain:native' }] }, 'kc');
   t.same(chains.json().fields.map((f: { field: string }) => f.field), ['rules[1].asset', 'rules[2].asset'], 'a Bitcoin token and an unknown chain');
+  const collectors = await post({ name: 'C', rules, collectors: { 'bitcoin-regtest': '0x00000000000000000000000000000000000fee01', 'evm-local': '0x0000000000000000000000000000000000000000', 'ethereum-sepolia': '0x12', nochain: '0x00000000000000000000000000000000000fee01' } }, 'kcol');
+  t.equal(collectors.statusCode, 422, collectors.body);
+  t.same(collectors.json().fields.map((f: { field: string }) => f.field), ['collectors.bitcoin-regtest', 'collectors.evm-local', 'collectors.ethereum-sepolia', 'collectors.nochain'], 'a Bitcoin chain, the zero address, a short address, an unknown chain');
   const tie = await post({ name: 'Tie', rules: [{ ...rules[0], payment_kind: 'transfer' }, { ...rules[0], asset: USDC }] }, 'kt');
   t.equal(tie.statusCode, 422);
   t.same(tie.json().fields.map((f: { field: string }) => f.field), ['rules[1]'], 'two rules equally specific for one payment');
@@ -86,6 +92,8 @@ t.test('Idempotency-Key is required to create; refused input changes nothing', a
     { name: 'X', rules: [] },
     { name: 'X', rules: Array.from({ length: 51 }, () => rules[0]) },
     { name: 'X', rules, status: 'active' },
+    { name: 'X', rules, collectors: ['0x00000000000000000000000000000000000fee01'] },
+    { name: 'X', rules, collectors: { 'evm-local': 5 } },
     { rules },
   ];
   for (const [i, body] of bad400.entries()) t.equal((await post(body, `b${i}`)).statusCode, 400, JSON.stringify(body).slice(0, 80));

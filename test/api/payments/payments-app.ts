@@ -80,7 +80,7 @@ export async function paymentsApp(t: Test, opts: PaymentsAppOptions = {}) {
   const env = Object.fromEntries(Object.entries(opts.env ?? {}).map(([k, v]) => [k, v.replaceAll('{ws}', acme.sandbox.id)]));
   const config = loadApiConfig({
     API_DATA_DIR: dir, API_PLATFORM_FEE_BPS: '10', API_PLATFORM_FEE_FIXED: '5',
-    API_PLATFORM_FEE_COLLECTORS: `evm-local=${PLATFORM_COLLECTOR}`, API_TENANT_FEE_COLLECTORS: `${acme.sandbox.id}/evm-local=${TENANT_COLLECTOR}`, ...env,
+    API_PLATFORM_FEE_COLLECTORS: `evm-local=${PLATFORM_COLLECTOR}`, ...env,
   });
   const warnings: object[] = [];
   const payments = createPayments(config, platform, { store, chains, log: { warn: (o: object) => warnings.push(o) } });
@@ -166,7 +166,7 @@ export async function withMember(t: Test, s: PaymentsApp, skewMs: () => number =
   const bob = await s.holder();
   const token = o.token ?? TOKEN;
   s.balances.set(ada.wallet.address.toLowerCase(), 10n ** 12n);
-  const fs = await s.bearer('POST', '/v1/fee-schedules', { name: 'Standard', rules: [{ payment_kind: '*', asset: '*', basis_points: 30, fixed: '1', min: '0', max: null }] }, s.acme.owner, { 'idempotency-key': 'fs' });
+  const fs = await s.bearer('POST', '/v1/fee-schedules', { name: 'Standard', rules: [{ payment_kind: '*', asset: '*', basis_points: 30, fixed: '1', min: '0', max: null }], collectors: { 'evm-local': TENANT_COLLECTOR } }, s.acme.owner, { 'idempotency-key': 'fs' });
   if (fs.statusCode !== 201) throw new Error(fs.body);
   let n = 0;
   const pay = async (): Promise<Payment> => {

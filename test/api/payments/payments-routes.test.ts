@@ -35,7 +35,7 @@ async function snapshot(s: PaymentsApp): Promise<string> {
 
 async function setup(t: Test) {
   const s = await paymentsApp(t);
-  const schedule = await s.bearer('POST', '/v1/fee-schedules', { name: 'Standard', rules: [{ payment_kind: '*', asset: '*', basis_points: 30, fixed: '1', min: '0', max: null }] }, s.acme.owner, { 'idempotency-key': 'fs-1' });
+  const schedule = await s.bearer('POST', '/v1/fee-schedules', { name: 'Standard', rules: [{ payment_kind: '*', asset: '*', basis_points: 30, fixed: '1', min: '0', max: null }], collectors: { 'evm-local': TENANT_COLLECTOR } }, s.acme.owner, { 'idempotency-key': 'fs-1' });
   t.equal(schedule.statusCode, 201, schedule.body);
   const ada = await s.holder();
   const bob = await s.holder();
@@ -164,6 +164,8 @@ t.test('POST /v1/payments refuses bad input, other tenants\' records, compliance
   t.equal(await snapshot(s), before);
 });
 
+const NEW_COLLECTOR = '0x00000000000000000000000000000000000000f3';
+
 t.test('quote_id: a matching, unexpired quote prices the payment; another payment\'s or an expired one is 422', async (t) => {
   const s = await setup(t);
   const quote = async (amount = AMOUNT.toString()) => {
@@ -173,12 +175,14 @@ t.test('quote_id: a matching, unexpired quote prices the payment; another paymen
   };
   const q = await quote();
   // A new schedule after the quote: the quote's price holds for the payment that names it.
-  await s.bearer('POST', '/v1/fee-schedules', { name: 'Dearer', rules: [{ payment_kind: '*', asset: '*', basis_points: 100, fixed: '0', min: '0', max: null }] }, s.acme.owner, { 'idempotency-key': 'fs-2' });
+  await s.bearer('POST', '/v1/fee-schedules', { name: 'Dearer', rules: [{ payment_kind: '*', asset: '*', basis_points: 100, fixed: '0', min: '0', max: null }], collectors: { 'evm-local': NEW_COLLECTOR } }, s.acme.owner, { 'idempotency-key': 'fs-2' });
   const r = await s.create(s.body({ quote_id: q.id }));
   t.equal(r.statusCode, 201, r.body);
   t.match(r.json(), { quote_id: q.id, fees: FEES, fee_schedule_id: s.scheduleId });
+  t.equal(r.json().transfers.find((x: { role: string }) => x.role === 'tenant_fee').to, TENANT_COLLECTOR, 'the fee goes to the collector of the schedule it came from');
   const unquoted = await s.create(s.body());
   t.match(unquoted.json(), { fees: { tenant: '10000' }, quote_id: null }, 'without a quote, the schedule in force');
+  t.equal(unquoted.json().transfers.find((x: { role: string }) => x.role === 'tenant_fee').to, NEW_COLLECTOR, 'and its collector');
 
   const other = await quote('999');
   const mismatch = await s.create(s.body({ quote_id: other.id }));
