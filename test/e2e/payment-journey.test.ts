@@ -2,7 +2,7 @@
 // (docs/platform/payments.md): two BYO OIDC members sign in at a real OpenID provider through the BFF's
 // exchange, their account holders get hosted-vault wallets (wallet-provision on the member's session),
 // Alice is funded through the sandbox rail (the issuer mints the stablecoin), pays Bob; her backend builds
-// one intent per transfer (the principal and the platform fee), she approves them as one batch member
+// one intent per transfer (the principal, the tenant's fee and the platform's), she approves them as one batch member
 // action, each intent goes through POST /v1/transactions with the signing session and the nodes sign it;
 // the payment confirms on the chain, a customer webhook endpoint receives payment.confirmed, and the
 // operator's reconciliation (GET /operator/v1/workspaces/{id}/reconciliation, `npm run admin -- ledger
@@ -28,6 +28,7 @@ t.setTimeout(300_000);
 // anvil's second dev account: the stablecoin's issuer, never a customer's key.
 const ISSUER_KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d' as Hex;
 const COLLECTOR = '0x00000000000000000000000000000000000000f1' as Hex;
+const TENANT_COLLECTOR = '0x00000000000000000000000000000000000000f2' as Hex;
 const OPERATOR_TOKEN = 'journey-operator-secret-0123456789abcdef';
 
 t.test('a member is funded, pays another holder with one batch approval, the payment confirms on chain; webhook and ledger agree', async (t) => {
@@ -109,13 +110,25 @@ t.test('a member is funded, pays another holder with one batch approval, the pay
   const funded = 10000n * UNITS_PER_CENT;
   t.equal(await balanceOf(ada.wallet.address), funded);
 
-  // The payment: USD 25.00 to Bob; no fee schedule, so the platform fee is the one fee.
+  // The tenant's fee: 50 bps, paid to the collector its schedule names. Fees are a commercial decision,
+  // an admin's (a developer key may not set them): the operator makes the workspace an admin key.
+  const adminKey = await (await fetch(`${stack.base}/operator/v1/workspaces/${stack.sandbox}/keys`, {
+    method: 'POST', headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ role: 'admin' }),
+  })).json() as { bearer_token: string };
+  const schedule = await platform('POST', '/v1/fee-schedules', { name: 'Standard', rules: [{ payment_kind: '*', asset: '*', basis_points: 50, fixed: '0', min: '0', max: null }], collectors: { 'evm-local': TENANT_COLLECTOR } }, { 'idempotency-key': 'journey-fees', authorization: `Bearer ${adminKey.bearer_token}` });
+  t.equal(schedule.status, 201, JSON.stringify(schedule.json));
+
+  // The payment: USD 25.00 to Bob, with the tenant's fee and the platform's.
   const amount = 2500n * UNITS_PER_CENT;
   const created = await platform('POST', '/v1/payments', { source_wallet_id: ada.wallet.id, destination: { account_holder_id: bo.id }, amount: amount.toString(), asset }, { 'idempotency-key': 'journey-pay' });
   t.equal(created.status, 201, JSON.stringify(created.json));
   const p = created.json as { id: string; transfers: { role: string; to: string; amount: string; idempotency_key: string }[] };
-  const fee = amount * 10n / 10000n + 5n;
-  t.same(p.transfers.map((x) => [x.role, x.to, x.amount]), [['principal', bo.wallet.address.toLowerCase(), amount.toString()], ['platform_fee', COLLECTOR, fee.toString()]]);
+  const tenantFee = amount * 50n / 10000n;
+  const platformFee = amount * 10n / 10000n + 5n;
+  const fee = tenantFee + platformFee;
+  t.same(p.transfers.map((x) => [x.role, x.to, x.amount]), [
+    ['principal', bo.wallet.address.toLowerCase(), amount.toString()], ['tenant_fee', TENANT_COLLECTOR, tenantFee.toString()], ['platform_fee', COLLECTOR, platformFee.toString()],
+  ], 'the principal and both fees, each a transfer on chain');
 
   // Alice's backend builds the intents; Alice approves them at once; each is submitted with the session.
   const notAfter = BigInt(Math.floor(Date.now() / 1000) + 3600);
@@ -129,9 +142,10 @@ t.test('a member is funded, pays another holder with one batch approval, the pay
   await mining(mine, Promise.all(txs.map((x) => client.waitForTransaction(x.id, ['final'], { timeoutMs: 120_000 }))));
   await mining(mine, waitUntil(async () => (await platform('GET', `/v1/payments/${p.id}`)).json.status === 'confirmed', 60_000, 'the payment to confirm', 300));
 
-  t.equal(await balanceOf(ada.wallet.address), funded - amount - fee, 'Alice paid the amount and the fee');
+  t.equal(await balanceOf(ada.wallet.address), funded - amount - fee, 'Alice paid the amount and both fees');
   t.equal(await balanceOf(bo.wallet.address), amount, 'Bob received the amount');
-  t.equal(await balanceOf(COLLECTOR), fee, 'the platform\'s collector received the fee');
+  t.equal(await balanceOf(COLLECTOR), platformFee, 'the platform\'s collector received its fee');
+  t.equal(await balanceOf(TENANT_COLLECTOR), tenantFee, 'the tenant\'s collector received its fee');
   await waitUntil(() => received.some((e) => e.type === 'payment.confirmed'), 30_000, 'payment.confirmed at the endpoint', 200);
   t.match(received.find((e) => e.type === 'payment.confirmed')!.data, { payment_id: p.id, status: 'confirmed', amount: amount.toString(), asset });
   const flows = await platform('GET', `/v1/transactions?kind=payment&account_holder_id=${bo.id}`);
