@@ -17,6 +17,7 @@ import { CoordinatorLink } from './transport/coordinator-link.ts';
 import { KIND_VALUES } from '../core/link/node-kind.ts';
 import { SessionHost } from './runtime/session-host.ts';
 import { VaultShareStore } from './storage/vault-shares.ts';
+import { PresignatureStore } from './storage/presignature-store.ts';
 import { loadApiKeysFile } from './runtime/authorization/api-key-registry.ts';
 import { TrustRegistry } from './runtime/authorization/trust-registry.ts';
 import { IntentAuthorizer } from './runtime/authorization/sign-authorizer.ts';
@@ -45,7 +46,7 @@ await runMain('node', async () => {
     if (config.storageKeySealer === 'file') log.warn({ storageKeyFile: config.storageKeyFile }, 'a remote store with a storage key file: the key file must outlive the node as the store does (an enclave node seals its key: docs/tee.md)');
   }
   if (store.adopted) log.info('the store had no authenticated head yet: one was written over its present records');
-  if (!anchor) log.warn('no NODE_ROLLBACK_ANCHOR_FILE: a restore of the whole data directory from an older copy would not be noticed (docs/storage.md)');
+  if (!anchor) log.warn('no NODE_ROLLBACK_ANCHOR_FILE: a restore of the whole data directory from an older copy would not be noticed (docs/storage.md); no presignatures are kept');
   const { identity, created } = await NodeIdentity.loadOrCreate(store);
   const nodeLog = log.child({ nodeId: identity.nodeId });
   nodeLog.info({ created, kind: config.kind }, created ? 'identity created' : 'identity loaded');
@@ -63,6 +64,13 @@ await runMain('node', async () => {
     software: 'threshold-custody-node/0.1.0', reconnectMinMs: config.reconnectMinMs, reconnectMaxMs: config.reconnectMaxMs, log: nodeLog.child({ coordinator: address }),
   })] as const));
   const vault = new VaultShareStore(store);
+  // ECDSA presignatures made ahead (docs/protocols/pools.md): kept only over an anchored store; expired
+  // entries and those of an epoch the key moved on from are swept at start and every quarter hour.
+  const presignatures = new PresignatureStore(store);
+  const sweepPresignatures = () => void presignatures.sweep(async (keyId) => (await vault.current(keyId))?.key.pkg.epoch).catch((err: unknown) => nodeLog.warn({ err: (err as Error).message }, 'presignature sweep failed'));
+  const sweeper = presignatures.enabled ? setInterval(sweepPresignatures, 15 * 60_000) : undefined;
+  sweeper?.unref();
+  if (presignatures.enabled) sweepPresignatures();
   if (config.teeAllowDevRoot) nodeLog.warn('NODE_TEE_ALLOW_DEV_ROOT: TEE attestations under a DEV-ONLY root are accepted; never in production');
   const trust = new TrustRegistry(store, {
     operatorKeys: config.operatorKeys, fileKeys: loadApiKeysFile(config.apiKeysFile), verifyTee: loadTeeVerifier(config.teeRootsFile, config.teeAllowDevRoot),
@@ -76,7 +84,7 @@ await runMain('node', async () => {
   const workerCount = config.protocolWorkers ?? defaultWorkerCount();
   const workers = workerCount > 0 ? new ProtocolWorkers(workerCount, (why) => nodeLog.error({ why }, 'a protocol worker was lost; its session fails')) : undefined;
   nodeLog.info({ protocolWorkers: workerCount }, 'protocol workers');
-  const host = new SessionHost(identity, (m, origin) => void links.get(origin)?.send(m), nodeProtocols({ vault, authorizer, trust, ledger: new IntentLedger(store), rosters: new RosterRegistry(store, config.operatorKeys), ...(workers ? { workers } : {}) }), nodeLog, Date.now, metrics);
+  const host = new SessionHost(identity, (m, origin) => void links.get(origin)?.send(m), nodeProtocols({ vault, authorizer, trust, ledger: new IntentLedger(store), rosters: new RosterRegistry(store, config.operatorKeys), presignatures, ...(workers ? { workers } : {}) }), nodeLog, Date.now, metrics);
   for (const [address, link] of links) {
     link.on('session', (b) => {
       if (b.case === 'open') host.onOpen(b.value, address);
@@ -98,6 +106,7 @@ await runMain('node', async () => {
       host.abortAll('stopping');
       for (const link of links.values()) link.stop();
       await workers?.close();
+      if (sweeper) clearInterval(sweeper);
       await store.close();
     },
   };

@@ -1,6 +1,8 @@
 // End-to-end signing over gRPC: a coordinator (in this process) and three node processes, one 2-of-3
 // key. Taproot signing of an authorized intent, median and p99, beside the same FROST session run
-// in-process; and throughput at concurrency 16.
+// in-process; and throughput at concurrency 16. ECDSA also with presignatures made ahead
+// (docs/protocols/pools.md): the same request through the coordinator's service with and without an
+// entry, in one run (the nodes keep a rollback anchor, which a pool needs).
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +33,7 @@ import { evmSigningDigest, evmTransaction } from '../../core/chains/evm/evm-tran
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { publicKeyToAddress } from 'viem/utils';
 import { toHex } from 'viem';
+import type { PresignedEntries, SignInput } from '../../coordinator/vaults/vault-service.ts';
 
 bitcoin.initEccLib(ecc);
 const ORG = 'org_bench';
@@ -61,6 +64,24 @@ function evmRequest() {
     vaultId: 'bench', path: EVM_PATH, scheme: Scheme.ECDSA, digests: [digest],
     authorization: { intent, intentSignature: signIntent(intent, apiSecret), apiKeyId: 'k', template: encodeBlob('evm-template', { nonce: 0, gasLimit: '21000', maxFeePerGas: '2000000000', maxPriorityFeePerGas: '1000000000' }) },
   };
+}
+
+/** The gRPC request as the coordinator's service takes it (what its gRPC handler passes on). */
+function serviceInput(r: ReturnType<typeof evmRequest>): SignInput {
+  const a = r.authorization;
+  return { vaultId: r.vaultId, path: r.path, scheme: 'ecdsa', digests: r.digests, intent: a.intent, intentSignature: a.intentSignature, apiKeyId: a.apiKeyId, template: a.template, endUserToken: '' };
+}
+
+// Presignature entries made in setup (one presigning session of 32); each pooled run takes one.
+let entries: PresignedEntries | undefined;
+const PRESIGNED = 32;
+const servicePool: SignInput[] = [];
+const serviceSign = () => coordinator.vaults.sign(servicePool.pop() ?? serviceInput(evmRequest()));
+function pooledSign() {
+  const id = entries?.entryIds.pop();
+  if (!entries || !id) throw new Error('the bench ran out of presignature entries');
+  const input = servicePool.pop() ?? serviceInput(evmRequest());
+  return coordinator.vaults.sign({ ...input, presignatures: { ...entries, entryIds: [id] } });
 }
 
 let e = 0;
@@ -135,12 +156,13 @@ export const suite: BenchSuite = {
     cluster = new Cluster();
     dir = mkdtempSync(join(tmpdir(), 'bench-coord-'));
     const port = await freePort();
-    coordinator = await startCoordinator(loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_ROSTER_FILE: await cluster.roster(['n1', 'n2', 'n3']), COORDINATOR_LOG_LEVEL: 'silent' }), createLogger('c', 'silent'));
+    coordinator = await startCoordinator(loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_ROSTER_FILE: await cluster.roster(['n1', 'n2', 'n3']), COORDINATOR_LOG_LEVEL: 'silent', COORDINATOR_PRESIGN_POOL_TARGET: '0' }), createLogger('c', 'silent'));
     cluster.useCoordinatorPort(port);
     const keysFile = join(cluster.dir, 'keys.json');
     writeFileSync(keysFile, JSON.stringify({ [ORG]: { k: bytesToHex(ed25519.getPublicKey(apiSecret)) } }));
     const workers = process.env.NODE_PROTOCOL_WORKERS;
-    await Promise.all(['n1', 'n2', 'n3'].map((name) => cluster.startNode(name, { NODE_API_KEYS_FILE: keysFile, ...(workers !== undefined ? { NODE_PROTOCOL_WORKERS: workers } : {}) })));
+    // Each node keeps a rollback anchor (here beside its directory), without which it keeps no presignatures.
+    await Promise.all(['n1', 'n2', 'n3'].map((name) => cluster.startNode(name, { NODE_API_KEYS_FILE: keysFile, NODE_ROLLBACK_ANCHOR_FILE: join(cluster.dir, `${name}.anchor`), ...(workers !== undefined ? { NODE_PROTOCOL_WORKERS: workers } : {}) })));
     client = createClient(CoordinatorService, `127.0.0.1:${port}`, grpc.credentials.createInsecure());
     const k = (await client.createVault({ vaultId: 'bench', owner: ORG, tier: Tier.HOSTED }, { deadline: Date.now() + 120_000 })).vault!;
     localEcdsa = ecdsaCommittee(3, 2, 'cluster-bench-ecdsa');
@@ -148,6 +170,8 @@ export const suite: BenchSuite = {
     chainCode = bytesToHex(k.chainCode);
     spendPool = Array.from({ length: POOL }, spendRequest);
     evmPool = Array.from({ length: POOL }, evmRequest);
+    servicePool.push(...Array.from({ length: 60 }, () => serviceInput(evmRequest())));
+    entries = await coordinator.vaults.presign({ vaultId: 'bench', path: EVM_PATH, count: PRESIGNED });
   },
   async teardown() {
     client.close();
@@ -172,6 +196,8 @@ export const suite: BenchSuite = {
     },
     { name: 'cluster.inprocess.ecdsa.2of3', baseline: 'baseline.ecdsa.sign', runs: 20, fn: ecdsaInProcess },
     { name: 'cluster.grpc.ecdsa.2of3', baseline: 'cluster.inprocess.ecdsa.2of3', runs: 20, fn: evmSign },
+    { name: 'cluster.service.ecdsa.2of3', baseline: 'cluster.inprocess.ecdsa.2of3', runs: 20, fn: serviceSign },
+    { name: 'cluster.service.ecdsa.2of3.pooled', baseline: 'cluster.service.ecdsa.2of3', runs: 25, warmup: 5, fn: pooledSign },
     {
       name: 'cluster.grpc.ecdsa.2of3.x16',
       baseline: 'cluster.grpc.ecdsa.2of3',

@@ -17,10 +17,12 @@ import { requestedCommittee } from './requested-committee.ts';
 import type { LoadedRoster } from '../config.ts';
 import type { NodeKindName } from '../../core/link/node-kind.ts';
 import { OtPairScheduler } from './ot-pair-scheduler.ts';
+import { PresignaturePool } from './presignature-pool.ts';
 import { admitTeeMember } from './tee-admission.ts';
 import type { TeeAttestationVerifier } from '../../tee/attestation/enrolment-verifier.ts';
 import type { SignFields } from '../../core/session/sign-fields.ts';
-import { dkgParams, dkgResult, epochParams, epochResult, otParams, otResult, reshareParams, reshareResult, signParams, signResult, type SessionCodec } from '../../core/session/session-contract.ts';
+import { dkgParams, dkgResult, epochParams, epochResult, otParams, otResult, presignParams, presignResult, reshareParams, reshareResult, signParams, signResult, type SessionCodec } from '../../core/session/session-contract.ts';
+import { randomBytes } from 'node:crypto';
 import type { PackageResult } from '../../core/session/session-results.ts';
 import { checkRequestId } from '../../core/session/request-id.ts';
 import { InputError } from '../../core/errors/protocol-errors.ts';
@@ -39,6 +41,31 @@ export interface Timeouts {
 export interface SignInput extends SignFields {
   vaultId: string;
   /** The caller's id of the work (coordinator.proto `request_id`); empty or absent when none. */
+  requestId?: string | undefined;
+  /**
+   * ECDSA: presignature entries to sign with, one per digest, made by `presign` for this path and
+   * signer set (docs/protocols/pools.md). When the entries cannot serve (a node refuses them, a signer
+   * is away, the epoch moved on), the request runs the full protocol instead.
+   */
+  presignatures?: PresignedEntries | undefined;
+}
+
+/** Entries a presigning session sealed at every node of `signers`. */
+export interface PresignedEntries {
+  entryIds: string[];
+  /** Node ids of the signer set the entries were made for. */
+  signers: string[];
+  epoch: number;
+  path: number[];
+}
+
+export interface PresignInput {
+  vaultId: string;
+  path: number[];
+  /** How many entries (one presigning run each) this session makes. */
+  count: number;
+  /** Node ids of the signer set; a free qualified subset of the attached committee when absent. */
+  signers?: string[] | undefined;
   requestId?: string | undefined;
 }
 
@@ -72,7 +99,21 @@ export class VaultService {
     private readonly roster?: LoadedRoster,
     /** Checks a TEE member's enrolment and attestation before it is seated (tee-admission.ts). */
     private readonly verifyTee?: TeeAttestationVerifier,
-  ) {}
+    /** ECDSA presignature entries kept ready per (vault, path) in use (presignature-pool.ts); 0: none. */
+    presignPoolTarget = 0,
+  ) {
+    this.pool = new PresignaturePool({
+      presign: (input) => this.presign(input),
+      isAttached: (nodeId) => this.nodes.isAttached(nodeId),
+      epochOf: async (vaultId) => {
+        const key = await this.vaults.get(vaultId);
+        return key?.state === 'active' && key.otEpoch === key.epoch ? key.epoch : undefined;
+      },
+    }, log, { target: presignPoolTarget });
+  }
+
+  /** The coordinator's presignature pool (docs/protocols/pools.md). */
+  readonly pool: PresignaturePool;
 
   /**
    * A customer_tee committee's TEE member, looked at before anything is written or any session opens:
@@ -251,7 +292,91 @@ export class VaultService {
     return pkgs[0];
   }
 
+  /**
+   * Runs a presigning session (PROTOCOL_PRESIGN_ECDSA): every signer seals one presignature per new
+   * entry id for this epoch, signer set and path, and reports them only once they are on its disk.
+   * Nothing is signed; a later signing names the entries (SignInput.presignatures).
+   */
+  async presign(input: PresignInput): Promise<PresignedEntries> {
+    const req = this.scope(input.requestId);
+    const key = await this.get(input.vaultId);
+    if (key.state !== 'active') throw new CustodyError('conflict', `vault ${input.vaultId} is ${key.state}`);
+    const entryIds = Array.from({ length: input.count }, () => randomBytes(16).toString('hex'));
+    const params = presignParams.encode({ keyId: input.vaultId, epoch: key.epoch, path: input.path, entryIds });
+    let ready = key;
+    if (key.otEpoch !== key.epoch) {
+      ready = await this.serialize(key.vaultId, () => this.otSetup(key, req));
+      if (ready.otEpoch !== ready.epoch) throw new CustodyError('unavailable', 'presigning needs the OT setup of this epoch, which could not run now');
+    }
+    const named = input.signers?.map((nodeId) => {
+      const m = ready.committee.find((x) => x.nodeId === nodeId);
+      if (!m) throw new CustodyError('invalid_request', `${nodeId} is not a member of the vault's committee`);
+      return m;
+    });
+    if (named && named.length < ready.threshold) throw new CustodyError('invalid_request', `presignatures need ${ready.threshold} signers`);
+    const candidates = named ?? ready.committee.filter((m) => this.nodes.isAttached(m.nodeId));
+    const slot = await this.otPairs.take(input.vaultId, candidates, named ? named.length : ready.threshold, this.timeouts.signMs);
+    if (!slot) throw new CustodyError('ot_busy', 'every signer subset of this vault is busy with other ECDSA runs; retry later');
+    let outcome: SessionOutcome;
+    try {
+      outcome = await this.open(req, { protocol: Protocol.PRESIGN_ECDSA, keyId: input.vaultId, parties: slot.signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs });
+    } finally {
+      slot.release();
+    }
+    const acks = this.results(outcome, presignResult, req);
+    if (!acks || acks.some((a) => a.keyId !== input.vaultId || a.epoch !== key.epoch || a.entryIds.join() !== entryIds.join())) {
+      const refusal = refusalOf(outcome);
+      if (refusal) throw refusalError(refusal);
+      throw new CustodyError('failed', `presigning failed: ${outcome.ok ? 'results do not name the entries' : outcome.message}`, { culprits: outcome.ok ? [] : outcome.culprits });
+    }
+    return { entryIds, signers: slot.signers.map((m) => m.nodeId), epoch: key.epoch, path: [...input.path] };
+  }
+
+  /**
+   * A signing with presignature entries: only the online round runs. Undefined when the entries cannot
+   * serve this request (then the caller runs the full protocol); a refusal of the request itself is final.
+   */
+  private async signPooled(input: SignInput, key: VaultRecord, req: RequestScope): Promise<SignOutput | undefined> {
+    const pooled = input.presignatures!;
+    const members = pooled.signers.map((nodeId) => key.committee.find((m) => m.nodeId === nodeId));
+    const usable = pooled.epoch === key.epoch && pooled.entryIds.length === input.digests.length && pooled.path.join('/') === input.path.join('/')
+      && members.every((m) => m && this.nodes.isAttached(m.nodeId));
+    if (!usable) return undefined;
+    const params = signParams.encode({
+      keyId: input.vaultId, epoch: key.epoch, path: input.path, scheme: input.scheme, digests: input.digests,
+      intent: input.intent, intentSignature: input.intentSignature, apiKeyId: input.apiKeyId, template: input.template, endUserToken: input.endUserToken,
+      ...(input.trustLog ? { trustLog: input.trustLog } : {}),
+      ...(input.memberAction ? { memberAction: input.memberAction } : {}),
+      presignatures: pooled.entryIds,
+    });
+    const signers = members as NonNullable<(typeof members)[number]>[];
+    const outcome = await this.open(req, { protocol: Protocol.SIGN_ECDSA, keyId: input.vaultId, parties: signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs });
+    if (outcome.ok) {
+      const results = this.results(outcome, signResult, req);
+      const first = results && signResult.encode(results[0]!);
+      if (results && results.every((r) => equalBytes(signResult.encode(r), first!))) {
+        return { signatures: results[0]!.signatures, recoveryIds: results[0]!.recoveryIds ?? [], publicKey: results[0]!.publicKey, signers: signers.map((s) => s.nodeId) };
+      }
+    }
+    // A refusal of the request (its authorization) is final; a refusal of the entries is not.
+    const refusal = refusalOf(outcome);
+    if (refusal && !refusal.code.startsWith('presignature_')) throw refusalError(refusal);
+    if (refusal) this.pool.refused(input.vaultId, refusal.code);
+    this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, problem: outcome.ok ? 'signers disagree' : describeReports(outcome) || outcome.message }, 'pooled signing failed; running the full protocol');
+    return undefined;
+  }
+
   async sign(input: SignInput): Promise<SignOutput> {
+    if (input.scheme !== 'ecdsa' || !this.pool.enabled) return this.signOnce(input);
+    this.pool.signingStarted(input.vaultId);
+    try {
+      return await this.signOnce(input);
+    } finally {
+      this.pool.signingEnded(input.vaultId, input.path);
+    }
+  }
+
+  private async signOnce(input: SignInput): Promise<SignOutput> {
     const req = this.scope(input.requestId);
     const key = await this.get(input.vaultId);
     if (key.state !== 'active' && key.state !== 'resharing' && key.state !== 'reshare_pending') throw new CustodyError('conflict', `vault ${input.vaultId} is ${key.state}`);
@@ -263,6 +388,12 @@ export class VaultService {
       ...(input.trustLog ? { trustLog: input.trustLog } : {}),
       ...(input.memberAction ? { memberAction: input.memberAction } : {}),
     });
+    // Entries the caller named, or the pool's when it has some for this path and a signer set that is attached.
+    const entries = input.scheme === 'ecdsa' ? input.presignatures ?? this.pool.take(input.vaultId, key.epoch, input.path, input.digests.length) : undefined;
+    if (entries) {
+      const pooled = await this.signPooled({ ...input, presignatures: entries }, key, req);
+      if (pooled) return pooled;
+    }
     let ready = key;
     if (input.scheme === 'ecdsa' && key.otEpoch !== key.epoch) {
       ready = await this.serialize(key.vaultId, () => this.otSetup(key, req));

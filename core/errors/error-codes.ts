@@ -195,6 +195,16 @@ export const ERROR_CODES = entries({
   no_ot_setup: e('conflict', 'the vault key has no OT setup for ECDSA'),
   ot_busy: e('unavailable', 'another ECDSA run holds the OT pair; retry'),
   ot_retired: e('conflict', 'the OT material of a pair was retired; a new setup is needed'),
+  presignature_pool_unanchored: e('refused', 'the node keeps no presignatures: it has no rollback anchor'),
+  presignature_pool_unavailable: e('refused', 'the node keeps no presignature store'),
+  presignature_pool_full: e('limited', 'the node holds as many presignatures for the key as it keeps'),
+  presignature_exists: e('conflict', 'an entry id names a presignature made or used before'),
+  presignature_unknown: e('not_found', 'the node holds no presignature with this entry id'),
+  presignature_used: e('refused', 'the presignature was used before'),
+  presignature_expired: e('refused', 'the presignature is past its lifetime'),
+  presignature_wrong_epoch: e('refused', 'the presignature was made for another key epoch'),
+  presignature_wrong_signers: e('refused', 'the presignature was made for another signer set'),
+  presignature_wrong_path: e('refused', 'the presignature was made for another derivation path'),
   failed: e('aborted', 'the operation failed after its retries'),
 
   // ── Node storage ─────────────────────────────────────────────────────────────────────────────────

@@ -2,7 +2,7 @@
 // metrics and logs: one fixed set, so a label never carries what a peer sent.
 import { Protocol } from '../../proto/gen/mpc/v1/session_pb.ts';
 
-export type ProtocolName = 'dkg' | 'sign-ecdsa' | 'sign-schnorr' | 'reshare' | 'commit-epoch' | 'abandon-epoch' | 'ot-setup' | 'unknown';
+export type ProtocolName = 'dkg' | 'sign-ecdsa' | 'sign-schnorr' | 'reshare' | 'commit-epoch' | 'abandon-epoch' | 'ot-setup' | 'presign-ecdsa' | 'unknown';
 
 const NAMES: Record<number, ProtocolName | undefined> = {
   [Protocol.DKG]: 'dkg',
@@ -12,6 +12,7 @@ const NAMES: Record<number, ProtocolName | undefined> = {
   [Protocol.COMMIT_EPOCH]: 'commit-epoch',
   [Protocol.ABANDON_EPOCH]: 'abandon-epoch',
   [Protocol.OT_SETUP]: 'ot-setup',
+  [Protocol.PRESIGN_ECDSA]: 'presign-ecdsa',
 };
 
 /** The kind's name; `unknown` for PROTOCOL_UNSPECIFIED or a value this build does not know. */

@@ -6,7 +6,7 @@ import { readReshareMember, type ReshareMember } from './reshare-member.ts';
 import { SIGN_SCHEMES, type SignFields } from './sign-fields.ts';
 import { MEMBER_ACTION_BATCH_MAX, MEMBER_ACTION_ID, MEMBER_ACTION_SALT_BYTES, PASSKEY_LIMITS, type MemberActionBinding, type PasskeyAssertion } from './member-action-binding.ts';
 import { InputError } from '../errors/protocol-errors.ts';
-import { bytes, defined, int, list, MAX_UINT32, oneOf, optional, record, text, type Fields } from './shape.ts';
+import { bytes, defined, hex, int, list, MAX_UINT32, oneOf, optional, record, text, type Fields } from './shape.ts';
 
 export interface DkgSessionParams {
   keyId: string;
@@ -24,6 +24,20 @@ export interface DkgSessionParams {
 export interface SignSessionParams extends SignFields {
   keyId: string;
   epoch: number;
+  /**
+   * ECDSA only: the presignature entry (docs/protocols/pools.md) each digest signs with, one per digest;
+   * absent when the session presigns as well.
+   */
+  presignatures?: string[];
+}
+
+/** A presigning session ('presign-params'): ECDSA presignatures for a key epoch, signer set (the session's parties) and path. */
+export interface PresignSessionParams {
+  keyId: string;
+  epoch: number;
+  path: number[];
+  /** The entry ids, 16 random bytes of hex each, one presignature per id. */
+  entryIds: string[];
 }
 
 export interface ReshareSessionParams {
@@ -62,6 +76,8 @@ export const PARAM_LIMITS = {
   /** One trust-log entry, creation or reshare request: a signed HTTP request with a body of at most 256 KiB. */
   trustEntry: 512 * 1024,
   roster: 64 * 1024,
+  /** Presignatures made by one presigning session. */
+  presignEntries: 32,
 } as const;
 
 const L = PARAM_LIMITS;
@@ -84,18 +100,32 @@ export function readDkgParams(v: unknown, what = 'dkg-params'): DkgSessionParams
 }
 
 export function readSignParams(v: unknown, what = 'sign-params'): SignSessionParams {
-  const o = record(v, what, ['keyId', 'epoch', 'path', 'scheme', 'digests', 'intent', 'intentSignature', 'apiKeyId', 'template', 'endUserToken'], ['trustLog', 'memberAction']);
+  const o = record(v, what, ['keyId', 'epoch', 'path', 'scheme', 'digests', 'intent', 'intentSignature', 'apiKeyId', 'template', 'endUserToken'], ['trustLog', 'memberAction', 'presignatures']);
+  const digests = list(o.digests, `${what}.digests`, L.digests, (x, w) => bytes(x, w, 32), 1);
+  const presignatures = optional(o, 'presignatures', (x) => list(x, `${what}.presignatures`, L.digests, (y, w) => hex(y, w, 16), 1));
+  if (presignatures && presignatures.length !== digests.length) throw new InputError('bad_params', `${what}.presignatures: one entry per digest`);
+  if (presignatures && o.scheme !== 'ecdsa') throw new InputError('bad_params', `${what}.presignatures: ECDSA only`);
   return {
     keyId: name(o.keyId, `${what}.keyId`), epoch: epochOf(o.epoch, `${what}.epoch`),
     path: list(o.path, `${what}.path`, L.path, (x, w) => int(x, w, 0, MAX_UINT32)),
     scheme: oneOf(o.scheme, `${what}.scheme`, SIGN_SCHEMES),
-    digests: list(o.digests, `${what}.digests`, L.digests, (x, w) => bytes(x, w, 32), 1),
+    digests,
     intent: bytes(o.intent, `${what}.intent`, 0, L.intent),
     intentSignature: bytes(o.intentSignature, `${what}.intentSignature`, 64),
     apiKeyId: text(o.apiKeyId, `${what}.apiKeyId`, L.name),
     template: bytes(o.template, `${what}.template`, 0, L.template),
     endUserToken: text(o.endUserToken, `${what}.endUserToken`, L.endUserToken),
-    ...defined({ trustLog: trustLogOf(o, what), memberAction: optional(o, 'memberAction', (x) => readMemberAction(x, `${what}.memberAction`)) }),
+    ...defined({ trustLog: trustLogOf(o, what), memberAction: optional(o, 'memberAction', (x) => readMemberAction(x, `${what}.memberAction`)), presignatures }),
+  };
+}
+
+export function readPresignParams(v: unknown, what = 'presign-params'): PresignSessionParams {
+  const o = record(v, what, ['keyId', 'epoch', 'path', 'entryIds']);
+  const entryIds = list(o.entryIds, `${what}.entryIds`, L.presignEntries, (x, w) => hex(x, w, 16), 1);
+  if (new Set(entryIds).size !== entryIds.length) throw new InputError('bad_params', `${what}.entryIds: an entry id is named twice`);
+  return {
+    keyId: name(o.keyId, `${what}.keyId`), epoch: epochOf(o.epoch, `${what}.epoch`),
+    path: list(o.path, `${what}.path`, L.path, (x, w) => int(x, w, 0, MAX_UINT32)), entryIds,
   };
 }
 

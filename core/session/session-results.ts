@@ -3,7 +3,7 @@
 // with session-contract.ts.
 import { readKeyPackage, type KeyPackage } from './key-package.ts';
 import { PARAM_LIMITS } from './session-params.ts';
-import { bytes, defined, int, list, MAX_UINT32, oneOf, optional, record, text } from './shape.ts';
+import { bytes, defined, hex, int, list, MAX_UINT32, oneOf, optional, record, text } from './shape.ts';
 
 /** DKG and reshare: the public package of the new epoch, which every receiver reports the same. */
 export interface PackageResult {
@@ -23,6 +23,13 @@ export interface SignResult {
 export interface OtResult {
   keyId: string;
   epoch: number;
+}
+
+/** A presigning session's result: the entries this node sealed (docs/protocols/pools.md). */
+export interface PresignResult {
+  keyId: string;
+  epoch: number;
+  entryIds: string[];
 }
 
 export const EPOCH_OUTCOMES = ['promoted', 'removed', 'already', 'abandoned'] as const;
@@ -47,6 +54,14 @@ export function readSignResult(v: unknown, what = 'sign-result'): SignResult {
 export function readOtResult(v: unknown, what = 'ot-result'): OtResult {
   const o = record(v, what, ['keyId', 'epoch']);
   return { keyId: text(o.keyId, `${what}.keyId`, PARAM_LIMITS.name, 1), epoch: int(o.epoch, `${what}.epoch`, 0, MAX_UINT32) };
+}
+
+export function readPresignResult(v: unknown, what = 'presign-result'): PresignResult {
+  const o = record(v, what, ['keyId', 'epoch', 'entryIds']);
+  return {
+    keyId: text(o.keyId, `${what}.keyId`, PARAM_LIMITS.name, 1), epoch: int(o.epoch, `${what}.epoch`, 0, MAX_UINT32),
+    entryIds: list(o.entryIds, `${what}.entryIds`, PARAM_LIMITS.presignEntries, (x, w) => hex(x, w, 16), 1),
+  };
 }
 
 export function readEpochResult(v: unknown, what = 'epoch-result'): EpochResult {

@@ -140,6 +140,11 @@ export class SealedStore {
     }
   }
 
+  /** Whether a rollback anchor kept elsewhere guards this store (what single-use material at rest needs). */
+  get anchored(): boolean {
+    return this.anchor !== undefined;
+  }
+
   /** The head's version: grows by one with every write. */
   get version(): bigint {
     return this.head.version;

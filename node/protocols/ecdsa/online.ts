@@ -1,25 +1,33 @@
-// DKLs23 signing, online phase (ePrint 2023/765, Protocol 3.6, round 3 and output): with the
-// presignature's R, u_i (share of r·φ), v_i (share of sk·φ) and φ_i, each signer broadcasts u_i and
-// w_i = H(m)·φ_i + r_x·v_i; then s = Σ w / Σ u = (H(m) + r_x·sk) / r. The signature is verified under the
-// public key before release, normalised to low s, and returned with its recovery id.
+// DKLs23 signing, online phase (ePrint 2023/765, Protocol 3.6, round 3 and output), re-randomized
+// (Groth and Shoup, "On the security of ECDSA with additive key derivation and presignatures",
+// EUROCRYPT 2022; docs/protocols/pools.md). With the presignature's R, u_i (share of r·φ), v_i (share
+// of sk·φ) and φ_i, every signer computes the public scalar
+//   δ = H("custody/ecdsa/rerandomize/v1", session id ‖ R ‖ H(m) ‖ sorted signers ‖ public key)
+// and broadcasts u_i' = δ·u_i and w_i = H(m)·φ_i + r'·v_i with R' = δ·R, r' = x(R') mod n; then
+// s = Σw / Σu' = (H(m) + r'·sk) / (δ·r): a signature with nonce δ·r, whose R' depends on the message.
+// It is verified under the public key before release, normalised to low s, and returned with its
+// recovery id. Every ECDSA signature goes through this one path, pooled or not.
 //
 // Identifiable abort: presigning left every signer with the images U_j = u_j·G, V_j = v_j·G and
 // Φ_j = φ_j·G of every signer's shares, received end-to-end encrypted. Each online message echoes them
 // as a digest per signer (a signer that sent different images to different peers is caught). Only
-// signers see the images: with Φ = Σ Φ_j and the broadcast Σ u_j = r·φ they give k⁻¹·G, which the
-// coordinator, seeing the broadcasts (u_j, w_j and digests), cannot compute.
+// signers see the images: with Φ = Σ Φ_j and the broadcast Σ u_j' = δ·r·φ they give (δ·r)⁻¹·G, which
+// the coordinator, seeing the broadcasts (u_j', w_j and digests), cannot compute.
 // When the combined signature does not verify, each share is checked on its own:
-// u_j·G = U_j and w_j·G = H(m)·Φ_j + r_x·V_j; every signer whose share fails is named.
+// u_j'·G = δ·U_j and w_j·G = H(m)·Φ_j + r'·V_j; every signer whose share fails is named.
 import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { Fn, G, ORDER, exposeScalar, parsePoint, parseScalar, scalarHex } from '../math/curve.ts';
+import { hexToBytes } from '@noble/hashes/utils.js';
+import { Fn, G, ORDER, exposeScalar, parsePoint, parseScalar, pointHex, scalarHex } from '../math/curve.ts';
+import { hashToScalar } from '../math/hash-to-scalar.ts';
 import { InputError, ProtocolAbort } from '../../../core/errors/protocol-errors.ts';
-import { readPayload, type Protocol } from '../round/machine.ts';
+import { checkSessionId, readPayload, type Protocol } from '../round/machine.ts';
 import { encodeBlob } from '../../../core/codec/blob.ts';
 import { checkEcho } from '../round/echo.ts';
 import type { Presignature, SignerImages } from './presignature.ts';
 
 export interface OnlineParams {
+  /** This signing run's session id (hex): bound into δ, so the same presignature could never give the same R' twice. */
+  sessionId: string;
   /** Consumed by `start`: the caller marks its id used durably before the first message leaves. */
   presignature: Presignature;
   /** The 32-byte digest to sign, hex (keccak256 for EVM, the BIP-143 sighash for P2WPKH). */
@@ -28,11 +36,16 @@ export interface OnlineParams {
 
 export interface OnlineState {
   presignatureId: string;
+  /** The presigning run's session id, and this online run's (bound into δ). */
   sessionId: string;
+  onlineSessionId: string;
   signers: number[];
   me: number;
   publicKey: string;
+  /** The presignature's R, and the re-randomizer δ and R' = δ·R. */
   R: string;
+  delta: string;
+  Rprime: string;
   digest: string;
   u: string;
   w: string;
@@ -61,6 +74,20 @@ export interface EcdsaSignature {
 
 const others = (s: OnlineState) => s.signers.filter((p) => p !== s.me);
 
+/** Wire kind of the online broadcast: v2 carries u_i' = δ·u_i (re-randomized), not u_i. */
+export const ONLINE_R1_KIND = 'ecdsa-online/r1/v2';
+
+/**
+ * The re-randomizer δ, from public values every signer holds: the online session id, R, the digest,
+ * the signer set (sorted) and the public key signed for. A hash output is zero with negligible
+ * probability; it is refused all the same (R' would be the identity).
+ */
+export function rerandomizer(sessionId: string, R: string, digest: string, signers: number[], publicKey: string): bigint {
+  const d = hashToScalar('custody/ecdsa/rerandomize/v1', [sessionId, R, digest, [...signers].sort((a, b) => a - b).join(','), publicKey]);
+  if (d === 0n) throw new ProtocolAbort('degenerate_nonce', [], 'the re-randomizer is zero');
+  return d;
+}
+
 /** H(m) as a scalar: the 32-byte digest reduced mod n (ECDSA bits2int for a 256-bit curve). */
 export function digestScalar(digest: string): bigint {
   if (!/^[0-9a-f]{64}$/.test(digest)) throw new InputError('bad_digest', 'digest is 32 bytes of hex');
@@ -68,33 +95,37 @@ export function digestScalar(digest: string): bigint {
 }
 
 export const ecdsaOnline: Protocol<OnlineParams, OnlineState, EcdsaSignature> = {
-  name: 'ecdsa-online/v1',
+  name: 'ecdsa-online/v2',
 
   start(params) {
+    checkSessionId(params.sessionId);
     const m = digestScalar(params.digest);
     const p = params.presignature.take();
     const R = parsePoint(p.R, 'R');
-    const rx = Fn.create(R.toAffine().x);
+    const delta = rerandomizer(params.sessionId, p.R, params.digest, p.signers, p.publicKey);
+    // Public point, public scalar: variable-time arithmetic is fine.
+    const Rp = R.multiplyUnsafe(delta);
+    const rx = Fn.create(Rp.toAffine().x);
     const phi = exposeScalar(p.phi, 'phi');
     const v = exposeScalar(p.v, 'v', true);
     const w = Fn.add(Fn.mul(m, phi), Fn.mul(rx, v));
-    // u_i is broadcast (with w_i) in this round: it leaves the secret type here, explicitly.
-    const u = bytesToHex(p.u.expose());
+    // u_i' = δ·u_i is broadcast (with w_i) in this round: it leaves the secret type here, explicitly.
+    const u = scalarHex(Fn.mul(delta, exposeScalar(p.u, 'u', true)));
     // The presignature is spent: its secrets are zeroed (take() already refuses a second use).
     for (const x of [p.u, p.v, p.phi]) x.zeroize();
     const state: OnlineState = {
-      presignatureId: p.id, sessionId: p.sessionId, signers: p.signers, me: p.me, publicKey: p.publicKey, R: p.R, digest: params.digest,
-      u, w: scalarHex(w), images: p.images, echo: p.echo, shares: {},
+      presignatureId: p.id, sessionId: p.sessionId, onlineSessionId: params.sessionId, signers: p.signers, me: p.me, publicKey: p.publicKey,
+      R: p.R, delta: scalarHex(delta), Rprime: pointHex(Rp), digest: params.digest, u, w: scalarHex(w), images: p.images, echo: p.echo, shares: {},
     };
     const r1: R1 = { id: p.id, u, w: state.w, echo: p.echo };
-    return { state, out: [{ from: p.me, to: 'all', round: 1, payload: encodeBlob('ecdsa-online/r1', r1) }] };
+    return { state, out: [{ from: p.me, to: 'all', round: 1, payload: encodeBlob(ONLINE_R1_KIND, r1) }] };
   },
 
   verify(s, round, msg) {
     const from = msg.from;
     if (!others(s).includes(from)) throw new ProtocolAbort('unknown_party', [from], `party ${from} is not in this session`);
     if (round !== 1 || msg.to !== 'all') throw new ProtocolAbort('bad_message', [from], 'the online round is one broadcast');
-    const r = readPayload<R1>('ecdsa-online/r1', msg);
+    const r = readPayload<R1>(ONLINE_R1_KIND, msg);
     // Every signer's presignature carries the same id (it hashes the context and R).
     if (r.id !== s.presignatureId) throw new ProtocolAbort('wrong_session', [from], `party ${from} signs with another presignature`);
     // `from` holds other images of some signer j than we do: j sent different ones in presigning, or `from` lies.
@@ -123,7 +154,7 @@ export const ecdsaOnline: Protocol<OnlineParams, OnlineState, EcdsaSignature> = 
       u = Fn.add(u, parseScalar(s.shares[String(j)]!.u, 'u', true));
       w = Fn.add(w, parseScalar(s.shares[String(j)]!.w, 'w', true));
     }
-    const R = parsePoint(s.R, 'R').toAffine();
+    const R = parsePoint(s.Rprime, "R'").toAffine();
     const r = Fn.create(R.x);
     if (u === 0n || r === 0n) {
       // Σu = 0 can only come from a wrong share (or a negligible accident): name whoever fails its images.
@@ -150,16 +181,17 @@ export const ecdsaOnline: Protocol<OnlineParams, OnlineState, EcdsaSignature> = 
   },
 };
 
-/** The signers whose online share fails u_j·G = U_j or w_j·G = H(m)·Φ_j + r_x·V_j (public values only). */
+/** The signers whose online share fails u_j'·G = δ·U_j or w_j·G = H(m)·Φ_j + r'·V_j (public values only). */
 function wrongShares(s: OnlineState, rx: bigint): number[] {
   const m = digestScalar(s.digest);
+  const delta = parseScalar(s.delta, 'delta');
   const out: number[] = [];
   for (const j of others(s)) {
     const sh = s.shares[String(j)]!;
     const im = s.images[String(j)]!;
     const u = parseScalar(sh.u, 'u', true);
     const w = parseScalar(sh.w, 'w', true);
-    const uOk = G.multiplyUnsafe(u).equals(parsePoint(im.U, 'U'));
+    const uOk = G.multiplyUnsafe(u).equals(parsePoint(im.U, 'U').multiplyUnsafe(delta));
     const wOk = G.multiplyUnsafe(w).equals(parsePoint(im.Phi, 'Phi').multiplyUnsafe(m).add(parsePoint(im.V, 'V').multiplyUnsafe(rx)));
     if (!uOk || !wOk) out.push(j);
   }

@@ -10,21 +10,25 @@ import { dkgSession } from './dkg.ts';
 import { signSchnorrSession } from './sign-schnorr.ts';
 import { otSetupSession } from './ot-setup.ts';
 import { signEcdsaSession } from './sign-ecdsa.ts';
+import { presignEcdsaSession } from './presign-ecdsa.ts';
 import { reshareSession } from './reshare.ts';
 import { epochSession } from './epoch.ts';
 import { nativePrimitives } from '../native-primitives.ts';
+import { OtPairLocks } from '../ot-pair-locks.ts';
 
 export type { NodeProtocolDeps } from './session-deps.ts';
 
 export function nodeProtocols(given: NodeProtocolDeps): ProtocolFactory {
   // The protocols run on the node's OpenSSL; they return the same bytes as on the noble reference.
-  const deps: NodeProtocolDeps = { ...given, primitives: given.primitives ?? nativePrimitives };
+  // One set of OT pair locks for every kind that presigns (signing and the presignature pool).
+  const deps: NodeProtocolDeps = { ...given, primitives: given.primitives ?? nativePrimitives, otLocks: given.otLocks ?? new OtPairLocks() };
   const kinds = new Map<Protocol, (ctx: SessionContext) => Promise<PartyProtocol>>();
   const add = <P, L, G, O>(protocol: Protocol, kind: Parameters<typeof runSession<P, L, G, O>>[0]) => kinds.set(protocol, (ctx) => runSession(kind, ctx));
   add(Protocol.DKG, dkgSession(deps));
   add(Protocol.SIGN_SCHNORR, signSchnorrSession(deps));
   add(Protocol.OT_SETUP, otSetupSession(deps));
   add(Protocol.SIGN_ECDSA, signEcdsaSession(deps));
+  add(Protocol.PRESIGN_ECDSA, presignEcdsaSession(deps));
   add(Protocol.RESHARE, reshareSession(deps));
   add(Protocol.COMMIT_EPOCH, epochSession(deps, 'commit'));
   add(Protocol.ABANDON_EPOCH, epochSession(deps, 'abandon'));

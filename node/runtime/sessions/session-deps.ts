@@ -7,6 +7,7 @@ import type { TrustRegistry } from '../authorization/trust-registry.ts';
 import type { OtPairLocks } from '../ot-pair-locks.ts';
 import type { Primitives } from '../../protocols/math/primitives.ts';
 import type { ProtocolWorkers } from '../workers/protocol-workers.ts';
+import type { PresignatureStore } from '../../storage/presignature-store.ts';
 
 export interface NodeProtocolDeps {
   vault: VaultShareStore;
@@ -22,4 +23,6 @@ export interface NodeProtocolDeps {
   primitives?: Primitives;
   /** Worker threads for the long protocol steps (DKG, OT setup); inline on the main thread without. */
   workers?: ProtocolWorkers;
+  /** The node's ECDSA presignature pool (docs/protocols/pools.md); without it, presigning and pooled signing sessions are refused. */
+  presignatures?: PresignatureStore;
 }

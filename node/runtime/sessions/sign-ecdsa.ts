@@ -1,7 +1,12 @@
-// Threshold ECDSA signing session (DKLs23 over node/protocols/ecdsa/): the presignature phase, then
-// the online phase, in one session. The OT pairs it uses are held by this node for the whole
-// presigning run, re-checked before anything derived from them leaves, and retired after an abort
-// (ot-pair-locks.ts, ../protocols/ot-guarded.ts).
+// Threshold ECDSA signing session (DKLs23 over node/protocols/ecdsa/). Two ways to one online round:
+// - full: the presignature phase, then the online phase, in one session. The OT pairs it uses are held
+//   by this node for the whole presigning run, re-checked before anything derived from them leaves, and
+//   retired after an abort (ot-pair-locks.ts, ../protocols/ot-guarded.ts);
+// - pooled: the parameters name one presignature entry per digest (docs/protocols/pools.md). Preflight
+//   checks every entry is held here, unused, unexpired and bound to this key epoch, signer set and path;
+//   `authorize` runs the customer's checks exactly as for the full protocol, then takes the entries
+//   (deleted and marked used on disk); only then does the online round start.
+// Both end in the same re-randomized online phase (online.ts).
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { signParams, signResult } from '../../../core/session/session-contract.ts';
 import { keyShareParam } from '../../protocols/keys/key-package.ts';
@@ -12,27 +17,29 @@ import { ecdsaOnline, type EcdsaSignature } from '../../protocols/ecdsa/online.t
 import type { Presignature } from '../../protocols/ecdsa/presignature.ts';
 import { SessionRefused } from '../session-host.ts';
 import type { SignGrant } from '../authorization/sign-authorizer.ts';
-import { inSequence, readParams, runProtocol } from '../protocols/run-protocol.ts';
+import { inSequence, readParams, runProtocol, type Finish } from '../protocols/run-protocol.ts';
 import { otGuarded } from '../protocols/ot-guarded.ts';
 import { OtPairLocks } from '../ot-pair-locks.ts';
 import type { PartyProtocol } from '../party-protocol.ts';
 import type { StoredShare } from '../../storage/vault-shares.ts';
+import type { PresignatureBinding, PresignatureStore } from '../../storage/presignature-store.ts';
 import type { SignSessionParams } from '../../../core/session/session-params.ts';
 import type { SessionKind } from './session-kind.ts';
 import type { NodeProtocolDeps } from './session-deps.ts';
 import { keyAtEpoch } from './key-at-epoch.ts';
 import { sessionDigest } from './session-digest.ts';
 import { authorizeSigning } from './sign-authorization.ts';
+import { holdOtPairs } from './ecdsa-ot-pairs.ts';
+import { presignatureBinding } from './presign-ecdsa.ts';
 
-/** How long an ECDSA session waits for a run over the same OT pair to end before refusing. */
-const OT_PAIR_WAIT_MS = 3_000;
-
-/** What preflight holds for the run: the share, the OT pairs with every peer and their material. */
+/** What preflight holds for the run: the share and, for the full protocol, the OT pairs and their material. */
 export interface EcdsaLocal {
   stored: StoredShare;
   peers: number[];
-  ot: EcdsaOtSetup;
+  ot?: EcdsaOtSetup;
   release: () => void;
+  /** A pooled signing: the entries named, what they must be bound to, and, once authorized, the taken presignatures. */
+  pooled?: { pool: PresignatureStore; entryIds: string[]; binding: PresignatureBinding; taken?: Presignature[] };
 }
 
 export function signEcdsaSession(deps: NodeProtocolDeps): SessionKind<SignSessionParams, EcdsaLocal, SignGrant, never> {
@@ -44,27 +51,38 @@ export function signEcdsaSession(deps: NodeProtocolDeps): SessionKind<SignSessio
     async preflight(ctx, p) {
       const stored = await keyAtEpoch(vault, ctx, p.keyId, p.epoch);
       if (p.scheme !== 'ecdsa') throw new SessionRefused('wrong_scheme', 'ECDSA sessions sign ecdsa');
-      // One run per OT pair at a time on this node; the material is read after the pairs are held,
-      // so every retirement that landed before is seen.
       const peers = ctx.parties.map((x) => x.index).filter((i) => i !== ctx.myIndex);
-      const release = await otLocks.acquire(p.keyId, peers, OT_PAIR_WAIT_MS);
-      try {
-        const ot = await vault.ot(p.keyId);
-        if (!ot) throw new SessionRefused('no_ot_setup', 'no OT setup for this key epoch yet');
-        const retired = peers.filter((i) => ot.retired.includes(i));
-        if (retired.length) throw new SessionRefused('ot_retired', `OT material with parties ${retired.join(',')} was retired after an abort; a new setup is needed`);
-        return { stored, peers, ot, release };
-      } catch (err) {
-        release();
-        throw err;
+      if (p.presignatures) {
+        const pool = deps.presignatures;
+        if (!pool) throw new SessionRefused('presignature_pool_unavailable', 'this node keeps no presignature store');
+        const binding = presignatureBinding(stored, ctx, p.epoch, p.path);
+        // Nothing is taken before the customer's authorization: this only refuses early.
+        await pool.check(p.keyId, p.presignatures, binding);
+        return { stored, peers, release: () => undefined, pooled: { pool, entryIds: p.presignatures, binding } };
       }
+      const held = await holdOtPairs(vault, otLocks, ctx, p.keyId);
+      return { stored, ...held };
     },
-    // The ledger and session claims are on disk before the first presigning message leaves.
-    authorize: ({ ctx, params, local }) => authorizeSigning(deps, ctx, params, local.stored),
+    // The ledger and session claims are on disk before the first presigning message leaves; a pooled
+    // signing's entries are deleted and marked used on disk after them, before the online round starts.
+    async authorize({ ctx, params, local }) {
+      const grant = await authorizeSigning(deps, ctx, params, local.stored);
+      if (local.pooled) local.pooled.taken = await local.pooled.pool.take(params.keyId, local.pooled.entryIds, local.pooled.binding);
+      return grant;
+    },
     release: (local) => local.release(),
-    run({ ctx, params: p, local: { stored, peers, ot, release } }) {
+    run({ ctx, params: p, local: { stored, peers, ot, release, pooled } }) {
       const me = ctx.myIndex;
       const signers = ctx.parties.map((x) => x.index);
+      const online = (presigs: Presignature[]) =>
+        runProtocol(ecdsaOnline, me, presigs.map((presignature, i) => ({ sessionId: bytesToHex(sessionDigest(ctx.open.sessionId, i)), presignature, digest: bytesToHex(p.digests[i]!) })), (sigs: EcdsaSignature[]): Finish => ({
+          result: signResult.encode({ signatures: sigs.map((s) => hexToBytes(s.compact)), recoveryIds: sigs.map((s) => s.recovery), publicKey: hexToBytes(sigs[0]!.publicKey) }),
+        }));
+      if (pooled) {
+        if (!pooled.taken || pooled.taken.length !== p.digests.length) throw new Error('a pooled signing ran before its entries were taken');
+        return online(pooled.taken);
+      }
+      if (!ot) throw new Error('a full ECDSA signing ran without its OT material');
       let presigs: Presignature[] = [];
       const key = keyShareParam(stored.key);
       const presign = runProtocol(ecdsaPresign, me, p.digests.map((_, i) => ({ sessionId: bytesToHex(sessionDigest(ctx.open.sessionId, i)), signers, me, key, path: p.path, ot })), (ps) => {
@@ -75,11 +93,7 @@ export function signEcdsaSession(deps: NodeProtocolDeps): SessionKind<SignSessio
       });
       const run = otGuarded(presign, { vault, keyId: p.keyId, setupId: ot.setupId, me, peers });
       const guarded: PartyProtocol = { ...run, dispose: () => (run.dispose(), release()) };
-      return inSequence(guarded, () =>
-        runProtocol(ecdsaOnline, me, presigs.map((presignature, i) => ({ presignature, digest: bytesToHex(p.digests[i]!) })), (sigs: EcdsaSignature[]) => ({
-          result: signResult.encode({ signatures: sigs.map((s) => hexToBytes(s.compact)), recoveryIds: sigs.map((s) => s.recovery), publicKey: hexToBytes(sigs[0]!.publicKey) }),
-        })),
-      );
+      return inSequence(guarded, () => online(presigs));
     },
   };
 }

@@ -43,6 +43,8 @@ const samples: { [K in SessionBlobKind]: Parameters<(typeof SESSION_CONTRACT)[K]
   'sign-result': { signatures: [fill(64, 0x5a), fill(64, 0x5b)], recoveryIds: [0, 1], publicKey: fill(33, 0x02) },
   'ot-result': { keyId: 'vault-1', epoch: 3 },
   'epoch-result': { outcome: 'promoted' },
+  'presign-params': { keyId: 'vault-1', epoch: 3, path: [44, 60, 0, 0, 7], entryIds: ['0a'.repeat(16), '0b'.repeat(16)] },
+  'presign-result': { keyId: 'vault-1', epoch: 3, entryIds: ['0a'.repeat(16), '0b'.repeat(16)] },
 };
 
 t.test('every kind round-trips, byte fields as bytes', async (t) => {
@@ -167,6 +169,14 @@ t.test('every malformed field is bad_params, from the decoder and from the encod
     ['sign-result', 'a recovery id of 4', { signatures: [fill(64, 1)], recoveryIds: [4], publicKey: fill(33, 2) }],
     ['ot-result', 'a missing epoch', { keyId: 'k' }],
     ['epoch-result', 'an unknown outcome', { outcome: 'deleted' }],
+    ['presign-params', 'no entry id', { ...samples['presign-params'], entryIds: [] }],
+    ['presign-params', 'an entry id of 15 bytes', { ...samples['presign-params'], entryIds: ['0a'.repeat(15)] }],
+    ['presign-params', 'an entry id named twice', { ...samples['presign-params'], entryIds: ['0a'.repeat(16), '0a'.repeat(16)] }],
+    ['presign-params', '33 entries', { ...samples['presign-params'], entryIds: Array.from({ length: 33 }, (_, i) => i.toString(16).padStart(32, '0')) }],
+    ['sign-params', 'fewer presignature entries than digests', { ...sign, presignatures: ['0a'.repeat(16)] }],
+    ['sign-params', 'a presignature entry in upper case', { ...sign, presignatures: ['0A'.repeat(16), '0b'.repeat(16)] }],
+    ['sign-params', 'presignature entries for a Schnorr signing', { ...sign, scheme: 'taproot', presignatures: ['0a'.repeat(16), '0b'.repeat(16)] }],
+    ['presign-result', 'a missing epoch', { keyId: 'k', entryIds: ['0a'.repeat(16)] }],
   ];
   for (const [kind, what, value] of cases) {
     const codec = SESSION_CONTRACT[kind] as SessionCodec<unknown>;
@@ -184,6 +194,8 @@ t.test('nothing but the contract\'s fields goes out', async (t) => {
   t.same(epochParams.decode(epochParams.encode({ keyId: 'k', epoch: 0 })), { keyId: 'k', epoch: 0 });
   t.same(otResult.decode(otResult.encode({ keyId: 'k', epoch: 0 })), { keyId: 'k', epoch: 0 });
   t.same(epochResult.decode(epochResult.encode({ outcome: 'abandoned' })), { outcome: 'abandoned' });
+  const pooled = { ...sign, presignatures: ['0a'.repeat(16), '0b'.repeat(16)] };
+  t.same(signParams.decode(signParams.encode(pooled)).presignatures, pooled.presignatures, 'a signing may name one presignature entry per digest');
   t.same(dkgResult.decode(dkgResult.encode({ pkg })).pkg, pkg);
   t.equal(JSON.stringify(reshareResult.decode(reshareResult.encode({ pkg })).pkg), JSON.stringify(pkg), 'a package keeps its field order (nodes compare packages by their JSON)');
   t.same(reshareParams.decode(reshareParams.encode(samples['reshare-params'])).members, samples['reshare-params'].members);

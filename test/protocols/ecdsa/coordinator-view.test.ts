@@ -8,7 +8,8 @@ import { Fn, exposeScalar, mulBase, parsePoint, type Point } from '../../../node
 import type { Message } from '../../../node/protocols/round/machine.ts';
 import { decodeBlob } from '../../../core/codec/blob.ts';
 import type { PresignatureData } from '../../../node/protocols/ecdsa/presignature.ts';
-import { committee, online, presign, sid } from './harness.ts';
+import { ONLINE_SID, committee, online, presign, sid } from './harness.ts';
+import { rerandomizer } from '../../../node/protocols/ecdsa/online.ts';
 
 /** Every way a point could sit in a payload: compressed or uncompressed, as bytes or hex, or its x alone. */
 function encodings(p: Point): Uint8Array[] {
@@ -54,4 +55,10 @@ t.test('no broadcast of a signing session carries Φ_j or k⁻¹·G', async (t) 
   });
   t.same(carries(broadcasts, sumPhi), [], 'no broadcast carries Φ');
   t.same(carries(broadcasts, kInvG), [], 'no broadcast carries k⁻¹·G');
+  // The re-randomized signature's nonce is δ·k (online.ts): neither its inverse image travels in clear.
+  const d1 = data.get(1)!;
+  const delta = rerandomizer(ONLINE_SID, d1.R, sid('coordinator-view digest'), signers, d1.publicKey);
+  const kpInvG = mulBase(Fn.inv(Fn.mul(delta, k)));
+  t.ok(sumPhi.multiply(Fn.inv(Fn.mul(delta, sumU))).equals(kpInvG), 'Φ·(Σu\')⁻¹ = (δk)⁻¹·G');
+  t.same(carries(broadcasts, kpInvG), [], 'no broadcast carries (δk)⁻¹·G');
 });

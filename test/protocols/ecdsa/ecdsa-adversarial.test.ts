@@ -11,6 +11,7 @@ import { retireOtPairs } from '../../../node/protocols/ecdsa/ot-setup.ts';
 import { startRun, deliver } from '../../../node/protocols/round/machine.ts';
 import { seededRng, type Tamper } from '../simulate.ts';
 import { committee, online, otSetup, presign, sid } from './harness.ts';
+import { ONLINE_R1_KIND } from '../../../node/protocols/ecdsa/online.ts';
 
 const c = committee(3, 2, 'adversarial');
 const digest = sid('adversarial message');
@@ -94,7 +95,7 @@ t.test('a message replayed from another session aborts naming its sender', async
 
 t.test('a wrong online share aborts and releases no signature', async (t) => {
   const pre = presign(c, [1, 3], 'bad-online');
-  const res = online(pre.results, digest, { tamper: new Map([[3, rewrite(1, 'ecdsa-online/r1', (v) => { v.w = '00'.repeat(31) + '05'; })]]) });
+  const res = online(pre.results, digest, { tamper: new Map([[3, rewrite(1, ONLINE_R1_KIND, (v) => { v.w = '00'.repeat(31) + '05'; })]]) });
   t.equal(res.aborts.get(1)?.code, 'bad_signature_share', 'the honest signer refuses the signature');
   t.same(res.aborts.get(1)?.culprits, [3], 'and names the signer whose share is wrong');
   t.notOk(res.results.has(1), 'no signature is released to the honest signer');

@@ -12,7 +12,9 @@ import { ProtocolAbort } from '../../../core/errors/protocol-errors.ts';
 import { ecdsaPresign, presignContext, r3Digest, type PresignParams, type PresignState } from '../../../node/protocols/ecdsa/presign.ts';
 import type { Presignature } from '../../../node/protocols/ecdsa/presignature.ts';
 import { seededRng, type Tamper } from '../simulate.ts';
-import { committee, online, presign, sid, type Committee } from './harness.ts';
+import { ONLINE_SID, committee, online, presign, sid, type Committee } from './harness.ts';
+import { ONLINE_R1_KIND, rerandomizer } from '../../../node/protocols/ecdsa/online.ts';
+import { Fn } from '../../../node/protocols/math/curve.ts';
 
 const c = committee(3, 2, 'identifiable');
 const digest = sid('identifiable message');
@@ -122,18 +124,21 @@ t.test('a signer that sends different presigning images to different peers is ca
 
 t.test('a wrong online share is named by the check against its presigning images', async (t) => {
   const pre = presign(c, [1, 3], 'wrong-w');
-  const res = online(pre.results, digest, { tamper: new Map([[3, rewrite(1, 'ecdsa-online/r1', (v) => { v.w = scalarHex(5n); })]]) });
+  const res = online(pre.results, digest, { tamper: new Map([[3, rewrite(1, ONLINE_R1_KIND, (v) => { v.w = scalarHex(5n); })]]) });
   expectNamed(t, res, [1], 'bad_signature_share', 3);
   const pre2 = presign(c, signers, 'wrong-u');
-  const res2 = online(pre2.results, digest, { tamper: new Map([[2, rewrite(1, 'ecdsa-online/r1', (v) => { v.u = scalarHex(7n); })]]) });
+  const res2 = online(pre2.results, digest, { tamper: new Map([[2, rewrite(1, ONLINE_R1_KIND, (v) => { v.u = scalarHex(7n); })]]) });
   expectNamed(t, res2, [1, 3], 'bad_signature_share', 2);
 });
 
 t.test('a share that cancels the others (Σu = 0) is named as well', async (t) => {
   const pre = presign(c, [1, 2], 'cancel-u');
   // A real attacker sees u_1 in party 1's online message first; the test reads it from party 1's stored presignature.
-  const u1 = exposeScalar(decodeBlob<{ u: SecretBytes }>('ecdsa-presignature', pre.results.get(1)!.encode(), { secrets: true }).u, 'u');
-  const res = online(pre.results, digest, { tamper: new Map([[2, rewrite(1, 'ecdsa-online/r1', (v) => { v.u = scalarHex(ORDER - u1); })]]) });
+  const p1 = pre.results.get(1)!;
+  const u1 = exposeScalar(decodeBlob<{ u: SecretBytes }>('ecdsa-presignature', p1.encode(), { secrets: true }).u, 'u');
+  // What party 1 broadcasts is u_1' = δ·u_1.
+  const delta = rerandomizer(ONLINE_SID, p1.R, digest, p1.signers, p1.publicKey);
+  const res = online(pre.results, digest, { tamper: new Map([[2, rewrite(1, ONLINE_R1_KIND, (v) => { v.u = scalarHex(ORDER - Fn.mul(delta, u1)); })]]) });
   expectNamed(t, res, [1], 'bad_signature_share', 2);
 });
 
@@ -143,7 +148,10 @@ t.test('images that lie consistently in presigning and online abort without a cu
   // The liar also echoes its forged images, so the echo agrees and only the signature can fail.
   const params: PresignParams = { sessionId: sid('lying-images'), signers: [2, 3], me: 3, key: c.keys.get(3)!, path: [], ot: c.ots.get(3)! };
   const forgedEcho = r3Digest(presignContext(params, c.keys.get(3)!.pkg.groupKey), 3, sent as { U: string; V: string; Phi: string });
-  const res = online(pre.results, digest, { tamper: new Map([[3, rewrite(1, 'ecdsa-online/r1', (v) => { v.u = scalarHex(99n); (v.echo as Obj)['3'] = forgedEcho; })]]) });
+  // Its online u' is consistent with its forged U: δ·99 (δ is public to every signer).
+  const p2 = pre.results.get(2)!;
+  const delta = rerandomizer(ONLINE_SID, p2.R, digest, p2.signers, p2.publicKey);
+  const res = online(pre.results, digest, { tamper: new Map([[3, rewrite(1, ONLINE_R1_KIND, (v) => { v.u = scalarHex(Fn.mul(delta, 99n)); (v.echo as Obj)['3'] = forgedEcho; })]]) });
   t.equal(res.aborts.get(2)?.code, 'bad_presignature', 'the honest signer aborts');
   t.same(res.aborts.get(2)?.culprits, [], 'naming no one');
   t.notOk(res.results.has(2), 'no signature is released');

@@ -38,8 +38,11 @@ export function presign(c: Committee, signers: number[], label: string, path: nu
   return simulate(ecdsaPresignWith(opts.prims ?? noblePrimitives), params, { seed: label, ...opts });
 }
 
-export function online(presigs: Map<number, Presignature>, digest: string, opts: SimOptions = {}) {
-  const params = new Map<number, OnlineParams>([...presigs].map(([me, presignature]) => [me, { presignature, digest }]));
+/** The online session id the helpers use unless a test names one (bound into the re-randomizer δ). */
+export const ONLINE_SID = sid('online session');
+
+export function online(presigs: Map<number, Presignature>, digest: string, opts: SimOptions = {}, sessionId: string = ONLINE_SID) {
+  const params = new Map<number, OnlineParams>([...presigs].map(([me, presignature]) => [me, { sessionId, presignature, digest }]));
   return simulate(ecdsaOnline, params, { seed: 'online', ...opts });
 }
 

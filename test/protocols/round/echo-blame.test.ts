@@ -9,6 +9,7 @@ import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
 import { dkg, type DkgParams } from '../../../node/protocols/dkg/dkg.ts';
 import { simulate } from '../simulate.ts';
 import { committee, online, presign, sid } from '../ecdsa/harness.ts';
+import { ONLINE_R1_KIND } from '../../../node/protocols/ecdsa/online.ts';
 
 const dkgParams = (session: string): Map<number, DkgParams> =>
   new Map([1, 2, 3].map((me) => [me, { sessionId: sid(session), keyId: 'vault-echo', epoch: 0, threshold: 2, parties: [1, 2, 3], me }]));
@@ -53,8 +54,8 @@ t.test('ECDSA online: a false echo about an honest signer\'s images names report
   const pre = presign(c, [1, 2, 3], 'echo-blame presign');
   t.equal(pre.results.size, 3, 'presigning completes');
   const lie = (m: Message): Message[] => {
-    const v = decodeBlob<{ echo: Record<string, string> }>('ecdsa-online/r1', m.payload);
-    return [{ ...m, payload: encodeBlob('ecdsa-online/r1', { ...v, echo: { ...v.echo, '2': 'f'.repeat(64) } }) }];
+    const v = decodeBlob<{ echo: Record<string, string> }>(ONLINE_R1_KIND, m.payload);
+    return [{ ...m, payload: encodeBlob(ONLINE_R1_KIND, { ...v, echo: { ...v.echo, '2': 'f'.repeat(64) } }) }];
   };
   const res = online(pre.results, sid('echo-blame digest'), { tamper: new Map([[3, lie]]) });
   t.same(summary(res.aborts.get(1)), { code: 'equivocation', culprits: [2, 3] }, 'party 1 names the disputed pair');
