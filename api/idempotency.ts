@@ -26,6 +26,16 @@ export function idempotencyKeyOf(req: FastifyRequest): string | undefined {
   return k;
 }
 
+/**
+ * The Idempotency-Key of a request that moves money or changes what money costs, required: a retry
+ * without one could do it twice (`resource` names what a retry under the key answers).
+ */
+export function requiredIdempotencyKey(req: FastifyRequest, resource = 'request'): string {
+  const key = idempotencyKeyOf(req);
+  if (key === undefined) throw new CustodyError('invalid_request', `Idempotency-Key is required: a retry under the same key answers the same ${resource}`);
+  return key;
+}
+
 /** JSON with object keys sorted at every level: the same body however its sender ordered or spaced it. */
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;

@@ -10,14 +10,13 @@ import type { Hex } from 'viem';
 import { EVM_NETWORKS } from '../../core/chains/evm/evm-networks.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { decodeIntent } from '../../core/intents/intent.ts';
-import type { Op, RecordRepository } from '../store/record-repository.ts';
+import type { Op } from '../store/record-repository.ts';
 import { newId } from '../store/ids.ts';
-import { pageOf, type CursorCodec, type PageResult } from '../store/pagination.ts';
-import type { Actor, AuditLog } from '../tenancy/audit-log.ts';
+import { pageOf, type PageResult } from '../store/pagination.ts';
+import type { Actor } from '../tenancy/audit-log.ts';
 import type { Scope } from '../tenancy/scope.ts';
-import type { DeliveryEngine, Envelope } from '../webhooks/delivery-engine.ts';
-import type { CustomerLinks } from '../customers/customer-links.ts';
-import { holderStablecoin, type PlatformLedger, type Posting } from '../ledger/platform-ledger.ts';
+import type { Envelope } from '../webhooks/delivery-engine.ts';
+import { holderStablecoin, type Posting } from '../ledger/platform-ledger.ts';
 import { ACCOUNT_HOLDERS, ACCOUNT_HOLDER_VAULTS } from '../account-holders/collections.ts';
 import { HOLDER_ID } from '../account-holders/account-holder-service.ts';
 import type { AccountHolderRecord } from '../account-holders/account-holder-records.ts';
@@ -33,6 +32,7 @@ import type { EscrowEventRecord, EscrowEventType, EscrowRecord } from './escrow-
 import { ESCROWS, ESCROW_ACTIONS, ESCROW_EVENTS, ESCROW_KEYS } from './collections.ts';
 import type { EscrowChain, EscrowLog, OnchainEscrow } from './escrow-chain.ts';
 import { fundingCalls, onchainEscrowId, releaseCall, type EscrowCall } from './token-escrow.ts';
+import type { MoneyFlowDeps } from '../ledger/money-flow-deps.ts';
 
 export const ESCROW_ID = /^esc_[0-9a-f]{26}$/;
 
@@ -48,13 +48,7 @@ export type ActionRevoker = Pick<MemberActions, 'batchTransactions' | 'revoke'>;
  */
 export const escrowLock = (id: string) => purposeLock('escrow', id);
 
-export interface EscrowServiceOptions {
-  store: RecordRepository;
-  audit: AuditLog;
-  cursors: CursorCodec;
-  deliveries: DeliveryEngine;
-  links: CustomerLinks;
-  ledger: PlatformLedger;
+export interface EscrowServiceOptions extends MoneyFlowDeps {
   /** The escrow contract of a chain (API_ESCROW_CONTRACTS), if it has one. */
   escrow: (chain: string) => EscrowChain | undefined;
   /** The stablecoin of a chain (API_FUNDING_STABLECOINS): what an escrow holds there. */

@@ -8,17 +8,16 @@
 import type { Hex } from 'viem';
 import { EVM_NETWORKS } from '../../core/chains/evm/evm-networks.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
-import type { Op, RecordRepository } from '../store/record-repository.ts';
+import type { Op } from '../store/record-repository.ts';
 import { newId } from '../store/ids.ts';
 import type { CollectionName } from '../store/collection.ts';
-import { pageOf, type CursorCodec, type PageResult } from '../store/pagination.ts';
-import type { Actor, AuditLog } from '../tenancy/audit-log.ts';
+import { pageOf, type PageResult } from '../store/pagination.ts';
+import type { Actor } from '../tenancy/audit-log.ts';
 import type { Scope } from '../tenancy/scope.ts';
-import type { DeliveryEngine, Envelope } from '../webhooks/delivery-engine.ts';
-import type { CustomerLinks } from '../customers/customer-links.ts';
+import type { Envelope } from '../webhooks/delivery-engine.ts';
 import type { PaymentRail, RailTransfer } from '../rails/payment-rail.ts';
 import {
-  fiatAsset, holderFiat, holderStablecoin, issuerReserve, issuerSupply, railClearing, railInFlight, type PlatformLedger, type Posting,
+  fiatAsset, holderFiat, holderStablecoin, issuerReserve, issuerSupply, railClearing, railInFlight, type Posting,
 } from '../ledger/platform-ledger.ts';
 import { reconcileStablecoin, type ReconcileReturnType } from '../ledger/reconciliation.ts';
 import { ACCOUNT_HOLDERS, ACCOUNT_HOLDER_VAULTS } from '../account-holders/collections.ts';
@@ -38,17 +37,12 @@ import type { FundingRequestRecord, OffRampRequestRecord } from './funding-recor
 import { FUNDING_REQUESTS, OFF_RAMP_REQUESTS, REQUEST_KEYS, TRANSFER_CLAIMS } from './collections.ts';
 import { bodyFingerprint } from '../idempotency.ts';
 import { centsToUnits, unitsToCents, type StablecoinIssuer } from './stablecoin-issuer.ts';
+import type { MoneyFlowDeps } from '../ledger/money-flow-deps.ts';
 
 export const FUNDING_ID = /^fnd_[0-9a-f]{26}$/;
 export const OFF_RAMP_ID = /^ofr_[0-9a-f]{26}$/;
 
-export interface FundingServiceOptions {
-  store: RecordRepository;
-  audit: AuditLog;
-  cursors: CursorCodec;
-  deliveries: DeliveryEngine;
-  links: CustomerLinks;
-  ledger: PlatformLedger;
+export interface FundingServiceOptions extends MoneyFlowDeps {
   /** The fiat rail; none configured: creating a request is 503 funding_unavailable (reads still work). */
   rail: PaymentRail | undefined;
   /** The stablecoin issuer of a chain, if the chain has one. */

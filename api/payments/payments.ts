@@ -11,16 +11,15 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { httpStatusOfCode } from '../../core/errors/http-status.ts';
 import { decodeIntent, type Intent } from '../../core/intents/intent.ts';
-import type { Op, RecordRepository } from '../store/record-repository.ts';
+import type { Op } from '../store/record-repository.ts';
 import { newId } from '../store/ids.ts';
-import { pageOf, type CursorCodec, type PageResult } from '../store/pagination.ts';
-import type { Actor, AuditLog } from '../tenancy/audit-log.ts';
+import { pageOf, type PageResult } from '../store/pagination.ts';
+import type { Actor } from '../tenancy/audit-log.ts';
 import type { Scope } from '../tenancy/scope.ts';
-import type { DeliveryEngine, Envelope } from '../webhooks/delivery-engine.ts';
-import type { CustomerLinks } from '../customers/customer-links.ts';
+import type { Envelope } from '../webhooks/delivery-engine.ts';
 import { FieldValidationError, type FieldError } from '../validation.ts';
 import { bodyFingerprint } from '../idempotency.ts';
-import { holderStablecoin, type PlatformLedger, type Posting } from '../ledger/platform-ledger.ts';
+import { holderStablecoin, type Posting } from '../ledger/platform-ledger.ts';
 import { ACCOUNT_HOLDERS, ACCOUNT_HOLDER_VAULTS, VAULT_ACCOUNT_HOLDERS } from '../account-holders/collections.ts';
 import { filteredWalk } from '../account-holders/filtered-walk.ts';
 import { WALLETS } from '../vaults/collections.ts';
@@ -36,6 +35,7 @@ import { PAYMENT_EVENTS, PAYMENT_KEYS, PAYMENTS } from './collections.ts';
 import { PAYMENT_FINAL, paymentMayBecome, type PaymentFailureReason, type PaymentStatus } from './payment-states.ts';
 import type { PaymentEventRecord, PaymentRecord, PaymentTransaction, PaymentTransfer, TransferRole } from './payment-records.ts';
 import { purposeLock, type MemberActions, type PurposeCheck } from '../member-auth/member-actions.ts';
+import type { MoneyFlowDeps } from '../ledger/money-flow-deps.ts';
 
 export const PAYMENT_ID = /^pay_[0-9a-f]{26}$/;
 /** The lock every change of a payment's state holds: the one member-actions holds around the authorizer and the action's commit. */
@@ -62,14 +62,8 @@ export interface CreatePaymentOptions {
 /** What payments use of member actions (api/member-auth/member-actions.ts). */
 export type PaymentMemberActions = Pick<MemberActions, 'registerPurpose' | 'batchTransactions' | 'revoke'>;
 
-export interface PaymentServiceOptions {
-  /** The one store of both APIs (server.ts): wallets, transactions and the platform's records. */
-  store: RecordRepository;
-  audit: AuditLog;
-  cursors: CursorCodec;
-  deliveries: DeliveryEngine;
-  links: CustomerLinks;
-  ledger: PlatformLedger;
+/** `store` is the one store of both APIs (server.ts): wallets, transactions and the platform's records. */
+export interface PaymentServiceOptions extends MoneyFlowDeps {
   quotes: PaymentQuotes;
   collectors: FeeCollectors;
   /** The ERC-20 balance of `address` on `chain` (pending block); undefined when the chain has no backend here. */

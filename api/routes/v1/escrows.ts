@@ -2,14 +2,12 @@
 // (escrow.read, escrow.manage). POST /escrows and the cancel need an Idempotency-Key; the same key and
 // body answer the same escrow, another body is 409 idempotency_key_reused.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
 import { Type, type TUnsafe } from '@sinclair/typebox';
-import { CustodyError } from '../../../core/errors/custody-error.ts';
 import { ErrorBody } from '../../errors.ts';
 import { actorOf, scopeOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
 import { DEFAULT_LIMIT, Page, PageQuery } from '../../store/pagination.ts';
-import { IdempotentRequests, idempotencyKeyOf } from '../../idempotency.ts';
+import { IdempotentRequests, requiredIdempotencyKey } from '../../idempotency.ts';
 import { escrowView, type EscrowFilters, type EscrowService } from '../../escrow/escrow-service.ts';
 import { ESCROW_STATUSES } from '../../escrow/escrow-states.ts';
 
@@ -49,12 +47,6 @@ const ListQuery = Type.Object({
 }, { additionalProperties: false });
 const IdParam = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
-function requiredKey(req: FastifyRequest): string {
-  const key = idempotencyKeyOf(req);
-  if (key === undefined) throw new CustodyError('invalid_request', 'Idempotency-Key is required: a retry under the same key answers the same escrow');
-  return key;
-}
-
 export const escrowRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; escrows: EscrowService }> = async (app, { platform, escrows }) => {
   const idempotent = new IdempotentRequests(platform.store, platform.clock);
 
@@ -75,7 +67,7 @@ export const escrowRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; escro
     },
   }, async (req, reply) => {
     const scope = scopeOf(req);
-    const key = requiredKey(req);
+    const key = requiredIdempotencyKey(req, 'escrow');
     const made = await idempotent.run(scope.workspace, 'create_escrow', key, req.body, async () => ({ id: (await escrows.create(scope, actorOf(req), req.body, key)).id }));
     return reply.code(201).send(escrowView(await escrows.get(scope, made.id)));
   });
@@ -94,7 +86,7 @@ export const escrowRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; escro
     },
   }, async (req) => {
     const scope = scopeOf(req);
-    const key = requiredKey(req);
+    const key = requiredIdempotencyKey(req, 'escrow');
     const done = await idempotent.run(scope.workspace, `cancel_escrow:${req.params.id}`, key, {}, async () => ({ id: (await escrows.cancel(scope, actorOf(req), req.params.id)).id }));
     return escrowView(await escrows.get(scope, done.id));
   });

@@ -2,14 +2,12 @@
 // GET /fee-schedules/{id} and GET /fee-schedules/platform-fee. A schedule is immutable; the one created
 // last is in force.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { CustodyError } from '../../../core/errors/custody-error.ts';
 import { ErrorBody } from '../../errors.ts';
 import { actorOf, scopeOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
 import { DEFAULT_LIMIT, Page, PageQuery } from '../../store/pagination.ts';
-import { IdempotentRequests, idempotencyKeyOf } from '../../idempotency.ts';
+import { IdempotentRequests, requiredIdempotencyKey } from '../../idempotency.ts';
 import { FeeSchedules, feeScheduleView } from '../../fees/fee-schedules.ts';
 import { MAX_RULES } from '../../fees/fee-rule.ts';
 import { platformFeeView, type PlatformFee } from '../../fees/platform-fee.ts';
@@ -36,13 +34,6 @@ const Schedule = Type.Object({
 const PlatformFeeBody = Type.Object({ basis_points: Type.Integer(), fixed: Type.String(), min: Type.String(), max: Nullable(Type.String()), asset: Type.Literal('*') });
 const IdParam = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
-/** Creating a schedule changes what every later payment costs: a retry without a key could create two, so the key is required. */
-function requiredKey(req: FastifyRequest): string {
-  const key = idempotencyKeyOf(req);
-  if (key === undefined) throw new CustodyError('invalid_request', 'Idempotency-Key is required: a retry under the same key answers the same request');
-  return key;
-}
-
 export const feeRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; platformFee: PlatformFee }> = async (app, { platform, platformFee }) => {
   const schedules = new FeeSchedules({ store: platform.store, audit: platform.audit, cursors: platform.cursors, clock: platform.clock });
   const idempotent = new IdempotentRequests(platform.store, platform.clock);
@@ -68,7 +59,7 @@ export const feeRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; platform
     },
   }, async (req, reply) => {
     const scope = scopeOf(req);
-    const key = requiredKey(req);
+    const key = requiredIdempotencyKey(req);
     const made = await idempotent.run(scope.workspace, 'create_fee_schedule', key, req.body, async () => ({ id: (await schedules.create(scope, actorOf(req), req.body)).id }));
     const s = await schedules.get(scope, made.id);
     return reply.code(201).send(feeScheduleView(s, (await schedules.inForce(scope))?.id === s.id));

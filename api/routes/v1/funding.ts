@@ -4,12 +4,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type, type TUnsafe } from '@sinclair/typebox';
-import { CustodyError } from '../../../core/errors/custody-error.ts';
 import { ErrorBody } from '../../errors.ts';
 import { actorOf, principalOf, scopeOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
 import { DEFAULT_LIMIT, Page, PageQuery } from '../../store/pagination.ts';
-import { IdempotentRequests, idempotencyKeyOf } from '../../idempotency.ts';
+import { IdempotentRequests, requiredIdempotencyKey } from '../../idempotency.ts';
 import { fundingView, offRampView, type FundingService, type RequestFilters } from '../../funding/funding-service.ts';
 import { FUNDING_FAILURE_REASONS, FUNDING_STATUSES, OFF_RAMP_FAILURE_REASONS, OFF_RAMP_STATUSES } from '../../funding/funding-states.ts';
 
@@ -49,13 +48,6 @@ const listQuery = (statuses: readonly string[]) => Type.Object({
 const IdParam = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const BurnAddresses = Type.Object({ data: Type.Array(Type.Object({ chain: Type.String(), asset: Type.String(), address: Type.String() })) });
 
-/** Both POSTs create money movements: a retry without a key could move money twice, so the key is required. */
-function requiredKey(req: FastifyRequest): string {
-  const key = idempotencyKeyOf(req);
-  if (key === undefined) throw new CustodyError('invalid_request', 'Idempotency-Key is required: a retry under the same key answers the same request');
-  return key;
-}
-
 export const fundingRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; funding: FundingService }> = async (app, { platform, funding }) => {
   const idempotent = new IdempotentRequests(platform.store, platform.clock);
   const scoped = (req: FastifyRequest) => ({ ...scopeOf(req), environment: principalOf(req).environment });
@@ -77,7 +69,7 @@ export const fundingRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; fund
     },
   }, async (req, reply) => {
     const scope = scoped(req);
-    const key = requiredKey(req);
+    const key = requiredIdempotencyKey(req);
     const made = await idempotent.run(scope.workspace, 'create_funding_request', key, req.body, async () => ({ id: (await funding.createFunding(scope, actorOf(req), req.body, key)).id }));
     return reply.code(201).send(fundingView(await funding.getFunding(scope, made.id)));
   });
@@ -113,7 +105,7 @@ export const fundingRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; fund
     },
   }, async (req, reply) => {
     const scope = scoped(req);
-    const key = requiredKey(req);
+    const key = requiredIdempotencyKey(req);
     const made = await idempotent.run(scope.workspace, 'create_off_ramp_request', key, req.body, async () => ({ id: (await funding.createOffRamp(scope, actorOf(req), req.body, key)).id }));
     return reply.code(201).send(offRampView(await funding.getOffRamp(scope, made.id)));
   });

@@ -4,15 +4,13 @@
 // and approve need an Idempotency-Key: the same key and body answer the same request (the same payment),
 // another body is 409 idempotency_key_reused.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
 import { Type, type TUnsafe } from '@sinclair/typebox';
-import { CustodyError } from '../../../core/errors/custody-error.ts';
 import { ErrorBody } from '../../errors.ts';
 import { actorOf, scopeOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
 import type { RecordRepository } from '../../store/record-repository.ts';
 import { DEFAULT_LIMIT, Page, PageQuery } from '../../store/pagination.ts';
-import { IdempotentRequests, idempotencyKeyOf } from '../../idempotency.ts';
+import { IdempotentRequests, requiredIdempotencyKey } from '../../idempotency.ts';
 import { CustomerLinks } from '../../customers/customer-links.ts';
 import { paymentView, type PaymentService } from '../../payments/payments.ts';
 import { PAYMENT_STATUSES } from '../../payments/payment-states.ts';
@@ -67,13 +65,6 @@ const ListQuery = Type.Object({
 }, { additionalProperties: false });
 const IdParam = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
-/** Creating a request and approving it: a retry without a key could ask or pay twice, so the key is required. */
-function requiredKey(req: FastifyRequest): string {
-  const key = idempotencyKeyOf(req);
-  if (key === undefined) throw new CustodyError('invalid_request', 'Idempotency-Key is required: a retry under the same key answers the same result');
-  return key;
-}
-
 export interface PaymentRequestRoutesOptions {
   platform: Platform;
   /** The store the vault API's wallets are in (the one store of server.ts); the platform's when absent. */
@@ -109,7 +100,7 @@ export const paymentRequestRoutes: FastifyPluginAsyncTypebox<PaymentRequestRoute
     },
   }, async (req, reply) => {
     const scope = scopeOf(req);
-    const key = requiredKey(req);
+    const key = requiredIdempotencyKey(req, 'result');
     const made = await idempotent.run(scope.workspace, 'create_payment_request', key, req.body, async () => ({ id: (await requests.create(scope, actorOf(req), req.body, key)).id }));
     return reply.code(201).send(requests.view(await requests.get(scope, made.id)));
   });
@@ -129,7 +120,7 @@ export const paymentRequestRoutes: FastifyPluginAsyncTypebox<PaymentRequestRoute
     },
   }, async (req) => {
     const scope = scopeOf(req);
-    const key = requiredKey(req);
+    const key = requiredIdempotencyKey(req, 'result');
     const done = await idempotent.run(scope.workspace, 'approve_payment_request', key, { id: req.params.id, ...req.body }, async () => ({ id: (await requests.approve(scope, actorOf(req), req.params.id, req.body, key)).request.id }));
     const r = await requests.get(scope, done.id);
     return { ...requests.view(r), payment: paymentView(await payments.get(scope, r.payment_id!)) };

@@ -3,13 +3,11 @@
 // it), and the payments themselves: GET, POST /payments, GET /payments/{id}, POST /payments/{id}/cancel,
 // GET /payments/{id}/events and POST /payments/simulate (the dry run of POST /payments).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
 import { Type, type TUnsafe } from '@sinclair/typebox';
-import { CustodyError } from '../../../core/errors/custody-error.ts';
 import { ErrorBody } from '../../errors.ts';
 import { actorOf, scopeOf } from '../../auth/bearer-auth.ts';
 import { DEFAULT_LIMIT, Page, PageQuery } from '../../store/pagination.ts';
-import { IdempotentRequests, idempotencyKeyOf } from '../../idempotency.ts';
+import { IdempotentRequests, requiredIdempotencyKey } from '../../idempotency.ts';
 import { paymentEventView, paymentView, type PaymentFilters, type PaymentService } from '../../payments/payments.ts';
 import { PAYMENT_FAILURE_REASONS, PAYMENT_STATUSES } from '../../payments/payment-states.ts';
 import { TRANSFER_ROLES } from '../../payments/payment-records.ts';
@@ -113,13 +111,6 @@ const ListQuery = Type.Object({
 }, { additionalProperties: false });
 const IdParam = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
-/** POST /payments moves money: a retry without a key could pay twice, so the key is required. */
-function requiredKey(req: FastifyRequest): string {
-  const key = idempotencyKeyOf(req);
-  if (key === undefined) throw new CustodyError('invalid_request', 'Idempotency-Key is required: a retry under the same key answers the same payment');
-  return key;
-}
-
 export interface PaymentRoutesOptions {
   platform: Platform;
   /** The store the vault API's wallets are in (the one store of server.ts); the platform's when absent. */
@@ -168,7 +159,7 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<PaymentRoutesOptions> = as
     },
   }, async (req, reply) => {
     const scope = scopeOf(req);
-    const key = requiredKey(req);
+    const key = requiredIdempotencyKey(req, 'payment');
     const made = await idempotent.run(scope.workspace, 'create_payment', key, req.body, async () => ({ id: (await payments.create(scope, actorOf(req), req.body, key)).id }));
     return reply.code(201).send(paymentView(await payments.get(scope, made.id)));
   });
