@@ -18,6 +18,7 @@ import { KIND_VALUES } from '../core/link/node-kind.ts';
 import { SessionHost } from './runtime/session-host.ts';
 import { VaultShareStore } from './storage/vault-shares.ts';
 import { PresignatureStore } from './storage/presignature-store.ts';
+import { FrostNonceStore } from './storage/frost-nonce-store.ts';
 import { loadApiKeysFile } from './runtime/authorization/api-key-registry.ts';
 import { TrustRegistry } from './runtime/authorization/trust-registry.ts';
 import { IntentAuthorizer } from './runtime/authorization/sign-authorizer.ts';
@@ -66,8 +67,14 @@ await runMain('node', async () => {
   const vault = new VaultShareStore(store);
   // ECDSA presignatures made ahead (docs/protocols/pools.md): kept only over an anchored store; expired
   // entries and those of an epoch the key moved on from are swept at start and every quarter hour.
+  // FROST nonce pairs precommitted ahead are kept and swept alike.
   const presignatures = new PresignatureStore(store);
-  const sweepPresignatures = () => void presignatures.sweep(async (keyId) => (await vault.current(keyId))?.key.pkg.epoch).catch((err: unknown) => nodeLog.warn({ err: (err as Error).message }, 'presignature sweep failed'));
+  const frostNonces = new FrostNonceStore(store);
+  const epochOf = async (keyId: string) => (await vault.current(keyId))?.key.pkg.epoch;
+  const sweepPresignatures = () => {
+    void presignatures.sweep(epochOf).catch((err: unknown) => nodeLog.warn({ err: (err as Error).message }, 'presignature sweep failed'));
+    void frostNonces.sweep(epochOf).catch((err: unknown) => nodeLog.warn({ err: (err as Error).message }, 'FROST nonce sweep failed'));
+  };
   const sweeper = presignatures.enabled ? setInterval(sweepPresignatures, 15 * 60_000) : undefined;
   sweeper?.unref();
   if (presignatures.enabled) sweepPresignatures();
@@ -84,7 +91,7 @@ await runMain('node', async () => {
   const workerCount = config.protocolWorkers ?? defaultWorkerCount();
   const workers = workerCount > 0 ? new ProtocolWorkers(workerCount, (why) => nodeLog.error({ why }, 'a protocol worker was lost; its session fails')) : undefined;
   nodeLog.info({ protocolWorkers: workerCount }, 'protocol workers');
-  const host = new SessionHost(identity, (m, origin) => void links.get(origin)?.send(m), nodeProtocols({ vault, authorizer, trust, ledger: new IntentLedger(store), rosters: new RosterRegistry(store, config.operatorKeys), presignatures, ...(workers ? { workers } : {}) }), nodeLog, Date.now, metrics);
+  const host = new SessionHost(identity, (m, origin) => void links.get(origin)?.send(m), nodeProtocols({ vault, authorizer, trust, ledger: new IntentLedger(store), rosters: new RosterRegistry(store, config.operatorKeys), presignatures, frostNonces, identity, ...(workers ? { workers } : {}) }), nodeLog, Date.now, metrics);
   for (const [address, link] of links) {
     link.on('session', (b) => {
       if (b.case === 'open') host.onOpen(b.value, address);

@@ -2,7 +2,8 @@
 // key. Taproot signing of an authorized intent, median and p99, beside the same FROST session run
 // in-process; and throughput at concurrency 16. ECDSA also with presignatures made ahead
 // (docs/protocols/pools.md): the same request through the coordinator's service with and without an
-// entry, in one run (the nodes keep a rollback anchor, which a pool needs).
+// entry, in one run (the nodes keep a rollback anchor, which a pool needs); Taproot likewise with and
+// without precommitted FROST nonces.
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,6 +35,7 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { publicKeyToAddress } from 'viem/utils';
 import { toHex } from 'viem';
 import type { PresignedEntries, SignInput } from '../../coordinator/vaults/vault-service.ts';
+import type { PrecommittedRows } from '../../coordinator/vaults/frost-nonce-pool.ts';
 
 bitcoin.initEccLib(ecc);
 const ORG = 'org_bench';
@@ -82,6 +84,21 @@ function pooledSign() {
   if (!entries || !id) throw new Error('the bench ran out of presignature entries');
   const input = servicePool.pop() ?? serviceInput(evmRequest());
   return coordinator.vaults.sign({ ...input, presignatures: { ...entries, entryIds: [id] } });
+}
+
+// Precommitted nonce rows made in setup (one precommit session of 32); each pooled Taproot run takes one.
+let rows: PrecommittedRows | undefined;
+const taprootPool: SignInput[] = [];
+function taprootInput(): SignInput {
+  const r = spendRequest();
+  const a = r.authorization;
+  return { vaultId: r.vaultId, path: r.path, scheme: 'taproot', digests: r.digests, intent: a.intent, intentSignature: a.intentSignature, apiKeyId: a.apiKeyId, template: a.template, endUserToken: '' };
+}
+const taprootServiceSign = () => coordinator.vaults.sign(taprootPool.pop() ?? taprootInput());
+function taprootPooledSign() {
+  const row = rows?.rows.pop();
+  if (!rows || !row) throw new Error('the bench ran out of precommitted nonce rows');
+  return coordinator.vaults.sign({ ...(taprootPool.pop() ?? taprootInput()), precommitted: { ...rows, rows: [row] } });
 }
 
 let e = 0;
@@ -172,6 +189,8 @@ export const suite: BenchSuite = {
     evmPool = Array.from({ length: POOL }, evmRequest);
     servicePool.push(...Array.from({ length: 60 }, () => serviceInput(evmRequest())));
     entries = await coordinator.vaults.presign({ vaultId: 'bench', path: EVM_PATH, count: PRESIGNED });
+    taprootPool.push(...Array.from({ length: 60 }, taprootInput));
+    rows = await coordinator.vaults.precommit({ vaultId: 'bench', path: PATH, scheme: 'taproot', count: PRESIGNED });
   },
   async teardown() {
     client.close();
@@ -194,6 +213,8 @@ export const suite: BenchSuite = {
       },
       extra: () => ({ sigs_per_s: Math.round((16 / concurrentMs) * 1000 * 10) / 10 }),
     },
+    { name: 'cluster.service.schnorr.2of3', baseline: 'cluster.grpc.schnorr.2of3', runs: 25, fn: taprootServiceSign },
+    { name: 'cluster.service.schnorr.2of3.pooled', baseline: 'cluster.service.schnorr.2of3', runs: 25, warmup: 5, fn: taprootPooledSign },
     { name: 'cluster.inprocess.ecdsa.2of3', baseline: 'baseline.ecdsa.sign', runs: 20, fn: ecdsaInProcess },
     { name: 'cluster.grpc.ecdsa.2of3', baseline: 'cluster.inprocess.ecdsa.2of3', runs: 20, fn: evmSign },
     { name: 'cluster.service.ecdsa.2of3', baseline: 'cluster.inprocess.ecdsa.2of3', runs: 20, fn: serviceSign },

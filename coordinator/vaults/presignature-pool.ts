@@ -129,7 +129,7 @@ export class PresignaturePool {
 
   /** The nodes refused entries or presigning: `code` says whether they keep a pool at all. */
   refused(vaultId: string, code: string): void {
-    const pause = code === 'presignature_pool_unanchored' || code === 'presignature_pool_unavailable' ? 10 * this.backoffMs : this.backoffMs;
+    const pause = /^(presignature|nonce)_pool_(unanchored|unavailable)$/.test(code) ? 10 * this.backoffMs : this.backoffMs;
     this.pausedUntil.set(vaultId, this.now() + pause);
   }
 

@@ -18,10 +18,11 @@ import type { LoadedRoster } from '../config.ts';
 import type { NodeKindName } from '../../core/link/node-kind.ts';
 import { OtPairScheduler } from './ot-pair-scheduler.ts';
 import { PresignaturePool } from './presignature-pool.ts';
+import { FrostNoncePool, type FrostPoolScheme, type PrecommittedRows } from './frost-nonce-pool.ts';
 import { admitTeeMember } from './tee-admission.ts';
 import type { TeeAttestationVerifier } from '../../tee/attestation/enrolment-verifier.ts';
 import type { SignFields } from '../../core/session/sign-fields.ts';
-import { dkgParams, dkgResult, epochParams, epochResult, otParams, otResult, presignParams, presignResult, reshareParams, reshareResult, signParams, signResult, type SessionCodec } from '../../core/session/session-contract.ts';
+import { dkgParams, dkgResult, epochParams, epochResult, otParams, otResult, precommitParams, precommitResult, presignParams, presignResult, reshareParams, reshareResult, signParams, signResult, type SessionCodec } from '../../core/session/session-contract.ts';
 import { randomBytes } from 'node:crypto';
 import type { PackageResult } from '../../core/session/session-results.ts';
 import { checkRequestId } from '../../core/session/request-id.ts';
@@ -48,6 +49,22 @@ export interface SignInput extends SignFields {
    * is away, the epoch moved on), the request runs the full protocol instead.
    */
   presignatures?: PresignedEntries | undefined;
+  /**
+   * Taproot/BIP-340: precommitted nonce rows to sign with, one per digest, made by `precommit` for this
+   * suite, path and signer set (docs/protocols/pools.md "FROST"); the two-round protocol when they cannot serve.
+   */
+  precommitted?: PrecommittedRows | undefined;
+}
+
+export interface PrecommitInput {
+  vaultId: string;
+  path: number[];
+  scheme: FrostPoolScheme;
+  /** How many nonce pairs each signer draws (one row per signature). */
+  count: number;
+  /** Node ids of the signer set; the first attached qualified subset of the committee when absent. */
+  signers?: string[] | undefined;
+  requestId?: string | undefined;
 }
 
 /** Entries a presigning session sealed at every node of `signers`. */
@@ -101,6 +118,8 @@ export class VaultService {
     private readonly verifyTee?: TeeAttestationVerifier,
     /** ECDSA presignature entries kept ready per (vault, path) in use (presignature-pool.ts); 0: none. */
     presignPoolTarget = 0,
+    /** Precommitted FROST nonce rows kept ready per (vault, suite, path) in use (frost-nonce-pool.ts); 0: none. */
+    noncePoolTarget = 0,
   ) {
     this.pool = new PresignaturePool({
       presign: (input) => this.presign(input),
@@ -110,7 +129,18 @@ export class VaultService {
         return key?.state === 'active' && key.otEpoch === key.epoch ? key.epoch : undefined;
       },
     }, log, { target: presignPoolTarget });
+    this.noncePool = new FrostNoncePool({
+      precommit: (input) => this.precommit(input),
+      isAttached: (nodeId) => this.nodes.isAttached(nodeId),
+      epochOf: async (vaultId) => {
+        const key = await this.vaults.get(vaultId);
+        return key?.state === 'active' ? key.epoch : undefined;
+      },
+    }, log, { target: noncePoolTarget });
   }
+
+  /** The coordinator's precommitted FROST nonce rows (docs/protocols/pools.md "FROST"). */
+  readonly noncePool: FrostNoncePool;
 
   /** The coordinator's presignature pool (docs/protocols/pools.md). */
   readonly pool: PresignaturePool;
@@ -333,6 +363,81 @@ export class VaultService {
   }
 
   /**
+   * Runs a precommit session (PROTOCOL_PRECOMMIT_FROST): every signer draws `count` nonce pairs for this
+   * epoch, suite, signer set and path, seals them, and reports their commitments signed by its identity
+   * key. Nothing is signed; a later signing names one row per digest (SignInput.precommitted).
+   */
+  async precommit(input: PrecommitInput): Promise<PrecommittedRows> {
+    const req = this.scope(input.requestId);
+    const key = await this.get(input.vaultId);
+    if (key.state !== 'active') throw new CustodyError('conflict', `vault ${input.vaultId} is ${key.state}`);
+    const params = precommitParams.encode({ keyId: input.vaultId, epoch: key.epoch, path: input.path, scheme: input.scheme, count: input.count });
+    const named = input.signers?.map((nodeId) => {
+      const m = key.committee.find((x) => x.nodeId === nodeId);
+      if (!m) throw new CustodyError('invalid_request', `${nodeId} is not a member of the vault's committee`);
+      return m;
+    });
+    if (named && named.length < key.threshold) throw new CustodyError('invalid_request', `precommitted nonces need ${key.threshold} signers`);
+    const signers = named ?? key.committee.filter((m) => this.nodes.isAttached(m.nodeId)).slice(0, key.threshold);
+    if (signers.length < key.threshold) throw new CustodyError('not_enough_nodes', `precommitting needs ${key.threshold} attached members of the committee`);
+    const outcome = await this.open(req, { protocol: Protocol.PRECOMMIT_FROST, keyId: input.vaultId, parties: signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs });
+    const reported = new Map<string, ReturnType<typeof precommitResult.decode>>();
+    if (outcome.ok) {
+      for (const [nodeId, bytes] of outcome.results) {
+        try {
+          reported.set(nodeId, precommitResult.decode(bytes));
+        } catch (err) {
+          if (!(err instanceof InputError)) throw err;
+        }
+      }
+    }
+    const complete = signers.every((m) => {
+      const r = reported.get(m.nodeId);
+      return r && r.keyId === input.vaultId && r.epoch === key.epoch && r.entries.length === input.count;
+    });
+    if (!complete) {
+      const refusal = refusalOf(outcome);
+      if (refusal) throw refusalError(refusal);
+      throw new CustodyError('failed', `precommitting failed: ${outcome.ok ? 'results do not hold the entries' : outcome.message}`, { culprits: outcome.ok ? [] : outcome.culprits });
+    }
+    const rows = Array.from({ length: input.count }, (_, i) => signers.map((m) => ({ party: m.index, ...reported.get(m.nodeId)!.entries[i]! })));
+    return { rows, signers: signers.map((m) => m.nodeId), epoch: key.epoch, scheme: input.scheme, path: [...input.path] };
+  }
+
+  /**
+   * A signing with precommitted nonces: one round. Undefined when the rows cannot serve this request
+   * (then the caller runs two rounds); a refusal of the request itself is final.
+   */
+  private async signPrecommitted(input: SignInput, key: VaultRecord, req: RequestScope, rows: PrecommittedRows): Promise<SignOutput | undefined> {
+    const members = rows.signers.map((nodeId) => key.committee.find((m) => m.nodeId === nodeId));
+    const usable = rows.epoch === key.epoch && rows.scheme === input.scheme && rows.rows.length === input.digests.length && rows.path.join('/') === input.path.join('/')
+      && members.every((m) => m && this.nodes.isAttached(m.nodeId));
+    if (!usable) return undefined;
+    const params = signParams.encode({
+      keyId: input.vaultId, epoch: key.epoch, path: input.path, scheme: input.scheme, digests: input.digests,
+      intent: input.intent, intentSignature: input.intentSignature, apiKeyId: input.apiKeyId, template: input.template, endUserToken: input.endUserToken,
+      ...(input.trustLog ? { trustLog: input.trustLog } : {}),
+      ...(input.memberAction ? { memberAction: input.memberAction } : {}),
+      precommitted: rows.rows,
+    });
+    const signers = members as NonNullable<(typeof members)[number]>[];
+    const outcome = await this.open(req, { protocol: Protocol.SIGN_SCHNORR, keyId: input.vaultId, parties: signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs });
+    if (outcome.ok) {
+      const results = this.results(outcome, signResult, req);
+      const first = results && signResult.encode(results[0]!);
+      if (results && results.every((r) => equalBytes(signResult.encode(r), first!))) {
+        return { signatures: results[0]!.signatures, recoveryIds: [], publicKey: results[0]!.publicKey, signers: signers.map((s) => s.nodeId) };
+      }
+    }
+    // A refusal of the request (its authorization) is final; a refusal of the entries is not.
+    const refusal = refusalOf(outcome);
+    if (refusal && !POOL_REFUSALS.test(refusal.code)) throw refusalError(refusal);
+    if (refusal) this.noncePool.refused(input.vaultId, refusal.code);
+    this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, problem: outcome.ok ? 'signers disagree' : describeReports(outcome) || outcome.message }, 'precommitted signing failed; running two rounds');
+    return undefined;
+  }
+
+  /**
    * A signing with presignature entries: only the online round runs. Undefined when the entries cannot
    * serve this request (then the caller runs the full protocol); a refusal of the request itself is final.
    */
@@ -367,6 +472,14 @@ export class VaultService {
   }
 
   async sign(input: SignInput): Promise<SignOutput> {
+    if ((input.scheme === 'taproot' || input.scheme === 'bip340') && this.noncePool.enabled) {
+      this.noncePool.signingStarted(input.vaultId, input.scheme);
+      try {
+        return await this.signOnce(input);
+      } finally {
+        this.noncePool.signingEnded(input.vaultId, input.scheme, input.path);
+      }
+    }
     if (input.scheme !== 'ecdsa' || !this.pool.enabled) return this.signOnce(input);
     this.pool.signingStarted(input.vaultId);
     try {
@@ -392,6 +505,12 @@ export class VaultService {
     const entries = input.scheme === 'ecdsa' ? input.presignatures ?? this.pool.take(input.vaultId, key.epoch, input.path, input.digests.length) : undefined;
     if (entries) {
       const pooled = await this.signPooled({ ...input, presignatures: entries }, key, req);
+      if (pooled) return pooled;
+    }
+    const schnorr = input.scheme === 'taproot' || input.scheme === 'bip340' ? input.scheme : undefined;
+    const rows = schnorr ? input.precommitted ?? this.noncePool.take(input.vaultId, key.epoch, schnorr, input.path, input.digests.length) : undefined;
+    if (rows) {
+      const pooled = await this.signPrecommitted(input, key, req, rows);
       if (pooled) return pooled;
     }
     let ready = key;
@@ -542,6 +661,9 @@ export class VaultService {
  * retried, and the caller gets the node's own code.
  */
 const FINAL_KINDS: ReadonlySet<ErrorKind> = new Set(['refused', 'invalid']);
+
+/** A node's refusal of pool entries (not of the request): the request falls back to the full protocol. */
+const POOL_REFUSALS = /^(presignature_|nonce_|wrong_commitment$|bad_commitment$)/;
 
 function refusalOf(outcome: SessionOutcome): PartyReport | undefined {
   if (outcome.ok || outcome.code !== 'party_failed') return undefined;

@@ -205,6 +205,17 @@ export const ERROR_CODES = entries({
   presignature_wrong_epoch: e('refused', 'the presignature was made for another key epoch'),
   presignature_wrong_signers: e('refused', 'the presignature was made for another signer set'),
   presignature_wrong_path: e('refused', 'the presignature was made for another derivation path'),
+  nonce_pool_unanchored: e('refused', 'the node keeps no precommitted FROST nonces: it has no rollback anchor'),
+  nonce_pool_unavailable: e('refused', 'the node keeps no precommitted FROST nonce store'),
+  nonce_pool_full: e('limited', 'the node holds as many precommitted nonces for the key as it keeps'),
+  nonce_exists: e('conflict', 'an entry id names a nonce pair made or used before'),
+  nonce_unknown: e('not_found', 'the node holds no precommitted nonce pair with this entry id'),
+  nonce_used: e('refused', 'the precommitted nonce pair was used before'),
+  nonce_expired: e('refused', 'the precommitted nonce pair is past its lifetime'),
+  nonce_wrong_epoch: e('refused', 'the nonce pair was made for another key epoch'),
+  nonce_wrong_signers: e('refused', 'the nonce pair was made for another signer set'),
+  nonce_wrong_path: e('refused', 'the nonce pair was made for another derivation path, suite or script tree'),
+  wrong_commitment: e('refused', "the commitments named for a signer are not the ones it made"),
   failed: e('aborted', 'the operation failed after its retries'),
 
   // ── Node storage ─────────────────────────────────────────────────────────────────────────────────

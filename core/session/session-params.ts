@@ -29,6 +29,32 @@ export interface SignSessionParams extends SignFields {
    * absent when the session presigns as well.
    */
   presignatures?: string[];
+  /**
+   * Taproot/BIP-340 only: precommitted FROST nonces (docs/protocols/pools.md "FROST"), one list per
+   * digest naming every signer's entry and commitments, each signed by that signer's node identity key.
+   */
+  precommitted?: PrecommittedNonce[][];
+}
+
+/** One signer's precommitted nonce entry, as it reported it (a `precommit-result` entry plus its party). */
+export interface PrecommittedNonce {
+  party: number;
+  entryId: string;
+  /** Compressed points (33 bytes, hex): D and E. */
+  hiding: string;
+  binding: string;
+  /** The party's Ed25519 identity signature over the entry's statement (frost-precommit.ts `precommitStatement`). */
+  signature: Uint8Array;
+}
+
+/** A precommit session ('precommit-params'): FROST nonce pairs for a key epoch, signer set (the session's parties), suite and path. */
+export interface PrecommitSessionParams {
+  keyId: string;
+  epoch: number;
+  path: number[];
+  scheme: 'taproot' | 'bip340';
+  /** How many pairs each node draws. */
+  count: number;
 }
 
 /** A presigning session ('presign-params'): ECDSA presignatures for a key epoch, signer set (the session's parties) and path. */
@@ -78,6 +104,8 @@ export const PARAM_LIMITS = {
   roster: 64 * 1024,
   /** Presignatures made by one presigning session. */
   presignEntries: 32,
+  /** Nonce pairs each node draws in one precommit session. */
+  precommitEntries: 32,
 } as const;
 
 const L = PARAM_LIMITS;
@@ -100,11 +128,14 @@ export function readDkgParams(v: unknown, what = 'dkg-params'): DkgSessionParams
 }
 
 export function readSignParams(v: unknown, what = 'sign-params'): SignSessionParams {
-  const o = record(v, what, ['keyId', 'epoch', 'path', 'scheme', 'digests', 'intent', 'intentSignature', 'apiKeyId', 'template', 'endUserToken'], ['trustLog', 'memberAction', 'presignatures']);
+  const o = record(v, what, ['keyId', 'epoch', 'path', 'scheme', 'digests', 'intent', 'intentSignature', 'apiKeyId', 'template', 'endUserToken'], ['trustLog', 'memberAction', 'presignatures', 'precommitted']);
   const digests = list(o.digests, `${what}.digests`, L.digests, (x, w) => bytes(x, w, 32), 1);
   const presignatures = optional(o, 'presignatures', (x) => list(x, `${what}.presignatures`, L.digests, (y, w) => hex(y, w, 16), 1));
   if (presignatures && presignatures.length !== digests.length) throw new InputError('bad_params', `${what}.presignatures: one entry per digest`);
   if (presignatures && o.scheme !== 'ecdsa') throw new InputError('bad_params', `${what}.presignatures: ECDSA only`);
+  const precommitted = optional(o, 'precommitted', (x) => list(x, `${what}.precommitted`, L.digests, (y, w) => list(y, w, MAX_SESSION_PARTIES, readPrecommittedNonce, 1), 1));
+  if (precommitted && precommitted.length !== digests.length) throw new InputError('bad_params', `${what}.precommitted: one list per digest`);
+  if (precommitted && o.scheme !== 'taproot' && o.scheme !== 'bip340') throw new InputError('bad_params', `${what}.precommitted: Taproot and BIP-340 only`);
   return {
     keyId: name(o.keyId, `${what}.keyId`), epoch: epochOf(o.epoch, `${what}.epoch`),
     path: list(o.path, `${what}.path`, L.path, (x, w) => int(x, w, 0, MAX_UINT32)),
@@ -115,7 +146,7 @@ export function readSignParams(v: unknown, what = 'sign-params'): SignSessionPar
     apiKeyId: text(o.apiKeyId, `${what}.apiKeyId`, L.name),
     template: bytes(o.template, `${what}.template`, 0, L.template),
     endUserToken: text(o.endUserToken, `${what}.endUserToken`, L.endUserToken),
-    ...defined({ trustLog: trustLogOf(o, what), memberAction: optional(o, 'memberAction', (x) => readMemberAction(x, `${what}.memberAction`)), presignatures }),
+    ...defined({ trustLog: trustLogOf(o, what), memberAction: optional(o, 'memberAction', (x) => readMemberAction(x, `${what}.memberAction`)), presignatures, precommitted }),
   };
 }
 
@@ -126,6 +157,31 @@ export function readPresignParams(v: unknown, what = 'presign-params'): PresignS
   return {
     keyId: name(o.keyId, `${what}.keyId`), epoch: epochOf(o.epoch, `${what}.epoch`),
     path: list(o.path, `${what}.path`, L.path, (x, w) => int(x, w, 0, MAX_UINT32)), entryIds,
+  };
+}
+
+const ENTRY_FIELDS = ['entryId', 'hiding', 'binding', 'signature'] as const;
+
+function entryFields(o: Fields, what: string): Omit<PrecommittedNonce, 'party'> {
+  return { entryId: hex(o.entryId, `${what}.entryId`, 16), hiding: hex(o.hiding, `${what}.hiding`, 33), binding: hex(o.binding, `${what}.binding`, 33), signature: bytes(o.signature, `${what}.signature`, 64) };
+}
+
+/** A node's own precommitted entry, as its `precommit-result` reports it (no party: the reporter's). */
+export function readPrecommitEntry(v: unknown, what: string): Omit<PrecommittedNonce, 'party'> {
+  return entryFields(record(v, what, ENTRY_FIELDS), what);
+}
+
+export function readPrecommittedNonce(v: unknown, what: string): PrecommittedNonce {
+  const o = record(v, what, ['party', ...ENTRY_FIELDS]);
+  return { party: int(o.party, `${what}.party`, 1, MAX_UINT32), ...entryFields(o, what) };
+}
+
+export function readPrecommitParams(v: unknown, what = 'precommit-params'): PrecommitSessionParams {
+  const o = record(v, what, ['keyId', 'epoch', 'path', 'scheme', 'count']);
+  return {
+    keyId: name(o.keyId, `${what}.keyId`), epoch: epochOf(o.epoch, `${what}.epoch`),
+    path: list(o.path, `${what}.path`, L.path, (x, w) => int(x, w, 0, MAX_UINT32)),
+    scheme: oneOf(o.scheme, `${what}.scheme`, ['taproot', 'bip340'] as const), count: int(o.count, `${what}.count`, 1, L.precommitEntries),
   };
 }
 

@@ -2,7 +2,7 @@
 // 'reshare-result', 'sign-result', 'ot-result' and 'epoch-result'; both sides encode and decode them
 // with session-contract.ts.
 import { readKeyPackage, type KeyPackage } from './key-package.ts';
-import { PARAM_LIMITS } from './session-params.ts';
+import { PARAM_LIMITS, readPrecommitEntry, type PrecommittedNonce } from './session-params.ts';
 import { bytes, defined, hex, int, list, MAX_UINT32, oneOf, optional, record, text } from './shape.ts';
 
 /** DKG and reshare: the public package of the new epoch, which every receiver reports the same. */
@@ -30,6 +30,16 @@ export interface PresignResult {
   keyId: string;
   epoch: number;
   entryIds: string[];
+}
+
+/**
+ * A precommit session's result: the nonce entries this node sealed, with their commitments, each signed
+ * by the node's identity key over its statement (docs/protocols/pools.md "FROST").
+ */
+export interface PrecommitResult {
+  keyId: string;
+  epoch: number;
+  entries: Omit<PrecommittedNonce, 'party'>[];
 }
 
 export const EPOCH_OUTCOMES = ['promoted', 'removed', 'already', 'abandoned'] as const;
@@ -67,4 +77,12 @@ export function readPresignResult(v: unknown, what = 'presign-result'): PresignR
 export function readEpochResult(v: unknown, what = 'epoch-result'): EpochResult {
   const o = record(v, what, ['outcome']);
   return { outcome: oneOf(o.outcome, `${what}.outcome`, EPOCH_OUTCOMES) };
+}
+
+export function readPrecommitResult(v: unknown, what = 'precommit-result'): PrecommitResult {
+  const o = record(v, what, ['keyId', 'epoch', 'entries']);
+  return {
+    keyId: text(o.keyId, `${what}.keyId`, PARAM_LIMITS.name, 1), epoch: int(o.epoch, `${what}.epoch`, 0, MAX_UINT32),
+    entries: list(o.entries, `${what}.entries`, PARAM_LIMITS.precommitEntries, readPrecommitEntry, 1),
+  };
 }

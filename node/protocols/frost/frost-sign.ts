@@ -39,13 +39,14 @@ export interface FrostSignParams {
   merkleRoot?: string;
 }
 
-interface Commit {
+/** A signer's public nonce commitments (D_i, E_i), compressed points in hex. */
+export interface Commit {
   hiding: string;
   binding: string;
 }
 
 /** The signer's nonce pair (RFC 9591 §5.1), secret and single-use. */
-interface Nonces {
+export interface Nonces {
   hiding: SecretBytes;
   binding: SecretBytes;
 }
@@ -68,8 +69,8 @@ export interface FrostSignature {
   publicKey: string;
 }
 
-const suiteOf = (s: FrostSuite) => (s === 'secp256k1' ? secp256k1_FROST : schnorr_FROST);
-const idOf = (n: number) => secp256k1_FROST.Identifier.fromNumber(n);
+export const suiteOf = (s: FrostSuite) => (s === 'secp256k1' ? secp256k1_FROST : schnorr_FROST);
+export const idOf = (n: number) => secp256k1_FROST.Identifier.fromNumber(n);
 
 function frostPublic(pkg: KeyPackage, signers: number[]) {
   const verifyingShares: Record<string, Uint8Array> = {};
@@ -88,7 +89,7 @@ export function signingKeyShare(p: FrostSignParams): KeyShare {
   return preparedKeyShare(p.key.id, exposeScalar(p.key.share, 'share'), p.key.pkg, p.path, p.suite === 'taproot', p.merkleRoot);
 }
 
-function checkParams(p: FrostSignParams): void {
+export function checkParams(p: FrostSignParams): void {
   checkSessionId(p.sessionId);
   checkParties(p.signers, p.me);
   if (p.key.id !== p.me) throw new InputError('bad_key', 'the key share belongs to another party');
@@ -154,37 +155,49 @@ export const frostSign: Protocol<FrostSignParams, FrostSignState, FrostSignature
   },
 
   finalize(s, round) {
-    const suite = suiteOf(s.params.suite);
-    const pub = frostPublic(s.pkg, s.params.signers);
     if (round === 1) {
-      if (!s.nonces || !s.share) throw new ProtocolBug('nonce already consumed: a run signs once');
-      const nonces = { hiding: s.nonces.hiding.expose(), binding: s.nonces.binding.expose() };
-      const secret = { identifier: idOf(s.params.me), signingShare: s.share.expose() };
-      const share = bytesToHex(suite.signShare(secret, pub, nonces, commitmentList(s), messageBytes(s)));
-      // Consumed (noble also zeroes the nonces): a copy of this state that tried again would throw.
-      s.nonces.hiding.zeroize();
-      s.nonces.binding.zeroize();
-      s.share.zeroize();
-      return {
-        kind: 'next',
-        state: { ...s, nonces: null, share: null, sigShares: { [s.params.me]: share } },
-        out: [{ from: s.params.me, to: 'all', round: 2, payload: encodeBlob('frost/r2', { share }) }],
-      };
+      const { state, share } = signOwnShare(s);
+      return { kind: 'next', state, out: [{ from: s.params.me, to: 'all', round: 2, payload: encodeBlob('frost/r2', { share }) }] };
     }
-    const shares: Record<string, Uint8Array> = {};
-    for (const p of s.params.signers) shares[idOf(p)] = hexToBytes(s.sigShares[String(p)]!);
-    let sig: Uint8Array;
-    try {
-      sig = suite.aggregate(pub, commitmentList(s), messageBytes(s), shares);
-    } catch (err) {
-      const cheaters = ((err as { cheaters?: string[] }).cheaters ?? []).map((id) => s.params.signers.find((p) => idOf(p) === id)!);
-      if (cheaters.length) throw new ProtocolAbort('bad_signature_share', cheaters, `signature share of ${cheaters.join(', ')} does not verify`);
-      throw new ProtocolAbort('aggregation_failed', [], `aggregation failed: ${(err as Error).message}`);
-    }
-    const xOnly = s.params.suite !== 'secp256k1';
-    const publicKey = xOnly ? bytesToHex(hexToBytes(s.pkg.groupKey).slice(1)) : s.pkg.groupKey;
-    const valid = xOnly ? schnorr.verify(sig, messageBytes(s), hexToBytes(publicKey)) : secp256k1_FROST.verify(sig, messageBytes(s), hexToBytes(publicKey));
-    if (!valid) throw new ProtocolAbort('invalid_signature', [], 'aggregated signature does not verify');
-    return { kind: 'done', state: { ...s, sigShares: {} }, result: { signature: bytesToHex(sig), publicKey } };
+    return { kind: 'done', state: { ...s, sigShares: {} }, result: aggregateSignature(s) };
   },
 };
+
+/**
+ * Round 2 for this signer (RFC 9591 §5.2): its signature share over the full commitment list, with its
+ * nonce pair and tweaked share zeroed and dropped from the state, so a run signs once.
+ */
+export function signOwnShare(s: FrostSignState): { state: FrostSignState; share: string } {
+  if (!s.nonces || !s.share) throw new ProtocolBug('nonce already consumed: a run signs once');
+  const suite = suiteOf(s.params.suite);
+  const pub = frostPublic(s.pkg, s.params.signers);
+  const nonces = { hiding: s.nonces.hiding.expose(), binding: s.nonces.binding.expose() };
+  const secret = { identifier: idOf(s.params.me), signingShare: s.share.expose() };
+  const share = bytesToHex(suite.signShare(secret, pub, nonces, commitmentList(s), messageBytes(s)));
+  // Consumed (noble also zeroes the nonces): a copy of this state that tried again would throw.
+  s.nonces.hiding.zeroize();
+  s.nonces.binding.zeroize();
+  s.share.zeroize();
+  return { state: { ...s, nonces: null, share: null, sigShares: { [s.params.me]: share } }, share };
+}
+
+/** Aggregates every signer's share (RFC 9591 §5.3) and verifies; failing shares are named (§5.4). */
+export function aggregateSignature(s: FrostSignState): FrostSignature {
+  const suite = suiteOf(s.params.suite);
+  const pub = frostPublic(s.pkg, s.params.signers);
+  const shares: Record<string, Uint8Array> = {};
+  for (const p of s.params.signers) shares[idOf(p)] = hexToBytes(s.sigShares[String(p)]!);
+  let sig: Uint8Array;
+  try {
+    sig = suite.aggregate(pub, commitmentList(s), messageBytes(s), shares);
+  } catch (err) {
+    const cheaters = ((err as { cheaters?: string[] }).cheaters ?? []).map((id) => s.params.signers.find((p) => idOf(p) === id)!);
+    if (cheaters.length) throw new ProtocolAbort('bad_signature_share', cheaters, `signature share of ${cheaters.join(', ')} does not verify`);
+    throw new ProtocolAbort('aggregation_failed', [], `aggregation failed: ${(err as Error).message}`);
+  }
+  const xOnly = s.params.suite !== 'secp256k1';
+  const publicKey = xOnly ? bytesToHex(hexToBytes(s.pkg.groupKey).slice(1)) : s.pkg.groupKey;
+  const valid = xOnly ? schnorr.verify(sig, messageBytes(s), hexToBytes(publicKey)) : secp256k1_FROST.verify(sig, messageBytes(s), hexToBytes(publicKey));
+  if (!valid) throw new ProtocolAbort('invalid_signature', [], 'aggregated signature does not verify');
+  return { signature: bytesToHex(sig), publicKey };
+}

@@ -46,3 +46,8 @@ export function preparedKeyShare(id: number, share: bigint, pkg: KeyPackage, pat
   if (p.negate) x = Fn.neg(x);
   return { share: new SecretShare(id, Fn.add(x, p.tap)), pkg: p.pkg };
 }
+
+/** The compressed key a signature for `path` (and, for Taproot, the BIP-341 output) verifies under. */
+export function preparedGroupKey(pkg: KeyPackage, path: number[], taproot: boolean, merkleRoot?: string): string {
+  return prepare(pkg, path, taproot, merkleRoot).pkg.groupKey;
+}

@@ -7,7 +7,8 @@ import type { PartyProtocol } from '../party-protocol.ts';
 import type { NodeProtocolDeps } from './session-deps.ts';
 import { runSession } from './run-session.ts';
 import { dkgSession } from './dkg.ts';
-import { signSchnorrSession } from './sign-schnorr.ts';
+import { signSchnorrSessions } from './sign-schnorr.ts';
+import { precommitFrostSession } from './precommit-frost.ts';
 import { otSetupSession } from './ot-setup.ts';
 import { signEcdsaSession } from './sign-ecdsa.ts';
 import { presignEcdsaSession } from './presign-ecdsa.ts';
@@ -25,10 +26,12 @@ export function nodeProtocols(given: NodeProtocolDeps): ProtocolFactory {
   const kinds = new Map<Protocol, (ctx: SessionContext) => Promise<PartyProtocol>>();
   const add = <P, L, G, O>(protocol: Protocol, kind: Parameters<typeof runSession<P, L, G, O>>[0]) => kinds.set(protocol, (ctx) => runSession(kind, ctx));
   add(Protocol.DKG, dkgSession(deps));
-  add(Protocol.SIGN_SCHNORR, signSchnorrSession(deps));
+  // Two rounds, or one with precommitted nonces when the parameters name them.
+  kinds.set(Protocol.SIGN_SCHNORR, signSchnorrSessions(deps));
   add(Protocol.OT_SETUP, otSetupSession(deps));
   add(Protocol.SIGN_ECDSA, signEcdsaSession(deps));
   add(Protocol.PRESIGN_ECDSA, presignEcdsaSession(deps));
+  add(Protocol.PRECOMMIT_FROST, precommitFrostSession(deps));
   add(Protocol.RESHARE, reshareSession(deps));
   add(Protocol.COMMIT_EPOCH, epochSession(deps, 'commit'));
   add(Protocol.ABANDON_EPOCH, epochSession(deps, 'abandon'));

@@ -8,6 +8,7 @@ import type { OtPairLocks } from '../ot-pair-locks.ts';
 import type { Primitives } from '../../protocols/math/primitives.ts';
 import type { ProtocolWorkers } from '../workers/protocol-workers.ts';
 import type { PresignatureStore } from '../../storage/presignature-store.ts';
+import type { FrostNonceStore } from '../../storage/frost-nonce-store.ts';
 
 export interface NodeProtocolDeps {
   vault: VaultShareStore;
@@ -25,4 +26,8 @@ export interface NodeProtocolDeps {
   workers?: ProtocolWorkers;
   /** The node's ECDSA presignature pool (docs/protocols/pools.md); without it, presigning and pooled signing sessions are refused. */
   presignatures?: PresignatureStore;
+  /** The node's precommitted FROST nonce pairs (docs/protocols/pools.md); without it, precommit and precommitted signing sessions are refused. */
+  frostNonces?: FrostNonceStore;
+  /** The node's identity key, which signs the commitments it precommits (node/runtime/identity.ts). */
+  identity?: { sign(message: Uint8Array): Uint8Array };
 }

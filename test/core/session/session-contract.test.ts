@@ -45,6 +45,8 @@ const samples: { [K in SessionBlobKind]: Parameters<(typeof SESSION_CONTRACT)[K]
   'epoch-result': { outcome: 'promoted' },
   'presign-params': { keyId: 'vault-1', epoch: 3, path: [44, 60, 0, 0, 7], entryIds: ['0a'.repeat(16), '0b'.repeat(16)] },
   'presign-result': { keyId: 'vault-1', epoch: 3, entryIds: ['0a'.repeat(16), '0b'.repeat(16)] },
+  'precommit-params': { keyId: 'vault-1', epoch: 3, path: [86, 0, 0, 7], scheme: 'taproot', count: 8 },
+  'precommit-result': { keyId: 'vault-1', epoch: 3, entries: [{ entryId: '0a'.repeat(16), hiding: '02' + '11'.repeat(32), binding: '03' + '22'.repeat(32), signature: fill(64, 0x5c) }] },
 };
 
 t.test('every kind round-trips, byte fields as bytes', async (t) => {
