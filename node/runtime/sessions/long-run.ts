@@ -1,6 +1,7 @@
-// A long protocol run of a session (DKG, ECDSA OT setup): on the node's protocol workers when it has
-// them (workers/protocol-workers.ts), inline otherwise. The worker runs the protocol on the node's
-// native primitives, so a node given other primitives (a test on the noble reference) runs it inline.
+// A long protocol run of a session (DKG, ECDSA OT setup, ECDSA presigning): on the node's protocol
+// workers when it has them (workers/protocol-workers.ts), inline otherwise. The worker runs the protocol
+// on the node's native primitives, so a node given other primitives (a test on the noble reference) runs
+// it inline.
 import type { Protocol } from '../../protocols/round/machine.ts';
 import type { PartyProtocol } from '../party-protocol.ts';
 import { runProtocol, type Finish } from '../protocols/run-protocol.ts';

@@ -7,7 +7,8 @@
 // signing session would (the key and epoch held, every party the pinned committee member, the OT pairs
 // held and usable), refuses when it keeps no pool (no rollback anchor) or would hold more entries for
 // the key than its bound, and refuses entry ids it made or used before. Its presigning runs under the
-// same OT pair locks and retirement guard as a signing session's, on the main thread as those do.
+// same OT pair locks and retirement guard as a signing session's, and like it on the node's protocol
+// workers when it has them (long-run.ts), the guard on this thread.
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { presignParams, presignResult } from '../../../core/session/session-contract.ts';
 import { keyShareParam } from '../../protocols/keys/key-package.ts';
@@ -16,7 +17,8 @@ import { derive } from '../../protocols/derive/bip32.ts';
 import type { Presignature } from '../../protocols/ecdsa/presignature.ts';
 import { nativePrimitives } from '../native-primitives.ts';
 import { SessionRefused, type SessionContext } from '../session-host.ts';
-import { readParams, runProtocol } from '../protocols/run-protocol.ts';
+import { readParams } from '../protocols/run-protocol.ts';
+import { runLong } from './long-run.ts';
 import { otGuarded } from '../protocols/ot-guarded.ts';
 import { OtPairLocks } from '../ot-pair-locks.ts';
 import type { PartyProtocol } from '../party-protocol.ts';
@@ -72,7 +74,7 @@ export function presignEcdsaSession(deps: NodeProtocolDeps): SessionKind<Presign
       const me = ctx.myIndex;
       const signers = ctx.parties.map((x) => x.index);
       const key = keyShareParam(stored.key);
-      const presign = runProtocol(ecdsaPresign, me, p.entryIds.map((_, i) => ({ sessionId: bytesToHex(sessionDigest(ctx.open.sessionId, i)), signers, me, key, path: p.path, ot })), (ps: Presignature[]) => {
+      const presign = runLong(deps, 'ecdsa-presign', ecdsaPresign, me, p.entryIds.map((_, i) => ({ sessionId: bytesToHex(sessionDigest(ctx.open.sessionId, i)), signers, me, key, path: p.path, ot })), (ps: Presignature[]) => {
         release();
         return keep(presignResult.encode({ keyId: p.keyId, epoch: p.epoch, entryIds: p.entryIds }), ps);
       });

@@ -22,7 +22,7 @@ export interface NodeProtocolDeps {
   otLocks?: OtPairLocks;
   /** Hashing and PRG for the protocols' hot paths; node:crypto's (native-primitives.ts) unless given. */
   primitives?: Primitives;
-  /** Worker threads for the long protocol steps (DKG, OT setup); inline on the main thread without. */
+  /** Worker threads for the long protocol steps (DKG, OT setup, ECDSA presigning); inline on the main thread without. */
   workers?: ProtocolWorkers;
   /** The node's ECDSA presignature pool (docs/protocols/pools.md); without it, presigning and pooled signing sessions are refused. */
   presignatures?: PresignatureStore;

@@ -1,7 +1,9 @@
 // Threshold ECDSA signing session (DKLs23 over node/protocols/ecdsa/). Two ways to one online round:
 // - full: the presignature phase, then the online phase, in one session. The OT pairs it uses are held
 //   by this node for the whole presigning run, re-checked before anything derived from them leaves, and
-//   retired after an abort (ot-pair-locks.ts, ../protocols/ot-guarded.ts);
+//   retired after an abort (ot-pair-locks.ts, ../protocols/ot-guarded.ts). Presigning runs on the node's
+//   protocol workers when it has them (long-run.ts); the guard wraps it on this thread either way, so
+//   its checks stand between the worker's messages and the wire. The online round runs here;
 // - pooled: the parameters name one presignature entry per digest (docs/protocols/pools.md). Preflight
 //   checks every entry is held here, unused, unexpired and bound to this key epoch, signer set and path;
 //   `authorize` runs the customer's checks exactly as for the full protocol, then takes the entries
@@ -18,6 +20,7 @@ import type { Presignature } from '../../protocols/ecdsa/presignature.ts';
 import { SessionRefused } from '../session-host.ts';
 import type { SignGrant } from '../authorization/sign-authorizer.ts';
 import { inSequence, readParams, runProtocol, type Finish } from '../protocols/run-protocol.ts';
+import { runLong } from './long-run.ts';
 import { otGuarded } from '../protocols/ot-guarded.ts';
 import { OtPairLocks } from '../ot-pair-locks.ts';
 import type { PartyProtocol } from '../party-protocol.ts';
@@ -85,7 +88,7 @@ export function signEcdsaSession(deps: NodeProtocolDeps): SessionKind<SignSessio
       if (!ot) throw new Error('a full ECDSA signing ran without its OT material');
       let presigs: Presignature[] = [];
       const key = keyShareParam(stored.key);
-      const presign = runProtocol(ecdsaPresign, me, p.digests.map((_, i) => ({ sessionId: bytesToHex(sessionDigest(ctx.open.sessionId, i)), signers, me, key, path: p.path, ot })), (ps) => {
+      const presign = runLong(deps, 'ecdsa-presign', ecdsaPresign, me, p.digests.map((_, i) => ({ sessionId: bytesToHex(sessionDigest(ctx.open.sessionId, i)), signers, me, key, path: p.path, ot })), (ps: Presignature[]) => {
         presigs = ps;
         // The OT material is done with once the presignatures exist: the pairs serve the next run.
         release();
