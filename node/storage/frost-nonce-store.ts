@@ -14,7 +14,7 @@ import { SecretBytes } from '../../core/codec/secret.ts';
 import { commitmentOf, type Commit, type Nonces } from '../protocols/frost/frost-precommit.ts';
 import type { FrostSuite } from '../protocols/frost/frost-sign.ts';
 import type { SealedStore } from './sealed-store.ts';
-import { SingleUsePool, type PoolFlavor, type PoolOptions } from './single-use-pool.ts';
+import { SingleUsePool, SingleUseStore, type PoolFlavor, type PoolOptions } from './single-use-pool.ts';
 
 /** How long a pair may wait for its request. */
 export const FROST_NONCE_LIFETIME_MS = 24 * 60 * 60 * 1000;
@@ -96,37 +96,9 @@ function sameCommitments(named: Commit[]) {
   };
 }
 
-export class FrostNonceStore {
-  private readonly pool: SingleUsePool<FrostNonceBinding, Nonces>;
-
+export class FrostNonceStore extends SingleUseStore<FrostNonceBinding, Nonces> {
   constructor(store: SealedStore, opts: PoolOptions = {}) {
-    this.pool = new SingleUsePool(store, flavor, { ...opts, lifetimeMs: opts.lifetimeMs ?? FROST_NONCE_LIFETIME_MS, maxPerKey: opts.maxPerKey ?? FROST_NONCES_PER_KEY });
-  }
-
-  get maxPerKey(): number {
-    return this.pool.maxPerKey;
-  }
-
-  /** Whether this node keeps nonce pairs at all: only over a store with a rollback anchor. */
-  get enabled(): boolean {
-    return this.pool.enabled;
-  }
-
-  purge(keyId: string, epoch: number): Promise<number> {
-    return this.pool.purge(keyId, epoch);
-  }
-
-  /** Purges every key with pairs here (at start and on a timer): expired, old epochs, keys no longer held. */
-  sweep(epochOf: (keyId: string) => Promise<number | undefined>): Promise<number> {
-    return this.pool.sweep(epochOf);
-  }
-
-  count(keyId: string, epoch: number): Promise<number> {
-    return this.pool.count(keyId, epoch);
-  }
-
-  admit(keyId: string, epoch: number, entryIds: string[]): Promise<void> {
-    return this.pool.admit(keyId, epoch, entryIds);
+    super(new SingleUsePool(store, flavor, { ...opts, lifetimeMs: opts.lifetimeMs ?? FROST_NONCE_LIFETIME_MS, maxPerKey: opts.maxPerKey ?? FROST_NONCES_PER_KEY }));
   }
 
   /** Seals new pairs in one synced batch; resolves once they are on disk (their commitments may then leave). */

@@ -13,7 +13,7 @@
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { decodePresignature, type Presignature } from '../protocols/ecdsa/presignature.ts';
 import type { SealedStore } from './sealed-store.ts';
-import { SingleUsePool, type PoolFlavor, type PoolOptions } from './single-use-pool.ts';
+import { SingleUsePool, SingleUseStore, type PoolFlavor, type PoolOptions } from './single-use-pool.ts';
 
 export { ENTRY_ID } from './single-use-pool.ts';
 /** How long an entry may wait for its request: a pool is secret material at rest. */
@@ -80,40 +80,9 @@ const flavor: PoolFlavor<PresignatureBinding, Presignature> = {
 };
 
 /** The node's ECDSA presignatures: a flavour of the shared single-use pool (single-use-pool.ts). */
-export class PresignatureStore {
-  private readonly pool: SingleUsePool<PresignatureBinding, Presignature>;
-
+export class PresignatureStore extends SingleUseStore<PresignatureBinding, Presignature> {
   constructor(store: SealedStore, opts: PresignatureStoreOptions = {}) {
-    this.pool = new SingleUsePool(store, flavor, { ...opts, lifetimeMs: opts.lifetimeMs ?? PRESIGNATURE_LIFETIME_MS, maxPerKey: opts.maxPerKey ?? PRESIGNATURES_PER_KEY });
-  }
-
-  get maxPerKey(): number {
-    return this.pool.maxPerKey;
-  }
-
-  /** Whether this node keeps presignatures at all: only over a store with a rollback anchor. */
-  get enabled(): boolean {
-    return this.pool.enabled;
-  }
-
-  /** Deletes entries of another epoch, expired entries and expired used marks. */
-  purge(keyId: string, epoch: number): Promise<number> {
-    return this.pool.purge(keyId, epoch);
-  }
-
-  /** Purges every key with entries here (at start and on a timer). */
-  sweep(epochOf: (keyId: string) => Promise<number | undefined>): Promise<number> {
-    return this.pool.sweep(epochOf);
-  }
-
-  /** How many unexpired entries of `keyId` at `epoch` this node holds (after a purge). */
-  count(keyId: string, epoch: number): Promise<number> {
-    return this.pool.count(keyId, epoch);
-  }
-
-  /** Whether `entryIds` may be made for the key at `epoch`: a check before a presign session runs; `put` checks again. */
-  admit(keyId: string, epoch: number, entryIds: string[]): Promise<void> {
-    return this.pool.admit(keyId, epoch, entryIds);
+    super(new SingleUsePool(store, flavor, { ...opts, lifetimeMs: opts.lifetimeMs ?? PRESIGNATURE_LIFETIME_MS, maxPerKey: opts.maxPerKey ?? PRESIGNATURES_PER_KEY }));
   }
 
   /** Seals new entries, all in one synced batch; resolves once they are on disk. */

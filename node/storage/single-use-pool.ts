@@ -306,3 +306,41 @@ export class SingleUsePool<B extends PoolBinding, V> {
     });
   }
 }
+
+/**
+ * What every flavour's store answers alike (ECDSA presignatures, FROST nonce pairs): its bound, whether
+ * it keeps entries at all, and the purge, sweep, count and admission of its pool. Each flavour adds its
+ * own `put`, `check` and `take`.
+ */
+export abstract class SingleUseStore<B extends PoolBinding, V> {
+  protected constructor(protected readonly pool: SingleUsePool<B, V>) {}
+
+  get maxPerKey(): number {
+    return this.pool.maxPerKey;
+  }
+
+  /** Whether this node keeps entries at all: only over a store with a rollback anchor. */
+  get enabled(): boolean {
+    return this.pool.enabled;
+  }
+
+  /** Deletes entries of another epoch, expired entries and expired used marks. */
+  purge(keyId: string, epoch: number): Promise<number> {
+    return this.pool.purge(keyId, epoch);
+  }
+
+  /** Purges every key with entries here (at start and on a timer): expired, old epochs, keys no longer held. */
+  sweep(epochOf: (keyId: string) => Promise<number | undefined>): Promise<number> {
+    return this.pool.sweep(epochOf);
+  }
+
+  /** How many unexpired entries of `keyId` at `epoch` this node holds (after a purge). */
+  count(keyId: string, epoch: number): Promise<number> {
+    return this.pool.count(keyId, epoch);
+  }
+
+  /** Whether `entryIds` may be made for the key at `epoch`: a check before the making session runs; `put` checks again. */
+  admit(keyId: string, epoch: number, entryIds: string[]): Promise<void> {
+    return this.pool.admit(keyId, epoch, entryIds);
+  }
+}
