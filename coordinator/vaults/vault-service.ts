@@ -22,6 +22,7 @@ import { FrostNoncePool, type FrostPoolScheme, type PrecommittedRows } from './f
 import { admitTeeMember } from './tee-admission.ts';
 import type { TeeAttestationVerifier } from '../../tee/attestation/enrolment-verifier.ts';
 import type { SignFields } from '../../core/session/sign-fields.ts';
+import type { SignSessionParams } from '../../core/session/session-params.ts';
 import { dkgParams, dkgResult, epochParams, epochResult, otParams, otResult, precommitParams, precommitResult, presignParams, presignResult, reshareParams, reshareResult, signParams, signResult, type SessionCodec } from '../../core/session/session-contract.ts';
 import { randomBytes } from 'node:crypto';
 import type { PackageResult } from '../../core/session/session-results.ts';
@@ -408,54 +409,49 @@ export class VaultService {
    * A signing with precommitted nonces: one round. Undefined when the rows cannot serve this request
    * (then the caller runs two rounds); a refusal of the request itself is final.
    */
-  private async signPrecommitted(input: SignInput, key: VaultRecord, req: RequestScope, rows: PrecommittedRows): Promise<SignOutput | undefined> {
-    const members = rows.signers.map((nodeId) => key.committee.find((m) => m.nodeId === nodeId));
-    const usable = rows.epoch === key.epoch && rows.scheme === input.scheme && rows.rows.length === input.digests.length && rows.path.join('/') === input.path.join('/')
-      && members.every((m) => m && this.nodes.isAttached(m.nodeId));
-    if (!usable) return undefined;
-    const params = signParams.encode({
-      keyId: input.vaultId, epoch: key.epoch, path: input.path, scheme: input.scheme, digests: input.digests,
-      intent: input.intent, intentSignature: input.intentSignature, apiKeyId: input.apiKeyId, template: input.template, endUserToken: input.endUserToken,
-      ...(input.trustLog ? { trustLog: input.trustLog } : {}),
-      ...(input.memberAction ? { memberAction: input.memberAction } : {}),
-      precommitted: rows.rows,
+  private signPrecommitted(input: SignInput, key: VaultRecord, req: RequestScope, rows: PrecommittedRows): Promise<SignOutput | undefined> {
+    if (rows.scheme !== input.scheme || rows.rows.length !== input.digests.length) return Promise.resolve(undefined);
+    return this.signWithEntries(input, key, req, {
+      signers: rows.signers, epoch: rows.epoch, path: rows.path, protocol: Protocol.SIGN_SCHNORR, params: { precommitted: rows.rows },
+      pool: this.noncePool, what: 'precommitted signing failed; running two rounds',
     });
-    const signers = members as NonNullable<(typeof members)[number]>[];
-    const outcome = await this.open(req, { protocol: Protocol.SIGN_SCHNORR, keyId: input.vaultId, parties: signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs });
-    if (outcome.ok) {
-      const results = this.results(outcome, signResult, req);
-      const first = results && signResult.encode(results[0]!);
-      if (results && results.every((r) => equalBytes(signResult.encode(r), first!))) {
-        return { signatures: results[0]!.signatures, recoveryIds: [], publicKey: results[0]!.publicKey, signers: signers.map((s) => s.nodeId) };
-      }
-    }
-    // A refusal of the request (its authorization) is final; a refusal of the entries is not.
-    const refusal = refusalOf(outcome);
-    if (refusal && !POOL_REFUSALS.test(refusal.code)) throw refusalError(refusal);
-    if (refusal) this.noncePool.refused(input.vaultId, refusal.code);
-    this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, problem: outcome.ok ? 'signers disagree' : describeReports(outcome) || outcome.message }, 'precommitted signing failed; running two rounds');
-    return undefined;
   }
 
   /**
    * A signing with presignature entries: only the online round runs. Undefined when the entries cannot
    * serve this request (then the caller runs the full protocol); a refusal of the request itself is final.
    */
-  private async signPooled(input: SignInput, key: VaultRecord, req: RequestScope): Promise<SignOutput | undefined> {
+  private signPooled(input: SignInput, key: VaultRecord, req: RequestScope): Promise<SignOutput | undefined> {
     const pooled = input.presignatures!;
-    const members = pooled.signers.map((nodeId) => key.committee.find((m) => m.nodeId === nodeId));
-    const usable = pooled.epoch === key.epoch && pooled.entryIds.length === input.digests.length && pooled.path.join('/') === input.path.join('/')
-      && members.every((m) => m && this.nodes.isAttached(m.nodeId));
+    if (pooled.entryIds.length !== input.digests.length) return Promise.resolve(undefined);
+    return this.signWithEntries(input, key, req, {
+      signers: pooled.signers, epoch: pooled.epoch, path: pooled.path, protocol: Protocol.SIGN_ECDSA, params: { presignatures: pooled.entryIds },
+      pool: this.pool, what: 'pooled signing failed; running the full protocol',
+    });
+  }
+
+  /**
+   * One signing session over entries made ahead (presignatures or nonce rows), for exactly the signers,
+   * epoch and path they were made for, all attached. Undefined when they cannot serve the request, or
+   * when a node refused an entry (reported to `pool`): the caller then runs the full protocol. A refusal
+   * of the request itself is final.
+   */
+  private async signWithEntries(input: SignInput, key: VaultRecord, req: RequestScope, e: {
+    signers: string[]; epoch: number; path: number[]; protocol: Protocol; params: Partial<Pick<SignSessionParams, 'presignatures' | 'precommitted'>>;
+    pool: { refused(vaultId: string, code: string): void }; what: string;
+  }): Promise<SignOutput | undefined> {
+    const members = e.signers.map((nodeId) => key.committee.find((m) => m.nodeId === nodeId));
+    const usable = e.epoch === key.epoch && e.path.join('/') === input.path.join('/') && members.every((m) => m && this.nodes.isAttached(m.nodeId));
     if (!usable) return undefined;
     const params = signParams.encode({
       keyId: input.vaultId, epoch: key.epoch, path: input.path, scheme: input.scheme, digests: input.digests,
       intent: input.intent, intentSignature: input.intentSignature, apiKeyId: input.apiKeyId, template: input.template, endUserToken: input.endUserToken,
       ...(input.trustLog ? { trustLog: input.trustLog } : {}),
       ...(input.memberAction ? { memberAction: input.memberAction } : {}),
-      presignatures: pooled.entryIds,
+      ...e.params,
     });
     const signers = members as NonNullable<(typeof members)[number]>[];
-    const outcome = await this.open(req, { protocol: Protocol.SIGN_ECDSA, keyId: input.vaultId, parties: signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs });
+    const outcome = await this.open(req, { protocol: e.protocol, keyId: input.vaultId, parties: signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs });
     if (outcome.ok) {
       const results = this.results(outcome, signResult, req);
       const first = results && signResult.encode(results[0]!);
@@ -465,9 +461,9 @@ export class VaultService {
     }
     // A refusal of the request (its authorization) is final; a refusal of the entries is not.
     const refusal = refusalOf(outcome);
-    if (refusal && !refusal.code.startsWith('presignature_')) throw refusalError(refusal);
-    if (refusal) this.pool.refused(input.vaultId, refusal.code);
-    this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, problem: outcome.ok ? 'signers disagree' : describeReports(outcome) || outcome.message }, 'pooled signing failed; running the full protocol');
+    if (refusal && !POOL_REFUSALS.test(refusal.code)) throw refusalError(refusal);
+    if (refusal) e.pool.refused(input.vaultId, refusal.code);
+    this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, problem: outcome.ok ? 'signers disagree' : describeReports(outcome) || outcome.message }, e.what);
     return undefined;
   }
 
