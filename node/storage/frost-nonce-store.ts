@@ -16,6 +16,8 @@ import type { FrostSuite } from '../protocols/frost/frost-sign.ts';
 import type { SealedStore } from './sealed-store.ts';
 import { SingleUsePool, SingleUseStore, type PoolFlavor, type PoolOptions } from './single-use-pool.ts';
 
+/** Where the entries are kept (`frost-nonce/<key>/<epoch>/<id>`): dropped at open when the anchor holds nothing (sealed-store.ts). */
+export const FROST_NONCE_PREFIX = 'frost-nonce';
 /** How long a pair may wait for its request. */
 export const FROST_NONCE_LIFETIME_MS = 24 * 60 * 60 * 1000;
 /** How many pairs a node keeps per key (every epoch, path, suite and signer set together). */
@@ -47,7 +49,7 @@ const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
 const sameList = (a: number[], b: number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
 
 const flavor: PoolFlavor<FrostNonceBinding, Nonces> = {
-  prefix: 'frost-nonce',
+  prefix: FROST_NONCE_PREFIX,
   entryKind: 'frost-nonce-entry',
   usedKind: 'frost-nonce-used',
   secretField: 'nonces',

@@ -15,6 +15,8 @@ import { decodePresignature, type Presignature } from '../protocols/ecdsa/presig
 import type { SealedStore } from './sealed-store.ts';
 import { SingleUsePool, SingleUseStore, type PoolFlavor, type PoolOptions } from './single-use-pool.ts';
 
+/** Where the entries are kept (`presig/<key>/<epoch>/<id>`): dropped at open when the anchor holds nothing (sealed-store.ts). */
+export const PRESIGNATURE_PREFIX = 'presig';
 export { ENTRY_ID } from './single-use-pool.ts';
 /** How long an entry may wait for its request: a pool is secret material at rest. */
 export const PRESIGNATURE_LIFETIME_MS = 24 * 60 * 60 * 1000;
@@ -57,7 +59,7 @@ const sameList = (a: number[], b: number[]) => a.length === b.length && a.every(
 
 /** Records `presig/<key>/<epoch>/<id>` (field `presignature`) and `presig-used/<key>/<id>`, as before the pool was shared. */
 const flavor: PoolFlavor<PresignatureBinding, Presignature> = {
-  prefix: 'presig',
+  prefix: PRESIGNATURE_PREFIX,
   entryKind: 'presignature-entry',
   usedKind: 'presignature-used',
   secretField: 'presignature',

@@ -56,7 +56,23 @@ export interface SealedStoreOptions {
    * default: removing the head must not be a way to have an altered store adopted.
    */
   adoptUnheaded?: boolean;
+  /**
+   * Record prefixes of single-use material that only the anchor keeps single (pool entries made ahead:
+   * single-use-pool.ts). When the store opens with an anchor that holds nothing yet (a new anchor, or
+   * one lost: deleted, on a volume that came back empty, in an enclave's memory across a restart) over
+   * a store that was written before, nothing proves the store is not an older copy whose entries were
+   * used since; every record under these prefixes is deleted, in one synced write, before the store is
+   * returned.
+   */
+  singleUsePrefixes?: readonly string[];
 }
+
+interface Head {
+  version: bigint;
+  count: number;
+  acc: Uint8Array;
+}
+
 
 interface Head {
   version: bigint;
@@ -121,17 +137,22 @@ export class SealedStore {
           throw new SealedStoreError('tampered', 'the store\'s records do not match its authenticated head: a record was edited, removed, added or rolled back');
         }
       }
+      let anchorless = false;
       if (opts.anchor) {
         const anchored = await opts.anchor.read();
         if (anchored !== undefined && anchored > head.version) {
           throw new SealedStoreError('rolled_back', `the store is at version ${head.version} but its rollback anchor says ${anchored}: the data directory was restored from an older copy`);
         }
+        anchorless = anchored === undefined && head.version > 0n;
       }
       const store = new SealedStore(db, storageKey, macKey, head, opts.anchor, adopted);
       for (const [k, d] of digests) store.digests.set(k, d);
-      // A store from before heads existed gets one now; an anchor behind the head (a crash between the
-      // two writes) catches up.
-      if (adopted) await store.commit([]);
+      const prefixes = anchorless ? (opts.singleUsePrefixes ?? []).map((p) => p + '/') : [];
+      const drop = [...digests.keys()].filter((k) => prefixes.some((p) => k.startsWith(p)));
+      store.droppedUnanchored = drop.length;
+      // A store from before heads existed gets one now; single-use entries no anchor vouches for go; an
+      // anchor behind the head (a crash between the two writes) catches up.
+      if (adopted || drop.length > 0) await store.commit(drop.map((key) => ({ type: 'del' as const, key })));
       else if (opts.anchor) await opts.anchor.write(head.version);
       return store;
     } catch (err) {
@@ -139,6 +160,12 @@ export class SealedStore {
       throw err;
     }
   }
+
+  /**
+   * How many single-use records the open deleted because the anchor held nothing for a store that was
+   * written before (`singleUsePrefixes`); 0 otherwise.
+   */
+  droppedUnanchored = 0;
 
   /** Whether a rollback anchor kept elsewhere guards this store (what single-use material at rest needs). */
   get anchored(): boolean {

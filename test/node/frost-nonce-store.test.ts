@@ -13,7 +13,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { schnorr } from '@noble/curves/secp256k1.js';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
 import { FileRollbackAnchor } from '../../node/storage/rollback-anchor.ts';
-import { FrostNonceStore, type FrostNonceBinding } from '../../node/storage/frost-nonce-store.ts';
+import { FROST_NONCE_PREFIX, FrostNonceStore, type FrostNonceBinding } from '../../node/storage/frost-nonce-store.ts';
 import { frostPrecommit, frostSignPrecommitted, type FrostPrecommitment } from '../../node/protocols/frost/frost-precommit.ts';
 import { outputKey } from '../../node/protocols/frost/taproot.ts';
 import { simulate, seededRng } from '../protocols/simulate.ts';
@@ -34,7 +34,7 @@ function tmp(t: Test): string {
 
 async function open(dir: string, opts: { anchor?: boolean; now?: () => number; maxPerKey?: number } = {}) {
   const anchor = opts.anchor === false ? undefined : new FileRollbackAnchor(join(dir, 'anchor'), storageKey);
-  const store = await SealedStore.open(join(dir, 'db'), storageKey, anchor ? { anchor } : {});
+  const store = await SealedStore.open(join(dir, 'db'), storageKey, { ...(anchor ? { anchor } : {}), singleUsePrefixes: [FROST_NONCE_PREFIX] });
   return { store, pool: new FrostNonceStore(store, { ...(opts.now ? { now: opts.now } : {}), ...(opts.maxPerKey ? { maxPerKey: opts.maxPerKey } : {}) }) };
 }
 
@@ -134,4 +134,29 @@ t.test('a data directory put back from before a take is refused at open', async 
   rmSync(join(dir, 'db'), { recursive: true, force: true });
   cpSync(copy, join(dir, 'db'), { recursive: true });
   await t.rejects(open(dir), { code: 'rolled_back' }, 'the older copy, which still holds the pair, does not open');
+});
+
+t.test('an anchor that holds nothing over a written store: every pair is dropped, so a restored copy hands out none again', async (t) => {
+  // An enclave's anchor in memory is gone at each restart, and its parent keeps the store: it can copy
+  // the store while a pair is unused and serve the copy after the pair signed. Two shares with one
+  // nonce pair give the key share away; the drop at open makes the copy hold no pair at all.
+  const dir = tmp(t);
+  const [mine] = draw('anchor lost', 1);
+  let { store, pool } = await open(dir);
+  await pool.admit('k', 0, [id('l1')]);
+  await pool.put('k', binding, [{ entryId: id('l1'), nonces: mine!.nonces }]);
+  await store.close();
+  cpSync(join(dir, 'db'), join(dir, 'copy'), { recursive: true });
+  ({ store, pool } = await open(dir));
+  await pool.take('k', [id('l1')], binding, [mine!.commitment]);
+  await store.close();
+
+  rmSync(join(dir, 'anchor'));
+  rmSync(join(dir, 'db'), { recursive: true });
+  cpSync(join(dir, 'copy'), join(dir, 'db'), { recursive: true });
+  ({ store, pool } = await open(dir));
+  t.teardown(() => store.close());
+  t.equal(store.droppedUnanchored, 1, 'the copy\'s pair was dropped at open');
+  await refused(t, pool.take('k', [id('l1')], binding, [mine!.commitment]), 'nonce_unknown', 'the pair that signed before is not handed out again');
+  t.equal(await store.raw(`frost-nonce/k/0/${id('l1')}`), undefined, 'gone from disk');
 });

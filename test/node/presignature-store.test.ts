@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
 import { FileRollbackAnchor } from '../../node/storage/rollback-anchor.ts';
-import { PresignatureStore, type PresignatureBinding } from '../../node/storage/presignature-store.ts';
+import { PRESIGNATURE_PREFIX, PresignatureStore, type PresignatureBinding } from '../../node/storage/presignature-store.ts';
 import type { Presignature } from '../../node/protocols/ecdsa/presignature.ts';
 import { committee, online, presign, sid } from '../protocols/ecdsa/harness.ts';
 import { checkSignature } from '../protocols/ecdsa/sign-cases.ts';
@@ -30,7 +30,7 @@ function tmp(t: Test): string {
 
 async function open(dir: string, opts: { anchor?: boolean; now?: () => number; maxPerKey?: number } = {}) {
   const anchor = opts.anchor === false ? undefined : new FileRollbackAnchor(join(dir, 'anchor'), storageKey);
-  const store = await SealedStore.open(join(dir, 'db'), storageKey, anchor ? { anchor } : {});
+  const store = await SealedStore.open(join(dir, 'db'), storageKey, { ...(anchor ? { anchor } : {}), singleUsePrefixes: [PRESIGNATURE_PREFIX] });
   return { store, pool: new PresignatureStore(store, { ...(opts.now ? { now: opts.now } : {}), ...(opts.maxPerKey ? { maxPerKey: opts.maxPerKey } : {}) }) };
 }
 
@@ -166,4 +166,43 @@ t.test('the sweep drops expired entries, old epochs\' entries and those of keys 
   now += 24 * 60 * 60 * 1000 + 1;
   t.equal(await pool.sweep(async (k) => epochs[k]), 1, 'an expired entry goes');
   t.equal(await pool.count('vault/with/slash', 0), 0, 'none is left');
+});
+
+t.test('an anchor that holds nothing over a written store: every entry is dropped, so a restored copy hands out none again', async (t) => {
+  // The attack: keep a copy of the store while entries are unused, let the node take one and sign,
+  // then lose the anchor (deleted, an empty volume, an enclave's memory across a restart) and put the
+  // copy back. Without the drop the copy opens and hands the same presignature out a second time.
+  const dir = tmp(t);
+  const made = pair('anchor lost');
+  const other = pair('anchor lost 2');
+  let { store, pool } = await open(dir);
+  await pool.admit('k', 0, [id('l1'), id('l2')]);
+  await pool.put('k', binding, [{ entryId: id('l1'), presignature: made.get(1)! }, { entryId: id('l2'), presignature: other.get(1)! }]);
+  await store.close();
+  cpSync(join(dir, 'db'), join(dir, 'copy'), { recursive: true });
+  ({ store, pool } = await open(dir));
+  t.equal(store.droppedUnanchored, 0, 'with its anchor the store drops nothing');
+  await pool.take('k', [id('l1')], binding);
+  await store.close();
+
+  rmSync(join(dir, 'anchor'));
+  rmSync(join(dir, 'db'), { recursive: true });
+  cpSync(join(dir, 'copy'), join(dir, 'db'), { recursive: true });
+  ({ store, pool } = await open(dir));
+  t.equal(store.droppedUnanchored, 2, 'both entries of the copy were dropped at open');
+  t.ok(pool.enabled, 'the pool works on with the new anchor');
+  await refused(t, pool.take('k', [id('l1')], binding), 'presignature_unknown', 'the entry used before is not handed out again');
+  await refused(t, pool.take('k', [id('l2')], binding), 'presignature_unknown', 'nor the one no anchor vouches for');
+  t.equal(await store.raw(`presig/k/0/${id('l1')}`), undefined, 'gone from disk');
+
+  // New entries made from here on are kept, and a reopen with the anchor keeps them.
+  const fresh = pair('anchor new');
+  await pool.admit('k', 0, [id('l3')]);
+  await pool.put('k', binding, [{ entryId: id('l3'), presignature: fresh.get(1)! }]);
+  await store.close();
+  ({ store, pool } = await open(dir));
+  t.teardown(() => store.close());
+  t.equal(store.droppedUnanchored, 0, 'the anchor now vouches for the store');
+  const [taken] = await pool.take('k', [id('l3')], binding);
+  t.equal(taken!.id, fresh.get(1)!.id, 'the new entry is there');
 });
