@@ -1,23 +1,22 @@
-// DKLs23 signing, online phase (ePrint 2023/765, Protocol 3.6, round 3 and output), re-randomized
-// (Groth and Shoup, "On the security of ECDSA with additive key derivation and presignatures",
-// EUROCRYPT 2022; docs/protocols/pools.md). With the presignature's R, u_i (share of r·φ), v_i (share
-// of sk·φ) and φ_i, every signer computes the public scalar
-//   δ = H("custody/ecdsa/rerandomize/v1", session id ‖ R ‖ H(m) ‖ sorted signers ‖ public key)
-// and broadcasts u_i' = δ·u_i and w_i = H(m)·φ_i + r'·v_i with R' = δ·R, r' = x(R') mod n; then
-// s = Σw / Σu' = (H(m) + r'·sk) / (δ·r): a signature with nonce δ·r, whose R' depends on the message.
-// It is verified under the public key before release, normalised to low s, and returned with its
-// recovery id. Every ECDSA signature goes through this one path, pooled or not.
+// DKLs23 signing, online phase (ePrint 2023/765, Protocol 3.6, round 3 and output), with Groth and
+// Shoup's re-randomized presignatures ("On the security of ECDSA with additive key derivation and
+// presignatures", EUROCRYPT 2022; docs/protocols/pools.md). With the presignature's R = k·G, u_i (share
+// of k·φ), v_i (share of sk·φ) and φ_i, every signer computes the public scalar
+//   δ = H("custody/ecdsa/rerandomize/v2", session id ‖ R ‖ H(m) ‖ sorted signers ‖ public key)
+// and broadcasts u_i' = u_i + δ·φ_i and w_i = H(m)·φ_i + r'·v_i with R' = R + δ·G, r' = x(R') mod n;
+// then s = Σw / Σu' = (H(m) + r'·sk) / (k + δ): a signature with nonce k + δ, whose R' depends on the
+// message. It is verified under the public key before release, normalised to low s, and returned with
+// its recovery id. Every ECDSA signature goes through this one path, pooled or not.
 //
 // Identifiable abort: presigning left every signer with the images U_j = u_j·G, V_j = v_j·G and
 // Φ_j = φ_j·G of every signer's shares, received end-to-end encrypted. Each online message echoes them
 // as a digest per signer (a signer that sent different images to different peers is caught). Only
-// signers see the images: with Φ = Σ Φ_j and the broadcast Σ u_j' = δ·r·φ they give (δ·r)⁻¹·G, which
-// the coordinator, seeing the broadcasts (u_j', w_j and digests), cannot compute.
+// signers see the images: with Φ = Σ Φ_j and the broadcast Σ u_j' = (k + δ)·φ they give (k + δ)⁻¹·G,
+// which the coordinator, seeing the broadcasts (u_j', w_j and digests), cannot compute.
 // When the combined signature does not verify, each share is checked on its own:
-// u_j'·G = δ·U_j and w_j·G = H(m)·Φ_j + r'·V_j; every signer whose share fails is named.
-import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { hexToBytes } from '@noble/hashes/utils.js';
+// u_j'·G = U_j + δ·Φ_j and w_j·G = H(m)·Φ_j + r'·V_j; every signer whose share fails is named.
 import { Fn, G, ORDER, exposeScalar, parsePoint, parseScalar, pointHex, scalarHex } from '../math/curve.ts';
+import { verifyEcdsaDigest } from '../math/ecdsa-verify.ts';
 import { hashToScalar } from '../math/hash-to-scalar.ts';
 import { InputError, ProtocolAbort } from '../../../core/errors/protocol-errors.ts';
 import { checkSessionId, readPayload, type Protocol } from '../round/machine.ts';
@@ -42,7 +41,7 @@ export interface OnlineState {
   signers: number[];
   me: number;
   publicKey: string;
-  /** The presignature's R, and the re-randomizer δ and R' = δ·R. */
+  /** The presignature's R, and the re-randomizer δ and R' = R + δ·G. */
   R: string;
   delta: string;
   Rprime: string;
@@ -74,8 +73,8 @@ export interface EcdsaSignature {
 
 const others = (s: OnlineState) => s.signers.filter((p) => p !== s.me);
 
-/** Wire kind of the online broadcast: v2 carries u_i' = δ·u_i (re-randomized), not u_i. */
-export const ONLINE_R1_KIND = 'ecdsa-online/r1/v2';
+/** Wire kind of the online broadcast: v3 carries u_i' = u_i + δ·φ_i (v2 carried δ·u_i, under R' = δ·R). */
+export const ONLINE_R1_KIND = 'ecdsa-online/r1/v3';
 
 /**
  * The re-randomizer δ, from public values every signer holds: the online session id, R, the digest,
@@ -83,7 +82,7 @@ export const ONLINE_R1_KIND = 'ecdsa-online/r1/v2';
  * probability; it is refused all the same (R' would be the identity).
  */
 export function rerandomizer(sessionId: string, R: string, digest: string, signers: number[], publicKey: string): bigint {
-  const d = hashToScalar('custody/ecdsa/rerandomize/v1', [sessionId, R, digest, [...signers].sort((a, b) => a - b).join(','), publicKey]);
+  const d = hashToScalar('custody/ecdsa/rerandomize/v2', [sessionId, R, digest, [...signers].sort((a, b) => a - b).join(','), publicKey]);
   if (d === 0n) throw new ProtocolAbort('degenerate_nonce', [], 'the re-randomizer is zero');
   return d;
 }
@@ -95,7 +94,7 @@ export function digestScalar(digest: string): bigint {
 }
 
 export const ecdsaOnline: Protocol<OnlineParams, OnlineState, EcdsaSignature> = {
-  name: 'ecdsa-online/v2',
+  name: 'ecdsa-online/v3',
 
   start(params) {
     checkSessionId(params.sessionId);
@@ -103,14 +102,16 @@ export const ecdsaOnline: Protocol<OnlineParams, OnlineState, EcdsaSignature> = 
     const p = params.presignature.take();
     const R = parsePoint(p.R, 'R');
     const delta = rerandomizer(params.sessionId, p.R, params.digest, p.signers, p.publicKey);
-    // Public point, public scalar: variable-time arithmetic is fine.
-    const Rp = R.multiplyUnsafe(delta);
+    // Public point, public scalar: variable-time arithmetic is fine (a fixed-base product).
+    const Rp = R.add(G.multiplyUnsafe(delta));
+    // k + δ = 0 (R' the identity) would take a δ that is the negated nonce: refused, nothing sent.
+    if (Rp.is0()) throw new ProtocolAbort('degenerate_nonce', [], 'the re-randomized nonce point is the identity');
     const rx = Fn.create(Rp.toAffine().x);
     const phi = exposeScalar(p.phi, 'phi');
     const v = exposeScalar(p.v, 'v', true);
     const w = Fn.add(Fn.mul(m, phi), Fn.mul(rx, v));
-    // u_i' = δ·u_i is broadcast (with w_i) in this round: it leaves the secret type here, explicitly.
-    const u = scalarHex(Fn.mul(delta, exposeScalar(p.u, 'u', true)));
+    // u_i' = u_i + δ·φ_i is broadcast (with w_i) in this round: it leaves the secret type here, explicitly.
+    const u = scalarHex(Fn.add(exposeScalar(p.u, 'u', true), Fn.mul(delta, phi)));
     // The presignature is spent: its secrets are zeroed (take() already refuses a second use).
     for (const x of [p.u, p.v, p.phi]) x.zeroize();
     const state: OnlineState = {
@@ -170,7 +171,7 @@ export const ecdsaOnline: Protocol<OnlineParams, OnlineState, EcdsaSignature> = 
     const recovery = Number(odd) | (R.x >= ORDER ? 2 : 0);
     const compact = scalarHex(r) + scalarHex(sig);
     // Released only if it verifies: a signer that sent a wrong (u, w) cannot make us output garbage.
-    if (sig === 0n || !secp256k1.verify(hexToBytes(compact), hexToBytes(s.digest), hexToBytes(s.publicKey), { prehash: false, lowS: true })) {
+    if (sig === 0n || !verifyEcdsaDigest(r, sig, digestScalar(s.digest), s.publicKey)) {
       const culprits = wrongShares(s, r);
       if (culprits.length) throw new ProtocolAbort('bad_signature_share', culprits, `signature shares of ${culprits.join(', ')} do not match their presigning images`);
       // Every share matches its image, so the images themselves do not add up (a deviation in
@@ -181,7 +182,7 @@ export const ecdsaOnline: Protocol<OnlineParams, OnlineState, EcdsaSignature> = 
   },
 };
 
-/** The signers whose online share fails u_j'·G = δ·U_j or w_j·G = H(m)·Φ_j + r'·V_j (public values only). */
+/** The signers whose online share fails u_j'·G = U_j + δ·Φ_j or w_j·G = H(m)·Φ_j + r'·V_j (public values only). */
 function wrongShares(s: OnlineState, rx: bigint): number[] {
   const m = digestScalar(s.digest);
   const delta = parseScalar(s.delta, 'delta');
@@ -191,7 +192,7 @@ function wrongShares(s: OnlineState, rx: bigint): number[] {
     const im = s.images[String(j)]!;
     const u = parseScalar(sh.u, 'u', true);
     const w = parseScalar(sh.w, 'w', true);
-    const uOk = G.multiplyUnsafe(u).equals(parsePoint(im.U, 'U').multiplyUnsafe(delta));
+    const uOk = G.multiplyUnsafe(u).equals(parsePoint(im.U, 'U').add(parsePoint(im.Phi, 'Phi').multiplyUnsafe(delta)));
     const wOk = G.multiplyUnsafe(w).equals(parsePoint(im.Phi, 'Phi').multiplyUnsafe(m).add(parsePoint(im.V, 'V').multiplyUnsafe(rx)));
     if (!uOk || !wOk) out.push(j);
   }

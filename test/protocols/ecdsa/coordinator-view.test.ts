@@ -55,10 +55,11 @@ t.test('no broadcast of a signing session carries Φ_j or k⁻¹·G', async (t) 
   });
   t.same(carries(broadcasts, sumPhi), [], 'no broadcast carries Φ');
   t.same(carries(broadcasts, kInvG), [], 'no broadcast carries k⁻¹·G');
-  // The re-randomized signature's nonce is δ·k (online.ts): neither its inverse image travels in clear.
+  // The re-randomized signature's nonce is k + δ (online.ts): neither its inverse image travels in clear.
   const d1 = data.get(1)!;
   const delta = rerandomizer(ONLINE_SID, d1.R, sid('coordinator-view digest'), signers, d1.publicKey);
-  const kpInvG = mulBase(Fn.inv(Fn.mul(delta, k)));
-  t.ok(sumPhi.multiply(Fn.inv(Fn.mul(delta, sumU))).equals(kpInvG), 'Φ·(Σu\')⁻¹ = (δk)⁻¹·G');
-  t.same(carries(broadcasts, kpInvG), [], 'no broadcast carries (δk)⁻¹·G');
+  const kpInvG = mulBase(Fn.inv(Fn.add(k, delta)));
+  const sumUp = Fn.add(sumU, Fn.mul(delta, phi));
+  t.ok(sumPhi.multiply(Fn.inv(sumUp)).equals(kpInvG), 'Φ·(Σu\')⁻¹ = (k + δ)⁻¹·G');
+  t.same(carries(broadcasts, kpInvG), [], 'no broadcast carries (k + δ)⁻¹·G');
 });

@@ -135,10 +135,11 @@ t.test('a share that cancels the others (Σu = 0) is named as well', async (t) =
   const pre = presign(c, [1, 2], 'cancel-u');
   // A real attacker sees u_1 in party 1's online message first; the test reads it from party 1's stored presignature.
   const p1 = pre.results.get(1)!;
-  const u1 = exposeScalar(decodeBlob<{ u: SecretBytes }>('ecdsa-presignature', p1.encode(), { secrets: true }).u, 'u');
-  // What party 1 broadcasts is u_1' = δ·u_1.
+  const d1 = decodeBlob<{ u: SecretBytes; phi: SecretBytes }>('ecdsa-presignature', p1.encode(), { secrets: true });
+  // What party 1 broadcasts is u_1' = u_1 + δ·φ_1.
   const delta = rerandomizer(ONLINE_SID, p1.R, digest, p1.signers, p1.publicKey);
-  const res = online(pre.results, digest, { tamper: new Map([[2, rewrite(1, ONLINE_R1_KIND, (v) => { v.u = scalarHex(ORDER - Fn.mul(delta, u1)); })]]) });
+  const u1p = Fn.add(exposeScalar(d1.u, 'u'), Fn.mul(delta, exposeScalar(d1.phi, 'phi')));
+  const res = online(pre.results, digest, { tamper: new Map([[2, rewrite(1, ONLINE_R1_KIND, (v) => { v.u = scalarHex(ORDER - u1p); })]]) });
   expectNamed(t, res, [1], 'bad_signature_share', 2);
 });
 
@@ -148,10 +149,11 @@ t.test('images that lie consistently in presigning and online abort without a cu
   // The liar also echoes its forged images, so the echo agrees and only the signature can fail.
   const params: PresignParams = { sessionId: sid('lying-images'), signers: [2, 3], me: 3, key: c.keys.get(3)!, path: [], ot: c.ots.get(3)! };
   const forgedEcho = r3Digest(presignContext(params, c.keys.get(3)!.pkg.groupKey), 3, sent as { U: string; V: string; Phi: string });
-  // Its online u' is consistent with its forged U: δ·99 (δ is public to every signer).
+  // Its online u' is consistent with its forged U: 99 + δ·φ_3 (δ is public to every signer, φ_3 its own).
   const p2 = pre.results.get(2)!;
   const delta = rerandomizer(ONLINE_SID, p2.R, digest, p2.signers, p2.publicKey);
-  const res = online(pre.results, digest, { tamper: new Map([[3, rewrite(1, ONLINE_R1_KIND, (v) => { v.u = scalarHex(Fn.mul(delta, 99n)); (v.echo as Obj)['3'] = forgedEcho; })]]) });
+  const phi3 = exposeScalar(decodeBlob<{ phi: SecretBytes }>('ecdsa-presignature', pre.results.get(3)!.encode(), { secrets: true }).phi, 'phi');
+  const res = online(pre.results, digest, { tamper: new Map([[3, rewrite(1, ONLINE_R1_KIND, (v) => { v.u = scalarHex(Fn.add(99n, Fn.mul(delta, phi3))); (v.echo as Obj)['3'] = forgedEcho; })]]) });
   t.equal(res.aborts.get(2)?.code, 'bad_presignature', 'the honest signer aborts');
   t.same(res.aborts.get(2)?.culprits, [], 'naming no one');
   t.notOk(res.results.has(2), 'no signature is released');

@@ -1,13 +1,13 @@
 // Re-randomized online phase (docs/protocols/pools.md "Re-randomized presignatures"; Groth and Shoup,
-// EUROCRYPT 2022): every ECDSA signature is made with R' = δ·R, δ a domain-separated hash of the online
-// session id, R, H(m), the signer set and the key. The signatures verify under the key with noble and
-// with viem (recoverAddress, verifyHash), their r is x(δ·R) and not x(R), δ moves with every input, and a
-// signer whose online share does not match its images is still named.
+// EUROCRYPT 2022): every ECDSA signature is made with R' = R + δ·G, δ a domain-separated hash of the
+// online session id, R, H(m), the signer set and the key. The signatures verify under the key with noble
+// and with viem (recoverAddress, verifyHash), their r is x(R + δ·G) and not x(R), δ moves with every
+// input, and a signer whose online share does not match its images is still named.
 import t from 'tap';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { hexToBytes } from '@noble/hashes/utils.js';
 import { serializeSignature, verifyHash } from 'viem';
-import { Fn, ORDER, parsePoint, scalarHex } from '../../../node/protocols/math/curve.ts';
+import { Fn, G, ORDER, parsePoint, scalarHex } from '../../../node/protocols/math/curve.ts';
 import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
 import { ProtocolAbort } from '../../../core/errors/protocol-errors.ts';
 import { derive } from '../../../node/protocols/derive/bip32.ts';
@@ -19,7 +19,7 @@ import { addressOf, checkSignature } from './sign-cases.ts';
 const c = committee(3, 2, 'rerandomized');
 const groupKey = c.keys.get(1)!.pkg.groupKey;
 
-t.test('signatures use R\' = δ·R and verify with noble and viem', async (t) => {
+t.test('signatures use R\' = R + δ·G and verify with noble and viem', async (t) => {
   for (const [signers, path] of [[[1, 2], []], [[2, 3], [0, 5]], [[1, 2, 3], [44, 60, 0, 1]]] as [number[], number[]][]) {
     const digest = sid(`rerandomized ${signers} ${path}`);
     const pre = presign(c, signers, `rr ${signers} ${path}`, path);
@@ -33,7 +33,8 @@ t.test('signatures use R\' = δ·R and verify with noble and viem', async (t) =>
     const sigs = [...on.results.values()];
     t.ok(sigs.every((s) => s.compact === sigs[0]!.compact), 'signers agree');
     const sig = sigs[0]!;
-    t.equal(sig.r, scalarHex(Fn.create(R.multiply(delta).toAffine().x)), 'r = x(δ·R)');
+    t.equal(sig.r, scalarHex(Fn.create(R.add(G.multiply(delta)).toAffine().x)), 'r = x(R + δ·G)');
+    t.not(sig.r, scalarHex(Fn.create(R.multiply(delta).toAffine().x)), 'not x(δ·R), the multiplicative form of v2');
     t.not(sig.r, scalarHex(Fn.create(R.toAffine().x)), 'and not x(R)');
     await checkSignature(t, sig, digest, key);
     const viemSig = serializeSignature({ r: `0x${sig.r}`, s: `0x${sig.s}`, yParity: sig.recovery & 1 });
@@ -69,13 +70,13 @@ t.test('δ changes with each of its inputs', async (t) => {
   await checkSignature(t, b.results.get(1)!, base.digest, p.publicKey);
 });
 
-t.test('a wrong online share is still named against δ·U_j and H(m)·Φ_j + r\'·V_j', async (t) => {
+t.test('a wrong online share is still named against U_j + δ·Φ_j and H(m)·Φ_j + r\'·V_j', async (t) => {
   const digest = sid('rr culprit');
   for (const field of ['u', 'w'] as const) {
     const pre = presign(c, [1, 2, 3], `rr culprit ${field}`);
     const tamper = (m: Message) => {
       const v = decodeBlob<Record<string, unknown>>(ONLINE_R1_KIND, m.payload);
-      // An unrandomized u_j (what a cheater might send) fails the check as well as an arbitrary one.
+      // A u_j' off by one fails the check, as an arbitrary one does.
       v[field] = field === 'u' ? scalarHex(Fn.add(BigInt('0x' + (v.u as string)), 1n)) : scalarHex(5n);
       return [{ ...m, payload: encodeBlob(ONLINE_R1_KIND, v) }];
     };

@@ -22,7 +22,7 @@ const c = committee(3, 2, 'state');
 const kinds: Record<string, string[]> = {
   setup: ['ecdsa-ot-setup/r1', 'ecdsa-ot-setup/r2', 'ecdsa-ot-setup/r3/v2'],
   presign: ['ecdsa-presign/r1/v2', 'ecdsa-presign/r2/v2', 'ecdsa-presign/r3/v2'],
-  online: ['ecdsa-online/r1/v2'],
+  online: ['ecdsa-online/r1/v3'],
 };
 
 t.test('every message round-trips, and every run resumes from its bytes at every step', async (t) => {
