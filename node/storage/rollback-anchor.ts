@@ -7,7 +7,8 @@ import { xchacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { hkdf } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { open, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 
@@ -60,20 +61,22 @@ export class FileRollbackAnchor implements RollbackAnchor {
     new DataView(plain.buffer).setBigUint64(0, version);
     const nonce = new Uint8Array(randomBytes(24));
     const blob = new Uint8Array([...nonce, ...xchacha20poly1305(this.key, nonce, AAD).encrypt(plain)]);
+    // Asynchronous file calls: two fsyncs must not hold the node's event loop (rounds, heartbeats).
+    // The store writes its anchor from one write at a time, so no two of these overlap.
     const tmp = `${this.path}.tmp`;
-    const fd = openSync(tmp, 'w', 0o600);
+    const file = await open(tmp, 'w', 0o600);
     try {
-      writeSync(fd, blob);
-      fsyncSync(fd);
+      await file.writeFile(blob);
+      await file.sync();
     } finally {
-      closeSync(fd);
+      await file.close();
     }
-    renameSync(tmp, this.path);
-    const dir = openSync(dirname(this.path), 'r');
+    await rename(tmp, this.path);
+    const dir = await open(dirname(this.path), 'r');
     try {
-      fsyncSync(dir);
+      await dir.sync();
     } finally {
-      closeSync(dir);
+      await dir.close();
     }
     this.held = version;
   }

@@ -82,6 +82,8 @@ const sameList = (a: number[], b: number[]) => a.length === b.length && a.every(
 
 export class SingleUsePool<B extends PoolBinding, V> {
   private readonly locks = new KeyedMutex();
+  /** Entries (key id, NUL, entry id) a take has checked and is writing off: refused to any other. */
+  private readonly taking = new Set<string>();
   private readonly lifetimeMs: number;
   readonly maxPerKey: number;
   private readonly now: () => number;
@@ -262,6 +264,7 @@ export class SingleUsePool<B extends PoolBinding, V> {
     try {
       for (const id of entryIds) {
         this.checkEntryId(id);
+        if (this.taking.has(`${keyId}\u0000${id}`)) this.fail('used', `entry ${id} is being taken by another signing`);
         if (await this.store.get(this.usedKey(keyId, id))) this.fail('used', `entry ${id} was used before`);
         const found = (await this.entries(keyId)).find((e) => e.entryId === id);
         if (!found) this.fail('unknown', `no entry ${id} for this key here`);
@@ -289,21 +292,29 @@ export class SingleUsePool<B extends PoolBinding, V> {
    */
   async take(keyId: string, entryIds: string[], want: B, inspect?: (values: V[]) => void): Promise<V[]> {
     this.requireAnchor();
-    return this.locks.run(keyId, async () => {
-      const entries = await this.checkLocked(keyId, entryIds, want);
-      try {
-        if (inspect) this.inspected(entries, inspect);
-        const mark = encodeBlob(this.flavor.usedKind, { expiresAt: Math.max(...entries.map((e) => e.expiresAt)) } satisfies UsedMark);
-        const ops: BatchOp[] = entries.flatMap((e) => [
-          { type: 'del' as const, key: this.entryKey(keyId, e.epoch, e.entryId) },
-          { type: 'put' as const, key: this.usedKey(keyId, e.entryId), value: mark },
-        ]);
-        await this.store.batch(ops);
-        return entries.map((e) => this.flavor.decode(this.secretOf(e).expose()));
-      } finally {
-        for (const e of entries) this.secretOf(e).zeroize();
-      }
+    // Checked and reserved under the key's lock; written after it, so that the takes of concurrent
+    // signings (other entries of the same key) reach the store together and share one synced write
+    // (sealed-store.ts, group commit). A reserved id is refused to every other take and check until
+    // its write has landed (then the used mark refuses it) or failed (then it is usable again).
+    const reserved = entryIds.map((id) => `${keyId}\u0000${id}`);
+    const entries = await this.locks.run(keyId, async () => {
+      const found = await this.checkLocked(keyId, entryIds, want);
+      for (const r of reserved) this.taking.add(r);
+      return found;
     });
+    try {
+      if (inspect) this.inspected(entries, inspect);
+      const mark = encodeBlob(this.flavor.usedKind, { expiresAt: Math.max(...entries.map((e) => e.expiresAt)) } satisfies UsedMark);
+      const ops: BatchOp[] = entries.flatMap((e) => [
+        { type: 'del' as const, key: this.entryKey(keyId, e.epoch, e.entryId) },
+        { type: 'put' as const, key: this.usedKey(keyId, e.entryId), value: mark },
+      ]);
+      await this.store.batch(ops);
+      return entries.map((e) => this.flavor.decode(this.secretOf(e).expose()));
+    } finally {
+      for (const e of entries) this.secretOf(e).zeroize();
+      for (const r of reserved) this.taking.delete(r);
+    }
   }
 }
 

@@ -206,3 +206,28 @@ t.test('an anchor that holds nothing over a written store: every entry is droppe
   const [taken] = await pool.take('k', [id('l3')], binding);
   t.equal(taken!.id, fresh.get(1)!.id, 'the new entry is there');
 });
+
+t.test('concurrent takes: one entry goes to exactly one of them, different entries to each', async (t) => {
+  const dir = tmp(t);
+  const { store, pool } = await open(dir);
+  t.teardown(() => store.close());
+  const made = [0, 1, 2, 3].map((i) => pair(`concurrent ${i}`).get(1)!);
+  const ids = made.map((_, i) => id(`c${i}`));
+  await pool.admit('k', 0, ids);
+  await pool.put('k', binding, made.map((presignature, i) => ({ entryId: ids[i]!, presignature })));
+
+  // Two signings name the same entry at once: exactly one gets it, the other is refused as used.
+  const same = await Promise.allSettled([pool.take('k', [ids[0]!], binding), pool.take('k', [ids[0]!], binding)]);
+  t.equal(same.filter((r) => r.status === 'fulfilled').length, 1, 'one take of the same entry succeeds');
+  const lost = same.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+  t.equal((lost.reason as { code: string }).code, 'presignature_used', 'the other is refused as used');
+
+  // Three signings with three different entries at once all get theirs, each its own.
+  const got = await Promise.all(ids.slice(1).map((e) => pool.take('k', [e], binding)));
+  t.same(got.map(([p]) => p!.id), made.slice(1).map((p) => p.id), 'each take returns its own entry');
+  for (const e of ids) {
+    t.equal(await store.raw(`presig/k/0/${e}`), undefined, `${e.slice(0, 6)}: gone from disk`);
+    t.ok(await store.raw(`presig-used/k/${e}`), `${e.slice(0, 6)}: marked used`);
+  }
+  await refused(t, pool.take('k', [ids[2]!], binding), 'presignature_used', 'and none can be taken again');
+});

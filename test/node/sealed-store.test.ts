@@ -5,6 +5,9 @@ import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SealedStore, SealedStoreError } from '../../node/storage/sealed-store.ts';
+import { LevelKvBackend } from '../../node/storage/level-kv-backend.ts';
+import { FileRollbackAnchor } from '../../node/storage/rollback-anchor.ts';
+import type { KvOp } from '../../node/storage/kv-backend.ts';
 import { loadStorageKey, StorageKeyError } from '../../node/storage/storage-key.ts';
 import { NodeIdentity } from '../../node/runtime/identity.ts';
 import { nodeIdFor } from '../../core/trust/node-id.ts';
@@ -88,4 +91,72 @@ t.test('a signing session id is claimed durably: refused again after a restart',
   await t.rejects(new VaultShareStore(store).claimSession('ab'.repeat(32)), { code: 'session_reused' }, 'after reopening the store');
   await new VaultShareStore(store).claimSession('cd'.repeat(32));
   t.pass('another session id is accepted');
+});
+
+/** The real LevelDB backend, counting its batches and able to fail the next one. */
+class CountingBackend extends LevelKvBackend {
+  batches = 0;
+  failNext = false;
+  override async batch(ops: readonly KvOp[], opts: { sync: boolean }): Promise<void> {
+    this.batches++;
+    if (this.failNext) {
+      this.failNext = false;
+      throw new Error('disk full');
+    }
+    return super.batch(ops, opts);
+  }
+}
+
+t.test('concurrent writes go down as groups: one sync for many, each caller answered after its group', async (t) => {
+  const d = dir();
+  const key = new Uint8Array(32).fill(3);
+  const anchor = new FileRollbackAnchor(join(d, 'anchor'), key);
+  const backend = new CountingBackend(join(d, 'db'));
+  const store = await SealedStore.openOn(backend, key, { anchor });
+  const before = store.version;
+  const start = backend.batches;
+  const n = 40;
+  // Each caller writes two records, one of them overwriting a shared key in arrival order.
+  const done = await Promise.all(Array.from({ length: n }, (_, i) =>
+    store.batch([
+      { type: 'put', key: `g/${String(i).padStart(2, '0')}`, value: new Uint8Array([i]), secret: i % 2 === 0 },
+      { type: 'put', key: 'shared', value: new Uint8Array([i]) },
+    ]).then(() => store.version)));
+  const groups = backend.batches - start;
+  t.ok(groups < n, `${n} callers' writes went down in ${groups} batches`);
+  t.ok(groups >= 2, 'the first write went alone, the ones that waited behind it together');
+  t.equal(store.version, before + BigInt(groups), 'one head version per group');
+  t.ok(done.every((v) => v > before), 'every caller resolved after a head that holds its write');
+  t.same(await store.get('shared'), new Uint8Array([n - 1]), 'the last caller to arrive wrote the shared key last');
+  for (let i = 0; i < n; i++) {
+    const k = `g/${String(i).padStart(2, '0')}`;
+    t.same(i % 2 === 0 ? await store.getSecret(k) : await store.get(k), new Uint8Array([i]));
+  }
+  t.equal(await anchor.read(), store.version, 'the anchor holds the last group\'s version');
+
+  // Groups stay within a batch's limits: ten 1 MiB writes cannot all go down in one 4 MiB group.
+  const bigStart = backend.batches;
+  await Promise.all(Array.from({ length: 10 }, (_, i) => store.put(`big/${i}`, new Uint8Array(1024 * 1024).fill(i))));
+  t.ok(backend.batches - bigStart >= 3, `ten 1 MiB writes took ${backend.batches - bigStart} batches of at most 4 MiB`);
+  t.same((await store.get('big/9'))![0], 9);
+
+  // A group whose batch fails fails every caller in it and changes nothing; the next write goes on.
+  const v = store.version;
+  backend.failNext = true;
+  const results = await Promise.allSettled([store.put('x/1', new Uint8Array([1])), store.put('x/2', new Uint8Array([2]))]);
+  t.equal(results[0]!.status, 'rejected', 'the failed batch rejects its caller');
+  t.equal(results[1]!.status, 'fulfilled', 'the write queued behind it goes down in the next group');
+  for (const [i, r] of results.entries()) {
+    if (r.status === 'rejected') t.equal(await store.get(`x/${i + 1}`), undefined, `x/${i + 1}: nothing written`);
+  }
+  await store.put('after', new Uint8Array([9]));
+  t.same(await store.get('after'), new Uint8Array([9]));
+  t.ok(store.version > v);
+  await store.close();
+
+  // Everything that resolved is there after a reopen, and the head and anchor agree.
+  const again = await SealedStore.open(join(d, 'db'), key, { anchor: new FileRollbackAnchor(join(d, 'anchor'), key) });
+  t.same(await again.get('shared'), new Uint8Array([n - 1]));
+  t.same(await again.get('after'), new Uint8Array([9]));
+  await again.close();
 });
