@@ -3,7 +3,7 @@
 // `presig/<key>/<epoch>/<entry id>` with its binding: the key epoch, the signer set and the derivation
 // path it was made for, and the public key it signs under. Single use is kept by the store, not by the
 // coordinator: `take` deletes the entry and writes a used mark (`presig-used/<key>/<entry id>`) in one
-// synced batch, under the key's lock, before it hands the presignature out, so nothing derived from it
+// synced batch (checked and reserved under the key's lock), before it hands the presignature out, so nothing derived from it
 // can leave first, a second take of the id is refused, and a restarted node finds it used.
 //
 // The pool's machinery (records, locks, purge, take) is shared with FROST's precommitted nonces:

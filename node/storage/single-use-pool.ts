@@ -3,7 +3,7 @@
 // (frost-nonce-store.ts) are two flavours of it. An entry is sealed under `<prefix>/<key>/<epoch>/<id>`
 // with its binding (the key epoch, the signer set, and what the flavour adds: path, key, suite). Single
 // use is kept by the store, not by the coordinator: `take` deletes the entry and writes a used mark
-// (`<prefix>-used/<key>/<id>`) in one synced batch, under the key's lock, before it hands the secret
+// (`<prefix>-used/<key>/<id>`) in one synced batch (checked and reserved under the key's lock) before it hands the secret
 // out, so nothing derived from it can leave first, a second take of the id is refused, and a restarted
 // node finds it used.
 //
