@@ -49,6 +49,7 @@ let groupKey = '';
 let chainCode = '';
 let concurrentMs = 0;
 let ecdsaConcurrentMs = 0;
+const pooledConcurrentMs = { ecdsa: 0, taproot: 0 };
 let localEcdsa: EcdsaCommittee;
 const EVM_PATH = [44, 60, 0, 0, 0];
 
@@ -100,6 +101,27 @@ function taprootPooledSign() {
   if (!rows || !row) throw new Error('the bench ran out of precommitted nonce rows');
   return coordinator.vaults.sign({ ...(taprootPool.pop() ?? taprootInput()), precommitted: { ...rows, rows: [row] } });
 }
+
+/**
+ * 16 signings at once, each with an entry made ahead: the entries are made first (presigning or
+ * precommitting 16, not timed), the requests built and signed, then the 16 signings are timed together.
+ */
+async function pooledConcurrent(kind: 'ecdsa' | 'taproot'): Promise<void> {
+  if (kind === 'ecdsa') {
+    const made = await coordinator.vaults.presign({ vaultId: 'bench', path: EVM_PATH, count: 16 });
+    const inputs = made.entryIds.map((id) => ({ ...(servicePool.pop() ?? serviceInput(evmRequest())), presignatures: { ...made, entryIds: [id] } }));
+    const t0 = performance.now();
+    await Promise.all(inputs.map((input) => coordinator.vaults.sign(input)));
+    pooledConcurrentMs.ecdsa = performance.now() - t0;
+  } else {
+    const made = await coordinator.vaults.precommit({ vaultId: 'bench', path: PATH, scheme: 'taproot', count: 16 });
+    const inputs = made.rows.map((row) => ({ ...(taprootPool.pop() ?? taprootInput()), precommitted: { ...made, rows: [row] } }));
+    const t0 = performance.now();
+    await Promise.all(inputs.map((input) => coordinator.vaults.sign(input)));
+    pooledConcurrentMs.taproot = performance.now() - t0;
+  }
+}
+const perSecond = (ms: number) => Math.round((16 / ms) * 1000 * 10) / 10;
 
 let e = 0;
 function ecdsaInProcess() {
@@ -211,14 +233,23 @@ export const suite: BenchSuite = {
         await Promise.all(Array.from({ length: 16 }, () => spend()));
         concurrentMs = performance.now() - t0;
       },
-      extra: () => ({ sigs_per_s: Math.round((16 / concurrentMs) * 1000 * 10) / 10 }),
+      extra: () => ({ sigs_per_s: perSecond(concurrentMs) }),
     },
     { name: 'cluster.service.schnorr.2of3', baseline: 'cluster.grpc.schnorr.2of3', runs: 25, fn: taprootServiceSign },
-    { name: 'cluster.service.schnorr.2of3.pooled', baseline: 'cluster.service.schnorr.2of3', runs: 25, warmup: 5, fn: taprootPooledSign },
+    // Pooled signings against a single-key sign of the same run: the figure the performance targets use.
+    { name: 'cluster.service.schnorr.2of3.pooled', baseline: 'baseline.schnorr.sign', runs: 25, warmup: 5, fn: taprootPooledSign },
+    {
+      name: 'cluster.service.schnorr.2of3.pooled.x16', runs: 3, warmup: 1, fn: () => pooledConcurrent('taproot'),
+      extra: () => ({ sigs_per_s: perSecond(pooledConcurrentMs.taproot) }),
+    },
     { name: 'cluster.inprocess.ecdsa.2of3', baseline: 'baseline.ecdsa.sign', runs: 20, fn: ecdsaInProcess },
     { name: 'cluster.grpc.ecdsa.2of3', baseline: 'cluster.inprocess.ecdsa.2of3', runs: 20, fn: evmSign },
     { name: 'cluster.service.ecdsa.2of3', baseline: 'cluster.inprocess.ecdsa.2of3', runs: 20, fn: serviceSign },
-    { name: 'cluster.service.ecdsa.2of3.pooled', baseline: 'cluster.service.ecdsa.2of3', runs: 25, warmup: 5, fn: pooledSign },
+    { name: 'cluster.service.ecdsa.2of3.pooled', baseline: 'baseline.ecdsa.sign', runs: 25, warmup: 5, fn: pooledSign },
+    {
+      name: 'cluster.service.ecdsa.2of3.pooled.x16', runs: 3, warmup: 1, fn: () => pooledConcurrent('ecdsa'),
+      extra: () => ({ sigs_per_s: perSecond(pooledConcurrentMs.ecdsa) }),
+    },
     {
       name: 'cluster.grpc.ecdsa.2of3.x16',
       baseline: 'cluster.grpc.ecdsa.2of3',
@@ -229,7 +260,7 @@ export const suite: BenchSuite = {
         await Promise.all(Array.from({ length: 16 }, () => evmSign()));
         ecdsaConcurrentMs = performance.now() - t0;
       },
-      extra: () => ({ sigs_per_s: Math.round((16 / ecdsaConcurrentMs) * 1000 * 10) / 10 }),
+      extra: () => ({ sigs_per_s: perSecond(ecdsaConcurrentMs) }),
     },
     {
       name: 'cluster.grpc.sign.during-keygen',
