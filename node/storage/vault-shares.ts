@@ -2,7 +2,7 @@
 // current epoch and, during a reshare, a pending one; the committee each share belongs to is pinned
 // with it (node ids and identity keys), so a coordinator cannot swap in other nodes later. Record names
 // keep their `key/<vault>/…` form (docs/storage.md).
-import type { SealedStore } from './sealed-store.ts';
+import type { BatchOp, SealedStore } from './sealed-store.ts';
 import type { EndUserBinding } from '../runtime/authorization/sign-authorizer.ts';
 import { decodeKeyShare, encodeKeyShare, type KeyShare } from '../protocols/keys/key-package.ts';
 import { decodeOtSetup, type EcdsaOtSetup } from '../protocols/ecdsa/ot-setup.ts';
@@ -196,11 +196,21 @@ export class VaultShareStore {
    * precede it). A session id is accepted once, ever.
    */
   async claimSession(sessionId: string): Promise<void> {
+    // On disk before anything that uses the session's nonces leaves: a mark lost to a crash would let
+    // a restarted node run the same session id again.
+    await this.store.batch(await this.reserveSession(sessionId));
+  }
+
+  /**
+   * The first half of `claimSession`: refuses a session id used or being claimed before, reserves it in
+   * this process, and returns the write that claims it on disk, for the caller to put in a synced batch
+   * of its own (the intent ledger's) before anything that uses the session's nonces leaves. A reserved
+   * id stays refused in this process even if that batch is never written.
+   */
+  async reserveSession(sessionId: string): Promise<BatchOp[]> {
     const k = `used/${sessionId}`;
     if (this.claiming.has(sessionId) || (await this.store.get(k))) throw new VaultShareStoreError('session_reused', 'this session id was used before');
     this.claiming.add(sessionId);
-    // On disk before anything that uses the session's nonces leaves: a mark lost to a crash would let
-    // a restarted node run the same session id again.
-    await this.store.batch([{ type: 'put', key: k, value: new Uint8Array([1]) }]);
+    return [{ type: 'put', key: k, value: new Uint8Array([1]) }];
   }
 }

@@ -220,4 +220,18 @@ t.test('the ledger on its own: a second, different claim of one intent is refuse
   t.same(await ledger.recorded('ab'.repeat(32)), grant(winner).use, 'the record keeps the chain id exactly');
   await t.rejects(ledger.claim({ ...grant(winner), use: { chain: 'bitcoin', inputs: [{ txid: 'cd'.repeat(32), vout: 0, amount: 1n }] } }), used);
   await t.rejects(ledger.claim({ ...grant(winner), intentHash: 'AB' }), /intent hash/);
+
+  // The session's claim rides in the ledger's batch: written with a new record, written alone when the
+  // record is already there, and not at all when the claim is refused.
+  const vault = new VaultShareStore(store);
+  const v0 = store.version;
+  await ledger.claim({ ...grant(0), intentHash: 'cd'.repeat(32) }, await vault.reserveSession('01'.repeat(32)));
+  t.equal(store.version, v0 + 1n, 'a new record and the session claim: one write');
+  t.ok(await store.get(`used/${'01'.repeat(32)}`), 'the session is claimed on disk');
+  await ledger.claim(grant(winner), await vault.reserveSession('02'.repeat(32)));
+  t.ok(await store.get(`used/${'02'.repeat(32)}`), 'the same claim again still writes the session claim');
+  await t.rejects(ledger.claim({ ...grant(winner), use: { chain: 'bitcoin', inputs: [{ txid: 'ef'.repeat(32), vout: 1, amount: 2n }] } }, await vault.reserveSession('03'.repeat(32))), used);
+  t.equal(await store.get(`used/${'03'.repeat(32)}`), undefined, 'a refused intent writes no session claim');
+  await t.rejects(vault.reserveSession('03'.repeat(32)), { code: 'session_reused' }, 'and the reserved id stays refused in this process');
+  await t.rejects(vault.reserveSession('01'.repeat(32)), { code: 'session_reused' }, 'a claimed id is refused');
 });

@@ -5,7 +5,7 @@
 // need it). The record is sealed and on disk before `claim` resolves, so before any signature share or
 // presigning message derived from the request leaves the node.
 import { KeyedMutex } from '../../../common/keyed-mutex.ts';
-import type { SealedStore } from '../../storage/sealed-store.ts';
+import type { BatchOp, SealedStore } from '../../storage/sealed-store.ts';
 import { SessionRefused } from '../session-host.ts';
 import type { BtcUse, EvmUse, SignGrant } from './sign-authorizer.ts';
 
@@ -43,19 +43,24 @@ export class IntentLedger {
 
   /**
    * Records what `grant` signs for its intent, or refuses with `intent_already_used` when the intent was
-   * signed for something else before. Resolves once the record is on disk.
+   * signed for something else before. Resolves once the record is on disk. `alsoWrite` (the session's
+   * own claim) goes into the same synced batch, written even when the intent's record is already there,
+   * and not at all when the claim is refused.
    */
-  async claim(grant: SignGrant): Promise<void> {
+  async claim(grant: SignGrant, alsoWrite: BatchOp[] = []): Promise<void> {
     if (!/^[0-9a-f]{64}$/.test(grant.intentHash)) throw new Error('intent hash must be 32 bytes of lower-case hex');
     const key = PREFIX + grant.intentHash;
     const want = stored(grant);
     await this.lock.run(grant.intentHash, async () => {
       const prior = await this.read(key);
       if (prior) {
-        if (JSON.stringify(prior.use) === JSON.stringify(want.use)) return;
-        throw new SessionRefused('intent_already_used', `this intent was signed for ${describe(prior.use)}; it authorizes no other transaction`);
+        if (JSON.stringify(prior.use) !== JSON.stringify(want.use)) {
+          throw new SessionRefused('intent_already_used', `this intent was signed for ${describe(prior.use)}; it authorizes no other transaction`);
+        }
+        if (alsoWrite.length) await this.store.batch(alsoWrite);
+        return;
       }
-      await this.store.batch([{ type: 'put', key, value: enc.encode(JSON.stringify(want)), secret: true }]);
+      await this.store.batch([{ type: 'put', key, value: enc.encode(JSON.stringify(want)), secret: true }, ...alsoWrite]);
     });
   }
 

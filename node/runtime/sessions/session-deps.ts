@@ -1,5 +1,6 @@
 // What the node's session kinds share: the vault share store, the authorizers and registries, and the
 // OT pair locks.
+import type { BatchOp } from '../../storage/sealed-store.ts';
 import type { VaultShareStore } from '../../storage/vault-shares.ts';
 import type { SignAuthorizer, SignGrant } from '../authorization/sign-authorizer.ts';
 import type { RosterRegistry } from '../authorization/roster-registry.ts';
@@ -17,7 +18,7 @@ export interface NodeProtocolDeps {
   /** The newest operator-signed service-node roster this node accepted; without it no DKG or reshare is joined. */
   rosters?: RosterRegistry;
   /** Records durably what is signed for each intent and refuses a different signing of it (intent-ledger.ts). */
-  ledger: { claim(grant: SignGrant): Promise<void> };
+  ledger: { claim(grant: SignGrant, alsoWrite?: BatchOp[]): Promise<void> };
   /** Shared by every session of the node (one ECDSA run per OT pair at a time). */
   otLocks?: OtPairLocks;
   /** Hashing and PRG for the protocols' hot paths; node:crypto's (native-primitives.ts) unless given. */

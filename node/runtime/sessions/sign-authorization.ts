@@ -16,9 +16,10 @@ export async function authorizeSigning(deps: NodeProtocolDeps, ctx: SessionConte
   for (const party of ctx.parties) {
     if (enrolledNode(org, party.nodeId)?.revoked) throw new SessionRefused('node_revoked', `party ${party.nodeId}: ${stored.owner} revoked this node's enrolment`);
   }
-  // On disk before any signature share or presigning message of this intent leaves.
-  await deps.ledger.claim(grant);
-  // Nonces of this session are single-use from here on, across restarts.
-  await deps.vault.claimSession(bytesToHex(ctx.open.sessionId));
+  // Both on disk, in one synced write, before any signature share or presigning message of this intent
+  // leaves: the intent's record, and the session id's claim (its nonces are single-use from here on,
+  // across restarts). A session id used before is refused first; a refused intent writes neither.
+  const sessionClaim = await deps.vault.reserveSession(bytesToHex(ctx.open.sessionId));
+  await deps.ledger.claim(grant, sessionClaim);
   return grant;
 }
