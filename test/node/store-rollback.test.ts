@@ -3,7 +3,7 @@
 // committee pins, the OT retirement, used marks, the trust log — without the node noticing. Each test
 // changes the LevelDB directory while the node is stopped, as a host with the disk would, and reopens.
 import t, { type Test } from 'tap';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -137,4 +137,40 @@ t.test('a store written before heads existed is adopted once, when allowed', asy
   const again = await SealedStore.open(dir, storageKey);
   t.notOk(again.adopted, 'and verified from then on');
   await again.close();
+});
+
+t.test('the anchor keeps two slots: a torn write reads as the version before, a file of one slot is read and upgraded', async (t) => {
+  const d = tmp(t);
+  const file = join(d, 'anchor');
+  const anchor = new FileRollbackAnchor(file, storageKey);
+  t.equal(await anchor.read(), undefined, 'new: nothing held');
+  await anchor.write(5n);
+  t.equal(readFileSync(file).length, 96, 'two 48-byte slots');
+  for (const v of [6n, 7n, 8n]) await anchor.write(v);
+  await anchor.write(3n);
+  t.equal(await new FileRollbackAnchor(file, storageKey).read(), 8n, 'a lower version is ignored; the highest is read back');
+
+  // A crash tears the slot being written (8 is in slot 0): the anchor reads as the other slot's 7.
+  const torn = new Uint8Array(readFileSync(file));
+  torn[30]! ^= 0xff;
+  writeFileSync(file, torn);
+  t.equal(await new FileRollbackAnchor(file, storageKey).read(), 7n, 'a slot that does not open is passed over');
+  // Both slots unreadable (or another key): refused, never taken as new.
+  torn[48 + 30]! ^= 0xff;
+  writeFileSync(file, torn);
+  await t.rejects(new FileRollbackAnchor(file, storageKey).read(), { code: 'bad_anchor' }, 'no slot opens: refused');
+  await t.rejects(new FileRollbackAnchor(file, new Uint8Array(32).fill(9)).read(), { code: 'bad_anchor' }, 'another key: refused');
+  writeFileSync(file, new Uint8Array(50));
+  await t.rejects(new FileRollbackAnchor(file, storageKey).read(), { code: 'bad_anchor' }, 'another length: refused');
+
+  // The earlier form (one slot) still reads, and its next write turns it into two slots.
+  const fresh = new FileRollbackAnchor(file, storageKey);
+  rmSync(file);
+  await fresh.write(11n);
+  writeFileSync(file, readFileSync(file).subarray(0, 48));
+  const legacy = new FileRollbackAnchor(file, storageKey);
+  t.equal(await legacy.read(), 11n, 'one slot reads');
+  await legacy.write(12n);
+  t.equal(readFileSync(file).length, 96, 'rewritten in two slots');
+  t.equal(await new FileRollbackAnchor(file, storageKey).read(), 12n);
 });
