@@ -14,7 +14,7 @@ import { SecretBytes } from '../../core/codec/secret.ts';
 import { commitmentOf, type Commit, type Nonces } from '../protocols/frost/frost-precommit.ts';
 import type { FrostSuite } from '../protocols/frost/frost-sign.ts';
 import type { SealedStore } from './sealed-store.ts';
-import { SingleUsePool, SingleUseStore, type PoolFlavor, type PoolOptions } from './single-use-pool.ts';
+import { SingleUsePool, SingleUseStore, type PoolFlavor, type PoolOptions, type ReservedTake } from './single-use-pool.ts';
 
 /** Where the entries are kept (`frost-nonce/<key>/<epoch>/<id>`): dropped at open when the anchor holds nothing (sealed-store.ts). */
 export const FROST_NONCE_PREFIX = 'frost-nonce';
@@ -119,5 +119,10 @@ export class FrostNonceStore extends SingleUseStore<FrostNonceBinding, Nonces> {
    */
   take(keyId: string, entryIds: string[], want: FrostNonceBinding, commitments: Commit[]): Promise<Nonces[]> {
     return this.pool.take(keyId, entryIds, want, sameCommitments(commitments));
+  }
+
+  /** `take` in two halves, its write in the caller's batch (`SingleUsePool.reserve`). */
+  reserve(keyId: string, entryIds: string[], want: FrostNonceBinding, commitments: Commit[]): Promise<ReservedTake<Nonces>> {
+    return this.pool.reserve(keyId, entryIds, want, sameCommitments(commitments));
   }
 }

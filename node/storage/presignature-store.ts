@@ -13,7 +13,7 @@
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { decodePresignature, type Presignature } from '../protocols/ecdsa/presignature.ts';
 import type { SealedStore } from './sealed-store.ts';
-import { SingleUsePool, SingleUseStore, type PoolFlavor, type PoolOptions } from './single-use-pool.ts';
+import { SingleUsePool, SingleUseStore, type PoolFlavor, type PoolOptions, type ReservedTake } from './single-use-pool.ts';
 
 /** Where the entries are kept (`presig/<key>/<epoch>/<id>`): dropped at open when the anchor holds nothing (sealed-store.ts). */
 export const PRESIGNATURE_PREFIX = 'presig';
@@ -103,5 +103,10 @@ export class PresignatureStore extends SingleUseStore<PresignatureBinding, Presi
    */
   take(keyId: string, entryIds: string[], want: PresignatureBinding): Promise<Presignature[]> {
     return this.pool.take(keyId, entryIds, want);
+  }
+
+  /** `take` in two halves, its write in the caller's batch (`SingleUsePool.reserve`). */
+  reserve(keyId: string, entryIds: string[], want: PresignatureBinding): Promise<ReservedTake<Presignature>> {
+    return this.pool.reserve(keyId, entryIds, want);
   }
 }

@@ -291,6 +291,24 @@ export class SingleUsePool<B extends PoolBinding, V> {
    * the values (in the order asked). Anything computed from them may leave the node once this resolved.
    */
   async take(keyId: string, entryIds: string[], want: B, inspect?: (values: V[]) => void): Promise<V[]> {
+    const held = await this.reserve(keyId, entryIds, want, inspect);
+    try {
+      await this.store.batch(held.ops);
+    } catch (err) {
+      held.release();
+      throw err;
+    }
+    return held.finish();
+  }
+
+  /**
+   * The first half of `take`, for a caller that puts the take's write into a synced batch of its own
+   * (the signing's claims: sign-authorization.ts). Checks the entries as `take` does and reserves them;
+   * `ops` deletes them and marks them used. After that batch has landed, `finish` reads the used marks
+   * back (refusing to hand anything out if they are not on disk) and returns the values; if the batch
+   * is not written, `release` makes the entries usable again. One of the two must be called.
+   */
+  async reserve(keyId: string, entryIds: string[], want: B, inspect?: (values: V[]) => void): Promise<ReservedTake<V>> {
     this.requireAnchor();
     // Checked and reserved under the key's lock; written after it, so that the takes of concurrent
     // signings (other entries of the same key) reach the store together and share one synced write
@@ -302,20 +320,52 @@ export class SingleUsePool<B extends PoolBinding, V> {
       for (const r of reserved) this.taking.add(r);
       return found;
     });
-    try {
-      if (inspect) this.inspected(entries, inspect);
-      const mark = encodeBlob(this.flavor.usedKind, { expiresAt: Math.max(...entries.map((e) => e.expiresAt)) } satisfies UsedMark);
-      const ops: BatchOp[] = entries.flatMap((e) => [
-        { type: 'del' as const, key: this.entryKey(keyId, e.epoch, e.entryId) },
-        { type: 'put' as const, key: this.usedKey(keyId, e.entryId), value: mark },
-      ]);
-      await this.store.batch(ops);
-      return entries.map((e) => this.flavor.decode(this.secretOf(e).expose()));
-    } finally {
+    let done = false;
+    const release = () => {
+      if (done) return;
+      done = true;
       for (const e of entries) this.secretOf(e).zeroize();
       for (const r of reserved) this.taking.delete(r);
+    };
+    try {
+      if (inspect) this.inspected(entries, inspect);
+    } catch (err) {
+      release();
+      throw err;
     }
+    const mark = encodeBlob(this.flavor.usedKind, { expiresAt: Math.max(...entries.map((e) => e.expiresAt)) } satisfies UsedMark);
+    const ops: BatchOp[] = entries.flatMap((e) => [
+      { type: 'del' as const, key: this.entryKey(keyId, e.epoch, e.entryId) },
+      { type: 'put' as const, key: this.usedKey(keyId, e.entryId), value: mark },
+    ]);
+    return {
+      ops,
+      release,
+      finish: async () => {
+        if (done) throw new Error('a reserved take was finished twice or after its release');
+        try {
+          // Single use rests on this write: whatever batch carried it, the marks must be on disk now.
+          for (const e of entries) {
+            if (!(await this.store.get(this.usedKey(keyId, e.entryId))) || (await this.store.get(this.entryKey(keyId, e.epoch, e.entryId)))) {
+              throw new Error(`entry ${e.entryId} was not written off before it was handed out`);
+            }
+          }
+          return entries.map((e) => this.flavor.decode(this.secretOf(e).expose()));
+        } finally {
+          release();
+        }
+      },
+    };
   }
+}
+
+/** A take checked and reserved, whose write the caller puts in its own synced batch (`SingleUsePool.reserve`). */
+export interface ReservedTake<V> {
+  ops: BatchOp[];
+  /** After the batch with `ops` landed: the values, in the order asked. */
+  finish(): Promise<V[]>;
+  /** The batch was not written: the entries are usable again. */
+  release(): void;
 }
 
 /**

@@ -30,6 +30,7 @@ import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
 import { createDevAttestationAuthority } from '../../tee/attestation/dev-provider.ts';
 import { AWS_NITRO_ROOT_G1_PEM, nitroTeeVerifier } from '../../tee/attestation/enrolment-verifier.ts';
 import { teeNodeBinding } from '../../core/trust/tee-binding.ts';
+import { claimsOnlyLedger } from './claims-only-ledger.ts';
 
 t.setTimeout(120_000);
 
@@ -65,7 +66,7 @@ async function node(t: Test): Promise<TestNode> {
   const identity = new NodeIdentity(new Uint8Array(randomBytes(32)), new Uint8Array(randomBytes(32)));
   const vault = new VaultShareStore(store);
   const trust = new TrustRegistry(store, { operatorKeys, verifyTee });
-  const deps = { vault, trust, authorizer: new IntentAuthorizer(trust), rosters: new RosterRegistry(store, operatorKeys), ledger: { claim: async () => undefined } };
+  const deps = { vault, trust, authorizer: new IntentAuthorizer(trust), rosters: new RosterRegistry(store, operatorKeys), ledger: claimsOnlyLedger(store) };
   const outcomes = new Map<string, Outcome>();
   const host = new SessionHost(identity, (msg) => {
     const b = msg.body;

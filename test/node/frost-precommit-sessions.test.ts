@@ -33,6 +33,7 @@ import { exposeScalar, pointHex } from '../../node/protocols/math/curve.ts';
 import { outputKey } from '../../node/protocols/frost/taproot.ts';
 import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { dkgKeys } from '../protocols/frost/keys.ts';
+import { claimsOnlyLedger } from './claims-only-ledger.ts';
 
 t.setTimeout(300_000);
 
@@ -65,7 +66,7 @@ async function openNode(index: number, dir: string, anchored: boolean): Promise<
     if (!node.authorized) throw new SessionRefused('bad_intent_signature', 'the intent signature does not verify');
     return {};
   } } as unknown as SignAuthorizer;
-  node.factory = nodeProtocols({ vault, authorizer, ledger: { claim: async () => undefined }, trust: new TrustRegistry(store, { operatorKeys: [] }), frostNonces: pool, identity: identities.get(index)! } as Parameters<typeof nodeProtocols>[0]);
+  node.factory = nodeProtocols({ vault, authorizer, ledger: claimsOnlyLedger(store), trust: new TrustRegistry(store, { operatorKeys: [] }), frostNonces: pool, identity: identities.get(index)! } as Parameters<typeof nodeProtocols>[0]);
   return node;
 }
 

@@ -28,6 +28,7 @@ import { SecretShare } from '../../node/protocols/keys/key-package.ts';
 import { exposeScalar } from '../../node/protocols/math/curve.ts';
 import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { committee, type Committee } from '../protocols/ecdsa/harness.ts';
+import { claimsOnlyLedger } from './claims-only-ledger.ts';
 
 // The signing request's own checks (and the intent ledger) are not what this file is about: every
 // request is authorized.
@@ -49,7 +50,7 @@ async function honestNode(t: Test, c: Committee) {
   await vault.putNew(keyId, { key: { share: new SecretShare(1, exposeScalar(k.share, 'share')), pkg: k.pkg }, owner: 'acme', committee: ids, tier: 'hosted' });
   // The OT setup as the OT-setup session stores it.
   await store.putSecret(`key/${keyId}/current/ot`, encodeOtSetup(c.ots.get(1)!));
-  const factory = nodeProtocols({ vault, authorizer: authorizeAll, ledger: { claim: async () => undefined }, trust: new TrustRegistry(store, { operatorKeys: [] }) } as Parameters<typeof nodeProtocols>[0]);
+  const factory = nodeProtocols({ vault, authorizer: authorizeAll, ledger: claimsOnlyLedger(store), trust: new TrustRegistry(store, { operatorKeys: [] }) } as Parameters<typeof nodeProtocols>[0]);
   let lastSession = new Uint8Array();
   const open = (signers: number[]): Promise<PartyProtocol> => {
     const params = signParams.encode({

@@ -36,6 +36,7 @@ import { SecretShare, keyShareParam } from '../../node/protocols/keys/key-packag
 import { exposeScalar } from '../../node/protocols/math/curve.ts';
 import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { committee, sid, type Committee } from '../protocols/ecdsa/harness.ts';
+import { claimsOnlyLedger } from './claims-only-ledger.ts';
 
 // Slow protocols on a machine shared with other work.
 t.setTimeout(600_000);
@@ -73,7 +74,7 @@ async function newNode(t: Test, index: number, opts: { inline?: boolean; cue?: s
     workers = new ProtocolWorkers(1, undefined, opts.cue ? CUE_ENTRY : undefined);
   }
   const authorizer = { authorize: async () => ({}) } as unknown as SignAuthorizer;
-  const deps: NodeProtocolDeps = { vault, authorizer, ledger: { claim: async () => undefined }, trust: new TrustRegistry(store, { operatorKeys: [] }), presignatures: pool, otLocks, ...(workers ? { workers } : {}) };
+  const deps: NodeProtocolDeps = { vault, authorizer, ledger: claimsOnlyLedger(store), trust: new TrustRegistry(store, { operatorKeys: [] }), presignatures: pool, otLocks, ...(workers ? { workers } : {}) };
   const node: Node = { index, vault, pool, otLocks, ...(workers ? { workers } : {}), factory: nodeProtocols(deps) };
   const k = c.keys.get(index)!;
   await vault.putNew(keyId, { key: { share: new SecretShare(index, exposeScalar(k.share, 'share')), pkg: k.pkg }, owner: 'acme', committee: members, tier: 'hosted' });

@@ -30,6 +30,7 @@ import { exposeScalar } from '../../node/protocols/math/curve.ts';
 import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { committee, type Committee } from '../protocols/ecdsa/harness.ts';
 import { checkSignature } from '../protocols/ecdsa/sign-cases.ts';
+import { claimsOnlyLedger } from './claims-only-ledger.ts';
 
 // Tests of slow protocols on a machine shared with other work.
 t.setTimeout(600_000);
@@ -65,7 +66,7 @@ async function openNode(index: number, dir: string, anchored: boolean): Promise<
     if (!node.authorized) throw new SessionRefused('bad_intent_signature', 'the intent signature does not verify');
     return {};
   } } as unknown as SignAuthorizer;
-  node.factory = nodeProtocols({ vault, authorizer, ledger: { claim: async () => undefined }, trust: new TrustRegistry(store, { operatorKeys: [] }), presignatures: pool } as Parameters<typeof nodeProtocols>[0]);
+  node.factory = nodeProtocols({ vault, authorizer, ledger: claimsOnlyLedger(store), trust: new TrustRegistry(store, { operatorKeys: [] }), presignatures: pool } as Parameters<typeof nodeProtocols>[0]);
   return node;
 }
 

@@ -231,3 +231,31 @@ t.test('concurrent takes: one entry goes to exactly one of them, different entri
   }
   await refused(t, pool.take('k', [ids[2]!], binding), 'presignature_used', 'and none can be taken again');
 });
+
+t.test('a reserved take: its write rides in another batch; nothing is handed out unless that batch landed', async (t) => {
+  const dir = tmp(t);
+  const { store, pool } = await open(dir);
+  t.teardown(() => store.close());
+  const made = [0, 1].map((i) => pair(`reserve ${i}`).get(1)!);
+  const ids = [id('r0'), id('r1')];
+  await pool.admit('k', 0, ids);
+  await pool.put('k', binding, made.map((presignature, i) => ({ entryId: ids[i]!, presignature })));
+
+  // Reserved, then the caller's batch is never written: finish refuses, and the entry is usable again.
+  const lost = await pool.reserve('k', [ids[0]!], binding);
+  await refused(t, pool.take('k', [ids[0]!], binding), 'presignature_used', 'a reserved entry is refused to another take');
+  await t.rejects(lost.finish(), /was not written off before it was handed out/, 'finish without the write hands nothing out');
+  const released = await pool.reserve('k', [ids[0]!], binding);
+  released.release();
+  t.pass('after a release the entry can be reserved again');
+
+  // Reserved, its ops written in the caller's own batch with another record: finish hands it out once.
+  const held = await pool.reserve('k', [ids[0]!], binding);
+  await store.batch([{ type: 'put', key: 'used/' + 'aa'.repeat(32), value: new Uint8Array([1]) }, ...held.ops]);
+  const [p] = await held.finish();
+  t.equal(p!.id, made[0]!.id, 'the value comes back after the batch landed');
+  await t.rejects(held.finish(), /finished twice/, 'a second finish hands out nothing');
+  await refused(t, pool.take('k', [ids[0]!], binding), 'presignature_used', 'and the entry is used');
+  const [q] = await pool.take('k', [ids[1]!], binding);
+  t.equal(q!.id, made[1]!.id, 'the other entry is untouched');
+});

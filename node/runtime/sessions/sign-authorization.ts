@@ -7,8 +7,17 @@ import type { SignGrant } from '../authorization/sign-authorizer.ts';
 import type { StoredShare } from '../../storage/vault-shares.ts';
 import type { SignSessionParams } from '../../../core/session/session-params.ts';
 import type { NodeProtocolDeps } from './session-deps.ts';
+import type { ReservedTake } from '../../storage/single-use-pool.ts';
 
-export async function authorizeSigning(deps: NodeProtocolDeps, ctx: SessionContext, p: SignSessionParams, stored: StoredShare): Promise<SignGrant> {
+/**
+ * Authorizes a signing and claims it on disk. `take` (a pooled signing) reserves the entries the
+ * session names once the customer's checks passed; their write goes into the claims' synced batch, and
+ * their values come back with the grant only after that batch landed. A refusal writes nothing and
+ * releases them.
+ */
+export async function authorizeSigning<V = never>(
+  deps: NodeProtocolDeps, ctx: SessionContext, p: SignSessionParams, stored: StoredShare, take?: () => Promise<ReservedTake<V>>,
+): Promise<{ grant: SignGrant; taken?: V[] }> {
   const grant = await deps.authorizer.authorize({ ...p, owner: stored.owner, groupKey: stored.key.pkg.groupKey, chainCode: stored.key.pkg.chainCode, endUser: stored.endUser });
   // A customer node whose enrolment the owner revoked (the log above applied) signs nothing more: a
   // stolen self node cannot sign with the service nodes. Its shares can still be dealt away by a reshare.
@@ -20,6 +29,12 @@ export async function authorizeSigning(deps: NodeProtocolDeps, ctx: SessionConte
   // leaves: the intent's record, and the session id's claim (its nonces are single-use from here on,
   // across restarts). A session id used before is refused first; a refused intent writes neither.
   const sessionClaim = await deps.vault.reserveSession(bytesToHex(ctx.open.sessionId));
-  await deps.ledger.claim(grant, sessionClaim);
-  return grant;
+  const held = take ? await take() : undefined;
+  try {
+    await deps.ledger.claim(grant, [...sessionClaim, ...(held?.ops ?? [])]);
+  } catch (err) {
+    held?.release();
+    throw err;
+  }
+  return held ? { grant, taken: await held.finish() } : { grant };
 }

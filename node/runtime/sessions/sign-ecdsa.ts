@@ -67,10 +67,11 @@ export function signEcdsaSession(deps: NodeProtocolDeps): SessionKind<SignSessio
       return { stored, ...held };
     },
     // The ledger and session claims are on disk before the first presigning message leaves; a pooled
-    // signing's entries are deleted and marked used on disk after them, before the online round starts.
+    // signing's entries are deleted and marked used in the same synced write, before the online round starts.
     async authorize({ ctx, params, local }) {
-      const grant = await authorizeSigning(deps, ctx, params, local.stored);
-      if (local.pooled) local.pooled.taken = await local.pooled.pool.take(params.keyId, local.pooled.entryIds, local.pooled.binding);
+      const pooled = local.pooled;
+      const { grant, taken } = await authorizeSigning(deps, ctx, params, local.stored, pooled && (() => pooled.pool.reserve(params.keyId, pooled.entryIds, pooled.binding)));
+      if (pooled) pooled.taken = taken;
       return grant;
     },
     release: (local) => local.release(),

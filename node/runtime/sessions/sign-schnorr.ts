@@ -45,7 +45,7 @@ export function signSchnorrSession(deps: NodeProtocolDeps): SessionKind<SignSess
       if (p.precommitted) throw new SessionRefused('bad_params', 'a precommitted signing runs in one round');
       return stored;
     },
-    authorize: ({ ctx, params, local }) => authorizeSigning(deps, ctx, params, local),
+    authorize: async ({ ctx, params, local }) => (await authorizeSigning(deps, ctx, params, local)).grant,
     run({ ctx, params: p, local: stored }) {
       const me = ctx.myIndex;
       const signers = ctx.parties.map((x) => x.index);
@@ -129,8 +129,8 @@ export function signSchnorrPrecommittedSession(deps: NodeProtocolDeps): SessionK
     // The ledger and session claims are on disk first; then the pairs are deleted and marked used on
     // disk; only then does the run (which computes the share) start.
     async authorize({ ctx, params, local }) {
-      const grant = await authorizeSigning(deps, ctx, params, local.stored);
-      local.taken = await local.pool.take(params.keyId, local.entryIds, local.binding, local.own);
+      const { grant, taken } = await authorizeSigning(deps, ctx, params, local.stored, () => local.pool.reserve(params.keyId, local.entryIds, local.binding, local.own));
+      local.taken = taken;
       return grant;
     },
     release(local) {
