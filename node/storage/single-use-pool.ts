@@ -266,10 +266,16 @@ export class SingleUsePool<B extends PoolBinding, V> {
         this.checkEntryId(id);
         if (this.taking.has(`${keyId}\u0000${id}`)) this.fail('used', `entry ${id} is being taken by another signing`);
         if (await this.store.get(this.usedKey(keyId, id))) this.fail('used', `entry ${id} was used before`);
-        const found = (await this.entries(keyId)).find((e) => e.entryId === id);
-        if (!found) this.fail('unknown', `no entry ${id} for this key here`);
-        if (found.epoch !== want.epoch) this.fail('wrongEpoch', `entry ${id} was made at epoch ${found.epoch}, not ${want.epoch}`);
-        const entry = await this.read(found.key);
+        // Where the entry is when it is of the epoch asked; only when it is not there, a listing of the
+        // key's entries tells an entry of another epoch from no entry at all.
+        const direct = this.entryKey(keyId, want.epoch, id);
+        let entry = await this.read(direct);
+        if (!entry) {
+          const found = (await this.entries(keyId)).find((e) => e.entryId === id);
+          if (!found) this.fail('unknown', `no entry ${id} for this key here`);
+          if (found.epoch !== want.epoch) this.fail('wrongEpoch', `entry ${id} was made at epoch ${found.epoch}, not ${want.epoch}`);
+          entry = await this.read(found.key);
+        }
         if (!entry) this.fail('unknown', `no entry ${id} for this key here`);
         out.push(entry);
         if (entry.keyId !== keyId || entry.entryId !== id || entry.epoch !== want.epoch) this.fail('unknown', `entry ${id} is not this key's`);
