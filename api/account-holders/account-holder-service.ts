@@ -248,7 +248,7 @@ function failField(field: string, why: string): never {
 /** The name fields a holder of `type` must have, the others null. */
 function checkNames(type: HolderType, n: { given_name?: string | undefined; family_name?: string | undefined; legal_name?: string | undefined }) {
   const clean = (field: string, v: string | undefined) => {
-    if (v === undefined || v.trim() === '') failField(field, `required for a ${type} account holder`);
+    if (v === undefined || v.trim() === '') failField(field, `required for ${type === 'individual' ? 'an' : 'a'} ${type} account holder`);
     if (/[\r\n<>]/.test(v)) failField(field, 'line breaks and angle brackets are not allowed');
     return v.trim();
   };
