@@ -6,7 +6,7 @@
 //   commitment is a point and every other signer's statement signature against its pinned key, and that
 //   this node's own entry is held, unused, bound to this key epoch, signer set, suite and path, and
 //   behind exactly the commitments named for it (nothing taken). `authorize` runs the customer's checks
-//   exactly as for two rounds, then takes the entries (deleted and marked used on disk); only then is
+//   exactly as for two rounds, then takes the entries (deleted and marked used on disk, in the same synced write as the claims); only then is
 //   the share computed and sent, in the session's one round.
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { signParams, signResult } from '../../../core/session/session-contract.ts';
@@ -126,8 +126,8 @@ export function signSchnorrPrecommittedSession(deps: NodeProtocolDeps): SessionK
       await pool.check(p.keyId, named.entryIds, binding, named.own);
       return { stored, pool, binding, ...named };
     },
-    // The ledger and session claims are on disk first; then the pairs are deleted and marked used on
-    // disk; only then does the run (which computes the share) start.
+    // The ledger and session claims and the pairs' deletion and used marks go to disk in one synced
+    // write; only then does the run (which computes the share) start.
     async authorize({ ctx, params, local }) {
       const { grant, taken } = await authorizeSigning(deps, ctx, params, local.stored, () => local.pool.reserve(params.keyId, local.entryIds, local.binding, local.own));
       local.taken = taken;
