@@ -16,6 +16,7 @@ import type { RecordRepository } from '../../api/store/record-repository.ts';
 import { RecordStore } from '../../api/store/record-store.ts';
 import { copyStore } from '../../api/store/store-copy.ts';
 import { newDatabase, startPostgres } from '../support/postgres.ts';
+import { programArgs } from '../support/program.ts';
 
 const run = promisify(execFile);
 const server = await startPostgres();
@@ -215,7 +216,7 @@ t.test('refused while an API instance holds the instance lock; the command print
   t.equal(await tableExists(url, 'records'), false, 'nothing written, not even the schema');
 
   const env = { ...process.env, API_DATABASE_URL: url, API_DATA_DIR: dir };
-  const cli = ['--import', 'tsx', 'api/admin/main.ts', 'store', 'copy', '--from-data-dir', dir];
+  const cli = [...programArgs('api/admin/main.ts'), 'store', 'copy', '--from-data-dir', dir];
   const refused = await run(process.execPath, cli, { env }).then(() => undefined, (err: { code: number; stdout: string; stderr: string }) => err);
   t.ok(refused, 'the command failed');
   t.equal(refused?.code, 1);
