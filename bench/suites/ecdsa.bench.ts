@@ -43,8 +43,8 @@ function presignOnce(prims: Primitives = noblePrimitives): Map<number, Presignat
   return res.results;
 }
 
-function onlineOnce(pre: Map<number, Presignature>) {
-  const res = online(pre, digest);
+function onlineOnce(pre: Map<number, Presignature>, prims: Primitives = noblePrimitives) {
+  const res = online(pre, digest, { prims });
   if (res.results.size !== 2) throw new Error('signing failed');
   return res;
 }
@@ -53,7 +53,7 @@ export const suite: BenchSuite = {
   title: 'DKLs23 threshold ECDSA (all parties in one process)',
   setup() {
     committee = dkgWithOt([1, 2, 3], 2);
-    for (let i = 0; i < 30; i++) pool.push(presignOnce());
+    for (let i = 0; i < 60; i++) pool.push(presignOnce());
     const pre = presign(committee, [1, 2], 'bytes');
     const on = onlineOnce(pre.results);
     const setup = otSetup(committee.keys, 'bytes setup');
@@ -74,12 +74,13 @@ export const suite: BenchSuite = {
       extra: () => ({ bytes_per_party: figures.presign_bytes_per_party! + figures.online_bytes_per_party! }),
     },
     {
-      name: 'ecdsa.sign.2of3.session.native', baseline: 'baseline.ecdsa.sign', runs: 20, warmup: 3, fn: () => onlineOnce(presignOnce(nativePrimitives)),
+      name: 'ecdsa.sign.2of3.session.native', baseline: 'baseline.ecdsa.sign', runs: 20, warmup: 3, fn: () => onlineOnce(presignOnce(nativePrimitives), nativePrimitives),
       extra: () => ({ bytes_per_party: figures.presign_bytes_per_party! + figures.online_bytes_per_party! }),
     },
     { name: 'ecdsa.presign.2of3', baseline: 'baseline.ecdsa.sign', runs: 20, warmup: 3, fn: () => presignOnce(), extra: () => ({ bytes_per_party: figures.presign_bytes_per_party!, presignature_bytes: figures.presignature_bytes! }) },
     { name: 'ecdsa.presign.2of3.native', baseline: 'baseline.ecdsa.sign', runs: 20, warmup: 3, fn: () => presignOnce(nativePrimitives) },
     { name: 'ecdsa.online.2of3', baseline: 'baseline.ecdsa.sign', runs: 25, warmup: 3, fn: () => onlineOnce(pool.pop()!), extra: () => ({ bytes_per_party: figures.online_bytes_per_party! }) },
+    { name: 'ecdsa.online.2of3.native', baseline: 'baseline.ecdsa.sign', runs: 25, warmup: 3, fn: () => onlineOnce(pool.pop()!, nativePrimitives) },
     {
       name: 'ecdsa.ot-setup.2of3', runs: 3, warmup: 0, fn: () => otSetup(committee.keys, 'setup ' + n++),
       extra: () => ({ bytes_per_party: figures.setup_bytes_per_party!, key_share_bytes: figures.key_share_bytes!, ot_setup_bytes_per_party: figures.ot_setup_bytes! }),

@@ -11,8 +11,18 @@
 // matrix or τ). A ChaCha20 keystream goes to OpenSSL only from STREAM_NATIVE_FROM bytes: below that,
 // creating the cipher context costs as much as noble's whole keystream (the protocols' streams are
 // 94 and 128 bytes: measured equal or slower), so the reference computes those.
+//
+// Products by secret scalars go to libsecp256k1 (tiny-secp256k1: the library compiled to WebAssembly,
+// no install script): `secp256k1_ec_pubkey_create` for k·G (its blinded, constant-time generator
+// multiplication; the context is randomized when the module loads) and `secp256k1_ec_pubkey_tweak_mul`
+// for k·P (`secp256k1_ecmult_const`, constant time). Points cross as 65-byte uncompressed encodings,
+// which noble parses with a curve-equation check instead of a square root; the scalar's bytes are
+// zeroed after each call (the library zeroes its own copy).
 import { createCipheriv, hash } from 'node:crypto';
 import { hchacha } from '@noble/ciphers/chacha.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import * as libsecp from 'tiny-secp256k1';
+import { Fn, ORDER, Point, parsePoint } from '../protocols/math/curve.ts';
 import { noblePrimitives, type Primitives } from '../protocols/math/primitives.ts';
 
 /** Keystreams from this many bytes use OpenSSL; shorter ones noble (the same bytes either way). */
@@ -88,8 +98,66 @@ export function opensslXchacha20(key: Uint8Array, nonce: Uint8Array, length: num
   }
 }
 
+function scalarBytes(k: bigint): Uint8Array {
+  if (k <= 0n || k >= Fn.ORDER) throw new RangeError('secp256k1: a secret scalar must be in 1..n-1');
+  return Fn.toBytes(k);
+}
+
+/** k·G on libsecp256k1 (exported for the equivalence tests). */
+export function libsecpMulBase(k: bigint): Point {
+  const d = scalarBytes(k);
+  try {
+    const out = libsecp.pointFromScalar(d, false);
+    if (!out) throw new Error('secp256k1: product is the identity');
+    return Point.fromBytes(out);
+  } finally {
+    d.fill(0);
+  }
+}
+
+/** k·P on libsecp256k1 (exported for the equivalence tests). */
+export function libsecpMul(P: Point, k: bigint): Point {
+  if (P.is0()) throw new RangeError('secp256k1: the identity has no product to take');
+  return mulEncoded(P.toBytes(false), k);
+}
+
+function mulEncoded(p: Uint8Array, k: bigint): Point {
+  const d = scalarBytes(k);
+  try {
+    const out = libsecp.pointMultiply(p, d, false);
+    if (!out) throw new Error('secp256k1: product is the identity');
+    return Point.fromBytes(out);
+  } finally {
+    d.fill(0);
+  }
+}
+
+/**
+ * ECDSA verification on libsecp256k1 (exported for the equivalence tests), with the reference's
+ * acceptance: r and s in 1..n-1 and s at most n/2 are checked here, and libsecp256k1's strict mode
+ * refuses a high s as well (it does not normalize one).
+ */
+export function libsecpVerifyEcdsa(r: bigint, s: bigint, m: bigint, publicKey: string): boolean {
+  if (r <= 0n || r >= ORDER || s <= 0n || s > ORDER >> 1n) return false;
+  const key = /^0[23][0-9a-f]{64}$/.test(publicKey) ? hexToBytes(publicKey) : undefined;
+  if (!key || !libsecp.isPoint(key)) parsePoint(publicKey, 'public key'); // throws its InputError
+  const sig = new Uint8Array(64);
+  sig.set(Fn.toBytes(r), 0);
+  sig.set(Fn.toBytes(s), 32);
+  return libsecp.verify(Fn.toBytes(Fn.create(m)), key!, sig, true);
+}
+
+/** P + k·G on libsecp256k1 (exported for the equivalence tests). */
+export function libsecpAddBase(P: string, k: bigint): string | undefined {
+  if (k <= 0n || k >= ORDER) throw new RangeError('secp256k1: the scalar must be in 1..n-1');
+  const point = /^0[23][0-9a-f]{64}$/.test(P) ? hexToBytes(P) : undefined;
+  if (!point || !libsecp.isPoint(point)) parsePoint(P, 'point'); // throws its InputError
+  const sum = libsecp.pointAddScalar(point!, Fn.toBytes(k), true);
+  return sum ? bytesToHex(sum) : undefined;
+}
+
 export const nativePrimitives: Primitives = Object.freeze({
-  name: 'node:crypto',
+  name: 'native',
   sha256: (data: Uint8Array): Uint8Array => own(hash('sha256', data, 'buffer') as Buffer),
   chacha20(key: Uint8Array, nonce: Uint8Array, length: number, out?: Uint8Array): Uint8Array {
     if (length < STREAM_NATIVE_FROM) return noblePrimitives.chacha20(key, nonce, length, out);
@@ -102,4 +170,13 @@ export const nativePrimitives: Primitives = Object.freeze({
   },
   xchacha20: (key: Uint8Array, nonce: Uint8Array, length: number): Uint8Array =>
     length >= STREAM_NATIVE_FROM ? opensslXchacha20(key, nonce, length) : noblePrimitives.xchacha20(key, nonce, length),
+  mulBase: libsecpMulBase,
+  times(P: Point): (k: bigint) => Point {
+    if (P.is0()) throw new RangeError('secp256k1: the identity has no product to take');
+    // One affine conversion and encoding for all the products of P.
+    const p = P.toBytes(false);
+    return (k) => mulEncoded(p, k);
+  },
+  verifyEcdsa: libsecpVerifyEcdsa,
+  addBase: libsecpAddBase,
 });

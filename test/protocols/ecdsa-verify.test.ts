@@ -7,6 +7,7 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { Fn, ORDER } from '../../node/protocols/math/curve.ts';
 import { keysWithTables, verifyEcdsaDigest } from '../../node/protocols/math/ecdsa-verify.ts';
+import { libsecpVerifyEcdsa } from '../../node/runtime/native-primitives.ts';
 
 const enc = new TextEncoder();
 const num = (b: Uint8Array) => BigInt('0x' + bytesToHex(b));
@@ -47,6 +48,7 @@ t.test('agrees with noble on valid and altered signatures, before and after a ke
         const noble = ok && secp256k1.verify(compact, Fn.toBytes(mm), Buffer.from(key, 'hex'), { prehash: false, lowS: true });
         t.equal(noble, want, `noble: ${what} (use ${i + 1})`);
         t.equal(verifyEcdsaDigest(rr, ss, mm, key), want, `${what} (use ${i + 1})`);
+        t.equal(libsecpVerifyEcdsa(rr, ss, mm, key), want, `libsecp256k1: ${what} (use ${i + 1})`);
       }
     }
   }
@@ -57,4 +59,19 @@ t.test('a malformed or identity public key is refused, not verified', async (t) 
   const { r, s, m } = signed(sha256(enc.encode('k')), 'm');
   t.throws(() => verifyEcdsaDigest(r, s, m, '02' + '00'.repeat(32)), { code: 'bad_point' });
   t.throws(() => verifyEcdsaDigest(r, s, m, 'zz'), { code: 'bad_point' });
+  t.throws(() => libsecpVerifyEcdsa(r, s, m, '02' + '00'.repeat(32)), { code: 'bad_point' }, 'libsecp256k1: x = 0 is no point');
+  t.throws(() => libsecpVerifyEcdsa(r, s, m, 'zz'), { code: 'bad_point' }, 'libsecp256k1: not hex');
+  t.throws(() => libsecpVerifyEcdsa(r, s, m, '04' + '11'.repeat(64)), { code: 'bad_point' }, 'libsecp256k1: not a compressed key');
+});
+
+t.test('a digest at or above n verifies as its reduction, on both', async (t) => {
+  // bits2int for a 256-bit curve: the digest as an integer, reduced mod n (all-ones is above n).
+  const sk = sha256(enc.encode('high digest key'));
+  const pk = bytesToHex(secp256k1.getPublicKey(sk, true));
+  const digest = new Uint8Array(32).fill(0xff);
+  const sig = secp256k1.sign(digest, sk, { prehash: false, lowS: true });
+  const m = Fn.create(num(digest));
+  t.ok(num(digest) >= ORDER, 'the digest is at least n');
+  t.ok(verifyEcdsaDigest(num(sig.subarray(0, 32)), num(sig.subarray(32)), m, pk), 'reference');
+  t.ok(libsecpVerifyEcdsa(num(sig.subarray(0, 32)), num(sig.subarray(32)), m, pk), 'libsecp256k1');
 });

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { noblePrimitives, taggedHashWith, type Primitives } from '../../node/protocols/math/primitives.ts';
-import { STREAM_NATIVE_FROM, nativePrimitives, opensslChacha20, opensslXchacha20 } from '../../node/runtime/native-primitives.ts';
+import { STREAM_NATIVE_FROM, libsecpAddBase, libsecpMul, libsecpMulBase, nativePrimitives, opensslChacha20, opensslXchacha20 } from '../../node/runtime/native-primitives.ts';
 import { taggedHash } from '../../core/codec/transcript.ts';
 import { encodeOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
 import { hashToScalars } from '../../node/protocols/ecdsa/hash.ts';
@@ -14,7 +14,7 @@ import { proveDlogFischlin, verifyDlogFischlin } from '../../node/protocols/ecds
 import { rvoleAlice, rvoleBobFinish, rvoleBobStart } from '../../node/protocols/ecdsa/rvole.ts';
 import { BASE_OT_COUNT, baseOtChoose, baseOtKeys, baseOtSender, unpackPoints } from '../../node/protocols/ot/base-ot.ts';
 import { checkChallenges, kosReceive, kosSend } from '../../node/protocols/ot/kos.ts';
-import { Fn, G } from '../../node/protocols/math/curve.ts';
+import { Fn, G, Point, pointHex, randomScalar } from '../../node/protocols/math/curve.ts';
 import type { Message } from '../../node/protocols/round/machine.ts';
 import { dkgKeys } from './frost/keys.ts';
 import { online, otSetup, presign, sid, type Committee } from './ecdsa/harness.ts';
@@ -101,6 +101,59 @@ t.test('chacha20 into a caller\'s buffer: the same bytes, in that buffer', async
     }
   }
   t.throws(() => native.chacha20(r(32), r(12), 4096, new Uint8Array(10)), 'a wrong-sized buffer refused');
+});
+
+t.test('products by secret scalars: libsecp256k1 gives noble\'s points, and refuses what noble refuses', async (t) => {
+  const r = seededRng('prims points');
+  const n = Fn.ORDER;
+  const edge = [1n, 2n, 3n, n - 1n, n - 2n, (n - 1n) / 2n, (n + 1n) / 2n, 1n << 128n, (1n << 255n) % n];
+  const scalars = [...edge, ...Array.from({ length: 16 }, () => randomScalar(r))];
+  const points = [G, G.negate(), G.multiply(7n), ...Array.from({ length: 3 }, () => G.multiply(randomScalar(r)))];
+  let base = 0;
+  let prod = 0;
+  for (const k of scalars) if (libsecpMulBase(k).equals(noble.mulBase(k)) && native.mulBase(k).equals(G.multiply(k))) base++;
+  for (const P of points) {
+    const products = [native.times(P, 1), native.times(P, 100), noble.times(P, 1), noble.times(P, 100)];
+    for (const k of scalars) {
+      const want = P.multiply(k);
+      if (libsecpMul(P, k).equals(want) && products.every((f) => f(k).equals(want))) prod++;
+    }
+  }
+  t.equal(base, scalars.length, `k·G equal for ${scalars.length} scalars (edges 1, 2, n-1, n-2, (n±1)/2, 2^128 among them)`);
+  t.equal(prod, scalars.length * points.length, `k·P equal for ${scalars.length} scalars × ${points.length} points, from a projective point too`);
+  // A point whose projective Z is not 1 (a sum): the native provider encodes it affine first.
+  const sum = G.multiply(5n).add(G.multiply(9n));
+  t.ok(native.times(sum, 3)(12345n).equals(G.multiply(14n * 12345n)), 'a product of a projective sum');
+  for (const [what, k] of [['zero', 0n], ['n', n], ['n+1', n + 1n], ['negative', -1n]] as const) {
+    t.throws(() => native.mulBase(k), RangeError, `k·G with ${what} refused`);
+    t.throws(() => native.times(G, 1)(k), RangeError, `k·P with ${what} refused`);
+    t.throws(() => noble.mulBase(k), `noble refuses k·G with ${what} too`);
+  }
+  t.throws(() => native.times(Point.ZERO, 1), RangeError, 'the identity refused');
+  t.throws(() => libsecpMul(Point.ZERO, 5n), RangeError, 'the identity refused (direct)');
+});
+
+t.test('P + k·G for public values: the same encoding from both providers, the identity as undefined', async (t) => {
+  const r = seededRng('prims addBase');
+  let same = 0;
+  const cases = 24;
+  for (let i = 0; i < cases; i++) {
+    const x = randomScalar(r);
+    const P = pointHex(G.multiply(x));
+    const k = randomScalar(r);
+    const want = pointHex(G.multiply(Fn.add(x, k)));
+    if (libsecpAddBase(P, k) === want && native.addBase(P, k) === want && noble.addBase(P, k) === want) same++;
+  }
+  t.equal(same, cases, `${cases} random sums`);
+  const P = pointHex(G.multiply(5n));
+  t.equal(native.addBase(P, Fn.ORDER - 5n), undefined, 'P + (n-5)·G with P = 5·G is the identity: undefined natively');
+  t.equal(noble.addBase(P, Fn.ORDER - 5n), undefined, 'and on noble');
+  t.equal(native.addBase(P, 1n), pointHex(G.multiply(6n)), '5·G + G = 6·G');
+  for (const bad of ['02' + '00'.repeat(32), '05' + '11'.repeat(32), 'zz', '04' + '11'.repeat(64)]) {
+    t.throws(() => native.addBase(bad, 1n), { code: 'bad_point' }, `native refuses ${bad.slice(0, 6)}…`);
+    t.throws(() => noble.addBase(bad, 1n), { code: 'bad_point' }, `noble refuses ${bad.slice(0, 6)}…`);
+  }
+  t.throws(() => native.addBase(P, 0n), RangeError, 'a zero scalar refused');
 });
 
 t.test('hashToScalars: the same scalars from both providers', async (t) => {
@@ -191,7 +244,7 @@ t.test('OT setup, presigning and online: identical transcripts and results under
     const pre = presign(c, [1, 3], 'prims presign', [0, 5], { prims: p });
     // Encoded before the online phase takes the presignatures (single use).
     const stored = [1, 3].map((id) => hex(pre.results.get(id)!.encode()));
-    const on = online(pre.results, digest);
+    const on = online(pre.results, digest, { prims: p });
     return { pre, stored, on };
   });
   const [a, b] = runs as [(typeof runs)[0], (typeof runs)[0]];
@@ -204,5 +257,5 @@ t.test('OT setup, presigning and online: identical transcripts and results under
   // Stored material is provider-independent: a setup made natively serves presigning on noble.
   const mixed = presign(setups.get(native.name)!, [1, 2, 3], 'prims mixed', [], { prims: noble });
   t.equal(mixed.aborts.size, 0, 'a native setup serves noble presigning');
-  t.equal(online(mixed.results, digest).results.size, 3, 'and signs');
+  t.equal(online(mixed.results, digest, { prims: native }).results.size, 3, 'and signs natively');
 });

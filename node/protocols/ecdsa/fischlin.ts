@@ -15,7 +15,7 @@
 // The repetition hash is H(tag, D, i, c_i, z_i) with D = H(tag', context, prover, X, R_1..R_ρ): the
 // context carries the session id, the prover's party id is bound, and every tag is versioned and
 // distinct from every other hash of the protocol.
-import { Fn, G, mulBase, pointHex, randomScalar, scalarHex, parsePoint, parseScalar, type Point } from '../math/curve.ts';
+import { Fn, G, pointHex, randomScalar, scalarHex, parsePoint, parseScalar, type Point } from '../math/curve.ts';
 import { transcript } from '../../../core/codec/transcript.ts';
 import { noblePrimitives, taggedHashWith, type Primitives } from '../math/primitives.ts';
 import { InputError } from '../../../core/errors/protocol-errors.ts';
@@ -59,7 +59,7 @@ function repetition(prims: Primitives, tag: string, D: Uint8Array, i: number) {
 export function proveDlogFischlin(tag: string, context: string, prover: number, x: bigint, X: Point, rng: Rng, prims: Primitives = noblePrimitives): FischlinProof {
   for (;;) {
     const k = Array.from({ length: FISCHLIN_RHO }, () => randomScalar(rng));
-    const R = k.map((ki) => pointHex(mulBase(ki)));
+    const R = k.map((ki) => pointHex(prims.mulBase(ki)));
     const D = commitmentsDigest(prims, tag, context, prover, X, R);
     const c: number[] = [];
     const z: string[] = [];

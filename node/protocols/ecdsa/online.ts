@@ -15,8 +15,8 @@
 // which the coordinator, seeing the broadcasts (u_j', w_j and digests), cannot compute.
 // When the combined signature does not verify, each share is checked on its own:
 // u_j'·G = U_j + δ·Φ_j and w_j·G = H(m)·Φ_j + r'·V_j; every signer whose share fails is named.
-import { Fn, G, ORDER, exposeScalar, parsePoint, parseScalar, pointHex, scalarHex } from '../math/curve.ts';
-import { verifyEcdsaDigest } from '../math/ecdsa-verify.ts';
+import { Fn, G, ORDER, exposeScalar, parsePoint, parseScalar, scalarHex } from '../math/curve.ts';
+import { noblePrimitives, type Primitives } from '../math/primitives.ts';
 import { hashToScalar } from '../math/hash-to-scalar.ts';
 import { InputError, ProtocolAbort } from '../../../core/errors/protocol-errors.ts';
 import { checkSessionId, readPayload, type Protocol } from '../round/machine.ts';
@@ -87,100 +87,115 @@ export function rerandomizer(sessionId: string, R: string, digest: string, signe
   return d;
 }
 
+/** The x-coordinate of a compressed point (hex) made by this signer. */
+function compressedX(point: string): bigint {
+  if (!/^0[23][0-9a-f]{64}$/.test(point)) throw new ProtocolAbort('bad_state', [], 'R\' is not a compressed point');
+  return BigInt('0x' + point.slice(2));
+}
+
 /** H(m) as a scalar: the 32-byte digest reduced mod n (ECDSA bits2int for a 256-bit curve). */
 export function digestScalar(digest: string): bigint {
   if (!/^[0-9a-f]{64}$/.test(digest)) throw new InputError('bad_digest', 'digest is 32 bytes of hex');
   return Fn.create(BigInt('0x' + digest));
 }
 
-export const ecdsaOnline: Protocol<OnlineParams, OnlineState, EcdsaSignature> = {
-  name: 'ecdsa-online/v3',
+/**
+ * The online round on the given primitives (math/primitives.ts): δ·G and the verification before
+ * release are theirs; the same messages and signature from any.
+ */
+export function ecdsaOnlineWith(prims: Primitives): Protocol<OnlineParams, OnlineState, EcdsaSignature> {
+  return {
+    name: 'ecdsa-online/v3',
 
-  start(params) {
-    checkSessionId(params.sessionId);
-    const m = digestScalar(params.digest);
-    const p = params.presignature.take();
-    const R = parsePoint(p.R, 'R');
-    const delta = rerandomizer(params.sessionId, p.R, params.digest, p.signers, p.publicKey);
-    // Public point, public scalar: variable-time arithmetic is fine (a fixed-base product).
-    const Rp = R.add(G.multiplyUnsafe(delta));
-    // k + δ = 0 (R' the identity) would take a δ that is the negated nonce: refused, nothing sent.
-    if (Rp.is0()) throw new ProtocolAbort('degenerate_nonce', [], 'the re-randomized nonce point is the identity');
-    const rx = Fn.create(Rp.toAffine().x);
-    const phi = exposeScalar(p.phi, 'phi');
-    const v = exposeScalar(p.v, 'v', true);
-    const w = Fn.add(Fn.mul(m, phi), Fn.mul(rx, v));
-    // u_i' = u_i + δ·φ_i is broadcast (with w_i) in this round: it leaves the secret type here, explicitly.
-    const u = scalarHex(Fn.add(exposeScalar(p.u, 'u', true), Fn.mul(delta, phi)));
-    // The presignature is spent: its secrets are zeroed (take() already refuses a second use).
-    for (const x of [p.u, p.v, p.phi]) x.zeroize();
-    const state: OnlineState = {
-      presignatureId: p.id, sessionId: p.sessionId, onlineSessionId: params.sessionId, signers: p.signers, me: p.me, publicKey: p.publicKey,
-      R: p.R, delta: scalarHex(delta), Rprime: pointHex(Rp), digest: params.digest, u, w: scalarHex(w), images: p.images, echo: p.echo, shares: {},
-    };
-    const r1: R1 = { id: p.id, u, w: state.w, echo: p.echo };
-    return { state, out: [{ from: p.me, to: 'all', round: 1, payload: encodeBlob(ONLINE_R1_KIND, r1) }] };
-  },
+    start(params) {
+      checkSessionId(params.sessionId);
+      const m = digestScalar(params.digest);
+      const p = params.presignature.take();
+      const delta = rerandomizer(params.sessionId, p.R, params.digest, p.signers, p.publicKey);
+      // Public point, public scalar: R' = R + δ·G on the provider (δ is never zero).
+      const Rp = prims.addBase(p.R, delta);
+      // k + δ = 0 (R' the identity) would take a δ that is the negated nonce: refused, nothing sent.
+      if (Rp === undefined) throw new ProtocolAbort('degenerate_nonce', [], 'the re-randomized nonce point is the identity');
+      const rx = Fn.create(compressedX(Rp));
+      const phi = exposeScalar(p.phi, 'phi');
+      const v = exposeScalar(p.v, 'v', true);
+      const w = Fn.add(Fn.mul(m, phi), Fn.mul(rx, v));
+      // u_i' = u_i + δ·φ_i is broadcast (with w_i) in this round: it leaves the secret type here, explicitly.
+      const u = scalarHex(Fn.add(exposeScalar(p.u, 'u', true), Fn.mul(delta, phi)));
+      // The presignature is spent: its secrets are zeroed (take() already refuses a second use).
+      for (const x of [p.u, p.v, p.phi]) x.zeroize();
+      const state: OnlineState = {
+        presignatureId: p.id, sessionId: p.sessionId, onlineSessionId: params.sessionId, signers: p.signers, me: p.me, publicKey: p.publicKey,
+        R: p.R, delta: scalarHex(delta), Rprime: Rp, digest: params.digest, u, w: scalarHex(w), images: p.images, echo: p.echo, shares: {},
+      };
+      const r1: R1 = { id: p.id, u, w: state.w, echo: p.echo };
+      return { state, out: [{ from: p.me, to: 'all', round: 1, payload: encodeBlob(ONLINE_R1_KIND, r1) }] };
+    },
 
-  verify(s, round, msg) {
-    const from = msg.from;
-    if (!others(s).includes(from)) throw new ProtocolAbort('unknown_party', [from], `party ${from} is not in this session`);
-    if (round !== 1 || msg.to !== 'all') throw new ProtocolAbort('bad_message', [from], 'the online round is one broadcast');
-    const r = readPayload<R1>(ONLINE_R1_KIND, msg);
-    // Every signer's presignature carries the same id (it hashes the context and R).
-    if (r.id !== s.presignatureId) throw new ProtocolAbort('wrong_session', [from], `party ${from} signs with another presignature`);
-    // `from` holds other images of some signer j than we do: j sent different ones in presigning, or `from` lies.
-    checkEcho(s.echo, r.echo, from, s.me, 'presigning images');
-    try {
-      parseScalar(r.u, 'u', true);
-      parseScalar(r.w, 'w', true);
-    } catch {
-      throw new ProtocolAbort('bad_message', [from], `party ${from}: malformed signature share`);
-    }
-    return { u: r.u, w: r.w };
-  },
+    verify(s, round, msg) {
+      const from = msg.from;
+      if (!others(s).includes(from)) throw new ProtocolAbort('unknown_party', [from], `party ${from} is not in this session`);
+      if (round !== 1 || msg.to !== 'all') throw new ProtocolAbort('bad_message', [from], 'the online round is one broadcast');
+      const r = readPayload<R1>(ONLINE_R1_KIND, msg);
+      // Every signer's presignature carries the same id (it hashes the context and R).
+      if (r.id !== s.presignatureId) throw new ProtocolAbort('wrong_session', [from], `party ${from} signs with another presignature`);
+      // `from` holds other images of some signer j than we do: j sent different ones in presigning, or `from` lies.
+      checkEcho(s.echo, r.echo, from, s.me, 'presigning images');
+      try {
+        parseScalar(r.u, 'u', true);
+        parseScalar(r.w, 'w', true);
+      } catch {
+        throw new ProtocolAbort('bad_message', [from], `party ${from}: malformed signature share`);
+      }
+      return { u: r.u, w: r.w };
+    },
 
-  store(s, _round, msg, parsed) {
-    return { ...s, shares: { ...s.shares, [String(msg.from)]: parsed as { u: string; w: string } } };
-  },
+    store(s, _round, msg, parsed) {
+      return { ...s, shares: { ...s.shares, [String(msg.from)]: parsed as { u: string; w: string } } };
+    },
 
-  ready(s) {
-    return others(s).every((p) => s.shares[String(p)]);
-  },
+    ready(s) {
+      return others(s).every((p) => s.shares[String(p)]);
+    },
 
-  finalize(s) {
-    let u = parseScalar(s.u, 'u', true);
-    let w = parseScalar(s.w, 'w', true);
-    for (const j of others(s)) {
-      u = Fn.add(u, parseScalar(s.shares[String(j)]!.u, 'u', true));
-      w = Fn.add(w, parseScalar(s.shares[String(j)]!.w, 'w', true));
-    }
-    const R = parsePoint(s.Rprime, "R'").toAffine();
-    const r = Fn.create(R.x);
-    if (u === 0n || r === 0n) {
-      // Σu = 0 can only come from a wrong share (or a negligible accident): name whoever fails its images.
-      const culprits = r === 0n ? [] : wrongShares(s, r);
-      throw new ProtocolAbort('bad_signature_share', culprits, 'degenerate signature');
-    }
-    let sig = Fn.div(w, u);
-    let odd = R.y & 1n;
-    if (sig > ORDER >> 1n) {
-      sig = Fn.neg(sig);
-      odd ^= 1n;
-    }
-    const recovery = Number(odd) | (R.x >= ORDER ? 2 : 0);
-    const compact = scalarHex(r) + scalarHex(sig);
-    // Released only if it verifies: a signer that sent a wrong (u, w) cannot make us output garbage.
-    if (sig === 0n || !verifyEcdsaDigest(r, sig, digestScalar(s.digest), s.publicKey)) {
-      const culprits = wrongShares(s, r);
-      if (culprits.length) throw new ProtocolAbort('bad_signature_share', culprits, `signature shares of ${culprits.join(', ')} do not match their presigning images`);
-      // Every share matches its image, so the images themselves do not add up (a deviation in
-      // presigning that its checks cannot attribute); nothing is released.
-      throw new ProtocolAbort('bad_presignature', [], 'the combined signature does not verify');
-    }
-    return { kind: 'done', state: { ...s, u: '', w: '' }, result: { r: scalarHex(r), s: scalarHex(sig), recovery, compact, publicKey: s.publicKey } };
-  },
-};
+    finalize(s) {
+      let u = parseScalar(s.u, 'u', true);
+      let w = parseScalar(s.w, 'w', true);
+      for (const j of others(s)) {
+        u = Fn.add(u, parseScalar(s.shares[String(j)]!.u, 'u', true));
+        w = Fn.add(w, parseScalar(s.shares[String(j)]!.w, 'w', true));
+      }
+      // R' is this signer's own compressed encoding from start: x and the parity of y read off it.
+      const Rx = compressedX(s.Rprime);
+      const r = Fn.create(Rx);
+      if (u === 0n || r === 0n) {
+        // Σu = 0 can only come from a wrong share (or a negligible accident): name whoever fails its images.
+        const culprits = r === 0n ? [] : wrongShares(s, r);
+        throw new ProtocolAbort('bad_signature_share', culprits, 'degenerate signature');
+      }
+      let sig = Fn.div(w, u);
+      let odd = s.Rprime.startsWith('03') ? 1n : 0n;
+      if (sig > ORDER >> 1n) {
+        sig = Fn.neg(sig);
+        odd ^= 1n;
+      }
+      const recovery = Number(odd) | (Rx >= ORDER ? 2 : 0);
+      const compact = scalarHex(r) + scalarHex(sig);
+      // Released only if it verifies: a signer that sent a wrong (u, w) cannot make us output garbage.
+      if (sig === 0n || !prims.verifyEcdsa(r, sig, digestScalar(s.digest), s.publicKey)) {
+        const culprits = wrongShares(s, r);
+        if (culprits.length) throw new ProtocolAbort('bad_signature_share', culprits, `signature shares of ${culprits.join(', ')} do not match their presigning images`);
+        // Every share matches its image, so the images themselves do not add up (a deviation in
+        // presigning that its checks cannot attribute); nothing is released.
+        throw new ProtocolAbort('bad_presignature', [], 'the combined signature does not verify');
+      }
+      return { kind: 'done', state: { ...s, u: '', w: '' }, result: { r: scalarHex(r), s: scalarHex(sig), recovery, compact, publicKey: s.publicKey } };
+    },
+  };
+}
+
+/** The online round on the reference primitives (tests, tools); the node passes its native ones. */
+export const ecdsaOnline = ecdsaOnlineWith(noblePrimitives);
 
 /** The signers whose online share fails u_j'·G = U_j + δ·Φ_j or w_j·G = H(m)·Φ_j + r'·V_j (public values only). */
 function wrongShares(s: OnlineState, rx: bigint): number[] {

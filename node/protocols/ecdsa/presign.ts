@@ -14,7 +14,7 @@
 //          signer check each online share (online.ts). Direct messages are end-to-end encrypted: the
 //          coordinator never sees the images (Φ with the public Σu would give it k⁻¹·G); the signers do.
 //   finish: the echoes agree; Σ pk_j = Y; R = Σ R_j.
-import { Fn, Point, exposeScalar, lagrangeAtZero, mulBase, parsePoint, parseScalar, pointHex, randomScalar, scalarHex, secretScalar, type Point as P } from '../math/curve.ts';
+import { Fn, Point, exposeScalar, lagrangeAtZero, parsePoint, parseScalar, pointHex, randomScalar, scalarHex, secretScalar, type Point as P } from '../math/curve.ts';
 import { taggedHashHex } from '../../../core/codec/transcript.ts';
 import { hashToScalar } from '../math/hash-to-scalar.ts';
 import { noblePrimitives, type Primitives } from '../math/primitives.ts';
@@ -166,7 +166,7 @@ export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, Pre
       }
       const r = randomScalar(rng);
       const phi = randomScalar(rng);
-      const R = mulBase(r);
+      const R = prims.mulBase(r);
       const com = commit('instance-key', ctx, [me, pointHex(R)], rng);
       const out: Message[] = [];
       const bob: PresignState['bob'] = {};
@@ -180,7 +180,7 @@ export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, Pre
       }
       const state: PresignState = {
         sessionId: params.sessionId, signers: [...params.signers].sort((a, b) => a - b), me, context: ctx, publicKey,
-        sk: secretScalar(sk), r: secretScalar(r), phi: secretScalar(phi), salt: com.salt, Ri: pointHex(R), pki: pointHex(mulBase(sk)), alice, bob, c: {}, u: null, v: null, r1: {}, r2: {}, r3: {},
+        sk: secretScalar(sk), r: secretScalar(r), phi: secretScalar(phi), salt: com.salt, Ri: pointHex(R), pki: pointHex(prims.mulBase(sk)), alice, bob, c: {}, u: null, v: null, r1: {}, r2: {}, r3: {},
       };
       return { state, out };
     },
@@ -249,7 +249,7 @@ export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, Pre
           c[String(j)] = [secretScalar(res.c[0]), secretScalar(res.c[1])];
           const chi = exposeScalar(s.bob[String(j)]!.chi, 'chi', true);
           const r2: R2 = {
-            R: s.Ri, salt: s.salt, pk: s.pki, gu: pointHex(mulBase(res.c[0])), gv: pointHex(mulBase(res.c[1])),
+            R: s.Ri, salt: s.salt, pk: s.pki, gu: pointHex(prims.mulBase(res.c[0])), gv: pointHex(prims.mulBase(res.c[1])),
             psi: scalarHex(Fn.sub(exposeScalar(s.phi, 'phi'), chi)), mult: res.msg,
           };
           out.push({ from: me, to: j, round: 2, payload: encodeBlob(R2_KIND, r2) });
@@ -271,8 +271,8 @@ export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, Pre
         // Both DKLs23 checks at once, under a random combination ρ: (d_u + ρ·d_v)·G + Γ^u + ρ·Γ^v = χ·(R_j + ρ·pk_j).
         // ρ has 128 bits (soundness 2^-128, the curve's level), which halves the two products by ρ.
         const rho = hashToScalar('custody/ecdsa/gamma-check/v1', [pc, m.R, m.pk, m.gu, m.gv]) >> 128n;
-        const lhs = mulBase(Fn.add(d[0], Fn.mul(rho, d[1]))).add(gu).add(gv.multiplyUnsafe(rho));
-        const rhs = Rj.add(pkj.multiplyUnsafe(rho)).multiply(chi === 0n ? 1n : chi);
+        const lhs = prims.mulBase(Fn.add(d[0], Fn.mul(rho, d[1]))).add(gu).add(gv.multiplyUnsafe(rho));
+        const rhs = prims.times(Rj.add(pkj.multiplyUnsafe(rho)), 1)(chi === 0n ? 1n : chi);
         if (chi === 0n || !lhs.equals(rhs)) throw new ProtocolAbort('bad_multiplication', [j], `party ${j}: multiplication shares do not match R and pk`);
         const [cu, cv] = s.c[String(j)]!.map((x) => exposeScalar(x, 'c', true)) as [bigint, bigint];
         const psi = parseScalar(m.psi, 'psi', true);
@@ -287,7 +287,7 @@ export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, Pre
       s.r.zeroize();
       s.sk.zeroize();
       const r2done: PresignState = { ...s, sk: null, r: null, salt: '', bob: {}, c: {}, u: secretScalar(u), v: secretScalar(v) };
-      const mine3: R3 = { echo: r2Echo(s), U: pointHex(mulBase(u)), V: pointHex(mulBase(v)), Phi: pointHex(mulBase(phi)) };
+      const mine3: R3 = { echo: r2Echo(s), U: pointHex(prims.mulBase(u)), V: pointHex(prims.mulBase(v)), Phi: pointHex(prims.mulBase(phi)) };
       // The same bytes to every peer (the online echo checks they were), never a clear broadcast.
       const payload = encodeBlob(R3_KIND, mine3);
       return { kind: 'next', state: { ...r2done, mine3 }, out: others(s).map((j) => ({ from: me, to: j, round: 3, payload })) };

@@ -5,12 +5,15 @@
 // inputs: what is hashed and what travels never depends on the provider, and the tests cross-check
 // them (test/protocols/primitives.test.ts).
 //
-// Point arithmetic is not here: the products by secrets stay noble's constant-time, blinded
-// multiplications in every provider (docs/protocols/ecdsa.md, "Primitives").
+// The products of a point by a secret scalar are here too: noble's constant-time, blinded
+// multiplications in the reference, libsecp256k1's constant-time ones in the node's provider. They
+// return the same point for the same inputs (docs/protocols/ecdsa.md, "Primitives").
 import { chacha20, xchacha20 } from '@noble/ciphers/chacha.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { transcript, type Part } from '../../../core/codec/transcript.ts';
+import { G, Point, mulBase, parsePoint, pointHex } from './curve.ts';
+import { verifyEcdsaDigest } from './ecdsa-verify.ts';
 
 export interface Primitives {
   /** For logs and benchmarks only; never hashed. */
@@ -25,6 +28,23 @@ export interface Primitives {
   chacha20(key: Uint8Array, nonce: Uint8Array, length: number, out?: Uint8Array): Uint8Array;
   /** `length` bytes of the XChaCha20 keystream (draft-irtf-cfrg-xchacha) under a 32-byte key and a 24-byte nonce. */
   xchacha20(key: Uint8Array, nonce: Uint8Array, length: number): Uint8Array;
+  /** k·G for a secret scalar 0 < k < n, in constant time. */
+  mulBase(k: bigint): Point;
+  /**
+   * A constant-time product by secret scalars (0 < k < n) of one valid, non-identity point P used many
+   * times: `times(P)(k)` is k·P. The reference builds a window table of P once; other providers may not.
+   */
+  times(P: Point, uses: number): (k: bigint) => Point;
+  /**
+   * Whether (r, s) is a low-s ECDSA signature of the digest scalar m (reduced mod n) under the
+   * compressed public key (hex; an invalid one is an InputError). Public values only.
+   */
+  verifyEcdsa(r: bigint, s: bigint, m: bigint, publicKey: string): boolean;
+  /**
+   * P + k·G, compressed (hex), for a compressed point P (hex; an invalid one is an InputError) and a
+   * public scalar 0 < k < n; undefined when the sum is the identity. Public values only.
+   */
+  addBase(P: string, k: bigint): string | undefined;
 }
 
 let zeros = new Uint8Array(1024);
@@ -41,7 +61,26 @@ export const noblePrimitives: Primitives = Object.freeze({
   chacha20: (key: Uint8Array, nonce: Uint8Array, length: number, out?: Uint8Array): Uint8Array =>
     chacha20(key, nonce, zeroInput(length), out ?? new Uint8Array(length)),
   xchacha20: (key: Uint8Array, nonce: Uint8Array, length: number): Uint8Array => xchacha20(key, nonce, zeroInput(length), new Uint8Array(length)),
+  mulBase,
+  times: nobleTimes,
+  verifyEcdsa: verifyEcdsaDigest,
+  addBase(P: string, k: bigint): string | undefined {
+    const sum = parsePoint(P, 'point').add(G.multiplyUnsafe(k));
+    return sum.is0() ? undefined : pointHex(sum);
+  },
 });
+
+/**
+ * noble's blinded product (384-bit multipliers): for a point used at least 64 times, a window-7 table
+ * built on the first product (ceil(384/7)+1 windows of 64 points: 3,584 points against 56 additions
+ * per product saved); otherwise the point's own products.
+ */
+function nobleTimes(P: Point, uses: number): (k: bigint) => Point {
+  if (uses < 64) return (k) => P.multiply(k);
+  const table = Point.fromAffine(P.toAffine());
+  table.precompute(7, true);
+  return (k) => table.multiply(k);
+}
 
 /** core/codec/transcript.ts's taggedHash (the same bytes hashed) on the given provider. */
 export function taggedHashWith(prims: Primitives, tag: string, parts: Part[]): Uint8Array {

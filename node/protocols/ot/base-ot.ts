@@ -7,11 +7,12 @@
 //   sender:   A = a·G, proof of a
 //   receiver: B_i = b_i·G + c_i·A  (c_i its choice bit), key_i = H(b_i·A)
 //   sender:   k0_i = H(a·B_i), k1_i = H(a·B_i - a·A)
-// Cost per OT: the receiver one fixed-base and one fixed-point (A, precomputed) multiplication, the
-// sender one multiplication of its secret by a fresh point.
+// Cost per OT: the receiver one fixed-base and one fixed-point (A) multiplication, the sender one
+// multiplication of its secret by a fresh point; all three are products by secrets, taken from the
+// injected primitives (constant time in every provider).
 import { normalizeZ } from '@noble/curves/abstract/curve.js';
 import { bytesToHex, concatBytes, hexToBytes } from '@noble/hashes/utils.js';
-import { G, Point, mulBase, pointHex, randomScalar, type Point as P } from '../math/curve.ts';
+import { G, Point, pointHex, randomScalar, type Point as P } from '../math/curve.ts';
 import { noblePrimitives, taggedHashWith, type Primitives } from '../math/primitives.ts';
 import { InputError } from '../../../core/errors/protocol-errors.ts';
 import { SecretBytes } from '../../../core/codec/secret.ts';
@@ -50,27 +51,18 @@ export function unpackPoints(hex: unknown, n: number, what: string): P[] {
   return out;
 }
 
-/**
- * Window for the per-pair table of A. noble blinds secret scalars (384-bit multipliers), so a window-W
- * table has ceil(384/W)+1 windows of 2^(W-1) points and each multiplication adds once per window: for
- * 256 multiplications, W = 7 costs the fewest additions (table 3,584 + 256·56).
- */
-const A_WINDOW = 7;
-
 /** Receiver step: choice bits (packed, bit i of byte i>>3) against the sender's A. */
 export function baseOtChoose(ctx: string, sender: number, receiver: number, A: P, choices: Uint8Array, rng: Rng, prims: Primitives = noblePrimitives): { B: string; keys: Uint8Array[] } {
   const Ahex = pointHex(A);
-  const Apre = Point.fromAffine(A.toAffine());
-  // Lazy: the table is built on the first (blinded) multiplication, for the blinded width only.
-  Apre.precompute(A_WINDOW, true);
+  const timesA = prims.times(A, BASE_OT_COUNT);
   const Bs: P[] = [];
   const Ss: P[] = [];
   for (let i = 0; i < BASE_OT_COUNT; i++) {
     const b = randomScalar(rng);
     const bit = (choices[i >> 3]! >> (i & 7)) & 1;
-    const bG = mulBase(b);
+    const bG = prims.mulBase(b);
     Bs.push(bit ? bG.add(A) : bG);
-    Ss.push(Apre.multiply(b));
+    Ss.push(timesA(b));
   }
   // One field inversion for each batch instead of one per point.
   const Bn = normalizeZ(Point, Bs);
@@ -82,10 +74,10 @@ export function baseOtChoose(ctx: string, sender: number, receiver: number, A: P
 /** Sender step: both keys of every OT. */
 export function baseOtKeys(ctx: string, sender: number, receiver: number, a: bigint, Bs: P[], A: P = G.multiply(a), prims: Primitives = noblePrimitives): { k0: Uint8Array[]; k1: Uint8Array[] } {
   const Ahex = pointHex(A);
-  const aA = A.multiply(a).negate();
+  const aA = prims.times(A, 1)(a).negate();
   const k0: Uint8Array[] = [];
   const k1: Uint8Array[] = [];
-  const S0 = normalizeZ(Point, Bs.map((B) => B.multiply(a)));
+  const S0 = normalizeZ(Point, Bs.map((B) => prims.times(B, 1)(a)));
   const S1 = normalizeZ(Point, S0.map((s) => s.add(aA)));
   Bs.forEach((B, i) => {
     const Bhex = pointHex(B);

@@ -15,7 +15,7 @@ import { keyShareParam } from '../../protocols/keys/key-package.ts';
 import type { EcdsaOtSetup } from '../../protocols/ecdsa/ot-setup.ts';
 import { ecdsaPresignWith } from '../../protocols/ecdsa/presign.ts';
 import { nativePrimitives } from '../native-primitives.ts';
-import { ecdsaOnline, type EcdsaSignature } from '../../protocols/ecdsa/online.ts';
+import { ecdsaOnlineWith, type EcdsaSignature } from '../../protocols/ecdsa/online.ts';
 import type { Presignature } from '../../protocols/ecdsa/presignature.ts';
 import { SessionRefused } from '../session-host.ts';
 import type { SignGrant } from '../authorization/sign-authorizer.ts';
@@ -49,6 +49,7 @@ export function signEcdsaSession(deps: NodeProtocolDeps): SessionKind<SignSessio
   const { vault } = deps;
   const otLocks = deps.otLocks ?? new OtPairLocks();
   const ecdsaPresign = ecdsaPresignWith(deps.primitives ?? nativePrimitives);
+  const ecdsaOnline = ecdsaOnlineWith(deps.primitives ?? nativePrimitives);
   return {
     parse: (ctx) => readParams(signParams, ctx.open.params),
     async preflight(ctx, p) {

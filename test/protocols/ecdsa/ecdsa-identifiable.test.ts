@@ -15,6 +15,8 @@ import { seededRng, type Tamper } from '../simulate.ts';
 import { ONLINE_SID, committee, online, presign, sid, type Committee } from './harness.ts';
 import { ONLINE_R1_KIND, rerandomizer } from '../../../node/protocols/ecdsa/online.ts';
 import { Fn } from '../../../node/protocols/math/curve.ts';
+import { noblePrimitives } from '../../../node/protocols/math/primitives.ts';
+import { nativePrimitives } from '../../../node/runtime/native-primitives.ts';
 
 const c = committee(3, 2, 'identifiable');
 const digest = sid('identifiable message');
@@ -122,39 +124,45 @@ t.test('a signer that sends different presigning images to different peers is ca
   expectEchoBlame(t, res, { 1: [2, 3], 2: [3] }, 3);
 });
 
-t.test('a wrong online share is named by the check against its presigning images', async (t) => {
-  const pre = presign(c, [1, 3], 'wrong-w');
-  const res = online(pre.results, digest, { tamper: new Map([[3, rewrite(1, ONLINE_R1_KIND, (v) => { v.w = scalarHex(5n); })]]) });
-  expectNamed(t, res, [1], 'bad_signature_share', 3);
-  const pre2 = presign(c, signers, 'wrong-u');
-  const res2 = online(pre2.results, digest, { tamper: new Map([[2, rewrite(1, ONLINE_R1_KIND, (v) => { v.u = scalarHex(7n); })]]) });
-  expectNamed(t, res2, [1, 3], 'bad_signature_share', 2);
-});
+for (const prims of [noblePrimitives, nativePrimitives]) {
+  t.test(`a wrong online share is named by the check against its presigning images (${prims.name})`, async (t) => {
+    const pre = presign(c, [1, 3], `wrong-w ${prims.name}`);
+    const res = online(pre.results, digest, { prims, tamper: new Map([[3, rewrite(1, ONLINE_R1_KIND, (v) => { v.w = scalarHex(5n); })]]) });
+    expectNamed(t, res, [1], 'bad_signature_share', 3);
+    const pre2 = presign(c, signers, `wrong-u ${prims.name}`);
+    const res2 = online(pre2.results, digest, { prims, tamper: new Map([[2, rewrite(1, ONLINE_R1_KIND, (v) => { v.u = scalarHex(7n); })]]) });
+    expectNamed(t, res2, [1, 3], 'bad_signature_share', 2);
+  });
+}
 
-t.test('a share that cancels the others (Σu = 0) is named as well', async (t) => {
-  const pre = presign(c, [1, 2], 'cancel-u');
-  // A real attacker sees u_1 in party 1's online message first; the test reads it from party 1's stored presignature.
-  const p1 = pre.results.get(1)!;
-  const d1 = decodeBlob<{ u: SecretBytes; phi: SecretBytes }>('ecdsa-presignature', p1.encode(), { secrets: true });
-  // What party 1 broadcasts is u_1' = u_1 + δ·φ_1.
-  const delta = rerandomizer(ONLINE_SID, p1.R, digest, p1.signers, p1.publicKey);
-  const u1p = Fn.add(exposeScalar(d1.u, 'u'), Fn.mul(delta, exposeScalar(d1.phi, 'phi')));
-  const res = online(pre.results, digest, { tamper: new Map([[2, rewrite(1, ONLINE_R1_KIND, (v) => { v.u = scalarHex(ORDER - u1p); })]]) });
-  expectNamed(t, res, [1], 'bad_signature_share', 2);
-});
+for (const prims of [noblePrimitives, nativePrimitives]) {
+  t.test(`a share that cancels the others (Σu = 0) is named as well (${prims.name})`, async (t) => {
+    const pre = presign(c, [1, 2], `cancel-u ${prims.name}`);
+    // A real attacker sees u_1 in party 1's online message first; the test reads it from party 1's stored presignature.
+    const p1 = pre.results.get(1)!;
+    const d1 = decodeBlob<{ u: SecretBytes; phi: SecretBytes }>('ecdsa-presignature', p1.encode(), { secrets: true });
+    // What party 1 broadcasts is u_1' = u_1 + δ·φ_1.
+    const delta = rerandomizer(ONLINE_SID, p1.R, digest, p1.signers, p1.publicKey);
+    const u1p = Fn.add(exposeScalar(d1.u, 'u'), Fn.mul(delta, exposeScalar(d1.phi, 'phi')));
+    const res = online(pre.results, digest, { prims, tamper: new Map([[2, rewrite(1, ONLINE_R1_KIND, (v) => { v.u = scalarHex(ORDER - u1p); })]]) });
+    expectNamed(t, res, [1], 'bad_signature_share', 2);
+  });
+}
 
-t.test('images that lie consistently in presigning and online abort without a culprit, releasing nothing', async (t) => {
-  let sent: Obj = {};
-  const pre = presign(c, [2, 3], 'lying-images', [], { tamper: new Map([[3, rewrite(3, 'ecdsa-presign/r3/v2', (v) => { v.U = pointHex(G.multiply(99n)); sent = v; })]]) });
-  // The liar also echoes its forged images, so the echo agrees and only the signature can fail.
-  const params: PresignParams = { sessionId: sid('lying-images'), signers: [2, 3], me: 3, key: c.keys.get(3)!, path: [], ot: c.ots.get(3)! };
-  const forgedEcho = r3Digest(presignContext(params, c.keys.get(3)!.pkg.groupKey), 3, sent as { U: string; V: string; Phi: string });
-  // Its online u' is consistent with its forged U: 99 + δ·φ_3 (δ is public to every signer, φ_3 its own).
-  const p2 = pre.results.get(2)!;
-  const delta = rerandomizer(ONLINE_SID, p2.R, digest, p2.signers, p2.publicKey);
-  const phi3 = exposeScalar(decodeBlob<{ phi: SecretBytes }>('ecdsa-presignature', pre.results.get(3)!.encode(), { secrets: true }).phi, 'phi');
-  const res = online(pre.results, digest, { tamper: new Map([[3, rewrite(1, ONLINE_R1_KIND, (v) => { v.u = scalarHex(Fn.add(99n, Fn.mul(delta, phi3))); (v.echo as Obj)['3'] = forgedEcho; })]]) });
-  t.equal(res.aborts.get(2)?.code, 'bad_presignature', 'the honest signer aborts');
-  t.same(res.aborts.get(2)?.culprits, [], 'naming no one');
-  t.notOk(res.results.has(2), 'no signature is released');
-});
+for (const prims of [noblePrimitives, nativePrimitives]) {
+  t.test(`images that lie consistently in presigning and online abort without a culprit, releasing nothing (${prims.name})`, async (t) => {
+    let sent: Obj = {};
+    const pre = presign(c, [2, 3], `lying-images ${prims.name}`, [], { tamper: new Map([[3, rewrite(3, 'ecdsa-presign/r3/v2', (v) => { v.U = pointHex(G.multiply(99n)); sent = v; })]]) });
+    // The liar also echoes its forged images, so the echo agrees and only the signature can fail.
+    const params: PresignParams = { sessionId: sid(`lying-images ${prims.name}`), signers: [2, 3], me: 3, key: c.keys.get(3)!, path: [], ot: c.ots.get(3)! };
+    const forgedEcho = r3Digest(presignContext(params, c.keys.get(3)!.pkg.groupKey), 3, sent as { U: string; V: string; Phi: string });
+    // Its online u' is consistent with its forged U: 99 + δ·φ_3 (δ is public to every signer, φ_3 its own).
+    const p2 = pre.results.get(2)!;
+    const delta = rerandomizer(ONLINE_SID, p2.R, digest, p2.signers, p2.publicKey);
+    const phi3 = exposeScalar(decodeBlob<{ phi: SecretBytes }>('ecdsa-presignature', pre.results.get(3)!.encode(), { secrets: true }).phi, 'phi');
+    const res = online(pre.results, digest, { prims, tamper: new Map([[3, rewrite(1, ONLINE_R1_KIND, (v) => { v.u = scalarHex(Fn.add(99n, Fn.mul(delta, phi3))); (v.echo as Obj)['3'] = forgedEcho; })]]) });
+    t.equal(res.aborts.get(2)?.code, 'bad_presignature', 'the honest signer aborts');
+    t.same(res.aborts.get(2)?.culprits, [], 'naming no one');
+    t.notOk(res.results.has(2), 'no signature is released');
+  });
+}

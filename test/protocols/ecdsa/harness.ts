@@ -8,7 +8,7 @@ import { dkgKeys, type StoredKey } from '../frost/keys.ts';
 import { ecdsaOtSetupWith, type EcdsaOtSetup, type OtSetupParams } from '../../../node/protocols/ecdsa/ot-setup.ts';
 import { ecdsaPresignWith, type PresignParams } from '../../../node/protocols/ecdsa/presign.ts';
 import { noblePrimitives, type Primitives } from '../../../node/protocols/math/primitives.ts';
-import { ecdsaOnline, type EcdsaSignature, type OnlineParams } from '../../../node/protocols/ecdsa/online.ts';
+import { ecdsaOnlineWith, type EcdsaSignature, type OnlineParams } from '../../../node/protocols/ecdsa/online.ts';
 import type { Presignature } from '../../../node/protocols/ecdsa/presignature.ts';
 
 export const sid = (label: string): string => bytesToHex(sha256(new TextEncoder().encode(label)));
@@ -41,16 +41,16 @@ export function presign(c: Committee, signers: number[], label: string, path: nu
 /** The online session id the helpers use unless a test names one (bound into the re-randomizer δ). */
 export const ONLINE_SID = sid('online session');
 
-export function online(presigs: Map<number, Presignature>, digest: string, opts: SimOptions = {}, sessionId: string = ONLINE_SID) {
+export function online(presigs: Map<number, Presignature>, digest: string, opts: HarnessOptions = {}, sessionId: string = ONLINE_SID) {
   const params = new Map<number, OnlineParams>([...presigs].map(([me, presignature]) => [me, { sessionId, presignature, digest }]));
-  return simulate(ecdsaOnline, params, { seed: 'online', ...opts });
+  return simulate(ecdsaOnlineWith(opts.prims ?? noblePrimitives), params, { seed: 'online', ...opts });
 }
 
 /** Presign then sign; returns every signer's signature (they must agree). */
 export function sign(c: Committee, signers: number[], digest: string, label: string, path: number[] = [], prims: Primitives = noblePrimitives): Map<number, EcdsaSignature> {
   const pre = presign(c, signers, label, path, { prims });
   if (pre.aborts.size) throw [...pre.aborts.values()][0]!;
-  const on = online(pre.results, digest);
+  const on = online(pre.results, digest, { prims });
   if (on.aborts.size) throw [...on.aborts.values()][0]!;
   return on.results;
 }
