@@ -139,20 +139,31 @@ function mulEncoded(p: Uint8Array, k: bigint): Point {
  */
 export function libsecpVerifyEcdsa(r: bigint, s: bigint, m: bigint, publicKey: string): boolean {
   if (r <= 0n || r >= ORDER || s <= 0n || s > ORDER >> 1n) return false;
-  const key = /^0[23][0-9a-f]{64}$/.test(publicKey) ? hexToBytes(publicKey) : undefined;
-  if (!key || !libsecp.isPoint(key)) parsePoint(publicKey, 'public key'); // throws its InputError
   const sig = new Uint8Array(64);
   sig.set(Fn.toBytes(r), 0);
   sig.set(Fn.toBytes(s), 32);
-  return libsecp.verify(Fn.toBytes(Fn.create(m)), key!, sig, true);
+  return withPoint(publicKey, 'public key', (key) => libsecp.verify(Fn.toBytes(Fn.create(m)), key, sig, true));
+}
+
+/**
+ * Runs `f` on a compressed point (hex) that libsecp256k1 parses itself; a point it refuses is then
+ * refused with the reference's InputError (parsePoint's), so both providers fail alike.
+ */
+function withPoint<T>(hex: string, what: string, f: (point: Uint8Array) => T): T {
+  const point = /^0[23][0-9a-f]{64}$/.test(hex) ? hexToBytes(hex) : undefined;
+  if (!point) parsePoint(hex, what);
+  try {
+    return f(point!);
+  } catch (err) {
+    parsePoint(hex, what);
+    throw err;
+  }
 }
 
 /** P + k·G on libsecp256k1 (exported for the equivalence tests). */
 export function libsecpAddBase(P: string, k: bigint): string | undefined {
   if (k <= 0n || k >= ORDER) throw new RangeError('secp256k1: the scalar must be in 1..n-1');
-  const point = /^0[23][0-9a-f]{64}$/.test(P) ? hexToBytes(P) : undefined;
-  if (!point || !libsecp.isPoint(point)) parsePoint(P, 'point'); // throws its InputError
-  const sum = libsecp.pointAddScalar(point!, Fn.toBytes(k), true);
+  const sum = withPoint(P, 'point', (point) => libsecp.pointAddScalar(point, Fn.toBytes(k), true));
   return sum ? bytesToHex(sum) : undefined;
 }
 
