@@ -11,7 +11,7 @@
 // one. The protocol worker's bundle sits beside each program's as `protocol-worker.js`, where a compiled
 // node looks for it (node/runtime/workers/protocol-workers.ts).
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import { buildSync } from 'esbuild';
 
@@ -19,8 +19,11 @@ const root = resolve(import.meta.dirname, '../..');
 const programsDir = join(root, '.tap', 'programs');
 const workerEntry = join(root, 'node/runtime/workers/protocol-worker.ts');
 const built = new Map<string, string>();
-/** Bundles older than this are removed when a test process first builds one (content-named, so never reused once stale). */
-const keepMs = 24 * 3600_000;
+/**
+ * Bundles not used for this long are removed when a test process first builds one (a bundle in use is
+ * touched each time a test process takes it; content-named, so a stale one is never taken again).
+ */
+const keepMs = 7 * 24 * 3600_000;
 
 /** The arguments that make `node` run `entry` (a path from the project root, or absolute). */
 export function programArgs(entry: string): string[] {
@@ -50,7 +53,7 @@ function bundle(entry: string): string {
   const hash = createHash('sha256');
   for (const f of result.outputFiles) hash.update(f.path).update(f.contents);
   const dir = join(programsDir, hash.digest('hex').slice(0, 16));
-  if (!existsSync(dir)) {
+  if (!touch(dir)) {
     const staging = `${dir}.${process.pid}.tmp`;
     mkdirSync(staging, { recursive: true });
     for (const f of result.outputFiles) writeFileSync(join(staging, basename(f.path)), f.contents);
@@ -62,6 +65,17 @@ function bundle(entry: string): string {
     }
   }
   return join(dir, `${name}.js`);
+}
+
+/** Marks an existing bundle as used now; false when there is none. */
+function touch(dir: string): boolean {
+  try {
+    const now = new Date();
+    utimesSync(dir, now, now);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function prune(): void {
