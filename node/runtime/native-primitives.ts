@@ -103,17 +103,20 @@ function scalarBytes(k: bigint): Uint8Array {
   return Fn.toBytes(k);
 }
 
-/** k·G on libsecp256k1 (exported for the equivalence tests). */
-export function libsecpMulBase(k: bigint): Point {
+/** The point libsecp256k1 returns for a secret scalar k, whose bytes are zeroed afterwards. */
+function product(k: bigint, f: (d: Uint8Array) => Uint8Array | null): Point {
   const d = scalarBytes(k);
   try {
-    const out = libsecp.pointFromScalar(d, false);
+    const out = f(d);
     if (!out) throw new Error('secp256k1: product is the identity');
     return Point.fromBytes(out);
   } finally {
     d.fill(0);
   }
 }
+
+/** k·G on libsecp256k1 (exported for the equivalence tests). */
+export const libsecpMulBase = (k: bigint): Point => product(k, (d) => libsecp.pointFromScalar(d, false));
 
 /** k·P on libsecp256k1 (exported for the equivalence tests). */
 export function libsecpMul(P: Point, k: bigint): Point {
@@ -121,16 +124,7 @@ export function libsecpMul(P: Point, k: bigint): Point {
   return mulEncoded(P.toBytes(false), k);
 }
 
-function mulEncoded(p: Uint8Array, k: bigint): Point {
-  const d = scalarBytes(k);
-  try {
-    const out = libsecp.pointMultiply(p, d, false);
-    if (!out) throw new Error('secp256k1: product is the identity');
-    return Point.fromBytes(out);
-  } finally {
-    d.fill(0);
-  }
-}
+const mulEncoded = (p: Uint8Array, k: bigint): Point => product(k, (d) => libsecp.pointMultiply(p, d, false));
 
 /**
  * ECDSA verification on libsecp256k1 (exported for the equivalence tests), with the reference's
@@ -162,8 +156,8 @@ function withPoint<T>(hex: string, what: string, f: (point: Uint8Array) => T): T
 
 /** P + k·G on libsecp256k1 (exported for the equivalence tests). */
 export function libsecpAddBase(P: string, k: bigint): string | undefined {
-  if (k <= 0n || k >= ORDER) throw new RangeError('secp256k1: the scalar must be in 1..n-1');
-  const sum = withPoint(P, 'point', (point) => libsecp.pointAddScalar(point, Fn.toBytes(k), true));
+  const tweak = scalarBytes(k);
+  const sum = withPoint(P, 'point', (point) => libsecp.pointAddScalar(point, tweak, true));
   return sum ? bytesToHex(sum) : undefined;
 }
 

@@ -272,8 +272,8 @@ export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, Pre
         // ρ has 128 bits (soundness 2^-128, the curve's level), which halves the two products by ρ.
         const rho = hashToScalar('custody/ecdsa/gamma-check/v1', [pc, m.R, m.pk, m.gu, m.gv]) >> 128n;
         const lhs = prims.mulBase(Fn.add(d[0], Fn.mul(rho, d[1]))).add(gu).add(gv.multiplyUnsafe(rho));
-        const rhs = prims.times(Rj.add(pkj.multiplyUnsafe(rho)), 1)(chi === 0n ? 1n : chi);
-        if (chi === 0n || !lhs.equals(rhs)) throw new ProtocolAbort('bad_multiplication', [j], `party ${j}: multiplication shares do not match R and pk`);
+        const combined = Rj.add(pkj.multiplyUnsafe(rho));
+        if (chi === 0n || combined.is0() || !lhs.equals(prims.times(combined, 1)(chi))) throw new ProtocolAbort('bad_multiplication', [j], `party ${j}: multiplication shares do not match R and pk`);
         const [cu, cv] = s.c[String(j)]!.map((x) => exposeScalar(x, 'c', true)) as [bigint, bigint];
         const psi = parseScalar(m.psi, 'psi', true);
         u = Fn.add(u, Fn.add(Fn.add(cu, Fn.mul(r, psi)), d[0]));
