@@ -1,12 +1,13 @@
 // Protocol core I: DKG 2-of-3, a full FROST 2-of-3 Taproot signing session with every party in one
-// process, reshare 2-of-3 to 2-of-3, and bare noble schnorr_FROST doing the same session's work (each
-// signer commits, signs, checks the other's share, aggregates and verifies), all beside a single-key
-// BIP-340 sign from the same run.
+// process (on the node's native primitives, and on the reference ones), reshare 2-of-3 to 2-of-3, and
+// bare noble schnorr_FROST doing the same session's work (each signer commits, signs, checks the
+// other's share, aggregates and verifies), all beside a single-key BIP-340 sign from the same run.
 import { schnorr, schnorr_FROST } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { dkg, type DkgParams } from '../../node/protocols/dkg/dkg.ts';
-import { frostSign, type FrostSignParams } from '../../node/protocols/frost/frost-sign.ts';
+import { frostSign, frostSignWith, type FrostSignParams } from '../../node/protocols/frost/frost-sign.ts';
+import { nativePrimitives } from '../../node/runtime/native-primitives.ts';
 import { reshare, type ReshareParams } from '../../node/protocols/reshare/reshare.ts';
 import { taprootKeyShare } from '../../node/protocols/frost/taproot.ts';
 import { SecretShare } from '../../node/protocols/keys/key-package.ts';
@@ -27,10 +28,12 @@ function dkgOnce() {
   return simulate(dkg, params, { seed: s });
 }
 
-function signOnce() {
+const frostSignNative = frostSignWith(nativePrimitives);
+
+function signOnce(protocol = frostSignNative) {
   const s = sid('sign' + n++);
   const params = new Map<number, FrostSignParams>([1, 2].map((me) => [me, { sessionId: s, suite: 'taproot', message: digest, signers: [1, 2], me, key: keys.get(me)!, path: [] }]));
-  const { results } = simulate(frostSign, params, { seed: s });
+  const { results } = simulate(protocol, params, { seed: s });
   if (results.size !== 2) throw new Error('signing failed');
 }
 
@@ -72,8 +75,9 @@ export const suite: BenchSuite = {
   title: 'protocol core I: DKG, FROST, reshare',
   cases: [
     { name: 'frost.noble-bare.session.2of3', baseline: 'baseline.schnorr.sign', runs: 40, fn: bareNobleSession },
-    { name: 'frost.session.2of3', baseline: 'frost.noble-bare.session.2of3', runs: 40, fn: signOnce },
-    { name: 'frost.session.2of3.vs-single', baseline: 'baseline.schnorr.sign', runs: 40, fn: signOnce },
+    { name: 'frost.session.2of3', baseline: 'frost.noble-bare.session.2of3', runs: 40, fn: () => signOnce() },
+    { name: 'frost.session.2of3.vs-single', baseline: 'baseline.schnorr.sign', runs: 40, fn: () => signOnce() },
+    { name: 'frost.session.2of3.reference', baseline: 'baseline.schnorr.sign', runs: 40, fn: () => signOnce(frostSign) },
     { name: 'dkg.2of3', baseline: 'baseline.schnorr.sign', runs: 20, fn: dkgOnce },
     { name: 'reshare.2of3-to-2of3', baseline: 'baseline.schnorr.sign', runs: 20, fn: reshareOnce },
   ],

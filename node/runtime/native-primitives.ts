@@ -161,6 +161,41 @@ export function libsecpAddBase(P: string, k: bigint): string | undefined {
   return sum ? bytesToHex(sum) : undefined;
 }
 
+/**
+ * A compressed point (hex) decompressed by libsecp256k1 (exported for the equivalence tests): noble then
+ * reads the 65-byte encoding with its curve-equation check, without the square root it would take.
+ */
+export function libsecpPoint(hex: string, what: string): Point {
+  return withPoint(hex, what, (point) => Point.fromBytes(libsecp.pointCompress(point, false)));
+}
+
+/**
+ * k·P for public k and P on libsecp256k1 (exported for the equivalence tests): its constant-time
+ * product, which in WebAssembly is still some twenty times noble's variable-time one.
+ */
+export function libsecpMulPublic(P: Point, k: bigint): Point {
+  if (P.is0()) throw new RangeError('secp256k1: the identity has no product to take');
+  if (k <= 0n || k >= Fn.ORDER) throw new RangeError('secp256k1: a scalar must be in 1..n-1');
+  const out = libsecp.pointMultiply(P.toBytes(false), Fn.toBytes(k), false);
+  if (!out) throw new Error('secp256k1: product is the identity');
+  return Point.fromBytes(out);
+}
+
+/**
+ * BIP-340 verification on libsecp256k1 (exported for the equivalence tests) for a 32-byte message; other
+ * lengths, which BIP-340 allows and the library's binding does not, go to the reference. A malformed
+ * signature or key is `false`, as in the reference.
+ */
+export function libsecpVerifySchnorr(sig: Uint8Array, msg: Uint8Array, xOnlyKey: Uint8Array): boolean {
+  if (msg.length !== 32) return noblePrimitives.verifySchnorr(sig, msg, xOnlyKey);
+  if (sig.length !== 64 || xOnlyKey.length !== 32) return false;
+  try {
+    return libsecp.verifySchnorr(msg, xOnlyKey, sig);
+  } catch {
+    return false;
+  }
+}
+
 export const nativePrimitives: Primitives = Object.freeze({
   name: 'native',
   sha256: (data: Uint8Array): Uint8Array => own(hash('sha256', data, 'buffer') as Buffer),
@@ -184,4 +219,7 @@ export const nativePrimitives: Primitives = Object.freeze({
   },
   verifyEcdsa: libsecpVerifyEcdsa,
   addBase: libsecpAddBase,
+  point: libsecpPoint,
+  mulPublic: libsecpMulPublic,
+  verifySchnorr: libsecpVerifySchnorr,
 });

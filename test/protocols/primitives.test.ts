@@ -6,7 +6,7 @@
 import t from 'tap';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { noblePrimitives, taggedHashWith, type Primitives } from '../../node/protocols/math/primitives.ts';
-import { STREAM_NATIVE_FROM, libsecpAddBase, libsecpMul, libsecpMulBase, nativePrimitives, opensslChacha20, opensslXchacha20 } from '../../node/runtime/native-primitives.ts';
+import { STREAM_NATIVE_FROM, libsecpAddBase, libsecpMul, libsecpMulBase, libsecpMulPublic, libsecpPoint, nativePrimitives, opensslChacha20, opensslXchacha20 } from '../../node/runtime/native-primitives.ts';
 import { taggedHash } from '../../core/codec/transcript.ts';
 import { encodeOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
 import { hashToScalars } from '../../node/protocols/ecdsa/hash.ts';
@@ -154,6 +154,30 @@ t.test('P + k·G for public values: the same encoding from both providers, the i
     t.throws(() => noble.addBase(bad, 1n), { code: 'bad_point' }, `noble refuses ${bad.slice(0, 6)}…`);
   }
   t.throws(() => native.addBase(P, 0n), RangeError, 'a zero scalar refused');
+});
+
+t.test('public products and point decompression: the same points from both providers, the same refusals', async (t) => {
+  const r = seededRng('prims public');
+  const n = Fn.ORDER;
+  const scalars = [1n, 2n, n - 1n, (n + 1n) / 2n, ...Array.from({ length: 12 }, () => randomScalar(r))];
+  const points = [G, G.negate(), G.multiply(5n).add(G.multiply(9n)), ...Array.from({ length: 4 }, () => G.multiply(randomScalar(r)))];
+  let same = 0;
+  for (const P of points) for (const k of scalars) if (libsecpMulPublic(P, k).equals(P.multiply(k)) && native.mulPublic(P, k).equals(noble.mulPublic(P, k))) same++;
+  t.equal(same, scalars.length * points.length, `k·P equal for ${scalars.length} public scalars × ${points.length} points`);
+  for (const k of [0n, n, -1n]) t.throws(() => native.mulPublic(G, k), RangeError, `a public product by ${k === n ? 'n' : k} refused`);
+  t.throws(() => native.mulPublic(Point.ZERO, 3n), RangeError, 'a public product of the identity refused');
+  let parsed = 0;
+  for (const P of points) {
+    const hex = pointHex(P);
+    const a = libsecpPoint(hex, 'p');
+    if (a.equals(P) && native.point(hex, 'p').equals(noble.point(hex, 'p')) && pointHex(a) === hex) parsed++;
+  }
+  t.equal(parsed, points.length, 'every compressed point decompresses to the same point, both parities');
+  // x = 0 is not on the curve, x = p is not a field element, 05 is no prefix, uncompressed is refused here.
+  for (const bad of ['02' + '00'.repeat(32), '03' + 'ff'.repeat(32), '05' + '11'.repeat(32), 'zz', '04' + '11'.repeat(64), '']) {
+    t.throws(() => native.point(bad, 'p'), { code: 'bad_point' }, `native refuses ${bad.slice(0, 6) || 'empty'}…`);
+    t.throws(() => noble.point(bad, 'p'), { code: 'bad_point' }, `noble refuses ${bad.slice(0, 6) || 'empty'}…`);
+  }
 });
 
 t.test('hashToScalars: the same scalars from both providers', async (t) => {

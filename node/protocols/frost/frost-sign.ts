@@ -1,19 +1,22 @@
-// FROST signing (RFC 9591 §5) through @noble/curves: `secp256k1_FROST` for plain RFC signatures and
-// `schnorr_FROST` for 64-byte BIP-340 signatures. This module adds what a networked signer needs around
-// noble's functions: session binding, derivation and Taproot tweaks applied before signing, checks of
-// every received commitment and share with the culprit named, and single-use nonces: the nonce pair
-// lives in the run state until round 2 consumes it, and a run cannot reach round 2 twice.
+// FROST signing (RFC 9591 §5): `secp256k1` for plain RFC signatures and `bip340`/`taproot` for 64-byte
+// BIP-340 signatures, on the arithmetic of frost-core.ts with its products through the injected
+// `Primitives`. This module adds what a networked signer needs around it: session binding, derivation
+// and Taproot tweaks applied before signing, checks of every received commitment and share with the
+// culprit named, and single-use nonces: the nonce pair lives in the run state until round 2 consumes it,
+// and a run cannot reach round 2 twice.
 //
 // Rounds: 1 broadcast {hiding, binding commitments}; 2 broadcast {signature share}; every signer
-// aggregates and verifies the signature before returning it.
-import { schnorr, schnorr_FROST, secp256k1_FROST } from '@noble/curves/secp256k1.js';
+// aggregates and verifies the signature before returning it. The group commitment computed in round 2
+// is kept in the state for the aggregation (it is public), so it is computed once per signer.
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { exposeScalar, parsePoint, parseScalar, secretScalar } from '../math/curve.ts';
+import { exposeScalar, parseScalar, pointHex, scalarHex, secretScalar } from '../math/curve.ts';
+import { noblePrimitives, type Primitives } from '../math/primitives.ts';
+import { aggregate, nonceGenerate, shareVerifies, signatureShare, signatureVerifies, signingContext, type Ciphersuite, type CommitmentEntry, type SigningContext } from './frost-core.ts';
 import { taggedHashHex } from '../../../core/codec/transcript.ts';
 import { InputError, ProtocolAbort, ProtocolBug, blame } from '../../../core/errors/protocol-errors.ts';
-import { checkParties, checkSessionId, readPayload, type Protocol } from '../round/machine.ts';
+import { checkParties, checkSessionId, readPayload, type Protocol, type Rng } from '../round/machine.ts';
 import { encodeBlob } from '../../../core/codec/blob.ts';
-import { SecretBytes } from '../../../core/codec/secret.ts';
+import type { SecretBytes } from '../../../core/codec/secret.ts';
 import type { KeyShare, KeyShareParam } from '../keys/key-package.ts';
 import type { KeyPackage } from '../../../core/session/key-package.ts';
 import { preparedKeyShare } from './prepared-key.ts';
@@ -61,6 +64,8 @@ export interface FrostSignState {
   nonces: Nonces | null;
   commits: Record<string, Commit>;
   sigShares: Record<string, string>;
+  /** The group commitment R (compressed hex), public, once round 2 has computed it. */
+  groupCommitment?: string;
 }
 
 export interface FrostSignature {
@@ -69,17 +74,32 @@ export interface FrostSignature {
   publicKey: string;
 }
 
-export const suiteOf = (s: FrostSuite) => (s === 'secp256k1' ? secp256k1_FROST : schnorr_FROST);
-export const idOf = (n: number) => secp256k1_FROST.Identifier.fromNumber(n);
+/** The ciphersuite of a signature suite: BIP-340 signatures (plain or Taproot) are FROST's `tr`. */
+export const ciphersuiteOf = (s: FrostSuite): Ciphersuite => (s === 'secp256k1' ? 'secp256k1' : 'tr');
 
-function frostPublic(pkg: KeyPackage, signers: number[]) {
-  const verifyingShares: Record<string, Uint8Array> = {};
-  for (const p of signers) verifyingShares[idOf(p)] = hexToBytes(pkg.verificationShares[String(p)]!);
-  return { signers: { min: pkg.threshold, max: Math.max(pkg.threshold, pkg.parties.length) }, commitments: pkg.groupCommitment.map(hexToBytes), verifyingShares };
+/**
+ * RFC 9591 §5.1 commit: a nonce pair hedged with the signing share (nonce_generate) and its commitments
+ * (d·G, e·G through `prims`, constant time). The rng gives 32 bytes for the hiding nonce, then 32 for the
+ * binding one, as the RFC's vectors inject them.
+ */
+export function commitNonces(prims: Primitives, suite: FrostSuite, share: SecretBytes, rng: Rng): { nonces: Nonces; commitment: Commit } {
+  const cs = ciphersuiteOf(suite);
+  const s = exposeScalar(share, 'share');
+  const d = nonceGenerate(cs, rng(32), s);
+  const e = nonceGenerate(cs, rng(32), s);
+  return {
+    nonces: { hiding: secretScalar(d), binding: secretScalar(e) },
+    commitment: { hiding: pointHex(prims.mulBase(d)), binding: pointHex(prims.mulBase(e)) },
+  };
 }
 
-function commitmentList(s: FrostSignState) {
-  return [...s.params.signers].sort((a, b) => a - b).map((p) => ({ identifier: idOf(p), hiding: hexToBytes(s.commits[String(p)]!.hiding), binding: hexToBytes(s.commits[String(p)]!.binding) }));
+function commitmentList(prims: Primitives, s: FrostSignState): CommitmentEntry[] {
+  return s.params.signers.map((p) => ({ id: BigInt(p), hiding: prims.point(s.commits[String(p)]!.hiding, 'hiding commitment'), binding: prims.point(s.commits[String(p)]!.binding, 'binding commitment') }));
+}
+
+function contextOf(prims: Primitives, s: FrostSignState, list: CommitmentEntry[]): SigningContext {
+  const R = s.groupCommitment ? prims.point(s.groupCommitment, 'group commitment') : undefined;
+  return signingContext(prims, ciphersuiteOf(s.params.suite), prims.point(s.pkg.groupKey, 'group key'), list, messageBytes(s), R);
 }
 
 /** The message as signed: bound to nothing else, as RFC 9591 and BIP-340 define it. */
@@ -101,103 +121,96 @@ export function checkParams(p: FrostSignParams): void {
   if (p.merkleRoot && !/^[0-9a-f]{64}$/.test(p.merkleRoot)) throw new InputError('bad_merkle_root', 'merkle root is 32 bytes of hex');
 }
 
-export const frostSign: Protocol<FrostSignParams, FrostSignState, FrostSignature> = {
-  name: 'frost-sign/v1',
+/** The two-round signing on the given primitives (the node passes its native ones). */
+export function frostSignWith(prims: Primitives): Protocol<FrostSignParams, FrostSignState, FrostSignature> {
+  return {
+    name: 'frost-sign/v1',
 
-  start(params, rng) {
-    checkParams(params);
-    const k = signingKeyShare(params);
-    const suite = suiteOf(params.suite);
-    const share = secretScalar(k.share.scalar());
-    const secret = { identifier: idOf(params.me), signingShare: share.expose() };
-    const { nonces, commitments } = suite.commit(secret, (n?: number) => rng(n ?? 32) as Uint8Array<ArrayBuffer>);
-    const own: Commit = { hiding: bytesToHex(commitments.hiding), binding: bytesToHex(commitments.binding) };
-    const context = taggedHashHex('custody/frost/context/v1', [params.sessionId, params.suite, params.message, [...params.signers].sort((a, b) => a - b).join(','), k.pkg.groupKey]);
-    // The state owns noble's nonce bytes: nothing else holds them.
-    const state: FrostSignState = {
-      params, context, share, pkg: k.pkg,
-      nonces: { hiding: new SecretBytes(nonces.hiding), binding: new SecretBytes(nonces.binding) },
-      commits: { [params.me]: own }, sigShares: {},
-    };
-    // The context hash binds session and signer set into round 1, so a commitment from another
-    // session cannot be mixed into this one.
-    return { state, out: [{ from: params.me, to: 'all', round: 1, payload: encodeBlob('frost/r1', { ...own, context }) }] };
-  },
+    start(params, rng) {
+      checkParams(params);
+      const k = signingKeyShare(params);
+      const share = secretScalar(k.share.scalar());
+      const { nonces, commitment: own } = commitNonces(prims, params.suite, share, rng);
+      const context = taggedHashHex('custody/frost/context/v1', [params.sessionId, params.suite, params.message, [...params.signers].sort((a, b) => a - b).join(','), k.pkg.groupKey]);
+      // The state owns the nonce bytes: nothing else holds them.
+      const state: FrostSignState = { params, context, share, pkg: k.pkg, nonces, commits: { [params.me]: own }, sigShares: {} };
+      // The context hash binds session and signer set into round 1, so a commitment from another
+      // session cannot be mixed into this one.
+      return { state, out: [{ from: params.me, to: 'all', round: 1, payload: encodeBlob('frost/r1', { ...own, context }) }] };
+    },
 
-  verify(s, round, msg) {
-    const from = msg.from;
-    if (!s.params.signers.includes(from) || from === s.params.me) throw new ProtocolAbort('unknown_party', [from], `party ${from} is not a signer here`);
-    if (msg.to !== 'all') throw new ProtocolAbort('bad_message', [from], 'FROST rounds are broadcasts');
-    if (round === 1) {
-      const c = readPayload<Commit & { context: string }>('frost/r1', msg);
-      if (c.context !== s.context) throw new ProtocolAbort('wrong_session', [from], `party ${from}: commitment is for another session or signer set`);
-      return blame(from, 'bad_commitment', () => {
-        parsePoint(c.hiding, 'hiding commitment');
-        parsePoint(c.binding, 'binding commitment');
-        return { hiding: c.hiding, binding: c.binding } satisfies Commit;
-      });
-    }
-    // The share is parsed here and checked through the aggregate in finalize (RFC 9591 §5.3): when the
-    // aggregate does not verify, every share is verified (§5.4) and the failing signers are named.
-    const { share } = readPayload<{ share: string }>('frost/r2', msg);
-    blame(from, 'bad_signature_share', () => parseScalar(share, 'signature share', true));
-    return share;
-  },
+    verify(s, round, msg) {
+      const from = msg.from;
+      if (!s.params.signers.includes(from) || from === s.params.me) throw new ProtocolAbort('unknown_party', [from], `party ${from} is not a signer here`);
+      if (msg.to !== 'all') throw new ProtocolAbort('bad_message', [from], 'FROST rounds are broadcasts');
+      if (round === 1) {
+        const c = readPayload<Commit & { context: string }>('frost/r1', msg);
+        if (c.context !== s.context) throw new ProtocolAbort('wrong_session', [from], `party ${from}: commitment is for another session or signer set`);
+        return blame(from, 'bad_commitment', () => {
+          prims.point(c.hiding, 'hiding commitment');
+          prims.point(c.binding, 'binding commitment');
+          return { hiding: c.hiding, binding: c.binding } satisfies Commit;
+        });
+      }
+      // The share is parsed here and checked through the aggregate in finalize (RFC 9591 §5.3): when the
+      // aggregate does not verify, every share is verified (§5.4) and the failing signers are named.
+      const { share } = readPayload<{ share: string }>('frost/r2', msg);
+      blame(from, 'bad_signature_share', () => parseScalar(share, 'signature share', true));
+      return share;
+    },
 
-  store(s, round, msg, parsed) {
-    if (round === 1) return { ...s, commits: { ...s.commits, [msg.from]: parsed as Commit } };
-    return { ...s, sigShares: { ...s.sigShares, [msg.from]: parsed as string } };
-  },
+    store(s, round, msg, parsed) {
+      if (round === 1) return { ...s, commits: { ...s.commits, [msg.from]: parsed as Commit } };
+      return { ...s, sigShares: { ...s.sigShares, [msg.from]: parsed as string } };
+    },
 
-  ready(s, round) {
-    const need = s.params.signers.map(String);
-    return round === 1 ? need.every((p) => s.commits[p]) : need.filter((p) => p !== String(s.params.me)).every((p) => s.sigShares[p]);
-  },
+    ready(s, round) {
+      const need = s.params.signers.map(String);
+      return round === 1 ? need.every((p) => s.commits[p]) : need.filter((p) => p !== String(s.params.me)).every((p) => s.sigShares[p]);
+    },
 
-  finalize(s, round) {
-    if (round === 1) {
-      const { state, share } = signOwnShare(s);
-      return { kind: 'next', state, out: [{ from: s.params.me, to: 'all', round: 2, payload: encodeBlob('frost/r2', { share }) }] };
-    }
-    return { kind: 'done', state: { ...s, sigShares: {} }, result: aggregateSignature(s) };
-  },
-};
+    finalize(s, round) {
+      if (round === 1) {
+        const { state, share } = signOwnShare(prims, s);
+        return { kind: 'next', state, out: [{ from: s.params.me, to: 'all', round: 2, payload: encodeBlob('frost/r2', { share }) }] };
+      }
+      return { kind: 'done', state: { ...s, sigShares: {} }, result: aggregateSignature(prims, s) };
+    },
+  };
+}
+
+/** The two-round signing on the reference primitives. */
+export const frostSign = frostSignWith(noblePrimitives);
 
 /**
  * Round 2 for this signer (RFC 9591 §5.2): its signature share over the full commitment list, with its
- * nonce pair and tweaked share zeroed and dropped from the state, so a run signs once.
+ * nonce pair and tweaked share zeroed and dropped from the state, so a run signs once. The group
+ * commitment stays in the state for the aggregation.
  */
-export function signOwnShare(s: FrostSignState): { state: FrostSignState; share: string } {
+export function signOwnShare(prims: Primitives, s: FrostSignState): { state: FrostSignState; share: string } {
   if (!s.nonces || !s.share) throw new ProtocolBug('nonce already consumed: a run signs once');
-  const suite = suiteOf(s.params.suite);
-  const pub = frostPublic(s.pkg, s.params.signers);
-  const nonces = { hiding: s.nonces.hiding.expose(), binding: s.nonces.binding.expose() };
-  const secret = { identifier: idOf(s.params.me), signingShare: s.share.expose() };
-  const share = bytesToHex(suite.signShare(secret, pub, nonces, commitmentList(s), messageBytes(s)));
-  // Consumed (noble also zeroes the nonces): a copy of this state that tried again would throw.
+  const ctx = contextOf(prims, s, commitmentList(prims, s));
+  const d = exposeScalar(s.nonces.hiding, 'hiding nonce');
+  const e = exposeScalar(s.nonces.binding, 'binding nonce');
+  const share = scalarHex(signatureShare(ctx, BigInt(s.params.me), exposeScalar(s.share, 'share'), d, e));
+  // Consumed: a copy of this state that tried again would throw.
   s.nonces.hiding.zeroize();
   s.nonces.binding.zeroize();
   s.share.zeroize();
-  return { state: { ...s, nonces: null, share: null, sigShares: { [s.params.me]: share } }, share };
+  return { state: { ...s, nonces: null, share: null, sigShares: { [s.params.me]: share }, groupCommitment: pointHex(ctx.R) }, share };
 }
 
 /** Aggregates every signer's share (RFC 9591 §5.3) and verifies; failing shares are named (§5.4). */
-export function aggregateSignature(s: FrostSignState): FrostSignature {
-  const suite = suiteOf(s.params.suite);
-  const pub = frostPublic(s.pkg, s.params.signers);
-  const shares: Record<string, Uint8Array> = {};
-  for (const p of s.params.signers) shares[idOf(p)] = hexToBytes(s.sigShares[String(p)]!);
-  let sig: Uint8Array;
-  try {
-    sig = suite.aggregate(pub, commitmentList(s), messageBytes(s), shares);
-  } catch (err) {
-    const cheaters = ((err as { cheaters?: string[] }).cheaters ?? []).map((id) => s.params.signers.find((p) => idOf(p) === id)!);
-    if (cheaters.length) throw new ProtocolAbort('bad_signature_share', cheaters, `signature share of ${cheaters.join(', ')} does not verify`);
-    throw new ProtocolAbort('aggregation_failed', [], `aggregation failed: ${(err as Error).message}`);
-  }
+export function aggregateSignature(prims: Primitives, s: FrostSignState): FrostSignature {
+  const list = commitmentList(prims, s);
+  const ctx = contextOf(prims, s, list);
+  const shares = s.params.signers.map((p) => parseScalar(s.sigShares[String(p)], 'signature share', true));
+  const sig = aggregate(ctx, shares);
   const xOnly = s.params.suite !== 'secp256k1';
-  const publicKey = xOnly ? bytesToHex(hexToBytes(s.pkg.groupKey).slice(1)) : s.pkg.groupKey;
-  const valid = xOnly ? schnorr.verify(sig, messageBytes(s), hexToBytes(publicKey)) : secp256k1_FROST.verify(sig, messageBytes(s), hexToBytes(publicKey));
-  if (!valid) throw new ProtocolAbort('invalid_signature', [], 'aggregated signature does not verify');
-  return { signature: bytesToHex(sig), publicKey };
+  if (!signatureVerifies(prims, ctx.cs, sig, ctx.msg, prims.point(s.pkg.groupKey, 'group key'))) {
+    const cheaters = s.params.signers.filter((p, i) => !shareVerifies(ctx, list[i]!, prims.point(s.pkg.verificationShares[String(p)] ?? '', 'verification share'), shares[i]!));
+    if (cheaters.length) throw new ProtocolAbort('bad_signature_share', cheaters, `signature share of ${cheaters.join(', ')} does not verify`);
+    throw new ProtocolAbort('invalid_signature', [], 'aggregated signature does not verify');
+  }
+  return { signature: bytesToHex(sig), publicKey: xOnly ? s.pkg.groupKey.slice(2) : s.pkg.groupKey };
 }

@@ -9,6 +9,7 @@
 // multiplications in the reference, libsecp256k1's constant-time ones in the node's provider. They
 // return the same point for the same inputs (docs/protocols/ecdsa.md, "Primitives").
 import { chacha20, xchacha20 } from '@noble/ciphers/chacha.js';
+import { schnorr } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { transcript, type Part } from '../../../core/codec/transcript.ts';
@@ -45,6 +46,18 @@ export interface Primitives {
    * public scalar 0 < k < n; undefined when the sum is the identity. Public values only.
    */
   addBase(P: string, k: bigint): string | undefined;
+  /**
+   * The point of a compressed encoding (hex), refusing what core's `parsePoint` refuses with its
+   * InputError (bad_point): the reference is `parsePoint` itself. Public values only.
+   */
+  point(hex: string, what: string): Point;
+  /** k·P for a public scalar 0 < k < n and a valid, non-identity point P: public values only. */
+  mulPublic(P: Point, k: bigint): Point;
+  /**
+   * Whether `sig` (64 bytes) is a BIP-340 signature of `msg` (any length) under the x-only key (32 bytes);
+   * a malformed signature or key is false. Public values only.
+   */
+  verifySchnorr(sig: Uint8Array, msg: Uint8Array, xOnlyKey: Uint8Array): boolean;
 }
 
 let zeros = new Uint8Array(1024);
@@ -67,6 +80,15 @@ export const noblePrimitives: Primitives = Object.freeze({
   addBase(P: string, k: bigint): string | undefined {
     const sum = parsePoint(P, 'point').add(G.multiplyUnsafe(k));
     return sum.is0() ? undefined : pointHex(sum);
+  },
+  point: parsePoint,
+  mulPublic: (P: Point, k: bigint): Point => P.multiplyUnsafe(k),
+  verifySchnorr(sig: Uint8Array, msg: Uint8Array, xOnlyKey: Uint8Array): boolean {
+    try {
+      return schnorr.verify(sig, msg, xOnlyKey);
+    } catch {
+      return false; // a signature or key of the wrong length
+    }
   },
 });
 

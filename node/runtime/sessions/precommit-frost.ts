@@ -13,6 +13,7 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import { precommitParams, precommitResult } from '../../../core/session/session-contract.ts';
 import type { PrecommitSessionParams } from '../../../core/session/session-params.ts';
 import { keyShareParam } from '../../protocols/keys/key-package.ts';
+import { nativePrimitives } from '../native-primitives.ts';
 import { frostPrecommit, precommitStatement, type FrostPrecommitment, type PrecommitBinding } from '../../protocols/frost/frost-precommit.ts';
 import { preparedGroupKey } from '../../protocols/frost/prepared-key.ts';
 import { SessionRefused, type SessionContext } from '../session-host.ts';
@@ -68,7 +69,7 @@ export function precommitFrostSession(deps: NodeProtocolDeps): SessionKind<Preco
       let made: FrostPrecommitment[] = [];
       return {
         start: async () => {
-          made = frostPrecommit({ suite: p.scheme, me: ctx.myIndex, key: keyShareParam(stored.key), path: p.path }, p.count, systemRng);
+          made = frostPrecommit({ suite: p.scheme, me: ctx.myIndex, key: keyShareParam(stored.key), path: p.path }, p.count, systemRng, deps.primitives ?? nativePrimitives);
           const b = statementBinding(p.keyId, binding);
           const entries = made.map((m, i) => ({ entryId: entryIds[i]!, ...m.commitment, signature: sign(precommitStatement(b, ctx.myIndex, entryIds[i]!, m.commitment)) }));
           const f = keep(precommitResult.encode({ keyId: p.keyId, epoch: p.epoch, entries }), made);

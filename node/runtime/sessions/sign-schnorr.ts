@@ -10,9 +10,10 @@
 //   the share computed and sent, in the session's one round.
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { signParams, signResult } from '../../../core/session/session-contract.ts';
-import { frostSign, type FrostSignature, type FrostSuite } from '../../protocols/frost/frost-sign.ts';
-import { checkCommit, frostSignPrecommitted, precommitStatement, type Commit, type Nonces } from '../../protocols/frost/frost-precommit.ts';
+import { frostSignWith, type FrostSignature, type FrostSuite } from '../../protocols/frost/frost-sign.ts';
+import { checkCommit, frostSignPrecommittedWith, precommitStatement, type Commit, type Nonces } from '../../protocols/frost/frost-precommit.ts';
 import { keyShareParam } from '../../protocols/keys/key-package.ts';
+import { nativePrimitives } from '../native-primitives.ts';
 import { verifyEd25519 } from '../../../common/ed25519.ts';
 import { SessionRefused, type SessionContext } from '../session-host.ts';
 import type { PartyProtocol } from '../party-protocol.ts';
@@ -53,7 +54,7 @@ export function signSchnorrSession(deps: NodeProtocolDeps): SessionKind<SignSess
       const suite: FrostSuite = p.scheme as FrostSuite;
       // The protocol takes its message and gives its signature in hex, as it owns them.
       const params = p.digests.map((digest, i) => ({ sessionId: bytesToHex(sessionDigest(ctx.open.sessionId, i)), suite, message: bytesToHex(digest), signers, me, key, path: p.path }));
-      return runProtocol(frostSign, me, params, finish);
+      return runProtocol(frostSignWith(deps.primitives ?? nativePrimitives), me, params, finish);
     },
   };
 }
@@ -91,7 +92,7 @@ function readPrecommitted(ctx: SessionContext, p: SignSessionParams, binding: Fr
       seen.add(entryKey);
       let c: Commit;
       try {
-        c = checkCommit({ hiding: e.hiding, binding: e.binding }, `signer ${e.party}`);
+        c = checkCommit({ hiding: e.hiding, binding: e.binding }, `signer ${e.party}`, nativePrimitives);
       } catch (err) {
         throw new SessionRefused('bad_commitment', (err as Error).message);
       }
@@ -150,7 +151,7 @@ export function signSchnorrPrecommittedSession(deps: NodeProtocolDeps): SessionK
         sessionId: bytesToHex(sessionDigest(ctx.open.sessionId, i)), suite, message: bytesToHex(digest), signers, me, key, path: p.path,
         commitments: commitments[i]!, nonces: taken[i]!,
       }));
-      return runProtocol(frostSignPrecommitted, me, params, finish);
+      return runProtocol(frostSignPrecommittedWith(deps.primitives ?? nativePrimitives), me, params, finish);
     },
   };
 }

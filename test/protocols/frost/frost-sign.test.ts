@@ -9,7 +9,9 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import * as bitcoin from 'bitcoinjs-lib';
 import * as ecc from '@bitcoinerlab/secp256k1';
 import { HDKey } from '@scure/bip32';
-import { frostSign, type FrostSignParams, type FrostSuite } from '../../../node/protocols/frost/frost-sign.ts';
+import { frostSign, frostSignWith, type FrostSignParams, type FrostSuite } from '../../../node/protocols/frost/frost-sign.ts';
+import { noblePrimitives, type Primitives } from '../../../node/protocols/math/primitives.ts';
+import { nativePrimitives } from '../../../node/runtime/native-primitives.ts';
 import { outputKey } from '../../../node/protocols/frost/taproot.ts';
 import { derive } from '../../../node/protocols/derive/bip32.ts';
 import { startRun, deliver, type Message } from '../../../node/protocols/round/machine.ts';
@@ -27,11 +29,19 @@ function params(keys: Map<number, StoredKey>, signers: number[], suite: FrostSui
   return new Map(signers.map((me) => [me, { sessionId: sid(opts.session ?? 'sign'), suite, message, signers, me, key: keys.get(me)!, path: opts.path ?? [], ...(opts.merkleRoot ? { merkleRoot: opts.merkleRoot } : {}) }]));
 }
 
+const providers: Primitives[] = [noblePrimitives, nativePrimitives];
+
 function runVector(t: Test, file: string, suite: FrostSuite) {
+  for (const prims of providers) runVectorOn(t, file, suite, prims);
+}
+
+function runVectorOn(t: Test, file: string, suite: FrostSuite, prims: Primitives) {
+  const frostSign = frostSignWith(prims);
   const v = readVec(file);
+  const tag = `${file} [${prims.name}]`;
   const n = Number(v.config.MAX_PARTICIPANTS);
   const keys = dealerKeys([v.inputs.group_secret_key, ...v.inputs.share_polynomial_coefficients], n);
-  for (const s of v.inputs.participant_shares) t.equal(bytesToHex(keys.get(s.identifier)!.share.expose()), s.participant_share, `${file}: share ${s.identifier}`);
+  for (const s of v.inputs.participant_shares) t.equal(bytesToHex(keys.get(s.identifier)!.share.expose()), s.participant_share, `${tag}: share ${s.identifier}`);
   const signers: number[] = v.inputs.participant_list;
   const p = params(keys, signers, suite, v.inputs.message);
   // Inject the vector's nonce randomness: hiding first, then binding, per participant.
@@ -44,15 +54,15 @@ function runVector(t: Test, file: string, suite: FrostSuite) {
     const r = startRun(frostSign, p.get(id)!, rngFor(id));
     const c = decodeBlob<{ hiding: string; binding: string }>('frost/r1', r.out[0]!.payload);
     const o = v.round_one_outputs.outputs.find((x: { identifier: number }) => x.identifier === id);
-    t.equal(c.hiding, o.hiding_nonce_commitment, `${file}: hiding commitment ${id}`);
-    t.equal(c.binding, o.binding_nonce_commitment, `${file}: binding commitment ${id}`);
+    t.equal(c.hiding, o.hiding_nonce_commitment, `${tag}: hiding commitment ${id}`);
+    t.equal(c.binding, o.binding_nonce_commitment, `${tag}: binding commitment ${id}`);
   }
   const { results, transcript } = simulate(frostSign, p, { seed: 'unused', rngs: new Map(signers.map((id) => [id, rngFor(id)])) });
   for (const o of v.round_two_outputs.outputs) {
     const m = transcript.find((x) => x.round === 2 && x.from === o.identifier)!;
-    t.equal(decodeBlob<{ share: string }>('frost/r2', m.payload).share, o.sig_share, `${file}: signature share ${o.identifier}`);
+    t.equal(decodeBlob<{ share: string }>('frost/r2', m.payload).share, o.sig_share, `${tag}: signature share ${o.identifier}`);
   }
-  for (const r of results.values()) t.equal(r.signature, v.final_output.sig, `${file}: final signature`);
+  for (const r of results.values()) t.equal(r.signature, v.final_output.sig, `${tag}: final signature`);
 }
 
 t.test('RFC 9591 E.5 FROST(secp256k1, SHA-256) vector', async (t) => runVector(t, 'frost/rfc9591-frost-secp256k1-sha256.json', 'secp256k1'));
@@ -62,18 +72,20 @@ t.test('ZF frost-secp256k1 vectors', async (t) => {
 });
 t.test('ZF frost-secp256k1-tr (BIP-340) vector', async (t) => runVector(t, 'frost/zf-frost-secp256k1-tr.json', 'bip340'));
 
-t.test('BIP-340 vectors through our verify path (noble schnorr.verify)', async (t) => {
+t.test('BIP-340 vectors through both verify paths (noble schnorr.verify, libsecp256k1)', async (t) => {
   const rows = readFileSync(new URL('bip/bip340-test-vectors.csv', vectorsDir), 'utf8').trim().split('\n').slice(1);
   t.ok(rows.length >= 15);
-  for (const row of rows) {
-    const [index, , pub, , msg, sig, result] = row.split(',');
-    let ok = false;
-    try {
-      ok = schnorr.verify(hexToBytes(sig!.toLowerCase()), hexToBytes(msg!.toLowerCase()), hexToBytes(pub!.toLowerCase()));
-    } catch {
-      ok = false;
+  for (const prims of providers) {
+    for (const row of rows) {
+      const [index, , pub, , msg, sig, result] = row.split(',');
+      let ok = false;
+      try {
+        ok = prims.verifySchnorr(hexToBytes(sig!.toLowerCase()), hexToBytes(msg!.toLowerCase()), hexToBytes(pub!.toLowerCase()));
+      } catch {
+        ok = false;
+      }
+      t.equal(ok, result === 'TRUE', `vector ${index} [${prims.name}]`);
     }
-    t.equal(ok, result === 'TRUE', `vector ${index}`);
   }
 });
 
