@@ -12,6 +12,7 @@ import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { ErrorCode } from '../../core/errors/error-codes.ts';
 import { SecretBytes } from '../../core/codec/secret.ts';
 import { commitmentOf, type Commit, type Nonces } from '../protocols/frost/frost-precommit.ts';
+import { nativePrimitives } from '../runtime/native-primitives.ts';
 import type { FrostSuite } from '../protocols/frost/frost-sign.ts';
 import type { SealedStore } from './sealed-store.ts';
 import { SingleUsePool, SingleUseStore, type PoolFlavor, type PoolOptions, type ReservedTake } from './single-use-pool.ts';
@@ -91,7 +92,7 @@ const flavor: PoolFlavor<FrostNonceBinding, Nonces> = {
 function sameCommitments(named: Commit[]) {
   return (values: Nonces[]) => {
     values.forEach((n, i) => {
-      const own = commitmentOf(n);
+      const own = commitmentOf(n, nativePrimitives);
       const c = named[i];
       if (!c || own.hiding !== c.hiding || own.binding !== c.binding) throw new FrostNonceStoreError('wrong_commitment', 'the commitments named for this node are not the ones it made for the entry');
     });
