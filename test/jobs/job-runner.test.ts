@@ -153,10 +153,12 @@ t.test('a lost lease aborts the handler and records nothing', async (t) => {
     onSettled: (_, o) => outcomes.push(o),
   });
   runner.start();
-  await until(() => outcomes.length === 1);
+  await until(() => outcomes.length >= 1);
   await runner.stop();
   t.ok(reason instanceof LeaseLostError, 'the handler saw the lease go');
-  t.same(outcomes, ['lost']);
+  // Once the lost lease runs out (60 ms) the job is claimable again, and a slow machine may let this
+  // runner take it once more before it stops: each such run is lost the same way, none settles otherwise.
+  t.ok(outcomes.length >= 1 && outcomes.every((o) => o === 'lost'), `every run lost its lease: ${outcomes.join(', ')}`);
   t.equal((await queue.get(job.id))?.state, 'leased', 'no outcome written under a lost lease');
 });
 
