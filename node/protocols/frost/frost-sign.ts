@@ -210,7 +210,7 @@ export function aggregateSignature(prims: Primitives, s: FrostSignState): FrostS
   if (!signatureVerifies(prims, ctx.cs, sig, ctx.msg, prims.point(s.pkg.groupKey, 'group key'))) {
     const cheaters = s.params.signers.filter((p, i) => !shareVerifies(ctx, list[i]!, prims.point(s.pkg.verificationShares[String(p)] ?? '', 'verification share'), shares[i]!));
     if (cheaters.length) throw new ProtocolAbort('bad_signature_share', cheaters, `signature share of ${cheaters.join(', ')} does not verify`);
-    throw new ProtocolAbort('invalid_signature', [], 'aggregated signature does not verify');
+    throw new ProtocolAbort('aggregation_failed', [], 'the aggregated signature does not verify, though every share does');
   }
   return { signature: bytesToHex(sig), publicKey: xOnly ? s.pkg.groupKey.slice(2) : s.pkg.groupKey };
 }
