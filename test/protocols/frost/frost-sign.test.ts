@@ -129,10 +129,23 @@ t.test('derived keys sign with the same shares; the derived key is BIP-32\'s', a
 t.test('a bad signature share is named; no signature is released to the honest party', async (t) => {
   const keys = dkgKeys(3, 2, 'cheat');
   const digest = bytesToHex(sha256(new TextEncoder().encode('cheat')));
-  const tamper = (m: Message) => (m.round === 2 ? [{ ...m, payload: encodeBlob('frost/r2', { share: '11'.repeat(32) }) }] : [m]);
-  const { results, aborts } = simulate(frostSign, params(keys, [1, 2], 'taproot', digest), { tamper: new Map([[2, tamper]]) });
-  t.notOk(results.has(1));
-  t.match(aborts.get(1), { code: 'bad_signature_share', culprits: [2] });
+  for (const prims of providers) {
+    for (const [what, share] of [['a random share', '11'.repeat(32)], ['a zero share', '00'.repeat(32)]] as const) {
+      for (const suite of ['taproot', 'secp256k1'] as const) {
+        const tamper = (m: Message) => (m.round === 2 ? [{ ...m, payload: encodeBlob('frost/r2', { share }) }] : [m]);
+        const { results, aborts } = simulate(frostSignWith(prims), params(keys, [1, 2], suite, digest), { tamper: new Map([[2, tamper]]) });
+        t.notOk(results.has(1), `${prims.name}, ${suite}, ${what}: no signature`);
+        t.match(aborts.get(1), { code: 'bad_signature_share', culprits: [2] }, `${prims.name}, ${suite}, ${what}: the culprit is named`);
+      }
+    }
+  }
+  // A share that is right for another message (the signer signed something else) is caught the same way.
+  for (const prims of providers) {
+    const other = simulate(frostSignWith(prims), params(keys, [1, 2], 'taproot', bytesToHex(sha256(new TextEncoder().encode('other'))), { session: 'other' })).transcript.find((m) => m.round === 2 && m.from === 2)!;
+    const share = decodeBlob<{ share: string }>('frost/r2', other.payload).share;
+    const { aborts } = simulate(frostSignWith(prims), params(keys, [1, 2], 'taproot', digest), { tamper: new Map([[2, (m: Message) => (m.round === 2 ? [{ ...m, payload: encodeBlob('frost/r2', { share }) }] : [m])]]) });
+    t.match(aborts.get(1), { code: 'bad_signature_share', culprits: [2] }, `${prims.name}: a share from another signing is named`);
+  }
 });
 
 t.test('a commitment from another session or signer set is refused', async (t) => {
@@ -142,8 +155,10 @@ t.test('a commitment from another session or signer set is refused', async (t) =
   const { aborts } = simulate(frostSign, params(keys, [1, 2], 'taproot', digest, { session: 'new' }), { tamper: new Map([[2, (m: Message) => (m.round === 1 ? [old] : [m])]]) });
   t.match(aborts.get(1), { code: 'wrong_session', culprits: [2] });
   const bad = (m: Message) => (m.round === 1 ? [{ ...m, payload: encodeBlob('frost/r1', { ...decodeBlob<Record<string, string>>('frost/r1', m.payload), hiding: '02' + 'f'.repeat(64) }) }] : [m]);
-  const offCurve = simulate(frostSign, params(keys, [1, 2], 'taproot', digest, { session: 'oc' }), { tamper: new Map([[2, bad]]) });
-  t.match(offCurve.aborts.get(1), { code: 'bad_commitment', culprits: [2] });
+  for (const prims of providers) {
+    const offCurve = simulate(frostSignWith(prims), params(keys, [1, 2], 'taproot', digest, { session: 'oc' }), { tamper: new Map([[2, bad]]) });
+    t.match(offCurve.aborts.get(1), { code: 'bad_commitment', culprits: [2] }, `${prims.name}: an off-curve commitment is named`);
+  }
 });
 
 t.test('a nonce signs once: a run cannot be finalized twice, and resumes from its bytes', async (t) => {
