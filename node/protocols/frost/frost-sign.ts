@@ -97,8 +97,13 @@ function commitmentList(prims: Primitives, s: FrostSignState): CommitmentEntry[]
   return s.params.signers.map((p) => ({ id: BigInt(p), hiding: prims.point(s.commits[String(p)]!.hiding, 'hiding commitment'), binding: prims.point(s.commits[String(p)]!.binding, 'binding commitment') }));
 }
 
-function contextOf(prims: Primitives, s: FrostSignState, list: CommitmentEntry[]): SigningContext {
-  const R = s.groupCommitment ? prims.point(s.groupCommitment, 'group commitment') : undefined;
+/**
+ * The signing context over the state's commitment list. `known` reuses the group commitment round 2 kept
+ * (the aggregation only: a share is always computed over a group commitment computed here, so nothing
+ * in a state handed back can change what this signer signs).
+ */
+function contextOf(prims: Primitives, s: FrostSignState, list: CommitmentEntry[], known?: string): SigningContext {
+  const R = known === undefined ? undefined : prims.point(known, 'group commitment');
   return signingContext(prims, ciphersuiteOf(s.params.suite), prims.point(s.pkg.groupKey, 'group key'), list, messageBytes(s), R);
 }
 
@@ -203,7 +208,7 @@ export function signOwnShare(prims: Primitives, s: FrostSignState): { state: Fro
 /** Aggregates every signer's share (RFC 9591 §5.3) and verifies; failing shares are named (§5.4). */
 export function aggregateSignature(prims: Primitives, s: FrostSignState): FrostSignature {
   const list = commitmentList(prims, s);
-  const ctx = contextOf(prims, s, list);
+  const ctx = contextOf(prims, s, list, s.groupCommitment);
   const shares = s.params.signers.map((p) => parseScalar(s.sigShares[String(p)], 'signature share', true));
   const sig = aggregate(ctx, shares);
   const xOnly = s.params.suite !== 'secp256k1';

@@ -177,6 +177,29 @@ t.test('a nonce signs once: a run cannot be finalized twice, and resumes from it
   t.equal(rt.results.size, 2, 'runs resume from serialized bytes');
 });
 
+t.test('a group commitment planted in the state before round 2 changes nothing that is signed', async (t) => {
+  const keys = dkgKeys(2, 2, 'planted');
+  const digest = bytesToHex(sha256(new TextEncoder().encode('planted')));
+  const p = params(keys, [1, 2], 'taproot', digest);
+  for (const prims of providers) {
+    const proto = frostSignWith(prims);
+    const shareOf = (plant: boolean) => {
+      // The same draws each time: the same nonces, so the shares compare.
+      const a = startRun(proto, p.get(1)!, seededRng('planted a'));
+      const b = startRun(proto, p.get(2)!, seededRng('planted b'));
+      const withB = proto.store(a.run.state, 1, b.out[0]!, proto.verify(a.run.state, 1, b.out[0]!));
+      const state = plant ? { ...withB, groupCommitment: pointHex(G.multiply(12345n)) } : withB;
+      const step = proto.finalize(state, 1, seededRng('x'));
+      if (step.kind !== 'next') throw new Error('round 1 did not finish');
+      return { share: decodeBlob<{ share: string }>('frost/r2', step.out[0]!.payload).share, kept: step.state.groupCommitment };
+    };
+    const honest = shareOf(false);
+    const planted = shareOf(true);
+    t.equal(planted.share, honest.share, `${prims.name}: the share is computed over the group commitment it computes itself`);
+    t.equal(planted.kept, honest.kept, `${prims.name}: and that is the one kept for the aggregation`);
+  }
+});
+
 t.test('every FROST and reshare message round-trips through its encoding', async (t) => {
   const keys = dkgKeys(3, 2, 'codec');
   const { transcript } = simulate(frostSign, params(keys, [1, 3], 'taproot', '11'.repeat(32)), { seed: 'codec' });
