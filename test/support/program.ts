@@ -22,7 +22,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { basename, isAbsolute, join, resolve } from 'node:path';
-import { buildSync } from 'esbuild';
+import { buildSync, version as esbuildVersion } from 'esbuild';
 
 const root = resolve(import.meta.dirname, '../..');
 const programsDir = join(root, '.tap', 'programs');
@@ -58,7 +58,9 @@ interface Inputs {
   files: Record<string, [number, number]>;
 }
 
-const inputsFile = (entry: string) => join(programsDir, `${createHash('sha256').update(entry).digest('hex').slice(0, 16)}.inputs.json`);
+/** The record of an entry's last build, named also by what else decides the bundle: esbuild, Node, the options. */
+const inputsFile = (entry: string) =>
+  join(programsDir, `${createHash('sha256').update(JSON.stringify([entry, esbuildVersion, process.versions.node, EXTERNAL, BANNER])).digest('hex').slice(0, 16)}.inputs.json`);
 
 /** The bundle an earlier build made from exactly these inputs, if it is still there. */
 function reusable(entry: string): string | undefined {
