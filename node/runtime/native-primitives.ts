@@ -170,16 +170,10 @@ export function libsecpPoint(hex: string, what: string): Point {
 }
 
 /**
- * k·P for public k and P on libsecp256k1 (exported for the equivalence tests): its constant-time
- * product, which in WebAssembly is still some twenty times noble's variable-time one.
+ * k·P for public k and P on libsecp256k1 (exported for the equivalence tests): the same constant-time
+ * product as for secret scalars, which in WebAssembly is still some twenty times noble's variable-time one.
  */
-export function libsecpMulPublic(P: Point, k: bigint): Point {
-  if (P.is0()) throw new RangeError('secp256k1: the identity has no product to take');
-  if (k <= 0n || k >= Fn.ORDER) throw new RangeError('secp256k1: a scalar must be in 1..n-1');
-  const out = libsecp.pointMultiply(P.toBytes(false), Fn.toBytes(k), false);
-  if (!out) throw new Error('secp256k1: product is the identity');
-  return Point.fromBytes(out);
-}
+export const libsecpMulPublic = (P: Point, k: bigint): Point => libsecpMul(P, k);
 
 /**
  * BIP-340 verification on libsecp256k1 (exported for the equivalence tests) for a 32-byte message; other
