@@ -7,15 +7,12 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { programArgs } from '../support/program.ts';
 import { hexToBytes } from '@noble/hashes/utils.js';
 import { nodeIdFor } from '../../core/trust/node-id.ts';
 
 t.setTimeout(120_000);
 
-const script = fileURLToPath(new URL('../../node/identity-cli.ts', import.meta.url));
-// By URL, so the child can run in an empty directory (where `./data/node` would land) and still load tsx.
-const tsx = import.meta.resolve('tsx');
 
 interface Run {
   code: number | null;
@@ -24,7 +21,7 @@ interface Run {
 }
 function identityCli(cwd: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', tsx, script, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...programArgs('node/identity-cli.ts'), ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

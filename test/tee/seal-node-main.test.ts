@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { programArgs } from '../support/program.ts';
 import { createDevAttestationAuthority } from '../../tee/attestation/dev-provider.ts';
 import { STORAGE_KEY_ENCRYPTION_CONTEXT } from '../../tee/seal/kms-sealer.ts';
 import { startKmsDouble } from './kms-double.ts';
@@ -16,8 +16,6 @@ import { startNsmStandIn } from './seal-nsm-stand-in.ts';
 
 t.setTimeout(180_000);
 
-const main = fileURLToPath(new URL('../../node/main.ts', import.meta.url));
-const tsx = import.meta.resolve('tsx');
 const SECRET = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
 const ACCESS_KEY = 'AKIAIOSFODNN7EXAMPLE';
 
@@ -35,7 +33,7 @@ interface Ended {
 
 /** Starts the node; resolves once it logged `until`, or rejects with what it said if it ended first. */
 function start(t: Test, dir: string, env: Record<string, string>, until: string): Promise<Started> {
-  const child = spawn(process.execPath, ['--import', tsx, main], {
+  const child = spawn(process.execPath, programArgs('node/main.ts'), {
     cwd: dir, stdio: ['ignore', 'pipe', 'pipe'],
     env: { PATH: process.env.PATH ?? '', NODE_DATA_DIR: join(dir, 'data'), NODE_COORDINATOR: '127.0.0.1:1', NODE_RECONNECT_MIN_MS: '1000', ...env },
   });
