@@ -140,7 +140,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         'curl -sS "$url" -H @headers.txt',
         '```',
       ].join('\n') },
-      // One tag per area, vault API first; a route names its area's tag (test/api/openapi.test.ts).
+      // One tag per area, vault API first; a route names its area's tag (test/api/openapi.unit.ts).
       tags: [
         { name: 'api keys', description: 'Vault API: the organization\'s Ed25519 request-signing keys' },
         { name: 'vaults', description: 'Vault API: threshold key vaults, their creation and share rotation' },

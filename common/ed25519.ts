@@ -7,7 +7,7 @@
 // object; S must be below the group order; OpenSSL then checks the cofactorless equation and compares
 // R byte for byte, which refuses a non-canonical R. Cofactorless is stricter than noble's cofactored
 // check: a signature whose R carries a small-order component (only the key's holder can make one) is
-// refused here. test/common/ed25519.test.ts checks all of this against noble on crafted edge cases.
+// refused here. test/common/ed25519.unit.ts checks all of this against noble on crafted edge cases.
 import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { BoundedMemo } from './memo.ts';

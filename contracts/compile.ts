@@ -1,6 +1,6 @@
 // Compiles contracts/TokenEscrow.sol with the pinned `solc` (a devDependency) and fixed settings, and
 // writes api/escrow/token-escrow-artifact.json: the ABI, the deployment and deployed bytecode, the compiler version
-// and the SHA-256 of the source. test/api/escrow/token-escrow-artifact.test.ts compiles again and
+// and the SHA-256 of the source. test/api/escrow/token-escrow-artifact.unit.ts compiles again and
 // compares, so the committed bytecode is what this source gives, not something to trust blindly.
 // Run: node --import tsx contracts/compile.ts
 import { createHash } from 'node:crypto';

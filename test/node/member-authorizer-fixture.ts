@@ -1,4 +1,4 @@
-// What the node-side member-action tests share (member-action-authorizer.test.ts, member-passkey.test.ts):
+// What the node-side member-action tests share (member-action-authorizer.unit.ts, member-passkey.unit.ts):
 // an organization rooted by an operator key, an EVM transfer request signed with its API key for a hosted
 // vault bound to `member-7`, and a node's IntentAuthorizer whose trust registry holds the organization's
 // end-user-auth registration (the identity key the test signs proofs with).

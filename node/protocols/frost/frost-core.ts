@@ -11,7 +11,7 @@
 // the nonce commitments d·G and e·G by secret scalars, the binding products ρ_i·E_i by public ones, and
 // the final BIP-340 verification. Nothing hashed or sent changes: the bytes are RFC 9591's, which the
 // RFC and ZF vectors pin, and noble's implementation is the independent reference the tests compare
-// every output with (test/protocols/frost/frost-core.test.ts).
+// every output with (test/protocols/frost/frost-core.unit.ts).
 import { schnorr, secp256k1_FROST, secp256k1_hasher } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { concatBytes, utf8ToBytes } from '@noble/hashes/utils.js';
