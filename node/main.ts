@@ -13,6 +13,7 @@ import { FileRollbackAnchor } from './storage/rollback-anchor.ts';
 import { storeBackendFor, storeLocation } from './storage/store-backend.ts';
 import { RemoteKvClient } from '../tee/host-store/remote-kv-client.ts';
 import { NodeIdentity } from './runtime/identity.ts';
+import { nativePrimitives } from './runtime/native-primitives.ts';
 import { CoordinatorLink } from './transport/coordinator-link.ts';
 import { KIND_VALUES } from '../core/link/node-kind.ts';
 import { SessionHost } from './runtime/session-host.ts';
@@ -72,7 +73,7 @@ await runMain('node', async () => {
   // ECDSA presignatures made ahead (docs/protocols/pools.md): kept only over an anchored store; expired
   // entries and those of an epoch the key moved on from are swept at start and every quarter hour.
   // FROST nonce pairs precommitted ahead are kept and swept alike.
-  const presignatures = new PresignatureStore(store);
+  const presignatures = new PresignatureStore(store, { primitives: nativePrimitives });
   const frostNonces = new FrostNonceStore(store);
   const epochOf = async (keyId: string) => (await vault.current(keyId))?.key.pkg.epoch;
   const sweepPresignatures = () => {

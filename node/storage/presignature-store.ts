@@ -12,6 +12,7 @@
 // (`presignature_pool_unanchored`) and signs with the full protocol.
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { decodePresignature, type Presignature } from '../protocols/ecdsa/presignature.ts';
+import type { Primitives } from '../protocols/math/primitives.ts';
 import type { SealedStore } from './sealed-store.ts';
 import { SingleUsePool, SingleUseStore, type PoolFlavor, type PoolOptions, type ReservedTake } from './single-use-pool.ts';
 
@@ -52,7 +53,10 @@ export interface PresignatureBinding {
   publicKey: string;
 }
 
-export type PresignatureStoreOptions = PoolOptions;
+export interface PresignatureStoreOptions extends PoolOptions {
+  /** What checks a taken entry's points (the reference by default; the node passes its native ones). */
+  primitives?: Pick<Primitives, 'point'>;
+}
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
 const sameList = (a: number[], b: number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
@@ -84,7 +88,9 @@ const flavor: PoolFlavor<PresignatureBinding, Presignature> = {
 /** The node's ECDSA presignatures: a flavour of the shared single-use pool (single-use-pool.ts). */
 export class PresignatureStore extends SingleUseStore<PresignatureBinding, Presignature> {
   constructor(store: SealedStore, opts: PresignatureStoreOptions = {}) {
-    super(new SingleUsePool(store, flavor, { ...opts, lifetimeMs: opts.lifetimeMs ?? PRESIGNATURE_LIFETIME_MS, maxPerKey: opts.maxPerKey ?? PRESIGNATURES_PER_KEY }));
+    const { primitives } = opts;
+    const decoding = primitives ? { ...flavor, decode: (bytes: Uint8Array) => decodePresignature(bytes, primitives) } : flavor;
+    super(new SingleUsePool(store, decoding, { ...opts, lifetimeMs: opts.lifetimeMs ?? PRESIGNATURE_LIFETIME_MS, maxPerKey: opts.maxPerKey ?? PRESIGNATURES_PER_KEY }));
   }
 
   /** Seals new entries, all in one synced batch; resolves once they are on disk. */

@@ -13,6 +13,7 @@ import { reshare, type ReshareParams } from '../../../node/protocols/reshare/res
 import type { ReshareMember } from '../../../core/session/reshare-member.ts';
 import { decodeOtSetup, encodeOtSetup, type EcdsaOtSetup } from '../../../node/protocols/ecdsa/ot-setup.ts';
 import { decodePresignature, type Presignature } from '../../../node/protocols/ecdsa/presignature.ts';
+import { nativePrimitives } from '../../../node/runtime/native-primitives.ts';
 import type { StoredKey } from '../frost/keys.ts';
 import { simulate } from '../simulate.ts';
 import { committee, online, otSetup, presign, sid, sign } from './harness.ts';
@@ -54,6 +55,34 @@ t.test('stored OT setup and presignatures decode and sign', async (t) => {
   t.equal(stored.get(2)!.id, pre.results.get(2)!.id, 'presignature id survives storage');
   const on = online(stored, sid('stored digest'));
   t.equal(on.results.size, 2, 'signs from stored presignatures');
+});
+
+t.test('a stored presignature decodes alike on the native primitives, and a planted point is refused alike', async (t) => {
+  const pre = presign({ keys: c.keys, ots: c.ots }, [1, 2], 'native-decode');
+  const bytes = pre.results.get(1)!.encode();
+  const native = decodePresignature(bytes, nativePrimitives);
+  const reference = decodePresignature(bytes);
+  t.same([native.id, native.R, native.publicKey, native.signers], [reference.id, reference.R, reference.publicKey, reference.signers], 'the same presignature');
+  const on = online(new Map([[1, native], [2, decodePresignature(pre.results.get(2)!.encode(), nativePrimitives)]]), sid('native decode digest'));
+  t.equal(on.results.size, 2, 'signs from presignatures the native primitives decoded');
+  // Not on the curve (x = 5 has no y on secp256k1), as R, as the key and as a signer image in turn.
+  const bad = `02${'0'.repeat(63)}5`;
+  const data = decodeBlob<Record<string, unknown>>('ecdsa-presignature', bytes, { secrets: true });
+  const images = data.images as Record<string, Record<string, string>>;
+  const planted = [
+    { ...data, R: bad },
+    { ...data, publicKey: bad },
+    { ...data, images: { ...images, 2: { ...images['2']!, Phi: bad } } },
+  ];
+  for (const [i, d] of planted.entries()) {
+    const tampered = encodeBlob('ecdsa-presignature', d, { secrets: true });
+    let nativeError: unknown;
+    let referenceError: unknown;
+    try { decodePresignature(tampered, nativePrimitives); } catch (err) { nativeError = err; }
+    try { decodePresignature(tampered); } catch (err) { referenceError = err; }
+    t.match(nativeError, { code: 'bad_point' }, `planted point ${i}: refused on the native primitives`);
+    t.same([(nativeError as Error)?.message, (nativeError as { code?: string })?.code], [(referenceError as Error)?.message, (referenceError as { code?: string })?.code], `planted point ${i}: the same error as the reference`);
+  }
 });
 
 t.test('after a reshare to a new committee the same address signs', async (t) => {
