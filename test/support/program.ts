@@ -22,7 +22,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import { buildSync, version as esbuildVersion } from 'esbuild';
-import { BANNER, EXTERNAL } from '../setup/packages.mjs';
+import { NODE_BUNDLE } from '../setup/packages.mjs';
 
 const root = resolve(import.meta.dirname, '../..');
 const programsDir = join(root, '.tap', 'programs');
@@ -53,7 +53,7 @@ interface Inputs {
 
 /** The record of an entry's last build, named also by what else decides the bundle: esbuild, Node, the options. */
 const inputsFile = (entry: string) =>
-  join(programsDir, `${createHash('sha256').update(JSON.stringify([entry, esbuildVersion, process.versions.node, EXTERNAL, BANNER])).digest('hex').slice(0, 16)}.inputs.json`);
+  join(programsDir, `${createHash('sha256').update(JSON.stringify([entry, esbuildVersion, NODE_BUNDLE])).digest('hex').slice(0, 16)}.inputs.json`);
 
 /** The bundle an earlier build made from exactly these inputs, if it is still there. */
 function reusable(entry: string): string | undefined {
@@ -76,18 +76,12 @@ function bundle(entry: string): string {
   if (again) return join(again, `${name}.js`);
   const started = Date.now();
   const result = buildSync({
+    ...NODE_BUNDLE,
     entryPoints: { [name]: entry, 'protocol-worker': workerEntry },
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: `node${process.versions.node}`,
-    external: EXTERNAL,
-    banner: { js: BANNER },
     absWorkingDir: root,
     metafile: true,
     write: false,
     outdir: '/',
-    logLevel: 'silent',
   });
   const hash = createHash('sha256');
   for (const f of result.outputFiles) hash.update(f.path).update(f.contents);
