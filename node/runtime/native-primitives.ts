@@ -1,16 +1,23 @@
-// The protocols' symmetric primitives on Node's OpenSSL (node:crypto), for the node runtime. The
-// protocols stay pure and take this as their injected `Primitives` (node/protocols/math/primitives.ts);
-// every function returns exactly the bytes of the noble reference, which the tests check on random,
-// empty, long and many inputs (test/protocols/primitives.test.ts).
+// The protocols' primitives on native code, for the node runtime. The protocols stay pure and take this as
+// their injected `Primitives` (node/protocols/math/primitives.ts); every function returns exactly the
+// bytes of the noble reference, which the tests check on random, empty, long and many inputs
+// (test/protocols/primitives.test.ts).
 //
-// XChaCha20 is HChaCha20 (noble's, one block of the core per call) followed by OpenSSL's ChaCha20:
-// OpenSSL has no XChaCha20, and its `chacha20` takes a 16-byte IV that is the 32-bit little-endian
-// block counter then the 12-byte nonce, so counter 0 is four zero bytes in front.
-//
-// SHA-256 goes to OpenSSL at every length (about 2x noble on one block, 20x and more on the KOS
-// matrix or τ). A ChaCha20 keystream goes to OpenSSL only from STREAM_NATIVE_FROM bytes: below that,
-// creating the cipher context costs as much as noble's whole keystream (the protocols' streams are
-// 94 and 128 bytes: measured equal or slower), so the reference computes those.
+// The hot symmetric calls are many and short: a one-block SHA-256 and a 128-byte ChaCha20 stream per OT
+// row, a 94-byte XChaCha20 stream per extension column, some 3,500 of them per presigning pair. What
+// such a call costs is the crossing, not the cipher: node:crypto builds a hash or cipher object per
+// call (2 to 7 µs, whatever the length), and noble's JavaScript spends most of its 4 to 5 µs on views,
+// copies and checks around two ChaCha blocks. libsodium's functions through sodium-native (a Node-API
+// addon, prebuilt for each platform inside the package, no install script) write into the caller's
+// buffer: under 1 µs for each of these calls. So:
+// - SHA-256 below SHA256_OPENSSL_FROM bytes is libsodium's; longer inputs (the KOS matrix, τ, the μ
+//   rows) go to OpenSSL (`crypto.hash`), whose SHA-256 uses the processor's SHA extensions: 8x
+//   libsodium's on 24 kB;
+// - ChaCha20 (RFC 8439: 12-byte nonce, block counter from 0) is libsodium's
+//   `crypto_stream_chacha20_ietf`, at every length;
+// - XChaCha20 (draft-irtf-cfrg-xchacha: HChaCha20, then ChaCha20 under the subkey) is libsodium's
+//   `crypto_stream_xchacha20`, whose 64-bit block counter and 8-byte nonce give the draft's bytes for
+//   every stream under 2^32 blocks (256 GiB).
 //
 // Products by secret scalars go to libsecp256k1 (tiny-secp256k1: the library compiled to WebAssembly,
 // no install script): `secp256k1_ec_pubkey_create` for k·G (its blinded, constant-time generator
@@ -18,27 +25,15 @@
 // for k·P (`secp256k1_ecmult_const`, constant time). Points cross as 65-byte uncompressed encodings,
 // which noble parses with a curve-equation check instead of a square root; the scalar's bytes are
 // zeroed after each call (the library zeroes its own copy).
-import { createCipheriv, hash } from 'node:crypto';
-import { hchacha } from '@noble/ciphers/chacha.js';
+import { hash } from 'node:crypto';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import sodium from 'sodium-native';
 import * as libsecp from 'tiny-secp256k1';
 import { Fn, ORDER, Point, parsePoint } from '../protocols/math/curve.ts';
 import { noblePrimitives, type Primitives } from '../protocols/math/primitives.ts';
 
-/** Keystreams from this many bytes use OpenSSL; shorter ones noble (the same bytes either way). */
-export const STREAM_NATIVE_FROM = 1024;
-
-let zeros = Buffer.alloc(1024);
-function zeroInput(n: number): Buffer {
-  if (zeros.length < n) zeros = Buffer.alloc(n);
-  return zeros.subarray(0, n);
-}
-
-function check(key: Uint8Array, nonce: Uint8Array, nonceLength: number, length: number): void {
-  if (key.length !== 32) throw new RangeError('chacha20: key must be 32 bytes');
-  if (nonce.length !== nonceLength) throw new RangeError(`chacha20: nonce must be ${nonceLength} bytes`);
-  if (!Number.isSafeInteger(length) || length < 0) throw new RangeError('chacha20: bad length');
-}
+/** SHA-256 inputs from this many bytes go to OpenSSL; shorter ones to libsodium (the same digest either way). */
+export const SHA256_OPENSSL_FROM = 128;
 
 /**
  * A plain Uint8Array of the bytes (a Buffer's `slice` is a view, which callers that copy with `slice`
@@ -47,55 +42,34 @@ function check(key: Uint8Array, nonce: Uint8Array, nonceLength: number, length: 
 const own = (b: Buffer): Uint8Array =>
   b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? new Uint8Array(b.buffer, 0, b.byteLength) : new Uint8Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
 
-function keystream(key: Uint8Array, iv: Uint8Array, length: number): Uint8Array {
-  if (length === 0) return new Uint8Array(0);
-  const c = createCipheriv('chacha20', key, iv);
-  const out = c.update(zeroInput(length));
-  c.final();
-  return own(out);
+/** SHA-256 on libsodium at any length (exported for the equivalence tests). */
+export function sodiumSha256(data: Uint8Array): Uint8Array {
+  const out = new Uint8Array(32);
+  sodium.crypto_hash_sha256(out, data);
+  return out;
 }
 
-// "expand 32-byte k", as HChaCha20's constant words.
-const SIGMA = new Uint32Array([0x61707865, 0x3320646e, 0x79622d32, 0x6b206574]);
-const LE = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
-
-// Scratch words for HChaCha20 (the host is little-endian, checked below, so bytes map onto words
-// directly); zeroed after each use, since they hold the column key and the derived subkey.
-const KEY_WORDS = new Uint32Array(8);
-const NONCE_WORDS = new Uint32Array(4);
-const SUB_WORDS = new Uint32Array(8);
-
-function hchachaKey(key: Uint8Array, nonce16: Uint8Array): Uint8Array {
-  new Uint8Array(KEY_WORDS.buffer).set(key);
-  new Uint8Array(NONCE_WORDS.buffer).set(nonce16);
-  hchacha(SIGMA, KEY_WORDS, NONCE_WORDS, SUB_WORDS);
-  const bytes = new Uint8Array(SUB_WORDS.buffer).slice();
-  KEY_WORDS.fill(0);
-  SUB_WORDS.fill(0);
-  return bytes;
+function check(key: Uint8Array, nonce: Uint8Array, nonceLength: number, length: number, out?: Uint8Array): void {
+  if (key.length !== 32) throw new RangeError('chacha20: key must be 32 bytes');
+  if (nonce.length !== nonceLength) throw new RangeError(`chacha20: nonce must be ${nonceLength} bytes`);
+  if (!Number.isSafeInteger(length) || length < 0) throw new RangeError('chacha20: bad length');
+  if (out && out.length !== length) throw new RangeError('chacha20: output has the wrong length');
 }
 
-/** OpenSSL's ChaCha20 keystream at any length (exported for the equivalence tests). */
-export function opensslChacha20(key: Uint8Array, nonce: Uint8Array, length: number): Uint8Array {
-  check(key, nonce, 12, length);
-  const iv = new Uint8Array(16);
-  iv.set(nonce, 4);
-  return keystream(key, iv, length);
+/** libsodium's ChaCha20 (RFC 8439) keystream, into `out` when given (exported for the equivalence tests). */
+export function sodiumChacha20(key: Uint8Array, nonce: Uint8Array, length: number, out?: Uint8Array): Uint8Array {
+  check(key, nonce, 12, length, out);
+  const o = out ?? new Uint8Array(length);
+  if (length > 0) sodium.crypto_stream_chacha20_ietf(o, nonce, key);
+  return o;
 }
 
-/** HChaCha20 then OpenSSL's ChaCha20, at any length (exported for the equivalence tests). */
-export function opensslXchacha20(key: Uint8Array, nonce: Uint8Array, length: number): Uint8Array {
+/** libsodium's XChaCha20 keystream (exported for the equivalence tests). */
+export function sodiumXchacha20(key: Uint8Array, nonce: Uint8Array, length: number): Uint8Array {
   check(key, nonce, 24, length);
-  if (!LE) throw new Error('native xchacha20 expects a little-endian host');
-  const sub = hchachaKey(key, nonce.subarray(0, 16));
-  // The derived nonce is four zero bytes and the last 8 bytes of the given one; counter 0 before it.
-  const iv = new Uint8Array(16);
-  iv.set(nonce.subarray(16, 24), 8);
-  try {
-    return keystream(sub, iv, length);
-  } finally {
-    sub.fill(0);
-  }
+  const o = new Uint8Array(length);
+  if (length > 0) sodium.crypto_stream_xchacha20(o, nonce, key);
+  return o;
 }
 
 function scalarBytes(k: bigint): Uint8Array {
@@ -192,18 +166,9 @@ export function libsecpVerifySchnorr(sig: Uint8Array, msg: Uint8Array, xOnlyKey:
 
 export const nativePrimitives: Primitives = Object.freeze({
   name: 'native',
-  sha256: (data: Uint8Array): Uint8Array => own(hash('sha256', data, 'buffer') as Buffer),
-  chacha20(key: Uint8Array, nonce: Uint8Array, length: number, out?: Uint8Array): Uint8Array {
-    if (length < STREAM_NATIVE_FROM) return noblePrimitives.chacha20(key, nonce, length, out);
-    if (out && out.length !== length) throw new RangeError('chacha20: output has the wrong length');
-    const s = opensslChacha20(key, nonce, length);
-    if (!out) return s;
-    out.set(s);
-    s.fill(0);
-    return out;
-  },
-  xchacha20: (key: Uint8Array, nonce: Uint8Array, length: number): Uint8Array =>
-    length >= STREAM_NATIVE_FROM ? opensslXchacha20(key, nonce, length) : noblePrimitives.xchacha20(key, nonce, length),
+  sha256: (data: Uint8Array): Uint8Array => (data.length < SHA256_OPENSSL_FROM ? sodiumSha256(data) : own(hash('sha256', data, 'buffer') as Buffer)),
+  chacha20: sodiumChacha20,
+  xchacha20: sodiumXchacha20,
   mulBase: libsecpMulBase,
   times(P: Point): (k: bigint) => Point {
     if (P.is0()) throw new RangeError('secp256k1: the identity has no product to take');

@@ -1,12 +1,12 @@
 // The injected primitives (node/protocols/math/primitives.ts): the node's native provider
-// (node/runtime/native-primitives.ts, OpenSSL through node:crypto) returns exactly the bytes of the
+// (node/runtime/native-primitives.ts: libsodium, OpenSSL and libsecp256k1) returns exactly the bytes of the
 // noble reference, primitive by primitive on random and edge inputs, and protocol by protocol: the OT
 // setup, presigning and the online phase give identical transcripts and results under either provider
 // with the same seeded randomness, and parties on different providers interoperate.
 import t from 'tap';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { noblePrimitives, taggedHashWith, type Primitives } from '../../node/protocols/math/primitives.ts';
-import { STREAM_NATIVE_FROM, libsecpAddBase, libsecpMul, libsecpMulBase, libsecpMulPublic, libsecpPoint, nativePrimitives, opensslChacha20, opensslXchacha20 } from '../../node/runtime/native-primitives.ts';
+import { SHA256_OPENSSL_FROM, libsecpAddBase, libsecpMul, libsecpMulBase, libsecpMulPublic, libsecpPoint, nativePrimitives, sodiumSha256 } from '../../node/runtime/native-primitives.ts';
 import { taggedHash } from '../../core/codec/transcript.ts';
 import { encodeOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
 import { hashToScalars } from '../../node/protocols/ecdsa/hash.ts';
@@ -28,9 +28,12 @@ const plain = (b: Uint8Array) => Object.getPrototypeOf(b) === Uint8Array.prototy
 t.test('sha256: native equals the reference', async (t) => {
   const r = seededRng('prims sha256');
   // Empty, around the 55/56/64-byte padding boundaries, multi-block, and long (the KOS matrix, τ).
-  for (const n of [0, 1, 31, 32, 55, 56, 63, 64, 65, 119, 120, 127, 128, 1000, 24_064, 53_248, 100_001]) {
+  // The provider sends short inputs to libsodium and long ones to OpenSSL: both sides of the switch, and
+  // libsodium's at every length through its exported function.
+  for (const n of [0, 1, 31, 32, 55, 56, 63, 64, 65, 119, 120, SHA256_OPENSSL_FROM - 1, SHA256_OPENSSL_FROM, SHA256_OPENSSL_FROM + 1, 1000, 24_064, 53_248, 100_001]) {
     const m = r(n);
     t.equal(hex(native.sha256(m)), hex(noble.sha256(m)), `${n} bytes`);
+    t.equal(hex(sodiumSha256(m)), hex(noble.sha256(m)), `${n} bytes, libsodium`);
   }
   const sub = r(200).subarray(17, 150);
   t.equal(hex(native.sha256(sub)), hex(noble.sha256(sub)), 'a view at an offset into a larger buffer');
@@ -40,7 +43,7 @@ t.test('sha256: native equals the reference', async (t) => {
     if (hex(native.sha256(m)) === hex(noble.sha256(m))) same++;
   }
   t.equal(same, 2000, 'many short rows');
-  t.ok(plain(native.sha256(r(5))), 'a plain Uint8Array, not a Buffer');
+  t.ok(plain(native.sha256(r(5))) && plain(native.sha256(r(500))), 'a plain Uint8Array, not a Buffer, on both paths');
 });
 
 t.test('taggedHashWith is core\'s taggedHash on either provider', async (t) => {
@@ -48,16 +51,14 @@ t.test('taggedHashWith is core\'s taggedHash on either provider', async (t) => {
   for (const p of [noble, native]) t.equal(hex(taggedHashWith(p, 'custody/test/v1', parts)), hex(taggedHash('custody/test/v1', parts)), p.name);
 });
 
-// The provider sends short keystreams to noble (OpenSSL's setup costs more there), so OpenSSL's own
-// ChaCha20 and XChaCha20 are checked at every length through their exported functions as well.
+// libsodium computes every keystream of the native provider, whatever its length.
 const streams: [string, Primitives['chacha20'], Primitives['xchacha20']][] = [
   ['native provider', native.chacha20, native.xchacha20],
-  ['OpenSSL at any length', opensslChacha20, opensslXchacha20],
 ];
 for (const [what, chacha, xchacha] of streams) {
   t.test(`chacha20 and xchacha20 (${what}): equal to the reference`, async (t) => {
     const r = seededRng(`prims chacha ${what}`);
-    for (const n of [0, 1, 63, 64, 65, 94, 128, 129, STREAM_NATIVE_FROM - 1, STREAM_NATIVE_FROM, 4096, 24_065]) {
+    for (const n of [0, 1, 63, 64, 65, 94, 128, 129, 1023, 1024, 4096, 24_065]) {
       const key = r(32);
       const n12 = r(12);
       const n24 = r(24);

