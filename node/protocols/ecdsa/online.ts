@@ -81,8 +81,8 @@ export const ONLINE_R1_KIND = 'ecdsa-online/r1/v3';
  * the signer set (sorted) and the public key signed for. A hash output is zero with negligible
  * probability; it is refused all the same (R' would be the identity).
  */
-export function rerandomizer(sessionId: string, R: string, digest: string, signers: number[], publicKey: string): bigint {
-  const d = hashToScalar('custody/ecdsa/rerandomize/v2', [sessionId, R, digest, [...signers].sort((a, b) => a - b).join(','), publicKey]);
+export function rerandomizer(sessionId: string, R: string, digest: string, signers: number[], publicKey: string, prims: Primitives = noblePrimitives): bigint {
+  const d = hashToScalar('custody/ecdsa/rerandomize/v2', [sessionId, R, digest, [...signers].sort((a, b) => a - b).join(','), publicKey], prims);
   if (d === 0n) throw new ProtocolAbort('degenerate_nonce', [], 'the re-randomizer is zero');
   return d;
 }
@@ -111,7 +111,7 @@ export function ecdsaOnlineWith(prims: Primitives): Protocol<OnlineParams, Onlin
       checkSessionId(params.sessionId);
       const m = digestScalar(params.digest);
       const p = params.presignature.take();
-      const delta = rerandomizer(params.sessionId, p.R, params.digest, p.signers, p.publicKey);
+      const delta = rerandomizer(params.sessionId, p.R, params.digest, p.signers, p.publicKey, prims);
       // Public point, public scalar: R' = R + δ·G on the provider (δ is never zero).
       const Rp = prims.addBase(p.R, delta);
       // k + δ = 0 (R' the identity) would take a δ that is the negated nonce: refused, nothing sent.

@@ -14,7 +14,7 @@
 //          signer check each online share (online.ts). Direct messages are end-to-end encrypted: the
 //          coordinator never sees the images (Φ with the public Σu would give it k⁻¹·G); the signers do.
 //   finish: the echoes agree; Σ pk_j = Y; R = Σ R_j.
-import { Fn, Point, exposeScalar, lagrangeAtZero, parsePoint, parseScalar, pointHex, randomScalar, scalarHex, secretScalar, type Point as P } from '../math/curve.ts';
+import { Fn, Point, exposeScalar, lagrangeAtZero, parseScalar, pointHex, randomScalar, scalarHex, secretScalar, type Point as P } from '../math/curve.ts';
 import { taggedHashHex } from '../../../core/codec/transcript.ts';
 import { hashToScalar } from '../math/hash-to-scalar.ts';
 import { noblePrimitives, type Primitives } from '../math/primitives.ts';
@@ -113,13 +113,14 @@ const others = (s: { signers: number[]; me: number }) => s.signers.filter((p) =>
 export const pairContext = (ctx: string, alice: number, bob: number): string => taggedHashHex('custody/ecdsa/pair/v1', [ctx, alice, bob]);
 
 /** Digest of what party `from` sent every peer in round 2 (R_from, pk_from), for the round-3 echo. */
-const r2Digest = (ctx: string, from: number, R: string, pk: string): string => echoDigest('custody/ecdsa/presign/echo-r2/v1', ctx, from, [R, pk]);
+const r2Digest = (ctx: string, from: number, R: string, pk: string, prims: Primitives): string => echoDigest('custody/ecdsa/presign/echo-r2/v1', ctx, from, [R, pk], prims);
 /** Digest of a round-3 message (U, V, Φ), echoed in the online round. */
-export const r3Digest = (ctx: string, from: number, m: { U: string; V: string; Phi: string }): string => echoDigest('custody/ecdsa/presign/echo-r3/v1', ctx, from, [m.U, m.V, m.Phi]);
+export const r3Digest = (ctx: string, from: number, m: { U: string; V: string; Phi: string }, prims: Primitives = noblePrimitives): string =>
+  echoDigest('custody/ecdsa/presign/echo-r3/v1', ctx, from, [m.U, m.V, m.Phi], prims);
 
-function r2Echo(s: PresignState): Record<string, string> {
-  const echo: Record<string, string> = { [s.me]: r2Digest(s.context, s.me, s.Ri, s.pki) };
-  for (const j of others(s)) echo[String(j)] = r2Digest(s.context, j, s.r2[String(j)]!.R, s.r2[String(j)]!.pk);
+function r2Echo(s: PresignState, prims: Primitives): Record<string, string> {
+  const echo: Record<string, string> = { [s.me]: r2Digest(s.context, s.me, s.Ri, s.pki, prims) };
+  for (const j of others(s)) echo[String(j)] = r2Digest(s.context, j, s.r2[String(j)]!.R, s.r2[String(j)]!.pk, prims);
   return echo;
 }
 
@@ -193,11 +194,11 @@ export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, Pre
         if (msg.to !== s.me) throw new ProtocolAbort('bad_message', [from], 'round 3 is sent to each signer directly');
         const r = readPayload<R3>(R3_KIND, msg);
         // `from` saw another R_j or pk_j than we did: j equivocated or `from` lies (round/echo.ts names both).
-        checkEcho(r2Echo(s), r.echo, from, s.me, 'R_i or pk_i');
+        checkEcho(r2Echo(s, prims), r.echo, from, s.me, 'R_i or pk_i');
         return blame(from, 'bad_message', () => {
-          parsePoint(r.U, 'U');
-          parsePoint(r.V, 'V');
-          parsePoint(r.Phi, 'Phi');
+          prims.point(r.U, 'U');
+          prims.point(r.V, 'V');
+          prims.point(r.Phi, 'Phi');
           return { echo: r.echo, U: r.U, V: r.V, Phi: r.Phi } satisfies R3;
         });
       }
@@ -210,10 +211,10 @@ export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, Pre
       if (round === 2) {
         const r = readPayload<R2>(R2_KIND, msg);
         return blame(from, 'bad_message', () => {
-          const R = parsePoint(r.R, 'R');
-          const pk = parsePoint(r.pk, 'pk');
-          const gu = parsePoint(r.gu, 'Gamma u');
-          const gv = parsePoint(r.gv, 'Gamma v');
+          const R = prims.point(r.R, 'R');
+          const pk = prims.point(r.pk, 'pk');
+          const gu = prims.point(r.gu, 'Gamma u');
+          const gv = prims.point(r.gv, 'Gamma v');
           parseScalar(r.psi, 'psi', true);
           if (typeof r.mult !== 'object' || r.mult === null) throw new InputError('bad_message', 'multiplication message');
           if (!openCommitment('instance-key', s.context, [from, pointHex(R)], r.salt, s.r1[String(from)]!.commitR)) {
@@ -235,7 +236,7 @@ export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, Pre
 
     finalize(s, round, rng) {
       const me = s.me;
-      if (round === 3) return finish(s);
+      if (round === 3) return finish(s, prims);
       if (!s.r || !s.sk || !s.phi) throw new ProtocolAbort('bad_state', [], 'presigning secrets already used');
       const r = exposeScalar(s.r, 'r');
       const sk = exposeScalar(s.sk, 'sk');
@@ -270,9 +271,9 @@ export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, Pre
         const [Rj, pkj, gu, gv] = r2Points(m);
         // Both DKLs23 checks at once, under a random combination ρ: (d_u + ρ·d_v)·G + Γ^u + ρ·Γ^v = χ·(R_j + ρ·pk_j).
         // ρ has 128 bits (soundness 2^-128, the curve's level), which halves the two products by ρ.
-        const rho = hashToScalar('custody/ecdsa/gamma-check/v1', [pc, m.R, m.pk, m.gu, m.gv]) >> 128n;
-        const lhs = prims.mulBase(Fn.add(d[0], Fn.mul(rho, d[1]))).add(gu).add(gv.multiplyUnsafe(rho));
-        const combined = Rj.add(pkj.multiplyUnsafe(rho));
+        const rho = hashToScalar('custody/ecdsa/gamma-check/v1', [pc, m.R, m.pk, m.gu, m.gv], prims) >> 128n;
+        const lhs = prims.mulBase(Fn.add(d[0], Fn.mul(rho, d[1]))).add(gu).add(prims.mulPublic(gv, rho));
+        const combined = Rj.add(prims.mulPublic(pkj, rho));
         if (chi === 0n || combined.is0() || !lhs.equals(prims.times(combined, 1)(chi))) throw new ProtocolAbort('bad_multiplication', [j], `party ${j}: multiplication shares do not match R and pk`);
         const [cu, cv] = s.c[String(j)]!.map((x) => exposeScalar(x, 'c', true)) as [bigint, bigint];
         const psi = parseScalar(m.psi, 'psi', true);
@@ -287,7 +288,7 @@ export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, Pre
       s.r.zeroize();
       s.sk.zeroize();
       const r2done: PresignState = { ...s, sk: null, r: null, salt: '', bob: {}, c: {}, u: secretScalar(u), v: secretScalar(v) };
-      const mine3: R3 = { echo: r2Echo(s), U: pointHex(prims.mulBase(u)), V: pointHex(prims.mulBase(v)), Phi: pointHex(prims.mulBase(phi)) };
+      const mine3: R3 = { echo: r2Echo(s, prims), U: pointHex(prims.mulBase(u)), V: pointHex(prims.mulBase(v)), Phi: pointHex(prims.mulBase(phi)) };
       // The same bytes to every peer (the online echo checks they were), never a clear broadcast.
       const payload = encodeBlob(R3_KIND, mine3);
       return { kind: 'next', state: { ...r2done, mine3 }, out: others(s).map((j) => ({ from: me, to: j, round: 3, payload })) };
@@ -299,12 +300,12 @@ export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, Pre
 export const ecdsaPresign = ecdsaPresignWith(noblePrimitives);
 
 /** After the echoes agreed: Σ pk_j = Y, R = Σ R_j, and the presignature with every signer's images. */
-function finish(s: PresignState): { kind: 'done'; state: PresignState; result: Presignature } {
-  let Rsum: P = parsePoint(s.Ri, 'R');
-  let pkSum: P = parsePoint(s.pki, 'pk');
+function finish(s: PresignState, prims: Primitives): { kind: 'done'; state: PresignState; result: Presignature } {
+  let Rsum: P = prims.point(s.Ri, 'R');
+  let pkSum: P = prims.point(s.pki, 'pk');
   const mine3 = s.mine3!;
   const images: Record<string, SignerImages> = { [s.me]: { U: mine3.U, V: mine3.V, Phi: mine3.Phi } };
-  const echo: Record<string, string> = { [s.me]: r3Digest(s.context, s.me, mine3) };
+  const echo: Record<string, string> = { [s.me]: r3Digest(s.context, s.me, mine3, prims) };
   for (const j of others(s)) {
     const m = s.r2[String(j)]!;
     const [Rj, pkj] = r2Points(m);
@@ -312,10 +313,10 @@ function finish(s: PresignState): { kind: 'done'; state: PresignState; result: P
     pkSum = pkSum.add(pkj);
     const m3 = s.r3[String(j)]!;
     images[String(j)] = { U: m3.U, V: m3.V, Phi: m3.Phi };
-    echo[String(j)] = r3Digest(s.context, j, m3);
+    echo[String(j)] = r3Digest(s.context, j, m3, prims);
   }
   // Checked after the echo, so that an equivocated pk_j is caught with culprits rather than without.
-  if (!pkSum.equals(parsePoint(s.publicKey, 'public key'))) throw new ProtocolAbort('bad_key_share', [], 'the signers\' key shares do not add up to the public key');
+  if (!pkSum.equals(prims.point(s.publicKey, 'public key'))) throw new ProtocolAbort('bad_key_share', [], 'the signers\' key shares do not add up to the public key');
   if (Rsum.is0() || Rsum.equals(Point.ZERO)) throw new ProtocolAbort('degenerate_nonce', [], 'R is the identity');
   const id = taggedHashHex('custody/ecdsa/presignature-id/v1', [s.context, pointHex(Rsum)]);
   if (!s.u || !s.v || !s.phi) throw new ProtocolAbort('bad_state', [], 'presigning secrets already used');

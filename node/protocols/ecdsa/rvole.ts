@@ -84,7 +84,7 @@ export interface AliceMessage {
 function theta(prims: Primitives, ctx: string, salt: string, tau: Uint8Array): [bigint, bigint] {
   // The long τ is hashed once (as its bytes); both challenges derive from its digest.
   const d = taggedHashWith(prims, 'custody/dkls23/rvole/tau/v3', [ctx, salt, tau]);
-  return [hashToScalar('custody/dkls23/rvole/theta/v2', [ctx, salt, 0, d]), hashToScalar('custody/dkls23/rvole/theta/v2', [ctx, salt, 1, d])];
+  return [hashToScalar('custody/dkls23/rvole/theta/v2', [ctx, salt, 0, d], prims), hashToScalar('custody/dkls23/rvole/theta/v2', [ctx, salt, 1, d], prims)];
 }
 
 function muOf(prims: Primitives, ctx: string, salt: string, rows: bigint[][]): Uint8Array {

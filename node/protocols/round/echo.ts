@@ -4,12 +4,16 @@
 // every honest party whose digest differs from a reported one. Who is named: a differing digest only
 // shows that the reporter or the subject lied, so both are named; when the subject is the reporter
 // itself or the verifying party (whose own values are known), the reporter alone.
-import { taggedHashHex, type Part } from '../../../core/codec/transcript.ts';
+import { type Part } from '../../../core/codec/transcript.ts';
 import { ProtocolAbort } from '../../../core/errors/protocol-errors.ts';
+import { noblePrimitives, taggedHashHexWith, type Primitives } from '../math/primitives.ts';
 
-/** Digest of party `from`'s broadcast values as this party received them (domain-separated, session-bound). */
-export function echoDigest(tag: string, context: string, from: number, parts: Part[]): string {
-  return taggedHashHex(tag, [context, from, ...parts]);
+/**
+ * Digest of party `from`'s broadcast values as this party received them (domain-separated, session-bound),
+ * its SHA-256 from the given provider (the same digest from any).
+ */
+export function echoDigest(tag: string, context: string, from: number, parts: Part[], prims: Primitives = noblePrimitives): string {
+  return taggedHashHexWith(prims, tag, [context, from, ...parts]);
 }
 
 /**
