@@ -100,8 +100,10 @@ export async function runSuites(suites: BenchSuite[]): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
   const medians = new Map<string, number>();
   for (const s of suites) {
-    await s.setup?.();
     try {
+      // Inside the try: a setup that throws halfway (a node that would not start, say) still gets its
+      // teardown, so no process it started is left running. Teardowns stop what was started only.
+      await s.setup?.();
       for (const c of s.cases) {
         const base = c.baseline === undefined ? undefined : byName.get(c.baseline);
         if (c.baseline !== undefined && !base) throw new Error(`baseline ${c.baseline} of ${c.name} is not in this run`);
@@ -122,12 +124,23 @@ export async function runSuites(suites: BenchSuite[]): Promise<BenchResult[]> {
         if (extra) r.extra = extra;
         results.push(r);
       }
-    } finally {
-      await s.teardown?.();
+    } catch (err) {
+      await teardownAfterFailure(s);
+      throw err;
     }
+    await s.teardown?.();
   }
   for (const r of results) r.median_ms = round(r.median_ms);
   return results;
+}
+
+/** The teardown after a failed setup or case; its own failure is reported but does not hide the first. */
+async function teardownAfterFailure(s: BenchSuite): Promise<void> {
+  try {
+    await s.teardown?.();
+  } catch (err) {
+    console.error(`teardown of "${s.title}" failed too:`, err);
+  }
 }
 
 function round(x: number, digits = 4): number {

@@ -101,10 +101,11 @@ export const suite: BenchSuite = {
     single = await deployment({ API_DATA_DIR: join(cluster.dir, 'api-leveldb') }, ['api-leveldb'], operatorFile);
     triple = await deployment({ API_DATABASE_URL: await newDatabase(postgres, 'bench') }, ['api-pg-1', 'api-pg-2', 'api-pg-3'], operatorFile);
   },
+  // Also after a setup that failed halfway (bench/harness.ts): stops only what was started.
   async teardown() {
-    await cluster.stop();
-    await anvil.stop();
-    await postgres.stop();
+    await cluster?.stop();
+    await anvil?.stop();
+    await postgres?.stop();
   },
   cases: [
     { name: 'api.instances.get.leveldb-1', runs: 5, warmup: 1, fn: () => burst(single), extra: () => rate(single) },

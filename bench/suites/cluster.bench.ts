@@ -214,11 +214,12 @@ export const suite: BenchSuite = {
     taprootPool.push(...Array.from({ length: 60 }, taprootInput));
     rows = await coordinator.vaults.precommit({ vaultId: 'bench', path: PATH, scheme: 'taproot', count: PRESIGNED });
   },
+  // Also after a setup that failed halfway (bench/harness.ts): stops only what was started.
   async teardown() {
-    client.close();
-    await cluster.stop();
-    await coordinator.stop();
-    rmSync(dir, { recursive: true, force: true });
+    client?.close();
+    await cluster?.stop();
+    await coordinator?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
   },
   cases: [
     { name: 'cluster.inprocess.frost.2of3', baseline: 'baseline.schnorr.sign', runs: 30, fn: inProcess },

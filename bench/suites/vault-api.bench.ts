@@ -124,15 +124,16 @@ export const suite: BenchSuite = {
     await open.register(apiKeyRoutes, { vaults: leveldb.vaults, prefix: '/v1' });
     await open.ready();
   },
+  // Also after a setup that failed halfway (bench/harness.ts): stops only what was started.
   async teardown() {
-    await stopStack(leveldb);
-    await stopStack(onPostgres);
-    await open.close();
-    coordinator.close();
-    await cluster.stop();
-    await anvil.stop();
-    await postgres.stop();
-    rmSync(dir, { recursive: true, force: true });
+    if (leveldb) await stopStack(leveldb);
+    if (onPostgres) await stopStack(onPostgres);
+    await open?.close();
+    coordinator?.close();
+    await cluster?.stop();
+    await anvil?.stop();
+    await postgres?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
   },
   cases: [
     {
