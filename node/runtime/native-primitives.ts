@@ -42,10 +42,20 @@ export const SHA256_OPENSSL_FROM = 128;
 const own = (b: Buffer): Uint8Array =>
   b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? new Uint8Array(b.buffer, 0, b.byteLength) : new Uint8Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
 
-/** SHA-256 on libsodium at any length (exported for the equivalence tests). */
-export function sodiumSha256(data: Uint8Array): Uint8Array {
-  const out = new Uint8Array(32);
-  sodium.crypto_hash_sha256(out, data);
+/** SHA-256 on libsodium at any length, into `out` when given (exported for the equivalence tests). */
+export function sodiumSha256(data: Uint8Array, out?: Uint8Array): Uint8Array {
+  if (out && out.length !== 32) throw new RangeError('sha256: output must be 32 bytes');
+  const o = out ?? new Uint8Array(32);
+  sodium.crypto_hash_sha256(o, data);
+  return o;
+}
+
+/** SHA-256 on OpenSSL, into `out` when given. */
+function opensslSha256(data: Uint8Array, out?: Uint8Array): Uint8Array {
+  const d = hash('sha256', data, 'buffer') as Buffer;
+  if (!out) return own(d);
+  if (out.length !== 32) throw new RangeError('sha256: output must be 32 bytes');
+  out.set(d);
   return out;
 }
 
@@ -64,10 +74,10 @@ export function sodiumChacha20(key: Uint8Array, nonce: Uint8Array, length: numbe
   return o;
 }
 
-/** libsodium's XChaCha20 keystream (exported for the equivalence tests). */
-export function sodiumXchacha20(key: Uint8Array, nonce: Uint8Array, length: number): Uint8Array {
-  check(key, nonce, 24, length);
-  const o = new Uint8Array(length);
+/** libsodium's XChaCha20 keystream, into `out` when given (exported for the equivalence tests). */
+export function sodiumXchacha20(key: Uint8Array, nonce: Uint8Array, length: number, out?: Uint8Array): Uint8Array {
+  check(key, nonce, 24, length, out);
+  const o = out ?? new Uint8Array(length);
   if (length > 0) sodium.crypto_stream_xchacha20(o, nonce, key);
   return o;
 }
@@ -166,7 +176,7 @@ export function libsecpVerifySchnorr(sig: Uint8Array, msg: Uint8Array, xOnlyKey:
 
 export const nativePrimitives: Primitives = Object.freeze({
   name: 'native',
-  sha256: (data: Uint8Array): Uint8Array => (data.length < SHA256_OPENSSL_FROM ? sodiumSha256(data) : own(hash('sha256', data, 'buffer') as Buffer)),
+  sha256: (data: Uint8Array, out?: Uint8Array): Uint8Array => (data.length < SHA256_OPENSSL_FROM ? sodiumSha256(data, out) : opensslSha256(data, out)),
   chacha20: sodiumChacha20,
   xchacha20: sodiumXchacha20,
   mulBase: libsecpMulBase,

@@ -104,6 +104,31 @@ t.test('chacha20 into a caller\'s buffer: the same bytes, in that buffer', async
   t.throws(() => native.chacha20(r(32), r(12), 4096, new Uint8Array(10)), 'a wrong-sized buffer refused');
 });
 
+t.test('xchacha20 and sha256 into a caller\'s buffer: the same bytes, in that buffer, on both providers', async (t) => {
+  const r = seededRng('prims out');
+  for (const n of [94, 4096]) {
+    const key = r(32);
+    const nonce = r(24);
+    const want = hex(noble.xchacha20(key, nonce, n));
+    for (const p of [noble, native]) {
+      // A view at an odd offset into a larger buffer, as the extension's columns are.
+      const big = new Uint8Array(n + 7).fill(0xaa);
+      const out = big.subarray(3, 3 + n);
+      const got = p.xchacha20(key, nonce, n, out);
+      t.ok(got === out && hex(out) === want && big[0] === 0xaa && big[n + 6] === 0xaa, `xchacha20, ${p.name}, ${n} bytes`);
+    }
+  }
+  for (const n of [50, SHA256_OPENSSL_FROM + 5]) {
+    const m = r(n);
+    for (const p of [noble, native]) {
+      const out = new Uint8Array(32).fill(0xaa);
+      t.ok(p.sha256(m, out) === out && hex(out) === hex(noble.sha256(m)), `sha256, ${p.name}, ${n} bytes`);
+      t.throws(() => p.sha256(m, new Uint8Array(31)), `sha256, ${p.name}: a wrong-sized buffer refused`);
+    }
+  }
+  t.throws(() => native.xchacha20(r(32), r(24), 94, new Uint8Array(93)), 'a wrong-sized buffer refused');
+});
+
 t.test('products by secret scalars: libsecp256k1 gives noble\'s points, and refuses what noble refuses', async (t) => {
   const r = seededRng('prims points');
   const n = Fn.ORDER;

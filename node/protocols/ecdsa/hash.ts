@@ -21,7 +21,11 @@ export function openCommitment(tag: string, context: string, parts: Part[], salt
 }
 
 const NONCE = new Uint8Array(12);
+// Scratch for the hot per-row hash, reused across calls (read out before returning): the digest, the
+// stream and a view of it. Allocating them per row cost as much as the hashing.
+const DIGEST = new Uint8Array(32);
 let STREAM = new Uint8Array(128);
+let VIEW = new DataView(STREAM.buffer);
 
 /**
  * `count` scalars from one input: SHA-256 of the (already domain-separated) input keys a ChaCha20
@@ -29,18 +33,25 @@ let STREAM = new Uint8Array(128);
  * Both primitives come from the injected provider (math/primitives.ts): the same bytes from any.
  */
 export function hashToScalars(input: Uint8Array, count: number, prims: Primitives = noblePrimitives): bigint[] {
-  // One scratch stream reused across calls (read out before returning).
-  if (STREAM.length < 32 * count) STREAM = new Uint8Array(32 * count);
-  const out = prims.chacha20(prims.sha256(input), NONCE, 32 * count, STREAM.subarray(0, 32 * count));
-  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
-  const res: bigint[] = [];
-  for (let i = 0; i < count; i++) {
-    const o = 32 * i;
-    const v = (view.getBigUint64(o) << 192n) | (view.getBigUint64(o + 8) << 128n) | (view.getBigUint64(o + 16) << 64n) | view.getBigUint64(o + 24);
-    // v < 2^256 < 2n, so one conditional subtraction reduces it.
-    res.push(v >= ORDER ? v - ORDER : v);
+  if (STREAM.length < 32 * count) {
+    STREAM = new Uint8Array(32 * count);
+    VIEW = new DataView(STREAM.buffer);
   }
-  return res;
+  try {
+    prims.chacha20(prims.sha256(input, DIGEST), NONCE, 32 * count, STREAM.subarray(0, 32 * count));
+    const view = VIEW;
+    const res = new Array<bigint>(count);
+    for (let i = 0; i < count; i++) {
+      const o = 32 * i;
+      const v = (view.getBigUint64(o) << 192n) | (view.getBigUint64(o + 8) << 128n) | (view.getBigUint64(o + 16) << 64n) | view.getBigUint64(o + 24);
+      // v < 2^256 < 2n, so one conditional subtraction reduces it.
+      res[i] = v >= ORDER ? v - ORDER : v;
+    }
+    return res;
+  } finally {
+    // The digest keys the pads of a secret OT row.
+    DIGEST.fill(0);
+  }
 }
 
 /** Length-prefixed encoding of a tag and parts, for callers that feed it to another hash. */

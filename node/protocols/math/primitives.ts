@@ -19,16 +19,22 @@ import { verifyEcdsaDigest } from './ecdsa-verify.ts';
 export interface Primitives {
   /** For logs and benchmarks only; never hashed. */
   readonly name: string;
-  /** SHA-256 of `data` (any length, empty included). */
-  sha256(data: Uint8Array): Uint8Array;
+  /**
+   * SHA-256 of `data` (any length, empty included): written into `out` (exactly 32 bytes) and returned
+   * when given, else in fresh memory (the per-row hash reuses one digest buffer).
+   */
+  sha256(data: Uint8Array, out?: Uint8Array): Uint8Array;
   /**
    * `length` bytes of the RFC 8439 ChaCha20 keystream under a 32-byte key and a 12-byte nonce, block
    * counter from 0: written into `out` (exactly `length` bytes) and returned when given, else in fresh
    * memory. `out` lets the per-row hash reuse one buffer (allocation is a fifth of its cost).
    */
   chacha20(key: Uint8Array, nonce: Uint8Array, length: number, out?: Uint8Array): Uint8Array;
-  /** `length` bytes of the XChaCha20 keystream (draft-irtf-cfrg-xchacha) under a 32-byte key and a 24-byte nonce. */
-  xchacha20(key: Uint8Array, nonce: Uint8Array, length: number): Uint8Array;
+  /**
+   * `length` bytes of the XChaCha20 keystream (draft-irtf-cfrg-xchacha) under a 32-byte key and a 24-byte
+   * nonce, into `out` (exactly `length` bytes) when given, as `chacha20`.
+   */
+  xchacha20(key: Uint8Array, nonce: Uint8Array, length: number, out?: Uint8Array): Uint8Array;
   /** k·G for a secret scalar 0 < k < n, in constant time. */
   mulBase(k: bigint): Point;
   /**
@@ -70,10 +76,16 @@ function zeroInput(n: number): Uint8Array {
 /** The reference provider: `@noble/hashes` and `@noble/ciphers`, pure JavaScript. */
 export const noblePrimitives: Primitives = Object.freeze({
   name: 'noble',
-  sha256: (data: Uint8Array): Uint8Array => sha256(data),
+  sha256(data: Uint8Array, out?: Uint8Array): Uint8Array {
+    if (!out) return sha256(data);
+    if (out.length !== 32) throw new RangeError('sha256: output must be 32 bytes');
+    out.set(sha256(data));
+    return out;
+  },
   chacha20: (key: Uint8Array, nonce: Uint8Array, length: number, out?: Uint8Array): Uint8Array =>
     chacha20(key, nonce, zeroInput(length), out ?? new Uint8Array(length)),
-  xchacha20: (key: Uint8Array, nonce: Uint8Array, length: number): Uint8Array => xchacha20(key, nonce, zeroInput(length), new Uint8Array(length)),
+  xchacha20: (key: Uint8Array, nonce: Uint8Array, length: number, out?: Uint8Array): Uint8Array =>
+    xchacha20(key, nonce, zeroInput(length), out ?? new Uint8Array(length)),
   mulBase,
   times: nobleTimes,
   verifyEcdsa: verifyEcdsaDigest,

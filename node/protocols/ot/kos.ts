@@ -48,15 +48,21 @@ export interface KosReceiverMessage {
 
 /**
  * Column expansion: XChaCha20 keyed by the base-OT key, nonce = 22 bytes of the per-use context || column,
- * from the injected provider (the same keystream from any).
+ * from the injected provider (the same keystream from any), into `out` (MB bytes). `nonce` is the
+ * caller's 24-byte scratch (one per extension: a fresh small array per column costs more than the stream).
  */
-function prg(prims: Primitives, seed: Uint8Array, ctx: Uint8Array, col: number): Uint8Array {
-  const nonce = new Uint8Array(24);
+function prg(prims: Primitives, seed: Uint8Array, ctx: Uint8Array, col: number, nonce: Uint8Array, out: Uint8Array): Uint8Array {
   nonce.set(ctx.subarray(0, 22), 0);
   nonce[22] = col >> 8;
   nonce[23] = col & 0xff;
-  return prims.xchacha20(seed, nonce, MB);
+  return prims.xchacha20(seed, nonce, MB, out);
 }
+
+/** KAPPA columns of MB bytes, as views into one buffer. */
+const columns = (): { buf: Uint8Array; cols: Uint8Array[] } => {
+  const buf = new Uint8Array(KAPPA * MB);
+  return { buf, cols: Array.from({ length: KAPPA }, (_, c) => buf.subarray(c * MB, (c + 1) * MB)) };
+};
 
 /**
  * Columns (KAPPA × MB bytes) to rows (M × ROW bytes), 8×8 bits at a time: byte kb of columns 8·cb..8·cb+7
@@ -207,15 +213,19 @@ export function kosReceive(ctx: string, k0: Uint8Array[], k1: Uint8Array[], rng:
   const nonce = bytesToHex(rng(32));
   const sc = sessionCtx(prims, ctx, nonce);
   const r = rng(MB);
-  const t0: Uint8Array[] = [];
+  const { buf: t0buf, cols: t0 } = columns();
+  const b = new Uint8Array(MB);
+  const scratch = new Uint8Array(24);
   const u = new Uint8Array(KAPPA * MB);
   for (let c = 0; c < KAPPA; c++) {
-    const a = prg(prims, k0[c]!, sc, c);
-    const b = prg(prims, k1[c]!, sc, c);
-    t0.push(a);
+    const a = prg(prims, k0[c]!, sc, c, scratch, t0[c]!);
+    prg(prims, k1[c]!, sc, c, scratch, b);
     for (let i = 0; i < MB; i++) u[c * MB + i] = a[i]! ^ b[i]! ^ r[i]!;
   }
   const t = transpose(t0);
+  // The columns are the rows t_k before the transpose, and b is k1's stream: both secret to the receiver.
+  t0buf.fill(0);
+  b.fill(0);
   const rb = bitsAsBlocks(r);
   const check = new Uint8Array(64);
   const chis = challenges(prims, sc, u);
@@ -234,15 +244,16 @@ export function kosSend(ctx: string, delta: Uint8Array, kd: Uint8Array[], msg: K
   if (!(msg.check instanceof Uint8Array) || msg.check.length !== 64) throw new InputError('bad_ot', 'extension check values');
   const sc = sessionCtx(prims, ctx, msg.nonce);
   const u = msg.u;
-  const cols: Uint8Array[] = [];
+  const { buf: colBuf, cols } = columns();
+  const nonce = new Uint8Array(24);
   for (let c = 0; c < KAPPA; c++) {
-    const q = prg(prims, kd[c]!, sc, c);
+    const q = prg(prims, kd[c]!, sc, c, nonce, cols[c]!);
     // Every column is combined under a mask of Δ's bit: no branch on the long-lived secret Δ.
     const mask = -((delta[c >> 3]! >> (c & 7)) & 1) & 0xff;
     for (let i = 0; i < MB; i++) q[i]! ^= u[c * MB + i]! & mask;
-    cols.push(q);
   }
   const q = transpose(cols);
+  colBuf.fill(0);
   const check = msg.check;
   const chis = challenges(prims, sc, u);
   for (let l = 0; l < 2; l++) {
