@@ -25,7 +25,7 @@
 // for k·P (`secp256k1_ecmult_const`, constant time). Points cross as 65-byte uncompressed encodings,
 // which noble parses with a curve-equation check instead of a square root; the scalar's bytes are
 // zeroed after each call (the library zeroes its own copy).
-import { hash } from 'node:crypto';
+import { createCipheriv, hash } from 'node:crypto';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import sodium from 'sodium-native';
 import * as libsecp from 'tiny-secp256k1';
@@ -80,6 +80,39 @@ export function sodiumXchacha20(key: Uint8Array, nonce: Uint8Array, length: numb
   const o = out ?? new Uint8Array(length);
   if (length > 0) sodium.crypto_stream_xchacha20(o, nonce, key);
   return o;
+}
+
+/** AES-128 of one block on OpenSSL (exported for the equivalence tests). */
+export function opensslAes128Block(key: Uint8Array, block: Uint8Array): Uint8Array {
+  if (key.length !== 16) throw new RangeError('aes128Block: key must be 16 bytes');
+  if (block.length !== 16) throw new RangeError('aes128Block: one 16-byte block');
+  const c = createCipheriv('aes-128-ecb', key, null);
+  c.setAutoPadding(false);
+  const out = own(c.update(block));
+  c.final();
+  return out;
+}
+
+const GCM_IV = new Uint8Array(12);
+/** J0 for the 96-bit IV of zeros: IV ‖ 0^31 ‖ 1 (SP 800-38D §7.1 step 2). */
+const GCM_J0 = Uint8Array.from([...GCM_IV, 0, 0, 0, 1]);
+
+/**
+ * GCM's GHASH of `data` as additional data on OpenSSL (exported for the equivalence tests): an AES-128-GCM
+ * encryption of nothing under `key` with `data` as its AAD has the tag GHASH ⊕ AES_key(J0) (SP 800-38D
+ * §7.1 steps 5-6), so the hash is the tag with that mask taken off. OpenSSL's GHASH runs on the
+ * processor's carry-less multiplication; the key is a public value of the protocol, not a secret.
+ */
+export function opensslGcmHash(key: Uint8Array, data: Uint8Array): Uint8Array {
+  if (key.length !== 16) throw new RangeError('gcmHash: key must be 16 bytes');
+  if (data.length % 16 !== 0) throw new RangeError('gcmHash: input must be whole 16-byte blocks');
+  const c = createCipheriv('aes-128-gcm', key, GCM_IV);
+  c.setAAD(data);
+  c.final();
+  const tag = c.getAuthTag();
+  const mask = opensslAes128Block(key, GCM_J0);
+  for (let i = 0; i < 16; i++) mask[i]! ^= tag[i]!;
+  return mask;
 }
 
 function scalarBytes(k: bigint): Uint8Array {
@@ -179,6 +212,8 @@ export const nativePrimitives: Primitives = Object.freeze({
   sha256: (data: Uint8Array, out?: Uint8Array): Uint8Array => (data.length < SHA256_OPENSSL_FROM ? sodiumSha256(data, out) : opensslSha256(data, out)),
   chacha20: sodiumChacha20,
   xchacha20: sodiumXchacha20,
+  aes128Block: opensslAes128Block,
+  gcmHash: opensslGcmHash,
   mulBase: libsecpMulBase,
   times(P: Point): (k: bigint) => Point {
     if (P.is0()) throw new RangeError('secp256k1: the identity has no product to take');

@@ -4,6 +4,7 @@
 // setup, presigning and the online phase give identical transcripts and results under either provider
 // with the same seeded randomness, and parties on different providers interoperate.
 import t from 'tap';
+import { gcm } from '@noble/ciphers/aes.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { noblePrimitives, taggedHashWith, type Primitives } from '../../node/protocols/math/primitives.ts';
 import { SHA256_OPENSSL_FROM, libsecpAddBase, libsecpMul, libsecpMulBase, libsecpMulPublic, libsecpPoint, nativePrimitives, sodiumSha256 } from '../../node/runtime/native-primitives.ts';
@@ -129,6 +130,44 @@ t.test('xchacha20 and sha256 into a caller\'s buffer: the same bytes, in that bu
   t.throws(() => native.xchacha20(r(32), r(24), 94, new Uint8Array(93)), 'a wrong-sized buffer refused');
 });
 
+t.test('aes128Block: FIPS 197\'s vector, and the same block from both providers', async (t) => {
+  // FIPS 197 Appendix C.1 (AES-128).
+  const key = Uint8Array.from({ length: 16 }, (_, i) => i);
+  const pt = Uint8Array.from({ length: 16 }, (_, i) => i * 0x11);
+  for (const p of [noble, native]) t.equal(hex(p.aes128Block(key, pt)), '69c4e0d86a7b0430d8cdb78070b4c55a', `${p.name}: FIPS 197 C.1`);
+  const r = seededRng('prims aes');
+  for (let i = 0; i < 50; i++) {
+    const k = r(16);
+    const b = r(16);
+    if (hex(native.aes128Block(k, b)) !== hex(noble.aes128Block(k, b))) t.fail(`block ${i} differs`);
+  }
+  for (const p of [noble, native]) {
+    t.throws(() => p.aes128Block(r(32), r(16)), `${p.name}: a 32-byte key refused`);
+    t.throws(() => p.aes128Block(r(16), r(32)), `${p.name}: two blocks refused`);
+  }
+});
+
+t.test('gcmHash: GCM\'s GHASH of additional data, the same from both providers and from noble\'s GCM', async (t) => {
+  const r = seededRng('prims gcm');
+  const j0 = Uint8Array.from([...new Uint8Array(12), 0, 0, 0, 1]);
+  for (const n of [0, 16, 32, 48, 160, 752 * 16, 1000 * 16]) {
+    const key = r(16);
+    const data = r(n);
+    const want = hex(noble.gcmHash(key, data));
+    t.equal(hex(native.gcmHash(key, data)), want, `${n} bytes: native equals the reference`);
+    // GCM with `data` as its AAD and an empty message: tag = GHASH ⊕ AES_K(J0) (SP 800-38D §7.1).
+    const tag = gcm(key, new Uint8Array(12), data).encrypt(new Uint8Array(0));
+    t.equal(hex(tag.map((v, i) => v ^ noble.aes128Block(key, j0)[i]!)), want, `${n} bytes: noble's GCM tag without its mask`);
+  }
+  const view = r(100).subarray(3, 3 + 64);
+  const key = r(16);
+  t.equal(hex(native.gcmHash(key, view)), hex(noble.gcmHash(key, view.slice())), 'data as a view at an odd offset');
+  for (const p of [noble, native]) {
+    t.throws(() => p.gcmHash(r(15), r(16)), `${p.name}: a short key refused`);
+    t.throws(() => p.gcmHash(r(16), r(17)), `${p.name}: a partial block refused`);
+  }
+});
+
 t.test('products by secret scalars: libsecp256k1 gives noble\'s points, and refuses what noble refuses', async (t) => {
   const r = seededRng('prims points');
   const n = Fn.ORDER;
@@ -246,7 +285,8 @@ t.test('base OT, KOS and RVOLE: identical bytes, and parties on different provid
   t.equal(hex(x.ext.msg.u), hex(n.ext.msg.u), 'KOS matrix');
   t.equal(hex(x.ext.msg.check), hex(n.ext.msg.check), 'KOS check values');
   t.equal(hex(x.q), hex(n.q), 'sender rows');
-  t.same(checkChallenges('ext', n.ext.msg.nonce, n.ext.msg.u, native).map(hex), checkChallenges('ext', n.ext.msg.nonce, n.ext.msg.u, noble).map(hex), 'challenges');
+  const lanes = (p: Primitives) => checkChallenges('ext', n.ext.msg.nonce, n.ext.msg.u, p).flatMap((l) => [hex(l.key), hex(l.chi)]);
+  t.same(lanes(native), lanes(noble), 'check keys and challenges');
   // A native receiver's message checks on a noble sender, and the other way round.
   t.equal(hex(kosSend('ext', n.choices, n.recv.keys, x.ext.msg, noble)), hex(n.q), 'native Bob, noble Alice');
   t.equal(hex(kosSend('ext', x.choices, x.recv.keys, n.ext.msg, native)), hex(x.q), 'noble Bob, native Alice');

@@ -108,7 +108,7 @@ function context(p: OtSetupParams): string {
 }
 
 /** Round 3 carries a KOS message, whose matrix grew with kos.ts's EXTRA (v2). */
-export const R3_KIND = 'ecdsa-ot-setup/r3/v2';
+export const R3_KIND = 'ecdsa-ot-setup/r3/v3';
 
 const others = (p: OtSetupParams) => p.parties.filter((x) => x !== p.me);
 const lower = (p: OtSetupParams) => p.parties.filter((x) => x < p.me);
@@ -121,7 +121,7 @@ const noKeys = () => new SecretBytes(new Uint8Array(0));
 /** The OT setup protocol on the given primitives (math/primitives.ts): the same messages and result from any. */
 export function ecdsaOtSetupWith(prims: Primitives): Protocol<OtSetupParams, OtSetupState, EcdsaOtSetup> {
   return {
-    name: 'ecdsa-ot-setup/v2',
+    name: 'ecdsa-ot-setup/v3',
 
     start(params, rng) {
       checkSessionId(params.sessionId);

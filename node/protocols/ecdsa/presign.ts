@@ -105,7 +105,7 @@ export interface PresignState {
 
 // Wire kinds, versioned with the protocol: v2 carries the larger KOS matrix (kos.ts), Alice's salt in
 // round 2 (rvole.ts) and round 3 as direct messages.
-export const R1_KIND = 'ecdsa-presign/r1/v2';
+export const R1_KIND = 'ecdsa-presign/r1/v3';
 export const R2_KIND = 'ecdsa-presign/r2/v2';
 export const R3_KIND = 'ecdsa-presign/r3/v2';
 
@@ -151,7 +151,7 @@ export function checkPresignParams(p: PresignParams): void {
 /** Presigning on the given primitives (math/primitives.ts): the same messages and presignature from any. */
 export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, PresignState, Presignature> {
   return {
-    name: 'ecdsa-presign/v2',
+    name: 'ecdsa-presign/v3',
 
     start(params, rng) {
       checkPresignParams(params);

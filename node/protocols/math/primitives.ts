@@ -8,6 +8,8 @@
 // The products of a point by a secret scalar are here too: noble's constant-time, blinded
 // multiplications in the reference, libsecp256k1's constant-time ones in the node's provider. They
 // return the same point for the same inputs (docs/protocols/ecdsa.md, "Primitives").
+import { ecb } from '@noble/ciphers/aes.js';
+import { ghash } from '@noble/ciphers/_polyval.js';
 import { chacha20, xchacha20 } from '@noble/ciphers/chacha.js';
 import { schnorr } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
@@ -35,6 +37,14 @@ export interface Primitives {
    * nonce, into `out` (exactly `length` bytes) when given, as `chacha20`.
    */
   xchacha20(key: Uint8Array, nonce: Uint8Array, length: number, out?: Uint8Array): Uint8Array;
+  /** AES-128 of one 16-byte block under a 16-byte key (FIPS 197). */
+  aes128Block(key: Uint8Array, block: Uint8Array): Uint8Array;
+  /**
+   * GCM's GHASH of `data` (a multiple of 16 bytes) as the additional data of an empty message, under the
+   * hash key H = AES-128_key(0^128): GHASH_H(data ‖ [8·|data|]_64 ‖ [0]_64), NIST SP 800-38D §6.4 and
+   * §7.1 step 5 (the tag before its mask). `data` may be empty.
+   */
+  gcmHash(key: Uint8Array, data: Uint8Array): Uint8Array;
   /** k·G for a secret scalar 0 < k < n, in constant time. */
   mulBase(k: bigint): Point;
   /**
@@ -73,6 +83,24 @@ function zeroInput(n: number): Uint8Array {
   return zeros.subarray(0, n);
 }
 
+function aesArgs(key: Uint8Array, data: Uint8Array, what: string): void {
+  if (key.length !== 16) throw new RangeError(`${what}: key must be 16 bytes`);
+  if (data.length % 16 !== 0) throw new RangeError(`${what}: input must be whole 16-byte blocks`);
+}
+
+/** GCM's length block for additional data of `bytes` bytes and an empty message. */
+export function gcmLengthBlock(bytes: number): Uint8Array {
+  const b = new Uint8Array(16);
+  new DataView(b.buffer).setBigUint64(0, BigInt(bytes) * 8n);
+  return b;
+}
+
+function nobleAes128Block(key: Uint8Array, block: Uint8Array): Uint8Array {
+  aesArgs(key, block, 'aes128Block');
+  if (block.length !== 16) throw new RangeError('aes128Block: one 16-byte block');
+  return ecb(key, { disablePadding: true }).encrypt(block);
+}
+
 /** The reference provider: `@noble/hashes` and `@noble/ciphers`, pure JavaScript. */
 export const noblePrimitives: Primitives = Object.freeze({
   name: 'noble',
@@ -86,6 +114,15 @@ export const noblePrimitives: Primitives = Object.freeze({
     chacha20(key, nonce, zeroInput(length), out ?? new Uint8Array(length)),
   xchacha20: (key: Uint8Array, nonce: Uint8Array, length: number, out?: Uint8Array): Uint8Array =>
     xchacha20(key, nonce, zeroInput(length), out ?? new Uint8Array(length)),
+  aes128Block: nobleAes128Block,
+  gcmHash(key: Uint8Array, data: Uint8Array): Uint8Array {
+    aesArgs(key, data, 'gcmHash');
+    const h = nobleAes128Block(key, new Uint8Array(16));
+    const all = new Uint8Array(data.length + 16);
+    all.set(data);
+    all.set(gcmLengthBlock(data.length), data.length);
+    return ghash(all, h);
+  },
   mulBase,
   times: nobleTimes,
   verifyEcdsa: verifyEcdsaDigest,

@@ -9,8 +9,10 @@
 // fresh 32-byte value the receiver draws per use: one extension never reuses another's pads, even with a repeated
 // session id. Rows are 256 bits = two 128-bit lanes, each checked in GF(2^128) under its half of Δ.
 //
-// Receiver sends u (KAPPA columns of M bits) and, per lane, x = Σ χ^k·r_k and t = Σ χ^k·t_k.
-// Sender checks Σ χ^k·q_k == t + x·Δ per lane, then q_k = t_k ⊕ r_k·Δ for every row k.
+// Receiver sends u (KAPPA columns of M bits) and, per lane, x = S(r) and t = S(t), where S is GCM's GHASH
+// of the lane's M blocks under the hash key χ = AES-128_K(0) of a key K derived from the matrix:
+// S(X) = χ·Σ χ^(M-k)·X_k + L·χ (L the length block). Sender checks S(q) == t + (x + L·χ)·Δ per lane, then
+// q_k = t_k ⊕ r_k·Δ for every row k. (Check v4; docs/protocols/ecdsa.md, "The check's hash (v4)".)
 //
 // The two lanes' x reveal 256 GF(2)-linear functions of the choice bits. The EXTRA random rows hide
 // the first XI bits exactly when those functions restricted to the extra rows have rank 256; over the
@@ -24,7 +26,7 @@
 import { ghash } from '@noble/ciphers/_polyval.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { equalBytes } from '../math/curve.ts';
-import { noblePrimitives, taggedHashWith, type Primitives } from '../math/primitives.ts';
+import { gcmLengthBlock, noblePrimitives, taggedHashWith, type Primitives } from '../math/primitives.ts';
 import { InputError } from '../../../core/errors/protocol-errors.ts';
 import type { Rng } from '../round/machine.ts';
 import { BASE_OT_COUNT } from './base-ot.ts';
@@ -173,20 +175,37 @@ export function degenerateChallenges(c0: Uint8Array, c1: Uint8Array): boolean {
   return false;
 }
 
-/** Both lanes' challenges: the matrix (as bytes) is hashed once, each lane's χ derives from that digest. */
-function challenges(prims: Primitives, ctx: Uint8Array, u: Uint8Array): [Uint8Array, Uint8Array] {
-  const d = taggedHashWith(prims, 'custody/ot/kos/matrix/v3', [ctx, u]);
+/** One lane's check: the GCM key K_l of its polynomial hash and the challenge χ_l = H = AES-128_{K_l}(0). */
+export interface LaneCheck {
+  key: Uint8Array;
+  chi: Uint8Array;
+}
+
+const ZERO_BLOCK = new Uint8Array(16);
+
+/**
+ * Both lanes' checks: the matrix (as bytes) is hashed once, each lane's key K_l derives from that digest
+ * and its challenge is GCM's hash key for K_l, so that the check's polynomial hashes are GCM's GHASH
+ * (`Primitives.gcmHash`: OpenSSL's in the node). docs/protocols/ecdsa.md, "The check's hash (v4)".
+ */
+function challenges(prims: Primitives, ctx: Uint8Array, u: Uint8Array): [LaneCheck, LaneCheck] {
+  const d = taggedHashWith(prims, 'custody/ot/kos/matrix/v4', [ctx, u]);
   // A degenerate pair (about 2^-63) is re-derived with the next counter: both sides do the same.
   for (let i = 0; ; i++) {
-    const c0 = taggedHashWith(prims, 'custody/ot/kos/chi/v3', [ctx, 0, i, d]).subarray(0, 16);
-    const c1 = taggedHashWith(prims, 'custody/ot/kos/chi/v3', [ctx, 1, i, d]).subarray(0, 16);
-    if (!degenerateChallenges(c0, c1)) return [c0, c1];
+    const k0 = taggedHashWith(prims, 'custody/ot/kos/chi/v4', [ctx, 0, i, d]).subarray(0, 16);
+    const k1 = taggedHashWith(prims, 'custody/ot/kos/chi/v4', [ctx, 1, i, d]).subarray(0, 16);
+    const c0 = prims.aes128Block(k0, ZERO_BLOCK);
+    const c1 = prims.aes128Block(k1, ZERO_BLOCK);
+    if (!degenerateChallenges(c0, c1)) return [{ key: k0, chi: c0 }, { key: k1, chi: c1 }];
   }
 }
 
-/** The check's challenges for a receiver message (what kosReceive and kosSend use), for the tests. */
-export const checkChallenges = (ctx: string, nonce: string, u: Uint8Array, prims: Primitives = noblePrimitives): [Uint8Array, Uint8Array] =>
+/** The check's keys and challenges for a receiver message (what kosReceive and kosSend use), for the tests. */
+export const checkChallenges = (ctx: string, nonce: string, u: Uint8Array, prims: Primitives = noblePrimitives): [LaneCheck, LaneCheck] =>
   challenges(prims, sessionCtx(prims, ctx, nonce), u);
+
+/** L·χ for the length block L of M rows: what separates GCM's hash of a lane from χ times the plain polynomial. */
+const lengthTerm = (chi: Uint8Array): Uint8Array => ghash(gcmLengthBlock(M * 16), chi);
 
 function lane(rows: Uint8Array, l: number): Uint8Array {
   const out = new Uint8Array(M * 16);
@@ -228,11 +247,11 @@ export function kosReceive(ctx: string, k0: Uint8Array[], k1: Uint8Array[], rng:
   b.fill(0);
   const rb = bitsAsBlocks(r);
   const check = new Uint8Array(64);
-  const chis = challenges(prims, sc, u);
+  const lanes = challenges(prims, sc, u);
   for (let l = 0; l < 2; l++) {
-    const chi = chis[l]!;
-    check.set(ghash(rb, chi), 32 * l);
-    check.set(ghash(lane(t, l), chi), 32 * l + 16);
+    const { key } = lanes[l]!;
+    check.set(prims.gcmHash(key, rb), 32 * l);
+    check.set(prims.gcmHash(key, lane(t, l)), 32 * l + 16);
   }
   return { msg: { nonce, u, check }, r, t };
 }
@@ -255,13 +274,17 @@ export function kosSend(ctx: string, delta: Uint8Array, kd: Uint8Array[], msg: K
   const q = transpose(cols);
   colBuf.fill(0);
   const check = msg.check;
-  const chis = challenges(prims, sc, u);
+  const lanes = challenges(prims, sc, u);
   for (let l = 0; l < 2; l++) {
-    const chi = chis[l]!;
+    const { key, chi } = lanes[l]!;
     const x = check.subarray(32 * l, 32 * l + 16);
     const t = check.subarray(32 * l + 16, 32 * l + 32);
-    const lhs = ghash(lane(q, l), chi);
-    const xd = ghash(x, delta.subarray(16 * l, 16 * l + 16));
+    // With S(X) = GHASH_χ(X ‖ L) = χ·P(X) + L·χ (P the plain polynomial hash) and q_k = t_k + r_k·Δ:
+    // S(q) = S(t) + Δ·(S(r) + L·χ). One product by Δ, as before; never XOR.
+    const lhs = prims.gcmHash(key, lane(q, l));
+    const xl = lengthTerm(chi);
+    for (let i = 0; i < 16; i++) xl[i]! ^= x[i]!;
+    const xd = ghash(xl, delta.subarray(16 * l, 16 * l + 16));
     const rhs = new Uint8Array(16);
     for (let i = 0; i < 16; i++) rhs[i] = t[i]! ^ xd[i]!;
     if (!equalBytes(lhs, rhs)) throw new InputError('bad_ot_check', 'OT extension consistency check failed');

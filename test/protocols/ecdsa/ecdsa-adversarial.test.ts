@@ -6,8 +6,8 @@ import type { Message } from '../../../node/protocols/round/machine.ts';
 import { decodeBlob, encodeBlob } from '../../../core/codec/blob.ts';
 import { G, pointHex } from '../../../node/protocols/math/curve.ts';
 import { ProtocolAbort, ProtocolBug, InputError } from '../../../core/errors/protocol-errors.ts';
-import { ecdsaPresign, type PresignParams } from '../../../node/protocols/ecdsa/presign.ts';
-import { retireOtPairs } from '../../../node/protocols/ecdsa/ot-setup.ts';
+import { R1_KIND as R1_PRESIGN, ecdsaPresign, type PresignParams } from '../../../node/protocols/ecdsa/presign.ts';
+import { R3_KIND as R3_SETUP, retireOtPairs } from '../../../node/protocols/ecdsa/ot-setup.ts';
 import { startRun, deliver } from '../../../node/protocols/round/machine.ts';
 import { seededRng, type Tamper } from '../simulate.ts';
 import { committee, online, otSetup, presign, sid } from './harness.ts';
@@ -43,12 +43,12 @@ function expectAbort(t: Test, res: { aborts: Map<number, ProtocolAbort>; results
 }
 
 t.test('a tampered OT-extension matrix aborts naming its sender', async (t) => {
-  const res = presign(c, [1, 2], 'tamper-u', [], { tamper: new Map([[2, rewrite(1, 'ecdsa-presign/r1/v2', (v) => { const ot = v.ot as Obj; ot.u = flipByte(ot.u as Uint8Array, 250); })]]) });
+  const res = presign(c, [1, 2], 'tamper-u', [], { tamper: new Map([[2, rewrite(1, R1_PRESIGN, (v) => { const ot = v.ot as Obj; ot.u = flipByte(ot.u as Uint8Array, 250); })]]) });
   expectAbort(t, res, 1, 'bad_ot_check', 2);
 });
 
 t.test('a wrong OT consistency-check value aborts naming its sender', async (t) => {
-  const res = presign(c, [1, 3], 'tamper-check', [], { tamper: new Map([[3, rewrite(1, 'ecdsa-presign/r1/v2', (v) => { const ot = v.ot as Obj; ot.check = flipByte(ot.check as Uint8Array, 1); })]]) });
+  const res = presign(c, [1, 3], 'tamper-check', [], { tamper: new Map([[3, rewrite(1, R1_PRESIGN, (v) => { const ot = v.ot as Obj; ot.check = flipByte(ot.check as Uint8Array, 1); })]]) });
   expectAbort(t, res, 1, 'bad_ot_check', 3);
 });
 
@@ -78,7 +78,7 @@ t.test('a tampered base-OT point aborts naming its sender', async (t) => {
 });
 
 t.test('a tampered bootstrapping extension in the OT setup aborts naming its sender', async (t) => {
-  const res = otSetup(c.keys, 'bad-reverse-ot', { tamper: new Map([[1, rewrite(3, 'ecdsa-ot-setup/r3/v2', (v) => { const ot = v.ot as Obj; ot.u = flipByte(ot.u as Uint8Array, 450); }, 2)]]) });
+  const res = otSetup(c.keys, 'bad-reverse-ot', { tamper: new Map([[1, rewrite(3, R3_SETUP, (v) => { const ot = v.ot as Obj; ot.u = flipByte(ot.u as Uint8Array, 450); }, 2)]]) });
   expectAbort(t, res, 2, 'bad_ot_check', 1);
 });
 

@@ -21,8 +21,8 @@ import { committee, online, otSetup, presign, sid, sign } from './harness.ts';
 const c = committee(3, 2, 'state');
 
 const kinds: Record<string, string[]> = {
-  setup: ['ecdsa-ot-setup/r1', 'ecdsa-ot-setup/r2', 'ecdsa-ot-setup/r3/v2'],
-  presign: ['ecdsa-presign/r1/v2', 'ecdsa-presign/r2/v2', 'ecdsa-presign/r3/v2'],
+  setup: ['ecdsa-ot-setup/r1', 'ecdsa-ot-setup/r2', 'ecdsa-ot-setup/r3/v3'],
+  presign: ['ecdsa-presign/r1/v3', 'ecdsa-presign/r2/v2', 'ecdsa-presign/r3/v2'],
   online: ['ecdsa-online/r1/v3'],
 };
 
