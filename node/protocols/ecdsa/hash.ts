@@ -40,12 +40,13 @@ export function hashToScalars(input: Uint8Array, count: number, prims: Primitive
   try {
     prims.chacha20(prims.sha256(input, DIGEST), NONCE, 32 * count, STREAM.subarray(0, 32 * count));
     const view = VIEW;
+    const n = ORDER; // read once: a re-exported binding may be a getter where the module is transpiled
     const res = new Array<bigint>(count);
     for (let i = 0; i < count; i++) {
       const o = 32 * i;
       const v = (view.getBigUint64(o) << 192n) | (view.getBigUint64(o + 8) << 128n) | (view.getBigUint64(o + 16) << 64n) | view.getBigUint64(o + 24);
       // v < 2^256 < 2n, so one conditional subtraction reduces it.
-      res[i] = v >= ORDER ? v - ORDER : v;
+      res[i] = v >= n ? v - n : v;
     }
     return res;
   } finally {

@@ -162,8 +162,8 @@ export function rvoleBobFinish(ctx: string, st: BobState, msg: AliceMessage, pri
   const tv = new DataView(tauBytes.buffer, tauBytes.byteOffset, tauBytes.byteLength);
   // Every entry is range-checked, whatever Bob's bits: a refusal must not depend on them.
   const tau = Array.from({ length: 4 * XI }, (_, i) => readScalar(tv, 32 * i));
-  if (tau.some((v) => v >= ORDER)) throw new InputError('bad_multiplication', 'tau entry out of range');
   const n = ORDER;
+  if (tau.some((v) => v >= n)) throw new InputError('bad_multiplication', 'tau entry out of range');
   const rows: bigint[][] = [];
   let d0 = 0n;
   let d1 = 0n;
