@@ -50,6 +50,12 @@ t.test('KOS: rows are correlated by Δ, and the check refuses a tampered matrix'
   flipped[50]! ^= 0x10;
   t.throws(() => kosSend('ext ctx', delta, recv.keys, { ...ext.msg, u: flipped }), InputError, 'tampered matrix refused');
   t.throws(() => kosSend('another ctx', delta, recv.keys, ext.msg), InputError, 'message from another context refused');
+  // Each lane's x and t (check v4: GCM's hash of the lane), one bit off each.
+  for (const at of [0, 16, 32, 48]) {
+    const check = ext.msg.check.slice();
+    check[at + 7]! ^= 0x01;
+    t.throws(() => kosSend('ext ctx', delta, recv.keys, { ...ext.msg, check }), InputError, `check value at byte ${at} altered: refused`);
+  }
 });
 
 t.test('RVOLE: c + d = χ·a, and a tampered τ is caught', async (t) => {
