@@ -178,12 +178,28 @@ export function libsecpAddBase(P: string, k: bigint): string | undefined {
   return sum ? bytesToHex(sum) : undefined;
 }
 
+/** How many decompressed points `libsecpPoint` keeps, most recently used first. */
+export const POINT_CACHE_SIZE = 512;
+const decompressed = new Map<string, Point>();
+
 /**
  * A compressed point (hex) decompressed by libsecp256k1 (exported for the equivalence tests): noble then
  * reads the 65-byte encoding with its curve-equation check, without the square root it would take.
+ * One signing parses the same commitments, group key and verification shares several times (preflight,
+ * the share, the aggregation), so the last POINT_CACHE_SIZE points are kept by their encoding: public
+ * values only, and a refused encoding is never kept, so it is refused every time.
  */
 export function libsecpPoint(hex: string, what: string): Point {
-  return withPoint(hex, what, (point) => Point.fromBytes(libsecp.pointCompress(point, false)));
+  const hit = decompressed.get(hex);
+  if (hit) {
+    decompressed.delete(hex);
+    decompressed.set(hex, hit);
+    return hit;
+  }
+  const p = withPoint(hex, what, (point) => Point.fromBytes(libsecp.pointCompress(point, false)));
+  decompressed.set(hex, p);
+  if (decompressed.size > POINT_CACHE_SIZE) decompressed.delete(decompressed.keys().next().value!);
+  return p;
 }
 
 /**

@@ -7,7 +7,7 @@ import t from 'tap';
 import { gcm } from '@noble/ciphers/aes.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { noblePrimitives, taggedHashWith, type Primitives } from '../../node/protocols/math/primitives.ts';
-import { SHA256_OPENSSL_FROM, libsecpAddBase, libsecpMul, libsecpMulBase, libsecpMulPublic, libsecpPoint, nativePrimitives, sodiumSha256 } from '../../node/runtime/native-primitives.ts';
+import { POINT_CACHE_SIZE, SHA256_OPENSSL_FROM, libsecpAddBase, libsecpMul, libsecpMulBase, libsecpMulPublic, libsecpPoint, nativePrimitives, sodiumSha256 } from '../../node/runtime/native-primitives.ts';
 import { taggedHash } from '../../core/codec/transcript.ts';
 import { encodeOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
 import { hashToScalars } from '../../node/protocols/ecdsa/hash.ts';
@@ -231,6 +231,26 @@ t.test('public products and point decompression: the same points from both provi
     t.throws(() => native.point(bad, 'p'), { code: 'bad_point' }, `native refuses ${bad.slice(0, 6) || 'empty'}…`);
     t.throws(() => noble.point(bad, 'p'), { code: 'bad_point' }, `noble refuses ${bad.slice(0, 6) || 'empty'}…`);
   }
+});
+
+t.test('point decompression keeps recent points: the same answers parsed again, after eviction, and refusals every time', async (t) => {
+  const r = seededRng('prims point cache');
+  const P = G.multiply(randomScalar(r));
+  const hex = pointHex(P);
+  const first = native.point(hex, 'p');
+  t.ok(native.point(hex, 'p').equals(P) && first.equals(P), 'parsed twice: the same point');
+  // More distinct points than are kept, then the first again: still the right point.
+  const many = Array.from({ length: POINT_CACHE_SIZE + 20 }, (_, i) => G.multiply(BigInt(i + 2)));
+  let right = 0;
+  for (const Q of many) if (native.point(pointHex(Q), 'q').equals(Q)) right++;
+  t.equal(right, many.length, `${many.length} distinct points, each decompressed right`);
+  t.ok(native.point(hex, 'p').equals(P), 'a point evicted since is decompressed again, right');
+  const bad = '02' + '00'.repeat(32);
+  for (let i = 0; i < 3; i++) t.throws(() => native.point(bad, 'p'), { code: 'bad_point' }, `an off-curve encoding refused (try ${i + 1})`);
+  // Both parities of one x are different points, under different keys.
+  const even = pointHex(P).slice(2);
+  const [a, b] = ['02' + even, '03' + even].map((h) => native.point(h, 'p'));
+  t.ok(a!.equals(b!.negate()) && [a, b].every((x, i) => pointHex(x!) === ['02', '03'][i] + even), 'the two parities of one x stay apart');
 });
 
 t.test('hashToScalars: the same scalars from both providers', async (t) => {
