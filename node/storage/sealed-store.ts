@@ -14,7 +14,6 @@
 // The bytes live in a KvBackend (kv-backend.ts): a LevelDB directory, or, for an enclave node, one kept by
 // its untrusted parent (tee/host-store/). Nothing a backend answers is taken on trust: a value is checked
 // against its digest, a listing against the keys the head accounts for.
-import { xchacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { hkdf } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
@@ -22,6 +21,7 @@ import type { RollbackAnchor } from './rollback-anchor.ts';
 import { inRange, type KvBackend } from './kv-backend.ts';
 import { LevelKvBackend } from './level-kv-backend.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
+import { xchacha20Poly1305 } from '../../common/aead.ts';
 
 const SEALED_VERSION = 1;
 const NONCE_BYTES = 24;
@@ -187,7 +187,7 @@ export class SealedStore {
 
   private seal(key: string, plaintext: Uint8Array): Uint8Array {
     const nonce = new Uint8Array(randomBytes(NONCE_BYTES));
-    const ct = xchacha20poly1305(this.storageKey, nonce, enc.encode(key)).encrypt(plaintext);
+    const ct = xchacha20Poly1305.seal(this.storageKey, nonce, enc.encode(key), plaintext);
     const out = new Uint8Array(1 + NONCE_BYTES + ct.length);
     out[0] = SEALED_VERSION;
     out.set(nonce, 1);
@@ -358,7 +358,7 @@ function tampered(key: string): SealedStoreError {
 function unsealWith(storageKey: Uint8Array, key: string, blob: Uint8Array): Uint8Array {
   if (blob[0] !== SEALED_VERSION) throw new SealedStoreError('bad_version', `sealed record ${key} has unknown version ${blob[0]}`);
   try {
-    return xchacha20poly1305(storageKey, blob.subarray(1, 1 + NONCE_BYTES), enc.encode(key)).decrypt(blob.subarray(1 + NONCE_BYTES));
+    return xchacha20Poly1305.open(storageKey, blob.subarray(1, 1 + NONCE_BYTES), enc.encode(key), blob.subarray(1 + NONCE_BYTES));
   } catch {
     throw new SealedStoreError('unseal_failed', `sealed record ${key} does not open under this storage key`);
   }

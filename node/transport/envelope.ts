@@ -8,12 +8,12 @@
 // as associated data. The static-static secret is computed once per peer (NodeIdentity.agree), which
 // takes the X25519 work off every envelope. Broadcast: the payload in the clear. Both: the sender's
 // Ed25519 signature over domain ‖ header ‖ key salt ‖ SHA-256(body).
-import { chacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { hkdf } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { randomBytes } from 'node:crypto';
 import { lengthPrefixed } from '../../core/codec/transcript.ts';
 import { verifyEd25519 } from '../../common/ed25519.ts';
+import { chacha20Poly1305 } from '../../common/aead.ts';
 import type { NodeIdentity, PublicIdentity } from '../runtime/identity.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 
@@ -80,7 +80,7 @@ export function sealDirect(sender: NodeIdentity, recipient: PublicIdentity, h: O
   const header: EnvelopeHeader = { version: ENVELOPE_VERSION, sessionId: h.sessionId, round: h.round, from: sender.nodeId, to: recipient.nodeId };
   const keySalt = new Uint8Array(randomBytes(SALT_BYTES));
   const key = deriveKey(sender.agree(recipient.encryptionKey), header, keySalt, sender.encryptionKey, recipient.encryptionKey);
-  const body = chacha20poly1305(key, ZERO_NONCE, headerBytes(header)).encrypt(payload);
+  const body = chacha20Poly1305.seal(key, ZERO_NONCE, headerBytes(header), payload);
   key.fill(0);
   return { ...header, keySalt, body, signature: sender.sign(signedBytes(header, keySalt, body)) };
 }
@@ -113,7 +113,7 @@ export function open(me: NodeIdentity, sender: PublicIdentity, sessionId: Uint8A
   }
   const key = deriveKey(shared, env, env.keySalt, sender.encryptionKey, me.encryptionKey);
   try {
-    return chacha20poly1305(key, ZERO_NONCE, headerBytes(env)).decrypt(env.body);
+    return chacha20Poly1305.open(key, ZERO_NONCE, headerBytes(env), env.body);
   } catch {
     throw new EnvelopeError('decrypt_failed', culprit, 'envelope does not decrypt');
   } finally {
