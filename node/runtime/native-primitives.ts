@@ -101,7 +101,8 @@ const GCM_J0 = Uint8Array.from([...GCM_IV, 0, 0, 0, 1]);
  * GCM's GHASH of `data` as additional data on OpenSSL (exported for the equivalence tests): an AES-128-GCM
  * encryption of nothing under `key` with `data` as its AAD has the tag GHASH ⊕ AES_key(J0) (SP 800-38D
  * §7.1 steps 5-6), so the hash is the tag with that mask taken off. OpenSSL's GHASH runs on the
- * processor's carry-less multiplication; the key is a public value of the protocol, not a secret.
+ * processor's carry-less multiplication, in constant time in the data (the rows it hashes are secret);
+ * the key is a public value of the protocol.
  */
 export function opensslGcmHash(key: Uint8Array, data: Uint8Array): Uint8Array {
   if (key.length !== 16) throw new RangeError('gcmHash: key must be 16 bytes');
