@@ -30,7 +30,7 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import sodium from 'sodium-native';
 import * as libsecp from 'tiny-secp256k1';
 import { Fn, ORDER, Point, parsePoint } from '../protocols/math/curve.ts';
-import { noblePrimitives, type Primitives } from '../protocols/math/primitives.ts';
+import { checkAesArgs, checkDigestOut, noblePrimitives, type Primitives } from '../protocols/math/primitives.ts';
 
 /** SHA-256 inputs from this many bytes go to OpenSSL; shorter ones to libsodium (the same digest either way). */
 export const SHA256_OPENSSL_FROM = 128;
@@ -44,7 +44,7 @@ const own = (b: Buffer): Uint8Array =>
 
 /** SHA-256 on libsodium at any length, into `out` when given (exported for the equivalence tests). */
 export function sodiumSha256(data: Uint8Array, out?: Uint8Array): Uint8Array {
-  if (out && out.length !== 32) throw new RangeError('sha256: output must be 32 bytes');
+  checkDigestOut(out);
   const o = out ?? new Uint8Array(32);
   sodium.crypto_hash_sha256(o, data);
   return o;
@@ -52,9 +52,9 @@ export function sodiumSha256(data: Uint8Array, out?: Uint8Array): Uint8Array {
 
 /** SHA-256 on OpenSSL, into `out` when given. */
 function opensslSha256(data: Uint8Array, out?: Uint8Array): Uint8Array {
+  checkDigestOut(out);
   const d = hash('sha256', data, 'buffer') as Buffer;
   if (!out) return own(d);
-  if (out.length !== 32) throw new RangeError('sha256: output must be 32 bytes');
   out.set(d);
   return out;
 }
@@ -84,8 +84,7 @@ export function sodiumXchacha20(key: Uint8Array, nonce: Uint8Array, length: numb
 
 /** AES-128 of one block on OpenSSL (exported for the equivalence tests). */
 export function opensslAes128Block(key: Uint8Array, block: Uint8Array): Uint8Array {
-  if (key.length !== 16) throw new RangeError('aes128Block: key must be 16 bytes');
-  if (block.length !== 16) throw new RangeError('aes128Block: one 16-byte block');
+  checkAesArgs(key, block, 'aes128Block');
   const c = createCipheriv('aes-128-ecb', key, null);
   c.setAutoPadding(false);
   const out = own(c.update(block));
@@ -105,8 +104,7 @@ const GCM_J0 = Uint8Array.from([...GCM_IV, 0, 0, 0, 1]);
  * the key is a public value of the protocol.
  */
 export function opensslGcmHash(key: Uint8Array, data: Uint8Array): Uint8Array {
-  if (key.length !== 16) throw new RangeError('gcmHash: key must be 16 bytes');
-  if (data.length % 16 !== 0) throw new RangeError('gcmHash: input must be whole 16-byte blocks');
+  checkAesArgs(key, data, 'gcmHash');
   const c = createCipheriv('aes-128-gcm', key, GCM_IV);
   c.setAAD(data);
   c.final();

@@ -107,7 +107,7 @@ function context(p: OtSetupParams): string {
   return taggedHashHex('custody/ecdsa/ot-setup/context/v1', [p.sessionId, p.keyId, p.epoch, [...p.parties].sort((a, b) => a - b).join(',')]);
 }
 
-/** Round 3 carries a KOS message, whose matrix grew with kos.ts's EXTRA (v2). */
+/** Round 3 carries a KOS message: its matrix grew with kos.ts's EXTRA (v2), its check is v4 (v3). */
 export const R3_KIND = 'ecdsa-ot-setup/r3/v3';
 
 const others = (p: OtSetupParams) => p.parties.filter((x) => x !== p.me);

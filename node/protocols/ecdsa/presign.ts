@@ -104,7 +104,7 @@ export interface PresignState {
 }
 
 // Wire kinds, versioned with the protocol: v2 carries the larger KOS matrix (kos.ts), Alice's salt in
-// round 2 (rvole.ts) and round 3 as direct messages.
+// round 2 (rvole.ts) and round 3 as direct messages; round 1 v3 carries the KOS check v4 (kos.ts).
 export const R1_KIND = 'ecdsa-presign/r1/v3';
 export const R2_KIND = 'ecdsa-presign/r2/v2';
 export const R3_KIND = 'ecdsa-presign/r3/v2';

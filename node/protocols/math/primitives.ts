@@ -83,9 +83,17 @@ function zeroInput(n: number): Uint8Array {
   return zeros.subarray(0, n);
 }
 
-function aesArgs(key: Uint8Array, data: Uint8Array, what: string): void {
+/** The argument checks every provider's `aes128Block` and `gcmHash` make (one block for `aes128Block`). */
+export function checkAesArgs(key: Uint8Array, data: Uint8Array, what: 'aes128Block' | 'gcmHash'): void {
   if (key.length !== 16) throw new RangeError(`${what}: key must be 16 bytes`);
-  if (data.length % 16 !== 0) throw new RangeError(`${what}: input must be whole 16-byte blocks`);
+  if (what === 'aes128Block' ? data.length !== 16 : data.length % 16 !== 0) {
+    throw new RangeError(what === 'aes128Block' ? 'aes128Block: one 16-byte block' : 'gcmHash: input must be whole 16-byte blocks');
+  }
+}
+
+/** The check every provider's `sha256` makes of a caller's output buffer. */
+export function checkDigestOut(out: Uint8Array | undefined): void {
+  if (out && out.length !== 32) throw new RangeError('sha256: output must be 32 bytes');
 }
 
 /** GCM's length block for additional data of `bytes` bytes and an empty message. */
@@ -96,8 +104,7 @@ export function gcmLengthBlock(bytes: number): Uint8Array {
 }
 
 function nobleAes128Block(key: Uint8Array, block: Uint8Array): Uint8Array {
-  aesArgs(key, block, 'aes128Block');
-  if (block.length !== 16) throw new RangeError('aes128Block: one 16-byte block');
+  checkAesArgs(key, block, 'aes128Block');
   return ecb(key, { disablePadding: true }).encrypt(block);
 }
 
@@ -105,8 +112,8 @@ function nobleAes128Block(key: Uint8Array, block: Uint8Array): Uint8Array {
 export const noblePrimitives: Primitives = Object.freeze({
   name: 'noble',
   sha256(data: Uint8Array, out?: Uint8Array): Uint8Array {
+    checkDigestOut(out);
     if (!out) return sha256(data);
-    if (out.length !== 32) throw new RangeError('sha256: output must be 32 bytes');
     out.set(sha256(data));
     return out;
   },
@@ -116,7 +123,7 @@ export const noblePrimitives: Primitives = Object.freeze({
     xchacha20(key, nonce, zeroInput(length), out ?? new Uint8Array(length)),
   aes128Block: nobleAes128Block,
   gcmHash(key: Uint8Array, data: Uint8Array): Uint8Array {
-    aesArgs(key, data, 'gcmHash');
+    checkAesArgs(key, data, 'gcmHash');
     const h = nobleAes128Block(key, new Uint8Array(16));
     const all = new Uint8Array(data.length + 16);
     all.set(data);
