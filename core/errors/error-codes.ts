@@ -186,6 +186,7 @@ export const ERROR_CODES = entries({
   package_mismatch: e('refused', "the key package differs from the node's"),
   committee_changed: e('refused', "the session's parties are not the vault's committee"),
   session_reused: e('refused', 'a session id was used before'),
+  session_ended: e('unavailable', 'the session ended (cancel, link loss or deadline) before this node could run it'),
   unsupported_protocol: e('invalid', 'the node does not run this protocol'),
   key_exists: e('conflict', "a node holds a share of this vault's key already"),
   unknown_key: e('not_found', "the node holds no share of this vault's key"),

@@ -35,6 +35,11 @@ export interface SessionContext {
   open: SessionOpen;
   myIndex: number;
   parties: Party[];
+  /**
+   * Aborted when the session ends here (cancel, link loss, deadline, refusal) before the factory built
+   * its run: the runner stops at its next step and frees what preflight holds.
+   */
+  signal?: AbortSignal;
 }
 
 /** Builds the protocol run for an opened session, or throws SessionRefused. */
@@ -63,6 +68,8 @@ interface Live {
   timer: NodeJS.Timeout;
   /** performance.now() at the opening, for the duration metric. */
   startedAt: number;
+  /** Aborted by finish(): tells a factory still in preflight or authorize that the session is over. */
+  ended: AbortController;
 }
 
 export class SessionHost {
@@ -106,8 +113,9 @@ export class SessionHost {
     // Only logged, but bounded like the coordinator bounds it (docs/sessions.md "Request ids").
     if (!isRequestId(open.requestId)) return decline('bad_params', 'the request id is at most 128 characters of [A-Za-z0-9._:-]');
     const ttl = Math.max(0, Number(open.deadlineMs) - this.now());
+    const ended = new AbortController();
     const live: Live = {
-      ctx: { open, myIndex: me.index, parties: open.parties },
+      ctx: { open, myIndex: me.index, parties: open.parties, signal: ended.signal },
       origin,
       byNode: new Map(open.parties.map((p) => [p.nodeId, p])),
       byIndex: new Map(open.parties.map((p) => [p.index, p])),
@@ -117,15 +125,21 @@ export class SessionHost {
       finished: false,
       timer: setTimeout(() => this.finish(id, 'timeout', 'deadline passed'), ttl + 1000),
       startedAt: performance.now(),
+      ended,
     };
     this.live.set(id, live);
     this.log.debug({ ...this.about(id), protocol: open.protocol, keyId: open.keyId, ...(origin ? { coordinator: origin } : {}) }, 'session opened');
     this.enqueue(id, live, async () => {
+      let protocol: PartyProtocol;
       try {
-        live.protocol = await this.factory(live.ctx);
+        protocol = await this.factory(live.ctx);
       } catch (err) {
         return this.refuse(id, live, err);
       }
+      // The session ended (cancel, link loss, deadline) while the factory ran: finish() found no
+      // protocol to dispose, so this one is disposed here, freeing what it holds (OT pair locks).
+      if (live.finished) return protocol.dispose();
+      live.protocol = protocol;
       await this.apply(id, live, await live.protocol.start());
       if (live.protocol.admit && !live.finished) {
         // Let the first round's messages go out before the check runs.
@@ -218,6 +232,8 @@ export class SessionHost {
   }
 
   private refuse(id: string, live: Live, err: unknown): void {
+    // A session that already ended here was reported then; a refusal its end caused is not news.
+    if (live.finished) return;
     // A refusal, or any other CustodyError (a malformed parameter, a storage error), reports its own
     // code; anything else is a bug of this node and reports only `internal`.
     const e = err instanceof CustodyError ? err : new CustodyError('internal', 'internal error in the node');
@@ -278,6 +294,7 @@ export class SessionHost {
     this.metrics?.sessionEnded(protocolName(live.ctx.open.protocol), outcome, secondsSince(live.startedAt));
     live.finished = true;
     clearTimeout(live.timer);
+    live.ended.abort();
     live.protocol?.dispose();
     this.live.delete(id);
     this.ended.add(id);

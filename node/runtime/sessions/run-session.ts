@@ -1,7 +1,7 @@
 // Drives one session kind through parse → preflight → authorize → run → commit and hands the session
 // host a PartyProtocol. Authorization is enforced here, not by the kinds: a kind's protocol receives no
 // payload, so sends nothing past its first round, before `authorize` resolved.
-import type { SessionContext } from '../session-host.ts';
+import { SessionRefused, type SessionContext } from '../session-host.ts';
 import type { PartyProtocol } from '../party-protocol.ts';
 import type { Finish } from '../protocols/run-protocol.ts';
 import type { Keep, SessionKind } from './session-kind.ts';
@@ -9,6 +9,8 @@ import type { Keep, SessionKind } from './session-kind.ts';
 export async function runSession<P, L, G, O>(kind: SessionKind<P, L, G, O>, ctx: SessionContext): Promise<PartyProtocol> {
   const params = kind.parse(ctx);
   const local = await kind.preflight(ctx, params);
+  // Every exit below frees what preflight holds: a refusal, an error, or the session's end (cancel,
+  // link loss, deadline) at any step before the protocol exists. A built protocol frees it on dispose.
   const session = { ctx, params, local };
   let granted: { grant: G } | undefined;
   const keep: Keep<O> = (result, output): Finish => {
@@ -23,17 +25,24 @@ export async function runSession<P, L, G, O>(kind: SessionKind<P, L, G, O>, ctx:
     };
   };
   try {
+    stillOpen(ctx);
     if (kind.firstRoundIndependent) {
       return firstRoundBeforeAuthorization(kind.run(session, keep), async () => {
         granted = { grant: await kind.authorize(session) };
       });
     }
     granted = { grant: await kind.authorize(session) };
+    stillOpen(ctx);
     return kind.run({ ...session, grant: granted.grant }, keep);
   } catch (err) {
     kind.release?.(local);
     throw err;
   }
+}
+
+/** Stops a session that ended here while a step ran: nothing more is built for it. */
+function stillOpen(ctx: SessionContext): void {
+  if (ctx.signal?.aborted) throw new SessionRefused('session_ended', 'the session ended before it could run');
 }
 
 /**
