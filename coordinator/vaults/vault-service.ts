@@ -275,9 +275,18 @@ export class VaultService {
         keyId: input.vaultId, owner: input.owner, epoch: 0, threshold: committee.threshold, tier: input.tier,
         ...(input.trustLog?.length ? { trustLog: input.trustLog } : {}), ...(input.creationRequest?.length ? { creationRequest: input.creationRequest } : {}), roster,
       });
-      await this.vaults.put(record);
+      // Every member resolved before the record exists: a node that detached fails the request here and
+      // leaves nothing behind that a retry would take for an existing vault.
       const parties = record.committee.map((m) => this.party(m.nodeId, m.index));
-      const outcome = await this.open(req, { protocol: Protocol.DKG, keyId: input.vaultId, parties, params, timeoutMs: this.timeouts.dkgMs });
+      await this.vaults.put(record);
+      let outcome: SessionOutcome;
+      try {
+        outcome = await this.open(req, { protocol: Protocol.DKG, keyId: input.vaultId, parties, params, timeoutMs: this.timeouts.dkgMs });
+      } catch (err) {
+        // The session never ran: the generation failed for want of it, and may run again.
+        await this.vaults.put({ ...record, state: 'failed', problem: `key generation could not start: ${(err as Error).message}`, updatedAtMs: Date.now() });
+        throw err;
+      }
       const pkg = this.agreedPackage(outcome, dkgResult, req);
       const refusal = pkg ? undefined : refusalOf(outcome);
       if (refusal) {
