@@ -9,6 +9,8 @@ import type { PartyProtocol } from '../../node/runtime/party-protocol.ts';
 import { SessionRefused, type SessionContext } from '../../node/runtime/session-host.ts';
 import { SessionOpenSchema, Protocol } from '../../proto/gen/mpc/v1/session_pb.ts';
 
+const TEST_AUTHORIZATION = { by: 'customer', evidence: 'a toy grant' } as const;
+
 const ctx: SessionContext = { open: create(SessionOpenSchema, { sessionId: new Uint8Array(32), protocol: Protocol.SIGN_SCHNORR }), myIndex: 1, parties: [] };
 
 function recorder(events: string[]): PartyProtocol {
@@ -23,6 +25,7 @@ t.test('a request-independent first round goes out, and nothing is delivered bef
   const events: string[] = [];
   let pass!: () => void;
   const kind: SessionKind<number, void, string, never> = {
+    authorization: TEST_AUTHORIZATION,
     firstRoundIndependent: true,
     parse: () => 7,
     preflight: async () => void events.push('preflight'),
@@ -44,6 +47,7 @@ t.test('a request-independent first round goes out, and nothing is delivered bef
 
 t.test('a refused authorization keeps the early kind from delivering', async (t) => {
   const kind: SessionKind<number, void, string, never> = {
+    authorization: TEST_AUTHORIZATION,
     firstRoundIndependent: true,
     parse: () => 7,
     preflight: async () => {},
@@ -61,6 +65,7 @@ t.test('a refused authorization keeps the early kind from delivering', async (t)
 t.test('other kinds are built only after authorize, and a refusal releases what preflight holds', async (t) => {
   const events: string[] = [];
   const kind: SessionKind<number, string, string, never> = {
+    authorization: TEST_AUTHORIZATION,
     parse: () => 7,
     preflight: async () => 'held',
     authorize: async () => {
@@ -76,6 +81,7 @@ t.test('other kinds are built only after authorize, and a refusal releases what 
 t.test('commit receives the grant and the run output before the result leaves', async (t) => {
   const stored: string[] = [];
   const kind: SessionKind<number, void, string, string> = {
+    authorization: TEST_AUTHORIZATION,
     parse: () => 7,
     preflight: async () => {},
     authorize: async () => 'grant',

@@ -18,6 +18,7 @@ import { pinCommittee } from './committee-pinning.ts';
 export function dkgSession(deps: NodeProtocolDeps): SessionKind<DkgSessionParams, void, KeyCreationGrant, KeyShare> {
   const { vault } = deps;
   return {
+    authorization: { by: 'customer', evidence: "the owner's signed creation request (POST /v1/vaults) for this tier and committee, under a key of its trust log" },
     parse: (ctx) => readParams(dkgParams, ctx.open.params),
     async preflight(_ctx, p) {
       if (await vault.current(p.keyId)) throw new SessionRefused('key_exists', `key ${p.keyId} already exists on this node`);

@@ -10,6 +10,9 @@ import type { NodeProtocolDeps } from './session-deps.ts';
 export function epochSession(deps: NodeProtocolDeps, action: 'commit' | 'abandon'): SessionKind<EpochSessionParams, void, void, never> {
   const { vault } = deps;
   return {
+    authorization: action === 'commit'
+      ? { by: 'receipts', evidence: 'signed receipts of a signing threshold of the new committee that they hold the new epoch of this key' }
+      : { by: 'records', evidence: 'a pending epoch this node stored and that no receipt shows committed', adds: [] },
     parse: (ctx) => readParams(epochParams, ctx.open.params),
     async preflight() {},
     // Nothing a customer signs: a commit promotes only a pending share this node stored from a

@@ -5,6 +5,7 @@ import { Protocol } from '../../../proto/gen/mpc/v1/session_pb.ts';
 import { SessionRefused, type ProtocolFactory, type SessionContext } from '../session-host.ts';
 import type { PartyProtocol } from '../party-protocol.ts';
 import type { NodeProtocolDeps } from './session-deps.ts';
+import type { Authorization, SessionKind } from './session-kind.ts';
 import { runSession } from './run-session.ts';
 import { dkgSession } from './dkg.ts';
 import { signSchnorrSessions } from './sign-schnorr.ts';
@@ -19,23 +20,36 @@ import { OtPairLocks } from '../ot-pair-locks.ts';
 
 export type { NodeProtocolDeps } from './session-deps.ts';
 
-export function nodeProtocols(given: NodeProtocolDeps): ProtocolFactory {
+/** The session kinds a node runs for one protocol, and the runner that picks among them. */
+export interface RegisteredSessions {
+  protocol: Protocol;
+  /** What authorizes each kind (session-kind.ts `Authorization`); SIGN_SCHNORR has two kinds. */
+  kinds: readonly { readonly authorization: Authorization }[];
+  run: (ctx: SessionContext) => Promise<PartyProtocol>;
+}
+
+/** Every session kind of the node, by the protocol that opens it. */
+export function nodeSessionKinds(given: NodeProtocolDeps): RegisteredSessions[] {
   // The protocols run on the node's OpenSSL; they return the same bytes as on the noble reference.
   // One set of OT pair locks for every kind that presigns (signing and the presignature pool).
   const deps: NodeProtocolDeps = { ...given, primitives: given.primitives ?? nativePrimitives, otLocks: given.otLocks ?? new OtPairLocks() };
-  const kinds = new Map<Protocol, (ctx: SessionContext) => Promise<PartyProtocol>>();
-  const add = <P, L, G, O>(protocol: Protocol, kind: Parameters<typeof runSession<P, L, G, O>>[0]) => kinds.set(protocol, (ctx) => runSession(kind, ctx));
-  add(Protocol.DKG, dkgSession(deps));
-  // Two rounds, or one with precommitted nonces when the parameters name them.
-  kinds.set(Protocol.SIGN_SCHNORR, signSchnorrSessions(deps));
-  add(Protocol.OT_SETUP, otSetupSession(deps));
-  add(Protocol.SIGN_ECDSA, signEcdsaSession(deps));
-  add(Protocol.PRESIGN_ECDSA, presignEcdsaSession(deps));
-  add(Protocol.PRECOMMIT_FROST, precommitFrostSession(deps));
-  add(Protocol.RESHARE, reshareSession(deps));
-  add(Protocol.COMMIT_EPOCH, epochSession(deps, 'commit'));
-  add(Protocol.ABANDON_EPOCH, epochSession(deps, 'abandon'));
+  const one = <P, L, G, O>(protocol: Protocol, kind: SessionKind<P, L, G, O>): RegisteredSessions => ({ protocol, kinds: [kind], run: (ctx) => runSession(kind, ctx) });
+  return [
+    one(Protocol.DKG, dkgSession(deps)),
+    // Two rounds, or one with precommitted nonces when the parameters name them.
+    { protocol: Protocol.SIGN_SCHNORR, ...signSchnorrSessions(deps) },
+    one(Protocol.OT_SETUP, otSetupSession(deps)),
+    one(Protocol.SIGN_ECDSA, signEcdsaSession(deps)),
+    one(Protocol.PRESIGN_ECDSA, presignEcdsaSession(deps)),
+    one(Protocol.PRECOMMIT_FROST, precommitFrostSession(deps)),
+    one(Protocol.RESHARE, reshareSession(deps)),
+    one(Protocol.COMMIT_EPOCH, epochSession(deps, 'commit')),
+    one(Protocol.ABANDON_EPOCH, epochSession(deps, 'abandon')),
+  ];
+}
 
+export function nodeProtocols(given: NodeProtocolDeps): ProtocolFactory {
+  const kinds = new Map(nodeSessionKinds(given).map((r) => [r.protocol, r.run]));
   return async (ctx): Promise<PartyProtocol> => {
     const run = kinds.get(ctx.open.protocol);
     if (!run) throw new SessionRefused('unsupported_protocol', `protocol ${ctx.open.protocol} is not supported by this node`);

@@ -16,6 +16,7 @@ export function otSetupSession(deps: NodeProtocolDeps): SessionKind<EpochSession
   const { vault } = deps;
   const ecdsaOtSetup = ecdsaOtSetupWith(deps.primitives ?? nativePrimitives);
   return {
+    authorization: { by: 'records', evidence: 'the committee pinned with the share of this key epoch: every party is that member', adds: ['key/{key}/current/ot', 'key/{key}/current/ot-retired'] },
     parse: (ctx) => readParams(otParams, ctx.open.params),
     async preflight(ctx, p) {
       const stored = await keyAtEpoch(vault, ctx, p.keyId, p.epoch);

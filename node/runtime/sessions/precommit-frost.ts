@@ -48,6 +48,7 @@ interface PrecommitLocal {
 
 export function precommitFrostSession(deps: NodeProtocolDeps): SessionKind<PrecommitSessionParams, PrecommitLocal, void, FrostPrecommitment[]> {
   return {
+    authorization: { by: 'records', evidence: 'the committee pinned with the share of this key epoch, and a pool within its limits', adds: ['frost-nonce/{key}/'] },
     parse: (ctx) => readParams(precommitParams, ctx.open.params),
     async preflight(ctx, p) {
       const pool = deps.frostNonces;

@@ -54,6 +54,7 @@ export function presignEcdsaSession(deps: NodeProtocolDeps): SessionKind<Presign
   const otLocks = deps.otLocks ?? new OtPairLocks();
   const ecdsaPresign = ecdsaPresignWith(deps.primitives ?? nativePrimitives);
   return {
+    authorization: { by: 'records', evidence: 'the committee pinned with the share of this key epoch, and a pool within its limits', adds: ['presig/{key}/'] },
     parse: (ctx) => readParams(presignParams, ctx.open.params),
     async preflight(ctx, p) {
       const pool = deps.presignatures;

@@ -33,6 +33,11 @@ export interface ReshareLocal {
 export function reshareSession(deps: NodeProtocolDeps): SessionKind<ReshareSessionParams, ReshareLocal, CommitteeBinding, KeyShare> {
   const { vault } = deps;
   return {
+    authorization: {
+      by: 'records',
+      evidence: "a refresh among the committee pinned with the share, in its tier; another committee or tier needs the owner's signed reshare request",
+      adds: ['key/{key}/pending/'],
+    },
     parse: (ctx) => readParams(reshareParams, ctx.open.params),
     async preflight(ctx, p) {
       const me = ctx.myIndex;

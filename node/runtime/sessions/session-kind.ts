@@ -22,7 +22,28 @@ export interface Authorized<P, L, G> extends Preflighted<P, L> {
  */
 export type Keep<O> = (result: Uint8Array, output: O) => Finish;
 
+/**
+ * What a session kind acts on (docs/sessions.md "What authorizes each session"): the evidence its
+ * `authorize` verifies itself before the kind stores or releases anything. The coordinator's word is
+ * never evidence. Every kind declares one, so a new kind cannot leave it out, and
+ * test/node/session-authorization.test.ts runs every kind on a coordinator's word alone and checks the
+ * declaration holds.
+ * - `customer`: a signature of the key's owner under a key of its trust log (an intent, a creation or a
+ *   reshare request); without it the kind changes nothing.
+ * - `receipts`: signed statements of the node's peers, checked against identity keys the node pinned
+ *   itself; without enough of them the kind changes nothing.
+ * - `records`: the node's own records only (the committee pinned with a share it holds). Such a kind
+ *   may add fresh material under the record prefixes of `adds` and changes nothing else: no share, no
+ *   committee, no claim.
+ */
+export type Authorization =
+  | { readonly by: 'customer'; readonly evidence: string }
+  | { readonly by: 'receipts'; readonly evidence: string }
+  | { readonly by: 'records'; readonly evidence: string; readonly adds: readonly string[] };
+
 interface SessionKindBase<P, L, G, O> {
+  /** What authorizes the session, stated where the kind is defined (see Authorization). */
+  readonly authorization: Authorization;
   /** Decodes the versioned parameter blob of SessionOpen. */
   parse(ctx: SessionContext): P;
   /** The node's own checks, with nothing signed by the customer: key and epoch held, pinned committee. */

@@ -8,6 +8,13 @@ import type { StoredShare } from '../../storage/vault-shares.ts';
 import type { SignSessionParams } from '../../../core/session/session-params.ts';
 import type { NodeProtocolDeps } from './session-deps.ts';
 import type { ReservedTake } from '../../storage/single-use-pool.ts';
+import type { Authorization } from './session-kind.ts';
+
+/** Both signing kinds act on the customer's signed intent, and nothing else. */
+export const SIGNING_AUTHORIZATION: Authorization = {
+  by: 'customer',
+  evidence: "the owner's signed intent under an active key of its trust log, the digests recomputed from it and the template, a hosted key's end-user token",
+};
 
 /**
  * Authorizes a signing and claims it on disk. `take` (a pooled signing) reserves the entries the

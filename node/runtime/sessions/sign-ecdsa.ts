@@ -31,7 +31,7 @@ import type { SessionKind } from './session-kind.ts';
 import type { NodeProtocolDeps } from './session-deps.ts';
 import { keyAtEpoch } from './key-at-epoch.ts';
 import { sessionDigest } from './session-digest.ts';
-import { authorizeSigning } from './sign-authorization.ts';
+import { authorizeSigning, SIGNING_AUTHORIZATION } from './sign-authorization.ts';
 import { holdOtPairs } from './ecdsa-ot-pairs.ts';
 import { presignatureBinding } from './presign-ecdsa.ts';
 
@@ -51,6 +51,7 @@ export function signEcdsaSession(deps: NodeProtocolDeps): SessionKind<SignSessio
   const ecdsaPresign = ecdsaPresignWith(deps.primitives ?? nativePrimitives);
   const ecdsaOnline = ecdsaOnlineWith(deps.primitives ?? nativePrimitives);
   return {
+    authorization: SIGNING_AUTHORIZATION,
     parse: (ctx) => readParams(signParams, ctx.open.params),
     async preflight(ctx, p) {
       const stored = await keyAtEpoch(vault, ctx, p.keyId, p.epoch);

@@ -22,11 +22,11 @@ import { readParams, runProtocol, type Finish } from '../protocols/run-protocol.
 import type { StoredShare } from '../../storage/vault-shares.ts';
 import type { FrostNonceBinding, FrostNonceStore } from '../../storage/frost-nonce-store.ts';
 import type { SignSessionParams } from '../../../core/session/session-params.ts';
-import type { SessionKind } from './session-kind.ts';
+import type { Authorization, SessionKind } from './session-kind.ts';
 import type { NodeProtocolDeps } from './session-deps.ts';
 import { keyAtEpoch } from './key-at-epoch.ts';
 import { sessionDigest } from './session-digest.ts';
-import { authorizeSigning } from './sign-authorization.ts';
+import { authorizeSigning, SIGNING_AUTHORIZATION } from './sign-authorization.ts';
 import { runSession } from './run-session.ts';
 import { frostNonceBinding, statementBinding } from './precommit-frost.ts';
 
@@ -38,6 +38,7 @@ function checkScheme(p: SignSessionParams): void {
 
 export function signSchnorrSession(deps: NodeProtocolDeps): SessionKind<SignSessionParams, StoredShare, SignGrant, never> {
   return {
+    authorization: SIGNING_AUTHORIZATION,
     firstRoundIndependent: true,
     parse: (ctx) => readParams(signParams, ctx.open.params),
     async preflight(ctx, p) {
@@ -114,6 +115,7 @@ function readPrecommitted(ctx: SessionContext, p: SignSessionParams, binding: Fr
 
 export function signSchnorrPrecommittedSession(deps: NodeProtocolDeps): SessionKind<SignSessionParams, PrecommittedLocal, SignGrant, never> {
   return {
+    authorization: SIGNING_AUTHORIZATION,
     parse: (ctx) => readParams(signParams, ctx.open.params),
     async preflight(ctx, p) {
       const stored = await keyAtEpoch(deps.vault, ctx, p.keyId, p.epoch);
@@ -157,16 +159,19 @@ export function signSchnorrPrecommittedSession(deps: NodeProtocolDeps): SessionK
 }
 
 /** SIGN_SCHNORR: the precommitted kind when the parameters name commitments, two rounds otherwise. */
-export function signSchnorrSessions(deps: NodeProtocolDeps): (ctx: SessionContext) => Promise<PartyProtocol> {
+export function signSchnorrSessions(deps: NodeProtocolDeps): { kinds: readonly { authorization: Authorization }[]; run: (ctx: SessionContext) => Promise<PartyProtocol> } {
   const twoRounds = signSchnorrSession(deps);
   const precommitted = signSchnorrPrecommittedSession(deps);
-  return (ctx) => {
-    let pooled = false;
-    try {
-      pooled = signParams.decode(ctx.open.params).precommitted !== undefined;
-    } catch {
-      // Malformed parameters: the two-round kind's parse refuses them as it always did.
-    }
-    return pooled ? runSession(precommitted, ctx) : runSession(twoRounds, ctx);
+  return {
+    kinds: [twoRounds, precommitted],
+    run: (ctx) => {
+      let pooled = false;
+      try {
+        pooled = signParams.decode(ctx.open.params).precommitted !== undefined;
+      } catch {
+        // Malformed parameters: the two-round kind's parse refuses them as it always did.
+      }
+      return pooled ? runSession(precommitted, ctx) : runSession(twoRounds, ctx);
+    },
   };
 }
