@@ -11,25 +11,25 @@ export class OtPairScheduler {
   private readonly pairs = new BusySet();
 
   /**
-   * The first `size` members of `candidates` (in their order, over subsets) whose pairs are all free,
+   * The first `size` members of `candidates` (in their order, over subsets) that `accept` takes and whose pairs are all free,
    * taken until the returned release is called; waits up to `waitMs` for one, then returns undefined.
    */
-  async take<M extends Member>(keyId: string, candidates: M[], size: number, waitMs: number): Promise<{ signers: M[]; release: () => void } | undefined> {
+  async take<M extends Member>(keyId: string, candidates: M[], size: number, waitMs: number, accept: (subset: M[]) => boolean = () => true): Promise<{ signers: M[]; release: () => void } | undefined> {
     const held = await this.pairs.take(() => {
-      const signers = this.freeSubset(keyId, candidates, size);
+      const signers = this.freeSubset(keyId, candidates, size, accept);
       return signers && { value: signers, names: pairNames(keyId, signers) };
     }, waitMs);
     return held && { signers: held.value, release: held.release };
   }
 
-  private freeSubset<M extends Member>(keyId: string, candidates: M[], size: number): M[] | undefined {
+  private freeSubset<M extends Member>(keyId: string, candidates: M[], size: number, accept: (subset: M[]) => boolean): M[] | undefined {
     if (candidates.length < size) return undefined;
     // Subsets in lexicographic order of position; committees are small (at most a few dozen subsets).
     let tried = 0;
     const pick: number[] = Array.from({ length: size }, (_, i) => i);
     for (;;) {
       const subset = pick.map((i) => candidates[i]!);
-      if (!pairNames(keyId, subset).some((n) => this.pairs.isBusy(n))) return subset;
+      if (accept(subset) && !pairNames(keyId, subset).some((n) => this.pairs.isBusy(n))) return subset;
       if (++tried >= 256) return undefined;
       let i = size - 1;
       while (i >= 0 && pick[i] === candidates.length - size + i) i--;

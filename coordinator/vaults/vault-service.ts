@@ -106,6 +106,8 @@ interface RequestScope {
 export class VaultService {
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly otPairs = new OtPairScheduler();
+  /** Where each vault's next signing starts in its committee (nextTurn). */
+  private readonly turns = new Map<string, number>();
 
   constructor(
     private readonly vaults: VaultStore,
@@ -524,9 +526,20 @@ export class VaultService {
       if (ready.otEpoch !== ready.epoch) throw new CustodyError('unavailable', 'ECDSA needs the OT setup of this epoch, which could not run now');
     }
     const protocol = input.scheme === 'ecdsa' ? Protocol.SIGN_ECDSA : Protocol.SIGN_SCHNORR;
+    // In the spirit of ROAST: a failed attempt is retried on another qualified subset, without the
+    // nodes it names (culprits, or the node that refused when nobody is named), starting each time from
+    // the next subset in turn rather than always the first. A refusal on authorization ends the request
+    // only once a second node, in another subset, refuses it alike: one node's refusal that the others
+    // do not share is routed around. Bounded in attempts; each attempt is bounded by the session deadline.
     const excluded = new Set<string>();
+    // Pairs of nodes one of which blamed the other: one of the two misbehaved, so no later subset seats
+    // both (an honest node blamed by a malicious one still signs, with someone else).
+    const disputes = new Set<string>();
+    const undisputed = (subset: { nodeId: string }[]) => subset.every((a) => subset.every((b) => !disputes.has(`${a.nodeId}\u0000${b.nodeId}`)));
+    const refusals = new Map<string, PartyReport>();
+    const maxAttempts = Math.min(MAX_SIGN_ATTEMPTS, subsetCount(ready.committee.length, ready.threshold) + 2);
     let last: SessionOutcome | undefined;
-    for (let attempt = 0; attempt < 3; attempt++) {
+    for (let attempt = 0; attempt < maxAttempts; attempt++) {
       const eligible = ready.committee.filter((m) => !excluded.has(m.nodeId));
       if (eligible.length < ready.threshold) break;
       if (!(await this.enoughAttached(eligible.map((m) => m.nodeId), ready.threshold))) {
@@ -534,11 +547,12 @@ export class VaultService {
         const missing = eligible.filter((m) => !this.nodes.isAttached(m.nodeId)).map((m) => m.nodeId);
         throw new CustodyError('not_enough_nodes', `signing needs ${ready.threshold} attached members of the committee; not attached: ${missing.join(', ')}`, { culprits: missing });
       }
-      const candidates = eligible.filter((m) => this.nodes.isAttached(m.nodeId));
+      const candidates = rotate(eligible.filter((m) => this.nodes.isAttached(m.nodeId)), this.nextTurn(input.vaultId));
       // ECDSA: a subset none of whose OT pairs is in another run (nodes refuse that); Schnorr: any.
+      if (!firstSubset(candidates, ready.threshold, undisputed)) break;
       const slot = protocol === Protocol.SIGN_ECDSA
-        ? await this.otPairs.take(input.vaultId, candidates, ready.threshold, this.timeouts.signMs)
-        : { signers: candidates.slice(0, ready.threshold), release: () => undefined };
+        ? await this.otPairs.take(input.vaultId, candidates, ready.threshold, this.timeouts.signMs, undisputed)
+        : { signers: firstSubset(candidates, ready.threshold, undisputed)!, release: () => undefined };
       if (!slot) throw new CustodyError('ot_busy', 'every signer subset of this vault is busy with other ECDSA signings; retry later');
       const signers = slot.signers;
       let outcome: SessionOutcome;
@@ -555,20 +569,45 @@ export class VaultService {
         return { signatures: results[0]!.signatures, recoveryIds: results[0]!.recoveryIds ?? [], publicKey: results[0]!.publicKey, signers: signers.map((s) => s.nodeId) };
       }
       last = outcome;
-      // A refusal on authorization is final: another subset would refuse too.
       const refusal = refusalOf(outcome);
-      if (refusal) throw refusalError(refusal);
+      if (refusal) {
+        // A second node refusing alike, or nobody left to ask: the request itself is refused.
+        const shared = [...refusals.values()].some((r) => r.code === refusal.code && r.nodeId !== refusal.nodeId);
+        refusals.set(refusal.nodeId, refusal);
+        if (shared) throw refusalError(refusal);
+        this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, attempt, nodeId: refusal.nodeId, code: refusal.code }, 'a node refused the signing; asking a subset without it');
+        excluded.add(refusal.nodeId);
+        continue;
+      }
       // Nodes retired OT pairs after an abort: a fresh setup (new keys and Δ) lets the pairs sign again.
       if (!outcome.ok && outcome.code === 'party_failed' && outcome.reports.some((r) => r.code === 'ot_retired')) {
         this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, attempt }, 'OT pairs were retired; running a new OT setup');
         ready = await this.serialize(key.vaultId, () => this.otSetup(ready, req));
         continue;
       }
-      this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, attempt, culprits: outcome.culprits, code: outcome.code }, 'signing attempt failed; retrying without the culprits');
-      if (!outcome.culprits.length) break;
-      for (const c of outcome.culprits) excluded.add(c);
+      const reporter = outcome.reports.at(-1)?.nodeId;
+      const blamed = outcome.culprits.filter((c) => signers.some((m) => m.nodeId === c) && c !== reporter);
+      if (reporter && blamed.length) {
+        // A party's word against another's: keep them apart from now on.
+        for (const c of blamed) disputes.add(`${reporter}\u0000${c}`).add(`${c}\u0000${reporter}`);
+      } else {
+        // What the coordinator saw itself (silent parties, a stream that ended), or a failure that names
+        // nobody (unknown_key, ot_busy, ...): those nodes sit out.
+        for (const c of outcome.culprits.length ? outcome.culprits : reporter ? [reporter] : []) excluded.add(c);
+      }
+      this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, attempt, culprits: outcome.culprits, code: outcome.code, reporter }, 'signing attempt failed; retrying on another subset');
     }
+    const refused = [...refusals.values()].at(-1);
+    if (refused && (!last || refusalOf(last))) throw refusalError(refused);
     throw new CustodyError('failed', `signing failed: ${last && !last.ok ? last.message : 'no qualified subset left'}`, { culprits: last && !last.ok ? last.culprits : [] });
+  }
+
+  /** A per-vault counter, so consecutive signings start from different subsets. */
+  private nextTurn(vaultId: string): number {
+    const n = this.turns.get(vaultId) ?? 0;
+    this.turns.set(vaultId, n + 1);
+    if (this.turns.size > 100_000) this.turns.delete(this.turns.keys().next().value!);
+    return n;
   }
 
   /**
@@ -669,6 +708,38 @@ const FINAL_KINDS: ReadonlySet<ErrorKind> = new Set(['refused', 'invalid']);
 
 /** A node's refusal of pool entries (not of the request): the request falls back to the full protocol. */
 const POOL_REFUSALS = /^(presignature_|nonce_|wrong_commitment$|bad_commitment$)/;
+
+/** At most this many sessions for one signing request (fewer when the committee has fewer subsets). */
+const MAX_SIGN_ATTEMPTS = 6;
+
+/** How many subsets of `size` members a committee of `n` has. */
+function subsetCount(n: number, size: number): number {
+  let c = 1;
+  for (let i = 0; i < size; i++) c = (c * (n - i)) / (i + 1);
+  return Math.round(c);
+}
+
+/** The first subset of `size` members of `list` (in lexicographic order of position) that `accept` takes. */
+function firstSubset<T>(list: T[], size: number, accept: (subset: T[]) => boolean): T[] | undefined {
+  if (list.length < size) return undefined;
+  const pick = Array.from({ length: size }, (_, i) => i);
+  for (;;) {
+    const subset = pick.map((i) => list[i]!);
+    if (accept(subset)) return subset;
+    let i = size - 1;
+    while (i >= 0 && pick[i] === list.length - size + i) i--;
+    if (i < 0) return undefined;
+    pick[i]!++;
+    for (let j = i + 1; j < size; j++) pick[j] = pick[j - 1]! + 1;
+  }
+}
+
+/** `list` rotated left by `by` places. */
+function rotate<T>(list: T[], by: number): T[] {
+  if (!list.length) return list;
+  const k = by % list.length;
+  return [...list.slice(k), ...list.slice(0, k)];
+}
 
 function refusalOf(outcome: SessionOutcome): PartyReport | undefined {
   if (outcome.ok || outcome.code !== 'party_failed') return undefined;

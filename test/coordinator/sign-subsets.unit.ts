@@ -1,0 +1,110 @@
+// A 2-of-3 vault signs whenever two of its nodes will (docs/sessions.md "Signing subsets"): after a
+// failed attempt the coordinator asks another qualified subset, without the node that refused or
+// failed with nobody named, and never again seats two nodes one of which blamed the other; one node's
+// refusal that no other node shares is routed around, while a refusal two nodes share ends the
+// request; and consecutive signings start from different subsets. The coordinator's vault service
+// runs here against a hub that plays the nodes' answers.
+import t, { type Test } from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Level } from 'level';
+import { VaultService, type SignInput } from '../../coordinator/vaults/vault-service.ts';
+import { VaultStore } from '../../coordinator/vaults/vault-store.ts';
+import type { PartyReport, SessionHub, SessionOutcome, SessionSpec } from '../../coordinator/sessions/session-hub.ts';
+import type { NodeRegistry } from '../../coordinator/nodes/node-registry.ts';
+import { createLogger } from '../../common/logger.ts';
+import { dealerKeys } from '../protocols/frost/keys.ts';
+import { signResult } from '../../core/session/session-contract.ts';
+import type { ErrorCode } from '../../core/errors/error-codes.ts';
+
+const fill = (n: number, b: number) => new Uint8Array(n).fill(b);
+const COMMITTEE = ['n1', 'n2', 'n3'];
+
+/** What a node answers a signing session: its signature, or a report. */
+type Answer = 'sign' | { code: ErrorCode; culprits?: string[] } | 'silent';
+
+async function setup(t: Test, answer: (nodeId: string, signers: string[]) => Answer) {
+  const dir = mkdtempSync(join(tmpdir(), 'sign-subsets-'));
+  const db = new Level<string, string>(dir, { valueEncoding: 'utf8' });
+  await db.open();
+  t.teardown(async () => {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const pkg = { ...dealerKeys(['11'.repeat(32), '22'.repeat(32)], 3).get(1)!.pkg, keyId: 'vault-1', epoch: 0 };
+  const store = new VaultStore(db);
+  await store.put({
+    v: 2, vaultId: 'vault-1', owner: 'org_acme', tier: 'hosted', threshold: 2, committee: COMMITTEE.map((nodeId, i) => ({ nodeId, index: i + 1 })),
+    epoch: 0, otEpoch: 0, rotation: 0, publicKey: pkg.groupKey, chainCode: pkg.chainCode, state: 'active', pkg, createdAtMs: 0, updatedAtMs: 0,
+  });
+  const registry = {
+    get: (nodeId: string) => ({ nodeId, kind: 'service', signingKey: fill(32, 1), encryptionKey: fill(32, 2) }),
+    isAttached: () => true,
+    list: () => [],
+    on: () => undefined,
+    off: () => undefined,
+  } as unknown as NodeRegistry;
+  const sessions: string[][] = [];
+  // The hub ends a session at the first report, as session-hub.ts does; silent parties time out.
+  const run = async (spec: SessionSpec): Promise<SessionOutcome> => {
+    const signers = spec.parties.map((p) => p.nodeId);
+    sessions.push(signers);
+    const answers = signers.map((n) => [n, answer(n, signers)] as const);
+    for (const [nodeId, a] of answers) {
+      if (a === 'sign' || a === 'silent') continue;
+      const report: PartyReport = { nodeId, code: a.code, message: `${a.code} from ${nodeId}`, culprits: a.culprits ?? [] };
+      return { ok: false, code: 'party_failed', message: `${nodeId}: ${report.message}`, culprits: report.culprits, reports: [report] };
+    }
+    const silent = answers.filter(([, a]) => a === 'silent').map(([n]) => n);
+    if (silent.length) return { ok: false, code: 'timeout', message: `no result from ${silent.join(', ')} in time`, culprits: silent, reports: [] };
+    const result = signResult.encode({ signatures: [fill(64, 7)], publicKey: fill(33, 2) });
+    return { ok: true, results: new Map(signers.map((n) => [n, result])) };
+  };
+  const keys = new VaultService(store, registry, { run } as unknown as SessionHub, createLogger('test', 'silent'), { dkgMs: 5_000, signMs: 5_000, reshareMs: 5_000, attachWaitMs: 0 });
+  return { keys, sessions };
+}
+
+const request = (scheme: 'taproot' | 'ecdsa' = 'taproot'): SignInput => ({
+  vaultId: 'vault-1', path: [], scheme, digests: [fill(32, 9)], intent: fill(10, 1), intentSignature: fill(64, 1), apiKeyId: 'k', template: new Uint8Array(), endUserToken: '',
+});
+
+for (const scheme of ['taproot', 'ecdsa'] as const) {
+  t.test(`${scheme}: one node that refuses everything: every signing still succeeds, on the two others`, async (t) => {
+    const { keys, sessions } = await setup(t, (n) => (n === 'n2' ? { code: 'bad_intent_signature' } : 'sign'));
+    for (let i = 0; i < 6; i++) {
+      const out = await keys.sign(request(scheme));
+      t.same([...out.signers].sort(), ['n1', 'n3'], `signing ${i + 1} is made by n1 and n3`);
+    }
+    t.ok(sessions.length <= 12, `at most two sessions a signing (${sessions.length} for 6)`);
+  });
+
+  t.test(`${scheme}: a node missing the share (no culprit named) sits out and another subset signs`, async (t) => {
+    const { keys } = await setup(t, (n) => (n === 'n1' ? { code: 'unknown_key' } : 'sign'));
+    for (let i = 0; i < 4; i++) t.same([...(await keys.sign(request(scheme))).signers].sort(), ['n2', 'n3']);
+  });
+
+  t.test(`${scheme}: a frozen node (silent until the deadline) is left out of the retry`, async (t) => {
+    const { keys } = await setup(t, (n) => (n === 'n3' ? 'silent' : 'sign'));
+    for (let i = 0; i < 3; i++) t.same([...(await keys.sign(request(scheme))).signers].sort(), ['n1', 'n2']);
+  });
+}
+
+t.test('a malicious node blaming an honest one: the pair is kept apart, and the honest nodes sign together', async (t) => {
+  const { keys, sessions } = await setup(t, (n, signers) => (n === 'n3' ? { code: 'bad_message', culprits: signers.filter((s) => s !== 'n3') } : 'sign'));
+  for (let i = 0; i < 3; i++) t.same([...(await keys.sign(request())).signers].sort(), ['n1', 'n2']);
+  t.ok(sessions.length <= 9, `at most three sessions a signing (${sessions.length} for 3): no pair is asked twice`);
+});
+
+t.test('a refusal two nodes share ends the request with their code; one node alone does not', async (t) => {
+  const { keys, sessions } = await setup(t, () => ({ code: 'intent_expired' }));
+  await t.rejects(keys.sign(request()), { code: 'intent_expired' });
+  t.equal(sessions.length, 2, 'two sessions: the refusal was confirmed by a second node, in another subset');
+  t.notOk(sessions[1]!.includes(sessions[0]![0]!), 'the second subset is without the node that refused first');
+});
+
+t.test('consecutive signings start from different subsets', async (t) => {
+  const { keys, sessions } = await setup(t, () => 'sign');
+  for (let i = 0; i < 6; i++) await keys.sign(request());
+  t.equal(new Set(sessions.map((s) => [...s].sort().join())).size, 3, 'all three pairs of the 2-of-3 committee sign in turn');
+});
