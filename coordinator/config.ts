@@ -13,6 +13,7 @@ export const CoordinatorConfigSchema = Type.Object({
   dkgTimeoutMs: Type.Integer({ env: 'COORDINATOR_DKG_TIMEOUT_MS', default: 60000, minimum: 500, maximum: 600000 }),
   signTimeoutMs: Type.Integer({ env: 'COORDINATOR_SIGN_TIMEOUT_MS', default: 20000, minimum: 500, maximum: 600000 }),
   reshareTimeoutMs: Type.Integer({ env: 'COORDINATOR_RESHARE_TIMEOUT_MS', default: 60000, minimum: 500, maximum: 600000 }),
+  roundTimeoutMs: Type.Integer({ env: 'COORDINATOR_ROUND_TIMEOUT_MS', default: 5000, minimum: 200, maximum: 600000, description: 'a signing or presigning session in which no node sends anything for this long ends, naming the nodes that are behind, and the signing goes on with another subset (docs/sessions.md "Signing subsets")' }),
   presignPoolTarget: Type.Integer({ env: 'COORDINATOR_PRESIGN_POOL_TARGET', default: 2, minimum: 0, maximum: 16, description: 'ECDSA presignatures kept ready per vault and derivation path in use, made when the vault is idle (docs/protocols/pools.md); 0: none' }),
   noncePoolTarget: Type.Integer({ env: 'COORDINATOR_FROST_NONCE_POOL_TARGET', default: 0, minimum: 0, maximum: 16, description: 'precommitted FROST nonce rows kept ready per vault, suite and derivation path in use, made when the vault is idle (docs/protocols/pools.md "FROST"); 0: none, every Taproot signing runs two rounds' }),
   attachWaitMs: Type.Integer({ env: 'COORDINATOR_ATTACH_WAIT_MS', default: 5000, minimum: 0, maximum: 60000, description: 'how long a signing waits for committee members that are redialing' }),

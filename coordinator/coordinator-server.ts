@@ -55,7 +55,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
   sessionMetrics.countAttached(() => registry.list());
   const hub = new SessionHub({ send: (id, m) => registry.send(id, m), isAttached: (id) => registry.isAttached(id) }, log, sessionMetrics);
   registry.on('left', (nodeId) => hub.nodeLeft(nodeId));
-  const vaults = new VaultService(vaultStore, registry, hub, log, { dkgMs: config.dkgTimeoutMs, signMs: config.signTimeoutMs, reshareMs: config.reshareTimeoutMs, attachWaitMs: config.attachWaitMs }, config.roster, loadTeeVerifier(config.teeRootsFile, config.teeAllowDevRoot), config.presignPoolTarget, config.noncePoolTarget);
+  const vaults = new VaultService(vaultStore, registry, hub, log, { dkgMs: config.dkgTimeoutMs, signMs: config.signTimeoutMs, reshareMs: config.reshareTimeoutMs, attachWaitMs: config.attachWaitMs, roundMs: config.roundTimeoutMs }, config.roster, loadTeeVerifier(config.teeRootsFile, config.teeAllowDevRoot), config.presignPoolTarget, config.noncePoolTarget);
   // Every error leaves as a gRPC status with structured details (core/rpc/rpc-error.ts); one that is
   // not a CustodyError is a bug: logged here, answered as `internal` without its text.
   const guard = async <T>(f: () => Promise<T>): Promise<T> => {

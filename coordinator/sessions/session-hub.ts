@@ -22,6 +22,12 @@ export interface SessionSpec {
   parties: Party[];
   params: Uint8Array;
   timeoutMs: number;
+  /**
+   * A liveness deadline per round: when no party sent anything for this long, the session ends as a
+   * timeout naming the parties that are behind (fewest messages sent, no result), not waiting for the
+   * whole session's deadline. For sessions whose rounds are short (signing); absent: none.
+   */
+  progressMs?: number;
 }
 
 /**
@@ -54,6 +60,10 @@ interface Running {
   settle: (o: SessionOutcome) => void;
   timer: NodeJS.Timeout;
   heard: Set<string>;
+  /** Envelopes each party sent, and when any party last sent one (progressMs). */
+  sent: Map<string, number>;
+  lastProgress: number;
+  progressTimer?: NodeJS.Timeout;
 }
 
 export interface NodeSender {
@@ -91,8 +101,11 @@ export class SessionHub {
         results: new Map(),
         reports: [],
         heard: new Set(),
+        sent: new Map(spec.parties.map((p) => [p.nodeId, 0])),
+        lastProgress: Date.now(),
         settle: (o) => {
           clearTimeout(running.timer);
+          clearInterval(running.progressTimer);
           this.sessions.delete(id);
           if (!o.ok) {
             for (const p of running.parties) if (!running.results.has(p)) this.nodes.send(p, { body: { case: 'cancel', value: { sessionId: spec.sessionId, reason: o.message } } });
@@ -102,11 +115,21 @@ export class SessionHub {
           resolve(o);
         },
         timer: setTimeout(() => {
-          const silent = [...running.parties].filter((p) => !running.results.has(p));
+          // Parties that sent as much as the others and wait for the rest are not named.
+          const silent = behind(running);
           this.log.warn({ ...about, silent }, 'session timed out');
           running.settle({ ok: false, code: 'timeout', message: `no result from ${silent.join(', ')} in time`, culprits: silent, reports: running.reports });
         }, spec.timeoutMs),
       };
+      if (spec.progressMs !== undefined && spec.progressMs < spec.timeoutMs) {
+        const limit = spec.progressMs;
+        running.progressTimer = setInterval(() => {
+          if (Date.now() - running.lastProgress < limit) return;
+          const late = behind(running);
+          this.log.warn({ ...about, behind: late, silentMs: limit }, 'session made no progress in time');
+          running.settle({ ok: false, code: 'timeout', message: `no progress for ${limit} ms; waiting on ${late.join(', ')}`, culprits: late, reports: running.reports });
+        }, Math.max(50, Math.floor(limit / 4)));
+      }
       this.sessions.set(id, running);
       const deadlineMs = BigInt(Date.now() + spec.timeoutMs);
       this.log.debug({ ...about, protocol: spec.protocol, keyId: spec.keyId, parties: spec.parties.map((p) => p.nodeId) }, 'session opened');
@@ -129,7 +152,9 @@ export class SessionHub {
       return;
     }
     s.heard.add(nodeId);
+    s.lastProgress = Date.now();
     if (msg.case === 'send') {
+      s.sent.set(nodeId, (s.sent.get(nodeId) ?? 0) + 1);
       const env = msg.value.envelope!;
       // Cheap sanity: a node may only send as itself. Recipients verify signatures regardless.
       if (env.from !== nodeId) {
@@ -164,6 +189,13 @@ export class SessionHub {
       }
     }
   }
+}
+
+/** The parties without a result that sent the fewest envelopes: those the others are waiting on. */
+function behind(running: Running): string[] {
+  const waiting = [...running.parties].filter((p) => !running.results.has(p));
+  const least = Math.min(...waiting.map((p) => running.sent.get(p) ?? 0));
+  return waiting.filter((p) => (running.sent.get(p) ?? 0) === least);
 }
 
 /** A SessionFailed from the wire as a report with a registered code, its texts bounded. */

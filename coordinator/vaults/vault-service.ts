@@ -38,6 +38,12 @@ export interface Timeouts {
   reshareMs: number;
   /** How long a signing waits for enough committee members to be attached (a node redialing after a restart or a dropped stream). */
   attachWaitMs: number;
+  /**
+   * A signing or presigning session that makes no progress (no party sends anything) for this long ends,
+   * naming the parties that are behind, and the request goes on with another subset (session-hub.ts
+   * `progressMs`); absent: only the session deadline.
+   */
+  roundMs?: number;
 }
 
 export interface SignInput extends SignFields {
@@ -361,7 +367,7 @@ export class VaultService {
     if (!slot) throw new CustodyError('ot_busy', 'every signer subset of this vault is busy with other ECDSA runs; retry later');
     let outcome: SessionOutcome;
     try {
-      outcome = await this.open(req, { protocol: Protocol.PRESIGN_ECDSA, keyId: input.vaultId, parties: slot.signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs });
+      outcome = await this.open(req, { protocol: Protocol.PRESIGN_ECDSA, keyId: input.vaultId, parties: slot.signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs, ...this.roundLimit() });
     } finally {
       slot.release();
     }
@@ -392,7 +398,7 @@ export class VaultService {
     if (named && named.length < key.threshold) throw new CustodyError('invalid_request', `precommitted nonces need ${key.threshold} signers`);
     const signers = named ?? key.committee.filter((m) => this.nodes.isAttached(m.nodeId)).slice(0, key.threshold);
     if (signers.length < key.threshold) throw new CustodyError('not_enough_nodes', `precommitting needs ${key.threshold} attached members of the committee`);
-    const outcome = await this.open(req, { protocol: Protocol.PRECOMMIT_FROST, keyId: input.vaultId, parties: signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs });
+    const outcome = await this.open(req, { protocol: Protocol.PRECOMMIT_FROST, keyId: input.vaultId, parties: signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs, ...this.roundLimit() });
     const reported = new Map<string, ReturnType<typeof precommitResult.decode>>();
     if (outcome.ok) {
       for (const [nodeId, bytes] of outcome.results) {
@@ -462,7 +468,7 @@ export class VaultService {
       ...e.params,
     });
     const signers = members as NonNullable<(typeof members)[number]>[];
-    const outcome = await this.open(req, { protocol: e.protocol, keyId: input.vaultId, parties: signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs });
+    const outcome = await this.open(req, { protocol: e.protocol, keyId: input.vaultId, parties: signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs, ...this.roundLimit() });
     if (outcome.ok) {
       const results = this.results(outcome, signResult, req);
       const first = results && signResult.encode(results[0]!);
@@ -557,7 +563,7 @@ export class VaultService {
       const signers = slot.signers;
       let outcome: SessionOutcome;
       try {
-        outcome = await this.open(req, { protocol, keyId: input.vaultId, parties: signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs });
+        outcome = await this.open(req, { protocol, keyId: input.vaultId, parties: signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs, ...this.roundLimit() });
       } finally {
         slot.release();
       }
@@ -600,6 +606,11 @@ export class VaultService {
     const refused = [...refusals.values()].at(-1);
     if (refused && (!last || refusalOf(last))) throw refusalError(refused);
     throw new CustodyError('failed', `signing failed: ${last && !last.ok ? last.message : 'no qualified subset left'}`, { culprits: last && !last.ok ? last.culprits : [] });
+  }
+
+  /** The per-round liveness deadline of signing sessions, when configured. */
+  private roundLimit(): { progressMs?: number } {
+    return this.timeouts.roundMs ? { progressMs: this.timeouts.roundMs } : {};
   }
 
   /** A per-vault counter, so consecutive signings start from different subsets. */

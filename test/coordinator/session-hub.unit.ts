@@ -3,7 +3,7 @@
 // message, and what a node sends is bounded.
 import t from 'tap';
 import { create } from '@bufbuild/protobuf';
-import { PartySchema, Protocol, SessionFailedSchema } from '../../proto/gen/mpc/v1/session_pb.ts';
+import { EnvelopeSchema, PartySchema, Protocol, SessionFailedSchema } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { SessionHub, type SessionOutcome } from '../../coordinator/sessions/session-hub.ts';
 import { createLogger } from '../../common/logger.ts';
 
@@ -61,4 +61,40 @@ t.test('a party that is not attached fails the session before it opens', async (
   const { run } = hub();
   const o = failed(await run(['n1', 'gone']).outcome);
   t.same({ code: o.code, culprits: o.culprits }, { code: 'node_not_attached', culprits: ['gone'] });
+});
+
+t.test('a session that makes no progress for progressMs ends as a timeout naming the parties behind, long before its deadline', async (t) => {
+  const h = new SessionHub({ send: () => true, isAttached: () => true }, createLogger('hub-test', 'silent'));
+  const sessionId = new Uint8Array(32).fill(0xaa);
+  const started = Date.now();
+  const outcome = h.run({
+    sessionId, requestId: '', protocol: Protocol.SIGN_ECDSA, keyId: 'k', params: new Uint8Array(), timeoutMs: 60_000, progressMs: 300,
+    parties: ['n1', 'n2', 'n3'].map((nodeId, i) => create(PartySchema, { nodeId, index: i + 1 })),
+  });
+  const send = (from: string) => h.fromNode(from, { case: 'send', value: { envelope: create(EnvelopeSchema, { sessionId, from, to: '', round: 1, body: new Uint8Array([1]) }) } });
+  // Round 1 from n1 and n3; n2 is frozen. Then steady traffic from n1 for longer than progressMs in all.
+  send('n1');
+  send('n3');
+  for (let i = 0; i < 4; i++) {
+    await new Promise((r) => setTimeout(r, 150));
+    send('n1');
+  }
+  const o = failed(await outcome);
+  t.equal(o.code, 'timeout');
+  t.same(o.culprits, ['n2'], 'the party that sent the fewest messages is named');
+  t.ok(Date.now() - started >= 600, 'progress kept the session alive past progressMs');
+  t.ok(Date.now() - started < 5_000, 'it ended at the round deadline, not the session deadline');
+});
+
+t.test('without progressMs a quiet session waits for its deadline', async (t) => {
+  const h = new SessionHub({ send: () => true, isAttached: () => true }, createLogger('hub-test', 'silent'));
+  const sessionId = new Uint8Array(32).fill(0xbb);
+  const started = Date.now();
+  const o = failed(await h.run({
+    sessionId, requestId: '', protocol: Protocol.DKG, keyId: 'k', params: new Uint8Array(), timeoutMs: 700,
+    parties: ['n1', 'n2'].map((nodeId, i) => create(PartySchema, { nodeId, index: i + 1 })),
+  }));
+  t.equal(o.code, 'timeout');
+  t.same(o.culprits, ['n1', 'n2']);
+  t.ok(Date.now() - started >= 650);
 });
