@@ -3,42 +3,11 @@
 // member that had detached made the call throw with the record left `creating`, and every retry was
 // answered `vault_exists`, with every node back.
 import t, { type Test } from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Level } from 'level';
-import { VaultService } from '../../coordinator/vaults/vault-service.ts';
-import { VaultStore } from '../../coordinator/vaults/vault-store.ts';
-import type { SessionHub, SessionOutcome, SessionSpec } from '../../coordinator/sessions/session-hub.ts';
-import type { NodeRegistry } from '../../coordinator/nodes/node-registry.ts';
-import type { LoadedRoster } from '../../coordinator/config.ts';
-import { createLogger } from '../../common/logger.ts';
+import type { SessionOutcome, SessionSpec } from '../../coordinator/sessions/session-hub.ts';
 import { Protocol } from '../../proto/gen/mpc/v1/session_pb.ts';
+import { COMMITTEE, vaultServiceFixture } from './vault-service-fixture.ts';
 
-const fill = (n: number, b: number) => new Uint8Array(n).fill(b);
-const COMMITTEE = ['n1', 'n2', 'n3'];
-
-async function setup(t: Test, registered: (nodeId: string) => boolean, run: (spec: SessionSpec) => Promise<SessionOutcome>) {
-  const dir = mkdtempSync(join(tmpdir(), 'create-state-'));
-  const db = new Level<string, string>(dir, { valueEncoding: 'utf8' });
-  await db.open();
-  t.teardown(async () => {
-    await db.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const store = new VaultStore(db);
-  const registry = {
-    get: (nodeId: string) => (registered(nodeId) ? { nodeId, kind: 'service', signingKey: fill(32, 1), encryptionKey: fill(32, 2) } : undefined),
-    isAttached: () => true,
-    list: () => [],
-    on: () => undefined,
-    off: () => undefined,
-  } as unknown as NodeRegistry;
-  const hub = { run } as unknown as SessionHub;
-  const roster = { bytes: fill(8, 0x0e) } as unknown as LoadedRoster;
-  const keys = new VaultService(store, registry, hub, createLogger('test', 'silent'), { dkgMs: 5_000, signMs: 5_000, reshareMs: 5_000, attachWaitMs: 0 }, roster);
-  return { keys, store };
-}
+const setup = (t: Test, registered: (nodeId: string) => boolean, run: (spec: SessionSpec) => Promise<SessionOutcome>) => vaultServiceFixture(t, { hub: { run }, registered, roster: true });
 
 const create = { vaultId: 'vault-1', owner: 'org_acme', tier: 'hosted' as const, nodeIds: COMMITTEE, threshold: 2 };
 

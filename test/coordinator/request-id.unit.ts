@@ -3,16 +3,9 @@
 // opens; a good id is in every SessionOpen of the request, retries included, each under a fresh session
 // id; the nodes get the request's own bytes, and their results come back as bytes.
 import t, { type Test } from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Level } from 'level';
 import { create } from '@bufbuild/protobuf';
-import { VaultService } from '../../coordinator/vaults/vault-service.ts';
-import { VaultStore } from '../../coordinator/vaults/vault-store.ts';
 import { SessionHub, type ToNode } from '../../coordinator/sessions/session-hub.ts';
 import { deriveSessionId, SESSION_ID_TAG } from '../../coordinator/sessions/session-id.ts';
-import type { NodeRegistry } from '../../coordinator/nodes/node-registry.ts';
 import { SessionDoneSchema, SessionFailedSchema } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { signParams, signResult } from '../../core/session/session-contract.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
@@ -20,9 +13,8 @@ import { InputError } from '../../core/errors/protocol-errors.ts';
 import { taggedHash } from '../../core/codec/transcript.ts';
 import { createLogger } from '../../common/logger.ts';
 import { toHex } from '../../common/bytes.ts';
+import { activeVault, fill, vaultServiceFixture } from './vault-service-fixture.ts';
 
-const fill = (n: number, b: number) => new Uint8Array(n).fill(b);
-const COMMITTEE = ['n1', 'n2', 'n3'];
 
 interface Opened {
   nodeId: string;
@@ -33,25 +25,6 @@ interface Opened {
 
 /** A key service over a real hub whose nodes are this test: `answer` says what each party reports. */
 async function setup(t: Test, answer: (o: Opened, nth: number) => { culprits: string[] } | 'done') {
-  const dir = mkdtempSync(join(tmpdir(), 'request-id-'));
-  const db = new Level<string, string>(dir, { valueEncoding: 'utf8' });
-  await db.open();
-  t.teardown(async () => {
-    await db.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const store = new VaultStore(db);
-  await store.put({
-    v: 2, vaultId: 'vault-1', owner: 'org_acme', tier: 'hosted', threshold: 2, committee: COMMITTEE.map((nodeId, i) => ({ nodeId, index: i + 1 })),
-    epoch: 4, rotation: 0, publicKey: '02'.padEnd(66, '1'), chainCode: '', state: 'active', createdAtMs: 0, updatedAtMs: 0,
-  });
-  const registry = {
-    get: (nodeId: string) => ({ nodeId, kind: 'service', signingKey: fill(32, 1), encryptionKey: fill(32, 2) }),
-    isAttached: () => true,
-    list: () => [],
-    on: () => undefined,
-    off: () => undefined,
-  } as unknown as NodeRegistry;
   const opened: Opened[] = [];
   const sessions: string[] = [];
   const hub: SessionHub = new SessionHub({
@@ -70,7 +43,7 @@ async function setup(t: Test, answer: (o: Opened, nth: number) => { culprits: st
       return true;
     },
   }, createLogger('test', 'silent'));
-  const keys = new VaultService(store, registry, hub, createLogger('test', 'silent'), { dkgMs: 5_000, signMs: 5_000, reshareMs: 5_000, attachWaitMs: 0 });
+  const { keys } = await vaultServiceFixture(t, { hub, vaults: [activeVault(4)] });
   return { keys, opened };
 }
 

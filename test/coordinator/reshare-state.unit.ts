@@ -3,48 +3,14 @@
 // resolved), or a session that could not be opened, must not leave that mark behind: a vault stuck in
 // `resharing` refuses every later reshare with `conflict`, and nothing would ever clear it.
 import t, { type Test } from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Level } from 'level';
-import { VaultService } from '../../coordinator/vaults/vault-service.ts';
-import { VaultStore } from '../../coordinator/vaults/vault-store.ts';
-import type { SessionHub, SessionOutcome, SessionSpec } from '../../coordinator/sessions/session-hub.ts';
-import type { NodeRegistry } from '../../coordinator/nodes/node-registry.ts';
-import type { LoadedRoster } from '../../coordinator/config.ts';
-import { createLogger } from '../../common/logger.ts';
+import type { SessionOutcome, SessionSpec } from '../../coordinator/sessions/session-hub.ts';
 import { dealerKeys } from '../protocols/frost/keys.ts';
 import { Protocol } from '../../proto/gen/mpc/v1/session_pb.ts';
+import { activeVault, vaultServiceFixture } from './vault-service-fixture.ts';
 
-const fill = (n: number, b: number) => new Uint8Array(n).fill(b);
-const COMMITTEE = ['n1', 'n2', 'n3'];
-
-async function setup(t: Test, registered: (nodeId: string) => boolean, run: (spec: SessionSpec) => Promise<SessionOutcome>) {
-  const dir = mkdtempSync(join(tmpdir(), 'reshare-state-'));
-  const db = new Level<string, string>(dir, { valueEncoding: 'utf8' });
-  await db.open();
-  t.teardown(async () => {
-    await db.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+function setup(t: Test, registered: (nodeId: string) => boolean, run: (spec: SessionSpec) => Promise<SessionOutcome>) {
   const pkg = { ...dealerKeys(['11'.repeat(32), '22'.repeat(32)], 3).get(1)!.pkg, keyId: 'vault-1', epoch: 4 };
-  const store = new VaultStore(db);
-  await store.put({
-    v: 2, vaultId: 'vault-1', owner: 'org_acme', tier: 'hosted', threshold: 2, committee: COMMITTEE.map((nodeId, i) => ({ nodeId, index: i + 1 })),
-    epoch: 4, rotation: 0, publicKey: pkg.groupKey, chainCode: pkg.chainCode, state: 'active', pkg, createdAtMs: 0, updatedAtMs: 0,
-  });
-  // Every member looks attached to the dealer choice; `registered` says which the registry can still resolve.
-  const registry = {
-    get: (nodeId: string) => (registered(nodeId) ? { nodeId, kind: 'service', signingKey: fill(32, 1), encryptionKey: fill(32, 2) } : undefined),
-    isAttached: () => true,
-    list: () => [],
-    on: () => undefined,
-    off: () => undefined,
-  } as unknown as NodeRegistry;
-  const hub = { run } as unknown as SessionHub;
-  const roster = { bytes: fill(8, 0x0e) } as unknown as LoadedRoster;
-  const keys = new VaultService(store, registry, hub, createLogger('test', 'silent'), { dkgMs: 5_000, signMs: 5_000, reshareMs: 5_000, attachWaitMs: 0 }, roster);
-  return { keys, store };
+  return vaultServiceFixture(t, { hub: { run }, registered, roster: true, vaults: [activeVault(4, { publicKey: pkg.groupKey, chainCode: pkg.chainCode, pkg })] });
 }
 
 t.test('a receiver that detached before the session opens: node_not_attached, the vault stays active, a later reshare runs', async (t) => {

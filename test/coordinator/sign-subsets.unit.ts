@@ -5,46 +5,18 @@
 // request; and consecutive signings start from different subsets. The coordinator's vault service
 // runs here against a hub that plays the nodes' answers.
 import t, { type Test } from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Level } from 'level';
-import { VaultService, type SignInput } from '../../coordinator/vaults/vault-service.ts';
-import { VaultStore } from '../../coordinator/vaults/vault-store.ts';
-import type { PartyReport, SessionHub, SessionOutcome, SessionSpec } from '../../coordinator/sessions/session-hub.ts';
-import type { NodeRegistry } from '../../coordinator/nodes/node-registry.ts';
-import { createLogger } from '../../common/logger.ts';
+import type { SignInput } from '../../coordinator/vaults/vault-service.ts';
+import type { PartyReport, SessionOutcome, SessionSpec } from '../../coordinator/sessions/session-hub.ts';
 import { dealerKeys } from '../protocols/frost/keys.ts';
 import { signResult } from '../../core/session/session-contract.ts';
 import type { ErrorCode } from '../../core/errors/error-codes.ts';
-
-const fill = (n: number, b: number) => new Uint8Array(n).fill(b);
-const COMMITTEE = ['n1', 'n2', 'n3'];
+import { activeVault, fill, vaultServiceFixture } from './vault-service-fixture.ts';
 
 /** What a node answers a signing session: its signature, or a report. */
 type Answer = 'sign' | { code: ErrorCode; culprits?: string[] } | 'silent';
 
 async function setup(t: Test, answer: (nodeId: string, signers: string[]) => Answer) {
-  const dir = mkdtempSync(join(tmpdir(), 'sign-subsets-'));
-  const db = new Level<string, string>(dir, { valueEncoding: 'utf8' });
-  await db.open();
-  t.teardown(async () => {
-    await db.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
   const pkg = { ...dealerKeys(['11'.repeat(32), '22'.repeat(32)], 3).get(1)!.pkg, keyId: 'vault-1', epoch: 0 };
-  const store = new VaultStore(db);
-  await store.put({
-    v: 2, vaultId: 'vault-1', owner: 'org_acme', tier: 'hosted', threshold: 2, committee: COMMITTEE.map((nodeId, i) => ({ nodeId, index: i + 1 })),
-    epoch: 0, otEpoch: 0, rotation: 0, publicKey: pkg.groupKey, chainCode: pkg.chainCode, state: 'active', pkg, createdAtMs: 0, updatedAtMs: 0,
-  });
-  const registry = {
-    get: (nodeId: string) => ({ nodeId, kind: 'service', signingKey: fill(32, 1), encryptionKey: fill(32, 2) }),
-    isAttached: () => true,
-    list: () => [],
-    on: () => undefined,
-    off: () => undefined,
-  } as unknown as NodeRegistry;
   const sessions: string[][] = [];
   // The hub ends a session at the first report, as session-hub.ts does; silent parties time out.
   const run = async (spec: SessionSpec): Promise<SessionOutcome> => {
@@ -61,7 +33,7 @@ async function setup(t: Test, answer: (nodeId: string, signers: string[]) => Ans
     const result = signResult.encode({ signatures: [fill(64, 7)], publicKey: fill(33, 2) });
     return { ok: true, results: new Map(signers.map((n) => [n, result])) };
   };
-  const keys = new VaultService(store, registry, { run } as unknown as SessionHub, createLogger('test', 'silent'), { dkgMs: 5_000, signMs: 5_000, reshareMs: 5_000, attachWaitMs: 0 });
+  const { keys } = await vaultServiceFixture(t, { hub: { run }, vaults: [activeVault(0, { otEpoch: 0, publicKey: pkg.groupKey, chainCode: pkg.chainCode, pkg })] });
   return { keys, sessions };
 }
 
