@@ -25,6 +25,7 @@ export const NodeConfigSchema = Type.Object({
   devSealerKeyFile: Type.Optional(Type.String({ env: 'NODE_DEV_SEALER_KEY_FILE', minLength: 1, description: 'dev-insecure: the wrapping secret; defaults to <dataDir>/dev-sealer.key' })),
   kind: Type.Union([Type.Literal('service'), Type.Literal('self'), Type.Literal('tee')], { env: 'NODE_KIND', default: 'service' }),
   owner: Type.String({ env: 'NODE_OWNER', default: '', maxLength: 128, description: 'organization that runs a self or tee node' }),
+  retiredShareRetentionHours: Type.Integer({ env: 'NODE_RETIRED_SHARE_RETENTION_HOURS', default: 168, minimum: 0, maximum: 8760, description: 'how long a share this node dealt away in a committed reshare is kept sealed, unusable, before it is erased; erased at the next start after that (0: at the next start) (docs/sessions.md "Reshare, two phases")' }),
   reconnectMinMs: Type.Integer({ env: 'NODE_RECONNECT_MIN_MS', default: 200, minimum: 10, maximum: 60000 }),
   reconnectMaxMs: Type.Integer({ env: 'NODE_RECONNECT_MAX_MS', default: 5000, minimum: 10, maximum: 300000 }),
   tlsCa: Type.Optional(Type.String({ env: 'NODE_TLS_CA', description: 'PEM CA of the coordinator certificate' })),

@@ -83,6 +83,9 @@ await runMain('node', async () => {
   const sweeper = presignatures.enabled ? setInterval(sweepPresignatures, 15 * 60_000) : undefined;
   sweeper?.unref();
   if (presignatures.enabled) sweepPresignatures();
+  // Shares dealt away in committed reshares, past their retention window (epoch.ts).
+  const erased = await vault.eraseRetired(Date.now());
+  if (erased) nodeLog.info({ erased }, 'erased shares this node dealt away, past their retention window');
   if (config.teeAllowDevRoot) nodeLog.warn('NODE_TEE_ALLOW_DEV_ROOT: TEE attestations under a DEV-ONLY root are accepted; never in production');
   const trust = new TrustRegistry(store, {
     operatorKeys: config.operatorKeys, fileKeys: loadApiKeysFile(config.apiKeysFile), verifyTee: loadTeeVerifier(config.teeRootsFile, config.teeAllowDevRoot),
@@ -96,7 +99,7 @@ await runMain('node', async () => {
   const workerCount = config.protocolWorkers ?? defaultWorkerCount();
   const workers = workerCount > 0 ? new ProtocolWorkers(workerCount, (why) => nodeLog.error({ why }, 'a protocol worker was lost; its session fails')) : undefined;
   nodeLog.info({ protocolWorkers: workerCount }, 'protocol workers');
-  const host = new SessionHost(identity, (m, origin) => void links.get(origin)?.send(m), nodeProtocols({ vault, authorizer, trust, ledger: new IntentLedger(store), rosters: new RosterRegistry(store, config.operatorKeys), presignatures, frostNonces, identity, ...(workers ? { workers } : {}) }), nodeLog, Date.now, metrics);
+  const host = new SessionHost(identity, (m, origin) => void links.get(origin)?.send(m), nodeProtocols({ vault, authorizer, trust, ledger: new IntentLedger(store), rosters: new RosterRegistry(store, config.operatorKeys), presignatures, frostNonces, identity, retiredShareRetentionMs: config.retiredShareRetentionHours * 3600_000, ...(workers ? { workers } : {}) }), nodeLog, Date.now, metrics);
   for (const [address, link] of links) {
     link.on('session', (b) => {
       if (b.case === 'open') host.onOpen(b.value, address);

@@ -22,7 +22,8 @@ import { FrostNoncePool, type FrostPoolScheme, type PrecommittedRows } from './f
 import { admitTeeMember } from './tee-admission.ts';
 import type { TeeAttestationVerifier } from '../../tee/attestation/enrolment-verifier.ts';
 import type { SignFields } from '../../core/session/sign-fields.ts';
-import type { SignSessionParams } from '../../core/session/session-params.ts';
+import type { EpochReceipt, SignSessionParams } from '../../core/session/session-params.ts';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { dkgParams, dkgResult, epochParams, epochResult, otParams, otResult, precommitParams, precommitResult, presignParams, presignResult, reshareParams, reshareResult, signParams, signResult, type SessionCodec } from '../../core/session/session-contract.ts';
 import { randomBytes } from 'node:crypto';
 import type { PackageResult } from '../../core/session/session-results.ts';
@@ -333,6 +334,40 @@ export class VaultService {
     return next;
   }
 
+  /** The receipts the new committee's members put in their reshare results, by new index. */
+  private receipts(outcome: SessionOutcome, newCommittee: string[], req: RequestScope): EpochReceipt[] {
+    if (!outcome.ok) return [];
+    const out: EpochReceipt[] = [];
+    for (const [nodeId, bytes] of outcome.results) {
+      const party = newCommittee.indexOf(nodeId) + 1;
+      if (party === 0) continue;
+      try {
+        const r = reshareResult.decode(bytes);
+        if (r.receipt) out.push({ party, signature: r.receipt });
+      } catch {
+        this.log.warn({ requestId: req.requestId, nodeId }, 'a node reported a malformed reshare result');
+      }
+    }
+    return out.sort((a, b) => a.party - b.party);
+  }
+
+  /**
+   * Sends the commit of the vault's current epoch, with the receipts stored for it, to a member that
+   * reported it still holds that epoch as pending (it missed the commit).
+   */
+  private async recommit(key: VaultRecord, nodeId: string, req: RequestScope): Promise<boolean> {
+    if (!key.receipts?.length) return false;
+    const receipts = key.receipts.map((r) => ({ party: r.party, signature: hexToBytes(r.signature) }));
+    try {
+      await this.epochSession(Protocol.COMMIT_EPOCH, key.vaultId, key.epoch, nodeId, req, receipts);
+      this.log.info({ vaultId: key.vaultId, requestId: req.requestId, nodeId, epoch: key.epoch }, 'sent the epoch commit again to a member that missed it');
+      return true;
+    } catch (err) {
+      this.log.warn({ vaultId: key.vaultId, requestId: req.requestId, nodeId, err: (err as Error).message }, 'a member that missed the epoch commit did not take it');
+      return false;
+    }
+  }
+
   /** The package every party reported, when they all reported the same one. */
   private agreedPackage(outcome: SessionOutcome, codec: SessionCodec<PackageResult>, req: RequestScope): KeyPackage | undefined {
     const pkgs = this.results(outcome, codec, req)?.map((r) => r.pkg);
@@ -543,6 +578,7 @@ export class VaultService {
     const disputes = new Set<string>();
     const undisputed = (subset: { nodeId: string }[]) => subset.every((a) => subset.every((b) => !disputes.has(`${a.nodeId}\u0000${b.nodeId}`)));
     const refusals = new Map<string, PartyReport>();
+    const recommitted = new Set<string>();
     const maxAttempts = Math.min(MAX_SIGN_ATTEMPTS, subsetCount(ready.committee.length, ready.threshold) + 2);
     let last: SessionOutcome | undefined;
     for (let attempt = 0; attempt < maxAttempts; attempt++) {
@@ -590,6 +626,12 @@ export class VaultService {
         this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, attempt }, 'OT pairs were retired; running a new OT setup');
         ready = await this.serialize(key.vaultId, () => this.otSetup(ready, req));
         continue;
+      }
+      // A member that missed the commit of this epoch gets it again, with the stored receipts, and stays in.
+      const missed = outcome.reports.find((r) => r.code === 'epoch_not_committed');
+      if (missed && !recommitted.has(missed.nodeId)) {
+        recommitted.add(missed.nodeId);
+        if (await this.recommit(ready, missed.nodeId, req)) continue;
       }
       const reporter = outcome.reports.at(-1)?.nodeId;
       const blamed = outcome.culprits.filter((c) => signers.some((m) => m.nodeId === c) && c !== reporter);
@@ -642,7 +684,10 @@ export class VaultService {
             ? committeeFor(tier, this.nodes.list(), this.roster!.roster, customerNodeId)
             : { nodeIds: key.committee.map((m) => m.nodeId), threshold: key.threshold };
       this.admitTee(tier, key.owner, target.nodeIds, input.trustLog);
-      const dealers = key.committee.filter((m) => this.nodes.isAttached(m.nodeId)).sort((a, b) => Number(target.nodeIds.includes(b.nodeId)) - Number(target.nodeIds.includes(a.nodeId))).slice(0, key.threshold);
+      // Members that leave deal first: a dealer records what it dealt and so can check the new committee's
+      // receipts and retire its share; a member that neither deals nor receives has no such evidence and
+      // keeps its share of the old epoch (docs/sessions.md "Reshare, two phases").
+      const dealers = key.committee.filter((m) => this.nodes.isAttached(m.nodeId)).sort((a, b) => Number(target.nodeIds.includes(a.nodeId)) - Number(target.nodeIds.includes(b.nodeId))).slice(0, key.threshold);
       if (dealers.length < key.threshold) throw new CustodyError('not_enough_nodes', `need ${key.threshold} attached members of the current committee`);
       const union = [...new Set([...dealers.map((d) => d.nodeId), ...target.nodeIds])];
       const members: ReshareMember[] = union.map((nodeId, i) => {
@@ -674,10 +719,14 @@ export class VaultService {
         throw err;
       }
       const pkg = this.agreedPackage(outcome, reshareResult, req);
-      if (!pkg || pkg.groupKey !== key.publicKey) {
+      // Each receiver's signed receipt that it holds the new epoch: the nodes commit on these, never on
+      // this coordinator's word. Too few (a receiver that sent none) and nothing is committed.
+      const receipts = pkg ? this.receipts(outcome, target.nodeIds, req) : [];
+      const tooFew = pkg !== undefined && receipts.length < target.threshold;
+      if (!pkg || pkg.groupKey !== key.publicKey || tooFew) {
         // A refusal (an unverified committee, say) says which node refused and why.
         const refusal = pkg ? undefined : refusalOf(outcome);
-        const problem = outcome.ok ? 'reshare results disagree' : refusal ? `refused by the nodes: ${describeReports(outcome)}` : outcome.message;
+        const problem = tooFew ? `only ${receipts.length} of the ${target.threshold} receipts needed` : outcome.ok ? 'reshare results disagree' : refusal ? `refused by the nodes: ${describeReports(outcome)}` : outcome.message;
         await this.vaults.put({ ...key, state: 'reshare_pending', problem: `reshare to epoch ${newEpoch} failed: ${problem}`, updatedAtMs: Date.now() });
         for (const nodeId of target.nodeIds) void this.epochSession(Protocol.ABANDON_EPOCH, key.vaultId, newEpoch, nodeId, req).catch(() => undefined);
         this.log.warn({ vaultId: key.vaultId, requestId: req.requestId, problem }, 'reshare failed; the old epoch stays in force');
@@ -688,14 +737,14 @@ export class VaultService {
       const committed: VaultRecord = {
         ...key, epoch: newEpoch, rotation: key.rotation + 1, threshold: target.threshold,
         committee: target.nodeIds.map((nodeId, i) => ({ nodeId, index: i + 1 })), state: 'active', problem: undefined,
-        tier: input.targetTier ?? key.tier, pkg, updatedAtMs: Date.now(),
+        tier: input.targetTier ?? key.tier, pkg, receipts: receipts.map((r) => ({ party: r.party, signature: bytesToHex(r.signature) })), updatedAtMs: Date.now(),
       };
       await this.vaults.put(committed);
       // Every member of the old and the new committee hears of the commit: receivers promote their
       // pending share, members that left delete theirs. A node that is away now refuses the old epoch
       // anyway (every session names the epoch) and deletes it on the next commit it hears.
       const everyone = [...new Set([...key.committee.map((m) => m.nodeId), ...target.nodeIds])].filter((n) => this.nodes.isAttached(n));
-      const notified = await Promise.allSettled(everyone.map((nodeId) => this.epochSession(Protocol.COMMIT_EPOCH, key.vaultId, newEpoch, nodeId, req)));
+      const notified = await Promise.allSettled(everyone.map((nodeId) => this.epochSession(Protocol.COMMIT_EPOCH, key.vaultId, newEpoch, nodeId, req, receipts)));
       const missed = everyone.filter((_, i) => notified[i]!.status === 'rejected');
       if (missed.length) this.log.warn({ vaultId: key.vaultId, requestId: req.requestId, missed }, 'some nodes did not confirm the epoch commit');
       this.log.info({ vaultId: key.vaultId, requestId: req.requestId, epoch: newEpoch, committee: target.nodeIds }, 'reshare committed');
@@ -703,8 +752,8 @@ export class VaultService {
     });
   }
 
-  private async epochSession(protocol: Protocol, keyId: string, epoch: number, nodeId: string, req: RequestScope): Promise<void> {
-    const outcome = await this.open(req, { protocol, keyId, parties: [this.party(nodeId, 1)], params: epochParams.encode({ keyId, epoch }), timeoutMs: 10_000 });
+  private async epochSession(protocol: Protocol, keyId: string, epoch: number, nodeId: string, req: RequestScope, receipts?: EpochReceipt[]): Promise<void> {
+    const outcome = await this.open(req, { protocol, keyId, parties: [this.party(nodeId, 1)], params: epochParams.encode({ keyId, epoch, ...(receipts ? { receipts } : {}) }), timeoutMs: 10_000 });
     if (!outcome.ok) throw new CustodyError('failed', outcome.message, { culprits: outcome.culprits });
     if (!this.results(outcome, epochResult, req)) throw new CustodyError('failed', `${nodeId} reported a malformed epoch result`, { culprits: [nodeId] });
   }

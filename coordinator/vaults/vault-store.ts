@@ -32,6 +32,11 @@ export interface VaultRecord {
   state: VaultState;
   /** Public package of the current epoch: verification shares and group commitment (no secret). */
   pkg?: KeyPackage | undefined;
+  /**
+   * The new committee's signed receipts for the current epoch (reshare only; `signature` hex): what the
+   * nodes commit on, sent again to a member that missed the commit.
+   */
+  receipts?: { party: number; signature: string }[] | undefined;
   /** Epoch whose ECDSA OT setup completed on the whole committee. */
   otEpoch?: number | undefined;
   /** Why the vault failed or waits for a reshare, when it does. */

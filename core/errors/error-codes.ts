@@ -186,6 +186,8 @@ export const ERROR_CODES = entries({
   package_mismatch: e('refused', "the key package differs from the node's"),
   committee_changed: e('refused', "the session's parties are not the vault's committee"),
   session_reused: e('refused', 'a session id was used before'),
+  epoch_not_committed: e('unavailable', 'the node holds the epoch as pending: its commit, with the new committee\'s receipts, has not reached it'),
+  bad_receipts: e('refused', 'an epoch commit without valid signed receipts of a signing threshold of the new committee'),
   session_ended: e('unavailable', 'the session ended (cancel, link loss or deadline) before this node could run it'),
   unsupported_protocol: e('invalid', 'the node does not run this protocol'),
   key_exists: e('conflict', "a node holds a share of this vault's key already"),

@@ -85,6 +85,16 @@ export interface ReshareSessionParams {
 export interface EpochSessionParams {
   keyId: string;
   epoch: number;
+  /**
+   * A commit only: the receipts of the new committee's members (`party` is the member's index in the
+   * new committee), each its identity key's signature over the epoch statement (epoch-receipt.ts).
+   */
+  receipts?: EpochReceipt[];
+}
+
+export interface EpochReceipt {
+  party: number;
+  signature: Uint8Array;
 }
 
 /** Bounds of the parameters, checked by every decoder (and by every encoder, so a bad request fails before a session opens). */
@@ -226,6 +236,10 @@ export function readReshareParams(v: unknown, what = 'reshare-params'): ReshareS
 }
 
 export function readEpochParams(v: unknown, what = 'epoch-params'): EpochSessionParams {
-  const o = record(v, what, ['keyId', 'epoch']);
-  return { keyId: name(o.keyId, `${what}.keyId`), epoch: epochOf(o.epoch, `${what}.epoch`) };
+  const o = record(v, what, ['keyId', 'epoch'], ['receipts']);
+  const receipts = optional(o, 'receipts', (x) => list(x, `${what}.receipts`, 256, (r, w) => {
+    const f = record(r, w, ['party', 'signature']);
+    return { party: int(f.party, `${w}.party`, 1, MAX_UINT32), signature: bytes(f.signature, `${w}.signature`, 64) };
+  }));
+  return { keyId: name(o.keyId, `${what}.keyId`), epoch: epochOf(o.epoch, `${what}.epoch`), ...defined({ receipts }) };
 }

@@ -8,6 +8,11 @@ import { bytes, defined, hex, int, list, MAX_UINT32, oneOf, optional, record, te
 /** DKG and reshare: the public package of the new epoch, which every receiver reports the same. */
 export interface PackageResult {
   pkg: KeyPackage;
+  /**
+   * A reshare receiver's signed receipt (core/session/epoch-receipt.ts): its identity key's Ed25519
+   * signature that it holds this package's epoch durably. Absent from DKG results and from dealers.
+   */
+  receipt?: Uint8Array;
 }
 
 export interface SignResult {
@@ -42,7 +47,7 @@ export interface PrecommitResult {
   entries: Omit<PrecommittedNonce, 'party'>[];
 }
 
-export const EPOCH_OUTCOMES = ['promoted', 'removed', 'already', 'abandoned'] as const;
+export const EPOCH_OUTCOMES = ['promoted', 'removed', 'already', 'abandoned', 'kept'] as const;
 
 /** What a commit or abandon did on this node. */
 export interface EpochResult {
@@ -50,8 +55,8 @@ export interface EpochResult {
 }
 
 export function readPackageResult(v: unknown, what: string): PackageResult {
-  const o = record(v, what, ['pkg']);
-  return { pkg: readKeyPackage(o.pkg, `${what}.pkg`) };
+  const o = record(v, what, ['pkg'], ['receipt']);
+  return { pkg: readKeyPackage(o.pkg, `${what}.pkg`), ...defined({ receipt: optional(o, 'receipt', (x) => bytes(x, `${what}.receipt`, 64)) }) };
 }
 
 export function readSignResult(v: unknown, what = 'sign-result'): SignResult {

@@ -5,6 +5,7 @@
 import type { BatchOp, SealedStore } from './sealed-store.ts';
 import type { EndUserBinding } from '../runtime/authorization/sign-authorizer.ts';
 import { decodeKeyShare, encodeKeyShare, type KeyShare } from '../protocols/keys/key-package.ts';
+import type { KeyPackage } from '../../core/session/key-package.ts';
 import { decodeOtSetup, type EcdsaOtSetup } from '../protocols/ecdsa/ot-setup.ts';
 import { decodeBlob, encodeBlob } from '../../core/codec/blob.ts';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
@@ -15,6 +16,14 @@ export interface PinnedMember {
   nodeId: string;
   signingKey: string;
   encryptionKey: string;
+}
+
+/** A reshare as its dealer recorded it (recordDealt). */
+export interface DealtReshare {
+  /** The new epoch's public package, as the reshare made it. */
+  pkg: KeyPackage;
+  /** The new committee, pinned from the session's parties. */
+  committee: PinnedMember[];
 }
 
 export interface StoredShare {
@@ -106,33 +115,85 @@ export class VaultShareStore {
     await this.store.batch(this.ops(keyId, 'pending', k));
   }
 
-  /** Second phase of a reshare, in one batch: pending becomes current; a node that left drops its share. */
-  async commit(keyId: string, epoch: number): Promise<'promoted' | 'removed' | 'already'> {
-    const pending = await this.pending(keyId);
-    const current = await this.current(keyId);
-    if (pending) {
-      if (pending.key.pkg.epoch !== epoch) throw new VaultShareStoreError('epoch_mismatch', `pending epoch is ${pending.key.pkg.epoch}, not ${epoch}`);
+  /**
+   * What a dealer records of a reshare it dealt in, before its result leaves: the new epoch's public
+   * package and the new committee pinned from that session, so that it can later check the new
+   * committee's receipts itself (docs/sessions.md "Reshare, two phases").
+   */
+  async recordDealt(keyId: string, dealt: DealtReshare): Promise<void> {
+    await this.store.put(`key/${keyId}/dealt`, enc.encode(JSON.stringify(dealt)));
+  }
+
+  /** The reshare this node last dealt in for `keyId`, if any. */
+  async dealt(keyId: string): Promise<DealtReshare | undefined> {
+    const raw = await this.store.get(`key/${keyId}/dealt`);
+    return raw ? (JSON.parse(dec.decode(raw)) as DealtReshare) : undefined;
+  }
+
+  /**
+   * Second phase of a reshare, for a receiver, in one batch: its pending epoch `epoch` becomes current,
+   * and the old epoch's OT material goes (it belongs to the old committee: a fresh setup follows). The
+   * caller has checked the new committee's receipts first.
+   */
+  async promote(keyId: string, epoch: number): Promise<'promoted' | 'already'> {
+    return this.locks.run(`ot/${keyId}`, async () => {
+      const [pending, current] = await Promise.all([this.pending(keyId), this.current(keyId)]);
+      if (current && current.key.pkg.epoch === epoch && !pending) return 'already';
+      if (!pending || pending.key.pkg.epoch !== epoch) throw new VaultShareStoreError('no_pending', `no pending epoch ${epoch} for ${keyId}`);
       await this.store.batch([
         ...this.ops(keyId, 'current', pending),
         { type: 'del', key: `key/${keyId}/pending/share` },
         { type: 'del', key: `key/${keyId}/pending/committee` },
-        // The old epoch's OT material belongs to the old committee: a fresh setup follows.
+        { type: 'del', key: `key/${keyId}/dealt` },
         { type: 'del', key: `key/${keyId}/current/ot` },
         { type: 'del', key: `key/${keyId}/current/ot-retired` },
       ]);
       return 'promoted';
-    }
-    if (current && current.key.pkg.epoch < epoch) {
+    });
+  }
+
+  /**
+   * Second phase of a reshare, for a dealer that is not in the new committee: its current share stops
+   * serving at once but is kept sealed, apart, until `eraseAfterMs` (a retention window against a
+   * reshare that turns out unusable), then erased by `eraseRetired`. The caller has checked the new
+   * committee's receipts first.
+   */
+  async retire(keyId: string, epoch: number, eraseAfterMs: number): Promise<'removed' | 'already'> {
+    return this.locks.run(`ot/${keyId}`, async () => {
+      const current = await this.current(keyId);
+      if (!current) return 'already';
+      if (current.key.pkg.epoch >= epoch) throw new VaultShareStoreError('epoch_mismatch', `this node holds epoch ${current.key.pkg.epoch} of ${keyId}, not one before ${epoch}`);
+      const old = current.key.pkg.epoch;
       await this.store.batch([
+        { type: 'put', key: `retired/${keyId}/${old}/share`, value: encodeKeyShare(current.key), secret: true },
+        { type: 'put', key: `retired/${keyId}/${old}/committee`, value: enc.encode(JSON.stringify({ owner: current.owner, committee: current.committee, tier: current.tier })) },
+        { type: 'put', key: `retired/${keyId}/${old}/erase-after`, value: enc.encode(String(eraseAfterMs)) },
         { type: 'del', key: `key/${keyId}/current/share` },
         { type: 'del', key: `key/${keyId}/current/committee` },
         { type: 'del', key: `key/${keyId}/current/ot` },
         { type: 'del', key: `key/${keyId}/current/ot-retired` },
+        { type: 'del', key: `key/${keyId}/dealt` },
       ]);
       return 'removed';
+    });
+  }
+
+  /** Erases every retired share whose retention ended by `nowMs`; returns how many. */
+  async eraseRetired(nowMs: number): Promise<number> {
+    const due = new Map<string, string[]>();
+    for await (const k of this.store.keys('retired/')) {
+      const base = k.slice(0, k.lastIndexOf('/'));
+      due.set(base, [...(due.get(base) ?? []), k]);
     }
-    if (current && current.key.pkg.epoch === epoch) return 'already';
-    throw new VaultShareStoreError('no_pending', `no pending epoch ${epoch} for ${keyId}`);
+    let erased = 0;
+    for (const [base, keys] of due) {
+      const raw = await this.store.get(`${base}/erase-after`);
+      const after = raw ? Number(dec.decode(raw)) : 0;
+      if (after > nowMs) continue;
+      await this.store.batch(keys.map((key) => ({ type: 'del' as const, key })));
+      erased++;
+    }
+    return erased;
   }
 
   /**
@@ -181,13 +242,6 @@ export class VaultShareStore {
       await this.store.putSecret(`key/${keyId}/current/ot-retired`, encodeBlob('ot-retirement', record));
       return record;
     });
-  }
-
-  async abandon(keyId: string, epoch: number): Promise<void> {
-    const pending = await this.pending(keyId);
-    if (pending && pending.key.pkg.epoch === epoch) {
-      await this.store.batch([{ type: 'del', key: `key/${keyId}/pending/share` }, { type: 'del', key: `key/${keyId}/pending/committee` }]);
-    }
   }
 
   /**

@@ -219,7 +219,7 @@ t.test('entries are bound to their path, signer set and epoch', async (t) => {
   for (const n of [n1, n2]) {
     const k = c.keys.get(n.index)!;
     await n.vault.putPending(keyId, { key: { share: new SecretShare(n.index, exposeScalar(k.share, 'share')), pkg: { ...k.pkg, epoch: 1 } }, owner: 'acme', committee: members, tier: 'hosted' });
-    await n.vault.commit(keyId, 1);
+    await n.vault.promote(keyId, 1);
   }
   expectRefused(t, await signWith([n1, n2], [digest('x')], [old], [], 1), { 1: 'presignature_wrong_epoch', 2: 'presignature_wrong_epoch' }, 'an epoch-0 entry at epoch 1');
   expectRefused(t, await signWith([n1, n2], [digest('x')], [old], [], 0), { 1: 'epoch_mismatch', 2: 'epoch_mismatch' }, 'a request at the old epoch');

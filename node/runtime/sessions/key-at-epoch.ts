@@ -6,11 +6,11 @@ import { checkAgainstCommittee } from './committee-pinning.ts';
 
 /** The share of `keyId` at `epoch`, with every session party checked against its pinned committee. */
 export async function keyAtEpoch(vault: VaultShareStore, ctx: SessionContext, keyId: string, epoch: number): Promise<StoredShare> {
-  let stored = await vault.current(keyId);
-  // The coordinator commits a reshare before nodes hear of it: a pending epoch it uses is committed.
-  if (stored && stored.key.pkg.epoch < epoch && (await vault.pending(keyId))?.key.pkg.epoch === epoch) {
-    await vault.commit(keyId, epoch);
-    stored = await vault.current(keyId);
+  const stored = await vault.current(keyId);
+  // A pending epoch is promoted only by a commit carrying the new committee's receipts (epoch.ts), never
+  // because a session names it: the coordinator sends that commit again when a node reports this.
+  if ((!stored || stored.key.pkg.epoch < epoch) && (await vault.pending(keyId))?.key.pkg.epoch === epoch) {
+    throw new SessionRefused('epoch_not_committed', `epoch ${epoch} of ${keyId} is pending here: its commit, with the new committee's receipts, has not reached this node`);
   }
   if (!stored) throw new SessionRefused('unknown_key', `no share of ${keyId} here`);
   if (stored.key.pkg.epoch !== epoch) throw new SessionRefused('epoch_mismatch', `this node holds epoch ${stored.key.pkg.epoch}, not ${epoch}`);

@@ -14,6 +14,8 @@ import { readParams, runProtocol } from '../protocols/run-protocol.ts';
 import type { StoredShare } from '../../storage/vault-shares.ts';
 import type { ReshareMember } from '../../../core/session/reshare-member.ts';
 import type { ReshareSessionParams } from '../../../core/session/session-params.ts';
+import type { KeyPackage } from '../../../core/session/key-package.ts';
+import { epochReceiptStatement } from '../../../core/session/epoch-receipt.ts';
 import type { Party } from '../../../proto/gen/mpc/v1/session_pb.ts';
 import type { SessionKind } from './session-kind.ts';
 import type { NodeProtocolDeps } from './session-deps.ts';
@@ -30,13 +32,13 @@ export interface ReshareLocal {
   byParty: Map<number, ReshareMember>;
 }
 
-export function reshareSession(deps: NodeProtocolDeps): SessionKind<ReshareSessionParams, ReshareLocal, CommitteeBinding, KeyShare> {
+export function reshareSession(deps: NodeProtocolDeps): SessionKind<ReshareSessionParams, ReshareLocal, CommitteeBinding, { pkg: KeyPackage; key?: KeyShare }> {
   const { vault } = deps;
   return {
     authorization: {
       by: 'records',
       evidence: "a refresh among the committee pinned with the share, in its tier; another committee or tier needs the owner's signed reshare request",
-      adds: ['key/{key}/pending/'],
+      adds: ['key/{key}/pending/', 'key/{key}/dealt'],
     },
     parse: (ctx) => readParams(reshareParams, ctx.open.params),
     async preflight(ctx, p) {
@@ -79,11 +81,19 @@ export function reshareSession(deps: NodeProtocolDeps): SessionKind<ReshareSessi
       const me = ctx.myIndex;
       const params = { sessionId: bytesToHex(ctx.open.sessionId), members: p.members, me, oldPkg: p.oldPkg, newThreshold: p.newThreshold, newEpoch: p.newEpoch, ...(oldShare ? { oldShare } : {}) };
       return runProtocol(reshare, me, [params], ([r]: ReshareResult[]) => {
-        const result = reshareResult.encode({ pkg: r!.kind === 'receiver' ? r!.key.pkg : r!.pkg });
-        return r!.kind === 'receiver' ? keep(result, r!.key) : { result };
+        if (r!.kind !== 'receiver') return keep(reshareResult.encode({ pkg: r!.pkg }), { pkg: r!.pkg });
+        // The receipt leaves with the result, so only after commit stored the pending share (the session
+        // host awaits commit first): it says this node holds the new epoch.
+        const receipt = deps.identity?.sign(epochReceiptStatement(r!.key.pkg));
+        return keep(reshareResult.encode({ pkg: r!.key.pkg, ...(receipt ? { receipt } : {}) }), { pkg: r!.key.pkg, key: r!.key });
       });
     },
-    commit: ({ ctx, params: p, local: { carried, byParty } }, key) =>
-      vault.putPending(p.keyId, { key, owner: p.owner, ...carried, committee: pinCommittee(ctx.parties, (x) => byParty.get(x.index)?.newId) }),
+    // A receiver stores its new share as pending; a dealer that does not receive records what it dealt
+    // (the new package and committee), to check the new committee's receipts at the commit.
+    commit: ({ ctx, params: p, local: { carried, byParty, oldShare } }, { pkg, key }) => {
+      const committee = pinCommittee(ctx.parties, (x) => byParty.get(x.index)?.newId);
+      if (key) return vault.putPending(p.keyId, { key, owner: p.owner, ...carried, committee });
+      return oldShare ? vault.recordDealt(p.keyId, { pkg, committee }) : Promise.resolve();
+    },
   };
 }

@@ -29,6 +29,8 @@ export interface NodeProtocolDeps {
   presignatures?: PresignatureStore;
   /** The node's precommitted FROST nonce pairs (docs/protocols/pools.md); without it, precommit and precommitted signing sessions are refused. */
   frostNonces?: FrostNonceStore;
-  /** The node's identity key, which signs the commitments it precommits (node/runtime/identity.ts). */
+  /** The node's identity key, which signs the commitments it precommits and its reshare receipts (node/runtime/identity.ts). */
   identity?: { sign(message: Uint8Array): Uint8Array };
+  /** How long a share this node dealt away is kept sealed before it is erased (epoch.ts); 7 days unless given. */
+  retiredShareRetentionMs?: number;
 }
