@@ -323,8 +323,11 @@ export class CustodyClient {
    * in the signed body, which is what lets the nodes seat that node.
    */
   async reshareVault(vaultId: string, body: Static<typeof ReshareVaultBody> = {}): Promise<{ id: string; status: 'accepted' }> {
-    const bound = body.target_tier && body.target_tier !== 'hosted' ? await this.bindCommittee(body.target_tier, body) : {};
-    return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/reshare`, { ...body, ...bound });
+    // The nodes take a move between tiers, or a new committee of a customer's vault, only on a request
+    // made at the vault's current rotation that names the target tier and committee (docs/trust.md).
+    const rotation = body.rotation ?? (await this.getVault(vaultId)).rotation;
+    const bound = body.target_tier ? await this.bindCommittee(body.target_tier, body) : {};
+    return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/reshare`, { ...body, rotation, ...bound });
   }
 
   /** Generates a failed vault's key afresh (202, back in `creating`); a vault already creating is answered as it is. */

@@ -68,6 +68,8 @@ export interface CommitteeFields {
   committee?: string[] | undefined;
   /** Self and customer_tee: the customer's own node, the only one seated as the customer member. */
   customer_node?: { node_id: string; signing_key: string; encryption_key: string } | undefined;
+  /** A reshare: the vault's rotation the request was made at. */
+  rotation?: number | undefined;
 }
 
 /** The nodes refuse these too; checked here so a bad request is refused at once and queues nothing. */
@@ -379,6 +381,8 @@ export class VaultService {
   async reshare(org: string, vaultId: string, targetTier: Tier | undefined, committee: CommitteeFields = {}, reshareRequest?: Uint8Array): Promise<{ id: string; status: 'accepted' }> {
     const v = await this.vault(org, vaultId);
     if (v.state !== 'active' && v.state !== 'reshare_pending') throw new CustodyError('conflict', `the vault is ${v.state}; a reshare needs it active`);
+    // The nodes would refuse it anyway (a replay of an older request); say so before anything is queued.
+    if (committee.rotation !== undefined && committee.rotation !== v.rotation) throw new CustodyError('conflict', `the request names rotation ${committee.rotation}; the vault is at rotation ${v.rotation}`);
     checkCommitteeFields(targetTier ?? v.tier, committee);
     const customerNodeId = await this.customerNode(org, targetTier ?? v.tier, committee);
     const job: JobRecord = {

@@ -36,7 +36,15 @@ export const CreateVaultBody = Type.Object({
 }, { additionalProperties: false });
 
 /** POST /v1/vaults/{vaultId}/reshare (the body is optional). */
-export const ReshareVaultBody = Type.Object({ target_tier: Type.Optional(TierSchema), ...committeeFields }, { additionalProperties: false });
+export const ReshareVaultBody = Type.Object({
+  target_tier: Type.Optional(TierSchema),
+  rotation: Type.Optional(Type.Integer({
+    minimum: 0, maximum: 4294967295,
+    description: 'the vault\'s current rotation, which the signed request binds: the nodes refuse a request of another rotation (a replay). '
+      + 'Needed, with target_tier and committee, for a move to or from hosted and for a committee change of a self or customer_tee vault; the SDK and CLI fill it in',
+  })),
+  ...committeeFields,
+}, { additionalProperties: false });
 
 export const Vault = Type.Object({
   id: Type.String(),

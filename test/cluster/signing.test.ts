@@ -198,7 +198,8 @@ t.test('DKG 2-of-3 over gRPC, Taproot signatures, failures, reshare to a self no
   const self = await h.cluster.startNode('self-1', { ...env, NODE_KIND: 'self', NODE_OWNER: ORG });
   // The organization enrolled the node first (its signed POST /v1/nodes in the trust log).
   const enrolment = signedEntry(signer(ORG, apiSecret, 'key_1'), 'POST', '/v1/nodes', { kind: 'self', ...selfId });
-  const reshareRequest = signedEntry(signer(ORG, apiSecret, 'key_1'), 'POST', '/v1/vaults/vault-1/reshare', { target_tier: 'self', customer_node: selfId });
+  // A move between tiers binds the vault's rotation, the target tier and the committee (docs/trust.md).
+  const reshareRequest = signedEntry(signer(ORG, apiSecret, 'key_1'), 'POST', '/v1/vaults/vault-1/reshare', { target_tier: 'self', rotation: 0, committee: [nodes[0]!.nodeId, selfId.node_id], customer_node: selfId });
   const moved = await h.client.reshare({ vaultId: 'vault-1', targetTier: Tier.SELF, reshareRequest, trustLog: [enrolment] }, { deadline: Date.now() + 60_000 });
   t.equal(bytesToHex(moved.vault!.publicKey), groupKey, 'same public key after reshare');
   t.equal(moved.vault!.rotation, 1, 'rotation counter +1');

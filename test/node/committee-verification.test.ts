@@ -21,7 +21,7 @@ import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.t
 import { IntentAuthorizer } from '../../node/runtime/authorization/sign-authorizer.ts';
 import { RosterRegistry } from '../../node/runtime/authorization/roster-registry.ts';
 import { nodeProtocols, type NodeProtocolDeps } from '../../node/runtime/sessions/node-protocols.ts';
-import { dkgParams, dkgResult, reshareParams } from '../../core/session/session-contract.ts';
+import { dkgParams, dkgResult, epochParams, reshareParams, reshareResult } from '../../core/session/session-contract.ts';
 import type { ReshareSessionParams } from '../../core/session/session-params.ts';
 import { signBootstrap } from '../../core/trust/trust-entry.ts';
 import { signRoster } from '../../core/trust/roster.ts';
@@ -66,7 +66,7 @@ async function node(t: Test): Promise<TestNode> {
   const identity = new NodeIdentity(new Uint8Array(randomBytes(32)), new Uint8Array(randomBytes(32)));
   const vault = new VaultShareStore(store);
   const trust = new TrustRegistry(store, { operatorKeys, verifyTee });
-  const deps = { vault, trust, authorizer: new IntentAuthorizer(trust), rosters: new RosterRegistry(store, operatorKeys), ledger: claimsOnlyLedger(store) };
+  const deps = { vault, trust, authorizer: new IntentAuthorizer(trust), rosters: new RosterRegistry(store, operatorKeys), ledger: claimsOnlyLedger(store), identity };
   const outcomes = new Map<string, Outcome>();
   const host = new SessionHost(identity, (msg) => {
     const b = msg.body;
@@ -205,14 +205,42 @@ t.test('a reshare to the self tier seats only an enrolled customer node', async 
     keyId, owner: ORG, oldPkg, newEpoch: 1, newThreshold: 2, members, tier: 'self', roster, trustLog, ...extra,
   }));
   const without = await reshare({});
-  t.same(codes(without), ['unverified_committee', 'unverified_committee', 'unverified_committee'], 'the coordinator\'s word does not seat a customer node');
-  const asked = signedEntry(first, 'POST', `/v1/vaults/${keyId}/reshare`, { target_tier: 'self', customer_node: customerNode(pub(self)) });
+  t.same(codes(without), ['reshare_request_required', 'reshare_request_required', 'reshare_request_required'], 'the coordinator\'s word moves no vault to a customer node');
+  const ask = (body: Record<string, unknown>) => signedEntry(first, 'POST', `/v1/vaults/${keyId}/reshare`, { target_tier: 'self', rotation: 0, committee: [a.identity.nodeId, self.identity.nodeId], ...body });
+  const asked = ask({ customer_node: customerNode(pub(self)) });
   t.same(codes(await reshare({ reshareRequest: asked })), ['unverified_committee', 'unverified_committee', 'unverified_committee'], 'named but never enrolled');
   const enrolled = [...trustLog, enrol(pub(self))];
-  const elsewhere = signedEntry(first, 'POST', `/v1/vaults/${keyId}/reshare`, { target_tier: 'self', customer_node: customerNode(pub(fake())) });
+  const other = fake();
+  const elsewhere = ask({ committee: [a.identity.nodeId, other.nodeId], customer_node: customerNode(pub(other)) });
   t.same(codes(await reshare({ reshareRequest: elsewhere, trustLog: enrolled })), ['unverified_committee', 'unverified_committee', 'unverified_committee'], 'the customer named another node');
-  t.same(codes(await reshare({ reshareRequest: asked, trustLog: enrolled })), ['done', 'done', 'done'], 'the enrolled node the customer named');
+  const unbound = signedEntry(first, 'POST', `/v1/vaults/${keyId}/reshare`, { target_tier: 'self', customer_node: customerNode(pub(self)) });
+  t.same(codes(await reshare({ reshareRequest: unbound, trustLog: enrolled })), ['reshare_request_required', 'reshare_request_required', 'reshare_request_required'], 'a request that binds no rotation or committee');
+  const moved = await reshare({ reshareRequest: asked, trustLog: enrolled });
+  t.same(codes(moved), ['done', 'done', 'done'], 'the enrolled node the customer named');
   t.ok(await self.vault.pending(keyId), 'the self node holds the pending share');
+
+  // The vault commits to self (a and the self node, on their receipts) ...
+  const results = [...moved.values()].map((o) => reshareResult.decode(o.done!));
+  const receipts = [results[0]!, results[2]!].map((r, i) => ({ party: i + 1, signature: r.receipt! }));
+  for (const n of [a, b, self]) t.equal(codes(await run([pub(n)], Protocol.COMMIT_EPOCH, keyId, epochParams.encode({ keyId, epoch: 1, receipts })))[0], 'done');
+  t.equal((await self.vault.current(keyId))?.tier, 'self');
+  const selfPkg = results[0]!.pkg;
+
+  // ... and a coordinator (with the service nodes) tries to move it back to service nodes.
+  const back = (extra: Partial<ReshareSessionParams>) => run([pub(a), pub(self), pub(b), pub(c)], Protocol.RESHARE, keyId, reshareParams.encode({
+    keyId, owner: ORG, oldPkg: selfPkg, newEpoch: 2, newThreshold: 2, tier: 'hosted', roster, trustLog: enrolled,
+    members: [{ party: 1, oldId: 1, newId: 1 }, { party: 2, oldId: 2 }, { party: 3, newId: 2 }, { party: 4, newId: 3 }], ...extra,
+  }));
+  const toHosted = (body: Record<string, unknown>) => signedEntry(first, 'POST', `/v1/vaults/${keyId}/reshare`, { target_tier: 'hosted', rotation: 1, committee: [a.identity.nodeId, b.identity.nodeId, c.identity.nodeId], ...body });
+  const selfCode = async (extra: Partial<ReshareSessionParams>) => (await back(extra)).get(self.identity.nodeId)?.failed?.code ?? 'done';
+  t.equal(await selfCode({}), 'reshare_request_required', 'no request: the customer\'s node refuses to deal');
+  t.equal(await selfCode({ reshareRequest: toHosted({ rotation: 0 }) }), 'bad_reshare_request', 'a request made at another rotation (a replay) is refused');
+  t.equal(await selfCode({ reshareRequest: toHosted({ target_tier: 'customer_tee' }) }), 'bad_reshare_request', 'a request for another tier is refused');
+  t.equal(await selfCode({ reshareRequest: toHosted({ committee: [a.identity.nodeId, b.identity.nodeId, fake().nodeId] }) }), 'unverified_committee', 'a request for another committee is refused');
+  t.equal((await self.vault.current(keyId))?.key.pkg.epoch, 1, 'the self node still holds its share of epoch 1');
+  t.notOk(await b.vault.pending(keyId), 'no service node received a share');
+  t.notOk(await self.vault.dealt(keyId), 'the self node dealt nothing');
+  t.equal(await selfCode({ reshareRequest: toHosted({}) }), 'done', 'the customer\'s own request moves it');
 });
 
 t.test('a customer_tee DKG seats an enrolled TEE node only with measurements the organization allows', async (t) => {

@@ -123,7 +123,7 @@ type Recognized =
   | { op: 'revoke_key'; keyId: string }
   | { op: 'end_user_auth'; jwks: JSONWebKeySet; audience: string }
   | ({ op: 'create_vault'; tier: TierName; endUserSubject?: string } & CommitteeBinding)
-  | ({ op: 'reshare_vault'; vaultId: string; targetTier?: TierName } & CommitteeBinding)
+  | ({ op: 'reshare_vault'; vaultId: string; targetTier?: TierName; rotation?: number } & CommitteeBinding)
   | { op: 'enrol_node'; nodeId: string; kind: 'self' | 'tee'; signingKey: string; encryptionKey: string; attestation?: Uint8Array }
   | { op: 'revoke_node'; nodeId: string }
   | { op: 'tee_measurements'; version: number; allowed: Record<string, string>[] };
@@ -247,7 +247,10 @@ export function recognize(e: RequestEntry, path: string): Recognized {
     const b = e.body.length ? jsonBody(e) : {};
     if (b.target_tier !== undefined && !TIERS.includes(b.target_tier)) fail('target_tier must be hosted, self or customer_tee');
     const targetTier = b.target_tier as TierName | undefined;
-    return { op: 'reshare_vault', vaultId, ...(targetTier ? { targetTier } : {}), ...committeeBinding(b, targetTier) };
+    // The vault's rotation (its epoch) the request was made at: a request of another epoch is a replay.
+    if (b.rotation !== undefined && (!Number.isSafeInteger(b.rotation) || (b.rotation as number) < 0 || (b.rotation as number) > 2 ** 32 - 1)) fail('rotation must be an integer from 0 to 2^32-1');
+    const rotation = b.rotation as number | undefined;
+    return { op: 'reshare_vault', vaultId, ...(targetTier ? { targetTier } : {}), ...(rotation !== undefined ? { rotation } : {}), ...committeeBinding(b, targetTier) };
   }
   if (e.method === 'POST' && NODES.test(path)) return enrolment(jsonBody(e));
   if (e.method === 'POST' && (m = NODE_REVOKE.exec(path))) {
@@ -437,6 +440,8 @@ export function verifyCreationRequest(state: OrgTrust, fileKeys: FileKeys | unde
 export interface ReshareProof extends CommitteeBinding {
   vaultId: string;
   targetTier?: 'hosted' | 'self' | 'customer_tee';
+  /** The vault's rotation (epoch) the customer made the request at. */
+  rotation?: number;
   keyId: string;
   hash: string;
 }

@@ -7,7 +7,7 @@ import { keyShareParam, type KeyShare } from '../../protocols/keys/key-package.t
 import type { SecretBytes } from '../../../core/codec/secret.ts';
 import { SessionRefused } from '../session-host.ts';
 import { TIER_NAMES, type TierName } from '../../../core/tiers.ts';
-import { authorizeReshareRequest } from '../authorization/reshare-request.ts';
+import { authorizeReshareRequest, type ReshareGrant } from '../authorization/reshare-request.ts';
 import { checkCommittee } from '../authorization/committee-check.ts';
 import type { CommitteeBinding } from '../authorization/trust-state.ts';
 import { readParams, runProtocol } from '../protocols/run-protocol.ts';
@@ -30,6 +30,27 @@ export interface ReshareLocal {
   carried: Pick<StoredShare, 'tier' | 'endUser'>;
   oldShare: { id: number; share: SecretBytes } | undefined;
   byParty: Map<number, ReshareMember>;
+}
+
+/**
+ * A refresh (the same members, the same tier) runs on the node's own records. Anything else that moves
+ * a vault to or from `hosted`, or changes the committee of a vault with a customer node, needs the
+ * customer's signed request, made at this epoch and naming the target tier and committee
+ * (docs/sessions.md "What authorizes each session"). A member that holds no share of the key cannot see
+ * the old tier: it asks for a request whenever the new tier is not `hosted` (a customer's vault it
+ * joins); the old members' own check stands for the rest.
+ */
+function requireCustomerRequest(held: StoredShare | undefined, tier: TierName, receivers: Party[], binding: ReshareGrant, fromEpoch: number): void {
+  const oldTier = held ? ((held.tier ?? 'hosted') as TierName) : undefined;
+  const sameMembers = held !== undefined && receivers.length === held.committee.length
+    && receivers.every((r) => held.committee.some((m) => m.nodeId === r.nodeId && m.signingKey === bytesToHex(r.signingKey) && m.encryptionKey === bytesToHex(r.encryptionKey)));
+  const needed = oldTier === undefined ? tier !== 'hosted' : oldTier !== tier || (oldTier !== 'hosted' && !sameMembers);
+  if (!needed) return;
+  const why = oldTier === undefined || oldTier === tier ? `a change of the committee of a ${tier} vault` : `a move from ${oldTier} to ${tier}`;
+  if (!binding.requested) throw new SessionRefused('reshare_request_required', `${why} needs the customer's signed reshare request`);
+  if (binding.rotation !== fromEpoch) throw new SessionRefused('reshare_request_required', `${why} needs a request made at the vault's rotation ${fromEpoch}`);
+  if ((binding.targetTier ?? oldTier) !== tier) throw new SessionRefused('reshare_request_required', `${why} needs a request naming target tier ${tier}`);
+  if (!binding.committee) throw new SessionRefused('reshare_request_required', `${why} needs a request naming the new committee`);
 }
 
 export function reshareSession(deps: NodeProtocolDeps): SessionKind<ReshareSessionParams, ReshareLocal, CommitteeBinding, { pkg: KeyPackage; key?: KeyShare }> {
@@ -69,8 +90,9 @@ export function reshareSession(deps: NodeProtocolDeps): SessionKind<ReshareSessi
     },
     // The new committee passes the same checks as a DKG's; a customer member is a node the owner
     // enrolled (the one its signed reshare request names, when it names one).
-    async authorize({ params: p, local: { tier, receivers } }) {
-      const binding = await authorizeReshareRequest(deps.trust, { owner: p.owner, keyId: p.keyId, tier, trustLog: p.trustLog, reshareRequest: p.reshareRequest });
+    async authorize({ params: p, local: { tier, receivers, held } }) {
+      const binding = await authorizeReshareRequest(deps.trust, { owner: p.owner, keyId: p.keyId, tier, fromEpoch: p.oldPkg.epoch, trustLog: p.trustLog, reshareRequest: p.reshareRequest });
+      requireCustomerRequest(held, tier, receivers, binding, p.oldPkg.epoch);
       checkCommittee({
         tier, threshold: p.newThreshold, members: receivers, roster: await acceptRoster(deps, p.roster), org: await deps.trust.state(p.owner),
         customerNode: binding.customerNode, shown: binding.committee,

@@ -200,9 +200,11 @@ t.test('vault create and reshare --customer-node bind the node when the proposed
   t.same(calls.at(-1), { method: 'POST', path: '/v1/vaults', body: { tier: 'self', customer_node: customerNode, committee: [serviceNode.node_id, mine.nodeId] } });
 
   replies.set('POST /v1/vaults/vlt_1/reshare', [202, { id: 'rsh_1', status: 'accepted' }]);
+  // The request binds the vault's current rotation, which the SDK reads first.
+  replies.set('GET /v1/vaults/vlt_1', [200, { ...vault, state: 'active', rotation: 3 }]);
   const reshared = await cli(['vault', 'reshare', 'vlt_1', '--target-tier', 'self', '--customer-node', mine.file]);
   t.equal(reshared.code, 0, reshared.stderr);
-  t.same(calls.at(-1), { method: 'POST', path: '/v1/vaults/vlt_1/reshare', body: { target_tier: 'self', customer_node: customerNode, committee: [serviceNode.node_id, mine.nodeId] } });
+  t.same(calls.at(-1), { method: 'POST', path: '/v1/vaults/vlt_1/reshare', body: { target_tier: 'self', rotation: 3, customer_node: customerNode, committee: [serviceNode.node_id, mine.nodeId] } });
 
   const other = identity('other');
   // A proposal that seats another node than the one pinned (a service that ignores the pin) is refused.
@@ -211,7 +213,7 @@ t.test('vault create and reshare --customer-node bind the node when the proposed
   const refused = await cli(['vault', 'reshare', 'vlt_1', '--target-tier', 'self', '--customer-node', other.file]);
   t.equal(refused.code, 1);
   t.match(refused.err, { code: 'committee_mismatch', error: new RegExp(other.nodeId) });
-  t.same(calls.slice(before).map((c) => `${c.method} ${c.path}`), [`GET /v1/committees?tier=self&customer_node=${other.nodeId}`], 'the reshare is not sent');
+  t.same(calls.slice(before).map((c) => `${c.method} ${c.path}`), ['GET /v1/vaults/vlt_1', `GET /v1/committees?tier=self&customer_node=${other.nodeId}`], 'the reshare is not sent');
 });
 
 t.test('usage errors answer before any request: exit 2, status null', async (t) => {
