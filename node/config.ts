@@ -11,6 +11,8 @@ export const NodeConfigSchema = Type.Object({
   storeAdopt: Type.Boolean({ env: 'NODE_STORE_ADOPT', default: false, description: 'open, once, a store written before it had an authenticated head (docs/storage.md)' }),
   storeRemote: Type.Optional(Type.String({ env: 'NODE_STORE_REMOTE', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port of a host store (npm run enclave-host-store) that keeps this node\'s store instead of <dataDir>/db; an enclave node reaches its parent this way (docs/storage.md)' })),
   rollbackAnchorFile: Type.Optional(Type.String({ env: 'NODE_ROLLBACK_ANCHOR_FILE', minLength: 1, description: 'file, on storage the host cannot roll back, that keeps the store version (docs/storage.md)' })),
+  development: Type.Boolean({ env: 'NODE_DEVELOPMENT', default: false, description: 'development mode: runs without NODE_ROLLBACK_ANCHOR_FILE, and every start over a written store then deletes the OT setups and the material made ahead (never in production)' }),
+  storeAcceptUnvouched: Type.Boolean({ env: 'NODE_STORE_ACCEPT_UNVOUCHED', default: false, description: 'open a store the rollback anchor does not vouch for (missing, empty or behind), deleting its OT setups, presignatures and precommitted nonces; logged (docs/storage.md "Rollback anchor")' }),
   createStorageKey: Type.Boolean({ env: 'NODE_CREATE_STORAGE_KEY', default: true, description: 'create the key file at first start when absent' }),
   environment: Type.Union([Type.Literal('sandbox'), Type.Literal('production')], { env: 'NODE_ENVIRONMENT', default: 'sandbox', description: 'production refuses development stand-ins (the dev-insecure sealer) and, for a tee node, any storage key not sealed with KMS' }),
   storageKeySealer: Type.Union([Type.Literal('file'), Type.Literal('kms'), Type.Literal('dev-insecure')], { env: 'NODE_STORAGE_KEY_SEALER', default: 'file', description: 'file: the key file (NODE_STORAGE_KEY_FILE); kms: sealed to the enclave build with AWS KMS; dev-insecure: a development stand-in for kms (docs/tee.md "Sealing the storage key")' }),
@@ -46,10 +48,17 @@ export type NodeConfig = Readonly<Omit<Static<typeof NodeConfigSchema>, 'operato
   coordinators: readonly string[];
 }>;
 
+/** A node process needs its rollback anchor, outside development mode (node/main.ts checks this at start). */
+export function anchorProblem(c: Pick<NodeConfig, 'rollbackAnchorFile' | 'development' | 'storeAcceptUnvouched'>): string | undefined {
+  if (c.rollbackAnchorFile || c.development || c.storeAcceptUnvouched) return undefined;
+  return 'NODE_ROLLBACK_ANCHOR_FILE (rollbackAnchorFile): required, on storage the host cannot roll back (docs/storage.md "Rollback anchor"); NODE_DEVELOPMENT=true runs without one on a development machine';
+}
+
 export function loadNodeConfig(env?: Record<string, string | undefined>): NodeConfig {
   const c = loadConfig(NodeConfigSchema, { env, fileVar: 'NODE_CONFIG_FILE' });
   const problems: string[] = [];
   if (c.reconnectMinMs > c.reconnectMaxMs) problems.push('NODE_RECONNECT_MIN_MS must not exceed NODE_RECONNECT_MAX_MS');
+  if (c.development && c.environment === 'production') problems.push('NODE_DEVELOPMENT (development) is refused with NODE_ENVIRONMENT=production');
   if (c.kind !== 'service' && !c.owner) problems.push(`NODE_OWNER (owner): a ${c.kind} node names the organization that runs it`);
   const tls = [c.tlsCa, c.tlsCert, c.tlsKey].filter(Boolean).length;
   if (tls !== 0 && tls !== 3) problems.push('NODE_TLS_CA, NODE_TLS_CERT and NODE_TLS_KEY go together (mutual TLS)');

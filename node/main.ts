@@ -3,12 +3,14 @@
 // shards") the one session host serves every link, answering each session on the link that opened it.
 import * as grpc from '@grpc/grpc-js';
 import { readFileSync } from 'node:fs';
-import { loadNodeConfig } from './config.ts';
+import { anchorProblem, loadNodeConfig } from './config.ts';
+import { ConfigError } from '../common/config.ts';
 import { ProtocolWorkers, defaultWorkerCount } from './runtime/workers/protocol-workers.ts';
 import { createLogger } from '../common/logger.ts';
 import { runMain } from '../common/process.ts';
 import { loadNodeStorageKey } from './storage/storage-key.ts';
 import { SealedStore } from './storage/sealed-store.ts';
+import { storeVouching } from './storage/store-vouching.ts';
 import { FileRollbackAnchor } from './storage/rollback-anchor.ts';
 import { storeBackendFor, storeLocation } from './storage/store-backend.ts';
 import { RemoteKvClient } from '../tee/host-store/remote-kv-client.ts';
@@ -18,8 +20,8 @@ import { CoordinatorLink } from './transport/coordinator-link.ts';
 import { KIND_VALUES } from '../core/link/node-kind.ts';
 import { SessionHost } from './runtime/session-host.ts';
 import { VaultShareStore } from './storage/vault-shares.ts';
-import { PRESIGNATURE_PREFIX, PresignatureStore } from './storage/presignature-store.ts';
-import { FROST_NONCE_PREFIX, FrostNonceStore } from './storage/frost-nonce-store.ts';
+import { PresignatureStore } from './storage/presignature-store.ts';
+import { FrostNonceStore } from './storage/frost-nonce-store.ts';
 import { loadApiKeysFile } from './runtime/authorization/api-key-registry.ts';
 import { TrustRegistry } from './runtime/authorization/trust-registry.ts';
 import { IntentAuthorizer } from './runtime/authorization/sign-authorizer.ts';
@@ -31,16 +33,16 @@ import { createMetricsRegistry } from '../common/metrics/metrics-registry.ts';
 import { serveMetrics } from '../common/metrics/metrics-server.ts';
 import { NodeSessionMetrics } from './runtime/session-metrics.ts';
 
-/** Pool entries made ahead: single use only as long as an anchor vouches for the store (sealed-store.ts). */
-const SINGLE_USE_PREFIXES = [PRESIGNATURE_PREFIX, FROST_NONCE_PREFIX];
 
 await runMain('node', async () => {
   const config = loadNodeConfig();
+  const noAnchor = anchorProblem(config);
+  if (noAnchor) throw new ConfigError([noAnchor]);
   const log = createLogger('node', config.logLevel);
   const backend = storeBackendFor(config);
   const storageKey = await loadNodeStorageKey(config, log, backend);
   const anchor = config.rollbackAnchorFile ? new FileRollbackAnchor(config.rollbackAnchorFile, storageKey) : undefined;
-  const store = await SealedStore.openOn(backend, storageKey, { ...(anchor ? { anchor } : {}), adoptUnheaded: config.storeAdopt, singleUsePrefixes: SINGLE_USE_PREFIXES });
+  const store = await SealedStore.openOn(backend, storageKey, { ...(anchor ? { anchor } : {}), ...storeVouching(config) });
   if (backend instanceof RemoteKvClient) {
     log.info({ store: storeLocation(config) }, 'store kept by a host store');
     // A node whose store is gone cannot sign or keep a record: it stops rather than run on without one.
@@ -51,7 +53,10 @@ await runMain('node', async () => {
     if (config.storageKeySealer === 'file') log.warn({ storageKeyFile: config.storageKeyFile }, 'a remote store with a storage key file: the key file must outlive the node as the store does (an enclave node seals its key: docs/tee.md)');
   }
   if (store.adopted) log.info('the store had no authenticated head yet: one was written over its present records');
-  if (store.droppedUnanchored > 0) log.warn({ dropped: store.droppedUnanchored }, 'the rollback anchor held nothing for a store written before: pool entries made ahead were deleted, since this could be an older copy (docs/storage.md)');
+  if (store.unvouched) {
+    log.warn({ why: store.unvouched, deleted: store.droppedUnanchored, override: config.storeAcceptUnvouched, development: config.development },
+      'the rollback anchor does not vouch for this store: its OT setups and the material made ahead were deleted, since it could be an older copy (docs/storage.md "Rollback anchor")');
+  }
   if (!anchor) log.warn('no NODE_ROLLBACK_ANCHOR_FILE: a restore of the whole data directory from an older copy would not be noticed (docs/storage.md); no presignatures are kept');
   const { identity, created } = await NodeIdentity.loadOrCreate(store);
   const nodeLog = log.child({ nodeId: identity.nodeId });

@@ -579,6 +579,7 @@ export class VaultService {
     const undisputed = (subset: { nodeId: string }[]) => subset.every((a) => subset.every((b) => !disputes.has(`${a.nodeId}\u0000${b.nodeId}`)));
     const refusals = new Map<string, PartyReport>();
     const recommitted = new Set<string>();
+    let setupRerun = false;
     const maxAttempts = Math.min(MAX_SIGN_ATTEMPTS, subsetCount(ready.committee.length, ready.threshold) + 2);
     let last: SessionOutcome | undefined;
     for (let attempt = 0; attempt < maxAttempts; attempt++) {
@@ -621,9 +622,11 @@ export class VaultService {
         excluded.add(refusal.nodeId);
         continue;
       }
-      // Nodes retired OT pairs after an abort: a fresh setup (new keys and Δ) lets the pairs sign again.
-      if (!outcome.ok && outcome.code === 'party_failed' && outcome.reports.some((r) => r.code === 'ot_retired')) {
-        this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, attempt }, 'OT pairs were retired; running a new OT setup');
+      // Nodes retired OT pairs after an abort, or deleted their OT setup when their anchor did not vouch
+      // for their store: a fresh setup (new keys and Δ) lets the pairs sign again.
+      if (!outcome.ok && outcome.code === 'party_failed' && outcome.reports.some((r) => r.code === 'ot_retired' || r.code === 'no_ot_setup') && !setupRerun) {
+        setupRerun = true;
+        this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, attempt }, 'OT pairs were retired or their setup is gone; running a new OT setup');
         ready = await this.serialize(key.vaultId, () => this.otSetup(ready, req));
         continue;
       }

@@ -225,6 +225,7 @@ export const ERROR_CODES = entries({
   // ── Node storage ─────────────────────────────────────────────────────────────────────────────────
   tampered: e('bug', 'sealed data does not match its head: the disk was changed'),
   rolled_back: e('bug', 'the sealed store is older than its rollback anchor'),
+  unvouched_store: e('refused', 'the rollback anchor does not vouch for the store (missing, empty or behind), and no operator override was given'),
   unseal_failed: e('bug', 'sealed data cannot be opened with this node key'),
   no_head: e('bug', 'a store with records has no sealed head'),
   bad_storage_key: e('invalid', 'the storage key is missing or malformed'),

@@ -73,6 +73,13 @@ if [ -n "$store_remote" ]; then
 else
   log "no NODE_STORE_REMOTE (storeRemote): the node's store is in enclave memory and does not outlive the enclave"
 fi
+# The rollback anchor must be held by a party other than the host (docs/storage.md "Rollback anchor"),
+# and none is built for an enclave yet: the node runs with NODE_STORE_ACCEPT_UNVOUCHED, so every start
+# deletes its OT setups and the material made ahead (fresh ones follow) instead of trusting the parent.
+if [ -z "${NODE_ROLLBACK_ANCHOR_FILE:-$(setting rollbackAnchorFile '')}" ]; then
+  export NODE_STORE_ACCEPT_UNVOUCHED=true
+  log "no rollback anchor outside the host: each start deletes the OT setups and the material made ahead"
+fi
 for entry in $ENCLAVE_FORWARDS; do
   target=${entry%=*}
   forward "${target%:*}" "${target##*:}" "${entry##*=}"

@@ -140,9 +140,12 @@ function tool(script, env) {
   }
   return JSON.parse(r.stdout);
 }
+// Each node's rollback anchor sits beside its data directory, not in it (docs/storage.md "Rollback
+// anchor"): on one machine it only guards against a restore of the directory alone.
+const anchorFile = (i) => join(data, `node-${i}.anchor`);
 const identityFiles = [];
 for (let i = 1; i <= nodes; i++) {
-  const id = tool('node/identity-cli.js', { args: [], vars: { NODE_DATA_DIR: join(data, `node-${i}`), NODE_KIND: 'service' } });
+  const id = tool('node/identity-cli.js', { args: [], vars: { NODE_DATA_DIR: join(data, `node-${i}`), NODE_ROLLBACK_ANCHOR_FILE: anchorFile(i), NODE_KIND: 'service' } });
   const file = join(data, `node-${i}.identity.json`);
   writeFileSync(file, JSON.stringify(id) + '\n');
   identityFiles.push({ file, id });
@@ -195,6 +198,7 @@ for (let i = 1; i <= nodes; i++) {
   run(`node-${i}`, 'node/main.js', {
     NODE_COORDINATOR: `127.0.0.1:${coordinatorPort}`,
     NODE_DATA_DIR: join(data, `node-${i}`),
+    NODE_ROLLBACK_ANCHOR_FILE: anchorFile(i),
     NODE_KIND: 'service',
     NODE_OPERATOR_KEYS: operatorPublic,
   });

@@ -37,7 +37,7 @@ const isReserved = (key: string) => key === HEAD_KEY || key === SEALED_KEY_RECOR
 const enc = new TextEncoder();
 
 export class SealedStoreError extends CustodyError {
-  declare readonly code: 'not_found' | 'unseal_failed' | 'bad_version' | 'tampered' | 'rolled_back';
+  declare readonly code: 'not_found' | 'unseal_failed' | 'bad_version' | 'tampered' | 'rolled_back' | 'unvouched_store';
   constructor(code: SealedStoreError['code'], message: string) {
     super(code, message);
     this.name = 'SealedStoreError';
@@ -69,14 +69,19 @@ export interface SealedStoreOptions {
    */
   adoptUnheaded?: boolean;
   /**
-   * Record prefixes of single-use material that only the anchor keeps single (pool entries made ahead:
-   * single-use-pool.ts). When the store opens with an anchor that holds nothing yet (a new anchor, or
-   * one lost: deleted, on a volume that came back empty, in an enclave's memory across a restart) over
-   * a store that was written before, nothing proves the store is not an older copy whose entries were
-   * used since; every record under these prefixes is deleted, in one synced write, before the store is
-   * returned.
+   * Records whose reuse would leak a secret, which only the anchor keeps from coming back (OT setups and
+   * their retirement records, pool entries made ahead). An open the anchor does not vouch for (a
+   * written store with no anchor, an anchor that holds nothing: new, deleted, on a volume that came back
+   * empty, in an enclave's memory across a restart; or one more than a version behind the head) proves
+   * nothing about the store not being an older copy: every record `discardUnvouched` picks is deleted,
+   * in one synced write, before the store is returned.
    */
-  singleUsePrefixes?: readonly string[];
+  discardUnvouched?: (key: string) => boolean;
+  /**
+   * Refuse an open the anchor does not vouch for (`unvouched_store`) instead of discarding: a node
+   * outside development mode, unless its operator overrode it for this start.
+   */
+  requireVouched?: boolean;
 }
 
 interface Head {
@@ -145,18 +150,26 @@ export class SealedStore {
           throw new SealedStoreError('tampered', 'the store\'s records do not match its authenticated head: a record was edited, removed, added or rolled back');
         }
       }
-      let anchorless = false;
-      if (opts.anchor) {
-        const anchored = await opts.anchor.read();
-        if (anchored !== undefined && anchored > head.version) {
-          throw new SealedStoreError('rolled_back', `the store is at version ${head.version} but its rollback anchor says ${anchored}: the data directory was restored from an older copy`);
-        }
-        anchorless = anchored === undefined && head.version > 0n;
+      let unvouched: string | undefined;
+      const anchored = opts.anchor ? await opts.anchor.read() : undefined;
+      if (anchored !== undefined && anchored > head.version) {
+        throw new SealedStoreError('rolled_back', `the store is at version ${head.version} but its rollback anchor says ${anchored}: the data directory was restored from an older copy`);
+      }
+      // A store never written needs no voucher; one version behind is a crash between the store's write
+      // and the anchor's (rollback-anchor.ts), which the anchor catches up on below.
+      if (head.version > 0n) {
+        if (!opts.anchor) unvouched = 'no rollback anchor is configured';
+        else if (anchored === undefined) unvouched = 'the rollback anchor holds nothing (new, deleted, or on storage that came back empty)';
+        else if (head.version - anchored > 1n) unvouched = `the rollback anchor says version ${anchored}, ${head.version - anchored} behind the store's ${head.version}`;
+      }
+      if (unvouched && opts.requireVouched) {
+        throw new SealedStoreError('unvouched_store', `${unvouched}: nothing shows this store is not an older copy. Restore the anchor that goes with it, or start the node once with NODE_STORE_ACCEPT_UNVOUCHED=true, which deletes its OT setups and the presignatures and nonces made ahead (docs/storage.md "Rollback anchor")`);
       }
       const store = new SealedStore(db, storageKey, macKey, head, opts.anchor, adopted);
       for (const [k, d] of digests) store.digests.set(k, d);
-      const prefixes = anchorless ? (opts.singleUsePrefixes ?? []).map((p) => p + '/') : [];
-      const drop = [...digests.keys()].filter((k) => prefixes.some((p) => k.startsWith(p)));
+      store.unvouched = unvouched;
+      const pick = opts.discardUnvouched;
+      const drop = unvouched && pick ? [...digests.keys()].filter((k) => pick(k)) : [];
       store.droppedUnanchored = drop.length;
       // A store from before heads existed gets one now; single-use entries no anchor vouches for go; an
       // anchor behind the head (a crash between the two writes) catches up.
@@ -170,10 +183,13 @@ export class SealedStore {
   }
 
   /**
-   * How many single-use records the open deleted because the anchor held nothing for a store that was
-   * written before (`singleUsePrefixes`); 0 otherwise.
+   * How many records the open deleted because the anchor did not vouch for it (`discardUnvouched`); 0
+   * otherwise.
    */
   droppedUnanchored = 0;
+
+  /** Why the anchor did not vouch for this open, when it did not. */
+  unvouched: string | undefined;
 
   /** Whether a rollback anchor kept elsewhere guards this store (what single-use material at rest needs). */
   get anchored(): boolean {

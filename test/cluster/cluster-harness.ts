@@ -12,6 +12,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { loadStorageKey } from '../../node/storage/storage-key.ts';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
+import { FileRollbackAnchor } from '../../node/storage/rollback-anchor.ts';
 import { NodeIdentity } from '../../node/runtime/identity.ts';
 import { signRoster } from '../../core/trust/roster.ts';
 import { programArgs } from '../support/program.ts';
@@ -142,7 +143,9 @@ export class Cluster {
   /** The identity of the node named `name` (its data directory), created as the node creates it at first start. */
   async identity(name: string): Promise<NodePublicIdentity> {
     const dir = join(this.dir, name);
-    const store = await SealedStore.open(join(dir, 'db'), loadStorageKey(join(dir, 'storage.key'), true));
+    const storageKey = loadStorageKey(join(dir, 'storage.key'), true);
+    // With the node's anchor, as `npm run node-identity` opens it, so the node finds the two in step.
+    const store = await SealedStore.open(join(dir, 'db'), storageKey, { anchor: new FileRollbackAnchor(join(this.dir, `${name}.anchor`), storageKey) });
     try {
       const { identity } = await NodeIdentity.loadOrCreate(store);
       return { node_id: identity.nodeId, signing_key: bytesToHex(identity.signingKey), encryption_key: bytesToHex(identity.encryptionKey) };
@@ -224,6 +227,8 @@ export class Cluster {
     const p = this.spawn(name, 'node/main.ts', {
       NODE_COORDINATOR: this.coordinatorAddresses().join(','),
       NODE_DATA_DIR: join(this.dir, name),
+      // Beside the data directory, not in it: what a restore of the directory does not roll back.
+      NODE_ROLLBACK_ANCHOR_FILE: join(this.dir, `${name}.anchor`),
       NODE_RECONNECT_MIN_MS: '50',
       NODE_RECONNECT_MAX_MS: '500',
       ...extra,

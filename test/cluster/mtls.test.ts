@@ -39,7 +39,7 @@ t.test('only nodes with a certificate from the cluster CA attach over mutual TLS
   t.notOk(good.proc.lines.some((l) => /plaintext/.test(l.msg)), 'no plaintext warning');
 
   const rogue = cluster.spawn('node-rogue', 'node/main.ts', {
-    NODE_COORDINATOR: `127.0.0.1:${cluster.coordinatorPort}`, NODE_DATA_DIR: join(d, 'node-rogue'), NODE_RECONNECT_MIN_MS: '50', NODE_RECONNECT_MAX_MS: '200',
+    NODE_COORDINATOR: `127.0.0.1:${cluster.coordinatorPort}`, NODE_DATA_DIR: join(d, 'node-rogue'), NODE_DEVELOPMENT: 'true', NODE_RECONNECT_MIN_MS: '50', NODE_RECONNECT_MAX_MS: '200',
     NODE_TLS_CA: join(d, 'ca.pem'), NODE_TLS_CERT: join(d, 'rogue.pem'), NODE_TLS_KEY: join(d, 'rogue.key'),
   });
   await rogue.waitFor((l) => l.msg === 'identity created', 20_000, 'rogue start');

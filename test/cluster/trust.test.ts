@@ -237,14 +237,15 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
   const selfId = await cluster.identity('self-1');
   const self = await cluster.startNode('self-1', { ...env, NODE_KIND: 'self', NODE_OWNER: ORG });
   // Not enrolled: the coordinator naming the node (as the API would) does not make any node seat it.
-  await t.rejects(client.reshare({ vaultId: 'vault-hosted', targetTier: Tier.SELF, trustLog: fullLog, customerNodeId: self.nodeId }, { deadline: Date.now() + 60_000 }), refused('unverified_committee'), 'a node that claims the organization but is not enrolled');
+  await t.rejects(client.reshare({ vaultId: 'vault-hosted', targetTier: Tier.SELF, trustLog: fullLog, customerNodeId: self.nodeId }, { deadline: Date.now() + 60_000 }), refused('reshare_request_required'), 'a node that claims the organization but is not enrolled, without the customer\'s request');
   const enrolledLog = [...fullLog, signedEntry(first, 'POST', '/v1/nodes', { kind: 'self', ...selfId })];
   const reshareTo = (customerNode: typeof selfId) => client.reshare({
     vaultId: 'vault-hosted', targetTier: Tier.SELF, trustLog: enrolledLog,
-    reshareRequest: signedEntry(first, 'POST', '/v1/vaults/vault-hosted/reshare', { target_tier: 'self', customer_node: customerNode }),
+    // The move binds the vault's rotation (1, after the refresh), the target tier and the committee.
+    reshareRequest: signedEntry(first, 'POST', '/v1/vaults/vault-hosted/reshare', { target_tier: 'self', rotation: 1, committee: [nodes[0]!.nodeId, customerNode.node_id], customer_node: customerNode }),
   }, { deadline: Date.now() + 60_000 });
   const stranger = await cluster.identity('not-started');
-  await t.rejects(reshareTo(stranger), { constructor: CustodyError, code: 'no_customer_node', kind: 'unavailable', message: /not attached/ }, 'the coordinator does not seat another node instead');
+  await t.rejects(reshareTo(stranger), { constructor: CustodyError, code: 'node_not_attached', message: /not attached/ }, 'the coordinator does not seat another node instead');
   await t.rejects(client.reshare({ vaultId: 'vault-hosted', targetTier: Tier.SELF }, { deadline: Date.now() + 60_000 }), { constructor: CustodyError, code: 'no_customer_node' }, 'without a named enrolled node the coordinator seats none');
   const moved = (await reshareTo(selfId)).vault!;
   t.ok(moved.committee.some((m) => m.nodeId === self.nodeId));

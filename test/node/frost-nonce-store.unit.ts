@@ -12,8 +12,9 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { schnorr } from '@noble/curves/secp256k1.js';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
+import { isUnvouchedDiscard } from '../../node/storage/unvouched-records.ts';
 import { FileRollbackAnchor } from '../../node/storage/rollback-anchor.ts';
-import { FROST_NONCE_PREFIX, FrostNonceStore, type FrostNonceBinding } from '../../node/storage/frost-nonce-store.ts';
+import { FrostNonceStore, type FrostNonceBinding } from '../../node/storage/frost-nonce-store.ts';
 import { frostPrecommit, frostSignPrecommitted, type FrostPrecommitment } from '../../node/protocols/frost/frost-precommit.ts';
 import { outputKey } from '../../node/protocols/frost/taproot.ts';
 import { simulate, seededRng } from '../protocols/simulate.ts';
@@ -34,7 +35,7 @@ function tmp(t: Test): string {
 
 async function open(dir: string, opts: { anchor?: boolean; now?: () => number; maxPerKey?: number } = {}) {
   const anchor = opts.anchor === false ? undefined : new FileRollbackAnchor(join(dir, 'anchor'), storageKey);
-  const store = await SealedStore.open(join(dir, 'db'), storageKey, { ...(anchor ? { anchor } : {}), singleUsePrefixes: [FROST_NONCE_PREFIX] });
+  const store = await SealedStore.open(join(dir, 'db'), storageKey, { ...(anchor ? { anchor } : {}), discardUnvouched: isUnvouchedDiscard });
   return { store, pool: new FrostNonceStore(store, { ...(opts.now ? { now: opts.now } : {}), ...(opts.maxPerKey ? { maxPerKey: opts.maxPerKey } : {}) }) };
 }
 

@@ -10,8 +10,9 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
+import { isUnvouchedDiscard } from '../../node/storage/unvouched-records.ts';
 import { FileRollbackAnchor } from '../../node/storage/rollback-anchor.ts';
-import { PRESIGNATURE_PREFIX, PresignatureStore, type PresignatureBinding } from '../../node/storage/presignature-store.ts';
+import { PresignatureStore, type PresignatureBinding } from '../../node/storage/presignature-store.ts';
 import type { Presignature } from '../../node/protocols/ecdsa/presignature.ts';
 import { committee, online, presign, sid } from '../protocols/ecdsa/harness.ts';
 import { checkSignature } from '../protocols/ecdsa/sign-cases.ts';
@@ -30,7 +31,7 @@ function tmp(t: Test): string {
 
 async function open(dir: string, opts: { anchor?: boolean; now?: () => number; maxPerKey?: number } = {}) {
   const anchor = opts.anchor === false ? undefined : new FileRollbackAnchor(join(dir, 'anchor'), storageKey);
-  const store = await SealedStore.open(join(dir, 'db'), storageKey, { ...(anchor ? { anchor } : {}), singleUsePrefixes: [PRESIGNATURE_PREFIX] });
+  const store = await SealedStore.open(join(dir, 'db'), storageKey, { ...(anchor ? { anchor } : {}), discardUnvouched: isUnvouchedDiscard });
   return { store, pool: new PresignatureStore(store, { ...(opts.now ? { now: opts.now } : {}), ...(opts.maxPerKey ? { maxPerKey: opts.maxPerKey } : {}) }) };
 }
 

@@ -56,7 +56,7 @@ async function hostStoreOn(t: Test, dir: string): Promise<string> {
 }
 
 const nodeEnv = (dataDir: string, remote: string, more: Record<string, string> = {}) => ({
-  NODE_DATA_DIR: dataDir, NODE_STORE_REMOTE: remote, NODE_COORDINATOR: '127.0.0.1:1', NODE_RECONNECT_MIN_MS: '1000', ...more,
+  NODE_DATA_DIR: dataDir, NODE_ROLLBACK_ANCHOR_FILE: `${dataDir}.anchor`, NODE_STORE_REMOTE: remote, NODE_COORDINATOR: '127.0.0.1:1', NODE_RECONNECT_MIN_MS: '1000', ...more,
 });
 
 t.test('the node keeps its identity in the host store across a restart, and node-identity reads the same', async (t) => {

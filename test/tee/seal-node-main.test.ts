@@ -35,7 +35,7 @@ interface Ended {
 function start(t: Test, dir: string, env: Record<string, string>, until: string): Promise<Started> {
   const child = spawn(process.execPath, programArgs('node/main.ts'), {
     cwd: dir, stdio: ['ignore', 'pipe', 'pipe'],
-    env: { PATH: process.env.PATH ?? '', NODE_DATA_DIR: join(dir, 'data'), NODE_COORDINATOR: '127.0.0.1:1', NODE_RECONNECT_MIN_MS: '1000', ...env },
+    env: { PATH: process.env.PATH ?? '', NODE_DATA_DIR: join(dir, 'data'), NODE_ROLLBACK_ANCHOR_FILE: join(dir, 'anchor'), NODE_COORDINATOR: '127.0.0.1:1', NODE_RECONNECT_MIN_MS: '1000', ...env },
   });
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
