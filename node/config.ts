@@ -71,7 +71,11 @@ export function loadNodeConfig(env?: Record<string, string | undefined>): NodeCo
   if (c.storageKeySealer === 'kms') {
     const missing = ([['NODE_KMS_REGION', c.kmsRegion], ['NODE_KMS_KEY_ID', c.kmsKeyId], ['NODE_KMS_ACCESS_KEY_ID', c.kmsAccessKeyId], ['NODE_KMS_SECRET_ACCESS_KEY', c.kmsSecretAccessKey], ['NODE_TEE_ATTEST_COMMAND', c.teeAttestCommand]] as const).filter(([, v]) => !v).map(([k]) => k);
     if (missing.length) problems.push(`NODE_STORAGE_KEY_SEALER=kms needs ${missing.join(', ')}`);
-    if (c.kmsEndpoint?.startsWith('http:') && !isLoopbackHost(new URL(c.kmsEndpoint).hostname)) problems.push('NODE_KMS_ENDPOINT (kmsEndpoint): plain http is allowed on loopback only; use https');
+    // The storage key crosses this link sealed, but its request and answer say what the enclave asks for:
+    // TLS always, but for a development machine's local KMS double.
+    if (c.kmsEndpoint?.startsWith('http:') && !(c.development && isLoopbackHost(new URL(c.kmsEndpoint).hostname))) {
+      problems.push('NODE_KMS_ENDPOINT (kmsEndpoint): plain http is refused; use https (only a development machine, NODE_DEVELOPMENT=true, may reach a local KMS double on loopback over http)');
+    }
   }
   if (c.environment === 'production' && c.storageKeySealer === 'dev-insecure') problems.push('NODE_STORAGE_KEY_SEALER (storageKeySealer): dev-insecure is refused with NODE_ENVIRONMENT=production (it seals to a file the host can read)');
   if (c.environment === 'production' && c.teeAllowDevRoot) problems.push('NODE_TEE_ALLOW_DEV_ROOT (teeAllowDevRoot): must be false with NODE_ENVIRONMENT=production (a DEV-ONLY attestation root proves nothing)');

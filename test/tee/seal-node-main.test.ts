@@ -132,7 +132,8 @@ t.test('kms: sealed to the enclave build, unsealed at restart, refused to anothe
   t.teardown(() => kms.close());
   const dir = tempDir(t);
   const env = {
-    NODE_KIND: 'tee', NODE_OWNER: 'org_1', NODE_ENVIRONMENT: 'production', NODE_STORAGE_KEY_SEALER: 'kms',
+    // The KMS double answers plain http on loopback, which only a development machine may reach.
+    NODE_KIND: 'tee', NODE_OWNER: 'org_1', NODE_DEVELOPMENT: 'true', NODE_STORAGE_KEY_SEALER: 'kms',
     NODE_KMS_REGION: kms.region, NODE_KMS_ENDPOINT: kms.endpoint, NODE_KMS_KEY_ID: kms.keyId,
     NODE_KMS_ACCESS_KEY_ID: ACCESS_KEY, NODE_KMS_SECRET_ACCESS_KEY: SECRET, NODE_TEE_ATTEST_COMMAND: nsm.command,
   };

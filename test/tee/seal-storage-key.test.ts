@@ -143,8 +143,12 @@ t.test('node settings: file by default, kms complete, production refuses the dev
   t.same(problems(kms), [], 'kms with all of its settings');
   const missing = problems({ NODE_STORAGE_KEY_SEALER: 'kms', NODE_KMS_SECRET_ACCESS_KEY: SECRET });
   t.match(missing.join('\n'), /NODE_STORAGE_KEY_SEALER=kms needs NODE_KMS_REGION, NODE_KMS_KEY_ID, NODE_KMS_ACCESS_KEY_ID, NODE_TEE_ATTEST_COMMAND/);
-  t.match(problems({ ...kms, NODE_KMS_ENDPOINT: 'http://kms.example.com' }).join('\n'), /plain http is allowed on loopback only/);
-  t.same(problems({ ...kms, NODE_KMS_ENDPOINT: 'http://127.0.0.1:4566' }), [], 'plain http to loopback');
+  t.match(problems({ ...kms, NODE_KMS_ENDPOINT: 'http://kms.example.com' }).join('\n'), /plain http is refused/);
+  t.match(problems({ ...kms, NODE_KMS_ENDPOINT: 'http://127.0.0.1:4566' }).join('\n'), /plain http is refused/, 'plain http to loopback outside development mode');
+  t.match(problems({ ...kms, NODE_KMS_ENDPOINT: 'http://127.0.0.1:4566', NODE_DEVELOPMENT: 'true', NODE_ENVIRONMENT: 'production' }).join('\n'), /NODE_DEVELOPMENT .* refused with NODE_ENVIRONMENT=production/, 'never in production');
+  t.match(problems({ ...kms, NODE_KMS_ENDPOINT: 'http://kms.example.com', NODE_DEVELOPMENT: 'true' }).join('\n'), /plain http is refused/, 'off loopback even in development mode');
+  t.same(problems({ ...kms, NODE_KMS_ENDPOINT: 'http://127.0.0.1:4566', NODE_DEVELOPMENT: 'true' }), [], 'a development machine\'s local KMS double');
+  t.same(problems({ ...kms, NODE_KMS_ENDPOINT: 'https://kms.eu-west-1.amazonaws.com' }), [], 'https');
   t.match(problems({ ...kms, NODE_TEE_ATTEST_COMMAND: 'nsm-attest' }).join('\n'), /NODE_TEE_ATTEST_COMMAND/, 'the command is an absolute path');
   t.match(problems({ NODE_STORAGE_KEY_SEALER: 'dev-insecure', NODE_ENVIRONMENT: 'production' }).join('\n'), /dev-insecure is refused with NODE_ENVIRONMENT=production/);
   t.same(problems({ NODE_STORAGE_KEY_SEALER: 'dev-insecure' }), [], 'the dev sealer in a sandbox');
@@ -193,7 +197,7 @@ t.test('the node loads its key through KMS, attested by the NSM command, and sur
   t.teardown(() => kms.close());
   const dir = tempDir(t);
   const config = loadNodeConfig({
-    NODE_DATA_DIR: dir, NODE_KIND: 'tee', NODE_OWNER: 'org_1', NODE_STORAGE_KEY_SEALER: 'kms', NODE_KMS_REGION: kms.region, NODE_KMS_ENDPOINT: kms.endpoint,
+    NODE_DATA_DIR: dir, NODE_KIND: 'tee', NODE_OWNER: 'org_1', NODE_DEVELOPMENT: 'true', NODE_STORAGE_KEY_SEALER: 'kms', NODE_KMS_REGION: kms.region, NODE_KMS_ENDPOINT: kms.endpoint,
     NODE_KMS_KEY_ID: kms.keyArn, NODE_KMS_ACCESS_KEY_ID: ACCESS_KEY, NODE_KMS_SECRET_ACCESS_KEY: SECRET, NODE_TEE_ATTEST_COMMAND: nsm.command,
   });
   const { log, lines } = capture();
