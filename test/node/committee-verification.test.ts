@@ -12,9 +12,9 @@ import { create } from '@bufbuild/protobuf';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { SessionOpenSchema, Protocol, type Envelope, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
+import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { NodeIdentity } from '../../node/runtime/identity.ts';
-import { SessionHost } from '../../node/runtime/session-host.ts';
+import type { SessionHost } from '../../node/runtime/session-host.ts';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
 import { VaultShareStore } from '../../node/storage/vault-shares.ts';
 import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.ts';
@@ -31,6 +31,7 @@ import { createDevAttestationAuthority } from '../../tee/attestation/dev-provide
 import { AWS_NITRO_ROOT_G1_PEM, nitroTeeVerifier } from '../../tee/attestation/enrolment-verifier.ts';
 import { teeNodeBinding } from '../../core/trust/tee-binding.ts';
 import { claimsOnlyLedger } from './claims-only-ledger.ts';
+import { relayHost } from './relay-host.ts';
 
 t.setTimeout(120_000);
 
@@ -68,15 +69,7 @@ async function node(t: Test): Promise<TestNode> {
   const trust = new TrustRegistry(store, { operatorKeys, verifyTee });
   const deps = { vault, trust, authorizer: new IntentAuthorizer(trust), rosters: new RosterRegistry(store, operatorKeys), ledger: claimsOnlyLedger(store), identity };
   const outcomes = new Map<string, Outcome>();
-  const host = new SessionHost(identity, (msg) => {
-    const b = msg.body;
-    if (b?.case === 'send') {
-      const env = b.value.envelope as Envelope;
-      const to = env.to === '' ? [...nodes.values()].filter((n) => n.identity.nodeId !== identity.nodeId) : [nodes.get(env.to)].filter((n) => n !== undefined);
-      for (const n of to) queueMicrotask(() => n.host.onRelay(env));
-    } else if (b?.case === 'done') outcomes.set(bytesToHex(b.value.sessionId as Uint8Array), { done: b.value.result as Uint8Array });
-    else if (b?.case === 'failed') outcomes.set(bytesToHex(b.value.sessionId as Uint8Array), { failed: { code: b.value.code as string, message: b.value.message as string } });
-  }, nodeProtocols(deps as unknown as NodeProtocolDeps), log);
+  const host = relayHost(identity, nodes, nodeProtocols(deps as unknown as NodeProtocolDeps), log, outcomes);
   const n = { identity, host, vault, outcomes };
   nodes.set(identity.nodeId, n);
   return n;

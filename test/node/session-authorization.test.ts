@@ -18,9 +18,9 @@ import * as ecc from '@bitcoinerlab/secp256k1';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { SessionOpenSchema, Protocol, type Envelope, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
+import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { NodeIdentity } from '../../node/runtime/identity.ts';
-import { SessionHost } from '../../node/runtime/session-host.ts';
+import type { SessionHost } from '../../node/runtime/session-host.ts';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
 import { FileRollbackAnchor } from '../../node/storage/rollback-anchor.ts';
 import { VaultShareStore } from '../../node/storage/vault-shares.ts';
@@ -44,6 +44,7 @@ import { pointHex } from '../../node/protocols/math/curve.ts';
 import { signBootstrap } from '../../core/trust/trust-entry.ts';
 import { signRoster } from '../../core/trust/roster.ts';
 import { createLogger } from '../../common/logger.ts';
+import { relayHost, type RelayOutcome } from './relay-host.ts';
 import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
 
 t.setTimeout(180_000);
@@ -63,7 +64,7 @@ interface TestNode {
   identity: NodeIdentity;
   host: SessionHost;
   store: SealedStore;
-  outcomes: Map<string, { done?: Uint8Array; failed?: string }>;
+  outcomes: Map<string, RelayOutcome>;
 }
 
 const nodes = new Map<string, TestNode>();
@@ -82,16 +83,8 @@ async function node(t: Test): Promise<TestNode> {
     vault: new VaultShareStore(store), trust, authorizer: new IntentAuthorizer(trust), ledger: new IntentLedger(store), rosters: new RosterRegistry(store, operatorKeys),
     presignatures: new PresignatureStore(store), frostNonces: new FrostNonceStore(store), identity,
   };
-  const outcomes = new Map<string, { done?: Uint8Array; failed?: string }>();
-  const host = new SessionHost(identity, (msg) => {
-    const b = msg.body;
-    if (b?.case === 'send') {
-      const env = b.value.envelope as Envelope;
-      const to = env.to === '' ? [...nodes.values()].filter((n) => n.identity.nodeId !== identity.nodeId) : [nodes.get(env.to)].filter((n) => n !== undefined);
-      for (const n of to) queueMicrotask(() => n.host.onRelay(env));
-    } else if (b?.case === 'done') outcomes.set(bytesToHex(b.value.sessionId as Uint8Array), { done: b.value.result as Uint8Array });
-    else if (b?.case === 'failed') outcomes.set(bytesToHex(b.value.sessionId as Uint8Array), { failed: b.value.code as string });
-  }, nodeProtocols(deps), createLogger('test', 'silent'));
+  const outcomes = new Map<string, RelayOutcome>();
+  const host = relayHost(identity, nodes, nodeProtocols(deps), createLogger('test', 'silent'), outcomes);
   const n = { identity, host, store, outcomes };
   nodes.set(identity.nodeId, n);
   return n;
@@ -101,7 +94,7 @@ const partiesOf = (members: TestNode[]): Party[] =>
   members.map((m, i) => ({ $typeName: 'mpc.v1.Party', nodeId: m.identity.nodeId, index: i + 1, signingKey: m.identity.signingKey, encryptionKey: m.identity.encryptionKey }));
 
 /** Opens a session at every member as the coordinator would and waits until each reported. */
-async function run(members: TestNode[], protocol: Protocol, params: Uint8Array, keyId = KEY): Promise<{ done?: Uint8Array; failed?: string }[]> {
+async function run(members: TestNode[], protocol: Protocol, params: Uint8Array, keyId = KEY): Promise<RelayOutcome[]> {
   const sessionId = new Uint8Array(randomBytes(32));
   const sid = bytesToHex(sessionId);
   const open = create(SessionOpenSchema, { sessionId, protocol, keyId, parties: partiesOf(members), params, deadlineMs: BigInt(Date.now() + 60_000) });
@@ -110,7 +103,7 @@ async function run(members: TestNode[], protocol: Protocol, params: Uint8Array, 
   while (members.some((n) => !n.outcomes.has(sid)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   // A refusal by some ends the session for the others, as the coordinator's cancel does.
   for (const n of members) n.host.abortAll('session over');
-  return members.map((n) => n.outcomes.get(sid) ?? { failed: 'still in the session' });
+  return members.map((n) => n.outcomes.get(sid) ?? { failed: { code: 'joined', message: 'still in the session' } });
 }
 
 /** Every record of a node: its key and a hash of its stored bytes. */
@@ -263,7 +256,7 @@ t.test('every session kind, run on the coordinator\'s word alone, does no more t
     keyId: KEY, owner: ORG, oldPkg: refreshed!, newEpoch: 2, newThreshold: 2, tier: 'hosted', roster: roster2, trustLog,
     members: [{ party: 1, oldId: 1, newId: 1 }, { party: 2, newId: 2 }, { party: 3, newId: 3 }, { party: 4, oldId: 3 }],
   }));
-  t.ok(moved.every((o) => o.done), `the reshare to nodes 1, 2 and 4 runs: ${JSON.stringify(moved.map((o) => o.failed))}`);
+  t.ok(moved.every((o) => o.done), `the reshare to nodes 1, 2 and 4 runs: ${JSON.stringify(moved.map((o) => o.failed?.code))}`);
   const next = moved.slice(0, 3).map((o, i) => ({ party: i + 1, signature: reshareResult.decode(o.done!).receipt! }));
   t.notOk(reshareResult.decode(moved[3]!.done!).receipt, 'a dealer that receives nothing signs no receipt');
   t.notOk((await run([members[2]!], Protocol.COMMIT_EPOCH, epochParams.encode({ keyId: KEY, epoch: 2, receipts: next.slice(0, 1) })))[0]!.done, 'the leaving dealer refuses one receipt');
