@@ -8,10 +8,19 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-export async function runMain(name: string, boot: () => Promise<Running>): Promise<void> {
+/** What a running program may ask of its lifecycle. */
+export interface Lifecycle {
+  /**
+   * Stops the program cleanly and exits 75 (EX_TEMPFAIL): something it cannot run without is gone (a
+   * link to its store, say), and a supervisor should start it again, not take it as a clean stop.
+   */
+  fail(why: string): void;
+}
+
+export async function runMain(name: string, boot: (lifecycle: Lifecycle) => Promise<Running>): Promise<void> {
   let running: Running;
   try {
-    running = await boot();
+    running = await boot({ fail: (why) => (running ? shutdown(`failure: ${why}`, 75) : process.exit(75)) });
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${name}: ${err.message}\n`);
@@ -21,7 +30,7 @@ export async function runMain(name: string, boot: () => Promise<Running>): Promi
     process.exit(1);
   }
   let stopping = false;
-  const shutdown = (signal: string) => {
+  function shutdown(signal: string, code = 0): void {
     if (stopping) return;
     stopping = true;
     running.log.info({ signal }, `${name} stopping`);
@@ -30,14 +39,14 @@ export async function runMain(name: string, boot: () => Promise<Running>): Promi
     running.stop().then(
       () => {
         running.log.info(`${name} stopped`);
-        process.exit(0);
+        process.exit(code);
       },
       (err: unknown) => {
         running.log.error({ err }, `${name} failed to stop cleanly`);
         process.exit(1);
       },
     );
-  };
+  }
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
 }

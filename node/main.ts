@@ -34,7 +34,7 @@ import { serveMetrics } from '../common/metrics/metrics-server.ts';
 import { NodeSessionMetrics } from './runtime/session-metrics.ts';
 
 
-await runMain('node', async () => {
+await runMain('node', async ({ fail }) => {
   const config = loadNodeConfig();
   const noAnchor = anchorProblem(config);
   if (noAnchor) throw new ConfigError([noAnchor]);
@@ -47,8 +47,9 @@ await runMain('node', async () => {
     log.info({ store: storeLocation(config) }, 'store kept by a host store');
     // A node whose store is gone cannot sign or keep a record: it stops rather than run on without one.
     backend.onLost((err) => {
-      log.error({ code: err.code, reason: err.message }, 'the link to the host store is lost: stopping');
-      process.kill(process.pid, 'SIGTERM');
+      // Exits 75 (EX_TEMPFAIL), not 0: the supervisor starts it again, and it reconnects at start.
+      log.error({ code: err.code, reason: err.message }, 'the link to the host store is lost: stopping to be restarted');
+      fail('the link to the host store is lost');
     });
     if (config.storageKeySealer === 'file') log.warn({ storageKeyFile: config.storageKeyFile }, 'a remote store with a storage key file: the key file must outlive the node as the store does (an enclave node seals its key: docs/tee.md)');
   }

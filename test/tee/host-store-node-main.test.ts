@@ -90,12 +90,17 @@ t.test('with a sealed key, the blob lives in the host store: a node whose local 
   await stop(second.child);
 });
 
-t.test('a node whose host store goes away stops', async (t) => {
+t.test('a node whose host store goes away stops with a failure code, and comes back the same once the store does', async (t) => {
   const dir = tempDir(t);
   const { child: host, line } = await start(t, hostStore, ['--dir', join(dir, 'host-db'), '--listen', '127.0.0.1:0'], {}, 'host store listening');
-  const node = await start(t, main, [], nodeEnv(join(dir, 'node'), `127.0.0.1:${line.port}`), 'identity created');
-  const ended = new Promise((resolve) => node.child.once('close', resolve));
+  const env = nodeEnv(join(dir, 'node'), `127.0.0.1:${line.port}`);
+  const node = await start(t, main, [], env, 'identity created');
+  const ended = new Promise<number | null>((resolve) => node.child.once('close', (code) => resolve(code)));
   host.kill('SIGKILL');
-  await ended;
-  t.pass('the node ended when its store went away');
+  // 75 (EX_TEMPFAIL), not 0: a supervisor takes it for a failure and starts the node again.
+  t.equal(await ended, 75, 'the node exits 75 when its store goes away');
+  await start(t, hostStore, ['--dir', join(dir, 'host-db'), '--listen', `127.0.0.1:${line.port}`], {}, 'host store listening');
+  const again = await start(t, main, [], env, 'identity loaded');
+  t.equal(again.line.nodeId, node.line.nodeId, 'restarted, it reconnects to its store with the same identity');
+  await stop(again.child);
 });
