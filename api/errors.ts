@@ -24,6 +24,18 @@ export function httpStatusOf(err: CustodyError): number {
 
 const INTERNAL = { error: 'internal error', code: 'internal' } as const;
 
+/**
+ * A 5xx answer says what failed in words and by its code, never where: an adapter's or client's message
+ * may carry an internal endpoint (a URL, a host and port, an address), which goes to the log only.
+ */
+export function publicMessage(message: string): string {
+  return message
+    .replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s'"]+/gi, '[internal endpoint]')
+    .replace(/\[[0-9a-f:.]+\](:\d+)?/gi, '[internal endpoint]')
+    .replace(/\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b/g, '[internal endpoint]')
+    .replace(/\b[a-z0-9-]+(\.[a-z0-9-]+)+:\d{2,5}\b/gi, '[internal endpoint]');
+}
+
 export function installErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((req, reply) => {
     reply.code(404).send({ error: `no route ${req.method} ${req.url.split('?')[0]}`, code: 'not_found' });
@@ -41,7 +53,8 @@ export function installErrorHandling(app: FastifyInstance): void {
       }
       const status = httpStatusOf(err);
       if (status >= 500) req.log.warn({ err }, 'dependency error');
-      return reply.code(status).send({ error: err.message, code: err.code, ...(err instanceof FieldValidationError ? { fields: err.fields } : {}) });
+      const message = status >= 500 ? publicMessage(err.message) : err.message;
+      return reply.code(status).send({ error: message, code: err.code, ...(err instanceof FieldValidationError ? { fields: err.fields } : {}) });
     }
     if ('validation' in err && err.validation) {
       return reply.code(400).send({ error: `${err.validationContext ?? 'request'} ${err.message.replace(/^(body|querystring|params|headers)\/?\s*/, '')}`.trim(), code: 'invalid_request' });

@@ -118,3 +118,21 @@ t.test('the SDK gets the kind back from the status', async (t) => {
     t.equal(e.message, `m ${code}`);
   }
 });
+
+t.test('a 5xx answer names no internal endpoint: URLs, addresses and host:port pairs go to the log only', async (t) => {
+  const { answer } = await throwingApp(t);
+  for (const [code, message] of [
+    ['unavailable', 'object store PUT http://minio.internal:9000/custody-branding/logo.png failed: connect ECONNREFUSED 10.0.4.17:9000'],
+    ['chain_unavailable', 'the EVM node at https://rpc.internal.example/v2/abcdef did not answer'],
+    ['unavailable', 'no connection to coordinator-2.svc.cluster.local:7400 ([fd00::12]:7400)'],
+  ] as [ErrorCode, string][]) {
+    const { status, body, raw } = await answer(new CustodyError(code, message));
+    t.ok(status >= 500, `${code}: a 5xx`);
+    t.equal(body.code, code, 'the code stays');
+    t.notMatch(raw, /minio\.internal|10\.0\.4\.17|rpc\.internal|abcdef|svc\.cluster\.local|fd00|:9000|:7400/, `${code}: no endpoint in the answer`);
+    t.match(body.error, /\[internal endpoint\]/, 'it says an endpoint was left out');
+  }
+  // A 4xx message is the caller's own business and stays whole.
+  const { body } = await answer(new CustodyError('invalid_request', 'callback_url http://127.0.0.1:9/x is not allowed'));
+  t.match(body.error, /127\.0\.0\.1:9/);
+});
