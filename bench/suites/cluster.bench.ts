@@ -57,7 +57,7 @@ function evmRequest() {
   const derived = derive(groupKey, chainCode, EVM_PATH).publicKey;
   const from = publicKeyToAddress(toHex(secp256k1.Point.fromBytes(derived.toBytes(true)).toBytes(false)));
   const fields = {
-    kind: 'evm.transfer' as const, organization: ORG, walletId: 'w', chainId: 31337n, from: Buffer.from(from.slice(2), 'hex'), to: new Uint8Array(20).fill(1),
+    kind: 'evm.transfer' as const, organization: ORG, walletId: 'w', chainId: 31337n, nonce: 0n, from: Buffer.from(from.slice(2), 'hex'), to: new Uint8Array(20).fill(1),
     asset: { kind: 'native' as const }, amount: 1n, data: new Uint8Array(), maxFee: 10n ** 16n, idempotencyKey: bytesToHex(randomBytes(8)), notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
   };
   const template = { nonce: 0, gasLimit: 21_000n, maxFeePerGas: 2_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n };
@@ -132,12 +132,13 @@ function spendRequest() {
   const q = outputKey(pointHex(derive(groupKey, chainCode, PATH).publicKey));
   const own = bitcoin.payments.p2tr({ pubkey: q, network: bitcoin.networks.regtest });
   const dest = bitcoin.payments.p2wpkh({ hash: new Uint8Array(20).fill(9), network: bitcoin.networks.regtest });
+  const prev = new Uint8Array(randomBytes(32));
   const intent = encodeIntent({
     kind: 'btc.transfer', organization: ORG, walletId: 'w', network: 'regtest', from: own.address!, outputs: [{ address: dest.address!, amount: 50_000n }],
-    maxFeeRate: 20n, maxFee: 5_000n, inputs: [], idempotencyKey: bytesToHex(randomBytes(8)), notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
+    maxFeeRate: 20n, maxFee: 5_000n, inputs: [{ txid: prev.slice().reverse(), vout: 0 }], idempotencyKey: bytesToHex(randomBytes(8)), notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
   });
   const tx = new bitcoin.Transaction();
-  tx.addInput(new Uint8Array(randomBytes(32)), 0);
+  tx.addInput(prev, 0);
   tx.addOutput(dest.output!, 50_000n);
   tx.addOutput(own.output!, 49_000n);
   const digest = tx.hashForWitnessV1(0, [own.output!], [100_000n], bitcoin.Transaction.SIGHASH_DEFAULT);

@@ -84,6 +84,7 @@ export const ERROR_CODES = entries({
   member_proof_not_signable: e('refused', "the proof verifies for the application but the organization's end-user-auth registration, which the nodes check, refuses it"),
   signing_session_invalid: e('refused', 'the member signing session is unknown, expired, or not the organization\'s'),
   signing_session_mismatch: e('refused', 'the member signing session authorizes another wallet or another intent'),
+  nonce_taken: e('conflict', 'the EVM nonce the intent names is held by another transaction or reservation of the wallet'),
   signing_session_used: e('conflict', 'the member signing session was already used for a transaction'),
 
   // ── Account holders (docs/platform/account-holders.md) ──────────────────────────────────────────
@@ -176,6 +177,9 @@ export const ERROR_CODES = entries({
   unsupported_scheme: e('refused', 'the scheme is not supported for this chain'),
   wrong_sender: e('refused', "the intent spends from another address than this vault's"),
   input_amounts_required: e('refused', 'a P2WPKH spend needs an intent naming its input amounts'),
+  intent_nonce_required: e('refused', 'an EVM intent must name its nonce (intent version 3)'),
+  wrong_evm_nonce: e('refused', "the template's nonce is not the intent's"),
+  intent_inputs_required: e('refused', 'a Bitcoin intent must name the outputs it spends'),
   wrong_input_amounts: e('refused', "the template's input amounts differ from the intent's"),
   foreign_input: e('refused', "an input does not spend from the intent's address"),
   wrong_inputs: e('refused', "the inputs differ from the intent's"),

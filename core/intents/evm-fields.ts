@@ -10,6 +10,8 @@ export interface EvmFields {
   organization: string;
   walletId: string;
   chainId: bigint;
+  /** The transaction's nonce (POST /v1/transactions/prepare reserves one): a version 3 intent. */
+  nonce?: bigint | string | undefined;
   /** The wallet's 0x address. */
   from: string;
   to: string;
@@ -31,6 +33,7 @@ export function evmIntentFromFields(f: EvmFields): EvmTransferIntent {
     organization: f.organization,
     walletId: f.walletId,
     chainId: f.chainId,
+    ...(f.nonce === undefined ? {} : { nonce: BigInt(f.nonce) }),
     from: addr(f.from),
     to: addr(f.to),
     asset: f.asset === undefined || f.asset === 'native' ? { kind: 'native' } : { kind: 'erc20', contract: addr(f.asset) },

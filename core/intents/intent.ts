@@ -1,7 +1,8 @@
-// Transaction intents, versions 1 and 2 (docs/intents.md). A customer signs the canonical bytes with an
+// Transaction intents, versions 1 to 3 (docs/intents.md). A customer signs the canonical bytes with an
 // Ed25519 API key; the API and every signer node parse the same bytes with this module, and each node
 // recomputes the digest it signs from them. Version 2 is a Bitcoin transfer whose named inputs carry
-// their amounts (BIP-143 commits a P2WPKH signature to its own input's amount only).
+// their amounts (BIP-143 commits a P2WPKH signature to its own input's amount only); version 3 is an EVM
+// transfer that names its nonce, so the intent fixes the one transaction that can be mined for it.
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { IntentFormatError, Reader, Writer } from './canonical.ts';
 import { verifyEd25519 } from '../../common/ed25519.ts';
@@ -11,6 +12,8 @@ export const INTENT_DOMAIN = new TextEncoder().encode('custody-intent\0');
 export const INTENT_VERSION = 1;
 /** Bitcoin transfers whose named inputs carry their amounts. */
 export const INTENT_VERSION_INPUT_AMOUNTS = 2;
+/** EVM transfers that name their nonce: what nodes sign from (docs/intents.md, "One intent, one transfer"). */
+export const INTENT_VERSION_EVM_NONCE = 3;
 
 /**
  * The longest an intent may stay signable: nodes and the API refuse a `not_after` further than this
@@ -36,6 +39,11 @@ export interface EvmTransferIntent {
   organization: string;
   walletId: string;
   chainId: bigint;
+  /**
+   * The transaction's nonce (version 3). With it the intent fixes the one transaction of the sender that
+   * can be mined for it, whichever nodes sign; nodes refuse an EVM intent without one.
+   */
+  nonce?: bigint;
   /** The sending address (20 bytes): nodes check it is the key's derived address. */
   from: Uint8Array;
   /** Recipient (20 bytes): for an ERC-20 transfer the token recipient, not the contract. */
@@ -119,11 +127,17 @@ export function intentExpiryProblem(notAfter: bigint, nowSeconds: bigint): 'inte
 export function encodeIntent(intent: Intent): Uint8Array {
   const w = new Writer();
   if (intent.kind === 'evm.transfer') {
-    header(w, KIND_EVM_TRANSFER)
+    // Version 3 exactly when the nonce is named: one encoding per intent.
+    header(w, KIND_EVM_TRANSFER, intent.nonce === undefined ? INTENT_VERSION : INTENT_VERSION_EVM_NONCE)
       .str(intent.organization, 'organization', ID, 128)
       .str(intent.walletId, 'wallet_id', ID, 128)
-      .u64(intent.chainId)
-      .fixed(intent.from, 20, 'from')
+      .u64(intent.chainId);
+    // EIP-2681: a nonce is below 2^64 - 1.
+    if (intent.nonce !== undefined) {
+      if (intent.nonce >= (1n << 64n) - 1n) throw new IntentFormatError('nonce must be below 2^64 - 1 (EIP-2681)');
+      w.u64(intent.nonce);
+    }
+    w.fixed(intent.from, 20, 'from')
       .fixed(intent.to, 20, 'to');
     if (intent.asset.kind === 'native') w.u8(0);
     else w.u8(1).fixed(intent.asset.contract, 20, 'asset contract');
@@ -168,14 +182,16 @@ export function decodeIntent(bytes: Uint8Array): Intent {
   const domain = r.fixed(INTENT_DOMAIN.length, 'domain');
   if (!domain.every((b, i) => b === INTENT_DOMAIN[i])) throw new IntentFormatError('not an intent (domain)');
   const version = r.u8('version');
-  if (version !== INTENT_VERSION && version !== INTENT_VERSION_INPUT_AMOUNTS) throw new IntentFormatError(`intent version ${version} is not supported`);
+  if (version !== INTENT_VERSION && version !== INTENT_VERSION_INPUT_AMOUNTS && version !== INTENT_VERSION_EVM_NONCE) throw new IntentFormatError(`intent version ${version} is not supported`);
   const kind = r.u8('kind');
   if (version === INTENT_VERSION_INPUT_AMOUNTS && kind !== KIND_BTC_TRANSFER) throw new IntentFormatError(`intent version ${version} is for Bitcoin transfers`);
+  if (version === INTENT_VERSION_EVM_NONCE && kind !== KIND_EVM_TRANSFER) throw new IntentFormatError(`intent version ${version} is for EVM transfers`);
   let intent: Intent;
   if (kind === KIND_EVM_TRANSFER) {
     const organization = r.str('organization', ID, 128);
     const walletId = r.str('wallet_id', ID, 128);
     const chainId = r.u64('chain_id');
+    const nonce = version === INTENT_VERSION_EVM_NONCE ? r.u64('nonce') : undefined;
     const from = r.fixed(20, 'from');
     const to = r.fixed(20, 'to');
     const tag = r.u8('asset');
@@ -184,7 +200,7 @@ export function decodeIntent(bytes: Uint8Array): Intent {
     const amount = r.u256('amount');
     const data = r.bytes(MAX_CALLDATA, 'data');
     const maxFee = r.u256('max_fee');
-    intent = { kind: 'evm.transfer', organization, walletId, chainId, from, to, asset, amount, data, maxFee, idempotencyKey: '', notAfter: 0n };
+    intent = { kind: 'evm.transfer', organization, walletId, chainId, ...(nonce === undefined ? {} : { nonce }), from, to, asset, amount, data, maxFee, idempotencyKey: '', notAfter: 0n };
   } else if (kind === KIND_BTC_TRANSFER) {
     const organization = r.str('organization', ID, 128);
     const walletId = r.str('wallet_id', ID, 128);

@@ -154,10 +154,10 @@ t.test('two sessions that each understate the other input cannot yield one trans
   const truth = { tx, prevouts: utxos.map((u) => ({ script: own, value: u.value })), digests: [s0.digests[0]!, s1.digests[1]!], fee: 102_000n, template: new Uint8Array() };
   const raw = finalizeP2wpkh(truth, signatures, derivedKey);
 
-  // The service selects the inputs: the amounts are the API's word, so the node signs no P2WPKH input.
+  // The service selects the inputs: no node signs an intent that names none.
   const selected = intent({ idempotencyKey: 'amounts-1' });
-  await t.rejects(node.authorize(view(selected, s0.template, s0.digests)), refusal('input_amounts_required'), 'session 0, inputs left to the service');
-  await t.rejects(node.authorize(view(selected, s1.template, s1.digests)), refusal('input_amounts_required'), 'session 1, inputs left to the service');
+  await t.rejects(node.authorize(view(selected, s0.template, s0.digests)), refusal('intent_inputs_required'), 'session 0, inputs left to the service');
+  await t.rejects(node.authorize(view(selected, s1.template, s1.digests)), refusal('intent_inputs_required'), 'session 1, inputs left to the service');
   // The customer names both inputs with their amounts: each understated amount is refused.
   const bound = intent({ idempotencyKey: 'amounts-2', inputs: named(utxos) });
   await t.rejects(node.authorize(view(bound, s0.template, s0.digests)), refusal('wrong_input_amounts'), 'session 0, amounts named');

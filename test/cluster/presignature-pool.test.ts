@@ -76,7 +76,7 @@ function request(groupKey: string, chainCode: string, path: number[]): SignInput
   const from = publicKeyToAddress(viem.toHex(derived.toBytes(false)));
   const n = nonce++;
   const fields = {
-    kind: 'evm.transfer' as const, organization: ORG, walletId: 'w-pool', chainId: 31337n, from: viem.hexToBytes(from), to: viem.hexToBytes('0x000000000000000000000000000000000000b0b0'),
+    kind: 'evm.transfer' as const, organization: ORG, walletId: 'w-pool', chainId: 31337n, nonce: BigInt(n), from: viem.hexToBytes(from), to: viem.hexToBytes('0x000000000000000000000000000000000000b0b0'),
     asset: { kind: 'native' as const }, amount: viem.parseEther('0.1'), data: new Uint8Array(), maxFee: viem.parseEther('0.01'), idempotencyKey: `pool-${n}`, notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
   };
   const template = { nonce: n, gasLimit: 21_000n, maxFeePerGas: 2_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n };

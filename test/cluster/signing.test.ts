@@ -10,7 +10,7 @@ import * as bitcoin from 'bitcoinjs-lib';
 import * as ecc from '@bitcoinerlab/secp256k1';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { schnorr } from '@noble/curves/secp256k1.js';
-import { bytesToHex } from '@noble/hashes/utils.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { Cluster, freePort } from './cluster-harness.ts';
 import { startCoordinator, type RunningCoordinator } from '../../coordinator/coordinator-server.ts';
 import { loadCoordinatorConfig } from '../../coordinator/config.ts';
@@ -82,8 +82,8 @@ async function setup(t: Test, attachWaitMs: number): Promise<Harness> {
 }
 
 /** A P2TR spend of the wallet of vault-1's key: intent, template and sighash. */
-function taprootSpend(groupKey: string, chainCode: string, amount = 60_000n) {
-  return sharedSpend(ORG, apiSecret, groupKey, chainCode, amount);
+function taprootSpend(groupKey: string, chainCode: string, amount = 60_000n, prev?: Uint8Array) {
+  return sharedSpend(ORG, apiSecret, groupKey, chainCode, amount, prev);
 }
 
 async function signSpend(h: Harness, vaultId: string, spend: ReturnType<typeof taprootSpend>, digest = spend.digest, requestId = '') {
@@ -141,7 +141,7 @@ t.test('DKG 2-of-3 over gRPC, Taproot signatures, failures, reshare to a self no
   await t.rejects(signSpend(h, 'vault-1', spend, otherDigest), { constructor: CustodyError, code: 'digest_mismatch', kind: 'refused', culprits: [] });
   const forged = { ...spend, signature: ed25519.sign(spend.intent, new Uint8Array(randomBytes(32))) };
   await t.rejects(signSpend(h, 'vault-1', forged), { constructor: CustodyError, code: 'bad_intent_signature', kind: 'refused', culprits: [] });
-  const overpay = taprootSpend(groupKey, chainCode, 50_000n);
+  const overpay = taprootSpend(groupKey, chainCode, 50_000n, spend.prev);
   await t.rejects(signSpend(h, 'vault-1', { ...overpay, template: spend.template, digest: spend.digest }), { constructor: CustodyError, code: 'wrong_outputs', kind: 'refused' }, 'intent and template must agree');
 
   // A relay that flips a byte causes an abort, never a bad signature.
@@ -305,8 +305,12 @@ t.test('a P2TR spend signed by the cluster is accepted by the regtest double\'s 
   t.teardown(() => double.stop());
   double.fund(from, 30_000n);
   double.fund(from, 30_000n);
-  const intentFields = { kind: 'btc.transfer' as const, organization: ORG, walletId: 'w', network: 'regtest' as const, from, outputs: [{ address: dest, amount: 45_000n }], maxFeeRate: 15n, maxFee: 5_000n, inputs: [], idempotencyKey: 'spend-1', notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600) };
-  const spend = buildSpend(intentFields, await esplora.utxos(from), 6n);
+  const utxos = await esplora.utxos(from);
+  const intentFields = {
+    kind: 'btc.transfer' as const, organization: ORG, walletId: 'w', network: 'regtest' as const, from, outputs: [{ address: dest, amount: 45_000n }], maxFeeRate: 15n, maxFee: 5_000n,
+    inputs: utxos.map((u) => ({ txid: hexToBytes(u.txid), vout: u.vout })), idempotencyKey: 'spend-1', notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
+  };
+  const spend = buildSpend(intentFields, utxos, 6n);
   t.equal(spend.digests.length, 2, 'two inputs, two digests, one session');
   const intent = encodeIntent(intentFields);
   const signed = await h.client.sign({
@@ -336,7 +340,7 @@ t.test('threshold ECDSA over gRPC: DKG with OT setup, an EVM transfer signed by 
   await anvil.testClient.setBalance({ address: from, value: viem.parseEther('5') });
   const to = '0x000000000000000000000000000000000000b0b0';
   const intentFields = {
-    kind: 'evm.transfer' as const, organization: ORG, walletId: 'w-evm', chainId: 31337n, from: viem.hexToBytes(from), to: viem.hexToBytes(to),
+    kind: 'evm.transfer' as const, organization: ORG, walletId: 'w-evm', chainId: 31337n, nonce: 0n, from: viem.hexToBytes(from), to: viem.hexToBytes(to),
     asset: { kind: 'native' as const }, amount: viem.parseEther('1.5'), data: new Uint8Array(), maxFee: viem.parseEther('0.01'), idempotencyKey: 'evm-1', notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
   };
   const fees = await anvil.publicClient.estimateFeesPerGas();
@@ -380,7 +384,7 @@ t.test('threshold ECDSA over gRPC: DKG with OT setup, an EVM transfer signed by 
   // Six signings at once: the coordinator gives each a signer subset whose OT pairs are free (nodes
   // refuse a second run over a busy pair), so all of them sign, over every pair of the committee.
   const many = await Promise.all(Array.from({ length: 6 }, async (_, i) => {
-    const fields = { ...intentFields, idempotencyKey: `evm-many-${i}` };
+    const fields = { ...intentFields, nonce: BigInt(10 + i), idempotencyKey: `evm-many-${i}` };
     const tmpl = { ...template, nonce: 10 + i };
     const d = evmSigningDigest(evmTransaction(fields, tmpl));
     const bytes = encodeIntent(fields);
@@ -397,6 +401,6 @@ t.test('threshold ECDSA over gRPC: DKG with OT setup, an EVM transfer signed by 
   t.ok(new Set(many.map((m) => m.signers)).size >= 2, 'over more than one signer pair');
 
   // A template that pays more gas than the intent allows is refused by the nodes.
-  const greedy = encodeBlob('evm-template', { nonce: 1, gasLimit: '21000', maxFeePerGas: String(viem.parseEther('0.01')), maxPriorityFeePerGas: '1' });
+  const greedy = encodeBlob('evm-template', { nonce: 0, gasLimit: '21000', maxFeePerGas: String(viem.parseEther('0.01')), maxPriorityFeePerGas: '1' });
   await t.rejects(h.client.sign({ vaultId: 'vault-evm', path, scheme: Scheme.ECDSA, digests: [digest], authorization: { intent, intentSignature: signIntent(intent, apiSecret), apiKeyId: 'key_1', template: greedy } }), { constructor: CustodyError, code: 'bad_template', kind: 'invalid' });
 });

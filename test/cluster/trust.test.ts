@@ -78,13 +78,14 @@ t.test('nodes rooted by an operator key: registration, revocation that sticks, h
     const q = outputKey(pointHex(derive(bytesToHex(key.publicKey), bytesToHex(key.chainCode), PATH).publicKey));
     const own = bitcoin.payments.p2tr({ pubkey: q, network: bitcoin.networks.regtest });
     const dest = bitcoin.payments.p2wpkh({ hash: new Uint8Array(20).fill(7), network: bitcoin.networks.regtest });
+    const prev = new Uint8Array(randomBytes(32));
     const intent = encodeIntent({
       kind: 'btc.transfer', organization: ORG, walletId: 'wal', network: 'regtest', from: own.address!, outputs: [{ address: dest.address!, amount: 60_000n }],
-      maxFeeRate: 20n, maxFee: 5_000n, inputs: [], idempotencyKey: 'btc-' + bytesToHex(randomBytes(4)), notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
+      maxFeeRate: 20n, maxFee: 5_000n, inputs: [{ txid: prev.slice().reverse(), vout: 0 }], idempotencyKey: 'btc-' + bytesToHex(randomBytes(4)), notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
     });
     const tx = new bitcoin.Transaction();
     tx.version = 2;
-    tx.addInput(new Uint8Array(randomBytes(32)), 0);
+    tx.addInput(prev, 0);
     tx.addOutput(dest.output!, 60_000n);
     tx.addOutput(own.output!, 39_000n);
     const digest = tx.hashForWitnessV1(0, [own.output!], [100_000n], bitcoin.Transaction.SIGHASH_DEFAULT);

@@ -46,7 +46,7 @@ let n = 0;
 function request(by: Signer, over: Partial<SignRequestView> = {}, fieldsOver: Partial<EvmTransferIntent> = {}): SignRequestView & { intentBytes: Uint8Array } {
   const from = publicKeyToAddress(viemHex(secp256k1.getPublicKey(groupSecret, false)));
   const fields: EvmTransferIntent = {
-    kind: 'evm.transfer', organization: ORG, walletId: 'w', chainId: 1n, from: hexToBytes(from.slice(2)), to: new Uint8Array(20).fill(0xb0),
+    kind: 'evm.transfer', organization: ORG, walletId: 'w', chainId: 1n, nonce: 0n, from: hexToBytes(from.slice(2)), to: new Uint8Array(20).fill(0xb0),
     asset: { kind: 'native' }, amount: 1000n, data: new Uint8Array(), maxFee: 10n ** 16n, idempotencyKey: `k-${++n}`, notAfter: BigInt(NOW / 1000 + 600), ...fieldsOver,
   };
   const intent = encodeIntent(fields);

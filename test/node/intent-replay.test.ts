@@ -1,9 +1,11 @@
-// One customer-signed intent, one transfer (DESIGN.md "Trust", point 3). Three honest nodes run their
-// real signing-session factory (node-protocols.ts) over a real sealed store (LevelDB in a temp dir),
-// the real intent authorizer and the intent ledger. A coordinator replaying an intent with another EVM
-// nonce, or with other Bitcoin inputs, is refused by every node before anything derived from the
-// signing leaves; the same nonce or input set again is allowed (a retry); the record survives a
-// restart; two concurrent sessions for one intent cannot both pass.
+// One customer-signed intent, one transfer (DESIGN.md "Trust", point 3). Three nodes run their real
+// signing-session factory (node-protocols.ts) over a real sealed store (LevelDB in a temp dir), the real
+// intent authorizer and the intent ledger. The intent fixes what makes its transaction unique on chain
+// (the EVM nonce, the Bitcoin outputs spent), so a coordinator with one malicious node cannot have two
+// honest nodes, each with its own ledger, sign one intent into two transfers; and a replay with another
+// nonce or other inputs is refused by every node before anything derived from the signing leaves. The
+// same nonce or input set again is allowed (a retry); the ledger's record survives a restart; two
+// concurrent sessions for one intent cannot both pass.
 import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -95,9 +97,9 @@ async function cluster(t: Test): Promise<Node[]> {
   return nodes;
 }
 
-function evmIntent(key: string): EvmTransferIntent {
+function evmIntent(key: string, nonce: bigint | null = 7n): EvmTransferIntent {
   return {
-    kind: 'evm.transfer', organization: ORG, walletId: 'w', chainId: 31337n, from: hexToBytes(evmFrom.slice(2)), to: new Uint8Array(20).fill(0xb0),
+    kind: 'evm.transfer', organization: ORG, walletId: 'w', chainId: 31337n, ...(nonce === null ? {} : { nonce }), from: hexToBytes(evmFrom.slice(2)), to: new Uint8Array(20).fill(0xb0),
     asset: { kind: 'native' }, amount: 10n ** 18n, data: new Uint8Array(), maxFee: 10n ** 16n, idempotencyKey: key, notAfter: NOT_AFTER,
   };
 }
@@ -115,15 +117,18 @@ function evmSession(intent: EvmTransferIntent, nonce: number, maxFeePerGas = 10n
 
 const utxo = (byte: number, value: bigint) => ({ txid: bytesToHex(new Uint8Array(32).fill(byte)), vout: 0, value, status: { confirmed: true } });
 
-/** A Taproot intent that leaves input selection to the service (what a replay with other inputs abuses). */
-function btcIntent(key: string): BtcTransferIntent {
-  return { kind: 'btc.transfer', organization: ORG, walletId: 'w', network: 'regtest', from: p2tr, outputs: [{ address: dest, amount: 40_000n }], maxFeeRate: 20n, maxFee: 5_000n, inputs: [], idempotencyKey: key, notAfter: NOT_AFTER };
+const outpointOf = (u: { txid: string; vout: number }) => ({ txid: hexToBytes(u.txid), vout: u.vout });
+
+/** A Taproot intent naming the outputs it spends (without amounts: BIP-341 commits to them anyway). */
+function btcIntent(key: string, spends: { txid: string; vout: number }[]): BtcTransferIntent {
+  return { kind: 'btc.transfer', organization: ORG, walletId: 'w', network: 'regtest', from: p2tr, outputs: [{ address: dest, amount: 40_000n }], maxFeeRate: 20n, maxFee: 5_000n, inputs: spends.map(outpointOf), idempotencyKey: key, notAfter: NOT_AFTER };
 }
 
 /** The SIGN_SCHNORR session parameters for `intent` spending `utxos`. */
 function btcSession(intent: BtcTransferIntent, utxos: ReturnType<typeof utxo>[], feeRate = 5n): Uint8Array {
   const bytes = encodeIntent(intent);
-  const spend = buildSpend(intent, utxos, feeRate);
+  // Exactly `utxos`, whatever the intent names: what a malicious coordinator can put in a template.
+  const spend = buildSpend(intent, utxos, feeRate, { exactInputs: true });
   return signParams.encode({
     keyId, epoch: pkg.epoch, path: [], scheme: 'taproot', digests: spend.digests,
     intent: bytes, intentSignature: signIntent(bytes, apiSecret), apiKeyId: 'key_1', template: spend.template, endUserToken: '',
@@ -141,32 +146,69 @@ async function signs(node: Node, protocol: Protocol, params: Uint8Array): Promis
 }
 
 const used = { code: 'intent_already_used' };
+const refusal = (code: string) => ({ code });
 
-t.test('an EVM intent signed at one nonce is refused at another by every node, and signs again at the same nonce', async (t) => {
+t.test('a malicious coordinator and node cannot have two honest nodes sign one EVM intent at two nonces', async (t) => {
+  // Node 3 is the coordinator's accomplice: it would co-sign anything. Honest nodes 1 and 2 each see one
+  // session only, so neither ledger has the other's claim: the intent itself must fix the nonce.
+  const nodes = await cluster(t);
+  const [one, two] = nodes;
+  const intent = evmIntent('evm-two-subsets', 7n);
+  await signs(one!, Protocol.SIGN_ECDSA, evmSession(intent, 7));
+  await t.rejects(signs(two!, Protocol.SIGN_ECDSA, evmSession(intent, 8)), refusal('wrong_evm_nonce'), 'node 2, never asked before, refuses nonce 8');
+  await signs(two!, Protocol.SIGN_ECDSA, evmSession(intent, 7, 3n * 10n ** 9n));
+  // An intent that leaves the nonce to the service is what made two transfers possible: no node signs it.
+  const open = evmIntent('evm-no-nonce', null);
+  for (const [n, nonce] of [[one!, 7], [two!, 8]] as const) {
+    await t.rejects(signs(n, Protocol.SIGN_ECDSA, evmSession(open, nonce)), refusal('intent_nonce_required'), `node ${n.me} refuses an intent without a nonce`);
+  }
+  // Nothing of the refused sessions was recorded: each node's ledger holds only nonce 7 of the signed intent.
+  for (const n of [one!, two!]) {
+    const ledger = new IntentLedger(n.store);
+    t.same(await ledger.recorded(bytesToHex(sha256(encodeIntent(intent)))), { chain: 'evm', chainId: 31337n, from: evmFrom.toLowerCase(), nonce: 7 }, `node ${n.me} recorded nonce 7`);
+    t.equal(await ledger.recorded(bytesToHex(sha256(encodeIntent(open)))), undefined, `node ${n.me} recorded nothing for the intent without a nonce`);
+  }
+});
+
+t.test('a malicious coordinator and node cannot have two honest nodes sign one Bitcoin intent with two input sets', async (t) => {
+  const nodes = await cluster(t);
+  const [one, two] = nodes;
+  const a = utxo(0xa1, 60_000n);
+  const b = utxo(0xb2, 60_000n);
+  const intent = btcIntent('btc-two-subsets', [a]);
+  await signs(one!, Protocol.SIGN_SCHNORR, btcSession(intent, [a]));
+  await t.rejects(signs(two!, Protocol.SIGN_SCHNORR, btcSession(intent, [b])), refusal('wrong_inputs'), 'node 2 refuses outputs the intent does not name');
+  await t.rejects(signs(two!, Protocol.SIGN_SCHNORR, btcSession(intent, [a, b].map((u) => ({ ...u, value: 25_000n })))), refusal('wrong_inputs'), 'and a superset');
+  // An intent that leaves the inputs to the service: no node signs it, whatever it is given.
+  const open = btcIntent('btc-no-inputs', []);
+  for (const [n, spend] of [[one!, a], [two!, b]] as const) {
+    await t.rejects(signs(n, Protocol.SIGN_SCHNORR, btcSession(open, [spend])), refusal('intent_inputs_required'), `node ${n.me} refuses an intent naming no inputs`);
+  }
+  t.equal(await new IntentLedger(two!.store).recorded(bytesToHex(sha256(encodeIntent(intent)))), undefined, 'node 2 recorded nothing');
+});
+
+t.test('an EVM intent is refused at another nonce by every node, and signs again at its own', async (t) => {
   const nodes = await cluster(t);
   const intent = evmIntent('evm-replay-1');
   for (const n of nodes) await signs(n, Protocol.SIGN_ECDSA, evmSession(intent, 7));
   for (const n of nodes) {
-    await t.rejects(signs(n, Protocol.SIGN_ECDSA, evmSession(intent, 8)), used, `node ${n.me} refuses nonce 8`);
-    await t.rejects(signs(n, Protocol.SIGN_ECDSA, evmSession(intent, 6)), used, `node ${n.me} refuses nonce 6`);
+    await t.rejects(signs(n, Protocol.SIGN_ECDSA, evmSession(intent, 8)), refusal('wrong_evm_nonce'), `node ${n.me} refuses nonce 8`);
+    await t.rejects(signs(n, Protocol.SIGN_ECDSA, evmSession(intent, 6)), refusal('wrong_evm_nonce'), `node ${n.me} refuses nonce 6`);
   }
   // A retry at the same nonce (other fees): only one of the two can ever be mined.
   for (const n of nodes) await signs(n, Protocol.SIGN_ECDSA, evmSession(intent, 7, 2n * 10n ** 9n));
   // Another intent is not affected.
-  for (const n of nodes) await signs(n, Protocol.SIGN_ECDSA, evmSession(evmIntent('evm-replay-2'), 8));
+  for (const n of nodes) await signs(n, Protocol.SIGN_ECDSA, evmSession(evmIntent('evm-replay-2', 8n), 8));
 });
 
-t.test('a Bitcoin intent signed for one input set is refused for other inputs by every node; the same set signs again', async (t) => {
+t.test('a Bitcoin intent is refused for other inputs or amounts by every node; the same set signs again', async (t) => {
   const nodes = await cluster(t);
-  const intent = btcIntent('btc-replay-1');
   const a = utxo(0xa1, 60_000n);
   const b = utxo(0xb2, 60_000n);
+  const intent = btcIntent('btc-replay-1', [a]);
   for (const n of nodes) await signs(n, Protocol.SIGN_SCHNORR, btcSession(intent, [a]));
-  for (const n of nodes) {
-    await t.rejects(signs(n, Protocol.SIGN_SCHNORR, btcSession(intent, [b])), used, `node ${n.me} refuses other inputs`);
-    await t.rejects(signs(n, Protocol.SIGN_SCHNORR, btcSession({ ...intent, inputs: [] }, [a, b].map((u) => ({ ...u, value: 25_000n })))), used, `node ${n.me} refuses a superset`);
-  }
-  // The same outpoint claimed with another amount is another input set.
+  for (const n of nodes) await t.rejects(signs(n, Protocol.SIGN_SCHNORR, btcSession(intent, [b])), refusal('wrong_inputs'), `node ${n.me} refuses other inputs`);
+  // The same outpoint claimed with another amount is another input set: the ledger refuses it.
   for (const n of nodes) await t.rejects(signs(n, Protocol.SIGN_SCHNORR, btcSession(intent, [{ ...a, value: 70_000n }])), used);
   // The same input set at another fee rate is a retry.
   for (const n of nodes) await signs(n, Protocol.SIGN_SCHNORR, btcSession(intent, [a], 10n));
@@ -175,29 +217,31 @@ t.test('a Bitcoin intent signed for one input set is refused for other inputs by
 t.test('the record survives a restart of the node', async (t) => {
   const [node] = await Promise.all([startNode(t, 1)]);
   t.teardown(() => rmSync(node!.dir, { recursive: true, force: true }));
-  const evm = evmIntent('evm-restart');
-  const btc = btcIntent('btc-restart');
+  const evm = evmIntent('evm-restart', 3n);
+  const c3 = utxo(0xc3, 80_000n);
+  const btc = btcIntent('btc-restart', [c3]);
   await signs(node!, Protocol.SIGN_ECDSA, evmSession(evm, 3));
-  await signs(node!, Protocol.SIGN_SCHNORR, btcSession(btc, [utxo(0xc3, 80_000n)]));
+  await signs(node!, Protocol.SIGN_SCHNORR, btcSession(btc, [c3]));
   await node!.store.close();
   const again = await startNode(t, 1, node!.dir, node!.storageKey, false);
-  await t.rejects(signs(again, Protocol.SIGN_ECDSA, evmSession(evm, 4)), used, 'another nonce after the restart');
-  await t.rejects(signs(again, Protocol.SIGN_SCHNORR, btcSession(btc, [utxo(0xd4, 80_000n)])), used, 'other inputs after the restart');
+  t.same(await new IntentLedger(again.store).recorded(bytesToHex(sha256(encodeIntent(evm)))), { chain: 'evm', chainId: 31337n, from: evmFrom.toLowerCase(), nonce: 3 }, 'the EVM claim is there after the restart');
+  await t.rejects(signs(again, Protocol.SIGN_SCHNORR, btcSession(btc, [{ ...c3, value: 90_000n }])), used, 'another amount for the input after the restart');
   await signs(again, Protocol.SIGN_ECDSA, evmSession(evm, 3));
-  await signs(again, Protocol.SIGN_SCHNORR, btcSession(btc, [utxo(0xc3, 80_000n)]));
+  await signs(again, Protocol.SIGN_SCHNORR, btcSession(btc, [c3]));
   // The record is sealed: neither the intent's outpoint nor its nonce is stored in the clear.
   let raw = '';
   for await (const k of again.store.keys('intent/')) raw += Buffer.from((await again.store.raw(k))!).toString('latin1');
   t.notOk(raw.includes('c3c3c3c3'), 'no outpoint in the clear');
 });
 
-t.test('two concurrent sessions for one intent with different inputs: exactly one passes', async (t) => {
+t.test('two concurrent sessions for one intent with different input amounts: exactly one passes', async (t) => {
   const nodes = await cluster(t);
-  const intent = btcIntent('btc-race');
+  const e5 = utxo(0xe5, 60_000n);
+  const intent = btcIntent('btc-race', [e5]);
   for (const n of nodes) {
     const outcomes = await Promise.allSettled([
-      signs(n, Protocol.SIGN_SCHNORR, btcSession(intent, [utxo(0xe5, 60_000n)])),
-      signs(n, Protocol.SIGN_SCHNORR, btcSession(intent, [utxo(0xf6, 60_000n)])),
+      signs(n, Protocol.SIGN_SCHNORR, btcSession(intent, [e5])),
+      signs(n, Protocol.SIGN_SCHNORR, btcSession(intent, [{ ...e5, value: 70_000n }])),
     ]);
     t.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 1, `node ${n.me}: one session passes`);
     t.match(outcomes.find((o) => o.status === 'rejected'), { reason: used }, `node ${n.me}: the other is refused as a replay`);

@@ -44,7 +44,7 @@ export function memberOrganization(org: string) {
   function request(over: Partial<SignRequestView> = {}): SignRequestView {
     const from = publicKeyToAddress(viemHex(secp256k1.getPublicKey(groupSecret, false)));
     const fields: EvmTransferIntent = {
-      kind: 'evm.transfer', organization: org, walletId: 'w', chainId: 1n, from: hexToBytes(from.slice(2)), to: new Uint8Array(20).fill(0xb0),
+      kind: 'evm.transfer', organization: org, walletId: 'w', chainId: 1n, nonce: 0n, from: hexToBytes(from.slice(2)), to: new Uint8Array(20).fill(0xb0),
       asset: { kind: 'native' }, amount: 1000n, data: new Uint8Array(), maxFee: 10n ** 16n, idempotencyKey: `m-${++n}`, notAfter: BigInt(now + 600),
     };
     const intent = encodeIntent(fields);

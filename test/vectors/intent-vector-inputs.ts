@@ -81,6 +81,37 @@ export function intentVectorInputsV2(): { name: string; intent: Intent }[] {
   ];
 }
 
+/** Version 3: EVM transfers that name their nonce (what nodes sign; docs/intents.md). */
+export function intentVectorInputsV3(): { name: string; intent: Intent }[] {
+  const addr = (h: string) => fromHex(h.repeat(20).slice(0, 40));
+  return [
+    {
+      name: 'evm native transfer at nonce 7',
+      intent: {
+        kind: 'evm.transfer', organization: 'org_acme', walletId: 'wal_01', chainId: 31337n, nonce: 7n, from: addr('a1'), to: addr('b2'),
+        asset: { kind: 'native' }, amount: 1_000_000_000_000_000_000n, data: new Uint8Array(), maxFee: 2_000_000_000_000_000n,
+        idempotencyKey: 'pay-v3-0001', notAfter: 1795003600n,
+      },
+    },
+    {
+      name: 'evm erc20 transfer at nonce 0',
+      intent: {
+        kind: 'evm.transfer', organization: 'org_acme', walletId: 'wal_01', chainId: 11155111n, nonce: 0n, from: addr('a1'), to: addr('c3'),
+        asset: { kind: 'erc20', contract: addr('d4') }, amount: 2500000n, data: new Uint8Array(), maxFee: 10n ** 16n,
+        idempotencyKey: 'invoice/2026-12/7', notAfter: 1800000000n,
+      },
+    },
+    {
+      name: 'evm contract call at the largest nonce',
+      intent: {
+        kind: 'evm.transfer', organization: 'org_acme', walletId: 'wal_02', chainId: 1n, nonce: 2n ** 64n - 2n, from: addr('a1'), to: addr('e5'),
+        asset: { kind: 'native' }, amount: 0n, data: fromHex('a9059cbb0000000000000000000000000000000000000000000000000000000000000001'),
+        maxFee: 5n * 10n ** 15n, idempotencyKey: 'call-v3-1', notAfter: 1800000000n,
+      },
+    },
+  ];
+}
+
 export function intentToJson(i: Intent): Record<string, unknown> {
   return JSON.parse(JSON.stringify(i, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v instanceof Uint8Array ? toHex(v) : v))) as Record<string, unknown>;
 }

@@ -6,7 +6,7 @@ import { concatHex, encodeFunctionData, erc20Abi, keccak256, numberToHex, toRlp,
 import type { EvmTransferIntent } from '../../intents/intent.ts';
 import { CustodyError } from '../../errors/custody-error.ts';
 
-/** What the service chooses and the intent does not fix. */
+/** What the service chooses and the intent does not fix (gas and fees), with the nonce the intent names. */
 export interface EvmTemplate {
   nonce: number;
   gasLimit: bigint;

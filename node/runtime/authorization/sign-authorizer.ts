@@ -1,9 +1,10 @@
 // The check a node runs before it contributes to any signature (DESIGN.md "Trust"): the carried trust
 // log applies (docs/trust.md), the intent verifies under an active API key of the key's organization in
 // the node's own registry, has not expired, a hosted vault's end-user token names it, it sends from the
-// address of the key and path being signed with, and every digest requested is one this node recomputes
-// from the intent and the service's template. A node refuses anything else, whatever the coordinator or
-// API says. What it agrees to sign comes back as a grant (the EVM nonce, or the exact Bitcoin input set
+// address of the key and path being signed with, the intent fixes what makes its transaction unique on
+// chain (the EVM nonce, the Bitcoin outputs spent) and the template agrees, and every digest requested is
+// one this node recomputes from the intent and the service's template. A node refuses anything else,
+// whatever the coordinator or API says. What it agrees to sign comes back as a grant (the EVM nonce, or the exact Bitcoin input set
 // with amounts) for the intent ledger to claim before anything derived from the signing leaves.
 import * as bitcoin from 'bitcoinjs-lib';
 import * as ecc from '@bitcoinerlab/secp256k1';
@@ -142,10 +143,19 @@ export class IntentAuthorizer implements SignAuthorizer {
     if (req.scheme !== 'ecdsa') refuse('wrong_scheme', 'EVM transactions are signed with ECDSA');
     const from = publicKeyToAddress(viemHex(secp256k1.Point.fromBytes(hexToBytes(derivedKey)).toBytes(false))).toLowerCase();
     if (from !== viemHex(intent.from).toLowerCase()) refuse('wrong_sender', 'the intent sends from another address than this key and path');
+    // The intent fixes the nonce: whichever nodes sign it, with whatever fees, only one transaction of
+    // this sender can be mined for it. Without it, two subsets could sign it at two nonces, each with a
+    // node whose own ledger has never seen the other.
+    if (intent.nonce === undefined) refuse('intent_nonce_required', 'an EVM intent must name its nonce (intent version 3; POST /v1/transactions/prepare reserves one)');
     let t: EvmTemplate;
     try {
       const raw = decodeBlob<{ nonce: number; gasLimit: string; maxFeePerGas: string; maxPriorityFeePerGas: string }>('evm-template', req.template);
       t = { nonce: raw.nonce, gasLimit: BigInt(raw.gasLimit), maxFeePerGas: BigInt(raw.maxFeePerGas), maxPriorityFeePerGas: BigInt(raw.maxPriorityFeePerGas) };
+    } catch {
+      return refuse('bad_template', 'malformed EVM template');
+    }
+    if (!Number.isSafeInteger(t.nonce) || BigInt(t.nonce) !== intent.nonce) refuse('wrong_evm_nonce', `the template's nonce ${String(t.nonce)} is not the intent's ${intent.nonce}`);
+    try {
       const digests = [bytesToHex(evmSigningDigest(evmTransaction(intent, t)))];
       return { digests, use: { chain: 'evm', chainId: intent.chainId, from, nonce: t.nonce } };
     } catch (err) {
@@ -161,7 +171,10 @@ export class IntentAuthorizer implements SignAuthorizer {
     if (own.address !== intent.from) refuse('wrong_sender', 'the intent spends from another address than this key and path');
     // BIP-143 commits a P2WPKH signature to its own input's amount only: with amounts from the template,
     // two sessions that each understate the other input would yield one transaction paying any fee.
-    const namedAmounts = intent.inputs.length > 0 && intent.inputs.every((i) => i.amount !== undefined);
+    // The intent fixes the outputs spent: two subsets of nodes can then only sign spends of the same
+    // outputs, of which one can be mined. Left to the service, each could be given other inputs.
+    if (!intent.inputs.length) refuse('intent_inputs_required', 'a Bitcoin intent must name the outputs it spends (GET /v1/wallets/{id}/utxos lists them)');
+    const namedAmounts = intent.inputs.every((i) => i.amount !== undefined);
     if (req.scheme === 'ecdsa' && !namedAmounts) refuse('input_amounts_required', 'a P2WPKH spend needs an intent naming its inputs with their amounts (intent version 2)');
     let tx: bitcoin.Transaction;
     let prevouts: { script: Uint8Array; value: bigint }[];
@@ -181,11 +194,9 @@ export class IntentAuthorizer implements SignAuthorizer {
     const spent = tx.ins.map((i, n) => ({ txid: bytesToHex(Uint8Array.from(i.hash).reverse()), vout: i.index, amount: prevouts[n]!.value }));
     const outpoint = (i: { txid: string; vout: number }) => `${i.txid}:${i.vout}`;
     if (new Set(spent.map(outpoint)).size !== spent.length) refuse('bad_template', 'an output is spent twice');
-    if (intent.inputs.length) {
-      const want = intent.inputs.map((i) => `${bytesToHex(i.txid)}:${i.vout}`).sort();
-      const got = spent.map(outpoint).sort();
-      if (want.join() !== got.join()) refuse('wrong_inputs', 'the inputs differ from the intent\'s');
-    }
+    const want = intent.inputs.map((i) => `${bytesToHex(i.txid)}:${i.vout}`).sort();
+    const got = spent.map(outpoint).sort();
+    if (want.join() !== got.join()) refuse('wrong_inputs', 'the inputs differ from the intent\'s');
     if (namedAmounts) {
       const authorized = new Map(intent.inputs.map((i) => [`${bytesToHex(i.txid)}:${i.vout}`, i.amount!]));
       for (const s of spent) {

@@ -1,11 +1,11 @@
-// Intent formats v1 and v2: the published vectors encode byte for byte, decode back to their inputs, and
+// Intent formats v1, v2 and v3: the published vectors encode byte for byte, decode back to their inputs, and
 // their signatures verify; anything not canonical is refused.
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { decodeIntent, encodeIntent, verifyIntentSignature, signIntent, INTENT_DOMAIN, type Intent } from '../../../core/intents/intent.ts';
 import { IntentFormatError } from '../../../core/intents/canonical.ts';
 import { fromHex, toHex } from '../../../common/bytes.ts';
-import { intentToJson, intentVectorInputs, intentVectorInputsV2 } from '../../vectors/intent-vector-inputs.ts';
+import { intentToJson, intentVectorInputs, intentVectorInputsV2, intentVectorInputsV3 } from '../../vectors/intent-vector-inputs.ts';
 
 interface Vectors {
   api_secret_key_hex: string;
@@ -56,7 +56,7 @@ t.test('non-canonical or malformed bytes are refused', async (t) => {
   bad((b) => new Uint8Array([...b, 0]), 'trailing byte', /trailing/);
   bad((b) => b.subarray(0, b.length - 1), 'truncated', /ends inside/);
   bad((b) => { b[0] = 0x43; return b; }, 'wrong domain', /domain/);
-  bad((b) => { b[INTENT_DOMAIN.length] = 2; return b; }, 'future version', /version 2/);
+  bad((b) => { b[INTENT_DOMAIN.length] = 2; return b; }, 'version 2 on an EVM intent', /version 2/);
   bad((b) => { b[INTENT_DOMAIN.length + 1] = 9; return b; }, 'unknown kind', /kind 9/);
   bad((b) => { b[INTENT_DOMAIN.length + 3] = 0xff; return b; }, 'bad organization length', /organization/);
   const asset = INTENT_DOMAIN.length + 2 + 2 + 8 + 2 + 6 + 8 + 20 + 20;
@@ -123,4 +123,49 @@ t.test('version 2 refuses what has no single encoding or no meaning', async (t) 
   const asV1 = v2.slice();
   asV1[INTENT_DOMAIN.length] = 1;
   t.throws(() => decodeIntent(asV1), IntentFormatError);
+});
+
+const fileV3 = JSON.parse(readFileSync(new URL('../../vectors/intents-v3.json', import.meta.url), 'utf8')) as Vectors;
+
+t.test('version 3: EVM transfers naming their nonce encode, decode and verify', async (t) => {
+  const inputsV3 = intentVectorInputsV3();
+  t.equal(fileV3.vectors.length, inputsV3.length);
+  for (const [i, v] of fileV3.vectors.entries()) {
+    t.equal(toHex(encodeIntent(inputsV3[i]!.intent)), v.intent_hex, `${v.name}: encoding is pinned`);
+    const bytes = fromHex(v.intent_hex);
+    t.equal(bytes[INTENT_DOMAIN.length], 3, `${v.name}: version 3`);
+    t.same(intentToJson(decodeIntent(bytes)), v.intent, `${v.name}: decodes with its nonce`);
+    t.ok(verifyIntentSignature(bytes, fromHex(v.signature_hex), fromHex(fileV3.api_public_key_hex)));
+  }
+  // The nonce sits right after the chain id: the bytes are version 1's with eight more.
+  const evm = inputsV3[0]!.intent as Extract<Intent, { kind: 'evm.transfer' }>;
+  const { nonce: _n, ...v1 } = evm;
+  const a = encodeIntent(v1);
+  const b = encodeIntent(evm);
+  t.equal(a[INTENT_DOMAIN.length], 1, 'without a nonce: version 1');
+  t.equal(b.length, a.length + 8);
+  const at = INTENT_DOMAIN.length + 2 + 2 + evm.organization.length + 2 + evm.walletId.length + 8;
+  t.same([...b.subarray(at, at + 8)], [0, 0, 0, 0, 0, 0, 0, 7], 'nonce 7, big-endian u64, after the chain id');
+  // The nonce is signed: another one is other bytes.
+  t.not(toHex(encodeIntent({ ...evm, nonce: 8n })), fileV3.vectors[0]!.intent_hex);
+});
+
+t.test('version 3 refuses what has no single encoding or no meaning', async (t) => {
+  const evm = intentVectorInputsV3()[0]!.intent as Extract<Intent, { kind: 'evm.transfer' }>;
+  t.throws(() => encodeIntent({ ...evm, nonce: 2n ** 64n - 1n }), /EIP-2681/, 'nonce 2^64 - 1');
+  t.throws(() => encodeIntent({ ...evm, nonce: -1n }), IntentFormatError, 'negative nonce');
+  // A Bitcoin intent has no version 3.
+  const btc = fromHex(fileV2.vectors[0]!.intent_hex);
+  btc[INTENT_DOMAIN.length] = 3;
+  t.throws(() => decodeIntent(btc), /for EVM transfers/);
+  // A version 1 EVM intent read as version 3 does not parse; nor the reverse.
+  const v1 = fromHex(file.vectors[1]!.intent_hex);
+  v1[INTENT_DOMAIN.length] = 3;
+  t.throws(() => decodeIntent(v1), IntentFormatError);
+  const v3 = fromHex(fileV3.vectors[0]!.intent_hex);
+  v3[INTENT_DOMAIN.length] = 1;
+  t.throws(() => decodeIntent(v3), IntentFormatError);
+  const future = fromHex(fileV3.vectors[0]!.intent_hex);
+  future[INTENT_DOMAIN.length] = 4;
+  t.throws(() => decodeIntent(future), /version 4/);
 });
