@@ -43,13 +43,15 @@ const USAGE = `usage: npm run cli -- <command>
   wallet utxos <walletId>                               a Bitcoin wallet's unspent outputs with their amounts
   wallet list <vaultId> [--chain <chain>] [--limit <n>] [--cursor <c>] [--all]
   tx send-evm --wallet <walletId> --to <0x address> --amount <base units> --idempotency-key <key>
-              [--asset <native|0x contract>] [--max-fee <wei>] [--not-after <unix s>] [--end-user-token <jwt>]
-              [--dry-run]
+              [--asset <native|0x contract>] [--max-fee <wei>] [--not-after <unix s>] [--nonce <n>]
+              [--end-user-token <jwt>] [--dry-run]
+              (without --nonce, the API reserves the wallet's next free nonce for the idempotency key,
+               a dry run too; the same key gets the same nonce again)
   tx send-bitcoin --wallet <walletId> (--to <address> --amount <sat> | --output <address>:<sat> ...)
               --max-fee-rate <sat/vB> --max-fee <sat> --idempotency-key <key> [--input <txid>:<vout>:<sat> ...]
               [--not-after <unix s>] [--end-user-token <jwt>] [--dry-run]
-              (P2WPKH: without --input, inputs and their amounts are chosen from the wallet's UTXOs;
-               P2TR: without --input, the service chooses them; tx send-btc is the same command)
+              (without --input, inputs and their amounts are chosen from the wallet's UTXOs;
+               tx send-btc is the same command)
   (--not-after defaults to an hour from now; the nodes refuse more than 24 hours ahead)
   (--dry-run prints the canonical intent (hex, decoded), its SHA-256 (an end-user token's intent_sha256)
    and what will be signed, and sends nothing)
@@ -83,7 +85,7 @@ const OPTIONS = {
   tier: { type: 'string' }, name: { type: 'string' }, 'policy-file': { type: 'string' }, 'end-user-subject': { type: 'string' }, 'target-tier': { type: 'string' },
   chain: { type: 'string' }, account: { type: 'string' }, 'address-type': { type: 'string' },
   wallet: { type: 'string' }, to: { type: 'string' }, amount: { type: 'string' }, asset: { type: 'string' }, 'max-fee': { type: 'string' },
-  'idempotency-key': { type: 'string' }, 'end-user-token': { type: 'string' }, 'not-after': { type: 'string' }, 'max-fee-rate': { type: 'string' },
+  'idempotency-key': { type: 'string' }, 'end-user-token': { type: 'string' }, 'not-after': { type: 'string' }, nonce: { type: 'string' }, 'max-fee-rate': { type: 'string' },
   'jwks-file': { type: 'string' }, audience: { type: 'string' }, 'customer-node': { type: 'string' },
   kind: { type: 'string' }, identity: { type: 'string' }, 'attestation-file': { type: 'string' }, file: { type: 'string' },
   state: { type: 'string' }, timeout: { type: 'string' }, help: { type: 'boolean', short: 'h' },
@@ -399,18 +401,20 @@ const COMMANDS: Record<string, Command> = {
   },
   'wallet utxos': { args: ['walletId'], run: async (a, _o, c) => ({ utxos: await (await c()).listUtxos(a.walletId!) }) },
   'tx send-evm': {
-    args: [], required: ['wallet', 'to', 'amount', 'idempotency-key'], optional: ['asset', 'max-fee', 'not-after', 'end-user-token', 'dry-run'],
+    args: [], required: ['wallet', 'to', 'amount', 'idempotency-key'], optional: ['asset', 'max-fee', 'not-after', 'nonce', 'end-user-token', 'dry-run'],
     async run(_a, o, c) {
       if (!BASE10.test(o.amount!)) throw new UsageError('--amount must be base units as a base-10 integer');
+      const nonce = integer(o.nonce, '--nonce');
       if (o['max-fee'] !== undefined && !BASE10.test(o['max-fee'])) throw new UsageError('--max-fee must be wei as a base-10 integer');
       const notAfter = integer(o['not-after'], '--not-after');
       const client = await c();
       // The intent names the wallet's chain and address, so the wallet is read first.
       const wallet = await client.getWallet(o.wallet!);
-      const prepared = client.prepareEvm({
+      // Without --nonce, the API reserves one for the idempotency key (a dry run too: the same key sends at it later).
+      const prepared = await client.prepareEvm({
         wallet, to: o.to!, amount: o.amount!, idempotencyKey: o['idempotency-key']!,
         ...(o.asset !== undefined ? { asset: o.asset } : {}), ...(o['max-fee'] !== undefined ? { maxFee: o['max-fee'] } : {}),
-        ...(notAfter !== undefined ? { notAfter: BigInt(notAfter) } : {}),
+        ...(notAfter !== undefined ? { notAfter: BigInt(notAfter) } : {}), ...(nonce !== undefined ? { nonce: BigInt(nonce) } : {}),
         ...(o['end-user-token'] !== undefined ? { endUserToken: o['end-user-token'] } : {}),
       });
       return o['dry-run'] ? dryRun(prepared, o, []) : client.submitTransaction(prepared.body);

@@ -4,7 +4,7 @@
 import type { Static } from '@sinclair/typebox';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import type { CreateVaultBody, ListVaultsQuery, ListWalletsQuery, ReshareVaultBody, Vault as VaultSchema, Wallet as WalletSchema } from '../../core/api-schemas/vaults.ts';
-import type { ListTransactionsQuery, SubmitBody, Transaction as TransactionSchema, Utxo } from '../../core/api-schemas/transactions.ts';
+import type { ListTransactionsQuery, Prepared, SubmitBody, Transaction as TransactionSchema, Utxo } from '../../core/api-schemas/transactions.ts';
 import type { PageResult } from '../../core/api-schemas/page.ts';
 import type { ApiKey as ApiKeySchema, RegisterApiKeyBody } from '../../core/api-schemas/api-keys.ts';
 import type { Committee as CommitteeSchema } from '../../core/api-schemas/committees.ts';
@@ -139,6 +139,11 @@ export interface SendEvmParameters {
   data?: string;
   /** Unix seconds after which the nodes refuse to sign; default an hour from now, at most a day ahead. */
   notAfter?: bigint;
+  /**
+   * The transaction's nonce. Default: the one POST /v1/transactions/prepare reserves for the idempotency
+   * key (the same key gets the same nonce again, so a retry signs the same bytes).
+   */
+  nonce?: bigint;
   endUserToken?: string;
   /**
    * Instead of endUserToken: the signing session (`mas_…`) of a completed member action for this wallet
@@ -146,6 +151,9 @@ export interface SendEvmParameters {
    */
   memberSigningSession?: string;
 }
+
+/** POST /v1/transactions/prepare's answer: what an EVM intent of the wallet names. */
+export type PreparedNonce = Static<typeof Prepared>;
 
 /** An unspent output of a Bitcoin wallet, as GET /v1/wallets/{id}/utxos lists it (amount: satoshis, base-10). */
 export type WalletUtxo = Static<typeof Utxo>;
@@ -155,8 +163,6 @@ export const DEFAULT_INTENT_LIFETIME_SECONDS = 3600n;
 
 const defaultNotAfter = () => BigInt(Math.floor(Date.now() / 1000)) + DEFAULT_INTENT_LIFETIME_SECONDS;
 
-/** A native-segwit v0 (P2WPKH) address on any network; P2TR addresses are segwit v1 (`...1p`). */
-const isP2wpkh = (w: { address: string; address_type?: string }) => (w.address_type ? w.address_type === 'p2wpkh' : /^(bc|tb|bcrt)1q/i.test(w.address));
 
 export interface SendBitcoinParameters {
   wallet: Pick<Wallet, 'id' | 'chain' | 'address'> & Partial<Pick<Wallet, 'address_type'>>;
@@ -166,8 +172,8 @@ export interface SendBitcoinParameters {
   /** Absolute fee ceiling, sat. */
   maxFee: bigint;
   /**
-   * Inputs to spend, each with its amount (intent version 2). A P2WPKH wallet needs them: sendBitcoin
-   * selects them from the wallet's UTXOs when absent. A P2TR wallet may leave the choice to the service.
+   * Inputs to spend, each with its amount (intent version 2). Nodes sign only an intent that names them:
+   * sendBitcoin selects them from the wallet's UTXOs when absent.
    */
   inputs?: BtcOutpoint[];
   idempotencyKey: string;
@@ -406,16 +412,34 @@ export class CustodyClient {
     return this.poll(`transaction ${txId}`, () => this.getTransaction(txId), (t) => states.includes(t.state) || ['final', 'failed', 'rejected'].includes(t.state), opts);
   }
 
-  /** The canonical intent of an EVM transfer from a wallet of this organization (docs/intents.md). */
-  evmIntent(p: SendEvmParameters): Uint8Array {
-    return building(() => this.buildEvmIntent(p));
+  /**
+   * Reserves the nonce an EVM intent names for `idempotencyKey` (POST /v1/transactions/prepare); the same
+   * key answers the same nonce and not_after again.
+   */
+  prepareNonce(walletId: string, idempotencyKey: string, notAfter?: bigint): Promise<PreparedNonce> {
+    return this.request('POST', '/v1/transactions/prepare', { wallet_id: walletId, idempotency_key: idempotencyKey, ...(notAfter === undefined ? {} : { not_after: Number(notAfter) }) });
   }
 
-  private buildEvmIntent(p: SendEvmParameters): Uint8Array {
+  /**
+   * The canonical intent of an EVM transfer from a wallet of this organization (docs/intents.md, version
+   * 3); without `nonce`, reserves one first (prepareNonce), and its not_after too when none is given.
+   */
+  async evmIntent(p: SendEvmParameters): Promise<Uint8Array> {
+    let { nonce, notAfter } = p;
+    if (nonce === undefined) {
+      if (!evmNetwork(p.wallet.chain)) throw new SdkError('bad_intent', `${p.wallet.chain} is not an EVM chain`);
+      const prepared = await this.prepareNonce(p.wallet.id, p.idempotencyKey, notAfter);
+      nonce = BigInt(prepared.nonce);
+      notAfter = BigInt(prepared.not_after);
+    }
+    return building(() => this.buildEvmIntent({ ...p, nonce, ...(notAfter === undefined ? {} : { notAfter }) }));
+  }
+
+  private buildEvmIntent(p: SendEvmParameters & { nonce: bigint }): Uint8Array {
     const net = evmNetwork(p.wallet.chain);
     if (!net) throw new SdkError('bad_intent', `${p.wallet.chain} is not an EVM chain`);
     const intent = evmIntentFromFields({
-      organization: this.o.organization, walletId: p.wallet.id, chainId: net.chainId, from: p.wallet.address, to: p.to, amount: String(p.amount),
+      organization: this.o.organization, walletId: p.wallet.id, chainId: net.chainId, nonce: p.nonce, from: p.wallet.address, to: p.to, amount: String(p.amount),
       asset: p.asset, maxFee: p.maxFee === undefined ? undefined : String(p.maxFee), idempotencyKey: p.idempotencyKey, notAfter: this.notAfter(p.idempotencyKey, p.notAfter),
     });
     if (p.data) intent.data = hexToBytes(p.data.replace(/^0x/, ''));
@@ -454,23 +478,26 @@ export class CustodyClient {
     return bytesToHex(signIntent(intent, this.o.secretKey));
   }
 
-  /** The intent bytes and the POST /v1/transactions body of an EVM transfer, built and signed, not sent. */
-  prepareEvm(p: SendEvmParameters): PreparedTransaction {
-    return this.prepared(p.wallet.id, this.evmIntent(p), p.idempotencyKey, p);
+  /**
+   * The intent bytes and the POST /v1/transactions body of an EVM transfer, built and signed, not sent;
+   * without `nonce`, reserves one first (prepareNonce).
+   */
+  async prepareEvm(p: SendEvmParameters): Promise<PreparedTransaction> {
+    return this.prepared(p.wallet.id, await this.evmIntent(p), p.idempotencyKey, p);
   }
 
-  /** The same for a Bitcoin transfer; for a P2WPKH wallet without `inputs`, selects them first (a read). */
+  /** The same for a Bitcoin transfer; without `inputs`, selects them from the wallet's UTXOs first (a read). */
   async prepareBitcoin(p: SendBitcoinParameters): Promise<PreparedTransaction> {
-    const inputs = p.inputs ?? (isP2wpkh(p.wallet) ? await this.selectInputs(p) : undefined);
-    return this.prepared(p.wallet.id, this.bitcoinIntent({ ...p, ...(inputs ? { inputs } : {}) }), p.idempotencyKey, p);
+    const inputs = p.inputs ?? (await this.selectInputs(p));
+    return this.prepared(p.wallet.id, this.bitcoinIntent({ ...p, inputs }), p.idempotencyKey, p);
   }
 
-  /** Builds, signs and submits an EVM transfer (native or ERC-20). */
-  sendEvm(p: SendEvmParameters): Promise<Transaction> {
-    return this.submitTransaction(this.prepareEvm(p).body);
+  /** Reserves a nonce, builds, signs and submits an EVM transfer (native or ERC-20): one call. */
+  async sendEvm(p: SendEvmParameters): Promise<Transaction> {
+    return this.submitTransaction((await this.prepareEvm(p)).body);
   }
 
-  /** Builds, signs and submits a Bitcoin transfer; for a P2WPKH wallet without `inputs`, selects them first. */
+  /** Builds, signs and submits a Bitcoin transfer; without `inputs`, selects them first. */
   async sendBitcoin(p: SendBitcoinParameters): Promise<Transaction> {
     return this.submitTransaction((await this.prepareBitcoin(p)).body);
   }

@@ -22,8 +22,8 @@ const hex0x = (b: Uint8Array) => `0x${bytesToHex(b)}`;
 function decoded(intent: Intent): Record<string, unknown> {
   if (intent.kind === 'evm.transfer') {
     return {
-      kind: intent.kind, organization: intent.organization, wallet_id: intent.walletId, chain_id: intent.chainId.toString(),
-      from: hex0x(intent.from), to: hex0x(intent.to), asset: intent.asset.kind === 'native' ? 'native' : hex0x(intent.asset.contract),
+      kind: intent.kind, version: intent.nonce === undefined ? 1 : 3, organization: intent.organization, wallet_id: intent.walletId, chain_id: intent.chainId.toString(),
+      ...(intent.nonce === undefined ? {} : { nonce: intent.nonce.toString() }), from: hex0x(intent.from), to: hex0x(intent.to), asset: intent.asset.kind === 'native' ? 'native' : hex0x(intent.asset.contract),
       amount: intent.amount.toString(), data: hex0x(intent.data), max_fee: intent.maxFee.toString(),
       idempotency_key: intent.idempotencyKey, not_after: intent.notAfter.toString(),
     };
@@ -40,12 +40,12 @@ function decoded(intent: Intent): Record<string, unknown> {
 function nodesSign(intent: Intent): string {
   if (intent.kind === 'evm.transfer') {
     return `one EIP-1559 transaction on chain ${intent.chainId} from ${hex0x(intent.from)} paying ${intent.amount} ${intent.asset.kind === 'native' ? 'wei' : `units of ${hex0x(intent.asset.contract)}`} to ${hex0x(intent.to)}, ` +
-      `with a fee of at most ${intent.maxFee} wei; the service picks the nonce and the fees within that ceiling, and every node derives the signing digest again from this intent before it signs`;
+      `${intent.nonce === undefined ? 'with no nonce named, which no node signs' : `at nonce ${intent.nonce}`}, with a fee of at most ${intent.maxFee} wei; the service picks the fees within that ceiling, and every node derives the signing digest again from this intent before it signs`;
   }
   const paid = intent.outputs.map((o) => `${o.amount} sat to ${o.address}`).join(', ');
   const inputs = intent.inputs.length
     ? `the ${intent.inputs.length} named input${intent.inputs.length === 1 ? '' : 's'}${intent.inputs.every((i) => i.amount !== undefined) ? ' with their amounts' : ''}`
-    : `unspent outputs of ${intent.from} the service selects`;
+    : 'no named inputs, which no node signs';
   const scheme = /^(bc|tb|bcrt)1p/i.test(intent.from) ? 'one BIP-341 key-path (Schnorr) digest per input' : 'one BIP-143 (ECDSA) digest per input';
   return `a ${intent.network} transaction spending ${inputs}, paying ${paid}, change back to ${intent.from}, at most ${intent.maxFeeRate} sat/vB and ${intent.maxFee} sat in fees: ` +
     `${scheme}, which every node computes again from this intent and the template before it signs`;

@@ -31,10 +31,12 @@ export interface TransactionRecord {
   tx_hash: string | null;
   reason: string | null;
   /**
-   * EVM: the nonce it is signed with; Bitcoin: the outpoints it spends (`txid:vout`) and their amounts
-   * (sat). Reserved before the first signing request and kept by every retry.
+   * EVM: the nonce its intent names (version 3), held for it from submission (evm-nonces.ts); Bitcoin:
+   * the outpoints it spends (`txid:vout`) and their amounts (sat), as its intent names them.
    */
   nonce?: number;
+  /** EVM, while not signed: why it waits (a lower nonce of the wallet not yet used). */
+  waiting?: string | undefined;
   inputs?: string[];
   input_amounts?: string[];
   fee: string | null;

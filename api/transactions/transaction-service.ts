@@ -30,6 +30,28 @@ import { WalletLedger } from '../wallets/wallet-ledger.ts';
 import { walletState } from '../wallets/wallet-view.ts';
 import { END_USER_AUTH, VAULTS, WALLETS } from '../vaults/collections.ts';
 import { TRANSACTIONS, TX_JOBS } from './collections.ts';
+import { EvmNonces, holdsAt } from './evm-nonces.ts';
+
+/** POST /v1/transactions/prepare. */
+export interface PrepareTransaction {
+  wallet_id: string;
+  idempotency_key: string;
+  /** The intent's not_after, Unix seconds; default an hour ahead. */
+  not_after?: number | undefined;
+}
+
+/** Its answer: what an EVM intent of the wallet names, with the nonce reserved for the key. */
+export interface PreparedNonce {
+  wallet_id: string;
+  chain: string;
+  chain_id: number;
+  address: string;
+  nonce: number;
+  not_after: number;
+}
+
+/** A prepare's not_after when none is given: the SDK's default intent lifetime. */
+export const DEFAULT_PREPARED_LIFETIME_SECONDS = 3600n;
 
 export interface SubmitTransaction {
   wallet_id: string;
@@ -40,6 +62,8 @@ export interface SubmitTransaction {
   max_fee?: string | undefined;
   /** EVM convenience: the intent's not_after, Unix seconds. */
   not_after?: number | undefined;
+  /** EVM convenience: the intent's nonce (POST /v1/transactions/prepare reserves one). */
+  nonce?: number | undefined;
   idempotency_key: string;
   intent_signature: string;
   end_user_token?: string | undefined;
@@ -126,11 +150,14 @@ const forbidden = (message: string) => new CustodyError('forbidden', message);
 export const TRANSACTION_PROGRESS = 'transaction_progress';
 
 /**
- * A transaction's first job, from creation to broadcast: under its wallet's ordering key, so one
- * transaction of a wallet at a time chooses a nonce or outputs, signs and broadcasts, on any instance.
+ * A transaction's first job, from creation to broadcast: a Bitcoin one under its wallet's ordering key,
+ * so the wallet's spends are broadcast in the order they came (a spend of a change output after its parent).
  */
-export function signJob(tx: Pick<TransactionRecord, 'id' | 'wallet_id' | 'org'>): Op {
-  return { type: 'enqueue', kind: TRANSACTION_PROGRESS, key: tx.id, payload: { phase: 'sign' }, opts: { dedupeKey: `${tx.id}:sign`, orderingKey: `wallet:${tx.wallet_id}`, groupKey: orgJobGroup(tx.org) } };
+export function signJob(tx: Pick<TransactionRecord, 'id' | 'wallet_id' | 'org' | 'family'>): Op {
+  // An EVM transaction's nonce is in its intent: it waits for the nonces below it (transaction-worker.ts)
+  // without holding up the wallet's others, which may be the ones it waits for.
+  const ordering = tx.family === 'evm' ? {} : { orderingKey: `wallet:${tx.wallet_id}` };
+  return { type: 'enqueue', kind: TRANSACTION_PROGRESS, key: tx.id, payload: { phase: 'sign' }, opts: { dedupeKey: `${tx.id}:sign`, ...ordering, groupKey: orgJobGroup(tx.org) } };
 }
 
 /** Its second, from broadcast to final: no ordering key, since waiting on confirmations holds no wallet back. */
@@ -153,10 +180,56 @@ export class TransactionService {
   /** The wallets' ledger, which the worker writes with each state change (one per process: it numbers the entries). */
   readonly ledger: WalletLedger;
   private memberSigning: MemberSigning | undefined;
+  private pendingNonce: ((chain: string, address: string) => Promise<number>) | undefined;
+  /** The wallets' EVM nonce reservations and holds (evm-nonces.ts). */
+  readonly nonces: EvmNonces;
 
   constructor(private readonly o: TransactionServiceOptions) {
     this.now = o.now ?? (() => new Date());
     this.ledger = new WalletLedger(o.vaults.store, this.now);
+    this.nonces = new EvmNonces(o.vaults.store, () => Math.floor(this.now().getTime() / 1000));
+  }
+
+  /**
+   * POST /v1/transactions/prepare: what the customer needs before signing an EVM intent, its nonce,
+   * reserved for the idempotency key until the intent's not_after (evm-nonces.ts). The same key again
+   * answers the same nonce and not_after, so a retry, in any process, signs the same bytes.
+   */
+  async prepare(org: string, body: PrepareTransaction): Promise<PreparedNonce> {
+    const store = this.o.vaults.store;
+    const wallet = await WALLETS.in(store).get(body.wallet_id);
+    if (!wallet || wallet.org !== org) throw new CustodyError('not_found', 'no such wallet');
+    if (walletState(wallet) === 'decommissioned') throw decommissioned(wallet);
+    const net = evmNetwork(wallet.chain);
+    if (!net) throw bad('a Bitcoin intent names the outputs it spends, not a nonce: GET /v1/wallets/{id}/utxos lists them');
+    if (!this.o.hasBackend(wallet.chain)) throw new CustodyError('conflict', `chain ${wallet.chain} has no backend configured on this service`);
+    const nowS = Math.floor(this.now().getTime() / 1000);
+    const answer = (nonce: number, notAfter: number) => ({ wallet_id: wallet.id, chain: wallet.chain, chain_id: Number(net.chainId), address: wallet.address, nonce, not_after: notAfter });
+    // A transaction that the key already names answers with its own nonce.
+    const prior = await this.byIdempotencyKey(org, body.idempotency_key);
+    if (prior) {
+      const intent = decodeIntent(hexToBytes(prior.intent));
+      if (prior.wallet_id !== wallet.id || intent.kind !== 'evm.transfer' || intent.nonce === undefined) throw new CustodyError('conflict', 'this idempotency_key was used for another transaction');
+      return answer(Number(intent.nonce), Number(intent.notAfter));
+    }
+    const notAfter = body.not_after ?? nowS + Number(DEFAULT_PREPARED_LIFETIME_SECONDS);
+    const expiry = intentExpiryProblem(BigInt(notAfter), BigInt(nowS));
+    if (expiry === 'intent_expiry_too_far') throw bad(`not_after is more than ${MAX_INTENT_LIFETIME_SECONDS / 3600n} hours ahead`);
+    if (expiry) throw bad('not_after has passed');
+    return this.nonces.locked(wallet.chain, wallet.address, async () => {
+      const held = await this.nonces.byIdempotencyKey(org, body.idempotency_key);
+      if (held) {
+        if (held.wallet_id !== wallet.id) throw new CustodyError('conflict', 'this idempotency_key reserved a nonce of another wallet');
+        if (holdsAt(held, nowS)) return answer(held.nonce, held.not_after);
+      }
+      const pending = this.pendingNonce
+        ? await this.pendingNonce(wallet.chain, wallet.address).catch((err: unknown) => {
+          throw new CustodyError('conflict', `the ${wallet.chain} backend did not answer: ${(err as Error).message}`.slice(0, 300));
+        })
+        : 0;
+      const hold = await this.nonces.reserve({ chain: wallet.chain, address: wallet.address, org, wallet_id: wallet.id, idempotency_key: body.idempotency_key, not_after: notAfter }, pending);
+      return answer(hold.nonce, hold.not_after);
+    });
   }
 
   /** Runs `fn` while no transaction of `org` is being accepted: what a wallet's decommissioning waits for. */
@@ -171,6 +244,14 @@ export class TransactionService {
       if (found.some((t) => t.state === state)) return true;
     }
     return false;
+  }
+
+  /**
+   * Set by the transaction worker, which has the chain backends: the chain's next nonce of an EVM address,
+   * mempool included, that prepare counts from (from 0 without one).
+   */
+  useNonceSource(pendingNonce: (chain: string, address: string) => Promise<number>): void {
+    this.pendingNonce = pendingNonce;
   }
 
   /** Set by the platform API when it serves member actions: POST /v1/transactions then takes member_signing_session. */
@@ -218,11 +299,22 @@ export class TransactionService {
 
   /** Returns the transaction and whether this call created it (false: an idempotent retry). */
   async submit(org: string, callerKeyId: string, body: SubmitTransaction): Promise<{ tx: TransactionRecord; created: boolean }> {
-    const store = this.o.vaults.store;
     if (body.end_user_token !== undefined && body.member_signing_session !== undefined) throw bad('give either end_user_token or member_signing_session, not both');
     const hash = requestHash(body);
     const prior = await this.byIdempotencyKey(org, body.idempotency_key);
     if (prior) return this.replay(prior, hash);
+    try {
+      return await this.accept(org, callerKeyId, body, hash);
+    } catch (err) {
+      // A refused submission stores nothing and lets go of its key's nonce reservation, so the wallet's
+      // later transactions do not wait on a nonce no transaction will use; a retry prepares again.
+      await this.nonces.release(org, body.wallet_id, body.idempotency_key).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async accept(org: string, callerKeyId: string, body: SubmitTransaction, hash: string): Promise<{ tx: TransactionRecord; created: boolean }> {
+    const store = this.o.vaults.store;
 
     const wallet = await WALLETS.in(store).get(body.wallet_id);
     if (!wallet || wallet.org !== org) throw new CustodyError('not_found', 'no such wallet');
@@ -253,7 +345,7 @@ export class TransactionService {
     }
     const transfers = transfersOf(wallet.chain, intent);
 
-    return this.o.vaults.store.exclusive(`tx-org:${org}`, async () => {
+    return this.o.vaults.store.exclusive(`tx-org:${org}`, () => this.withNonceLock(wallet, intent, async () => {
       // Re-read under the lock: the state, and a concurrent submission with the same key.
       const again = await this.byIdempotencyKey(org, body.idempotency_key);
       if (again) return this.replay(again, hash);
@@ -269,7 +361,13 @@ export class TransactionService {
         state: 'created', idempotency_key: body.idempotency_key, request_hash: hash, intent: bytesToHex(bytes), intent_signature: body.intent_signature.toLowerCase(),
         api_key_id: apiKeyId, intent_sha256: intentSha256(bytes), transfers: transfers.map((x) => ({ ...x, amount: x.amount.toString() })),
         tx_hash: null, reason: null, fee: null, created_at: t, updated_at: t,
+        // What makes it unique on chain, as its intent names it: listed while it is in flight.
+        ...(intent.kind === 'evm.transfer' ? { nonce: Number(intent.nonce) } : { inputs: intent.inputs.map((i) => `${bytesToHex(i.txid)}:${i.vout}`) }),
       };
+      // The nonce the intent names becomes this transaction's: no other of the wallet's can take it.
+      const nonceOps = intent.kind === 'evm.transfer'
+        ? await this.nonces.claimOps({ chain: wallet.chain, address: wallet.address, org, wallet_id: wallet.id, idempotency_key: body.idempotency_key, not_after: Number(intent.notAfter), nonce: Number(intent.nonce) }, tx.id)
+        : [];
       // The member signing session is used in this batch, or not at all: of concurrent submissions, one wins.
       const memberOps = member ? await member.consume(tx.id) : [];
       const job: TransactionJob = {
@@ -278,6 +376,7 @@ export class TransactionService {
       };
       await store.batch([
         ...memberOps,
+        ...nonceOps,
         this.txOp(tx),
         TX_JOBS.putOp(tx.id, job),
         signJob(tx),
@@ -285,7 +384,12 @@ export class TransactionService {
       ]);
       this.wake?.();
       return { tx, created: true };
-    });
+    }));
+  }
+
+  /** Runs `fn` under the sending address's nonce lock for an EVM intent; at once for a Bitcoin one. */
+  private withNonceLock<T>(wallet: WalletRecord, intent: Intent, fn: () => Promise<T>): Promise<T> {
+    return intent.kind === 'evm.transfer' ? this.nonces.locked(wallet.chain, wallet.address, fn) : fn();
   }
 
   /** Stores `tx`; `prev`, the record it replaces, when the state may have changed (its state entries go). */
@@ -349,7 +453,7 @@ export class TransactionService {
     if (body.to === undefined || body.amount === undefined) throw bad('give either `intent`, or `to` and `amount`');
     try {
       const intent = evmIntentFromFields({
-        organization: org, walletId: wallet.id, chainId: net.chainId, from: wallet.address, to: body.to, amount: body.amount,
+        organization: org, walletId: wallet.id, chainId: net.chainId, nonce: body.nonce === undefined ? undefined : BigInt(body.nonce), from: wallet.address, to: body.to, amount: body.amount,
         asset: body.asset, maxFee: body.max_fee, idempotencyKey: body.idempotency_key, notAfter: BigInt(body.not_after ?? 0),
       });
       return { intent, bytes: encodeIntent(intent) };
@@ -369,13 +473,18 @@ export class TransactionService {
       if (viemHex(intent.from).toLowerCase() !== wallet.address.toLowerCase()) throw bad('the intent sends from another address than the wallet');
       // No transaction fits under a zero ceiling: refuse it now rather than fail it later.
       if (intent.maxFee === 0n) throw bad('max_fee must be positive');
+      // The nodes sign an EVM intent only at the nonce it names (docs/intents.md, version 3).
+      if (intent.nonce === undefined) throw bad('the intent names no nonce: nodes sign only EVM intents of version 3, which do; POST /v1/transactions/prepare reserves one (with the convenience fields, give it as `nonce`)');
+      if (intent.nonce > BigInt(Number.MAX_SAFE_INTEGER)) throw bad('the intent\'s nonce is beyond what this service tracks (2^53 - 1)');
       return;
     }
     const net = BITCOIN_NETWORKS.find((n) => n.chain === wallet.chain);
     if (!net || net.network !== intent.network) throw bad(`the intent is for bitcoin ${intent.network}, the wallet is on ${wallet.chain}`);
     if (intent.from !== wallet.address) throw bad('the intent spends from another address than the wallet');
+    // The nodes sign a Bitcoin intent only for the outputs it names as spent (docs/intents.md).
+    if (!intent.inputs.length) throw bad('the intent names no inputs: nodes sign only Bitcoin intents that name the outputs they spend (GET /v1/wallets/{id}/utxos lists them)');
     // A P2WPKH signature commits to its own input's amount only: the customer names every input and amount.
-    if (wallet.address_type !== 'p2tr' && !(intent.inputs.length && intent.inputs.every((i) => i.amount !== undefined))) {
+    if (wallet.address_type !== 'p2tr' && !intent.inputs.every((i) => i.amount !== undefined)) {
       throw bad('a P2WPKH wallet\'s intent names its inputs with their amounts (intent version 2; GET /v1/wallets/{id}/utxos lists them)');
     }
     for (const o of intent.outputs) {

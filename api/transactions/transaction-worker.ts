@@ -33,7 +33,10 @@ import { memberActionOfJob, type TransactionJob, type TransactionRecord, type Tr
 import type { Op } from '../store/record-store.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { WALLETS } from '../vaults/collections.ts';
-import { EVM_NONCES, TRANSACTIONS, TX_JOBS } from './collections.ts';
+import { TRANSACTIONS, TX_JOBS } from './collections.ts';
+
+/** How often an EVM transaction waiting for a lower nonce of its wallet looks at the chain again. */
+const NONCE_GAP_POLL_MS = 300;
 
 export interface Chains {
   evm(chain: string): EvmChain | undefined;
@@ -100,6 +103,12 @@ export class TransactionWorker {
       logger: o.log, kinds: { [TRANSACTION_PROGRESS]: { handler: (job) => this.run(job as LeasedJob<ProgressPayload>), maxAttempts: 1000 } },
     });
     o.transactions.onJob(() => this.runner.poke());
+    // POST /v1/transactions/prepare counts a wallet's nonces from the chain's next one.
+    o.transactions.useNonceSource(async (chain, address) => {
+      const c = o.chains.evm(chain);
+      if (!c) throw new ChainError('chain_unavailable', `no backend for ${chain}`, true);
+      return c.pendingNonce(address as Hex);
+    });
   }
 
   /** Takes over transactions whose progress was kept before it ran on the job queue, then starts the runner. */
@@ -174,25 +183,29 @@ export class TransactionWorker {
         await store.batch([TX_JOBS.putOp(id, job)]);
         return { runAt: job.next_at };
       }
-      // In the sign phase, one transaction of the wallet runs: its ordering key is this job's.
-      if (step.to === 'failed' || step.to === 'rejected') step = { ...step, extra: [...(step.extra ?? []), ...(await this.nonceHandBack(tx.id))] };
+      if (step.to === 'failed' || step.to === 'rejected' || step.to === 'final') step = await this.withNonceRelease(tx.id, step);
       job = await this.transition(id, step);
     }
   }
 
   /**
-   * An EVM transaction that ends before it was signed gives its reserved nonce back to the wallet's next
-   * transaction (under the wallet lock, as nonces are chosen), so the wallet keeps no gap.
+   * An EVM transaction that ends lets go of its nonce's hold. One that ends before the network accepted it
+   * (created, checks or signed) releases the nonce: the wallet's next prepare gives it out again, and the
+   * reason says so, since the wallet's later transactions wait for that nonce to be used.
    */
-  private async nonceHandBack(id: string): Promise<Op[]> {
+  private async withNonceRelease(id: string, step: Exclude<Step, { wait: number }>): Promise<Exclude<Step, { wait: number }>> {
     const store = this.o.vaults.store;
     const tx = await TRANSACTIONS.in(store).get(id);
-    if (!tx || tx.family !== 'evm' || tx.nonce === undefined || (tx.state !== 'created' && tx.state !== 'checks')) return [];
+    if (!tx || tx.family !== 'evm' || tx.nonce === undefined) return step;
     const wallet = await WALLETS.in(store).get(tx.wallet_id);
-    if (!wallet) return [];
-    const nonceKey = `${tx.chain}/${wallet.address.toLowerCase()}`;
-    const next = await EVM_NONCES.in(store).get(nonceKey);
-    return next !== undefined && next > tx.nonce ? [EVM_NONCES.putOp(nonceKey, tx.nonce)] : [];
+    if (!wallet) return step;
+    const release = await this.o.transactions.nonces.releaseOps(tx.chain, wallet.address, tx.nonce, tx.id);
+    // Unsent, and not because the chain used the nonce already: it is free for another transaction.
+    const unsent = (tx.state === 'created' || tx.state === 'checks' || tx.state === 'signed') && !step.patch?.reason?.startsWith('nonce_used');
+    const reason = unsent && step.to !== 'final' && step.patch?.reason
+      ? `${step.patch.reason}; nonce ${tx.nonce} is released: the wallet's later transactions wait until a new one uses it (the next prepare gives it out)`.slice(0, 700)
+      : step.patch?.reason;
+    return { ...step, patch: { ...step.patch, ...(reason === undefined ? {} : { reason }) }, extra: [...(step.extra ?? []), ...release] };
   }
 
   /** Stores a step's outcome over the freshest record and job (a step may have stored one before). */
@@ -231,17 +244,15 @@ export class TransactionWorker {
       case 'signed': {
         const wallet = await WALLETS.in(this.o.vaults.store).get(tx.wallet_id);
         if (!wallet) return { to: 'rejected', patch: { reason: 'wallet_missing' } };
-        // From choosing a nonce or outputs to broadcast, one transaction of a wallet at a time (the sign
-        // job holds the wallet's ordering key, on every instance); the signed transaction is stored before
-        // it is sent, so a job run again sends the same bytes.
+        // The signed transaction is stored before it is sent, so a job run again sends the same bytes.
         let current = (await TRANSACTIONS.in(this.o.vaults.store).get(tx.id))!;
         if (current.state === 'checks') {
           const signed = tx.family === 'evm' ? await this.evmSign(current, job, wallet) : await this.btcSign(current, job, wallet);
-          if (signed.to !== 'signed') return signed;
+          if ('wait' in signed || signed.to !== 'signed') return signed;
           await this.transition(tx.id, signed);
           current = (await TRANSACTIONS.in(this.o.vaults.store).get(tx.id))!;
         }
-        if (tx.family === 'evm') await this.evmBroadcast(current, wallet);
+        if (tx.family === 'evm') await this.evmBroadcast(current);
         else await this.btcChain(current).broadcast(current.raw_tx!, current.tx_hash!);
         return { to: 'broadcast' };
       }
@@ -265,29 +276,32 @@ export class TransactionWorker {
     return c;
   }
 
-  private async evmBroadcast(tx: TransactionRecord, wallet: WalletRecord): Promise<void> {
-    await this.evmChain(tx).broadcast(tx.raw_tx as Hex, tx.tx_hash as Hex).catch(async (err: unknown) => {
-      // A permanent refusal frees the nonce for the wallet's next transaction (an EVM transaction is signed with one).
-      if (err instanceof ChainError && err.permanent) await EVM_NONCES.in(this.o.vaults.store).put(`${tx.chain}/${wallet.address.toLowerCase()}`, tx.nonce!);
-      throw err;
-    });
+  private async evmBroadcast(tx: TransactionRecord): Promise<void> {
+    // A permanent refusal fails the transaction, which releases its nonce (withNonceRelease).
+    await this.evmChain(tx).broadcast(tx.raw_tx as Hex, tx.tx_hash as Hex);
   }
 
-  private async evmSign(tx: TransactionRecord, job: TransactionJob, wallet: WalletRecord): Promise<Exclude<Step, { wait: number }>> {
+  /**
+   * Signs an EVM transaction at the nonce its intent names, once the chain's next nonce of the wallet is
+   * that one: a transaction above a gap is not signed (a signed transaction that then waited on a nonce
+   * that never comes could be mined much later, after it was reported failed), and one whose nonce was
+   * used by another transaction can never be mined.
+   */
+  private async evmSign(tx: TransactionRecord, job: TransactionJob, wallet: WalletRecord): Promise<Step> {
     const chain = this.evmChain(tx);
     const from = wallet.address as Hex;
     const intent = decodeIntent(hexToBytes(tx.intent)) as EvmTransferIntent;
-    const nonceKey = `${tx.chain}/${from.toLowerCase()}`;
-    let nonce = tx.nonce;
-    if (nonce === undefined) {
-      const stored = (await EVM_NONCES.in(this.o.vaults.store).get(nonceKey)) ?? 0;
-      nonce = Math.max(stored, await chain.pendingNonce(from));
-      // Reserved before the first signing request: the nodes record this nonce for the intent and sign
-      // no other, so every retry (and a restart) asks for the same one.
-      await this.o.vaults.store.batch([
-        this.o.transactions.txOp({ ...tx, nonce, updated_at: new Date().toISOString() }),
-        EVM_NONCES.putOp(nonceKey, nonce + 1),
-      ]);
+    // Written before intents named their nonce: the nodes no longer sign it.
+    if (intent.nonce === undefined) return { to: 'rejected', patch: { reason: 'intent_nonce_required: the intent names no nonce; sign a version 3 intent (POST /v1/transactions/prepare)' } };
+    const nonce = Number(intent.nonce);
+    const next = await chain.pendingNonce(from);
+    if (next > nonce) throw new ChainError('nonce_used', `nonce ${nonce} of ${from} is used already (the chain's next is ${next}); prepare and sign a new intent`, true);
+    if (next < nonce) {
+      const nowS = BigInt(Math.floor(Date.now() / 1000));
+      const why = `nonce ${nonce} waits for nonce ${next} of ${from} to be used: a transaction of the wallet not yet sent, or one that ended and released it`;
+      if (nowS > intent.notAfter) return { to: 'failed', patch: { reason: `nonce_gap: ${why}; the intent expired before it could be signed` } };
+      if (tx.waiting !== why) await this.o.vaults.store.batch([this.o.transactions.txOp({ ...tx, waiting: why, updated_at: new Date().toISOString() })]);
+      return { wait: NONCE_GAP_POLL_MS };
     }
     let template: EvmTemplate;
     let unsigned;
@@ -316,32 +330,18 @@ export class TransactionWorker {
     const signer = await recoverAddress({ hash: viemHex(digest), signature: { r: viemHex(sig.subarray(0, 32)), s: viemHex(sig.subarray(32)), yParity: signed.recoveryIds[0]! } });
     if (signer.toLowerCase() !== from.toLowerCase()) throw new Error(`signature recovers ${signer}, not the wallet ${from}`);
     const hash = keccak256(raw);
-    return { to: 'signed', patch: { nonce, raw_tx: raw, tx_hash: hash, fee: String(template.gasLimit * template.maxFeePerGas) } };
+    return { to: 'signed', patch: { nonce, raw_tx: raw, tx_hash: hash, fee: String(template.gasLimit * template.maxFeePerGas), waiting: undefined } };
   }
 
   private async btcSign(tx: TransactionRecord, job: TransactionJob, wallet: WalletRecord): Promise<Exclude<Step, { wait: number }>> {
     const chain = this.btcChain(tx);
     const intent = decodeIntent(hexToBytes(tx.intent)) as BtcTransferIntent;
-    const outpoint = (u: { txid: string; vout: number }) => `${u.txid}:${u.vout}`;
+    // Written before every intent named its inputs: the nodes no longer sign it.
+    if (!intent.inputs.length) return { to: 'rejected', patch: { reason: 'intent_inputs_required: the intent names no inputs; sign one that names the outputs it spends (GET /v1/wallets/{id}/utxos)' } };
     let spend;
     try {
-      const unspent = await chain.utxos(wallet.address);
-      if (tx.inputs) {
-        // Inputs reserved by an earlier attempt: the nodes sign this intent for that input set only.
-        const reserved = tx.inputs.map((o, i) => {
-          const u = unspent.find((x) => outpoint(x) === o);
-          if (!u || (tx.input_amounts && String(u.value) !== tx.input_amounts[i])) throw new SpendError('insufficient_funds', `reserved input ${o} is no longer unspent`);
-          return u;
-        });
-        spend = buildSpend(intent, reserved, await chain.feeRate(), { exactInputs: true });
-      } else {
-        const busy = await this.busyOutputs(wallet, tx.id);
-        spend = buildSpend(intent, unspent.filter((u) => !busy.has(outpoint(u))), await chain.feeRate());
-        const inputs = spend.tx.ins.map((i) => `${bytesToHex(Uint8Array.from(i.hash).reverse())}:${i.index}`);
-        await this.o.vaults.store.batch([
-          this.o.transactions.txOp({ ...tx, inputs, input_amounts: spend.prevouts.map((p) => String(p.value)), updated_at: new Date().toISOString() }),
-        ]);
-      }
+      // Exactly the outputs the intent names, as the chain holds them now; the nodes check the same set.
+      spend = buildSpend(intent, await chain.utxos(wallet.address), await chain.feeRate());
     } catch (err) {
       if (err instanceof SpendError) throw new ChainError(err.code, err.message, true);
       throw err;
@@ -360,7 +360,7 @@ export class TransactionWorker {
   /** Outputs the wallet's own transactions spend or hold for a retry, not yet confirmed: never offered again. */
   async busyOutputs(wallet: WalletRecord, except?: string): Promise<Set<string>> {
     return new Set((await TRANSACTIONS.in(this.o.vaults.store).byIndex(`wallet/${wallet.id}/`, 10_000))
-      .filter((t) => t.id !== except && (t.state === 'checks' || t.state === 'signed' || t.state === 'broadcast'))
+      .filter((t) => t.id !== except && (t.state === 'created' || t.state === 'checks' || t.state === 'signed' || t.state === 'broadcast'))
       .flatMap((t) => t.inputs ?? []));
   }
 

@@ -24,7 +24,8 @@ export const Transaction = Type.Object({
   tx_hash: Type.Union([Type.String({ description: 'EVM 0x hash or Bitcoin txid, once signed' }), Type.Null()]),
   reason: Type.Union([Type.String({ description: 'set when failed or rejected: `<code>: <message>`' }), Type.Null()]),
   fee: Type.Union([Type.String({ description: 'base units: EVM the ceiling gas x max fee per gas, Bitcoin the exact fee' }), Type.Null()]),
-  nonce: Type.Optional(Type.Integer()),
+  nonce: Type.Optional(Type.Integer({ description: 'EVM: the nonce the intent names' })),
+  waiting: Type.Optional(Type.String({ description: 'EVM, before signing: why the transaction waits (a lower nonce of the wallet not yet used)' })),
   block_number: Type.Optional(Type.Integer()),
   confirmations: Type.Optional(Type.Integer()),
   created_at: Type.String({ format: 'date-time' }),
@@ -46,6 +47,7 @@ export const SubmitBody = Type.Object({
   asset: Type.Optional(Type.String({ pattern: `^(native|0x[0-9a-fA-F]{40})$`, description: 'EVM convenience: native (default) or a token contract' })),
   max_fee: Type.Optional(Type.String({ pattern: AMOUNT, description: 'EVM convenience: fee ceiling in wei (default 10^16)' })),
   not_after: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'EVM convenience: the intent\'s not_after, Unix seconds, at most 24 hours ahead; required with the convenience fields' })),
+  nonce: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'EVM convenience: the intent\'s nonce (POST /v1/transactions/prepare reserves one); required with the convenience fields' })),
   idempotency_key: Type.String({ pattern: '^[\\x21-\\x7e]{1,128}$' }),
   intent_signature: Type.String({ pattern: '^[0-9a-fA-F]{128}$', description: 'Ed25519 signature over the canonical intent, hex' }),
   end_user_token: Type.Optional(Type.String({ minLength: 1, maxLength: 16384, description: 'hosted tier: JWT naming this intent (docs/end-user-auth.md)' })),
@@ -53,6 +55,22 @@ export const SubmitBody = Type.Object({
 }, { additionalProperties: false });
 
 const IdT = Type.String({ minLength: 1, maxLength: 64 });
+
+/** POST /v1/transactions/prepare: reserve the nonce an EVM intent names (docs/transactions.md "Nonces"). */
+export const PrepareBody = Type.Object({
+  wallet_id: Type.String({ minLength: 1, maxLength: 64 }),
+  idempotency_key: Type.String({ pattern: '^[\\x21-\\x7e]{1,128}$', description: 'the idempotency key the intent will carry; the same key answers the same reservation' }),
+  not_after: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'the intent\'s not_after, Unix seconds, at most 24 hours ahead; default an hour ahead. The nonce stays reserved until then' })),
+}, { additionalProperties: false });
+
+export const Prepared = Type.Object({
+  wallet_id: Type.String(),
+  chain: Type.String(),
+  chain_id: Type.Integer({ description: 'EIP-155 chain id the intent names' }),
+  address: Type.String({ description: 'the wallet\'s address, the intent\'s from' }),
+  nonce: Type.Integer({ description: 'the nonce the intent names, reserved for this idempotency key' }),
+  not_after: Type.Integer({ description: 'the not_after the intent names, Unix seconds; the reservation lapses then' }),
+});
 
 /** GET /v1/transactions: the organization's transactions, oldest first (docs/vault-api.md "Lists"). */
 export const ListTransactionsQuery = Type.Object({

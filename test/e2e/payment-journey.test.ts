@@ -133,7 +133,7 @@ t.test('a member is funded, pays another holder with one batch approval, the pay
   // Alice's backend builds the intents; Alice approves them at once; each is submitted with the session.
   const notAfter = BigInt(Math.floor(Date.now() / 1000) + 3600);
   const params = p.transfers.map((x) => ({ wallet: ada.wallet, to: x.to as Hex, amount: BigInt(x.amount), asset: token, idempotencyKey: x.idempotency_key, notAfter }));
-  const action = await members.beginBatchMemberAction(alice.session, { walletId: ada.wallet.id, intents: params.map((x) => client.evmIntent(x)), purpose: { type: 'payment', id: p.id } });
+  const action = await members.beginBatchMemberAction(alice.session, { walletId: ada.wallet.id, intents: await Promise.all(params.map((x) => client.evmIntent(x))), purpose: { type: 'payment', id: p.id } });
   t.equal((await platform('GET', `/v1/payments/${p.id}`)).json.status, 'authorizing');
   const proof = await op.signIn({ sub: 'alice', nonce: action.proof.nonce, maxAge: action.proof.max_age ?? 300 });
   const approved = await members.completeMemberAction(alice.session, action.id, proof);

@@ -75,7 +75,7 @@ t.test('EVM: hosted and self vaults send native and ERC-20 transfers to final on
 
   /** Sends through the SDK and follows the transaction to `final`, checking the lifecycle. */
   const send = async (c: CustodyClient, p: SendEvmParameters, hostedVault: boolean): Promise<Transaction> => {
-    const intent = c.evmIntent(p);
+    const intent = await c.evmIntent(p);
     const accepted = await c.sendEvm({ ...p, ...(hostedVault ? { endUserToken: await tokenFor(intent) } : {}) });
     t.ok(['created', 'checks'].includes(accepted.state), `202 in an early state (${accepted.state})`);
     return mining(mine, c.waitForTransaction(accepted.id, ['final'], { timeoutMs: 90_000 }));
@@ -97,7 +97,7 @@ t.test('EVM: hosted and self vaults send native and ERC-20 transfers to final on
   const noToken = client.sendEvm({ wallet: hw, to: alice, amount: 1n, idempotencyKey: 'native-no-token' });
   await t.rejects(noToken, { status: 403, code: 'forbidden' }, 'hosted vault needs the end-user token');
   const p2 = { wallet: hw, to: alice, amount: 1n, idempotencyKey: 'native-wrong-user' };
-  await t.rejects(client.sendEvm({ ...p2, endUserToken: await tokenFor(client.evmIntent(p2), 'user-99') }), { status: 403, code: 'forbidden' }, 'another user\'s token is refused');
+  await t.rejects(client.sendEvm({ ...p2, endUserToken: await tokenFor(await client.evmIntent(p2), 'user-99') }), { status: 403, code: 'forbidden' }, 'another user\'s token is refused');
 
   // A member action (docs/platform/member-actions.md): the BYO OIDC member user-42 signs in at the
   // provider through the BFF's exchange, approves one exact transfer of the hosted vault with a fresh ID
@@ -111,7 +111,7 @@ t.test('EVM: hosted and self vaults send native and ERC-20 transfers to final on
   const members = new MemberAuthClient({ baseUrl: stack.base, apiKey: stack.bearer!, publishableKey: ((await put.json()) as { publishable_key: string }).publishable_key });
   const session = (await members.exchange('e2e-member-exchange-1', await op.signIn({ sub: 'user-42', nonce: (await members.createChallenge()).nonce, maxAge: 300 }))).grant.session_id;
   const mp = { wallet: hw, to: alice, amount: 4242n, idempotencyKey: 'member-action-1', notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600) };
-  const action = await members.beginMemberAction(session, { walletId: hw.id, intent: client.evmIntent(mp) });
+  const action = await members.beginMemberAction(session, { walletId: hw.id, intent: await client.evmIntent(mp) });
   const proof = await op.signIn({ sub: 'user-42', nonce: action.proof.nonce, maxAge: action.proof.max_age });
   const approved = await members.completeMemberAction(session, action.id, proof);
   const aliceBefore = await chain.publicClient.getBalance({ address: alice });

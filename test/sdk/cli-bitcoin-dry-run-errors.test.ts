@@ -97,10 +97,10 @@ t.test('send-bitcoin --dry-run prints the intent, its SHA-256 and what is signed
   t.match(out.send_same_intent_with, new RegExp(`--not-after \\d+ --input ${funded.txid}:${funded.vout}:150000`));
   t.same((await cli(['tx', 'list'])).out.data, [], 'nothing was submitted');
 
-  const evmDry = await cli(['tx', 'send-evm', '--wallet', evm.id, '--to', '0x00000000000000000000000000000000000000a1', '--amount', '7', '--idempotency-key', 'dry-evm', '--not-after', '1900000000', '--dry-run']);
+  const evmDry = await cli(['tx', 'send-evm', '--wallet', evm.id, '--to', '0x00000000000000000000000000000000000000a1', '--amount', '7', '--idempotency-key', 'dry-evm', '--not-after', '1900000000', '--nonce', '3', '--dry-run']);
   t.equal(evmDry.code, 0, evmDry.stderr);
-  t.match(evmDry.out, { dry_run: true, intent: { decoded: { kind: 'evm.transfer', chain_id: '31337', amount: '7', not_after: '1900000000' } }, signing: { nodes: /EIP-1559/ } });
-  t.notOk('send_same_intent_with' in evmDry.out, 'a given not_after and no selection: the same command builds the same bytes');
+  t.match(evmDry.out, { dry_run: true, intent: { decoded: { kind: 'evm.transfer', version: 3, chain_id: '31337', nonce: '3', amount: '7', not_after: '1900000000' } }, signing: { nodes: /EIP-1559/ } });
+  t.notOk('send_same_intent_with' in evmDry.out, 'a given not_after and nonce, no selection: the same command builds the same bytes');
 });
 
 t.test('send-bitcoin submits a P2WPKH spend naming inputs and amounts, and a P2TR spend', async (t) => {

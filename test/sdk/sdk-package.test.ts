@@ -22,7 +22,7 @@ import { hexToBytes } from '@noble/hashes/utils.js';
 const secretKey = new Uint8Array(32).fill(7);
 const client = new CustodyClient({ baseUrl: 'https://api.example.com', organization: 'org_demo', keyId: 'key_demo', secretKey });
 const wallet: Pick<Wallet, 'id' | 'chain' | 'address'> = { id: 'wal_demo', chain: 'evm-local', address: '0x00000000000000000000000000000000000000b1' };
-const intent: Uint8Array = client.evmIntent({ wallet, to: '0x00000000000000000000000000000000000000a1', amount: 1000n, idempotencyKey: 'pay-1', notAfter: 1_900_000_000n });
+const intent: Uint8Array = await client.evmIntent({ wallet, to: '0x00000000000000000000000000000000000000a1', amount: 1000n, idempotencyKey: 'pay-1', notAfter: 1_900_000_000n, nonce: 5n });
 const signature: string = client.signIntent(intent);
 const preview: IntentPreview = previewIntent(intent);
 let refused = '';
@@ -70,7 +70,7 @@ t.test('built, packed, installed in a project outside the repository, type-check
   const out = JSON.parse(execFileSync(process.execPath, ['out/main.js'], { cwd: app, encoding: 'utf8' })) as Record<string, unknown>;
   t.equal(out.verified, true, 'the intent signature made by the compiled SDK verifies under the API key');
   t.match(out.sha256, /^[0-9a-f]{64}$/);
-  t.match(out.decoded, { kind: 'evm.transfer', organization: 'org_demo', wallet_id: 'wal_demo', chain_id: '31337', amount: '1000', not_after: '1900000000' });
+  t.match(out.decoded, { kind: 'evm.transfer', version: 3, organization: 'org_demo', wallet_id: 'wal_demo', chain_id: '31337', nonce: '5', amount: '1000', not_after: '1900000000' });
   t.equal(out.refused, 'bad_intent', 'errors carry their documented code');
   t.ok((out.codes as string[]).includes('insufficient_funds'));
   t.equal(out.apiError, 'not_found');

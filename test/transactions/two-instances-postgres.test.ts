@@ -30,6 +30,7 @@ import { startAnvil } from '../chains/anvil.ts';
 import { waitUntil } from '../cluster/cluster-harness.ts';
 import { signingCoordinator } from '../api/wallets/wallet-app.ts';
 import { newDatabase, startPostgres } from '../support/postgres.ts';
+import { injectFetch } from '../support/inject-fetch.ts';
 
 const DEV = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266' as Hex;
 const BOB = '0x00000000000000000000000000000000000000b0' as Hex;
@@ -87,9 +88,9 @@ t.test('two instances on one database: one wallet\'s transactions each take one 
 
   const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: '/nonexistent' }), logger: log, vaults: a.vaults, transactions: a.transactions });
   closers.push(() => app.close());
-  const client = new CustodyClient({ baseUrl: 'http://api.test', organization: org.id, keyId: key.id, secretKey: apiSecret });
+  const client = new CustodyClient({ baseUrl: 'http://api.test', organization: org.id, keyId: key.id, secretKey: apiSecret, fetch: injectFetch(app) });
   const submit = async (i: number): Promise<string> => {
-    const intent = client.evmIntent({ wallet, to: BOB, amount: 1000n + BigInt(i), idempotencyKey: `pay-${i}` });
+    const intent = await client.evmIntent({ wallet, to: BOB, amount: 1000n + BigInt(i), idempotencyKey: `pay-${i}` });
     const body = JSON.stringify({ wallet_id: wallet.id, intent: bytesToHex(intent), idempotency_key: `pay-${i}`, intent_signature: client.signIntent(intent) });
     const r = await app.inject({ method: 'POST', url: '/v1/transactions', payload: body, headers: { host: 'api.test', ...signedHeaders({ keyId: key.id, secretKey: apiSecret }, 'POST', 'http://api.test/v1/transactions', body) } });
     t.equal(r.statusCode, 202, r.statusCode === 202 ? `pay-${i} accepted` : r.body);

@@ -1,12 +1,13 @@
 // POST /v1/transactions and GET /v1/transactions/{txId} (docs/transactions.md), the list GET /v1/transactions
-// (docs/vault-api.md "Lists"), and GET /v1/wallets/{walletId}/utxos, what a Bitcoin intent names as its
+// (docs/vault-api.md "Lists"), POST /v1/transactions/prepare, the nonce an EVM intent names, and GET
+// /v1/wallets/{walletId}/utxos, what a Bitcoin intent names as its
 // inputs (docs/vault-api.md).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
 import type { TransactionService } from '../../transactions/transaction-service.ts';
 import type { TransactionRecord } from '../../transactions/records.ts';
-import { ListTransactionsQuery, SubmitBody, Transaction, TransactionPage, Utxo } from '../../../core/api-schemas/transactions.ts';
+import { ListTransactionsQuery, PrepareBody, Prepared, SubmitBody, Transaction, TransactionPage, Utxo } from '../../../core/api-schemas/transactions.ts';
 import { DEFAULT_LIMIT, Page, indexPage, type CursorCodec } from '../../store/pagination.ts';
 import { CustodyError } from '../../../core/errors/custody-error.ts';
 import { authenticateBearer, hasBearer, scopeOf } from '../../auth/bearer-auth.ts';
@@ -16,7 +17,7 @@ import type { PaymentFlowKind, PaymentFlows } from '../../payments/payment-flows
 export const transactionView = (t: TransactionRecord) => ({
   id: t.id, wallet_id: t.wallet_id, vault_id: t.vault_id, chain: t.chain, state: t.state, idempotency_key: t.idempotency_key, intent_sha256: t.intent_sha256,
   transfers: t.transfers, tx_hash: t.tx_hash, reason: t.reason, fee: t.fee,
-  ...(t.nonce !== undefined ? { nonce: t.nonce } : {}), ...(t.block_number !== undefined ? { block_number: t.block_number } : {}),
+  ...(t.nonce !== undefined ? { nonce: t.nonce } : {}), ...(t.waiting && (t.state === 'created' || t.state === 'checks') ? { waiting: t.waiting } : {}), ...(t.block_number !== undefined ? { block_number: t.block_number } : {}),
   ...(t.confirmations !== undefined ? { confirmations: t.confirmations } : {}), created_at: t.created_at, updated_at: t.updated_at,
 });
 
@@ -85,6 +86,17 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
     if (!created) reply.header('idempotent-replayed', 'true');
     return reply.code(202).send(transactionView(tx));
   });
+
+  app.post('/transactions/prepare', {
+    schema: {
+      summary: 'Reserve the nonce an EVM intent names, for its idempotency key',
+      description: 'Nodes sign an EVM intent only at the nonce it names (intent version 3, docs/intents.md). This answers the chain id, the address and the lowest nonce of the wallet '
+        + 'that is at or above the chain\'s next one and that no reservation or transaction of the wallet holds, reserved for `idempotency_key` until `not_after`. '
+        + 'The same key again answers the same nonce and not_after (also once a transaction names it), so a retry signs the same bytes. A Bitcoin wallet is 400: its intents name the outputs they spend (GET /v1/wallets/{walletId}/utxos).',
+      tags: ['transactions'], security: [{ httpSignature: [] }],
+      body: PrepareBody, response: { 200: Prepared, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 429: ErrorBody },
+    },
+  }, async (req) => transactions.prepare(req.caller!.org, req.body));
 
   app.get('/wallets/:walletId/utxos', {
     schema: {

@@ -64,7 +64,7 @@ async function setup(t: Parameters<typeof memberActionSetup>[0]) {
   /** The customer's intent for `call` from `wallet` (native asset, amount 0, the calldata), signed with Acme's API key. */
   const intentOf = (call: Pick<EscrowCall, 'to' | 'data'>, wallet: WalletRecord = h.wallet, amount = '0') => {
     const i = evmIntentFromFields({
-      organization: h.acme.org, walletId: wallet.id, chainId: 31337n, from: wallet.address, to: call.to, amount,
+      organization: h.acme.org, walletId: wallet.id, chainId: 31337n, nonce: BigInt(seq), from: wallet.address, to: call.to, amount,
       idempotencyKey: `esc-${process.pid}-${++seq}`, notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
     });
     i.data = hexToBytes(call.data.slice(2));

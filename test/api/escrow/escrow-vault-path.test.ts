@@ -25,6 +25,7 @@ import { PlatformLedger, holderStablecoin } from '../../../api/ledger/platform-l
 import { CustomerLinks } from '../../../api/customers/customer-links.ts';
 import { ACCOUNT_HOLDER_VAULTS, VAULT_ACCOUNT_HOLDERS } from '../../../api/account-holders/collections.ts';
 import { ISSUER_KEY, DEPLOYER_KEY, UNIT } from './escrow-app.ts';
+import { injectFetch } from '../../support/inject-fetch.ts';
 
 t.setTimeout(120_000);
 
@@ -74,11 +75,11 @@ t.test('approve, deposit and release as customer-signed vault-API transactions; 
   const worker = new TransactionWorker({ vaults: s.vaults, transactions: s.transactions, coordinator: signingCoordinator(secret, chainCode), chains, log: createLogger('worker', 'silent'), pollMs: 50 });
   worker.start();
   t.teardown(() => worker.stop());
-  const client = new CustodyClient({ baseUrl: 'http://api.test', organization: s.acme.org, keyId: s.acme.creds.keyId, secretKey: s.acme.creds.secretKey });
+  const client = new CustodyClient({ baseUrl: 'http://api.test', organization: s.acme.org, keyId: s.acme.creds.keyId, secretKey: s.acme.creds.secretKey, fetch: injectFetch(s.app) });
   const stored = async (id: string) => (await s.store.get<TransactionRecord>('transactions', id))!;
   /** The customer's backend: the call as an intent (native asset, amount 0, the calldata), signed with its API key, submitted, followed to final. */
   const send = async (call: { to: Hex; data: Hex }, key: string) => {
-    const intent = client.evmIntent({ wallet: w, to: call.to, amount: 0n, data: call.data, idempotencyKey: key });
+    const intent = await client.evmIntent({ wallet: w, to: call.to, amount: 0n, data: call.data, idempotencyKey: key });
     const r = await s.signed('POST', '/v1/transactions', { wallet_id: w.id, intent: bytesToHex(intent), idempotency_key: key, intent_signature: client.signIntent(intent) });
     t.equal(r.statusCode, 202, r.body);
     const id = r.json().id as string;

@@ -52,7 +52,7 @@ export async function memberActionSetup(t: Test, byo: Record<string, unknown> = 
   /** Canonical intent bytes for `w`, signed with Acme's API key. */
   const intent = (w = wallet, amount = '1000') => {
     const bytes = encodeIntent(evmIntentFromFields({
-      organization: s.acme.org, walletId: w.id, chainId: 31337n, from: w.address, to: '0x00000000000000000000000000000000000a11ce', amount,
+      organization: s.acme.org, walletId: w.id, chainId: 31337n, nonce: BigInt(seq), from: w.address, to: '0x00000000000000000000000000000000000a11ce', amount,
       idempotencyKey: `ma-${process.pid}-${++seq}`, notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
     }));
     return { bytes, b64: Buffer.from(bytes).toString('base64'), hex: bytesToHex(bytes), key: `ma-${process.pid}-${seq}`, sig: bytesToHex(signIntent(bytes, s.acme.creds.secretKey)) };

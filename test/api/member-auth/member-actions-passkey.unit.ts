@@ -59,7 +59,7 @@ async function setup(t: Test) {
   let seq = 0;
   const intent = (w = wallet) => {
     const bytes = encodeIntent(evmIntentFromFields({
-      organization: s.acme.org, walletId: w.id, chainId: 31337n, from: w.address, to: '0x00000000000000000000000000000000000a11ce', amount: '1000',
+      organization: s.acme.org, walletId: w.id, chainId: 31337n, nonce: BigInt(seq), from: w.address, to: '0x00000000000000000000000000000000000a11ce', amount: '1000',
       idempotencyKey: `pk-${process.pid}-${++seq}`, notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
     }));
     return { bytes, b64: Buffer.from(bytes).toString('base64'), hex: bytesToHex(bytes), key: `pk-${process.pid}-${seq}`, sig: bytesToHex(signIntent(bytes, s.acme.creds.secretKey)) };

@@ -211,7 +211,7 @@ t.test('the SDK: MemberAuthClient begins and completes the action, CustodyClient
   const custody = new CustodyClient({ baseUrl: base, organization: h.acme.org, keyId: h.acme.creds.keyId, secretKey: h.acme.creds.secretKey });
   const session = (await members.exchange(newExchangeId(), await h.op.signIn({ sub: 'alice', nonce: (await members.createChallenge()).nonce, maxAge: 300 }))).grant.session_id;
   const p = { wallet: h.wallet, to: '0x00000000000000000000000000000000000a11ce', amount: 5n, idempotencyKey: 'sdk-member-1', notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600) };
-  const intent = custody.evmIntent(p);
+  const intent = await custody.evmIntent(p);
   const begun = await members.beginMemberAction(session, { walletId: h.wallet.id, intent });
   t.equal(begun.intent_sha256, bytesToHex(sha256(intent)));
   const done = await members.completeMemberAction(session, begun.id, await h.op.signIn({ sub: 'alice', nonce: begun.proof.nonce, maxAge: begun.proof.max_age }));

@@ -29,7 +29,7 @@ t.test('a member the tenant disabled: its member actions and its completed signi
   const intent = () => {
     const key = `mbd-${process.pid}-${++seq}`;
     const bytes = encodeIntent(evmIntentFromFields({
-      organization: s.acme.org, walletId: wallet.id, chainId: 31337n, from: wallet.address, to: '0x00000000000000000000000000000000000a11ce', amount: '1000',
+      organization: s.acme.org, walletId: wallet.id, chainId: 31337n, nonce: BigInt(seq), from: wallet.address, to: '0x00000000000000000000000000000000000a11ce', amount: '1000',
       idempotencyKey: key, notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
     }));
     return { b64: Buffer.from(bytes).toString('base64'), hex: bytesToHex(bytes), key, sig: bytesToHex(signIntent(bytes, s.acme.creds.secretKey)) };

@@ -175,9 +175,12 @@ export async function withMember(t: Test, s: PaymentsApp, skewMs: () => number =
     return r.json() as Payment;
   };
   /** The customer's backend builds and signs one intent per transfer, as next_action says. */
+  // One nonce per idempotency key, as POST /v1/transactions/prepare would reserve them.
+  const nonces = new Map<string, bigint>();
+  const nonceOf = (key: string) => nonces.get(key) ?? nonces.set(key, BigInt(nonces.size)).get(key)!;
   const intentsOf = (p: Payment, over: (i: number) => Partial<Parameters<typeof evmIntentFromFields>[0]> = () => ({})) => p.transfers.map((x, i) => {
     const bytes = encodeIntent(evmIntentFromFields({
-      organization: s.acme.org, walletId: p.payer.wallet_id, chainId: 31337n, from: p.payer.address, to: x.to, amount: x.amount, asset: token,
+      organization: s.acme.org, walletId: p.payer.wallet_id, chainId: 31337n, nonce: nonceOf(x.idempotency_key), from: p.payer.address, to: x.to, amount: x.amount, asset: token,
       idempotencyKey: x.idempotency_key, notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600), ...over(i),
     }));
     return { bytes, b64: Buffer.from(bytes).toString('base64'), hex: bytesToHex(bytes), key: x.idempotency_key, sig: bytesToHex(signIntent(bytes, s.acme.creds.secretKey)) };

@@ -36,7 +36,9 @@ async function activeVault(vaults: VaultService, org: string): Promise<VaultReco
 /** Submits a signed EVM transfer through POST /v1/transactions, as the SDK would. */
 async function submit(t: Test, call: Call, creds: ApiCredentials, org: string, wallet: WalletRecord, key: string): Promise<TransactionRecord> {
   const client = new CustodyClient({ baseUrl: 'http://api.test', organization: org, keyId: creds.keyId, secretKey: creds.secretKey });
-  const intent = client.evmIntent({ wallet, to: RECIPIENT, amount: 5n, idempotencyKey: key });
+  // The nonce and not_after as POST /v1/transactions/prepare reserves them for the key.
+  const prepared = (await call('POST', '/v1/transactions/prepare', { wallet_id: wallet.id, idempotency_key: key }, creds)).json() as { nonce: number; not_after: number };
+  const intent = await client.evmIntent({ wallet, to: RECIPIENT, amount: 5n, idempotencyKey: key, nonce: BigInt(prepared.nonce), notAfter: BigInt(prepared.not_after) });
   const r = await call('POST', '/v1/transactions', { wallet_id: wallet.id, intent: bytesToHex(intent), idempotency_key: key, intent_signature: client.signIntent(intent) }, creds);
   t.equal(r.statusCode, 202, r.body);
   return r.json();

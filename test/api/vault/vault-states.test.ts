@@ -65,8 +65,8 @@ t.test('operator freeze and unfreeze: a frozen vault refuses reshare and transac
   const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), vaults, transactions: txs });
   const client = new CustodyClient({ baseUrl: 'http://api.test', organization: org, keyId: creds.keyId, secretKey: secret });
   const notAfter = Math.floor(Date.now() / 1000) + 600;
-  const intent = client.evmIntent({ wallet: w.wallet, to: '0x' + '11'.repeat(20), amount: 5n, idempotencyKey: 'k1', notAfter: BigInt(notAfter) });
-  const body = JSON.stringify({ wallet_id: w.wallet.id, to: '0x' + '11'.repeat(20), amount: '5', not_after: notAfter, idempotency_key: 'k1', intent_signature: client.signIntent(intent) });
+  const intent = await client.evmIntent({ wallet: w.wallet, to: '0x' + '11'.repeat(20), amount: 5n, idempotencyKey: 'k1', notAfter: BigInt(notAfter), nonce: 0n });
+  const body = JSON.stringify({ wallet_id: w.wallet.id, to: '0x' + '11'.repeat(20), amount: '5', not_after: notAfter, nonce: 0, idempotency_key: 'k1', intent_signature: client.signIntent(intent) });
   const res = await app.inject({ method: 'POST', url: '/v1/transactions', payload: body, headers: { host: 'api.test', ...signedHeaders(creds, 'POST', 'http://api.test/v1/transactions', body) } });
   t.equal(res.statusCode, 409, 'a frozen vault accepts no transaction');
   t.equal(res.json().code, 'conflict');

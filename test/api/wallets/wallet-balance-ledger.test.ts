@@ -21,6 +21,7 @@ import { evmNetwork } from '../../../core/chains/evm/evm-networks.ts';
 import { BITCOIN_NETWORKS } from '../../../core/chains/bitcoin/bitcoin-networks.ts';
 import { createLogger } from '../../../common/logger.ts';
 import { anvilWallet, DEV } from './anvil-wallet.ts';
+import { injectFetch } from '../../support/inject-fetch.ts';
 
 const require = createRequire(import.meta.url);
 const token = require('@openzeppelin/contracts/build/contracts/ERC20PresetFixedSupply.json') as { abi: Abi; bytecode: Hex };
@@ -57,7 +58,7 @@ t.test('EVM: transfers through the worker, the balance read from anvil, and the 
   });
   worker.start();
   t.teardown(() => worker.stop());
-  const client = new CustodyClient({ baseUrl: 'http://api.test', organization: s.acme.org, keyId: s.acme.creds.keyId, secretKey: s.acme.creds.secretKey });
+  const client = new CustodyClient({ baseUrl: 'http://api.test', organization: s.acme.org, keyId: s.acme.creds.keyId, secretKey: s.acme.creds.secretKey, fetch: injectFetch(s.app) });
   const stored = async (id: string) => (await s.store.get<TransactionRecord>('transactions', id))!;
   const untilFinal = async (id: string) => waitUntil(async () => {
     const state = (await stored(id)).state;
@@ -66,7 +67,7 @@ t.test('EVM: transfers through the worker, the balance read from anvil, and the 
     return state === 'final';
   }, 60_000, `${id} to be final`, 100);
   const send = async (p: Omit<SendEvmParameters, 'wallet'>) => {
-    const intent = client.evmIntent({ ...p, wallet: w });
+    const intent = await client.evmIntent({ ...p, wallet: w });
     const r = await s.signed('POST', '/v1/transactions', { wallet_id: w.id, intent: bytesToHex(intent), idempotency_key: p.idempotencyKey, intent_signature: client.signIntent(intent) });
     t.equal(r.statusCode, 202, r.body);
     const id = r.json().id as string;

@@ -163,8 +163,8 @@ t.test('a decommissioned wallet takes no transaction, and the refusal changes no
   const { vault } = await s.activeVault(s.acme.org);
   const w = await s.wallet(s.acme.org, vault.id);
   const client = new CustodyClient({ baseUrl: 'http://api.test', organization: s.acme.org, keyId: s.acme.creds.keyId, secretKey: s.acme.creds.secretKey });
-  const submit = (key: string) => {
-    const intent = client.evmIntent({ wallet: w, to: BOB, amount: 5n, idempotencyKey: key });
+  const submit = async (key: string) => {
+    const intent = await client.evmIntent({ wallet: w, to: BOB, amount: 5n, idempotencyKey: key, nonce: key === 'before' ? 0n : 1n });
     return s.signed('POST', '/v1/transactions', { wallet_id: w.id, intent: bytesToHex(intent), idempotency_key: key, intent_signature: client.signIntent(intent) });
   };
   const before = await submit('before');
@@ -178,7 +178,7 @@ t.test('a decommissioned wallet takes no transaction, and the refusal changes no
     for await (const _ of s.store.all(collection)) n++;
     return n;
   };
-  const snapshot = async () => [await count('transactions'), await count('tx_jobs'), await count('outbox'), await count('evm_nonces'), await count('ledger')];
+  const snapshot = async () => [await count('transactions'), await count('tx_jobs'), await count('outbox'), await count('evm_nonce_holds'), await count('ledger')];
   const was = await snapshot();
   const refused = await submit('after');
   t.equal(refused.statusCode, 409);
