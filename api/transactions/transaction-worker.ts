@@ -54,7 +54,10 @@ export interface TransactionWorkerOptions {
   trustLog?: (org: string) => Promise<Uint8Array[]>;
   /** Between claims that found nothing; a submission on this instance wakes the runner at once. */
   pollMs?: number;
-  /** How long a signing may wait on an unavailable cluster before the transaction fails. */
+  /**
+   * A cap on the attempts of a signing that finds the cluster unavailable; without one (the default) it is
+   * retried until the intent's not_after, after which no node would sign it anyway.
+   */
   maxSigningAttempts?: number;
   /** The durable queue the steps run from (default: the one of the vault store, api/jobs/queue-for-store.ts). */
   queue?: JobQueue;
@@ -68,6 +71,8 @@ export interface TransactionWorkerOptions {
   leaseMs?: number;
   /** How long `stop` waits for steps under way before giving their jobs back; default 10 s. */
   stopGraceMs?: number;
+  /** The longest wait between a failed step's attempts (they back off from 0.5 s); default 30 s. */
+  maxRetryDelayMs?: number;
   /** How long a broadcast transaction without a receipt waits before the worker asks whether it was dropped; default 30 s. */
   dropCheckAfterMs?: number;
 }
@@ -164,14 +169,14 @@ export class TransactionWorker {
         const now = (await TRANSACTIONS.in(store).get(id)) ?? tx;
         job = (await TX_JOBS.in(store).get(id)) ?? job;
         const attempts = job.attempts + 1;
-        const max = this.o.maxSigningAttempts ?? 8;
         const message = (err as Error).message.split('\n')[0]!.slice(0, 300);
         if (err instanceof ChainError && err.permanent) {
           step = { to: 'failed', patch: { reason: `${err.code}: ${err.message}`.slice(0, 500) } };
-        } else if (attempts >= max && (now.state === 'created' || now.state === 'checks')) {
-          step = { to: 'failed', patch: { reason: `signing_unavailable: ${message}` } };
+        } else if ((now.state === 'created' || now.state === 'checks') && this.signingOver(now, attempts)) {
+          // An outage costs latency up to the intent's expiry; after it no node signs the intent.
+          step = { to: 'failed', patch: { reason: `signing_unavailable: ${message}${this.o.maxSigningAttempts === undefined ? '; the intent expired (not_after) while waiting' : ''}`.slice(0, 500) } };
         } else {
-          const delay = Math.min(30_000, 250 * 2 ** Math.min(attempts, 7));
+          const delay = Math.min(this.o.maxRetryDelayMs ?? 30_000, 250 * 2 ** Math.min(attempts, 7));
           this.o.log.warn({ transaction: tx.id, state: now.state, attempts, err: message }, 'transaction step failed; will retry');
           job = { ...job, attempts, next_at: Date.now() + delay, last_error: message };
           await store.batch([TX_JOBS.putOp(id, job)]);
@@ -186,6 +191,12 @@ export class TransactionWorker {
       if (step.to === 'failed' || step.to === 'rejected' || step.to === 'final') step = await this.withNonceRelease(tx.id, step);
       job = await this.transition(id, step);
     }
+  }
+
+  /** Whether a transaction not yet signed stops retrying: past its intent's not_after, or the attempts cap. */
+  private signingOver(tx: TransactionRecord, attempts: number): boolean {
+    if (this.o.maxSigningAttempts !== undefined && attempts >= this.o.maxSigningAttempts) return true;
+    return BigInt(Math.floor(Date.now() / 1000)) > decodeIntent(hexToBytes(tx.intent)).notAfter;
   }
 
   /**
@@ -368,7 +379,8 @@ export class TransactionWorker {
   private async sign(tx: TransactionRecord, job: TransactionJob, wallet: WalletRecord, scheme: Scheme, digests: Uint8Array[], template: Uint8Array):
     Promise<{ signatures: Uint8Array[]; recoveryIds: number[]; publicKey: Uint8Array } | { to: 'rejected'; patch: Partial<TransactionRecord> }> {
     const coordinators = this.coordinators;
-    if (!coordinators) throw new Error('no coordinator configured');
+    // Configuration, not an outage: waiting would not help.
+    if (!coordinators) throw new ChainError('signing_unavailable', 'this API instance has no coordinator configured (API_COORDINATORS)', true);
     const vault = await this.o.vaults.vault(tx.org, tx.vault_id);
     if (vault.state === 'frozen') return { to: 'rejected', patch: { reason: 'vault_frozen' } };
     const path = wallet.derivation_path.split('/').slice(1).map(Number);
@@ -389,7 +401,7 @@ export class TransactionWorker {
       // The coordinator client fails with CustodyErrors. A refusal by the nodes (or a request they find
       // invalid) is final: another try would be refused too.
       if (err instanceof CustodyError && (err.kind === 'refused' || err.kind === 'invalid')) return { to: 'rejected', patch: { reason: signersRefused(err) } };
-      throw new Error(`signing: ${err instanceof CustodyError ? `${err.code}: ` : ''}${(err as Error).message}`);
+      throw new Error(signingFailure(err, vault.coordinator_shard));
     }
   }
 
@@ -456,6 +468,17 @@ export class TransactionWorker {
     if (confirmations >= chain.info.finalityDepth) return { to: 'final', patch };
     return { wait: 2000 };
   }
+}
+
+/**
+ * What a signing that did not complete says, in words that name the part that failed: the coordinator
+ * when it could not be reached (no gRPC text), else the cluster's own error.
+ */
+export function signingFailure(err: unknown, shard: string | undefined): string {
+  const coordinator = `the coordinator${shard ? ` (shard ${shard})` : ''}`;
+  if (err instanceof CustodyError && err.kind === 'transport') return `${coordinator} could not be reached`;
+  if (err instanceof CustodyError && err.kind === 'unavailable') return `${coordinator} could not complete the signing now: ${err.code}: ${err.message.split('\n')[0]}`;
+  return `${coordinator} failed the signing: ${err instanceof CustodyError ? `${err.code}: ` : ''}${(err as Error)?.message ?? String(err)}`;
 }
 
 /** A transaction's reason when the signers refuse: `signers refused: <code>`, then who and why, bounded. */

@@ -126,6 +126,7 @@ export const ERROR_CODES = entries({
 
   // ── Chains (API side) ────────────────────────────────────────────────────────────────────────────
   chain_unavailable: e('transport', 'the chain backend did not answer'),
+  signing_unavailable: e('unavailable', 'the cluster could not sign before the intent expired, or this API has no coordinator configured'),
   chain_backend_error: e('transport', 'the chain backend answered with an error status'),
   broadcast_rejected: e('refused', 'the network refused the signed transaction'),
   insufficient_funds: e('refused', 'the wallet cannot pay the amount and fees'),

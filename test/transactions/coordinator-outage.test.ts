@@ -1,0 +1,62 @@
+// A coordinator outage costs latency, not transactions (docs/operations.md "What losing a coordinator
+// means"): on a real anvil, a transfer whose signing finds the coordinator unreachable for longer than the
+// eight attempts that used to fail it is retried until the coordinator answers and ends `final`; one
+// whose intent expires first ends `failed` with a reason that names the coordinator in words, not gRPC text.
+import t from 'tap';
+import { type Hex } from 'viem';
+import { waitUntil } from '../cluster/cluster-harness.ts';
+import { signingCoordinator } from '../api/wallets/wallet-app.ts';
+import { CustodyClient } from '../../api/sdk/client.ts';
+import { TransactionWorker } from '../../api/transactions/transaction-worker.ts';
+import type { TransactionRecord } from '../../api/transactions/records.ts';
+import type { CoordinatorClient } from '../../api/coordinator/coordinator-client.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
+import { createLogger } from '../../common/logger.ts';
+import { anvilWallet } from '../api/wallets/anvil-wallet.ts';
+import { injectFetch } from '../support/inject-fetch.ts';
+
+const BOB = '0x00000000000000000000000000000000000000b0' as Hex;
+
+t.test('a transfer waits through a coordinator outage; one whose intent expires first fails naming the coordinator', async (t) => {
+  const { anvil, chains, s, secret, chainCode, w } = await anvilWallet(t);
+  const real = signingCoordinator(secret, chainCode);
+  let down = true;
+  let refusedCalls = 0;
+  // What the coordinator client throws when no connection can be made (core/rpc/rpc-error.ts).
+  const coordinator = {
+    sign: async (...args: Parameters<CoordinatorClient['sign']>) => {
+      if (down) {
+        refusedCalls++;
+        throw new CustodyError('rpc_error', '14 UNAVAILABLE: No connection established. Last error: connect ECONNREFUSED 127.0.0.1:7000');
+      }
+      return real.sign(...args);
+    },
+  } as unknown as CoordinatorClient;
+  const worker = new TransactionWorker({ vaults: s.vaults, transactions: s.transactions, coordinator, chains, log: createLogger('worker', 'silent'), pollMs: 20, maxRetryDelayMs: 20 });
+  worker.start();
+  t.teardown(() => worker.stop());
+  const client = new CustodyClient({ baseUrl: 'http://api.test', organization: s.acme.org, keyId: s.acme.creds.keyId, secretKey: s.acme.creds.secretKey, fetch: injectFetch(s.app) });
+  const stored = async (id: string) => (await s.store.get<TransactionRecord>('transactions', id))!;
+
+  const tx = await client.sendEvm({ wallet: w, to: BOB, amount: 1000n, idempotencyKey: 'through-outage' });
+  await waitUntil(async () => refusedCalls >= 20, 30_000, 'twenty attempts against the unreachable coordinator', 20);
+  t.equal((await stored(tx.id)).state, 'checks', 'still waiting after twenty attempts (eight used to fail it)');
+  down = false;
+  await waitUntil(async () => {
+    const r = await stored(tx.id);
+    if (r.state === 'failed' || r.state === 'rejected') throw new Error(`${r.state}: ${r.reason}`);
+    if (r.state === 'confirmed') await anvil.testClient.mine({ blocks: 1 });
+    return r.state === 'final';
+  }, 30_000, 'the transfer to be final once the coordinator is back', 50);
+  t.pass('final once the coordinator answered again');
+
+  // An intent that expires during the outage: failed, the reason in words.
+  down = true;
+  const soon = BigInt(Math.floor(Date.now() / 1000) + 2);
+  const short = await client.sendEvm({ wallet: w, to: BOB, amount: 1000n, idempotencyKey: 'expires-in-outage', notAfter: soon });
+  await waitUntil(async () => (await stored(short.id)).state === 'failed', 30_000, 'the short-lived transfer to fail', 50);
+  const failed = await stored(short.id);
+  t.match(failed.reason, /^signing_unavailable: the coordinator could not be reached; the intent expired \(not_after\) while waiting/, 'the reason names the coordinator');
+  t.notMatch(failed.reason, /UNAVAILABLE|ECONNREFUSED|No connection/, 'no gRPC text');
+  t.match(failed.reason, /nonce \d+ is released/, 'and releases its nonce');
+});
