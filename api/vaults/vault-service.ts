@@ -379,6 +379,12 @@ export class VaultService {
    * active, and from reshare_pending to finish a rotation that needs attention; 409 otherwise.
    */
   async reshare(org: string, vaultId: string, targetTier: Tier | undefined, committee: CommitteeFields = {}, reshareRequest?: Uint8Array): Promise<{ id: string; status: 'accepted' }> {
+    // Under the organization's lock: of concurrent requests for one vault, one starts a reshare and the
+    // others see it resharing.
+    return this.orgLock(org, () => this.startReshare(org, vaultId, targetTier, committee, reshareRequest));
+  }
+
+  private async startReshare(org: string, vaultId: string, targetTier: Tier | undefined, committee: CommitteeFields, reshareRequest?: Uint8Array): Promise<{ id: string; status: 'accepted' }> {
     const v = await this.vault(org, vaultId);
     if (v.state !== 'active' && v.state !== 'reshare_pending') throw new CustodyError('conflict', `the vault is ${v.state}; a reshare needs it active`);
     // The nodes would refuse it anyway (a replay of an older request); say so before anything is queued.
@@ -485,16 +491,20 @@ export class VaultService {
     if (info.family === 'evm' && addressType !== undefined) throw new CustodyError('invalid_request', 'address_type applies to Bitcoin chains only');
     if (!v.public_key || !v.chain_code) throw new CustodyError('invalid_request', `the vault key is not generated yet (the vault is ${v.state}); derive wallets once it is active`);
     const type = info.family === 'evm' ? 'evm' : (addressType ?? 'p2wpkh');
-    const existing = await WALLETS.in(this.o.store).byIndex(`derivation/${v.id}/${chain}/${type}/${accountIndex}/`);
-    if (existing[0]) return { wallet: existing[0], created: false };
-    const { address, path } = walletAddress(v.public_key, v.chain_code, info, type, accountIndex);
-    const w: WalletRecord = {
-      id: newId('wal'), org, vault_id: v.id, chain, address_type: type, account_index: accountIndex, address, derivation_path: 'm/' + path.join('/'), created_at: iso(this.now()),
-    };
-    await this.o.store.batch([
-      WALLETS.putOp(w.id, w, { index: walletIndex(w) }),
-      this.event(org, 'vault.wallet.created', 'wallet', w.id, { vault_id: v.id, wallet_id: w.id, chain, address: w.address }),
-    ]);
-    return { wallet: w, created: true };
+    const derivation = `derivation/${v.id}/${chain}/${type}/${accountIndex}/`;
+    // One wallet per derivation, on every instance: concurrent requests for it get the same record.
+    return this.o.store.exclusive(`wallet-${derivation}`, async () => {
+      const existing = await WALLETS.in(this.o.store).byIndex(derivation);
+      if (existing[0]) return { wallet: existing[0], created: false };
+      const { address, path } = walletAddress(v.public_key!, v.chain_code!, info, type, accountIndex);
+      const w: WalletRecord = {
+        id: newId('wal'), org, vault_id: v.id, chain, address_type: type, account_index: accountIndex, address, derivation_path: 'm/' + path.join('/'), created_at: iso(this.now()),
+      };
+      await this.o.store.batch([
+        WALLETS.putOp(w.id, w, { index: walletIndex(w) }),
+        this.event(org, 'vault.wallet.created', 'wallet', w.id, { vault_id: v.id, wallet_id: w.id, chain, address: w.address }),
+      ]);
+      return { wallet: w, created: true };
+    });
   }
 }
