@@ -140,9 +140,12 @@ interface EvmSpec {
   key: string;
   notAfter?: bigint;
 }
+/** One nonce per idempotency key, as POST /v1/transactions/prepare reserves them: the same spec, the same bytes. */
+const nonces = new Map<string, bigint>();
+const nonceOf = (key: string) => nonces.get(key) ?? nonces.set(key, BigInt(nonces.size)).get(key)!;
 function evmIntent(s: EvmSpec): Uint8Array {
   const intent: Intent = evmIntentFromFields({
-    organization: s.org ?? s.wallet.org, walletId: s.walletId ?? s.wallet.id, chainId: s.chainId ?? 31337n, from: s.wallet.address, to: s.to ?? ALLOWED,
+    organization: s.org ?? s.wallet.org, walletId: s.walletId ?? s.wallet.id, chainId: s.chainId ?? 31337n, nonce: nonceOf(s.key), from: s.wallet.address, to: s.to ?? ALLOWED,
     amount: String(s.amount ?? 1n), asset: s.asset, idempotencyKey: s.key, notAfter: s.notAfter ?? NOT_AFTER,
   });
   return encodeIntent(intent);
@@ -372,10 +375,11 @@ const rows: Row[] = [
   // POST /transactions: signatures, tokens, policy and state.
   { name: 'tx: intent signature by a key of another organization', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: submission({ wallet: walletA, key: 'sig-1' }, secretB), status: 403, code: 'forbidden', message: /intent signature did not verify/ },
   { name: 'tx: intent signature by a revoked key', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: submission({ wallet: walletA, key: 'sig-2' }, secretRevoked), status: 403, code: 'forbidden', message: /intent signature did not verify/ },
-  { name: 'tx: convenience fields with a signature over other fields', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: (() => { const s = submission({ wallet: walletA, amount: 5n, key: 'sig-3' }); return { wallet_id: walletA.id, to: ALLOWED, amount: '6', not_after: Number(NOT_AFTER), idempotency_key: 'sig-3', intent_signature: s.intent_signature }; })(), status: 403, code: 'forbidden', message: /intent signature did not verify/ },
+  { name: 'tx: convenience fields with a signature over other fields', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: (() => { const s = submission({ wallet: walletA, amount: 5n, key: 'sig-3' }); return { wallet_id: walletA.id, to: ALLOWED, amount: '6', not_after: Number(NOT_AFTER), nonce: Number(nonceOf('sig-3')), idempotency_key: 'sig-3', intent_signature: s.intent_signature }; })(), status: 403, code: 'forbidden', message: /intent signature did not verify/ },
   { name: 'tx: intent without not_after', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: submission({ wallet: walletA, key: 'exp-2', notAfter: 0n }), status: 400, code: 'invalid_request', message: /needs a not_after/ },
   { name: 'tx: intent expiring more than a day ahead', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: submission({ wallet: walletA, key: 'exp-3', notAfter: BigInt(nowS() + 24 * 3600 + 120) }), status: 400, code: 'invalid_request', message: /more than 24 hours ahead/ },
-  { name: 'tx: convenience fields without not_after', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: (() => { const s = submission({ wallet: walletA, key: 'exp-4', notAfter: 0n }); return { wallet_id: walletA.id, to: ALLOWED, amount: '1', idempotency_key: 'exp-4', intent_signature: s.intent_signature }; })(), status: 400, code: 'invalid_request', message: /needs a not_after/ },
+  { name: 'tx: convenience fields without not_after', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: (() => { const s = submission({ wallet: walletA, key: 'exp-4', notAfter: 0n }); return { wallet_id: walletA.id, to: ALLOWED, amount: '1', nonce: Number(nonceOf('exp-4')), idempotency_key: 'exp-4', intent_signature: s.intent_signature }; })(), status: 400, code: 'invalid_request', message: /needs a not_after/ },
+  { name: 'tx: convenience fields without nonce', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: (() => { const s = submission({ wallet: walletA, key: 'nonce-1' }); return { wallet_id: walletA.id, to: ALLOWED, amount: '1', not_after: Number(NOT_AFTER), idempotency_key: 'nonce-1', intent_signature: s.intent_signature }; })(), status: 400, code: 'invalid_request', message: /names no nonce/ },
   { name: 'tx: not_after not an integer', op: 'POST /transactions', method: 'POST', path: '/v1/transactions', body: tx({ not_after: '1795000000' }), status: 400, code: 'invalid_request', message: /not_after/ },
   {
     name: 'tx: P2WPKH intent without input amounts', op: 'POST /transactions', method: 'POST', path: '/v1/transactions',
