@@ -159,6 +159,12 @@ export interface RefreshCredentialRecord extends CallerBinding {
   issued_at: string;
   expires_at: string;
   consumed_at: string | null;
+  /**
+   * Set when the refresh that consumed it named a `refresh_id`: the grant it returned, sealed
+   * (exchange-cipher.ts), so that the same refresh repeated after a lost answer gets the same session
+   * until `until`, rather than being taken for a replay.
+   */
+  retry?: { id: string; sealed: string; until: string };
 }
 
 export interface ExchangeRecord {

@@ -13,6 +13,7 @@ import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { AuditLog, Actor } from '../tenancy/audit-log.ts';
 import type { ApplicationRecord } from './member-auth-records.ts';
+import type { ExchangeCipher } from './exchange-cipher.ts';
 import { hostedMemberActive, hostedRestrictedUntil } from './hosted-members.ts';
 import {
   LIFETIMES, REFRESH_CREDENTIAL, SESSION_COLLECTIONS as S, SESSION_ID, newSecret, sameDigest, sha256hex,
@@ -41,6 +42,10 @@ export const familyIndex = (f: Pick<SessionFamilyRecord, 'application' | 'member
 export type SignOutScope = 'session' | 'all';
 
 const sessionInvalid = (why: string) => new CustodyError('member_session_invalid', `the member session is not valid: ${why}`);
+/** How long the same refresh (credential and refresh_id) repeated after a lost answer gets its grant back. */
+export const REFRESH_RETRY_SECONDS = 60;
+const retryAad = (credentialHash: string, refreshId: string) => `refresh\x00${credentialHash}\x00${refreshId}`;
+
 const refreshInvalid = (why: string) => new CustodyError('refresh_invalid', `the refresh credential is not valid: ${why}`);
 
 export interface Minted {
@@ -50,7 +55,11 @@ export interface Minted {
 }
 
 export class MemberSessions {
-  constructor(private readonly store: RecordRepository, private readonly audit: AuditLog, private readonly clock: () => number) {}
+  /**
+   * `cipher` seals the grant of a refresh that names a `refresh_id` (POST /member-auth/refresh), so a
+   * repeat after a lost answer gets it back; without one, every repeat is a replay.
+   */
+  constructor(private readonly store: RecordRepository, private readonly audit: AuditLog, private readonly clock: () => number, private readonly cipher?: ExchangeCipher) {}
 
   private iso(ms = this.clock()): string {
     return new Date(ms).toISOString();
@@ -151,8 +160,13 @@ export class MemberSessions {
     ];
   }
 
-  /** POST /member-auth/refresh: rotates the session and the refresh credential (rule 7). */
-  async refresh(caller: MemberCaller, actor: Actor, credential: string): Promise<SessionGrant> {
+  /**
+   * POST /member-auth/refresh: rotates the session and the refresh credential (rule 7). A `refreshId` the
+   * BFF chose for this refresh makes a repeat of it within REFRESH_RETRY_SECONDS, with the same credential
+   * and id, answer the same grant while that session is still the family's current one; any other repeat
+   * is a replay.
+   */
+  async refresh(caller: MemberCaller, actor: Actor, credential: string, refreshId?: string): Promise<SessionGrant> {
     if (!REFRESH_CREDENTIAL.test(credential)) throw refreshInvalid('unknown');
     const hash = sha256hex(credential);
     const first = await S.refresh.in(this.store).get(hash);
@@ -163,6 +177,8 @@ export class MemberSessions {
       const family = await S.families.in(this.store).get(r.family);
       if (!family) throw refreshInvalid('unknown');
       if (r.status === 'consumed') {
+        const again = this.retried(r, hash, refreshId, family);
+        if (again) return again;
         if (family.status === 'active') await this.store.batch(this.revokeOps(family, 'refresh_replay', actor, 'member_auth.session_family.revoke'));
         throw new CustodyError('refresh_replayed', 'this refresh credential was already used: every session of its sign-in is revoked; the member must sign in again');
       }
@@ -173,14 +189,28 @@ export class MemberSessions {
       if (!old) throw refreshInvalid('its session is gone');
       await this.checkTrust(caller, old.application_version, old.binding);
       const minted = this.mint(caller, family);
+      const grant: SessionGrant = { ...minted.grant, member: { id: family.member_id, created: false } };
+      const retry = refreshId !== undefined && this.cipher
+        ? { retry: { id: sha256hex(refreshId), sealed: this.cipher.seal(JSON.stringify(grant), retryAad(hash, refreshId)), until: this.iso(now + REFRESH_RETRY_SECONDS * 1000) } }
+        : {};
       await this.store.batch([
-        S.refresh.putOp(hash, { ...r, status: 'consumed', consumed_at: this.iso(now) } satisfies RefreshCredentialRecord),
+        S.refresh.putOp(hash, { ...r, status: 'consumed', consumed_at: this.iso(now), ...retry } satisfies RefreshCredentialRecord),
         S.sessions.delOp(r.session),
         ...minted.ops,
         S.families.putOp(family.id, { ...family, current_session: minted.sessionHash } satisfies SessionFamilyRecord, { index: familyIndex(family) }),
       ]);
-      return { ...minted.grant, member: { id: family.member_id, created: false } };
+      return grant;
     });
+  }
+
+  /** The grant of the refresh `refreshId` named, for its repeat within the window, while its session is current. */
+  private retried(r: RefreshCredentialRecord, hash: string, refreshId: string | undefined, family: SessionFamilyRecord): SessionGrant | undefined {
+    if (refreshId === undefined || !r.retry || !this.cipher || family.status !== 'active') return undefined;
+    if (!sameDigest(r.retry.id, sha256hex(refreshId)) || Date.parse(r.retry.until) <= this.clock()) return undefined;
+    const plain = this.cipher.open(r.retry.sealed, retryAad(hash, refreshId));
+    if (plain === undefined) return undefined;
+    const grant = JSON.parse(plain) as SessionGrant;
+    return sameDigest(family.current_session, sha256hex(grant.session_id)) ? grant : undefined;
   }
 
   /**

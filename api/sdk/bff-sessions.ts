@@ -348,16 +348,22 @@ export class BffSessions {
         throw this.signedOut('the refresh credential expired');
       }
       let grant: MemberSessionGrant;
+      // One id for this refresh: a repeat after a lost answer gets the same session back (the API keeps it
+      // 60 s), where a new refresh of a spent credential would revoke the sign-in.
+      const refreshId = randomBytes(24).toString('base64url');
       try {
-        grant = await this.o.client.refresh(rec.refresh_credential);
+        grant = await this.o.client.refresh(rec.refresh_credential, refreshId).catch((err: unknown) => {
+          if (err instanceof CustodyApiError) throw err;
+          return this.o.client.refresh(rec.refresh_credential, refreshId);
+        });
       } catch (err) {
         if (err instanceof CustodyApiError && SIGNED_OUT.has(err.code)) {
           // refresh_replayed: someone else spent this credential, and the API revoked the sign-in.
           await this.o.store.delete(BffSessions.sessionKey(reference));
           throw this.signedOut(err.code);
         }
-        // No answer: the credential may be spent. The record stays; the next refresh either succeeds or is
-        // told refresh_replayed and signs out (the API has no recovery for a lost refresh answer).
+        // No answer twice: the credential may be spent. The record stays; the next refresh either succeeds
+        // or is told refresh_replayed and signs out.
         throw err;
       }
       // Stored before anyone is answered: the old credential is spent from this moment.

@@ -167,9 +167,13 @@ export class MemberAuthClient {
     return (await this.call<MemberContext>('GET', PATHS.session, undefined, sessionId)).json;
   }
 
-  /** POST /v1/member-auth/refresh: spends the single-use credential for a new session and credential. */
-  async refresh(refreshCredential: string): Promise<MemberSessionGrant> {
-    return (await this.call<MemberSessionGrant>('POST', PATHS.refresh, { refresh_credential: refreshCredential })).json;
+  /**
+   * POST /v1/member-auth/refresh: spends the single-use credential for a new session and credential. With
+   * `refreshId` (16 to 128 of `A-Za-z0-9._~-`, new for each refresh), the same call repeated after a lost
+   * answer within 60 s gets the same session back instead of revoking the sign-in.
+   */
+  async refresh(refreshCredential: string, refreshId?: string): Promise<MemberSessionGrant> {
+    return (await this.call<MemberSessionGrant>('POST', PATHS.refresh, { refresh_credential: refreshCredential, ...(refreshId === undefined ? {} : { refresh_id: refreshId }) })).json;
   }
 
   /**

@@ -115,9 +115,23 @@ t.test('sign-out: the exact session by default, all of the member on request, a 
   b.net.setLoss(() => undefined);
   await rejects(t, bff.session(four.reference), 'signed_out', 'the reference is cleared anyway');
 
-  // A lost refresh answer keeps the record; the next attempt is a replay and signs out, as the API decides.
+  // A lost refresh answer: the BFF sends the same refresh (its refresh_id) again and gets the same session.
+  const six = await b.signIn(bff, 'frank');
   const five = await b.signIn(bff, 'frank');
   b.h.advance(901);
+  const before = b.net.calls(REFRESH).length;
+  b.net.setLoss((path, n) => (path === REFRESH && n === before + 1 ? 'after' : undefined));
+  const kept = await bff.session(six.reference);
+  b.net.setLoss(() => undefined);
+  const sent = b.net.calls(REFRESH).slice(before);
+  t.equal(sent.length, 2, 'the refresh was sent twice');
+  t.ok(sent[0]!.dropped && !sent[1]!.dropped, 'the first answer was lost');
+  t.same(sent[0]!.body, sent[1]!.body, 'the same credential and refresh_id');
+  t.equal(sent[1]!.answer!.session_id, kept.sessionId, 'the repeat got the session the first one made');
+  t.equal((await bff.context(six.reference)).member.id, six.memberId, 'the session works');
+  t.equal((await b.audit('member_auth.session_family.revoke')).length, 0, 'nothing revoked');
+
+  // Both answers lost: the record stays; a later refresh is a new one, a replay, and signs out.
   b.net.setLoss((path) => (path === REFRESH ? 'after' : undefined));
   try {
     await bff.session(five.reference);

@@ -58,7 +58,7 @@ export const memberAuthRoutes: FastifyPluginAsyncTypebox<MemberAuthRoutesOptions
   app.addHook('onClose', async () => http.close());
   const cipher = await loadExchangeCipher(platform.store, opts.exchangeKey);
   const challenges = new ProofChallenges(platform.store, platform.clock);
-  const sessions = new MemberSessions(platform.store, platform.audit, platform.clock);
+  const sessions = new MemberSessions(platform.store, platform.audit, platform.clock, cipher);
   const exchange = new ProofExchange({
     store: platform.store, audit: platform.audit, cipher, verifier: new ProofVerifier(http, platform.clock), bindings: new MemberBindings(platform.store, platform.clock),
     sessions, clock: platform.clock, ...(opts.afterVerify ? { afterVerify: opts.afterVerify } : {}),
@@ -132,12 +132,13 @@ export const memberAuthRoutes: FastifyPluginAsyncTypebox<MemberAuthRoutesOptions
     config: { permission: 'member_auth.session' },
     schema: {
       summary: 'Rotate the single-use refresh credential: a new session id and refresh credential',
-      description: 'A credential used before revokes every session of its sign-in (401 refresh_replayed), once the caller matches its tenant, workspace, application, publishable key and bearer principal.',
+      description: 'A credential used before revokes every session of its sign-in (401 refresh_replayed), once the caller matches its tenant, workspace, application, publishable key and bearer principal. '
+        + 'Optional `refresh_id` (chosen by the BFF for this refresh): the same credential with the same refresh_id repeated within 60 s, after a lost answer, returns the same session while it is still the sign-in\'s current one, rather than counting as a replay.',
       tags: TAGS, security: SECURITY,
-      body: Type.Object({ refresh_credential: Type.String({ minLength: 1, maxLength: 256 }) }, { additionalProperties: false }),
+      body: Type.Object({ refresh_credential: Type.String({ minLength: 1, maxLength: 256 }), refresh_id: Type.Optional(Type.String({ pattern: EXCHANGE_ID.source })) }, { additionalProperties: false }),
       response: { 200: Grant, ...errors },
     },
-  }, async (req) => sessions.refresh(await callerOf(req), actorOf(req), req.body.refresh_credential));
+  }, async (req) => sessions.refresh(await callerOf(req), actorOf(req), req.body.refresh_credential, req.body.refresh_id));
 
   app.post('/member-auth/sign-out', {
     config: { permission: 'member_auth.session' },

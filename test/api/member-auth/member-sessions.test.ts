@@ -172,3 +172,40 @@ t.test('rule 10: sign-out revokes the exact session by default; {"scope":"all"} 
   h.advance(LIFETIMES.session + 1);
   t.same((await h.bff('POST', PATHS.signOut, {}, { session: late.session_id })).json(), { revoked_sessions: 1 });
 });
+
+t.test('a refresh repeated with its refresh_id after a lost answer gets the same session; any other repeat is a replay', async (t) => {
+  const h = await setupMemberAuth(t);
+  const g = await h.signIn();
+  const id = 'refresh-0123456789abcdef';
+  const first = await h.bff('POST', PATHS.refresh, { refresh_credential: g.refresh_credential, refresh_id: id });
+  t.equal(first.statusCode, 200, first.body);
+  // The answer was lost: the BFF sends the same refresh again.
+  const again = await h.bff('POST', PATHS.refresh, { refresh_credential: g.refresh_credential, refresh_id: id });
+  t.equal(again.statusCode, 200, again.body);
+  t.same(again.json(), first.json(), 'the same session and refresh credential');
+  t.equal((await h.bff('GET', PATHS.session, undefined, { session: first.json().session_id })).statusCode, 200, 'the session works');
+  t.equal((await families(h)).filter((f) => f.status === 'active').length, 1, 'the sign-in is intact');
+  t.equal((await h.platform.audit.list(h.sandbox.id)).filter((e) => e.action === 'member_auth.session_family.revoke').length, 0, 'nothing revoked');
+  const sealed = JSON.stringify(await h.store.get('member_auth_refresh_credentials', (await import('../../../api/member-auth/member-session-records.ts')).sha256hex(g.refresh_credential)));
+  t.notMatch(sealed, /mss_|mrc_/, 'the kept grant is sealed');
+
+  // Another refresh_id with the spent credential is a replay, as is the same one past the window.
+  const other = await h.signIn('bob');
+  const o1 = await h.bff('POST', PATHS.refresh, { refresh_credential: other.refresh_credential, refresh_id: id });
+  t.equal(o1.statusCode, 200);
+  h.advance(61);
+  const late = await h.bff('POST', PATHS.refresh, { refresh_credential: other.refresh_credential, refresh_id: id });
+  t.equal(late.json().code, 'refresh_replayed', 'past 60 s: a replay');
+  t.equal((await h.bff('GET', PATHS.session, undefined, { session: o1.json().session_id })).json().code, 'member_session_invalid', 'and the sign-in is revoked');
+
+  const stolen = await h.bff('POST', PATHS.refresh, { refresh_credential: g.refresh_credential, refresh_id: 'someone-else-0123456789' });
+  t.equal(stolen.json().code, 'refresh_replayed', 'another refresh_id: a replay');
+  t.equal((await h.bff('GET', PATHS.session, undefined, { session: first.json().session_id })).json().code, 'member_session_invalid', 'the sign-in is revoked');
+
+  // Once the new session was refreshed in turn, the old repeat gets nothing back.
+  const c = await h.signIn('carol');
+  const c1 = (await h.bff('POST', PATHS.refresh, { refresh_credential: c.refresh_credential, refresh_id: id })).json();
+  t.equal((await h.bff('POST', PATHS.refresh, { refresh_credential: c1.refresh_credential })).statusCode, 200);
+  t.equal((await h.bff('POST', PATHS.refresh, { refresh_credential: c.refresh_credential, refresh_id: id })).json().code, 'refresh_replayed', 'a repeat after the next refresh is a replay');
+  t.equal((await h.bff('POST', PATHS.refresh, { refresh_credential: 'mrc_x', refresh_id: 'short' })).statusCode, 400, 'a malformed refresh_id is 400');
+});
