@@ -306,7 +306,7 @@ export class TransactionWorker {
     if (intent.nonce === undefined) return { to: 'rejected', patch: { reason: 'intent_nonce_required: the intent names no nonce; sign a version 3 intent (POST /v1/transactions/prepare)' } };
     const nonce = Number(intent.nonce);
     const next = await chain.pendingNonce(from);
-    if (next > nonce) throw new ChainError('nonce_used', `nonce ${nonce} of ${from} is used already (the chain's next is ${next}); prepare and sign a new intent`, true);
+    if (next > nonce) return this.evmNonceUsed(tx, job, intent, chain, from, nonce, next);
     if (next < nonce) {
       const nowS = BigInt(Math.floor(Date.now() / 1000));
       const why = `nonce ${nonce} waits for nonce ${next} of ${from} to be used: a transaction of the wallet not yet sent, or one that ended and released it`;
@@ -342,6 +342,30 @@ export class TransactionWorker {
     if (signer.toLowerCase() !== from.toLowerCase()) throw new Error(`signature recovers ${signer}, not the wallet ${from}`);
     const hash = keccak256(raw);
     return { to: 'signed', patch: { nonce, raw_tx: raw, tx_hash: hash, fee: String(template.gasLimit * template.maxFeePerGas), waiting: undefined } };
+  }
+
+  /**
+   * The intent's nonce is used, before this transaction was stored signed. By this intent's own transfer
+   * (signatures someone other than this worker broadcast: a coordinator that sent the transaction itself
+   * and answered an error) when the chain's transaction at that nonce is the intent's call: the
+   * transaction follows that one, as broadcast. Otherwise it fails `nonce_used`, unsigned.
+   */
+  private async evmNonceUsed(tx: TransactionRecord, job: TransactionJob, intent: EvmTransferIntent, chain: EvmChain, from: Hex, nonce: number, next: number): Promise<Step> {
+    // Only a transaction that asked for signatures before (and failed) can have had them broadcast.
+    const found = job.attempts > 0 ? await chain.findByNonce(from, nonce) : undefined;
+    if (found === 'pending') {
+      if (BigInt(Math.floor(Date.now() / 1000)) <= intent.notAfter) return { wait: 1000 };
+    } else if (found) {
+      const shape = evmTransaction(intent, { nonce, gasLimit: 1n, maxFeePerGas: 1n, maxPriorityFeePerGas: 0n });
+      const ours = found.to?.toLowerCase() === shape.to?.toLowerCase() && found.value === (shape.value ?? 0n) && found.input.toLowerCase() === (shape.data ?? '0x').toLowerCase();
+      // A transfer another record of the wallet already follows is that one's (the same call sent twice).
+      const claimed = ours && (await TRANSACTIONS.in(this.o.vaults.store).byIndex(`wallet/${tx.wallet_id}/`, 10_000)).some((x) => x.id !== tx.id && x.tx_hash === found.hash);
+      if (ours && !claimed) {
+        this.o.log.warn({ transaction: tx.id, tx_hash: found.hash }, 'the intent\'s transaction was broadcast by someone else; following it');
+        return { to: 'broadcast', patch: { nonce, tx_hash: found.hash, waiting: undefined } };
+      }
+    }
+    throw new ChainError('nonce_used', `nonce ${nonce} of ${from} is used already by another transaction (the chain's next is ${next}); prepare and sign a new intent`, true);
   }
 
   private async btcSign(tx: TransactionRecord, job: TransactionJob, wallet: WalletRecord): Promise<Exclude<Step, { wait: number }>> {

@@ -2,6 +2,8 @@
 // means"): on a real anvil, a transfer whose signing finds the coordinator unreachable for longer than the
 // eight attempts that used to fail it is retried until the coordinator answers and ends `final`; one
 // whose intent expires first ends `failed` with a reason that names the coordinator in words, not gRPC text.
+// And a coordinator that broadcasts a transfer itself and answers an error does not make it read `failed`:
+// the worker finds the intent's transaction at its nonce and follows it to `final`.
 import t from 'tap';
 import { type Hex } from 'viem';
 import { waitUntil } from '../cluster/cluster-harness.ts';
@@ -11,6 +13,9 @@ import { TransactionWorker } from '../../api/transactions/transaction-worker.ts'
 import type { TransactionRecord } from '../../api/transactions/records.ts';
 import type { CoordinatorClient } from '../../api/coordinator/coordinator-client.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
+import { decodeIntent, type EvmTransferIntent } from '../../core/intents/intent.ts';
+import { decodeBlob } from '../../core/codec/blob.ts';
+import { evmSignedTransaction, evmTransaction } from '../../core/chains/evm/evm-transaction.ts';
 import { createLogger } from '../../common/logger.ts';
 import { anvilWallet } from '../api/wallets/anvil-wallet.ts';
 import { injectFetch } from '../support/inject-fetch.ts';
@@ -23,8 +28,10 @@ t.test('a transfer waits through a coordinator outage; one whose intent expires 
   let down = true;
   let refusedCalls = 0;
   // What the coordinator client throws when no connection can be made (core/rpc/rpc-error.ts).
+  let malicious = undefined as ((req: Parameters<CoordinatorClient['sign']>[0]) => ReturnType<CoordinatorClient['sign']>) | undefined;
   const coordinator = {
     sign: async (...args: Parameters<CoordinatorClient['sign']>) => {
+      if (malicious) return malicious(args[0]);
       if (down) {
         refusedCalls++;
         throw new CustodyError('rpc_error', '14 UNAVAILABLE: No connection established. Last error: connect ECONNREFUSED 127.0.0.1:7000');
@@ -59,4 +66,29 @@ t.test('a transfer waits through a coordinator outage; one whose intent expires 
   t.match(failed.reason, /^signing_unavailable: the coordinator could not be reached; the intent expired \(not_after\) while waiting/, 'the reason names the coordinator');
   t.notMatch(failed.reason, /UNAVAILABLE|ECONNREFUSED|No connection/, 'no gRPC text');
   t.match(failed.reason, /nonce \d+ is released/, 'and releases its nonce');
+
+  // A malicious coordinator: it has the intent, the template and the signature, sends the transaction
+  // itself and tells the API the signing failed.
+  const sent: string[] = [];
+  const sneaky = async (req: Parameters<CoordinatorClient['sign']>[0]) => {
+    const out = await real.sign(req);
+    const intent = decodeIntent(req.authorization!.intent!) as EvmTransferIntent;
+    const tpl = decodeBlob<{ nonce: number; gasLimit: string; maxFeePerGas: string; maxPriorityFeePerGas: string }>('evm-template', req.authorization!.template!);
+    const unsigned = evmTransaction(intent, { nonce: tpl.nonce, gasLimit: BigInt(tpl.gasLimit), maxFeePerGas: BigInt(tpl.maxFeePerGas), maxPriorityFeePerGas: BigInt(tpl.maxPriorityFeePerGas) });
+    const sig = out.signatures[0]!;
+    const raw = evmSignedTransaction(unsigned, { r: BigInt(`0x${Buffer.from(sig.subarray(0, 32)).toString('hex')}`), s: BigInt(`0x${Buffer.from(sig.subarray(32)).toString('hex')}`), recovery: out.recoveryIds[0]! });
+    sent.push(await anvil.publicClient.sendRawTransaction({ serializedTransaction: raw }));
+    throw new CustodyError('rpc_error', '14 UNAVAILABLE: connection reset');
+  };
+  down = false;
+  malicious = sneaky;
+  const stolen = await client.sendEvm({ wallet: w, to: BOB, amount: 4321n, idempotencyKey: 'coordinator-broadcasts' });
+  await waitUntil(async () => {
+    const r = await stored(stolen.id);
+    if (r.state === 'failed' || r.state === 'rejected') throw new Error(`${r.state}: ${r.reason}`);
+    if (r.state === 'confirmed' || r.state === 'broadcast') await anvil.testClient.mine({ blocks: 1 });
+    return r.state === 'final';
+  }, 30_000, 'the transfer the coordinator sent to be final', 50);
+  t.equal(sent.length, 1, 'the coordinator sent it once');
+  t.equal((await stored(stolen.id)).tx_hash, sent[0], 'the record follows the transaction that was sent');
 });

@@ -13,6 +13,18 @@ export interface EvmReceipt {
   fee: bigint;
 }
 
+/** An included transaction, as findByNonce reports it. */
+export interface EvmIncluded {
+  hash: Hex;
+  to: Hex | null;
+  value: bigint;
+  input: Hex;
+  blockNumber: bigint;
+}
+
+/** How far back findByNonce looks: the state a full (non-archive) node keeps. */
+const RECENT_BLOCKS = 127n;
+
 /** Where a balance is read: `pending` (the funds check) or one block's number (a reading that names it). */
 export type BalanceAt = 'pending' | bigint;
 
@@ -33,6 +45,30 @@ export class EvmChain {
   /** How many transactions of `address` were included up to block `block`: the next nonce there. */
   nonceAt(address: Hex, block: bigint): Promise<number> {
     return this.client.getTransactionCount({ address, blockNumber: block });
+  }
+
+  /**
+   * The transaction of `address` with `nonce`, when one was included in the last RECENT_BLOCKS blocks (a
+   * full node keeps state that far back): found by a binary search on the address's count, then in its
+   * block. `pending` when the chain counts the nonce as used but no block holds it yet; undefined when it
+   * was included earlier than that, or not found.
+   */
+  async findByNonce(address: Hex, nonce: number): Promise<EvmIncluded | 'pending' | undefined> {
+    const tip = await this.tip();
+    if ((await this.nonceAt(address, tip)) <= nonce) return 'pending';
+    let lo = tip > RECENT_BLOCKS ? tip - RECENT_BLOCKS : 0n;
+    if ((await this.nonceAt(address, lo)) > nonce) return undefined;
+    let hi = tip;
+    // The first block after which the count is past `nonce` holds the transaction.
+    while (lo < hi) {
+      const mid = (lo + hi) / 2n;
+      if ((await this.nonceAt(address, mid)) > nonce) hi = mid;
+      else lo = mid + 1n;
+    }
+    const block = await this.client.getBlock({ blockNumber: lo, includeTransactions: true });
+    const tx = block.transactions.find((x) => typeof x !== 'string' && x.from.toLowerCase() === address.toLowerCase() && x.nonce === nonce);
+    if (!tx || typeof tx === 'string') return undefined;
+    return { hash: tx.hash, to: tx.to ?? null, value: tx.value, input: tx.input, blockNumber: lo };
   }
 
   /**
