@@ -17,6 +17,17 @@ export interface Lifecycle {
   fail(why: string): void;
 }
 
+/**
+ * A program that will not start on what it found (a damaged or missing store, say): printed as it is,
+ * without a stack, and the process exits 65 (EX_DATAERR), which a supervisor should not retry blindly.
+ */
+export class RefusedToStart extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'RefusedToStart';
+  }
+}
+
 export async function runMain(name: string, boot: (lifecycle: Lifecycle) => Promise<Running>): Promise<void> {
   let running: Running;
   try {
@@ -25,6 +36,10 @@ export async function runMain(name: string, boot: (lifecycle: Lifecycle) => Prom
     if (err instanceof ConfigError) {
       process.stderr.write(`${name}: ${err.message}\n`);
       process.exit(78); // EX_CONFIG
+    }
+    if (err instanceof RefusedToStart) {
+      process.stderr.write(`${name}: refused to start: ${err.message}\n`);
+      process.exit(65); // EX_DATAERR
     }
     process.stderr.write(`${name}: failed to start: ${(err as Error).stack ?? String(err)}\n`);
     process.exit(1);

@@ -2,14 +2,14 @@
 // configured coordinator until SIGINT/SIGTERM. With coordinator shards (docs/operations.md "Coordinator
 // shards") the one session host serves every link, answering each session on the link that opened it.
 import * as grpc from '@grpc/grpc-js';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { anchorProblem, loadNodeConfig } from './config.ts';
 import { ConfigError } from '../common/config.ts';
 import { ProtocolWorkers, defaultWorkerCount } from './runtime/workers/protocol-workers.ts';
 import { createLogger } from '../common/logger.ts';
-import { runMain } from '../common/process.ts';
+import { RefusedToStart, runMain } from '../common/process.ts';
 import { loadNodeStorageKey } from './storage/storage-key.ts';
-import { SealedStore } from './storage/sealed-store.ts';
+import { SealedStore, SealedStoreError } from './storage/sealed-store.ts';
 import { storeVouching } from './storage/store-vouching.ts';
 import { FileRollbackAnchor } from './storage/rollback-anchor.ts';
 import { storeBackendFor, storeLocation } from './storage/store-backend.ts';
@@ -40,9 +40,21 @@ await runMain('node', async ({ fail }) => {
   if (noAnchor) throw new ConfigError([noAnchor]);
   const log = createLogger('node', config.logLevel);
   const backend = storeBackendFor(config);
+  // A storage key kept in a file outlives the store it was made with: its presence says a store existed.
+  const keyFile = config.storeRemote ? undefined : config.storageKeySealer === 'file' ? config.storageKeyFile : config.sealedStorageKeyFile;
+  const keyExisted = keyFile !== undefined && existsSync(keyFile);
   const storageKey = await loadNodeStorageKey(config, log, backend);
   const anchor = config.rollbackAnchorFile ? new FileRollbackAnchor(config.rollbackAnchorFile, storageKey) : undefined;
-  const store = await SealedStore.openOn(backend, storageKey, { ...(anchor ? { anchor } : {}), ...storeVouching(config) });
+  const store = await SealedStore.openOn(backend, storageKey, { ...(anchor ? { anchor } : {}), ...storeVouching(config) }).catch((err: unknown) => {
+    // What the store found wrong, said plainly: the operator's next step is in the message.
+    if (err instanceof SealedStoreError) throw new RefusedToStart(`the store in ${storeLocation(config)}: ${err.message}`, { cause: err });
+    throw err;
+  });
+  if (keyExisted && store.empty) {
+    await store.close();
+    // Never a new identity on an emptied store: the operator says so by removing the key too.
+    throw new RefusedToStart([`the store in ${storeLocation(config)} is empty, but this node's storage key ${keyFile} exists: the store's files were deleted or the directory emptied, and a node started on it would come up as a new node with a new identity. Restore the store; to make this a new node on purpose, remove the storage key file (and the rollback anchor) as well (docs/storage.md "Damage")`].join(''));
+  }
   if (backend instanceof RemoteKvClient) {
     log.info({ store: storeLocation(config) }, 'store kept by a host store');
     // A node whose store is gone cannot sign or keep a record: it stops rather than run on without one.

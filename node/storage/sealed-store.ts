@@ -153,7 +153,10 @@ export class SealedStore {
       let unvouched: string | undefined;
       const anchored = opts.anchor ? await opts.anchor.read() : undefined;
       if (anchored !== undefined && anchored > head.version) {
-        throw new SealedStoreError('rolled_back', `the store is at version ${head.version} but its rollback anchor says ${anchored}: the data directory was restored from an older copy`);
+        if (headBlob === undefined && digests.size === 0) {
+          throw new SealedStoreError('rolled_back', `the store is empty but its rollback anchor says version ${anchored}: its records were deleted (or this is not the store the anchor belongs to). Restore the data directory; a node started on an empty store would be a new node`);
+        }
+        throw new SealedStoreError('rolled_back', `the store is at version ${head.version} but its rollback anchor says ${anchored}: the data directory was restored from an older copy, or its last writes were lost (a truncated or deleted write-ahead log)`);
       }
       // A store never written needs no voucher; one version behind is a crash between the store's write
       // and the anchor's (rollback-anchor.ts), which the anchor catches up on below.
@@ -194,6 +197,11 @@ export class SealedStore {
   /** Whether a rollback anchor kept elsewhere guards this store (what single-use material at rest needs). */
   get anchored(): boolean {
     return this.anchor !== undefined;
+  }
+
+  /** Whether the store holds nothing and was never written: a new store, or one whose files were deleted. */
+  get empty(): boolean {
+    return this.head.version === 0n && this.digests.size === 0;
   }
 
   /** The head's version: grows by one with every write. */

@@ -2,7 +2,8 @@
 // coordinator to reach: with NODE_STORAGE_KEY_SEALER=dev-insecure and with kms (the KMS double, the NSM
 // command stand-in), a first start makes and seals the key and creates the identity, a restart unseals
 // the same key and loads the same identity, and a blob that does not unseal stops the node before it
-// opens its store. Production refuses the dev sealer at boot.
+// opens its store. Production refuses the dev sealer at boot. An emptied store is refused, never taken
+// for a new node.
 import t, { type Test } from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -35,7 +36,8 @@ interface Ended {
 function start(t: Test, dir: string, env: Record<string, string>, until: string): Promise<Started> {
   const child = spawn(process.execPath, programArgs('node/main.ts'), {
     cwd: dir, stdio: ['ignore', 'pipe', 'pipe'],
-    env: { PATH: process.env.PATH ?? '', NODE_DATA_DIR: join(dir, 'data'), NODE_ROLLBACK_ANCHOR_FILE: join(dir, 'anchor'), NODE_COORDINATOR: '127.0.0.1:1', NODE_RECONNECT_MIN_MS: '1000', ...env },
+    // A variable given as '' is left out.
+    env: Object.fromEntries(Object.entries({ PATH: process.env.PATH ?? '', NODE_DATA_DIR: join(dir, 'data'), NODE_ROLLBACK_ANCHOR_FILE: join(dir, 'anchor'), NODE_COORDINATOR: '127.0.0.1:1', NODE_RECONNECT_MIN_MS: '1000', ...env }).filter(([, v]) => v !== '')),
   });
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -154,4 +156,33 @@ t.test('kms: sealed to the enclave build, unsealed at restart, refused to anothe
   t.match(refused.stderr, /does not unseal: KMS Decrypt refused \(400 AccessDeniedException\)/);
   const said = JSON.stringify([first.lines, second.lines, refused.lines]) + first.stderr() + second.stderr() + refused.stderr;
   t.notOk(said.includes(SECRET), 'the secret access key is never printed');
+});
+
+t.test('an emptied store is never a new node: refused plainly beside its storage key, or behind its anchor', async (t) => {
+  const dir = tempDir(t);
+  // A key file (the default sealer) and no anchor (development), then the harness's anchor.
+  const dev = { NODE_DEVELOPMENT: 'true', NODE_ROLLBACK_ANCHOR_FILE: '' };
+  const first = await start(t, dir, dev, 'identity created');
+  await stop(first);
+  rmSync(join(dir, 'data', 'db'), { recursive: true, force: true });
+  const emptied = await run(t, dir, dev);
+  t.equal(emptied.code, 65, 'the node refuses to start (EX_DATAERR)');
+  t.match(emptied.stderr, /refused to start: the store in .* is empty, but this node's storage key .*storage\.key exists/);
+  t.notMatch(emptied.stderr, /\n\s+at /, 'a message, not a stack');
+  t.notOk(emptied.lines.some((l) => /identity created/.test(String(l.msg))), 'no new identity');
+
+  // With a rollback anchor: the store is behind it, and the message says it is empty.
+  const anchored = tempDir(t);
+  const again = await start(t, anchored, {}, 'identity created');
+  await stop(again);
+  rmSync(join(anchored, 'data', 'db'), { recursive: true, force: true });
+  const behind = await run(t, anchored, {});
+  t.equal(behind.code, 65);
+  t.match(behind.stderr, /the store is empty but its rollback anchor says version \d+: its records were deleted/);
+
+  // The operator makes it a new node on purpose: the key goes too.
+  rmSync(join(dir, 'data'), { recursive: true, force: true });
+  const fresh = await start(t, dir, dev, 'identity created');
+  t.ok(find(fresh.lines, 'identity created'), 'a new node once the key is removed with the store');
+  await stop(fresh);
 });
