@@ -2,7 +2,8 @@
 // the body's Content-Digest, the signature under an active API key, freshness and a one-time nonce.
 // Routes opt out with `config: { public: true }`. A route that also takes a workspace bearer key
 // (`config: { bearer: true }`, docs/customers.md "Wallets: one resource, one path") authenticates a
-// request naming one itself, in its own onRequest hook, before this one runs; such a request is left to it.
+// request naming one itself, in its own onRequest hook; such a request is left to it. The signature is
+// checked before the body is read or parsed; the body against its signed digest once it is read.
 import fp from 'fastify-plugin';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { verifyContentDigest } from '../../core/http/content-digest.ts';
@@ -11,6 +12,7 @@ import type { ReplayGuard } from './replay-guard.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { parseJsonKeepingRawBody } from './raw-json.ts';
 import { requestEntry, type RequestHeaders } from '../../core/trust/trust-entry.ts';
+import { hasBearer } from './bearer-auth.ts';
 
 const one = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join(', ') : v);
 
@@ -58,17 +60,17 @@ const plugin: FastifyPluginAsync<RequestAuthOptions> = async (app, opts) => {
 
   parseJsonKeepingRawBody(app);
 
-  // Before validation: an unsigned request learns nothing about its body, and gets 401, not 400.
-  app.addHook('preValidation', async (req: FastifyRequest) => {
+  // Before the body is read: the signature covers the method, the URL and the Content-Digest header, all
+  // known at once, so an unsigned or badly signed request is refused (401) before anything parses its
+  // body. The body is held to its digest once it is read, below.
+  app.addHook('onRequest', async (req: FastifyRequest) => {
     if (req.routeOptions.config?.public) return;
-    if (req.routeOptions.config?.bearer && req.principal) return;
-    const unauthorized = (message: string) => new CustodyError('unauthorized', message);
-    const body = req.rawBody ?? Buffer.alloc(0);
+    // A route that also takes a bearer key authenticates one itself, in its own onRequest hook.
+    if (req.routeOptions.config?.bearer && hasBearer(req)) return;
     const digest = req.headers['content-digest'];
-    if (body.length > 0) {
-      if (typeof digest !== 'string') throw unauthorized('a request with a body needs a Content-Digest header');
-      if (!verifyContentDigest(digest, body)) throw unauthorized('Content-Digest does not match the body');
-    }
+    // A body is announced by its length or its transfer encoding; one that comes needs a signed digest.
+    const announced = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+    if (announced && typeof digest !== 'string') throw unauthorized('a request with a body needs a Content-Digest header');
     const input = req.headers['signature-input'];
     const keyIdGuess = typeof input === 'string' ? /keyid="([^"]{1,128})"/.exec(input)?.[1] : undefined;
     const key = keyIdGuess ? await opts.findKey(keyIdGuess) : undefined;
@@ -78,14 +80,16 @@ const plugin: FastifyPluginAsync<RequestAuthOptions> = async (app, opts) => {
         { method: req.method, url: origin + req.url, headers: req.headers as Record<string, string | string[] | undefined> },
         (id) => (id === keyIdGuess && key ? key.publicKey : undefined),
         now(),
-        { ...POLICY, requiredComponents: body.length > 0 ? ['@method', '@target-uri', 'content-digest'] : ['@method', '@target-uri'] },
+        { ...POLICY, requiredComponents: typeof digest === 'string' ? ['@method', '@target-uri', 'content-digest'] : ['@method', '@target-uri'] },
       );
-      if (!(await guard.claim(v.keyId, v.nonce!, v.expires!, now()))) throw new SignatureError('replayed', 'replayed: this nonce was already used');
       const url = origin + req.url;
-      req.caller = {
-        org: key!.org, keyId: v.keyId,
-        entry: () => requestEntry({ method: req.method, url, headers: trustHeaders(req.headers as Record<string, string | string[] | undefined>), body }),
-      };
+      signed.set(req, {
+        nonce: v.nonce!, expires: v.expires!,
+        caller: {
+          org: key!.org, keyId: v.keyId,
+          entry: () => requestEntry({ method: req.method, url, headers: trustHeaders(req.headers as Record<string, string | string[] | undefined>), body: req.rawBody ?? Buffer.alloc(0) }),
+        },
+      });
     } catch (err) {
       if (err instanceof SignatureError) {
         req.log.info({ reason: err.reason }, 'request signature refused');
@@ -94,6 +98,29 @@ const plugin: FastifyPluginAsync<RequestAuthOptions> = async (app, opts) => {
       throw err;
     }
   });
+
+  // Once the body is read, before it is validated: it must be the one the signed digest names; then the
+  // signature's nonce is claimed, so a request whose body was changed in transit spends nothing.
+  app.addHook('preValidation', async (req: FastifyRequest) => {
+    const s = signed.get(req);
+    if (!s) return;
+    const body = req.rawBody ?? Buffer.alloc(0);
+    const digest = req.headers['content-digest'];
+    if (body.length > 0) {
+      if (typeof digest !== 'string') throw unauthorized('a request with a body needs a Content-Digest header');
+      if (!verifyContentDigest(digest, body)) throw unauthorized('Content-Digest does not match the body');
+    }
+    if (!(await guard.claim(s.caller.keyId, s.nonce, s.expires, now()))) {
+      req.log.info({ reason: 'replayed' }, 'request signature refused');
+      throw unauthorized('request signature refused: replayed: this nonce was already used');
+    }
+    req.caller = s.caller;
+  });
 };
+
+/** Requests whose signature verified before the body was read, until their digest and nonce are checked. */
+const signed = new WeakMap<FastifyRequest, { nonce: string; expires: number; caller: Caller }>();
+
+const unauthorized = (message: string) => new CustodyError('unauthorized', message);
 
 export const requestAuth = fp(plugin, { name: 'request-auth' });

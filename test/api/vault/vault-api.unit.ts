@@ -56,6 +56,13 @@ t.test('request authentication refusals are 401 unauthorized and change nothing'
     t.equal(r.statusCode, 401, what);
     t.equal(r.json().code, 'unauthorized', what);
   }
+  // The signature is checked before the body is parsed: an unsigned request with a body that is not
+  // JSON is 401, never 400, and a body changed in transit spends no nonce.
+  const garbage = '{"tier": "hosted", oops';
+  const unsignedGarbage = await app.inject({ method: 'POST', url: '/v1/vaults', payload: garbage, headers: { host: 'api.test', 'content-type': 'application/json' } });
+  t.equal(unsignedGarbage.statusCode, 401, 'unsigned and unparsable: 401, the body never parsed');
+  const signedGarbage = await app.inject({ method: 'POST', url: '/v1/vaults', payload: garbage, headers: { host: 'api.test', ...signedHeaders(creds, 'POST', 'http://api.test/v1/vaults', garbage) } });
+  t.equal(signedGarbage.statusCode, 400, 'signed and unparsable: the body is the caller\'s, 400');
   // A replay of a request that was accepted is refused.
   const first = await app.inject({ method: 'POST', url: '/v1/vaults', payload: body, headers: { host: 'api.test', ...good } });
   t.equal(first.statusCode, 202);
