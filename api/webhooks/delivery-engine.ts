@@ -65,8 +65,6 @@ export interface DeliveryEngineOptions {
   schedule?: number[];
   /** Requests in flight at once, over all endpoints (default 16). */
   concurrency?: number;
-  /** Requests in flight at once for one tenant, over all its endpoints (default half of `concurrency`). */
-  perTenantConcurrency?: number;
   /** Requests in flight at once to one endpoint (default half of `concurrency`). */
   perEndpointConcurrency?: number;
   /** Rows one endpoint's turn takes at most; then it goes to the back of the line (default 100). */
@@ -110,7 +108,7 @@ export class DeliveryEngine {
     this.clock = o.clock ?? Date.now;
     this.schedule = o.schedule ?? DEFAULT_SCHEDULE;
     this.queue = o.endpoints.queue;
-    this.slots = new FairSlots(o.concurrency ?? 16, o.perTenantConcurrency);
+    this.slots = new FairSlots(o.concurrency ?? 16);
   }
 
   private queueKey(endpointId: string, atMs: number, id: string): string {
@@ -253,7 +251,7 @@ export class DeliveryEngine {
         try {
           sent = await this.attempt(id);
         } finally {
-          this.slots.release(tenant);
+          this.slots.release();
         }
         if (sent) {
           attempted++;
