@@ -47,6 +47,8 @@ const USAGE = `usage: npm run cli -- <command>
               [--end-user-token <jwt>] [--dry-run]
               (without --nonce, the API reserves the wallet's next free nonce for the idempotency key,
                a dry run too; the same key gets the same nonce again)
+  tx prepare --wallet <walletId> --idempotency-key <key> [--not-after <unix s>]
+              the nonce an EVM intent names, reserved for the key (what send-evm does first)
   tx send-bitcoin --wallet <walletId> (--to <address> --amount <sat> | --output <address>:<sat> ...)
               --max-fee-rate <sat/vB> --max-fee <sat> --idempotency-key <key> [--input <txid>:<vout>:<sat> ...]
               [--not-after <unix s>] [--end-user-token <jwt>] [--dry-run]
@@ -418,6 +420,13 @@ const COMMANDS: Record<string, Command> = {
         ...(o['end-user-token'] !== undefined ? { endUserToken: o['end-user-token'] } : {}),
       });
       return o['dry-run'] ? dryRun(prepared, o, []) : client.submitTransaction(prepared.body);
+    },
+  },
+  'tx prepare': {
+    args: [], required: ['wallet', 'idempotency-key'], optional: ['not-after'],
+    async run(_a, o, c) {
+      const notAfter = integer(o['not-after'], '--not-after');
+      return (await c()).prepareNonce(o.wallet!, o['idempotency-key']!, notAfter === undefined ? undefined : BigInt(notAfter));
     },
   },
   'tx send-bitcoin': sendBitcoin(),

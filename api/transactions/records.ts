@@ -32,13 +32,12 @@ export interface TransactionRecord {
   reason: string | null;
   /**
    * EVM: the nonce its intent names (version 3), held for it from submission (evm-nonces.ts); Bitcoin:
-   * the outpoints it spends (`txid:vout`) and their amounts (sat), as its intent names them.
+   * the outpoints it spends (`txid:vout`), as its intent names them.
    */
   nonce?: number;
   /** EVM, while not signed: why it waits (a lower nonce of the wallet not yet used). */
   waiting?: string | undefined;
   inputs?: string[];
-  input_amounts?: string[];
   fee: string | null;
   /** EVM, once included: what the inclusion cost (gas used x effective gas price), for the wallet ledger. */
   fee_paid?: string;

@@ -42,8 +42,8 @@ function signedVsize(nIn: number, outputs: Uint8Array[], kind: 'p2tr' | 'p2wpkh'
 
 export interface BuildSpendOptions {
   /**
-   * Spend exactly `utxos`, in this order, with no selection: the inputs a transaction was first signed
-   * with, kept across retries, since the nodes sign an intent for one input set only.
+   * Spend exactly `utxos`, in this order, whatever the intent names: what a template built by someone
+   * other than this service can hold (the node tests build such templates to show they are refused).
    */
   exactInputs?: boolean;
 }

@@ -98,9 +98,17 @@ t.test('vault create, wait (sees the state change), get, wallets, send-evm, tx g
   t.match(wallet.out, { vault_id: id, chain: 'evm-local', account_index: 2, address: /^0x[0-9a-fA-F]{40}$/ });
   t.same((await cli(['wallet', 'get', wallet.out.id as string])).out, wallet.out, 'GET /v1/wallets/{id} returns the same wallet');
 
+  // The nonce the key gets, the same again, and send-evm with that key signs at it.
+  const prepared = await cli(['tx', 'prepare', '--wallet', wallet.out.id as string, '--idempotency-key', 'cli-1']);
+  t.equal(prepared.code, 0, prepared.stderr);
+  t.match(prepared.out, { wallet_id: wallet.out.id, chain: 'evm-local', chain_id: 31337, nonce: 0, not_after: Number });
+  t.same((await cli(['tx', 'prepare', '--wallet', wallet.out.id as string, '--idempotency-key', 'cli-1'])).out, prepared.out, 'the same key: the same reservation');
+  const badPrepare = await cli(['tx', 'prepare', '--wallet', wallet.out.id as string, '--idempotency-key', 'cli-x', '--not-after', '1']);
+  t.not(badPrepare.code, 0, 'a passed not_after is refused');
+  t.match(badPrepare.stderr, /passed/);
   const sent = await cli(['tx', 'send-evm', '--wallet', wallet.out.id as string, '--to', RECIPIENT, '--amount', '5', '--max-fee', '1000000', '--idempotency-key', 'cli-1']);
   t.equal(sent.code, 0, sent.stderr);
-  t.match(sent.out, { wallet_id: wallet.out.id, state: 'created', idempotency_key: 'cli-1', transfers: [{ recipient: RECIPIENT, asset: 'evm-local:native', amount: '5' }] });
+  t.match(sent.out, { wallet_id: wallet.out.id, state: 'created', idempotency_key: 'cli-1', nonce: 0, transfers: [{ recipient: RECIPIENT, asset: 'evm-local:native', amount: '5' }] });
   const stored = (await store.get<TransactionRecord>('transactions', sent.out.id as string))!;
   t.ok(verifyIntentSignature(hexToBytes(stored.intent), hexToBytes(stored.intent_signature), ed25519.getPublicKey(secret)), 'the intent is signed by the configured key');
   t.match((await cli(['tx', 'get', sent.out.id as string])).out, { id: sent.out.id, state: 'created' });
