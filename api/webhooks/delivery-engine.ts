@@ -65,6 +65,8 @@ export interface DeliveryEngineOptions {
   schedule?: number[];
   /** Requests in flight at once, over all endpoints (default 16). */
   concurrency?: number;
+  /** Requests in flight at once for one tenant, over all its endpoints (default half of `concurrency`). */
+  perTenantConcurrency?: number;
   /** Requests in flight at once to one endpoint (default half of `concurrency`). */
   perEndpointConcurrency?: number;
   /** Rows one endpoint's turn takes at most; then it goes to the back of the line (default 100). */
@@ -108,7 +110,7 @@ export class DeliveryEngine {
     this.clock = o.clock ?? Date.now;
     this.schedule = o.schedule ?? DEFAULT_SCHEDULE;
     this.queue = o.endpoints.queue;
-    this.slots = new FairSlots(o.concurrency ?? 16);
+    this.slots = new FairSlots(o.concurrency ?? 16, o.perTenantConcurrency);
   }
 
   private queueKey(endpointId: string, atMs: number, id: string): string {
@@ -251,7 +253,7 @@ export class DeliveryEngine {
         try {
           sent = await this.attempt(id);
         } finally {
-          this.slots.release();
+          this.slots.release(tenant);
         }
         if (sent) {
           attempted++;

@@ -263,19 +263,28 @@ export class DeliveryQueue {
 /**
  * The engine's request slots, handed out round-robin: first over tenants with a request waiting, then
  * over that tenant's endpoints. A tenant with a thousand busy endpoints gets one slot in turn, like a
- * tenant with one.
+ * tenant with one; and no tenant holds more than `perTenant` slots at once (default half of them), so
+ * a tenant whose endpoints answer slowly can never take every slot while another tenant waits.
  */
 export class FairSlots {
   private free: number;
+  private readonly perTenant: number;
   private readonly waiting = new Map<string, Map<string, (() => void)[]>>();
+  private readonly held = new Map<string, number>();
 
-  constructor(slots: number) {
+  constructor(slots: number, perTenant?: number) {
     this.free = Math.max(1, slots);
+    this.perTenant = Math.max(1, perTenant ?? Math.ceil(this.free / 2));
+  }
+
+  /** Slots `tenant` holds now. */
+  holding(tenant: string): number {
+    return this.held.get(tenant) ?? 0;
   }
 
   acquire(tenant: string, endpoint: string): Promise<void> {
-    if (this.free > 0 && this.waiting.size === 0) {
-      this.free--;
+    if (this.free > 0 && this.waiting.size === 0 && this.holding(tenant) < this.perTenant) {
+      this.take(tenant);
       return Promise.resolve();
     }
     return new Promise<void>((resolve) => {
@@ -288,14 +297,25 @@ export class FairSlots {
     });
   }
 
-  release(): void {
+  release(tenant: string): void {
     this.free++;
+    const n = this.holding(tenant) - 1;
+    if (n > 0) this.held.set(tenant, n);
+    else this.held.delete(tenant);
     this.grant();
   }
 
+  private take(tenant: string): void {
+    this.free--;
+    this.held.set(tenant, this.holding(tenant) + 1);
+  }
+
   private grant(): void {
-    while (this.free > 0 && this.waiting.size > 0) {
-      const [tenant, eps] = this.waiting.entries().next().value!;
+    while (this.free > 0) {
+      // The first waiting tenant in turn that is under its cap.
+      const next = [...this.waiting].find(([tenant]) => this.holding(tenant) < this.perTenant);
+      if (!next) return;
+      const [tenant, eps] = next;
       const [endpoint, queue] = eps.entries().next().value!;
       const resolve = queue.shift()!;
       // Served ones go to the back, at both levels.
@@ -303,7 +323,7 @@ export class FairSlots {
       if (queue.length) eps.set(endpoint, queue);
       this.waiting.delete(tenant);
       if (eps.size) this.waiting.set(tenant, eps);
-      this.free--;
+      this.take(tenant);
       resolve();
     }
   }

@@ -231,14 +231,46 @@ t.test('request slots go round-robin over tenants, then over a tenant\'s endpoin
   const slots = new FairSlots(1);
   await slots.acquire('t1', 'e1');
   const order: string[] = [];
-  const wait = (tenant: string, endpoint: string) => slots.acquire(tenant, endpoint).then(() => order.push(`${tenant}/${endpoint}`));
+  const holder: string[] = ['t1'];
+  const wait = (tenant: string, endpoint: string) => slots.acquire(tenant, endpoint).then(() => {
+    order.push(`${tenant}/${endpoint}`);
+    holder.push(tenant);
+  });
   const all = [wait('t1', 'e1'), wait('t1', 'e1'), wait('t1', 'e2'), wait('t1', 'e3'), wait('t2', 'e9')];
   for (let i = 0; i < all.length; i++) {
-    slots.release();
+    slots.release(holder.shift()!);
     await new Promise((r) => setImmediate(r));
   }
   await Promise.all(all);
   t.same(order, ['t1/e1', 't2/e9', 't1/e2', 't1/e3', 't1/e1'], 't2 is served second although it asked last; t1\'s endpoints take turns');
+});
+
+t.test('no tenant holds more than its share of the slots: a slow tenant leaves room for another', async (t) => {
+  const slots = new FairSlots(4);
+  // t1's endpoints hang: it asks for six slots and gets two (half of four).
+  let t1 = 0;
+  for (let i = 0; i < 6; i++) void slots.acquire('t1', `e${i}`).then(() => t1++);
+  await new Promise((r) => setImmediate(r));
+  t.equal(t1, 2, 'the slow tenant holds two of four');
+  t.equal(slots.holding('t1'), 2);
+  // Another tenant is served at once, without waiting for t1's requests to end.
+  await slots.acquire('t2', 'e9');
+  await slots.acquire('t2', 'e9');
+  t.equal(slots.holding('t2'), 2, 'the other tenant gets the rest');
+  // One of t1's requests ends: its next waiting one takes the slot, not more.
+  slots.release('t1');
+  await new Promise((r) => setImmediate(r));
+  t.equal(t1, 3);
+  t.equal(slots.holding('t1'), 2, 'still at its cap');
+  const custom = new FairSlots(8, 1);
+  await custom.acquire('a', 'x');
+  let second = false;
+  void custom.acquire('a', 'y').then(() => (second = true));
+  await new Promise((r) => setImmediate(r));
+  t.notOk(second, 'a cap of one: the second waits though six slots are free');
+  custom.release('a');
+  await new Promise((r) => setImmediate(r));
+  t.ok(second);
 });
 
 t.test('endpoints whose turn another instance holds never fill the window: the next ready endpoint is served', async (t) => {

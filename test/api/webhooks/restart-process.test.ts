@@ -97,12 +97,13 @@ t.test('SIGKILL during a delivery run, restart on the same data: nothing lost, o
   for (let i = 0; i < EVENTS; i++) sources.push(String((await call('POST', '/webhook-endpoints', { url: `http://127.0.0.1:9/unused-${i}`, events: ['payment.confirmed'] })).json.id));
   for (const id of sources) t.equal((await call('PATCH', `/webhook-endpoints/${id}`, { enabled: false })).status, 200);
 
-  // The first requests are answered, so some deliveries are done; then the engine's 16 workers each hold
-  // one request in flight, and the rest wait in the queue: that is when the process dies.
+  // The first requests are answered, so some deliveries are done; then the tenant's 8 slots (half of the
+  // engine's 16: no tenant holds more) each hold one request in flight, and the rest wait in the queue:
+  // that is when the process dies.
   await waitUntil(() => rxs.held() > 0, 20_000, 'first requests');
   rxs.release();
   const done = rx.reduce((n, r) => n + r.got.filter((g) => g.answered).length, 0);
-  await waitUntil(() => rxs.held() === Math.min(16, TOTAL - done), 20_000, 'the run in flight');
+  await waitUntil(() => rxs.held() === Math.min(8, TOTAL - done), 20_000, 'the run in flight');
   const inFlight = rxs.held();
   t.ok(done > 0 && inFlight > 0, `at the kill: ${done} delivered, ${inFlight} in flight, ${TOTAL - done - inFlight} queued`);
   const exit = await api1.kill('SIGKILL');
