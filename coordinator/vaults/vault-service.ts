@@ -20,13 +20,14 @@ import { OtPairScheduler } from './ot-pair-scheduler.ts';
 import { PresignaturePool } from './presignature-pool.ts';
 import { FrostNoncePool, type FrostPoolScheme, type PrecommittedRows } from './frost-nonce-pool.ts';
 import { admitTeeMember } from './tee-admission.ts';
+import { expectedSigningKey, signResultProblem } from './signature-check.ts';
 import type { TeeAttestationVerifier } from '../../tee/attestation/enrolment-verifier.ts';
 import type { SignFields } from '../../core/session/sign-fields.ts';
 import type { EpochReceipt, SignSessionParams } from '../../core/session/session-params.ts';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { dkgParams, dkgResult, epochParams, epochResult, otParams, otResult, precommitParams, precommitResult, presignParams, presignResult, reshareParams, reshareResult, signParams, signResult, type SessionCodec } from '../../core/session/session-contract.ts';
 import { randomBytes } from 'node:crypto';
-import type { PackageResult } from '../../core/session/session-results.ts';
+import type { PackageResult, SignResult } from '../../core/session/session-results.ts';
 import { checkRequestId } from '../../core/session/request-id.ts';
 import { InputError } from '../../core/errors/protocol-errors.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
@@ -176,6 +177,45 @@ export class VaultService {
   /** Opens a session of `req`. */
   private open(req: RequestScope, spec: Omit<SessionSpec, 'sessionId' | 'requestId'>): Promise<SessionOutcome> {
     return this.hub.run({ ...spec, sessionId: deriveSessionId(req.requestId, req.sessions++), requestId: req.requestId });
+  }
+
+  /**
+   * The signature of a completed signing session, once every signer's result verifies over the request's
+   * digests under the key of its path (signature-check.ts) and all agree; otherwise the signers whose
+   * result is malformed or does not verify, named. Nothing unchecked leaves the coordinator.
+   */
+  private checkedResults(outcome: Extract<SessionOutcome, { ok: true }>, input: SignInput, key: VaultRecord, req: RequestScope):
+    { output: Omit<SignOutput, 'signers'> } | { culprits: string[]; message: string } {
+    const expected = expectedSigningKey(key.publicKey, key.chainCode, input.path, input.scheme);
+    const culprits: string[] = [];
+    const problems: string[] = [];
+    let good: SignResult | undefined;
+    for (const [nodeId, bytes] of outcome.results) {
+      let result: SignResult;
+      try {
+        result = signResult.decode(bytes);
+      } catch (err) {
+        if (!(err instanceof InputError)) throw err;
+        culprits.push(nodeId);
+        problems.push(`${nodeId}: a malformed result`);
+        continue;
+      }
+      const problem = signResultProblem(result, input.digests, expected, input.scheme);
+      if (problem) {
+        culprits.push(nodeId);
+        problems.push(`${nodeId}: ${problem}`);
+      } else if (good && !equalBytes(signResult.encode(good), signResult.encode(result))) {
+        // Two valid signatures of one digest from one run: a signer deviated, which one cannot be told.
+        throw new CustodyError('failed', 'signers returned different signatures');
+      } else {
+        good ??= result;
+      }
+    }
+    if (culprits.length || !good) {
+      this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, culprits, problems }, 'signer results do not verify');
+      return { culprits, message: `signers returned signatures that do not verify: ${problems.join('; ')}`.slice(0, 500) };
+    }
+    return { output: { signatures: good.signatures, recoveryIds: good.recoveryIds ?? [], publicKey: good.publicKey } };
   }
 
   /** Every party's result, decoded; undefined (logged with the party) when one is malformed. */
@@ -461,11 +501,11 @@ export class VaultService {
    * A signing with precommitted nonces: one round. Undefined when the rows cannot serve this request
    * (then the caller runs two rounds); a refusal of the request itself is final.
    */
-  private signPrecommitted(input: SignInput, key: VaultRecord, req: RequestScope, rows: PrecommittedRows): Promise<SignOutput | undefined> {
+  private signPrecommitted(input: SignInput, key: VaultRecord, req: RequestScope, rows: PrecommittedRows, excluded: Set<string>): Promise<SignOutput | undefined> {
     if (rows.scheme !== input.scheme || rows.rows.length !== input.digests.length) return Promise.resolve(undefined);
     return this.signWithEntries(input, key, req, {
       signers: rows.signers, epoch: rows.epoch, path: rows.path, protocol: Protocol.SIGN_SCHNORR, params: { precommitted: rows.rows },
-      pool: this.noncePool, what: 'precommitted signing failed; running two rounds',
+      pool: this.noncePool, what: 'precommitted signing failed; running two rounds', excluded,
     });
   }
 
@@ -473,12 +513,12 @@ export class VaultService {
    * A signing with presignature entries: only the online round runs. Undefined when the entries cannot
    * serve this request (then the caller runs the full protocol); a refusal of the request itself is final.
    */
-  private signPooled(input: SignInput, key: VaultRecord, req: RequestScope): Promise<SignOutput | undefined> {
+  private signPooled(input: SignInput, key: VaultRecord, req: RequestScope, excluded: Set<string>): Promise<SignOutput | undefined> {
     const pooled = input.presignatures!;
     if (pooled.entryIds.length !== input.digests.length) return Promise.resolve(undefined);
     return this.signWithEntries(input, key, req, {
       signers: pooled.signers, epoch: pooled.epoch, path: pooled.path, protocol: Protocol.SIGN_ECDSA, params: { presignatures: pooled.entryIds },
-      pool: this.pool, what: 'pooled signing failed; running the full protocol',
+      pool: this.pool, what: 'pooled signing failed; running the full protocol', excluded,
     });
   }
 
@@ -486,11 +526,12 @@ export class VaultService {
    * One signing session over entries made ahead (presignatures or nonce rows), for exactly the signers,
    * epoch and path they were made for, all attached. Undefined when they cannot serve the request, or
    * when a node refused an entry (reported to `pool`): the caller then runs the full protocol. A refusal
-   * of the request itself is final.
+   * of the request itself is final. A signer whose result does not verify goes into `excluded`, so the
+   * full protocol runs without it.
    */
   private async signWithEntries(input: SignInput, key: VaultRecord, req: RequestScope, e: {
     signers: string[]; epoch: number; path: number[]; protocol: Protocol; params: Partial<Pick<SignSessionParams, 'presignatures' | 'precommitted'>>;
-    pool: { refused(vaultId: string, code: string): void }; what: string;
+    pool: { refused(vaultId: string, code: string): void }; what: string; excluded: Set<string>;
   }): Promise<SignOutput | undefined> {
     const members = e.signers.map((nodeId) => key.committee.find((m) => m.nodeId === nodeId));
     const usable = e.epoch === key.epoch && e.path.join('/') === input.path.join('/') && members.every((m) => m && this.nodes.isAttached(m.nodeId));
@@ -505,11 +546,9 @@ export class VaultService {
     const signers = members as NonNullable<(typeof members)[number]>[];
     const outcome = await this.open(req, { protocol: e.protocol, keyId: input.vaultId, parties: signers.map((m) => this.party(m.nodeId, m.index)), params, timeoutMs: this.timeouts.signMs, ...this.roundLimit() });
     if (outcome.ok) {
-      const results = this.results(outcome, signResult, req);
-      const first = results && signResult.encode(results[0]!);
-      if (results && results.every((r) => equalBytes(signResult.encode(r), first!))) {
-        return { signatures: results[0]!.signatures, recoveryIds: results[0]!.recoveryIds ?? [], publicKey: results[0]!.publicKey, signers: signers.map((s) => s.nodeId) };
-      }
+      const checked = this.checkedResults(outcome, input, key, req);
+      if ('output' in checked) return { ...checked.output, signers: signers.map((s) => s.nodeId) };
+      for (const c of checked.culprits) e.excluded.add(c);
     }
     // A refusal of the request (its authorization) is final; a refusal of the entries is not.
     const refusal = refusalOf(outcome);
@@ -550,15 +589,17 @@ export class VaultService {
       ...(input.memberAction ? { memberAction: input.memberAction } : {}),
     });
     // Entries the caller named, or the pool's when it has some for this path and a signer set that is attached.
+    // Nodes left out of every attempt of this request (see the retry loop below).
+    const excluded = new Set<string>();
     const entries = input.scheme === 'ecdsa' ? input.presignatures ?? this.pool.take(input.vaultId, key.epoch, input.path, input.digests.length) : undefined;
     if (entries) {
-      const pooled = await this.signPooled({ ...input, presignatures: entries }, key, req);
+      const pooled = await this.signPooled({ ...input, presignatures: entries }, key, req, excluded);
       if (pooled) return pooled;
     }
     const schnorr = input.scheme === 'taproot' || input.scheme === 'bip340' ? input.scheme : undefined;
     const rows = schnorr ? input.precommitted ?? this.noncePool.take(input.vaultId, key.epoch, schnorr, input.path, input.digests.length) : undefined;
     if (rows) {
-      const pooled = await this.signPrecommitted(input, key, req, rows);
+      const pooled = await this.signPrecommitted(input, key, req, rows, excluded);
       if (pooled) return pooled;
     }
     let ready = key;
@@ -572,7 +613,6 @@ export class VaultService {
     // the next subset in turn rather than always the first. A refusal on authorization ends the request
     // only once a second node, in another subset, refuses it alike: one node's refusal that the others
     // do not share is routed around. Bounded in attempts; each attempt is bounded by the session deadline.
-    const excluded = new Set<string>();
     // Pairs of nodes one of which blamed the other: one of the two misbehaved, so no later subset seats
     // both (an honest node blamed by a malicious one still signs, with someone else).
     const disputes = new Set<string>();
@@ -605,11 +645,13 @@ export class VaultService {
         slot.release();
       }
       if (outcome.ok) {
-        const results = this.results(outcome, signResult, req);
-        if (!results) throw new CustodyError('failed', 'a signer returned a malformed result');
-        const first = signResult.encode(results[0]!);
-        if (!results.every((r) => equalBytes(signResult.encode(r), first))) throw new CustodyError('failed', 'signers returned different signatures');
-        return { signatures: results[0]!.signatures, recoveryIds: results[0]!.recoveryIds ?? [], publicKey: results[0]!.publicKey, signers: signers.map((s) => s.nodeId) };
+        const checked = this.checkedResults(outcome, input, ready, req);
+        if ('output' in checked) return { ...checked.output, signers: signers.map((s) => s.nodeId) };
+        // A signer's own result that does not verify is evidence against that signer alone: it sits out.
+        for (const c of checked.culprits) excluded.add(c);
+        last = { ok: false, code: 'party_failed', message: checked.message, culprits: checked.culprits, reports: [] };
+        this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, attempt, culprits: checked.culprits, problem: checked.message }, 'a signer returned a signature that does not verify; retrying without it');
+        continue;
       }
       last = outcome;
       const refusal = refusalOf(outcome);

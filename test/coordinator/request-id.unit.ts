@@ -14,6 +14,7 @@ import { taggedHash } from '../../core/codec/transcript.ts';
 import { createLogger } from '../../common/logger.ts';
 import { toHex } from '../../common/bytes.ts';
 import { activeVault, fill, vaultServiceFixture } from './vault-service-fixture.ts';
+import { fixtureSigner } from './fixture-signer.ts';
 
 
 interface Opened {
@@ -22,6 +23,13 @@ interface Opened {
   requestId: string;
   params: Uint8Array;
 }
+
+// The coordinator checks every result's signatures (docs/sessions.md "Checked results"): the nodes sign.
+const signer = fixtureSigner(0x5an);
+const signedAs = (params: Uint8Array) => {
+  const p = signParams.decode(params);
+  return signer.sign(p.path, p.scheme, p.digests);
+};
 
 /** A key service over a real hub whose nodes are this test: `answer` says what each party reports. */
 async function setup(t: Test, answer: (o: Opened, nth: number) => { culprits: string[] } | 'done') {
@@ -38,12 +46,12 @@ async function setup(t: Test, answer: (o: Opened, nth: number) => { culprits: st
       if (!sessions.includes(sid)) sessions.push(sid);
       const a = answer(open, sessions.indexOf(sid));
       queueMicrotask(() => hub.fromNode(nodeId, a === 'done'
-        ? { case: 'done', value: create(SessionDoneSchema, { sessionId: open.sessionId, result: signResult.encode({ signatures: [fill(64, 0x5a)], publicKey: fill(32, 0x07) }) }) }
+        ? { case: 'done', value: create(SessionDoneSchema, { sessionId: open.sessionId, result: signResult.encode(signedAs(open.params)) }) }
         : { case: 'failed', value: create(SessionFailedSchema, { sessionId: open.sessionId, code: 'bad_proof', message: 'a proof does not verify', culprits: a.culprits }) }));
       return true;
     },
   }, createLogger('test', 'silent'));
-  const { keys } = await vaultServiceFixture(t, { hub, vaults: [activeVault(4)] });
+  const { keys } = await vaultServiceFixture(t, { hub, vaults: [activeVault(4, { publicKey: signer.publicKey, chainCode: signer.chainCode })] });
   return { keys, opened };
 }
 
@@ -75,8 +83,9 @@ t.test('a request id is in every SessionOpen of the request, retries included, e
   const out = await keys.sign({ ...request, requestId: 'txn_0193a1b2:1' });
   t.equal(out.signers.length, 2);
   t.ok(out.signers.includes('n3') && !(out.signers.includes('n1') && out.signers.includes('n2')), 'the retry does not seat the blamer with the blamed');
-  t.same(out.signatures, [fill(64, 0x5a)], 'the signatures come back as bytes');
-  t.same(out.publicKey, fill(32, 0x07));
+  const expected = signer.sign(request.path, request.scheme, request.digests);
+  t.same(out.signatures, expected.signatures, 'the signatures come back as bytes');
+  t.same(out.publicKey, expected.publicKey);
   const ids = [...new Set(opened.map((o) => toHex(o.sessionId)))];
   t.equal(ids.length, 2, 'two sessions');
   t.ok(opened.every((o) => o.sessionId.length === 32), '32-byte session ids');
