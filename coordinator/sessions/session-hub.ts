@@ -9,11 +9,13 @@ import type { AttachResponseSchema } from '../../proto/gen/mpc/v1/node_link_pb.t
 import { isErrorCode, type ErrorCode } from '../../core/errors/error-codes.ts';
 import { protocolName } from '../../core/link/protocol-name.ts';
 import { secondsSince } from '../../common/metrics/metrics-registry.ts';
+import { sessionIdTime } from '../../core/session/session-id.ts';
 import type { SessionMetrics } from './session-metrics.ts';
 
 export type ToNode = MessageInitShape<typeof AttachResponseSchema>;
 
 export interface SessionSpec {
+  /** Its first 8 bytes are the deadline sent to the nodes (core/session/session-id.ts), about timeoutMs from now. */
   sessionId: Uint8Array;
   /** The caller's request this session is for (empty when none): sent to the nodes and in every log line about the session. */
   requestId: string;
@@ -131,7 +133,9 @@ export class SessionHub {
         }, Math.max(50, Math.floor(limit / 4)));
       }
       this.sessions.set(id, running);
-      const deadlineMs = BigInt(Date.now() + spec.timeoutMs);
+      // The deadline the id carries (core/session/session-id.ts): a node refuses an open whose
+      // deadline_ms is not its id's.
+      const deadlineMs = sessionIdTime(spec.sessionId);
       this.log.debug({ ...about, protocol: spec.protocol, keyId: spec.keyId, parties: spec.parties.map((p) => p.nodeId) }, 'session opened');
       for (const p of spec.parties) {
         this.nodes.send(p.nodeId, {

@@ -176,7 +176,8 @@ export class VaultService {
 
   /** Opens a session of `req`. */
   private open(req: RequestScope, spec: Omit<SessionSpec, 'sessionId' | 'requestId'>): Promise<SessionOutcome> {
-    return this.hub.run({ ...spec, sessionId: deriveSessionId(req.requestId, req.sessions++), requestId: req.requestId });
+    // The id carries the deadline the hub sends with it (session-hub.ts): nodes refuse it once past.
+    return this.hub.run({ ...spec, sessionId: deriveSessionId(req.requestId, req.sessions++, Date.now() + spec.timeoutMs), requestId: req.requestId });
   }
 
   /**

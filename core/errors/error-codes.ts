@@ -191,6 +191,7 @@ export const ERROR_CODES = entries({
   package_mismatch: e('refused', "the key package differs from the node's"),
   committee_changed: e('refused', "the session's parties are not the vault's committee"),
   session_reused: e('refused', 'a session id was used before'),
+  session_expired: e('refused', "a session id's deadline has passed: its claim may be pruned, so it is never accepted again"),
   epoch_not_committed: e('unavailable', 'the node holds the epoch as pending: its commit, with the new committee\'s receipts, has not reached it'),
   reshare_request_required: e('refused', 'a reshare that changes the tier, or the committee of a vault with a customer node, needs the customer\'s signed request bound to this vault, epoch, tier and committee'),
   bad_receipts: e('refused', 'an epoch commit without valid signed receipts of a signing threshold of the new committee'),

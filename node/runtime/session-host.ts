@@ -7,7 +7,7 @@
 // "Coordinator shards"). Each session belongs to the link that opened it, its origin: every reply goes
 // back on that link, and traffic or a cancel for it from any other link is ignored, so one coordinator
 // can neither feed nor end another's sessions. A session id is one id space across every link: an id
-// live or ended here is refused whoever opens it again.
+// live or ended here is refused whoever opens it again, and so is one whose deadline has passed.
 import type { Logger } from '../../common/logger.ts';
 import { toHex } from '../../common/bytes.ts';
 import type { NodeIdentity, PublicIdentity } from './identity.ts';
@@ -19,6 +19,7 @@ import type { AttachRequestSchema } from '../../proto/gen/mpc/v1/node_link_pb.ts
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { ErrorCode } from '../../core/errors/error-codes.ts';
 import { isRequestId } from '../../core/session/request-id.ts';
+import { sessionIdProblem } from '../../core/session/session-id.ts';
 import { protocolName } from '../../core/link/protocol-name.ts';
 import { secondsSince } from '../../common/metrics/metrics-registry.ts';
 import type { NodeSessionMetrics, NodeSessionOutcome } from './session-metrics.ts';
@@ -100,6 +101,10 @@ export class SessionHost {
       this.fail(origin, open.sessionId, code, message, []);
     };
     if (this.live.has(id) || this.ended.has(id)) return decline('session_reused', 'session id already used');
+    // An id carries its deadline (core/session/session-id.ts): one past, or further ahead than any
+    // session lasts, is refused, so a claim of an id behind this clock may be pruned (docs/storage.md).
+    const idProblem = sessionIdProblem(open.sessionId, open.deadlineMs, this.now());
+    if (idProblem) return decline(idProblem.code, idProblem.message);
     const me = open.parties.find((p) => p.nodeId === this.identity.nodeId);
     if (!me) return decline('not_a_party', 'this node is not a party of the session');
     if (toHex(me.signingKey) !== toHex(this.identity.signingKey) || toHex(me.encryptionKey) !== toHex(this.identity.encryptionKey)) {

@@ -23,6 +23,7 @@ import type { PrecommittedNonce } from '../../core/session/session-params.ts';
 import { Protocol, type Envelope, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
 import type { SignInput } from '../../coordinator/vaults/vault-service.ts';
 import type { SessionOutcome } from '../../coordinator/sessions/session-hub.ts';
+import { newSessionId } from '../node/session-ids.ts';
 
 t.setTimeout(600_000);
 
@@ -80,7 +81,7 @@ t.test('precommitted Taproot over gRPC: one round, and every misuse of an entry 
     return { $typeName: 'mpc.v1.Party', nodeId, index: indexOf(nodeId), signingKey: n.signingKey, encryptionKey: n.encryptionKey };
   };
   const rogue = async (signers: string[], input: SignInput, row: PrecommittedNonce[]): Promise<{ outcome: SessionOutcome; relayed: number }> => {
-    const sessionId = new Uint8Array(randomBytes(32));
+    const sessionId = newSessionId(20_000);
     const params = signParams.encode({
       keyId: VAULT, epoch: vault.epoch, path: input.path, scheme: 'taproot', digests: input.digests, intent: input.intent, intentSignature: input.intentSignature,
       apiKeyId: input.apiKeyId, template: input.template, endUserToken: '', precommitted: [row],

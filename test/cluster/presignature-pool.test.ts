@@ -27,6 +27,7 @@ import { derive } from '../../node/protocols/derive/bip32.ts';
 import { Protocol, type Envelope, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
 import type { SignInput } from '../../coordinator/vaults/vault-service.ts';
 import type { SessionOutcome } from '../../coordinator/sessions/session-hub.ts';
+import { newSessionId } from '../node/session-ids.ts';
 
 t.setTimeout(600_000);
 
@@ -105,7 +106,7 @@ t.test('pooled ECDSA over gRPC: one online round, and every misuse of an entry r
   };
   /** A dishonest coordinator's signing session: any signers, any entries. */
   const rogue = async (signers: string[], input: SignInput, entryIds: string[]): Promise<{ outcome: SessionOutcome; relayed: number }> => {
-    const sessionId = new Uint8Array(randomBytes(32));
+    const sessionId = newSessionId(20_000);
     const params = signParams.encode({
       keyId: VAULT, epoch: vault.epoch, path: input.path, scheme: 'ecdsa', digests: input.digests, intent: input.intent, intentSignature: input.intentSignature,
       apiKeyId: input.apiKeyId, template: input.template, endUserToken: '', presignatures: entryIds,

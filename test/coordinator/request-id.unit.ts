@@ -15,6 +15,7 @@ import { createLogger } from '../../common/logger.ts';
 import { toHex } from '../../common/bytes.ts';
 import { activeVault, fill, vaultServiceFixture } from './vault-service-fixture.ts';
 import { fixtureSigner } from './fixture-signer.ts';
+import { sessionIdProblem, sessionIdTime } from '../../core/session/session-id.ts';
 
 
 interface Opened {
@@ -22,6 +23,7 @@ interface Opened {
   sessionId: Uint8Array;
   requestId: string;
   params: Uint8Array;
+  deadlineMs: bigint;
 }
 
 // The coordinator checks every result's signatures (docs/sessions.md "Checked results"): the nodes sign.
@@ -40,7 +42,7 @@ async function setup(t: Test, answer: (o: Opened, nth: number) => { culprits: st
     send(nodeId: string, msg: ToNode) {
       if (msg.body?.case !== 'open') return true;
       const o = msg.body.value;
-      const open: Opened = { nodeId, sessionId: o.sessionId as Uint8Array, requestId: o.requestId ?? '', params: o.params as Uint8Array };
+      const open: Opened = { nodeId, sessionId: o.sessionId as Uint8Array, requestId: o.requestId ?? '', params: o.params as Uint8Array, deadlineMs: o.deadlineMs ?? 0n };
       opened.push(open);
       const sid = toHex(open.sessionId);
       if (!sessions.includes(sid)) sessions.push(sid);
@@ -89,6 +91,8 @@ t.test('a request id is in every SessionOpen of the request, retries included, e
   const ids = [...new Set(opened.map((o) => toHex(o.sessionId)))];
   t.equal(ids.length, 2, 'two sessions');
   t.ok(opened.every((o) => o.sessionId.length === 32), '32-byte session ids');
+  // Nodes refuse an open whose deadline is not its id's (core/session/session-id.ts).
+  t.ok(opened.every((o) => o.deadlineMs === sessionIdTime(o.sessionId) && sessionIdProblem(o.sessionId, o.deadlineMs, Date.now()) === undefined), 'each id carries the deadline its open names, and a node would take it');
   t.ok(opened.every((o) => o.requestId === 'txn_0193a1b2:1'), 'every open names the request');
   // The nodes get the request's own bytes, no hex round trip, at the key's epoch.
   for (const o of opened) {
@@ -107,12 +111,18 @@ t.test('a request id is in every SessionOpen of the request, retries included, e
   t.ok(opened.length > 0 && opened.every((o) => o.requestId === ''), 'empty when the caller sends none');
 });
 
-t.test('session ids: a tagged hash of the request id, the ordinal and 32 fresh bytes', async (t) => {
+t.test('session ids: the deadline, then a tagged hash of the request id, the ordinal, the deadline and 32 fresh bytes', async (t) => {
   const fresh = fill(32, 9);
-  t.same(deriveSessionId('txn_1', 0, fresh), taggedHash(SESSION_ID_TAG, ['txn_1', 0, fresh]));
-  t.equal(SESSION_ID_TAG, 'custody/session-id/v1');
-  t.notSame(deriveSessionId('txn_1', 0, fresh), deriveSessionId('txn_1', 1, fresh), 'the ordinal is bound');
-  t.notSame(deriveSessionId('txn_1', 0, fresh), deriveSessionId('txn_2', 0, fresh), 'the request id is bound');
-  t.notSame(deriveSessionId('txn_1', 0), deriveSessionId('txn_1', 0), 'fresh bytes each time');
-  t.throws(() => deriveSessionId('txn_1', 0, fill(31, 9)));
+  const at = 1_800_000_000_123;
+  const id = deriveSessionId('txn_1', 0, at, fresh);
+  t.equal(id.length, 32);
+  t.equal(sessionIdTime(id), BigInt(at), 'the first 8 bytes are the deadline, big-endian ms');
+  t.same(id.subarray(8), taggedHash(SESSION_ID_TAG, ['txn_1', 0, BigInt(at), fresh]).subarray(0, 24));
+  t.equal(SESSION_ID_TAG, 'custody/session-id/v2');
+  t.notSame(deriveSessionId('txn_1', 0, at, fresh), deriveSessionId('txn_1', 1, at, fresh), 'the ordinal is bound');
+  t.notSame(deriveSessionId('txn_1', 0, at, fresh), deriveSessionId('txn_2', 0, at, fresh), 'the request id is bound');
+  t.notSame(deriveSessionId('txn_1', 0, at, fresh).subarray(8), deriveSessionId('txn_1', 0, at + 1, fresh).subarray(8), 'the deadline is bound in the hash too');
+  t.notSame(deriveSessionId('txn_1', 0, at), deriveSessionId('txn_1', 0, at), 'fresh bytes each time');
+  t.throws(() => deriveSessionId('txn_1', 0, at, fill(31, 9)));
+  t.ok(Buffer.compare(deriveSessionId('z', 0, at), deriveSessionId('a', 0, at + 1)) < 0, 'ids sort by deadline');
 });

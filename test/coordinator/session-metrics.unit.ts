@@ -16,6 +16,7 @@ import { PartySchema, Protocol, SessionFailedSchema, SessionOpenSchema, type Env
 import { createMetricsRegistry, type Registry } from '../../common/metrics/metrics-registry.ts';
 import { createLogger } from '../../common/logger.ts';
 import { toHex } from '../../common/bytes.ts';
+import { newSessionId } from '../node/session-ids.ts';
 
 const log = createLogger('test', 'silent');
 
@@ -82,7 +83,7 @@ function cluster(n: number, factory: (i: number) => ProtocolFactory = () => asyn
     };
     hosts.set(id.nodeId, new SessionHost(id, toHub, factory(i), log, Date.now, new NodeSessionMetrics(nodeRegistries[i]!, { running: () => hosts.get(id.nodeId)!.running })));
   });
-  const run = (protocol = Protocol.SIGN_SCHNORR, parties = ids, sessionId = new Uint8Array(randomBytes(32))) => hub.run({
+  const run = (protocol = Protocol.SIGN_SCHNORR, parties = ids, sessionId = newSessionId(timeoutMs)) => hub.run({
     sessionId, requestId: 'req_1', protocol, keyId: 'k', params: new Uint8Array(), timeoutMs,
     parties: parties.map((p, i) => create(PartySchema, { nodeId: p.nodeId, index: i + 1, signingKey: p.signingKey, encryptionKey: p.encryptionKey })),
   });
@@ -140,7 +141,7 @@ const stuck: ProtocolFactory = async () => ({ start: () => ({ kind: 'continue', 
 
 t.test('a culprit that is no party of the session is not made a label', async (t) => {
   const c = cluster(2, () => stuck);
-  const sessionId = new Uint8Array(randomBytes(32));
+  const sessionId = newSessionId();
   const running = c.run(Protocol.SIGN_ECDSA, c.ids, sessionId);
   await settle();
   c.hub.fromNode(c.ids[0]!.nodeId, { case: 'failed', value: create(SessionFailedSchema, { sessionId, code: 'equivocation', message: 'x', culprits: ['ghost-node', c.ids[1]!.nodeId] }) });
@@ -188,7 +189,7 @@ t.test('nodes count refusals by kind and code', async (t) => {
 
 t.test('a session open a node declines before it runs is a refusal too', async (t) => {
   const c = cluster(2);
-  const sessionId = new Uint8Array(randomBytes(32));
+  const sessionId = newSessionId();
   t.ok((await c.run(Protocol.SIGN_SCHNORR, c.ids, sessionId)).ok);
   // The same session id again: every node refuses it as reused.
   t.match(await c.run(Protocol.SIGN_SCHNORR, c.ids, sessionId), { ok: false });

@@ -32,6 +32,7 @@ import { AWS_NITRO_ROOT_G1_PEM, nitroTeeVerifier } from '../../tee/attestation/e
 import { teeNodeBinding } from '../../core/trust/tee-binding.ts';
 import { claimsOnlyLedger } from './claims-only-ledger.ts';
 import { relayHost } from './relay-host.ts';
+import { deadlineOf, newSessionId } from './session-ids.ts';
 
 t.setTimeout(120_000);
 
@@ -88,10 +89,10 @@ const customerNode = (m: Member) => ({ node_id: m.nodeId, signing_key: bytesToHe
 
 /** Opens a session on every real node among `members` with encoded `params` and waits until each has reported. */
 async function run(members: Member[], protocol: Protocol, keyId: string, params: Uint8Array): Promise<Map<string, Outcome>> {
-  const sessionId = new Uint8Array(randomBytes(32));
+  const sessionId = newSessionId();
   const sid = bytesToHex(sessionId);
   const parties: Party[] = members.map((m, i) => ({ $typeName: 'mpc.v1.Party', nodeId: m.nodeId, index: i + 1, signingKey: m.signingKey, encryptionKey: m.encryptionKey }));
-  const open = create(SessionOpenSchema, { sessionId, protocol, keyId, parties, params, deadlineMs: BigInt(Date.now() + 60_000) });
+  const open = create(SessionOpenSchema, { sessionId, protocol, keyId, parties, params, deadlineMs: deadlineOf(sessionId) });
   const real = members.map((m) => nodes.get(m.nodeId)).filter((n): n is TestNode => n !== undefined && bytesToHex(n.identity.signingKey) === bytesToHex(members.find((x) => x.nodeId === n.identity.nodeId)!.signingKey));
   for (const n of real) n.host.onOpen(open);
   // A node that joined a session with a party that never speaks waits for it: reported as `joined`.

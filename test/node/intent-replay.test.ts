@@ -39,6 +39,7 @@ import { exposeScalar, pointHex } from '../../node/protocols/math/curve.ts';
 import { derive } from '../../node/protocols/derive/bip32.ts';
 import { outputKey } from '../../node/protocols/frost/taproot.ts';
 import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
+import { sessionIdFields } from './session-ids.ts';
 import { committee } from '../protocols/ecdsa/harness.ts';
 
 bitcoin.initEccLib(ecc);
@@ -82,7 +83,7 @@ async function startNode(t: Test, me: number, dir = mkdtempSync(join(tmpdir(), '
     me, dir, storageKey, store,
     open: (protocol, params) => {
       const ctx: SessionContext = {
-        open: create(SessionOpenSchema, { sessionId: new Uint8Array(randomBytes(32)), protocol, keyId, parties, params, deadlineMs: BigInt(Date.now() + 60_000) }),
+        open: create(SessionOpenSchema, { ...sessionIdFields(), protocol, keyId, parties, params }),
         myIndex: me,
         parties,
       };

@@ -29,6 +29,7 @@ import { exposeScalar } from '../../node/protocols/math/curve.ts';
 import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { committee, type Committee } from '../protocols/ecdsa/harness.ts';
 import { claimsOnlyLedger } from './claims-only-ledger.ts';
+import { deadlineOf, newSessionId } from './session-ids.ts';
 
 // The signing request's own checks (and the intent ledger) are not what this file is about: every
 // request is authorized.
@@ -58,9 +59,9 @@ async function honestNode(t: Test, c: Committee) {
       apiKeyId: '', template: new Uint8Array(), endUserToken: '',
     });
     const parties = ids.filter((m) => signers.includes(m.index)).map(party);
-    lastSession = new Uint8Array(randomBytes(32));
+    lastSession = newSessionId();
     const ctx: SessionContext = {
-      open: create(SessionOpenSchema, { sessionId: lastSession, protocol: Protocol.SIGN_ECDSA, keyId, parties, params, deadlineMs: BigInt(Date.now() + 60_000) }),
+      open: create(SessionOpenSchema, { sessionId: lastSession, protocol: Protocol.SIGN_ECDSA, keyId, parties, params, deadlineMs: deadlineOf(lastSession) }),
       myIndex: 1,
       parties,
     };

@@ -37,6 +37,7 @@ import { exposeScalar } from '../../node/protocols/math/curve.ts';
 import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { committee, sid, type Committee } from '../protocols/ecdsa/harness.ts';
 import { claimsOnlyLedger } from './claims-only-ledger.ts';
+import { deadlineOf, newSessionId } from './session-ids.ts';
 
 // Slow protocols on a machine shared with other work.
 t.setTimeout(600_000);
@@ -89,7 +90,7 @@ async function newNode(t: Test, index: number, opts: { inline?: boolean; cue?: s
 
 function context(protocol: Protocol, signers: number[], me: number, params: Uint8Array, sessionId: Uint8Array): SessionContext {
   const parties = members.filter((m) => signers.includes(m.index)).map(party);
-  return { open: create(SessionOpenSchema, { sessionId, protocol, keyId, parties, params, deadlineMs: BigInt(Date.now() + 60_000) }), myIndex: me, parties };
+  return { open: create(SessionOpenSchema, { sessionId, protocol, keyId, parties, params, deadlineMs: deadlineOf(sessionId) }), myIndex: me, parties };
 }
 
 type Wire = { from: number; to: number | 'all'; round: number; payload: Uint8Array };
@@ -107,7 +108,7 @@ interface Session {
 /** Opens the session at every node and starts it; nothing is delivered yet. */
 async function open(nodes: Node[], protocol: Protocol, params: Uint8Array): Promise<Session> {
   const signers = nodes.map((n) => n.index);
-  const sessionId = new Uint8Array(randomBytes(32));
+  const sessionId = newSessionId();
   const s: Session = { runs: new Map(), queue: [], results: new Map(), aborted: new Map(), thrown: new Map(), sentBy: new Map() };
   for (const n of nodes) s.runs.set(n.index, await n.factory(context(protocol, signers, n.index, params, sessionId)));
   for (const [me, run] of s.runs) {

@@ -31,6 +31,7 @@ import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/
 import { committee, type Committee } from '../protocols/ecdsa/harness.ts';
 import { checkSignature } from '../protocols/ecdsa/sign-cases.ts';
 import { claimsOnlyLedger } from './claims-only-ledger.ts';
+import { deadlineOf, newSessionId } from './session-ids.ts';
 
 // Tests of slow protocols on a machine shared with other work.
 t.setTimeout(600_000);
@@ -85,7 +86,7 @@ async function newNode(t: Test, index: number, anchored = true): Promise<Node> {
 
 function context(protocol: Protocol, signers: number[], me: number, params: Uint8Array, sessionId: Uint8Array): SessionContext {
   const parties = members.filter((m) => signers.includes(m.index)).map(party);
-  return { open: create(SessionOpenSchema, { sessionId, protocol, keyId, parties, params, deadlineMs: BigInt(Date.now() + 60_000) }), myIndex: me, parties };
+  return { open: create(SessionOpenSchema, { sessionId, protocol, keyId, parties, params, deadlineMs: deadlineOf(sessionId) }), myIndex: me, parties };
 }
 
 type Outcome = { ok: true; results: Map<number, Uint8Array> } | { ok: false; refused: Map<number, string>; aborted: Map<number, string>; sentBy: Map<number, number> };
@@ -97,7 +98,7 @@ type Outcome = { ok: true; results: Map<number, Uint8Array> } | { ok: false; ref
  */
 async function session(nodes: Node[], protocol: Protocol, params: Uint8Array): Promise<Outcome> {
   const signers = nodes.map((n) => n.index);
-  const sessionId = new Uint8Array(randomBytes(32));
+  const sessionId = newSessionId();
   const refused = new Map<number, string>();
   const aborted = new Map<number, string>();
   const results = new Map<number, Uint8Array>();

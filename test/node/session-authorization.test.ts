@@ -46,6 +46,7 @@ import { signRoster } from '../../core/trust/roster.ts';
 import { createLogger } from '../../common/logger.ts';
 import { relayHost, type RelayOutcome } from './relay-host.ts';
 import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
+import { deadlineOf, newSessionId } from './session-ids.ts';
 
 t.setTimeout(180_000);
 bitcoin.initEccLib(ecc);
@@ -95,9 +96,9 @@ const partiesOf = (members: TestNode[]): Party[] =>
 
 /** Opens a session at every member as the coordinator would and waits until each reported. */
 async function run(members: TestNode[], protocol: Protocol, params: Uint8Array, keyId = KEY): Promise<RelayOutcome[]> {
-  const sessionId = new Uint8Array(randomBytes(32));
+  const sessionId = newSessionId();
   const sid = bytesToHex(sessionId);
-  const open = create(SessionOpenSchema, { sessionId, protocol, keyId, parties: partiesOf(members), params, deadlineMs: BigInt(Date.now() + 60_000) });
+  const open = create(SessionOpenSchema, { sessionId, protocol, keyId, parties: partiesOf(members), params, deadlineMs: deadlineOf(sessionId) });
   for (const n of members) n.host.onOpen(open);
   const deadline = Date.now() + 30_000;
   while (members.some((n) => !n.outcomes.has(sid)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));

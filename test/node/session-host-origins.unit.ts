@@ -12,6 +12,7 @@ import type { PartyProtocol, Step } from '../../node/runtime/party-protocol.ts';
 import { SessionOpenSchema, Protocol, type Envelope, type SessionOpen } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { createLogger } from '../../common/logger.ts';
 import { toHex } from '../../common/bytes.ts';
+import { deadlineOf, newSessionId } from './session-ids.ts';
 
 const log = createLogger('test', 'silent');
 const A: Origin = 'coordinator-a:7400';
@@ -53,8 +54,8 @@ function twoLinks(hold?: Promise<void>) {
       queueMicrotask(() => hosts[1 - i]!.onRelay(env, origin));
     }
   }, async (ctx) => toy(ctx.myIndex, ctx.parties.length, hold), log));
-  const open = (sessionId: Uint8Array = new Uint8Array(randomBytes(32))): SessionOpen => create(SessionOpenSchema, {
-    sessionId: new Uint8Array(sessionId), protocol: Protocol.SIGN_SCHNORR, keyId: 'k', params: new Uint8Array(), deadlineMs: BigInt(Date.now() + 10_000),
+  const open = (sessionId: Uint8Array = newSessionId(10_000)): SessionOpen => create(SessionOpenSchema, {
+    sessionId: new Uint8Array(sessionId), protocol: Protocol.SIGN_SCHNORR, keyId: 'k', params: new Uint8Array(), deadlineMs: deadlineOf(sessionId),
     parties: ids.map((id, i) => ({ nodeId: id.nodeId, index: i + 1, signingKey: id.signingKey, encryptionKey: id.encryptionKey })),
   });
   /** What node `node` reported for `sessionId` on `origin`: the cases of its done and failed messages, with codes. */

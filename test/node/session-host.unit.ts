@@ -12,6 +12,7 @@ import type { PartyProtocol, Step } from '../../node/runtime/party-protocol.ts';
 import { SessionOpenSchema, Protocol, type Envelope } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { createLogger } from '../../common/logger.ts';
 import { toHex } from '../../common/bytes.ts';
+import { deadlineOf, newSessionId, sessionIdFields } from './session-ids.ts';
 
 const log = createLogger('test', 'silent');
 
@@ -74,9 +75,9 @@ function network(n: number, factory?: (i: number) => ProtocolFactory): Net {
   return net;
 }
 
-function openAll(net: Net, sessionId = new Uint8Array(randomBytes(32))) {
+function openAll(net: Net, sessionId = newSessionId(10_000)) {
   const parties = net.ids.map((id, i) => ({ nodeId: id.nodeId, index: i + 1, signingKey: id.signingKey, encryptionKey: id.encryptionKey }));
-  const open = create(SessionOpenSchema, { sessionId, protocol: Protocol.SIGN_SCHNORR, keyId: 'k', parties, params: new Uint8Array(), deadlineMs: BigInt(Date.now() + 10_000) });
+  const open = create(SessionOpenSchema, { sessionId, protocol: Protocol.SIGN_SCHNORR, keyId: 'k', parties, params: new Uint8Array(), deadlineMs: deadlineOf(sessionId) });
   for (const h of net.hosts) h.onOpen(open);
   return open;
 }
@@ -196,9 +197,9 @@ t.test('an admission check runs after the first round is sent and before anythin
 
 t.test('a session that names this node with other keys is refused', async (t) => {
   const net = network(2);
-  const sessionId = new Uint8Array(randomBytes(32));
+  const sessionId = newSessionId(1000);
   const parties = net.ids.map((id, i) => ({ nodeId: id.nodeId, index: i + 1, signingKey: id.signingKey, encryptionKey: net.ids[1 - i]!.encryptionKey }));
-  net.hosts[0]!.onOpen(create(SessionOpenSchema, { sessionId, protocol: Protocol.SIGN_SCHNORR, keyId: 'k', parties, deadlineMs: BigInt(Date.now() + 1000) }));
+  net.hosts[0]!.onOpen(create(SessionOpenSchema, { sessionId, protocol: Protocol.SIGN_SCHNORR, keyId: 'k', parties, deadlineMs: deadlineOf(sessionId) }));
   await settle();
   t.match(net.failed.get(0), { code: 'identity_mismatch' });
 });
@@ -219,7 +220,7 @@ t.test('the coordinator\'s request id: a malformed one is refused, a good one is
     throw new SessionRefused('digest_mismatch', 'not the intent\'s digest');
   }, createLogger('node', 'debug', sink));
   const open = (requestId: string) => create(SessionOpenSchema, {
-    sessionId: new Uint8Array(randomBytes(32)), protocol: Protocol.SIGN_SCHNORR, keyId: 'k', requestId, deadlineMs: BigInt(Date.now() + 10_000),
+    ...sessionIdFields(10_000), protocol: Protocol.SIGN_SCHNORR, keyId: 'k', requestId,
     parties: [{ nodeId: id.nodeId, index: 1, signingKey: id.signingKey, encryptionKey: id.encryptionKey }],
   });
   for (const bad of ['txn/1', 'a b', 'x'.repeat(129)]) host.onOpen(open(bad));

@@ -34,6 +34,7 @@ import { exposeScalar, pointHex } from '../../node/protocols/math/curve.ts';
 import { derive } from '../../node/protocols/derive/bip32.ts';
 import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { createLogger } from '../../common/logger.ts';
+import { deadlineOf, newSessionId } from './session-ids.ts';
 import { committee } from '../protocols/ecdsa/harness.ts';
 
 bitcoin.initEccLib(ecc);
@@ -107,11 +108,12 @@ t.test('a signing ended at any step of preflight, authorize or start leaves no O
     let count = 0;
     let fired = false;
     const sent: ToCoordinator[] = [];
-    const sessionId = new Uint8Array(randomBytes(32));
+    // A deadline close ahead for the 'deadline' ending: a past one is refused at open (session_expired).
+    const sessionId = ending === 'deadline' ? newSessionId(200) : newSessionId();
     const end = async () => {
       if (ending === 'cancel') host.onCancel(sessionId, 'test cancel');
       else if (ending === 'link loss') host.abortFrom(SOLE_ORIGIN, 'link lost');
-      // The deadline passed at open: the host's own timer ends the session; this step waits for it.
+      // The deadline passes right after open: the host's own timer ends the session; this step waits for it.
       else while (host.running > 0) await new Promise((r) => setTimeout(r, 20));
     };
     const point = async () => {
@@ -130,7 +132,7 @@ t.test('a signing ended at any step of preflight, authorize or start leaves no O
       return p;
     };
     const host = new SessionHost(me, (msg) => sent.push(msg), tracked, createLogger('test', 'silent'));
-    const deadlineMs = BigInt(ending === 'deadline' ? Date.now() - 1000 : Date.now() + 60_000);
+    const deadlineMs = deadlineOf(sessionId);
     host.onOpen(create(SessionOpenSchema, { sessionId, protocol: Protocol.SIGN_ECDSA, keyId, parties, params, deadlineMs }));
     // Until the session ended at its point, or its first round went out (the factory built the run and
     // started it: every await of preflight, authorize and start is behind it).
