@@ -32,6 +32,7 @@ import { loadTeeVerifier } from '../tee/attestation/enrolment-verifier.ts';
 import { createMetricsRegistry } from '../common/metrics/metrics-registry.ts';
 import { serveMetrics } from '../common/metrics/metrics-server.ts';
 import { NodeSessionMetrics } from './runtime/session-metrics.ts';
+import { StorePruner } from './runtime/store-pruner.ts';
 
 
 await runMain('node', async ({ fail }) => {
@@ -93,23 +94,18 @@ await runMain('node', async ({ fail }) => {
   // FROST nonce pairs precommitted ahead are kept and swept alike.
   const presignatures = new PresignatureStore(store, { primitives: nativePrimitives });
   const frostNonces = new FrostNonceStore(store);
-  const epochOf = async (keyId: string) => (await vault.current(keyId))?.key.pkg.epoch;
-  const sweepPresignatures = () => {
-    void presignatures.sweep(epochOf).catch((err: unknown) => nodeLog.warn({ err: (err as Error).message }, 'presignature sweep failed'));
-    void frostNonces.sweep(epochOf).catch((err: unknown) => nodeLog.warn({ err: (err as Error).message }, 'FROST nonce sweep failed'));
-  };
-  const sweeper = presignatures.enabled ? setInterval(sweepPresignatures, 15 * 60_000) : undefined;
-  sweeper?.unref();
-  if (presignatures.enabled) sweepPresignatures();
-  // Shares dealt away in committed reshares, past their retention window (epoch.ts).
-  const erased = await vault.eraseRetired(Date.now());
-  if (erased) nodeLog.info({ erased }, 'erased shares this node dealt away, past their retention window');
+  const ledger = new IntentLedger(store);
+  const registry = createMetricsRegistry();
+  // What protects nothing any more goes, once now and every quarter hour (docs/storage.md "Pruning"):
+  // intent records and session claims long past, pool entries and used marks past their expiry or
+  // epoch, shares dealt away in committed reshares past their retention window (epoch.ts).
+  const pruner = new StorePruner({ vault, ledger, presignatures, frostNonces, log: nodeLog, registry });
+  pruner.start();
   if (config.teeAllowDevRoot) nodeLog.warn('NODE_TEE_ALLOW_DEV_ROOT: TEE attestations under a DEV-ONLY root are accepted; never in production');
   const trust = new TrustRegistry(store, {
     operatorKeys: config.operatorKeys, fileKeys: loadApiKeysFile(config.apiKeysFile), verifyTee: loadTeeVerifier(config.teeRootsFile, config.teeAllowDevRoot),
   });
   const authorizer = new IntentAuthorizer(trust);
-  const registry = createMetricsRegistry();
   // Read at each scrape; `host` is assigned before the first one can come.
   const metrics = new NodeSessionMetrics(registry, { running: (): number => host.running, attached: () => [...links].map(([address, l]) => [address, l.attached] as const) });
   // One host, one set of protocol dependencies: the intent ledger, the session claims and the OT pair
@@ -117,7 +113,7 @@ await runMain('node', async ({ fail }) => {
   const workerCount = config.protocolWorkers ?? defaultWorkerCount();
   const workers = workerCount > 0 ? new ProtocolWorkers(workerCount, (why) => nodeLog.error({ why }, 'a protocol worker was lost; its session fails')) : undefined;
   nodeLog.info({ protocolWorkers: workerCount }, 'protocol workers');
-  const host = new SessionHost(identity, (m, origin) => void links.get(origin)?.send(m), nodeProtocols({ vault, authorizer, trust, ledger: new IntentLedger(store), rosters: new RosterRegistry(store, config.operatorKeys), presignatures, frostNonces, identity, retiredShareRetentionMs: config.retiredShareRetentionHours * 3600_000, ...(workers ? { workers } : {}) }), nodeLog, Date.now, metrics);
+  const host = new SessionHost(identity, (m, origin) => void links.get(origin)?.send(m), nodeProtocols({ vault, authorizer, trust, ledger, rosters: new RosterRegistry(store, config.operatorKeys), presignatures, frostNonces, identity, retiredShareRetentionMs: config.retiredShareRetentionHours * 3600_000, ...(workers ? { workers } : {}) }), nodeLog, Date.now, metrics);
   for (const [address, link] of links) {
     link.on('session', (b) => {
       if (b.case === 'open') host.onOpen(b.value, address);
@@ -139,7 +135,7 @@ await runMain('node', async ({ fail }) => {
       host.abortAll('stopping');
       for (const link of links.values()) link.stop();
       await workers?.close();
-      if (sweeper) clearInterval(sweeper);
+      await pruner.stop();
       await store.close();
     },
   };

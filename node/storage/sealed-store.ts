@@ -18,7 +18,7 @@ import { hkdf } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { RollbackAnchor } from './rollback-anchor.ts';
-import { inRange, type KvBackend } from './kv-backend.ts';
+import { inRange, type KvBackend, type KvRange } from './kv-backend.ts';
 import { LevelKvBackend } from './level-kv-backend.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { xchacha20Poly1305 } from '../../common/aead.ts';
@@ -341,16 +341,21 @@ export class SealedStore {
   }
 
   /**
-   * Record keys under `prefix`, in order: only records the head accounts for, and every record it
-   * accounts for that was there when the listing began and still is when it ends (so a backend cannot
-   * hide one by leaving it out).
+   * Record keys under `prefix` (or in a range of keys), in order: only records the head accounts for,
+   * and every record it accounts for that was there when the listing began and still is when it ends
+   * (so a backend cannot hide one by leaving it out).
    */
-  async *keys(prefix: string): AsyncGenerator<string> {
-    const range = { gte: prefix, lt: prefix + '\xff' };
-    const expected = [...this.digests.keys()].filter((k) => inRange(k, range) && !this.pending.has(k));
+  async *keys(prefixOrRange: string | KvRange): AsyncGenerator<string> {
+    const range = typeof prefixOrRange === 'string' ? { gte: prefixOrRange, lt: prefixOrRange + '\xff' } : prefixOrRange;
+    // Every key of the range starts with what its two bounds share: a cheap test before the exact one.
+    const common = sharedPrefix(range.gte, range.lt);
+    const within = (k: string) => k.startsWith(common) && inRange(k, range);
+    const expected: string[] = [];
+    for (const k of this.digests.keys()) if (within(k) && !this.pending.has(k)) expected.push(k);
     // Accounted for when the listing began: a write that lands while it runs may delete one of these,
     // and the backend's listing may still show it; that one is skipped, not taken for tampering.
-    const known = new Set([...expected, ...[...this.pending.keys()].filter((k) => inRange(k, range))]);
+    const known = new Set(expected);
+    for (const k of this.pending.keys()) if (within(k)) known.add(k);
     const seen = new Set<string>();
     for await (const k of this.db.keys(range)) {
       if (isReserved(k)) continue;
@@ -373,6 +378,14 @@ export class SealedStore {
     await this.writes;
     await this.db.close();
   }
+}
+
+function sharedPrefix(a: string, b: string): string {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  // Not into a surrogate pair: a prefix ends on a whole character.
+  if (i > 0 && /[\ud800-\udbff]/.test(a[i - 1]!)) i--;
+  return a.slice(0, i);
 }
 
 function tampered(key: string): SealedStoreError {

@@ -142,7 +142,8 @@ export class SingleUsePool<B extends PoolBinding, V> {
 
   /**
    * Deletes what can never be used: entries of another epoch than `epoch` (a reshare or refresh moved
-   * the key on; their share is gone), expired entries and expired used marks. Under the key's lock.
+   * the key on; their share is gone), expired entries and expired used marks. Under the key's lock. A
+   * negative `epoch` says the node holds no share of the key: every entry and used mark of it goes.
    */
   async purge(keyId: string, epoch: number): Promise<number> {
     return this.locks.run(keyId, () => this.purgeLocked(keyId, epoch));
@@ -160,7 +161,15 @@ export class SingleUsePool<B extends PoolBinding, V> {
       if (entry && entry.expiresAt <= now) ops.push({ type: 'del', key: e.key });
       if (entry) this.secretOf(entry).zeroize();
     }
+    // A used mark makes a second take of its id `used` rather than `unknown` and keeps the id from
+    // being made again; neither protects a secret (the entry is deleted in the take's own batch, and
+    // an entry made again under the id would hold fresh nonces), so the mark goes once the entry would
+    // have expired, or at once when the node holds no share of the key any more.
     for await (const key of this.store.keys(`${this.flavor.prefix}-used/${keyId}/`)) {
+      if (epoch < 0) {
+        ops.push({ type: 'del', key });
+        continue;
+      }
       const raw = await this.store.get(key);
       if (raw && decodeBlob<UsedMark>(this.flavor.usedKind, raw).expiresAt <= now) ops.push({ type: 'del', key });
     }

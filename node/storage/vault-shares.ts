@@ -10,6 +10,8 @@ import { decodeOtSetup, type EcdsaOtSetup } from '../protocols/ecdsa/ot-setup.ts
 import { decodeBlob, encodeBlob } from '../../core/codec/blob.ts';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
+import { sessionIdTimeHex, sessionIdTimePrefix } from '../../core/session/session-id.ts';
+import { PRUNE_MARGIN_MS, pruneRange } from './range-pruning.ts';
 
 export interface PinnedMember {
   index: number;
@@ -54,7 +56,7 @@ export interface OtRetirement {
 const storeLocks = new WeakMap<SealedStore, KeyedMutex>();
 
 export class VaultShareStoreError extends CustodyError {
-  declare readonly code: 'unknown_key' | 'session_reused' | 'no_pending' | 'epoch_mismatch';
+  declare readonly code: 'unknown_key' | 'session_reused' | 'session_expired' | 'no_pending' | 'epoch_mismatch';
   constructor(code: VaultShareStoreError['code'], message: string) {
     super(code, message);
     this.name = 'VaultShareStoreError';
@@ -67,7 +69,10 @@ export class VaultShareStore {
 
   private readonly locks: KeyedMutex;
 
-  constructor(private readonly store: SealedStore) {
+  private readonly now: () => number;
+
+  constructor(private readonly store: SealedStore, opts: { now?: () => number } = {}) {
+    this.now = opts.now ?? Date.now;
     let locks = storeLocks.get(store);
     if (!locks) storeLocks.set(store, (locks = new KeyedMutex()));
     this.locks = locks;
@@ -247,7 +252,8 @@ export class VaultShareStore {
   /**
    * Marks a signing session's nonces used, durably, before anything computed with them leaves the
    * node (a FROST signature share, any ECDSA presigning message; FROST's public nonce commitments may
-   * precede it). A session id is accepted once, ever.
+   * precede it). A session id is accepted once, ever: its claim is kept until its deadline is long past,
+   * and from its deadline on the id is refused by its time.
    */
   async claimSession(sessionId: string): Promise<void> {
     // On disk before anything that uses the session's nonces leaves: a mark lost to a crash would let
@@ -262,9 +268,28 @@ export class VaultShareStore {
    * id stays refused in this process even if that batch is never written.
    */
   async reserveSession(sessionId: string): Promise<BatchOp[]> {
-    const k = `used/${sessionId}`;
+    const k = `${CLAIM_PREFIX}${sessionId}`;
+    // An id past its deadline may have had its claim pruned (pruneSessionClaims): refused here too, not
+    // only by the session host, so that no claim is ever written for an id a pass may have forgotten.
+    const deadline = sessionIdTimeHex(sessionId);
+    if (deadline < BigInt(Math.floor(this.now()))) throw new VaultShareStoreError('session_expired', `this session id's deadline ${deadline} has passed`);
     if (this.claiming.has(sessionId) || (await this.store.get(k))) throw new VaultShareStoreError('session_reused', 'this session id was used before');
     this.claiming.add(sessionId);
     return [{ type: 'put', key: k, value: new Uint8Array([1]) }];
   }
 }
+
+  /**
+   * Deletes the claims of session ids whose deadline is more than PRUNE_MARGIN_MS before `nowMs`: every
+   * node refuses such an id at open (core/session/session-id.ts) and reserveSession refuses it, so its
+   * claim protects nothing. Ids sort by deadline, so this is one key range. Returns how many went.
+   */
+  async pruneSessionClaims(nowMs: number): Promise<number> {
+    const pruned = await pruneRange(this.store, { gte: CLAIM_PREFIX, lt: CLAIM_PREFIX + sessionIdTimePrefix(nowMs - PRUNE_MARGIN_MS) });
+    // Ids reserved in this process and long past need no place in memory either.
+    for (const id of this.claiming) if (sessionIdTimeHex(id) < BigInt(Math.floor(nowMs - PRUNE_MARGIN_MS))) this.claiming.delete(id);
+    return pruned;
+  }
+
+/** `used/<session id, hex>`: a claimed signing session. */
+const CLAIM_PREFIX = 'used/';

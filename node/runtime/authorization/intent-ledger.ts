@@ -3,14 +3,25 @@
 // Bitcoin input set with amounts, and any later request for a different one is refused. Signing the
 // same again is allowed (only one of those transactions can be mined, and the API retries after a crash
 // need it). The record is sealed and on disk before `claim` resolves, so before any signature share or
-// presigning message derived from the request leaves the node.
+// presigning message derived from the request leaves the node. Once the intent's not_after is long
+// past (every node refuses the intent then) the record is pruned (`prune`, docs/storage.md "Pruning").
 import { KeyedMutex } from '../../../common/keyed-mutex.ts';
 import type { BatchOp, SealedStore } from '../../storage/sealed-store.ts';
 import { SessionRefused } from '../session-host.ts';
+import { PRUNE_CHUNK_OPS, PRUNE_MARGIN_MS, pruneRange } from '../../storage/range-pruning.ts';
 import type { BtcUse, EvmUse, SignGrant } from './sign-authorizer.ts';
 
 const RECORD_VERSION = 1;
 const PREFIX = 'intent/used/';
+/**
+ * `intent/exp/<not_after, 20 digits>/<hash>`: public and empty, written in the record's batch, so that
+ * records past their not_after are found by one key range without unsealing any (docs/storage.md
+ * "Pruning").
+ */
+const EXP_PREFIX = 'intent/exp/';
+/** Present once every record has its expiry entry (records written before entries existed get theirs once). */
+const INDEXED_MARK = 'intent/exp-indexed';
+const expKey = (notAfter: bigint, hash: string) => `${EXP_PREFIX}${notAfter.toString().padStart(20, '0')}/${hash}`;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
@@ -39,7 +50,19 @@ export class IntentLedger {
   // One claim per intent at a time: two concurrent sessions cannot both find the intent unused.
   private readonly lock = new KeyedMutex();
 
-  constructor(private readonly store: SealedStore) {}
+  private readonly now: () => number;
+
+  constructor(private readonly store: SealedStore, opts: { now?: () => number } = {}) {
+    this.now = opts.now ?? Date.now;
+  }
+
+  /**
+   * The not_after (seconds) below which records may have been pruned: an intent that expired before it
+   * is refused by the authorizer, and by `claim` too, so that its lost record can never be re-made.
+   */
+  private horizon(nowMs: number): bigint {
+    return BigInt(Math.floor((nowMs - PRUNE_MARGIN_MS) / 1000));
+  }
 
   /**
    * Records what `grant` signs for its intent, or refuses with `intent_already_used` when the intent was
@@ -51,6 +74,9 @@ export class IntentLedger {
     if (!/^[0-9a-f]{64}$/.test(grant.intentHash)) throw new Error('intent hash must be 32 bytes of lower-case hex');
     const key = PREFIX + grant.intentHash;
     const want = stored(grant);
+    // The authorizer refused this already (its not_after is long past); checked again here, where it
+    // matters: a pruned record must not come back as a fresh claim.
+    if (grant.notAfter < this.horizon(this.now())) throw new SessionRefused('intent_expired', 'the intent expired long ago; its record may be pruned');
     await this.lock.run(grant.intentHash, async () => {
       const prior = await this.read(key);
       if (prior) {
@@ -60,7 +86,11 @@ export class IntentLedger {
         if (alsoWrite.length) await this.store.batch(alsoWrite);
         return;
       }
-      await this.store.batch([{ type: 'put', key, value: enc.encode(JSON.stringify(want)), secret: true }, ...alsoWrite]);
+      await this.store.batch([
+        { type: 'put', key, value: enc.encode(JSON.stringify(want)), secret: true },
+        { type: 'put', key: expKey(grant.notAfter, grant.intentHash), value: new Uint8Array() },
+        ...alsoWrite,
+      ]);
     });
   }
 
@@ -72,6 +102,41 @@ export class IntentLedger {
     return u.chain === 'evm'
       ? { chain: 'evm', chainId: BigInt(u.chainId), from: u.from, nonce: u.nonce }
       : { chain: 'bitcoin', inputs: u.inputs.map((i) => ({ txid: i.txid, vout: i.vout, amount: BigInt(i.amount) })) };
+  }
+
+  /**
+   * Deletes the records of intents whose not_after is more than PRUNE_MARGIN_MS before `nowMs`, with
+   * their expiry entries: every node refuses those intents by their not_after, and `claim` refuses them
+   * too, so a record protects nothing once its intent is past. Returns how many records went.
+   */
+  async prune(nowMs: number): Promise<number> {
+    await this.indexUnindexed();
+    const bound = `${EXP_PREFIX}${this.horizon(nowMs).toString().padStart(20, '0')}`;
+    return pruneRange(this.store, { gte: EXP_PREFIX, lt: bound }, (k) => [PREFIX + k.slice(k.lastIndexOf('/') + 1)]);
+  }
+
+  /**
+   * Records written before expiry entries existed get theirs, once: the only pass that unseals every
+   * record, after which the mark says none is left without one.
+   */
+  private async indexUnindexed(): Promise<void> {
+    if (await this.store.get(INDEXED_MARK)) return;
+    const indexed = new Set<string>();
+    for await (const k of this.store.keys(EXP_PREFIX)) indexed.add(k.slice(k.lastIndexOf('/') + 1));
+    let ops: BatchOp[] = [];
+    for await (const key of this.store.keys(PREFIX)) {
+      const hash = key.slice(PREFIX.length);
+      if (indexed.has(hash)) continue;
+      const r = await this.read(key).catch(() => undefined);
+      // A record this node cannot read stays, and stays unpruned: it fails closed at claim.
+      if (!r) continue;
+      ops.push({ type: 'put', key: expKey(BigInt(r.notAfter), hash), value: new Uint8Array() });
+      if (ops.length >= PRUNE_CHUNK_OPS) {
+        await this.store.batch(ops);
+        ops = [];
+      }
+    }
+    await this.store.batch([...ops, { type: 'put', key: INDEXED_MARK, value: new Uint8Array([1]) }]);
   }
 
   private async read(key: string): Promise<StoredGrant | undefined> {
