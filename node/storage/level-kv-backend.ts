@@ -23,7 +23,13 @@ export class LevelKvBackend implements KvBackend {
   }
 
   async *entries(): AsyncGenerator<[string, Uint8Array]> {
-    for await (const [k, v] of this.db.iterator()) yield [k, v];
+    // In pages: one promise per page, not per entry, since an open reads every record (docs/storage.md).
+    const it = this.db.iterator();
+    try {
+      for (let page = await it.nextv(1024); page.length > 0; page = await it.nextv(1024)) yield* page;
+    } finally {
+      await it.close();
+    }
   }
 
   async *keys(range: KvRange): AsyncGenerator<string> {

@@ -91,15 +91,16 @@ interface Head {
 }
 
 export class SealedStore {
-  /** Digest of every record as the head accounts for it; a write in flight adds its new digest in `pending`. */
-  private readonly digests = new Map<string, Uint8Array>();
-  private readonly pending = new Map<string, Uint8Array | undefined>();
+  /** A write in flight adds its new digest here, until it is on disk (undefined: a deletion). */
+  private readonly pending = new Map<string, Digest | undefined>();
   /** Writes waiting for the one on its way to disk; the flush loop takes them as one group. */
   private readonly queued: { ops: RawOp[]; resolve: () => void; reject: (err: unknown) => void }[] = [];
   private flushing = false;
   private writes: Promise<void> = Promise.resolve();
 
   private constructor(
+    /** Digest of every record as the head accounts for it. */
+    private readonly digests: Map<string, Digest>,
     private readonly db: KvBackend,
     private readonly storageKey: Uint8Array,
     private readonly macKey: Uint8Array,
@@ -120,14 +121,14 @@ export class SealedStore {
     const macKey = hkdf(sha256, storageKey, undefined, enc.encode('custody/store/record-mac/v1'), 32);
     await db.open();
     try {
-      const digests = new Map<string, Uint8Array>();
+      const digests = new Map<string, Digest>();
       const acc = new Uint8Array(32);
       for await (const [key, value] of db.entries()) {
         if (isReserved(key)) continue;
         // A backend that answers a key twice is not a store this head can account for.
         if (digests.has(key)) throw tampered(key);
         const d = recordDigest(macKey, key, value);
-        digests.set(key, d);
+        digests.set(key, asDigest(d));
         xorInto(acc, d);
       }
       const headBlob = await db.get(HEAD_KEY);
@@ -168,8 +169,7 @@ export class SealedStore {
       if (unvouched && opts.requireVouched) {
         throw new SealedStoreError('unvouched_store', `${unvouched}: nothing shows this store is not an older copy. Restore the anchor that goes with it, or start the node once with NODE_STORE_ACCEPT_UNVOUCHED=true, which deletes its OT setups and the presignatures and nonces made ahead (docs/storage.md "Rollback anchor")`);
       }
-      const store = new SealedStore(db, storageKey, macKey, head, opts.anchor, adopted);
-      for (const [k, d] of digests) store.digests.set(k, d);
+      const store = new SealedStore(digests, db, storageKey, macKey, head, opts.anchor, adopted);
       store.unvouched = unvouched;
       const pick = opts.discardUnvouched;
       const drop = unvouched && pick ? [...digests.keys()].filter((k) => pick(k)) : [];
@@ -231,7 +231,7 @@ export class SealedStore {
       return undefined;
     }
     const d = recordDigest(this.macKey, key, raw);
-    const ok = (expected !== undefined && timingSafeEqual(d, expected)) || (next !== undefined && timingSafeEqual(d, next));
+    const ok = (expected !== undefined && timingSafeEqual(d, digestBytes(expected))) || (next !== undefined && timingSafeEqual(d, digestBytes(next)));
     if (!ok) throw tampered(key);
     return raw;
   }
@@ -311,18 +311,18 @@ export class SealedStore {
   private async write(ops: RawOp[]): Promise<void> {
     const acc = new Uint8Array(this.head.acc);
     let count = this.head.count;
-    const changes = new Map<string, Uint8Array | undefined>();
+    const changes = new Map<string, Digest | undefined>();
     for (const op of ops) {
       const old = changes.has(op.key) ? changes.get(op.key) : this.digests.get(op.key);
-      if (old) {
-        xorInto(acc, old);
+      if (old !== undefined) {
+        xorInto(acc, digestBytes(old));
         count--;
       }
       if (op.type === 'put') {
         const d = recordDigest(this.macKey, op.key, op.value);
         xorInto(acc, d);
         count++;
-        changes.set(op.key, d);
+        changes.set(op.key, asDigest(d));
       } else changes.set(op.key, undefined);
     }
     const head: Head = { version: this.head.version + 1n, count, acc };
@@ -330,7 +330,7 @@ export class SealedStore {
     try {
       await this.db.batch([...ops, { type: 'put', key: HEAD_KEY, value: this.seal(HEAD_KEY, encodeHead(head)) }], { sync: true });
       for (const [k, d] of changes) {
-        if (d) this.digests.set(k, d);
+        if (d !== undefined) this.digests.set(k, d);
         else this.digests.delete(k);
       }
       this.head = head;
@@ -402,12 +402,20 @@ function unsealWith(storageKey: Uint8Array, key: string, blob: Uint8Array): Uint
 }
 
 /** HMAC-SHA-256 under the store's record key of (u32 length ‖ record key ‖ stored bytes). */
-function recordDigest(macKey: Uint8Array, key: string, value: Uint8Array): Uint8Array {
-  const k = enc.encode(key);
-  const len = Buffer.alloc(4);
-  len.writeUInt32BE(k.length);
-  return new Uint8Array(createHmac('sha256', macKey).update(len).update(k).update(value).digest());
+function recordDigest(macKey: Uint8Array, key: string, value: Uint8Array): Buffer {
+  // update() copies what it is given at once, so one length buffer serves every call.
+  lengthPrefix.writeUInt32BE(Buffer.byteLength(key, 'utf8'));
+  return createHmac('sha256', macKey).update(lengthPrefix).update(key, 'utf8').update(value).digest();
 }
+const lengthPrefix = Buffer.alloc(4);
+
+/**
+ * A digest as kept in memory: its 32 bytes as a 32-character latin1 string. A string of one-byte
+ * characters costs about a third of a Uint8Array and its buffer, for each of possibly millions of records.
+ */
+type Digest = string;
+const asDigest = (d: Buffer): Digest => d.toString('latin1');
+const digestBytes = (d: Digest): Buffer => Buffer.from(d, 'latin1');
 
 function xorInto(acc: Uint8Array, d: Uint8Array): void {
   for (let i = 0; i < acc.length; i++) acc[i]! ^= d[i]!;
