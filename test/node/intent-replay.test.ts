@@ -31,7 +31,6 @@ import type { SessionContext } from '../../node/runtime/session-host.ts';
 import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.ts';
 import { IntentAuthorizer } from '../../node/runtime/authorization/sign-authorizer.ts';
 import { IntentLedger } from '../../node/runtime/authorization/intent-ledger.ts';
-import { encodeOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
 import { encodeBlob } from '../../core/codec/blob.ts';
 import { signParams } from '../../core/session/session-contract.ts';
 import { SecretShare } from '../../node/protocols/keys/key-package.ts';
@@ -39,8 +38,8 @@ import { exposeScalar, pointHex } from '../../node/protocols/math/curve.ts';
 import { derive } from '../../node/protocols/derive/bip32.ts';
 import { outputKey } from '../../node/protocols/frost/taproot.ts';
 import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
-import { sessionIdFields } from './session-ids.ts';
 import { committee } from '../protocols/ecdsa/harness.ts';
+import { sessionIdFields } from './session-ids.ts';
 
 bitcoin.initEccLib(ecc);
 const ORG = 'org_replay';
@@ -75,7 +74,7 @@ async function startNode(t: Test, me: number, dir = mkdtempSync(join(tmpdir(), '
     const k = c.keys.get(me)!;
     await vault.putNew(keyId, { key: { share: new SecretShare(me, exposeScalar(k.share, 'share')), pkg: k.pkg }, owner: ORG, committee: ids, tier: 'hosted' });
     const ot = c.ots.get(me)!;
-    await vault.putOt(keyId, ot, encodeOtSetup(ot));
+    await vault.putOt(keyId, ot);
   }
   const trust = new TrustRegistry(store, { operatorKeys: [], fileKeys: { [ORG]: { key_1: bytesToHex(ed25519.getPublicKey(apiSecret)) } } });
   const factory = nodeProtocols({ vault, authorizer: new IntentAuthorizer(trust, () => NOW), trust, ledger: new IntentLedger(store) } as Parameters<typeof nodeProtocols>[0]);

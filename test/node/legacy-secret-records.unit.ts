@@ -34,7 +34,9 @@ const shareHex = (id: number) => bytesToHex(c.keys.get(id)!.share.expose());
 /** The old writer: the same setup with every secret as hex text (what encodeOtSetup wrote before). */
 function legacyOtSetup(o: EcdsaOtSetup): Uint8Array {
   const peers = Object.fromEntries(Object.entries(o.peers).map(([j, p]) => [j, { k0: bytesToHex(p.k0.expose()), k1: bytesToHex(p.k1.expose()), delta: bytesToHex(p.delta.expose()), kd: bytesToHex(p.kd.expose()), zeroSeed: bytesToHex(p.zeroSeed.expose()) }]));
-  return encodeBlob('ecdsa-ot-setup', { ...o, peers });
+  // The version-1 shape: the committee and one setup id for the whole setup (every pair's id now).
+  const parties = [o.me, ...Object.keys(o.peers).map(Number)].sort((a, b) => a - b);
+  return encodeBlob('ecdsa-ot-setup', { keyId: o.keyId, epoch: o.epoch, parties, me: o.me, setupId: Object.values(o.peers)[0]!.setupId, peers, retired: o.retired });
 }
 
 async function nodeStore(t: Test) {
@@ -74,7 +76,7 @@ t.test('old OT-setup records load from the store and sign', async (t) => {
   const loaded = (await vault.ot(keyId))!;
   const fields = ['k0', 'k1', 'delta', 'kd', 'zeroSeed'] as const;
   t.ok(fields.every((f) => loaded.peers['2']![f].equals(c.ots.get(1)!.peers['2']![f])), 'every secret of the stored setup is back, as SecretBytes');
-  t.equal(loaded.setupId, c.ots.get(1)!.setupId);
+  t.equal(loaded.peers['2']!.setupId, c.ots.get(1)!.peers['2']!.setupId, 'the old setup id is the pair\'s');
   const ots = new Map([[1, loaded], [2, decodeOtSetup(legacy.get(2)!)]]);
   const digest = sid('legacy ot digest');
   const sig = sign({ keys: c.keys, ots }, [1, 2], digest, 'legacy ot sign').get(1)!;
@@ -83,13 +85,15 @@ t.test('old OT-setup records load from the store and sign', async (t) => {
   const fresh = encodeOtSetup(loaded);
   t.notOk(text(fresh).includes(bytesToHex(loaded.peers['2']!.delta.expose())), 'rewritten, Δ is no longer text');
   t.ok(decodeOtSetup(fresh).peers['2']!.kd.equals(loaded.peers['2']!.kd), 'and the new form round-trips');
-  t.throws(() => decodeOtSetup(encodeBlob('ecdsa-ot-setup', { ...c.ots.get(1)!, peers: { 2: { k0: 'zz' } } }, { secrets: true })), { code: 'bad_encoding' }, 'a malformed field is refused');
+  t.throws(() => decodeOtSetup(encodeBlob('ecdsa-ot-setup', { ...c.ots.get(1)!, setupId: 'ab'.repeat(32), peers: { 2: { k0: 'zz' } } }, { secrets: true })), { code: 'bad_encoding' }, 'a malformed field is refused');
 });
 
 t.test('old presignature records decode and sign', async (t) => {
   const stored = new Map([1, 2].map((id) => [id, decodePresignature(hexToBytes(vec.presignatures[String(id)]!))]));
   const fresh = presign(c, [1, 2], 'legacy-presignature').results;
-  t.equal(stored.get(1)!.id, fresh.get(1)!.id, 'the stored presignature is the one today\'s code makes from the same randomness');
+  // Today's presigning context is version 2 (per-pair setup ids), so the id, a hash of the context, moved on;
+  // the nonce R, from the same randomness, is the same.
+  t.equal(stored.get(1)!.R, fresh.get(1)!.R, 'the stored presignature has the nonce today\'s code makes from the same randomness');
   const digest = sid('legacy presignature digest');
   const on = online(stored, digest);
   t.equal(on.results.size, 2, 'signs');

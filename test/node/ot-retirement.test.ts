@@ -139,7 +139,7 @@ t.test('a retirement that lands during a run withholds the run\'s next messages'
   const honest = await p2.start();
   if (honest.kind === 'abort') throw new Error('peer aborted');
   // Another path of this node (a concurrent abort on an older run, say) retires the pair now.
-  await node.vault.retireOtPairs(node.keyId, c.ots.get(1)!.setupId, [2]);
+  await node.vault.retireOtPairs(node.keyId, [{ peer: 2, setupId: c.ots.get(1)!.peers['2']!.setupId }]);
   const step = await a.deliver(2, 1, honest.out.find((o) => o.to === 1)!.payload, false);
   // (Without the retirement the same message passes the check: see the last test.)
   t.equal(step.kind, 'abort', 'the run stops');

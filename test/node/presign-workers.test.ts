@@ -168,7 +168,7 @@ function verifies(t: Test, s: Session, digests: Uint8Array[], what: string) {
   digests.forEach((d, i) => t.ok(secp256k1.verify(r.signatures[i]!, d, secp256k1.Point.fromHex(pkg.groupKey).toBytes(true), { prehash: false }), `${what}: signature ${i} verifies`));
 }
 
-const retiredAt = async (n: Node) => (await n.vault.otRetirement(keyId))?.retired ?? [];
+const retiredAt = async (n: Node) => (await n.vault.otRetirement(keyId))?.retired.map((r) => r.peer) ?? [];
 
 t.test('presignatures made on workers sign, pooled and in a full signing; a node presigning inline joins in', async (t) => {
   const [n1, n2, n3] = [await newNode(t, 1), await newNode(t, 2), await newNode(t, 3, { inline: true })];
@@ -214,7 +214,7 @@ t.test('the OT guard on workers: an abort retires the pair, a retirement mid-run
   const s = await open([m1, m2], Protocol.SIGN_ECDSA, signParamsFor([digest()]));
   const sentAfterStart = s.sentBy.get(1) ?? 0;
   // The pair {1, 2} is retired on node 1's disk while its run is under way (another session's abort).
-  await m1.vault.retireOtPairs(keyId, c.ots.get(1)!.setupId, [2]);
+  await m1.vault.retireOtPairs(keyId, [{ peer: 2, setupId: c.ots.get(1)!.peers['2']!.setupId }]);
   await drive(s);
   t.equal(s.aborted.get(1)?.code, 'ot_retired', 'node 1 stops at its next step');
   t.equal(s.sentBy.get(1) ?? 0, sentAfterStart, 'nothing derived from the retired material left node 1');

@@ -27,15 +27,14 @@ import { OtPairLocks } from '../../node/runtime/ot-pair-locks.ts';
 import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.ts';
 import { IntentAuthorizer } from '../../node/runtime/authorization/sign-authorizer.ts';
 import { IntentLedger } from '../../node/runtime/authorization/intent-ledger.ts';
-import { encodeOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
 import { signParams } from '../../core/session/session-contract.ts';
 import { SecretShare } from '../../node/protocols/keys/key-package.ts';
 import { exposeScalar, pointHex } from '../../node/protocols/math/curve.ts';
 import { derive } from '../../node/protocols/derive/bip32.ts';
 import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { createLogger } from '../../common/logger.ts';
-import { deadlineOf, newSessionId } from './session-ids.ts';
 import { committee } from '../protocols/ecdsa/harness.ts';
+import { deadlineOf, newSessionId } from './session-ids.ts';
 
 bitcoin.initEccLib(ecc);
 const ORG = 'org_locks';
@@ -98,7 +97,7 @@ t.test('a signing ended at any step of preflight, authorize or start leaves no O
   const k = c.keys.get(1)!;
   await vault.putNew(keyId, { key: { share: new SecretShare(1, exposeScalar(k.share, 'share')), pkg: k.pkg }, owner: ORG, committee: members, tier: 'self' });
   const ot = c.ots.get(1)!;
-  await vault.putOt(keyId, ot, encodeOtSetup(ot));
+  await vault.putOt(keyId, ot);
   const trust = new TrustRegistry(store, { operatorKeys: [], fileKeys: { [ORG]: { key_1: bytesToHex(ed25519.getPublicKey(apiSecret)) } } });
   const otLocks = new OtPairLocks();
   const params = signing();

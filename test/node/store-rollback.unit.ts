@@ -11,10 +11,11 @@ import { Level } from 'level';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
 import { FileRollbackAnchor } from '../../node/storage/rollback-anchor.ts';
 import { VaultShareStore } from '../../node/storage/vault-shares.ts';
-import { encodeOtSetup, type EcdsaOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
+import { placeholderSetup } from './ot-setup-fixture.ts';
 
 const storageKey = new Uint8Array(randomBytes(32));
-const setup: EcdsaOtSetup = { keyId: 'k', epoch: 0, parties: [1, 2, 3], me: 1, setupId: 'ab'.repeat(32), peers: {}, retired: [] };
+const setupId = 'ab'.repeat(32);
+const setup = placeholderSetup(1, { 2: setupId, 3: setupId });
 
 function tmp(t: Test): string {
   const d = mkdtempSync(join(tmpdir(), 'rollback-'));
@@ -34,7 +35,7 @@ async function populated(dir: string): Promise<void> {
   const store = await SealedStore.open(dir, storageKey);
   await store.batch([{ type: 'put', key: 'key/k/current/committee', value: new TextEncoder().encode(JSON.stringify({ owner: 'acme', committee: [], tier: 'hosted', endUser: { required: true } })) }]);
   const vault = new VaultShareStore(store);
-  await vault.putOt('k', setup, encodeOtSetup(setup));
+  await vault.putOt('k', setup);
   await vault.claimSession('cd'.repeat(32));
   await store.close();
 }
@@ -68,7 +69,7 @@ t.test('a retirement rolled back to its older sealed value is refused at open', 
     before = await db.get('key/k/current/ot-retired');
   });
   const store = await SealedStore.open(dir, storageKey);
-  await new VaultShareStore(store).retireOtPairs('k', setup.setupId, [2]);
+  await new VaultShareStore(store).retireOtPairs('k', [{ peer: 2, setupId }]);
   t.same((await new VaultShareStore(store).ot('k'))?.retired, [2]);
   await store.close();
   // The host writes back the record as it was before the retirement: it opens under the storage key
@@ -82,12 +83,12 @@ t.test('a whole directory restored from an older copy is refused when a rollback
   const elsewhere = tmp(t);
   const anchorFile = join(elsewhere, 'anchor');
   const store = await SealedStore.open(dir, storageKey, { anchor: new FileRollbackAnchor(anchorFile, storageKey) });
-  await new VaultShareStore(store).putOt('k', setup, encodeOtSetup(setup));
+  await new VaultShareStore(store).putOt('k', setup);
   await store.close();
   const copy = tmp(t);
   cpSync(dir, copy, { recursive: true });
   const again = await SealedStore.open(dir, storageKey, { anchor: new FileRollbackAnchor(anchorFile, storageKey) });
-  await new VaultShareStore(again).retireOtPairs('k', setup.setupId, [3]);
+  await new VaultShareStore(again).retireOtPairs('k', [{ peer: 3, setupId }]);
   await again.close();
   rmSync(dir, { recursive: true, force: true });
   cpSync(copy, dir, { recursive: true });
@@ -102,7 +103,7 @@ t.test('an untouched store reopens, its version having grown with every write', 
   await populated(dir);
   const store = await SealedStore.open(dir, storageKey);
   t.equal(store.version, 3n, 'three writes');
-  t.same((await new VaultShareStore(store).ot('k'))?.setupId, setup.setupId);
+  t.same((await new VaultShareStore(store).ot('k'))?.peers['2']?.setupId, setupId);
   await store.close();
 });
 

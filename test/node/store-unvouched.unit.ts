@@ -12,10 +12,11 @@ import { SealedStore, type SealedStoreOptions } from '../../node/storage/sealed-
 import { FileRollbackAnchor } from '../../node/storage/rollback-anchor.ts';
 import { VaultShareStore } from '../../node/storage/vault-shares.ts';
 import { storeVouching } from '../../node/storage/store-vouching.ts';
-import { encodeOtSetup, type EcdsaOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
+import { placeholderSetup } from './ot-setup-fixture.ts';
 
 const storageKey = new Uint8Array(randomBytes(32));
-const setup: EcdsaOtSetup = { keyId: 'k', epoch: 0, parties: [1, 2, 3], me: 1, setupId: 'ab'.repeat(32), peers: {}, retired: [] };
+const setupId = 'ab'.repeat(32);
+const setup = placeholderSetup(1, { 2: setupId, 3: setupId });
 const enc = new TextEncoder();
 const production = storeVouching({ development: false, storeAcceptUnvouched: false, storeAdopt: false });
 const accepted = storeVouching({ development: false, storeAcceptUnvouched: true, storeAdopt: false });
@@ -38,7 +39,7 @@ async function written(dir: string, anchorFile: string): Promise<void> {
     { type: 'put', key: 'frost-nonce/k/0/n1', value: enc.encode('nonce'), secret: true },
   ]);
   const vault = new VaultShareStore(store);
-  await vault.putOt('k', setup, encodeOtSetup(setup));
+  await vault.putOt('k', setup);
   await vault.claimSession('cd'.repeat(32));
   await store.close();
 }
@@ -105,7 +106,7 @@ t.test('an old copy of the data directory cannot un-retire an OT pair', async (t
   cpSync(join(dir, 'db'), copy, { recursive: true });
   // Pair {1, 2} is retired after a failed check.
   const store = await open(dir, anchor, production);
-  await new VaultShareStore(store).retireOtPairs('k', setup.setupId, [2]);
+  await new VaultShareStore(store).retireOtPairs('k', [{ peer: 2, setupId }]);
   await store.close();
   // The disk serves the copy from before the retirement.
   rmSync(join(dir, 'db'), { recursive: true });

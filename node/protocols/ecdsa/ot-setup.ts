@@ -1,6 +1,11 @@
 // Pairwise OT setup after DKG and after every reshare (DKLs23 §3, "setup": F_OT base OTs and the
 // F_Zero seeds of §3.1). Its result is stored beside the key share and sealed like it.
 //
+// A run covers every pair of its parties, which may be any two or more members of the key's committee
+// (the node checks membership): a node merges each run into its stored setup (mergeOtSetup), so the
+// pairs of a member that missed one run are set up later without touching the others. Each pair's
+// material carries the id of the run that made it; presigning binds that id into the pair's context.
+//
 // Per unordered pair {i, j}, i < j, 256 public-key base OTs run from i to j; the 256 OTs of the other
 // direction are bootstrapped from them by one KOS extension (OT extension outputs serve as base OTs, as
 // in every extension-based setup), which halves the curve work. Rounds (all direct):
@@ -32,7 +37,7 @@ export interface OtSetupParams {
   sessionId: string;
   keyId: string;
   epoch: number;
-  /** The key's committee (every party of the key package). */
+  /** This run's parties: two or more members of the key's committee; every pair among them is set up. */
   parties: number[];
   me: number;
 }
@@ -47,19 +52,20 @@ export interface PeerOt {
   kd: SecretBytes;
   /** Pairwise seed of the zero-sharing (DKLs23 §3.1), 32 bytes. */
   zeroSeed: SecretBytes;
+  /** The pair setup id: the context of the run that made this material, known to both members of the pair. */
+  setupId: string;
 }
 
+/** A node's OT material for one key epoch: per peer, from whichever run last set that pair up. */
 export interface EcdsaOtSetup {
   keyId: string;
   epoch: number;
-  parties: number[];
   me: number;
-  /** Binds the stored setup to the run that produced it. */
-  setupId: string;
   peers: Record<string, PeerOt>;
   /**
-   * Peers whose OT material must not be used again: after any signing abort with a peer, its pair is
-   * retired until a new setup runs (a failed check may have leaked bits of Δ: GHSA-7f6p-phw2-8253).
+   * Peers whose current OT material must not be used again: after any signing abort with a peer, its
+   * pair is retired until a new setup of that pair runs (a failed check may have leaked bits of Δ:
+   * GHSA-7f6p-phw2-8253).
    */
   retired: number[];
 }
@@ -222,9 +228,10 @@ export function ecdsaOtSetupWith(prims: Primitives): Protocol<OtSetupParams, OtS
           const theirs = bytesToHex(s.r2[String(j)]!.seed.expose());
           const [lo, hi] = me < j ? [mySeed, theirs] : [theirs, mySeed];
           const zeroSeed = new SecretBytes(taggedHashWith(prims, 'custody/ecdsa/zero-seed/v1', [s.context, Math.min(me, j), Math.max(me, j), lo, hi]));
+          const setupId = s.context;
           if (j < me) {
             // k0 and k1 toward a lower peer come from its round-3 extension.
-            peers[String(j)] = { k0: noKeys(), k1: noKeys(), delta: s.chosen[String(j)]!.delta, kd: s.chosen[String(j)]!.kd, zeroSeed };
+            peers[String(j)] = { k0: noKeys(), k1: noKeys(), delta: s.chosen[String(j)]!.delta, kd: s.chosen[String(j)]!.kd, zeroSeed, setupId };
             continue;
           }
           const Bs = unpackPoints(s.r2[String(j)]!.B, BASE_OT_COUNT, 'B');
@@ -236,7 +243,7 @@ export function ecdsaOtSetupWith(prims: Primitives): Protocol<OtSetupParams, OtS
           const kd = Array.from({ length: BASE_OT_COUNT }, (_, k) => rowKey(prims, rc, k, rowOf(ext.t, k)));
           ext.r.fill(0);
           ext.t.fill(0);
-          peers[String(j)] = { k0: joinKeys(k0), k1: joinKeys(k1), delta: new SecretBytes(delta), kd: joinKeys(kd), zeroSeed };
+          peers[String(j)] = { k0: joinKeys(k0), k1: joinKeys(k1), delta: new SecretBytes(delta), kd: joinKeys(kd), zeroSeed, setupId };
           out.push({ from: me, to: j, round: 3, payload: encodeBlob(R3_KIND, { ot: ext.msg } satisfies R3) });
         }
         // The sender scalars and both seed halves are spent; Δ and the chosen keys moved into `peers`.
@@ -265,9 +272,7 @@ export function ecdsaOtSetupWith(prims: Primitives): Protocol<OtSetupParams, OtS
         }
         peers[String(j)] = { ...p, k0: joinKeys(k0), k1: joinKeys(k1) };
       }
-      const result: EcdsaOtSetup = {
-        keyId: s.params.keyId, epoch: s.params.epoch, parties: [...s.params.parties].sort((a, b) => a - b), me, setupId: s.context, peers, retired: [],
-      };
+      const result: EcdsaOtSetup = { keyId: s.params.keyId, epoch: s.params.epoch, me, peers, retired: [] };
       return { kind: 'done', state: { ...s, peers: {} }, result };
     },
   };
@@ -276,21 +281,38 @@ export function ecdsaOtSetupWith(prims: Primitives): Protocol<OtSetupParams, OtS
 /** The OT setup on the reference primitives (tests, tools); the node passes its native ones. */
 export const ecdsaOtSetup = ecdsaOtSetupWith(noblePrimitives);
 
-/** Marks pairs as unusable after an abort; signing refuses them until a new setup runs. */
+/** Marks pairs as unusable after an abort; signing refuses them until a new setup of those pairs runs. */
 export function retireOtPairs(setup: EcdsaOtSetup, peers: number[]): EcdsaOtSetup {
   return { ...setup, retired: [...new Set([...setup.retired, ...peers.filter((p) => p !== setup.me)])].sort((a, b) => a - b) };
 }
 
 /**
- * Sealed-storage form (secret: store it encrypted like the key share): the keys, Δ and seeds are secret
- * sections of the blob. Setups stored before that hold them as hex strings; decodeOtSetup reads both.
+ * A run's pairs merged into the stored setup of the same key epoch: the run's peers get its material
+ * and lose their retirement; every other peer keeps what it had. A setup of another epoch is replaced.
  */
+export function mergeOtSetup(stored: EcdsaOtSetup | undefined, run: EcdsaOtSetup): EcdsaOtSetup {
+  if (stored && (stored.keyId !== run.keyId || stored.me !== run.me)) throw new InputError('bad_ot_setup', 'OT setup is for another key or party');
+  if (!stored || stored.epoch !== run.epoch) return { ...run, peers: { ...run.peers }, retired: [...run.retired] };
+  const fresh = new Set(Object.keys(run.peers).map(Number));
+  return { ...stored, peers: { ...stored.peers, ...run.peers }, retired: [...new Set([...stored.retired.filter((p) => !fresh.has(p)), ...run.retired])].sort((a, b) => a - b) };
+}
+
+/**
+ * Sealed-storage form (secret: store it encrypted like the key share): the keys, Δ and seeds are secret
+ * sections of the blob. Version 2 (per-pair setup ids) is written; decodeOtSetup also reads version 1
+ * (one setup id for the whole committee, which becomes every pair's id), with secrets as sections or,
+ * older still, as hex strings.
+ */
+export const OT_SETUP_BLOB = 'ecdsa-ot-setup/v2';
+const OT_SETUP_BLOB_V1 = 'ecdsa-ot-setup';
+
 export function encodeOtSetup(s: EcdsaOtSetup): Uint8Array {
-  return encodeBlob('ecdsa-ot-setup', s, { secrets: true });
+  return encodeBlob(OT_SETUP_BLOB, { keyId: s.keyId, epoch: s.epoch, me: s.me, peers: s.peers, retired: s.retired }, { secrets: true });
 }
 
 const KEYS_BYTES = BASE_OT_COUNT * 32;
-const PEER_FIELDS: [keyof PeerOt, number][] = [['k0', KEYS_BYTES], ['k1', KEYS_BYTES], ['delta', BASE_OT_COUNT / 8], ['kd', KEYS_BYTES], ['zeroSeed', 32]];
+const PEER_FIELDS: [Exclude<keyof PeerOt, 'setupId'>, number][] = [['k0', KEYS_BYTES], ['k1', KEYS_BYTES], ['delta', BASE_OT_COUNT / 8], ['kd', KEYS_BYTES], ['zeroSeed', 32]];
+const SETUP_ID = /^[0-9a-f]{64}$/;
 
 /** A stored secret field: SecretBytes, or hex in a setup stored before secrets had their own sections. */
 function storedSecret(v: unknown, size: number, what: string): SecretBytes {
@@ -302,16 +324,34 @@ function storedSecret(v: unknown, size: number, what: string): SecretBytes {
   return out;
 }
 
-export function decodeOtSetup(bytes: Uint8Array): EcdsaOtSetup {
-  const s = decodeBlob<EcdsaOtSetup>('ecdsa-ot-setup', bytes, { secrets: true });
-  if (!s || typeof s.peers !== 'object' || s.peers === null || !Array.isArray(s.parties) || !Array.isArray(s.retired)) throw new InputError('bad_encoding', 'not an OT setup');
-  const peers: Record<string, PeerOt> = {};
-  for (const [j, p] of Object.entries(s.peers)) {
-    if (typeof p !== 'object' || p === null) throw new InputError('bad_encoding', `OT setup: material for party ${j} is malformed`);
-    const fields = Object.fromEntries(PEER_FIELDS.map(([f, size]) => [f, storedSecret((p as unknown as Record<string, unknown>)[f], size, `${f} of party ${j}`)]));
-    peers[j] = fields as unknown as PeerOt;
+/** Version 2, or version 1 whose one setup id every pair takes. */
+function readStoredSetup(bytes: Uint8Array): { s: Record<string, unknown>; legacyId?: string } {
+  try {
+    return { s: decodeBlob<Record<string, unknown>>(OT_SETUP_BLOB, bytes, { secrets: true }) };
+  } catch (err) {
+    if (!(err instanceof InputError)) throw err;
+    const s = decodeBlob<Record<string, unknown>>(OT_SETUP_BLOB_V1, bytes, { secrets: true });
+    if (typeof s?.setupId !== 'string' || !SETUP_ID.test(s.setupId)) throw new InputError('bad_encoding', 'OT setup: its setup id is malformed');
+    return { s, legacyId: s.setupId };
   }
-  return { ...s, peers };
+}
+
+export function decodeOtSetup(bytes: Uint8Array): EcdsaOtSetup {
+  const { s, legacyId } = readStoredSetup(bytes);
+  if (!s || typeof s.peers !== 'object' || s.peers === null || !Array.isArray(s.retired) || typeof s.keyId !== 'string' || typeof s.epoch !== 'number' || typeof s.me !== 'number') {
+    throw new InputError('bad_encoding', 'not an OT setup');
+  }
+  const peers: Record<string, PeerOt> = {};
+  for (const [j, p] of Object.entries(s.peers as Record<string, unknown>)) {
+    if (typeof p !== 'object' || p === null) throw new InputError('bad_encoding', `OT setup: material for party ${j} is malformed`);
+    const raw = p as Record<string, unknown>;
+    const setupId = legacyId ?? raw.setupId;
+    if (typeof setupId !== 'string' || !SETUP_ID.test(setupId)) throw new InputError('bad_encoding', `OT setup: the pair setup id of party ${j} is malformed`);
+    const fields = Object.fromEntries(PEER_FIELDS.map(([f, size]) => [f, storedSecret(raw[f], size, `${f} of party ${j}`)]));
+    peers[j] = { ...fields, setupId } as unknown as PeerOt;
+  }
+  const retired = (s.retired as unknown[]).filter((p): p is number => Number.isInteger(p));
+  return { keyId: s.keyId, epoch: s.epoch, me: s.me, peers, retired };
 }
 
 /** This pair's zero-share for a run: the seed enters the hash as its hex, as it did when it was stored as hex. */

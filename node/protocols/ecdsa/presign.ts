@@ -40,7 +40,7 @@ export interface PresignParams {
   key: KeyShareParam;
   /** Non-hardened derivation path applied before signing. */
   path: number[];
-  /** This party's OT setup for the key's committee. */
+  /** This party's OT setup for the key epoch: material with every other signer. */
   ot: EcdsaOtSetup;
 }
 
@@ -89,6 +89,8 @@ export interface PresignState {
   pki: string;
   /** Per peer, as Alice: the OT setup's extension sender material (secret, not this run's: never zeroed here), dropped after round 1. */
   alice: Record<string, { delta: SecretBytes; kd: SecretBytes }>;
+  /** Per peer, the setup id of the pair's OT material (public), for the pair's context. */
+  pairIds: Record<string, string>;
   /** Per peer, as Bob: extension state (secret), zeroed and dropped after use. */
   bob: Record<string, BobState>;
   /** Per peer, as Alice: our multiplication shares c_u, c_v (secret), zeroed and dropped after use. */
@@ -104,13 +106,20 @@ export interface PresignState {
 }
 
 // Wire kinds, versioned with the protocol: v2 carries the larger KOS matrix (kos.ts), Alice's salt in
-// round 2 (rvole.ts) and round 3 as direct messages; round 1 v3 carries the KOS check v4 (kos.ts).
-export const R1_KIND = 'ecdsa-presign/r1/v3';
-export const R2_KIND = 'ecdsa-presign/r2/v2';
-export const R3_KIND = 'ecdsa-presign/r3/v2';
+// round 2 (rvole.ts) and round 3 as direct messages; round 1 v3 carries the KOS check v4 (kos.ts); v4 of
+// round 1 and v3 of rounds 2 and 3 run under context v2 (per-pair setup ids), so a peer on the old
+// contexts fails on the message kind, not on a commitment that looks forged.
+export const R1_KIND = 'ecdsa-presign/r1/v4';
+export const R2_KIND = 'ecdsa-presign/r2/v3';
+export const R3_KIND = 'ecdsa-presign/r3/v3';
 
 const others = (s: { signers: number[]; me: number }) => s.signers.filter((p) => p !== s.me);
-export const pairContext = (ctx: string, alice: number, bob: number): string => taggedHashHex('custody/ecdsa/pair/v1', [ctx, alice, bob]);
+/**
+ * The context of the pair (alice, bob) in a run: the run's context and the setup id of the pair's OT
+ * material, which both members hold (a node-wide setup id would differ between signers once pairs are
+ * set up by different runs).
+ */
+export const pairContext = (ctx: string, alice: number, bob: number, pairSetupId: string): string => taggedHashHex('custody/ecdsa/pair/v2', [ctx, alice, bob, pairSetupId]);
 
 /** Digest of what party `from` sent every peer in round 2 (R_from, pk_from), for the round-3 echo. */
 const r2Digest = (ctx: string, from: number, R: string, pk: string, prims: Primitives): string => echoDigest('custody/ecdsa/presign/echo-r2/v1', ctx, from, [R, pk], prims);
@@ -128,8 +137,9 @@ export function presignContext(p: PresignParams, publicKey: string): string {
   return context(p, publicKey);
 }
 
+/** What every signer of the run knows alike; each pair's setup id enters that pair's context (pairContext). */
 function context(p: PresignParams, publicKey: string): string {
-  return taggedHashHex('custody/ecdsa/presign/context/v1', [p.sessionId, p.key.pkg.keyId, p.key.pkg.epoch, publicKey, [...p.signers].sort((a, b) => a - b).join(','), p.path.join('/'), p.ot.setupId]);
+  return taggedHashHex('custody/ecdsa/presign/context/v2', [p.sessionId, p.key.pkg.keyId, p.key.pkg.epoch, publicKey, [...p.signers].sort((a, b) => a - b).join(','), p.path.join('/')]);
 }
 
 export function checkPresignParams(p: PresignParams): void {
@@ -151,7 +161,7 @@ export function checkPresignParams(p: PresignParams): void {
 /** Presigning on the given primitives (math/primitives.ts): the same messages and presignature from any. */
 export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, PresignState, Presignature> {
   return {
-    name: 'ecdsa-presign/v3',
+    name: 'ecdsa-presign/v4',
 
     start(params, rng) {
       checkPresignParams(params);
@@ -172,16 +182,18 @@ export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, Pre
       const out: Message[] = [];
       const bob: PresignState['bob'] = {};
       const alice: PresignState['alice'] = {};
+      const pairIds: PresignState['pairIds'] = {};
       for (const j of others(params)) {
         const peer = params.ot.peers[String(j)]!;
-        const b = rvoleBobStart(pairContext(ctx, j, me), splitKeys(peer.k0), splitKeys(peer.k1), rng, prims);
+        const b = rvoleBobStart(pairContext(ctx, j, me, peer.setupId), splitKeys(peer.k0), splitKeys(peer.k1), rng, prims);
         bob[String(j)] = b.state;
         alice[String(j)] = { delta: peer.delta, kd: peer.kd };
+        pairIds[String(j)] = peer.setupId;
         out.push({ from: me, to: j, round: 1, payload: encodeBlob(R1_KIND, { commitR: com.commitment, ot: b.msg } satisfies R1) });
       }
       const state: PresignState = {
         sessionId: params.sessionId, signers: [...params.signers].sort((a, b) => a - b), me, context: ctx, publicKey,
-        sk: secretScalar(sk), r: secretScalar(r), phi: secretScalar(phi), salt: com.salt, Ri: pointHex(R), pki: pointHex(prims.mulBase(sk)), alice, bob, c: {}, u: null, v: null, r1: {}, r2: {}, r3: {},
+        sk: secretScalar(sk), r: secretScalar(r), phi: secretScalar(phi), salt: com.salt, Ri: pointHex(R), pki: pointHex(prims.mulBase(sk)), alice, pairIds, bob, c: {}, u: null, v: null, r1: {}, r2: {}, r3: {},
       };
       return { state, out };
     },
@@ -246,7 +258,7 @@ export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, Pre
         for (const j of others(s)) {
           const a = s.alice[String(j)];
           if (!a) throw new ProtocolAbort('bad_state', [], 'OT-extension material already used');
-          const res = blame(j, 'bad_ot_check', () => rvoleAlice(pairContext(s.context, me, j), a.delta.expose(), splitKeys(a.kd), s.r1[String(j)]!.ot, [r, sk], rng, prims));
+          const res = blame(j, 'bad_ot_check', () => rvoleAlice(pairContext(s.context, me, j, s.pairIds[String(j)]!), a.delta.expose(), splitKeys(a.kd), s.r1[String(j)]!.ot, [r, sk], rng, prims));
           c[String(j)] = [secretScalar(res.c[0]), secretScalar(res.c[1])];
           const chi = exposeScalar(s.bob[String(j)]!.chi, 'chi', true);
           const r2: R2 = {
@@ -265,7 +277,7 @@ export function ecdsaPresignWith(prims: Primitives): Protocol<PresignParams, Pre
         const m = s.r2[String(j)]!;
         const bob = s.bob[String(j)];
         if (!bob) throw new ProtocolAbort('bad_state', [], 'OT-extension state already used');
-        const pc = pairContext(s.context, j, me);
+        const pc = pairContext(s.context, j, me, s.pairIds[String(j)]!);
         const d = blame(j, 'bad_multiplication', () => rvoleBobFinish(pc, bob, m.mult, prims));
         const chi = exposeScalar(bob.chi, 'chi', true);
         const [Rj, pkj, gu, gv] = r2Points(m);

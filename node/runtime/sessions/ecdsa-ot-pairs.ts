@@ -22,6 +22,8 @@ export async function holdOtPairs(vault: VaultShareStore, otLocks: OtPairLocks, 
   try {
     const ot = await vault.ot(keyId);
     if (!ot) throw new SessionRefused('no_ot_setup', 'no OT setup for this key epoch yet');
+    const missing = peers.filter((i) => !ot.peers[String(i)]);
+    if (missing.length) throw new SessionRefused('no_ot_setup', `no OT material with parties ${missing.join(',')} yet; a setup of those pairs is needed`);
     const retired = peers.filter((i) => ot.retired.includes(i));
     if (retired.length) throw new SessionRefused('ot_retired', `OT material with parties ${retired.join(',')} was retired after an abort; a new setup is needed`);
     return { peers, ot, release };

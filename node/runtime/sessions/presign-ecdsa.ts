@@ -19,7 +19,7 @@ import { nativePrimitives } from '../native-primitives.ts';
 import { SessionRefused, type SessionContext } from '../session-host.ts';
 import { readParams } from '../protocols/run-protocol.ts';
 import { runLong } from './long-run.ts';
-import { otGuarded } from '../protocols/ot-guarded.ts';
+import { otGuarded, pairIdsOf } from '../protocols/ot-guarded.ts';
 import { OtPairLocks } from '../ot-pair-locks.ts';
 import type { PartyProtocol } from '../party-protocol.ts';
 import type { StoredShare } from '../../storage/vault-shares.ts';
@@ -79,7 +79,7 @@ export function presignEcdsaSession(deps: NodeProtocolDeps): SessionKind<Presign
         release();
         return keep(presignResult.encode({ keyId: p.keyId, epoch: p.epoch, entryIds: p.entryIds }), ps);
       });
-      const run = otGuarded(presign, { vault, keyId: p.keyId, setupId: ot.setupId, me, peers });
+      const run = otGuarded(presign, { vault, keyId: p.keyId, me, peers, pairIds: pairIdsOf(ot, peers) });
       const guarded: PartyProtocol = { ...run, dispose: () => (run.dispose(), release()) };
       return guarded;
     },

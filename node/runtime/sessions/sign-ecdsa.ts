@@ -21,7 +21,7 @@ import { SessionRefused } from '../session-host.ts';
 import type { SignGrant } from '../authorization/sign-authorizer.ts';
 import { inSequence, readParams, runProtocol, type Finish } from '../protocols/run-protocol.ts';
 import { runLong } from './long-run.ts';
-import { otGuarded } from '../protocols/ot-guarded.ts';
+import { otGuarded, pairIdsOf } from '../protocols/ot-guarded.ts';
 import { OtPairLocks } from '../ot-pair-locks.ts';
 import type { PartyProtocol } from '../party-protocol.ts';
 import type { StoredShare } from '../../storage/vault-shares.ts';
@@ -97,7 +97,7 @@ export function signEcdsaSession(deps: NodeProtocolDeps): SessionKind<SignSessio
         release();
         return { result: new Uint8Array() };
       });
-      const run = otGuarded(presign, { vault, keyId: p.keyId, setupId: ot.setupId, me, peers });
+      const run = otGuarded(presign, { vault, keyId: p.keyId, me, peers, pairIds: pairIdsOf(ot, peers) });
       const guarded: PartyProtocol = { ...run, dispose: () => (run.dispose(), release()) };
       return inSequence(guarded, () => online(presigs));
     },

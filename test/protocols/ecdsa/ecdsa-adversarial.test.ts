@@ -53,17 +53,17 @@ t.test('a wrong OT consistency-check value aborts naming its sender', async (t) 
 });
 
 t.test('a wrong multiplication share (Γ) aborts naming its sender', async (t) => {
-  const res = presign(c, [1, 2], 'tamper-gamma', [], { tamper: new Map([[2, rewrite(2, 'ecdsa-presign/r2/v2', (v) => { v.gu = pointHex(G.multiply(12345n)); })]]) });
+  const res = presign(c, [1, 2], 'tamper-gamma', [], { tamper: new Map([[2, rewrite(2, 'ecdsa-presign/r2/v3', (v) => { v.gu = pointHex(G.multiply(12345n)); })]]) });
   expectAbort(t, res, 1, 'bad_multiplication', 2);
 });
 
 t.test('an inconsistent multiplication input (τ) fails the DKLs19 check, naming its sender', async (t) => {
-  const res = presign(c, [2, 3], 'tamper-tau', [], { tamper: new Map([[3, rewrite(2, 'ecdsa-presign/r2/v2', (v) => { const m = v.mult as Obj; m.tau = flipByte(m.tau as Uint8Array, 32 * 40 + 2); })]]) });
+  const res = presign(c, [2, 3], 'tamper-tau', [], { tamper: new Map([[3, rewrite(2, 'ecdsa-presign/r2/v3', (v) => { const m = v.mult as Obj; m.tau = flipByte(m.tau as Uint8Array, 32 * 40 + 2); })]]) });
   expectAbort(t, res, 2, 'bad_multiplication', 3);
 });
 
 t.test('a wrong opening of R aborts naming its sender', async (t) => {
-  const res = presign(c, [1, 2], 'tamper-R', [], { tamper: new Map([[1, rewrite(2, 'ecdsa-presign/r2/v2', (v) => { v.R = pointHex(G.multiply(777n)); })]]) });
+  const res = presign(c, [1, 2], 'tamper-R', [], { tamper: new Map([[1, rewrite(2, 'ecdsa-presign/r2/v3', (v) => { v.R = pointHex(G.multiply(777n)); })]]) });
   expectAbort(t, res, 2, 'bad_commitment', 1);
 });
 

@@ -113,8 +113,8 @@ t.test('a signer that sends different R_i to different peers is caught, and noth
 t.test('a signer that sends different presigning images to different peers is caught in the online round', async (t) => {
   const split: Tamper = (m: Message) => {
     if (m.round !== 3 || m.to !== 2) return [m];
-    const v = decodeBlob<Obj>('ecdsa-presign/r3/v2', m.payload);
-    return [{ ...m, payload: encodeBlob('ecdsa-presign/r3/v2', { ...v, U: pointHex(G.multiply(4242n)) }) }];
+    const v = decodeBlob<Obj>('ecdsa-presign/r3/v3', m.payload);
+    return [{ ...m, payload: encodeBlob('ecdsa-presign/r3/v3', { ...v, U: pointHex(G.multiply(4242n)) }) }];
   };
   const pre = presign(c, signers, 'equivocate-images', [], { tamper: new Map([[3, split]]) });
   t.equal(pre.results.size, 3, 'presigning cannot see it yet');
@@ -152,7 +152,7 @@ for (const prims of [noblePrimitives, nativePrimitives]) {
 for (const prims of [noblePrimitives, nativePrimitives]) {
   t.test(`images that lie consistently in presigning and online abort without a culprit, releasing nothing (${prims.name})`, async (t) => {
     let sent: Obj = {};
-    const pre = presign(c, [2, 3], `lying-images ${prims.name}`, [], { tamper: new Map([[3, rewrite(3, 'ecdsa-presign/r3/v2', (v) => { v.U = pointHex(G.multiply(99n)); sent = v; })]]) });
+    const pre = presign(c, [2, 3], `lying-images ${prims.name}`, [], { tamper: new Map([[3, rewrite(3, 'ecdsa-presign/r3/v3', (v) => { v.U = pointHex(G.multiply(99n)); sent = v; })]]) });
     // The liar also echoes its forged images, so the echo agrees and only the signature can fail.
     const params: PresignParams = { sessionId: sid(`lying-images ${prims.name}`), signers: [2, 3], me: 3, key: c.keys.get(3)!, path: [], ot: c.ots.get(3)! };
     const forgedEcho = r3Digest(presignContext(params, c.keys.get(3)!.pkg.groupKey), 3, sent as { U: string; V: string; Phi: string });

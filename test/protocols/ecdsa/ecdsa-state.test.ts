@@ -22,7 +22,7 @@ const c = committee(3, 2, 'state');
 
 const kinds: Record<string, string[]> = {
   setup: ['ecdsa-ot-setup/r1', 'ecdsa-ot-setup/r2', 'ecdsa-ot-setup/r3/v3'],
-  presign: ['ecdsa-presign/r1/v3', 'ecdsa-presign/r2/v2', 'ecdsa-presign/r3/v2'],
+  presign: ['ecdsa-presign/r1/v4', 'ecdsa-presign/r2/v3', 'ecdsa-presign/r3/v3'],
   online: ['ecdsa-online/r1/v3'],
 };
 
@@ -47,7 +47,7 @@ t.test('every message round-trips, and every run resumes from its bytes at every
 t.test('stored OT setup and presignatures decode and sign', async (t) => {
   const ots = new Map([...c.ots].map(([id, o]) => [id, decodeOtSetup(encodeOtSetup(o))]));
   // SecretBytes compare only through what they expose (a deep comparison sees no private field).
-  const exposed = (o: EcdsaOtSetup) => ({ ...o, peers: Object.fromEntries(Object.entries(o.peers).map(([j, p]) => [j, Object.fromEntries(Object.entries(p).map(([f, v]) => [f, bytesToHex(v.expose())]))])) });
+  const exposed = (o: EcdsaOtSetup) => ({ ...o, peers: Object.fromEntries(Object.entries(o.peers).map(([j, p]) => [j, Object.fromEntries(Object.entries(p).map(([f, v]) => [f, typeof v === 'string' ? v : bytesToHex(v.expose())]))])) });
   t.same(exposed(ots.get(2)!), exposed(c.ots.get(2)!), 'OT setup round-trips');
   t.throws(() => decodeOtSetup(encodeBlob('ecdsa-presignature', {})), 'another blob kind is refused');
   const pre = presign({ keys: c.keys, ots }, [2, 3], 'stored-presign');

@@ -19,7 +19,7 @@ const alice = 1;
 const bob = 2;
 const params: PresignParams = { sessionId: sid('replayed session'), signers: [alice, bob], me: alice, key: c.keys.get(alice)!, path: [], ot: c.ots.get(alice)! };
 const ctx = presignContext(params, c.keys.get(alice)!.pkg.groupKey);
-const pair = pairContext(ctx, alice, bob);
+const pair = pairContext(ctx, alice, bob, c.ots.get(alice)!.peers[String(bob)]!.setupId);
 
 /** Bob's extension randomness: his fixed nonce first, then the choice bits `bits` gives for the length asked. */
 function bobRng(nonce: Uint8Array, bits: (n: number) => Uint8Array): Rng {
