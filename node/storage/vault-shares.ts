@@ -6,7 +6,7 @@ import type { BatchOp, SealedStore } from './sealed-store.ts';
 import type { EndUserBinding } from '../runtime/authorization/sign-authorizer.ts';
 import { decodeKeyShare, encodeKeyShare, type KeyShare } from '../protocols/keys/key-package.ts';
 import type { KeyPackage } from '../../core/session/key-package.ts';
-import { decodeOtSetup, type EcdsaOtSetup } from '../protocols/ecdsa/ot-setup.ts';
+import { decodeOtSetup, encodeOtSetup, mergeOtSetup, type EcdsaOtSetup } from '../protocols/ecdsa/ot-setup.ts';
 import { decodeBlob, encodeBlob } from '../../core/codec/blob.ts';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
@@ -42,15 +42,47 @@ export interface StoredShare {
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
+/** One pair's OT material, named by its peer and the setup id of the run that made it. */
+export interface OtPairId {
+  peer: number;
+  setupId: string;
+}
+
 /**
- * Which peers' OT material of one setup must never be used again. Kept apart from the setup itself so
- * a retirement is a small read-merge-write under the key's lock, and no write of a setup snapshot
- * taken earlier can clear it (a new setup, with fresh Δ and keys, starts a new record).
+ * The OT pair record: which material is stored now (per peer, its pair setup id) and which material
+ * must never be used again. Kept apart from the setup itself so a retirement is a small
+ * read-merge-write under the key's lock, and no write of a setup snapshot taken earlier can clear it:
+ * a retirement names the material it retires, and only a new setup of that pair replaces it.
  */
 export interface OtRetirement {
-  setupId: string;
-  retired: number[];
+  /** Per peer, the setup id of the stored material. */
+  current: Record<string, string>;
+  retired: OtPairId[];
+  /** A version-1 record (one setup id for every pair) read as version 2: the id of every pair it names. */
+  legacySetupId?: string;
 }
+
+/** The setup id of the material stored for `peer`, as `rec` names it. */
+export const currentPairId = (rec: OtRetirement, peer: number): string | undefined => rec.current[String(peer)] ?? rec.legacySetupId;
+
+/** Whether `rec` retires the pair material (peer, setupId). */
+export const isRetired = (rec: OtRetirement, peer: number, setupId: string): boolean => rec.retired.some((r) => r.peer === peer && r.setupId === setupId);
+
+const OT_RECORD_BLOB = 'ot-retirement/v2';
+
+function decodeOtRecord(raw: Uint8Array): OtRetirement {
+  try {
+    const r = decodeBlob<OtRetirement>(OT_RECORD_BLOB, raw);
+    return { current: { ...r.current }, retired: r.retired.map((x) => ({ peer: x.peer, setupId: x.setupId })) };
+  } catch (err) {
+    if (!(err instanceof CustodyError)) throw err;
+    // Version 1: one setup for the whole committee, its retired peers listed by index.
+    const v1 = decodeBlob<{ setupId: string; retired: number[] }>('ot-retirement', raw);
+    return { current: {}, legacySetupId: v1.setupId, retired: v1.retired.map((peer) => ({ peer, setupId: v1.setupId })) };
+  }
+}
+
+const encodeOtRecord = (rec: OtRetirement): Uint8Array => encodeBlob(OT_RECORD_BLOB, { current: rec.current, retired: rec.retired } satisfies OtRetirement);
 
 /** Every VaultShareStore over one store shares its per-key locks: OT records change under them only. */
 const storeLocks = new WeakMap<SealedStore, KeyedMutex>();
@@ -203,48 +235,63 @@ export class VaultShareStore {
 
   /**
    * The ECDSA OT setup stored with the current epoch (secret), if any, with every retirement recorded
-   * for it merged in.
+   * for its current material merged in.
    */
   async ot(keyId: string): Promise<EcdsaOtSetup | undefined> {
-    const [bytes, retirement] = await Promise.all([this.store.getSecret(`key/${keyId}/current/ot`), this.otRetirement(keyId)]);
+    const [bytes, rec] = await Promise.all([this.store.getSecret(`key/${keyId}/current/ot`), this.otRetirement(keyId)]);
     if (!bytes) return undefined;
     const setup = decodeOtSetup(bytes);
-    const retired = retirement?.setupId === setup.setupId ? retirement.retired : [];
+    const retired = rec ? Object.entries(setup.peers).filter(([j, p]) => isRetired(rec, Number(j), p.setupId)).map(([j]) => Number(j)) : [];
     return { ...setup, retired: [...new Set([...setup.retired, ...retired])].sort((a, b) => a - b) };
   }
 
-  /** The retirement record of the current OT setup, read from the store (never from a snapshot). */
+  /** The OT pair record of the current setup, read from the store (never from a snapshot). */
   async otRetirement(keyId: string): Promise<OtRetirement | undefined> {
     const raw = await this.store.getSecret(`key/${keyId}/current/ot-retired`);
-    return raw ? decodeBlob<OtRetirement>('ot-retirement', raw) : undefined;
-  }
-
-  /** Stores a new OT setup; its retirement record starts from the setup's own list. */
-  async putOt(keyId: string, setup: EcdsaOtSetup, encoded: Uint8Array): Promise<void> {
-    await this.locks.run(`ot/${keyId}`, () =>
-      this.store.batch([
-        { type: 'put', key: `key/${keyId}/current/ot`, value: encoded, secret: true },
-        { type: 'put', key: `key/${keyId}/current/ot-retired`, value: encodeBlob('ot-retirement', { setupId: setup.setupId, retired: [...setup.retired] } satisfies OtRetirement), secret: true },
-      ]),
-    );
+    return raw ? decodeOtRecord(raw) : undefined;
   }
 
   /**
-   * Retires the OT material shared with `peers` in setup `setupId`, merged into the stored record under
-   * the key's lock and on disk before this resolves. Retirements only accumulate: nothing but a new
-   * setup (fresh keys and Δ) starts a clean record. A setup already replaced needs nothing.
+   * Merges the pairs of one setup run into the stored setup (mergeOtSetup): only the run's peers get
+   * new material and lose their retirement; every other pair stays as it was, retired or not.
    */
-  async retireOtPairs(keyId: string, setupId: string, peers: number[]): Promise<OtRetirement | undefined> {
+  async putOt(keyId: string, run: EcdsaOtSetup): Promise<EcdsaOtSetup> {
+    return this.locks.run(`ot/${keyId}`, async () => {
+      const bytes = await this.store.getSecret(`key/${keyId}/current/ot`);
+      const stored = bytes ? decodeOtSetup(bytes) : undefined;
+      const merged = mergeOtSetup(stored, run);
+      const before = stored?.epoch === run.epoch ? await this.otRetirement(keyId) : undefined;
+      const current = Object.fromEntries(Object.entries(merged.peers).map(([j, p]) => [j, p.setupId]));
+      // Retirements of material still stored stay; those of replaced material have nothing left to name.
+      const retired = (before?.retired ?? []).filter((r) => current[String(r.peer)] === r.setupId);
+      await this.store.batch([
+        { type: 'put', key: `key/${keyId}/current/ot`, value: encodeOtSetup(merged), secret: true },
+        { type: 'put', key: `key/${keyId}/current/ot-retired`, value: encodeOtRecord({ current, retired }), secret: true },
+      ]);
+      return merged;
+    });
+  }
+
+  /**
+   * Retires the OT material `pairs` name (peer and pair setup id), merged into the stored record under
+   * the key's lock and on disk before this resolves. Retirements only accumulate: nothing but a new
+   * setup of a pair (fresh keys and Δ) clears one. Material already replaced needs nothing.
+   */
+  async retireOtPairs(keyId: string, pairs: OtPairId[]): Promise<OtRetirement | undefined> {
     return this.locks.run(`ot/${keyId}`, async () => {
       const bytes = await this.store.getSecret(`key/${keyId}/current/ot`);
       if (!bytes) return undefined;
       const setup = decodeOtSetup(bytes);
-      if (setup.setupId !== setupId) return undefined;
       const before = await this.otRetirement(keyId);
-      const had = before?.setupId === setupId ? before.retired : [];
-      const retired = [...new Set([...setup.retired, ...had, ...peers.filter((p) => p !== setup.me)])].sort((a, b) => a - b);
-      const record: OtRetirement = { setupId, retired };
-      await this.store.putSecret(`key/${keyId}/current/ot-retired`, encodeBlob('ot-retirement', record));
+      const current = Object.fromEntries(Object.entries(setup.peers).map(([j, p]) => [j, p.setupId]));
+      const had = (before?.retired ?? []).filter((r) => current[String(r.peer)] === r.setupId);
+      const named = pairs.filter((r) => r.peer !== setup.me && current[String(r.peer)] === r.setupId);
+      const inBlob = setup.retired.filter((p) => current[String(p)]).map((peer) => ({ peer, setupId: current[String(peer)]! }));
+      const retired: OtPairId[] = [];
+      for (const r of [...inBlob, ...had, ...named]) if (!isRetired({ current, retired }, r.peer, r.setupId)) retired.push(r);
+      retired.sort((a, b) => a.peer - b.peer);
+      const record: OtRetirement = { current, retired };
+      await this.store.putSecret(`key/${keyId}/current/ot-retired`, encodeOtRecord(record));
       return record;
     });
   }
