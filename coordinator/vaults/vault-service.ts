@@ -10,13 +10,14 @@ import type { ReshareMember } from '../../core/session/reshare-member.ts';
 import type { NodeRegistry } from '../nodes/node-registry.ts';
 import type { PartyReport, SessionHub, SessionOutcome, SessionSpec } from '../sessions/session-hub.ts';
 import { deriveSessionId } from '../sessions/session-id.ts';
-import type { VaultRecord, VaultStore } from './vault-store.ts';
+import type { CommitteeMember, VaultRecord, VaultStore } from './vault-store.ts';
 import { committeeFor, thresholdFor } from './tier-policy.ts';
 import type { TierName } from '../../core/tiers.ts';
 import { requestedCommittee } from './requested-committee.ts';
 import type { LoadedRoster } from '../config.ts';
 import type { NodeKindName } from '../../core/link/node-kind.ts';
 import { OtPairScheduler } from './ot-pair-scheduler.ts';
+import { describeReadiness, ecdsaReadiness, otPairsOf, pairName, pairsAmong, pairsComplete, setupRuns, someCompleteSubset, type EcdsaReadiness } from './ot-pairs.ts';
 import { PresignaturePool } from './presignature-pool.ts';
 import { FrostNoncePool, type FrostPoolScheme, type PrecommittedRows } from './frost-nonce-pool.ts';
 import { admitTeeMember } from './tee-admission.ts';
@@ -137,7 +138,7 @@ export class VaultService {
       isAttached: (nodeId) => this.nodes.isAttached(nodeId),
       epochOf: async (vaultId) => {
         const key = await this.vaults.get(vaultId);
-        return key?.state === 'active' && key.otEpoch === key.epoch ? key.epoch : undefined;
+        return key?.state === 'active' && someCompleteSubset(key.committee, key.threshold, otPairsOf(key)) ? key.epoch : undefined;
       },
     }, log, { target: presignPoolTarget });
     this.noncePool = new FrostNoncePool({
@@ -148,6 +149,8 @@ export class VaultService {
         return key?.state === 'active' ? key.epoch : undefined;
       },
     }, log, { target: noncePoolTarget });
+    this.attachedNow = new Set(this.nodes.list().map((n) => n.nodeId));
+    this.nodes.on('change', this.onNodesChange);
   }
 
   /** The coordinator's precommitted FROST nonce rows (docs/protocols/pools.md "FROST"). */
@@ -350,29 +353,142 @@ export class VaultService {
       let done: VaultRecord = { ...record, publicKey: pkg.groupKey, chainCode: pkg.chainCode, pkg, state: 'active', updatedAtMs: Date.now() };
       await this.vaults.put(done);
       this.log.info({ vaultId: input.vaultId, requestId: req.requestId, committee: committee.nodeIds }, 'vault key generated');
-      done = await this.otSetup(done, req);
+      done = await this.setUpOtPairs(done, req);
       return done;
     });
   }
 
-  /** Pairwise OT setup for ECDSA on the whole committee at the key's epoch; a failure is logged and retried on demand. */
-  private async otSetup(key: VaultRecord, req: RequestScope): Promise<VaultRecord> {
-    if (!key.committee.every((m) => this.nodes.isAttached(m.nodeId))) {
-      this.log.warn({ vaultId: key.vaultId, requestId: req.requestId }, 'OT setup postponed: not every committee member is attached');
-      return key;
+  /**
+   * ECDSA OT setup of the pairs the vault lacks at its epoch, among the members attached now (docs/
+   * protocols/ecdsa.md "Per-pair setup"): one session per group of members whose pairs are all missing
+   * (ot-pairs.ts setupRuns), in parallel, each holding its pairs in the OT pair scheduler so that no
+   * ECDSA run of the same pairs is under way. `rerun` names pairs to set up again (retired, or lost on a
+   * node). What completed is recorded; a failure is logged and the pairs stay missing, to be set up on
+   * the next attach of a member or on demand. Runs under the vault's serialize.
+   */
+  private async setUpOtPairs(key: VaultRecord, req: RequestScope, rerun: readonly string[] = []): Promise<VaultRecord> {
+    const cur = (await this.vaults.get(key.vaultId)) ?? key;
+    if (cur.epoch !== key.epoch || cur.state !== 'active' || !cur.pkg) return cur;
+    const have = otPairsOf(cur);
+    for (const p of rerun) have.delete(p);
+    const attached = cur.committee.filter((m) => this.nodes.isAttached(m.nodeId));
+    const missing = new Set(pairsAmong(attached).filter((p) => !have.has(p)));
+    const runs = setupRuns(attached, missing);
+    const detached = cur.committee.filter((m) => !this.nodes.isAttached(m.nodeId)).map((m) => m.nodeId);
+    if (detached.length && pairsAmong(cur.committee).some((p) => !have.has(p))) {
+      this.log.warn({ vaultId: cur.vaultId, requestId: req.requestId, detached }, 'OT setup of the pairs of detached members postponed until they attach');
     }
-    const outcome = await this.open(req, {
-      protocol: Protocol.OT_SETUP, keyId: key.vaultId, parties: key.committee.map((m) => this.party(m.nodeId, m.index)),
-      params: otParams.encode({ keyId: key.vaultId, epoch: key.epoch }), timeoutMs: this.timeouts.dkgMs,
-    });
-    const acks = this.results(outcome, otResult, req);
-    if (!acks || acks.some((a) => a.keyId !== key.vaultId || a.epoch !== key.epoch)) {
-      this.log.warn({ vaultId: key.vaultId, requestId: req.requestId, problem: outcome.ok ? 'results do not name this key epoch' : outcome.message }, 'OT setup failed; ECDSA waits for a new setup');
-      return key;
-    }
-    const next = { ...key, otEpoch: key.epoch, updatedAtMs: Date.now() };
-    await this.vaults.put(next);
+    const done = await Promise.all(runs.map(async (run) => {
+      const slot = await this.otPairs.take(cur.vaultId, run, run.length, this.timeouts.signMs);
+      if (!slot) {
+        this.log.warn({ vaultId: cur.vaultId, requestId: req.requestId, members: run.map((m) => m.nodeId) }, 'OT setup postponed: its pairs stayed busy with ECDSA runs');
+        return [];
+      }
+      let outcome: SessionOutcome;
+      try {
+        outcome = await this.open(req, {
+          protocol: Protocol.OT_SETUP, keyId: cur.vaultId, parties: run.map((m) => this.party(m.nodeId, m.index)),
+          params: otParams.encode({ keyId: cur.vaultId, epoch: cur.epoch }), timeoutMs: this.timeouts.dkgMs,
+        });
+      } catch (err) {
+        this.log.warn({ vaultId: cur.vaultId, requestId: req.requestId, err: (err as Error).message }, 'OT setup could not start');
+        return [];
+      } finally {
+        slot.release();
+      }
+      const acks = this.results(outcome, otResult, req);
+      if (!acks || acks.some((a) => a.keyId !== cur.vaultId || a.epoch !== cur.epoch)) {
+        this.log.warn({ vaultId: cur.vaultId, requestId: req.requestId, members: run.map((m) => m.nodeId), problem: outcome.ok ? 'results do not name this key epoch' : outcome.message }, 'OT setup failed; its pairs wait for a new setup');
+        return [];
+      }
+      return pairsAmong(run);
+    }));
+    for (const p of done.flat()) have.add(p);
+    const otPairs = pairsAmong(cur.committee).filter((p) => have.has(p));
+    const next: VaultRecord = { ...cur, otEpoch: cur.epoch, otPairs, updatedAtMs: Date.now() };
+    if (cur.otEpoch !== next.otEpoch || (cur.otPairs ?? []).join() !== otPairs.join()) await this.vaults.put(next);
+    this.noteOtPairs(next);
     return next;
+  }
+
+  /** Vaults with pairs still missing, by id: their members' next attach sets those pairs up (watchAttaches). */
+  private readonly incomplete = new Set<string>();
+
+  private noteOtPairs(v: VaultRecord): void {
+    if (v.state === 'active' && pairsAmong(v.committee).some((p) => !otPairsOf(v).has(p))) this.incomplete.add(v.vaultId);
+    else this.incomplete.delete(v.vaultId);
+  }
+
+  private attachedNow = new Set<string>();
+  private scanned: Promise<void> | undefined;
+  private stopped = false;
+
+  /**
+   * Sets up the missing OT pairs of a vault when one of its members attaches (a member lost during the
+   * setup after DKG or reshare comes back): once per attach, in the background, under the vault's serialize.
+   */
+  private readonly onNodesChange = (): void => {
+    const now = new Set(this.nodes.list().map((n) => n.nodeId));
+    const arrived = [...now].filter((n) => !this.attachedNow.has(n));
+    this.attachedNow = now;
+    if (!arrived.length || this.stopped) return;
+    void (async () => {
+      await this.scanIncomplete();
+      for (const vaultId of [...this.incomplete]) {
+        const v = await this.vaults.get(vaultId);
+        if (!v || !v.committee.some((m) => arrived.includes(m.nodeId))) continue;
+        const req = this.scope('');
+        await this.serialize(vaultId, () => this.setUpOtPairs(v, req)).catch((err: unknown) => {
+          this.log.warn({ vaultId, err: (err as Error).message }, 'OT setup after a member attached failed');
+        });
+      }
+    })().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'OT setup after an attach failed'));
+  };
+
+  /** Once per process: every stored vault whose pairs are incomplete (a restart forgets the set). */
+  private scanIncomplete(): Promise<void> {
+    this.scanned ??= (async () => {
+      for await (const v of this.vaults.all()) this.noteOtPairs(v);
+    })();
+    return this.scanned;
+  }
+
+  /** Stops reacting to attaches (the coordinator is closing). */
+  stop(): void {
+    this.stopped = true;
+    this.nodes.off('change', this.onNodesChange);
+  }
+
+  /** Whether the vault can sign ECDSA now, and if not, why (ot-pairs.ts; GetVault, /readyz). */
+  ecdsaReadiness(v: VaultRecord): EcdsaReadiness {
+    return ecdsaReadiness(v, (nodeId) => this.nodes.isAttached(nodeId));
+  }
+
+  private unsignableCache: { at: number; value: Promise<Unsignable> } | undefined;
+
+  /**
+   * Active vaults that cannot sign ECDSA now: how many, by reason, and the first `UNSIGNABLE_LISTED` of
+   * them (the coordinator's /readyz, the API's through ListNodes). Reads every vault record, so one
+   * answer serves every caller for a few seconds.
+   */
+  unsignable(): Promise<Unsignable> {
+    const now = Date.now();
+    if (this.unsignableCache && now - this.unsignableCache.at < UNSIGNABLE_CACHE_MS) return this.unsignableCache.value;
+    const value = (async () => {
+      const out: Unsignable = { count: 0, reasons: {}, vaults: [] };
+      for await (const v of this.vaults.all()) {
+        if (v.state !== 'active' || !v.pkg) continue;
+        const r = this.ecdsaReadiness(v);
+        if (r.ready) continue;
+        out.count++;
+        out.reasons[r.reason!] = (out.reasons[r.reason!] ?? 0) + 1;
+        if (out.vaults.length < UNSIGNABLE_LISTED) out.vaults.push({ vaultId: v.vaultId, readiness: r });
+      }
+      return out;
+    })();
+    this.unsignableCache = { at: now, value };
+    value.catch(() => (this.unsignableCache = undefined));
+    return value;
   }
 
   /** The receipts the new committee's members put in their reshare results, by new index. */
@@ -427,19 +543,24 @@ export class VaultService {
     if (key.state !== 'active') throw new CustodyError('conflict', `vault ${input.vaultId} is ${key.state}`);
     const entryIds = Array.from({ length: input.count }, () => randomBytes(16).toString('hex'));
     const params = presignParams.encode({ keyId: input.vaultId, epoch: key.epoch, path: input.path, entryIds });
-    let ready = key;
-    if (key.otEpoch !== key.epoch) {
-      ready = await this.serialize(key.vaultId, () => this.otSetup(key, req));
-      if (ready.otEpoch !== ready.epoch) throw new CustodyError('unavailable', 'presigning needs the OT setup of this epoch, which could not run now');
-    }
     const named = input.signers?.map((nodeId) => {
-      const m = ready.committee.find((x) => x.nodeId === nodeId);
+      const m = key.committee.find((x) => x.nodeId === nodeId);
       if (!m) throw new CustodyError('invalid_request', `${nodeId} is not a member of the vault's committee`);
       return m;
     });
-    if (named && named.length < ready.threshold) throw new CustodyError('invalid_request', `presignatures need ${ready.threshold} signers`);
-    const candidates = named ?? ready.committee.filter((m) => this.nodes.isAttached(m.nodeId));
-    const slot = await this.otPairs.take(input.vaultId, candidates, named ? named.length : ready.threshold, this.timeouts.signMs);
+    if (named && named.length < key.threshold) throw new CustodyError('invalid_request', `presignatures need ${key.threshold} signers`);
+    const candidatesOf = (v: VaultRecord) => named ?? v.committee.filter((m) => this.nodes.isAttached(m.nodeId));
+    const size = named ? named.length : key.threshold;
+    const complete = (v: VaultRecord) => (subset: { index: number }[]) => pairsComplete(otPairsOf(v), subset);
+    let ready = key;
+    // On demand: the missing pairs among the members that could serve are set up first.
+    if (!firstSubset(candidatesOf(ready), size, complete(ready))) {
+      ready = await this.serialize(key.vaultId, () => this.setUpOtPairs(key, req));
+      if (ready.epoch !== key.epoch || !firstSubset(candidatesOf(ready), size, complete(ready))) {
+        throw new CustodyError('unavailable', `presigning needs OT material on every pair of its signers, which could not be set up now (${describeReadiness(this.ecdsaReadiness(ready)) ?? 'the named signers lack pairs'})`);
+      }
+    }
+    const slot = await this.otPairs.take(input.vaultId, candidatesOf(ready), size, this.timeouts.signMs, complete(ready));
     if (!slot) throw new CustodyError('ot_busy', 'every signer subset of this vault is busy with other ECDSA runs; retry later');
     let outcome: SessionOutcome;
     try {
@@ -604,10 +725,6 @@ export class VaultService {
       if (pooled) return pooled;
     }
     let ready = key;
-    if (input.scheme === 'ecdsa' && key.otEpoch !== key.epoch) {
-      ready = await this.serialize(key.vaultId, () => this.otSetup(key, req));
-      if (ready.otEpoch !== ready.epoch) throw new CustodyError('unavailable', 'ECDSA needs the OT setup of this epoch, which could not run now');
-    }
     const protocol = input.scheme === 'ecdsa' ? Protocol.SIGN_ECDSA : Protocol.SIGN_SCHNORR;
     // In the spirit of ROAST: a failed attempt is retried on another qualified subset, without the
     // nodes it names (culprits, or the node that refused when nobody is named), starting each time from
@@ -621,6 +738,7 @@ export class VaultService {
     const refusals = new Map<string, PartyReport>();
     const recommitted = new Set<string>();
     let setupRerun = false;
+    let pairsSetUp = false;
     const maxAttempts = Math.min(MAX_SIGN_ATTEMPTS, subsetCount(ready.committee.length, ready.threshold) + 2);
     let last: SessionOutcome | undefined;
     for (let attempt = 0; attempt < maxAttempts; attempt++) {
@@ -632,10 +750,25 @@ export class VaultService {
         throw new CustodyError('not_enough_nodes', `signing needs ${ready.threshold} attached members of the committee; not attached: ${missing.join(', ')}`, { culprits: missing });
       }
       const candidates = rotate(eligible.filter((m) => this.nodes.isAttached(m.nodeId)), this.nextTurn(input.vaultId));
-      // ECDSA: a subset none of whose OT pairs is in another run (nodes refuse that); Schnorr: any.
-      if (!firstSubset(candidates, ready.threshold, undisputed)) break;
+      // ECDSA: a subset whose OT pairs all have material and none is in another run (nodes refuse both); Schnorr: any.
+      const have = otPairsOf(ready);
+      const usable = protocol === Protocol.SIGN_ECDSA ? (subset: CommitteeMember[]) => undisputed(subset) && pairsComplete(have, subset) : undisputed;
+      if (!firstSubset(candidates, ready.threshold, usable)) {
+        // On demand, once: the missing pairs among the attached members are set up, then the subsets are looked at again.
+        if (protocol === Protocol.SIGN_ECDSA && !pairsSetUp && firstSubset(candidates, ready.threshold, undisputed)) {
+          pairsSetUp = true;
+          ready = await this.serialize(key.vaultId, () => this.setUpOtPairs(ready, req));
+          if (ready.epoch !== key.epoch) break;
+          attempt--;
+          continue;
+        }
+        if (protocol === Protocol.SIGN_ECDSA && !last && firstSubset(candidates, ready.threshold, undisputed)) {
+          throw new CustodyError('unavailable', `${describeReadiness(this.ecdsaReadiness(ready)) ?? 'no signer subset has OT material on every pair'}; the setup of the missing pairs did not complete`);
+        }
+        break;
+      }
       const slot = protocol === Protocol.SIGN_ECDSA
-        ? await this.otPairs.take(input.vaultId, candidates, ready.threshold, this.timeouts.signMs, undisputed)
+        ? await this.otPairs.take(input.vaultId, candidates, ready.threshold, this.timeouts.signMs, usable)
         : { signers: firstSubset(candidates, ready.threshold, undisputed)!, release: () => undefined };
       if (!slot) throw new CustodyError('ot_busy', 'every signer subset of this vault is busy with other ECDSA signings; retry later');
       const signers = slot.signers;
@@ -667,10 +800,19 @@ export class VaultService {
       }
       // Nodes retired OT pairs after an abort, or deleted their OT setup when their anchor did not vouch
       // for their store: a fresh setup (new keys and Δ) lets the pairs sign again.
-      if (!outcome.ok && outcome.code === 'party_failed' && outcome.reports.some((r) => r.code === 'ot_retired' || r.code === 'no_ot_setup') && !setupRerun) {
+      // Only the pairs this run needed of the reporting nodes are set up again (with the other signers):
+      // another subset that finds a pair gone reports it in its own turn.
+      const lost = outcome.reports.filter((r) => r.code === 'ot_retired' || r.code === 'no_ot_setup');
+      if (lost.length && !setupRerun) {
         setupRerun = true;
-        this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, attempt }, 'OT pairs were retired or their setup is gone; running a new OT setup');
-        ready = await this.serialize(key.vaultId, () => this.otSetup(ready, req));
+        const affected = new Set<string>();
+        for (const r of lost) {
+          const me = ready.committee.find((m) => m.nodeId === r.nodeId);
+          if (!me) continue;
+          for (const o of signers) if (o.index !== me.index) affected.add(pairName(me.index, o.index));
+        }
+        this.log.warn({ vaultId: input.vaultId, requestId: req.requestId, attempt, pairs: [...affected] }, 'OT pairs were retired or their setup is gone; setting those pairs up again');
+        ready = await this.serialize(key.vaultId, () => this.setUpOtPairs(ready, req, [...affected]));
         continue;
       }
       // A member that missed the commit of this epoch gets it again, with the stored receipts, and stays in.
@@ -794,7 +936,7 @@ export class VaultService {
       const missed = everyone.filter((_, i) => notified[i]!.status === 'rejected');
       if (missed.length) this.log.warn({ vaultId: key.vaultId, requestId: req.requestId, missed }, 'some nodes did not confirm the epoch commit');
       this.log.info({ vaultId: key.vaultId, requestId: req.requestId, epoch: newEpoch, committee: target.nodeIds }, 'reshare committed');
-      return this.otSetup(committed, req);
+      return this.setUpOtPairs(committed, req);
     });
   }
 
@@ -804,6 +946,18 @@ export class VaultService {
     if (!this.results(outcome, epochResult, req)) throw new CustodyError('failed', `${nodeId} reported a malformed epoch result`, { culprits: [nodeId] });
   }
 }
+
+/** What `unsignable` answers. */
+export interface Unsignable {
+  count: number;
+  reasons: Record<string, number>;
+  vaults: { vaultId: string; readiness: EcdsaReadiness }[];
+}
+
+/** At most this many unsignable vaults are listed by name; the count covers them all. */
+const UNSIGNABLE_LISTED = 20;
+/** How long one count of unsignable vaults answers (a probe every few seconds reads the store once). */
+const UNSIGNABLE_CACHE_MS = 5_000;
 
 /**
  * Kinds of a party's report that end an operation: the node refused the request (an authorization

@@ -37,8 +37,13 @@ export interface VaultRecord {
    * nodes commit on, sent again to a member that missed the commit.
    */
   receipts?: { party: number; signature: string }[] | undefined;
-  /** Epoch whose ECDSA OT setup completed on the whole committee. */
+  /** Epoch that `otPairs` speak of. */
   otEpoch?: number | undefined;
+  /**
+   * Committee pairs ("i-j", i < j) whose ECDSA OT setup completed at `otEpoch` (ot-pairs.ts). Absent
+   * with `otEpoch` set: a record from before per-pair setups, whose setup ran on the whole committee.
+   */
+  otPairs?: string[] | undefined;
   /** Why the vault failed or waits for a reshare, when it does. */
   problem?: string | undefined;
   /** A failed generation the nodes refused (final), as opposed to one that lacked a party (retried). */
