@@ -14,6 +14,7 @@ import { SessionHub } from './sessions/session-hub.ts';
 import { KIND_VALUES } from '../core/link/node-kind.ts';
 import { VaultStore, type VaultRecord } from './vaults/vault-store.ts';
 import { VaultService } from './vaults/vault-service.ts';
+import { describeReadiness, type EcdsaReadiness } from './vaults/ot-pairs.ts';
 import { loadTeeVerifier } from '../tee/attestation/enrolment-verifier.ts';
 import { CustodyError } from '../core/errors/custody-error.ts';
 import { toRpcError } from '../core/rpc/rpc-error.ts';
@@ -76,16 +77,16 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
     }),
   });
   addService(server, CoordinatorService, {
-    listNodes: () => guard(async () => ({ nodes: registry.list().map(toWire) })),
+    listNodes: (req) => guard(async () => ({ nodes: registry.list().map(toWire), ...(req.signing ? { unsignable: unsignableWire(await vaults.unsignable()) } : {}) })),
     createVault: (req) => guard(async () => ({
-      vault: vaultInfo(await vaults.createVault({
+      vault: vaultInfo(vaults, await vaults.createVault({
         vaultId: req.vaultId, owner: req.owner, tier: tierName(req.tier), nodeIds: req.nodeIds, threshold: req.threshold || undefined,
         trustLog: req.trustLog, creationRequest: req.creationRequest.length ? req.creationRequest : undefined, requestId: req.requestId, customerNodeId: req.customerNodeId,
       })),
     })),
-    getVault: (req) => guard(async () => ({ vault: vaultInfo(await vaults.get(req.vaultId)) })),
+    getVault: (req) => guard(async () => ({ vault: vaultInfo(vaults, await vaults.get(req.vaultId)) })),
     reshare: (req) => guard(async () => ({
-      vault: vaultInfo(await vaults.reshare({
+      vault: vaultInfo(vaults, await vaults.reshare({
         vaultId: req.vaultId, nodeIds: req.nodeIds, threshold: req.threshold || undefined, targetTier: req.targetTier ? tierName(req.targetTier) : undefined,
         trustLog: req.trustLog, reshareRequest: req.reshareRequest.length ? req.reshareRequest : undefined, requestId: req.requestId, customerNodeId: req.customerNodeId,
       })),
@@ -138,7 +139,13 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(config.listen, credentials, (err, p) => (err ? reject(err) : resolve(p))),
   );
-  const metricsServer = config.metricsListen ? await serveMetrics(metrics, { listen: config.metricsListen, ready: () => db.status === 'open' }) : undefined;
+  const metricsServer = config.metricsListen ? await serveMetrics(metrics, { listen: config.metricsListen, ready: async () => {
+    // Vaults that cannot sign do not make the coordinator unready (it can do nothing about a node that is
+    // away), but the probe says how many and why.
+    if (db.status !== 'open') return false;
+    const u = await vaults.unsignable();
+    return { ready: true, detail: { unsignable: { count: u.count, reasons: u.reasons, vaults: u.vaults.map((v) => ({ vault_id: v.vaultId, reason: v.readiness.reason, detached: v.readiness.detached, missing_pairs: v.readiness.missingPairs })) } } };
+  } }) : undefined;
   if (metricsServer) log.info({ listen: config.metricsListen, port: metricsServer.port }, 'metrics listening');
   return {
     port,
@@ -150,6 +157,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
     async stop() {
       vaults.pool.stop();
       vaults.noncePool.stop();
+      vaults.stop();
       await metricsServer?.close();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
@@ -183,8 +191,18 @@ function tierName(t: Tier): TierName {
   return name;
 }
 
-function vaultInfo(k: VaultRecord) {
+/** Whether an active vault can sign ECDSA now, as GetVault carries it (docs/vault-api.md "Signing readiness"). */
+function readinessWire(r: EcdsaReadiness) {
+  return { ready: r.ready, reason: r.reason ?? '', detached: r.detached, missingPairs: r.missingPairs, message: describeReadiness(r) ?? '' };
+}
+
+function unsignableWire(u: Awaited<ReturnType<VaultService['unsignable']>>) {
+  return { count: u.count, reasons: u.reasons, vaults: u.vaults.map((v) => ({ vaultId: v.vaultId, readiness: readinessWire(v.readiness) })) };
+}
+
+function vaultInfo(vaults: VaultService, k: VaultRecord) {
   return {
+    ...(k.state === 'active' && k.pkg ? { ecdsa: readinessWire(vaults.ecdsaReadiness(k)) } : {}),
     vaultId: k.vaultId, owner: k.owner, tier: Object.hasOwn(WIRE_TIERS, k.tier) ? WIRE_TIERS[k.tier as TierName] : 0, threshold: k.threshold, committee: k.committee, epoch: k.epoch, rotation: k.rotation,
     publicKey: k.publicKey ? hexToBytes(k.publicKey) : new Uint8Array(), chainCode: k.chainCode ? hexToBytes(k.chainCode) : new Uint8Array(),
     state: k.state, problem: k.problem ?? '',

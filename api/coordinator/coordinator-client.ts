@@ -52,6 +52,28 @@ export interface NodeSummary {
 
 /** The attached nodes, or throws when the coordinator does not answer within `timeoutMs`. */
 export async function attachedNodes(client: CoordinatorClient, timeoutMs = 1500): Promise<NodeSummary[]> {
-  const res = await client.listNodes({}, { deadline: Date.now() + timeoutMs });
-  return res.nodes.map((n) => ({ id: n.nodeId, kind: KIND_NAMES[n.kind] ?? 'unknown', owner: n.owner || null }));
+  return (await listNodes(client, timeoutMs, false)).nodes;
+}
+
+/** A coordinator's active vaults that cannot sign ECDSA now (docs/vault-api.md "Signing readiness"). */
+export interface UnsignableVaults {
+  count: number;
+  reasons: Record<string, number>;
+  /** The first few, by vault id. */
+  vaults: { vaultId: string; reason: string; detached: string[]; missingPairs: string[] }[];
+}
+
+/** The attached nodes and, with `signing`, the vaults that cannot sign; throws when the coordinator does not answer in time. */
+export async function listNodes(client: CoordinatorClient, timeoutMs: number, signing: boolean): Promise<{ nodes: NodeSummary[]; unsignable?: UnsignableVaults }> {
+  const res = await client.listNodes({ signing }, { deadline: Date.now() + timeoutMs });
+  const nodes: NodeSummary[] = res.nodes.map((n) => ({ id: n.nodeId, kind: KIND_NAMES[n.kind] ?? 'unknown', owner: n.owner || null }));
+  const u = res.unsignable;
+  if (!u) return { nodes };
+  return {
+    nodes,
+    unsignable: {
+      count: u.count, reasons: { ...u.reasons },
+      vaults: u.vaults.map((v) => ({ vaultId: v.vaultId, reason: v.readiness?.reason ?? '', detached: [...(v.readiness?.detached ?? [])], missingPairs: [...(v.readiness?.missingPairs ?? [])] })),
+    },
+  };
 }

@@ -12,7 +12,7 @@ import { ConfigError } from '../../common/config.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { collection } from '../store/collection.ts';
 import type { RecordRepository } from '../store/record-repository.ts';
-import { attachedNodes, connectCoordinator, type CoordinatorClient, type NodeSummary } from './coordinator-client.ts';
+import { connectCoordinator, listNodes, type CoordinatorClient, type NodeSummary, type UnsignableVaults } from './coordinator-client.ts';
 
 /** A shard as configured: its name (kept in vault records) and its coordinator's host:port. */
 export interface ShardAddress {
@@ -43,6 +43,8 @@ export interface ShardState {
   address: string;
   state: 'reachable' | 'unreachable';
   nodes: NodeSummary[];
+  /** Asked for (`states(…, { signing: true })`): the shard's active vaults that cannot sign ECDSA now. */
+  unsignable?: UnsignableVaults | undefined;
 }
 
 export class CoordinatorShards {
@@ -109,10 +111,10 @@ export class CoordinatorShards {
     throw last;
   }
 
-  /** Every shard's state and attached nodes, asked at once. */
-  states(timeoutMs = 1500): Promise<ShardState[]> {
-    return Promise.all(this.shards.map(({ name, address, client }) => attachedNodes(client, timeoutMs).then(
-      (nodes) => ({ name, address, state: 'reachable' as const, nodes }),
+  /** Every shard's state and attached nodes, asked at once; with `signing`, also its vaults that cannot sign. */
+  states(timeoutMs = 1500, opts: { signing?: boolean } = {}): Promise<ShardState[]> {
+    return Promise.all(this.shards.map(({ name, address, client }) => listNodes(client, timeoutMs, opts.signing ?? false).then(
+      ({ nodes, unsignable }) => ({ name, address, state: 'reachable' as const, nodes, ...(unsignable ? { unsignable } : {}) }),
       () => ({ name, address, state: 'unreachable' as const, nodes: [] }),
     )));
   }

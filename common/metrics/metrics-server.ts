@@ -10,9 +10,14 @@ import { splitHostPort } from '../config.ts';
 export interface MetricsServerOptions {
   /** `host:port`; port 0 picks a free one (tests). */
   listen: string;
-  /** Whether the program can serve now; /readyz answers 503 while it says no. */
-  ready?: () => boolean | Promise<boolean>;
+  /**
+   * Whether the program can serve now; /readyz answers 503 while it says no. An object answer adds its
+   * `detail` fields to the body (what is degraded without making the program unready).
+   */
+  ready?: () => Readiness | Promise<Readiness>;
 }
+
+export type Readiness = boolean | { ready: boolean; detail: Record<string, unknown> };
 
 export interface MetricsServer {
   port: number;
@@ -50,8 +55,10 @@ async function answer(registry: Registry, opts: MetricsServerOptions, req: Incom
     if (path === '/metrics') return send(200, registry.contentType, await registry.metrics());
     if (path === '/healthz') return send(200, 'application/json', '{"status":"ok"}');
     if (path === '/readyz' && opts.ready) {
-      const ready = await opts.ready();
-      return send(ready ? 200 : 503, 'application/json', ready ? '{"status":"ready"}' : '{"status":"unavailable"}');
+      const r = await opts.ready();
+      const ready = typeof r === 'boolean' ? r : r.ready;
+      const detail = typeof r === 'boolean' ? {} : r.detail;
+      return send(ready ? 200 : 503, 'application/json', JSON.stringify({ status: ready ? 'ready' : 'unavailable', ...detail }));
     }
     return send(404, 'text/plain', 'not found\n');
   } catch {

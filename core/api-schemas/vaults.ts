@@ -46,6 +46,19 @@ export const ReshareVaultBody = Type.Object({
   ...committeeFields,
 }, { additionalProperties: false });
 
+/** Whether an active vault can sign now, as its coordinator sees it (docs/vault-api.md "Signing readiness"). */
+function SigningReadiness() {
+  return Type.Object({
+    ecdsa: Type.Union([Type.Literal('ready'), Type.Literal('unavailable'), Type.Literal('unknown')], {
+      description: 'ready: some threshold of attached committee members hold ECDSA OT material on every pair among them; unavailable: none does now; unknown: the coordinator did not answer',
+    }),
+    reason: Type.Union([Type.Literal('members_detached'), Type.Literal('ot_pairs_missing'), Type.Literal('coordinator_unreachable'), Type.Null()]),
+    detached_members: Type.Array(Type.String(), { description: 'committee nodes not attached to the coordinator now' }),
+    missing_pairs: Type.Array(Type.String(), { description: 'pairs of attached members ("i-j", committee positions from 1) whose OT setup has not completed; the coordinator sets them up on its own' }),
+    message: Type.Union([Type.String(), Type.Null()]),
+  });
+}
+
 export const Vault = Type.Object({
   id: Type.String(),
   name: Type.Union([Type.String(), Type.Null()]),
@@ -66,6 +79,9 @@ export const Vault = Type.Object({
   }),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
+  signing: Type.Optional(Type.Union([SigningReadiness(), Type.Null()], {
+    description: 'GET /v1/vaults/{vaultId} only: whether the vault can sign now, and why not (docs/vault-api.md "Signing readiness"); null unless active',
+  })),
 });
 
 export const Wallet = Type.Object({

@@ -20,13 +20,13 @@ import { waitUntil } from '../cluster/cluster-harness.ts';
 const log = createLogger('test', 'silent');
 
 /** A stand-in coordinator: the nodes it reports attached, or unavailable when `down`; it counts the calls it takes. */
-function fake(name: string, nodes: string[] = [], state: { down?: boolean } = {}) {
+function fake(name: string, nodes: string[] = [], state: { down?: boolean; unsignable?: unknown } = {}) {
   const calls: string[] = [];
   const unavailable = () => new CustodyError('unavailable', `${name} is down`);
   const client = {
-    listNodes: async () => {
+    listNodes: async (req: { signing?: boolean } = {}) => {
       if (state.down) throw unavailable();
-      return { nodes: nodes.map((id) => ({ nodeId: id, kind: 1, owner: '' })) };
+      return { nodes: nodes.map((id) => ({ nodeId: id, kind: 1, owner: '' })), ...(req.signing && state.unsignable ? { unsignable: state.unsignable } : {}) };
     },
     proposeCommittee: async () => {
       calls.push('proposeCommittee');
@@ -117,13 +117,30 @@ t.test('readiness: ready only when every shard answers, each shard reported, nod
   t.equal(ready.statusCode, 200);
   t.same(ready.json(), {
     status: 'ready', coordinator: 'reachable', coordinators: [{ name: 'a', state: 'reachable', node_count: 3 }, { name: 'b', state: 'reachable', node_count: 2 }],
-    store: 'not_configured', nodes: [{ id: 'n1', kind: 'service', owner: null }, { id: 'n3', kind: 'service', owner: null }], node_count: 2,
+    store: 'not_configured', nodes: [{ id: 'n1', kind: 'service', owner: null }, { id: 'n3', kind: 'service', owner: null }], node_count: 2, vaults_unable_to_sign: null,
   });
   b.state.down = true;
   const down = await app.inject({ method: 'GET', url: '/readyz' });
   t.equal(down.statusCode, 503);
   t.match(down.json(), { status: 'unavailable', coordinator: 'unreachable', coordinators: [{ name: 'a', state: 'reachable' }, { name: 'b', state: 'unreachable', node_count: 0 }], node_count: 3 });
   t.same(attachedEverywhere([]), []);
+});
+
+t.test('readiness names the vaults that cannot sign, summed over the shards, without making the API unready', async (t) => {
+  const detached = { vaultId: 'v-a', readiness: { ready: false, reason: 'members_detached', detached: ['n2', 'n3'], missingPairs: [], message: 'x' } };
+  const missing = (id: string) => ({ vaultId: id, readiness: { ready: false, reason: 'ot_pairs_missing', detached: [], missingPairs: ['1-3', '2-3'], message: 'y' } });
+  const a = fake('a', ['n1'], { unsignable: { count: 1, reasons: { members_detached: 1 }, vaults: [detached] } });
+  const b = fake('b', ['n1'], { unsignable: { count: 25, reasons: { ot_pairs_missing: 25 }, vaults: Array.from({ length: 20 }, (_, i) => missing(`v-b${i}`)) } });
+  const shards = new CoordinatorShards([{ name: 'a', address: '', client: a.client }, { name: 'b', address: '', client: b.client }]);
+  const app = await buildApp({ config: loadApiConfig({}), logger: log, coordinator: shards });
+  t.teardown(() => app.close());
+  const r = await app.inject({ method: 'GET', url: '/readyz' });
+  t.equal(r.statusCode, 200, 'still ready: the coordinators answer');
+  const u = r.json().vaults_unable_to_sign;
+  t.same([u.count, u.reasons], [26, { members_detached: 1, ot_pairs_missing: 25 }], 'every vault counted, by reason');
+  t.equal(u.vaults.length, 20, 'at most 20 named');
+  t.same(u.vaults[0], { vault_id: 'v-a', shard: 'a', reason: 'members_detached', detached_members: ['n2', 'n3'], missing_pairs: [] });
+  t.same(u.vaults[1], { vault_id: 'v-b0', shard: 'b', reason: 'ot_pairs_missing', detached_members: [], missing_pairs: ['1-3', '2-3'] });
 });
 
 t.test('a vault is placed at creation, its key generated on its shard, and a missing shard stops the API at start', async (t) => {

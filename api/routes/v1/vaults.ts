@@ -19,6 +19,8 @@ import { authenticateBearer, hasBearer } from '../../auth/bearer-auth.ts';
 import type { TenancyService } from '../../tenancy/tenancy-service.ts';
 import type { CustomerLinks } from '../../customers/customer-links.ts';
 import { WALLETS } from '../../vaults/collections.ts';
+import { signingReadiness } from '../../vaults/signing-readiness.ts';
+import type { CoordinatorShards } from '../../coordinator/coordinator-shards.ts';
 
 const vaultView = (v: VaultRecord, environment: 'sandbox' | 'production') => ({
   id: v.id, name: v.name, tier: v.tier, state: v.state, rotation: v.rotation, public_key: v.public_key,
@@ -33,7 +35,7 @@ export interface WalletBearer {
   links: CustomerLinks;
 }
 
-export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService; cursors: CursorCodec; bearer?: WalletBearer | undefined }> = async (app, { vaults, cursors, bearer }) => {
+export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService; cursors: CursorCodec; bearer?: WalletBearer | undefined; coordinators?: CoordinatorShards | undefined }> = async (app, { vaults, cursors, bearer, coordinators }) => {
   app.get('/vaults', {
     schema: { summary: 'The organization\'s vaults, oldest first, filtered by state and tier', tags: ['vaults'], security: [{ httpSignature: [] }], querystring: ListVaultsQuery, response: { 200: VaultPage, 400: ErrorBody, 401: ErrorBody } },
   }, async (req) => {
@@ -63,8 +65,10 @@ export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService; curs
     },
   }, async (req, reply) => reply.code(202).send(vaultView(await vaults.createVault(req.caller!.org, req.body, req.caller!.entry()), vaults.environment)));
 
-  app.get('/vaults/:vaultId', { schema: { summary: 'Read a vault: its state, public key, policy and committee', tags: ['vaults'], security: [{ httpSignature: [] }], params: VaultId, response: { 200: Vault, 401: ErrorBody, 404: ErrorBody } } }, async (req) =>
-    vaultView(await vaults.vault(req.caller!.org, req.params.vaultId), vaults.environment));
+  app.get('/vaults/:vaultId', { schema: { summary: 'Read a vault: its state, public key, policy, committee and whether it can sign now', tags: ['vaults'], security: [{ httpSignature: [] }], params: VaultId, response: { 200: Vault, 401: ErrorBody, 404: ErrorBody } } }, async (req) => {
+    const v = await vaults.vault(req.caller!.org, req.params.vaultId);
+    return { ...vaultView(v, vaults.environment), signing: await signingReadiness(coordinators, v) };
+  });
 
   app.post('/vaults/:vaultId/reshare', {
     schema: {
