@@ -35,8 +35,18 @@ export interface TransactionRecord {
    * the outpoints it spends (`txid:vout`), as its intent names them.
    */
   nonce?: number;
-  /** EVM, while not signed: why it waits (a lower nonce of the wallet not yet used). */
+  /**
+   * While not signed: why it waits (EVM: a lower nonce of the wallet not yet used) or signs again (a
+   * signature from the cluster that did not verify, `bad_signature: ...`).
+   */
   waiting?: string | undefined;
+  /**
+   * Bitcoin: set when the transaction followed is another signing of the intent found on chain, not the
+   * one this service signed last (docs/transactions.md "Adopted transactions"): why it was adopted.
+   */
+  adopted?: string;
+  /** Bitcoin, once adopted after its first broadcast: the fee the wallet ledger held then, which its release undoes. */
+  fee_held?: string;
   inputs?: string[];
   fee: string | null;
   /** EVM, once included: what the inclusion cost (gas used x effective gas price), for the wallet ledger. */

@@ -21,7 +21,9 @@ import { evmSignedTransaction, evmSigningDigest, evmTransaction, EvmTemplateErro
 import type { EvmChain } from '../chains/evm/evm-chain.ts';
 import { ChainError } from '../chains/chain-error.ts';
 import type { BitcoinChain } from '../chains/bitcoin/bitcoin-chain.ts';
-import { buildSpend, finalizeP2wpkh, finalizeTaproot, SpendError } from '../chains/bitcoin/build-spend.ts';
+import type { Utxo } from '../chains/bitcoin/esplora-client.ts';
+import { buildSpend, finalizeP2wpkh, finalizeTaproot, SignatureCheckError, SpendError } from '../chains/bitcoin/build-spend.ts';
+import { intentOutpoints, notIntentSpend, spendFee, spentOutpoints } from '../chains/bitcoin/intent-spend.ts';
 import { BITCOIN_NETWORK_PARAMS } from '../../core/chains/bitcoin/network-params.ts';
 import type { VaultService } from '../vaults/vault-service.ts';
 import type { WalletRecord } from '../vaults/records.ts';
@@ -227,7 +229,8 @@ export class TransactionWorker {
     const next: TransactionRecord = { ...tx, ...step.patch, state: step.to, updated_at: new Date().toISOString() };
     // The end-user token authorized one signature: it goes once the signature exists.
     const { end_user_token: _token, member_action: _binding, ...rest } = job;
-    const nextJob: TransactionJob = step.to === 'signed' || step.to === 'failed' || step.to === 'rejected' ? { ...rest, attempts: 0 } : { ...job, attempts: 0 };
+    const signatureExists = step.to === 'signed' || (SIGN_STATES.includes(tx.state) && !SIGN_STATES.includes(step.to));
+    const nextJob: TransactionJob = signatureExists || step.to === 'failed' || step.to === 'rejected' ? { ...rest, attempts: 0 } : { ...job, attempts: 0 };
     const ops: Op[] = [this.o.transactions.txOp(next, tx), ...(step.extra ?? [])];
     const type = EVENTS[step.to];
     if (type) {
@@ -264,7 +267,17 @@ export class TransactionWorker {
           current = (await TRANSACTIONS.in(this.o.vaults.store).get(tx.id))!;
         }
         if (tx.family === 'evm') await this.evmBroadcast(current);
-        else await this.btcChain(current).broadcast(current.raw_tx!, current.tx_hash!);
+        else {
+          const chain = this.btcChain(current);
+          try {
+            await chain.broadcast(current.raw_tx!, current.tx_hash!);
+          } catch (err) {
+            // Refused because its inputs are spent: by this very transaction, or another signing of the intent.
+            const own = err instanceof ChainError && err.code === 'broadcast_rejected' ? await this.btcSpentByIntent(current, chain, decodeIntent(hexToBytes(current.intent)) as BtcTransferIntent) : undefined;
+            if (own) return own;
+            throw err;
+          }
+        }
         return { to: 'broadcast' };
       }
       case 'broadcast':
@@ -339,7 +352,7 @@ export class TransactionWorker {
     const raw = evmSignedTransaction(unsigned, { r: BigInt('0x' + bytesToHex(sig.subarray(0, 32))), s: BigInt('0x' + bytesToHex(sig.subarray(32))), recovery: signed.recoveryIds[0]! });
     // Never broadcast what does not come from the wallet (recovered from the digest: a chain id of any size).
     const signer = await recoverAddress({ hash: viemHex(digest), signature: { r: viemHex(sig.subarray(0, 32)), s: viemHex(sig.subarray(32)), yParity: signed.recoveryIds[0]! } });
-    if (signer.toLowerCase() !== from.toLowerCase()) throw new Error(`signature recovers ${signer}, not the wallet ${from}`);
+    if (signer.toLowerCase() !== from.toLowerCase()) return this.badSignature(tx, `the signature recovers ${signer}, not the wallet ${from}`);
     const hash = keccak256(raw);
     return { to: 'signed', patch: { nonce, raw_tx: raw, tx_hash: hash, fee: String(template.gasLimit * template.maxFeePerGas), waiting: undefined } };
   }
@@ -376,20 +389,102 @@ export class TransactionWorker {
     let spend;
     try {
       // Exactly the outputs the intent names, as the chain holds them now; the nodes check the same set.
-      spend = buildSpend(intent, await chain.utxos(wallet.address), await chain.feeRate());
+      spend = buildSpend(intent, await this.btcNamedUtxos(chain, wallet.address, intent), await chain.feeRate());
     } catch (err) {
-      if (err instanceof SpendError) throw new ChainError(err.code, err.message, true);
-      throw err;
+      if (!(err instanceof SpendError)) throw err;
+      // An input already spent may be spent by this intent's own transaction (signed by an earlier attempt).
+      const own = await this.btcSpentByIntent(tx, chain, intent);
+      if (own) return own;
+      throw new ChainError(err.code, err.message, true);
     }
     const scheme = wallet.address_type === 'p2tr' ? Scheme.SCHNORR_TAPROOT : Scheme.ECDSA;
     const signed = await this.sign(tx, job, wallet, scheme, spend.digests, spend.template);
     if ('to' in signed) return signed;
     const network = BITCOIN_NETWORK_PARAMS[intent.network];
-    const raw = wallet.address_type === 'p2tr' ? finalizeTaproot(spend, signed.signatures, network) : finalizeP2wpkh(spend, signed.signatures, signed.publicKey, network);
+    let raw: string;
+    try {
+      // Each signature is verified over its digest under the key its input pays to before anything is built.
+      raw = wallet.address_type === 'p2tr' ? finalizeTaproot(spend, signed.signatures, network) : finalizeP2wpkh(spend, signed.signatures, signed.publicKey, network);
+    } catch (err) {
+      if (err instanceof SignatureCheckError) return this.badSignature(tx, err.message);
+      throw err;
+    }
     return {
       to: 'signed',
-      patch: { raw_tx: raw, tx_hash: spend.tx.getId(), fee: String(spend.fee), inputs: spend.tx.ins.map((i) => `${bytesToHex(Uint8Array.from(i.hash).reverse())}:${i.index}`) },
+      patch: { raw_tx: raw, tx_hash: spend.tx.getId(), fee: String(spend.fee), inputs: spentOutpoints(spend.tx), waiting: undefined },
     };
+  }
+
+  /**
+   * The wallet's unspent outputs, the intent's own with their amounts read from the bytes of the
+   * transactions that made them (their txids checked), not from the backend's listing: every sighash
+   * commits to those amounts (BIP-341 to all of a spend's, BIP-143 to its input's), so an amount that is
+   * off yields signatures the chain refuses (`mandatory-script-verify-flag-failed`) though they verify
+   * over the digests the service computed (docs/transactions.md "Amounts the signatures commit to").
+   */
+  private async btcNamedUtxos(chain: BitcoinChain, address: string, intent: BtcTransferIntent): Promise<Utxo[]> {
+    const named = new Set(intentOutpoints(intent));
+    return Promise.all((await chain.utxos(address)).map(async (u) => {
+      if (!named.has(`${u.txid}:${u.vout}`)) return u;
+      const value = await chain.outputValue(u.txid, u.vout);
+      if (value !== u.value) this.o.log.warn({ outpoint: `${u.txid}:${u.vout}`, listed: String(u.value), value: String(value) }, 'the backend listed an output with an amount its transaction does not hold; using the transaction\'s');
+      return { ...u, value };
+    }));
+  }
+
+  /**
+   * A signature from the cluster that does not verify over its digest under the wallet's key: nothing is
+   * built or broadcast. The transaction keeps the reason (`waiting`) while the signing runs again, until
+   * the intent's not_after; the coordinator names the node that produced it (docs/sessions.md).
+   */
+  private async badSignature(tx: TransactionRecord, message: string): Promise<never> {
+    const why = `bad_signature: ${message}; nothing was broadcast, signing again`.slice(0, 500);
+    this.o.log.error({ transaction: tx.id, err: message }, 'the cluster returned a signature that does not verify; signing again');
+    await this.o.vaults.store.batch([this.o.transactions.txOp({ ...tx, waiting: why, updated_at: new Date().toISOString() }, tx)]);
+    throw new ChainError('bad_signature', why, false);
+  }
+
+  /**
+   * The intent's own transaction, when the chain shows one of its inputs spent by it: the transaction
+   * follows that one (adopted, docs/transactions.md "Adopted transactions"). Undefined when no input is
+   * spent, or one is spent by a transaction that is not the intent's.
+   */
+  private async btcSpentByIntent(tx: TransactionRecord, chain: BitcoinChain, intent: BtcTransferIntent): Promise<Exclude<Step, { wait: number }> | undefined> {
+    for (const outpoint of intentOutpoints(intent)) {
+      const by = await chain.spentBy(outpoint);
+      if (!by) continue;
+      const judged = await this.btcJudgeSpend(tx, chain, intent, by.txid);
+      return 'why' in judged ? undefined : this.btcAdopt(tx, intent, by.txid, judged);
+    }
+    return undefined;
+  }
+
+  /** Whether transaction `txid` is the intent's own and no other record of the wallet follows it; its bytes and fee if so. */
+  private async btcJudgeSpend(tx: TransactionRecord, chain: BitcoinChain, intent: BtcTransferIntent, txid: string): Promise<{ raw: string; fee: bigint } | { why: string }> {
+    const found = await chain.transaction(txid);
+    const named = new Map<string, bigint | undefined>(intent.inputs.map((i) => [`${bytesToHex(i.txid)}:${i.vout}`, i.amount]));
+    // Amounts the intent names are the customer's; the others are read from the spent transactions' bytes.
+    const values = await Promise.all(spentOutpoints(found).map((o) => {
+      if (!named.has(o)) return 0n;
+      const [parent, vout] = o.split(':');
+      return named.get(o) ?? chain.outputValue(parent!, Number(vout));
+    }));
+    const why = notIntentSpend(intent, found, values);
+    if (why) return { why };
+    // The same transfer signed for two records of the wallet: the one that stored its hash keeps it.
+    const others = await TRANSACTIONS.in(this.o.vaults.store).byIndex(`wallet/${tx.wallet_id}/`, 10_000);
+    if (others.some((x) => x.id !== tx.id && x.tx_hash === txid)) return { why: 'another transaction of the wallet follows it' };
+    return { raw: found.toHex(), fee: spendFee(found, values) };
+  }
+
+  /** Follows `txid`, the intent's own transaction, from broadcast on; the reason is kept in `adopted` and logged. */
+  private btcAdopt(tx: TransactionRecord, intent: BtcTransferIntent, txid: string, found: { raw: string; fee: bigint }): Exclude<Step, { wait: number }> {
+    if (txid === tx.tx_hash) return { to: 'broadcast', patch: { waiting: undefined } };
+    const adopted = `the chain holds ${txid}, another signing of this intent (same inputs, outputs and fee ceiling${tx.tx_hash ? `; this service's last was ${tx.tx_hash}` : ''}): following it`.slice(0, 500);
+    this.o.log.warn({ transaction: tx.id, tx_hash: txid, previous: tx.tx_hash, fee: String(found.fee) }, 'the intent\'s inputs were spent by another signing of the intent; following that transaction');
+    // The ledger's fee hold, written at the first broadcast, is released as it was written.
+    const held = (tx.state === 'broadcast' || tx.state === 'confirmed') && tx.fee !== null ? { fee_held: tx.fee_held ?? tx.fee } : {};
+    return { to: 'broadcast', patch: { tx_hash: txid, raw_tx: found.raw, fee: String(found.fee), inputs: intentOutpoints(intent), adopted, waiting: undefined, ...held } };
   }
 
   /** Outputs the wallet's own transactions spend or hold for a retry, not yet confirmed: never offered again. */
@@ -463,18 +558,24 @@ export class TransactionWorker {
   }
 
   /**
-   * A broadcast Bitcoin transaction that can never be included: one of its inputs was spent by another
-   * transaction, final at the chain's finality depth, while this one is unconfirmed. It fails (`dropped`),
-   * so its ledger holds are released. Looked at only once the transaction has waited `dropCheckAfterMs`.
+   * A broadcast Bitcoin transaction whose input another transaction spent, while this one is unconfirmed.
+   * When that transaction is the intent's own (another signing of it: a retry with another fee, or one a
+   * coordinator broadcast itself), the record follows it (adopted). Otherwise, once that spend is final
+   * at the chain's finality depth, this one can never be included: it fails (`dropped`), so its ledger
+   * holds are released. Looked at only once the transaction has waited `dropCheckAfterMs`.
    */
   private async btcDropped(tx: TransactionRecord, chain: BitcoinChain): Promise<Step | undefined> {
     if (!tx.inputs?.length || this.waitedTooLittle(tx)) return undefined;
+    const intent = decodeIntent(hexToBytes(tx.intent)) as BtcTransferIntent;
     for (const outpoint of tx.inputs) {
       const by = await chain.spentBy(outpoint);
-      if (!by || by.txid === tx.tx_hash || by.confirmations < chain.info.finalityDepth) continue;
+      if (!by || by.txid === tx.tx_hash) continue;
+      const judged = await this.btcJudgeSpend(tx, chain, intent, by.txid);
+      if (!('why' in judged)) return this.btcAdopt(tx, intent, by.txid, judged);
+      if (by.confirmations < chain.info.finalityDepth) continue;
       // Looked at again: a confirmation of this one that appeared meanwhile means it was included after all.
       if ((await chain.confirmations(tx.tx_hash!)).confirmations > 0) return undefined;
-      return { to: 'failed', patch: { reason: `dropped: input ${outpoint} was spent by another transaction, final at depth ${chain.info.finalityDepth}; this one can never be included` } };
+      return { to: 'failed', patch: { reason: `dropped: input ${outpoint} was spent by another transaction (${by.txid}: ${judged.why}), final at depth ${chain.info.finalityDepth}; this one can never be included`.slice(0, 500) } };
     }
     return undefined;
   }

@@ -55,6 +55,7 @@ const SEQUENCE_DIGITS = 12;
 export const ledgerEntryId = (transactionId: string, leg: string) => `led_${transactionId.replace(/^txn_/, '')}_${leg}`;
 
 const nativeOf = (tx: TransactionRecord) => `${tx.chain}:native`;
+const heldFee = (tx: TransactionRecord) => BigInt(tx.fee_held ?? tx.fee ?? '0');
 
 /** The legs a transaction's state change from `prev` to `next` writes; none for a change that moves no money. */
 export function ledgerLegs(prev: TransactionRecord, next: TransactionRecord): LedgerLeg[] {
@@ -62,7 +63,8 @@ export function ledgerLegs(prev: TransactionRecord, next: TransactionRecord): Le
   // What the broadcast transaction may take: each transfer, and the fee as signed (EVM: the ceiling).
   const holds: LedgerLeg[] = [
     ...next.transfers.map((x, i): LedgerLeg => ({ leg: `hold-${i}`, kind: 'hold', direction: 'debit', asset: x.asset, amount: BigInt(x.amount), counterparty: x.recipient })),
-    ...(next.fee !== null && BigInt(next.fee) > 0n ? [{ leg: 'hold-fee', kind: 'hold' as const, direction: 'debit' as const, asset: nativeOf(next), amount: BigInt(next.fee), counterparty: null }] : []),
+    // A Bitcoin transaction adopted after its broadcast (another signing of its intent) keeps the fee it held then.
+    ...heldFee(next) > 0n ? [{ leg: 'hold-fee', kind: 'hold' as const, direction: 'debit' as const, asset: nativeOf(next), amount: heldFee(next), counterparty: null }] : [],
   ];
   const releases = holds.map((h): LedgerLeg => ({ ...h, leg: h.leg.replace('hold-', 'release-'), kind: 'hold_release', direction: 'credit', releases: h.leg }));
   // EVM: what the inclusion cost (gas used x effective price), else the signed fee; Bitcoin: the exact fee.

@@ -1,6 +1,7 @@
 // One Bitcoin network the service talks to through an Esplora-compatible backend: UTXOs of a wallet,
-// a fee rate, broadcast and confirmation depth, for the transaction worker; the tip's height, for the
-// freshness of a wallet's balance.
+// a fee rate, broadcast and confirmation depth, and who spent an output (with that transaction's bytes),
+// for the transaction worker; the tip's height, for the freshness of a wallet's balance.
+import * as bitcoin from 'bitcoinjs-lib';
 import { EsploraClient, EsploraError, type TxStatus, type Utxo } from './esplora-client.ts';
 import { ChainError } from '../chain-error.ts';
 import type { BitcoinNetworkInfo } from '../../../core/chains/bitcoin/bitcoin-networks.ts';
@@ -50,6 +51,21 @@ export class BitcoinChain {
     if (!s.confirmed || s.block_height === undefined) return { confirmations: 0 };
     const tip = await this.client.tipHeight();
     return { confirmations: tip - s.block_height + 1, blockHeight: s.block_height };
+  }
+
+  /** A transaction as the backend holds it (mempool or chain), decoded; its txid is checked against the one asked for. */
+  async transaction(txid: string): Promise<bitcoin.Transaction> {
+    const tx = bitcoin.Transaction.fromHex(await this.client.rawTransaction(txid));
+    // The backend's word is not taken for which transaction this is: its bytes must hash to the id.
+    if (tx.getId() !== txid) throw new ChainError('rpc_error', `the backend answered another transaction for ${txid}`, false);
+    return tx;
+  }
+
+  /** The amount of output `vout` of transaction `txid`, read from the transaction's own bytes. */
+  async outputValue(txid: string, vout: number): Promise<bigint> {
+    const out = (await this.transaction(txid)).outs[vout];
+    if (!out) throw new ChainError('rpc_error', `${txid} has no output ${vout}`, false);
+    return out.value;
   }
 
   /** The transaction that spent outpoint `txid:vout`, with its confirmations (0 in the mempool); undefined while unspent. */

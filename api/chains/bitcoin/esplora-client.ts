@@ -1,5 +1,6 @@
 // A client of the Esplora HTTP API (github.com/Blockstream/esplora/blob/master/API.md): UTXOs of an
-// address, fee estimates, broadcast and confirmation status. Any Esplora-compatible backend works.
+// address, fee estimates, broadcast, confirmation status, spends and raw transactions. Any
+// Esplora-compatible backend works.
 import { CustodyError } from '../../../core/errors/custody-error.ts';
 
 export interface Utxo {
@@ -52,6 +53,11 @@ export class EsploraClient {
   /** Who spent output `vout` of `txid`: `{spent: false}`, or the spending transaction and its status. */
   async outspend(txid: string, vout: number): Promise<{ spent: boolean; txid?: string; status?: TxStatus }> {
     return (await (await this.request(`/tx/${txid}/outspend/${vout}`)).json()) as { spent: boolean; txid?: string; status?: TxStatus };
+  }
+
+  /** The transaction's raw bytes, hex (as broadcast: with its witnesses). */
+  async rawTransaction(txid: string): Promise<string> {
+    return (await (await this.request(`/tx/${txid}/hex`)).text()).trim();
   }
 
   async tipHeight(): Promise<number> {
