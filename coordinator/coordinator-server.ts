@@ -144,7 +144,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
     // away), but the probe says how many and why.
     if (db.status !== 'open') return false;
     const u = await vaults.unsignable();
-    return { ready: true, detail: { unsignable: { count: u.count, reasons: u.reasons, vaults: u.vaults.map((v) => ({ vault_id: v.vaultId, reason: v.readiness.reason, detached: v.readiness.detached, missing_pairs: v.readiness.missingPairs })) } } };
+    return { ready: true, detail: { unsignable: { count: u.count, reasons: u.reasons, vaults: u.vaults.map((v) => ({ vault_id: v.vaultId, reason: v.readiness.reason, detached_members: v.readiness.detached, missing_pairs: v.readiness.missingPairs })) } } };
   } }) : undefined;
   if (metricsServer) log.info({ listen: config.metricsListen, port: metricsServer.port }, 'metrics listening');
   return {
