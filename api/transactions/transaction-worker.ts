@@ -73,7 +73,7 @@ export interface TransactionWorkerOptions {
   leaseMs?: number;
   /** How long `stop` waits for steps under way before giving their jobs back; default 10 s. */
   stopGraceMs?: number;
-  /** The longest wait between a failed step's attempts (they back off from 0.5 s); default 30 s. */
+  /** The longest wait between a failed step's attempts (they back off from 0.5 s); default 10 s: a transfer waiting out an outage is signed at most 10 s after the part is back. */
   maxRetryDelayMs?: number;
   /** How long a broadcast transaction without a receipt waits before the worker asks whether it was dropped; default 30 s. */
   dropCheckAfterMs?: number;
@@ -178,7 +178,7 @@ export class TransactionWorker {
           // An outage costs latency up to the intent's expiry; after it no node signs the intent.
           step = { to: 'failed', patch: { reason: `signing_unavailable: ${message}${this.o.maxSigningAttempts === undefined ? '; the intent expired (not_after) while waiting' : ''}`.slice(0, 500) } };
         } else {
-          const delay = Math.min(this.o.maxRetryDelayMs ?? 30_000, 250 * 2 ** Math.min(attempts, 7));
+          const delay = Math.min(this.o.maxRetryDelayMs ?? 10_000, 250 * 2 ** Math.min(attempts, 7));
           this.o.log.warn({ transaction: tx.id, state: now.state, attempts, err: message }, 'transaction step failed; will retry');
           job = { ...job, attempts, next_at: Date.now() + delay, last_error: message };
           await store.batch([TX_JOBS.putOp(id, job)]);
