@@ -1,8 +1,9 @@
 // A vault whose OT setup one member missed (docs/protocols/ecdsa.md "Per-pair setup"): the coordinator's
 // real VaultService and SessionHub drive three nodes' real session hosts (their sealed LevelDB stores,
-// intent authorizer and ledger) in this process. Node 3 is away when the setup after key generation
-// runs: nodes 1 and 2 set up their pair and sign ECDSA; while only node 1 and node 3 are attached the
-// vault says it cannot sign; when node 3 attaches, only its pairs are set up and it signs.
+// trust and roster registries, intent authorizer and ledger) in this process. Node 3 drops off right
+// after the key generation, before the OT setup that follows it: nodes 1 and 2 set up their pair and
+// sign ECDSA; while the attached members share no pair the vault says it cannot sign; when node 3
+// attaches again, only its pairs are set up and it signs.
 import t, { type Test } from 'tap';
 import { EventEmitter } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -37,6 +38,11 @@ import { VaultStore, type VaultRecord } from '../../coordinator/vaults/vault-sto
 import type { NodeRegistry } from '../../coordinator/nodes/node-registry.ts';
 import { SessionFailedSchema, SessionOpenSchema, type Envelope, type SessionDone, type SessionFailed } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { createLogger } from '../../common/logger.ts';
+import { RosterRegistry } from '../../node/runtime/authorization/roster-registry.ts';
+import { signBootstrap } from '../../core/trust/trust-entry.ts';
+import { decodeRoster, signRoster } from '../../core/trust/roster.ts';
+import { Protocol } from '../../proto/gen/mpc/v1/session_pb.ts';
+import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
 import { dkgKeys } from '../protocols/frost/keys.ts';
 
 t.setTimeout(240_000);
@@ -49,8 +55,16 @@ const pkg = keys.get(1)!.pkg;
 const VAULT = pkg.keyId;
 const evmFrom = publicKeyToAddress(viemHex(secp256k1.Point.fromHex(pointHex(derive(pkg.groupKey, pkg.chainCode, []).publicKey)).toBytes(false)));
 
-/** The nodes, the coordinator's view of who is attached, and the coordinator's vault service. */
-async function world(t: Test) {
+const operator = sha256(new TextEncoder().encode('ot pair setup operator'));
+const customer = signer(ORG, sha256(new TextEncoder().encode('ot pair setup customer')));
+const trustLog = [signBootstrap(ORG, customer.publicKey, 1_795_000_000, operator)];
+
+/**
+ * The nodes, the coordinator's view of who is attached, and the coordinator's vault service. With `dkg`
+ * the nodes hold nothing yet and trust the operator's roster and the customer's trust log; without it
+ * they hold the shares of `keys` and the vault is stored as key generation leaves it.
+ */
+async function world(t: Test, o: { dkg?: boolean } = {}) {
   const identities = [1, 2, 3].map(() => new NodeIdentity(new Uint8Array(randomBytes(32)), new Uint8Array(randomBytes(32))));
   const committee: PinnedMember[] = identities.map((id, i) => ({ index: i + 1, nodeId: id.nodeId, signingKey: bytesToHex(id.signingKey), encryptionKey: bytesToHex(id.encryptionKey) }));
   const attached = new Set<string>();
@@ -66,12 +80,16 @@ async function world(t: Test) {
     on: (e: string, f: () => void) => events.on(e, f),
     off: (e: string, f: () => void) => events.off(e, f),
   } as unknown as NodeRegistry;
+  const protocols = new Map<string, Protocol>();
+  /** A node that drops off right after it reports its part of a key generation (before the OT setup after it). */
+  let leavesAfterDkg: string | undefined;
   const hub = new SessionHub({
     isAttached: (id) => attached.has(id),
     send(nodeId, msg: ToNode) {
       const host = hosts.get(nodeId);
       const b = msg.body;
       if (!host || !b || !attached.has(nodeId)) return false;
+      if (b.case === 'open') protocols.set(bytesToHex(b.value.sessionId as Uint8Array), b.value.protocol as Protocol);
       queueMicrotask(() => {
         if (b.case === 'open') host.onOpen(create(SessionOpenSchema, b.value));
         else if (b.case === 'relay') host.onRelay(b.value.envelope as Envelope);
@@ -91,16 +109,23 @@ async function world(t: Test) {
     });
     const vault = new VaultShareStore(store);
     const k = keys.get(me)!;
-    await vault.putNew(VAULT, { key: { share: new SecretShare(me, exposeScalar(k.share, 'share')), pkg: k.pkg }, owner: ORG, committee, tier: 'hosted' });
+    if (!o.dkg) await vault.putNew(VAULT, { key: { share: new SecretShare(me, exposeScalar(k.share, 'share')), pkg: k.pkg }, owner: ORG, committee, tier: 'hosted' });
     vaults.push(vault);
-    const trust = new TrustRegistry(store, { operatorKeys: [], fileKeys: { [ORG]: { key_1: bytesToHex(ed25519.getPublicKey(apiSecret)) } } });
-    const factory = nodeProtocols({ vault, authorizer: new IntentAuthorizer(trust), trust, ledger: new IntentLedger(store) } as Parameters<typeof nodeProtocols>[0]);
+    const operatorKeys = o.dkg ? [bytesToHex(ed25519.getPublicKey(operator))] : [];
+    const trust = new TrustRegistry(store, { operatorKeys, ...(o.dkg ? {} : { fileKeys: { [ORG]: { key_1: bytesToHex(ed25519.getPublicKey(apiSecret)) } } }) });
+    const factory = nodeProtocols({ vault, authorizer: new IntentAuthorizer(trust), trust, ledger: new IntentLedger(store), rosters: new RosterRegistry(store, operatorKeys), identity: id } as Parameters<typeof nodeProtocols>[0]);
     const toHub = (m: ToCoordinator) => {
       const b = m.body;
       if (!b || !attached.has(id.nodeId)) return;
       queueMicrotask(() => {
         if (b.case === 'send') hub.fromNode(id.nodeId, { case: 'send', value: { envelope: b.value.envelope as Envelope } });
-        else if (b.case === 'done') hub.fromNode(id.nodeId, { case: 'done', value: b.value as SessionDone });
+        else if (b.case === 'done' && leavesAfterDkg === id.nodeId && protocols.get(bytesToHex(b.value.sessionId as Uint8Array)) === Protocol.DKG) {
+          hub.fromNode(id.nodeId, { case: 'done', value: b.value as SessionDone });
+          // Its stream ends right after its key generation result: the OT setup that follows runs without it.
+          leavesAfterDkg = undefined;
+          attached.delete(id.nodeId);
+          events.emit('change');
+        } else if (b.case === 'done') hub.fromNode(id.nodeId, { case: 'done', value: b.value as SessionDone });
         else if (b.case === 'failed') hub.fromNode(id.nodeId, { case: 'failed', value: create(SessionFailedSchema, b.value) as SessionFailed });
       });
     };
@@ -110,7 +135,9 @@ async function world(t: Test) {
   const db = new Level<string, string>(dbDir, { valueEncoding: 'utf8' });
   await db.open();
   const store = new VaultStore(db);
-  const service = new VaultService(store, registry, hub, log, { dkgMs: 60_000, signMs: 60_000, reshareMs: 60_000, attachWaitMs: 0 });
+  const rosterBytes = signRoster({ version: 1, created: 1_795_000_001, nodes: committee.map((m) => ({ nodeId: m.nodeId, signingKey: m.signingKey, encryptionKey: m.encryptionKey })) }, operator);
+  const roster = { bytes: rosterBytes, roster: decodeRoster(rosterBytes) };
+  const service = new VaultService(store, registry, hub, log, { dkgMs: 60_000, signMs: 60_000, reshareMs: 60_000, attachWaitMs: 0 }, roster);
   t.teardown(async () => {
     service.stop();
     await db.close();
@@ -121,10 +148,13 @@ async function world(t: Test) {
     v: 2, vaultId: VAULT, owner: ORG, tier: 'hosted', threshold: 2, committee: committee.map((m) => ({ nodeId: m.nodeId, index: m.index })),
     epoch: pkg.epoch, rotation: 0, publicKey: pkg.groupKey, chainCode: pkg.chainCode, pkg, state: 'active', createdAtMs: 0, updatedAtMs: 0,
   };
-  await store.put(record);
+  if (!o.dkg) await store.put(record);
   const node = (i: number) => identities[i - 1]!.nodeId;
   return {
     service, store, vaults, node,
+    leaveAfterDkg(i: number) {
+      leavesAfterDkg = node(i);
+    },
     attach(...which: number[]) {
       for (const i of which) attached.add(node(i));
       events.emit('change');
@@ -156,6 +186,22 @@ function transfer(): Parameters<VaultService['sign']>[0] {
   };
 }
 
+/** A transfer from a generated vault's wallet, signed with the customer's key of its trust log. */
+function customerTransfer(rec: VaultRecord): Parameters<VaultService['sign']>[0] {
+  const n = nonce++;
+  const from = publicKeyToAddress(viemHex(secp256k1.Point.fromHex(pointHex(derive(rec.publicKey, rec.chainCode, []).publicKey)).toBytes(false)));
+  const intent: EvmTransferIntent = {
+    kind: 'evm.transfer', organization: ORG, walletId: 'w', chainId: 31337n, nonce: BigInt(n), from: hexToBytes(from.slice(2)), to: new Uint8Array(20).fill(0xb0),
+    asset: { kind: 'native' }, amount: 10n ** 18n, data: new Uint8Array(), maxFee: 10n ** 16n, idempotencyKey: `dkg-${n}`, notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
+  };
+  const bytes = encodeIntent(intent);
+  const template: EvmTemplate = { nonce: n, gasLimit: 21_000n, maxFeePerGas: 10n ** 9n, maxPriorityFeePerGas: 1n };
+  return {
+    vaultId: rec.vaultId, path: [], scheme: 'ecdsa', digests: [evmSigningDigest(evmTransaction(intent, template))], intent: bytes, intentSignature: signIntent(bytes, customer.secret), apiKeyId: customer.keyId,
+    template: encodeBlob('evm-template', { nonce: n, gasLimit: '21000', maxFeePerGas: String(10n ** 9n), maxPriorityFeePerGas: '1' }), endUserToken: '', trustLog,
+  };
+}
+
 const verifies = (out: { signatures: Uint8Array[] }, input: { digests: Uint8Array[] }) => secp256k1.verify(out.signatures[0]!, input.digests[0]!, hexToBytes(pkg.groupKey), { prehash: false });
 
 async function until(check: () => Promise<boolean>, what: string, ms = 120_000): Promise<void> {
@@ -165,6 +211,38 @@ async function until(check: () => Promise<boolean>, what: string, ms = 120_000):
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+t.test('a member lost right after key generation: the other two sign, the vault says it cannot sign while the attached members share no pair, and the member\'s pairs are set up when it returns', async (t) => {
+  const w = await world(t, { dkg: true });
+  w.attach(1, 2, 3);
+  w.leaveAfterDkg(3);
+  const created = await w.service.createVault({
+    vaultId: 'vault-dkg', owner: ORG, tier: 'hosted', nodeIds: [w.node(1), w.node(2), w.node(3)], threshold: 2, trustLog,
+    creationRequest: signedEntry(customer, 'POST', '/v1/vaults', { tier: 'hosted' }),
+  });
+  t.equal(created.state, 'active', 'the key was generated by all three');
+  t.same(created.otPairs, ['1-2'], 'the OT setup after it ran on the two members still attached');
+  t.equal(await w.vaults[2]!.ot('vault-dkg'), undefined, 'node 3 holds a share but no OT material');
+  const verifiesUnder = (out: { signatures: Uint8Array[] }, input: { digests: Uint8Array[] }) => secp256k1.verify(out.signatures[0]!, input.digests[0]!, hexToBytes(created.publicKey), { prehash: false });
+  const first = customerTransfer(created);
+  const out = await w.service.sign(first);
+  t.ok(verifiesUnder(out, first), 'nodes 1 and 2 sign ECDSA');
+  t.same([...out.signers].sort(), [w.node(1), w.node(2)].sort());
+
+  // Node 3 is back but the coordinator has not reacted yet, and node 2 is away: nodes 1 and 3 share no pair.
+  w.detach(2);
+  w.attachQuietly(3);
+  t.match(w.service.ecdsaReadiness((await w.store.get('vault-dkg'))!), { ready: false, reason: 'ot_pairs_missing', missingPairs: ['1-3'], detached: [w.node(2)] }, 'the vault says it cannot sign, and why');
+  // Its attach reaches the coordinator: pair {1,3}, and nothing else, is set up.
+  w.attach(3);
+  await until(async () => ((await w.store.get('vault-dkg'))!.otPairs ?? []).includes('1-3'), 'pair {1,3}');
+  t.same((await w.store.get('vault-dkg'))!.otPairs, ['1-2', '1-3']);
+  t.equal(w.service.ecdsaReadiness((await w.store.get('vault-dkg'))!).ready, true);
+  const second = customerTransfer(created);
+  const out2 = await w.service.sign(second);
+  t.ok(verifiesUnder(out2, second), 'a signing with node 3 works');
+  t.same([...out2.signers].sort(), [w.node(1), w.node(3)].sort());
+});
 
 t.test('a member away during the OT setup: the other two sign, it gets its pairs when it returns, and signs', async (t) => {
   const w = await world(t);
