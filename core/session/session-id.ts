@@ -39,8 +39,9 @@ export function sessionIdTimeHex(idHex: string): bigint {
 }
 
 /** The hex prefix of every id whose time is `ms`: ids of earlier times sort below it. */
-export function sessionIdTimePrefix(ms: number): string {
-  return BigInt(Math.max(0, Math.floor(ms))).toString(16).padStart(TIME_BYTES * 2, '0');
+export function sessionIdTimePrefix(ms: number | bigint): string {
+  const t = typeof ms === 'bigint' ? ms : BigInt(Math.floor(ms));
+  return (t < 0n ? 0n : t).toString(16).padStart(TIME_BYTES * 2, '0');
 }
 
 export interface SessionIdProblem {

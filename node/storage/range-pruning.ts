@@ -1,6 +1,9 @@
 // Deleting single-use records that protect nothing any more (docs/storage.md "Pruning"): records whose
 // names sort by the time after which they can never be needed again, so a pass deletes one key range,
-// in synced batches of bounded size, without reading what the records hold.
+// in synced batches of bounded size, without reading what the records hold. Each kind keeps the time
+// below which it may have deleted records (`pruned/<kind>`), raised on disk before any deletion, so that
+// what was pruned stays refused even if the node's clock is later set back.
+import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import type { KvRange } from './kv-backend.ts';
 import type { SealedStore } from './sealed-store.ts';
 
@@ -40,4 +43,31 @@ export async function pruneRange(store: SealedStore, range: KvRange, withKeys: (
   }
   await flush();
   return pruned;
+}
+
+/** The kinds of records a pass prunes by a time bound: session claims (ms), intent records (seconds). */
+export type PrunedKind = 'session-claims' | 'intent-records';
+
+const floorKey = (kind: PrunedKind) => `pruned/${kind}`;
+const floorLocks = new WeakMap<SealedStore, KeyedMutex>();
+
+/** The bound below which records of `kind` may have been deleted (0 when no pass ran). */
+export async function prunedBelow(store: SealedStore, kind: PrunedKind): Promise<bigint> {
+  const raw = await store.get(floorKey(kind));
+  return raw ? BigInt(new TextDecoder().decode(raw)) : 0n;
+}
+
+/**
+ * Raises the bound of `kind` to `bound`, never lowering it, on disk before this resolves; returns the
+ * bound now in force, which the caller deletes below. A clock set back cannot lower it.
+ */
+export async function raisePrunedBelow(store: SealedStore, kind: PrunedKind, bound: bigint): Promise<bigint> {
+  let locks = floorLocks.get(store);
+  if (!locks) floorLocks.set(store, (locks = new KeyedMutex()));
+  return locks.run(kind, async () => {
+    const now = await prunedBelow(store, kind);
+    if (bound <= now) return now;
+    await store.put(floorKey(kind), new TextEncoder().encode(bound.toString()));
+    return bound;
+  });
 }

@@ -11,7 +11,7 @@ import { decodeBlob, encodeBlob } from '../../core/codec/blob.ts';
 import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { sessionIdTimeHex, sessionIdTimePrefix } from '../../core/session/session-id.ts';
-import { PRUNE_MARGIN_MS, pruneRange } from './range-pruning.ts';
+import { PRUNE_MARGIN_MS, pruneRange, prunedBelow, raisePrunedBelow } from './range-pruning.ts';
 
 export interface PinnedMember {
   index: number;
@@ -321,19 +321,24 @@ export class VaultShareStore {
     const deadline = sessionIdTimeHex(sessionId);
     if (deadline < BigInt(Math.floor(this.now()))) throw new VaultShareStoreError('session_expired', `this session id's deadline ${deadline} has passed`);
     if (this.claiming.has(sessionId) || (await this.store.get(k))) throw new VaultShareStoreError('session_reused', 'this session id was used before');
+    // Read after the claim: a pass raises this bound on disk before it deletes, so a claim found
+    // missing because a pass deleted it is caught here, whatever this node's clock says now.
+    if (deadline < (await prunedBelow(this.store, 'session-claims'))) throw new VaultShareStoreError('session_expired', `this session id's deadline ${deadline} is below what this node has pruned`);
     this.claiming.add(sessionId);
     return [{ type: 'put', key: k, value: new Uint8Array([1]) }];
   }
 
   /**
    * Deletes the claims of session ids whose deadline is more than PRUNE_MARGIN_MS before `nowMs`: every
-   * node refuses such an id at open (core/session/session-id.ts) and reserveSession refuses it, so its
-   * claim protects nothing. Ids sort by deadline, so this is one key range. Returns how many went.
+   * node refuses such an id at open (core/session/session-id.ts) and reserveSession refuses it, by its
+   * time and by the bound this raises first, so its claim protects nothing. Ids sort by deadline, so
+   * this is one key range. Returns how many went.
    */
   async pruneSessionClaims(nowMs: number): Promise<number> {
-    const pruned = await pruneRange(this.store, { gte: CLAIM_PREFIX, lt: CLAIM_PREFIX + sessionIdTimePrefix(nowMs - PRUNE_MARGIN_MS) });
+    const below = await raisePrunedBelow(this.store, 'session-claims', BigInt(Math.floor(nowMs - PRUNE_MARGIN_MS)));
+    const pruned = await pruneRange(this.store, { gte: CLAIM_PREFIX, lt: CLAIM_PREFIX + sessionIdTimePrefix(below) });
     // Ids reserved in this process and long past need no place in memory either.
-    for (const id of this.claiming) if (sessionIdTimeHex(id) < BigInt(Math.floor(nowMs - PRUNE_MARGIN_MS))) this.claiming.delete(id);
+    for (const id of this.claiming) if (sessionIdTimeHex(id) < below) this.claiming.delete(id);
     return pruned;
   }
 }

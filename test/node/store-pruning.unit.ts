@@ -149,6 +149,29 @@ t.test('a session claim is pruned once its id is long past, and the id is refuse
   t.equal(built, 0, 'before anything runs');
 });
 
+t.test('a clock set back after a pass does not bring back what it pruned', async (t) => {
+  // A clock stepped back (NTP, a restored VM) by more than the margin would make a pruned session id
+  // or intent look unexpired again; the bound each pass raises on disk first still refuses them.
+  let now = T0;
+  const store = await openStore(t);
+  const vault = new VaultShareStore(store, { now: () => now });
+  const ledger = new IntentLedger(store, { now: () => now });
+  const id = idAt(T0 + 20_000);
+  await store.batch(await vault.reserveSession(hex(id)));
+  const grant = evm('stepped back', T0 / 1000 + 20);
+  await ledger.claim(grant);
+  now = T0 + 30_000 + PRUNE_MARGIN_MS;
+  t.equal(await vault.pruneSessionClaims(now), 1);
+  t.equal(await ledger.prune(now), 1);
+  t.equal(await vault.pruneSessionClaims(T0), 0, 'a pass on the earlier clock lowers nothing and deletes nothing');
+  now = T0;
+  const fresh = new VaultShareStore(store, { now: () => now });
+  await t.rejects(fresh.reserveSession(hex(id)), { code: 'session_expired' }, 'the pruned id, with the clock back before its deadline: refused by the bound');
+  await t.rejects(new IntentLedger(store, { now: () => now }).claim({ ...grant, use: { ...grant.use, nonce: 9 } as SignGrant['use'] }), { code: 'intent_expired' }, 'the pruned intent, another nonce: refused by the bound');
+  await store.batch(await fresh.reserveSession(hex(idAt(T0 + 3 * PRUNE_MARGIN_MS))));
+  t.pass('an id above the bound is claimed as ever');
+});
+
 t.test('a session id dated too far ahead, or not its open\'s deadline, or malformed, is refused at open', async (t) => {
   const now = T0;
   const me = new NodeIdentity(new Uint8Array(randomBytes(32)), new Uint8Array(randomBytes(32)));
@@ -223,8 +246,9 @@ t.test('the pruner runs every kind, in bounded synced batches, and counts them',
   const before = store.version;
   const counts = await pruner.run();
   t.same(counts, { intent_record: 3, session_claim: n, retired_share: 0 });
-  // Index backfill mark, the intents, then the claims in chunks of at most PRUNE_CHUNK_OPS deletions.
-  t.equal(store.version - before, 1n + 1n + BigInt(Math.ceil(n / PRUNE_CHUNK_OPS)), 'one synced write per chunk');
+  // Index backfill mark, the intents' bound and the intents, then the claims' bound and the claims in
+  // chunks of at most PRUNE_CHUNK_OPS deletions.
+  t.equal(store.version - before, 1n + 2n + 1n + BigInt(Math.ceil(n / PRUNE_CHUNK_OPS)), 'one synced write per chunk, after its bound');
   t.equal((await listed(store, 'used/')).length, 0);
   t.ok(await ledger.recorded(hash('keep')));
   const metric = await registry.getSingleMetric('node_store_pruned_records_total')!.get();

@@ -8,7 +8,7 @@
 import { KeyedMutex } from '../../../common/keyed-mutex.ts';
 import type { BatchOp, SealedStore } from '../../storage/sealed-store.ts';
 import { SessionRefused } from '../session-host.ts';
-import { PRUNE_CHUNK_OPS, PRUNE_MARGIN_MS, pruneRange } from '../../storage/range-pruning.ts';
+import { PRUNE_CHUNK_OPS, PRUNE_MARGIN_MS, pruneRange, prunedBelow, raisePrunedBelow } from '../../storage/range-pruning.ts';
 import type { BtcUse, EvmUse, SignGrant } from './sign-authorizer.ts';
 
 const RECORD_VERSION = 1;
@@ -86,6 +86,9 @@ export class IntentLedger {
         if (alsoWrite.length) await this.store.batch(alsoWrite);
         return;
       }
+      // Read after the record: a pass raises this bound on disk before it deletes, so a record found
+      // missing because a pass deleted it is caught here, whatever this node's clock says now.
+      if (grant.notAfter < (await prunedBelow(this.store, 'intent-records'))) throw new SessionRefused('intent_expired', 'the intent expired before what this node has pruned');
       await this.store.batch([
         { type: 'put', key, value: enc.encode(JSON.stringify(want)), secret: true },
         { type: 'put', key: expKey(grant.notAfter, grant.intentHash), value: new Uint8Array() },
@@ -111,7 +114,8 @@ export class IntentLedger {
    */
   async prune(nowMs: number): Promise<number> {
     await this.indexUnindexed();
-    const bound = `${EXP_PREFIX}${this.horizon(nowMs).toString().padStart(20, '0')}`;
+    const below = await raisePrunedBelow(this.store, 'intent-records', this.horizon(nowMs));
+    const bound = `${EXP_PREFIX}${below.toString().padStart(20, '0')}`;
     return pruneRange(this.store, { gte: EXP_PREFIX, lt: bound }, (k) => [PREFIX + k.slice(k.lastIndexOf('/') + 1)]);
   }
 
