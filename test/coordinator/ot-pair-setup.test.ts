@@ -44,6 +44,8 @@ import { decodeRoster, signRoster } from '../../core/trust/roster.ts';
 import { Protocol } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
 import { dkgKeys } from '../protocols/frost/keys.ts';
+import { otParams } from '../../core/session/session-contract.ts';
+import { newSessionId } from '../node/session-ids.ts';
 
 t.setTimeout(240_000);
 
@@ -150,8 +152,13 @@ async function world(t: Test, o: { dkg?: boolean } = {}) {
   };
   if (!o.dkg) await store.put(record);
   const node = (i: number) => identities[i - 1]!.nodeId;
+  /** Opens an OT setup the coordinator's way on `parties` (committee index and node), as a malicious coordinator could. */
+  const openSetup = (parties: [number, number][]) => hub.run({
+    sessionId: newSessionId(), requestId: '', protocol: Protocol.OT_SETUP, keyId: VAULT, params: otParams.encode({ keyId: VAULT, epoch: pkg.epoch }), timeoutMs: 30_000,
+    parties: parties.map(([index, i]) => ({ $typeName: 'mpc.v1.Party', nodeId: identities[i - 1]!.nodeId, index, signingKey: identities[i - 1]!.signingKey, encryptionKey: identities[i - 1]!.encryptionKey })),
+  });
   return {
-    service, store, vaults, node,
+    service, store, vaults, node, openSetup,
     leaveAfterDkg(i: number) {
       leavesAfterDkg = node(i);
     },
@@ -313,4 +320,22 @@ t.test('a signing that cannot find a subset with pairs, even after a setup, says
   w.attach(2);
   await t.rejects(w.service.sign(transfer()), { code: 'unavailable', message: /cannot sign ECDSA: no attached signer subset has OT material on every pair \(missing: 1-2\)/ });
   t.match(w.service.ecdsaReadiness((await w.store.get(VAULT))!), { ready: false, reason: 'ot_pairs_missing' });
+});
+
+t.test('a setup the coordinator opens on a non-member, or on one party, is refused and changes nothing; one on two members adds that pair only', async (t) => {
+  const w = await world(t);
+  // Attached without the coordinator's own setups reacting: only the sessions below run.
+  w.attachQuietly(1, 2, 3);
+  // Node 3 seated as committee member 2: nodes 1 and 3 check the pinned committee and refuse.
+  const swapped = await w.openSetup([[1, 1], [2, 3]]);
+  t.match(swapped, { ok: false, code: 'party_failed' });
+  t.ok(!swapped.ok && swapped.reports.every((r) => r.code === 'committee_mismatch'), 'every party refuses: committee_mismatch');
+  const alone = await w.openSetup([[1, 1]]);
+  t.ok(!alone.ok && alone.reports.some((r) => r.code === 'bad_parties'), 'one party is no pair: bad_parties');
+  for (const v of w.vaults) t.equal(await v.ot(VAULT), undefined, 'no node stored anything');
+  const pair = await w.openSetup([[2, 2], [3, 3]]);
+  t.ok(pair.ok, 'members 2 and 3, at their own places, set up their pair');
+  t.same(Object.keys((await w.vaults[1]!.ot(VAULT))!.peers), ['3']);
+  t.same(Object.keys((await w.vaults[2]!.ot(VAULT))!.peers), ['2']);
+  t.equal(await w.vaults[0]!.ot(VAULT), undefined, 'node 1 was not in it');
 });
