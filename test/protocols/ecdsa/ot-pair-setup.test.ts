@@ -13,7 +13,7 @@ import { decodeOtSetup, ecdsaOtSetup, encodeOtSetup, mergeOtSetup, retireOtPairs
 import { checkPresignParams, presignContext, type PresignParams } from '../../../node/protocols/ecdsa/presign.ts';
 import { simulate } from '../simulate.ts';
 import { dkgKeys, type StoredKey } from '../frost/keys.ts';
-import { sid, sign, type Committee } from './harness.ts';
+import { presign, sid, sign, type Committee } from './harness.ts';
 
 const keys = dkgKeys(3, 2, 'ot-pair-setup');
 const first = keys.get(1)!;
@@ -97,4 +97,17 @@ t.test('a merge refuses a run of another key or party, and replaces a setup of a
   t.throws(() => mergeOtSetup({ ...run, me: 2 }, run), { code: 'bad_ot_setup' });
   const old = { ...setupRun([1, 3], 'run {1,3}').get(1)!, epoch: run.epoch - 1 };
   t.same(Object.keys(mergeOtSetup(old, run).peers), ['2'], 'nothing of an older epoch survives');
+});
+
+t.test('members holding different material for their pair (one merged a newer run) abort presigning; nothing signs', async (t) => {
+  const older = merged(setupRun([1, 2], 'run {1,2}'));
+  const newer = setupRun([1, 2], 'run {1,2} again');
+  // Node 2 committed the newer run, node 1 did not (its session was cut before its commit).
+  const mixed = new Map(older);
+  mixed.set(2, mergeOtSetup(older.get(2), newer.get(2)!));
+  t.not(mixed.get(1)!.peers['2']!.setupId, mixed.get(2)!.peers['1']!.setupId);
+  const res = presign(committeeWith(mixed), [1, 2], 'mixed material');
+  t.equal(res.results.size, 0, 'no presignature');
+  t.equal(res.aborts.size, 2, 'both abort');
+  for (const [me, abort] of res.aborts) t.same(abort.culprits, [3 - me], `party ${me} names its peer: the pair is retired on both sides`);
 });
