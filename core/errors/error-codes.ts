@@ -231,6 +231,7 @@ export const ERROR_CODES = entries({
   // ── Node storage ─────────────────────────────────────────────────────────────────────────────────
   tampered: e('bug', 'sealed data does not match its head: the disk was changed'),
   rolled_back: e('bug', 'the sealed store is older than its rollback anchor'),
+  store_damaged: e('bug', 'the store\'s files cannot be read as a database: a file is missing or corrupt'),
   unvouched_store: e('refused', 'the rollback anchor does not vouch for the store (missing, empty or behind), and no operator override was given'),
   unseal_failed: e('bug', 'sealed data cannot be opened with this node key'),
   no_head: e('bug', 'a store with records has no sealed head'),

@@ -1,5 +1,6 @@
 // The default store backend: one LevelDB directory (`<dataDir>/db`), string keys, values as bytes. The
 // sealed store's on-disk format is this directory's; tee/host-store/ serves the same format remotely.
+import { existsSync, readdirSync } from 'node:fs';
 import { Level } from 'level';
 import type { KvBackend, KvOp, KvRange } from './kv-backend.ts';
 
@@ -10,8 +11,25 @@ export class LevelKvBackend implements KvBackend {
     this.db = new Level<string, Uint8Array>(dir, { valueEncoding: 'view' });
   }
 
+  /**
+   * Opens the directory, refusing one LevelDB would misread: without its CURRENT file, LevelDB makes a new
+   * empty database beside the old one's files. A failure names the directory and LevelDB's own reason
+   * (a corrupt MANIFEST, say), not only that the database failed to open.
+   */
   async open(): Promise<void> {
-    await this.db.open();
+    const files = existsSync(this.dir) ? readdirSync(this.dir) : [];
+    if (!files.includes('CURRENT') && files.some((f) => /^MANIFEST-|\.(ldb|sst|log)$/.test(f))) {
+      throw new LevelDamage(`${this.dir} holds database files but no CURRENT file (it names the live MANIFEST): the directory is damaged`);
+    }
+    try {
+      await this.db.open();
+    } catch (err) {
+      // classic-level wraps the engine's message (Corruption: ..., IO error: ...) as the cause.
+      const cause = (err as { cause?: Error & { code?: string } }).cause;
+      if (cause?.code === 'LEVEL_LOCKED') throw new Error(`${this.dir} is in use by another process (its LOCK is held): stop that process first`, { cause: err });
+      const reason = cause?.message ?? (err as Error).message;
+      throw new LevelDamage(`LevelDB cannot open ${this.dir}: ${reason}`, { cause: err });
+    }
   }
 
   async get(key: string): Promise<Uint8Array | undefined> {
@@ -38,5 +56,13 @@ export class LevelKvBackend implements KvBackend {
 
   async close(): Promise<void> {
     await this.db.close();
+  }
+}
+
+/** The LevelDB directory cannot be opened as the database it was: a file is missing or corrupt. */
+export class LevelDamage extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'LevelDamage';
   }
 }

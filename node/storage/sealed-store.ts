@@ -19,7 +19,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { RollbackAnchor } from './rollback-anchor.ts';
 import { inRange, type KvBackend, type KvRange } from './kv-backend.ts';
-import { LevelKvBackend } from './level-kv-backend.ts';
+import { LevelDamage, LevelKvBackend } from './level-kv-backend.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { xchacha20Poly1305 } from '../../common/aead.ts';
 
@@ -37,7 +37,7 @@ const isReserved = (key: string) => key === HEAD_KEY || key === SEALED_KEY_RECOR
 const enc = new TextEncoder();
 
 export class SealedStoreError extends CustodyError {
-  declare readonly code: 'not_found' | 'unseal_failed' | 'bad_version' | 'tampered' | 'rolled_back' | 'unvouched_store';
+  declare readonly code: 'not_found' | 'unseal_failed' | 'bad_version' | 'tampered' | 'rolled_back' | 'unvouched_store' | 'store_damaged';
   constructor(code: SealedStoreError['code'], message: string) {
     super(code, message);
     this.name = 'SealedStoreError';
@@ -119,7 +119,10 @@ export class SealedStore {
   static async openOn(db: KvBackend, storageKey: Uint8Array, opts: SealedStoreOptions = {}): Promise<SealedStore> {
     if (storageKey.length !== 32) throw new Error('storage key must be 32 bytes');
     const macKey = hkdf(sha256, storageKey, undefined, enc.encode('custody/store/record-mac/v1'), 32);
-    await db.open();
+    await db.open().catch((err: unknown) => {
+      if (err instanceof LevelDamage) throw new SealedStoreError('store_damaged', `${err.message}. Restore the data directory from a copy, with the rollback anchor that goes with it (docs/storage.md "Damage")`);
+      throw err;
+    });
     try {
       const digests = new Map<string, Digest>();
       const acc = new Uint8Array(32);
