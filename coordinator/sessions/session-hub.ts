@@ -87,6 +87,9 @@ export class SessionHub {
 
   run(spec: SessionSpec): Promise<SessionOutcome> {
     const id = toHex(spec.sessionId);
+    // The deadline the id carries (core/session/session-id.ts): a node refuses an open whose
+    // deadline_ms is not its id's. A malformed id is a bug of the caller, refused before anything starts.
+    const deadlineMs = sessionIdTime(spec.sessionId);
     const about = { session: id, requestId: spec.requestId };
     const kind = protocolName(spec.protocol);
     const startedAt = performance.now();
@@ -133,9 +136,6 @@ export class SessionHub {
         }, Math.max(50, Math.floor(limit / 4)));
       }
       this.sessions.set(id, running);
-      // The deadline the id carries (core/session/session-id.ts): a node refuses an open whose
-      // deadline_ms is not its id's.
-      const deadlineMs = sessionIdTime(spec.sessionId);
       this.log.debug({ ...about, protocol: spec.protocol, keyId: spec.keyId, parties: spec.parties.map((p) => p.nodeId) }, 'session opened');
       for (const p of spec.parties) {
         this.nodes.send(p.nodeId, {
