@@ -3,7 +3,8 @@
 // eight attempts that used to fail it is retried until the coordinator answers and ends `final`; one
 // whose intent expires first ends `failed` with a reason that names the coordinator in words, not gRPC text.
 // And a coordinator that broadcasts a transfer itself and answers an error does not make it read `failed`:
-// the worker finds the intent's transaction at its nonce and follows it to `final`.
+// the worker finds the intent's transaction at its nonce and follows it to `final`. A signature that
+// does not recover the wallet is never broadcast: the transaction says why and signs again.
 import t from 'tap';
 import { type Hex } from 'viem';
 import { waitUntil } from '../cluster/cluster-harness.ts';
@@ -91,4 +92,25 @@ t.test('a transfer waits through a coordinator outage; one whose intent expires 
   }, 30_000, 'the transfer the coordinator sent to be final', 50);
   t.equal(sent.length, 1, 'the coordinator sent it once');
   t.equal((await stored(stolen.id)).tx_hash, sent[0], 'the record follows the transaction that was sent');
+
+  // A coordinator that answers a signature that does not recover the wallet: nothing is broadcast, the
+  // transaction says why while it signs again, and the next good signature goes through.
+  let forged = 2;
+  malicious = async (req) => {
+    const out = await real.sign(req);
+    if (forged-- <= 0) return out;
+    return { ...out, signatures: out.signatures.map((sig) => sig.map((b, i) => (i === 40 ? b ^ 1 : b))) };
+  };
+  const checked = await client.sendEvm({ wallet: w, to: BOB, amount: 77n, idempotencyKey: 'forged-signature' });
+  await waitUntil(async () => ((await stored(checked.id)).waiting ?? '').startsWith('bad_signature:'), 30_000, 'the bad signature to be recorded', 10);
+  t.match((await stored(checked.id)).waiting, /^bad_signature: the signature recovers 0x[0-9a-fA-F]{40}, not the wallet .*; nothing was broadcast, signing again/, 'the reason, while it signs again');
+  await waitUntil(async () => {
+    const r = await stored(checked.id);
+    if (r.state === 'failed' || r.state === 'rejected') throw new Error(`${r.state}: ${r.reason}`);
+    if (r.state === 'confirmed' || r.state === 'broadcast') await anvil.testClient.mine({ blocks: 1 });
+    return r.state === 'final';
+  }, 30_000, 'the transfer to be final with a signature that verifies', 50);
+  const receipt = await anvil.publicClient.getTransactionReceipt({ hash: (await stored(checked.id)).tx_hash as Hex });
+  t.equal(receipt.from.toLowerCase(), w.address.toLowerCase(), 'mined from the wallet, once its signature verified');
+  t.equal(forged, -1, 'signed three times: two forged answers refused, the third taken');
 });
