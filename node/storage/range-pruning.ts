@@ -46,13 +46,13 @@ export async function pruneRange(store: SealedStore, range: KvRange, withKeys: (
 }
 
 /** The kinds of records a pass prunes by a time bound: session claims (ms), intent records (seconds). */
-export type PrunedKind = 'session-claims' | 'intent-records';
+export type PruneBound = 'session-claims' | 'intent-records';
 
-const floorKey = (kind: PrunedKind) => `pruned/${kind}`;
+const floorKey = (kind: PruneBound) => `pruned/${kind}`;
 const floorLocks = new WeakMap<SealedStore, KeyedMutex>();
 
 /** The bound below which records of `kind` may have been deleted (0 when no pass ran). */
-export async function prunedBelow(store: SealedStore, kind: PrunedKind): Promise<bigint> {
+export async function prunedBelow(store: SealedStore, kind: PruneBound): Promise<bigint> {
   const raw = await store.get(floorKey(kind));
   return raw ? BigInt(new TextDecoder().decode(raw)) : 0n;
 }
@@ -61,7 +61,7 @@ export async function prunedBelow(store: SealedStore, kind: PrunedKind): Promise
  * Raises the bound of `kind` to `bound`, never lowering it, on disk before this resolves; returns the
  * bound now in force, which the caller deletes below. A clock set back cannot lower it.
  */
-export async function raisePrunedBelow(store: SealedStore, kind: PrunedKind, bound: bigint): Promise<bigint> {
+export async function raisePrunedBelow(store: SealedStore, kind: PruneBound, bound: bigint): Promise<bigint> {
   let locks = floorLocks.get(store);
   if (!locks) floorLocks.set(store, (locks = new KeyedMutex()));
   return locks.run(kind, async () => {
