@@ -146,10 +146,14 @@ export class SingleUsePool<B extends PoolBinding, V> {
    * negative `epoch` says the node holds no share of the key: every entry and used mark of it goes.
    */
   async purge(keyId: string, epoch: number): Promise<number> {
-    return this.locks.run(keyId, () => this.purgeLocked(keyId, epoch));
+    return this.locks.run(keyId, () => this.purgeLocked(keyId, epoch, true));
   }
 
-  private async purgeLocked(keyId: string, epoch: number): Promise<number> {
+  /**
+   * The purge; used marks only with `marks` (the sweep): reading every mark of a key costs a read per
+   * signing of the last day, too much for each admit, and no admit needs them gone.
+   */
+  private async purgeLocked(keyId: string, epoch: number, marks = false): Promise<number> {
     const now = this.now();
     const ops: BatchOp[] = [];
     for (const e of await this.entries(keyId)) {
@@ -165,7 +169,7 @@ export class SingleUsePool<B extends PoolBinding, V> {
     // being made again; neither protects a secret (the entry is deleted in the take's own batch, and
     // an entry made again under the id would hold fresh nonces), so the mark goes once the entry would
     // have expired, or at once when the node holds no share of the key any more.
-    for await (const key of this.store.keys(`${this.flavor.prefix}-used/${keyId}/`)) {
+    for await (const key of marks ? this.store.keys(`${this.flavor.prefix}-used/${keyId}/`) : []) {
       if (epoch < 0) {
         ops.push({ type: 'del', key });
         continue;
