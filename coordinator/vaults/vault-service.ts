@@ -11,6 +11,7 @@ import type { NodeRegistry } from '../nodes/node-registry.ts';
 import type { PartyReport, SessionHub, SessionOutcome, SessionSpec } from '../sessions/session-hub.ts';
 import { deriveSessionId } from '../sessions/session-id.ts';
 import type { VaultRecord, VaultStore } from './vault-store.ts';
+import type { RebuiltKey } from './merge-inventories.ts';
 import { committeeFor, thresholdFor } from './tier-policy.ts';
 import type { TierName } from '../../core/tiers.ts';
 import { requestedCommittee } from './requested-committee.ts';
@@ -136,7 +137,7 @@ export class VaultService {
       isAttached: (nodeId) => this.nodes.isAttached(nodeId),
       epochOf: async (vaultId) => {
         const key = await this.vaults.get(vaultId);
-        return key?.state === 'active' && key.otEpoch === key.epoch ? key.epoch : undefined;
+        return key?.state === 'active' && key.otEpoch === key.epoch && !key.otAssumed && !key.movedTo ? key.epoch : undefined;
       },
     }, log, { target: presignPoolTarget });
     this.noncePool = new FrostNoncePool({
@@ -144,7 +145,7 @@ export class VaultService {
       isAttached: (nodeId) => this.nodes.isAttached(nodeId),
       epochOf: async (vaultId) => {
         const key = await this.vaults.get(vaultId);
-        return key?.state === 'active' ? key.epoch : undefined;
+        return key?.state === 'active' && !key.movedTo ? key.epoch : undefined;
       },
     }, log, { target: noncePoolTarget });
   }
@@ -250,10 +251,75 @@ export class VaultService {
     });
   }
 
-  async get(vaultId: string): Promise<VaultRecord> {
-    const k = await this.vaults.get(vaultId);
+  /**
+   * Rebuilds one vault's record from the nodes when this coordinator has none (vault-rebuild.ts): the
+   * lazy path, for a vault the API asks about after the store was lost or restored from an older copy.
+   */
+  lazyRebuild?: (vaultId: string) => Promise<void>;
+
+  /** `rebuild`: false under the vault's own lock, which a rebuild takes to write. */
+  async get(vaultId: string, rebuild = true): Promise<VaultRecord> {
+    let k = await this.vaults.get(vaultId);
+    if (!k && rebuild && this.lazyRebuild) {
+      await this.lazyRebuild(vaultId);
+      k = await this.vaults.get(vaultId);
+    }
     if (!k) throw new CustodyError('unknown_vault', `no vault ${vaultId}`);
+    if (k.movedTo) throw new CustodyError('vault_moved', `vault ${vaultId} moved to coordinator shard ${k.movedTo}`);
     return k;
+  }
+
+  /**
+   * Writes a record the nodes' inventories support (merge-inventories.ts), under the vault's lock: a new
+   * record, or one this coordinator holds at an older epoch brought forward. Never another group key,
+   * never an epoch back. `takeOver` serves again a vault this coordinator had released (a move back).
+   */
+  adopt(rebuilt: RebuiltKey, takeOver = false): Promise<{ outcome: 'created' | 'forwarded' | 'unchanged' | 'moved' | 'skipped'; reason?: string; record?: VaultRecord }> {
+    return this.serialize(rebuilt.vaultId, async () => {
+      const existing = await this.vaults.get(rebuilt.vaultId);
+      if (existing?.movedTo && !takeOver) return { outcome: 'moved' as const, record: existing };
+      if (existing?.publicKey && existing.publicKey !== rebuilt.publicKey) {
+        return { outcome: 'skipped' as const, reason: `the nodes hold another group key than this coordinator's record (${existing.publicKey})` };
+      }
+      const now = Date.now();
+      const fields = {
+        owner: rebuilt.owner, tier: rebuilt.tier, threshold: rebuilt.threshold, committee: rebuilt.committee, epoch: rebuilt.epoch,
+        publicKey: rebuilt.publicKey, chainCode: rebuilt.chainCode, pkg: rebuilt.pkg, receipts: rebuilt.receipts.length ? rebuilt.receipts : undefined,
+        state: 'active' as const, problem: undefined, refused: undefined, otEpoch: rebuilt.epoch, otAssumed: true, rebuiltAtMs: now, movedTo: undefined, updatedAtMs: now,
+      };
+      if (!existing) {
+        const record: VaultRecord = { v: 2, vaultId: rebuilt.vaultId, rotation: rebuilt.epoch, ...fields, createdAtMs: now };
+        await this.vaults.put(record);
+        this.log.info({ vaultId: rebuilt.vaultId, epoch: rebuilt.epoch, confirmedBy: rebuilt.confirmedBy }, 'vault record rebuilt from the nodes');
+        return { outcome: 'created' as const, record };
+      }
+      const behind = existing.epoch < rebuilt.epoch || !existing.publicKey;
+      if (!behind && !existing.movedTo) return { outcome: 'unchanged' as const, record: existing };
+      if (!behind) {
+        const record: VaultRecord = { ...existing, movedTo: undefined, updatedAtMs: now };
+        await this.vaults.put(record);
+        return { outcome: 'unchanged' as const, record };
+      }
+      const record: VaultRecord = { ...existing, ...fields, rotation: existing.rotation + (rebuilt.epoch - existing.epoch) };
+      await this.vaults.put(record);
+      this.log.info({ vaultId: rebuilt.vaultId, from: existing.epoch, epoch: rebuilt.epoch, confirmedBy: rebuilt.confirmedBy }, 'vault record brought forward from the nodes');
+      return { outcome: 'forwarded' as const, record };
+    });
+  }
+
+  /**
+   * The vault moved to shard `movedTo`: from now on this coordinator refuses its sessions (vault_moved).
+   * The record stays, marked, so no rebuild here serves it again unless it moves back.
+   */
+  release(vaultId: string, movedTo: string): Promise<VaultRecord> {
+    return this.serialize(vaultId, async () => {
+      const k = await this.vaults.get(vaultId);
+      if (!k) throw new CustodyError('unknown_vault', `no vault ${vaultId}`);
+      const record: VaultRecord = { ...k, movedTo, updatedAtMs: Date.now() };
+      await this.vaults.put(record);
+      this.log.info({ vaultId, movedTo }, 'vault released to another shard');
+      return record;
+    });
   }
 
   /**
@@ -329,9 +395,16 @@ export class VaultService {
       this.log.warn({ vaultId: key.vaultId, requestId: req.requestId, problem: outcome.ok ? 'results do not name this key epoch' : outcome.message }, 'OT setup failed; ECDSA waits for a new setup');
       return key;
     }
-    const next = { ...key, otEpoch: key.epoch, updatedAtMs: Date.now() };
+    const next = { ...key, otEpoch: key.epoch, otAssumed: undefined, updatedAtMs: Date.now() };
     await this.vaults.put(next);
     return next;
+  }
+
+  private confirmOt(vaultId: string, epoch: number): Promise<void> {
+    return this.serialize(vaultId, async () => {
+      const k = await this.vaults.get(vaultId);
+      if (k?.otAssumed && k.epoch === epoch && k.otEpoch === epoch) await this.vaults.put({ ...k, otAssumed: undefined, updatedAtMs: Date.now() });
+    });
   }
 
   /** The receipts the new committee's members put in their reshare results, by new index. */
@@ -609,6 +682,8 @@ export class VaultService {
         if (!results) throw new CustodyError('failed', 'a signer returned a malformed result');
         const first = signResult.encode(results[0]!);
         if (!results.every((r) => equalBytes(signResult.encode(r), first))) throw new CustodyError('failed', 'signers returned different signatures');
+        // A rebuilt record's OT setup is shown to exist by an ECDSA signing: the pools may use it now.
+        if (protocol === Protocol.SIGN_ECDSA && ready.otAssumed) void this.confirmOt(ready.vaultId, ready.epoch).catch(() => undefined);
         return { signatures: results[0]!.signatures, recoveryIds: results[0]!.recoveryIds ?? [], publicKey: results[0]!.publicKey, signers: signers.map((s) => s.nodeId) };
       }
       last = outcome;
@@ -672,8 +747,9 @@ export class VaultService {
    */
   async reshare(input: { vaultId: string; nodeIds?: string[]; threshold?: number; targetTier?: TierName; trustLog?: Uint8Array[]; reshareRequest?: Uint8Array | undefined; requestId?: string | undefined; customerNodeId?: string | undefined }): Promise<VaultRecord> {
     const req = this.scope(input.requestId);
+    await this.get(input.vaultId);
     return this.serialize(input.vaultId, async () => {
-      const key = await this.get(input.vaultId);
+      const key = await this.get(input.vaultId, false);
       if (key.state !== 'active' && key.state !== 'reshare_pending') throw new CustodyError('conflict', `vault ${input.vaultId} is ${key.state}`);
       const roster = this.rosterBytes();
       const asked = requestedCommittee(input.reshareRequest);
