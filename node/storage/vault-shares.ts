@@ -64,6 +64,12 @@ export class VaultShareStoreError extends CustodyError {
   }
 }
 
+/** The receipts a node kept at its promotion (`key/<id>/current/receipts`), hex for the inventory. */
+function receiptsOf(raw: Uint8Array | undefined): { party: number; signature: string }[] {
+  if (!raw) return [];
+  return decodeBlob<{ receipts: EpochReceipt[] }>('epoch-receipts', raw).receipts.map((r) => ({ party: r.party, signature: bytesToHex(r.signature) }));
+}
+
 export class VaultShareStore {
   /** Session ids claimed in this process but maybe not yet on disk: closes the check-then-write gap. */
   private readonly claiming = new Set<string>();
@@ -151,7 +157,7 @@ export class VaultShareStore {
         { type: 'del', key: `key/${keyId}/dealt` },
         { type: 'del', key: `key/${keyId}/current/ot` },
         { type: 'del', key: `key/${keyId}/current/ot-retired` },
-        { type: 'put', key: `key/${keyId}/current/receipts`, value: enc.encode(JSON.stringify(receipts.map((r) => ({ party: r.party, signature: bytesToHex(r.signature) })))) },
+        { type: 'put', key: `key/${keyId}/current/receipts`, value: encodeBlob('epoch-receipts', { receipts: receipts.map((r) => ({ party: r.party, signature: r.signature })) }) },
       ]);
       return 'promoted';
     });
@@ -215,7 +221,7 @@ export class VaultShareStore {
       if (!held) continue;
       keys.push({
         keyId, owner: held.owner, tier: held.tier ?? 'hosted',
-        ...(current ? { current: { pkg: current.key.pkg, committee: current.committee, receipts: receipts ? JSON.parse(dec.decode(receipts)) as { party: number; signature: string }[] : [] } } : {}),
+        ...(current ? { current: { pkg: current.key.pkg, committee: current.committee, receipts: receiptsOf(receipts) } } : {}),
         ...(pending ? { pendingEpoch: pending.key.pkg.epoch } : {}),
       });
     }
