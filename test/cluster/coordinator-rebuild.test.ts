@@ -104,14 +104,18 @@ t.test('a lost or stale coordinator store is rebuilt from the nodes, and a vault
     rmSync(dirA, { recursive: true, force: true });
     cpSync(copy, dirA, { recursive: true });
   });
+  let started = Date.now();
   await waitUntil(async () => (await on('a').getVault({ vaultId: VAULT })).vault?.epoch === 1, 20_000, 'the restored record comes forward to epoch 1');
+  t.comment(`forward after the restore: ${Date.now() - started} ms from the nodes being back`);
   t.match((await on('a').getVault({ vaultId: VAULT })).vault, { epoch: 1, rotation: 1, state: 'active', threshold: 2 }, 'the record is at the nodes\' epoch');
   await signTaproot('a', 'after a restore older than the reshare');
   await signEcdsa('a', 'after a restore older than the reshare');
 
   // (a) The data directory deleted: the first request for the vault rebuilds its record from the nodes.
   await restart(() => rmSync(dirA, { recursive: true, force: true }));
+  started = Date.now();
   const rebuilt = (await on('a').getVault({ vaultId: VAULT }, { deadline: Date.now() + 20_000 })).vault!;
+  t.comment(`lazy rebuild on the first request: ${Date.now() - started} ms`);
   t.match(rebuilt, { vaultId: VAULT, owner: ORG, epoch: 1, state: 'active', threshold: 2 }, 'rebuilt on the first request');
   t.equal(bytesToHex(rebuilt.publicKey), groupKey, 'the same group key');
   t.equal(bytesToHex(rebuilt.chainCode), chainCode, 'the same chain code');
@@ -133,7 +137,9 @@ t.test('a lost or stale coordinator store is rebuilt from the nodes, and a vault
   const move = { store, vaultOp: (v: VaultRecord) => VAULTS.putOp(v.id, v), shards, vaultId: VAULT };
   await t.rejects(moveVault({ ...move, to: 'c' }), { code: 'invalid_request' }, 'a shard that is not configured is refused');
   t.equal((await VAULTS.in(store).get(VAULT))?.coordinator_shard, 'a', 'and changes nothing');
+  started = Date.now();
   const moved = await moveVault({ ...move, to: 'b' });
+  t.comment(`move: ${Date.now() - started} ms`);
   t.same(moved, { vault: VAULT, from: 'a', to: 'b', epoch: 1, released: true }, 'moved to b at epoch 1, released by a');
   t.equal((await VAULTS.in(store).get(VAULT))?.coordinator_shard, 'b', 'the API\'s record names shard b');
   t.ok(await COORDINATOR_SHARDS.in(store).get('b'), 'shard b is among the shards holding vaults');
