@@ -64,7 +64,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
   const inventory = new InventoryClient(registry);
   const rebuild = new VaultRebuild(vaultStore, vaults, registry, inventory, log);
   vaults.lazyRebuild = (vaultId) => rebuild.lazy(vaultId);
-  const stopForward = rebuild.forwardAtStart(config.rebuildWindowMs);
+  const stopForward = rebuild.forwardAtStart(config.rebuildWindowMs, config.rebuildAdoptAll);
   // Every error leaves as a gRPC status with structured details (core/rpc/rpc-error.ts); one that is
   // not a CustodyError is a bug: logged here, answered as `internal` without its text.
   const guard = async <T>(f: () => Promise<T>): Promise<T> => {

@@ -95,9 +95,10 @@ function mergeOne(vaultId: string, reports: readonly NodeReport[]): MergeOutcome
     }
     const k = r.keys.get(vaultId);
     if (k?.current && identity(k as Candidate['key']) === identity(top.key)) confirmed.push(m.nodeId);
-    // A member that missed the commit still holds the epoch as pending: behind, not against.
-    else if (k?.pendingEpoch === pkg.epoch && (!k.current || k.current.pkg.epoch < pkg.epoch)) continue;
-    else contradictions.push(`${m.nodeId} ${k?.current ? `holds epoch ${k.current.pkg.epoch}${k.current.pkg.epoch === pkg.epoch ? ' with another package' : ''}` : 'holds no share of it'}`);
+    // A member that missed the commit still holds the epoch as pending: behind, not against. One that
+    // holds nothing of the key claims nothing else either: it just does not confirm.
+    else if (!k || (k.pendingEpoch === pkg.epoch && (!k.current || k.current.pkg.epoch < pkg.epoch))) continue;
+    else contradictions.push(`${m.nodeId} holds ${k.current ? `epoch ${k.current.pkg.epoch}${k.current.pkg.epoch === pkg.epoch ? ' with another package' : ''}` : `only a pending epoch ${k.pendingEpoch ?? 0}`}`);
   }
   if (contradictions.length) return skip(`members disagree with epoch ${pkg.epoch} as ${top.reporters.join(', ')} report it: ${contradictions.join('; ')}`);
   if (confirmed.length < pkg.threshold) {

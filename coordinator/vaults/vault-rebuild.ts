@@ -4,7 +4,7 @@
 // session against its own pinned share and committee, so a wrong record makes sessions fail, never sign.
 import type { Logger } from '../../common/logger.ts';
 import type { NodeRegistry } from '../nodes/node-registry.ts';
-import type { InventoryClient } from '../nodes/inventory-client.ts';
+import type { InventoryAnswer, InventoryClient } from '../nodes/inventory-client.ts';
 import type { VaultStore } from './vault-store.ts';
 import type { VaultService } from './vault-service.ts';
 import { mergeInventories, type NodeReport } from './merge-inventories.ts';
@@ -54,7 +54,21 @@ export class VaultRebuild {
       for await (const r of this.store.all()) if (!r.movedTo && r.state !== 'failed') ids.push(r.vaultId);
     }
     if (!ids.length) return { vaults: [], nodes: [] };
-    const answers = await Promise.all(this.registry.list().map((n) => this.inventory.ask(n.nodeId, ids)));
+    return this.merge(ids, await Promise.all(this.registry.list().map((n) => this.inventory.ask(n.nodeId, ids))), takeOver);
+  }
+
+  /**
+   * Every key any attached node holds, listed page by page (COORDINATOR_REBUILD_ADOPT_ALL): for a
+   * coordinator that serves every vault, the only shard. With several shards it would take the other
+   * shards' vaults too, so it is off by default.
+   */
+  async rebuildAll(): Promise<RebuildReport> {
+    const answers = await Promise.all(this.registry.list().map((n) => this.inventory.ask(n.nodeId)));
+    const ids = [...new Set(answers.flatMap((a) => (a.status === 'answered' ? a.keys.map((k) => k.keyId) : [])))].sort();
+    return this.merge(ids, answers, false);
+  }
+
+  private async merge(ids: string[], answers: InventoryAnswer[], takeOver: boolean): Promise<RebuildReport> {
     const nodes: NodeInventoryReport[] = answers.map((a) => a.status === 'answered'
       ? { nodeId: a.nodeId, status: a.status, reason: '', keys: a.keys.length }
       : { nodeId: a.nodeId, status: a.status, reason: a.reason, keys: 0 });
@@ -94,18 +108,18 @@ export class VaultRebuild {
   /**
    * At start: every attachment in the first `windowMs` schedules (debounced) a pass that brings this
    * coordinator's records forward, so a store restored from an older copy catches up with reshares it
-   * missed as soon as the nodes are back.
+   * missed as soon as the nodes are back; with `adoptAll`, one that rebuilds every key the nodes hold.
    */
-  forwardAtStart(windowMs: number, debounceMs = 1_000): () => void {
+  forwardAtStart(windowMs: number, adoptAll = false, debounceMs = 1_000): () => void {
     const until = Date.now() + windowMs;
     let timer: NodeJS.Timeout | undefined;
     const onChange = () => {
       if (Date.now() > until) return stop();
       clearTimeout(timer);
       timer = setTimeout(() => {
-        void this.rebuild().then((r) => {
-          const changed = r.vaults.filter((v) => v.outcome === 'forwarded');
-          if (changed.length) this.log.info({ forwarded: changed.map((v) => `${v.vaultId}@${v.epoch}`) }, 'records brought forward from the nodes at start');
+        void (adoptAll ? this.rebuildAll() : this.rebuild()).then((r) => {
+          const changed = r.vaults.filter((v) => v.outcome === 'forwarded' || v.outcome === 'created');
+          if (changed.length) this.log.info({ changed: changed.map((v) => `${v.vaultId}@${v.epoch} ${v.outcome}`) }, 'records rebuilt from the nodes at start');
         }, (err: unknown) => this.log.warn({ err: (err as Error).message }, 'the rebuild at start failed'));
       }, debounceMs);
     };

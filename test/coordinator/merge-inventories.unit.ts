@@ -36,10 +36,12 @@ t.test('the package every member reports is rebuilt, with its committee and epoc
   t.same(out.rebuilt.confirmedBy, ['n1', 'n2', 'n3']);
 });
 
-t.test('a threshold of members suffices when the rest did not answer; fewer do not', async (t) => {
+t.test('a threshold of members suffices when the rest did not answer or hold nothing; fewer do not', async (t) => {
   const [two] = mergeInventories(['vault-1'], ['n1', 'n3'].map((n) => report(n, held(pkgAt(0)))));
   t.ok(two && 'rebuilt' in two, 'two of three members answered alike: rebuilt');
-  const [one] = mergeInventories(['vault-1'], [report('n1', held(pkgAt(0)))]);
+  const [lost] = mergeInventories(['vault-1'], [report('n1', held(pkgAt(0))), report('n2', held(pkgAt(0))), report('n3')]);
+  t.ok(lost && 'rebuilt' in lost, 'a member that holds nothing of the key does not confirm, and claims nothing against');
+  const [one] = mergeInventories(['vault-1'], [report('n1', held(pkgAt(0))), report('n3')]);
   t.match(one, { reason: /only 1 of the 2 committee members needed confirm epoch 0/ });
 });
 

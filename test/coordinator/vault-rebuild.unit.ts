@@ -21,7 +21,7 @@ import { VaultRebuild } from '../../coordinator/vaults/vault-rebuild.ts';
 import type { SessionHub } from '../../coordinator/sessions/session-hub.ts';
 import { createLogger } from '../../common/logger.ts';
 import { inventoryEntry, INVENTORY_VERSION, type InventoryKey } from '../../core/link/inventory.ts';
-import { InventoryPageSchema, type AttachResponse } from '../../proto/gen/mpc/v1/node_link_pb.ts';
+import { InventoryPageSchema, InventoryRequestSchema, type AttachResponse } from '../../proto/gen/mpc/v1/node_link_pb.ts';
 import type { KeyPackage } from '../../core/session/key-package.ts';
 import { dealerKeys } from '../protocols/frost/keys.ts';
 
@@ -52,10 +52,15 @@ async function setup(t: Test, holdings: Holdings, o: { records?: VaultRecord[]; 
   for (const nodeId of NODES) {
     const send = (m: { body: AttachResponse['body'] }) => {
       if (m.body.case !== 'inventoryRequest') return;
-      const req = m.body.value;
+      // As the node reads it off the wire: absent fields are defaults.
+      const req = create(InventoryRequestSchema, m.body.value);
       asked.push(nodeId);
-      const keys = (holdings[nodeId] ?? []).filter((k) => req.keyIds.includes(k.keyId));
-      const page = create(InventoryPageSchema, { version: INVENTORY_VERSION, requestId: req.requestId, entries: keys.map(inventoryEntry) });
+      const all = (holdings[nodeId] ?? []).toSorted((a, b) => (`${a.keyId}/` < `${b.keyId}/` ? -1 : 1));
+      // Named keys, or a page after `after_key_id`, as node/storage/vault-shares.ts answers.
+      const listed = all.filter((k) => `${k.keyId}/` > `${req.afterKeyId}/`);
+      const keys = req.keyIds.length ? all.filter((k) => req.keyIds.includes(k.keyId)) : listed.slice(0, req.limit);
+      const more = !req.keyIds.length && listed.length > req.limit;
+      const page = create(InventoryPageSchema, { version: INVENTORY_VERSION, requestId: req.requestId, entries: keys.map(inventoryEntry), more });
       queueMicrotask(() => inventory.fromNode(nodeId, page));
     };
     const inventoryVersion = o.oldNodes?.includes(nodeId) ? 0 : INVENTORY_VERSION;
@@ -138,4 +143,15 @@ t.test('the lazy path: a request for a vault the store lost rebuilds it; one nob
   t.match(await service.get('vault-1'), { vaultId: 'vault-1', epoch: 1, state: 'active' });
   await t.rejects(service.get('vault-9'), { code: 'unknown_vault' });
   t.equal(asked.length, 6, 'each node asked once per lost vault');
+});
+
+t.test('adopting every key the nodes hold lists them page by page (the only coordinator of a deployment)', async (t) => {
+  const keys = Array.from({ length: 150 }, (_, i) => held(pkgAt(0, { keyId: `vlt_${String(i).padStart(3, '0')}` })));
+  const { store, rebuild, asked } = await setup(t, { n1: keys, n2: keys, n3: keys.slice(0, 10) });
+  const r = await rebuild.rebuildAll();
+  t.equal(r.vaults.length, 150, 'every key any node holds');
+  t.ok(r.vaults.every((v) => v.outcome === 'created'), 'each confirmed by two or three members');
+  t.same(r.nodes.map((n) => n.keys), [150, 150, 10]);
+  t.equal(asked.length, 2 + 2 + 1, 'two pages of at most 100 from n1 and n2, one from n3');
+  t.match(await store.get('vlt_149'), { epoch: 0, state: 'active' });
 });
