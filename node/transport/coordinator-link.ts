@@ -100,7 +100,8 @@ export class CoordinatorLink extends EventEmitter<{ attached: []; detached: []; 
           this.emit('session', body);
           break;
         case 'inventoryRequest':
-          this.emit('inventory', body.value);
+          // Only a coordinator that welcomed this node after the signed handshake asks (docs/transport.md "Inventory").
+          if (this.attached) this.emit('inventory', body.value);
           break;
         case 'refusal':
           refusal = body.value.code;
