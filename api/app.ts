@@ -291,6 +291,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       prefix: '/operator/v1', vaults, platform, environment: opts.config.environment, tokenFile: opts.config.operatorTokenFile,
       operatorKeys: opts.config.nodeOperatorKeys ? opts.config.nodeOperatorKeys.toLowerCase().split(',') : [],
       reconcile: () => (fundingService?.hasStablecoin() ? (scope) => fundingService!.reconcile(scope) : undefined),
+      coordinators,
     });
   }
   return app;

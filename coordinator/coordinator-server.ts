@@ -26,12 +26,15 @@ import { tierFromWire, WIRE_TIERS } from '../core/tier-wire.ts';
 import { createMetricsRegistry, type Registry } from '../common/metrics/metrics-registry.ts';
 import { serveMetrics } from '../common/metrics/metrics-server.ts';
 import { SessionMetrics } from './sessions/session-metrics.ts';
+import { InventoryClient } from './nodes/inventory-client.ts';
+import { VaultRebuild } from './vaults/vault-rebuild.ts';
 
 export interface RunningCoordinator {
   port: number;
   registry: NodeRegistry;
   hub: SessionHub;
   vaults: VaultService;
+  rebuild: VaultRebuild;
   /** The coordinator's metrics; served on `metricsPort` when COORDINATOR_METRICS_LISTEN is set. */
   metrics: Registry;
   metricsPort: number | undefined;
@@ -57,6 +60,12 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
   const hub = new SessionHub({ send: (id, m) => registry.send(id, m), isAttached: (id) => registry.isAttached(id) }, log, sessionMetrics);
   registry.on('left', (nodeId) => hub.nodeLeft(nodeId));
   const vaults = new VaultService(vaultStore, registry, hub, log, { dkgMs: config.dkgTimeoutMs, signMs: config.signTimeoutMs, reshareMs: config.reshareTimeoutMs, attachWaitMs: config.attachWaitMs, roundMs: config.roundTimeoutMs }, config.roster, loadTeeVerifier(config.teeRootsFile, config.teeAllowDevRoot), config.presignPoolTarget, config.noncePoolTarget);
+  // Records rebuilt from the nodes (vault-rebuild.ts): lazily for a vault the API asks about, on the
+  // operator's RebuildVaults, and brought forward as nodes attach in the first minutes after start.
+  const inventory = new InventoryClient(registry);
+  const rebuild = new VaultRebuild(vaultStore, vaults, registry, inventory, log);
+  vaults.lazyRebuild = (vaultId) => rebuild.lazy(vaultId);
+  const stopForward = rebuild.forwardAtStart(config.rebuildWindowMs, config.rebuildAdoptAll);
   // Every error leaves as a gRPC status with structured details (core/rpc/rpc-error.ts); one that is
   // not a CustodyError is a bug: logged here, answered as `internal` without its text.
   const guard = async <T>(f: () => Promise<T>): Promise<T> => {
@@ -74,6 +83,7 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
       coordinatorId: config.coordinatorId, heartbeatIntervalMs: config.heartbeatIntervalMs, registry, log,
       onSession: (nodeId, msg) => hub.fromNode(nodeId, msg),
       inSession: (nodeId) => hub.hasParty(nodeId),
+      onInventory: (nodeId, page) => inventory.fromNode(nodeId, page),
     }),
   });
   addService(server, CoordinatorService, {
@@ -112,6 +122,15 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
         ...(a?.memberAction ? { memberAction: memberActionOf(a.memberAction) } : {}),
       });
       return { signatures: out.signatures, recoveryIds: out.recoveryIds, signers: out.signers, publicKey: out.publicKey };
+    }),
+    rebuildVaults: (req) => guard(async () => {
+      if (req.vaultIds.length > 10_000) throw new CustodyError('invalid_request', 'at most 10000 vault ids in one rebuild');
+      const r = await rebuild.rebuild(req.vaultIds, req.takeOver);
+      return { vaults: r.vaults, nodes: r.nodes };
+    }),
+    releaseVault: (req) => guard(async () => {
+      if (!req.vaultId || !/^[a-z0-9-]{1,32}$/.test(req.movedTo)) throw new CustodyError('invalid_request', 'a vault id and the shard name it moved to (lower-case letters, digits and -, at most 32)');
+      return { vault: vaultInfo(vaults, await vaults.release(req.vaultId, req.movedTo)) };
     }),
     watchNodes(_req, call) {
       const send = (nodes: AttachedNodeInfo[]) => call.write({ nodes: nodes.map(toWire) });
@@ -152,9 +171,11 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
     registry,
     hub,
     vaults,
+    rebuild,
     metrics,
     metricsPort: metricsServer?.port,
     async stop() {
+      stopForward();
       vaults.pool.stop();
       vaults.noncePool.stop();
       vaults.stop();

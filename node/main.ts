@@ -33,6 +33,7 @@ import { createMetricsRegistry } from '../common/metrics/metrics-registry.ts';
 import { serveMetrics } from '../common/metrics/metrics-server.ts';
 import { NodeSessionMetrics } from './runtime/session-metrics.ts';
 import { StorePruner } from './runtime/store-pruner.ts';
+import { answerInventory } from './runtime/inventory-answer.ts';
 
 
 await runMain('node', async ({ fail }) => {
@@ -119,6 +120,13 @@ await runMain('node', async ({ fail }) => {
       if (b.case === 'open') host.onOpen(b.value, address);
       else if (b.case === 'relay' && b.value.envelope) host.onRelay(b.value.envelope, address);
       else if (b.case === 'cancel') host.onCancel(b.value.sessionId, b.value.reason, address);
+    });
+    // Public data only, on the link that asked (inventory-answer.ts).
+    link.on('inventory', (req) => {
+      void answerInventory(vault, req).then((page) => link.send({ body: { case: 'inventory', value: page } }), (err: unknown) => {
+        nodeLog.warn({ err: (err as Error).message }, 'inventory request failed');
+        link.send({ body: { case: 'inventory', value: { requestId: req.requestId, errorCode: 'internal', errorMessage: 'the node could not list its keys' } } });
+      });
     });
     // Only that coordinator's sessions end: another shard's run on.
     link.on('detached', () => host.abortFrom(address, 'detached from the coordinator'));

@@ -4,6 +4,8 @@
 //   npm run admin -- org repair --id <org>   (roots an organization made without the operator key)
 //   npm run admin -- customer link --org <org> --tenant <tenant> [--external-id <id>]  (links an organization and a tenant made separately)
 //   npm run admin -- vault freeze|unfreeze --id <vault id>  (a frozen vault signs nothing)
+//   npm run admin -- vault move --id <vault id> --shard <name>  (to another coordinator shard, docs/operations.md "Moving a vault")
+//   npm run admin -- coordinator rebuild --shard <name>  (its vaults' records from the nodes, docs/operations.md "Rebuilding a coordinator's records")
 //   npm run admin -- tenant create --name <name>            (a tenant with sandbox and production workspaces)
 //   npm run admin -- key create --workspace <id> --role <role> [--label <l>] [--public-key <hex>] [--mfa]
 //   npm run admin -- roster sign --version <n> --identity <file>... [--out <file>] [--operator-key-file <file>]
@@ -35,7 +37,8 @@ const USAGE = 'usage: npm run admin -- org create --name <name> --public-key <he
   + '       npm run admin -- customer link --org <org> --tenant <tenant> [--external-id <id>]\n'
   + '       with API_OPERATOR_API_URL and API_OPERATOR_TOKEN_FILE, through the running API, also:\n'
   + '       npm run admin -- org list [--after <org>] [--limit <n>] | org add-key --org <org> --public-key <hex> | key revoke --id <key id>\n'
-  + '       npm run admin -- vault freeze|unfreeze --id <vault id>\n'
+  + '       npm run admin -- vault freeze|unfreeze --id <vault id> | vault move --id <vault id> --shard <name>\n'
+  + '       npm run admin -- coordinator rebuild --shard <name>\n'
   + '       npm run admin -- ledger reconcile --workspace <id>   (the platform ledger against the chain)\n'
   + '       npm run admin -- tenant create --name <name>\n'
   + '       npm run admin -- key create --workspace <id> --role <owner|admin|developer|brand_manager|viewer|member_auth> [--label <l>] [--public-key <hex>] [--mfa]\n'

@@ -104,6 +104,15 @@ const COMMANDS: Record<string, Command> = {
     const { values } = parseArgs({ args: rest, options: { id: { type: 'string' } } });
     return call(config, 'POST', `/vaults/${encodeURIComponent(need('vault unfreeze needs --id', values.id))}/unfreeze`);
   },
+  'vault move': async (config, rest) => {
+    const { values } = parseArgs({ args: rest, options: { id: { type: 'string' }, shard: { type: 'string' } } });
+    const what = 'vault move needs --id and --shard';
+    return call(config, 'POST', `/vaults/${encodeURIComponent(need(what, values.id))}/move`, { shard: need(what, values.shard) });
+  },
+  'coordinator rebuild': async (config, rest) => {
+    const { values } = parseArgs({ args: rest, options: { shard: { type: 'string' } } });
+    return call(config, 'POST', `/coordinators/${encodeURIComponent(need('coordinator rebuild needs --shard', values.shard))}/rebuild`);
+  },
 };
 
 /** The command's remote form, when it has one. */

@@ -22,6 +22,8 @@ import { createCustomer, type CreateCustomerReturnType } from '../customers/crea
 import { strictValidatorCompiler } from '../validation.ts';
 import { ORGS, VAULTS } from '../vaults/collections.ts';
 import type { ReconcileReturnType } from '../ledger/reconciliation.ts';
+import type { CoordinatorShards } from '../coordinator/coordinator-shards.ts';
+import { moveVault, rebuildShard } from '../coordinator/move-vault.ts';
 
 export interface OperatorRoutesOptions {
   vaults: VaultService;
@@ -33,6 +35,8 @@ export interface OperatorRoutesOptions {
   operatorKeys: readonly string[];
   /** A workspace's stablecoin reconciliation (FundingService.reconcile), when funding runs on this server. */
   reconcile?: (() => ((scope: { tenant: string; workspace: string }) => Promise<ReconcileReturnType>) | undefined) | undefined;
+  /** The coordinator shards: for a vault's move and a shard's rebuild (api/coordinator/move-vault.ts). */
+  coordinators?: CoordinatorShards | undefined;
 }
 
 const OPERATOR: Actor = { type: 'operator', id: 'operator-api' };
@@ -228,6 +232,42 @@ export const operatorRoutes: FastifyPluginAsyncTypebox<OperatorRoutesOptions> = 
       return { vault: next.id, state: next.state };
     });
   }
+
+  const shards = (): CoordinatorShards => {
+    if (!o.coordinators) throw new CustodyError('unavailable', 'this API has no coordinator configured (API_COORDINATORS)');
+    return o.coordinators;
+  };
+  const ShardName = Type.String({ pattern: '^[a-z0-9-]{1,32}$' });
+  const MoveResponse = Type.Object({
+    vault: Type.String(), from: Type.String(), to: Type.String(), epoch: Type.Integer(), released: Type.Boolean(), problem: Type.Optional(Type.String()),
+  });
+  const RebuildResponse = Type.Object({
+    shard: Type.String(), vaults: Type.Integer(), outcomes: Type.Record(Type.String(), Type.Integer()),
+    skipped: Type.Array(Type.Object({ vault: Type.String(), reason: Type.String() })),
+    nodes: Type.Array(Type.Object({ node_id: Type.String(), status: Type.String(), reason: Type.String() })),
+  });
+
+  // A vault moves to another coordinator shard (docs/operations.md "Moving a vault").
+  app.post('/vaults/:id/move', {
+    schema: {
+      params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
+      body: Type.Object({ shard: ShardName }, { additionalProperties: false }),
+      response: { 200: MoveResponse, ...errors, 503: ErrorBody },
+    },
+  }, async (req) => {
+    const v = await VAULTS.in(store).get(req.params.id);
+    const scope = v ? await customerScope(v.org) : undefined;
+    return moveVault({
+      store, vaultOp: (x) => o.vaults.vaultOp(x), shards: shards(), vaultId: req.params.id, to: req.body.shard,
+      extra: (before, after) => audited(scope, 'vault.move', after.id, { coordinator_shard: before.coordinator_shard ?? null }, { coordinator_shard: after.coordinator_shard }),
+    });
+  });
+
+  // A shard rebuilds, or brings forward, the records of the vaults placed on it (docs/operations.md
+  // "Rebuilding a coordinator's records").
+  app.post('/coordinators/:shard/rebuild', {
+    schema: { params: Type.Object({ shard: ShardName }), response: { 200: RebuildResponse, ...errors, 503: ErrorBody } },
+  }, async (req) => rebuildShard(store, shards(), req.params.shard));
 
   app.get('/audit', {
     schema: { querystring: Type.Object({ workspace: Type.Optional(Type.String({ maxLength: 64 })) }, { additionalProperties: false }), response: { 200: Type.Object({ data: Type.Array(Type.Unknown()) }), ...errors } },

@@ -4,7 +4,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../common/logger.ts';
 import { toHex } from '../../common/bytes.ts';
-import { NodeKind, type AttachRequest, type AttachResponse, type Hello } from '../../proto/gen/mpc/v1/node_link_pb.ts';
+import { NodeKind, type AttachRequest, type AttachResponse, type Hello, type InventoryPage } from '../../proto/gen/mpc/v1/node_link_pb.ts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { AttachResponseSchema } from '../../proto/gen/mpc/v1/node_link_pb.ts';
 import { LINK_VERSION, verifyAttach } from '../../core/link/attach.ts';
@@ -36,6 +36,8 @@ export interface LinkServerOptions {
    * heartbeats, and the session's own deadline (which names it) is the judge then, not the heartbeat.
    */
   inSession?: (nodeId: string) => boolean;
+  /** Receives inventory pages from attached nodes (inventory-client.ts). */
+  onInventory?: (nodeId: string, page: InventoryPage) => void;
 }
 
 export type SessionMessage = Extract<AttachRequest['body'], { case: 'send' | 'done' | 'failed' }>;
@@ -120,7 +122,7 @@ export function createLinkHandler(opts: LinkServerOptions): (call: Call) => void
             state = 'attached';
             clearTimeout(handshakeTimer);
             opts.registry.attach(
-              { nodeId: h.nodeId, kind, owner: h.owner, signingKey: h.signingKey, encryptionKey: h.encryptionKey, firstSeenMs: known?.firstSeenMs ?? now(), attachedAtMs: now(), connectionId: conn },
+              { nodeId: h.nodeId, kind, owner: h.owner, signingKey: h.signingKey, encryptionKey: h.encryptionKey, firstSeenMs: known?.firstSeenMs ?? now(), attachedAtMs: now(), connectionId: conn, inventoryVersion: h.inventoryVersion },
               close,
               (m: MessageInitShape<typeof AttachResponseSchema>) => {
                 if (state === 'attached') call.write(m);
@@ -142,6 +144,7 @@ export function createLinkHandler(opts: LinkServerOptions): (call: Call) => void
       }
       if (state === 'attached' && hello) {
         if (body.case === 'send' || body.case === 'done' || body.case === 'failed') opts.onSession?.(hello.nodeId, body);
+        else if (body.case === 'inventory') opts.onInventory?.(hello.nodeId, body.value);
         else if (body.case !== 'heartbeat') opts.log.debug({ nodeId: hello.nodeId, kind: body.case }, 'ignoring unexpected message');
       }
     });

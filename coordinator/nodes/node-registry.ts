@@ -20,6 +20,8 @@ export interface KnownNode {
 export interface AttachedNodeInfo extends KnownNode {
   attachedAtMs: number;
   connectionId: string;
+  /** The inventory exchange version the node said it answers (core/link/inventory.ts); 0: none. */
+  inventoryVersion?: number | undefined;
 }
 
 interface StoredNode {

@@ -11,6 +11,7 @@ import type { NodeRegistry } from '../nodes/node-registry.ts';
 import type { PartyReport, SessionHub, SessionOutcome, SessionSpec } from '../sessions/session-hub.ts';
 import { deriveSessionId } from '../sessions/session-id.ts';
 import type { CommitteeMember, VaultRecord, VaultStore } from './vault-store.ts';
+import type { RebuiltKey } from './merge-inventories.ts';
 import { committeeFor, thresholdFor } from './tier-policy.ts';
 import type { TierName } from '../../core/tiers.ts';
 import { requestedCommittee } from './requested-committee.ts';
@@ -138,7 +139,8 @@ export class VaultService {
       isAttached: (nodeId) => this.nodes.isAttached(nodeId),
       epochOf: async (vaultId) => {
         const key = await this.vaults.get(vaultId);
-        return key?.state === 'active' && someCompleteSubset(key.committee, key.threshold, otPairsOf(key)) ? key.epoch : undefined;
+        // A rebuilt record's OT setup is only assumed until an ECDSA signing shows it (confirmOt).
+        return key?.state === 'active' && !key.otAssumed && !key.movedTo && someCompleteSubset(key.committee, key.threshold, otPairsOf(key)) ? key.epoch : undefined;
       },
     }, log, { target: presignPoolTarget });
     this.noncePool = new FrostNoncePool({
@@ -146,7 +148,7 @@ export class VaultService {
       isAttached: (nodeId) => this.nodes.isAttached(nodeId),
       epochOf: async (vaultId) => {
         const key = await this.vaults.get(vaultId);
-        return key?.state === 'active' ? key.epoch : undefined;
+        return key?.state === 'active' && !key.movedTo ? key.epoch : undefined;
       },
     }, log, { target: noncePoolTarget });
     this.attachedNow = new Set(this.nodes.list().map((n) => n.nodeId));
@@ -296,10 +298,75 @@ export class VaultService {
     });
   }
 
-  async get(vaultId: string): Promise<VaultRecord> {
-    const k = await this.vaults.get(vaultId);
+  /**
+   * Rebuilds one vault's record from the nodes when this coordinator has none (vault-rebuild.ts): the
+   * lazy path, for a vault the API asks about after the store was lost or restored from an older copy.
+   */
+  lazyRebuild?: (vaultId: string) => Promise<void>;
+
+  /** `rebuild`: false under the vault's own lock, which a rebuild takes to write. */
+  async get(vaultId: string, rebuild = true): Promise<VaultRecord> {
+    let k = await this.vaults.get(vaultId);
+    if (!k && rebuild && this.lazyRebuild) {
+      await this.lazyRebuild(vaultId);
+      k = await this.vaults.get(vaultId);
+    }
     if (!k) throw new CustodyError('unknown_vault', `no vault ${vaultId}`);
+    if (k.movedTo) throw new CustodyError('vault_moved', `vault ${vaultId} moved to coordinator shard ${k.movedTo}`);
     return k;
+  }
+
+  /**
+   * Writes a record the nodes' inventories support (merge-inventories.ts), under the vault's lock: a new
+   * record, or one this coordinator holds at an older epoch brought forward. Never another group key,
+   * never an epoch back. `takeOver` serves again a vault this coordinator had released (a move back).
+   */
+  adopt(rebuilt: RebuiltKey, takeOver = false): Promise<{ outcome: 'created' | 'forwarded' | 'unchanged' | 'moved' | 'skipped'; reason?: string; record?: VaultRecord }> {
+    return this.serialize(rebuilt.vaultId, async () => {
+      const existing = await this.vaults.get(rebuilt.vaultId);
+      if (existing?.movedTo && !takeOver) return { outcome: 'moved' as const, record: existing };
+      if (existing?.publicKey && existing.publicKey !== rebuilt.publicKey) {
+        return { outcome: 'skipped' as const, reason: `the nodes hold another group key than this coordinator's record (${existing.publicKey})` };
+      }
+      const now = Date.now();
+      const fields = {
+        owner: rebuilt.owner, tier: rebuilt.tier, threshold: rebuilt.threshold, committee: rebuilt.committee, epoch: rebuilt.epoch,
+        publicKey: rebuilt.publicKey, chainCode: rebuilt.chainCode, pkg: rebuilt.pkg, receipts: rebuilt.receipts.length ? rebuilt.receipts : undefined,
+        state: 'active' as const, problem: undefined, refused: undefined, otEpoch: rebuilt.epoch, otPairs: undefined, otAssumed: true, rebuiltAtMs: now, movedTo: undefined, updatedAtMs: now,
+      };
+      if (!existing) {
+        const record: VaultRecord = { v: 2, vaultId: rebuilt.vaultId, rotation: rebuilt.epoch, ...fields, createdAtMs: now };
+        await this.vaults.put(record);
+        this.log.info({ vaultId: rebuilt.vaultId, epoch: rebuilt.epoch, confirmedBy: rebuilt.confirmedBy }, 'vault record rebuilt from the nodes');
+        return { outcome: 'created' as const, record };
+      }
+      const behind = existing.epoch < rebuilt.epoch || !existing.publicKey;
+      if (!behind && !existing.movedTo) return { outcome: 'unchanged' as const, record: existing };
+      if (!behind) {
+        const record: VaultRecord = { ...existing, movedTo: undefined, updatedAtMs: now };
+        await this.vaults.put(record);
+        return { outcome: 'unchanged' as const, record };
+      }
+      const record: VaultRecord = { ...existing, ...fields, rotation: existing.rotation + (rebuilt.epoch - existing.epoch) };
+      await this.vaults.put(record);
+      this.log.info({ vaultId: rebuilt.vaultId, from: existing.epoch, epoch: rebuilt.epoch, confirmedBy: rebuilt.confirmedBy }, 'vault record brought forward from the nodes');
+      return { outcome: 'forwarded' as const, record };
+    });
+  }
+
+  /**
+   * The vault moved to shard `movedTo`: from now on this coordinator refuses its sessions (vault_moved).
+   * The record stays, marked, so no rebuild here serves it again unless it moves back.
+   */
+  release(vaultId: string, movedTo: string): Promise<VaultRecord> {
+    return this.serialize(vaultId, async () => {
+      const k = await this.vaults.get(vaultId);
+      if (!k) throw new CustodyError('unknown_vault', `no vault ${vaultId}`);
+      const record: VaultRecord = { ...k, movedTo, updatedAtMs: Date.now() };
+      await this.vaults.put(record);
+      this.log.info({ vaultId, movedTo }, 'vault released to another shard');
+      return record;
+    });
   }
 
   /**
@@ -491,6 +558,14 @@ export class VaultService {
     this.unsignableCache = { at: now, value };
     value.catch(() => (this.unsignableCache = undefined));
     return value;
+  }
+
+  /** Clears a rebuilt record's assumed OT setup once an ECDSA signing at its epoch showed it exists. */
+  private confirmOt(vaultId: string, epoch: number): Promise<void> {
+    return this.serialize(vaultId, async () => {
+      const k = await this.vaults.get(vaultId);
+      if (k?.otAssumed && k.epoch === epoch && k.otEpoch === epoch) await this.vaults.put({ ...k, otAssumed: undefined, updatedAtMs: Date.now() });
+    });
   }
 
   /** The receipts the new committee's members put in their reshare results, by new index. */
@@ -782,7 +857,11 @@ export class VaultService {
       }
       if (outcome.ok) {
         const checked = this.checkedResults(outcome, input, ready, req);
-        if ('output' in checked) return { ...checked.output, signers: signers.map((s) => s.nodeId) };
+        if ('output' in checked) {
+          // A rebuilt record's OT setup is shown to exist by an ECDSA signing: the pools may use it now.
+          if (protocol === Protocol.SIGN_ECDSA && ready.otAssumed) void this.confirmOt(ready.vaultId, ready.epoch).catch(() => undefined);
+          return { ...checked.output, signers: signers.map((s) => s.nodeId) };
+        }
         // A signer's own result that does not verify is evidence against that signer alone: it sits out.
         for (const c of checked.culprits) excluded.add(c);
         last = { ok: false, code: 'party_failed', message: checked.message, culprits: checked.culprits, reports: [] };
@@ -859,8 +938,9 @@ export class VaultService {
    */
   async reshare(input: { vaultId: string; nodeIds?: string[]; threshold?: number; targetTier?: TierName; trustLog?: Uint8Array[]; reshareRequest?: Uint8Array | undefined; requestId?: string | undefined; customerNodeId?: string | undefined }): Promise<VaultRecord> {
     const req = this.scope(input.requestId);
+    await this.get(input.vaultId);
     return this.serialize(input.vaultId, async () => {
-      const key = await this.get(input.vaultId);
+      const key = await this.get(input.vaultId, false);
       if (key.state !== 'active' && key.state !== 'reshare_pending') throw new CustodyError('conflict', `vault ${input.vaultId} is ${key.state}`);
       const roster = this.rosterBytes();
       const asked = requestedCommittee(input.reshareRequest);

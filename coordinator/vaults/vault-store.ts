@@ -48,6 +48,16 @@ export interface VaultRecord {
   problem?: string | undefined;
   /** A failed generation the nodes refused (final), as opposed to one that lacked a party (retried). */
   refused?: boolean | undefined;
+  /**
+   * Rebuilt from the nodes (vault-rebuild.ts): whether the committee holds an OT setup of this epoch is
+   * not known. ECDSA signs as if it did, and a node's `no_ot_setup` runs a new one; pools wait for a setup
+   * or a signing to show it.
+   */
+  otAssumed?: boolean | undefined;
+  /** When the record was last rebuilt from the nodes' inventories. */
+  rebuiltAtMs?: number | undefined;
+  /** The shard the vault moved to: this coordinator refuses its sessions (vault_moved). */
+  movedTo?: string | undefined;
   createdAtMs: number;
   updatedAtMs: number;
 }

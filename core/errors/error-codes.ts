@@ -201,6 +201,8 @@ export const ERROR_CODES = entries({
   unknown_key: e('not_found', "the node holds no share of this vault's key"),
   vault_exists: e('conflict', 'the coordinator has a vault with this id already'),
   unknown_vault: e('not_found', 'the coordinator has no vault with this id'),
+  vault_moved: e('conflict', 'the vault moved to another coordinator shard; this one no longer serves it'),
+  inventory_unsupported: e('unavailable', 'the node does not answer inventory requests (a node from before them)'),
   no_pending: e('conflict', 'no pending epoch to commit or abandon'),
   no_ot_setup: e('conflict', 'the vault key has no OT setup for ECDSA'),
   ot_busy: e('unavailable', 'another ECDSA run holds the OT pair; retry'),

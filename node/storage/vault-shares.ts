@@ -12,6 +12,9 @@ import { KeyedMutex } from '../../common/keyed-mutex.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { sessionIdTimeHex, sessionIdTimePrefix } from '../../core/session/session-id.ts';
 import { PRUNE_MARGIN_MS, pruneRange, prunedBelow, raisePrunedBelow } from './range-pruning.ts';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import type { EpochReceipt } from '../../core/session/session-params.ts';
+import type { InventoryKey } from '../../core/link/inventory.ts';
 
 export interface PinnedMember {
   index: number;
@@ -95,6 +98,12 @@ export class VaultShareStoreError extends CustodyError {
   }
 }
 
+/** The receipts a node kept at its promotion (`key/<id>/current/receipts`), hex for the inventory. */
+function receiptsOf(raw: Uint8Array | undefined): { party: number; signature: string }[] {
+  if (!raw) return [];
+  return decodeBlob<{ receipts: EpochReceipt[] }>('epoch-receipts', raw).receipts.map((r) => ({ party: r.party, signature: bytesToHex(r.signature) }));
+}
+
 export class VaultShareStore {
   /** Session ids claimed in this process but maybe not yet on disk: closes the check-then-write gap. */
   private readonly claiming = new Set<string>();
@@ -170,9 +179,10 @@ export class VaultShareStore {
   /**
    * Second phase of a reshare, for a receiver, in one batch: its pending epoch `epoch` becomes current,
    * and the old epoch's OT material goes (it belongs to the old committee: a fresh setup follows). The
-   * caller has checked the new committee's receipts first.
+   * caller has checked the new committee's receipts first; they are kept (public) so that a coordinator
+   * rebuilding its records can send the commit again to a member that missed it.
    */
-  async promote(keyId: string, epoch: number): Promise<'promoted' | 'already'> {
+  async promote(keyId: string, epoch: number, receipts: readonly EpochReceipt[] = []): Promise<'promoted' | 'already'> {
     return this.locks.run(`ot/${keyId}`, async () => {
       const [pending, current] = await Promise.all([this.pending(keyId), this.current(keyId)]);
       if (current && current.key.pkg.epoch === epoch && !pending) return 'already';
@@ -184,6 +194,7 @@ export class VaultShareStore {
         { type: 'del', key: `key/${keyId}/dealt` },
         { type: 'del', key: `key/${keyId}/current/ot` },
         { type: 'del', key: `key/${keyId}/current/ot-retired` },
+        { type: 'put', key: `key/${keyId}/current/receipts`, value: encodeBlob('epoch-receipts', { receipts: receipts.map((r) => ({ party: r.party, signature: r.signature })) }) },
       ]);
       return 'promoted';
     });
@@ -209,10 +220,49 @@ export class VaultShareStore {
         { type: 'del', key: `key/${keyId}/current/committee` },
         { type: 'del', key: `key/${keyId}/current/ot` },
         { type: 'del', key: `key/${keyId}/current/ot-retired` },
+        { type: 'del', key: `key/${keyId}/current/receipts` },
         { type: 'del', key: `key/${keyId}/dealt` },
       ]);
       return 'removed';
     });
+  }
+
+  /**
+   * What this node holds, public parts only (docs/transport.md "Inventory"): up to `limit` keys whose id
+   * sorts after `after` (in the store's order), or exactly `keyIds` when given; `more` when the listing
+   * stopped at `limit`. Never a share or OT material.
+   */
+  async inventory(q: { after?: string | undefined; limit: number; keyIds?: readonly string[] | undefined }): Promise<{ keys: InventoryKey[]; more: boolean }> {
+    let ids: string[];
+    let more = false;
+    if (q.keyIds?.length) {
+      ids = [...new Set(q.keyIds)].slice(0, q.limit);
+    } else {
+      // Record names sort as `<id>/…`, so ids are compared with the slash.
+      const after = q.after ? `${q.after}/` : '';
+      ids = [];
+      for await (const k of this.store.keys('key/')) {
+        const m = /^key\/(.+)\/(?:current|pending)\/committee$/.exec(k);
+        if (!m || `${m[1]}/` <= after || ids.at(-1) === m[1]) continue;
+        if (ids.length === q.limit) {
+          more = true;
+          break;
+        }
+        ids.push(m[1]!);
+      }
+    }
+    const keys: InventoryKey[] = [];
+    for (const keyId of ids) {
+      const [current, pending, receipts] = await Promise.all([this.current(keyId), this.pending(keyId), this.store.get(`key/${keyId}/current/receipts`)]);
+      const held = current ?? pending;
+      if (!held) continue;
+      keys.push({
+        keyId, owner: held.owner, tier: held.tier ?? 'hosted',
+        ...(current ? { current: { pkg: current.key.pkg, committee: current.committee, receipts: receiptsOf(receipts) } } : {}),
+        ...(pending ? { pendingEpoch: pending.key.pkg.epoch } : {}),
+      });
+    }
+    return { keys, more };
   }
 
   /** Erases every retired share whose retention ended by `nowMs`; returns how many. */

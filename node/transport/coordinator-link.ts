@@ -8,6 +8,8 @@ import { NodeLinkService, type AttachResponse } from '../../proto/gen/mpc/v1/nod
 import type { Logger } from '../../common/logger.ts';
 import type { NodeIdentity } from '../runtime/identity.ts';
 import { attachMessage, LINK_VERSION } from '../../core/link/attach.ts';
+import { INVENTORY_VERSION } from '../../core/link/inventory.ts';
+import type { InventoryRequest } from '../../proto/gen/mpc/v1/node_link_pb.ts';
 import { rpcFailure } from '../../core/rpc/rpc-error.ts';
 
 export interface LinkOptions {
@@ -26,7 +28,7 @@ type Stream = ReturnType<ServiceClient<(typeof NodeLinkService)['method']>['atta
 
 export type SessionTraffic = Extract<AttachResponse['body'], { case: 'open' | 'relay' | 'cancel' }>;
 
-export class CoordinatorLink extends EventEmitter<{ attached: []; detached: []; refused: [string]; session: [SessionTraffic] }> {
+export class CoordinatorLink extends EventEmitter<{ attached: []; detached: []; refused: [string]; session: [SessionTraffic]; inventory: [InventoryRequest] }> {
   private client: ServiceClient<(typeof NodeLinkService)['method']>;
   private stream: Stream | undefined;
   private attempt = 0;
@@ -97,6 +99,10 @@ export class CoordinatorLink extends EventEmitter<{ attached: []; detached: []; 
         case 'cancel':
           this.emit('session', body);
           break;
+        case 'inventoryRequest':
+          // Only a coordinator that welcomed this node after the signed handshake asks (docs/transport.md "Inventory").
+          if (this.attached) this.emit('inventory', body.value);
+          break;
         case 'refusal':
           refusal = body.value.code;
           log.error({ code: body.value.code }, `coordinator refused this node: ${body.value.message}`);
@@ -118,6 +124,7 @@ export class CoordinatorLink extends EventEmitter<{ attached: []; detached: []; 
         value: {
           version: LINK_VERSION, nodeId: identity.nodeId, kind: this.opts.kind, owner: this.opts.owner,
           signingKey: identity.signingKey, encryptionKey: identity.encryptionKey, software: this.opts.software,
+          inventoryVersion: INVENTORY_VERSION,
         },
       },
     });

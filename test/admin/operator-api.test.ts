@@ -105,6 +105,14 @@ t.test('operator tasks through the running API', async (t) => {
   const twice = await admin('vault', 'freeze', '--id', vault.id);
   t.match(twice.stderr, /409: the vault is already frozen/);
   t.same((await admin('vault', 'unfreeze', '--id', vault.id)).out, { vault: vault.id, state: 'active' });
+  // A move and a shard's rebuild need the coordinators (API_COORDINATORS): this API has none, says so,
+  // and the vault's record stays as it was.
+  const move = await admin('vault', 'move', '--id', vault.id, '--shard', 'b');
+  t.equal(move.code, 1);
+  t.match(move.stderr, /503: this API has no coordinator configured/);
+  t.match((await admin('vault', 'move', '--id', vault.id)).stderr, /vault move needs --id and --shard/);
+  t.match((await admin('coordinator', 'rebuild', '--shard', 'B!')).stderr, /400/, 'a malformed shard name is refused');
+  t.match((await admin('coordinator', 'rebuild', '--shard', 'b')).stderr, /503: this API has no coordinator configured/);
 
   // Reconciliation: this API has no stablecoin configured, so there is nothing to reconcile (the journey
   // test test/e2e/payment-journey.test.ts reconciles a funded workspace); an unknown workspace is 404.

@@ -22,7 +22,7 @@ import type { NodeProtocolDeps } from './session-deps.ts';
 export const DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000;
 
 /** What a commit acts on once the receipts checked out. */
-type Grant = { action: 'promote' | 'retire' | 'already' };
+type Grant = { action: 'promote' | 'retire' | 'already'; receipts?: EpochReceipt[] };
 
 /**
  * Whether `receipts` hold a valid signature of at least `pkg.threshold` distinct members of
@@ -30,13 +30,18 @@ type Grant = { action: 'promote' | 'retire' | 'already' };
  * for nothing.
  */
 export function receiptsVouch(pkg: KeyPackage, committee: readonly PinnedMember[], receipts: readonly EpochReceipt[] | undefined): boolean {
+  return validReceipts(pkg, committee, receipts).length >= pkg.threshold;
+}
+
+/** The receipts of `receipts` that are valid, one per member: what a promoted node keeps. */
+export function validReceipts(pkg: KeyPackage, committee: readonly PinnedMember[], receipts: readonly EpochReceipt[] | undefined): EpochReceipt[] {
   const statement = epochReceiptStatement(pkg);
-  const good = new Set<number>();
+  const good = new Map<number, EpochReceipt>();
   for (const r of receipts ?? []) {
     const m = committee.find((c) => c.index === r.party);
-    if (m && !good.has(r.party) && verifyEd25519(r.signature, statement, hexToBytes(m.signingKey))) good.add(r.party);
+    if (m && !good.has(r.party) && verifyEd25519(r.signature, statement, hexToBytes(m.signingKey))) good.set(r.party, r);
   }
-  return good.size >= pkg.threshold;
+  return [...good.values()].sort((a, b) => a.party - b.party);
 }
 
 export function epochSession(deps: NodeProtocolDeps, action: 'commit' | 'abandon'): SessionKind<EpochSessionParams, void, Grant, never> {
@@ -71,7 +76,7 @@ export function epochSession(deps: NodeProtocolDeps, action: 'commit' | 'abandon
       if (!receiptsVouch(pkg, committee, p.receipts)) {
         throw new SessionRefused('bad_receipts', `epoch ${p.epoch} of ${p.keyId} needs signed receipts of ${pkg.threshold} members of the new committee`);
       }
-      return grant;
+      return grant.action === 'promote' ? { ...grant, receipts: validReceipts(pkg, committee, p.receipts) } : grant;
     },
     // The store change is the session's whole work and its outcome is the result, so it runs in
     // start(), before the result exists; there is nothing left for commit.
@@ -79,7 +84,7 @@ export function epochSession(deps: NodeProtocolDeps, action: 'commit' | 'abandon
       return {
         start: async () => {
           let outcome: EpochResult['outcome'] = action === 'abandon' ? 'kept' : 'already';
-          if (grant.action === 'promote') outcome = await vault.promote(p.keyId, p.epoch);
+          if (grant.action === 'promote') outcome = await vault.promote(p.keyId, p.epoch, grant.receipts);
           if (grant.action === 'retire') outcome = await vault.retire(p.keyId, p.epoch, Date.now() + retentionMs);
           return { kind: 'done', out: [], result: epochResult.encode({ outcome }) };
         },
