@@ -147,7 +147,7 @@ t.test('readiness: ready with a store and a coordinator; 503 when the store is c
     const r = await s.app.inject({ method: 'GET', url: '/readyz' });
     return { status: r.statusCode, body: r.json() as { status: string; coordinator: string; store: string; node_count: number } };
   };
-  t.same(await readyz(), { status: 200, body: { status: 'ready', coordinator: 'reachable', coordinators: [{ name: 'default', state: 'reachable', node_count: 0 }], store: 'reachable', nodes: [], node_count: 0 } });
+  t.same(await readyz(), { status: 200, body: { status: 'ready', coordinator: 'reachable', coordinators: [{ name: 'default', state: 'reachable', node_count: 0 }], store: 'reachable', nodes: [], node_count: 0, vaults_unable_to_sign: { count: 0, reasons: {}, vaults: [] } } });
 
   await coord.stop();
   coordStopped = true;
