@@ -3,7 +3,8 @@
 // killed, made to refuse, or (the coordinator) stopped for two minutes. Every transfer of every batch
 // ends `final`, each mined once at its own nonce; each batch's time is printed beside the batch without a
 // fault, which is what the operations page quotes. Then a key generation cut by a dead node waits and
-// completes when the node is back.
+// completes when the node is back, and an OT setup cut by a node death leaves a vault the two others
+// sign with, and the third too once it is back.
 import t from 'tap';
 import { createWalletClient, http, parseEther, type Hex } from 'viem';
 import { foundry } from 'viem/chains';
@@ -127,6 +128,28 @@ t.test('a 2-of-3 vault keeps signing through a frozen, a killed and a refusing n
   const done = await client.waitForVault(cut.id, (v) => v.state !== 'creating', { timeoutMs: 120_000 });
   t.equal(done.state, 'active', `active once the member is back (${done.problem ?? ''})`);
   figures.push(`key generation: active ${((Date.now() - dkgStarted) / 1000).toFixed(1)} s after the dead member was started again`);
+
+  // An OT setup cut by a node death: node-3 is killed the moment the coordinator has the new key, while
+  // the setup that follows runs. The vault is active; the two others set their pair up on demand and
+  // sign; node-3's pairs are set up when it attaches again, and then it signs too.
+  const coordinator = node('coordinator');
+  const otCut = await client.createVault({ tier: 'hosted', name: 'ot-cut' });
+  await coordinator.waitFor((l) => l.msg === 'vault key generated' && l['vaultId'] === otCut.id, 120_000, 'the key generated');
+  await node('node-3').kill('SIGKILL');
+  const cutActive = await client.waitForVault(otCut.id, (v) => v.state !== 'creating', { timeoutMs: 120_000 });
+  t.equal(cutActive.state, 'active', `the vault is active though its OT setup was cut (${cutActive.problem ?? ''})`);
+  const cutWallet = await client.createWallet(otCut.id, { chain: 'evm-local' });
+  await chain.publicClient.waitForTransactionReceipt({ hash: await funder.sendTransaction({ to: cutWallet.address as Hex, value: parseEther('1') }) });
+  const withTwo = await mining(mine, client.waitForTransaction((await client.sendEvm({ wallet: cutWallet, to, amount: 7n, idempotencyKey: 'ot-cut-1' })).id, ['final', 'failed', 'rejected'], { timeoutMs: 120_000 }));
+  t.equal(withTwo.state, 'final', `signed by the two members left (${withTwo.reason ?? ''})`);
+  await cluster.startNode('node-3', stack.nodeEnv);
+  const ready = await client.waitForVault(otCut.id, (v) => v.signing?.ecdsa === 'ready' && v.signing.missing_pairs.length === 0 && v.signing.detached_members.length === 0, { timeoutMs: 120_000 });
+  t.same(ready.signing?.missing_pairs, [], 'node-3\'s pairs were set up when it came back');
+  // node-1 stopped: the only subsets left include node-3, so its new pairs are what signs.
+  await node('node-1').kill('SIGTERM');
+  const withThree = await mining(mine, client.waitForTransaction((await client.sendEvm({ wallet: cutWallet, to, amount: 8n, idempotencyKey: 'ot-cut-2' })).id, ['final', 'failed', 'rejected'], { timeoutMs: 120_000 }));
+  t.equal(withThree.state, 'final', `node-3 signs with its new pair (${withThree.reason ?? ''})`);
+  await cluster.startNode('node-1', stack.nodeEnv);
 
   t.comment(`faults under load, ${WALLETS} wallets x ${PER_WALLET} transfers a batch (baseline ${baseline.toFixed(1)} s):\n${figures.join('\n')}`);
 });
