@@ -6,16 +6,13 @@
 // released to another shard stays refused until it is taken over again; the lazy path answers a request
 // for a vault the store lost.
 import t, { type Test } from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Level } from 'level';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { create } from '@bufbuild/protobuf';
 import { NodeRegistry } from '../../coordinator/nodes/node-registry.ts';
 import { InventoryClient } from '../../coordinator/nodes/inventory-client.ts';
-import { VaultStore, type VaultRecord } from '../../coordinator/vaults/vault-store.ts';
+import type { VaultRecord } from '../../coordinator/vaults/vault-store.ts';
+import { tempVaultStore } from './vault-service-fixture.ts';
 import { VaultService } from '../../coordinator/vaults/vault-service.ts';
 import { VaultRebuild } from '../../coordinator/vaults/vault-rebuild.ts';
 import type { SessionHub } from '../../coordinator/sessions/session-hub.ts';
@@ -37,15 +34,7 @@ const held = (pkg: KeyPackage): InventoryKey => ({ keyId: pkg.keyId, owner: 'org
 type Holdings = Record<string, InventoryKey[]>;
 
 async function setup(t: Test, holdings: Holdings, o: { records?: VaultRecord[]; oldNodes?: string[] } = {}) {
-  const dir = mkdtempSync(join(tmpdir(), 'vault-rebuild-'));
-  const db = new Level<string, string>(dir, { valueEncoding: 'utf8' });
-  await db.open();
-  t.teardown(async () => {
-    await db.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const store = new VaultStore(db);
-  for (const r of o.records ?? []) await store.put(r);
+  const { db, store } = await tempVaultStore(t, 'vault-rebuild-', o.records);
   const registry = new NodeRegistry(db);
   const inventory = new InventoryClient(registry, 500);
   const asked: string[] = [];

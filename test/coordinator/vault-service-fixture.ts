@@ -36,8 +36,9 @@ export interface FixtureOptions {
   timeouts?: Timeouts;
 }
 
-export async function vaultServiceFixture(t: Test, o: FixtureOptions): Promise<{ keys: VaultService; store: VaultStore }> {
-  const dir = mkdtempSync(join(tmpdir(), 'vault-service-'));
+/** A coordinator's vault store on a fresh LevelDB in a temp directory, with `vaults` stored; closed and removed at teardown. */
+export async function tempVaultStore(t: Test, prefix: string, vaults: VaultRecord[] = []): Promise<{ db: Level<string, string>; store: VaultStore }> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
   const db = new Level<string, string>(dir, { valueEncoding: 'utf8' });
   await db.open();
   t.teardown(async () => {
@@ -45,7 +46,12 @@ export async function vaultServiceFixture(t: Test, o: FixtureOptions): Promise<{
     rmSync(dir, { recursive: true, force: true });
   });
   const store = new VaultStore(db);
-  for (const v of o.vaults ?? []) await store.put(v);
+  for (const v of vaults) await store.put(v);
+  return { db, store };
+}
+
+export async function vaultServiceFixture(t: Test, o: FixtureOptions): Promise<{ keys: VaultService; store: VaultStore }> {
+  const { store } = await tempVaultStore(t, 'vault-service-', o.vaults);
   const registered = o.registered ?? (() => true);
   const registry = {
     get: (nodeId: string) => (registered(nodeId) ? { nodeId, kind: 'service', signingKey: fill(32, 1), encryptionKey: fill(32, 2) } : undefined),

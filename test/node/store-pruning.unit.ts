@@ -61,6 +61,21 @@ async function listed(store: SealedStore, prefix: string): Promise<string[]> {
   return out;
 }
 
+
+/** A session host of a fresh identity whose factory counts its calls and never builds; its refusals by code. */
+function watchedHost(now: () => number) {
+  const me = new NodeIdentity(new Uint8Array(randomBytes(32)), new Uint8Array(randomBytes(32)));
+  const failed: string[] = [];
+  let built = 0;
+  const host = new SessionHost(me, (m: ToCoordinator) => {
+    if (m.body?.case === 'failed') failed.push(String(m.body.value.code));
+  }, async () => {
+    built++;
+    throw new Error('never built');
+  }, log, now);
+  return { host, failed, built: () => built, parties: [{ nodeId: me.nodeId, index: 1, signingKey: me.signingKey, encryptionKey: me.encryptionKey }] };
+}
+
 t.test('an intent past its not_after (and the margin) loses its record, and stays refused for anything else', async (t) => {
   let now = T0;
   const store = await openStore(t);
@@ -135,18 +150,10 @@ t.test('a session claim is pruned once its id is long past, and the id is refuse
   // A fresh process (no in-memory reservations), the claim gone: the id's time still refuses it.
   const restarted = new VaultShareStore(store, { now: () => now });
   await t.rejects(restarted.reserveSession(hex(past)), { code: 'session_expired' }, 'refused at claim by its time');
-  const me = new NodeIdentity(new Uint8Array(randomBytes(32)), new Uint8Array(randomBytes(32)));
-  const failed: string[] = [];
-  let built = 0;
-  const host = new SessionHost(me, (m: ToCoordinator) => {
-    if (m.body?.case === 'failed') failed.push(String(m.body.value.code));
-  }, async () => {
-    built++;
-    throw new Error('never built');
-  }, log, () => now);
-  host.onOpen(create(SessionOpenSchema, { sessionId: past, deadlineMs: BigInt(T0 + 20_000), protocol: Protocol.SIGN_ECDSA, keyId: 'k', parties: [{ nodeId: me.nodeId, index: 1, signingKey: me.signingKey, encryptionKey: me.encryptionKey }] }));
-  t.same(failed, ['session_expired'], 'refused at open by its time');
-  t.equal(built, 0, 'before anything runs');
+  const w = watchedHost(() => now);
+  w.host.onOpen(create(SessionOpenSchema, { sessionId: past, deadlineMs: BigInt(T0 + 20_000), protocol: Protocol.SIGN_ECDSA, keyId: 'k', parties: w.parties }));
+  t.same(w.failed, ['session_expired'], 'refused at open by its time');
+  t.equal(w.built(), 0, 'before anything runs');
 });
 
 t.test('a clock set back after a pass does not bring back what it pruned', async (t) => {
@@ -174,16 +181,7 @@ t.test('a clock set back after a pass does not bring back what it pruned', async
 
 t.test('a session id dated too far ahead, or not its open\'s deadline, or malformed, is refused at open', async (t) => {
   const now = T0;
-  const me = new NodeIdentity(new Uint8Array(randomBytes(32)), new Uint8Array(randomBytes(32)));
-  const failed: string[] = [];
-  let built = 0;
-  const host = new SessionHost(me, (m: ToCoordinator) => {
-    if (m.body?.case === 'failed') failed.push(String(m.body.value.code));
-  }, async () => {
-    built++;
-    throw new Error('stop here');
-  }, log, () => now);
-  const parties = [{ nodeId: me.nodeId, index: 1, signingKey: me.signingKey, encryptionKey: me.encryptionKey }];
+  const { host, failed, built: builtNow, parties } = watchedHost(() => now);
   const open = (sessionId: Uint8Array, deadlineMs: number) => host.onOpen(create(SessionOpenSchema, { sessionId, deadlineMs: BigInt(deadlineMs), protocol: Protocol.SIGN_SCHNORR, keyId: 'k', parties }));
   const far = T0 + SESSION_ID_MAX_AHEAD_MS + 1;
   open(idAt(far), far);
@@ -193,11 +191,11 @@ t.test('a session id dated too far ahead, or not its open\'s deadline, or malfor
   open(new Uint8Array(randomBytes(31)), T0 + 60_000);
   open(idAt(T0 - 1), T0 - 1);
   t.same(failed, ['bad_session', 'bad_session', 'bad_session', 'session_expired'], 'too far ahead, another deadline, 31 bytes, past');
-  t.equal(built, 0, 'none ran');
+  t.equal(builtNow(), 0, 'none ran');
   t.equal(sessionIdProblem(idAt(edge), BigInt(edge), now), undefined, 'exactly the maximum ahead is taken');
   open(idAt(T0 + 20_000), T0 + 20_000);
   await new Promise((r) => setTimeout(r, 20));
-  t.equal(built, 1, 'a well-formed id within the window runs');
+  t.equal(builtNow(), 1, 'a well-formed id within the window runs');
   // A random 32-byte id, as before this form, lands (with overwhelming odds) far ahead or in the past.
   const random = new Uint8Array(randomBytes(32));
   t.not(sessionIdProblem(random, new DataView(random.buffer).getBigUint64(0), now), undefined, 'an old-form random id is refused');
