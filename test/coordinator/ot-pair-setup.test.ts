@@ -178,35 +178,28 @@ async function world(t: Test, o: { dkg?: boolean } = {}) {
 }
 
 let nonce = 0;
-/** A customer-signed EVM transfer for the vault, as the API would pass it to the coordinator. */
-function transfer(): Parameters<VaultService['sign']>[0] {
+/** A customer-signed EVM transfer of 1 ETH from `from`, as the API would pass it to the coordinator. */
+function evmTransfer(vaultId: string, from: string, signer: { secret: Uint8Array; keyId: string }, tag: string, extra: { trustLog?: Uint8Array[] } = {}): Parameters<VaultService['sign']>[0] {
   const n = nonce++;
   const intent: EvmTransferIntent = {
-    kind: 'evm.transfer', organization: ORG, walletId: 'w', chainId: 31337n, nonce: BigInt(n), from: hexToBytes(evmFrom.slice(2)), to: new Uint8Array(20).fill(0xb0),
-    asset: { kind: 'native' }, amount: 10n ** 18n, data: new Uint8Array(), maxFee: 10n ** 16n, idempotencyKey: `pairs-${n}`, notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
+    kind: 'evm.transfer', organization: ORG, walletId: 'w', chainId: 31337n, nonce: BigInt(n), from: hexToBytes(from.slice(2)), to: new Uint8Array(20).fill(0xb0),
+    asset: { kind: 'native' }, amount: 10n ** 18n, data: new Uint8Array(), maxFee: 10n ** 16n, idempotencyKey: `${tag}-${n}`, notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
   };
   const bytes = encodeIntent(intent);
   const template: EvmTemplate = { nonce: n, gasLimit: 21_000n, maxFeePerGas: 10n ** 9n, maxPriorityFeePerGas: 1n };
   return {
-    vaultId: VAULT, path: [], scheme: 'ecdsa', digests: [evmSigningDigest(evmTransaction(intent, template))], intent: bytes, intentSignature: signIntent(bytes, apiSecret), apiKeyId: 'key_1',
-    template: encodeBlob('evm-template', { nonce: n, gasLimit: '21000', maxFeePerGas: String(10n ** 9n), maxPriorityFeePerGas: '1' }), endUserToken: '',
+    vaultId, path: [], scheme: 'ecdsa', digests: [evmSigningDigest(evmTransaction(intent, template))], intent: bytes, intentSignature: signIntent(bytes, signer.secret), apiKeyId: signer.keyId,
+    template: encodeBlob('evm-template', { nonce: n, gasLimit: '21000', maxFeePerGas: String(10n ** 9n), maxPriorityFeePerGas: '1' }), endUserToken: '', ...extra,
   };
 }
 
+/** A transfer from the test vault's wallet, signed with the API key the nodes know. */
+const transfer = () => evmTransfer(VAULT, evmFrom, { secret: apiSecret, keyId: 'key_1' }, 'pairs');
+
 /** A transfer from a generated vault's wallet, signed with the customer's key of its trust log. */
 function customerTransfer(rec: VaultRecord): Parameters<VaultService['sign']>[0] {
-  const n = nonce++;
   const from = publicKeyToAddress(viemHex(secp256k1.Point.fromHex(pointHex(derive(rec.publicKey, rec.chainCode, []).publicKey)).toBytes(false)));
-  const intent: EvmTransferIntent = {
-    kind: 'evm.transfer', organization: ORG, walletId: 'w', chainId: 31337n, nonce: BigInt(n), from: hexToBytes(from.slice(2)), to: new Uint8Array(20).fill(0xb0),
-    asset: { kind: 'native' }, amount: 10n ** 18n, data: new Uint8Array(), maxFee: 10n ** 16n, idempotencyKey: `dkg-${n}`, notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600),
-  };
-  const bytes = encodeIntent(intent);
-  const template: EvmTemplate = { nonce: n, gasLimit: 21_000n, maxFeePerGas: 10n ** 9n, maxPriorityFeePerGas: 1n };
-  return {
-    vaultId: rec.vaultId, path: [], scheme: 'ecdsa', digests: [evmSigningDigest(evmTransaction(intent, template))], intent: bytes, intentSignature: signIntent(bytes, customer.secret), apiKeyId: customer.keyId,
-    template: encodeBlob('evm-template', { nonce: n, gasLimit: '21000', maxFeePerGas: String(10n ** 9n), maxPriorityFeePerGas: '1' }), endUserToken: '', trustLog,
-  };
+  return evmTransfer(rec.vaultId, from, customer, 'dkg', { trustLog });
 }
 
 const verifies = (out: { signatures: Uint8Array[] }, input: { digests: Uint8Array[] }) => secp256k1.verify(out.signatures[0]!, input.digests[0]!, hexToBytes(pkg.groupKey), { prehash: false });
