@@ -239,6 +239,7 @@ export const ERROR_CODES = entries({
   no_head: e('bug', 'a store with records has no sealed head'),
   bad_storage_key: e('invalid', 'the storage key is missing or malformed'),
   bad_anchor: e('bug', 'the rollback anchor is malformed or does not open under this node key'),
+  anchor_unavailable: e('unavailable', 'too few rollback anchor keepers gave a valid answer: the read or write quorum was not met'),
 
   // ── Node link and transport ──────────────────────────────────────────────────────────────────────
   bad_hello: e('unauthenticated', 'the attach handshake does not verify'),

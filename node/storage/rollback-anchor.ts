@@ -20,9 +20,10 @@ export interface RollbackAnchor {
 }
 
 export class RollbackAnchorError extends CustodyError {
-  declare readonly code: 'bad_anchor';
-  constructor(message: string) {
-    super('bad_anchor', message);
+  /** bad_anchor: the anchor holds something unreadable; anchor_unavailable: too few keepers answered. */
+  declare readonly code: 'bad_anchor' | 'anchor_unavailable';
+  constructor(message: string, code: RollbackAnchorError['code'] = 'bad_anchor') {
+    super(code, message);
     this.name = 'RollbackAnchorError';
   }
 }
