@@ -20,11 +20,15 @@ export interface Lifecycle {
 /**
  * A program that will not start on what it found (a damaged or missing store, say): printed as it is,
  * without a stack, and the process exits 65 (EX_DATAERR), which a supervisor should not retry blindly.
+ * `temporary`: what it lacks may come back (a party it must hear from is unreachable), so it exits 75
+ * (EX_TEMPFAIL) and a supervisor starts it again.
  */
 export class RefusedToStart extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  readonly temporary: boolean;
+  constructor(message: string, options?: { cause?: unknown; temporary?: boolean }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'RefusedToStart';
+    this.temporary = options?.temporary ?? false;
   }
 }
 
@@ -39,7 +43,7 @@ export async function runMain(name: string, boot: (lifecycle: Lifecycle) => Prom
     }
     if (err instanceof RefusedToStart) {
       process.stderr.write(`${name}: refused to start: ${err.message}\n`);
-      process.exit(65); // EX_DATAERR
+      process.exit(err.temporary ? 75 : 65); // EX_TEMPFAIL, EX_DATAERR
     }
     process.stderr.write(`${name}: failed to start: ${(err as Error).stack ?? String(err)}\n`);
     process.exit(1);

@@ -3,6 +3,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { join } from 'node:path';
 import { ConfigError, isLoopbackHost, loadConfig, splitHostPort } from '../common/config.ts';
+import { isValidEd25519PublicKeyHex } from '../common/ed25519.ts';
+import { majority, quorumProblem } from './storage/keeper-rollback-anchor.ts';
 
 export const NodeConfigSchema = Type.Object({
   coordinator: Type.String({ env: 'NODE_COORDINATOR', default: '127.0.0.1:7400', pattern: '^(\\[[^\\],]+\\]|[^:,]+):\\d{1,5}(,(\\[[^\\],]+\\]|[^:,]+):\\d{1,5})*$', description: 'host:port of the coordinator, or a comma-separated list of every coordinator shard\'s host:port: the node attaches to each (docs/operations.md "Coordinator shards")' }),
@@ -11,7 +13,12 @@ export const NodeConfigSchema = Type.Object({
   storeAdopt: Type.Boolean({ env: 'NODE_STORE_ADOPT', default: false, description: 'open, once, a store written before it had an authenticated head (docs/storage.md)' }),
   storeRemote: Type.Optional(Type.String({ env: 'NODE_STORE_REMOTE', pattern: '^(\\[[^\\]]+\\]|[^:]+):\\d{1,5}$', description: 'host:port of a host store (npm run enclave-host-store) that keeps this node\'s store instead of <dataDir>/db; an enclave node reaches its parent this way (docs/storage.md)' })),
   rollbackAnchorFile: Type.Optional(Type.String({ env: 'NODE_ROLLBACK_ANCHOR_FILE', minLength: 1, description: 'file, on storage the host cannot roll back, that keeps the store version (docs/storage.md)' })),
-  development: Type.Boolean({ env: 'NODE_DEVELOPMENT', default: false, description: 'development mode: runs without NODE_ROLLBACK_ANCHOR_FILE, and every start over a written store then deletes the OT setups and the material made ahead (never in production)' }),
+  rollbackAnchorKeepers: Type.Optional(Type.String({ env: 'NODE_ROLLBACK_ANCHOR_KEEPERS', pattern: '^https?://[^/?#,\\s]+(,https?://[^/?#,\\s]+)*$', description: 'comma-separated origins of the anchor keepers (npm run anchor-keeper) that keep the store version, run by parties other than this node\'s host; instead of NODE_ROLLBACK_ANCHOR_FILE, and what an enclave node uses (docs/storage.md "Anchor keepers")' })),
+  rollbackAnchorKeeperKeys: Type.Optional(Type.String({ env: 'NODE_ROLLBACK_ANCHOR_KEEPER_KEYS', pattern: '^[0-9a-fA-F]{64}(,[0-9a-fA-F]{64})*$', description: 'the keepers\' Ed25519 public keys (hex, from npm run anchor-keeper -- --public-key), in the order of NODE_ROLLBACK_ANCHOR_KEEPERS' })),
+  rollbackAnchorReadQuorum: Type.Optional(Type.Integer({ env: 'NODE_ROLLBACK_ANCHOR_READ_QUORUM', minimum: 1, maximum: 64, description: 'valid keeper answers an open needs; default a majority of the keepers; with the write quorum it must exceed the number of keepers' })),
+  rollbackAnchorWriteQuorum: Type.Optional(Type.Integer({ env: 'NODE_ROLLBACK_ANCHOR_WRITE_QUORUM', minimum: 1, maximum: 64, description: 'keeper acknowledgements a store write waits for; default a majority of the keepers' })),
+  rollbackAnchorKeeperTimeoutMs: Type.Integer({ env: 'NODE_ROLLBACK_ANCHOR_KEEPER_TIMEOUT_MS', default: 5000, minimum: 100, maximum: 60000, description: 'how long one request to a keeper may take, connection to last byte' }),
+  development: Type.Boolean({ env: 'NODE_DEVELOPMENT', default: false, description: 'development mode: runs without a rollback anchor (NODE_ROLLBACK_ANCHOR_FILE or NODE_ROLLBACK_ANCHOR_KEEPERS), and every start over a written store then deletes the OT setups and the material made ahead (never in production)' }),
   storeAcceptUnvouched: Type.Boolean({ env: 'NODE_STORE_ACCEPT_UNVOUCHED', default: false, description: 'open a store the rollback anchor does not vouch for (missing, empty or behind), deleting its OT setups, presignatures and precommitted nonces; logged (docs/storage.md "Rollback anchor")' }),
   createStorageKey: Type.Boolean({ env: 'NODE_CREATE_STORAGE_KEY', default: true, description: 'create the key file at first start when absent' }),
   environment: Type.Union([Type.Literal('sandbox'), Type.Literal('production')], { env: 'NODE_ENVIRONMENT', default: 'sandbox', description: 'production refuses development stand-ins (the dev-insecure sealer) and, for a tee node, any storage key not sealed with KMS' }),
@@ -42,16 +49,63 @@ export const NodeConfigSchema = Type.Object({
   logLevel: Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], { env: 'NODE_LOG_LEVEL', default: 'info' }),
 });
 
+/** One anchor keeper as pinned: its origin and its Ed25519 public key (lowercase hex). */
+export interface AnchorKeeperSetting {
+  readonly url: string;
+  readonly publicKey: string;
+}
+
 export type NodeConfig = Readonly<Omit<Static<typeof NodeConfigSchema>, 'operatorKeys'> & {
   storageKeyFile: string; sealedStorageKeyFile: string; devSealerKeyFile: string; operatorKeys: readonly string[];
+  /** The keepers of NODE_ROLLBACK_ANCHOR_KEEPERS with their pinned keys, in order; empty without keepers. */
+  anchorKeepers: readonly AnchorKeeperSetting[];
   /** Every coordinator the node attaches to, from NODE_COORDINATOR in its order; `coordinator` keeps the setting as given. */
   coordinators: readonly string[];
 }>;
 
-/** A node process needs its rollback anchor, outside development mode (node/main.ts checks this at start). */
-export function anchorProblem(c: Pick<NodeConfig, 'rollbackAnchorFile' | 'development' | 'storeAcceptUnvouched'>): string | undefined {
-  if (c.rollbackAnchorFile || c.development || c.storeAcceptUnvouched) return undefined;
-  return 'NODE_ROLLBACK_ANCHOR_FILE (rollbackAnchorFile): required, on storage the host cannot roll back (docs/storage.md "Rollback anchor"); NODE_DEVELOPMENT=true runs without one on a development machine';
+/**
+ * A node process needs its rollback anchor, outside development mode (node/main.ts checks this at start):
+ * a file, or keepers. A tee node in production does not take a file: any file it reaches is its parent's,
+ * rolled back with the store (docs/tee.md "A rollback anchor outside the parent").
+ */
+export function anchorProblem(c: Pick<NodeConfig, 'rollbackAnchorFile' | 'rollbackAnchorKeepers' | 'development' | 'storeAcceptUnvouched' | 'kind' | 'environment'>): string | undefined {
+  if (c.rollbackAnchorFile && c.kind === 'tee' && c.environment === 'production' && !c.storeAcceptUnvouched) {
+    return 'NODE_ROLLBACK_ANCHOR_FILE (rollbackAnchorFile): a tee node in production keeps no anchor in a file, which its parent holds and rolls back with the store; use anchor keepers run by another party, NODE_ROLLBACK_ANCHOR_KEEPERS and NODE_ROLLBACK_ANCHOR_KEEPER_KEYS (docs/tee.md "A rollback anchor outside the parent")';
+  }
+  if (c.rollbackAnchorFile || c.rollbackAnchorKeepers || c.development || c.storeAcceptUnvouched) return undefined;
+  return 'NODE_ROLLBACK_ANCHOR_FILE (rollbackAnchorFile) or NODE_ROLLBACK_ANCHOR_KEEPERS (rollbackAnchorKeepers): one is required, kept where the host cannot roll it back (docs/storage.md "Rollback anchor"); NODE_DEVELOPMENT=true runs without one on a development machine';
+}
+
+/** The keepers and quorums as configured, checked; `problems` gets what is wrong. */
+function anchorKeepersOf(c: Static<typeof NodeConfigSchema>, problems: string[]): AnchorKeeperSetting[] {
+  const urls = (c.rollbackAnchorKeepers ? c.rollbackAnchorKeepers.split(',') : []).map((u) => {
+    try {
+      return new URL(u).origin;
+    } catch {
+      problems.push(`NODE_ROLLBACK_ANCHOR_KEEPERS (rollbackAnchorKeepers): ${u} is not a URL`);
+      return u;
+    }
+  });
+  const keys = c.rollbackAnchorKeeperKeys ? c.rollbackAnchorKeeperKeys.toLowerCase().split(',') : [];
+  if (urls.length === 0) {
+    if (keys.length || c.rollbackAnchorReadQuorum !== undefined || c.rollbackAnchorWriteQuorum !== undefined) problems.push('NODE_ROLLBACK_ANCHOR_KEEPER_KEYS and the quorums go with NODE_ROLLBACK_ANCHOR_KEEPERS, which is not set');
+    return [];
+  }
+  if (c.rollbackAnchorFile) problems.push('NODE_ROLLBACK_ANCHOR_FILE and NODE_ROLLBACK_ANCHOR_KEEPERS: one anchor, not both');
+  if (keys.length !== urls.length) problems.push(`NODE_ROLLBACK_ANCHOR_KEEPER_KEYS (rollbackAnchorKeeperKeys): one pinned key per keeper, in the order of NODE_ROLLBACK_ANCHOR_KEEPERS; got ${keys.length} keys for ${urls.length} keepers`);
+  if (new Set(urls).size !== urls.length) problems.push('NODE_ROLLBACK_ANCHOR_KEEPERS (rollbackAnchorKeepers): lists a keeper twice');
+  if (new Set(keys).size !== keys.length) problems.push('NODE_ROLLBACK_ANCHOR_KEEPER_KEYS (rollbackAnchorKeeperKeys): pins one key for two keepers (one party is one keeper)');
+  for (const k of keys) if (!isValidEd25519PublicKeyHex(k)) problems.push(`NODE_ROLLBACK_ANCHOR_KEEPER_KEYS (rollbackAnchorKeeperKeys): ${k} is not an Ed25519 public key`);
+  for (const u of urls) {
+    // Answers are signed and bound to the node's challenge, so the link is not what protects them; TLS
+    // still keeps the link's traffic (which node writes, how often) to the two ends, as for KMS.
+    if (u.startsWith('http:') && !(c.development && URL.canParse(u) && isLoopbackHost(new URL(u).hostname))) {
+      problems.push(`NODE_ROLLBACK_ANCHOR_KEEPERS (rollbackAnchorKeepers): plain http is refused (${u}); use https (only a development machine, NODE_DEVELOPMENT=true, may reach a keeper on loopback over http)`);
+    }
+  }
+  const q = quorumProblem(urls.length, c.rollbackAnchorReadQuorum ?? majority(urls.length), c.rollbackAnchorWriteQuorum ?? majority(urls.length));
+  if (q) problems.push(`NODE_ROLLBACK_ANCHOR_READ_QUORUM, NODE_ROLLBACK_ANCHOR_WRITE_QUORUM: ${q}`);
+  return urls.map((url, i) => Object.freeze({ url, publicKey: keys[i] ?? '' }));
 }
 
 export function loadNodeConfig(env?: Record<string, string | undefined>): NodeConfig {
@@ -80,10 +134,11 @@ export function loadNodeConfig(env?: Record<string, string | undefined>): NodeCo
   if (c.environment === 'production' && c.storageKeySealer === 'dev-insecure') problems.push('NODE_STORAGE_KEY_SEALER (storageKeySealer): dev-insecure is refused with NODE_ENVIRONMENT=production (it seals to a file the host can read)');
   if (c.environment === 'production' && c.teeAllowDevRoot) problems.push('NODE_TEE_ALLOW_DEV_ROOT (teeAllowDevRoot): must be false with NODE_ENVIRONMENT=production (a DEV-ONLY attestation root proves nothing)');
   if (c.environment === 'production' && c.kind === 'tee' && c.storageKeySealer !== 'kms') problems.push(`NODE_STORAGE_KEY_SEALER (storageKeySealer): a tee node in production seals its storage key with kms; got ${c.storageKeySealer}`);
+  const anchorKeepers = anchorKeepersOf(c, problems);
   if (problems.length) throw new ConfigError(problems);
   const operatorKeys = Object.freeze(c.operatorKeys ? c.operatorKeys.toLowerCase().split(',') : []);
   return Object.freeze({
-    ...c, coordinators: Object.freeze(coordinators), storageKeyFile: c.storageKeyFile ?? join(c.dataDir, 'storage.key'), operatorKeys,
+    ...c, coordinators: Object.freeze(coordinators), anchorKeepers: Object.freeze(anchorKeepers), storageKeyFile: c.storageKeyFile ?? join(c.dataDir, 'storage.key'), operatorKeys,
     sealedStorageKeyFile: c.sealedStorageKeyFile ?? join(c.dataDir, 'storage.key.sealed'), devSealerKeyFile: c.devSealerKeyFile ?? join(c.dataDir, 'dev-sealer.key'),
   });
 }

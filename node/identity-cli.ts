@@ -11,7 +11,7 @@ import { loadNodeConfig } from './config.ts';
 import { loadNodeStorageKey } from './storage/storage-key.ts';
 import { createLogger } from '../common/logger.ts';
 import { SealedStore } from './storage/sealed-store.ts';
-import { FileRollbackAnchor } from './storage/rollback-anchor.ts';
+import { configuredRollbackAnchor } from './storage/configured-anchor.ts';
 import { storeBackendFor } from './storage/store-backend.ts';
 import { NodeIdentity } from './runtime/identity.ts';
 
@@ -42,11 +42,12 @@ try {
   const backend = storeBackendFor(config);
   let store: SealedStore;
   try {
-    const storageKey = await loadNodeStorageKey(config, createLogger('node-identity', config.logLevel, process.stderr), backend);
+    const log = createLogger('node-identity', config.logLevel, process.stderr);
+    const storageKey = await loadNodeStorageKey(config, log, backend);
     // The node's anchor, so this program's writes (a new identity) keep it in step with the store. It
     // only reads or creates the identity, which no older copy can change: it needs no voucher, and
     // deletes nothing (that is the node's own start, node/main.ts).
-    const anchor = config.rollbackAnchorFile ? new FileRollbackAnchor(config.rollbackAnchorFile, storageKey) : undefined;
+    const anchor = configuredRollbackAnchor(config, storageKey, log);
     store = await SealedStore.openOn(backend, storageKey, { ...(anchor ? { anchor } : {}), adoptUnheaded: config.storeAdopt });
   } catch (err) {
     await backend.close().catch(() => undefined);

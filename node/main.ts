@@ -11,7 +11,10 @@ import { RefusedToStart, runMain } from '../common/process.ts';
 import { loadNodeStorageKey } from './storage/storage-key.ts';
 import { SealedStore, SealedStoreError } from './storage/sealed-store.ts';
 import { storeVouching } from './storage/store-vouching.ts';
-import { FileRollbackAnchor } from './storage/rollback-anchor.ts';
+import { RollbackAnchorError } from './storage/rollback-anchor.ts';
+import { KeeperRollbackAnchor } from './storage/keeper-rollback-anchor.ts';
+import { configuredRollbackAnchor, describeAnchor } from './storage/configured-anchor.ts';
+import { toHex } from '../common/bytes.ts';
 import { storeBackendFor, storeLocation } from './storage/store-backend.ts';
 import { RemoteKvClient } from '../tee/host-store/remote-kv-client.ts';
 import { NodeIdentity } from './runtime/identity.ts';
@@ -46,10 +49,16 @@ await runMain('node', async ({ fail }) => {
   const keyFile = config.storeRemote ? undefined : config.storageKeySealer === 'file' ? config.storageKeyFile : config.sealedStorageKeyFile;
   const keyExisted = keyFile !== undefined && existsSync(keyFile);
   const storageKey = await loadNodeStorageKey(config, log, backend);
-  const anchor = config.rollbackAnchorFile ? new FileRollbackAnchor(config.rollbackAnchorFile, storageKey) : undefined;
+  const anchor = configuredRollbackAnchor(config, storageKey, log);
+  if (anchor instanceof KeeperRollbackAnchor) {
+    log.info({ ...describeAnchor(config), readQuorum: anchor.readQuorum, writeQuorum: anchor.writeQuorum, anchorClientKey: toHex(anchor.clientKey) }, 'rollback anchor kept by anchor keepers');
+  }
   const store = await SealedStore.openOn(backend, storageKey, { ...(anchor ? { anchor } : {}), ...storeVouching(config) }).catch((err: unknown) => {
     // What the store found wrong, said plainly: the operator's next step is in the message.
     if (err instanceof SealedStoreError) throw new RefusedToStart(`the store in ${storeLocation(config)}: ${err.message}`, { cause: err });
+    // Too few keepers answered: never taken for an empty anchor. They may come back: exit 75, retried.
+    if (err instanceof RollbackAnchorError && err.code === 'anchor_unavailable') throw new RefusedToStart(`the rollback anchor: ${err.message}`, { cause: err, temporary: true });
+    if (err instanceof RollbackAnchorError) throw new RefusedToStart(`the rollback anchor: ${err.message}`, { cause: err });
     throw err;
   });
   if (keyExisted && store.empty) {
@@ -72,7 +81,7 @@ await runMain('node', async ({ fail }) => {
     log.warn({ why: store.unvouched, deleted: store.droppedUnanchored, override: config.storeAcceptUnvouched, development: config.development },
       'the rollback anchor does not vouch for this store: its OT setups and the material made ahead were deleted, since it could be an older copy (docs/storage.md "Rollback anchor")');
   }
-  if (!anchor) log.warn('no NODE_ROLLBACK_ANCHOR_FILE: a restore of the whole data directory from an older copy would not be noticed (docs/storage.md); no presignatures are kept');
+  if (!anchor) log.warn('no rollback anchor (NODE_ROLLBACK_ANCHOR_FILE or NODE_ROLLBACK_ANCHOR_KEEPERS): a restore of the whole data directory from an older copy would not be noticed (docs/storage.md); no presignatures are kept');
   const { identity, created } = await NodeIdentity.loadOrCreate(store);
   const nodeLog = log.child({ nodeId: identity.nodeId });
   nodeLog.info({ created, kind: config.kind }, created ? 'identity created' : 'identity loaded');
