@@ -73,12 +73,14 @@ if [ -n "$store_remote" ]; then
 else
   log "no NODE_STORE_REMOTE (storeRemote): the node's store is in enclave memory and does not outlive the enclave"
 fi
-# The rollback anchor must be held by a party other than the host (docs/storage.md "Rollback anchor"),
-# and none is built for an enclave yet: the node runs with NODE_STORE_ACCEPT_UNVOUCHED, so every start
-# deletes its OT setups and the material made ahead (fresh ones follow) instead of trusting the parent.
-if [ -z "${NODE_ROLLBACK_ANCHOR_FILE:-$(setting rollbackAnchorFile '')}" ]; then
+# The rollback anchor must be held by parties other than the host: anchor keepers (docs/tee.md "A
+# rollback anchor outside the parent"), each reached through an ENCLAVE_FORWARDS entry; their answers
+# are signed and bound to the node's challenge, so the parent relays them without being able to forge
+# or replay one. Without keepers the node runs with NODE_STORE_ACCEPT_UNVOUCHED, so every start deletes
+# its OT setups and the material made ahead (fresh ones follow) instead of trusting the parent.
+if [ -z "${NODE_ROLLBACK_ANCHOR_KEEPERS:-$(setting rollbackAnchorKeepers '')}" ]; then
   export NODE_STORE_ACCEPT_UNVOUCHED=true
-  log "no rollback anchor outside the host: each start deletes the OT setups and the material made ahead"
+  log "no anchor keepers outside the host: each start deletes the OT setups and the material made ahead"
 fi
 for entry in $ENCLAVE_FORWARDS; do
   target=${entry%=*}
