@@ -1,8 +1,9 @@
 // Where a node keeps the version of its store's authenticated head apart from the store itself, so
 // that restoring the whole data directory from an older copy (head included) is noticed at the next
 // open (docs/storage.md). An anchor is only as good as the place it lives: on the same disk as the
-// store it stops nothing; on storage the host cannot roll back (another volume under separate control,
-// or a monotonic counter of an enclave's key service) it makes the store's version monotonic.
+// store it stops nothing; on storage the host cannot roll back (another volume under separate control)
+// or with parties other than the host (anchor keepers: keeper-rollback-anchor.ts, what an enclave node
+// uses) it makes the store's version monotonic.
 import { xchacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { hkdf } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
