@@ -7,7 +7,8 @@
 // refused. Refusals name their custom error, decoded, distinct from an engine error. The SafeTx hash and
 // signature packing are checked against @safe-global/protocol-kit and the Safe's own getTransactionHash.
 import t from 'tap';
-import { concat, createWalletClient, encodeFunctionData, getAddress, http, keccak256, parseEventLogs, type Abi, type Address, type Hex, type PublicClient, slice } from 'viem';
+import { createRequire } from 'node:module';
+import { concat, createWalletClient, encodeFunctionData, getAddress, http, keccak256, parseEventLogs, type Abi, type Address, type Hex, type PublicClient, slice, toFunctionSelector, zeroAddress } from 'viem';
 import { mnemonicToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
 import { buildSignatureBytes, calculateSafeTransactionHash, EthSafeSignature } from '@safe-global/protocol-kit';
@@ -88,8 +89,11 @@ async function refusedViaSafe(safe: Address, calls: BatchCall[]): Promise<ChainS
 const plan20: DeployPlan = tokenDeployPlan({ tokenId: 'tok_erc20', token: { kind: 'erc20', name: 'Fund Share', symbol: 'FSH', decimals: 18 }, owners, threshold: 2 });
 const { token: erc20, safe: safe20 } = planAddresses(plan20);
 
-t.test('the deterministic-deployment proxy anvil pre-deploys is the published one', async (t) => {
+t.test('the deterministic-deployment proxy: anvil\'s is the published one; where absent, its published transaction deploys it', async (t) => {
   t.equal(await client.getCode({ address: DETERMINISTIC_DEPLOYER }), DETERMINISTIC_DEPLOYER_CODE);
+  await anvil.testClient.setCode({ address: DETERMINISTIC_DEPLOYER, bytecode: '0x' });
+  t.same(await runDeployPlan(client, sender, plan20, { stopAfter: 'DeterministicDeployer' }), [{ name: 'DeterministicDeployer', address: DETERMINISTIC_DEPLOYER, status: 'sent' }]);
+  t.equal(await client.getCode({ address: DETERMINISTIC_DEPLOYER }), DETERMINISTIC_DEPLOYER_CODE, 'deployed at the same address by the one-time signer');
 });
 
 t.test('a deploy plan stopped after the proxy factory continues where it stopped, deploying nothing twice', async (t) => {
@@ -245,6 +249,40 @@ t.test('a gasless transfer through the ERC-2771 forwarder; the same request repl
   t.equal(await client.getBalance({ address: holder!.address }), eth, 'the holder paid no gas');
   t.equal(await refusal(relayer!.address, infra.forwarder, fwdAbi, 'execute', [request]), 'ERC2771ForwarderInvalidSigner', 'replayed: refused (its nonce is used)');
   t.equal(await refusal(relayer!.address, infra.forwarder, fwdAbi, 'execute', [{ ...request, data: encodeFunctionData({ abi: abi20, functionName: 'transfer', args: [operator!.address, 8n * UNIT] }) }]), 'ERC2771ForwarderInvalidSigner', 'altered: refused');
+});
+
+t.test('the access registry is consulted on every movement, and refuses as it says', async (t) => {
+  // A registry that refuses amounts over a limit with its own error, and answers wrong for an amount of 13.
+  const source = `pragma solidity 0.8.37;
+    contract LimitRegistry {
+      uint256 public calls;
+      error OverLimit(uint256 amount);
+      function checkTransfer(address, address, address, uint256, uint256 amount) external returns (bytes4) {
+        calls++;
+        if (amount > 100 ether) revert OverLimit(amount);
+        return amount == 13 ? bytes4(0) : this.checkTransfer.selector;
+      }
+    }`;
+  const solc = createRequire(import.meta.url)('solc') as { compile(input: string): string };
+  const out = JSON.parse(solc.compile(JSON.stringify({ language: 'Solidity', sources: { 'r.sol': { content: source } }, settings: { evmVersion: 'cancun', outputSelection: { '*': { '*': ['abi', 'evm.bytecode.object'] } } } }))) as { contracts: { 'r.sol': { LimitRegistry: { abi: Abi; evm: { bytecode: { object: string } } } } } };
+  const reg = out.contracts['r.sol'].LimitRegistry;
+  const deployed = await client.waitForTransactionReceipt({ hash: await wallet(relayer!).deployContract({ abi: reg.abi, bytecode: `0x${reg.evm.bytecode.object}`, chain: foundry, account: relayer! }) });
+  const registry = getAddress(deployed.contractAddress!);
+  await viaSafe(safe20, [call(erc20, abi20, 'setAccessRegistry', [registry])]);
+  t.equal(await read(erc20, abi20, 'accessRegistry'), registry);
+  await send(holder!, erc20, abi20, 'transfer', [other!.address, UNIT]);
+  t.equal(await read(registry, reg.abi, 'calls'), 1n, 'consulted on a transfer');
+  t.equal(await refusal(holder!.address, erc20, abi20, 'transfer', [other!.address, 13n]), 'AccessRegistryRefused', 'a wrong answer: refused');
+  try {
+    await client.simulateContract({ address: erc20, abi: abi20, functionName: 'transfer', args: [other!.address, 101n * UNIT], account: holder!.address });
+    t.fail('went through');
+  } catch (err) {
+    const f = failureOf(err);
+    t.ok(f.kind === 'reverted' && f.data?.startsWith(toFunctionSelector('OverLimit(uint256)')), 'the registry\'s own revert reaches the caller');
+  }
+  await viaSafe(safe20, [call(erc20, abi20, 'setAccessRegistry', [zeroAddress])]);
+  await send(holder!, erc20, abi20, 'transfer', [other!.address, 13n]);
+  t.equal(await read(registry, reg.abi, 'calls'), 1n, 'disabled: no longer consulted');
 });
 
 t.test('deprecation refuses every movement and names the successor', async (t) => {
