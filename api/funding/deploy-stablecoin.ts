@@ -1,7 +1,9 @@
 // Deploys the sandbox stablecoin (docs/platform/funding.md "Stablecoin"): OpenZeppelin's
 // ERC20PresetMinterPauser (v4.9.6; 18 decimals, fixed by the preset), deployed by the issuer's own
 // account, which the preset makes its admin and only minter. For a local chain (anvil) and tests; a
-// production stablecoin is the issuer's, not deployed by this service.
+// production stablecoin is the issuer's, not deployed by this service. The preset's prebuilt artifact comes
+// from the `@openzeppelin/contracts-v4` alias: OpenZeppelin 5, which the project's sources compile against,
+// dropped the presets.
 import { createRequire } from 'node:module';
 import { createPublicClient, createWalletClient, http, type Abi, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -10,7 +12,7 @@ import type { EvmNetwork } from '../../core/chains/evm/evm-networks.ts';
 const require = createRequire(import.meta.url);
 
 export function stablecoinArtifact(): { abi: Abi; bytecode: Hex } {
-  return require('@openzeppelin/contracts/build/contracts/ERC20PresetMinterPauser.json') as { abi: Abi; bytecode: Hex };
+  return require('@openzeppelin/contracts-v4/build/contracts/ERC20PresetMinterPauser.json') as { abi: Abi; bytecode: Hex };
 }
 
 /** Deploys the stablecoin from `issuerKey`'s account and returns its address (lower case). */

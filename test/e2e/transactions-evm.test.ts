@@ -21,7 +21,7 @@ import { startProvider } from '../api/member-auth/oidc-provider-fixture.ts';
 t.setTimeout(300_000);
 
 const require = createRequire(import.meta.url);
-const token = require('@openzeppelin/contracts/build/contracts/ERC20PresetFixedSupply.json') as { abi: Abi; bytecode: Hex };
+const token = require('@openzeppelin/contracts-v4/build/contracts/ERC20PresetFixedSupply.json') as { abi: Abi; bytecode: Hex };
 
 t.test('EVM: hosted and self vaults send native and ERC-20 transfers to final on anvil; reshare hosted -> self while sending', async (t) => {
   // The API reaches the OpenID provider fixture on loopback (discovery, JWKS) through its SSRF-safe client.

@@ -25,7 +25,7 @@ import { createLogger } from '../../common/logger.ts';
 import { injectFetch } from '../support/inject-fetch.ts';
 
 const require = createRequire(import.meta.url);
-const token = require('@openzeppelin/contracts/build/contracts/ERC20PresetFixedSupply.json') as { abi: Abi; bytecode: Hex };
+const token = require('@openzeppelin/contracts-v4/build/contracts/ERC20PresetFixedSupply.json') as { abi: Abi; bytecode: Hex };
 const DEV = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266' as Hex;
 const BOB = '0x00000000000000000000000000000000000000b0' as Hex;
 

@@ -24,7 +24,7 @@ import { anvilWallet, DEV } from './anvil-wallet.ts';
 import { injectFetch } from '../../support/inject-fetch.ts';
 
 const require = createRequire(import.meta.url);
-const token = require('@openzeppelin/contracts/build/contracts/ERC20PresetFixedSupply.json') as { abi: Abi; bytecode: Hex };
+const token = require('@openzeppelin/contracts-v4/build/contracts/ERC20PresetFixedSupply.json') as { abi: Abi; bytecode: Hex };
 const BOB = '0x00000000000000000000000000000000000000b0' as Hex;
 
 interface Entry { sequence: number; kind: string; direction: string; asset: string; amount: string; transaction_id: string; id: string }
