@@ -10,6 +10,7 @@ import { keccak256, toHex as viemHex, getAddress } from 'viem';
 import { SAFE_DOMAIN_TYPEHASH, SAFE_TX_TYPEHASH, safeOperationProblem, safeTxHash, SAFE_DELEGATECALL_TARGETS, type SafeTxFields } from '../../core/chains/evm/safe-tx.ts';
 import { decodeIntent, type SafeTxIntent } from '../../core/intents/intent.ts';
 import { fromHex, toHex } from '../../common/bytes.ts';
+import { previewIntent } from '../../api/sdk/intent-preview.ts';
 
 const typeHash = (s: string) => keccak256(new TextEncoder().encode(s));
 
@@ -36,6 +37,10 @@ t.test('the published vectors\' digests are protocol-kit\'s', async (t) => {
       continue;
     }
     t.equal(`0x${v.safe_tx_hash}`, theirs(intent), v.name);
+    // What a customer's dry run shows is the digest the nodes sign.
+    const preview = previewIntent(fromHex(v.intent_hex));
+    t.equal(preview.decoded.safe_tx_hash, `0x${v.safe_tx_hash}`, `${v.name}: the preview names the digest`);
+    t.match(preview.signing.nodes, /nothing is broadcast/);
   }
 });
 
