@@ -59,3 +59,16 @@ export function checkPolicy(policy: Policy | null, transfers: Transfer[], window
     }
   }
 }
+
+/**
+ * A call the wallet authorizes without sending its own funds (a Safe owner's signature on a SafeTx,
+ * docs/intents.md "Kind 3"): the recipient lists bound the contract it calls; caps and windows, which
+ * count the wallet's own spends, do not apply. Throws 403 `forbidden` naming the reason.
+ */
+export function checkCallTarget(policy: Policy | null, target: string): void {
+  if (!policy) return;
+  const to = normalizeRecipient(target);
+  if (policy.recipient_denylist?.map(normalizeRecipient).includes(to)) throw forbidden(`call target ${target} is denied by the vault's policy`);
+  const allow = policy.recipient_allowlist?.map(normalizeRecipient);
+  if (allow && !allow.includes(to)) throw forbidden(`call target ${target} is not on the vault's allow list`);
+}

@@ -152,6 +152,47 @@ export interface SendEvmParameters {
   memberSigningSession?: string;
 }
 
+/**
+ * A Safe 1.4.1 transaction the wallet signs as one of the Safe's owners (intent kind 3, docs/intents.md).
+ * Every field of the SafeTx is signed, the Safe's nonce included; the gas fields default to 0 (the
+ * executor pays) and gasToken and refundReceiver to the zero address.
+ */
+export interface SignSafeTxParameters {
+  wallet: Pick<Wallet, 'id' | 'chain' | 'address'>;
+  /** The Safe, 0x address. */
+  safe: string;
+  to: string;
+  /** Wei the Safe sends with the call; default 0. */
+  value?: bigint | string;
+  /** Calldata, 0x hex; default empty. */
+  data?: string;
+  /** 0 call (default), 1 delegatecall: nodes sign a delegatecall only to Safe's MultiSendCallOnly. */
+  operation?: 0 | 1;
+  safeTxGas?: bigint | string;
+  baseGas?: bigint | string;
+  gasPrice?: bigint | string;
+  gasToken?: string;
+  refundReceiver?: string;
+  /** The Safe's nonce this transaction takes. */
+  safeNonce: bigint | string | number;
+  idempotencyKey: string;
+  /** Unix seconds after which the nodes refuse to sign; default an hour from now, at most a day ahead. */
+  notAfter?: bigint;
+  endUserToken?: string;
+  memberSigningSession?: string;
+}
+
+/** A Safe owner signature as the transaction reads once signed. */
+export interface SafeTxSignature {
+  transaction: Transaction;
+  /** 65 bytes r || s || v (v 27 or 28), 0x hex: what Safe's checkSignatures takes from this owner. */
+  signature: string;
+  /** The SafeTx EIP-712 digest it signs (Safe.getTransactionHash), 0x hex. */
+  safeTxHash: string;
+}
+
+const ZERO_ADDRESS = `0x${'00'.repeat(20)}`;
+
 /** POST /v1/transactions/prepare's answer: what an EVM intent of the wallet names. */
 export type PreparedNonce = Static<typeof Prepared>;
 
@@ -461,6 +502,50 @@ export class CustodyClient {
       kind: 'btc.transfer', organization: this.o.organization, walletId: p.wallet.id, network: net.network, from: p.wallet.address,
       outputs: p.outputs as BtcOutput[], maxFeeRate: p.maxFeeRate, maxFee: p.maxFee, inputs: p.inputs ?? [], idempotencyKey: p.idempotencyKey, notAfter: this.notAfter(p.idempotencyKey, p.notAfter),
     });
+  }
+
+  /** The canonical intent of a Safe owner signature by an EVM wallet of this organization (intent kind 3). */
+  safeTxIntent(p: SignSafeTxParameters): Uint8Array {
+    return building(() => {
+      const net = evmNetwork(p.wallet.chain);
+      if (!net) throw new SdkError('bad_intent', `${p.wallet.chain} is not an EVM chain`);
+      const address = (a: string, what: string) => {
+        if (!/^0x[0-9a-fA-F]{40}$/.test(a)) throw new SdkError('bad_intent', `${what} is not a 0x address`);
+        return hexToBytes(a.slice(2).toLowerCase());
+      };
+      const data = p.data ?? '0x';
+      if (!/^0x([0-9a-fA-F]{2})*$/.test(data)) throw new SdkError('bad_intent', 'data is not 0x hex');
+      return encodeIntent({
+        kind: 'evm.safe_tx', organization: this.o.organization, walletId: p.wallet.id, chainId: net.chainId, owner: address(p.wallet.address, 'the wallet address'),
+        safe: address(p.safe, 'safe'), to: address(p.to, 'to'), value: BigInt(p.value ?? 0), data: hexToBytes(data.slice(2)), operation: p.operation ?? 0,
+        safeTxGas: BigInt(p.safeTxGas ?? 0), baseGas: BigInt(p.baseGas ?? 0), gasPrice: BigInt(p.gasPrice ?? 0), gasToken: address(p.gasToken ?? ZERO_ADDRESS, 'gasToken'),
+        refundReceiver: address(p.refundReceiver ?? ZERO_ADDRESS, 'refundReceiver'), safeNonce: BigInt(p.safeNonce), idempotencyKey: p.idempotencyKey, notAfter: this.notAfter(p.idempotencyKey, p.notAfter),
+      });
+    });
+  }
+
+  /** The intent bytes and the POST /v1/transactions body of a Safe owner signature, built and signed, not sent. */
+  prepareSafeTx(p: SignSafeTxParameters): PreparedTransaction {
+    return this.prepared(p.wallet.id, this.safeTxIntent(p), p.idempotencyKey, p);
+  }
+
+  /**
+   * Builds, signs and submits a Safe owner signature (POST /v1/transactions); the transaction's last state
+   * is `signed`, with the signature: safeTxSignature waits for it.
+   */
+  signSafeTx(p: SignSafeTxParameters): Promise<Transaction> {
+    return this.submitTransaction(this.prepareSafeTx(p).body);
+  }
+
+  /**
+   * Waits until a Safe owner signature is signed and returns it; fails (SdkError with the transaction's
+   * reason) when the signing was rejected or failed.
+   */
+  async safeTxSignature(txId: string, opts: WaitOptions = {}): Promise<SafeTxSignature> {
+    const tx = await this.waitForTransaction(txId, ['signed'], opts);
+    if (tx.kind !== 'safe_tx' || !tx.safe_tx) throw new SdkError('not_signed', `transaction ${txId} is not a Safe owner signature`);
+    if (tx.state !== 'signed' || !tx.signature) throw new SdkError('not_signed', `transaction ${txId} is ${tx.state}: ${tx.reason ?? 'no signature'}`);
+    return { transaction: tx, signature: tx.signature, safeTxHash: tx.safe_tx.safe_tx_hash };
   }
 
   private notAfter(idempotencyKey: string, given: bigint | undefined): bigint {

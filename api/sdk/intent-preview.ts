@@ -5,6 +5,7 @@
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { decodeIntent, type Intent } from '../../core/intents/intent.ts';
+import { safeTxHash } from '../../core/chains/evm/safe-tx.ts';
 
 export interface IntentPreview {
   /** The canonical intent bytes, hex. */
@@ -28,6 +29,14 @@ function decoded(intent: Intent): Record<string, unknown> {
       idempotency_key: intent.idempotencyKey, not_after: intent.notAfter.toString(),
     };
   }
+  if (intent.kind === 'evm.safe_tx') {
+    return {
+      kind: intent.kind, version: 1, organization: intent.organization, wallet_id: intent.walletId, chain_id: intent.chainId.toString(), owner: hex0x(intent.owner), safe: hex0x(intent.safe),
+      to: hex0x(intent.to), value: intent.value.toString(), data: hex0x(intent.data), operation: intent.operation, safe_tx_gas: intent.safeTxGas.toString(), base_gas: intent.baseGas.toString(),
+      gas_price: intent.gasPrice.toString(), gas_token: hex0x(intent.gasToken), refund_receiver: hex0x(intent.refundReceiver), safe_nonce: intent.safeNonce.toString(),
+      safe_tx_hash: hex0x(safeTxHash(intent)), idempotency_key: intent.idempotencyKey, not_after: intent.notAfter.toString(),
+    };
+  }
   return {
     kind: intent.kind, version: intent.inputs.some((i) => i.amount !== undefined) ? 2 : 1, organization: intent.organization, wallet_id: intent.walletId,
     network: intent.network, from: intent.from, outputs: intent.outputs.map((o) => ({ address: o.address, amount: o.amount.toString() })),
@@ -41,6 +50,11 @@ function nodesSign(intent: Intent): string {
   if (intent.kind === 'evm.transfer') {
     return `one EIP-1559 transaction on chain ${intent.chainId} from ${hex0x(intent.from)} paying ${intent.amount} ${intent.asset.kind === 'native' ? 'wei' : `units of ${hex0x(intent.asset.contract)}`} to ${hex0x(intent.to)}, ` +
       `${intent.nonce === undefined ? 'with no nonce named, which no node signs' : `at nonce ${intent.nonce}`}, with a fee of at most ${intent.maxFee} wei; the service picks the fees within that ceiling, and every node derives the signing digest again from this intent before it signs`;
+  }
+  if (intent.kind === 'evm.safe_tx') {
+    return `one ECDSA signature by ${hex0x(intent.owner)}, as an owner of the Safe ${hex0x(intent.safe)} on chain ${intent.chainId}, on the SafeTx ${hex0x(safeTxHash(intent))} ` +
+      `(a ${intent.operation === 1 ? 'delegatecall' : 'call'} to ${hex0x(intent.to)} with ${intent.value} wei and ${intent.data.length} bytes of data, at Safe nonce ${intent.safeNonce}); ` +
+      'every node computes that EIP-712 digest again from this intent before it signs, and nothing is broadcast';
   }
   const paid = intent.outputs.map((o) => `${o.amount} sat to ${o.address}`).join(', ');
   const inputs = intent.inputs.length

@@ -2,6 +2,8 @@
 // here: it stays in the transaction's job until the signature is made, then goes.
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import type { MemberActionBinding } from '../../core/session/member-action-binding.ts';
+import type { SafeTxIntent } from '../../core/intents/intent.ts';
+import { safeTxHash } from '../../core/chains/evm/safe-tx.ts';
 
 export type TransactionState = 'created' | 'checks' | 'signed' | 'broadcast' | 'confirmed' | 'final' | 'failed' | 'rejected';
 
@@ -12,8 +14,33 @@ export interface TransferRecord {
   amount: string;
 }
 
+/** A Safe transaction the wallet signs as an owner (intent kind 3): what the signature is for. */
+export interface SafeTxRecord {
+  /** The Safe, 0x lower case. */
+  safe: string;
+  chain_id: string;
+  /** The Safe's nonce, base 10. */
+  nonce: string;
+  to: string;
+  operation: number;
+  /** The EIP-712 SafeTx digest (`Safe.getTransactionHash`), 0x hex: what the nodes sign. */
+  safe_tx_hash: string;
+}
+
+export function safeTxView(intent: SafeTxIntent): SafeTxRecord {
+  return {
+    safe: `0x${bytesToHex(intent.safe)}`, chain_id: intent.chainId.toString(), nonce: intent.safeNonce.toString(), to: `0x${bytesToHex(intent.to)}`, operation: intent.operation,
+    safe_tx_hash: `0x${bytesToHex(safeTxHash(intent))}`,
+  };
+}
+
 export interface TransactionRecord {
   id: string;
+  /**
+   * `safe_tx`: a Safe owner's signature (intent kind 3), whose last state is `signed` with `signature`;
+   * absent for a transfer.
+   */
+  kind?: 'safe_tx';
   org: string;
   vault_id: string;
   wallet_id: string;
@@ -48,6 +75,10 @@ export interface TransactionRecord {
   /** Bitcoin, once adopted after its first broadcast: the fee the wallet ledger held then, which its release undoes. */
   fee_held?: string;
   inputs?: string[];
+  /** A Safe transaction's fields and digest. */
+  safe_tx?: SafeTxRecord;
+  /** A Safe transaction, once signed: the owner's 65-byte signature r || s || v (v 27 or 28), 0x hex, as Safe's `checkSignatures` takes it. */
+  signature?: string;
   fee: string | null;
   /** EVM, once included: what the inclusion cost (gas used x effective gas price), for the wallet ledger. */
   fee_paid?: string;

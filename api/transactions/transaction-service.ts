@@ -16,13 +16,14 @@ import { evmNetwork } from '../../core/chains/evm/evm-networks.ts';
 import { BITCOIN_NETWORKS } from '../../core/chains/bitcoin/bitcoin-networks.ts';
 import * as bitcoin from 'bitcoinjs-lib';
 import { BITCOIN_NETWORK_PARAMS } from '../../core/chains/bitcoin/network-params.ts';
-import { checkPolicy, normalizeRecipient, type Policy, type Transfer } from '../policy/policy.ts';
+import { checkCallTarget, checkPolicy, normalizeRecipient, type Policy, type Transfer } from '../policy/policy.ts';
+import { safeOperationProblem } from '../../core/chains/evm/safe-tx.ts';
 import { EndUserTokenError, intentSha256, verifyEndUserToken } from '../../core/auth/end-user-token.ts';
 import type { MemberActionBinding, PasskeyAssertion } from '../../core/session/member-action-binding.ts';
 import type { VaultService } from '../vaults/vault-service.ts';
 import type { ApiKeyRecord, VaultRecord, WalletRecord } from '../vaults/records.ts';
 import { newId, orgJobGroup } from '../vaults/vault-service.ts';
-import { memberActionJob, type TransactionJob, type TransactionRecord, type TransactionState } from './records.ts';
+import { memberActionJob, safeTxView, type TransactionJob, type TransactionRecord, type TransactionState } from './records.ts';
 import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { IndexList } from '../store/pagination.ts';
 import type { Utxo } from '../chains/bitcoin/esplora-client.ts';
@@ -240,8 +241,9 @@ export class TransactionService {
   /** Whether a transaction of the wallet is not final, failed or rejected yet. */
   async inFlight(walletId: string): Promise<boolean> {
     for (const state of IN_FLIGHT_STATES) {
-      const found = await TRANSACTIONS.in(this.o.vaults.store).byIndex(`wallet-state/${walletId}/${state}/`, 1);
-      if (found.some((t) => t.state === state)) return true;
+      // A Safe owner signature that is signed is done (its last state): it holds nothing of the wallet.
+      const found = await TRANSACTIONS.in(this.o.vaults.store).byIndex(`wallet-state/${walletId}/${state}/`, state === 'signed' ? 10_000 : 1);
+      if (found.some((t) => t.state === state && !(t.kind === 'safe_tx' && state === 'signed'))) return true;
     }
     return false;
   }
@@ -279,7 +281,7 @@ export class TransactionService {
     if (expiry === 'intent_expiry_required') throw bad('the intent needs a not_after (Unix seconds); nodes sign only intents that expire');
     if (expiry === 'intent_expiry_too_far') throw bad(`the intent's not_after is more than ${MAX_INTENT_LIFETIME_SECONDS / 3600n} hours ahead`);
     if (expiry === 'intent_expired') throw bad('the intent has expired (not_after)');
-    if (!this.o.hasBackend(wallet.chain)) throw new CustodyError('conflict', `chain ${wallet.chain} has no backend configured on this service`);
+    if (intent.kind !== 'evm.safe_tx' && !this.o.hasBackend(wallet.chain)) throw new CustodyError('conflict', `chain ${wallet.chain} has no backend configured on this service`);
     return { wallet, vault, intent };
   }
 
@@ -327,7 +329,8 @@ export class TransactionService {
     const expiry = intentExpiryProblem(intent.notAfter, BigInt(Math.floor(nowMs / 1000)));
     if (expiry === 'intent_expiry_required') throw bad('the intent needs a not_after (Unix seconds); nodes sign only intents that expire');
     if (expiry === 'intent_expiry_too_far') throw bad(`the intent's not_after is more than ${MAX_INTENT_LIFETIME_SECONDS / 3600n} hours ahead`);
-    if (!this.o.hasBackend(wallet.chain)) throw new CustodyError('conflict', `chain ${wallet.chain} has no backend configured on this service`);
+    // A Safe transaction's signature is returned, not broadcast: it needs no chain backend here.
+    if (intent.kind !== 'evm.safe_tx' && !this.o.hasBackend(wallet.chain)) throw new CustodyError('conflict', `chain ${wallet.chain} has no backend configured on this service`);
     const apiKeyId = await this.verifySignature(org, callerKeyId, bytes, body.intent_signature);
     if (expiry === 'intent_expired') throw forbidden('the intent has expired (not_after)');
     let member: MemberSigningClaim | undefined;
@@ -355,14 +358,16 @@ export class TransactionService {
       const current = await this.o.vaults.vault(org, vault.id);
       if (!SIGNING_STATES.includes(current.state)) throw new CustodyError('conflict', `the vault is ${current.state}; it signs nothing now`);
       checkPolicy(current.policy as Policy | null, transfers, await this.windowSpends(current, nowMs), nowMs);
+      // A Safe transaction moves none of the wallet's own funds; the policy's recipient lists still bound whom it calls.
+      if (intent.kind === 'evm.safe_tx') checkCallTarget(current.policy as Policy | null, viemHex(intent.to));
       const t = this.now().toISOString();
       const tx: TransactionRecord = {
-        id: newId('txn'), org, vault_id: vault.id, wallet_id: wallet.id, chain: wallet.chain, family: intent.kind === 'evm.transfer' ? 'evm' : 'bitcoin',
+        id: newId('txn'), org, vault_id: vault.id, wallet_id: wallet.id, chain: wallet.chain, family: intent.kind === 'btc.transfer' ? 'bitcoin' : 'evm',
         state: 'created', idempotency_key: body.idempotency_key, request_hash: hash, intent: bytesToHex(bytes), intent_signature: body.intent_signature.toLowerCase(),
         api_key_id: apiKeyId, intent_sha256: intentSha256(bytes), transfers: transfers.map((x) => ({ ...x, amount: x.amount.toString() })),
         tx_hash: null, reason: null, fee: null, created_at: t, updated_at: t,
         // What makes it unique on chain, as its intent names it: listed while it is in flight.
-        ...(intent.kind === 'evm.transfer' ? { nonce: Number(intent.nonce) } : { inputs: intent.inputs.map((i) => `${bytesToHex(i.txid)}:${i.vout}`) }),
+        ...(intent.kind === 'evm.transfer' ? { nonce: Number(intent.nonce) } : intent.kind === 'evm.safe_tx' ? { kind: 'safe_tx' as const, safe_tx: safeTxView(intent) } : { inputs: intent.inputs.map((i) => `${bytesToHex(i.txid)}:${i.vout}`) }),
       };
       // The nonce the intent names becomes this transaction's: no other of the wallet's can take it.
       const nonceOps = intent.kind === 'evm.transfer'
@@ -478,6 +483,16 @@ export class TransactionService {
       if (intent.nonce > BigInt(Number.MAX_SAFE_INTEGER)) throw bad('the intent\'s nonce is beyond what this service tracks (2^53 - 1)');
       return;
     }
+    if (intent.kind === 'evm.safe_tx') {
+      const net = evmNetwork(wallet.chain);
+      if (!net) throw bad(`a Safe transaction is signed by an EVM wallet; ${wallet.chain} is not an EVM chain`);
+      if (net.chainId !== intent.chainId) throw bad(`the intent is for chain id ${intent.chainId}, the wallet is on ${wallet.chain}`);
+      if (viemHex(intent.owner).toLowerCase() !== wallet.address.toLowerCase()) throw bad('the intent names another owner address than the wallet\'s');
+      // The nodes refuse a delegatecall anywhere but MultiSendCallOnly (docs/intents.md "Kind 3"): so does the API, first.
+      const op = safeOperationProblem(intent);
+      if (op) throw bad(op);
+      return;
+    }
     const net = BITCOIN_NETWORKS.find((n) => n.chain === wallet.chain);
     if (!net || net.network !== intent.network) throw bad(`the intent is for bitcoin ${intent.network}, the wallet is on ${wallet.chain}`);
     if (intent.from !== wallet.address) throw bad('the intent spends from another address than the wallet');
@@ -544,6 +559,8 @@ export class TransactionService {
 
 /** What a transaction moves, for policy: recipients, assets (`<chain>:native` or `<chain>:<contract>`) and amounts. */
 export function transfersOf(chain: string, intent: Intent): Transfer[] {
+  // A Safe transaction's signature moves the Safe's assets, not the wallet's: nothing counts against its limits.
+  if (intent.kind === 'evm.safe_tx') return [];
   if (intent.kind === 'evm.transfer') {
     const asset = intent.asset.kind === 'native' ? `${chain}:native` : `${chain}:${viemHex(intent.asset.contract).toLowerCase()}`;
     return [{ recipient: normalizeRecipient(viemHex(intent.to)), asset, amount: intent.amount }];

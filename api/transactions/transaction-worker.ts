@@ -16,7 +16,8 @@ import type { CoordinatorClient } from '../coordinator/coordinator-client.ts';
 import { CoordinatorShards } from '../coordinator/coordinator-shards.ts';
 import { Scheme } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
 import { encodeBlob } from '../../core/codec/blob.ts';
-import { decodeIntent, type BtcTransferIntent, type EvmTransferIntent } from '../../core/intents/intent.ts';
+import { decodeIntent, type BtcTransferIntent, type EvmTransferIntent, type SafeTxIntent } from '../../core/intents/intent.ts';
+import { safeTxHash } from '../../core/chains/evm/safe-tx.ts';
 import { evmSignedTransaction, evmSigningDigest, evmTransaction, EvmTemplateError, type EvmTemplate } from '../../core/chains/evm/evm-transaction.ts';
 import type { EvmChain } from '../chains/evm/evm-chain.ts';
 import { ChainError } from '../chains/chain-error.ts';
@@ -95,6 +96,9 @@ interface ProgressPayload {
 const SIGN_STATES: readonly TransactionState[] = ['created', 'checks', 'signed'];
 const ENDED: readonly TransactionState[] = ['final', 'failed', 'rejected'];
 
+/** Whether a transaction has nothing left to do: a final state, or a Safe owner signature once signed (it is returned, not broadcast). */
+export const transactionEnded = (tx: Pick<TransactionRecord, 'state' | 'kind'>): boolean => ENDED.includes(tx.state) || (tx.kind === 'safe_tx' && tx.state === 'signed');
+
 export class TransactionWorker {
   private readonly queue: JobQueue;
   private readonly runner: JobRunner;
@@ -138,7 +142,7 @@ export class TransactionWorker {
     const store = this.o.vaults.store;
     for await (const job of TX_JOBS.in(store).all()) {
       const tx = await TRANSACTIONS.in(store).get(job.id);
-      if (!tx || ENDED.includes(tx.state)) continue;
+      if (!tx || transactionEnded(tx)) continue;
       await store.batch([SIGN_STATES.includes(tx.state) ? signJob(tx) : followJob(tx)]);
     }
   }
@@ -154,7 +158,7 @@ export class TransactionWorker {
     let job = (await TX_JOBS.in(store).get(id)) ?? { id, attempts: 0, next_at: 0 };
     for (;;) {
       const tx = await TRANSACTIONS.in(store).get(id);
-      if (!tx || ENDED.includes(tx.state)) {
+      if (!tx || transactionEnded(tx)) {
         if (await TX_JOBS.in(store).get(id)) await store.batch([TX_JOBS.delOp(id)]);
         return;
       }
@@ -258,6 +262,8 @@ export class TransactionWorker {
       case 'signed': {
         const wallet = await WALLETS.in(this.o.vaults.store).get(tx.wallet_id);
         if (!wallet) return { to: 'rejected', patch: { reason: 'wallet_missing' } };
+        // A Safe owner signature ends at `signed`: the signature is the result, nothing is broadcast.
+        if (tx.kind === 'safe_tx') return this.safeTxSign(tx, job, wallet);
         // The signed transaction is stored before it is sent, so a job run again sends the same bytes.
         let current = (await TRANSACTIONS.in(this.o.vaults.store).get(tx.id))!;
         if (current.state === 'checks') {
@@ -379,6 +385,26 @@ export class TransactionWorker {
       }
     }
     throw new ChainError('nonce_used', `nonce ${nonce} of ${from} is used already by another transaction (the chain's next is ${next}); prepare and sign a new intent`, true);
+  }
+
+  /**
+   * A Safe owner's signature (intent kind 3): the SafeTx EIP-712 digest of the intent, which every node
+   * computes again from the intent; no template, since the intent leaves nothing to choose. The
+   * signature is stored only once it recovers to the wallet's address, as r || s || v with v 27 or 28
+   * (Safe's `checkSignatures` for an owner that is an account).
+   */
+  private async safeTxSign(tx: TransactionRecord, job: TransactionJob, wallet: WalletRecord): Promise<Exclude<Step, { wait: number }>> {
+    const intent = decodeIntent(hexToBytes(tx.intent)) as SafeTxIntent;
+    const digest = safeTxHash(intent);
+    const signed = await this.sign(tx, job, wallet, Scheme.ECDSA, [digest], new Uint8Array());
+    if ('to' in signed) return signed;
+    const sig = signed.signatures[0]!;
+    const recovery = signed.recoveryIds[0];
+    if (recovery !== 0 && recovery !== 1) return this.badSignature(tx, `recovery id ${String(recovery)} is not 0 or 1`);
+    const signature = `0x${bytesToHex(sig)}${(27 + recovery).toString(16)}` as Hex;
+    const signer = await recoverAddress({ hash: viemHex(digest), signature });
+    if (signer.toLowerCase() !== wallet.address.toLowerCase()) return this.badSignature(tx, `the signature recovers ${signer}, not the wallet ${wallet.address}`);
+    return { to: 'signed', patch: { signature, waiting: undefined } };
   }
 
   private async btcSign(tx: TransactionRecord, job: TransactionJob, wallet: WalletRecord): Promise<Exclude<Step, { wait: number }>> {

@@ -186,6 +186,7 @@ export const ERROR_CODES = entries({
   wrong_inputs: e('refused', "the inputs differ from the intent's"),
   wrong_outputs: e('refused', "the outputs differ from the intent's"),
   fee_ceiling: e('refused', "the fee exceeds the intent's ceiling"),
+  delegatecall_refused: e('refused', "a Safe transaction delegatecalls something other than Safe's MultiSendCallOnly"),
   not_a_party: e('refused', 'this node is not a party of the session'),
   epoch_mismatch: e('refused', "the session names another epoch than the node's"),
   package_mismatch: e('refused', "the key package differs from the node's"),

@@ -3,6 +3,8 @@
 // recomputes the digest it signs from them. Version 2 is a Bitcoin transfer whose named inputs carry
 // their amounts (BIP-143 commits a P2WPKH signature to its own input's amount only); version 3 is an EVM
 // transfer that names its nonce, so the intent fixes the one transaction that can be mined for it.
+// Kind 3 (version 1) is a vault owner's signature on one Safe transaction: every field of the SafeTx,
+// the Safe's nonce included, so each node recomputes the EIP-712 digest it signs.
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { IntentFormatError, Reader, Writer } from './canonical.ts';
 import { verifyEd25519 } from '../../common/ed25519.ts';
@@ -24,6 +26,8 @@ export const MAX_INTENT_LIFETIME_SECONDS = 24n * 60n * 60n;
 
 export const KIND_EVM_TRANSFER = 1;
 export const KIND_BTC_TRANSFER = 2;
+/** A Safe 1.4.1 owner signature on one SafeTx (core/chains/evm/safe-tx.ts). */
+export const KIND_EVM_SAFE_TX = 3;
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 const IDEMPOTENCY = /^[\x21-\x7e]{1,128}$/;
@@ -98,7 +102,41 @@ export interface BtcTransferIntent {
   notAfter: bigint;
 }
 
-export type Intent = EvmTransferIntent | BtcTransferIntent;
+/**
+ * A vault wallet's signature, as a Safe owner, on one Safe transaction (Safe 1.4.1 `SafeTx`). Every
+ * field of the EIP-712 struct and its domain is here, the Safe's nonce included: another nonce, Safe,
+ * chain or call is another intent, which needs another customer signature.
+ */
+export interface SafeTxIntent {
+  kind: 'evm.safe_tx';
+  organization: string;
+  /** The vault wallet that signs, as an owner of the Safe. */
+  walletId: string;
+  /** EIP-155 chain id of the EIP-712 domain, not 0. */
+  chainId: bigint;
+  /** The wallet's address (20 bytes): nodes check it is the key's derived address at the path they sign with. */
+  owner: Uint8Array;
+  /** The Safe (the domain's verifyingContract), 20 bytes. */
+  safe: Uint8Array;
+  to: Uint8Array;
+  /** Wei the Safe sends with the call. */
+  value: bigint;
+  /** Calldata, at most 64 KiB. */
+  data: Uint8Array;
+  /** 0 call, 1 delegatecall (nodes sign a delegatecall only to Safe's MultiSendCallOnly). */
+  operation: number;
+  safeTxGas: bigint;
+  baseGas: bigint;
+  gasPrice: bigint;
+  gasToken: Uint8Array;
+  refundReceiver: Uint8Array;
+  /** The Safe's nonce: a Safe executes one transaction per nonce. */
+  safeNonce: bigint;
+  idempotencyKey: string;
+  notAfter: bigint;
+}
+
+export type Intent = EvmTransferIntent | BtcTransferIntent | SafeTxIntent;
 
 const MAX_MONEY = 21_000_000n * 100_000_000n;
 
@@ -144,6 +182,25 @@ export function encodeIntent(intent: Intent): Uint8Array {
     if (intent.asset.kind === 'erc20' && intent.data.length) throw new IntentFormatError('an ERC-20 transfer carries no calldata');
     if (intent.chainId === 0n) throw new IntentFormatError('chain id must not be 0');
     w.u256(intent.amount).bytes(intent.data, MAX_CALLDATA, 'data').u256(intent.maxFee);
+  } else if (intent.kind === 'evm.safe_tx') {
+    if (intent.chainId === 0n) throw new IntentFormatError('chain id must not be 0');
+    if (intent.operation !== 0 && intent.operation !== 1) throw new IntentFormatError('operation is 0 (call) or 1 (delegatecall)');
+    header(w, KIND_EVM_SAFE_TX)
+      .str(intent.organization, 'organization', ID, 128)
+      .str(intent.walletId, 'wallet_id', ID, 128)
+      .u64(intent.chainId)
+      .fixed(intent.owner, 20, 'owner')
+      .fixed(intent.safe, 20, 'safe')
+      .fixed(intent.to, 20, 'to')
+      .u256(intent.value)
+      .bytes(intent.data, MAX_CALLDATA, 'data')
+      .u8(intent.operation)
+      .u256(intent.safeTxGas)
+      .u256(intent.baseGas)
+      .u256(intent.gasPrice)
+      .fixed(intent.gasToken, 20, 'gas_token')
+      .fixed(intent.refundReceiver, 20, 'refund_receiver')
+      .u256(intent.safeNonce);
   } else {
     header(w, KIND_BTC_TRANSFER, btcVersion(intent.inputs))
       .str(intent.organization, 'organization', ID, 128)
@@ -186,6 +243,7 @@ export function decodeIntent(bytes: Uint8Array): Intent {
   const kind = r.u8('kind');
   if (version === INTENT_VERSION_INPUT_AMOUNTS && kind !== KIND_BTC_TRANSFER) throw new IntentFormatError(`intent version ${version} is for Bitcoin transfers`);
   if (version === INTENT_VERSION_EVM_NONCE && kind !== KIND_EVM_TRANSFER) throw new IntentFormatError(`intent version ${version} is for EVM transfers`);
+  if (version !== INTENT_VERSION && kind === KIND_EVM_SAFE_TX) throw new IntentFormatError('a Safe transaction intent is version 1');
   let intent: Intent;
   if (kind === KIND_EVM_TRANSFER) {
     const organization = r.str('organization', ID, 128);
@@ -222,6 +280,27 @@ export function decodeIntent(bytes: Uint8Array): Intent {
       inputs.push(input);
     }
     intent = { kind: 'btc.transfer', organization, walletId, network, from, outputs, maxFeeRate, maxFee, inputs, idempotencyKey: '', notAfter: 0n };
+  } else if (kind === KIND_EVM_SAFE_TX) {
+    intent = {
+      kind: 'evm.safe_tx',
+      organization: r.str('organization', ID, 128),
+      walletId: r.str('wallet_id', ID, 128),
+      chainId: r.u64('chain_id'),
+      owner: r.fixed(20, 'owner'),
+      safe: r.fixed(20, 'safe'),
+      to: r.fixed(20, 'to'),
+      value: r.u256('value'),
+      data: r.bytes(MAX_CALLDATA, 'data'),
+      operation: r.u8('operation'),
+      safeTxGas: r.u256('safe_tx_gas'),
+      baseGas: r.u256('base_gas'),
+      gasPrice: r.u256('gas_price'),
+      gasToken: r.fixed(20, 'gas_token'),
+      refundReceiver: r.fixed(20, 'refund_receiver'),
+      safeNonce: r.u256('safe_nonce'),
+      idempotencyKey: '',
+      notAfter: 0n,
+    };
   } else {
     throw new IntentFormatError(`unknown intent kind ${kind}`);
   }

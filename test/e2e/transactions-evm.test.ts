@@ -1,7 +1,8 @@
 // End to end with real processes (coordinator, three service nodes, the organization's self node, the
 // API) and a real anvil: the organization rotates its API key, a hosted vault gated by end-user tokens and a self vault, EVM wallets funded from
 // anvil, native and ERC-20 transfers sent through the SDK reach `final`, balances move by exactly the
-// amount, viem recovers each wallet as the sender; a BYO OIDC member (a real OpenID provider on loopback)
+// amount, viem recovers each wallet as the sender; the self vault signs a Safe transaction as an owner
+// (intent kind 3) and the signature recovers to its wallet over protocol-kit's SafeTx hash; a BYO OIDC member (a real OpenID provider on loopback)
 // approves one transfer of the hosted vault with a fresh proof and the nodes sign it; then the hosted vault reshares to the self tier while
 // transfers keep flowing, keeping its key and addresses; and a killed API resumes its transactions.
 import t from 'tap';
@@ -9,7 +10,8 @@ import { createRequire } from 'node:module';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
-import { createWalletClient, erc20Abi, http, parseEther, recoverTransactionAddress, type Abi, type Hex } from 'viem';
+import { createWalletClient, encodeFunctionData, erc20Abi, getAddress, http, parseEther, recoverAddress, recoverTransactionAddress, zeroAddress, type Abi, type Hex } from 'viem';
+import { calculateSafeTransactionHash } from '@safe-global/protocol-kit';
 import { foundry } from 'viem/chains';
 import { startStack, mining } from './stack.ts';
 import { ed25519 } from '@noble/curves/ed25519.js';
@@ -134,6 +136,19 @@ t.test('EVM: hosted and self vaults send native and ERC-20 transfers to final on
   const replay = await client.sendEvm({ wallet: sw, to: bob, amount: 12_345n, asset: contract, idempotencyKey: 'erc20-1' });
   t.equal(replay.id, erc20.id, 'an idempotent retry returns the same transaction');
   await t.rejects(client.sendEvm({ wallet: sw, to: bob, amount: 1n, asset: contract, idempotencyKey: 'erc20-1' }), { status: 409, code: 'conflict' });
+
+  // A Safe owner signature by the self vault's wallet (intent kind 3): the service node and the
+  // organization's self node each compute the SafeTx digest from the intent; the transaction ends
+  // `signed` with r || s || v, which recovers to the wallet over protocol-kit's SafeTx hash.
+  const safeParams = { wallet: sw, safe: '0x5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a', to: contract, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [bob, 1n] }), safeNonce: 0n, idempotencyKey: 'safe-owner-1' };
+  const owned = await client.signSafeTx(safeParams);
+  const ownerSig = await client.safeTxSignature(owned.id, { timeoutMs: 90_000 });
+  const theirs = calculateSafeTransactionHash(getAddress(safeParams.safe), {
+    to: getAddress(contract), value: '0', data: safeParams.data, operation: 0, safeTxGas: '0', baseGas: '0', gasPrice: '0', gasToken: zeroAddress, refundReceiver: zeroAddress, nonce: 0,
+  } as never, '1.4.1', BigInt(chain.publicClient.chain!.id));
+  t.equal(ownerSig.safeTxHash, theirs, 'the SafeTx digest is protocol-kit\'s');
+  t.equal(await recoverAddress({ hash: theirs as Hex, signature: ownerSig.signature as Hex }), getAddress(sw.address), 'the cluster\'s owner signature recovers to the self wallet');
+  t.equal((await client.signSafeTx(safeParams)).signature, ownerSig.signature, 'a retry returns the one stored signature');
 
   // Reshare the hosted vault to the self tier while transfers keep flowing.
   const ack = await client.reshareVault(h.id, { target_tier: 'self' });

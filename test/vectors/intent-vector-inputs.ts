@@ -112,6 +112,39 @@ export function intentVectorInputsV3(): { name: string; intent: Intent }[] {
   ];
 }
 
+/** Kind 3, version 1: a Safe owner's signature on one SafeTx (docs/intents.md "Kind 3"). */
+export function intentVectorInputsSafeTx(): { name: string; intent: Intent }[] {
+  const addr = (h: string) => fromHex(h.repeat(20).slice(0, 40));
+  const zero = new Uint8Array(20);
+  return [
+    {
+      name: 'safe tx: a token mint call at Safe nonce 0',
+      intent: {
+        kind: 'evm.safe_tx', organization: 'org_acme', walletId: 'wal_01', chainId: 31337n, owner: addr('a1'), safe: addr('5a'), to: addr('70'), value: 0n,
+        data: fromHex('40c10f19000000000000000000000000b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b200000000000000000000000000000000000000000000000000000000000003e8'),
+        operation: 0, safeTxGas: 0n, baseGas: 0n, gasPrice: 0n, gasToken: zero, refundReceiver: zero, safeNonce: 0n,
+        idempotencyKey: 'safe-mint-0001', notAfter: 1795003600n,
+      },
+    },
+    {
+      name: 'safe tx: native value, gas refund fields, a large Safe nonce',
+      intent: {
+        kind: 'evm.safe_tx', organization: 'org_acme', walletId: 'wal_02', chainId: 11155111n, owner: addr('a1'), safe: addr('5b'), to: addr('c3'), value: 10n ** 17n,
+        data: new Uint8Array(), operation: 0, safeTxGas: 50_000n, baseGas: 21_000n, gasPrice: 10n ** 9n, gasToken: addr('d4'), refundReceiver: addr('e5'), safeNonce: 2n ** 255n + 7n,
+        idempotencyKey: 'safe-pay/2026-12/1', notAfter: 1800000000n,
+      },
+    },
+    {
+      name: 'safe tx: a batch by delegatecall to MultiSendCallOnly',
+      intent: {
+        kind: 'evm.safe_tx', organization: 'org_acme', walletId: 'wal_01', chainId: 1n, owner: addr('a1'), safe: addr('5a'), to: fromHex('9641d764fc13c8b624c04430c7356c1c7c8102e2'), value: 0n,
+        data: fromHex('8d80ff0a'), operation: 1, safeTxGas: 0n, baseGas: 0n, gasPrice: 0n, gasToken: zero, refundReceiver: zero, safeNonce: 12n,
+        idempotencyKey: 'safe-batch-12', notAfter: 1800000000n,
+      },
+    },
+  ];
+}
+
 export function intentToJson(i: Intent): Record<string, unknown> {
   return JSON.parse(JSON.stringify(i, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v instanceof Uint8Array ? toHex(v) : v))) as Record<string, unknown>;
 }

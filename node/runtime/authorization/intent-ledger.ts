@@ -1,6 +1,7 @@
 // What this node signed for each intent (DESIGN.md "Trust", point 3): one customer signature authorizes
 // one transfer, so the first signing of an intent fixes its EVM (chain id, sender, nonce) or its exact
-// Bitcoin input set with amounts, and any later request for a different one is refused. Signing the
+// Bitcoin input set with amounts, or a Safe transaction's SafeTx digest, and any later request for a
+// different one is refused. Signing the
 // same again is allowed (only one of those transactions can be mined, and the API retries after a crash
 // need it). The record is sealed and on disk before `claim` resolves, so before any signature share or
 // presigning message derived from the request leaves the node. Once the intent's not_after is long
@@ -9,7 +10,7 @@ import { KeyedMutex } from '../../../common/keyed-mutex.ts';
 import type { BatchOp, SealedStore } from '../../storage/sealed-store.ts';
 import { SessionRefused } from '../session-host.ts';
 import { PRUNE_CHUNK_OPS, PRUNE_MARGIN_MS, pruneRange, prunedBelow, raisePrunedBelow } from '../../storage/range-pruning.ts';
-import type { BtcUse, EvmUse, SignGrant } from './sign-authorizer.ts';
+import type { BtcUse, EvmUse, SafeTxUse, SignGrant } from './sign-authorizer.ts';
 
 const RECORD_VERSION = 1;
 const PREFIX = 'intent/used/';
@@ -28,7 +29,8 @@ const dec = new TextDecoder();
 interface StoredGrant {
   v: number;
   notAfter: string;
-  use: { chain: 'evm'; chainId: string; from: string; nonce: number } | { chain: 'bitcoin'; inputs: { txid: string; vout: number; amount: string }[] };
+  use: { chain: 'evm'; chainId: string; from: string; nonce: number } | { chain: 'bitcoin'; inputs: { txid: string; vout: number; amount: string }[] }
+    | { chain: 'evm-safe-tx'; chainId: string; safe: string; owner: string; safeNonce: string; digest: string };
 }
 
 /** A canonical, comparable form of what a grant signs (bigints as decimal strings). */
@@ -36,11 +38,14 @@ function stored(grant: SignGrant): StoredGrant {
   const u = grant.use;
   const use: StoredGrant['use'] = u.chain === 'evm'
     ? { chain: 'evm', chainId: u.chainId.toString(), from: u.from.toLowerCase(), nonce: u.nonce }
-    : { chain: 'bitcoin', inputs: u.inputs.map((i) => ({ txid: i.txid, vout: i.vout, amount: i.amount.toString() })) };
+    : u.chain === 'evm-safe-tx'
+      ? { chain: 'evm-safe-tx', chainId: u.chainId.toString(), safe: u.safe.toLowerCase(), owner: u.owner.toLowerCase(), safeNonce: u.safeNonce.toString(), digest: u.digest.toLowerCase() }
+      : { chain: 'bitcoin', inputs: u.inputs.map((i) => ({ txid: i.txid, vout: i.vout, amount: i.amount.toString() })) };
   return { v: RECORD_VERSION, notAfter: grant.notAfter.toString(), use };
 }
 
 function describe(use: StoredGrant['use']): string {
+  if (use.chain === 'evm-safe-tx') return `SafeTx ${use.digest} of Safe ${use.safe} at Safe nonce ${use.safeNonce} on chain ${use.chainId}, by owner ${use.owner}`;
   return use.chain === 'evm'
     ? `EVM nonce ${use.nonce} of ${use.from} on chain ${use.chainId}`
     : `Bitcoin inputs ${use.inputs.map((i) => `${i.txid}:${i.vout} (${i.amount} sat)`).join(', ')}`;
@@ -98,10 +103,11 @@ export class IntentLedger {
   }
 
   /** What was signed for an intent, if anything. */
-  async recorded(intentHash: string): Promise<EvmUse | BtcUse | undefined> {
+  async recorded(intentHash: string): Promise<EvmUse | BtcUse | SafeTxUse | undefined> {
     const r = await this.read(PREFIX + intentHash);
     if (!r) return undefined;
     const u = r.use;
+    if (u.chain === 'evm-safe-tx') return { chain: 'evm-safe-tx', chainId: BigInt(u.chainId), safe: u.safe, owner: u.owner, safeNonce: BigInt(u.safeNonce), digest: u.digest };
     return u.chain === 'evm'
       ? { chain: 'evm', chainId: BigInt(u.chainId), from: u.from, nonce: u.nonce }
       : { chain: 'bitcoin', inputs: u.inputs.map((i) => ({ txid: i.txid, vout: i.vout, amount: BigInt(i.amount) })) };

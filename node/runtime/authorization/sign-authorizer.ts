@@ -3,7 +3,8 @@
 // the node's own registry, has not expired, a hosted vault's end-user token names it, it sends from the
 // address of the key and path being signed with, the intent fixes what makes its transaction unique on
 // chain (the EVM nonce, the Bitcoin outputs spent) and the template agrees, and every digest requested is
-// one this node recomputes from the intent and the service's template. A node refuses anything else,
+// one this node recomputes from the intent and the service's template (for a Safe transaction, the
+// SafeTx EIP-712 digest from the intent alone). A node refuses anything else,
 // whatever the coordinator or API says. What it agrees to sign comes back as a grant (the EVM nonce, or the exact Bitcoin input set
 // with amounts) for the intent ledger to claim before anything derived from the signing leaves.
 import * as bitcoin from 'bitcoinjs-lib';
@@ -13,7 +14,8 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { publicKeyToAddress } from 'viem/utils';
 import { toHex as viemHex } from 'viem';
-import { decodeIntent, intentExpiryProblem, verifyIntentSignature, type BtcTransferIntent, type EvmTransferIntent, type Intent } from '../../../core/intents/intent.ts';
+import { decodeIntent, intentExpiryProblem, verifyIntentSignature, type BtcTransferIntent, type EvmTransferIntent, type Intent, type SafeTxIntent } from '../../../core/intents/intent.ts';
+import { safeOperationProblem, safeTxHash } from '../../../core/chains/evm/safe-tx.ts';
 import { IntentFormatError } from '../../../core/intents/canonical.ts';
 import { evmSigningDigest, evmTransaction, EvmTemplateError, type EvmTemplate } from '../../../core/chains/evm/evm-transaction.ts';
 import { derive } from '../../../core/keys/bip32.ts';
@@ -63,15 +65,31 @@ export interface BtcUse {
 }
 
 /**
+ * A Safe owner's signature on one SafeTx: the EIP-712 digest, which the intent fixes whole (the Safe's
+ * nonce included), so every signing of the intent is over this one digest.
+ */
+export interface SafeTxUse {
+  chain: 'evm-safe-tx';
+  chainId: bigint;
+  /** 0x addresses, lower case. */
+  safe: string;
+  owner: string;
+  safeNonce: bigint;
+  /** The SafeTx digest, hex. */
+  digest: string;
+}
+
+/**
  * What an authorized request signs for its intent. Two signings of one intent may differ in fees, but
- * never in the EVM nonce or the Bitcoin input set: only one of them can then be mined.
+ * never in the EVM nonce or the Bitcoin input set: only one of them can then be mined. A Safe
+ * transaction's has no fees: every signing of it is over the one SafeTx digest.
  */
 export interface SignGrant {
   /** SHA-256 of the intent bytes, hex (the API's `intent_sha256`). */
   intentHash: string;
   /** The intent's expiry: a node may forget the grant once it has passed. */
   notAfter: bigint;
-  use: EvmUse | BtcUse;
+  use: EvmUse | BtcUse | SafeTxUse;
 }
 
 export interface SignAuthorizer {
@@ -97,6 +115,9 @@ function ownPayment(scheme: 'taproot' | 'ecdsa', derivedKey: string, networkName
     return { address: p.address!, output: p.output! };
   });
 }
+
+/** The EVM address of a 33-byte compressed key (hex), lower case. */
+const evmAddress = (derivedKey: string) => publicKeyToAddress(viemHex(secp256k1.Point.fromBytes(hexToBytes(derivedKey)).toBytes(false))).toLowerCase();
 
 const refuse = (code: ErrorCode, message: string): never => {
   throw new SessionRefused(code, message);
@@ -132,7 +153,8 @@ export class IntentAuthorizer implements SignAuthorizer {
       refuse('member_action_mismatch', 'a member-action binding came for a key that signs without end-user authorization');
     }
     const derived = derive(req.groupKey, req.chainCode, req.path).publicKey;
-    const { digests: expected, use } = intent.kind === 'evm.transfer' ? this.evmDigests(intent, req, pointHex(derived)) : this.btcDigests(intent, req, pointHex(derived));
+    const { digests: expected, use } = intent.kind === 'evm.transfer' ? this.evmDigests(intent, req, pointHex(derived))
+      : intent.kind === 'evm.safe_tx' ? this.safeTxDigests(intent, req, pointHex(derived)) : this.btcDigests(intent, req, pointHex(derived));
     if (expected.length !== req.digests.length || expected.some((d, i) => d !== bytesToHex(req.digests[i]!))) {
       refuse('digest_mismatch', 'the digests asked for are not the ones this intent and template produce');
     }
@@ -141,7 +163,7 @@ export class IntentAuthorizer implements SignAuthorizer {
 
   private evmDigests(intent: EvmTransferIntent, req: SignRequestView, derivedKey: string): { digests: string[]; use: EvmUse } {
     if (req.scheme !== 'ecdsa') refuse('wrong_scheme', 'EVM transactions are signed with ECDSA');
-    const from = publicKeyToAddress(viemHex(secp256k1.Point.fromBytes(hexToBytes(derivedKey)).toBytes(false))).toLowerCase();
+    const from = evmAddress(derivedKey);
     if (from !== viemHex(intent.from).toLowerCase()) refuse('wrong_sender', 'the intent sends from another address than this key and path');
     // The intent fixes the nonce: whichever nodes sign it, with whatever fees, only one transaction of
     // this sender can be mined for it. Without it, two subsets could sign it at two nonces, each with a
@@ -161,6 +183,22 @@ export class IntentAuthorizer implements SignAuthorizer {
     } catch (err) {
       return refuse('bad_template', err instanceof EvmTemplateError ? err.message : 'malformed EVM template');
     }
+  }
+
+  /**
+   * A Safe owner's signature (intent kind 3): the one SafeTx EIP-712 digest this node computes from the
+   * intent, by the key and path whose address the intent names as the owner. The intent leaves the
+   * service nothing to choose, so the template must be empty; the digest asked for is only compared.
+   */
+  private safeTxDigests(intent: SafeTxIntent, req: SignRequestView, derivedKey: string): { digests: string[]; use: SafeTxUse } {
+    if (req.scheme !== 'ecdsa') refuse('wrong_scheme', 'a Safe owner signs with ECDSA');
+    const owner = evmAddress(derivedKey);
+    if (owner !== viemHex(intent.owner).toLowerCase()) refuse('wrong_sender', 'the intent names another owner than this key and path\'s address');
+    const op = safeOperationProblem(intent);
+    if (op) refuse('delegatecall_refused', op);
+    if (req.template.length) refuse('bad_template', 'a Safe transaction intent leaves nothing to a template');
+    const digest = bytesToHex(safeTxHash(intent));
+    return { digests: [digest], use: { chain: 'evm-safe-tx', chainId: intent.chainId, safe: viemHex(intent.safe).toLowerCase(), owner, safeNonce: intent.safeNonce, digest } };
   }
 
   private btcDigests(intent: BtcTransferIntent, req: SignRequestView, derivedKey: string): { digests: string[]; use: BtcUse } {

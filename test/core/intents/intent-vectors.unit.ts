@@ -1,11 +1,12 @@
-// Intent formats v1, v2 and v3: the published vectors encode byte for byte, decode back to their inputs, and
-// their signatures verify; anything not canonical is refused.
+// Intent formats v1, v2 and v3, and kind 3 (a Safe transaction): the published vectors encode byte for
+// byte, decode back to their inputs, and their signatures verify; anything not canonical is refused.
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { decodeIntent, encodeIntent, verifyIntentSignature, signIntent, INTENT_DOMAIN, type Intent } from '../../../core/intents/intent.ts';
 import { IntentFormatError } from '../../../core/intents/canonical.ts';
 import { fromHex, toHex } from '../../../common/bytes.ts';
-import { intentToJson, intentVectorInputs, intentVectorInputsV2, intentVectorInputsV3 } from '../../vectors/intent-vector-inputs.ts';
+import { intentToJson, intentVectorInputs, intentVectorInputsV2, intentVectorInputsV3, intentVectorInputsSafeTx } from '../../vectors/intent-vector-inputs.ts';
+import { safeTxHash } from '../../../core/chains/evm/safe-tx.ts';
 
 interface Vectors {
   api_secret_key_hex: string;
@@ -168,4 +169,60 @@ t.test('version 3 refuses what has no single encoding or no meaning', async (t) 
   const future = fromHex(fileV3.vectors[0]!.intent_hex);
   future[INTENT_DOMAIN.length] = 4;
   t.throws(() => decodeIntent(future), /version 4/);
+});
+
+const fileSafe = JSON.parse(readFileSync(new URL('../../vectors/intents-v1-safe-tx.json', import.meta.url), 'utf8')) as Omit<Vectors, 'vectors'> & { vectors: (Vectors['vectors'][number] & { safe_tx_hash: string })[] };
+
+t.test('kind 3: Safe transactions encode, decode and verify; each vector pins the digest nodes sign', async (t) => {
+  const inputsSafe = intentVectorInputsSafeTx();
+  t.equal(fileSafe.vectors.length, inputsSafe.length);
+  t.equal(fileSafe.api_public_key_hex, file.api_public_key_hex, 'the published test key');
+  for (const [i, v] of fileSafe.vectors.entries()) {
+    const input = inputsSafe[i]!.intent as Extract<Intent, { kind: 'evm.safe_tx' }>;
+    t.equal(toHex(encodeIntent(input)), v.intent_hex, `${v.name}: encoding is pinned`);
+    const bytes = fromHex(v.intent_hex);
+    t.equal(bytes[INTENT_DOMAIN.length], 1, `${v.name}: version 1`);
+    t.equal(bytes[INTENT_DOMAIN.length + 1], 3, `${v.name}: kind 3`);
+    const decoded = decodeIntent(bytes);
+    t.same(intentToJson(decoded), v.intent, `${v.name}: decodes to its fields`);
+    t.equal(toHex(safeTxHash(decoded as typeof input)), v.safe_tx_hash, `${v.name}: the SafeTx digest is pinned`);
+    t.ok(verifyIntentSignature(bytes, fromHex(v.signature_hex), pub), `${v.name}: signature verifies`);
+  }
+  // Every field is signed: each change is other bytes (and another digest).
+  const base = inputsSafe[0]!.intent as Extract<Intent, { kind: 'evm.safe_tx' }>;
+  const changes: Partial<typeof base>[] = [
+    { safeNonce: 1n }, { safe: new Uint8Array(20).fill(9) }, { chainId: 1n }, { to: new Uint8Array(20).fill(8) }, { data: new Uint8Array([1]) }, { value: 1n },
+    { safeTxGas: 1n }, { baseGas: 1n }, { gasPrice: 1n }, { gasToken: new Uint8Array(20).fill(1) }, { refundReceiver: new Uint8Array(20).fill(1) }, { owner: new Uint8Array(20).fill(2) },
+  ];
+  for (const c of changes) {
+    t.not(toHex(encodeIntent({ ...base, ...c })), fileSafe.vectors[0]!.intent_hex, `${Object.keys(c)[0]} is in the bytes`);
+    if (!('owner' in c)) t.not(toHex(safeTxHash({ ...base, ...c })), fileSafe.vectors[0]!.safe_tx_hash, `${Object.keys(c)[0]} is in the digest`);
+  }
+});
+
+t.test('kind 3 refuses what has no single encoding or no meaning', async (t) => {
+  const base = intentVectorInputsSafeTx()[0]!.intent as Extract<Intent, { kind: 'evm.safe_tx' }>;
+  const refused = (what: string, intent: Intent, re: RegExp) => t.throws(() => encodeIntent(intent), re, what);
+  refused('operation 2', { ...base, operation: 2 }, /operation/);
+  refused('chain id 0', { ...base, chainId: 0n }, /chain id/);
+  refused('a short Safe address', { ...base, safe: new Uint8Array(19) }, /safe must be 20 bytes/);
+  refused('a short owner', { ...base, owner: new Uint8Array(21) }, /owner must be 20 bytes/);
+  refused('calldata over 64 KiB', { ...base, data: new Uint8Array(64 * 1024 + 1) }, /data exceeds/);
+  refused('a Safe nonce over 256 bits', { ...base, safeNonce: 1n << 256n }, /u256/);
+  refused('a bad wallet id', { ...base, walletId: 'w l' }, /wallet_id/);
+  t.ok(encodeIntent({ ...base, data: new Uint8Array(64 * 1024) }), 'calldata of exactly 64 KiB');
+  const good = fromHex(fileSafe.vectors[0]!.intent_hex);
+  // The operation byte sits after the data: a 2 there is refused by the parser, not only the writer.
+  const opAt = good.length - (8 + 2 + base.idempotencyKey.length) - (32 + 20 + 20 + 32 + 32 + 32) - 1;
+  t.equal(good[opAt], 0, 'the operation byte');
+  const op2 = good.slice();
+  op2[opAt] = 2;
+  t.throws(() => decodeIntent(op2), /operation/);
+  for (const version of [2, 3]) {
+    const other = good.slice();
+    other[INTENT_DOMAIN.length] = version;
+    t.throws(() => decodeIntent(other), IntentFormatError, `version ${version} of kind 3`);
+  }
+  t.throws(() => decodeIntent(new Uint8Array([...good, 0])), /trailing/);
+  t.throws(() => decodeIntent(good.subarray(0, good.length - 1)), /ends inside/);
 });
