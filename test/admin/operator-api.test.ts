@@ -16,7 +16,7 @@ import { VaultService } from '../../api/vaults/vault-service.ts';
 import { TenancyService } from '../../api/tenancy/tenancy-service.ts';
 import { decodeTrustEntry } from '../../core/trust/trust-entry.ts';
 import type { VaultRecord } from '../../api/vaults/records.ts';
-import { programArgs } from '../support/program.ts';
+import { PROGRAM_LAUNCHER, programArgs } from '../support/program.ts';
 
 t.setTimeout(120_000);
 const root = resolve(import.meta.dirname, '../..');
@@ -53,7 +53,7 @@ t.test('operator tasks through the running API', async (t) => {
 
   const env = { API_OPERATOR_API_URL: base, API_OPERATOR_TOKEN_FILE: tokenFile, API_OPERATOR_KEY_FILE: operatorKeyFile, API_DATA_DIR: dataDir };
   const admin = (...args: string[]) => new Promise<{ code: number; out: Record<string, unknown>; stderr: string }>((done) => {
-    execFile(process.execPath, [...programArgs('api/admin/main.ts'), ...args], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env } }, (err, stdout, stderr) => {
+    execFile(PROGRAM_LAUNCHER, [...programArgs('api/admin/main.ts'), ...args], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env } }, (err, stdout, stderr) => {
       done({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, out: stdout ? JSON.parse(stdout) as Record<string, unknown> : {}, stderr });
     });
   });
@@ -160,7 +160,7 @@ t.test('operator tasks through the running API', async (t) => {
 
 t.test('without API_OPERATOR_API_URL the remote-only commands say what they need', async (t) => {
   const r = await new Promise<{ code: number; stderr: string }>((done) => {
-    execFile(process.execPath, [...programArgs('api/admin/main.ts'), 'org', 'list'], { cwd: root, env: { PATH: process.env.PATH ?? '' } }, (err, _o, stderr) => done({ code: err ? 1 : 0, stderr }));
+    execFile(PROGRAM_LAUNCHER, [...programArgs('api/admin/main.ts'), 'org', 'list'], { cwd: root, env: { PATH: process.env.PATH ?? '' } }, (err, _o, stderr) => done({ code: err ? 1 : 0, stderr }));
   });
   t.equal(r.code, 1);
   t.match(r.stderr, /org list runs through the operator API: set API_OPERATOR_API_URL/);

@@ -15,7 +15,7 @@ import { SealedStore } from '../../node/storage/sealed-store.ts';
 import { FileRollbackAnchor } from '../../node/storage/rollback-anchor.ts';
 import { NodeIdentity } from '../../node/runtime/identity.ts';
 import { signRoster } from '../../core/trust/roster.ts';
-import { programArgs } from '../support/program.ts';
+import { PROGRAM_LAUNCHER, programArgs } from '../support/program.ts';
 
 const root = resolve(import.meta.dirname, '../..');
 
@@ -167,7 +167,7 @@ export class Cluster {
 
   /** Starts one of the programs from its TypeScript entry. CLUSTER_PROF_DIR writes a CPU profile per node process. */
   spawn(name: string, entry: string, env: Record<string, string>): Proc {
-    const child = spawn(process.execPath, [...(entry === 'node/main.ts' && process.env.CLUSTER_PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.CLUSTER_PROF_DIR] : []), ...programArgs(entry)], {
+    const child = spawn(PROGRAM_LAUNCHER, programArgs(entry, entry === 'node/main.ts' && process.env.CLUSTER_PROF_DIR ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.CLUSTER_PROF_DIR] : []), {
       cwd: root,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -11,7 +11,7 @@ import { createLogger } from '../../common/logger.ts';
 import type { DeliveryRecord, Envelope } from '../../api/webhooks/delivery-engine.ts';
 import type { EventRecord } from '../../api/vaults/records.ts';
 import { setupCustomers, newPublicKey } from './setup-customers.ts';
-import { programArgs } from '../support/program.ts';
+import { PROGRAM_LAUNCHER, programArgs } from '../support/program.ts';
 
 const log = createLogger('relay', 'silent');
 const actor = { type: 'operator' as const, id: 'test' };
@@ -126,7 +126,7 @@ t.test('a relay process killed mid-way and restarted: every event emitted exactl
   const child = join(resolve(import.meta.dirname), 'relay-child.ts');
   const run = (kill: boolean) => new Promise<string>((done) => {
     // Killed once 40 of its store batches (one per event relayed) are written: in the middle of its work.
-    const p = spawn(process.execPath, [...programArgs(child), s.dir, ...(kill ? ['40'] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(PROGRAM_LAUNCHER, [...programArgs(child), s.dir, ...(kill ? ['40'] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     p.stdout.on('data', (b: Buffer) => {
       out += b.toString();

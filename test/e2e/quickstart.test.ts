@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../cluster/cluster-harness.ts';
+import { PROGRAM_LAUNCHER, untracked } from '../support/program.ts';
 
 t.setTimeout(600_000);
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -74,7 +75,7 @@ t.test('docs/quickstart.md works as written, step by step, against npm start', a
   };
   // Step 1: npm start, in its own process group so that stopping it stops everything it started.
   let log = '';
-  const start: ChildProcess = spawn(process.execPath, ['deploy/local/start.mjs'], { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const start: ChildProcess = spawn(PROGRAM_LAUNCHER, untracked(process.execPath, ['deploy/local/start.mjs']), { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   start.stdout!.on('data', (d: Buffer) => (log += d.toString()));
   start.stderr!.on('data', (d: Buffer) => (log += d.toString()));
   t.teardown(async () => {
@@ -104,7 +105,7 @@ t.test('docs/quickstart.md works as written, step by step, against npm start', a
   // Steps 2…: one bash session, each step's output in its own file.
   const script = ['set -euo pipefail', `cd ${JSON.stringify(root)}`, ...all.map((s, i) => `{\n${rewrite(s.sh)}\n} > ${work}.step${i}.out 2> ${work}.step${i}.err`)].join('\n');
   writeFileSync(join(tmp, 'steps.sh'), script);
-  const bash = spawn('bash', [join(tmp, 'steps.sh')], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const bash = spawn(PROGRAM_LAUNCHER, untracked('bash', [join(tmp, 'steps.sh')]), { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let bashErr = '';
   bash.stderr.on('data', (d: Buffer) => (bashErr += d.toString()));
   const code = await new Promise<number | null>((resolve) => bash.on('close', resolve));

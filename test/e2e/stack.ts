@@ -10,7 +10,7 @@ import { Cluster, freePort, waitUntil, type Proc } from '../cluster/cluster-harn
 import { startAnvil, type Anvil } from '../chains/anvil.ts';
 import { EsploraDouble } from '../chains/esplora-double.ts';
 import { CustodyClient } from '../../api/sdk/client.ts';
-import { programArgs } from '../support/program.ts';
+import { PROGRAM_LAUNCHER, programArgs } from '../support/program.ts';
 
 const root = resolve(import.meta.dirname, '../..');
 
@@ -34,7 +34,7 @@ export interface Stack {
 
 /** Runs the operator command against the API's data directory (the API must not be running). */
 export function admin(cluster: Cluster, args: string[], env: Record<string, string> = {}): Record<string, string> {
-  const out = execFileSync(process.execPath, [...programArgs('api/admin/main.ts'), ...args], {
+  const out = execFileSync(PROGRAM_LAUNCHER, [...programArgs('api/admin/main.ts'), ...args], {
     cwd: root, env: { PATH: process.env.PATH ?? '', API_DATA_DIR: join(cluster.dir, 'api'), ...env }, encoding: 'utf8',
   });
   return JSON.parse(out) as Record<string, string>;

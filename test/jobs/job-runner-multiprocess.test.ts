@@ -12,7 +12,7 @@ import pg from 'pg';
 import t from 'tap';
 import { PostgresJobQueue } from '../../api/jobs/postgres-job-queue.ts';
 import { startPostgres } from '../support/postgres.ts';
-import { programArgs } from '../support/program.ts';
+import { PROGRAM_LAUNCHER, programArgs } from '../support/program.ts';
 
 const N = 300;
 const WALLETS = 10;
@@ -56,7 +56,7 @@ t.test('3 processes share 300 jobs; one is SIGKILLed mid-run', async (t) => {
   const t0 = performance.now();
   const logs = new Map<string, string>();
   function worker(id: string): Promise<ChildProcess> {
-    const child = spawn(process.execPath, programArgs(join(here, 'job-worker-process.ts')), {
+    const child = spawn(PROGRAM_LAUNCHER, programArgs(join(here, 'job-worker-process.ts')), {
       env: { ...process.env, JOBS_DATABASE_URL: server.url, JOBS_WORKER_ID: id },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { programArgs } from '../support/program.ts';
+import { PROGRAM_LAUNCHER, programArgs } from '../support/program.ts';
 import { hexToBytes } from '@noble/hashes/utils.js';
 import { nodeIdFor } from '../../core/trust/node-id.ts';
 
@@ -21,7 +21,7 @@ interface Run {
 }
 function identityCli(cwd: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...programArgs('node/identity-cli.ts'), ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(PROGRAM_LAUNCHER, [...programArgs('node/identity-cli.ts'), ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -9,6 +9,7 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync, existsSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PROGRAM_LAUNCHER, untracked } from '../support/program.ts';
 
 t.setTimeout(240_000);
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -44,16 +45,16 @@ console.log(JSON.stringify({
 t.test('built, packed, installed in a project outside the repository, type-checked and run', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'sdk-customer-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  execFileSync(process.execPath, [join(root, 'deploy/sdk/build-sdk.mjs'), '--out', join(dir, 'sdk')], { cwd: root, stdio: 'pipe' });
+  execFileSync(PROGRAM_LAUNCHER, untracked(process.execPath, [join(root, 'deploy/sdk/build-sdk.mjs'), '--out', join(dir, 'sdk')]), { cwd: root, stdio: 'pipe' });
   t.ok(existsSync(join(dir, 'sdk/api/sdk/index.d.ts')), 'declarations emitted');
-  execFileSync(npm, ['pack', join(dir, 'sdk'), '--pack-destination', dir], { cwd: dir, stdio: 'pipe' });
+  execFileSync(PROGRAM_LAUNCHER, untracked(npm, ['pack', join(dir, 'sdk'), '--pack-destination', dir]), { cwd: dir, stdio: 'pipe' });
   const tarball = readdirSync(dir).find((f) => f.endsWith('.tgz'))!;
   t.ok(tarball, 'npm pack made a tarball');
 
   const app = join(dir, 'app');
   execFileSync('mkdir', [app]);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'customer-app', private: true, type: 'module' }));
-  execFileSync(npm, ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', join(dir, tarball)], { cwd: app, stdio: 'pipe' });
+  execFileSync(PROGRAM_LAUNCHER, untracked(npm, ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', join(dir, tarball)]), { cwd: app, stdio: 'pipe' });
   writeFileSync(join(app, 'main.ts'), CONSUMER);
 
   // The customer's compiler, strict, Node's module resolution: the package's exports and `types`.
@@ -61,13 +62,13 @@ t.test('built, packed, installed in a project outside the repository, type-check
   const compile = [tsc, '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--outDir', 'out',
     '--typeRoots', join(root, 'node_modules/@types'), '--types', 'node', 'main.ts'];
   try {
-    execFileSync(process.execPath, compile, { cwd: app, stdio: 'pipe' });
+    execFileSync(PROGRAM_LAUNCHER, untracked(process.execPath, compile), { cwd: app, stdio: 'pipe' });
   } catch (err) {
     t.fail(`the customer's tsc refused: ${String((err as { stdout?: Buffer }).stdout)}`);
     return;
   }
   t.pass('type-checks against the declarations under strict NodeNext resolution');
-  const out = JSON.parse(execFileSync(process.execPath, ['out/main.js'], { cwd: app, encoding: 'utf8' })) as Record<string, unknown>;
+  const out = JSON.parse(execFileSync(PROGRAM_LAUNCHER, untracked(process.execPath, ['out/main.js']), { cwd: app, encoding: 'utf8' })) as Record<string, unknown>;
   t.equal(out.verified, true, 'the intent signature made by the compiled SDK verifies under the API key');
   t.match(out.sha256, /^[0-9a-f]{64}$/);
   t.match(out.decoded, { kind: 'evm.transfer', version: 3, organization: 'org_demo', wallet_id: 'wal_demo', chain_id: '31337', nonce: '5', amount: '1000', not_after: '1900000000' });

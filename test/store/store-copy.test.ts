@@ -16,7 +16,7 @@ import type { RecordRepository } from '../../api/store/record-repository.ts';
 import { RecordStore } from '../../api/store/record-store.ts';
 import { copyStore } from '../../api/store/store-copy.ts';
 import { newDatabase, startPostgres } from '../support/postgres.ts';
-import { programArgs } from '../support/program.ts';
+import { PROGRAM_LAUNCHER, programArgs } from '../support/program.ts';
 
 const run = promisify(execFile);
 const server = await startPostgres();
@@ -217,7 +217,7 @@ t.test('refused while an API instance holds the instance lock; the command print
 
   const env = { ...process.env, API_DATABASE_URL: url, API_DATA_DIR: dir };
   const cli = [...programArgs('api/admin/main.ts'), 'store', 'copy', '--from-data-dir', dir];
-  const refused = await run(process.execPath, cli, { env }).then(() => undefined, (err: { code: number; stdout: string; stderr: string }) => err);
+  const refused = await run(PROGRAM_LAUNCHER, cli, { env }).then(() => undefined, (err: { code: number; stdout: string; stderr: string }) => err);
   t.ok(refused, 'the command failed');
   t.equal(refused?.code, 1);
   t.match(refused?.stderr, /^admin: an API instance serves the target database/);
@@ -225,7 +225,7 @@ t.test('refused while an API instance holds the instance lock; the command print
   t.equal(await tableExists(url, 'records'), false);
 
   await holder.query('SELECT pg_advisory_unlock_shared($1::bigint)', [INSTANCE_LOCK.toString()]);
-  const ok = await run(process.execPath, cli, { env });
+  const ok = await run(PROGRAM_LAUNCHER, cli, { env });
   const out = JSON.parse(ok.stdout) as { records: number; jobs: { moved: number } };
   t.equal(out.records, ID_LIKE.length + 1 + 150);
   t.equal(out.jobs.moved, 6);

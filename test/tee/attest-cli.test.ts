@@ -22,7 +22,7 @@ import { DEV_AUTHORITY_FILES } from '../../tee/attestation/dev-authority-dir.ts'
 import { teeNodeBinding } from '../../core/trust/tee-binding.ts';
 import { nodeIdFor } from '../../core/trust/node-id.ts';
 import { EnrolNodeBody } from '../../core/api-schemas/nodes.ts';
-import { programArgs } from '../support/program.ts';
+import { PROGRAM_LAUNCHER, programArgs } from '../support/program.ts';
 
 // Each run is a fresh Node process that loads tsx; on a busy machine that takes seconds.
 t.setTimeout(300_000);
@@ -43,7 +43,7 @@ interface Run {
 }
 function attest(args: string[], stdin?: string, env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...programArgs('tee/attest-cli.ts'), ...args], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(PROGRAM_LAUNCHER, [...programArgs('tee/attest-cli.ts'), ...args], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

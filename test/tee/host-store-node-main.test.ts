@@ -8,7 +8,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { programArgs } from '../support/program.ts';
+import { PROGRAM_LAUNCHER, programArgs } from '../support/program.ts';
 
 t.setTimeout(180_000);
 
@@ -24,7 +24,7 @@ function tempDir(t: Test): string {
 
 /** Spawns `script`; resolves with the first JSON line (stdout or stderr) whose msg is `until`. */
 function start(t: Test, script: string, args: string[], env: Record<string, string>, until: string): Promise<{ child: ChildProcess; line: Record<string, unknown> }> {
-  const child = spawn(process.execPath, [...programArgs(script), ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '', ...env } });
+  const child = spawn(PROGRAM_LAUNCHER, [...programArgs(script), ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '', ...env } });
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
@@ -72,7 +72,7 @@ t.test('the node keeps its identity in the host store across a restart, and node
   t.equal(second.line.nodeId, nodeId, 'the same identity from the same host store');
   await stop(second.child);
 
-  const cli = spawnSync(process.execPath, programArgs(identityCli), { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' });
+  const cli = spawnSync(PROGRAM_LAUNCHER, programArgs(identityCli), { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' });
   t.equal(cli.status, 0, cli.stderr);
   t.match(JSON.parse(cli.stdout), { node_id: nodeId, created: false }, 'node-identity opens the same remote store');
 });

@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { programArgs } from '../support/program.ts';
+import { PROGRAM_LAUNCHER, programArgs } from '../support/program.ts';
 import { createDevAttestationAuthority } from '../../tee/attestation/dev-provider.ts';
 import { STORAGE_KEY_ENCRYPTION_CONTEXT } from '../../tee/seal/kms-sealer.ts';
 import { startKmsDouble } from './kms-double.ts';
@@ -34,7 +34,7 @@ interface Ended {
 
 /** Starts the node; resolves once it logged `until`, or rejects with what it said if it ended first. */
 function start(t: Test, dir: string, env: Record<string, string>, until: string): Promise<Started> {
-  const child = spawn(process.execPath, programArgs('node/main.ts'), {
+  const child = spawn(PROGRAM_LAUNCHER, programArgs('node/main.ts'), {
     cwd: dir, stdio: ['ignore', 'pipe', 'pipe'],
     // A variable given as '' is left out.
     env: Object.fromEntries(Object.entries({ PATH: process.env.PATH ?? '', NODE_DATA_DIR: join(dir, 'data'), NODE_ROLLBACK_ANCHOR_FILE: join(dir, 'anchor'), NODE_COORDINATOR: '127.0.0.1:1', NODE_RECONNECT_MIN_MS: '1000', ...env }).filter(([, v]) => v !== '')),

@@ -15,13 +15,13 @@ import { applyTrustLog, emptyTrust, activeKey } from '../../../node/runtime/auth
 import { decodeTrustEntry, TrustEntryError } from '../../../core/trust/trust-entry.ts';
 import { requestEntry, type RequestHeaders } from '../../../core/trust/trust-entry.ts';
 import { signedHeaders } from '../../../api/sdk/request-signer.ts';
-import { programArgs } from '../../support/program.ts';
+import { PROGRAM_LAUNCHER, programArgs } from '../../support/program.ts';
 
 const root = resolve(import.meta.dirname, '../../..');
 
 function admin(env: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    execFile(process.execPath, [...programArgs('api/admin/main.ts'), ...args], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env } }, (err, stdout, stderr) => {
+    execFile(PROGRAM_LAUNCHER, [...programArgs('api/admin/main.ts'), ...args], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env } }, (err, stdout, stderr) => {
       done({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
     });
   });

@@ -13,6 +13,7 @@ import { loadApiConfig } from '../../../api/config.ts';
 import { createLogger } from '../../../common/logger.ts';
 import { RecordStore } from '../../../api/store/record-store.ts';
 import { VaultService } from '../../../api/vaults/vault-service.ts';
+import { PROGRAM_LAUNCHER, untracked } from '../../support/program.ts';
 
 const root = resolve(import.meta.dirname, '../../..');
 const doc = readFileSync(join(root, 'docs/request-signing.md'), 'utf8');
@@ -24,7 +25,7 @@ const newPublicKey = () => bytesToHex(ed25519.getPublicKey(ed25519.utils.randomS
 
 function run(file: string, args: string[], cwd: string, env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    execFile(file, args, { cwd, env: { PATH: process.env.PATH ?? '', ...env } }, (err, stdout, stderr) => {
+    execFile(PROGRAM_LAUNCHER, untracked(file, args), { cwd, env: { PATH: process.env.PATH ?? '', ...env } }, (err, stdout, stderr) => {
       done({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
     });
   });

@@ -12,7 +12,7 @@ import { loadApiConfig } from '../../../api/config.ts';
 import { createLogger } from '../../../common/logger.ts';
 import type { VaultService } from '../../../api/vaults/vault-service.ts';
 import type { TransactionService } from '../../../api/transactions/transaction-service.ts';
-import { programArgs } from '../../support/program.ts';
+import { PROGRAM_LAUNCHER, programArgs } from '../../support/program.ts';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -28,7 +28,7 @@ export interface Run<Out = Record<string, unknown>> {
 
 export function runCli<Out = Record<string, unknown>>(args: string[], env: Record<string, string>): Promise<Run<Out>> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...programArgs('api/sdk/cli.ts'), ...args], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(PROGRAM_LAUNCHER, [...programArgs('api/sdk/cli.ts'), ...args], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

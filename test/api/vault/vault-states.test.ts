@@ -21,7 +21,7 @@ import { signedHeaders, type ApiCredentials } from '../../../api/sdk/request-sig
 import type { VaultRecord } from '../../../api/vaults/records.ts';
 import { decodeTrustEntry, verifyBootstrap } from '../../../core/trust/trust-entry.ts';
 import { apiKeyId } from '../../../core/trust/api-key-id.ts';
-import { programArgs } from '../../support/program.ts';
+import { PROGRAM_LAUNCHER, programArgs } from '../../support/program.ts';
 
 const root = resolve(import.meta.dirname, '../../..');
 const LIMITS = { apiKeysPerOrg: 2, vaultsPerOrg: 5 };
@@ -48,11 +48,11 @@ t.test('operator freeze and unfreeze: a frozen vault refuses reshare and transac
   const v = await activeVault(vaults, store, org);
   await store.close();
 
-  const admin = (...args: string[]) => JSON.parse(execFileSync(process.execPath, [...programArgs('api/admin/main.ts'), ...args], {
+  const admin = (...args: string[]) => JSON.parse(execFileSync(PROGRAM_LAUNCHER, [...programArgs('api/admin/main.ts'), ...args], {
     cwd: root, env: { PATH: process.env.PATH ?? '', API_DATA_DIR: dir }, encoding: 'utf8',
   })) as { vault: string; state: string };
   t.same(admin('vault', 'freeze', '--id', v.id), { vault: v.id, state: 'frozen' });
-  t.throws(() => execFileSync(process.execPath, [...programArgs('api/admin/main.ts'), 'vault', 'freeze', '--id', v.id], {
+  t.throws(() => execFileSync(PROGRAM_LAUNCHER, [...programArgs('api/admin/main.ts'), 'vault', 'freeze', '--id', v.id], {
     cwd: root, env: { PATH: process.env.PATH ?? '', API_DATA_DIR: dir }, stdio: 'pipe',
   }), 'freezing a frozen vault is refused');
 
