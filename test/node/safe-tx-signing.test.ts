@@ -13,7 +13,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { create } from '@bufbuild/protobuf';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { sha256 } from '@noble/hashes/sha2.js';
@@ -37,10 +36,9 @@ import { SecretShare } from '../../node/protocols/keys/key-package.ts';
 import { exposeScalar, pointHex } from '../../node/protocols/math/curve.ts';
 import { derive } from '../../node/protocols/derive/bip32.ts';
 import { createLogger } from '../../common/logger.ts';
-import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
+import { Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { committee } from '../protocols/ecdsa/harness.ts';
-import { relayHost, type RelayOutcome } from './relay-host.ts';
-import { deadlineOf, newSessionId } from './session-ids.ts';
+import { relayHost, runRelayed, storeRecords, type RelayOutcome } from './relay-host.ts';
 
 t.setTimeout(180_000);
 
@@ -96,23 +94,12 @@ const partiesOf = (members: TestNode[]): Party[] =>
   members.map((m) => ({ $typeName: 'mpc.v1.Party', nodeId: m.identity.nodeId, index: m.me, signingKey: m.identity.signingKey, encryptionKey: m.identity.encryptionKey }));
 
 /** Opens a session at every member as the coordinator would and waits until each reported. */
-async function run(members: TestNode[], protocol: Protocol, params: Uint8Array): Promise<RelayOutcome[]> {
-  const sessionId = newSessionId();
-  const sid = bytesToHex(sessionId);
-  const open = create(SessionOpenSchema, { sessionId, protocol, keyId, parties: partiesOf(members), params, deadlineMs: deadlineOf(sessionId) });
-  for (const n of members) n.host.onOpen(open);
-  const deadline = Date.now() + 60_000;
-  while (members.some((n) => !n.outcomes.has(sid)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-  for (const n of members) n.host.abortAll('session over');
-  return members.map((n) => n.outcomes.get(sid) ?? { failed: { code: 'joined', message: 'still in the session' } });
+function run(members: TestNode[], protocol: Protocol, params: Uint8Array): Promise<RelayOutcome[]> {
+  return runRelayed(members, partiesOf(members), protocol, keyId, params, 60_000);
 }
 
 /** Every record of a node: its key and a hash of its stored bytes. */
-async function records(n: TestNode): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  for await (const k of n.store.keys('')) out.set(k, bytesToHex(sha256((await n.store.raw(k))!)));
-  return out;
-}
+const records = (n: TestNode): Promise<Map<string, string>> => storeRecords(n.store);
 
 let counter = 0;
 function safeIntent(over: Partial<SafeTxIntent> = {}): SafeTxIntent {

@@ -12,13 +12,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { create } from '@bufbuild/protobuf';
 import * as bitcoin from 'bitcoinjs-lib';
 import * as ecc from '@bitcoinerlab/secp256k1';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
+import { Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { NodeIdentity } from '../../node/runtime/identity.ts';
 import type { SessionHost } from '../../node/runtime/session-host.ts';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
@@ -44,9 +43,8 @@ import { pointHex } from '../../node/protocols/math/curve.ts';
 import { signBootstrap } from '../../core/trust/trust-entry.ts';
 import { signRoster } from '../../core/trust/roster.ts';
 import { createLogger } from '../../common/logger.ts';
-import { relayHost, type RelayOutcome } from './relay-host.ts';
+import { relayHost, runRelayed, storeRecords, type RelayOutcome } from './relay-host.ts';
 import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
-import { deadlineOf, newSessionId } from './session-ids.ts';
 
 t.setTimeout(180_000);
 bitcoin.initEccLib(ecc);
@@ -95,24 +93,12 @@ const partiesOf = (members: TestNode[]): Party[] =>
   members.map((m, i) => ({ $typeName: 'mpc.v1.Party', nodeId: m.identity.nodeId, index: i + 1, signingKey: m.identity.signingKey, encryptionKey: m.identity.encryptionKey }));
 
 /** Opens a session at every member as the coordinator would and waits until each reported. */
-async function run(members: TestNode[], protocol: Protocol, params: Uint8Array, keyId = KEY): Promise<RelayOutcome[]> {
-  const sessionId = newSessionId();
-  const sid = bytesToHex(sessionId);
-  const open = create(SessionOpenSchema, { sessionId, protocol, keyId, parties: partiesOf(members), params, deadlineMs: deadlineOf(sessionId) });
-  for (const n of members) n.host.onOpen(open);
-  const deadline = Date.now() + 30_000;
-  while (members.some((n) => !n.outcomes.has(sid)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-  // A refusal by some ends the session for the others, as the coordinator's cancel does.
-  for (const n of members) n.host.abortAll('session over');
-  return members.map((n) => n.outcomes.get(sid) ?? { failed: { code: 'joined', message: 'still in the session' } });
+function run(members: TestNode[], protocol: Protocol, params: Uint8Array, keyId = KEY): Promise<RelayOutcome[]> {
+  return runRelayed(members, partiesOf(members), protocol, keyId, params, 30_000);
 }
 
 /** Every record of a node: its key and a hash of its stored bytes. */
-async function records(n: TestNode): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  for await (const k of n.store.keys('')) out.set(k, bytesToHex(sha256((await n.store.raw(k))!)));
-  return out;
-}
+const records = (n: TestNode): Promise<Map<string, string>> => storeRecords(n.store);
 
 /** Records added, changed or removed between two snapshots. */
 function changed(before: Map<string, string>, after: Map<string, string>): string[] {

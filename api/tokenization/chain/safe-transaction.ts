@@ -10,6 +10,7 @@ import {
 import { ChainStepError, failureOf, type ChainFailure } from './chain-failure.ts';
 import { decodeMultiSend } from './multisend.ts';
 import { SAFE_ABI } from './safe-abi.ts';
+import { SAFE_TX_TYPES } from '../../../core/chains/evm/safe-tx.ts';
 import { sendAndWait, type TransactionSender } from './transaction-sender.ts';
 
 export const OPERATION = { call: 0, delegateCall: 1 } as const;
@@ -32,20 +33,6 @@ export function safeTransaction(t: { to: Address; data: Hex; nonce: bigint; valu
   return { to: t.to, value: t.value ?? 0n, data: t.data, operation: t.operation ?? OPERATION.call, safeTxGas: 0n, baseGas: 0n, gasPrice: 0n, gasToken: zeroAddress, refundReceiver: zeroAddress, nonce: t.nonce };
 }
 
-export const SAFE_TX_TYPES = {
-  SafeTx: [
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'data', type: 'bytes' },
-    { name: 'operation', type: 'uint8' },
-    { name: 'safeTxGas', type: 'uint256' },
-    { name: 'baseGas', type: 'uint256' },
-    { name: 'gasPrice', type: 'uint256' },
-    { name: 'gasToken', type: 'address' },
-    { name: 'refundReceiver', type: 'address' },
-    { name: 'nonce', type: 'uint256' },
-  ],
-} as const;
 
 /** What an owner signs: the EIP-712 typed data (domain: chain id and the Safe's address). */
 export function safeTxTypedData(safe: Address, chainId: number, tx: SafeTransaction) {
