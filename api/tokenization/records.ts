@@ -3,6 +3,7 @@
 import type { DeployPlan } from './chain/deploy-plan.ts';
 import type { TokenKind } from './chain/artifacts.ts';
 import type { TokenStatus } from './token-states.ts';
+import type { OperationState } from './operation-states.ts';
 
 /** An address an authority proved it controls: EIP-191 for an account without code, ERC-1271 for a contract account. */
 export interface ProvenAddress {
@@ -96,4 +97,61 @@ export interface TokenRecord {
   created_at: string;
   updated_at: string;
   deployed_at: string | null;
+}
+
+/** A Safe transaction as stored: every EIP-712 field, integers as decimal strings, addresses lower case. */
+export interface StoredSafeTx {
+  to: string;
+  value: string;
+  data: string;
+  operation: 0 | 1;
+  safe_tx_gas: string;
+  base_gas: string;
+  gas_price: string;
+  gas_token: string;
+  refund_receiver: string;
+  nonce: string;
+}
+
+/** An owner's signature collected for an operation, and how it came. */
+export interface OperationSignature {
+  owner: string;
+  /** `vault_intent`: a customer-signed kind-3 intent submitted here; `vault_transaction`: a signed vault transaction named by id; `eip712`: an outside owner's signature. */
+  how: 'vault_intent' | 'vault_transaction' | 'eip712';
+  wallet_id: string | null;
+  transaction_id: string | null;
+  signature: string;
+  at: string;
+}
+
+/** Why an operation failed: the chain refused it (`revert`, decoded) or could not run it (`engine`). */
+export interface OperationFailure { reason: 'revert' | 'engine'; message: string; error_name: string | null; at: string }
+
+/** One privileged call on a token: one Safe transaction of its admin Safe (docs/platform/tokenization.md "Operations"). */
+export interface OperationRecord {
+  v: 1;
+  id: string;
+  token_id: string;
+  tenant: string;
+  workspace: string;
+  /** What it does: mint, burn, pause, grant_role, raw_safe_tx… */
+  kind: string;
+  /** The request's arguments as given (for display and the RWA log). */
+  params: Record<string, unknown>;
+  safe: string;
+  chain: string;
+  chain_id: number;
+  safe_tx: StoredSafeTx;
+  safe_tx_hash: string;
+  state: OperationState;
+  threshold: number;
+  signatures: OperationSignature[];
+  /** How many times the operation was moved to a freed Safe nonce (its signatures then start again). */
+  reproposals: number;
+  tx_hash: string | null;
+  failure: OperationFailure | null;
+  created_at: string;
+  updated_at: string;
+  executed_at: string | null;
+  confirmed_at: string | null;
 }
