@@ -268,8 +268,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         p.addHook('onClose', async () => escrows.stop());
       }
       await p.register(escrowRoutes, { platform, escrows: escrows.service });
-      // Tokenization (docs/platform/tokenization.md): authorities, token deployments.
-      await p.register(tokenizationRoutes, { platform, tokenization: opts.tokenization ?? createTokenization(opts.config, platform, { log: opts.logger }) });
+      // Tokenization (docs/platform/tokenization.md): authorities, token deployments, operations of the admin Safe.
+      const tokenization = opts.tokenization ?? createTokenization(opts.config, platform, { transactions: opts.transactions, log: opts.logger });
+      if (!opts.tokenization) {
+        p.addHook('onReady', async () => void tokenization.operations.resumeAll().catch((err: unknown) => opts.logger.warn({ err }, 'resuming token operations failed')));
+        p.addHook('onClose', async () => tokenization.operations.settled());
+      }
+      await p.register(tokenizationRoutes, { platform, tokenization });
       await p.register(tenantRoutes, { platform, chainsWithBackend: Object.keys(chainBackends(opts.config)), stablecoin: (c) => funding.service.stablecoinOf(c), stablecoinDecimals: STABLECOIN_DECIMALS });
       await p.register(accountHolderBankingRoutes, { platform, vaults, chains: opts.chains, stablecoin: (c) => funding.service.stablecoinOf(c) });
       await p.register(accountHolderExportRoutes, { platform, vaults, publicOrigin: opts.config.publicUrl });

@@ -12,10 +12,15 @@ import { CustomerLinks } from '../customers/customer-links.ts';
 import { AuthorityService } from './authority-service.ts';
 import { TokenService } from './token-service.ts';
 import { tokenChain, type TokenChain } from './token-chain.ts';
+import { OperationService } from './operation-service.ts';
+import type { TransactionService } from '../transactions/transaction-service.ts';
 
 export interface Tokenization {
   authorities: AuthorityService;
   tokens: TokenService;
+  operations: OperationService;
+  /** The chain of a name, where tokenization runs on it. */
+  chain: (name: string) => TokenChain | undefined;
 }
 
 export function readDeployerKey(file: string): Hex {
@@ -25,7 +30,7 @@ export function readDeployerKey(file: string): Hex {
 }
 
 /** Builds the services over `chains` (tests pass theirs); from the configuration otherwise. */
-export function createTokenization(config: ApiConfig, platform: Platform, opts: { chains?: Map<string, TokenChain>; log?: { warn(obj: object, msg: string): void } } = {}): Tokenization {
+export function createTokenization(config: ApiConfig, platform: Platform, opts: { chains?: Map<string, TokenChain>; transactions?: TransactionService | undefined; signatureWaitMs?: number; log?: { warn(obj: object, msg: string): void } } = {}): Tokenization {
   const chains = opts.chains ?? new Map<string, TokenChain>();
   if (!opts.chains && config.tokenizationDeployerKeyFile) {
     const key = readDeployerKey(config.tokenizationDeployerKeyFile);
@@ -35,8 +40,12 @@ export function createTokenization(config: ApiConfig, platform: Platform, opts: 
     }
   }
   const chain = (name: string) => chains.get(name);
+  const tokens = new TokenService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, links: new CustomerLinks(platform.store), chain, clock: platform.clock, log: opts.log });
   return {
+    chain,
+    tokens,
+    // A vault owner's signature waits for the cluster at most this long in POST signatures; then the vault transaction id is posted.
+    operations: new OperationService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, tokens, transactions: opts.transactions, chain, clock: platform.clock, signatureWaitMs: opts.signatureWaitMs ?? 60_000, log: opts.log }),
     authorities: new AuthorityService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, chain, challengeTtlMs: config.tokenizationChallengeTtlSec * 1000, clock: platform.clock }),
-    tokens: new TokenService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, links: new CustomerLinks(platform.store), chain, clock: platform.clock, log: opts.log }),
   };
 }

@@ -12,6 +12,11 @@ import { authorityView } from '../../tokenization/authority-service.ts';
 import { tokenView, type TokenFilters } from '../../tokenization/token-service.ts';
 import { TOKEN_STATUSES } from '../../tokenization/token-states.ts';
 import type { Tokenization } from '../../tokenization/tokenization-setup.ts';
+import { operationView, type OperationFilters, type SignatureInput } from '../../tokenization/operation-service.ts';
+import { OPERATION_STATES } from '../../tokenization/operation-states.ts';
+import { OPERATION_KINDS, ROLE_NAMES, type OperationKind } from '../../tokenization/token-calls.ts';
+import { readToken, tokenContracts, treasuryStatus } from '../../tokenization/token-reads.ts';
+import { CustodyError } from '../../../core/errors/custody-error.ts';
 
 const TAGS = ['tokenization'];
 const read: Record<string, string[]>[] = [{ bearer: [] }];
@@ -62,6 +67,52 @@ const DeployErc1155 = Type.Object({ ...Common, uri: Uri }, { additionalPropertie
 const TokenQuery = Type.Object({
   ...PageQuery, status: Type.Optional(literals(TOKEN_STATUSES)), kind: Type.Optional(literals(KINDS)), chain: Type.Optional(Chain), authority_id: Type.Optional(Type.String({ maxLength: 64 })),
 }, { additionalProperties: false });
+
+const Uint = Type.String({ pattern: '^(0|[1-9][0-9]{0,77})$', description: 'a non-negative integer as a decimal string' });
+const HexData = Type.String({ pattern: '^0x([0-9a-fA-F]{2})*$', maxLength: 2 + 2 * 65_536, description: '0x hex bytes' });
+const OpParams = Type.Object({ id: Type.String({ maxLength: 64 }), opId: Type.String({ maxLength: 64 }) });
+const SafeTx = Type.Object({
+  to: Type.String(), value: Type.String(), data: Type.String(), operation: Type.Integer(), safe_tx_gas: Type.String(), base_gas: Type.String(), gas_price: Type.String(),
+  gas_token: Type.String(), refund_receiver: Type.String(), nonce: Type.String(),
+}, { description: 'the Safe 1.4.1 SafeTx struct, integers as decimal strings' });
+const Operation = Type.Object({
+  id: Type.String(), token_id: Type.String(), kind: Type.String(), params: Type.Record(Type.String(), Type.Unknown()), state: literals(OPERATION_STATES), safe: Type.String(), chain: Type.String(), chain_id: Type.Integer(),
+  safe_tx: SafeTx, safe_tx_hash: Type.String({ description: 'the EIP-712 SafeTx hash owners sign (Safe getTransactionHash)' }), safe_nonce: Type.String(), threshold: Type.Integer(),
+  signatures: Type.Array(Type.Object({ owner: Type.String(), how: literals(['vault_intent', 'vault_transaction', 'eip712'] as const), wallet_id: Nullable(Type.String()), transaction_id: Nullable(Type.String()), signature: Type.String(), at: Type.String() })),
+  pending_intents: Type.Array(Type.Object({
+    kind: Type.Literal('evm.safe_tx'), organization: Type.String(), wallet_id: Type.String(), chain_id: Type.Integer(), owner: Type.String(), safe: Type.String(), to: Type.String(), value: Type.String(), data: Type.String(),
+    operation: Type.Integer(), safe_tx_gas: Type.String(), base_gas: Type.String(), gas_price: Type.String(), gas_token: Type.String(), refund_receiver: Type.String(), safe_nonce: Type.String(),
+  }), { description: 'for each owner vault that has not signed: the kind-3 intent fields (docs/intents.md "Kind 3") the customer signs, with its own idempotency_key and not_after' }),
+  reproposals: Type.Integer({ description: 'how many times an earlier failure moved it to a freed Safe nonce' }), tx_hash: Nullable(Type.String()),
+  failure: Nullable(Type.Object({ reason: literals(['revert', 'engine'] as const), message: Type.String(), error_name: Nullable(Type.String()), at: Type.String() })),
+  created_at: Type.String(), updated_at: Type.String(), executed_at: Nullable(Type.String()), confirmed_at: Nullable(Type.String()),
+});
+const OperationQuery = Type.Object({ ...PageQuery, state: Type.Optional(literals(OPERATION_STATES)), kind: Type.Optional(Type.String({ maxLength: 40 })) }, { additionalProperties: false });
+const SignatureBody = Type.Union([
+  Type.Object({ wallet_id: Type.String({ maxLength: 64 }), intent: Type.String({ pattern: '^(0x)?[0-9a-fA-F]+$', maxLength: 140_000 }), intent_signature: Type.String({ pattern: '^(0x)?[0-9a-fA-F]{128}$' }) }, { additionalProperties: false, description: 'an owner vault: the customer-signed kind-3 intent, submitted through the vault transaction path' }),
+  Type.Object({ transaction_id: Type.String({ maxLength: 80 }) }, { additionalProperties: false, description: 'an owner vault: a vault transaction of kind 3 already signed over this operation\'s SafeTx' }),
+  Type.Object({ owner: Address, signature: Type.String({ pattern: '^0x[0-9a-fA-F]{130}$' }) }, { additionalProperties: false, description: 'an outside owner: its EIP-712 signature over safe_tx_hash' }),
+]);
+const Accounts = Type.Array(Address, { minItems: 1, maxItems: 100 });
+const OPERATION_BODIES: Record<OperationKind, { summary: string; body: ReturnType<typeof Type.Object> }> = {
+  mint: { summary: 'Mint: ERC-20 {to, amount}; ERC-721 {to, token_id}; ERC-1155 {to, token_id, amount, data?}. The Safe mints as a MINTER_ROLE holder under its mint policy', body: Type.Object({ to: Address, amount: Type.Optional(Uint), token_id: Type.Optional(Uint), data: Type.Optional(HexData) }, { additionalProperties: false }) },
+  burn: { summary: 'Burn what the Safe holds: ERC-20 {amount}; ERC-721 {token_id}; ERC-1155 {token_id, amount, account?}', body: Type.Object({ amount: Type.Optional(Uint), token_id: Type.Optional(Uint), account: Type.Optional(Address) }, { additionalProperties: false }) },
+  pause: { summary: 'Pause every transfer, mint and burn', body: Type.Object({}, { additionalProperties: false }) },
+  unpause: { summary: 'Lift the pause', body: Type.Object({}, { additionalProperties: false }) },
+  grant_role: { summary: 'Grant a role to an account', body: Type.Object({ role: literals(ROLE_NAMES), account: Address }, { additionalProperties: false }) },
+  revoke_role: { summary: 'Revoke a role from an account', body: Type.Object({ role: literals(ROLE_NAMES), account: Address }, { additionalProperties: false }) },
+  access_list_add: { summary: 'Put accounts on the allow list or the deny list', body: Type.Object({ accounts: Accounts, list: literals(['allow', 'deny'] as const) }, { additionalProperties: false }) },
+  access_list_remove: { summary: 'Take accounts off the access list', body: Type.Object({ accounts: Accounts }, { additionalProperties: false }) },
+  set_access_registry: { summary: 'Set the access-registry hook every transfer consults', body: Type.Object({ registry: Address }, { additionalProperties: false }) },
+  disable_access_registry: { summary: 'Remove the access-registry hook', body: Type.Object({}, { additionalProperties: false }) },
+  enable_treasury: { summary: 'Treasury mode: one side of every movement must be the treasury', body: Type.Object({ treasury: Address }, { additionalProperties: false }) },
+  disable_treasury: { summary: 'Leave treasury mode', body: Type.Object({}, { additionalProperties: false }) },
+  recover: { summary: 'Move everything of a lost address to a new one (RECOVERY_ROLE): ERC-20 {lost, to}; ERC-721/1155 also token_ids', body: Type.Object({ lost: Address, to: Address, token_ids: Type.Optional(Type.Array(Uint, { minItems: 1, maxItems: 100 })) }, { additionalProperties: false }) },
+  deprecate: { summary: 'Deprecate the token in favour of a successor; movements then stop', body: Type.Object({ successor: Address }, { additionalProperties: false }) },
+  set_mint_policy: { summary: 'Set a minter\'s mint policy: at most cap per period of period_seconds, enforced on chain', body: Type.Object({ minter: Address, cap: Uint, period_seconds: Type.Integer({ minimum: 1, maximum: 10 * 365 * 86_400 }) }, { additionalProperties: false }) },
+  revoke_mint_policy: { summary: 'Remove a minter\'s mint policy (it can no longer mint)', body: Type.Object({ minter: Address }, { additionalProperties: false }) },
+  raw_safe_tx: { summary: 'Propose any Safe transaction of the admin Safe (a delegatecall only to MultiSendCallOnly)', body: Type.Object({ to: Address, value: Type.Optional(Uint), data: Type.Optional(HexData), operation: Type.Optional(Type.Union([Type.Literal(0), Type.Literal(1)])) }, { additionalProperties: false }) },
+};
 
 export const tokenizationRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; tokenization: Tokenization }> = async (app, { platform, tokenization }) => {
   const idempotent = new IdempotentRequests(platform.store, platform.clock);
@@ -184,5 +235,109 @@ export const tokenizationRoutes: FastifyPluginAsyncTypebox<{ platform: Platform;
     const key = requiredIdempotencyKey(req, 'resume');
     const done = await idempotent.run(scope.workspace, `token_resume:${req.params.id}`, key, {}, async () => ({ id: (await tokens.resume(scope, actorOf(req), req.params.id)).id }));
     return tokenView(await tokens.get(scope, done.id));
+  });
+
+  // ── Operations ─────────────────────────────────────────────────────────────────────────────────────
+  const { operations } = tokenization;
+  for (const [kind, { path, permission }] of Object.entries(OPERATION_KINDS) as [OperationKind, (typeof OPERATION_KINDS)[OperationKind]][]) {
+    const { summary, body } = OPERATION_BODIES[kind];
+    app.post(`/tokenization/tokens/:id/${path}`, {
+      config: { permission },
+      schema: {
+        summary: `${summary} (an operation of the admin Safe)`,
+        description: `Proposes operation kind \`${kind}\` at the Safe's next free nonce, in state \`proposed\`; owners then sign it at operations/{opId}/signatures. Arguments are checked against the token's ABI (422 validation_failed, nothing stored). Idempotency-Key required. docs/platform/tokenization.md#operations.`,
+        tags: TAGS, security: change, params: IdParam, body, response: { 201: Operation, ...errors },
+      },
+    }, async (req, reply) => {
+      const { op, token } = await operations.propose(scopeOf(req), actorOf(req), req.params.id, kind, (req.body ?? {}) as Record<string, unknown>, requiredIdempotencyKey(req, 'operation'));
+      return reply.code(201).send(operationView(op, token));
+    });
+  }
+
+  app.get('/tokenization/tokens/:id/operations', {
+    config: { permission: 'tokenization.read' },
+    schema: { summary: 'List a token\'s operations, oldest first, by state or kind', tags: TAGS, security: read, params: IdParam, querystring: OperationQuery, response: { 200: Page(Operation), ...errors } },
+  }, async (req) => {
+    const { cursor, limit, ...filters } = req.query;
+    return operations.list(scopeOf(req), req.params.id, filters as OperationFilters, cursor, limit ?? DEFAULT_LIMIT);
+  });
+
+  app.get('/tokenization/tokens/:id/operations/:opId', {
+    config: { permission: 'tokenization.read' },
+    schema: { summary: 'Read an operation: its SafeTx, hash and nonce, the signatures collected and the intents still to sign', tags: TAGS, security: read, params: OpParams, response: { 200: Operation, ...errors } },
+  }, async (req) => {
+    const { op, token } = await operations.get(scopeOf(req), req.params.id, req.params.opId);
+    return operationView(op, token);
+  });
+
+  app.post('/tokenization/tokens/:id/operations/:opId/signatures', {
+    config: { permission: 'tokenization.operate' },
+    schema: {
+      summary: 'Add an owner\'s signature: a vault\'s customer-signed kind-3 intent (or its signed vault transaction), or an outside owner\'s EIP-712 signature',
+      description: 'An intent or vault transaction over another SafeTx than the operation\'s is 422 safe_tx_mismatch; a signature not by a current Safe owner is 422 safe_signature_invalid; a vault that has not signed within the wait is 503 signature_pending (post its transaction_id later). At the threshold the operation is `ready` and the service executes it. An owner that already signed changes nothing. docs/platform/tokenization.md#operations.',
+      tags: TAGS, security: change, params: OpParams, body: SignatureBody, response: { 200: Operation, ...errors },
+    },
+  }, async (req) => {
+    idempotencyKeyOf(req);
+    const { op, token } = await operations.addSignature(scopeOf(req), actorOf(req), req.params.id, req.params.opId, req.body as SignatureInput);
+    return operationView(op, token);
+  });
+
+  // ── Reads from the chain ───────────────────────────────────────────────────────────────────────────
+  const chainOf = (token: { chain: string; status: string; id: string }) => {
+    const c = tokenization.chain(token.chain);
+    if (!c) throw new CustodyError('tokenization_unavailable', `tokenization does not run on ${token.chain} here`);
+    return c;
+  };
+  app.get('/tokenization/tokens/:id/read', {
+    config: { permission: 'tokenization.read' },
+    schema: {
+      summary: 'Call a view function of the token\'s ABI by name with typed arguments',
+      description: '`args`: a JSON array (integers as decimal strings, addresses, booleans, 0x hex for bytes). A name that is not a view function of the ABI, or an argument that does not fit, is 422 validation_failed.',
+      tags: TAGS, security: read, params: IdParam,
+      querystring: Type.Object({ function: Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$' }), args: Type.Optional(Type.String({ maxLength: 8192 })) }, { additionalProperties: false }),
+      response: { 200: Type.Object({ function: Type.String(), result: Type.Unknown() }), ...errors },
+    },
+  }, async (req) => {
+    const token = await tokens.get(scopeOf(req), req.params.id);
+    let args: unknown = [];
+    if (req.query.args !== undefined) {
+      try {
+        args = JSON.parse(req.query.args);
+      } catch {
+        throw new CustodyError('validation_failed', 'args: not JSON');
+      }
+    }
+    if (!Array.isArray(args)) throw new CustodyError('validation_failed', 'args: a JSON array');
+    return readToken(chainOf(token), token, req.query.function, args);
+  });
+
+  app.get('/tokenization/tokens/:id/treasury-status', {
+    config: { permission: 'tokenization.read' },
+    schema: { summary: 'Whether treasury mode is on, and the treasury, read on chain', tags: TAGS, security: read, params: IdParam, response: { 200: Type.Object({ token_id: Type.String(), enabled: Type.Boolean(), treasury: Nullable(Type.String()) }), ...errors } },
+  }, async (req) => {
+    const token = await tokens.get(scopeOf(req), req.params.id);
+    return treasuryStatus(chainOf(token), token);
+  });
+
+  app.get('/tokenization/tokens/:id/contracts', {
+    config: { permission: 'tokenization.read' },
+    schema: {
+      summary: 'The token\'s contracts (token, admin Safe with its owners, threshold and nonce, forwarder, access registry) as the chain shows them',
+      tags: TAGS, security: read, params: IdParam,
+      response: {
+        200: Type.Object({
+          token_id: Type.String(), chain: Type.String(), chain_id: Type.Integer(),
+          token: Type.Object({ address: Type.String(), deployed: Type.Boolean() }),
+          safe: Type.Object({ address: Type.String(), deployed: Type.Boolean(), owners: Nullable(Type.Array(Type.String())), threshold: Nullable(Type.Integer()), nonce: Nullable(Type.String()) }),
+          forwarder: Type.Object({ address: Type.String(), deployed: Type.Boolean() }),
+          access_registry: Nullable(Type.String()),
+        }),
+        ...errors,
+      },
+    },
+  }, async (req) => {
+    const token = await tokens.get(scopeOf(req), req.params.id);
+    return tokenContracts(chainOf(token), token);
   });
 };

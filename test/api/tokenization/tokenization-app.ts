@@ -24,6 +24,9 @@ import { evmNetwork } from '../../../core/chains/evm/evm-networks.ts';
 import { createTokenization } from '../../../api/tokenization/tokenization-setup.ts';
 import { tokenChain } from '../../../api/tokenization/token-chain.ts';
 import { startAnvil } from '../../chains/anvil.ts';
+import { TransactionWorker } from '../../../api/transactions/transaction-worker.ts';
+import type { CoordinatorClient } from '../../../api/coordinator/coordinator-client.ts';
+import { signingCoordinator } from '../wallets/wallet-app.ts';
 
 /** anvil's development account 9: the service deployer. */
 export const DEPLOYER_KEY = '0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6' as Hex;
@@ -42,10 +45,18 @@ export async function tokenizationApp(t: Test) {
   const transactions = new TransactionService({ vaults, hasBackend: () => true });
   const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), clock: () => clock.now() });
   const config = loadApiConfig({ API_DATA_DIR: dir });
-  const tokenization = createTokenization(config, platform, { chains: new Map([['evm-local', chain]]) });
+  const tokenization = createTokenization(config, platform, { chains: new Map([['evm-local', chain]]), transactions, signatureWaitMs: 30_000 });
+  // The signer cluster, as each test vault's whole key would sign (tests only): a Safe owner signature
+  // (intent kind 3) goes through the real vault transaction path and worker.
+  const signers = new Map<string, CoordinatorClient>();
+  const coordinator = { sign: (req: { vaultId: string }) => signers.get(req.vaultId)!.sign(req as never) } as unknown as CoordinatorClient;
+  const worker = new TransactionWorker({ vaults, transactions, coordinator, chains: { evm: () => undefined, bitcoin: () => undefined }, log: createLogger('worker', 'silent'), pollMs: 20, maxRetryDelayMs: 20 });
+  worker.start();
   const app = await buildApp({ config, logger: createLogger('api', 'silent'), vaults, transactions, platform, tokenization });
   t.teardown(async () => {
+    await worker.stop();
     await tokenization.tokens.settled();
+    await tokenization.operations.settled();
     await app.close();
     await store.close();
   });
@@ -70,6 +81,7 @@ export async function tokenizationApp(t: Test) {
     const active: VaultRecord = { ...v, state: 'active', public_key: bytesToHex(secp256k1.getPublicKey(secret, true)), chain_code: bytesToHex(new Uint8Array(32).fill(7)) };
     await store.batch([vaults.vaultOp(active)]);
     const { wallet } = await vaults.createWallet(org, active.id, 'evm-local', 0, undefined);
+    signers.set(active.id, signingCoordinator(secret, new Uint8Array(32).fill(7)));
     return { vault: active, wallet, secret };
   };
 
