@@ -151,22 +151,43 @@ t.test('operations: proposed, signed by vault intents and an outside owner, exec
   // Recover the holder's balance to a new address; revoke the Safe's minter role.
   t.equal((await run('recover', { lost: holder.address, to: account(7).address }, ['w1', 'out'])).state, 'confirmed');
   t.same([await balance(holder.address), await balance(account(7).address)], [0n, 500n], 'on chain: recovered');
+  // Mint to the Safe and burn part of what it holds; remove its mint policy.
+  t.equal((await run('mint', { to: tok.safe, amount: '50' }, ['w1', 'out'])).state, 'confirmed');
+  t.equal((await run('burn', { amount: '20' }, ['w2', 'out'])).state, 'confirmed');
+  t.equal(await balance(tok.safe), 30n, 'on chain: burned from the Safe\'s holding');
+  t.equal((await run('policies/revoke', { minter: tok.safe }, ['w1', 'out'])).state, 'confirmed');
+  t.match(await client.readContract({ address: tok.address, abi, functionName: 'mintPolicy', args: [getAddress(tok.safe)] }), [0n, 0n], 'on chain: no policy');
   t.equal((await run('roles/revoke', { role: 'MINTER_ROLE', account: tok.safe }, ['w2', 'out'])).state, 'confirmed');
   t.equal(await client.readContract({ address: tok.address, abi, functionName: 'hasRole', args: [MINTER, getAddress(tok.safe)] }), false, 'on chain: revoked');
+
+  // The access list, the treasury switch and the access-registry hook.
+  const accessOf = (a: string) => client.readContract({ address: tok.address, abi, functionName: 'accessOf', args: [getAddress(a)] });
+  t.equal((await run('access-list/add', { accounts: [fresh.address], list: 'deny' }, ['w1', 'out'])).state, 'confirmed');
+  t.equal(await accessOf(fresh.address), 2, 'on chain: denied');
+  t.equal((await run('access-list/remove', { accounts: [fresh.address] }, ['w2', 'out'])).state, 'confirmed');
+  t.equal(await accessOf(fresh.address), 0, 'on chain: off the list');
+  t.equal((await run('treasury-enable', { treasury: account(7).address }, ['w1', 'out'])).state, 'confirmed');
+  t.same((await s.call('GET', `${base}/treasury-status`)).json(), { token_id: tok.id, enabled: true, treasury: account(7).address.toLowerCase() }, 'treasury-status from the chain');
+  t.equal((await run('treasury-disable', {}, ['w2', 'out'])).state, 'confirmed');
+  const registry = account(11).address;
+  t.equal((await run('access-registry', { registry }, ['w1', 'out'])).state, 'confirmed');
+  t.equal((await s.call('GET', `${base}/contracts`)).json().access_registry, registry.toLowerCase(), 'contracts shows the registry on chain');
+  t.equal((await run('access-registry/disable', {}, ['w2', 'out'])).state, 'confirmed');
 
   // Each operation's event once.
   const confirmed = await events('tokenization.operation.confirmed');
   const all = (await s.call('GET', `${base}/operations?limit=100`)).json().data as (Op & { kind: string })[];
   t.equal(confirmed.length, all.filter((o) => o.state === 'confirmed').length);
   t.same(new Set(confirmed.map((e) => e.data.operation_id)).size, confirmed.length, 'one confirmed event per operation');
-  t.same(confirmed.map((e) => e.data.kind), ['grant_role', 'set_mint_policy', 'mint', 'pause', 'unpause', 'recover', 'revoke_role']);
+  t.same(confirmed.map((e) => e.data.kind), ['grant_role', 'set_mint_policy', 'mint', 'pause', 'unpause', 'recover', 'mint', 'burn', 'revoke_mint_policy', 'revoke_role',
+    'access_list_add', 'access_list_remove', 'enable_treasury', 'disable_treasury', 'set_access_registry', 'disable_access_registry']);
   const failedEvents = await events('tokenization.operation.failed');
   t.equal(failedEvents.length, 1, 'one failed event');
   t.match(failedEvents[0]!.data, { operation_id: over.id, kind: 'mint', reason: 'onchain_revert', error: /MintCapExceeded/ });
   t.same(Object.keys(failedEvents[0]!.data).sort(), Object.keys(eventType('tokenization.operation.failed')!.example_payload).sort(), 'shaped as the catalog says');
   t.same(Object.keys(confirmed[0]!.data).sort(), Object.keys(eventType('tokenization.operation.confirmed')!.example_payload).sort());
   t.match((await s.call('GET', `${base}/operations?state=failed`)).json().data, [{ id: over.id }]);
-  t.equal((await s.call('GET', `${base}/operations?kind=mint`)).json().data.length, 2);
+  t.equal((await s.call('GET', `${base}/operations?kind=mint`)).json().data.length, 3);
   const page = (await s.call('GET', `${base}/operations?limit=3`)).json();
   t.match(page, { has_more: true });
   t.equal((await s.call('GET', `${base}/operations?limit=100&cursor=${page.next_cursor}`)).json().data.length, all.length - 3);
@@ -178,9 +199,9 @@ t.test('operations: proposed, signed by vault intents and an outside owner, exec
     const r = await s.call('GET', `${base}/read?${q}`);
     t.match([r.statusCode, r.json().code], [422, 'validation_failed'], what);
   }
-  t.same((await s.call('GET', `${base}/treasury-status`)).json(), { token_id: tok.id, enabled: false, treasury: null });
+  t.same((await s.call('GET', `${base}/treasury-status`)).json(), { token_id: tok.id, enabled: false, treasury: account(7).address.toLowerCase() }, 'disabled; the last treasury kept on chain');
   const contracts = (await s.call('GET', `${base}/contracts`)).json();
-  t.match(contracts, { token: { address: tok.address, deployed: true }, safe: { address: tok.safe, deployed: true, threshold: 2, nonce: '7' }, forwarder: { address: tok.forwarder, deployed: true }, access_registry: null });
+  t.match(contracts, { token: { address: tok.address, deployed: true }, safe: { address: tok.safe, deployed: true, threshold: 2, nonce: '16' }, forwarder: { address: tok.forwarder, deployed: true }, access_registry: null });
   t.same(contracts.safe.owners, [w1.wallet.address, w2.wallet.address, outsider.address].map((a) => a.toLowerCase()));
 
   // Refusals: their status and code, nothing stored, nothing on chain.
@@ -205,9 +226,9 @@ t.test('operations: proposed, signed by vault intents and an outside owner, exec
   t.equal((await s.call('GET', `${base}/operations/${grant.id}`, undefined, s.globex.owner)).statusCode, 404);
   t.equal(await opsCount(), before, 'the refusals stored nothing');
   const raw = await propose('raw-safe-tx', { to: tok.address, data: '0x8456cb59' });
-  t.match(raw, { state: 'proposed', safe_nonce: '7', safe_tx: { data: '0x8456cb59' } }, 'a raw Safe transaction is an operation too');
+  t.match(raw, { state: 'proposed', safe_nonce: '16', safe_tx: { data: '0x8456cb59' } }, 'a raw Safe transaction is an operation too');
   const stranger = account(4);
-  const notOwner = await s.call('POST', `${base}/operations/${raw.id}/signatures`, { owner: stranger.address, signature: await stranger.signTypedData(safeTxTypedData(getAddress(tok.safe), 31337, { to: getAddress(tok.address), value: 0n, data: '0x8456cb59', operation: 0, safeTxGas: 0n, baseGas: 0n, gasPrice: 0n, gasToken: `0x${'00'.repeat(20)}`, refundReceiver: `0x${'00'.repeat(20)}`, nonce: 7n })) });
+  const notOwner = await s.call('POST', `${base}/operations/${raw.id}/signatures`, { owner: stranger.address, signature: await stranger.signTypedData(safeTxTypedData(getAddress(tok.safe), 31337, { to: getAddress(tok.address), value: 0n, data: '0x8456cb59', operation: 0, safeTxGas: 0n, baseGas: 0n, gasPrice: 0n, gasToken: `0x${'00'.repeat(20)}`, refundReceiver: `0x${'00'.repeat(20)}`, nonce: 16n })) });
   t.match([notOwner.statusCode, notOwner.json().code], [422, 'validation_failed'], 'not an owner');
   const forged = await s.call('POST', `${base}/operations/${raw.id}/signatures`, { owner: outsider.address, signature: (await outsideSig(grant)).signature });
   t.match([forged.statusCode, forged.json().code], [422, 'safe_signature_invalid'], 'a signature over another SafeTx');
@@ -224,4 +245,9 @@ t.test('operations: proposed, signed by vault intents and an outside owner, exec
   t.equal(await client.readContract({ address: tok.address, abi, functionName: 'paused' }), false, 'not paused');
   const engineEvents = (await events('tokenization.operation.failed')).filter((e) => e.data.operation_id === raw.id);
   t.match(engineEvents, [{ data: { kind: 'raw_safe_tx', reason: 'engine_error' } }], 'its failed event once, reason engine_error');
+
+  // Deprecation last (movements stop), at the nonce the engine failure freed.
+  const dep = await run('deprecate', { successor: account(7).address }, ['w1', 'out']);
+  t.match(dep, { state: 'confirmed', safe_nonce: '16' });
+  t.equal(await client.readContract({ address: tok.address, abi, functionName: 'successor' }), account(7).address, 'on chain: deprecated');
 });
