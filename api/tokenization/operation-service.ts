@@ -49,7 +49,7 @@ export interface OperationServiceOptions {
 
 /** One owner signature as posted: a vault's customer-signed intent, a signed vault transaction, or an outside owner's signature. */
 export type SignatureInput =
-  | { wallet_id: string; intent: string; intent_signature: string }
+  | { wallet_id: string; intent: string; intent_signature: string; end_user_token?: string | undefined }
   | { transaction_id: string }
   | { owner: string; signature: string };
 
@@ -245,7 +245,7 @@ export class OperationService {
         }
         if (intent.kind !== 'evm.safe_tx') throw invalid('intent', 'not a Safe transaction intent (kind 3)');
         this.checkIntent(op0, token, intent, walletId);
-        const { tx: submitted } = await this.o.transactions.submit(token.org, '', { wallet_id: walletId, intent: input.intent.replace(/^0x/, ''), intent_signature: input.intent_signature.replace(/^0x/, ''), idempotency_key: intent.idempotencyKey });
+        const { tx: submitted } = await this.o.transactions.submit(token.org, '', { wallet_id: walletId, intent: input.intent.replace(/^0x/, ''), intent_signature: input.intent_signature.replace(/^0x/, ''), idempotency_key: intent.idempotencyKey, ...(input.end_user_token !== undefined ? { end_user_token: input.end_user_token } : {}) });
         tx = await this.waitSigned(token.org, submitted.id);
         how = 'vault_intent';
       }

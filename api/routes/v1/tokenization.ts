@@ -89,7 +89,7 @@ const Operation = Type.Object({
 });
 const OperationQuery = Type.Object({ ...PageQuery, state: Type.Optional(literals(OPERATION_STATES)), kind: Type.Optional(Type.String({ maxLength: 40 })) }, { additionalProperties: false });
 const SignatureBody = Type.Union([
-  Type.Object({ wallet_id: Type.String({ maxLength: 64 }), intent: Type.String({ pattern: '^(0x)?[0-9a-fA-F]+$', maxLength: 140_000 }), intent_signature: Type.String({ pattern: '^(0x)?[0-9a-fA-F]{128}$' }) }, { additionalProperties: false, description: 'an owner vault: the customer-signed kind-3 intent, submitted through the vault transaction path' }),
+  Type.Object({ wallet_id: Type.String({ maxLength: 64 }), intent: Type.String({ pattern: '^(0x)?[0-9a-fA-F]+$', maxLength: 140_000 }), intent_signature: Type.String({ pattern: '^(0x)?[0-9a-fA-F]{128}$' }), end_user_token: Type.Optional(Type.String({ maxLength: 8192, description: 'a hosted vault with end-user authentication: the end user\'s token naming this intent' })) }, { additionalProperties: false, description: 'an owner vault: the customer-signed kind-3 intent, submitted through the vault transaction path' }),
   Type.Object({ transaction_id: Type.String({ maxLength: 80 }) }, { additionalProperties: false, description: 'an owner vault: a vault transaction of kind 3 already signed over this operation\'s SafeTx' }),
   Type.Object({ owner: Address, signature: Type.String({ pattern: '^0x[0-9a-fA-F]{130}$' }) }, { additionalProperties: false, description: 'an outside owner: its EIP-712 signature over safe_tx_hash' }),
 ]);
