@@ -321,8 +321,14 @@ export class OperationService {
           continue;
         }
         const opNonce = BigInt(op.safe_tx.nonce);
+        if (op.state === 'executed' && op.tx_hash && nonce > opNonce) {
+          // Its receipt showed ExecutionSuccess for this hash when it was recorded executed.
+          await this.confirm(scope, op, op.tx_hash as Hex);
+          continue;
+        }
         if (op.state === 'executed' || opNonce < nonce) {
-          // Executed (here, or sent before a crash): confirmed once the chain shows its ExecutionSuccess.
+          // Sent before a stop and not recorded, or the nonce used elsewhere: the Safe's ExecutionSuccess
+          // events for this hash tell which (a scan from genesis: this is the rare path).
           const logs = await chain.client.getLogs({ address: safe, event: EXECUTION_SUCCESS, args: { txHash: op.safe_tx_hash as Hex }, fromBlock: 0n });
           if (logs[0]) {
             await this.confirm(scope, op, logs[0].transactionHash);
