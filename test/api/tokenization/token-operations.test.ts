@@ -17,6 +17,7 @@ import { safeTxTypedData, type SafeTransaction } from '../../../api/tokenization
 import { encodeIntent, signIntent } from '../../../core/intents/intent.ts';
 import { eventType } from '../../../api/webhooks/event-catalog.ts';
 import { waitUntil } from '../../cluster/cluster-harness.ts';
+import { OPERATIONS } from '../../../api/tokenization/collections.ts';
 
 t.setTimeout(300_000);
 const s = await tokenizationApp(t);
@@ -250,4 +251,16 @@ t.test('operations: proposed, signed by vault intents and an outside owner, exec
   const dep = await run('deprecate', { successor: account(7).address }, ['w1', 'out']);
   t.match(dep, { state: 'confirmed', safe_nonce: '16' });
   t.equal(await client.readContract({ address: tok.address, abi, functionName: 'successor' }), account(7).address, 'on chain: deprecated');
+
+  // A process that stopped after recording an operation ready, before executing it: the next start runs it.
+  let left = await sign(await propose('pause', {}), 'w2');
+  const outSig = await outsideSig(left);
+  const stored = (await OPERATIONS.in(s.store).get(left.id))!;
+  const leftReady = { ...stored, state: 'ready' as const, signatures: [...stored.signatures, { owner: outsider.address.toLowerCase(), how: 'eip712' as const, wallet_id: null, transaction_id: null, signature: outSig.signature, at: new Date().toISOString() }] };
+  await s.store.batch([OPERATIONS.putOp(left.id, leftReady, { index: [`${tok.id}\x00all\x00${left.id}`, `safe\x00${tok.safe}\x00${left.id}`] })]);
+  await s.tokenization.operations.resumeAll();
+  await s.tokenization.operations.settled();
+  left = await getOp(left.id);
+  t.equal(left.state, 'confirmed', 'resumed at start and confirmed');
+  t.equal(await client.readContract({ address: tok.address, abi, functionName: 'paused' }), true);
 });
