@@ -8,6 +8,8 @@ import { healthRoutes } from './routes/health.ts';
 import { fundingRoutes } from './routes/v1/funding.ts';
 import { createFunding, type Funding } from './funding/funding-setup.ts';
 import { escrowRoutes } from './routes/v1/escrows.ts';
+import { tokenizationRoutes } from './routes/v1/tokenization.ts';
+import { createTokenization, type Tokenization } from './tokenization/tokenization-setup.ts';
 import { createEscrows, type Escrows } from './escrow/escrow-setup.ts';
 import { EscrowAuthorizer } from './escrow/escrow-authorizer.ts';
 import type { CoordinatorClient } from './coordinator/coordinator-client.ts';
@@ -81,6 +83,8 @@ export interface AppOptions {
   funding?: Funding | undefined;
   /** Escrows (docs/platform/escrows.md); built from the configuration when absent. */
   escrows?: Escrows | undefined;
+  /** Tokenization (docs/platform/tokenization.md); built from the configuration when absent. */
+  tokenization?: Tokenization | undefined;
   /** Where the request and queue metrics go; server.ts serves it off the public port (API_METRICS_LISTEN). */
   metrics?: Registry | undefined;
   /** Payments (docs/platform/payments.md); built from the configuration, with their sweep, when absent. */
@@ -158,6 +162,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'fees', description: 'Platform API: the tenant\'s fee schedules (immutable; the newest is in force) and the platform fee' },
         { name: 'payments', description: 'Platform API: payments between account holders (fees as on-chain transfers, approved as one batch member action), their dry run, and payment quotes: fees, total debit and compliance checks' },
         { name: 'escrows', description: 'Platform API: escrows between two account holders, held by the escrow contract on chain' },
+        { name: 'tokenization', description: 'Platform API: token authorities and their proofs of control, and ERC-20, ERC-721 and ERC-1155 tokens governed by an admin Safe of the customer\'s vaults' },
         { name: 'tenant', description: 'Platform API: the key\'s tenant, its workspaces and the chains its workspace can use' },
         { name: 'health', description: 'Liveness and readiness; no authentication' },
       ],
@@ -263,6 +268,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         p.addHook('onClose', async () => escrows.stop());
       }
       await p.register(escrowRoutes, { platform, escrows: escrows.service });
+      // Tokenization (docs/platform/tokenization.md): authorities, token deployments, operations of the admin Safe.
+      const tokenization = opts.tokenization ?? createTokenization(opts.config, platform, { transactions: opts.transactions, log: opts.logger });
+      if (!opts.tokenization) {
+        p.addHook('onReady', async () => void tokenization.operations.resumeAll().catch((err: unknown) => opts.logger.warn({ err }, 'resuming token operations failed')));
+        p.addHook('onClose', async () => tokenization.operations.settled());
+      }
+      await p.register(tokenizationRoutes, { platform, tokenization });
       await p.register(tenantRoutes, { platform, chainsWithBackend: Object.keys(chainBackends(opts.config)), stablecoin: (c) => funding.service.stablecoinOf(c), stablecoinDecimals: STABLECOIN_DECIMALS });
       await p.register(accountHolderBankingRoutes, { platform, vaults, chains: opts.chains, stablecoin: (c) => funding.service.stablecoinOf(c) });
       await p.register(accountHolderExportRoutes, { platform, vaults, publicOrigin: opts.config.publicUrl });

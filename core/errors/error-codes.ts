@@ -104,6 +104,14 @@ export const ERROR_CODES = entries({
 
   // ── Funding (docs/platform/funding.md) ──────────────────────────────────────────────────────────
   funding_unavailable: e('unavailable', 'no payment rail, or no redemption on the chain, is configured on this service'),
+  // ── Tokenization (docs/platform/tokenization.md) ──────────────────────────────────────────────────
+  address_proof_invalid: e('invalid', 'an authority\'s proof of control does not verify for the challenged address on its chain'),
+  challenge_expired: e('conflict', 'the proof challenge expired; ask for a new one'),
+  safe_tx_mismatch: e('invalid', 'a Safe owner signature or intent is over another Safe transaction than the operation\'s'),
+  safe_signature_invalid: e('invalid', 'a Safe owner signature does not recover to a current owner of the Safe'),
+  signature_pending: e('unavailable', 'the vault has not signed yet; post the vault transaction id once it is signed'),
+  challenge_used: e('conflict', 'the proof challenge was already used; ask for a new one'),
+  tokenization_unavailable: e('unavailable', 'no tokenization deployer or chain backend is configured for the chain'),
   account_holder_not_active: e('conflict', 'the account holder is not active (verified): money moves for active holders only'),
   // A ledger account's balance, unlike the chain's insufficient_funds (a refusal of a wallet's transaction):
   // the same transfer may succeed once the account holds more, so it is a state conflict.

@@ -25,6 +25,9 @@ export const HTTP_STATUS_BY_CODE: Readonly<Partial<Record<ErrorCode, number>>> =
   validation_failed: 422,
   unknown_event: 422,
   email_domain_invalid: 422,
+  address_proof_invalid: 422,
+  safe_tx_mismatch: 422,
+  safe_signature_invalid: 422,
   precondition_failed: 412,
   precondition_required: 428,
 };

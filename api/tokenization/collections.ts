@@ -1,0 +1,14 @@
+// The tokenization area's collections (docs/api-storage.md, "The interface").
+import { collection } from '../store/collection.ts';
+import type { AuthorityRecord, OperationRecord, ProofChallengeRecord, TokenRecord } from './records.ts';
+
+/** Index `<workspace> NUL <id>`. */
+export const AUTHORITIES = collection<AuthorityRecord>('token_authorities');
+/** Key the challenge id; index `authority/<authority id>/<challenge id>`. */
+export const PROOF_CHALLENGES = collection<ProofChallengeRecord>('token_authority_challenges');
+/** Indexes `<workspace> NUL all NUL <id>`, `<workspace> NUL kind NUL <kind> NUL <id>`. */
+export const TOKENS = collection<TokenRecord>('tokens');
+/** `<workspace> NUL <operation> NUL <Idempotency-Key>` → the record made, written in the batch that stores it. */
+export const TOKENIZATION_KEYS = collection<{ v: 1; id: string; fingerprint: string }>('tokenization_request_keys');
+/** Indexes `<token id> NUL all NUL <id>` (oldest first), `safe NUL <safe> NUL <id>` (a Safe's operations). */
+export const OPERATIONS = collection<OperationRecord>('token_operations');

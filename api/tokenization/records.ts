@@ -1,0 +1,157 @@
+// Tokenization records as stored (docs/platform/tokenization.md "The API model"). Addresses lower case;
+// amounts and big integers decimal strings. Types only: collections and services import these.
+import type { DeployPlan } from './chain/deploy-plan.ts';
+import type { TokenKind } from './chain/artifacts.ts';
+import type { TokenStatus } from './token-states.ts';
+import type { OperationState } from './operation-states.ts';
+
+/** An address an authority proved it controls: EIP-191 for an account without code, ERC-1271 for a contract account. */
+export interface ProvenAddress {
+  address: string;
+  chain: string;
+  /** How the proof verified: a plain signature (`eoa`) or the contract's isValidSignature (`contract`). */
+  kind: 'eoa' | 'contract';
+  proven_at: string;
+}
+
+/** A Safe owned by an authority's proven addresses, checked on chain. */
+export interface ControlSafe {
+  address: string;
+  chain: string;
+  owners: string[];
+  threshold: number;
+  /** `deployed` by this service through the chain layer, or an existing Safe `registered` after reading it. */
+  origin: 'deployed' | 'registered';
+  added_at: string;
+}
+
+/** The issuer behind tokens: a name and the addresses and Safes it proved it controls. */
+export interface AuthorityRecord {
+  v: 1;
+  id: string;
+  tenant: string;
+  workspace: string;
+  name: string;
+  addresses: ProvenAddress[];
+  control_safes: ControlSafe[];
+  created_at: string;
+  updated_at: string;
+}
+
+/** A one-use, expiring message an address signs to prove control; key: the challenge id. */
+export interface ProofChallengeRecord {
+  v: 1;
+  id: string;
+  authority_id: string;
+  workspace: string;
+  address: string;
+  chain: string;
+  /** The exact text signed (EIP-191 personal_sign): names the authority, address, chain, challenge and expiry. */
+  message: string;
+  expires_at: string;
+  used_at: string | null;
+}
+
+/** One owner of a token's admin Safe: one of the customer's own vault wallets, or an outside signer. */
+export interface SafeOwner {
+  address: string;
+  kind: 'vault' | 'outside';
+  /** The vault API's wallet id for a vault owner; null for an outside signer. */
+  wallet_id: string | null;
+}
+
+/** A deploy step's progress: `sent` is recorded before the step is sent, `done` once the chain shows it. */
+export interface DeployStepRecord { name: string; address: string; status: 'pending' | 'sent' | 'done' }
+
+/** Why a deploy stopped: the chain refused a step (`revert`) or could not be reached or answer (`engine`). */
+export interface DeployFailure { reason: 'revert' | 'engine'; step: string; message: string; error_name: string | null; at: string }
+
+export interface TokenRecord {
+  v: 1;
+  id: string;
+  tenant: string;
+  workspace: string;
+  /** The vault API organization whose wallets own the Safe. */
+  org: string;
+  kind: TokenKind;
+  chain: string;
+  chain_id: number;
+  name: string | null;
+  symbol: string | null;
+  decimals: number | null;
+  base_uri: string | null;
+  uri: string | null;
+  authority_id: string | null;
+  owners: SafeOwner[];
+  threshold: number;
+  /** Computed before anything is sent (CREATE2): the token, its admin Safe and the chain's forwarder. */
+  address: string;
+  safe: string;
+  forwarder: string;
+  status: TokenStatus;
+  /** The recorded plan (api/tokenization/chain/deploy-plan.ts): what resuming continues. */
+  plan: DeployPlan;
+  steps: DeployStepRecord[];
+  failure: DeployFailure | null;
+  deploy_attempts: number;
+  created_at: string;
+  updated_at: string;
+  deployed_at: string | null;
+}
+
+/** A Safe transaction as stored: every EIP-712 field, integers as decimal strings, addresses lower case. */
+export interface StoredSafeTx {
+  to: string;
+  value: string;
+  data: string;
+  operation: 0 | 1;
+  safe_tx_gas: string;
+  base_gas: string;
+  gas_price: string;
+  gas_token: string;
+  refund_receiver: string;
+  nonce: string;
+}
+
+/** An owner's signature collected for an operation, and how it came. */
+export interface OperationSignature {
+  owner: string;
+  /** `vault_intent`: a customer-signed kind-3 intent submitted here; `vault_transaction`: a signed vault transaction named by id; `eip712`: an outside owner's signature. */
+  how: 'vault_intent' | 'vault_transaction' | 'eip712';
+  wallet_id: string | null;
+  transaction_id: string | null;
+  signature: string;
+  at: string;
+}
+
+/** Why an operation failed: the chain refused it (`revert`, decoded) or could not run it (`engine`). */
+export interface OperationFailure { reason: 'revert' | 'engine'; message: string; error_name: string | null; at: string }
+
+/** One privileged call on a token: one Safe transaction of its admin Safe (docs/platform/tokenization.md "Operations"). */
+export interface OperationRecord {
+  v: 1;
+  id: string;
+  token_id: string;
+  tenant: string;
+  workspace: string;
+  /** What it does: mint, burn, pause, grant_role, raw_safe_tx… */
+  kind: string;
+  /** The request's arguments as given (for display and the RWA log). */
+  params: Record<string, unknown>;
+  safe: string;
+  chain: string;
+  chain_id: number;
+  safe_tx: StoredSafeTx;
+  safe_tx_hash: string;
+  state: OperationState;
+  threshold: number;
+  signatures: OperationSignature[];
+  /** How many times the operation was moved to a freed Safe nonce (its signatures then start again). */
+  reproposals: number;
+  tx_hash: string | null;
+  failure: OperationFailure | null;
+  created_at: string;
+  updated_at: string;
+  executed_at: string | null;
+  confirmed_at: string | null;
+}

@@ -1,0 +1,51 @@
+// The tokenization services as the configuration describes them (docs/platform/tokenization.md
+// "Configuration"): every EVM chain with a backend in API_CHAIN_BACKENDS, with the deployer account of
+// API_TOKENIZATION_DEPLOYER_KEY_FILE paying for deployments and Safe executions. Without the key file the
+// routes exist and reads work; what needs a chain answers 422 naming the chain.
+import { readFileSync } from 'node:fs';
+import type { Hex } from 'viem';
+import { ConfigError } from '../../common/config.ts';
+import { evmNetwork } from '../../core/chains/evm/evm-networks.ts';
+import { chainBackends, type ApiConfig } from '../config.ts';
+import type { Platform } from '../platform.ts';
+import { CustomerLinks } from '../customers/customer-links.ts';
+import { AuthorityService } from './authority-service.ts';
+import { TokenService } from './token-service.ts';
+import { tokenChain, type TokenChain } from './token-chain.ts';
+import { OperationService } from './operation-service.ts';
+import type { TransactionService } from '../transactions/transaction-service.ts';
+
+export interface Tokenization {
+  authorities: AuthorityService;
+  tokens: TokenService;
+  operations: OperationService;
+  /** The chain of a name, where tokenization runs on it. */
+  chain: (name: string) => TokenChain | undefined;
+}
+
+export function readDeployerKey(file: string): Hex {
+  const k = readFileSync(file, 'utf8').trim();
+  if (!/^0x[0-9a-fA-F]{64}$/.test(k)) throw new ConfigError(['API_TOKENIZATION_DEPLOYER_KEY_FILE (tokenizationDeployerKeyFile): the file must hold 0x and 64 hex digits']);
+  return k as Hex;
+}
+
+/** Builds the services over `chains` (tests pass theirs); from the configuration otherwise. */
+export function createTokenization(config: ApiConfig, platform: Platform, opts: { chains?: Map<string, TokenChain>; transactions?: TransactionService | undefined; signatureWaitMs?: number; log?: { warn(obj: object, msg: string): void } } = {}): Tokenization {
+  const chains = opts.chains ?? new Map<string, TokenChain>();
+  if (!opts.chains && config.tokenizationDeployerKeyFile) {
+    const key = readDeployerKey(config.tokenizationDeployerKeyFile);
+    for (const [chain, url] of Object.entries(chainBackends(config))) {
+      const net = evmNetwork(chain);
+      if (net) chains.set(chain, tokenChain(net, url, key));
+    }
+  }
+  const chain = (name: string) => chains.get(name);
+  const tokens = new TokenService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, links: new CustomerLinks(platform.store), chain, clock: platform.clock, log: opts.log });
+  return {
+    chain,
+    tokens,
+    // A vault owner's signature waits for the cluster at most this long in POST signatures; then the vault transaction id is posted.
+    operations: new OperationService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, tokens, transactions: opts.transactions, chain, clock: platform.clock, signatureWaitMs: opts.signatureWaitMs ?? 60_000, log: opts.log }),
+    authorities: new AuthorityService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, chain, challengeTtlMs: config.tokenizationChallengeTtlSec * 1000, clock: platform.clock }),
+  };
+}
