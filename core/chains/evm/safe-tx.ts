@@ -19,13 +19,16 @@ export const SAFE_OPERATION_CALL = 0;
 export const SAFE_OPERATION_DELEGATECALL = 1;
 
 /**
- * The contracts a Safe transaction may delegatecall: Safe 1.4.1's MultiSendCallOnly at its canonical
- * address (safe-deployments `v1.4.1/multi_send_call_only.json`, the same on every chain deployed through
- * the deterministic deployment proxy, the local chain included). MultiSendCallOnly refuses a nested
- * delegatecall, so a batch can only make calls; a delegatecall to any other code runs that code as the
- * Safe (it could change owners or modules) and is refused. Lower case.
+ * The contracts a Safe transaction may delegatecall: Safe 1.4.1's MultiSendCallOnly, at its canonical
+ * address (safe-deployments `v1.4.1/multi_send_call_only.json`, deployed through Safe's singleton factory)
+ * and at the address this project's chain layer deploys it to (CREATE2 through the deterministic
+ * deployment proxy 0x4e59b448…4956c, zero salt: api/tokenization/chain/safe-infrastructure.ts). A CREATE2
+ * address commits to the init code, so each address can only ever hold that code;
+ * test/api/tokenization/safe-artifacts.unit.ts recomputes the second from the committed artifact.
+ * MultiSendCallOnly refuses a nested delegatecall, so a batch can only make calls; a delegatecall to any
+ * other code runs that code as the Safe (it could change owners or modules) and is refused. Lower case.
  */
-export const SAFE_DELEGATECALL_TARGETS: readonly string[] = ['0x9641d764fc13c8b624c04430c7356c1c7c8102e2'];
+export const SAFE_DELEGATECALL_TARGETS: readonly string[] = ['0x9641d764fc13c8b624c04430c7356c1c7c8102e2', '0x32228ddea8b9a2bd7f2d71a958ff241d79ca5eec'];
 
 export const SAFE_TX_TYPES = {
   SafeTx: [

@@ -15,6 +15,8 @@ import { MULTI_SEND_ABI, SAFE_ABI, SAFE_PROXY_FACTORY_ABI } from '../../../api/t
 import { decodeMultiSend, encodeMultiSend } from '../../../api/tokenization/chain/multisend.ts';
 import { DETERMINISTIC_DEPLOYER, DETERMINISTIC_DEPLOYER_CODE, DETERMINISTIC_DEPLOYER_SIGNER, DETERMINISTIC_DEPLOYER_TX } from '../../../api/tokenization/chain/deterministic-deployer.ts';
 import { decodeRevert } from '../../../api/tokenization/chain/chain-failure.ts';
+import { infrastructureAddresses } from '../../../api/tokenization/chain/safe-infrastructure.ts';
+import { SAFE_DELEGATECALL_TARGETS } from '../../../core/chains/evm/safe-tx.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -74,4 +76,13 @@ t.test('reverts decode to their names, Safe codes included', async (t) => {
   const gs = encodeFunctionData({ abi: [{ type: 'function', name: 'Error', inputs: [{ name: 'message', type: 'string' }] }], args: ['GS026'] });
   t.match(decodeRevert(gs), { errorName: 'GS026', reason: /invalid owner/ });
   t.match(decodeRevert('0xdeadbeef'), { errorName: 'Unknown' });
+});
+
+t.test('the nodes let a Safe delegatecall the MultiSendCallOnly the chain layer deploys, and nothing else it deploys', async (t) => {
+  const a = infrastructureAddresses();
+  // Recomputed here from the committed artifact: CREATE2 through the deterministic-deployment proxy, zero salt.
+  const computed = getContractAddress({ opcode: 'CREATE2', from: DETERMINISTIC_DEPLOYER, salt: new Uint8Array(32), bytecode: safeArtifact('MultiSendCallOnly').bytecode });
+  t.equal(a.multiSendCallOnly, computed);
+  t.ok(SAFE_DELEGATECALL_TARGETS.includes(computed.toLowerCase()), 'its address is one the nodes accept');
+  for (const other of [a.multiSend, a.safe, a.safeL2, a.proxyFactory, a.fallbackHandler, a.forwarder]) t.notOk(SAFE_DELEGATECALL_TARGETS.includes(other.toLowerCase()), `not ${other}`);
 });
