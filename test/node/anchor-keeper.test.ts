@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { fromHex } from '../../common/bytes.ts';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
 import { KeeperRollbackAnchor, type AnchorKeeperEndpoint } from '../../node/storage/keeper-rollback-anchor.ts';
-import { programArgs } from '../support/program.ts';
+import { PROGRAM_LAUNCHER, programArgs } from '../support/program.ts';
 
 t.setTimeout(120_000);
 
@@ -27,7 +27,7 @@ interface Running {
 
 /** Starts a keeper on `dataDir` (port 0: a free one); resolves once it listens. */
 function startKeeper(t: Test, dataDir: string, port = 0): Promise<Running> {
-  const child = spawn(process.execPath, [...programArgs(keeperMain), '--data', dataDir, '--listen', `127.0.0.1:${port}`], { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH ?? '' } });
+  const child = spawn(PROGRAM_LAUNCHER, [...programArgs(keeperMain), '--data', dataDir, '--listen', `127.0.0.1:${port}`], { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH ?? '' } });
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
@@ -109,7 +109,7 @@ t.test('keepers as processes guard a sealed store against a restored directory, 
   t.match(err?.message, new RegExp(`1 of 3 rollback anchor keepers gave a valid answer and 2 are needed: http://127\\.0\\.0\\.1:${running[1]!.port}: unreachable.*; http://127\\.0\\.0\\.1:${running[2]!.port}: unreachable`));
 
   // The node process refuses to start the same way, and exits 75 for its supervisor to try again.
-  const node = spawn(process.execPath, programArgs('node/main.ts'), {
+  const node = spawn(PROGRAM_LAUNCHER, programArgs('node/main.ts'), {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       PATH: process.env.PATH ?? '', NODE_DATA_DIR: join(dir, 'node-process'), NODE_DEVELOPMENT: 'true', NODE_COORDINATOR: '127.0.0.1:1',
