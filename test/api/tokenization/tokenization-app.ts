@@ -6,7 +6,6 @@ import type { Test } from 'tap';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ed25519 } from '@noble/curves/ed25519.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import type { Hex } from 'viem';
@@ -17,8 +16,6 @@ import { RecordStore } from '../../../api/store/record-store.ts';
 import { VaultService } from '../../../api/vaults/vault-service.ts';
 import { TransactionService } from '../../../api/transactions/transaction-service.ts';
 import { createPlatform } from '../../../api/platform.ts';
-import { CustomerLinks } from '../../../api/customers/customer-links.ts';
-import { createCustomer } from '../../../api/customers/create-customer.ts';
 import type { VaultRecord } from '../../../api/vaults/records.ts';
 import { evmNetwork } from '../../../core/chains/evm/evm-networks.ts';
 import { createTokenization } from '../../../api/tokenization/tokenization-setup.ts';
@@ -26,7 +23,7 @@ import { tokenChain } from '../../../api/tokenization/token-chain.ts';
 import { startAnvil } from '../../chains/anvil.ts';
 import { TransactionWorker } from '../../../api/transactions/transaction-worker.ts';
 import type { CoordinatorClient } from '../../../api/coordinator/coordinator-client.ts';
-import { signingCoordinator } from '../wallets/wallet-app.ts';
+import { customerMaker, signingCoordinator } from '../wallets/wallet-app.ts';
 
 /** anvil's development account 9: the service deployer. */
 export const DEPLOYER_KEY = '0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6' as Hex;
@@ -60,13 +57,10 @@ export async function tokenizationApp(t: Test) {
     await app.close();
     await store.close();
   });
-  const links = new CustomerLinks(store);
-  const operator = ed25519.utils.randomSecretKey();
+  const make = customerMaker({ store, vaults, platform });
   const customer = async (name: string) => {
-    const secret = ed25519.utils.randomSecretKey();
-    const made = await createCustomer({ store, vaults, tenancy: platform.tenancy, links, environment: 'sandbox' }, { name, publicKey: bytesToHex(ed25519.getPublicKey(secret)), operatorSecretKey: operator });
-    const key = async (role: string) => (await platform.tenancy.createKey(made.sandbox.id, role)).token;
-    return { ...made, org: made.organization.id, creds: { keyId: made.apiKeyId, secretKey: secret }, owner: await key('owner'), developer: await key('developer'), viewer: await key('viewer') };
+    const made = await make(name);
+    return { ...made, owner: await made.key('owner'), developer: await made.key('developer'), viewer: await made.key('viewer') };
   };
   const acme = await customer('Acme');
   const globex = await customer('Globex');

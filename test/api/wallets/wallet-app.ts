@@ -38,6 +38,24 @@ export interface WalletAppOptions {
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
+/**
+ * Makes test customers as the operator does (an organization, its sandbox and production workspaces, the
+ * link) with their API credentials, and a maker of workspace bearer keys of a role (sandbox by default).
+ */
+export function customerMaker(d: { store: RecordStore; vaults: VaultService; platform: Awaited<ReturnType<typeof createPlatform>>; links?: CustomerLinks }) {
+  const links = d.links ?? new CustomerLinks(d.store);
+  const operator = ed25519.utils.randomSecretKey();
+  return async (name: string) => {
+    const secret = ed25519.utils.randomSecretKey();
+    const made = await createCustomer({ store: d.store, vaults: d.vaults, tenancy: d.platform.tenancy, links, environment: 'sandbox' }, { name, publicKey: bytesToHex(ed25519.getPublicKey(secret)), operatorSecretKey: operator });
+    const creds: ApiCredentials = { keyId: made.apiKeyId, secretKey: secret };
+    // A production key needs a signing key (its changes are signed); reads with it need no signature.
+    const key = async (role: string, workspace = made.sandbox.id) =>
+      (await d.platform.tenancy.createKey(workspace, role, workspace === made.production.id ? { signingPublicKey: bytesToHex(ed25519.getPublicKey(ed25519.utils.randomSecretKey())) } : {})).token;
+    return { ...made, org: made.organization.id, creds, key };
+  };
+}
+
 export async function walletApp(t: Test, opts: WalletAppOptions = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'wallets-'));
   const store = await RecordStore.open(dir);
@@ -54,15 +72,10 @@ export async function walletApp(t: Test, opts: WalletAppOptions = {}) {
     await store.close();
   });
   const links = new CustomerLinks(store);
-  const operator = ed25519.utils.randomSecretKey();
+  const make = customerMaker({ store, vaults, platform, links });
   const customer = async (name: string) => {
-    const secret = ed25519.utils.randomSecretKey();
-    const made = await createCustomer({ store, vaults, tenancy: platform.tenancy, links, environment: 'sandbox' }, { name, publicKey: bytesToHex(ed25519.getPublicKey(secret)), operatorSecretKey: operator });
-    const creds: ApiCredentials = { keyId: made.apiKeyId, secretKey: secret };
-    // A production key needs a signing key (its changes are signed); reads with it need no signature.
-    const key = async (role: string, workspace = made.sandbox.id) =>
-      (await platform.tenancy.createKey(workspace, role, workspace === made.production.id ? { signingPublicKey: bytesToHex(ed25519.getPublicKey(ed25519.utils.randomSecretKey())) } : {})).token;
-    return { ...made, org: made.organization.id, creds, owner: await key('owner'), key };
+    const made = await make(name);
+    return { ...made, owner: await made.key('owner') };
   };
   const acme = await customer('Acme');
   const globex = await customer('Globex');
