@@ -24,13 +24,13 @@ import { BANK_CURRENCY, HolderBanking, SANDBOX_BANK, accountLast4, railMagicAmou
 import { readHolderBalance } from '../../account-holders/holder-balance.ts';
 import { HolderActivity } from '../../account-holders/holder-activity.ts';
 import { memberSelfCalls } from './member-self.ts';
+import { Nullable } from './schema-helpers.ts';
 
 const TAGS = ['account holders'];
 const selfSecurity: Record<string, string[]>[] = [{ bearer: [] }];
 const change: Record<string, string[]>[] = [{ bearer: [] }, { bearer: [], httpSignature: [] }];
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody };
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const Account = Type.Union([Type.Literal('savings'), Type.Literal('checking')]);
 const Money = Type.Object({ balance: Type.String({ description: 'cents, a decimal integer string' }), currency: Type.String() });
 const BankBalances = Type.Object({ savings: Money, checking: Money });

@@ -16,13 +16,13 @@ import { DataExportLimitError } from '../../account-holders/holder-data-exports.
 import { holderExportJobs } from '../../account-holders/holder-export-jobs.ts';
 import type { VaultService } from '../../vaults/vault-service.ts';
 import { memberSelfCalls } from './member-self.ts';
+import { Nullable } from './schema-helpers.ts';
 
 const TAGS = ['account holders'];
 const selfSecurity: Record<string, string[]>[] = [{ bearer: [] }];
 const change: Record<string, string[]>[] = [{ bearer: [] }, { bearer: [], httpSignature: [] }];
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 429: ErrorBody, 502: ErrorBody };
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const DataExport = Type.Object({
   id: Type.String(),
   status: Type.Union([Type.Literal('pending'), Type.Literal('ready'), Type.Literal('failed'), Type.Literal('expired')]),

@@ -24,6 +24,7 @@ import { walletView } from '../../wallets/wallet-view.ts';
 import { indexPage } from '../../store/pagination.ts';
 import { Wallet } from '../../../core/api-schemas/vaults.ts';
 import { CHAINS } from '../../vaults/wallet-address.ts';
+import { Nullable } from './schema-helpers.ts';
 
 const TAGS = ['account holders'];
 const read: Record<string, string[]>[] = [{ bearer: [] }];
@@ -36,7 +37,6 @@ const VStatus = Type.Union([Type.Literal('unverified'), Type.Literal('pending'),
 const Name = Type.String({ minLength: 1, maxLength: 140 });
 const Hash = Type.String({ pattern: '^[0-9a-f]{64}$' });
 const Timestamp = Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,3})?Z$' });
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const MemberRef = Type.String({ pattern: '^(mem|hsub)_[0-9a-f]{26}$' });
 
 const Holder = Type.Object({

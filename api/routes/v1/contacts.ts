@@ -12,12 +12,12 @@ import { IdempotentRequests, idempotencyKeyOf } from '../../idempotency.ts';
 import { AccountHolderService } from '../../account-holders/account-holder-service.ts';
 import { Contacts, contactView, type ContactRecord } from '../../account-holders/contacts.ts';
 import { ifMatchOf } from './account-holders.ts';
+import { Nullable } from './schema-helpers.ts';
 
 const TAGS = ['account holders'];
 const read: Record<string, string[]>[] = [{ bearer: [] }];
 const change: Record<string, string[]>[] = [{ bearer: [] }, { bearer: [], httpSignature: [] }];
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody };
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const Hash = Type.String({ pattern: '^[0-9a-f]{64}$' });
 const HolderRef = Type.String({ maxLength: 64 });
 const Contact = Type.Object({

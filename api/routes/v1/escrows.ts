@@ -2,7 +2,7 @@
 // (escrow.read, escrow.manage). POST /escrows and the cancel need an Idempotency-Key; the same key and
 // body answer the same escrow, another body is 409 idempotency_key_reused.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type, type TUnsafe } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
 import { actorOf, scopeOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
@@ -10,14 +10,13 @@ import { DEFAULT_LIMIT, Page, PageQuery } from '../../store/pagination.ts';
 import { IdempotentRequests, requiredIdempotencyKey } from '../../idempotency.ts';
 import { escrowView, type EscrowFilters, type EscrowService } from '../../escrow/escrow-service.ts';
 import { ESCROW_STATUSES } from '../../escrow/escrow-states.ts';
+import { Nullable, literals } from './schema-helpers.ts';
 
 const TAGS = ['escrows'];
 const read: Record<string, string[]>[] = [{ bearer: [] }];
 const change: Record<string, string[]>[] = [{ bearer: [] }, { bearer: [], httpSignature: [] }];
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody, 503: ErrorBody };
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
-const literals = <T extends string>(xs: readonly T[]) => Type.Union(xs.map((x) => Type.Literal(x))) as unknown as TUnsafe<T>;
 const HolderRef = Type.String({ minLength: 1, maxLength: 64 });
 const WalletRef = Type.String({ minLength: 1, maxLength: 64 });
 const Units = Type.String({ pattern: '^[1-9][0-9]{0,77}$', description: 'token base units, a positive integer as a string' });

@@ -11,12 +11,12 @@ import { IdempotentRequests, requiredIdempotencyKey } from '../../idempotency.ts
 import { FeeSchedules, feeScheduleView } from '../../fees/fee-schedules.ts';
 import { MAX_RULES } from '../../fees/fee-rule.ts';
 import { platformFeeView, type PlatformFee } from '../../fees/platform-fee.ts';
+import { Nullable } from './schema-helpers.ts';
 
 const TAGS = ['fees'];
 const read: Record<string, string[]>[] = [{ bearer: [] }];
 const change: Record<string, string[]>[] = [{ bearer: [] }, { bearer: [], httpSignature: [] }];
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody };
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 // Amounts are checked by the service (422 naming the field); the schema bounds their size only.
 const Units = Type.String({ maxLength: 100, description: 'base units of the asset: decimal digits, no leading zeros' });
 const Rule = Type.Object({

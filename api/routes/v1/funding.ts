@@ -3,7 +3,7 @@
 // and body answer the same request, another body is 409 idempotency_key_reused.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { Type, type TUnsafe } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
 import { actorOf, principalOf, scopeOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
@@ -11,15 +11,14 @@ import { DEFAULT_LIMIT, Page, PageQuery } from '../../store/pagination.ts';
 import { IdempotentRequests, requiredIdempotencyKey } from '../../idempotency.ts';
 import { fundingView, offRampView, type FundingService, type RequestFilters } from '../../funding/funding-service.ts';
 import { FUNDING_FAILURE_REASONS, FUNDING_STATUSES, OFF_RAMP_FAILURE_REASONS, OFF_RAMP_STATUSES } from '../../funding/funding-states.ts';
+import { Nullable, literals } from './schema-helpers.ts';
 
 const TAGS = ['funding'];
 const read: Record<string, string[]>[] = [{ bearer: [] }];
 const change: Record<string, string[]>[] = [{ bearer: [] }, { bearer: [], httpSignature: [] }];
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody, 503: ErrorBody };
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 // A union of literals, checked as one; typed as the union of its members.
-const literals = <T extends string>(xs: readonly T[]) => Type.Union(xs.map((x) => Type.Literal(x))) as unknown as TUnsafe<T>;
 const HolderRef = Type.String({ minLength: 1, maxLength: 64 });
 const WalletRef = Type.String({ minLength: 1, maxLength: 64 });
 const Currency = Type.String({ pattern: '^[A-Z]{3}$', description: 'ISO 4217' });

@@ -16,8 +16,8 @@ import { MAX_URL } from '../../member-auth/exact-urls.ts';
 import { COLLECTIONS, applicationView, originView, redirectUrlView, type ApplicationRecord } from '../../member-auth/member-auth-records.ts';
 import { MemberBindings } from '../../member-auth/member-bindings.ts';
 import { CustodyError } from '../../../core/errors/custody-error.ts';
+import { Nullable } from './schema-helpers.ts';
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const Origin = Type.Object({ id: Type.String(), origin: Type.String(), created_at: Type.String() });
 const RedirectUrl = Type.Object({ id: Type.String(), url: Type.String(), origin: Type.String(), created_at: Type.String() });
 const ByoOidc = Type.Object({

@@ -4,7 +4,7 @@
 // and approve need an Idempotency-Key: the same key and body answer the same request (the same payment),
 // another body is 409 idempotency_key_reused.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type, type TUnsafe } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
 import { actorOf, scopeOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
@@ -16,14 +16,13 @@ import { paymentView, type PaymentService } from '../../payments/payments.ts';
 import { PAYMENT_STATUSES } from '../../payments/payment-states.ts';
 import { DECLINE_REASONS, PAYMENT_REQUEST_STATUSES, type DeclineReason } from '../../payments/payment-request-records.ts';
 import { MEMO_MAX, PaymentRequestService, ReminderLimitError, type PaymentRequestFilters } from '../../payments/payment-requests.ts';
+import { Nullable, literals } from './schema-helpers.ts';
 
 const TAGS = ['payments'];
 const read: Record<string, string[]>[] = [{ bearer: [] }];
 const change: Record<string, string[]>[] = [{ bearer: [] }, { bearer: [], httpSignature: [] }];
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody, 503: ErrorBody };
 // A union of literals, checked as one; typed as the union of its members.
-const literals = <T extends string>(xs: readonly T[]) => Type.Union(xs.map((x) => Type.Literal(x))) as unknown as TUnsafe<T>;
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const Ref = Type.String({ minLength: 1, maxLength: 64 });
 const IsoTime = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,3})?Z$', description: 'an ISO 8601 UTC time' });
 

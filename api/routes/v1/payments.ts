@@ -3,7 +3,7 @@
 // it), and the payments themselves: GET, POST /payments, GET /payments/{id}, POST /payments/{id}/cancel,
 // GET /payments/{id}/events and POST /payments/simulate (the dry run of POST /payments).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type, type TUnsafe } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
 import { actorOf, scopeOf } from '../../auth/bearer-auth.ts';
 import { DEFAULT_LIMIT, Page, PageQuery } from '../../store/pagination.ts';
@@ -18,6 +18,7 @@ import { FeeSchedules } from '../../fees/fee-schedules.ts';
 import type { PlatformFee } from '../../fees/platform-fee.ts';
 import { PaymentQuotes, quoteView } from '../../payments/payment-quotes.ts';
 import { CHECK_CODES, CHECKS } from '../../payments/compliance.ts';
+import { Nullable, literals } from './schema-helpers.ts';
 
 const TAGS = ['payments'];
 // A POST: with a production key it is signed like every production POST, though it changes nothing.
@@ -25,8 +26,6 @@ const change: Record<string, string[]>[] = [{ bearer: [] }, { bearer: [], httpSi
 const read: Record<string, string[]>[] = [{ bearer: [] }];
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody, 503: ErrorBody };
 // A union of literals, checked as one; typed as the union of its members.
-const literals = <T extends string>(xs: readonly T[]) => Type.Union(xs.map((x) => Type.Literal(x))) as unknown as TUnsafe<T>;
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const Ref = Type.String({ minLength: 1, maxLength: 64 });
 
 const QuoteBody = Type.Object({

@@ -10,11 +10,11 @@ import type { Platform } from '../../platform.ts';
 import type { WorkspaceRecord } from '../../tenancy/tenancy-service.ts';
 import { EVM_NETWORKS } from '../../../core/chains/evm/evm-networks.ts';
 import { BITCOIN_NETWORKS } from '../../../core/chains/bitcoin/bitcoin-networks.ts';
+import { Nullable } from './schema-helpers.ts';
 
 const TAGS = ['tenant'];
 const read: Record<string, string[]>[] = [{ bearer: [] }];
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const Workspace = Type.Object({ id: Type.String(), environment: Type.Union([Type.Literal('sandbox'), Type.Literal('production')]), name: Type.String(), current: Type.Boolean(), created_at: Type.String() });
 const Chain = Type.Object({
   chain: Type.String(), family: Type.Union([Type.Literal('evm'), Type.Literal('bitcoin')]), chain_id: Nullable(Type.String()), network: Nullable(Type.String()),

@@ -2,7 +2,7 @@
 // a workspace bearer key (tokenization.read, tokenization.manage). Every creating POST needs an
 // Idempotency-Key: the same key and body answer the same record, another body is 409 idempotency_key_reused.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type, type TUnsafe } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
 import { actorOf, scopeOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
@@ -17,14 +17,13 @@ import { OPERATION_STATES } from '../../tokenization/operation-states.ts';
 import { OPERATION_KINDS, ROLE_NAMES, type OperationKind } from '../../tokenization/token-calls.ts';
 import { readToken, tokenContracts, treasuryStatus } from '../../tokenization/token-reads.ts';
 import { CustodyError } from '../../../core/errors/custody-error.ts';
+import { Nullable, literals } from './schema-helpers.ts';
 
 const TAGS = ['tokenization'];
 const read: Record<string, string[]>[] = [{ bearer: [] }];
 const change: Record<string, string[]>[] = [{ bearer: [] }, { bearer: [], httpSignature: [] }];
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody, 502: ErrorBody, 503: ErrorBody };
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
-const literals = <T extends string>(xs: readonly T[]) => Type.Union(xs.map((x) => Type.Literal(x))) as unknown as TUnsafe<T>;
 const Address = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$', description: 'an EVM address' });
 const Chain = Type.String({ pattern: '^[a-z0-9-]{1,40}$', description: 'a chain name of GET /v1/chains/available, e.g. evm-local' });
 const IdParam = Type.Object({ id: Type.String({ maxLength: 64 }) });

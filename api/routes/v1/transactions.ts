@@ -13,6 +13,7 @@ import { CustodyError } from '../../../core/errors/custody-error.ts';
 import { authenticateBearer, hasBearer, scopeOf } from '../../auth/bearer-auth.ts';
 import type { TenancyService } from '../../tenancy/tenancy-service.ts';
 import type { PaymentFlowKind, PaymentFlows } from '../../payments/payment-flows.ts';
+import { Nullable } from './schema-helpers.ts';
 
 export const transactionView = (t: TransactionRecord) => ({
   id: t.id, wallet_id: t.wallet_id, vault_id: t.vault_id, chain: t.chain, state: t.state, idempotency_key: t.idempotency_key, intent_sha256: t.intent_sha256,
@@ -28,7 +29,6 @@ export interface PaymentFlowBearer {
   flows: PaymentFlows;
 }
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const FlowKind = Type.Union([Type.Literal('funding'), Type.Literal('off_ramp'), Type.Literal('payment')]) satisfies { static: PaymentFlowKind };
 const PaymentFlowItem = Type.Object({
   id: Type.String(), kind: FlowKind, status: Type.String(), account_holder_id: Type.String(),
