@@ -44,6 +44,7 @@ import { webhookEndpointRoutes } from './routes/v1/webhook-endpoints.ts';
 import { webhookDeliveryRoutes } from './routes/v1/webhook-deliveries.ts';
 import { brandingRoutes, emailDomainRoutes, logoRoutes } from './routes/v1/branding.ts';
 import { memberAuthConfigRoutes } from './routes/v1/member-auth-config.ts';
+import { AccountCenterKeys } from './member-auth/account-center-keys.ts';
 import { memberAuthRoutes } from './routes/v1/member-auth.ts';
 import { createMemberActions, memberActionRoutes } from './routes/v1/member-actions.ts';
 import type { MemberActions } from './member-auth/member-actions.ts';
@@ -238,7 +239,18 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(brandingRoutes, { platform });
       await p.register(emailDomainRoutes, { platform });
       await p.register(logoRoutes, { platform, publicOrigin: opts.config.publicUrl });
-      await p.register(memberAuthConfigRoutes, { platform });
+      // Account Center passkeys: the organization's opt-in as its customer-signed registration names it (docs/end-user-auth.md).
+      const acLinks = vaults ? new CustomerLinks(vaults.store) : undefined;
+      await p.register(memberAuthConfigRoutes, {
+        platform,
+        ...(vaults && acLinks ? { accountCenter: {
+          keys: new AccountCenterKeys(platform.keys.cursorKey, opts.config.publicUrl),
+          registration: async (scope) => {
+            const org = await acLinks.orgOfWorkspace(scope);
+            return org ? { org, accountCenter: (await vaults.endUserAuth(org))?.accountCenter } : undefined;
+          },
+        } } : {}),
+      });
       await p.register(memberAuthRoutes, { platform, ...(opts.config.memberAuthExchangeKeyFile ? { exchangeKey: await readExchangeKeyFile(opts.config.memberAuthExchangeKeyFile) } : {}) });
       await p.register(accountHolderRoutes, { platform, vaults });
       await p.register(accountHolderAvatarRoutes, { platform, publicOrigin: opts.config.publicUrl });

@@ -5,6 +5,7 @@ import { MfaTokens } from './tenancy/mfa-tokens.ts';
 import { CursorCodec } from './store/pagination.ts';
 import { loadServerKeys, type ServerKeys } from './store/server-keys.ts';
 import { TenancyService } from './tenancy/tenancy-service.ts';
+import { NO_GATEWAYS, type GatewayReadiness } from './tenancy/gateway-readiness.ts';
 import { WebhookEndpoints } from './webhooks/webhook-endpoints.ts';
 import { DeliveryEngine, type DeliveryOutcome } from './webhooks/delivery-engine.ts';
 import { BrandingService } from './branding/branding-service.ts';
@@ -28,6 +29,8 @@ export interface Platform {
   branding: BrandingService;
   objects: ObjectStore;
   emailDomains: EmailDomains;
+  /** What the onboarding status reports of the workspace's integration gateway (api/tenancy/gateway-readiness.ts). */
+  gatewayReadiness: GatewayReadiness;
   /** Milliseconds since the epoch. */
   clock: () => number;
 }
@@ -41,6 +44,9 @@ export async function createPlatform(store: RecordRepository, opts: { emailProvi
   const keys = await loadServerKeys(store);
   // Records once kept per tenant (branding, sending domains) become production's (docs/security.md).
   await migrateToPerEnvironment(store, clock);
+  const tenancy = new TenancyService(store, clock);
+  // Keys made before they were indexed by workspace join the index (GET /v1/workspace-tokens); once.
+  await tenancy.prepareIndexes();
   const cursors = new CursorCodec(keys.cursorKey);
   const audit = new AuditLog(store, clock);
   const endpoints = new WebhookEndpoints({ store, cursors, audit, signingSeed: keys.webhookSeed, clock, ...(opts.webhookTimeoutMs ? { timeoutMs: opts.webhookTimeoutMs } : {}),
@@ -48,5 +54,5 @@ export async function createPlatform(store: RecordRepository, opts: { emailProvi
   const deliveries = new DeliveryEngine({ store, endpoints, cursors, clock, ...(opts.schedule ? { schedule: opts.schedule } : {}), ...(opts.concurrency ? { concurrency: opts.concurrency } : {}), ...(opts.onDeliveryOutcome ? { onOutcome: opts.onDeliveryOutcome } : {}) });
   // Rows queued by an earlier version (one global queue) move to their endpoints' queues; idempotent.
   await deliveries.migrate();
-  return { store, keys, clock, cursors, audit, endpoints, deliveries, emailDomains: new EmailDomains(store, audit, opts.emailProvider, clock), objects: opts.objectStore ?? new DirectoryObjectStore(opts.objectDir ?? 'objects', createHmac('sha256', keys.cursorKey).update('object-store').digest()), branding: new BrandingService(store, audit, keys.cursorKey, clock), tenancy: new TenancyService(store, clock), mfa: new MfaTokens(keys.mfaKey, store) };
+  return { store, keys, clock, cursors, audit, endpoints, deliveries, emailDomains: new EmailDomains(store, audit, opts.emailProvider, clock), objects: opts.objectStore ?? new DirectoryObjectStore(opts.objectDir ?? 'objects', createHmac('sha256', keys.cursorKey).update('object-store').digest()), branding: new BrandingService(store, audit, keys.cursorKey, clock), tenancy, gatewayReadiness: NO_GATEWAYS, mfa: new MfaTokens(keys.mfaKey, store) };
 }

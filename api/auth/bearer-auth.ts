@@ -24,6 +24,8 @@ declare module 'fastify' {
     permission?: Permission;
     /** The action an MFA proof must name (with the route's `:id`); the proof is used up by the request. */
     mfa?: MfaAction;
+    /** A change a key of a suspended workspace may still make (reactivating it); every other change is refused. */
+    whileSuspended?: boolean;
   }
 }
 
@@ -38,6 +40,7 @@ export interface BearerAuthOptions {
 }
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 export function principalOf(req: FastifyRequest): Principal {
   if (!req.principal) throw new CustodyError('unauthorized', 'authentication required');
@@ -66,7 +69,8 @@ export function hasBearer(req: FastifyRequest): boolean {
 /**
  * Resolves the request's workspace key into `req.principal` and checks the route's permission: 401
  * without a valid key, 403 role_denied without the permission. The bearer-auth hook runs it on every
- * platform route; a vault-API route that also takes a bearer key runs it itself (GET /v1/wallets/{id}).
+ * platform route; a vault-API route that also takes a bearer key runs it itself (GET /v1/wallets/{id}). A key
+ * of a suspended workspace gets 403 workspace_suspended for anything but a read or its reactivation.
  * The scheme name is case-insensitive (RFC 9110 11.1).
  */
 export async function authenticateBearer(req: FastifyRequest, tenancy: TenancyService): Promise<Principal> {
@@ -77,6 +81,10 @@ export async function authenticateBearer(req: FastifyRequest, tenancy: TenancySe
   if (!principal) throw new CustodyError('unauthorized', 'a valid workspace bearer key is required (Authorization: Bearer svc_...)');
   if (cfg?.permission && !roleAllows(principal.role, cfg.permission)) {
     throw new CustodyError('role_denied', `this key's role (${principal.role}) lacks the ${cfg.permission} permission`);
+  }
+  // A suspended workspace reads and may be reactivated; any other change is refused before its body is read.
+  if (principal.workspaceStatus === 'suspended' && !READS.has(req.method) && !cfg?.whileSuspended) {
+    throw new CustodyError('workspace_suspended', 'this workspace is suspended: its keys may read; an owner or admin reactivates it with PATCH /v1/workspaces/{id} {"status": "active"}');
   }
   req.principal = principal;
   return principal;

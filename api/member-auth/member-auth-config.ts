@@ -42,12 +42,12 @@ export interface ByoOidcInput {
   required_amr?: string[];
 }
 
-export interface HostedInput { enrollment: Enrollment; origin: string; result_callback_url: string; bff_key_id: string; require_totp?: boolean }
+export interface HostedInput { enrollment: Enrollment; origin: string; result_callback_url: string; bff_key_id: string; require_totp?: boolean; account_center_passkeys?: boolean }
 
-export type ApplicationPatch = Partial<Omit<ByoOidcInput, 'issuer'> & Omit<HostedInput, 'require_totp'> & { require_totp: boolean }>;
+export type ApplicationPatch = Partial<Omit<ByoOidcInput, 'issuer'> & Omit<HostedInput, 'require_totp' | 'account_center_passkeys'> & { require_totp: boolean; account_center_passkeys: boolean }>;
 
 const BYO_FIELDS = new Set(['audience', 'provider_namespace', 'max_proof_age_sec', 'required_acr', 'required_amr']);
-const HOSTED_FIELDS = new Set(['enrollment', 'origin', 'result_callback_url', 'bff_key_id', 'require_totp']);
+const HOSTED_FIELDS = new Set(['enrollment', 'origin', 'result_callback_url', 'bff_key_id', 'require_totp', 'account_center_passkeys']);
 
 const invalid = (m: string) => new CustodyError('validation_failed', m);
 const ix = (r: { workspace: string; id: string }) => [`${r.workspace}\x00${r.id}`];
@@ -75,6 +75,12 @@ export interface MemberAuthConfigOptions {
   /** The SSRF-safe client discovery goes out through; it reads bodies up to MAX_DISCOVERY_BYTES + 1. */
   http: OutboundHttp;
   clock?: () => number;
+  /**
+   * Whether the workspace's organization has opted in to Account Center passkeys as the nodes see it:
+   * its customer-signed end-user-auth registration names this service's Account Center key. Absent (a
+   * service without the vault API): never, so the setting cannot be turned on.
+   */
+  accountCenterRegistered?: (scope: WorkspaceScope) => Promise<boolean>;
 }
 
 export class MemberAuthConfig {
@@ -251,7 +257,14 @@ export class MemberAuthConfig {
     });
   }
 
-  private async checkHosted(scope: WorkspaceScope, h: HostedSettings): Promise<HostedSettings> {
+  /** `wasOn`: the application already had Account Center passkeys on (turning them on is what is checked). */
+  private async checkHosted(scope: WorkspaceScope, h: HostedSettings, wasOn: boolean): Promise<HostedSettings> {
+    // An opt-in the nodes would not enforce is never switched on: the organization's customer-signed
+    // registration must name the service's Account Center key first (in production this request is
+    // also signed with the key's request-signing key, as every production change).
+    if (h.account_center_passkeys === true && !wasOn && !(await this.o.accountCenterRegistered?.(scope))) {
+      throw new CustodyError('account_center_opt_in_unregistered', 'account_center_passkeys: first register the opt-in for the nodes: PUT /v1/config/end-user-auth, signed with the organization\'s API key, with `account_center` as GET /v1/tenant/member-auth/account-center-key answers it');
+    }
     const origin = normalizeOrigin(h.origin, scope.environment);
     const callback = normalizeRedirectUrl(h.result_callback_url, scope.environment, 'result_callback_url').url;
     if (!(await this.isAllowedOrigin(scope, origin))) throw invalid(`origin: ${origin} is not an allowed origin of this workspace`);
@@ -264,7 +277,7 @@ export class MemberAuthConfig {
   /** POST /tenant/member-auth/applications/hosted: a new Hosted Auth application. */
   createHostedApplication(scope: WorkspaceScope, actor: Actor, input: HostedInput): Promise<ApplicationRecord> {
     return this.locks.run(scope.workspace, async () => {
-      const hosted = await this.checkHosted(scope, { ...input, require_totp: input.require_totp ?? false });
+      const hosted = await this.checkHosted(scope, { ...input, require_totp: input.require_totp ?? false }, false);
       const a = { ...this.newApplication(scope, 'hosted'), hosted };
       await this.create(scope, actor, a);
       return a;
@@ -287,7 +300,7 @@ export class MemberAuthConfig {
         checkByoFields(patch);
         return this.update(scope, actor, before, { ...before, byo_oidc: { ...before.byo_oidc!, ...patch } as ByoOidcSettings });
       }
-      const hosted = await this.checkHosted(scope, { ...before.hosted!, ...patch } as HostedSettings);
+      const hosted = await this.checkHosted(scope, { ...before.hosted!, ...patch } as HostedSettings, before.hosted!.account_center_passkeys === true);
       return this.update(scope, actor, before, { ...before, hosted });
     });
   }

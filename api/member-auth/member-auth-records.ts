@@ -51,6 +51,12 @@ export interface HostedSettings {
   bff_key_id: string;
   /** Challenge an existing TOTP factor after the email code. */
   require_totp: boolean;
+  /**
+   * The tenant's opt-in to passkeys enrolled on the Account Center (docs/end-user-auth.md "Account Center
+   * passkeys"); absent: off. Turned on only while the organization's customer-signed end-user-auth
+   * registration names the service's Account Center key, which is what the nodes enforce.
+   */
+  account_center_passkeys?: boolean;
 }
 
 export type ApplicationKind = 'byo_oidc' | 'hosted';
@@ -72,13 +78,13 @@ export interface ApplicationRecord {
 
 export interface PublishableKeyRecord { application: string; tenant: string; workspace: string; environment: Environment }
 
-export type ApplicationView = Omit<ApplicationRecord, 'tenant' | 'workspace'>;
+export type ApplicationView = Omit<ApplicationRecord, 'tenant' | 'workspace' | 'hosted'> & { hosted: (HostedSettings & { account_center_passkeys: boolean }) | null };
 export type AllowedOriginView = Omit<AllowedOriginRecord, 'tenant' | 'workspace'>;
 export type RedirectUrlView = Omit<RedirectUrlRecord, 'tenant' | 'workspace'>;
 
 export function applicationView(a: ApplicationRecord): ApplicationView {
   const { tenant: _t, workspace: _w, ...v } = a;
-  return v;
+  return { ...v, hosted: v.hosted ? { ...v.hosted, account_center_passkeys: v.hosted.account_center_passkeys ?? false } : null };
 }
 
 export function originView(o: AllowedOriginRecord): AllowedOriginView {

@@ -425,7 +425,8 @@ export class CustodyClient {
     return chosen;
   }
 
-  setEndUserAuth(body: { jwks: { keys: Record<string, unknown>[] }; audience: string }): Promise<{ status: 'registered'; audience: string; key_count: number }> {
+  /** `account_center`: opt in to Account Center passkeys with the object GET /v1/tenant/member-auth/account-center-key answers (docs/end-user-auth.md). */
+  setEndUserAuth(body: { jwks: { keys: Record<string, unknown>[] }; audience: string; account_center?: { jwk: Record<string, unknown>; origin: string } }): Promise<{ status: 'registered'; audience: string; key_count: number; account_center: boolean }> {
     return this.request('PUT', '/v1/config/end-user-auth', body);
   }
 

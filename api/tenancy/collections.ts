@@ -4,12 +4,15 @@
 import { collection } from '../store/collection.ts';
 import type { AuditEntry } from './audit-log.ts';
 import type { UseMarker } from './mfa-tokens.ts';
-import type { BearerKeyRecord, TenantRecord, TotpFailures, TotpLastStep, WorkspaceRecord } from './tenancy-service.ts';
+import type { BearerKeyRecord, BearerKeyUse, TenantRecord, TotpFailures, TotpLastStep, WorkspaceRecord } from './tenancy-service.ts';
 
 export const TENANTS = collection<TenantRecord>('tenants');
 /** Index `<tenant> NUL <workspace id>`. */
 export const WORKSPACES = collection<WorkspaceRecord>('workspaces');
+/** Index `<workspace> NUL <key id>` (tenancy-service.ts `keyIndex`). */
 export const BEARER_KEYS = collection<BearerKeyRecord>('bearer_keys');
+/** Per bearer key: when it last authenticated a request, to the minute. */
+export const BEARER_KEY_USES = collection<BearerKeyUse>('bearer_key_uses');
 /** Index `<workspace> NUL <entry id>`. */
 export const AUDIT_LOG = collection<AuditEntry>('audit_log');
 /** One marker per MFA token used, keyed so that they sort by expiry (mfa-tokens.ts). */

@@ -26,6 +26,8 @@ export const PERMISSIONS = [
   'escrow.read',
   'escrow.manage',
   'tenant.read',
+  /** The workspace's own name and status (suspend, reactivate) and its onboarding defaults: owners and admins only. */
+  'tenant.manage',
   /** Tokens, their operations, authorities: read (docs/platform/tokenization.md). */
   'tokenization.read',
   /** Authorities and their proofs and control Safes, token deployments (service gas, new governance). */

@@ -10,12 +10,16 @@ import { isRole, type Role } from './permissions.ts';
 import { matchTotp } from './totp.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { isValidEd25519PublicKeyHex } from '../../common/ed25519.ts';
-import { BEARER_KEYS, TENANTS, TOTP_FAILURES, TOTP_LAST_STEP, WORKSPACES } from './collections.ts';
+import { BEARER_KEYS, BEARER_KEY_USES, TENANTS, TOTP_FAILURES, TOTP_LAST_STEP, WORKSPACES } from './collections.ts';
+import type { Actor, AuditLog } from './audit-log.ts';
 
 export type Environment = 'sandbox' | 'production';
 
 export interface TenantRecord { id: string; name: string; created_at: string }
-export interface WorkspaceRecord { id: string; tenant: string; environment: Environment; name: string; created_at: string }
+/** `suspended`: its keys read and an owner or admin may reactivate it, nothing else (docs/platform/tenancy.md). */
+export type WorkspaceStatus = 'active' | 'suspended';
+/** `status` absent: active (workspaces made before suspension existed). */
+export interface WorkspaceRecord { id: string; tenant: string; environment: Environment; name: string; created_at: string; status?: WorkspaceStatus; updated_at?: string }
 export interface BearerKeyRecord {
   id: string;
   tenant: string;
@@ -39,7 +43,23 @@ export interface Principal {
   keyId: string;
   role: Role;
   signingPublicKey: Uint8Array | null;
+  /** The key's workspace's status when the request was authenticated. */
+  workspaceStatus: WorkspaceStatus;
 }
+
+/** When a bearer key last authenticated a request (collection `bearer_key_uses`, id = key id), to the minute. */
+export interface BearerKeyUse { key: string; last_used_at: string }
+/** A use is written at most once per this many milliseconds per key and process: a read does not become a write. */
+const USE_GRANULARITY_MS = 60_000;
+/** Index of bearer keys by workspace: `<workspace>`, so a walk under `<workspace> NUL` is by key id (creation order). */
+const keyIndex = (k: { workspace: string }) => [k.workspace];
+const KEY_INDEX_VERSION = 1;
+
+/** 1 to 64 code points, none a control character or an angle bracket (a name lands on pages and in mail). */
+const validWorkspaceName = (n: string) => {
+  const cps = [...n].map((c) => c.codePointAt(0)!);
+  return cps.length >= 1 && cps.length <= 64 && cps.every((cp) => cp >= 0x20 && !(cp >= 0x7f && cp <= 0x9f) && cp !== 0x3c && cp !== 0x3e);
+};
 
 const sha256hex = (s: string) => createHash('sha256').update(s).digest('hex');
 
@@ -50,7 +70,15 @@ const TOTP_MAX_FAILURES = 5;
 const TOTP_FAILURE_WINDOW_S = 300;
 
 export class TenancyService {
+  /** Per key, when this process last wrote its use. */
+  private readonly usesWritten = new Map<string, number>();
+
   constructor(private readonly store: RecordRepository, private readonly clock: () => number = Date.now) {}
+
+  /** Gives keys made before the workspace index their entry; run once the store opens (api/platform.ts). */
+  async prepareIndexes(): Promise<void> {
+    await BEARER_KEYS.in(this.store).reindex(KEY_INDEX_VERSION, keyIndex);
+  }
 
   private iso(): string {
     return new Date(this.clock()).toISOString();
@@ -97,7 +125,7 @@ export class TenancyService {
     if (!key) throw new CustodyError('not_found', `no platform key ${keyId}`);
     if (key.revoked) throw new CustodyError('conflict', `platform key ${keyId} is already revoked`);
     const revoked: BearerKeyRecord = { ...key, revoked: true };
-    await this.store.batch([BEARER_KEYS.putOp(keyId, revoked), ...extra(key, revoked)]);
+    await this.store.batch([BEARER_KEYS.putOp(keyId, revoked, { index: keyIndex(revoked) }), ...extra(key, revoked)]);
     return revoked;
   }
 
@@ -116,7 +144,7 @@ export class TenancyService {
       token_sha256: sha256hex(token), signing_public_key: opts.signingPublicKey ?? null, totp_secret: totpSecret ?? null, created_at: this.iso(), revoked: false,
     };
     // `extra`: writes that go with the key, e.g. the operator API's audit entry.
-    await this.store.batch([BEARER_KEYS.putOp(id, key), ...(opts.extra?.(key) ?? [])]);
+    await this.store.batch([BEARER_KEYS.putOp(id, key, { index: keyIndex(key) }), ...(opts.extra?.(key) ?? [])]);
     return { key, token, ...(totpSecret ? { totpSecret } : {}) };
   }
 
@@ -129,10 +157,62 @@ export class TenancyService {
     const given = Buffer.from(sha256hex(token), 'hex');
     if (!timingSafeEqual(given, Buffer.from(key.token_sha256, 'hex'))) return undefined;
     if ((m[1] === 'live') !== (key.environment === 'production')) return undefined;
+    const ws = await this.workspace(key.workspace);
+    if (!ws) return undefined;
+    await this.recordUse(key.id);
     return {
       tenant: key.tenant, workspace: key.workspace, environment: key.environment, keyId: key.id, role: key.role,
-      signingPublicKey: key.signing_public_key ? hexToBytes(key.signing_public_key) : null,
+      signingPublicKey: key.signing_public_key ? hexToBytes(key.signing_public_key) : null, workspaceStatus: ws.status ?? 'active',
     };
+  }
+
+  /**
+   * Notes that a key authenticated a request now. Kept beside the key, never in its record, so a use
+   * cannot race a revocation into undoing it; written at most once a minute per key and process.
+   */
+  private async recordUse(keyId: string): Promise<void> {
+    const now = this.clock();
+    const last = this.usesWritten.get(keyId);
+    if (last !== undefined && now - last < USE_GRANULARITY_MS && now >= last) return;
+    this.usesWritten.set(keyId, now);
+    await BEARER_KEY_USES.in(this.store).put(keyId, { key: keyId, last_used_at: new Date(now).toISOString() } satisfies BearerKeyUse);
+  }
+
+  /** A workspace's keys, active and revoked, by id (creation order), after `after`: up to `limit`. */
+  async keysOf(workspace: string, after: string | undefined, limit: number): Promise<(BearerKeyRecord & { last_used_at: string | null })[]> {
+    const keys = await BEARER_KEYS.in(this.store).byIndexAfter(`${workspace}\x00`, after, limit);
+    return Promise.all(keys.map(async (k) => ({ ...k, last_used_at: (await BEARER_KEY_USES.in(this.store).get(k.id))?.last_used_at ?? null })));
+  }
+
+  /** Whether a workspace has an active key. */
+  async hasActiveKey(workspace: string): Promise<boolean> {
+    for (let after: string | undefined; ;) {
+      const page = await BEARER_KEYS.in(this.store).byIndexAfter(`${workspace}\x00`, after, 100);
+      if (page.some((k) => !k.revoked)) return true;
+      if (page.length < 100) return false;
+      after = page[page.length - 1]!.id;
+    }
+  }
+
+  /**
+   * PATCH /v1/workspaces/{id}: the key's own workspace's name and status, audited (`workspace.update`).
+   * Nothing to change changes nothing and writes no entry.
+   */
+  async updateWorkspace(scope: { tenant: string; workspace: string }, actor: Actor, audit: AuditLog, id: string, patch: { name?: string; status?: WorkspaceStatus }): Promise<WorkspaceRecord> {
+    return this.store.exclusive(`workspace:${id}`, async () => {
+      const ws = await this.workspace(id);
+      // Another tenant's workspace is answered as one that does not exist.
+      if (!ws || ws.tenant !== scope.tenant) throw new CustodyError('not_found', `no workspace ${id}`);
+      // Environments are separate (docs/security.md): a key changes only its own workspace.
+      if (ws.id !== scope.workspace) throw new CustodyError('forbidden', 'a key changes only its own workspace; use a key of that workspace');
+      if (patch.name !== undefined && !validWorkspaceName(patch.name)) throw new CustodyError('validation_failed', 'name: 1 to 64 characters, no control characters or angle brackets');
+      const before = { name: ws.name, status: ws.status ?? 'active' };
+      const after = { name: patch.name ?? before.name, status: patch.status ?? before.status };
+      if (after.name === before.name && after.status === before.status) return ws;
+      const next: WorkspaceRecord = { ...ws, ...after, updated_at: this.iso() };
+      await this.store.batch([WORKSPACES.putOp(ws.id, next, { index: [`${ws.tenant}\x00${ws.id}`] }), audit.op(scope, actor, 'workspace.update', ws.id, before, after)]);
+      return next;
+    });
   }
 
   /**

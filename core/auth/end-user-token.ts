@@ -8,7 +8,7 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import { CustodyError } from '../errors/custody-error.ts';
 import { isValidEd25519PublicKey } from '../../common/ed25519.ts';
 import { MEMBER_PROOF_MAX_AGE_S, memberActionNonceFor, memberActionProblem, sameText, type MemberActionBinding } from './member-action.ts';
-import { PasskeyProofError, verifyPasskeyProof } from './member-credential.ts';
+import { PasskeyProofError, verifyPasskeyProof, type AccountCenterOptIn } from './member-credential.ts';
 
 export const END_USER_ALGORITHMS = ['ES256', 'EdDSA', 'RS256', 'PS256'];
 /** Longest accepted token lifetime (exp - iat), seconds: a token authorizes one signature, soon. */
@@ -19,6 +19,8 @@ const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k', 'oth'];
 export interface EndUserAuthConfig {
   jwks: { keys: JWK[] };
   audience: string;
+  /** The tenant's Account Center passkey opt-in, when its registration names one (member-credential.ts). */
+  accountCenter?: AccountCenterOptIn;
 }
 
 /** A refused end-user token; its code (kind `refused`) is the reason, also kept as `reason`. */
@@ -69,7 +71,7 @@ export async function verifyEndUserToken(config: EndUserAuthConfig, token: strin
     const problem = memberActionProblem(memberAction);
     if (problem) throw new EndUserTokenError('member_action_mismatch', problem);
     try {
-      return await verifyPasskeyProof({ jwks: config.jwks as JSONWebKeySet, audience: config.audience }, token, intentSha256(intent), subject, nowSeconds, { ...memberAction, passkey: memberAction.passkey });
+      return await verifyPasskeyProof({ jwks: config.jwks as JSONWebKeySet, audience: config.audience, accountCenter: config.accountCenter }, token, intentSha256(intent), subject, nowSeconds, { ...memberAction, passkey: memberAction.passkey });
     } catch (err) {
       if (err instanceof PasskeyProofError) throw new EndUserTokenError(err.reason, err.message);
       throw err;

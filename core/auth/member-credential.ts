@@ -7,7 +7,12 @@
 // Neither the API nor the coordinator holds a key that signs either part: the credential needs the
 // customer's identity key, the assertion needs the member's authenticator, and the assertion's challenge
 // commits to the action id, the salt and the exact intent bytes every node is asked to sign.
-import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
+//
+// One exception, chosen by the customer (docs/end-user-auth.md "Account Center passkeys"): a tenant
+// whose customer-signed registration names an `account_center` opt-in also accepts credentials signed
+// by the service's Account Center key it names, for passkeys on the Account Center's origin only. Without
+// that entry a credential under the service's key verifies under nothing the node holds.
+import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet, type JWK } from 'jose';
 import { verifyAuthenticationResponse } from '@simplewebauthn/server';
 import { encode } from 'cbor2';
 import { p256 } from '@noble/curves/nist.js';
@@ -35,6 +40,36 @@ export class PasskeyProofError extends CustodyError {
   }
 }
 
+/**
+ * A tenant's opt-in to passkeys enrolled on the service's Account Center, as its customer-signed
+ * end-user-auth registration names it: the service's credential key for the organization (a public JWK,
+ * Ed25519 or P-256, with a `kid` none of the customer's keys has) and the Account Center's origin.
+ */
+export interface AccountCenterOptIn { jwk: JWK; origin: string }
+
+/** The registration a member credential verifies under. */
+export interface CredentialConfig { jwks: JSONWebKeySet; audience: string; accountCenter?: AccountCenterOptIn | undefined }
+
+/** What is wrong with an `account_center` opt-in of a registration whose customer keys are `jwks`, or undefined. */
+export function accountCenterOptInProblem(v: unknown, jwks: { keys: { kid?: unknown }[] }): string | undefined {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'account_center must be an object {jwk, origin}';
+  const { jwk, origin, ...rest } = v as Record<string, unknown>;
+  if (Object.keys(rest).length) return `account_center has unknown members: ${Object.keys(rest).join(', ')}`;
+  if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk)) return 'account_center.jwk must be a public JWK';
+  const kid = (jwk as { kid?: unknown }).kid;
+  if (typeof kid !== 'string' || kid.length < 1 || kid.length > 128) return 'account_center.jwk.kid must be a string of 1 to 128 characters';
+  if (jwks.keys.some((k) => k.kid === kid)) return 'account_center.jwk.kid is also the kid of a key in jwks: the Account Center key must be told apart from the customer\'s';
+  const alg = (jwk as { alg?: unknown }).alg;
+  if (alg !== undefined && alg !== 'EdDSA' && alg !== 'ES256') return 'account_center.jwk.alg must be EdDSA or ES256';
+  try {
+    coseKey(jwk as Record<string, unknown>);
+  } catch {
+    return 'account_center.jwk must be an Ed25519 (OKP) or P-256 (EC) public key';
+  }
+  const problem = originProblem(origin);
+  return problem ? `account_center.origin: ${problem}` : undefined;
+}
+
 /** What a verified member credential says. */
 export interface MemberCredential {
   subject: string;
@@ -43,6 +78,8 @@ export interface MemberCredential {
   publicKey: Uint8Array;
   rpId: string;
   origins: string[];
+  /** Where the passkey was enrolled: on the customer's side, or on the service's Account Center (the opt-in). */
+  enrolledAt: 'customer' | 'account_center';
 }
 
 /** An origin a passkey may answer on: https (http only for localhost), no path, query or fragment. */
@@ -96,10 +133,20 @@ function coseKey(jwk: Record<string, unknown>): Uint8Array {
  * future), `cnf.jwk` the passkey's public key with its credential id as `kid` (RFC 7800), and
  * `webauthn: {rp_id, origins}`. Throws PasskeyProofError; never puts the token in a message.
  */
-export async function verifyMemberCredential(config: { jwks: JSONWebKeySet; audience: string }, token: string, nowSeconds: number): Promise<MemberCredential> {
+export async function verifyMemberCredential(config: CredentialConfig, token: string, nowSeconds: number): Promise<MemberCredential> {
+  // A credential naming the opted-in Account Center key verifies under that key alone; any other under
+  // the customer's keys alone. Without the opt-in there is no Account Center key to name.
+  let headerKid: unknown;
+  try {
+    headerKid = decodeProtectedHeader(token).kid;
+  } catch {
+    throw new PasskeyProofError('bad_end_user_token', 'member credential is not a JWS');
+  }
+  const ac = config.accountCenter;
+  const viaAccountCenter = ac !== undefined && typeof headerKid === 'string' && headerKid === ac.jwk.kid;
   let payload;
   try {
-    ({ payload } = await jwtVerify(token, createLocalJWKSet(config.jwks), {
+    ({ payload } = await jwtVerify(token, createLocalJWKSet(viaAccountCenter ? { keys: [ac.jwk] } : config.jwks), {
       audience: config.audience,
       algorithms: ALGORITHMS,
       typ: MEMBER_CREDENTIAL_TYP,
@@ -131,7 +178,12 @@ export async function verifyMemberCredential(config: { jwks: JSONWebKeySet; audi
     const host = new URL(o as string).hostname;
     if (host !== rpId && !host.endsWith(`.${rpId}`)) throw new PasskeyProofError('bad_end_user_token', `member credential: origin ${o as string} is not on ${rpId}`);
   }
-  return { subject: payload.sub!, credentialId, publicKey, rpId, origins: origins as string[] };
+  // The service's key vouches only for passkeys of its own page: answered on the Account Center's origin
+  // alone, its host as RP ID. It cannot vouch for a passkey on the customer's origin.
+  if (viaAccountCenter && (origins.length !== 1 || origins[0] !== ac.origin || rpId !== new URL(ac.origin).hostname)) {
+    throw new PasskeyProofError('bad_end_user_token', 'member credential: an Account Center credential names the registered Account Center origin only, and its host as RP ID');
+  }
+  return { subject: payload.sub!, credentialId, publicKey, rpId, origins: origins as string[], enrolledAt: viaAccountCenter ? 'account_center' : 'customer' };
 }
 
 /** The assertion's problem, or undefined when its parts are within bounds. */
@@ -152,7 +204,7 @@ export function passkeyAssertionProblem(a: PasskeyAssertion): string | undefined
  * state per credential; one approval serves one intent through the nodes' intent ledger, within the
  * intent's customer-signed `not_after` (at most 24 h).
  */
-export async function verifyPasskeyProof(config: { jwks: JSONWebKeySet; audience: string }, credentialToken: string, intentSha256Hex: string, subject: string | null, nowSeconds: number, binding: MemberActionBinding & { passkey: PasskeyAssertion }): Promise<void> {
+export async function verifyPasskeyProof(config: CredentialConfig, credentialToken: string, intentSha256Hex: string, subject: string | null, nowSeconds: number, binding: MemberActionBinding & { passkey: PasskeyAssertion }): Promise<void> {
   const problem = passkeyAssertionProblem(binding.passkey);
   if (problem) throw new PasskeyProofError('bad_end_user_token', problem);
   const credential = await verifyMemberCredential(config, credentialToken, nowSeconds);

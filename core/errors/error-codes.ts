@@ -76,6 +76,8 @@ export const ERROR_CODES = entries({
   account_center_step_out_of_order: e('conflict', 'an Account Center or recovery step was sent before the steps it depends on'),
   member_recovery_restricted: e('refused', 'the member recovered lost factors less than 24 hours ago, or has not signed in again since: member actions are refused'),
   sandbox_only: e('refused', 'the operation exists in sandbox workspaces only'),
+  account_center_opt_in_unregistered: e('conflict', "the organization's customer-signed end-user-auth registration does not name this service's Account Center key and origin"),
+  workspace_suspended: e('refused', 'the workspace is suspended: its keys read, and an owner or admin may reactivate it, nothing else'),
   member_action_unsupported: e('conflict', 'the wallet is not of a hosted vault with end-user authentication: a member action cannot authorize it'),
   member_subject_mismatch: e('refused', 'the wallet\'s vault is bound to another end user than the member, or the proof names another subject'),
   member_action_limit: e('limited', 'the member has as many pending member actions as allowed'),

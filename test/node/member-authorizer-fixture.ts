@@ -60,14 +60,20 @@ export function memberOrganization(org: string) {
    * A node's authorizer (its clock at NOW) that holds the organization's end-user auth: a fresh `alg` key
    * of the identity provider (kid `kid`) and `audience`. Returns the key pair to sign proofs with.
    */
-  async function authorizer(t: Test, alg: 'RS256' | 'ES256', kid: string, audience: string) {
+  async function authorizer(t: Test, alg: 'RS256' | 'ES256', kid: string, audience: string, registration: Record<string, unknown> = {}) {
     const store = await SealedStore.open(mkdtempSync(join(tmpdir(), 'member-authz-')), new Uint8Array(32).fill(7));
     t.teardown(() => store.close());
     const trust = new TrustRegistry(store, { operatorKeys: [bytesToHex(ed25519.getPublicKey(operator))] });
     const idp = await generateKeyPair(alg);
     const jwk = { ...(await exportJWK(idp.publicKey)), kid, alg };
-    await trust.apply(org, [bootstrap, signedEntry(first, 'PUT', '/v1/config/end-user-auth', { jwks: { keys: [jwk] }, audience })]);
-    return { authorizer: new IntentAuthorizer(trust, () => NOW), idp };
+    const entries = [bootstrap, signedEntry(first, 'PUT', '/v1/config/end-user-auth', { jwks: { keys: [jwk] }, audience, ...registration })];
+    await trust.apply(org, entries);
+    /** Applies a later end-user-auth registration signed by the organization's key (`registration` beside the same JWKS and audience). */
+    const register = async (next: Record<string, unknown>) => {
+      entries.push(signedEntry(first, 'PUT', '/v1/config/end-user-auth', { jwks: { keys: [jwk] }, audience, ...next }));
+      await trust.apply(org, entries);
+    };
+    return { authorizer: new IntentAuthorizer(trust, () => NOW), idp, trust, register };
   }
 
   return { request, authorizer };

@@ -17,6 +17,8 @@ import { COLLECTIONS, applicationView, originView, redirectUrlView, type Applica
 import { MemberBindings } from '../../member-auth/member-bindings.ts';
 import { CustodyError } from '../../../core/errors/custody-error.ts';
 import { Nullable } from './schema-helpers.ts';
+import type { AccountCenterKeys } from '../../member-auth/account-center-keys.ts';
+import type { AccountCenterOptIn } from '../../../core/auth/member-credential.ts';
 
 const Origin = Type.Object({ id: Type.String(), origin: Type.String(), created_at: Type.String() });
 const RedirectUrl = Type.Object({ id: Type.String(), url: Type.String(), origin: Type.String(), created_at: Type.String() });
@@ -25,7 +27,7 @@ const ByoOidc = Type.Object({
   discovered_at: Type.String(), max_proof_age_sec: Type.Integer(), required_acr: Type.Array(Type.String()), required_amr: Type.Array(Type.String()),
 });
 const Enrollment = Type.Union([Type.Literal('invite_only'), Type.Literal('open')]);
-const Hosted = Type.Object({ enrollment: Enrollment, origin: Type.String(), result_callback_url: Type.String(), bff_key_id: Type.String(), require_totp: Type.Boolean() });
+const Hosted = Type.Object({ enrollment: Enrollment, origin: Type.String(), result_callback_url: Type.String(), bff_key_id: Type.String(), require_totp: Type.Boolean(), account_center_passkeys: Type.Boolean() });
 const Application = Type.Object({
   id: Type.String(), environment: Type.Union([Type.Literal('sandbox'), Type.Literal('production')]), kind: Type.Union([Type.Literal('byo_oidc'), Type.Literal('hosted')]),
   version: Type.Integer(), publishable_key: Type.String(), byo_oidc: Nullable(ByoOidc), hosted: Nullable(Hosted), created_at: Type.String(), updated_at: Type.String(),
@@ -40,7 +42,10 @@ const ByoFields = {
   required_acr: Values,
   required_amr: Values,
 };
-const HostedFields = { enrollment: Enrollment, origin: Url, result_callback_url: Url, bff_key_id: Type.String({ minLength: 1, maxLength: 64 }), require_totp: Type.Boolean() };
+const HostedFields = {
+  enrollment: Enrollment, origin: Url, result_callback_url: Url, bff_key_id: Type.String({ minLength: 1, maxLength: 64 }), require_totp: Type.Boolean(),
+  account_center_passkeys: Type.Boolean({ description: 'Opt in to passkeys enrolled on the Account Center (docs/end-user-auth.md "Account Center passkeys"); turning it on needs the organization\'s customer-signed registration to name the service\'s Account Center key first (409 account_center_opt_in_unregistered)' }),
+};
 const IdParam = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const BindingParams = Type.Object({ id: Type.String({ maxLength: 64 }), member_id: Type.String({ maxLength: 64 }) });
 const Binding = Type.Object({
@@ -57,12 +62,36 @@ function workspaceOf(req: FastifyRequest): WorkspaceScope {
   return { ...scopeOf(req), environment: principalOf(req).environment };
 }
 
-export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<{ platform: Platform }> = async (app, { platform }) => {
+export interface MemberAuthConfigRouteOptions {
+  platform: Platform;
+  /** Account Center passkeys (docs/end-user-auth.md): the service's keys and the organization's registration as the vault API keeps it. */
+  accountCenter?: { keys: AccountCenterKeys; registration: (scope: WorkspaceScope) => Promise<{ org: string; accountCenter: AccountCenterOptIn | undefined } | undefined> };
+}
+
+export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<MemberAuthConfigRouteOptions> = async (app, { platform, accountCenter }) => {
   // Discovery goes out under the webhooks' destination policy (and its allow-list), reading bodies one
   // byte past the bound so a longer one is refused rather than cut.
   const http = new OutboundHttp({ policy: platform.endpoints.http.policy, timeoutMs: 10_000, maxResponseBytes: MAX_DISCOVERY_BYTES + 1 });
   app.addHook('onClose', async () => http.close());
-  const cfg = new MemberAuthConfig({ store: platform.store, audit: platform.audit, cursors: platform.cursors, http, clock: platform.clock });
+  const registered = async (scope: WorkspaceScope) => {
+    const r = accountCenter ? await accountCenter.registration(scope) : undefined;
+    return r !== undefined && accountCenter!.keys.registered(r.org, r.accountCenter);
+  };
+  const cfg = new MemberAuthConfig({ store: platform.store, audit: platform.audit, cursors: platform.cursors, http, clock: platform.clock, accountCenterRegistered: registered });
+
+  app.get('/tenant/member-auth/account-center-key', {
+    config: { permission: 'member_auth.read' },
+    schema: {
+      summary: 'The opt-in to Account Center passkeys the organization registers for the nodes: this service\'s Account Center key and origin',
+      description: 'Put `account_center` as answered into PUT /v1/config/end-user-auth (signed with the organization\'s API key); `registered` says whether the registration in force names it. Only then can a Hosted application turn `account_center_passkeys` on (docs/end-user-auth.md "Account Center passkeys"). The workspace must be the one linked to the organization (404 otherwise); 503 without a public URL.',
+      tags: TAGS, security: READ,
+      response: { 200: Type.Object({ organization: Type.String(), account_center: Type.Object({ jwk: Type.Record(Type.String(), Type.String()), origin: Type.String() }), registered: Type.Boolean() }), ...errors, 503: ErrorBody },
+    },
+  }, async (req) => {
+    const r = accountCenter ? await accountCenter.registration(workspaceOf(req)) : undefined;
+    if (!accountCenter || !r) throw new CustodyError('not_found', 'this workspace is linked to no organization of the vault API here (docs/customers.md)');
+    return { organization: r.org, account_center: accountCenter.keys.optIn(r.org) as { jwk: Record<string, string>; origin: string }, registered: accountCenter.keys.registered(r.org, r.accountCenter) };
+  });
   const idempotent = new IdempotentRequests(platform.store, platform.clock);
 
   app.get('/tenant/member-auth/allowed-origins', {
@@ -153,7 +182,7 @@ export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<{ platform: Platf
       summary: 'Create a Hosted Auth application: enrolment mode, exact origin, result callback and BFF principal',
       description: '`origin` must be an allowed origin, `result_callback_url` a registered redirect URL, `bff_key_id` an active bearer key of this workspace. `Idempotency-Key` replays the first answer.',
       tags: TAGS, security: WRITE,
-      body: Type.Object({ ...HostedFields, require_totp: Type.Optional(HostedFields.require_totp) }, { additionalProperties: false }),
+      body: Type.Object({ ...HostedFields, require_totp: Type.Optional(HostedFields.require_totp), account_center_passkeys: Type.Optional(HostedFields.account_center_passkeys) }, { additionalProperties: false }),
       response: { 201: Application, ...errors },
     },
   }, async (req, reply) => {

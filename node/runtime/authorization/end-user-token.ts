@@ -26,7 +26,7 @@ export async function checkEndUserToken(c: EndUserCheck): Promise<void> {
   if (!c.token) throw new SessionRefused('end_user_token_required', 'this hosted vault signs only with an end-user token');
   if (!c.config) throw new SessionRefused('end_user_token_required', 'the organization has no end-user auth config on this node');
   try {
-    await verifyEndUserToken({ jwks: { keys: c.config.jwks.keys }, audience: c.config.audience }, c.token, c.intent, c.subject ?? null, Math.floor(c.nowMs / 1000), c.memberAction);
+    await verifyEndUserToken({ jwks: { keys: c.config.jwks.keys }, audience: c.config.audience, ...(c.config.accountCenter ? { accountCenter: c.config.accountCenter } : {}) }, c.token, c.intent, c.subject ?? null, Math.floor(c.nowMs / 1000), c.memberAction);
   } catch (err) {
     if (err instanceof EndUserTokenError) throw new SessionRefused(err.reason, err.message);
     throw err;

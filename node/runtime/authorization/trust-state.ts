@@ -8,7 +8,9 @@
 //   registration changes nothing;
 // - POST /v1/api-keys/{id}/revoke revokes that id for good;
 // - PUT /v1/config/end-user-auth replaces the end-user auth config only when the entry is newer (by its
-//   signature's created time) than the config in force, so a replayed older config changes nothing;
+//   signature's created time) than the config in force, so a replayed older config changes nothing; its
+//   optional `account_center` is the tenant's opt-in to Account Center passkeys, and a newer config
+//   without it ends the opt-in;
 // - POST /v1/vaults is a vault's creation proof, POST /v1/vaults/{id}/reshare a reshare's: verified,
 //   never change the registry;
 // - POST /v1/nodes enrols a customer node (self, or tee with an attestation binding its keys), unless
@@ -23,6 +25,7 @@ import { TIER_NAMES, type TierName } from '../../../core/tiers.ts';
 import { teeNodeBinding } from '../../../core/trust/tee-binding.ts';
 import { measurementSetProblem, normalizeMeasurementSet, pcrsAllowed } from '../../../core/trust/tee-measurements.ts';
 import { isValidEd25519PublicKeyHex } from '../../../common/ed25519.ts';
+import { accountCenterOptInProblem, type AccountCenterOptIn } from '../../../core/auth/member-credential.ts';
 import type { TeeAttestationVerifier } from '../../../tee/attestation/enrolment-verifier.ts';
 import {
   decodeTrustEntry, trustEntryHash, TrustEntryError, verifyBootstrap, verifyRequestEntry,
@@ -41,6 +44,8 @@ export interface TrustKey {
 export interface EndUserAuthConfig {
   jwks: JSONWebKeySet;
   audience: string;
+  /** The customer's opt-in to Account Center passkeys (core/auth/member-credential.ts), when its registration names one. */
+  accountCenter?: AccountCenterOptIn;
   /** The created time (Unix seconds) of the request that set it. */
   created: number;
 }
@@ -121,7 +126,7 @@ const MAX_ATTESTATION_BYTES = 24 * 1024;
 type Recognized =
   | { op: 'add_key'; publicKey: string; label?: string }
   | { op: 'revoke_key'; keyId: string }
-  | { op: 'end_user_auth'; jwks: JSONWebKeySet; audience: string }
+  | { op: 'end_user_auth'; jwks: JSONWebKeySet; audience: string; accountCenter?: AccountCenterOptIn }
   | ({ op: 'create_vault'; tier: TierName; endUserSubject?: string } & CommitteeBinding)
   | ({ op: 'reshare_vault'; vaultId: string; targetTier?: TierName; rotation?: number } & CommitteeBinding)
   | { op: 'enrol_node'; nodeId: string; kind: 'self' | 'tee'; signingKey: string; encryptionKey: string; attestation?: Uint8Array }
@@ -226,7 +231,12 @@ export function recognize(e: RequestEntry, path: string): Recognized {
   if (e.method === 'PUT' && END_USER_AUTH.test(path)) {
     const b = jsonBody(e);
     if (typeof b.audience !== 'string' || b.audience.length < 1 || b.audience.length > 255) fail('audience must be a string of 1 to 255 characters');
-    return { op: 'end_user_auth', jwks: checkJwks(b.jwks), audience: b.audience as string };
+    const jwks = checkJwks(b.jwks);
+    if (b.account_center === undefined) return { op: 'end_user_auth', jwks, audience: b.audience as string };
+    const problem = accountCenterOptInProblem(b.account_center, jwks as { keys: { kid?: unknown }[] });
+    if (problem) fail(problem);
+    const ac = b.account_center as AccountCenterOptIn;
+    return { op: 'end_user_auth', jwks, audience: b.audience as string, accountCenter: { jwk: ac.jwk, origin: ac.origin } };
   }
   if (e.method === 'POST' && VAULTS.test(path)) {
     const b = jsonBody(e);
@@ -342,7 +352,7 @@ function applyOne(s: OrgTrust, entry: TrustEntry, hash: string, ctx: TrustContex
       return;
     }
     case 'end_user_auth':
-      if (!s.endUser || v.created > s.endUser.created) s.endUser = { jwks: r.jwks, audience: r.audience, created: v.created };
+      if (!s.endUser || v.created > s.endUser.created) s.endUser = { jwks: r.jwks, audience: r.audience, created: v.created, ...(r.accountCenter ? { accountCenter: r.accountCenter } : {}) };
       return;
     case 'create_vault':
     case 'reshare_vault':
