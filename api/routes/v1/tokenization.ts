@@ -1,6 +1,7 @@
-// Tokenization (docs/platform/tokenization.md): authorities (6 operations) and token deployments (6), with
-// a workspace bearer key (tokenization.read, tokenization.manage). Every creating POST needs an
-// Idempotency-Key: the same key and body answer the same record, another body is 409 idempotency_key_reused.
+// Tokenization (docs/platform/tokenization.md): authorities (6 operations), token deployments (6), the
+// operations of a token's admin Safe and the reads from the chain, with a workspace bearer key
+// (tokenization.read, .manage, .operate). Every creating POST needs an Idempotency-Key: the same key and body answer the same record,
+// another body is 409 idempotency_key_reused.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
@@ -74,15 +75,22 @@ const SafeTx = Type.Object({
   to: Type.String(), value: Type.String(), data: Type.String(), operation: Type.Integer(), safe_tx_gas: Type.String(), base_gas: Type.String(), gas_price: Type.String(),
   gas_token: Type.String(), refund_receiver: Type.String(), nonce: Type.String(),
 }, { description: 'the Safe 1.4.1 SafeTx struct, integers as decimal strings' });
+const VaultCall = Type.Object({
+  organization: Type.String(), wallet_id: Type.String(), from: Type.String({ description: 'the wallet\'s address: the sender' }), to: Type.String({ description: 'the token' }),
+  data: Type.String({ description: 'the calldata the customer\'s intent signs' }), transaction_id: Type.String({ description: 'the vault transaction (GET /v1/transactions/{txId}) that carries it' }),
+  intent_sha256: Type.String({ description: 'SHA-256 of the intent bytes the customer signed' }),
+}, { description: 'a call by a vault wallet (policy_mint, nft_transfer): one customer-signed kind-1 intent, no Safe transaction' });
 const Operation = Type.Object({
-  id: Type.String(), token_id: Type.String(), kind: Type.String(), params: Type.Record(Type.String(), Type.Unknown()), state: literals(OPERATION_STATES), safe: Type.String(), chain: Type.String(), chain_id: Type.Integer(),
-  safe_tx: SafeTx, safe_tx_hash: Type.String({ description: 'the EIP-712 SafeTx hash owners sign (Safe getTransactionHash)' }), safe_nonce: Type.String(), threshold: Type.Integer(),
+  id: Type.String(), token_id: Type.String(), kind: Type.String(), params: Type.Record(Type.String(), Type.Unknown()), state: literals(OPERATION_STATES),
+  via: Type.Union([Type.Literal('safe'), Type.Literal('vault_transaction')], { description: '`safe`: a Safe transaction of the admin Safe; `vault_transaction`: a call by a vault wallet (its Safe fields are null)' }),
+  safe: Nullable(Type.String()), chain: Type.String(), chain_id: Type.Integer(),
+  safe_tx: Nullable(SafeTx), safe_tx_hash: Nullable(Type.String({ description: 'the EIP-712 SafeTx hash owners sign (Safe getTransactionHash)' })), safe_nonce: Nullable(Type.String()), threshold: Nullable(Type.Integer()),
   signatures: Type.Array(Type.Object({ owner: Type.String(), how: literals(['vault_intent', 'vault_transaction', 'eip712'] as const), wallet_id: Nullable(Type.String()), transaction_id: Nullable(Type.String()), signature: Type.String(), at: Type.String() })),
   pending_intents: Type.Array(Type.Object({
     kind: Type.Literal('evm.safe_tx'), organization: Type.String(), wallet_id: Type.String(), chain_id: Type.Integer(), owner: Type.String(), safe: Type.String(), to: Type.String(), value: Type.String(), data: Type.String(),
     operation: Type.Integer(), safe_tx_gas: Type.String(), base_gas: Type.String(), gas_price: Type.String(), gas_token: Type.String(), refund_receiver: Type.String(), safe_nonce: Type.String(),
   }), { description: 'for each owner vault that has not signed: the kind-3 intent fields (docs/intents.md "Kind 3") the customer signs, with its own idempotency_key and not_after' }),
-  reproposals: Type.Integer({ description: 'how many times an earlier failure moved it to a freed Safe nonce' }), tx_hash: Nullable(Type.String()),
+  reproposals: Type.Integer({ description: 'how many times an earlier failure moved it to a freed Safe nonce' }), vault_call: Nullable(VaultCall), tx_hash: Nullable(Type.String()),
   failure: Nullable(Type.Object({ reason: literals(['revert', 'engine'] as const), message: Type.String(), error_name: Nullable(Type.String()), at: Type.String() })),
   created_at: Type.String(), updated_at: Type.String(), executed_at: Nullable(Type.String()), confirmed_at: Nullable(Type.String()),
 });
