@@ -283,8 +283,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       // Tokenization (docs/platform/tokenization.md): authorities, token deployments, operations of the admin Safe.
       const tokenization = opts.tokenization ?? createTokenization(opts.config, platform, { transactions: opts.transactions, log: opts.logger });
       if (!opts.tokenization) {
-        p.addHook('onReady', async () => void tokenization.operations.resumeAll().catch((err: unknown) => opts.logger.warn({ err }, 'resuming token operations failed')));
-        p.addHook('onClose', async () => tokenization.operations.settled());
+        p.addHook('onReady', async () => {
+          void tokenization.operations.resumeAll().catch((err: unknown) => opts.logger.warn({ err }, 'resuming token operations failed'));
+          void tokenization.vaultCalls.resumeAll().catch((err: unknown) => opts.logger.warn({ err }, 'resuming token calls failed'));
+        });
+        p.addHook('onClose', async () => {
+          await tokenization.vaultCalls.stop();
+          await tokenization.operations.settled();
+        });
       }
       await p.register(tokenizationRoutes, { platform, tokenization });
       await p.register(tenantRoutes, { platform, chainsWithBackend: Object.keys(chainBackends(opts.config)), stablecoin: (c) => funding.service.stablecoinOf(c), stablecoinDecimals: STABLECOIN_DECIMALS });

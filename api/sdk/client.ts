@@ -12,6 +12,7 @@ import type { EnrolNodeBody, Node as NodeSchema, NodeSetup as NodeSetupSchema, T
 import type { TierName } from '../../core/tiers.ts';
 import { encodeIntent, signIntent, type BtcOutpoint, type BtcOutput } from '../../core/intents/intent.ts';
 import { evmIntentFromFields } from '../../core/intents/evm-fields.ts';
+import { mintCalldata, nftTransferCalldata } from '../../core/chains/evm/token-call-data.ts';
 import { evmNetwork } from '../../core/chains/evm/evm-networks.ts';
 import { BITCOIN_NETWORKS } from '../../core/chains/bitcoin/bitcoin-networks.ts';
 import { signedHeaders } from './request-signer.ts';
@@ -111,6 +112,11 @@ export class WaitTimeoutError extends SdkError {
 }
 
 /** Runs an intent builder; whatever it refuses becomes an SdkError `bad_intent`. */
+/** `{[k]: BigInt(v)}`, or nothing when `v` is absent. */
+const opt = <K extends string>(k: K, v: bigint | string | undefined) => (v === undefined ? {} : { [k]: BigInt(v) }) as Partial<Record<K, bigint>>;
+/** `{[k]: String(v)}`, or nothing when `v` is absent. */
+const str = <K extends string>(k: K, v: bigint | string | undefined) => (v === undefined ? {} : { [k]: String(v) }) as Partial<Record<K, string>>;
+
 function building<T>(build: () => T): T {
   try {
     return build();
@@ -180,6 +186,50 @@ export interface SignSafeTxParameters {
   notAfter?: bigint;
   endUserToken?: string;
   memberSigningSession?: string;
+}
+
+/**
+ * A call a wallet makes on a managed token itself (docs/platform/tokenization.md "Calls by a vault wallet"):
+ * signed as an EVM intent of kind 1 from the wallet to the token, value 0, data the call.
+ */
+interface TokenCallParameters {
+  wallet: Pick<Wallet, 'id' | 'chain' | 'address'>;
+  /** The token contract, 0x address (GET /v1/tokenization/tokens/{id} `address`). */
+  token: string;
+  /** Fee ceiling in wei; default 10^16. */
+  maxFee?: bigint | string;
+  idempotencyKey: string;
+  notAfter?: bigint;
+  /** Default: the one POST /v1/transactions/prepare reserves for the idempotency key. */
+  nonce?: bigint;
+  endUserToken?: string;
+}
+
+/** POST /v1/tokenization/tokens/{id}/policy-mint: a mint by a minter wallet under its own mint policy. */
+export interface PolicyMintParameters extends TokenCallParameters {
+  kind: 'erc20' | 'erc721' | 'erc1155';
+  to: string;
+  /** ERC-20 and ERC-1155. */
+  amount?: bigint | string;
+  /** ERC-721 and ERC-1155. */
+  tokenId?: bigint | string;
+  /** ERC-1155 only, 0x hex; default empty. */
+  data?: string;
+}
+
+/** POST /v1/tokenization/tokens/{id}/nft-transfers: an ERC-721 or ERC-1155 id sent by the wallet that holds it. */
+export interface NftTransferParameters extends TokenCallParameters {
+  kind: 'erc721' | 'erc1155';
+  to: string;
+  tokenId: bigint | string;
+  /** ERC-1155 only. */
+  amount?: bigint | string;
+}
+
+/** A token call built and signed, not sent: the intent bytes and the body of the tokenization route. */
+export interface PreparedTokenCall {
+  intent: Uint8Array;
+  body: { wallet_id: string; to: string; amount?: string; token_id?: string; data?: string; intent: string; intent_signature: string; end_user_token?: string };
 }
 
 /** A Safe owner signature as the transaction reads once signed. */
@@ -547,6 +597,58 @@ export class CustodyClient {
     if (tx.kind !== 'safe_tx' || !tx.safe_tx) throw new SdkError('not_signed', `transaction ${txId} is not a Safe owner signature`);
     if (tx.state !== 'signed' || !tx.signature) throw new SdkError('not_signed', `transaction ${txId} is ${tx.state}: ${tx.reason ?? 'no signature'}`);
     return { transaction: tx, signature: tx.signature, safeTxHash: tx.safe_tx.safe_tx_hash };
+  }
+
+  /**
+   * The canonical intent of a mint by a minter wallet under its own mint policy (policy-mint): kind 1 from
+   * the wallet to the token, value 0, data `mint(...)` of the token's kind, exactly what the API recomputes.
+   * Without `nonce`, reserves one first (prepareNonce).
+   */
+  async policyMintIntent(p: PolicyMintParameters): Promise<Uint8Array> {
+    return this.evmIntent({ ...this.callBase(p), data: building(() => mintCalldata(p.kind, { to: this.hexAddress(p.to, 'to'), ...opt('amount', p.amount), ...opt('tokenId', p.tokenId), ...(p.data === undefined ? {} : { data: p.data as `0x${string}` }) })) });
+  }
+
+  /** The intent and the POST policy-mint body (fields, intent, its signature), built and signed, not sent. */
+  async preparePolicyMint(p: PolicyMintParameters): Promise<PreparedTokenCall> {
+    const intent = await this.policyMintIntent(p);
+    return this.preparedCall(p, intent, { to: p.to, ...str('amount', p.amount), ...str('token_id', p.tokenId), ...(p.data === undefined ? {} : { data: p.data }) });
+  }
+
+  /**
+   * The canonical intent of an NFT transfer by the wallet that holds it (nft-transfers): kind 1 from the
+   * wallet to the token, value 0, data `safeTransferFrom(wallet, to, id[, amount, ""])`, the intent
+   * nft-transfers/build answers. Without `nonce`, reserves one first (prepareNonce).
+   */
+  async nftTransferIntent(p: NftTransferParameters): Promise<Uint8Array> {
+    return this.evmIntent({
+      ...this.callBase(p),
+      data: building(() => nftTransferCalldata(p.kind, { from: this.hexAddress(p.wallet.address, 'the wallet address'), to: this.hexAddress(p.to, 'to'), tokenId: BigInt(p.tokenId), ...opt('amount', p.amount) })),
+    });
+  }
+
+  /** The intent and the POST nft-transfers body, built and signed, not sent. */
+  async prepareNftTransfer(p: NftTransferParameters): Promise<PreparedTokenCall> {
+    const intent = await this.nftTransferIntent(p);
+    return this.preparedCall(p, intent, { to: p.to, token_id: String(p.tokenId), ...str('amount', p.amount) });
+  }
+
+  private callBase(p: TokenCallParameters): SendEvmParameters {
+    return {
+      wallet: p.wallet, to: p.token, amount: 0n, idempotencyKey: p.idempotencyKey, ...(p.maxFee === undefined ? {} : { maxFee: p.maxFee }),
+      ...(p.notAfter === undefined ? {} : { notAfter: p.notAfter }), ...(p.nonce === undefined ? {} : { nonce: p.nonce }),
+    };
+  }
+
+  private hexAddress(a: string, what: string): `0x${string}` {
+    if (!/^0x[0-9a-fA-F]{40}$/.test(a)) throw new SdkError('bad_intent', `${what} is not a 0x address`);
+    return a.toLowerCase() as `0x${string}`;
+  }
+
+  private preparedCall(p: TokenCallParameters, intent: Uint8Array, fields: { to: string; amount?: string; token_id?: string; data?: string }): PreparedTokenCall {
+    return {
+      intent,
+      body: { wallet_id: p.wallet.id, ...fields, intent: bytesToHex(intent), intent_signature: this.signIntent(intent), ...(p.endUserToken ? { end_user_token: p.endUserToken } : {}) },
+    };
   }
 
   private notAfter(idempotencyKey: string, given: bigint | undefined): bigint {

@@ -1,6 +1,6 @@
 // The tokenization area's collections (docs/api-storage.md, "The interface").
 import { collection } from '../store/collection.ts';
-import type { AuthorityRecord, OperationRecord, ProofChallengeRecord, TokenRecord } from './records.ts';
+import type { AuthorityRecord, ProofChallengeRecord, TokenOperationRecord, TokenRecord } from './records.ts';
 
 /** Index `<workspace> NUL <id>`. */
 export const AUTHORITIES = collection<AuthorityRecord>('token_authorities');
@@ -10,5 +10,8 @@ export const PROOF_CHALLENGES = collection<ProofChallengeRecord>('token_authorit
 export const TOKENS = collection<TokenRecord>('tokens');
 /** `<workspace> NUL <operation> NUL <Idempotency-Key>` → the record made, written in the batch that stores it. */
 export const TOKENIZATION_KEYS = collection<{ v: 1; id: string; fingerprint: string }>('tokenization_request_keys');
-/** Indexes `<token id> NUL all NUL <id>` (oldest first), `safe NUL <safe> NUL <id>` (a Safe's operations). */
-export const OPERATIONS = collection<OperationRecord>('token_operations');
+/**
+ * Indexes `<token id> NUL all NUL <id>` (oldest first), for every record; `safe NUL <safe> NUL <id>` (a Safe's
+ * operations) for Safe operations only; `vtx NUL <vault transaction id>` for vault calls only.
+ */
+export const OPERATIONS = collection<TokenOperationRecord>('token_operations');

@@ -5,7 +5,9 @@
 // vault transaction path); an outside owner gives its EIP-712 signature. One open operation per Safe nonce:
 // they execute in nonce order, and when one fails its nonce is freed (the Safe's nonce moves only by
 // executing), so every later open operation moves one nonce down and starts collecting signatures again.
-// Everything that touches a Safe's operations holds the Safe's lock.
+// Everything that touches a Safe's operations holds the Safe's lock. A token's operations list also holds
+// the calls its vault wallets make themselves (vault-call-service.ts): they have no Safe transaction, are not
+// in a Safe's index, and nothing here moves them.
 import { getAddress, hexToBytes as viemHexToBytes, parseAbiItem, recoverAddress, toHex, type Address, type Hex } from 'viem';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { decodeIntent, type SafeTxIntent } from '../../core/intents/intent.ts';
@@ -20,7 +22,7 @@ import type { TransactionService } from '../transactions/transaction-service.ts'
 import { filteredWalk } from '../account-holders/filtered-walk.ts';
 import { bodyFingerprint } from '../idempotency.ts';
 import { OPERATIONS, TOKENIZATION_KEYS } from './collections.ts';
-import type { OperationFailure, OperationRecord, OperationSignature, StoredSafeTx, TokenRecord } from './records.ts';
+import type { OperationFailure, OperationRecord, OperationSignature, StoredSafeTx, TokenOperationRecord, TokenRecord, VaultCallRecord } from './records.ts';
 import { OPEN_OPERATION_STATES, operationMayBecome, type OperationState } from './operation-states.ts';
 import type { TokenChain } from './token-chain.ts';
 import type { TokenService } from './token-service.ts';
@@ -28,6 +30,7 @@ import { operationCall, type OperationKind } from './token-calls.ts';
 import { executeSafeTransaction, packSafeSignatures, readSafeNonce, safeTransaction, safeTxHash, type SafeTransaction } from './chain/safe-transaction.ts';
 import { SAFE_ABI } from './chain/safe-abi.ts';
 import { failureOf } from './chain/chain-failure.ts';
+import { decodeIntentHex, submitVaultIntent } from './vault-intents.ts';
 
 export const OPERATION_ID = /^op_[0-9a-f]{26}$/;
 const TX_ID = /^txn_[0-9a-zA-Z]{1,64}$/;
@@ -71,20 +74,36 @@ export function safeTxOf(s: StoredSafeTx): SafeTransaction {
   };
 }
 
-/** The operation as the API shows it, with the kind-3 intent fields each owner vault that has not signed must sign. */
-export function operationView(r: OperationRecord, token: TokenRecord) {
+/** A vault wallet's own call on the token (policy_mint, nft_transfer), not a Safe transaction. */
+export const isVaultCall = (r: TokenOperationRecord): r is VaultCallRecord => r.via === 'vault_transaction';
+
+/**
+ * The operation as the API shows it: a Safe operation with the kind-3 intent fields each owner vault that has
+ * not signed must sign; a vault call with its vault transaction and no Safe fields.
+ */
+export function operationView(r: TokenOperationRecord, token: TokenRecord) {
+  const common = {
+    id: r.id, token_id: r.token_id, kind: r.kind, params: r.params, state: r.state, chain: r.chain, chain_id: r.chain_id,
+  };
+  const tail = { tx_hash: r.tx_hash, failure: r.failure, created_at: r.created_at, updated_at: r.updated_at, executed_at: r.executed_at, confirmed_at: r.confirmed_at };
+  if (isVaultCall(r)) {
+    return {
+      ...common, via: r.via, safe: null, safe_tx: null, safe_tx_hash: null, safe_nonce: null, threshold: null, signatures: [], pending_intents: [], reproposals: 0,
+      vault_call: { ...r.vault_call }, ...tail,
+    };
+  }
   const signed = new Set(r.signatures.map((s) => s.owner));
   const open = OPEN_OPERATION_STATES.includes(r.state);
   return {
-    id: r.id, token_id: r.token_id, kind: r.kind, params: r.params, state: r.state, safe: r.safe, chain: r.chain, chain_id: r.chain_id,
-    safe_tx: r.safe_tx, safe_tx_hash: r.safe_tx_hash, safe_nonce: r.safe_tx.nonce, threshold: r.threshold,
+    ...common, via: 'safe' as const, safe: r.safe as string | null,
+    safe_tx: r.safe_tx as StoredSafeTx | null, safe_tx_hash: r.safe_tx_hash as string | null, safe_nonce: r.safe_tx.nonce as string | null, threshold: r.threshold as number | null,
     signatures: r.signatures.map((s) => ({ owner: s.owner, how: s.how, wallet_id: s.wallet_id, transaction_id: s.transaction_id, signature: s.signature, at: s.at })),
     pending_intents: open ? token.owners.filter((o) => o.kind === 'vault' && !signed.has(o.address)).map((o) => ({
       kind: 'evm.safe_tx' as const, organization: token.org, wallet_id: o.wallet_id!, chain_id: r.chain_id, owner: o.address, safe: r.safe,
       to: r.safe_tx.to, value: r.safe_tx.value, data: r.safe_tx.data, operation: r.safe_tx.operation, safe_tx_gas: r.safe_tx.safe_tx_gas, base_gas: r.safe_tx.base_gas,
       gas_price: r.safe_tx.gas_price, gas_token: r.safe_tx.gas_token, refund_receiver: r.safe_tx.refund_receiver, safe_nonce: r.safe_tx.nonce,
     })) : [],
-    reproposals: r.reproposals, tx_hash: r.tx_hash, failure: r.failure, created_at: r.created_at, updated_at: r.updated_at, executed_at: r.executed_at, confirmed_at: r.confirmed_at,
+    reproposals: r.reproposals, vault_call: null, ...tail,
   };
 }
 export type OperationView = ReturnType<typeof operationView>;
@@ -115,10 +134,18 @@ export class OperationService {
     return c;
   }
 
-  async get(scope: Scope, tokenId: string, id: string): Promise<{ op: OperationRecord; token: TokenRecord }> {
+  /** Any operation of the token: a Safe operation or a vault call. */
+  async get(scope: Scope, tokenId: string, id: string): Promise<{ op: TokenOperationRecord; token: TokenRecord }> {
     const token = await this.o.tokens.get(scope, tokenId);
     const op = OPERATION_ID.test(id) ? await OPERATIONS.in(this.o.store).get(id) : undefined;
     if (!op || op.token_id !== token.id) throw new CustodyError('not_found', `no operation ${id} of token ${tokenId}`);
+    return { op, token };
+  }
+
+  /** A Safe operation of the token; a vault call is 409 (it has no Safe transaction to sign). */
+  private async getSafeOp(scope: Scope, tokenId: string, id: string): Promise<{ op: OperationRecord; token: TokenRecord }> {
+    const { op, token } = await this.get(scope, tokenId, id);
+    if (isVaultCall(op)) throw new CustodyError('conflict', `operation ${id} is a ${op.kind} by a vault wallet; it has no Safe transaction and takes no signatures`);
     return { op, token };
   }
 
@@ -126,7 +153,7 @@ export class OperationService {
     const token = await this.o.tokens.get(scope, tokenId);
     const filters = { ...f, token: tokenId };
     const after = this.o.cursors.decode(cursor, 'token_operations', scope.workspace, filters);
-    const keep = (r: OperationRecord) => (!f.state || r.state === f.state) && (!f.kind || r.kind === f.kind);
+    const keep = (r: TokenOperationRecord) => (!f.state || r.state === f.state) && (!f.kind || r.kind === f.kind);
     const rows = await filteredWalk(this.o.store, OPERATIONS, `${token.id}\x00all\x00`, after, limit, keep);
     const page = pageOf(this.o.cursors, rows, limit, 'token_operations', scope.workspace, filters);
     return { ...page, data: page.data.map((r) => operationView(r, token)) };
@@ -134,7 +161,7 @@ export class OperationService {
 
   /** The Safe's open operations, lowest nonce first. */
   private async openOf(safe: string): Promise<OperationRecord[]> {
-    const all = await OPERATIONS.in(this.o.store).byIndex(`safe\x00${safe}\x00`);
+    const all = (await OPERATIONS.in(this.o.store).byIndex(`safe\x00${safe}\x00`)).filter((r): r is OperationRecord => !isVaultCall(r));
     return all.filter((r) => OPEN_OPERATION_STATES.includes(r.state) || r.state === 'executed').sort((a, b) => Number(BigInt(a.safe_tx.nonce) - BigInt(b.safe_tx.nonce)));
   }
 
@@ -145,7 +172,7 @@ export class OperationService {
     const prior = await TOKENIZATION_KEYS.in(this.o.store).get(keyId);
     if (prior) {
       if (prior.fingerprint !== fingerprint) throw new CustodyError('idempotency_key_reused', 'this Idempotency-Key was used with another request body; use a new key for a different request');
-      return this.get(scope, tokenId, prior.id);
+      return this.getSafeOp(scope, tokenId, prior.id);
     }
     const token = await this.o.tokens.get(scope, tokenId);
     const call = operationCall(token.kind, getAddress(token.address), kind, body);
@@ -154,7 +181,7 @@ export class OperationService {
     const chain = this.chainOf(token);
     return this.lock(token.safe, async () => {
       const again = await TOKENIZATION_KEYS.in(this.o.store).get(keyId);
-      if (again) return this.get(scope, tokenId, again.id);
+      if (again) return this.getSafeOp(scope, tokenId, again.id);
       let next: bigint;
       try {
         next = await readSafeNonce(chain.client, getAddress(token.safe));
@@ -212,7 +239,7 @@ export class OperationService {
 
   /** Adds one owner's signature; at the threshold the operation is ready and its execution starts. */
   async addSignature(scope: Scope, actor: Actor, tokenId: string, id: string, input: SignatureInput): Promise<{ op: OperationRecord; token: TokenRecord }> {
-    const { op: op0, token } = await this.get(scope, tokenId, id);
+    const { op: op0, token } = await this.getSafeOp(scope, tokenId, id);
     if (!OPEN_OPERATION_STATES.includes(op0.state)) throw new CustodyError('conflict', `operation ${id} is ${op0.state}; it takes no more signatures`);
     let sig: OperationSignature;
     const now = this.iso();
@@ -237,15 +264,10 @@ export class OperationService {
       } else {
         walletId = input.wallet_id;
         this.ownerVault(token, walletId);
-        let intent;
-        try {
-          intent = decodeIntent(viemHexToBytes(`0x${input.intent.replace(/^0x/, '')}`));
-        } catch (err) {
-          throw invalid('intent', `does not parse: ${(err as Error).message}`);
-        }
+        const { intent } = decodeIntentHex(input.intent);
         if (intent.kind !== 'evm.safe_tx') throw invalid('intent', 'not a Safe transaction intent (kind 3)');
         this.checkIntent(op0, token, intent, walletId);
-        const { tx: submitted } = await this.o.transactions.submit(token.org, '', { wallet_id: walletId, intent: input.intent.replace(/^0x/, ''), intent_signature: input.intent_signature.replace(/^0x/, ''), idempotency_key: intent.idempotencyKey, ...(input.end_user_token !== undefined ? { end_user_token: input.end_user_token } : {}) });
+        const submitted = await submitVaultIntent(this.o.transactions, token.org, input, intent);
         tx = await this.waitSigned(token.org, submitted.id);
         how = 'vault_intent';
       }
@@ -264,7 +286,7 @@ export class OperationService {
     if (!owners.includes(signer)) throw new CustodyError('safe_signature_invalid', `${signer} is not a current owner of Safe ${token.safe}`);
 
     const result = await this.lock(token.safe, async () => {
-      const op = (await OPERATIONS.in(this.o.store).get(id))!;
+      const op = (await OPERATIONS.in(this.o.store).get(id)) as OperationRecord;
       if (op.safe_tx_hash !== op0.safe_tx_hash) throw new CustodyError('conflict', `operation ${id} moved to Safe nonce ${op.safe_tx.nonce} while this signature was made; sign its new SafeTx`);
       if (op.signatures.some((s) => s.owner === sig.owner)) return op;
       if (!OPEN_OPERATION_STATES.includes(op.state)) throw new CustodyError('conflict', `operation ${id} is ${op.state}; it takes no more signatures`);
@@ -286,7 +308,8 @@ export class OperationService {
    */
   async resumeAll(): Promise<void> {
     const safes = new Map<string, TokenRecord>();
-    for await (const op of this.o.store.all<OperationRecord>('token_operations')) {
+    for await (const op of this.o.store.all<TokenOperationRecord>('token_operations')) {
+      if (isVaultCall(op)) continue;
       if ((op.state === 'ready' || op.state === 'executed') && !safes.has(op.safe)) {
         const token = await this.o.tokens.get({ tenant: op.tenant, workspace: op.workspace }, op.token_id).catch(() => undefined);
         if (token) safes.set(op.safe, token);

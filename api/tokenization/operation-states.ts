@@ -1,9 +1,11 @@
-// The states of a token operation (docs/platform/tokenization.md "Operations"). Every change runs under the
-// admin Safe's lock against the stored state.
-export const OPERATION_STATES = ['proposed', 'collecting_signatures', 'ready', 'executed', 'confirmed', 'failed'] as const;
+// The states of a token operation (docs/platform/tokenization.md "Operations" and "Calls by a vault wallet").
+// Every change of a Safe operation runs under the admin Safe's lock, of a vault call under its own, against
+// the stored state.
+export const OPERATION_STATES = ['proposed', 'collecting_signatures', 'ready', 'submitted', 'executed', 'confirmed', 'failed'] as const;
 export type OperationState = (typeof OPERATION_STATES)[number];
 
 /**
+ * A Safe operation:
  *   proposed              -> collecting_signatures  a first owner signature, below the threshold
  *   proposed | collecting -> ready                  the signatures reach the Safe's threshold
  *   ready                 -> executed               execTransaction mined with ExecutionSuccess
@@ -11,11 +13,16 @@ export type OperationState = (typeof OPERATION_STATES)[number];
  *   ready                 -> failed                 the chain refused it (revert) or could not run it (engine)
  *   collecting | ready    -> proposed               an earlier operation failed: moved to the freed nonce,
  *                                                    its signatures dropped (they sign another SafeTx)
+ * A vault call (policy_mint, nft_transfer), following its vault transaction:
+ *   submitted             -> executed               included with a successful receipt
+ *   submitted | executed  -> confirmed              final (the chain's finality depth)
+ *   submitted             -> failed                 reverted, or failed or rejected before inclusion
  */
 export const OPERATION_TRANSITIONS: Readonly<Record<OperationState, readonly OperationState[]>> = {
   proposed: ['collecting_signatures', 'ready', 'proposed'],
   collecting_signatures: ['collecting_signatures', 'ready', 'proposed'],
   ready: ['executed', 'failed', 'proposed'],
+  submitted: ['executed', 'confirmed', 'failed'],
   executed: ['confirmed'],
   confirmed: [],
   failed: [],
@@ -23,6 +30,9 @@ export const OPERATION_TRANSITIONS: Readonly<Record<OperationState, readonly Ope
 
 /** States that hold a Safe nonce. */
 export const OPEN_OPERATION_STATES: readonly OperationState[] = ['proposed', 'collecting_signatures', 'ready'];
+
+/** States of a vault call still following its vault transaction. */
+export const FOLLOWED_CALL_STATES: readonly OperationState[] = ['submitted', 'executed'];
 
 export function operationMayBecome(from: OperationState, to: OperationState): boolean {
   return OPERATION_TRANSITIONS[from].includes(to);

@@ -127,27 +127,19 @@ export interface OperationSignature {
 /** Why an operation failed: the chain refused it (`revert`, decoded) or could not run it (`engine`). */
 export interface OperationFailure { reason: 'revert' | 'engine'; message: string; error_name: string | null; at: string }
 
-/** One privileged call on a token: one Safe transaction of its admin Safe (docs/platform/tokenization.md "Operations"). */
-export interface OperationRecord {
+interface OperationCommon {
   v: 1;
   id: string;
   token_id: string;
   tenant: string;
   workspace: string;
-  /** What it does: mint, burn, pause, grant_role, raw_safe_tx… */
+  /** What it does: mint, burn, pause, grant_role, raw_safe_tx, policy_mint, nft_transfer… */
   kind: string;
-  /** The request's arguments as given (for display and the RWA log). */
+  /** The request's arguments as given (for display and the RWA log); never a credential. */
   params: Record<string, unknown>;
-  safe: string;
   chain: string;
   chain_id: number;
-  safe_tx: StoredSafeTx;
-  safe_tx_hash: string;
   state: OperationState;
-  threshold: number;
-  signatures: OperationSignature[];
-  /** How many times the operation was moved to a freed Safe nonce (its signatures then start again). */
-  reproposals: number;
   tx_hash: string | null;
   failure: OperationFailure | null;
   created_at: string;
@@ -155,3 +147,46 @@ export interface OperationRecord {
   executed_at: string | null;
   confirmed_at: string | null;
 }
+
+/** One privileged call on a token: one Safe transaction of its admin Safe (docs/platform/tokenization.md "Operations"). */
+export interface OperationRecord extends OperationCommon {
+  /** Absent on records written before vault calls existed: every one of those is a Safe operation. */
+  via?: 'safe';
+  safe: string;
+  safe_tx: StoredSafeTx;
+  safe_tx_hash: string;
+  threshold: number;
+  signatures: OperationSignature[];
+  /** How many times the operation was moved to a freed Safe nonce (its signatures then start again). */
+  reproposals: number;
+}
+
+/** What a vault call sends: one customer-signed kind-1 intent from the wallet to the token, value 0. */
+export interface VaultCall {
+  /** The vault API organization whose wallet sends it (the token's). */
+  organization: string;
+  wallet_id: string;
+  /** The wallet's address: the transaction's sender (the minter, the holder). */
+  from: string;
+  /** The token. */
+  to: string;
+  /** The calldata the intent signs: the mint or the transfer. */
+  data: string;
+  /** The vault transaction (POST /v1/transactions) that carries it. */
+  transaction_id: string;
+  /** SHA-256 of the intent bytes the customer signed. */
+  intent_sha256: string;
+}
+
+/**
+ * A call a vault wallet of the customer makes on the token itself (`policy_mint`, `nft_transfer`;
+ * docs/platform/tokenization.md "Calls by a vault wallet"): one vault transaction, no Safe transaction, so
+ * it holds no Safe nonce and the Safe's operations never see it.
+ */
+export interface VaultCallRecord extends OperationCommon {
+  via: 'vault_transaction';
+  vault_call: VaultCall;
+}
+
+/** Every record of a token's operations list. */
+export type TokenOperationRecord = OperationRecord | VaultCallRecord;

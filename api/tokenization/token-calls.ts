@@ -125,6 +125,20 @@ export function operationCall(kind: TokenKind, token: Address, op: OperationKind
   }
 }
 
+/**
+ * An NFT transfer by its holder, the wallet at `from` (docs/platform/tokenization.md "Calls by a vault wallet"):
+ * ERC-721 `safeTransferFrom(from, to, tokenId)`, ERC-1155 `safeTransferFrom(from, to, id, amount, "")`; the
+ * holder sends it, so no approval is involved. An ERC-20 token has none.
+ */
+export function nftTransferCall(kind: TokenKind, token: Address, from: Address, body: Record<string, unknown>): OperationCall {
+  if (kind === 'erc20') throw invalid('token', 'NFT transfers are of ERC-721 and ERC-1155 tokens; this token is ERC-20');
+  const call = (args: unknown[]): OperationCall => ({ to: token, value: 0n, operation: 0, data: encodeTokenCall(kind, 'safeTransferFrom', args) });
+  const to = nonZero(body.to, 'to');
+  const id = uint(need(body, 'token_id', kind, 'transfer'), 'token_id');
+  if (kind === 'erc721') { refuse(body, ['amount'], kind); return call([from, to, id]); }
+  return call([from, to, id, positive(need(body, 'amount', kind, 'transfer'), 'amount'), '0x']);
+}
+
 function accounts(v: unknown): Address[] {
   if (!Array.isArray(v) || v.length === 0 || v.length > 100) throw invalid('accounts', '1 to 100 addresses');
   return v.map((a, i) => nonZero(a, `accounts[${i}]`));

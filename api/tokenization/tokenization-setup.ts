@@ -13,12 +13,15 @@ import { AuthorityService } from './authority-service.ts';
 import { TokenService } from './token-service.ts';
 import { tokenChain, type TokenChain } from './token-chain.ts';
 import { OperationService } from './operation-service.ts';
+import { VaultCallService } from './vault-call-service.ts';
 import type { TransactionService } from '../transactions/transaction-service.ts';
 
 export interface Tokenization {
   authorities: AuthorityService;
   tokens: TokenService;
   operations: OperationService;
+  /** Calls a vault wallet makes on a token itself: policy-mint, NFT transfers. */
+  vaultCalls: VaultCallService;
   /** The chain of a name, where tokenization runs on it. */
   chain: (name: string) => TokenChain | undefined;
 }
@@ -46,6 +49,7 @@ export function createTokenization(config: ApiConfig, platform: Platform, opts: 
     tokens,
     // A vault owner's signature waits for the cluster at most this long in POST signatures; then the vault transaction id is posted.
     operations: new OperationService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, tokens, transactions: opts.transactions, chain, clock: platform.clock, signatureWaitMs: opts.signatureWaitMs ?? 60_000, log: opts.log }),
+    vaultCalls: new VaultCallService({ store: platform.store, audit: platform.audit, deliveries: platform.deliveries, tokens, transactions: opts.transactions, chain, clock: platform.clock, log: opts.log }),
     authorities: new AuthorityService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, chain, challengeTtlMs: config.tokenizationChallengeTtlSec * 1000, clock: platform.clock }),
   };
 }

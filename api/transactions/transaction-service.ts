@@ -435,6 +435,11 @@ export class TransactionService {
     };
   }
 
+  /** The organization's transaction accepted under an idempotency key (the one inside its intent), if any. */
+  submittedUnder(org: string, key: string): Promise<TransactionRecord | undefined> {
+    return this.byIdempotencyKey(org, key);
+  }
+
   private async byIdempotencyKey(org: string, key: string): Promise<TransactionRecord | undefined> {
     return (await TRANSACTIONS.in(this.o.vaults.store).byIndex(`idem/${org}/${key}\x00`, 1))[0];
   }

@@ -28,6 +28,11 @@ export const HTTP_STATUS_BY_CODE: Readonly<Partial<Record<ErrorCode, number>>> =
   address_proof_invalid: 422,
   safe_tx_mismatch: 422,
   safe_signature_invalid: 422,
+  call_intent_mismatch: 422,
+  mint_not_allowed: 422,
+  mint_cap_exceeded: 422,
+  not_token_holder: 422,
+  token_call_reverted: 422,
   precondition_failed: 412,
   precondition_required: 428,
 };

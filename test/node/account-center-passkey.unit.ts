@@ -1,5 +1,5 @@
 // Account Center passkeys as a per-tenant opt-in (docs/end-user-auth.md "Account Center passkeys",
-// threat-model.md claim 33): a member credential signed by the service's Account Center key counts at a
+// threat-model.md claim 34): a member credential signed by the service's Account Center key counts at a
 // node only for an organization whose customer-signed end-user-auth registration names that key and the
 // Account Center's origin, only for passkeys on that origin, and only as a passkey credential (never as
 // an ID token or an end-user token). A malicious API holding the service's key cannot give a tenant that

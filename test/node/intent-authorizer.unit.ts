@@ -14,7 +14,7 @@ import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import { toHex as viemHex } from 'viem';
 import { publicKeyToAddress } from 'viem/utils';
 import { signBootstrap } from '../../core/trust/trust-entry.ts';
-import { encodeIntent, signIntent, type EvmTransferIntent } from '../../core/intents/intent.ts';
+import { decodeIntent, encodeIntent, signIntent, type EvmTransferIntent } from '../../core/intents/intent.ts';
 import { evmSigningDigest, evmTransaction } from '../../core/chains/evm/evm-transaction.ts';
 import { encodeBlob } from '../../core/codec/blob.ts';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
@@ -22,6 +22,7 @@ import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.t
 import { IntentAuthorizer, type SignRequestView } from '../../node/runtime/authorization/sign-authorizer.ts';
 import { SessionRefused } from '../../node/runtime/session-host.ts';
 import { signedEntry, signer, type Signer } from '../core/trust/trust-fixtures.ts';
+import { mintCalldata } from '../../core/chains/evm/token-call-data.ts';
 
 const seed = (s: string) => sha256(new TextEncoder().encode(s));
 const ORG = 'org_signing';
@@ -151,3 +152,33 @@ t.test('an intent must expire, within a day: no not_after, or one further ahead,
   t.match(grant, { notAfter: now + 24n * 3600n, use: { chain: 'evm', chainId: 1n, nonce: 0 } }, 'a day ahead is allowed; the grant names the nonce');
   t.match(grant.intentHash, /^[0-9a-f]{64}$/);
 });
+
+t.test('a call on a token (policy-mint, NFT transfer: intent kind 1 with calldata) is signed only as the customer signed it', async (t) => {
+  // docs/platform/tokenization.md "What the customer's signature bounds": a malicious API or coordinator that
+  // asks for another amount, recipient, call, target or value, or re-encodes the intent, gets no signature.
+  const { authorizer, trust } = await setup(t);
+  await trust.apply(ORG, [bootstrap]);
+  const token = new Uint8Array(20).fill(0x70);
+  const mint = (to: string, amount: bigint) => hexToBytes(mintCalldata('erc20', { to: `0x${to.repeat(20)}`, amount }).slice(2));
+  const signedCall = { to: token, amount: 0n, data: mint('b2', 600n) };
+  const honest = request(first, {}, signedCall);
+  const fields = decodeIntentOf(honest.intentBytes);
+  const template = { nonce: 0, gasLimit: 21_000n, maxFeePerGas: 10n ** 9n, maxPriorityFeePerGas: 1n };
+  const digestOf = (over: Partial<EvmTransferIntent>) => [evmSigningDigest(evmTransaction({ ...fields, ...over }, template))];
+  const others: [string, Partial<EvmTransferIntent>][] = [
+    ['another amount', { data: mint('b2', 60_000n) }],
+    ['another recipient', { data: mint('cc', 600n) }],
+    ['another call', { data: hexToBytes('a9059cbb') }],
+    ['another contract', { to: new Uint8Array(20).fill(0x71) }],
+    ['a value', { amount: 1n }],
+  ];
+  for (const [what, over] of others) await t.rejects(authorizer.authorize({ ...honest, digests: digestOf(over) }), refusal('digest_mismatch'), `${what}: the digest is not the intent's`);
+  // The intent itself altered, under the customer's signature of the original bytes.
+  const altered = encodeIntent({ ...fields, data: mint('cc', 60_000n) });
+  await t.rejects(authorizer.authorize({ ...honest, intent: altered, digests: [evmSigningDigest(evmTransaction(decodeIntentOf(altered), template))] }), refusal('bad_intent_signature'), 'altered calldata: the customer\'s signature does not cover it');
+  t.match(await authorizer.authorize(honest), { use: { chain: 'evm', nonce: 0 } }, 'the call the customer signed is signed');
+});
+
+function decodeIntentOf(bytes: Uint8Array): EvmTransferIntent {
+  return decodeIntent(bytes) as EvmTransferIntent;
+}

@@ -1,6 +1,8 @@
-// Tokenization (docs/platform/tokenization.md): authorities (6 operations) and token deployments (6), with
-// a workspace bearer key (tokenization.read, tokenization.manage). Every creating POST needs an
-// Idempotency-Key: the same key and body answer the same record, another body is 409 idempotency_key_reused.
+// Tokenization (docs/platform/tokenization.md): authorities (6 operations), token deployments (6), the
+// operations of a token's admin Safe, the calls a vault wallet makes on a token itself (policy-mint, NFT
+// transfers) and the reads from the chain, with a workspace bearer key (tokenization.read, .manage,
+// .operate). Every creating POST needs an Idempotency-Key: the same key and body answer the same record,
+// another body is 409 idempotency_key_reused.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
@@ -13,6 +15,7 @@ import { tokenView, type TokenFilters } from '../../tokenization/token-service.t
 import { TOKEN_STATUSES } from '../../tokenization/token-states.ts';
 import type { Tokenization } from '../../tokenization/tokenization-setup.ts';
 import { operationView, type OperationFilters, type SignatureInput } from '../../tokenization/operation-service.ts';
+import type { VaultCallInput } from '../../tokenization/vault-call-service.ts';
 import { OPERATION_STATES } from '../../tokenization/operation-states.ts';
 import { OPERATION_KINDS, ROLE_NAMES, type OperationKind } from '../../tokenization/token-calls.ts';
 import { readToken, tokenContracts, treasuryStatus } from '../../tokenization/token-reads.ts';
@@ -74,15 +77,22 @@ const SafeTx = Type.Object({
   to: Type.String(), value: Type.String(), data: Type.String(), operation: Type.Integer(), safe_tx_gas: Type.String(), base_gas: Type.String(), gas_price: Type.String(),
   gas_token: Type.String(), refund_receiver: Type.String(), nonce: Type.String(),
 }, { description: 'the Safe 1.4.1 SafeTx struct, integers as decimal strings' });
+const VaultCall = Type.Object({
+  organization: Type.String(), wallet_id: Type.String(), from: Type.String({ description: 'the wallet\'s address: the sender' }), to: Type.String({ description: 'the token' }),
+  data: Type.String({ description: 'the calldata the customer\'s intent signs' }), transaction_id: Type.String({ description: 'the vault transaction (GET /v1/transactions/{txId}) that carries it' }),
+  intent_sha256: Type.String({ description: 'SHA-256 of the intent bytes the customer signed' }),
+}, { description: 'a call by a vault wallet (policy_mint, nft_transfer): one customer-signed kind-1 intent, no Safe transaction' });
 const Operation = Type.Object({
-  id: Type.String(), token_id: Type.String(), kind: Type.String(), params: Type.Record(Type.String(), Type.Unknown()), state: literals(OPERATION_STATES), safe: Type.String(), chain: Type.String(), chain_id: Type.Integer(),
-  safe_tx: SafeTx, safe_tx_hash: Type.String({ description: 'the EIP-712 SafeTx hash owners sign (Safe getTransactionHash)' }), safe_nonce: Type.String(), threshold: Type.Integer(),
+  id: Type.String(), token_id: Type.String(), kind: Type.String(), params: Type.Record(Type.String(), Type.Unknown()), state: literals(OPERATION_STATES),
+  via: Type.Union([Type.Literal('safe'), Type.Literal('vault_transaction')], { description: '`safe`: a Safe transaction of the admin Safe; `vault_transaction`: a call by a vault wallet (its Safe fields are null)' }),
+  safe: Nullable(Type.String()), chain: Type.String(), chain_id: Type.Integer(),
+  safe_tx: Nullable(SafeTx), safe_tx_hash: Nullable(Type.String({ description: 'the EIP-712 SafeTx hash owners sign (Safe getTransactionHash)' })), safe_nonce: Nullable(Type.String()), threshold: Nullable(Type.Integer()),
   signatures: Type.Array(Type.Object({ owner: Type.String(), how: literals(['vault_intent', 'vault_transaction', 'eip712'] as const), wallet_id: Nullable(Type.String()), transaction_id: Nullable(Type.String()), signature: Type.String(), at: Type.String() })),
   pending_intents: Type.Array(Type.Object({
     kind: Type.Literal('evm.safe_tx'), organization: Type.String(), wallet_id: Type.String(), chain_id: Type.Integer(), owner: Type.String(), safe: Type.String(), to: Type.String(), value: Type.String(), data: Type.String(),
     operation: Type.Integer(), safe_tx_gas: Type.String(), base_gas: Type.String(), gas_price: Type.String(), gas_token: Type.String(), refund_receiver: Type.String(), safe_nonce: Type.String(),
   }), { description: 'for each owner vault that has not signed: the kind-3 intent fields (docs/intents.md "Kind 3") the customer signs, with its own idempotency_key and not_after' }),
-  reproposals: Type.Integer({ description: 'how many times an earlier failure moved it to a freed Safe nonce' }), tx_hash: Nullable(Type.String()),
+  reproposals: Type.Integer({ description: 'how many times an earlier failure moved it to a freed Safe nonce' }), vault_call: Nullable(VaultCall), tx_hash: Nullable(Type.String()),
   failure: Nullable(Type.Object({ reason: literals(['revert', 'engine'] as const), message: Type.String(), error_name: Nullable(Type.String()), at: Type.String() })),
   created_at: Type.String(), updated_at: Type.String(), executed_at: Nullable(Type.String()), confirmed_at: Nullable(Type.String()),
 });
@@ -92,6 +102,24 @@ const SignatureBody = Type.Union([
   Type.Object({ transaction_id: Type.String({ maxLength: 80 }) }, { additionalProperties: false, description: 'an owner vault: a vault transaction of kind 3 already signed over this operation\'s SafeTx' }),
   Type.Object({ owner: Address, signature: Type.String({ pattern: '^0x[0-9a-fA-F]{130}$' }) }, { additionalProperties: false, description: 'an outside owner: its EIP-712 signature over safe_tx_hash' }),
 ]);
+const SignedIntent = {
+  wallet_id: Type.String({ minLength: 1, maxLength: 64, description: 'the vault wallet that sends the call: an EVM wallet of the customer on the token\'s chain' }),
+  intent: Type.String({ pattern: '^(0x)?[0-9a-fA-F]+$', maxLength: 140_000, description: 'hex of the customer-signed kind-1 intent (docs/intents.md "Kind 1") from the wallet to the token, value 0, data exactly this call' }),
+  intent_signature: Type.String({ pattern: '^(0x)?[0-9a-fA-F]{128}$', description: 'the Ed25519 signature over the intent bytes, by an API key of the organization' }),
+  end_user_token: Type.Optional(Type.String({ maxLength: 8192, description: 'a hosted vault with end-user authentication: the end user\'s token naming this intent' })),
+};
+const PolicyMintBody = Type.Object({ ...SignedIntent, to: Address, amount: Type.Optional(Uint), token_id: Type.Optional(Uint), data: Type.Optional(HexData) }, { additionalProperties: false });
+const NftTransferFields = {
+  wallet_id: SignedIntent.wallet_id, to: Address, token_id: Uint,
+  amount: Type.Optional(Type.String({ ...Uint, description: 'ERC-1155: how many of the id (required); ERC-721: absent' })),
+};
+const NftBuildBody = Type.Object(NftTransferFields, { additionalProperties: false });
+const NftTransferBody = Type.Object({ ...NftTransferFields, intent: SignedIntent.intent, intent_signature: SignedIntent.intent_signature, end_user_token: SignedIntent.end_user_token }, { additionalProperties: false });
+const CallIntent = Type.Object({
+  kind: Type.Literal('evm.transfer'), organization: Type.String(), wallet_id: Type.String(), chain_id: Type.Integer(), from: Type.String(), to: Type.String({ description: 'the token' }),
+  asset: Type.Literal('native'), amount: Type.Literal('0'), data: Type.String({ description: 'the calldata: safeTransferFrom(from = the wallet, to, id[, amount, ""])' }),
+}, { description: 'the kind-1 intent fields (docs/intents.md "Kind 1") the customer signs, adding its own nonce (POST /v1/transactions/prepare), max_fee, idempotency_key and not_after' });
+const BuiltNftTransfer = Type.Object({ wallet_id: Type.String(), to: Type.String(), token_id: Type.String(), amount: Nullable(Type.String()), intent: CallIntent });
 const Accounts = Type.Array(Address, { minItems: 1, maxItems: 100 });
 const OPERATION_BODIES: Record<OperationKind, { summary: string; body: ReturnType<typeof Type.Object> }> = {
   mint: { summary: 'Mint: ERC-20 {to, amount}; ERC-721 {to, token_id}; ERC-1155 {to, token_id, amount, data?}. The Safe mints as a MINTER_ROLE holder under its mint policy', body: Type.Object({ to: Address, amount: Type.Optional(Uint), token_id: Type.Optional(Uint), data: Type.Optional(HexData) }, { additionalProperties: false }) },
@@ -280,6 +308,45 @@ export const tokenizationRoutes: FastifyPluginAsyncTypebox<{ platform: Platform;
     idempotencyKeyOf(req);
     const { op, token } = await operations.addSignature(scopeOf(req), actorOf(req), req.params.id, req.params.opId, req.body as SignatureInput);
     return operationView(op, token);
+  });
+
+  // ── Calls by a vault wallet ────────────────────────────────────────────────────────────────────────
+  const { vaultCalls } = tokenization;
+  app.post('/tokenization/tokens/:id/policy-mint', {
+    config: { permission: 'tokenization.operate' },
+    schema: {
+      summary: 'Mint as a minter vault wallet under its own on-chain mint policy, without the admin Safe\'s signatures',
+      description: 'The wallet needs MINTER_ROLE and a mint policy (roles/grant, policies). Body: the wallet, the mint fields of the token kind (ERC-20 {to, amount}; ERC-721 {to, token_id}; ERC-1155 {to, token_id, amount, data?}) and the customer-signed kind-1 intent of exactly that mint (to the token, value 0, data the mint calldata). An intent that differs is 422 call_intent_mismatch; no role or policy 422 mint_not_allowed; over what the policy leaves 422 mint_cap_exceeded (the on-chain figures); a simulated revert 422 token_call_reverted; nothing is stored or submitted on a refusal. Then submitted through the vault transaction path and answered as an operation of kind policy_mint (no Safe transaction) that follows its vault transaction to confirmed or failed. Idempotency-Key required. docs/platform/tokenization.md#calls-by-a-vault-wallet-policy-mint-and-nft-transfers.',
+      tags: TAGS, security: change, params: IdParam, body: PolicyMintBody, response: { 201: Operation, ...errors },
+    },
+  }, async (req, reply) => {
+    const { op, token } = await vaultCalls.submit(scopeOf(req), actorOf(req), req.params.id, 'policy_mint', req.body as VaultCallInput, requiredIdempotencyKey(req, 'operation'));
+    return reply.code(201).send(operationView(op, token));
+  });
+
+  app.post('/tokenization/tokens/:id/nft-transfers/build', {
+    config: { permission: 'tokenization.operate' },
+    schema: {
+      summary: 'Build an NFT transfer by a holder vault wallet: the exact kind-1 intent fields to sign',
+      description: 'ERC-721 {wallet_id, to, token_id}; ERC-1155 also amount. Checks on chain that the wallet owns the id (or holds the amount) and simulates the transfer (422 not_token_holder, 422 token_call_reverted); an ERC-20 token is 422. Creates nothing, so it needs no Idempotency-Key. docs/platform/tokenization.md#calls-by-a-vault-wallet-policy-mint-and-nft-transfers.',
+      tags: TAGS, security: change, params: IdParam, body: NftBuildBody, response: { 200: BuiltNftTransfer, ...errors },
+    },
+  }, async (req) => {
+    idempotencyKeyOf(req);
+    const built = await vaultCalls.build(scopeOf(req), req.params.id, req.body);
+    return { wallet_id: built.wallet.id, to: req.body.to.toLowerCase(), token_id: req.body.token_id, amount: req.body.amount ?? null, intent: built.intent };
+  });
+
+  app.post('/tokenization/tokens/:id/nft-transfers', {
+    config: { permission: 'tokenization.operate' },
+    schema: {
+      summary: 'Transfer an ERC-721 or ERC-1155 id from a holder vault wallet with its customer-signed intent',
+      description: 'The intent must be exactly the transfer nft-transfers/build answers (422 call_intent_mismatch otherwise); ownership is read and the transfer simulated first (422 not_token_holder, 422 token_call_reverted with the token\'s decoded error, for example EnforcedPause), nothing stored or submitted on a refusal. Then submitted through the vault transaction path and answered as an operation of kind nft_transfer (no Safe transaction) that follows its vault transaction to confirmed or failed. Idempotency-Key required. docs/platform/tokenization.md#calls-by-a-vault-wallet-policy-mint-and-nft-transfers.',
+      tags: TAGS, security: change, params: IdParam, body: NftTransferBody, response: { 201: Operation, ...errors },
+    },
+  }, async (req, reply) => {
+    const { op, token } = await vaultCalls.submit(scopeOf(req), actorOf(req), req.params.id, 'nft_transfer', req.body as VaultCallInput, requiredIdempotencyKey(req, 'operation'));
+    return reply.code(201).send(operationView(op, token));
   });
 
   // ── Reads from the chain ───────────────────────────────────────────────────────────────────────────

@@ -1,9 +1,12 @@
 // The per-token operations as calls of each token kind's ABI (api/tokenization/token-calls.ts): the calldata
 // decodes back, against the artifact's own ABI, to the function and arguments asked for; the fields of
 // another kind, values that do not fit the ABI types and zero addresses are refused with validation_failed.
+// The calls a vault wallet makes itself (a mint, an NFT transfer): the small encoder the SDK builds intents
+// with (core/chains/evm/token-call-data.ts) gives the same bytes as the API's, from each artifact's ABI.
 import t from 'tap';
 import { decodeFunctionData, keccak256, toHex, zeroHash, type Address } from 'viem';
-import { operationCall, roleId, tokenAbi, type OperationKind } from '../../../api/tokenization/token-calls.ts';
+import { nftTransferCall, operationCall, roleId, tokenAbi, type OperationKind } from '../../../api/tokenization/token-calls.ts';
+import { mintCalldata, nftTransferCalldata } from '../../../core/chains/evm/token-call-data.ts';
 import type { TokenKind } from '../../../api/tokenization/chain/artifacts.ts';
 
 const TOKEN = '0x00000000000000000000000000000000000000aa' as Address;
@@ -52,4 +55,20 @@ t.test('what does not fit is refused with validation_failed', async (t) => {
     ['erc20', 'raw_safe_tx', { to: B, operation: 2 }],
   ];
   for (const [kind, op, body] of refused) t.throws(() => operationCall(kind, TOKEN, op, body), { code: 'validation_failed' }, `${kind} ${op} ${JSON.stringify(body)}`);
+});
+
+t.test('a vault wallet\'s own calls: the SDK\'s encoder and the API\'s give the same calldata', async (t) => {
+  t.equal(mintCalldata('erc20', { to: A, amount: 5n }), operationCall('erc20', TOKEN, 'mint', { to: A, amount: '5' }).data);
+  t.equal(mintCalldata('erc721', { to: A, tokenId: 7n }), operationCall('erc721', TOKEN, 'mint', { to: A, token_id: '7' }).data);
+  t.equal(mintCalldata('erc1155', { to: A, tokenId: 7n, amount: 3n, data: '0xbeef' }), operationCall('erc1155', TOKEN, 'mint', { to: A, token_id: '7', amount: '3', data: '0xbeef' }).data);
+  const erc721 = nftTransferCall('erc721', TOKEN, A, { to: B, token_id: '7' });
+  t.equal(nftTransferCalldata('erc721', { from: A, to: B, tokenId: 7n }), erc721.data);
+  t.same(decodeFunctionData({ abi: tokenAbi('erc721'), data: erc721.data }).args?.map((x) => (typeof x === 'string' ? x.toLowerCase() : x)), [A, B, 7n], 'ERC-721: safeTransferFrom(from, to, id), no data');
+  const erc1155 = nftTransferCall('erc1155', TOKEN, A, { to: B, token_id: '7', amount: '2' });
+  t.equal(nftTransferCalldata('erc1155', { from: A, to: B, tokenId: 7n, amount: 2n }), erc1155.data);
+  t.equal(decodeFunctionData({ abi: tokenAbi('erc1155'), data: erc1155.data }).functionName, 'safeTransferFrom');
+  t.throws(() => nftTransferCall('erc20', TOKEN, A, { to: B, token_id: '1' }), { code: 'validation_failed' }, 'an ERC-20 has no NFT transfer');
+  t.throws(() => nftTransferCall('erc721', TOKEN, A, { to: B, token_id: '1', amount: '1' }), { code: 'validation_failed' }, 'no amount on an ERC-721');
+  t.throws(() => nftTransferCall('erc1155', TOKEN, A, { to: B, token_id: '1' }), { code: 'validation_failed' }, 'an amount on an ERC-1155');
+  t.throws(() => nftTransferCall('erc1155', TOKEN, A, { to: `0x${'00'.repeat(20)}`, token_id: '1', amount: '1' }), { code: 'validation_failed' }, 'not to the zero address');
 });

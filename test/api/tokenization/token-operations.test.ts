@@ -18,6 +18,7 @@ import { encodeIntent, signIntent } from '../../../core/intents/intent.ts';
 import { eventType } from '../../../api/webhooks/event-catalog.ts';
 import { waitUntil } from '../../cluster/cluster-harness.ts';
 import { OPERATIONS } from '../../../api/tokenization/collections.ts';
+import type { OperationRecord } from '../../../api/tokenization/records.ts';
 
 t.setTimeout(300_000);
 const s = await tokenizationApp(t);
@@ -255,7 +256,7 @@ t.test('operations: proposed, signed by vault intents and an outside owner, exec
   // A process that stopped after recording an operation ready, before executing it: the next start runs it.
   let left = await sign(await propose('pause', {}), 'w2');
   const outSig = await outsideSig(left);
-  const stored = (await OPERATIONS.in(s.store).get(left.id))!;
+  const stored = (await OPERATIONS.in(s.store).get(left.id)) as OperationRecord;
   const leftReady = { ...stored, state: 'ready' as const, signatures: [...stored.signatures, { owner: outsider.address.toLowerCase(), how: 'eip712' as const, wallet_id: null, transaction_id: null, signature: outSig.signature, at: new Date().toISOString() }] };
   await s.store.batch([OPERATIONS.putOp(left.id, leftReady, { index: [`${tok.id}\x00all\x00${left.id}`, `safe\x00${tok.safe}\x00${left.id}`] })]);
   await s.tokenization.operations.resumeAll();
