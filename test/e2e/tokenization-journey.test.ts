@@ -232,7 +232,11 @@ t.test('the API killed mid-deployment (its Safe sent, its token not): restarted 
   t.equal(await chain.getCode({ address: planned.address }) ?? '0x', '0x', 'the token is not');
   t.equal(await chain.getTransactionCount({ address: s.deployer }), nonce0 + 1, 'one transaction was sent');
 
-  await s.cluster.startApi(s.apiEnv);
+  // A loaded machine has been seen to take over 30 s to bring a restarted API up; it is the restart under test, not its speed.
+  const restarted = await s.cluster.startApi(s.apiEnv, 120_000).catch((err: Error) => {
+    throw new Error(`${err.message}; the restarted API's last lines:\n${s.cluster.procs.filter((p) => p.name === 'api').at(-1)!.raw.slice(-20).join('\n')}`);
+  });
+  t.ok(restarted.running, 'the API is back');
   const stale = await platform('GET', `/tokenization/tokens/${id}`);
   t.match(stale.json, { status: 'deploying', deploy_attempts: 1 }, 'after the restart the record shows the interrupted deployment');
   const resumed = await platform('POST', `/tokenization/tokens/${id}/deploy/resume`, undefined, { 'idempotency-key': 'journey-resume' });
