@@ -228,7 +228,8 @@ export class TokenService {
         await runDeployPlan(chain.client, chain.sender, r.plan, {
           onStep: async (step) => {
             current = step.name;
-            await save({ ...r, steps: r.steps.map((s) => (s.name === step.name ? { ...s, status: 'sent' } : s)), updated_at: this.iso() });
+            // By address: two steps share the name `Safe` (the singleton and the token's Safe).
+            await save({ ...r, steps: r.steps.map((s) => (s.address === step.address.toLowerCase() ? { ...s, status: 'sent' } : s)), updated_at: this.iso() });
           },
         });
         current = '';

@@ -15,6 +15,7 @@ import { join, resolve } from 'node:path';
 import { buildIsFresh, dist, markBuild, root, unmarkBuild } from './build-state.mjs';
 import { portClashes } from './port-check.mjs';
 import { sandboxFunding } from './sandbox-funding.mjs';
+import { sandboxTokenization } from './sandbox-tokenization.mjs';
 
 const data = resolve(process.env.DATA_DIR ?? join(root, 'data'));
 const apiPort = process.env.API_PORT ?? '8080';
@@ -205,14 +206,27 @@ for (let i = 1; i <= nodes; i++) {
 }
 // Funding and off-ramp requests on the sandbox rail, with a local stablecoin (docs/platform/funding.md
 // "Sandbox"); SANDBOX_FUNDING=off leaves them unconfigured (503 funding_unavailable).
-const fundingEnv = withAnvil && process.env.SANDBOX_FUNDING !== 'off'
-  ? await sandboxFunding({ dist, data, rpcUrl: `http://127.0.0.1:${anvilPort}` }).catch((err) => {
-    console.error(`[start] sandbox funding not set up (funding requests answer 503): ${err.message}`);
-    return {};
-  })
-  : {};
+// Tokenization on evm-local (docs/platform/tokenization.md "Who pays"): the shared Safe infrastructure and
+// the deployer's key; SANDBOX_TOKENIZATION=off leaves it unconfigured (what needs a chain answers 422).
+// Each from its own anvil account, so the two run side by side.
+const [fundingEnv, tokenizationEnv] = await Promise.all([
+  withAnvil && process.env.SANDBOX_FUNDING !== 'off'
+    ? sandboxFunding({ dist, data, rpcUrl: `http://127.0.0.1:${anvilPort}` }).catch((err) => {
+      console.error(`[start] sandbox funding not set up (funding requests answer 503): ${err.message}`);
+      return {};
+    })
+    : {},
+  withAnvil && process.env.SANDBOX_TOKENIZATION !== 'off'
+    ? sandboxTokenization({ data, rpcUrl: `http://127.0.0.1:${anvilPort}`, load: (path) => import(join(dist, `${path}.js`)), log: (line) => console.log(`[start] ${line}`) })
+      .then((r) => r.env, (err) => {
+        console.error(`[start] tokenization not set up (deployments answer 422): ${err.message}`);
+        return {};
+      })
+    : {},
+]);
 run('api', 'api/server.js', {
   ...fundingEnv,
+  ...tokenizationEnv,
   API_HOST: '127.0.0.1',
   API_PORT: apiPort,
   API_DATA_DIR: join(data, 'api'),

@@ -1,7 +1,8 @@
 // The OpenAPI document (GET /openapi.json, page at /docs): every operation, of both APIs, has a summary,
 // a tag the document declares, and an explicit security requirement naming its declared schemes (the
 // request signature for the vault API, the workspace bearer key for the platform API); the public
-// operations, listed here, say they need nothing. A new route without them fails here.
+// operations, listed here, say they need nothing. Every tokenization operation, whatever its path under
+// /v1/tokenization, also answers its errors with the error body. A new route without them fails here.
 import t, { type Test } from 'tap';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -112,6 +113,32 @@ t.test('every platform-API operation has a summary, a declared tag and the beare
   t.same(ops.get('GET /v1/webhook-endpoints')?.security, [{ bearer: [] }], 'a read needs the bearer key');
   t.same(ops.get('POST /v1/webhook-endpoints')?.security, [{ bearer: [] }, { bearer: [], httpSignature: [] }], 'a change needs the bearer key, and a signature in production');
   t.same(ops.get('POST /v1/webhook-endpoints/{id}/rotate')?.security, [{ bearer: [], mfaToken: [] }, { bearer: [], httpSignature: [], mfaToken: [] }], 'the secret rotation needs an MFA proof too');
+});
+
+t.test('every tokenization operation has a summary, its tag, the bearer key (signed in production for a change) and its error responses', async (t) => {
+  // Generic over the paths, so a tokenization route added later is held to the same (docs/platform/tokenization.md).
+  const { doc } = await documentOf(t, { platform: true });
+  const ops = operations(doc).filter(([name]) => name.split(' ')[1]!.startsWith('/v1/tokenization/'));
+  t.ok(ops.length >= 35, `the tokenization area is documented (${ops.length} operations)`);
+  const errorBody = (r: unknown) => {
+    const schema = (r as { content?: Record<string, { schema?: { required?: string[]; properties?: Record<string, unknown> } }> } | undefined)?.content?.['application/json']?.schema;
+    return !!schema && ['error', 'code'].every((k) => schema.required?.includes(k) && schema.properties?.[k] !== undefined);
+  };
+  const out: string[] = [];
+  for (const [name, op] of ops) {
+    if (typeof op.summary !== 'string' || op.summary.trim().length < 10) out.push(`${name}: no summary`);
+    if (!Array.isArray(op.tags) || !op.tags.includes('tokenization')) out.push(`${name}: not tagged tokenization (${JSON.stringify(op.tags)})`);
+    const read = name.startsWith('GET ');
+    const security = read ? [{ bearer: [] }] : [{ bearer: [] }, { bearer: [], httpSignature: [] }];
+    if (JSON.stringify(op.security) !== JSON.stringify(security)) out.push(`${name}: security ${JSON.stringify(op.security)}, not ${JSON.stringify(security)}`);
+    const responses = op.responses ?? {};
+    if (!Object.keys(responses).some((code) => /^2\d\d$/.test(code))) out.push(`${name}: no success response`);
+    // Bad input, no or a wrong key, a missing permission, another workspace's record, a refused value; a change also a conflict.
+    for (const code of ['400', '401', '403', '404', '422', ...(read ? [] : ['409'])]) {
+      if (!errorBody(responses[code])) out.push(`${name}: no ${code} error response with the error body`);
+    }
+  }
+  t.same(out, [], 'no tokenization operation lacks them');
 });
 
 t.test('the document declares each tag once, uses them all, and explains signing beside the page', async (t) => {

@@ -240,7 +240,8 @@ export class Cluster {
     return { proc: p, nodeId: String(lines[0]!['nodeId']) };
   }
 
-  async startApi(extra: Record<string, string> = {}): Promise<Proc> {
+  /** Starts (or restarts, on the same port and data directory) the API; waits `healthzMs` for its /healthz. */
+  async startApi(extra: Record<string, string> = {}, healthzMs = 30_000): Promise<Proc> {
     this.apiPort ||= await freePort();
     const p = this.spawn('api', 'api/server.ts', {
       API_HOST: '127.0.0.1',
@@ -251,7 +252,7 @@ export class Cluster {
         : { API_COORDINATOR: `127.0.0.1:${this.coordinatorPort}` }),
       ...extra,
     });
-    await waitUntil(async () => (await fetch(`http://127.0.0.1:${this.apiPort}/healthz`).catch(() => undefined))?.ok === true, 30_000, 'api healthz');
+    await waitUntil(async () => (await fetch(`http://127.0.0.1:${this.apiPort}/healthz`).catch(() => undefined))?.ok === true, healthzMs, 'api healthz');
     return p;
   }
 

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../cluster/cluster-harness.ts';
 import { PROGRAM_LAUNCHER, untracked } from '../support/program.ts';
+import { infrastructureAddresses } from '../../api/tokenization/chain/safe-infrastructure.ts';
 
 t.setTimeout(600_000);
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -101,6 +102,13 @@ t.test('docs/quickstart.md works as written, step by step, against npm start', a
   }
   t.match(log, /\[start\] API on http:\/\/127\.0\.0\.1:\d+ \(readiness: \/readyz\)/, 'npm start prints the start-up lines step 1 shows');
   t.match(log, /\[start\] operator tasks on the running API: API_OPERATOR_API_URL=/);
+  // Tokenization is ready on the local anvil (docs/platform/tokenization.md "Who pays"): the shared Safe
+  // infrastructure is at its CREATE2 addresses.
+  t.match(log, /\[start\] Safe 1\.4\.1 infrastructure and forwarder deployed on evm-local/, 'npm start deploys the Safe infrastructure');
+  const codeAt = async (address: string) => ((await (await fetch(`http://127.0.0.1:${ports.anvil}`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getCode', params: [address, 'latest'] }),
+  })).json()) as { result: string }).result;
+  for (const [name, address] of Object.entries(infrastructureAddresses())) t.not(await codeAt(address), '0x', `${name} deployed at ${address}`);
 
   // Steps 2…: one bash session, each step's output in its own file.
   const script = ['set -euo pipefail', `cd ${JSON.stringify(root)}`, ...all.map((s, i) => `{\n${rewrite(s.sh)}\n} > ${work}.step${i}.out 2> ${work}.step${i}.err`)].join('\n');
