@@ -12,13 +12,30 @@ export interface TransactionSender {
   send(tx: TransactionRequest): Promise<Hex>;
 }
 
-/** A sender backed by a viem wallet client with a local account and a chain. */
+// The tail of each account's sends on each chain, within this process. A send takes the account's next
+// nonce from the chain's pending count when it is prepared, so two sends prepared at once would take the
+// same nonce and all but one would fail ("nonce too low"). Sends of one account therefore run one after
+// another (preparation, signature, broadcast; not the wait for a receipt), whichever token or Safe they
+// serve. Two processes sending from one account still race: each API replica needs its own account.
+const sendQueues = new Map<string, Promise<unknown>>();
+
+/** Runs `send` after every earlier send of `key` has been broadcast or refused. */
+export function inSendOrder<T>(key: string, send: () => Promise<T>): Promise<T> {
+  const run = (sendQueues.get(key) ?? Promise.resolve()).then(send, send);
+  const tail = run.catch(() => undefined);
+  sendQueues.set(key, tail);
+  void tail.then(() => { if (sendQueues.get(key) === tail) sendQueues.delete(key); });
+  return run;
+}
+
+/** A sender backed by a viem wallet client with a local account and a chain; its sends go out in order. */
 export function walletSender(wallet: WalletClient): TransactionSender {
   const account = wallet.account;
   if (!account) throw new Error('the wallet client has no account');
+  const key = `${wallet.chain?.id ?? 'unknown'}:${account.address.toLowerCase()}`;
   return {
     address: account.address,
-    send: (tx) => wallet.sendTransaction({ account, chain: wallet.chain, to: tx.to, data: tx.data, value: tx.value ?? 0n, ...(tx.gas ? { gas: tx.gas } : {}) }),
+    send: (tx) => inSendOrder(key, () => wallet.sendTransaction({ account, chain: wallet.chain, to: tx.to, data: tx.data, value: tx.value ?? 0n, ...(tx.gas ? { gas: tx.gas } : {}) })),
   };
 }
 

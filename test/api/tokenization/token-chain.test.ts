@@ -327,3 +327,20 @@ t.test('ERC-721 and ERC-1155: minted by the Safe under a policy, moved by an app
   t.equal(await refusal(operator!.address, multi, abi1155, 'safeTransferFrom', [holder!.address, heir!.address, 7n, 1n, '0x']), 'EnforcedPause');
   t.equal(await read(multi, abi1155, 'uri', [7n]), 'https://example.test/{id}.json');
 });
+
+t.test('one account\'s sends go out in order: concurrent sends through two senders of one account take distinct nonces', async (t) => {
+  // Two senders over one account, as two chains' or two services' TokenChain objects would be: the order is
+  // the account's, not the object's. Sent at once, every one is mined.
+  const again = walletSender(wallet(relayer!));
+  const before = await client.getTransactionCount({ address: relayer!.address, blockTag: 'pending' });
+  const hashes = await Promise.all([sender, again, sender, again, sender, again].map((s, i) => s.send({ to: heir!.address, data: '0x', value: BigInt(i + 1) })));
+  const receipts = await Promise.all(hashes.map((hash) => client.waitForTransactionReceipt({ hash })));
+  t.same(receipts.map((r) => r.status), Array(6).fill('success'));
+  const nonces = await Promise.all(hashes.map(async (hash) => (await client.getTransaction({ hash })).nonce));
+  t.same([...nonces].sort((a, b) => a - b), Array.from({ length: 6 }, (_, i) => before + i), 'six consecutive nonces, none used twice');
+  // A refused send does not stop the ones queued after it.
+  const refused = sender.send({ to: heir!.address, data: '0x', value: 10n ** 30n });
+  const next = sender.send({ to: heir!.address, data: '0x', value: 1n });
+  await t.rejects(refused);
+  t.equal((await client.waitForTransactionReceipt({ hash: await next })).status, 'success');
+});
