@@ -5,7 +5,8 @@
 // vault whose key the customer's own node shares) deploys an ERC-20; MINTER_ROLE and a mint policy, a mint
 // under it and one over its cap (refused on chain, decoded), pause, a holder's transfer refused while paused,
 // unpause, a role granted and revoked, recovery from a lost address; an ERC-721 and an ERC-1155 deployed and
-// minted. Every owner signature is the customer's: a kind-3 intent built and signed with the SDK, posted to
+// minted by their Safes, then by a vault wallet under its own mint policy (policy-mint) and moved by it
+// (nft-transfers). Every owner signature is the customer's: a kind-3 intent built and signed with the SDK, posted to
 // operations/{opId}/signatures, signed by the vault's nodes. Every state is read on chain with viem; every
 // event reaches the customer's webhook receiver exactly once. Then the API is killed in the middle of a
 // deployment (its Safe sent, its token not), restarted, and the resumed deployment leaves one token, one
@@ -20,6 +21,7 @@ import { foundry } from 'viem/chains';
 import { mnemonicToAccount } from 'viem/accounts';
 import { startTokenizationStack, type OperationView, type TokenView } from './tokenization-stack.ts';
 import { waitUntil } from '../cluster/cluster-harness.ts';
+import { mining } from './stack.ts';
 import type { Wallet } from '../../api/sdk/client.ts';
 import { verifyWebhook, type WebhookEvent } from '../../api/sdk/webhook-receiver.ts';
 import { builtArtifact, codeMatches } from '../../api/tokenization/chain/artifacts.ts';
@@ -27,6 +29,7 @@ import { infrastructureAddresses } from '../../api/tokenization/chain/safe-infra
 import { encodeMultiSend } from '../../api/tokenization/chain/multisend.ts';
 import { DETERMINISTIC_DEPLOYER } from '../../api/tokenization/chain/deterministic-deployer.ts';
 import { SAFE_ABI } from '../../api/tokenization/chain/safe-abi.ts';
+import { decodeIntent } from '../../core/intents/intent.ts';
 
 t.setTimeout(600_000);
 
@@ -99,6 +102,15 @@ const deploy = async (kind: 'erc20' | 'erc721' | 'erc1155', body: Record<string,
   tokens.push(r.json.id);
   return s.waitToken(r.json.id, (x) => x.status !== 'deploying', `${kind} deployed`);
 };
+/** A vault wallet's own call on a token (policy-mint, nft-transfers), posted as the SDK prepared it; settled. */
+const vaultCall = async (tokenId: string, path: string, prepared: { body: Record<string, unknown> }) => {
+  const r = await platform('POST', `/tokenization/tokens/${tokenId}/${path}`, prepared.body, { 'idempotency-key': `journey-${seq++}` });
+  if (r.status !== 201) throw new Error(`${path}: ${r.status} ${JSON.stringify(r.json)}`);
+  // Its vault transaction must become final: blocks keep coming while it does (anvil mines only on demand).
+  const done = await mining(() => s.anvil!.testClient.mine({ blocks: 1 }), s.settled(tokenId, r.json.id as string));
+  operations.push(done);
+  return done;
+};
 const readSafe = async (safe: Hex) => ({
   owners: (await chain.readContract({ address: safe, abi: SAFE_ABI, functionName: 'getOwners' })).map((o) => o.toLowerCase()),
   threshold: Number(await chain.readContract({ address: safe, abi: SAFE_ABI, functionName: 'getThreshold' })),
@@ -145,7 +157,6 @@ t.test('an ERC-20 under a 2-of-3 Safe of the customer\'s vaults: mint under a po
   t.same(mint.signatures.map((x) => x.wallet_id).sort(), [a!.id, c!.id].sort());
   t.equal(await balance(holder.address), 600n, 'on chain: minted');
   t.match(await chain.readContract({ ...at, functionName: 'mintPolicy', args: [getAddress(tok.safe)] }), [1000n, 86_400n, 600n, 400n], 'on chain: 400 left this period');
-  // journey: policy-mint
   const over = await op(tok.id, 'mint', { to: holder.address, amount: '500' }, [a!, b!]);
   t.match(over, { state: 'failed', failure: { reason: 'revert', error_name: 'MintCapExceeded', message: /requested=500, remaining=400/ } }, 'over the cap: refused on chain, the revert decoded');
   t.equal(await balance(holder.address), 600n, 'on chain: nothing minted');
@@ -186,24 +197,42 @@ t.test('an ERC-721 and an ERC-1155 under the same owners, minted by their Safes'
   const multi = await deploy('erc1155', { uri: 'https://acme.example/items/{id}.json' }, 'journey-erc1155');
   t.same([nft.status, multi.status], ['deployed', 'deployed']);
   // One Safe transaction each, a MultiSendCallOnly batch: the minter role and a mint policy for the Safe.
+  // The customer's vault wallet `a` gets the same, so it mints on its own under its policy (policy-mint).
   const setUp = (x: TokenView, abi: typeof erc721 | typeof erc1155, cap: bigint) => ({
-    to: infra.multiSendCallOnly, operation: 1, data: encodeMultiSend([
-      { to: x.address, data: encodeFunctionData({ abi, functionName: 'grantRole', args: [MINTER, getAddress(x.safe)] }) },
-      { to: x.address, data: encodeFunctionData({ abi, functionName: 'setMintPolicy', args: [getAddress(x.safe), cap, 86_400n] }) },
-    ]),
+    to: infra.multiSendCallOnly, operation: 1, data: encodeMultiSend([getAddress(x.safe), getAddress(a!.address)].flatMap((minter) => [
+      { to: x.address, data: encodeFunctionData({ abi, functionName: 'grantRole', args: [MINTER, minter] }) },
+      { to: x.address, data: encodeFunctionData({ abi, functionName: 'setMintPolicy', args: [minter, cap, 86_400n] }) },
+    ])),
   });
+  // A vault wallet's own calls spend its own gas.
+  await s.anvil!.testClient.setBalance({ address: getAddress(a!.address), value: 10n ** 20n });
 
   t.equal((await op(nft.id, 'raw-safe-tx', setUp(nft, erc721, 10n), [a!, b!])).state, 'confirmed');
   t.equal((await op(nft.id, 'mint', { to: holder.address, token_id: '1' }, [b!, c!])).state, 'confirmed');
   t.equal(await chain.readContract({ address: nft.address, abi: erc721, functionName: 'ownerOf', args: [1n] }), holder.address, 'on chain: deed 1 is the holder\'s');
   t.equal(await chain.readContract({ address: nft.address, abi: erc721, functionName: 'tokenURI', args: [1n] }), 'https://acme.example/deeds/1');
-  // journey: NFT transfers
+  // policy-mint: wallet `a` mints deed 2 to itself with its own customer-signed intent, no Safe quorum.
+  const minted = await vaultCall(nft.id, 'policy-mint', await client.preparePolicyMint({ wallet: a!, token: nft.address, kind: 'erc721', to: a!.address, tokenId: 2n, idempotencyKey: 'journey-policy-mint-721' }));
+  t.match(minted, { kind: 'policy_mint', via: 'vault_transaction', state: 'confirmed', safe_tx_hash: null }, 'a vault wallet minted under its own policy');
+  t.equal(await chain.readContract({ address: nft.address, abi: erc721, functionName: 'ownerOf', args: [2n] }), getAddress(a!.address), 'on chain: deed 2 is the wallet\'s');
+  t.match(await chain.readContract({ address: nft.address, abi: erc721, functionName: 'mintPolicy', args: [getAddress(a!.address)] }), [10n, 86_400n, 1n, 9n], 'on chain: counted against the wallet\'s policy');
+  // NFT transfer: the build names the intent; the customer signs exactly that and the wallet sends deed 2.
+  const built = await platform('POST', `/tokenization/tokens/${nft.id}/nft-transfers/build`, { wallet_id: a!.id, to: friend.address, token_id: '2' });
+  t.equal(built.status, 200, JSON.stringify(built.json));
+  const deed = await client.prepareNftTransfer({ wallet: a!, token: nft.address, kind: 'erc721', to: friend.address, tokenId: 2n, idempotencyKey: 'journey-nft-721' });
+  const signed = decodeIntent(deed.intent);
+  t.same(signed.kind === 'evm.transfer' ? [toHex(signed.to), toHex(signed.data), signed.amount] : [], [built.json.intent.to, built.json.intent.data, 0n], 'the customer signs what the build named: the token, safeTransferFrom(wallet, friend, 2), no value');
+  t.match(await vaultCall(nft.id, 'nft-transfers', deed), { kind: 'nft_transfer', state: 'confirmed' });
+  t.equal(await chain.readContract({ address: nft.address, abi: erc721, functionName: 'ownerOf', args: [2n] }), friend.address, 'on chain: deed 2 moved to its new holder');
 
   t.equal((await op(multi.id, 'raw-safe-tx', setUp(multi, erc1155, 1000n), [a!, c!])).state, 'confirmed');
   t.equal((await op(multi.id, 'mint', { to: holder.address, token_id: '7', amount: '25' }, [a!, b!])).state, 'confirmed');
   t.equal(await chain.readContract({ address: multi.address, abi: erc1155, functionName: 'balanceOf', args: [holder.address, 7n] }), 25n, 'on chain: 25 of item 7');
   t.match(await chain.readContract({ address: multi.address, abi: erc1155, functionName: 'mintPolicy', args: [getAddress(multi.safe)] }), [1000n, 86_400n, 25n, 975n]);
-  // journey: NFT transfers
+  t.match(await vaultCall(multi.id, 'policy-mint', await client.preparePolicyMint({ wallet: a!, token: multi.address, kind: 'erc1155', to: a!.address, tokenId: 8n, amount: 5n, idempotencyKey: 'journey-policy-mint-1155' })), { kind: 'policy_mint', state: 'confirmed' });
+  t.match(await vaultCall(multi.id, 'nft-transfers', await client.prepareNftTransfer({ wallet: a!, token: multi.address, kind: 'erc1155', to: friend.address, tokenId: 8n, amount: 2n, idempotencyKey: 'journey-nft-1155' })), { kind: 'nft_transfer', state: 'confirmed' });
+  const item8 = (who: Hex) => chain.readContract({ address: multi.address, abi: erc1155, functionName: 'balanceOf', args: [who, 8n] });
+  t.same([await item8(getAddress(a!.address)), await item8(friend.address)], [3n, 2n], 'on chain: 5 of item 8 minted by the wallet, 2 of them moved');
   for (const x of [nft, multi]) t.same(await readSafe(x.safe), { owners: owners.map((w) => w.address.toLowerCase()), threshold: 2 }, `${x.kind}: the same three vault wallets govern it`);
 });
 
