@@ -284,7 +284,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       const tokenization = opts.tokenization ?? createTokenization(opts.config, platform, { transactions: opts.transactions, log: opts.logger });
       if (!opts.tokenization) {
         p.addHook('onReady', async () => void tokenization.operations.resumeAll().catch((err: unknown) => opts.logger.warn({ err }, 'resuming token operations failed')));
+        p.addHook('onReady', async () => void tokenization.gasless.resumeAll().catch((err: unknown) => opts.logger.warn({ err }, 'resuming gasless relays failed')));
         p.addHook('onClose', async () => tokenization.operations.settled());
+        p.addHook('onClose', async () => tokenization.gasless.close());
       }
       await p.register(tokenizationRoutes, { platform, tokenization });
       await p.register(tenantRoutes, { platform, chainsWithBackend: Object.keys(chainBackends(opts.config)), stablecoin: (c) => funding.service.stablecoinOf(c), stablecoinDecimals: STABLECOIN_DECIMALS });
