@@ -286,9 +286,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         p.addHook('onReady', async () => {
           void tokenization.operations.resumeAll().catch((err: unknown) => opts.logger.warn({ err }, 'resuming token operations failed'));
           void tokenization.vaultCalls.resumeAll().catch((err: unknown) => opts.logger.warn({ err }, 'resuming token calls failed'));
+          void tokenization.gasless.resumeAll().catch((err: unknown) => opts.logger.warn({ err }, 'resuming gasless relays failed'));
         });
         p.addHook('onClose', async () => {
           await tokenization.vaultCalls.stop();
+          await tokenization.gasless.close();
           await tokenization.operations.settled();
         });
       }

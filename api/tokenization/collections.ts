@@ -1,6 +1,6 @@
 // The tokenization area's collections (docs/api-storage.md, "The interface").
 import { collection } from '../store/collection.ts';
-import type { AuthorityRecord, ProofChallengeRecord, TokenOperationRecord, TokenRecord } from './records.ts';
+import type { AuthorityRecord, ProofChallengeRecord, RelayRecord, TokenOperationRecord, TokenRecord } from './records.ts';
 
 /** Index `<workspace> NUL <id>`. */
 export const AUTHORITIES = collection<AuthorityRecord>('token_authorities');
@@ -15,3 +15,9 @@ export const TOKENIZATION_KEYS = collection<{ v: 1; id: string; fingerprint: str
  * operations) for Safe operations only; `vtx NUL <vault transaction id>` for vault calls only.
  */
 export const OPERATIONS = collection<TokenOperationRecord>('token_operations');
+/**
+ * Indexes `<token id> NUL all NUL <id>` (a token's relays, oldest first), `spend NUL <tenant> NUL <chain> NUL
+ * <created_at>` (what counts against the tenant's relay cap, walked from the rolling period's start) and
+ * `request NUL <chain> NUL <forwarder> NUL <from> NUL <nonce>` (a holder's forward request relayed already).
+ */
+export const RELAYS = collection<RelayRecord>('token_relays');

@@ -4,6 +4,7 @@ import type { DeployPlan } from './chain/deploy-plan.ts';
 import type { TokenKind } from './chain/artifacts.ts';
 import type { TokenStatus } from './token-states.ts';
 import type { OperationState } from './operation-states.ts';
+import type { RelayState } from './relay-states.ts';
 
 /** An address an authority proved it controls: EIP-191 for an account without code, ERC-1271 for a contract account. */
 export interface ProvenAddress {
@@ -190,3 +191,55 @@ export interface VaultCallRecord extends OperationCommon {
 
 /** Every record of a token's operations list. */
 export type TokenOperationRecord = OperationRecord | VaultCallRecord;
+/** An ERC-2771 forward request as signed, integers as decimal strings (deadline: unix seconds), addresses lower case. */
+export interface StoredForwardRequest {
+  from: string;
+  to: string;
+  value: string;
+  gas: string;
+  nonce: string;
+  deadline: number;
+  data: string;
+}
+
+/** Why a relay failed: its execution reverted on chain (`revert`, gas spent) or its transaction never went out (`engine`). */
+export interface RelayFailure { reason: 'revert' | 'engine'; message: string; error_name: string | null; at: string }
+
+/** One holder's transfer relayed through the chain's forwarder, paid by the relayer (docs/platform/tokenization.md "Gasless transfers"). */
+export interface RelayRecord {
+  v: 1;
+  id: string;
+  token_id: string;
+  tenant: string;
+  workspace: string;
+  chain: string;
+  chain_id: number;
+  forwarder: string;
+  relayer: string;
+  request: StoredForwardRequest;
+  signature: string;
+  /** The EIP-712 hash the holder signed. */
+  request_hash: string;
+  /** The transfer `request.data` carries, decoded. */
+  transfer: { function: string; from: string; to: string; amount: string | null; token_id: string | null };
+  state: RelayState;
+  /** The relayer's `execute` transaction, signed and recorded before it is broadcast. */
+  tx_hash: string;
+  /** Its signed bytes, so a restart broadcasts the same transaction again rather than a second one. */
+  raw_tx: string;
+  relayer_nonce: number;
+  gas_limit: string;
+  max_fee_per_gas: string;
+  max_priority_fee_per_gas: string;
+  /** Counted against the tenant's cap while `sent`: gas_limit × max_fee_per_gas, wei. */
+  reserved_wei: string;
+  gas_used: string | null;
+  effective_gas_price: string | null;
+  /** What the relayer paid (gas_used × effective_gas_price), counted instead of the reservation once known; 0 when nothing went out. */
+  cost_wei: string | null;
+  block_number: string | null;
+  failure: RelayFailure | null;
+  created_at: string;
+  updated_at: string;
+  confirmed_at: string | null;
+}

@@ -119,6 +119,11 @@ export const ERROR_CODES = entries({
   token_call_reverted: e('invalid', 'the token refuses the call when simulated: its decoded error; nothing was submitted'),
   challenge_used: e('conflict', 'the proof challenge was already used; ask for a new one'),
   tokenization_unavailable: e('unavailable', 'no tokenization deployer or chain backend is configured for the chain'),
+  gasless_unavailable: e('invalid', 'gasless relaying is off: no relayer key is configured (API_TOKENIZATION_RELAYER_KEY_FILE)'),
+  forward_signature_invalid: e('invalid', 'an ERC-2771 forward request\'s signature does not recover to its holder over the request as given (altered after signing, or signed by another key)'),
+  forward_request_used: e('conflict', 'the ERC-2771 forward request\'s nonce was already used (relayed before): a replay'),
+  gasless_would_revert: e('invalid', 'the token or the forwarder would refuse the relayed transfer (the decoded revert is in the message); nothing was sent'),
+  relay_budget_exceeded: e('limited', 'the tenant\'s relayer spend on the chain within the rolling period would pass the cap; nothing was sent'),
   account_holder_not_active: e('conflict', 'the account holder is not active (verified): money moves for active holders only'),
   // A ledger account's balance, unlike the chain's insufficient_funds (a refusal of a wallet's transaction):
   // the same transfer may succeed once the account holds more, so it is a state conflict.

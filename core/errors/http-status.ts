@@ -33,6 +33,9 @@ export const HTTP_STATUS_BY_CODE: Readonly<Partial<Record<ErrorCode, number>>> =
   mint_cap_exceeded: 422,
   not_token_holder: 422,
   token_call_reverted: 422,
+  gasless_unavailable: 422,
+  forward_signature_invalid: 422,
+  gasless_would_revert: 422,
   precondition_failed: 412,
   precondition_required: 428,
 };

@@ -1,8 +1,8 @@
 // Tokenization (docs/platform/tokenization.md): authorities (6 operations), token deployments (6), the
 // operations of a token's admin Safe, the calls a vault wallet makes on a token itself (policy-mint, NFT
-// transfers) and the reads from the chain, with a workspace bearer key (tokenization.read, .manage,
-// .operate). Every creating POST needs an Idempotency-Key: the same key and body answer the same record,
-// another body is 409 idempotency_key_reused.
+// transfers), gasless transfers and the reads from the chain, with a workspace bearer key
+// (tokenization.read, .manage, .operate). Every creating POST needs an Idempotency-Key: the same key and
+// body answer the same record, another body is 409 idempotency_key_reused.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
@@ -19,6 +19,8 @@ import type { VaultCallInput } from '../../tokenization/vault-call-service.ts';
 import { OPERATION_STATES } from '../../tokenization/operation-states.ts';
 import { OPERATION_KINDS, ROLE_NAMES, type OperationKind } from '../../tokenization/token-calls.ts';
 import { readToken, tokenContracts, treasuryStatus } from '../../tokenization/token-reads.ts';
+import { relayView, type RelayInput } from '../../tokenization/gasless-service.ts';
+import { RELAY_STATES } from '../../tokenization/relay-states.ts';
 import { CustodyError } from '../../../core/errors/custody-error.ts';
 import { Nullable, literals } from './schema-helpers.ts';
 
@@ -140,6 +142,39 @@ const OPERATION_BODIES: Record<OperationKind, { summary: string; body: ReturnTyp
   revoke_mint_policy: { summary: 'Remove a minter\'s mint policy (it can no longer mint)', body: Type.Object({ minter: Address }, { additionalProperties: false }) },
   raw_safe_tx: { summary: 'Propose any Safe transaction of the admin Safe (a delegatecall only to MultiSendCallOnly)', body: Type.Object({ to: Address, value: Type.Optional(Uint), data: Type.Optional(HexData), operation: Type.Optional(Type.Union([Type.Literal(0), Type.Literal(1)])) }, { additionalProperties: false }) },
 };
+
+const ForwardRequestJson = Type.Object({
+  from: Address, to: Address, value: Uint, gas: Uint, nonce: Uint, deadline: Type.Integer({ minimum: 0, maximum: 2 ** 48 - 1, description: 'unix seconds (uint48)' }), data: HexData,
+}, { additionalProperties: false, description: 'an ERC-2771 ForwardRequest as signed: the typed data\'s message, integers of uint256 as decimal strings' });
+const GaslessTransfer = Type.Object({
+  function: Type.String({ description: 'the token function the request calls' }), from: Type.String({ description: 'the holder' }), to: Type.String(), amount: Nullable(Type.String()), token_id: Nullable(Type.String()),
+});
+const TransferRequestBody = Type.Object({
+  from: Address, to: Address,
+  amount: Type.Optional(Uint), token_id: Type.Optional(Uint),
+  deadline: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 ** 48 - 1, description: 'unix seconds; default an hour from now, at most 24 hours from now' })),
+  gas: Type.Optional(Type.Integer({ minimum: 0, maximum: 2 ** 53 - 1, description: 'gas forwarded to the token\'s call, 21000 to 1000000; default the estimate plus 20%' })),
+}, { additionalProperties: false, description: 'the holder (from) and the transfer: ERC-20 {to, amount}; ERC-721 {to, token_id}; ERC-1155 {to, token_id, amount}' });
+const TransferRequest = Type.Object({
+  token_id: Type.String(), chain: Type.String(), chain_id: Type.Integer(), forwarder: Type.String(), relayer: Type.String({ description: 'the account that will send and pay for the relay' }), transfer: GaslessTransfer,
+  typed_data: Type.Object({
+    domain: Type.Object({ name: Type.String(), version: Type.String(), chainId: Type.Integer(), verifyingContract: Type.String() }),
+    types: Type.Record(Type.String(), Type.Array(Type.Object({ name: Type.String(), type: Type.String() }))),
+    primaryType: Type.Literal('ForwardRequest'),
+    message: ForwardRequestJson,
+  }, { description: 'the EIP-712 typed data the holder signs with eth_signTypedData_v4; post its message as `request` with the signature to gasless/relay' }),
+  hash: Type.String({ description: 'the EIP-712 hash of the typed data' }), deadline_at: Type.String(),
+});
+const Relay = Type.Object({
+  id: Type.String(), token_id: Type.String(), chain: Type.String(), chain_id: Type.Integer(), forwarder: Type.String(), relayer: Type.String(), request: ForwardRequestJson, signature: Type.String(),
+  request_hash: Type.String(), transfer: GaslessTransfer, state: literals(RELAY_STATES), tx_hash: Type.String({ description: 'the relayer\'s execute transaction, recorded before it was broadcast' }),
+  gas_limit: Type.String(), max_fee_per_gas: Type.String(), max_priority_fee_per_gas: Type.String(),
+  reserved_wei: Type.String({ description: 'the worst case reserved against the tenant\'s relay cap: gas_limit × max_fee_per_gas' }),
+  gas_used: Nullable(Type.String()), effective_gas_price: Nullable(Type.String()), cost_wei: Nullable(Type.String({ description: 'what the relayer paid: gas_used × effective_gas_price (0 when the transaction never went out)' })),
+  block_number: Nullable(Type.String()),
+  failure: Nullable(Type.Object({ reason: literals(['revert', 'engine'] as const), message: Type.String(), error_name: Nullable(Type.String()), at: Type.String() })),
+  created_at: Type.String(), updated_at: Type.String(), confirmed_at: Nullable(Type.String()),
+});
 
 export const tokenizationRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; tokenization: Tokenization }> = async (app, { platform, tokenization }) => {
   const idempotent = new IdempotentRequests(platform.store, platform.clock);
@@ -347,6 +382,34 @@ export const tokenizationRoutes: FastifyPluginAsyncTypebox<{ platform: Platform;
   }, async (req, reply) => {
     const { op, token } = await vaultCalls.submit(scopeOf(req), actorOf(req), req.params.id, 'nft_transfer', req.body as VaultCallInput, requiredIdempotencyKey(req, 'operation'));
     return reply.code(201).send(operationView(op, token));
+  });
+
+  // ── Gasless transfers ──────────────────────────────────────────────────────────────────────────────
+  const { gasless } = tokenization;
+  app.post('/tokenization/tokens/:id/gasless/transfer-request', {
+    config: { permission: 'tokenization.operate' },
+    schema: {
+      summary: 'Build the ERC-2771 forward request a holder signs for a gasless transfer of its own tokens',
+      description: 'Answers the EIP-712 typed data (the chain\'s ERC2771Forwarder domain, ForwardRequest at the holder\'s forwarder nonce read now) and its hash; only the token\'s transfer function is built (ERC-20 transfer, ERC-721 and ERC-1155 safeTransferFrom from the holder). Stores nothing. Gasless off (no relayer key) is 422 gasless_unavailable; a transfer the token would refuse now is 422 gasless_would_revert. docs/platform/tokenization.md#gasless-transfers.',
+      tags: TAGS, security: change, params: IdParam, body: TransferRequestBody, response: { 200: TransferRequest, ...errors },
+    },
+  }, async (req) => {
+    idempotencyKeyOf(req);
+    return gasless.transferRequest(scopeOf(req), req.params.id, req.body);
+  });
+
+  app.post('/tokenization/tokens/:id/gasless/relay', {
+    config: { permission: 'tokenization.operate' },
+    schema: {
+      summary: 'Relay a holder\'s signed forward request: the relayer sends it to the forwarder and pays the gas, metered and capped per tenant',
+      description: 'The request must be this token\'s transfer of the holder\'s own tokens, unexpired, signed by the holder over exactly these fields (422 forward_signature_invalid), at the forwarder\'s current nonce (a used one is 409 forward_request_used), verified by the forwarder and accepted by the token in simulation (422 gasless_would_revert, decoded). Its worst-case cost is reserved against the tenant\'s cap for the chain (429 relay_budget_exceeded, nothing sent); answers the relay, confirmed or failed with its cost once the receipt is in (or sent, followed by the tokenization.operation.* webhook). A refusal records and sends nothing. Idempotency-Key required: the same key and body answer the relay as it is now. docs/platform/tokenization.md#gasless-transfers.',
+      tags: TAGS, security: change, params: IdParam,
+      body: Type.Object({ request: ForwardRequestJson, signature: Type.String({ pattern: '^0x[0-9a-fA-F]{130}$', description: 'the holder\'s 65-byte EIP-712 signature' }) }, { additionalProperties: false }),
+      response: { 201: Relay, ...errors, 429: ErrorBody },
+    },
+  }, async (req, reply) => {
+    const r = await gasless.relay(scopeOf(req), actorOf(req), req.params.id, req.body as RelayInput, requiredIdempotencyKey(req, 'relay'));
+    return reply.code(201).send(relayView(r));
   });
 
   // ── Reads from the chain ───────────────────────────────────────────────────────────────────────────

@@ -6,19 +6,31 @@
 // with the decoded revert (which frees its nonce: the later pause moves down and is signed again), a refused
 // transfer while paused, unpause, recover, a role revoked; each operation's event emitted once; an intent over
 // another operation's SafeTx refused; the reads from the chain; bad input changes nothing.
+// On the same chain, gasless transfers (docs/platform/tokenization.md "Gasless transfers"): a holder with no ETH
+// signs the ERC-2771 request the API builds, the relayer sends it and pays, its cost recorded from the receipt;
+// a replay refused by the API and, sent directly, by the forwarder; an altered request refused by both; the
+// token's own refusals decoded; the tenant's cap met by relays racing each other, a period later free again.
 import t from 'tap';
-import { createWalletClient, getAddress, http, keccak256, toHex, type Hex } from 'viem';
+import { createWalletClient, encodeFunctionData, getAddress, hashTypedData, http, keccak256, toHex, type Address, type Hex } from 'viem';
 import { foundry } from 'viem/chains';
-import { mnemonicToAccount } from 'viem/accounts';
+import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { tokenizationApp } from './tokenization-app.ts';
+import { DEPLOYER_KEY, tokenizationApp } from './tokenization-app.ts';
 import { builtArtifact } from '../../../api/tokenization/chain/artifacts.ts';
 import { safeTxTypedData, type SafeTransaction } from '../../../api/tokenization/chain/safe-transaction.ts';
 import { encodeIntent, signIntent } from '../../../core/intents/intent.ts';
 import { eventType } from '../../../api/webhooks/event-catalog.ts';
 import { waitUntil } from '../../cluster/cluster-harness.ts';
-import { OPERATIONS } from '../../../api/tokenization/collections.ts';
-import type { OperationRecord } from '../../../api/tokenization/records.ts';
+import { OPERATIONS, RELAYS } from '../../../api/tokenization/collections.ts';
+import type { OperationRecord, RelayRecord } from '../../../api/tokenization/records.ts';
+import { relayIndexOf } from '../../../api/tokenization/gasless-service.ts';
+import { forwarderAbi } from '../../../api/tokenization/chain/forward-request.ts';
+import { createTokenization } from '../../../api/tokenization/tokenization-setup.ts';
+import { tokenChain } from '../../../api/tokenization/token-chain.ts';
+import { loadApiConfig } from '../../../api/config.ts';
+import { evmNetwork } from '../../../core/chains/evm/evm-networks.ts';
+import { httpStatusOfCode } from '../../../core/errors/http-status.ts';
+import type { CustodyError } from '../../../core/errors/custody-error.ts';
 
 t.setTimeout(300_000);
 const s = await tokenizationApp(t);
@@ -264,4 +276,252 @@ t.test('operations: proposed, signed by vault intents and an outside owner, exec
   left = await getOp(left.id);
   t.equal(left.state, 'confirmed', 'resumed at start and confirmed');
   t.equal(await client.readContract({ address: tok.address, abi, functionName: 'paused' }), true);
+});
+
+t.test('gasless transfers: the holder signs the built request, the relayer sends and pays, metered and capped per tenant', async (t) => {
+  // Base fee 0 from here on: a relay's worst case and cost are gas × the priority fee, the same for every
+  // relay of one kind, so the cap below is met exactly.
+  await s.anvil.testClient.setNextBlockBaseFeePerGas({ baseFeePerGas: 0n });
+  await s.anvil.testClient.mine({ blocks: 1 });
+  const relayer = s.chain.relayer!.address;
+  const fwdAbi = forwarderAbi();
+  const funded = createWalletClient({ account: account(2), chain: foundry, transport: http(s.anvil.url) });
+  let n = 0;
+  const relays = () => s.store.count('token_relays');
+  const relayerNonce = () => client.getTransactionCount({ address: relayer, blockTag: 'pending' });
+
+  /** A token of `org` whose 1-of-2 admin Safe the outsider signs for alone; `holders` get `mint` each. */
+  const token = async (kind: 'erc20' | 'erc721' | 'erc1155', org: string, bearer: string, holders: [string, Record<string, string>][]) => {
+    const w = await s.vaultWallet(org);
+    const body = { chain: 'evm-local', admin: { owners: [{ wallet_id: w.wallet.id }, { address: outsider.address }], threshold: 1 }, ...(kind === 'erc1155' ? { uri: 'ipfs://x/{id}' } : { name: `G ${kind}`, symbol: 'GLS' }), ...(kind === 'erc20' ? { decimals: 0 } : {}) };
+    const made = await s.call('POST', `/v1/tokenization/${kind}`, body, bearer, key(`g-tok-${n++}`));
+    t.equal(made.statusCode, 201, made.body);
+    await s.tokenization.tokens.settled();
+    const tok = (await s.call('GET', `/v1/tokenization/tokens/${made.json().id}`, undefined, bearer)).json();
+    t.equal(tok.status, 'deployed');
+    const op = async (path: string, b: unknown) => {
+      const p = (await s.call('POST', `/v1/tokenization/tokens/${tok.id}/${path}`, b, bearer, key(`g-op-${n++}`))).json() as Op;
+      const x = p.safe_tx;
+      const tx: SafeTransaction = { to: getAddress(String(x.to)), value: 0n, data: x.data as Hex, operation: 0, safeTxGas: 0n, baseGas: 0n, gasPrice: 0n, gasToken: getAddress(String(x.gas_token)), refundReceiver: getAddress(String(x.refund_receiver)), nonce: BigInt(x.nonce!) };
+      const signed = await s.call('POST', `/v1/tokenization/tokens/${tok.id}/operations/${p.id}/signatures`, { owner: outsider.address, signature: await outsider.signTypedData(safeTxTypedData(getAddress(tok.safe), 31337, tx)) }, bearer);
+      t.equal(signed.json().state, 'ready', signed.body);
+      await s.tokenization.operations.settled();
+    };
+    await op('roles/grant', { role: 'MINTER_ROLE', account: tok.safe });
+    await op('policies', { minter: tok.safe, cap: (1n << 255n).toString(), period_seconds: 86_400 });
+    for (const [to, amounts] of holders) await op('mint', { to, ...amounts });
+    return { ...tok, base: `/v1/tokenization/tokens/${tok.id}`, op } as { id: string; address: Address; forwarder: Address; safe: string; base: string; op: typeof op };
+  };
+  const fwdNonce = (tok: { forwarder: Address }, a: string) => client.readContract({ address: tok.forwarder, abi: fwdAbi, functionName: 'nonces', args: [getAddress(a)] }) as Promise<bigint>;
+  const build = async (tok: { base: string }, body: Record<string, unknown>, bearer = s.acme.developer) => {
+    const r = await s.call('POST', `${tok.base}/gasless/transfer-request`, body, bearer);
+    t.equal(r.statusCode, 200, r.body);
+    return r.json();
+  };
+  const signed = async (who: ReturnType<typeof privateKeyToAccount>, built: { typed_data: Record<string, unknown> }) => ({ request: built.typed_data.message as Record<string, unknown>, signature: await who.signTypedData(built.typed_data as never) });
+  const relay = (tok: { base: string }, body: unknown, k: string, bearer = s.acme.developer) => s.call('POST', `${tok.base}/gasless/relay`, body, bearer, key(k));
+
+  // Holders own no ETH: they only sign.
+  const holder = privateKeyToAccount(generatePrivateKey());
+  const to = privateKeyToAccount(generatePrivateKey()).address;
+  const batch = Array.from({ length: 4 }, () => privateKeyToAccount(generatePrivateKey()));
+  const erc20 = await token('erc20', s.acme.org, s.acme.owner, [[holder.address, { amount: '1000' }], ...batch.map((b) => [b.address, { amount: '10' }] as [string, Record<string, string>])]);
+  const balance20 = (a: string) => client.readContract({ address: erc20.address, abi, functionName: 'balanceOf', args: [getAddress(a)] });
+
+  // Built: the complete typed data at the holder's forwarder nonce, and its hash.
+  const built = await build(erc20, { from: holder.address, to, amount: '100' });
+  t.match(built, {
+    token_id: erc20.id, chain: 'evm-local', chain_id: 31337, forwarder: erc20.forwarder, relayer: relayer.toLowerCase(), transfer: { function: 'transfer(address,uint256)', from: holder.address.toLowerCase(), to: to.toLowerCase(), amount: '100', token_id: null },
+    typed_data: { domain: { name: 'TokenForwarder', version: '1', chainId: 31337, verifyingContract: getAddress(erc20.forwarder) }, primaryType: 'ForwardRequest', message: { from: holder.address, to: getAddress(erc20.address), value: '0', nonce: '0', gas: /^[1-9][0-9]*000$/ } },
+  });
+  t.equal(built.hash, hashTypedData(built.typed_data), 'the hash is the typed data\'s');
+  const first = await signed(holder, built);
+  const eth0 = await client.getBalance({ address: relayer });
+  const r1 = await relay(erc20, first, 'relay-1');
+  t.equal(r1.statusCode, 201, r1.body);
+  const rec = r1.json();
+  t.match(rec, { id: /^rly_[0-9a-f]{26}$/, state: 'confirmed', failure: null, tx_hash: /^0x[0-9a-f]{64}$/, request: { from: holder.address.toLowerCase(), nonce: '0' }, transfer: { amount: '100' } });
+  const receipt = await client.getTransactionReceipt({ hash: rec.tx_hash });
+  t.same([rec.gas_used, rec.effective_gas_price, rec.cost_wei], [receipt.gasUsed.toString(), receipt.effectiveGasPrice.toString(), (receipt.gasUsed * receipt.effectiveGasPrice).toString()], 'the record shows the receipt\'s cost');
+  t.equal(receipt.from.toLowerCase(), relayer.toLowerCase(), 'sent by the relayer');
+  t.equal(eth0 - (await client.getBalance({ address: relayer })), BigInt(rec.cost_wei), 'the relayer paid exactly the recorded cost');
+  t.ok(BigInt(rec.reserved_wei) >= BigInt(rec.cost_wei) && BigInt(rec.reserved_wei) === BigInt(rec.gas_limit) * BigInt(rec.max_fee_per_gas), 'reserved: gas limit × max fee, at least the cost');
+  t.same([await balance20(holder.address), await balance20(to)], [900n, 100n], 'on chain: moved from the holder');
+  t.equal(await client.getBalance({ address: holder.address }), 0n, 'the holder has and paid no ETH');
+  t.equal(await fwdNonce(erc20, holder.address), 1n, 'the forwarder used the holder\'s nonce');
+  t.equal((await relay(erc20, first, 'relay-1')).json().id, rec.id, 'the same Idempotency-Key and body: the same relay');
+  t.match((await relay(erc20, { ...first, signature: `0x${'11'.repeat(65)}` }, 'relay-1')).json(), { code: 'idempotency_key_reused' });
+
+  // A replay: refused by the API, and by the forwarder on chain when sent to it directly.
+  const count0 = await relays();
+  const rn0 = await relayerNonce();
+  const replay = await relay(erc20, first, 'relay-replay');
+  t.match([replay.statusCode, replay.json().code], [409, 'forward_request_used'], 'the API refuses a replay');
+  const q = first.request as { from: Address; to: Address; value: string; gas: string; deadline: number; data: Hex };
+  const direct = { from: q.from, to: q.to, value: 0n, gas: BigInt(q.gas), deadline: q.deadline, data: q.data, signature: first.signature };
+  await t.rejects(client.simulateContract({ account: account(2), address: erc20.forwarder, abi: fwdAbi, functionName: 'execute', args: [direct] }), /ERC2771ForwarderInvalidSigner/, 'the forwarder refuses it: its nonce is used');
+  const forced = await funded.writeContract({ address: erc20.forwarder, abi: fwdAbi, functionName: 'execute', args: [direct], gas: 300_000n });
+  t.equal((await client.waitForTransactionReceipt({ hash: forced })).status, 'reverted', 'sent anyway: reverted on chain');
+  t.same([await balance20(holder.address), await balance20(to), await fwdNonce(erc20, holder.address)], [900n, 100n, 1n], 'nothing moved twice');
+
+  // Altered after signing: refused by the API and by the forwarder.
+  const second = await signed(holder, await build(erc20, { from: holder.address, to, amount: '50' }));
+  const dataOf = (amount: bigint) => encodeFunctionData({ abi, functionName: 'transfer', args: [to, amount] });
+  const altered: [string, Record<string, unknown>, number, string][] = [
+    ['amount raised', { data: dataOf(500n) }, 422, 'forward_signature_invalid'],
+    ['recipient changed', { data: encodeFunctionData({ abi, functionName: 'transfer', args: [account(2).address, 50n] }) }, 422, 'forward_signature_invalid'],
+    ['gas changed', { gas: String(BigInt(String(second.request.gas)) + 1000n) }, 422, 'forward_signature_invalid'],
+    ['deadline moved', { deadline: Number(second.request.deadline) + 60 }, 422, 'forward_signature_invalid'],
+    ['another holder named', { from: batch[0]!.address, data: dataOf(50n) }, 422, 'forward_signature_invalid'],
+    ['another contract', { to: erc20.forwarder }, 422, 'validation_failed'],
+    ['a value', { value: '1' }, 422, 'validation_failed'],
+    ['an approval', { data: encodeFunctionData({ abi, functionName: 'approve', args: [account(2).address, 1000n] }) }, 422, 'validation_failed'],
+    ['expired', { deadline: Math.floor(s.clock.now() / 1000) - 1 }, 422, 'validation_failed'],
+    ['beyond 24 hours', { deadline: Math.floor(s.clock.now() / 1000) + 86_401 }, 422, 'validation_failed'],
+    ['a later nonce', { nonce: '2' }, 422, 'forward_signature_invalid'],
+  ];
+  for (const [what, change, status, code] of altered) {
+    const r = await relay(erc20, { ...second, request: { ...second.request, ...change } }, `alt-${n++}`);
+    t.match([r.statusCode, r.json().code], [status, code], `${what}: ${status} ${code}`);
+  }
+  const both = await relay(erc20, { ...second, request: { ...second.request, to: erc20.forwarder, value: '1' } }, `alt-${n++}`);
+  t.same(both.json().fields.map((f: { field: string }) => f.field), ['request.to', 'request.value'], 'every rejected field named');
+  const tampered = { ...direct, data: dataOf(500n), deadline: Number(second.request.deadline), gas: BigInt(String(second.request.gas)), signature: second.signature };
+  await t.rejects(client.simulateContract({ account: account(2), address: erc20.forwarder, abi: fwdAbi, functionName: 'execute', args: [tampered] }), /ERC2771ForwarderInvalidSigner/, 'the forwarder refuses the altered request');
+
+  // Schema, roles, tenants, and a token not deployed: refused before anything else.
+  for (const [what, body, bearer, status, code] of [
+    ['no signature', { request: second.request }, s.acme.developer, 400, 'invalid_request'],
+    ['a short signature', { ...second, signature: '0x12' }, s.acme.developer, 400, 'invalid_request'],
+    ['an unknown field', { ...second, extra: 1 }, s.acme.developer, 400, 'invalid_request'],
+    ['gas not a decimal', { ...second, request: { ...second.request, gas: '0x10' } }, s.acme.developer, 400, 'invalid_request'],
+    ['a viewer', second, s.acme.viewer, 403, 'role_denied'],
+    ['another tenant', second, s.globex.owner, 404, 'not_found'],
+  ] as [string, unknown, string, number, string][]) {
+    const r = await relay(erc20, body, `bad-${n++}`, bearer);
+    t.match([r.statusCode, r.json().code], [status, code], what);
+  }
+  t.match((await s.call('POST', `${erc20.base}/gasless/relay`, second, s.acme.developer)).json(), { code: 'invalid_request' }, 'no Idempotency-Key: 400');
+  for (const [what, body, bearer, status, code] of [
+    ['ERC-20 with a token id', { from: holder.address, to, amount: '1', token_id: '1' }, s.acme.developer, 422, 'validation_failed'],
+    ['to oneself', { from: holder.address, to: holder.address, amount: '1' }, s.acme.developer, 422, 'validation_failed'],
+    ['gas over the bound', { from: holder.address, to, amount: '1', gas: 5_000_000 }, s.acme.developer, 422, 'validation_failed'],
+    ['a deadline past', { from: holder.address, to, amount: '1', deadline: 1 }, s.acme.developer, 422, 'validation_failed'],
+    ['more than the holder has', { from: holder.address, to, amount: '100000' }, s.acme.developer, 422, 'gasless_would_revert'],
+    ['a bad address', { from: '0x12', to, amount: '1' }, s.acme.developer, 400, 'invalid_request'],
+    ['a viewer', { from: holder.address, to, amount: '1' }, s.acme.viewer, 403, 'role_denied'],
+    ['another tenant', { from: holder.address, to, amount: '1' }, s.globex.owner, 404, 'not_found'],
+  ] as [string, unknown, string, number, string][]) {
+    const r = await s.call('POST', `${erc20.base}/gasless/transfer-request`, body, bearer);
+    t.match([r.statusCode, r.json().code], [status, code], `transfer-request, ${what}`);
+  }
+  const funds = await client.getBalance({ address: s.chain.sender.address });
+  await s.anvil.testClient.setBalance({ address: s.chain.sender.address, value: 0n });
+  const undeployed = await s.call('POST', '/v1/tokenization/erc20', { chain: 'evm-local', name: 'Stuck', symbol: 'STK', admin: { owners: [{ wallet_id: (await s.vaultWallet(s.acme.org)).wallet.id }], threshold: 1 } }, s.acme.owner, key('g-stuck'));
+  await s.tokenization.tokens.settled();
+  await s.anvil.testClient.setBalance({ address: s.chain.sender.address, value: funds });
+  t.equal((await s.call('GET', `/v1/tokenization/tokens/${undeployed.json().id}`)).json().status, 'failed_resumable');
+  const stuck = { base: `/v1/tokenization/tokens/${undeployed.json().id}` };
+  t.match((await s.call('POST', `${stuck.base}/gasless/transfer-request`, { from: holder.address, to, amount: '1' }, s.acme.developer)).json(), { code: 'conflict' }, 'a token not deployed: 409');
+  t.equal((await relay(stuck, { ...second, request: { ...second.request, to: undeployed.json().address } }, `bad-${n++}`)).statusCode, 409);
+
+  // The token would refuse: a balance it does not have, a pause. 422 with the token's error, nothing sent.
+  const tooMuch = await signed(holder, await build(erc20, { from: holder.address, to, amount: '5000', gas: 100_000 }));
+  const broke = await relay(erc20, tooMuch, `refuse-${n++}`);
+  t.match([broke.statusCode, broke.json().code, broke.json().error], [422, 'gasless_would_revert', /ERC20InsufficientBalance/], 'a balance the holder lacks: the token\'s error');
+  await erc20.op('pause', {});
+  const paused = await relay(erc20, second, `refuse-${n++}`);
+  t.match([paused.statusCode, paused.json().code, paused.json().error], [422, 'gasless_would_revert', /EnforcedPause/], 'paused: the token\'s error');
+  await erc20.op('unpause', {});
+  t.same([await relays(), await relayerNonce(), await fwdNonce(erc20, holder.address), await balance20(holder.address)], [count0, rn0, 1n, 900n], 'every refusal: no relay recorded, nothing sent, the nonce unchanged');
+
+  // Gasless off: no relayer key, a 422 naming the setting.
+  const off = createTokenization(loadApiConfig({ API_DATA_DIR: s.dir }), s.platform, { chains: new Map([['evm-local', tokenChain(evmNetwork('evm-local')!, s.anvil.url, DEPLOYER_KEY)]]) });
+  const scope = { tenant: s.acme.tenant.id, workspace: s.acme.sandbox.id };
+  const offErr = await off.gasless.transferRequest(scope, erc20.id, { from: holder.address, to, amount: '1' }).catch((e: CustodyError) => e);
+  t.match(offErr, { code: 'gasless_unavailable', message: /API_TOKENIZATION_RELAYER_KEY_FILE/ });
+  t.equal(httpStatusOfCode('gasless_unavailable'), 422);
+  t.match(await off.gasless.relay(scope, { type: 'api_key', id: 'k' } as never, erc20.id, second as never, 'off').catch((e: CustodyError) => e), { code: 'gasless_unavailable' });
+
+  // The altered request's original goes through.
+  const ok2 = await relay(erc20, second, `relay-${n++}`);
+  t.match(ok2.json(), { state: 'confirmed', request: { nonce: '1' } });
+  t.same([await balance20(holder.address), await balance20(to)], [850n, 150n]);
+
+  // ERC-721 and ERC-1155: the holder's safeTransferFrom, relayed.
+  const erc721 = await token('erc721', s.acme.org, s.acme.owner, [[holder.address, { token_id: '7' }]]);
+  const nft = await relay(erc721, await signed(holder, await build(erc721, { from: holder.address, to, token_id: '7' })), `relay-${n++}`);
+  t.match(nft.json(), { state: 'confirmed', transfer: { function: 'safeTransferFrom(address,address,uint256)', token_id: '7', amount: null } });
+  t.equal(await client.readContract({ address: erc721.address, abi: builtArtifact('ManagedERC721').abi, functionName: 'ownerOf', args: [7n] }), to, 'on chain: the NFT moved');
+  const erc1155 = await token('erc1155', s.acme.org, s.acme.owner, [[holder.address, { token_id: '3', amount: '10' }]]);
+  t.match((await s.call('POST', `${erc1155.base}/gasless/transfer-request`, { from: holder.address, to, token_id: '3' }, s.acme.developer)).json(), { code: 'validation_failed', fields: [{ field: 'amount' }] });
+  const multi = await relay(erc1155, await signed(holder, await build(erc1155, { from: holder.address, to, token_id: '3', amount: '4' })), `relay-${n++}`);
+  t.match(multi.json(), { state: 'confirmed', transfer: { token_id: '3', amount: '4' } });
+  const b1155 = (a: string) => client.readContract({ address: erc1155.address, abi: builtArtifact('ManagedERC1155').abi, functionName: 'balanceOf', args: [getAddress(a), 3n] });
+  t.same([await b1155(holder.address), await b1155(to)], [6n, 4n], 'on chain: the ERC-1155 units moved');
+
+  // The cap. A new rolling period (the clock a window on); a prior spend of the tenant leaves 2.2 times one
+  // relay's worst case; four relays race: two fit, two are refused with nothing sent (the actual cost of a
+  // relay being well above half its worst case, what the first two free does not let a third in).
+  s.clock.advance(86_400_000 + 1000);
+  const budget = () => s.tokenization.gasless.budget(s.acme.tenant.id, 'evm-local');
+  t.equal((await budget()).used, 0n, 'the earlier relays are out of the period');
+  const requests = await Promise.all(batch.map(async (b) => signed(b, await build(erc20, { from: b.address, to: privateKeyToAccount(generatePrivateKey()).address, amount: '4' }))));
+  const worst = BigInt(rec.reserved_wei);
+  t.ok(BigInt(rec.cost_wei) * 10n > worst * 6n, `a relay costs above 0.6 of its worst case (${rec.cost_wei} of ${worst})`);
+  const cap = (await budget()).cap;
+  const filler = { ...rec, id: 'rly_prior', tenant: s.acme.tenant.id, workspace: s.acme.sandbox.id, chain: 'evm-local', forwarder: erc20.forwarder, request: { ...rec.request, from: '0x000000000000000000000000000000000000dead' }, raw_tx: '0x', relayer_nonce: 0,
+    state: 'confirmed', cost_wei: (cap - (worst * 11n) / 5n).toString(), created_at: new Date(s.clock.now()).toISOString(), v: 1 } as RelayRecord;
+  await s.store.batch([RELAYS.putOp(filler.id, filler, { index: relayIndexOf(filler) })]);
+  t.equal((await budget()).remaining, (worst * 11n) / 5n);
+  const countB = await relays();
+  const rnB = await relayerNonce();
+  const raced = await Promise.all(requests.map((body, i) => relay(erc20, body, `race-${i}`)));
+  const passed = raced.filter((r) => r.statusCode === 201);
+  const refused = raced.filter((r) => r.statusCode !== 201);
+  t.equal(passed.length, 2, 'two fit');
+  t.same(passed.map((r) => r.json().state), ['confirmed', 'confirmed']);
+  t.equal(refused.length, 2, 'two do not');
+  for (const r of refused) t.match([r.statusCode, r.json().code, r.json().error], [429, 'relay_budget_exceeded', /wei of the tenant's .* wei cap remain/]);
+  t.same([await relays(), await relayerNonce()], [countB + 2, rnB + 2], 'only the two that fit were recorded and sent');
+  const used = await budget();
+  t.ok(used.used <= cap, `within the cap: ${used.used} of ${cap}`);
+  for (const [i, r] of raced.entries()) {
+    const b = batch[i]!;
+    t.same([await fwdNonce(erc20, b.address), await balance20(b.address)], r.statusCode === 201 ? [1n, 6n] : [0n, 10n], `holder ${i}: ${r.statusCode === 201 ? 'moved' : 'untouched'}`);
+  }
+  // Over the cap, sequentially too; another tenant's budget is its own.
+  const left = raced.findIndex((r) => r.statusCode !== 201);
+  const again = await relay(erc20, requests[left]!, `race-again-${n++}`);
+  t.match([again.statusCode, again.json().code], [429, 'relay_budget_exceeded'], 'still over the cap: nothing sent');
+  t.same([await relays(), await relayerNonce(), await fwdNonce(erc20, batch[left]!.address)], [countB + 2, rnB + 2, 0n]);
+  const gHolder = privateKeyToAccount(generatePrivateKey());
+  const globexToken = await token('erc20', s.globex.org, s.globex.owner, [[gHolder.address, { amount: '5' }]]);
+  const gRelay = await relay(globexToken, await signed(gHolder, await build(globexToken, { from: gHolder.address, to, amount: '5' }, s.globex.developer)), 'globex-1', s.globex.developer);
+  t.match([gRelay.statusCode, gRelay.json().state], [201, 'confirmed'], 'another tenant relays within its own cap');
+  // The period rolls on: the spend drops out and the refused holder's transfer passes (built again: a day later
+  // the first request is past its deadline).
+  s.clock.advance(86_400_000 + 1000);
+  t.match((await relay(erc20, requests[left]!, `race-late-${n++}`)).json(), { code: 'validation_failed', fields: [{ field: 'request.deadline' }] }, 'the old request expired');
+  const later = await relay(erc20, await signed(batch[left]!, await build(erc20, { from: batch[left]!.address, to, amount: '4' })), `race-later-${n++}`);
+  t.match([later.statusCode, later.json().state], [201, 'confirmed'], 'a period later it fits');
+
+  // Not mined within the wait: answered `sent`, then followed to its receipt; the event says so.
+  await s.anvil.testClient.setAutomine(false);
+  const slowBody = await signed(holder, await build(erc20, { from: holder.address, to, amount: '1' }));
+  const slow = await relay(erc20, slowBody, 'slow');
+  t.match(slow.json(), { state: 'sent', cost_wei: null, gas_used: null });
+  t.equal((await budget()).used >= BigInt(slow.json().reserved_wei), true, 'its reservation counts while sent');
+  await s.anvil.testClient.mine({ blocks: 1 });
+  await s.anvil.testClient.setAutomine(true);
+  await waitUntil(async () => (await RELAYS.in(s.store).get(slow.json().id))!.state !== 'sent', 30_000, 'the relay to be followed to its receipt', 20);
+  t.match((await relay(erc20, slowBody, 'slow')).json(), { id: slow.json().id, state: 'confirmed', cost_wei: /^[1-9][0-9]*$/ }, 'the same key answers it as it is now');
+
+  // One event per relay that reached the chain, shaped as the catalog says.
+  const gaslessEvents = (await events('tokenization.operation.confirmed')).filter((e) => e.data.kind === 'gasless_transfer');
+  const confirmedRelays: string[] = [];
+  for await (const r of s.store.all<RelayRecord>('token_relays')) if (r.state === 'confirmed' && r.id !== 'rly_prior') confirmedRelays.push(r.id);
+  t.same(gaslessEvents.map((e) => e.data.operation_id).sort(), confirmedRelays.sort(), 'one confirmed event per confirmed relay');
+  t.match(gaslessEvents.find((e) => e.data.operation_id === rec.id)!.data, { token_id: erc20.id, operation_id: rec.id, kind: 'gasless_transfer', tx_hash: rec.tx_hash });
+  t.same(Object.keys(gaslessEvents[0]!.data).sort(), Object.keys(eventType('tokenization.operation.confirmed')!.example_payload).sort());
 });

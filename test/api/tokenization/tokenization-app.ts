@@ -1,8 +1,8 @@
 // Shared setup for the tokenization API tests: one real anvil, both APIs over one real LevelDB store with the
-// tokenization services on that chain (the deployer is anvil's development account 9, never a customer's
-// key), a manual clock, two customers (Acme and Globex) with keys of several roles, and hosted vaults with an
-// evm-local wallet each to own admin Safes or send calls on tokens (the transaction worker signs and
-// broadcasts them on the same anvil).
+// tokenization services on that chain (the deployer is anvil's development account 9 and the gasless relayer
+// its account 1, neither used otherwise by these tests and never a customer's key), a manual clock, two
+// customers (Acme and Globex) with keys of several roles, and hosted vaults with an evm-local wallet each to
+// own admin Safes or send calls on tokens (the transaction worker signs and broadcasts them on the same anvil).
 import type { Test } from 'tap';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,13 +29,15 @@ import { customerMaker, signingCoordinator } from '../wallets/wallet-app.ts';
 
 /** anvil's development account 9: the service deployer. */
 export const DEPLOYER_KEY = '0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6' as Hex;
+/** anvil's development account 1: the gasless relayer. */
+export const RELAYER_KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d' as Hex;
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export async function tokenizationApp(t: Test) {
   const anvil = await startAnvil();
   t.teardown(() => anvil.stop());
-  const chain = tokenChain(evmNetwork('evm-local')!, anvil.url, DEPLOYER_KEY);
+  const chain = tokenChain(evmNetwork('evm-local')!, anvil.url, DEPLOYER_KEY, RELAYER_KEY);
   const dir = mkdtempSync(join(tmpdir(), 'tokenization-'));
   const store = await RecordStore.open(dir);
   let now = Date.now();
@@ -44,7 +46,8 @@ export async function tokenizationApp(t: Test) {
   const transactions = new TransactionService({ vaults, hasBackend: () => true });
   const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), clock: () => clock.now() });
   const config = loadApiConfig({ API_DATA_DIR: dir });
-  const tokenization = createTokenization(config, platform, { chains: new Map([['evm-local', chain]]), transactions, signatureWaitMs: 30_000 });
+  // A relay not mined within a second is answered `sent` and followed in the background.
+  const tokenization = createTokenization(config, platform, { chains: new Map([['evm-local', chain]]), transactions, signatureWaitMs: 30_000, relayReceiptWaitMs: 1000, relayPollMs: 50 });
   // The signer cluster, as each test vault's whole key would sign (tests only): a Safe owner signature
   // (intent kind 3) goes through the real vault transaction path and worker.
   const signers = new Map<string, CoordinatorClient>();
@@ -58,6 +61,7 @@ export async function tokenizationApp(t: Test) {
     await tokenization.vaultCalls.stop();
     await tokenization.tokens.settled();
     await tokenization.operations.settled();
+    await tokenization.gasless.close();
     await app.close();
     await store.close();
   });
