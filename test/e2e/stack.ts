@@ -25,8 +25,9 @@ export interface Stack {
   anvil?: Anvil;
   esplora?: EsploraDouble;
   base: string;
-  /** With `bearerKey`: a developer bearer key of the organization's linked sandbox workspace (platform API). */
+  /** With `bearerKey`: a developer bearer key of the organization's linked sandbox workspace (platform API), and its id. */
   bearer?: string;
+  bearerKeyId?: string;
   /** The organization's linked sandbox workspace. */
   sandbox: string;
   stop(): Promise<void>;
@@ -46,6 +47,8 @@ export function admin(cluster: Cluster, args: string[], env: Record<string, stri
  */
 export async function startStack(opts: {
   selfNode?: boolean; anvil?: boolean; esplora?: boolean; bearerKey?: boolean;
+  /** Serve the API as http://localhost:<port> (its API_PUBLIC_URL, and the clients' base): a browser's secure context and a WebAuthn RP ID. */
+  localhost?: boolean;
   apiEnv?: Record<string, string> | ((anvil: Anvil | undefined, cluster: Cluster) => Promise<Record<string, string>>);
   nodeEnv?: Record<string, string>; coordinatorEnv?: Record<string, string>;
 } = {}): Promise<Stack> {
@@ -59,7 +62,7 @@ export async function startStack(opts: {
   writeFileSync(operatorFile, bytesToHex(operator), { mode: 0o600 });
   const { organization, api_key_id: apiKeyId, sandbox_workspace: sandbox } = admin(cluster, ['org', 'create', '--name', 'Acme', '--public-key', publicKey], { API_OPERATOR_KEY_FILE: operatorFile }) as { organization: string; api_key_id: string; sandbox_workspace: string };
   // Made offline too: the operator command and the API do not hold the store at once.
-  const bearer = opts.bearerKey ? admin(cluster, ['key', 'create', '--workspace', sandbox, '--role', 'developer']).bearer_token : undefined;
+  const developer = opts.bearerKey ? admin(cluster, ['key', 'create', '--workspace', sandbox, '--role', 'developer']) : undefined;
   const nodeEnv = { NODE_OPERATOR_KEYS: bytesToHex(ed25519.getPublicKey(operator)), ...opts.nodeEnv };
   // Protocol steps run on a node's event loop (an OT setup holds it for seconds on a loaded machine):
   // the default heartbeat keeps such a node attached.
@@ -73,13 +76,14 @@ export async function startStack(opts: {
   if (esplora) await esplora.start();
   const backends = [anvil ? `evm-local=${anvil.url}` : '', esplora ? `bitcoin-regtest=${esplora.url}` : ''].filter(Boolean).join(',');
   const apiEnv = typeof opts.apiEnv === 'function' ? await opts.apiEnv(anvil, cluster) : opts.apiEnv;
-  await cluster.startApi({ ...(backends ? { API_CHAIN_BACKENDS: backends } : {}), ...apiEnv });
-  const base = `http://127.0.0.1:${cluster.apiPort}`;
+  if (opts.localhost) cluster.apiPort ||= await freePort();
+  await cluster.startApi({ ...(backends ? { API_CHAIN_BACKENDS: backends } : {}), ...(opts.localhost ? { API_PUBLIC_URL: `http://localhost:${cluster.apiPort}` } : {}), ...apiEnv });
+  const base = `http://${opts.localhost ? 'localhost' : '127.0.0.1'}:${cluster.apiPort}`;
   const client = new CustodyClient({ baseUrl: base, organization, keyId: apiKeyId, secretKey });
   // The organization enrols its self node, as docs/self-node.md has a customer do.
   if (selfIdentity) await client.enrolNode({ kind: 'self', ...selfIdentity });
   return {
-    cluster, nodeEnv, client, organization, apiKeyId, secretKey, base, sandbox, ...(bearer ? { bearer } : {}),
+    cluster, nodeEnv, client, organization, apiKeyId, secretKey, base, sandbox, ...(developer ? { bearer: developer.bearer_token!, bearerKeyId: developer.key_id! } : {}),
     ...(anvil ? { anvil } : {}), ...(esplora ? { esplora } : {}),
     async stop() {
       // E2E_LOG_DIR keeps every process's log lines for a look after a failure.
