@@ -241,13 +241,18 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(logoRoutes, { platform, publicOrigin: opts.config.publicUrl });
       // Account Center passkeys: the organization's opt-in as its customer-signed registration names it (docs/end-user-auth.md).
       const acLinks = vaults ? new CustomerLinks(vaults.store) : undefined;
+      const acKeys = new AccountCenterKeys(platform.keys.cursorKey, opts.config.publicUrl);
+      const acRegistration = vaults && acLinks ? async (scope: { tenant: string; workspace: string }) => {
+        const org = await acLinks.orgOfWorkspace(scope);
+        return org ? { org, config: await vaults.endUserAuth(org) } : undefined;
+      } : undefined;
       await p.register(memberAuthConfigRoutes, {
         platform,
-        ...(vaults && acLinks ? { accountCenter: {
-          keys: new AccountCenterKeys(platform.keys.cursorKey, opts.config.publicUrl),
+        ...(acRegistration ? { accountCenter: {
+          keys: acKeys,
           registration: async (scope) => {
-            const org = await acLinks.orgOfWorkspace(scope);
-            return org ? { org, accountCenter: (await vaults.endUserAuth(org))?.accountCenter } : undefined;
+            const r = await acRegistration(scope);
+            return r ? { org: r.org, accountCenter: r.config?.accountCenter } : undefined;
           },
         } } : {}),
       });
@@ -298,7 +303,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(tenantRoutes, { platform, chainsWithBackend: Object.keys(chainBackends(opts.config)), stablecoin: (c) => funding.service.stablecoinOf(c), stablecoinDecimals: STABLECOIN_DECIMALS });
       await p.register(accountHolderBankingRoutes, { platform, vaults, chains: opts.chains, stablecoin: (c) => funding.service.stablecoinOf(c) });
       await p.register(accountHolderExportRoutes, { platform, vaults, publicOrigin: opts.config.publicUrl });
-      await p.register(memberAuthHostedRoutes, { platform, publicOrigin: opts.config.publicUrl, pageRatePerMinute: opts.config.hostedPageRatePerMinute, mailer: opts.config.smtpUrl ? new SmtpMailer({ url: opts.config.smtpUrl, from: opts.config.smtpFrom }) : undefined });
+      await p.register(memberAuthHostedRoutes, {
+        platform, publicOrigin: opts.config.publicUrl, pageRatePerMinute: opts.config.hostedPageRatePerMinute, mailer: opts.config.smtpUrl ? new SmtpMailer({ url: opts.config.smtpUrl, from: opts.config.smtpFrom }) : undefined,
+        // Passkey enrolment and approvals on the Account Center, for tenants whose registration names the opt-in.
+        accountCenterPasskeys: acRegistration ? { keys: acKeys, registration: acRegistration } : undefined,
+      });
       if (vaults && opts.transactions) {
         const wallets = new WalletService({ vaults, transactions: opts.transactions, chains: opts.chains, links: new CustomerLinks(vaults.store), audit: platform.audit });
         await p.register(walletRoutes, { wallets, store: vaults.store, cursors: platform.cursors, clock: platform.clock });

@@ -3,18 +3,27 @@
 // the Content-Security-Policy allows no script at all, styles only by a per-response nonce, forms only to
 // this page and the application's registered origin (a form's redirect to the callback is checked by
 // form-action too), and no framing. Every value from the theme or the request is escaped.
+// The Account Center's two passkey steps are the exception (docs/platform/account-center.md "Passkeys"):
+// they load the one WebAuthn script (account-center-script.ts) from this API, allowed by the response's
+// nonce and pinned by its integrity digest; no other page allows a script.
 import { randomBytes } from 'node:crypto';
 import type { Theme } from '../branding/branding-service.ts';
+import { PASSKEY_SCRIPT_INTEGRITY, PASSKEY_SCRIPT_PATH } from './account-center-script.ts';
 
 const ESC: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', '\'': '&#39;' };
 export const esc = (s: string): string => s.replace(/[&<>"']/g, (c) => ESC[c]!);
 const color = (v: unknown, fallback: string): string => (typeof v === 'string' && /^#[0-9A-Fa-f]{6}$/.test(v) ? v : fallback);
 const text = (v: unknown, fallback: string): string => (typeof v === 'string' && v.length > 0 ? v : fallback);
 
-/** The security headers of every page answer; `formOrigin`: the application's origins forms may lead to, when known. */
-export function pageHeaders(nonce: string, formOrigin?: string, imageOrigin?: string): Record<string, string> {
+/**
+ * The security headers of every page answer; `formOrigin`: the application's origins forms may lead to,
+ * when known; `script`: the page runs the passkey script (that script, by this response's nonce, and no
+ * string-to-code or HTML sink: Trusted Types required with no policy).
+ */
+export function pageHeaders(nonce: string, formOrigin?: string, imageOrigin?: string, script = false): Record<string, string> {
   const csp = [
-    'default-src \'none\'', `style-src 'nonce-${nonce}'`, `img-src 'self'${imageOrigin ? ` ${imageOrigin}` : ''}`,
+    'default-src \'none\'', ...(script ? [`script-src 'nonce-${nonce}'`, 'require-trusted-types-for \'script\'', 'trusted-types \'none\''] : []),
+    `style-src 'nonce-${nonce}'`, `img-src 'self'${imageOrigin ? ` ${imageOrigin}` : ''}`,
     `form-action 'self'${formOrigin ? ` ${formOrigin}` : ''}`, 'frame-ancestors \'none\'', 'base-uri \'none\'',
   ].join('; ');
   return {
@@ -48,7 +57,17 @@ export type PageStep =
   | { step: 'recovery_codes_intro'; action: string }
   | { step: 'codes'; codes: string[]; ackAction?: string; backHref?: string }
   | { step: 'recovery_notice'; action: string }
-  | { step: 'account'; totp: boolean; enrolledAt: string | null; codesRemaining: number; restrictedUntil: string | null; enrolAction: string; removeAction: string; codesAction: string; finishAction: string };
+  | {
+    step: 'account'; totp: boolean; enrolledAt: string | null; codesRemaining: number; restrictedUntil: string | null; enrolAction: string; removeAction: string; codesAction: string; finishAction: string;
+    /** Account Center passkeys, when the tenant's opt-in holds: how many the member has, and where adding one begins. */
+    passkeys?: { count: number; addAction: string } | undefined;
+  }
+  // Account Center passkeys: registration, and the approval of a member action (the script's two ceremonies).
+  | { step: 'passkey_setup'; action: string; options: string; backHref: string }
+  | { step: 'approve'; action: string; declineAction: string; options: string; lines: string[]; purpose: string | null };
+
+/** Whether a step runs the passkey script. */
+export const runsScript = (s: PageStep): boolean => s.step === 'passkey_setup' || s.step === 'approve';
 
 const NOTICES: Record<string, string> = {
   email_invalid: 'Enter a valid email address.',
@@ -63,6 +82,9 @@ const NOTICES: Record<string, string> = {
   accept_required: 'Tick the box to accept the security notice.',
   totp_enrolled: 'Your authenticator app is set up.',
   totp_removed: 'Your authenticator app was removed.',
+  passkey_enrolled: 'Your passkey is set up.',
+  passkey_failed: 'Your passkey\'s answer was not accepted. Try again.',
+  passkey_expired: 'That passkey setup took too long. Start again.',
 };
 
 /** A known notice key's text; an unknown key shows nothing (the query string is the visitor's to edit). */
@@ -133,8 +155,24 @@ export function renderPage(theme: Theme, nonce: string, s: PageStep & { csrf?: s
 ${s.totp ? `<form method="post" action="${esc(s.removeAction)}">${hidden}<label for="remove-code">Code from the app, to remove it</label>
 <input id="remove-code" name="code" inputmode="numeric" pattern="[0-9]{6}" maxlength="6" autocomplete="one-time-code" required>
 <button id="remove" type="submit">Remove authenticator</button></form>` : `<form method="post" action="${esc(s.enrolAction)}">${hidden}<button id="enrol" type="submit">Set up an authenticator app</button></form>`}
+${s.passkeys ? `<p id="passkey-count">Passkeys: ${s.passkeys.count}</p><form method="post" action="${esc(s.passkeys.addAction)}">${hidden}<button id="passkey-add" type="submit">Add a passkey</button></form>` : ''}
 <form method="post" action="${esc(s.codesAction)}">${hidden}<button id="codes" type="submit">Get new recovery codes</button></form>
 <form method="post" action="${esc(s.finishAction)}">${hidden}<button id="finish" type="submit">Done</button></form>`;
+      break;
+    case 'passkey_setup':
+      body = `<h1>Add a passkey</h1><p>Your device will ask you to confirm with your fingerprint, face or screen lock. The passkey works only on this site.</p>${notice}
+<form id="passkey-form" method="post" action="${esc(s.action)}" data-ceremony="create" data-options="${esc(s.options)}">${hidden}
+<input type="hidden" name="id"><input type="hidden" name="client_data_json"><input type="hidden" name="attestation_object"><input type="hidden" name="transports">
+<button id="passkey-start" type="button">Create passkey</button></form><p id="passkey-status" role="status"></p>
+<p><a id="back" href="${esc(s.backHref)}">Back to your account</a></p>`;
+      break;
+    case 'approve':
+      body = `<h1>Approve with your passkey</h1><p>The application asks you to approve exactly this${s.purpose ? ` (${esc(s.purpose)})` : ''}:</p>
+<ul id="action-lines">${s.lines.map((l) => `<li>${esc(l)}</li>`).join('')}</ul>${notice}
+<form id="passkey-form" method="post" action="${esc(s.action)}" data-ceremony="get" data-options="${esc(s.options)}">${hidden}
+<input type="hidden" name="id"><input type="hidden" name="authenticator_data"><input type="hidden" name="client_data_json"><input type="hidden" name="signature">
+<button id="passkey-start" type="button">Approve</button></form><p id="passkey-status" role="status"></p>
+<form method="post" action="${esc(s.declineAction)}">${hidden}<button id="decline" class="link" type="submit">Decline and go back</button></form>`;
       break;
     case 'error':
       body = `<h1>${esc(s.title ?? 'Sign-in stopped')}</h1><p class="error" data-error-code="${esc(s.code)}">${esc(s.message)}</p>${s.backHref ? `<p><a id="back" href="${esc(s.backHref)}">Back to your account settings</a></p>` : ''}`;
@@ -153,5 +191,5 @@ button{margin-top:16px;width:100%;padding:12px;font-size:16px;border:0;border-ra
 button.link{background:none;color:${primary};width:auto;padding:0}.check input{width:auto;margin-right:8px}.codes{font-family:monospace;font-size:18px}code{word-break:break-all}.notice,.error{color:#B91C1C}footer{text-align:center;font-size:12px;margin:40px 0}
 </style></head>
 <body><header class="brand-bar" id="brand-bar">${logo}<span>${esc(brand)}</span></header>
-<main>${body}</main>${footer}</body></html>`;
+<main>${body}</main>${footer}${runsScript(s) ? `<script src="${PASSKEY_SCRIPT_PATH}" nonce="${esc(nonce)}" integrity="${PASSKEY_SCRIPT_INTEGRITY}"></script>` : ''}</body></html>`;
 }

@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Platform } from '../platform.ts';
 import { resolveTheme, type Theme } from '../branding/branding-service.ts';
 import type { PageRateLimit } from './page-rate-limit.ts';
-import { logoOrigin, newNonce, pageHeaders, renderPage, type PageStep } from './hosted-page.ts';
+import { logoOrigin, newNonce, pageHeaders, renderPage, runsScript, type PageStep } from './hosted-page.ts';
 
 type Scoped = { tenant: string; workspace: string };
 export type SendableStep = PageStep & { csrf?: string; notice?: string | undefined };
@@ -22,7 +22,7 @@ export function pageSender<R extends Scoped>(platform: Platform, surface: 'hoste
   async function send(reply: FastifyReply, r: R | undefined, status: number, step: SendableStep) {
     const theme = await themeOf(r, surface);
     const nonce = newNonce();
-    return reply.code(status).headers(pageHeaders(nonce, r ? formOrigins(r) : undefined, logoOrigin(theme))).send(renderPage(theme, nonce, step));
+    return reply.code(status).headers(pageHeaders(nonce, r ? formOrigins(r) : undefined, logoOrigin(theme), runsScript(step))).send(renderPage(theme, nonce, step));
   }
   /**
    * Before anything is read: a client past its limit gets 429 with Retry-After and an unbranded page

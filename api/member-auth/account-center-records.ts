@@ -19,6 +19,10 @@ export const ACCOUNT_CENTER_LIMITS = {
   handoff: 900,
   /** The result must be exchanged within this. */
   result: 120,
+  /** A passkey registration challenge lives this long, and is used once. */
+  passkeyChallenge: 300,
+  /** Passkeys per member. */
+  passkeysPerMember: 5,
   /** A finished handoff is kept this long after its end, so a replayed result is recognized. */
   retain: 86_400,
 } as const;
@@ -33,7 +37,10 @@ export const ACCOUNT_CENTER_RESULT = /^acr_[A-Za-z0-9_-]{43}$/;
 export type HandoffStatus = 'pending' | 'code_sent' | 'totp' | 'authenticated' | 'finished' | 'exchanged' | 'locked';
 
 /** What a visit changed, in the order it happened (the exchange's answer). */
-export type AccountCenterChange = 'totp_enrolled' | 'totp_removed' | 'recovery_codes_generated';
+export type AccountCenterChange = 'totp_enrolled' | 'totp_removed' | 'recovery_codes_generated' | 'passkey_enrolled' | 'member_action_approved';
+
+/** A WebAuthn assertion as the page posts it and the exchange answers it (base64url parts). */
+export interface PasskeyAssertionFields { id: string; authenticator_data: string; client_data_json: string; signature: string }
 
 export interface AccountCenterHandoffRecord {
   v: 1;
@@ -69,6 +76,15 @@ export interface AccountCenterHandoffRecord {
   /** A TOTP secret (hex) being enrolled, until a current code confirms it. */
   pending_totp: string | null;
   changes: AccountCenterChange[];
+  /** A passkey registration under way: its options (what the page runs) and challenge, used once. */
+  pending_passkey?: { options: string; challenge: string; expires_at: string } | null;
+  /**
+   * An approval visit (docs/platform/member-actions.md "On the Account Center"): the member action whose
+   * nonce the member's Account Center passkey signs here; no factor changes on such a visit.
+   */
+  member_action_id?: string;
+  /** The approval the member gave on the page, which the exchange hands to the BFF for passkey/complete. */
+  approval?: { credential: string; assertion: PasskeyAssertionFields } | null;
   result_sha256: string | null;
   result_expires_at: string | null;
   exchanged_at: string | null;

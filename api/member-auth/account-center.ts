@@ -28,10 +28,22 @@ import {
   type AccountCenterChange, type AccountCenterHandoffRecord,
 } from './account-center-records.ts';
 import { factorSummary, newRecoverySet, newTotpSecret, totpStepOf, type FactorSummary } from './hosted-factors.ts';
+import { enrolPasskey, passkeyOptIn, passkeysOn, registrationOptions, type AccountCenterPasskeySource, type RegistrationFields } from './account-center-passkeys.ts';
+import { ACTION_COLLECTIONS as A, type MemberActionRecord } from './member-action-records.ts';
+import { MEMBER_ACTION_ID, memberActionBatchNonce, memberActionNonce } from '../../core/auth/member-action.ts';
+import { EndUserTokenError, verifyEndUserToken } from '../../core/auth/end-user-token.ts';
+import type { PasskeyAssertion } from '../../core/session/member-action-binding.ts';
+import { intentLine } from './member-action-summary.ts';
+import type { PasskeyAssertionFields } from './account-center-records.ts';
 
-export interface HandoffInput { return_url: string; state: string; code_challenge: string; code_challenge_method?: string | undefined }
+export interface HandoffInput { return_url: string; state: string; code_challenge: string; code_challenge_method?: string | undefined; member_action_id?: string | undefined }
 export interface HandoffResult { id: string; handoff_url: string; expires_at: string }
-export interface AccountCenterSummary extends FactorSummary { member_id: string; changes: AccountCenterChange[] }
+/** What the member approved on an approval visit: for POST /v1/member-actions/passkey/complete. */
+export interface AccountCenterApproval { action_id: string; credential: string; assertion: PasskeyAssertionFields }
+export interface AccountCenterSummary extends FactorSummary { member_id: string; changes: AccountCenterChange[]; approval: AccountCenterApproval | null }
+
+/** What the approval page shows and runs: the action in words and the WebAuthn request (JSON). */
+export interface ApprovalView { action_id: string; lines: string[]; purpose: string | null; request: string }
 
 /** A code for the mailer to send, outside the lock. */
 export interface AccountCenterCode { to: string; code: string; tenant: string; workspace: string }
@@ -47,12 +59,26 @@ export interface AccountCenterOptions {
   sessions: MemberSessions;
   keys: HostedKeys;
   clock: () => number;
+  /** Account Center passkeys (account-center-passkeys.ts); without, they are off for every tenant. */
+  passkeys?: AccountCenterPasskeySource | undefined;
 }
 
 const returnUrlInvalid = () => new CustodyError('account_center_return_url_invalid', 'return_url must be exactly a registered redirect URL of the workspace at the application\'s origin');
 const notFound = () => new CustodyError('not_found', 'no such Account Center visit; go back to the application and start again');
 const resultUnknown = () => new CustodyError('not_found', 'no such Account Center result for this caller');
 const outOfOrder = (why: string) => new CustodyError('account_center_step_out_of_order', why);
+const approvalOnly = () => outOfOrder('this visit approves a member action; it changes no factor');
+/** The nonce the action's proof carries (core/auth/member-action.ts): the WebAuthn challenge. */
+const nonceOf = (a: MemberActionRecord) => (a.batch ? memberActionBatchNonce(a.id, Buffer.from(a.salt, 'hex'), a.batch.sha256) : memberActionNonce(a.id, Buffer.from(a.salt, 'hex'), a.intent_sha256));
+/** The assertion's parts as bytes: canonical base64url, else validation_failed. */
+function assertionOf(f: PasskeyAssertionFields): PasskeyAssertion {
+  const bytes = (v: string, what: string) => {
+    const b = Buffer.from(v, 'base64url');
+    if (b.length === 0 || b.toString('base64url') !== v) throw new CustodyError('validation_failed', `the passkey answer's ${what} is not canonical base64url`);
+    return new Uint8Array(b);
+  };
+  return { credentialId: bytes(f.id, 'id'), authenticatorData: bytes(f.authenticator_data, 'authenticator data'), clientDataJson: bytes(f.client_data_json, 'client data'), signature: bytes(f.signature, 'signature') };
+}
 /** The audit actor of a member's own change. */
 export const memberActor = (memberId: string): Actor => ({ type: 'hosted_member', id: memberId });
 
@@ -83,18 +109,30 @@ export class AccountCenter {
     const registered = ref ? await C.redirectUrls.in(this.o.store).get(ref.id) : undefined;
     if (!registered || registered.workspace !== caller.workspace || registered.url !== input.return_url || registered.origin !== hosted.origin) throw returnUrlInvalid();
     const now = this.o.clock();
-    const expires = now + L.handoff * 1000;
     const app = caller.application;
+    // An approval visit: an action of this sign-in, still waiting for its proof, of a member with an Account Center passkey.
+    let action: MemberActionRecord | undefined;
+    if (input.member_action_id !== undefined) {
+      action = MEMBER_ACTION_ID.test(input.member_action_id) ? await A.actions.in(this.o.store).get(input.member_action_id) : undefined;
+      if (!action || !sameCaller(action, caller) || action.family !== family.id || action.member_id !== session.member_id) throw new CustodyError('not_found', 'no such member action');
+      if (action.status !== 'pending_proof') throw new CustodyError('member_action_not_pending', `the member action is ${action.status}`);
+      if (Date.parse(action.expires_at) <= now) throw new CustodyError('member_action_expired', 'the member action expired; begin a new one');
+      await passkeyOptIn(this.o.passkeys, app);
+      const member = await H.members.in(this.o.store).get(session.member_id);
+      if (!member || !this.usablePasskeys(member, now).length) throw outOfOrder('the member has no Account Center passkey: enrol one on the Account Center first');
+    }
+    // An approval visit lasts no longer than the action can wait for its proof.
+    const expires = Math.min(now + L.handoff * 1000, action ? Date.parse(action.expires_at) : Infinity);
     const h: AccountCenterHandoffRecord = {
       v: 1, id: newToken('hac_'), tenant: caller.tenant, workspace: caller.workspace, environment: app.environment, application: app.id, application_version: app.version,
       publishable_key: caller.publishable_key, principal: caller.principal, family: family.id, member_id: session.member_id, origin: hosted.origin,
       return_url: registered.url, state: input.state, code_challenge: input.code_challenge, status: 'pending', created_at: this.iso(now), expires_at: this.iso(expires),
       flow_cookie_sha256: null, eligible: false, code_sha256: null, code_expires_at: null, codes_sent: 0, last_code_sent_at: null, attempts: 0, authenticated_at: null,
-      pending_totp: null, changes: [], result_sha256: null, result_expires_at: null, exchanged_at: null, retire_after: this.iso(expires + L.retain * 1000),
+      pending_totp: null, changes: [], ...(action ? { member_action_id: action.id } : {}), result_sha256: null, result_expires_at: null, exchanged_at: null, retire_after: this.iso(expires + L.retain * 1000),
     };
     await this.o.store.batch([
       this.put(h),
-      this.o.audit.op(caller, actor, 'member_auth.account_center.handoff', newId('hal', now), null, { application: app.id, member_id: h.member_id, expires_at: h.expires_at }),
+      this.o.audit.op(caller, actor, 'member_auth.account_center.handoff', newId('hal', now), null, { application: app.id, member_id: h.member_id, expires_at: h.expires_at, ...(action ? { member_action_id: action.id } : {}) }),
     ]);
     return { id: h.id, handoff_url: `${publicOrigin}/v1/account-center/${h.id}`, expires_at: h.expires_at };
   }
@@ -160,6 +198,7 @@ export class AccountCenter {
   /** A factor step, once the member authenticated: under the member's lock too. */
   private factorStep(id: string, cookie: string | undefined, csrf: string | undefined, fn: (h: AccountCenterHandoffRecord, m: HostedMemberRecord, app: ApplicationRecord) => Promise<AccountCenterOutcome>): Promise<AccountCenterOutcome> {
     return this.step(id, cookie, csrf, async (h, app) => {
+      if (h.member_action_id) throw approvalOnly();
       if (h.status !== 'authenticated') throw outOfOrder('authenticate first: factors change only after the member signed in on this page');
       return this.o.store.exclusive(memberLock(h.member_id), async () => fn(h, await this.memberOf(h), app));
     });
@@ -180,6 +219,7 @@ export class AccountCenter {
   /** The address step: only the expected member's address is sent a code; any other gets the same page and no code. */
   submitEmail(id: string, cookie: string | undefined, csrf: string | undefined, text: string | undefined): Promise<AccountCenterOutcome> {
     return this.step(id, cookie, csrf, async (h) => {
+      if (h.member_action_id) throw approvalOnly();
       if (h.status !== 'pending') return { kind: 'page' };
       const email = normalizeEmail(text ?? '');
       if (!email) return { kind: 'page', notice: 'email_invalid' };
@@ -311,18 +351,148 @@ export class AccountCenter {
   /** Finish: the browser goes back to the return URL with a one-time result and the BFF's state. */
   finish(id: string, cookie: string | undefined, csrf: string | undefined): Promise<AccountCenterOutcome> {
     return this.step(id, cookie, csrf, async (h) => {
-      if (h.status !== 'authenticated') throw outOfOrder('authenticate first');
+      // On an approval visit Done declines: back to the application with no approval.
+      if (h.status !== 'authenticated' && !(h.member_action_id && h.status === 'pending')) throw outOfOrder('authenticate first');
       const now = this.o.clock();
       const result = newToken('acr_');
       const hash = sha256hex(result);
       await this.o.store.batch([
-        this.put({ ...h, status: 'finished', pending_totp: null, result_sha256: hash, result_expires_at: this.iso(now + L.result * 1000) }),
+        this.put({ ...h, status: 'finished', pending_totp: null, pending_passkey: null, result_sha256: hash, result_expires_at: this.iso(now + L.result * 1000) }),
         AC.results.putOp(hash, { handoff: h.id }),
       ]);
-      const location = new URL(h.return_url);
-      location.searchParams.append('code', result);
-      location.searchParams.append('state', h.state);
-      return { kind: 'callback', location: location.toString() };
+      return this.callback(h, result);
+    });
+  }
+
+  /** Back to the return URL with the one-time result and the BFF's state. */
+  private callback(h: AccountCenterHandoffRecord, result: string): AccountCenterOutcome {
+    const location = new URL(h.return_url);
+    location.searchParams.append('code', result);
+    location.searchParams.append('state', h.state);
+    return { kind: 'callback', location: location.toString() };
+  }
+
+  // ── Passkeys (docs/platform/account-center.md "Passkeys") ───────────────────────────────────────────
+
+  /** The member's passkeys whose credential has not expired. */
+  private usablePasskeys(m: HostedMemberRecord, now = this.o.clock()) {
+    return (m.passkeys ?? []).filter((p) => Date.parse(p.expires_at) > now);
+  }
+
+  /** Whether the account page offers passkey enrolment: the opt-in holds now. */
+  passkeysOffered(app: ApplicationRecord): Promise<boolean> {
+    return passkeysOn(this.o.passkeys, app);
+  }
+
+  /** The application of a live visit (for what the page offers). */
+  applicationOf(h: AccountCenterHandoffRecord): Promise<ApplicationRecord> {
+    return this.live(h);
+  }
+
+  /** Registration, first half: options with a fresh challenge held on the handoff, used once within 300 s. */
+  passkeyBegin(id: string, cookie: string | undefined, csrf: string | undefined, rpName: string): Promise<AccountCenterOutcome> {
+    return this.factorStep(id, cookie, csrf, async (h, m, app) => {
+      const o = await passkeyOptIn(this.o.passkeys, app);
+      if ((m.passkeys ?? []).length >= L.passkeysPerMember) throw outOfOrder(`a member has at most ${L.passkeysPerMember} passkeys`);
+      const { options, challenge } = await registrationOptions(o, m, rpName);
+      await this.o.store.batch([this.put({ ...h, pending_passkey: { options, challenge, expires_at: this.iso(this.o.clock() + L.passkeyChallenge * 1000) } })]);
+      return { kind: 'page' };
+    });
+  }
+
+  /**
+   * Registration, second half: the browser's answer verified against the held challenge (gone after this
+   * attempt, whatever its outcome); the passkey and the member credential the service signs for it are
+   * stored on the member. A refused answer counts as a wrong code.
+   */
+  passkeyFinish(id: string, cookie: string | undefined, csrf: string | undefined, answer: RegistrationFields): Promise<AccountCenterOutcome> {
+    return this.factorStep(id, cookie, csrf, async (h, m, app) => {
+      const pending = h.pending_passkey;
+      if (!pending) throw outOfOrder('start adding a passkey first');
+      const o = await passkeyOptIn(this.o.passkeys, app);
+      const used = { ...h, pending_passkey: null };
+      if (Date.parse(pending.expires_at) <= this.o.clock()) {
+        await this.o.store.batch([this.put(used)]);
+        return { kind: 'page', notice: 'passkey_expired' };
+      }
+      let passkey;
+      try {
+        passkey = await enrolPasskey(this.o.passkeys!, o, m, pending.challenge, answer, this.o.clock());
+      } catch (err) {
+        if (err instanceof CustodyError && err.code === 'validation_failed') return this.wrong(used, 'passkey_failed');
+        throw err;
+      }
+      const after: HostedMemberRecord = { ...m, passkeys: [...(m.passkeys ?? []), passkey], updated_at: this.iso() };
+      await this.o.store.batch([
+        H.members.putOp(m.id, after, { index: memberIndex(m) }),
+        this.put({ ...used, attempts: 0, changes: [...h.changes, 'passkey_enrolled'] }),
+        this.o.audit.op(h, memberActor(m.id), 'member_auth.hosted_member.passkey_enrol', m.id, factorSummary(m), factorSummary(after)),
+      ]);
+      return { kind: 'page', notice: 'passkey_enrolled' };
+    });
+  }
+
+  /** The action of an approval visit, still pending, with the member; else the refusal the page shows. */
+  private async pendingAction(h: AccountCenterHandoffRecord): Promise<MemberActionRecord> {
+    const a = await A.actions.in(this.o.store).get(h.member_action_id!);
+    if (!a || a.member_id !== h.member_id || a.family !== h.family) throw new CustodyError('not_found', 'no such member action');
+    if (a.status !== 'pending_proof') throw new CustodyError('member_action_not_pending', `the member action is ${a.status}`);
+    if (Date.parse(a.expires_at) <= this.o.clock()) throw new CustodyError('member_action_expired', 'the member action expired; go back to the application and start again');
+    return a;
+  }
+
+  /** The approval page: the action read from its intent bytes, and the WebAuthn request whose challenge is its nonce. */
+  async approvalView(h: AccountCenterHandoffRecord): Promise<ApprovalView> {
+    const a = await this.pendingAction(h);
+    const app = await this.live(h);
+    const o = await passkeyOptIn(this.o.passkeys, app);
+    const member = await this.memberOf(h);
+    const request = {
+      challenge: nonceOf(a), rpId: o.rpId, timeout: 120_000, userVerification: 'required',
+      allowCredentials: this.usablePasskeys(member).map((p) => ({ type: 'public-key', id: p.credential_id })),
+    };
+    return {
+      action_id: a.id, lines: (a.batch?.intents ?? [a.intent]).map((x) => intentLine(Buffer.from(x, 'hex'))),
+      purpose: a.purpose ? `${a.purpose.type} ${a.purpose.id}` : null, request: JSON.stringify(request),
+    };
+  }
+
+  /**
+   * The member's answer on an approval visit: an assertion by one of its Account Center passkeys over the
+   * action's nonce, checked now as every node will check it. It completes nothing: the visit finishes and
+   * the BFF, with its credentials, session and PKCE verifier, gets it from the exchange and sends it to
+   * POST /v1/member-actions/passkey/complete. A refused answer counts as a wrong code.
+   */
+  approve(id: string, cookie: string | undefined, csrf: string | undefined, form: Record<string, string>): Promise<AccountCenterOutcome> {
+    return this.step(id, cookie, csrf, async (h, app) => {
+      if (!h.member_action_id) throw outOfOrder('this visit approves no member action');
+      if (h.status !== 'pending') throw outOfOrder('this approval was already answered');
+      const a = await this.pendingAction(h);
+      const o = await passkeyOptIn(this.o.passkeys, app);
+      const member = await this.memberOf(h);
+      const fields: PasskeyAssertionFields = { id: form['id'] ?? '', authenticator_data: form['authenticator_data'] ?? '', client_data_json: form['client_data_json'] ?? '', signature: form['signature'] ?? '' };
+      const passkey = this.usablePasskeys(member).find((p) => p.credential_id === fields.id);
+      if (!passkey) return this.wrong(h, 'passkey_failed');
+      try {
+        const assertion = assertionOf(fields);
+        const binding = { actionId: a.id, salt: new Uint8Array(Buffer.from(a.salt, 'hex')), ...(a.batch ? { batch: a.batch.sha256.map((d) => new Uint8Array(Buffer.from(d, 'hex'))) } : {}), passkey: assertion };
+        for (const x of a.batch?.intents ?? [a.intent]) await verifyEndUserToken(o.config, passkey.credential, Buffer.from(x, 'hex'), a.subject, Math.floor(this.o.clock() / 1000), binding);
+      } catch (err) {
+        if ((err instanceof CustodyError && err.code === 'validation_failed') || err instanceof EndUserTokenError) return this.wrong(h, 'passkey_failed');
+        throw err;
+      }
+      const now = this.o.clock();
+      const result = newToken('acr_');
+      const hash = sha256hex(result);
+      await this.o.store.batch([
+        this.put({
+          ...h, status: 'finished', attempts: 0, authenticated_at: this.iso(now), changes: [...h.changes, 'member_action_approved'],
+          approval: { credential: passkey.credential, assertion: fields }, result_sha256: hash, result_expires_at: this.iso(now + L.result * 1000),
+        }),
+        AC.results.putOp(hash, { handoff: h.id }),
+        this.o.audit.op(h, memberActor(member.id), 'member_auth.account_center.approve', a.id, null, { member_id: member.id, credential_id: passkey.credential_id }),
+      ]);
+      return this.callback(h, result);
     });
   }
 
@@ -353,10 +523,11 @@ export class AccountCenter {
       const member = await H.members.in(this.o.store).get(h.member_id);
       if (!member) throw new CustodyError('member_binding_inactive', 'this member is not in the application');
       await this.o.store.batch([
-        this.put({ ...h, status: 'exchanged', exchanged_at: this.iso(now) }),
+        this.put({ ...h, status: 'exchanged', exchanged_at: this.iso(now), approval: null }),
         this.o.audit.op(caller, actor, 'member_auth.account_center.exchange', newId('hal', now), null, { member_id: h.member_id, changes: h.changes }),
       ]);
-      return { member_id: member.id, changes: h.changes, ...factorSummary(member) };
+      const approval = h.approval && h.member_action_id ? { action_id: h.member_action_id, ...h.approval } : null;
+      return { member_id: member.id, changes: h.changes, ...factorSummary(member), approval };
     });
   }
 }

@@ -15,14 +15,17 @@ import {
 
 /** What a BFF may learn of a member's factors: no secret, no code, no digest. */
 export interface FactorSummary {
-  factors: { type: 'totp'; enrolled_at: string | null }[];
+  factors: ({ type: 'totp'; enrolled_at: string | null } | { type: 'passkey'; credential_id: string; enrolled_at: string })[];
   recovery_codes_remaining: number;
   restricted_until: string | null;
 }
 
 export function factorSummary(m: HostedMemberRecord): FactorSummary {
   return {
-    factors: m.totp_secret ? [{ type: 'totp', enrolled_at: m.totp_enrolled_at ?? null }] : [],
+    factors: [
+      ...(m.totp_secret ? [{ type: 'totp' as const, enrolled_at: m.totp_enrolled_at ?? null }] : []),
+      ...(m.passkeys ?? []).map((p) => ({ type: 'passkey' as const, credential_id: p.credential_id, enrolled_at: p.created_at })),
+    ],
     recovery_codes_remaining: recoveryCodesRemaining(m),
     restricted_until: m.restricted_until ?? null,
   };

@@ -156,9 +156,25 @@ export interface HostedMemberRecord {
   recovery_codes_created_at?: string | null;
   /** Set by lost-all-factor recovery (rule 13): member actions are refused until then and a sign-in after it. */
   restricted_until?: string | null;
+  /**
+   * Passkeys enrolled on the Account Center while the tenant's opt-in was on (docs/end-user-auth.md
+   * "Account Center passkeys"), each with the member credential the service signed for it.
+   */
+  passkeys?: HostedPasskey[];
   last_sign_in_at: string | null;
   created_at: string;
   updated_at: string;
+}
+
+/** A passkey enrolled on the Account Center: public data only (its key, and the credential vouching for it). */
+export interface HostedPasskey {
+  /** The WebAuthn credential id, base64url. */
+  credential_id: string;
+  /** The member credential (JWT, core/auth/member-credential.ts) signed under the organization's Account Center key. */
+  credential: string;
+  created_at: string;
+  /** The credential's `exp`: past it the passkey no longer counts at the nodes. */
+  expires_at: string;
 }
 
 /** One stored recovery code: its digest (hex) and when it was used, if it was. */

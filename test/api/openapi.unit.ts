@@ -30,6 +30,8 @@ const PUBLIC = new Set([
   'GET /v1/account-center/{id}', 'POST /v1/account-center/{id}/email', 'POST /v1/account-center/{id}/code', 'POST /v1/account-center/{id}/resend',
   'POST /v1/account-center/{id}/totp', 'POST /v1/account-center/{id}/enrol', 'POST /v1/account-center/{id}/enrol-confirm', 'POST /v1/account-center/{id}/remove',
   'POST /v1/account-center/{id}/recovery-codes', 'POST /v1/account-center/{id}/finish',
+  // Account Center passkeys: the script, enrolment and approval visits.
+  'GET /v1/account-center/passkey.js', 'POST /v1/account-center/{id}/passkey', 'POST /v1/account-center/{id}/passkey-finish', 'POST /v1/account-center/{id}/approve',
 ]);
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options']);
 

@@ -25,8 +25,9 @@ export interface Stack {
   anvil?: Anvil;
   esplora?: EsploraDouble;
   base: string;
-  /** With `bearerKey`: a bearer key of the organization's linked sandbox workspace (platform API), of role `bearerRole` (default developer). */
+  /** With `bearerKey`: a bearer key of the organization's linked sandbox workspace (platform API), of role `bearerRole` (default developer), and its id. */
   bearer?: string;
+  bearerKeyId?: string;
   /** The API's settings beyond the harness's own (chain backends and `apiEnv`): what restarts it as it was. */
   apiEnv: Record<string, string>;
   /** The organization's linked sandbox workspace. */
@@ -48,6 +49,8 @@ export function admin(cluster: Cluster, args: string[], env: Record<string, stri
  */
 export async function startStack(opts: {
   selfNode?: boolean; anvil?: boolean; esplora?: boolean; bearerKey?: boolean; bearerRole?: string;
+  /** Serve the API as http://localhost:<port> (its API_PUBLIC_URL, and the clients' base): a browser's secure context and a WebAuthn RP ID. */
+  localhost?: boolean;
   apiEnv?: Record<string, string> | ((anvil: Anvil | undefined, cluster: Cluster) => Promise<Record<string, string>>);
   nodeEnv?: Record<string, string>; coordinatorEnv?: Record<string, string>;
 } = {}): Promise<Stack> {
@@ -61,7 +64,7 @@ export async function startStack(opts: {
   writeFileSync(operatorFile, bytesToHex(operator), { mode: 0o600 });
   const { organization, api_key_id: apiKeyId, sandbox_workspace: sandbox } = admin(cluster, ['org', 'create', '--name', 'Acme', '--public-key', publicKey], { API_OPERATOR_KEY_FILE: operatorFile }) as { organization: string; api_key_id: string; sandbox_workspace: string };
   // Made offline too: the operator command and the API do not hold the store at once.
-  const bearer = opts.bearerKey ? admin(cluster, ['key', 'create', '--workspace', sandbox, '--role', opts.bearerRole ?? 'developer']).bearer_token : undefined;
+  const bearerKey = opts.bearerKey ? admin(cluster, ['key', 'create', '--workspace', sandbox, '--role', opts.bearerRole ?? 'developer']) : undefined;
   const nodeEnv = { NODE_OPERATOR_KEYS: bytesToHex(ed25519.getPublicKey(operator)), ...opts.nodeEnv };
   // Protocol steps run on a node's event loop (an OT setup holds it for seconds on a loaded machine):
   // the default heartbeat keeps such a node attached.
@@ -74,14 +77,18 @@ export async function startStack(opts: {
   const esplora = opts.esplora ? new EsploraDouble() : undefined;
   if (esplora) await esplora.start();
   const backends = [anvil ? `evm-local=${anvil.url}` : '', esplora ? `bitcoin-regtest=${esplora.url}` : ''].filter(Boolean).join(',');
-  const apiEnv = { ...(backends ? { API_CHAIN_BACKENDS: backends } : {}), ...(typeof opts.apiEnv === 'function' ? await opts.apiEnv(anvil, cluster) : opts.apiEnv) };
+  if (opts.localhost) cluster.apiPort ||= await freePort();
+  const apiEnv = {
+    ...(backends ? { API_CHAIN_BACKENDS: backends } : {}), ...(opts.localhost ? { API_PUBLIC_URL: `http://localhost:${cluster.apiPort}` } : {}),
+    ...(typeof opts.apiEnv === 'function' ? await opts.apiEnv(anvil, cluster) : opts.apiEnv),
+  };
   await cluster.startApi(apiEnv);
-  const base = `http://127.0.0.1:${cluster.apiPort}`;
+  const base = `http://${opts.localhost ? 'localhost' : '127.0.0.1'}:${cluster.apiPort}`;
   const client = new CustodyClient({ baseUrl: base, organization, keyId: apiKeyId, secretKey });
   // The organization enrols its self node, as docs/self-node.md has a customer do.
   if (selfIdentity) await client.enrolNode({ kind: 'self', ...selfIdentity });
   return {
-    cluster, nodeEnv, apiEnv, client, organization, apiKeyId, secretKey, base, sandbox, ...(bearer ? { bearer } : {}),
+    cluster, nodeEnv, apiEnv, client, organization, apiKeyId, secretKey, base, sandbox, ...(bearerKey ? { bearer: bearerKey.bearer_token!, bearerKeyId: bearerKey.key_id! } : {}),
     ...(anvil ? { anvil } : {}), ...(esplora ? { esplora } : {}),
     async stop() {
       // E2E_LOG_DIR keeps every process's log lines for a look after a failure.

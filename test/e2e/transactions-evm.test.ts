@@ -3,7 +3,9 @@
 // anvil, native and ERC-20 transfers sent through the SDK reach `final`, balances move by exactly the
 // amount, viem recovers each wallet as the sender; the self vault signs a Safe transaction as an owner
 // (intent kind 3) and the signature recovers to its wallet over protocol-kit's SafeTx hash; a BYO OIDC member (a real OpenID provider on loopback)
-// approves one transfer of the hosted vault with a fresh proof and the nodes sign it; then the hosted vault reshares to the self tier while
+// approves one transfer of the hosted vault with a fresh proof and the nodes sign it; a Hosted Auth member of the opted-in
+// tenant adds a passkey on the Account Center in headless Chromium (virtual authenticator) and approves a transfer of
+// its own hosted vault there, and the nodes sign it; then the hosted vault reshares to the self tier while
 // transfers keep flowing, keeping its key and addresses; and a killed API resumes its transactions.
 import t from 'tap';
 import { createRequire } from 'node:module';
@@ -18,6 +20,12 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { CustodyClient, type SendEvmParameters, type Transaction, type Wallet } from '../../api/sdk/client.ts';
 import { MemberAuthClient } from '../../api/sdk/member-auth-client.ts';
 import { startProvider } from '../api/member-auth/oidc-provider-fixture.ts';
+import { existsSync } from 'node:fs';
+import { chromium } from 'playwright-core';
+import { startSmtpSink } from '../support/smtp-sink.ts';
+import { pkcePair } from '../api/member-auth/hosted-auth-harness.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
 
 // Real processes on a 2-core machine shared with the rest of the suite: more than tap's default file budget.
 t.setTimeout(300_000);
@@ -27,8 +35,18 @@ const token = require('@openzeppelin/contracts-v4/build/contracts/ERC20PresetFix
 
 t.test('EVM: hosted and self vaults send native and ERC-20 transfers to final on anvil; reshare hosted -> self while sending', async (t) => {
   // The API reaches the OpenID provider fixture on loopback (discovery, JWKS) through its SSRF-safe client.
-  const stack = await startStack({ selfNode: true, anvil: true, bearerKey: true, apiEnv: { API_WEBHOOK_ALLOWED_DESTINATIONS: '127.0.0.1' } });
+  if (!existsSync(CHROMIUM)) return t.fail(`${CHROMIUM} is missing: run node deploy/test/ensure-chromium.mjs (npm test does)`);
+  // Served as http://localhost:<port>: the Account Center's origin, a secure context, and its host the passkeys' RP ID.
+  const smtp = await startSmtpSink(t);
+  const stack = await startStack({
+    selfNode: true, anvil: true, bearerKey: true, localhost: true,
+    apiEnv: { API_WEBHOOK_ALLOWED_DESTINATIONS: '127.0.0.1', API_SMTP_URL: smtp.url, API_SMTP_FROM: 'auth@platform.test' },
+  });
   t.teardown(() => stack.stop());
+  const platform = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const r = await fetch(`${stack.base}${path}`, { method, headers: { authorization: `Bearer ${stack.bearer!}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    return { status: r.status, json: (await r.json()) as Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any
+  };
   const { anvil } = stack;
   const chain = anvil!;
 
@@ -46,22 +64,39 @@ t.test('EVM: hosted and self vaults send native and ERC-20 transfers to final on
   const op = await startProvider(t);
   const idp = await generateKeyPair('ES256');
   const jwk = { ...(await exportJWK(idp.publicKey)), kid: 'idp-1', alg: 'ES256' };
-  t.same(await client.setEndUserAuth({ jwks: { keys: [jwk, op.publicJwk] }, audience: 'bff-client' }), { status: 'registered', audience: 'bff-client', key_count: 2 });
+  // The tenant opts in to Account Center passkeys (docs/end-user-auth.md "Account Center passkeys"): its
+  // customer-signed registration names the service's key for the organization and the Account Center's origin.
+  const acKey = await platform('GET', '/v1/tenant/member-auth/account-center-key');
+  t.equal(acKey.json.account_center.origin, stack.base, 'the Account Center is this API\'s public origin');
+  t.match(await client.setEndUserAuth({ jwks: { keys: [jwk, op.publicJwk] }, audience: 'bff-client', account_center: acKey.json.account_center }), { status: 'registered', audience: 'bff-client', key_count: 2, account_center: true });
+  // Its Hosted application (the developer key is the BFF's), with the opt-in on; the sandbox demo member signs in.
+  const appOrigin = 'http://127.0.0.1:9';
+  const callback = `${appOrigin}/callback`;
+  t.equal((await platform('POST', '/v1/tenant/member-auth/allowed-origins', { origin: appOrigin })).status, 201);
+  t.equal((await platform('POST', '/v1/tenant/member-auth/redirect-urls', { url: callback })).status, 201);
+  const hostedApp = (await platform('POST', '/v1/tenant/member-auth/applications/hosted', { enrollment: 'invite_only', origin: appOrigin, result_callback_url: callback, bff_key_id: stack.bearerKeyId! })).json;
+  t.match(await platform('PATCH', `/v1/tenant/member-auth/applications/${hostedApp.id as string}`, { account_center_passkeys: true }), { status: 200, json: { hosted: { account_center_passkeys: true } } });
+  const bffHeaders = (session?: string): Record<string, string> => ({ 'x-svc-publishable-key': hostedApp.publishable_key as string, ...(session ? { 'x-member-session-id': session } : {}) });
+  const demo = (await platform('POST', '/v1/member-auth/hosted/authorizations/sandbox-demo', {}, bffHeaders())).json as { session_id: string; member: { id: string } };
+  const demoEmail = ((await platform('GET', `/v1/tenant/member-auth/applications/${hostedApp.id as string}/members`)).json.data as { id: string; email: string }[]).find((m) => m.id === demo.member.id)!.email;
   const tokenFor = (intent: Uint8Array, sub = 'user-42') =>
     new SignJWT({ intent_sha256: bytesToHex(sha256(intent)) }).setProtectedHeader({ alg: 'ES256', kid: 'idp-1' }).setSubject(sub)
       .setAudience('bff-client').setIssuedAt().setExpirationTime('5m').sign(idp.privateKey);
 
   const hosted = await client.createVault({ tier: 'hosted', name: 'embedded', end_user_subject: 'user-42' });
   const self = await client.createVault({ tier: 'self', name: 'treasury' });
+  // The hosted member's own hosted vault, bound to its hosted subject.
+  const memberVault = await client.createVault({ tier: 'hosted', name: 'member', end_user_subject: demo.member.id });
   t.equal(hosted.state, 'creating');
-  const [h, s] = await Promise.all([client.waitForVault(hosted.id), client.waitForVault(self.id)]);
+  const [h, s, mv] = await Promise.all([client.waitForVault(hosted.id), client.waitForVault(self.id), client.waitForVault(memberVault.id)]);
   t.equal(h.end_user_auth, true, 'hosted vault created after end-user auth needs tokens');
   const hw = await client.createWallet(h.id, { chain: 'evm-local' });
   const sw = await client.createWallet(s.id, { chain: 'evm-local' });
+  const mw = await client.createWallet(mv.id, { chain: 'evm-local' });
   // Funded from anvil's first dev account (unlocked on the node), by ordinary transfers.
   const deployer = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266' as Hex;
   const wallet = createWalletClient({ chain: foundry, transport: http(chain.url), account: deployer });
-  for (const w of [hw, sw]) {
+  for (const w of [hw, sw, mw]) {
     const hash = await wallet.sendTransaction({ to: w.address as Hex, value: parseEther('10') });
     await chain.publicClient.waitForTransactionReceipt({ hash });
     t.equal(await chain.publicClient.getBalance({ address: w.address as Hex }), parseEther('10'), 'wallet funded from an anvil account');
@@ -124,6 +159,78 @@ t.test('EVM: hosted and self vaults send native and ERC-20 transfers to final on
   t.equal(await recovered(memberTx.tx_hash!), hw.address.toLowerCase(), 'signed by the hosted wallet\'s key');
   await t.rejects(client.sendEvm({ ...mp, idempotencyKey: 'member-action-2', memberSigningSession: approved.signing_session.id }), { status: 409, code: 'signing_session_used' }, 'the signing session served once');
   for (const p of stack.cluster.procs) t.notOk(p.raw.some((l) => l.includes(proof.split('.')[2]!)), `${p.name} logged no part of the member's proof`);
+
+  // Account Center passkeys (docs/platform/account-center.md "Passkeys"), in headless Chromium with a
+  // virtual authenticator: the hosted member signs in on the Account Center, adds a passkey (a
+  // @simplewebauthn registration; the service signs its member credential under the organization's
+  // Account Center key), then approves one transfer of its hosted vault on an approval visit; the BFF
+  // takes the answer from the exchange to passkey/complete and the nodes sign the transfer.
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  t.teardown(() => browser.close());
+  const page = await browser.newPage();
+  // The application's return URL, answered in the browser: nothing of the customer's runs here.
+  await page.route(`${appOrigin}/**`, (r) => r.fulfill({ status: 200, contentType: 'text/html', body: '<!doctype html><title>app</title>' }));
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', { options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true } });
+  const handoff = async (extra: Record<string, string> = {}) => {
+    const pkce = pkcePair();
+    const r = await platform('POST', '/v1/account-center/handoffs', { return_url: callback, state: 'ac-state', code_challenge: pkce.challenge, ...extra }, bffHeaders(demo.session_id));
+    t.equal(r.status, 201, JSON.stringify(r.json));
+    return { url: r.json.handoff_url as string, pkce };
+  };
+  const exchange = async (pkce: { verifier: string }) => {
+    await page.waitForURL(`${callback}?**`);
+    const back = new URL(page.url());
+    t.equal(back.searchParams.get('state'), 'ac-state');
+    return (await platform('POST', '/v1/account-center/handoffs/exchange', { code: back.searchParams.get('code'), code_verifier: pkce.verifier, return_url: callback }, bffHeaders(demo.session_id))).json;
+  };
+  const cspOf = async (click: string, url: string) => {
+    const [res] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'GET' && r.url().startsWith(url)), page.click(click)]);
+    return res.headers()['content-security-policy']!;
+  };
+
+  const enrol = await handoff();
+  t.ok(enrol.url.startsWith(`${stack.base}/v1/account-center/hac_`), 'the Account Center page on this API\'s origin');
+  await page.goto(enrol.url);
+  await page.fill('#email', demoEmail);
+  await page.click('#submit');
+  await page.fill('#code', await smtp.nextCode(demoEmail));
+  const accountCsp = await cspOf('#submit', enrol.url);
+  t.notMatch(accountCsp, /script-src/, 'the account page allows no script');
+  t.equal(await page.textContent('#passkey-count'), 'Passkeys: 0', 'the opt-in holds: the page offers a passkey');
+  const setupCsp = await cspOf('#passkey-add', enrol.url);
+  t.match(setupCsp, /(^|; )script-src 'nonce-[A-Za-z0-9+/=]+'; require-trusted-types-for 'script'; trusted-types 'none';/, 'the passkey step allows its one script by nonce');
+  t.notMatch(setupCsp, /unsafe|script-src[^;]*(https?:|'self'|\*)/, 'no inline or eval, no origin-wide source');
+  t.match(await page.getAttribute('script', 'integrity'), /^sha256-/, 'and pins its digest');
+  await page.click('#passkey-start');
+  await page.waitForSelector('#passkey-count');
+  t.equal(await page.textContent('#passkey-count'), 'Passkeys: 1', 'Chromium\'s passkey is enrolled');
+  const { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
+  t.match(credentials, [{ rpId: 'localhost', isResidentCredential: true }], 'for the Account Center\'s host as RP ID');
+  await page.click('#finish');
+  const enrolled = await exchange(enrol.pkce);
+  t.match(enrolled, { member_id: demo.member.id, changes: ['passkey_enrolled'], factors: [{ type: 'passkey', credential_id: /^[A-Za-z0-9_-]+$/ }], approval: null }, 'the BFF learns a passkey was added');
+
+  // The approval: the BFF begins the member action, then an approval visit on the Account Center.
+  const hostedMembers = new MemberAuthClient({ baseUrl: stack.base, apiKey: stack.bearer!, publishableKey: hostedApp.publishable_key as string });
+  const ap = { wallet: mw, to: alice, amount: 31_337n, idempotencyKey: 'account-center-passkey-1', notAfter: BigInt(Math.floor(Date.now() / 1000) + 3600) };
+  const memberAction = await hostedMembers.beginMemberAction(demo.session_id, { walletId: mw.id, intent: await client.evmIntent(ap) });
+  const visit = await handoff({ member_action_id: memberAction.id });
+  await page.goto(visit.url);
+  const shown = (await page.textContent('#action-lines'))!;
+  t.ok(shown.includes('Send 31337 wei') && shown.includes(`to ${alice}`) && shown.includes(`from ${mw.address.toLowerCase()}`), `the page shows what is approved: ${shown}`);
+  await page.click('#passkey-start');
+  const approvedHere = await exchange(visit.pkce);
+  t.match(approvedHere, { changes: ['member_action_approved'], approval: { action_id: memberAction.id, credential: /^ey/, assertion: { id: enrolled.factors[0].credential_id } } });
+  const completed = await platform('POST', '/v1/member-actions/passkey/complete', { action_id: memberAction.id, credential: approvedHere.approval.credential, assertion: approvedHere.approval.assertion }, bffHeaders(demo.session_id));
+  t.equal(completed.status, 200, JSON.stringify(completed.json));
+  const aliceAt = await chain.publicClient.getBalance({ address: alice });
+  const byPasskey = await client.sendEvm({ ...ap, memberSigningSession: completed.json.signing_session.id as string });
+  const passkeyTx = await mining(mine, client.waitForTransaction(byPasskey.id, ['final'], { timeoutMs: 90_000 }));
+  t.equal(passkeyTx.state, 'final', `the transfer approved on the Account Center is final (${passkeyTx.reason ?? ''})`);
+  t.equal(await chain.publicClient.getBalance({ address: alice }) - aliceAt, 31_337n, 'exactly the approved amount');
+  t.equal(await recovered(passkeyTx.tx_hash!), mw.address.toLowerCase(), 'signed by the member\'s hosted wallet');
 
   // ERC-20 from the self vault.
   const erc20Before = await chain.publicClient.readContract({ address: contract, abi: erc20Abi, functionName: 'balanceOf', args: [bob] });

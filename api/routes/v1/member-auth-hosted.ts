@@ -25,6 +25,7 @@ import { hostedPageRoutes } from '../../hosted-page/hosted-page-routes.ts';
 import { accountCenterPageRoutes } from '../../hosted-page/account-center-page-routes.ts';
 import { DEFAULT_PAGE_RATE_PER_MINUTE, PageRateLimit } from '../../hosted-page/page-rate-limit.ts';
 import { AccountCenter } from '../../member-auth/account-center.ts';
+import type { AccountCenterPasskeySource } from '../../member-auth/account-center-passkeys.ts';
 import { accountCenterRoutes } from './account-center.ts';
 import { REFUSED_FIELDS, REFUSED_HEADERS } from './member-auth.ts';
 import { MAX_URL } from '../../member-auth/exact-urls.ts';
@@ -37,6 +38,8 @@ export interface MemberAuthHostedRoutesOptions {
   publicOrigin?: string | undefined;
   /** Form POSTs per client address per minute on the Hosted Auth and Account Center pages (API_HOSTED_PAGE_RATE_PER_MINUTE). */
   pageRatePerMinute?: number | undefined;
+  /** Account Center passkeys: the service's keys and the registrations in force; without, off for every tenant. */
+  accountCenterPasskeys?: AccountCenterPasskeySource | undefined;
 }
 
 const Grant = Type.Object({
@@ -64,7 +67,7 @@ export const memberAuthHostedRoutes: FastifyPluginAsyncTypebox<MemberAuthHostedR
   const idempotent = new IdempotentRequests(platform.store, platform.clock);
   app.addHook('onClose', async () => mailer?.close());
 
-  const center = new AccountCenter({ store: platform.store, audit: platform.audit, sessions, keys, clock: platform.clock });
+  const center = new AccountCenter({ store: platform.store, audit: platform.audit, sessions, keys, clock: platform.clock, passkeys: opts.accountCenterPasskeys });
   // One limit for both pages: an address's posts count together, whichever page they go to.
   const rateLimit = new PageRateLimit(opts.pageRatePerMinute ?? DEFAULT_PAGE_RATE_PER_MINUTE, platform.clock);
   await app.register(hostedPageRoutes, { platform, authorizations, mailer, rateLimit });

@@ -79,7 +79,7 @@ t.test('a handoff: the member signs in, enrols TOTP, gets recovery codes, finish
   t.ok(await snapshot(h) === before, 'refused exchanges change nothing');
   const x = await h.bff('POST', AC.exchange, body, { session: grant.session_id });
   t.equal(x.statusCode, 200, x.body);
-  t.same(x.json(), { member_id: member.id, changes: ['totp_enrolled', 'recovery_codes_generated'], factors: [{ type: 'totp', enrolled_at: stored.totp_enrolled_at }], recovery_codes_remaining: 10, restricted_until: null });
+  t.same(x.json(), { member_id: member.id, changes: ['totp_enrolled', 'recovery_codes_generated'], factors: [{ type: 'totp', enrolled_at: stored.totp_enrolled_at }], recovery_codes_remaining: 10, restricted_until: null, approval: null });
   t.notOk(x.body.includes(base32) || codes.some((c) => x.body.includes(c)), 'no secret in the summary');
   const mid = await snapshot(h);
   const replay = await h.bff('POST', AC.exchange, body, { session: grant.session_id });
