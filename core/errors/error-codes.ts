@@ -110,6 +110,8 @@ export const ERROR_CODES = entries({
   safe_tx_mismatch: e('invalid', 'a Safe owner signature or intent is over another Safe transaction than the operation\'s'),
   safe_signature_invalid: e('invalid', 'a Safe owner signature does not recover to a current owner of the Safe'),
   signature_pending: e('unavailable', 'the vault has not signed yet; post the vault transaction id once it is signed'),
+  module_call_mismatch: e('invalid', 'a module execution\'s intent is not the roles module call of the operation\'s Safe transaction'),
+  module_call_refused: e('invalid', 'the token\'s roles module would refuse the member\'s call (no role, or a call outside its scope)'),
   challenge_used: e('conflict', 'the proof challenge was already used; ask for a new one'),
   tokenization_unavailable: e('unavailable', 'no tokenization deployer or chain backend is configured for the chain'),
   account_holder_not_active: e('conflict', 'the account holder is not active (verified): money moves for active holders only'),

@@ -28,6 +28,8 @@ export const HTTP_STATUS_BY_CODE: Readonly<Partial<Record<ErrorCode, number>>> =
   address_proof_invalid: 422,
   safe_tx_mismatch: 422,
   safe_signature_invalid: 422,
+  module_call_mismatch: 422,
+  module_call_refused: 422,
   precondition_failed: 412,
   precondition_required: 428,
 };

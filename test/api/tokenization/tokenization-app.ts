@@ -1,7 +1,8 @@
 // Shared setup for the tokenization API tests: one real anvil, both APIs over one real LevelDB store with the
 // tokenization services on that chain (the deployer is anvil's development account 9, never a customer's
 // key), a manual clock, two customers (Acme and Globex) with keys of several roles, and hosted vaults with an
-// evm-local wallet each to own admin Safes.
+// evm-local wallet each to own admin Safes or send their own transactions (the transaction worker sends to the
+// same anvil).
 import type { Test } from 'tap';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,7 @@ import { createTokenization } from '../../../api/tokenization/tokenization-setup
 import { tokenChain } from '../../../api/tokenization/token-chain.ts';
 import { startAnvil } from '../../chains/anvil.ts';
 import { TransactionWorker } from '../../../api/transactions/transaction-worker.ts';
+import { EvmChain } from '../../../api/chains/evm/evm-chain.ts';
 import type { CoordinatorClient } from '../../../api/coordinator/coordinator-client.ts';
 import { customerMaker, signingCoordinator } from '../wallets/wallet-app.ts';
 
@@ -47,7 +49,9 @@ export async function tokenizationApp(t: Test) {
   // (intent kind 3) goes through the real vault transaction path and worker.
   const signers = new Map<string, CoordinatorClient>();
   const coordinator = { sign: (req: { vaultId: string }) => signers.get(req.vaultId)!.sign(req as never) } as unknown as CoordinatorClient;
-  const worker = new TransactionWorker({ vaults, transactions, coordinator, chains: { evm: () => undefined, bitcoin: () => undefined }, log: createLogger('worker', 'silent'), pollMs: 20, maxRetryDelayMs: 20 });
+  // A vault wallet's own EVM transactions (a roles-module member's call) are sent to the same anvil.
+  const evm = new EvmChain(evmNetwork('evm-local')!, anvil.url);
+  const worker = new TransactionWorker({ vaults, transactions, coordinator, chains: { evm: (c) => (c === 'evm-local' ? evm : undefined), bitcoin: () => undefined }, log: createLogger('worker', 'silent'), pollMs: 20, maxRetryDelayMs: 20 });
   worker.start();
   const app = await buildApp({ config, logger: createLogger('api', 'silent'), vaults, transactions, platform, tokenization });
   t.teardown(async () => {
