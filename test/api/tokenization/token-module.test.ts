@@ -5,8 +5,9 @@
 // the member's own customer-signed kind-1 intent calling execTransactionWithRole, with no Safe signature, and
 // the operation after it moves to the freed Safe nonce and still executes with the Safe's signatures.
 // Refused, with nothing changed: an intent over another call, a call outside the role's scope or with a role
-// the member lacks (the module's decoded error), the module not enabled yet, the wrong permission or
-// workspace; and the module refuses the out-of-scope call on chain when it is sent anyway.
+// the member lacks (the module's decoded error), the module not enabled yet, an operation already at the
+// Safe's threshold, the wrong permission or workspace; and the module refuses the out-of-scope call on chain
+// when it is sent anyway.
 import t from 'tap';
 import { createWalletClient, encodeFunctionData, getAddress, http, parseEther, type Hex } from 'viem';
 import { foundry } from 'viem/chains';
@@ -20,6 +21,7 @@ import { execWithRoleData, rolesModifierAddress } from '../../../api/tokenizatio
 import { failureOf } from '../../../api/tokenization/chain/chain-failure.ts';
 import { encodeIntent, signIntent } from '../../../core/intents/intent.ts';
 import { TRANSACTIONS } from '../../../api/transactions/collections.ts';
+import { OPERATIONS } from '../../../api/tokenization/collections.ts';
 
 t.setTimeout(300_000);
 const s = await tokenizationApp(t);
@@ -182,4 +184,12 @@ t.test('module-signature: a role member executes a scoped operation through the 
   const next = await signAndRun(await getOp(grant.id));
   t.match(next, { state: 'confirmed', safe_nonce: '3' });
   t.equal(await safeNonce(), 4n);
+
+  // An operation already at the Safe's threshold is not taken by the module: its collected signatures could run it again.
+  const unpause = await propose('unpause', {});
+  const stored = (await OPERATIONS.in(s.store).get(unpause.id))!;
+  await s.store.batch([OPERATIONS.putOp(unpause.id, { ...stored, state: 'ready' as const }, { index: [`${tok.id}\x00all\x00${unpause.id}`, `safe\x00${tok.safe}\x00${unpause.id}`] })]);
+  const ready = await moduleSig(unpause, { wallet_id: member.wallet.id, role_key: 1, ...(await memberIntent(execWithRoleData(callOf(unpause), 1), 'on-ready')) });
+  t.match([ready.statusCode, ready.json().code, ready.json().error], [409, 'conflict', /ready/], 'a ready operation: 409');
+  t.match(await getOp(unpause.id), { state: 'ready', module_execution: null }, 'unchanged');
 });
