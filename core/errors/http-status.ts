@@ -33,6 +33,8 @@ export const HTTP_STATUS_BY_CODE: Readonly<Partial<Record<ErrorCode, number>>> =
   mint_cap_exceeded: 422,
   not_token_holder: 422,
   token_call_reverted: 422,
+  module_call_mismatch: 422,
+  module_call_refused: 422,
   precondition_failed: 412,
   precondition_required: 428,
 };
