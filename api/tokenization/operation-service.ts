@@ -5,10 +5,12 @@
 // vault transaction path); an outside owner gives its EIP-712 signature. One open operation per Safe nonce:
 // they execute in nonce order, and when one fails its nonce is freed (the Safe's nonce moves only by
 // executing), so every later open operation moves one nonce down and starts collecting signatures again.
-// Everything that touches a Safe's operations holds the Safe's lock. A token's operations list also holds
-// the calls its vault wallets make themselves (vault-call-service.ts): they have no Safe transaction, are not
-// in a Safe's index, and nothing here moves them.
-import { getAddress, hexToBytes as viemHexToBytes, parseAbiItem, recoverAddress, toHex, type Address, type Hex } from 'viem';
+// Everything that touches a Safe's operations holds the Safe's lock. An operation may instead run through the
+// token's roles module (`module-signature`): a role member's customer-signed kind-1 intent calls the Zodiac
+// Roles modifier with exactly the operation's call; it never uses its Safe nonce, which is freed the same way.
+// A token's operations list also holds the calls its vault wallets make themselves (vault-call-service.ts):
+// they have no Safe transaction, are not in a Safe's index, and nothing here moves them.
+import { getAddress, hexToBytes as viemHexToBytes, parseAbiItem, parseEventLogs, recoverAddress, toHex, type Address, type Hex } from 'viem';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { decodeIntent, type SafeTxIntent } from '../../core/intents/intent.ts';
 import { SAFE_DELEGATECALL_TARGETS } from '../../core/chains/evm/safe-tx.ts';
@@ -22,19 +24,23 @@ import type { TransactionService } from '../transactions/transaction-service.ts'
 import { filteredWalk } from '../account-holders/filtered-walk.ts';
 import { bodyFingerprint } from '../idempotency.ts';
 import { OPERATIONS, TOKENIZATION_KEYS } from './collections.ts';
-import type { OperationFailure, OperationRecord, OperationSignature, StoredSafeTx, TokenOperationRecord, TokenRecord, VaultCallRecord } from './records.ts';
+import type { ModuleExecution, OperationFailure, OperationRecord, OperationSignature, StoredSafeTx, TokenOperationRecord, TokenRecord, VaultCallRecord } from './records.ts';
 import { OPEN_OPERATION_STATES, operationMayBecome, type OperationState } from './operation-states.ts';
 import type { TokenChain } from './token-chain.ts';
 import type { TokenService } from './token-service.ts';
 import { operationCall, type OperationKind } from './token-calls.ts';
-import { executeSafeTransaction, packSafeSignatures, readSafeNonce, safeTransaction, safeTxHash, type SafeTransaction } from './chain/safe-transaction.ts';
+import { executeSafeTransaction, explainInnerFailure, packSafeSignatures, readSafeNonce, safeTransaction, safeTxHash, type SafeTransaction } from './chain/safe-transaction.ts';
 import { SAFE_ABI } from './chain/safe-abi.ts';
-import { failureOf } from './chain/chain-failure.ts';
-import { decodeIntentHex, submitVaultIntent } from './vault-intents.ts';
+import { ChainStepError, failureOf, type ChainFailure } from './chain/chain-failure.ts';
+import { deployRolesModifier, execWithRoleData, rolesModifierAddress, rolesModuleState } from './chain/roles-module.ts';
+import { rolesModuleCall } from './roles-module-calls.ts';
+import { decodeIntentHex, submitVaultIntent, type SignedIntentInput } from './vault-intents.ts';
 
 export const OPERATION_ID = /^op_[0-9a-f]{26}$/;
 const TX_ID = /^txn_[0-9a-zA-Z]{1,64}$/;
 const EXECUTION_SUCCESS = parseAbiItem('event ExecutionSuccess(bytes32 indexed txHash, uint256 payment)');
+/** How often a module execution's vault transaction is looked at while it is on its way. */
+const MODULE_FOLLOW_MS = 100;
 
 export interface OperationServiceOptions {
   store: RecordRepository;
@@ -56,9 +62,14 @@ export type SignatureInput =
   | { transaction_id: string }
   | { owner: string; signature: string };
 
+/** A role member's call through the roles module: its vault wallet's customer-signed kind-1 intent (docs/platform/tokenization.md "module-signature"). */
+export interface ModuleSignatureInput extends SignedIntentInput { role_key: number }
+
 export interface OperationFilters { state?: OperationState | undefined; kind?: string | undefined }
 
 const invalid = (field: string, why: string) => new CustodyError('validation_failed', `${field}: ${why}`);
+
+const sameHex = (b: Uint8Array, h: string) => toHex(b).toLowerCase() === h.toLowerCase();
 
 export function storedSafeTx(tx: SafeTransaction): StoredSafeTx {
   return {
@@ -88,7 +99,7 @@ export function operationView(r: TokenOperationRecord, token: TokenRecord) {
   const tail = { tx_hash: r.tx_hash, failure: r.failure, created_at: r.created_at, updated_at: r.updated_at, executed_at: r.executed_at, confirmed_at: r.confirmed_at };
   if (isVaultCall(r)) {
     return {
-      ...common, via: r.via, safe: null, safe_tx: null, safe_tx_hash: null, safe_nonce: null, threshold: null, signatures: [], pending_intents: [], reproposals: 0,
+      ...common, via: r.via, safe: null, safe_tx: null, safe_tx_hash: null, safe_nonce: null, threshold: null, signatures: [], pending_intents: [], module_execution: null, reproposals: 0,
       vault_call: { ...r.vault_call }, ...tail,
     };
   }
@@ -103,6 +114,7 @@ export function operationView(r: TokenOperationRecord, token: TokenRecord) {
       to: r.safe_tx.to, value: r.safe_tx.value, data: r.safe_tx.data, operation: r.safe_tx.operation, safe_tx_gas: r.safe_tx.safe_tx_gas, base_gas: r.safe_tx.base_gas,
       gas_price: r.safe_tx.gas_price, gas_token: r.safe_tx.gas_token, refund_receiver: r.safe_tx.refund_receiver, safe_nonce: r.safe_tx.nonce,
     })) : [],
+    module_execution: r.module_execution ? { module: r.module_execution.module, role_key: r.module_execution.role_key, member: r.module_execution.member, wallet_id: r.module_execution.wallet_id, transaction_id: r.module_execution.transaction_id, at: r.module_execution.at } : null,
     reproposals: r.reproposals, vault_call: null, ...tail,
   };
 }
@@ -175,10 +187,16 @@ export class OperationService {
       return this.getSafeOp(scope, tokenId, prior.id);
     }
     const token = await this.o.tokens.get(scope, tokenId);
-    const call = operationCall(token.kind, getAddress(token.address), kind, body);
+    // raw-safe-tx with {roles_module} configures the token's roles module (api/tokenization/roles-module-calls.ts).
+    const roles = kind === 'raw_safe_tx' && body.roles_module !== undefined ? rolesModuleCall(token, body.roles_module) : undefined;
+    if (roles && Object.keys(body).length > 1) throw invalid('roles_module', 'goes alone: the Safe transaction follows from the action');
+    const call = roles?.call ?? operationCall(token.kind, getAddress(token.address), kind, body);
+    const recordKind = roles?.kind ?? kind;
     if (call.operation === 1 && !SAFE_DELEGATECALL_TARGETS.includes(call.to.toLowerCase())) throw invalid('operation', `a delegatecall may only go to Safe's MultiSendCallOnly (${SAFE_DELEGATECALL_TARGETS.join(', ')})`);
     if (token.status !== 'deployed') throw new CustodyError('conflict', `token ${tokenId} is ${token.status}; operations need it deployed`);
     const chain = this.chainOf(token);
+    // The module the Safe is asked to enable exists first (deterministic, idempotent; the service deployer pays).
+    if (roles?.deployModifier) await deployRolesModifier(chain.client, chain.sender, token.id, getAddress(token.safe)).catch((err: unknown) => { throw ChainStepError.from(err, 'deploying the roles modifier'); });
     return this.lock(token.safe, async () => {
       const again = await TOKENIZATION_KEYS.in(this.o.store).get(keyId);
       if (again) return this.getSafeOp(scope, tokenId, again.id);
@@ -192,14 +210,14 @@ export class OperationService {
       const tx = safeTransaction({ to: call.to, data: call.data, value: call.value, operation: call.operation, nonce: next });
       const now = this.iso();
       const op: OperationRecord = {
-        v: 1, id: newId('op', this.o.clock()), token_id: token.id, tenant: token.tenant, workspace: token.workspace, kind, params: body, safe: token.safe, chain: token.chain, chain_id: token.chain_id,
+        v: 1, id: newId('op', this.o.clock()), token_id: token.id, tenant: token.tenant, workspace: token.workspace, kind: recordKind, params: body, safe: token.safe, chain: token.chain, chain_id: token.chain_id,
         safe_tx: storedSafeTx(tx), safe_tx_hash: safeTxHash(getAddress(token.safe), token.chain_id, tx), state: 'proposed', threshold: token.threshold, signatures: [], reproposals: 0,
         tx_hash: null, failure: null, created_at: now, updated_at: now, executed_at: null, confirmed_at: null,
       };
       await this.o.store.batch([
         OPERATIONS.putOp(op.id, op, { index: indexOf(op) }),
         TOKENIZATION_KEYS.putOp(keyId, { v: 1, id: op.id, fingerprint }),
-        this.o.audit.op(scope, actor, `tokenization.operation.propose`, op.id, null, { token_id: token.id, kind, safe_tx_hash: op.safe_tx_hash, nonce: op.safe_tx.nonce }),
+        this.o.audit.op(scope, actor, `tokenization.operation.propose`, op.id, null, { token_id: token.id, kind: recordKind, safe_tx_hash: op.safe_tx_hash, nonce: op.safe_tx.nonce }),
       ]);
       return { op, token };
     });
@@ -314,14 +332,140 @@ export class OperationService {
         const token = await this.o.tokens.get({ tenant: op.tenant, workspace: op.workspace }, op.token_id).catch(() => undefined);
         if (token) safes.set(op.safe, token);
       }
+      if (op.state === 'submitted') {
+        const token = await this.o.tokens.get({ tenant: op.tenant, workspace: op.workspace }, op.token_id).catch(() => undefined);
+        if (token) this.track(this.followModule(token, op.id), token);
+      }
     }
     for (const token of safes.values()) this.start(token);
   }
 
+  /**
+   * Runs the operation through the token's roles module instead of the Safe's signatures: the member vault
+   * wallet's customer-signed kind-1 intent must call the modifier with `execTransactionWithRole(to, value,
+   * data, operation, role_key, true)` of exactly this operation's Safe transaction (anything else is 422
+   * module_call_mismatch), and the call must pass the modifier now (simulated from the member: a call its role
+   * does not allow is 422 module_call_refused with the module's decoded error). Then, under the Safe's lock,
+   * the intent goes through the vault transaction path, the operation becomes `submitted` and its Safe nonce is
+   * freed (every later open operation moves one nonce down); it is confirmed once the member's transaction is
+   * mined with the Safe's ExecutionFromModuleSuccess. Nothing changes on a refusal.
+   */
+  async moduleSignature(scope: Scope, actor: Actor, tokenId: string, id: string, input: ModuleSignatureInput): Promise<{ op: OperationRecord; token: TokenRecord }> {
+    const { op: op0, token } = await this.getSafeOp(scope, tokenId, id);
+    const { intent } = decodeIntentHex(input.intent);
+    // A retry of the same submission answers the operation as it is.
+    if (op0.module_execution && op0.module_execution.wallet_id === input.wallet_id && op0.module_execution.idempotency_key === intent.idempotencyKey) return { op: op0, token };
+    this.moduleOpen(op0);
+    const transactions = this.o.transactions;
+    if (!transactions) throw new CustodyError('tokenization_unavailable', 'a module execution needs the vault API\'s transactions, which this service does not run');
+    const chain = this.chainOf(token);
+    const safe = getAddress(token.safe);
+    const modifier = rolesModifierAddress(token.id, safe);
+    const state = await rolesModuleState(chain.client, safe, modifier).catch(() => {
+      throw new CustodyError('chain_backend_error', 'could not read the roles module\'s state on chain');
+    });
+    if (!state.enabled) throw new CustodyError('conflict', `the token's roles module ${modifier} is not enabled on its Safe: propose raw-safe-tx {"roles_module": {"action": "enable"}} first`);
+    if (intent.kind !== 'evm.transfer') throw invalid('intent', 'not an EVM transaction intent (kind 1): the member wallet calls the roles module itself');
+    const tx = safeTxOf(op0.safe_tx);
+    const data = execWithRoleData(tx, input.role_key);
+    const same = intent.organization === token.org && intent.walletId === input.wallet_id && Number(intent.chainId) === op0.chain_id && sameHex(intent.to, modifier)
+      && intent.asset.kind === 'native' && intent.amount === 0n && sameHex(intent.data, data);
+    if (!same) throw new CustodyError('module_call_mismatch', `the intent is not the call execTransactionWithRole(${tx.to}, ${tx.value}, <operation ${id}'s data>, ${tx.operation}, ${input.role_key}, true) on the roles module ${modifier} with no value, from wallet ${input.wallet_id} on chain ${op0.chain_id}`);
+    const member = getAddress(toHex(intent.from));
+    const refused = await this.simulateModuleCall(chain, safe, tx, member, modifier, data);
+    if (refused) throw new CustodyError('module_call_refused', `the roles module refuses the call from ${member} with role ${input.role_key}: ${refused.kind === 'reverted' ? refused.reason : refused.message}`);
+
+    const result = await this.lock(token.safe, async () => {
+      const op = (await OPERATIONS.in(this.o.store).get(id)) as OperationRecord;
+      if (op.module_execution && op.module_execution.wallet_id === input.wallet_id && op.module_execution.idempotency_key === intent.idempotencyKey) return op;
+      if (op.safe_tx_hash !== op0.safe_tx_hash) throw new CustodyError('conflict', `operation ${id} moved to Safe nonce ${op.safe_tx.nonce} while this was checked; post again`);
+      this.moduleOpen(op);
+      // Under the lock, so the Safe cannot execute the operation too: once submitted, the signed intent can run.
+      const vaultTx = await submitVaultIntent(transactions, token.org, input, intent);
+      const now = this.iso();
+      const execution: ModuleExecution = { module: modifier.toLowerCase(), role_key: input.role_key, member: member.toLowerCase(), wallet_id: input.wallet_id, transaction_id: vaultTx.id, idempotency_key: intent.idempotencyKey, at: now };
+      const next: OperationRecord = { ...op, state: 'submitted', module_execution: execution, updated_at: now };
+      if (!operationMayBecome(op.state, next.state)) throw new CustodyError('conflict', `operation ${id} is ${op.state}`);
+      await this.o.store.batch([
+        OPERATIONS.putOp(id, next, { index: indexOf(next) }),
+        ...(await this.freeNonceOps(op, now)),
+        this.o.audit.op(scope, actor, 'tokenization.operation.module_execute', id, { state: op.state }, { state: next.state, module: execution.module, role_key: execution.role_key, member: execution.member, transaction_id: execution.transaction_id }),
+      ]);
+      return next;
+    });
+    if (result.state === 'submitted') this.track(this.followModule(token, id), token);
+    return { op: result, token };
+  }
+
+  /** An operation a module execution may take: open, and not `ready` (its collected signatures would let the Safe run it too). */
+  private moduleOpen(op: OperationRecord): void {
+    if (!OPEN_OPERATION_STATES.includes(op.state)) throw new CustodyError('conflict', `operation ${op.id} is ${op.state}`);
+    if (op.state === 'ready') throw new CustodyError('conflict', `operation ${op.id} is ready: it has the Safe's threshold of signatures and executes through the Safe`);
+  }
+
+  /** Why the member's call would fail now (the module's own error, or the token's when the Safe's call reverts), or undefined. */
+  private async simulateModuleCall(chain: TokenChain, safe: Address, tx: SafeTransaction, member: Address, modifier: Address, data: Hex): Promise<ChainFailure | undefined> {
+    try {
+      await chain.client.call({ account: member, to: modifier, data });
+      return undefined;
+    } catch (err) {
+      const f = failureOf(err);
+      if (f.kind === 'engine') throw new CustodyError('chain_backend_error', `simulating the module call: ${f.message}`);
+      // The modifier allowed it and the Safe's call reverted: say why, as for a Safe execution.
+      if (f.errorName === 'ModuleTransactionFailed') {
+        const inner = await explainInnerFailure(chain.client, safe, tx).catch(() => undefined);
+        if (inner?.kind === 'reverted') return { ...inner, reason: `${inner.reason} (the module reverted with ModuleTransactionFailed)` };
+      }
+      return f;
+    }
+  }
+
+  private track(p: Promise<void>, token: TokenRecord): void {
+    const q = p.catch((err: unknown) => this.o.log?.warn({ category: (err as { code?: string }).code ?? 'error', safe: token.safe }, 'token operation run failed'));
+    this.running.add(q);
+    void q.finally(() => this.running.delete(q));
+  }
+
+  /**
+   * Follows a submitted module execution's vault transaction to its end: confirmed once the member's
+   * transaction is mined with the Safe's ExecutionFromModuleSuccess for the module; failed when the vault
+   * transaction ends failed or rejected, or the transaction reverted.
+   */
+  private async followModule(token: TokenRecord, id: string): Promise<void> {
+    const chain = this.chainOf(token);
+    const scope = { tenant: token.tenant, workspace: token.workspace };
+    for (;;) {
+      const op = await OPERATIONS.in(this.o.store).get(id);
+      if (!op || isVaultCall(op) || op.state !== 'submitted' || !op.module_execution) return;
+      const m = op.module_execution;
+      const vaultTx = await this.o.transactions!.get(token.org, m.transaction_id);
+      if (vaultTx.state === 'failed' || vaultTx.state === 'rejected') {
+        const revert = vaultTx.reason?.startsWith('would_revert');
+        await this.lock(token.safe, () => this.fail(scope, op, { reason: revert ? 'revert' : 'engine', message: `vault transaction ${vaultTx.id} ended ${vaultTx.state}: ${vaultTx.reason ?? 'no reason'}`, error_name: null, at: this.iso() }));
+        return;
+      }
+      if (vaultTx.tx_hash && ['broadcast', 'confirmed', 'final'].includes(vaultTx.state)) {
+        const receipt = await chain.client.getTransactionReceipt({ hash: vaultTx.tx_hash as Hex }).catch(() => undefined);
+        if (receipt) {
+          const events = parseEventLogs({ abi: SAFE_ABI, logs: receipt.logs.filter((l) => l.address.toLowerCase() === token.safe) });
+          const ok = receipt.status === 'success' && events.some((e) => e.eventName === 'ExecutionFromModuleSuccess' && e.args.module.toLowerCase() === m.module);
+          if (ok) {
+            await this.lock(token.safe, () => this.confirm(scope, op, receipt.transactionHash));
+          } else {
+            const why = await this.simulateModuleCall(chain, getAddress(token.safe), safeTxOf(op.safe_tx), getAddress(m.member), getAddress(m.module), execWithRoleData(safeTxOf(op.safe_tx), m.role_key)).catch(() => undefined);
+            await this.lock(token.safe, () => this.fail(scope, op, why?.kind === 'reverted'
+              ? { reason: 'revert', message: `the member's transaction ${receipt.transactionHash} reverted: ${why.reason}`, error_name: why.errorName, at: this.iso() }
+              : { reason: 'revert', message: `the member's transaction ${receipt.transactionHash} reverted`, error_name: null, at: this.iso() }));
+          }
+          return;
+        }
+      }
+      await new Promise((r) => setTimeout(r, MODULE_FOLLOW_MS));
+    }
+  }
+
   private start(token: TokenRecord): void {
-    const p = this.drive(token).catch((err: unknown) => this.o.log?.warn({ category: (err as { code?: string }).code ?? 'error', safe: token.safe }, 'token operation run failed'));
-    this.running.add(p);
-    void p.finally(() => this.running.delete(p));
+    this.track(this.drive(token), token);
   }
 
   /** Executes the Safe's ready operations in nonce order, each at the Safe's next nonce, until one is not ready. */
@@ -389,18 +533,28 @@ export class OperationService {
       [OPERATIONS.putOp(op.id, done, { index: indexOf(done) })]);
   }
 
-  /** Ends `op` failed and moves every later open operation of the Safe one nonce down (its signatures start again). */
-  private async fail(scope: Scope, op: OperationRecord, failure: OperationFailure): Promise<void> {
-    const failed: OperationRecord = { ...op, state: 'failed', failure, updated_at: failure.at };
-    const ops: Op[] = [OPERATIONS.putOp(op.id, failed, { index: indexOf(failed) })];
+  /**
+   * `op`'s Safe nonce is freed (it failed, or runs through the module): every later open operation of the Safe
+   * moves one nonce down, its signatures dropped (they were over the old hash). Run under the Safe's lock.
+   */
+  private async freeNonceOps(op: OperationRecord, at: string): Promise<Op[]> {
+    const ops: Op[] = [];
     for (const later of await this.openOf(op.safe)) {
       if (later.id === op.id || BigInt(later.safe_tx.nonce) <= BigInt(op.safe_tx.nonce) || later.state === 'executed') continue;
       const tx = { ...safeTxOf(later.safe_tx), nonce: BigInt(later.safe_tx.nonce) - 1n };
       const moved: OperationRecord = {
-        ...later, safe_tx: storedSafeTx(tx), safe_tx_hash: safeTxHash(getAddress(later.safe), later.chain_id, tx), state: 'proposed', signatures: [], reproposals: later.reproposals + 1, updated_at: failure.at,
+        ...later, safe_tx: storedSafeTx(tx), safe_tx_hash: safeTxHash(getAddress(later.safe), later.chain_id, tx), state: 'proposed', signatures: [], reproposals: later.reproposals + 1, updated_at: at,
       };
       ops.push(OPERATIONS.putOp(later.id, moved, { index: indexOf(moved) }));
     }
+    return ops;
+  }
+
+  /** Ends `op` failed; an operation that held a Safe nonce frees it (later ones move down). */
+  private async fail(scope: Scope, op: OperationRecord, failure: OperationFailure): Promise<void> {
+    const failed: OperationRecord = { ...op, state: 'failed', failure, updated_at: failure.at };
+    // A submitted module execution freed its nonce when it was submitted.
+    const ops: Op[] = [OPERATIONS.putOp(op.id, failed, { index: indexOf(failed) }), ...(op.state === 'submitted' ? [] : await this.freeNonceOps(op, failure.at))];
     await this.o.deliveries.emitAll(scope, [{
       type: 'tokenization.operation.failed', resource: { type: 'token_operation', id: op.id }, actor: { type: 'system', id: 'tokenization' },
       data: { token_id: op.token_id, operation_id: op.id, kind: op.kind, reason: failure.reason === 'revert' ? 'onchain_revert' : 'engine_error', error: failure.message },

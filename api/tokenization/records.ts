@@ -125,6 +125,24 @@ export interface OperationSignature {
   at: string;
 }
 
+/**
+ * An operation run through the token's roles module instead of the Safe's signatures: a role member's call
+ * `execTransactionWithRole(to, value, data, operation, role_key, true)` on the modifier, sent as the member
+ * vault wallet's own transaction (a customer-signed kind-1 intent on the vault transaction path).
+ */
+export interface ModuleExecution {
+  /** The token's Zodiac Roles modifier. */
+  module: string;
+  role_key: number;
+  /** The member wallet's address (the transaction's sender). */
+  member: string;
+  wallet_id: string;
+  /** The vault transaction that carries the call, and its intent's idempotency key (a retry answers the same). */
+  transaction_id: string;
+  idempotency_key: string;
+  at: string;
+}
+
 /** Why an operation failed: the chain refused it (`revert`, decoded) or could not run it (`engine`). */
 export interface OperationFailure { reason: 'revert' | 'engine'; message: string; error_name: string | null; at: string }
 
@@ -160,6 +178,8 @@ export interface OperationRecord extends OperationCommon {
   signatures: OperationSignature[];
   /** How many times the operation was moved to a freed Safe nonce (its signatures then start again). */
   reproposals: number;
+  /** Set when it went through the roles module (`module-signature`); absent or null for a Safe execution. */
+  module_execution?: ModuleExecution | null;
 }
 
 /** What a vault call sends: one customer-signed kind-1 intent from the wallet to the token, value 0. */

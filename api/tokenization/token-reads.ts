@@ -6,6 +6,7 @@ import { getAddress, isAddress, isHex, type AbiFunction, type AbiParameter, type
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { failureOf } from './chain/chain-failure.ts';
 import { SAFE_ABI } from './chain/safe-abi.ts';
+import { rolesModifierAddress, rolesModuleState } from './chain/roles-module.ts';
 import type { TokenRecord } from './records.ts';
 import type { TokenChain } from './token-chain.ts';
 import { tokenAbi } from './token-calls.ts';
@@ -87,6 +88,7 @@ export async function tokenContracts(chain: TokenChain, token: TokenRecord) {
   const code = async (a: string) => ((await onChain(`the code at ${a}`, () => chain.client.getCode({ address: getAddress(a) }))) ?? '0x').length > 2;
   const [tokenCode, safeCode, forwarderCode] = await Promise.all([code(token.address), code(token.safe), code(token.forwarder)]);
   const registry = tokenCode ? await onChain('accessRegistry', () => chain.client.readContract({ address: getAddress(token.address), abi: tokenAbi(token.kind), functionName: 'accessRegistry' }) as Promise<Address>) : null;
+  const modifier = rolesModifierAddress(token.id, getAddress(token.safe));
   const safe = safeCode ? await onChain('the Safe', async () => ({
     owners: (await chain.client.readContract({ address: getAddress(token.safe), abi: SAFE_ABI, functionName: 'getOwners' })).map((a) => a.toLowerCase()),
     threshold: Number(await chain.client.readContract({ address: getAddress(token.safe), abi: SAFE_ABI, functionName: 'getThreshold' })),
@@ -98,5 +100,6 @@ export async function tokenContracts(chain: TokenChain, token: TokenRecord) {
     safe: { address: token.safe, deployed: safeCode, owners: safe?.owners ?? null, threshold: safe?.threshold ?? null, nonce: safe?.nonce ?? null },
     forwarder: { address: token.forwarder, deployed: forwarderCode },
     access_registry: registry && BigInt(registry) !== 0n ? registry.toLowerCase() : null,
+    roles_module: { address: modifier.toLowerCase(), ...(safeCode ? await onChain('the roles module', () => rolesModuleState(chain.client, getAddress(token.safe), modifier)) : { deployed: false, enabled: false }) },
   };
 }

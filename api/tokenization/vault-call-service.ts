@@ -27,7 +27,7 @@ import { walletState } from '../wallets/wallet-view.ts';
 import { bodyFingerprint } from '../idempotency.ts';
 import { OPERATIONS, TOKENIZATION_KEYS } from './collections.ts';
 import type { OperationFailure, TokenRecord, VaultCallRecord } from './records.ts';
-import { FOLLOWED_CALL_STATES, operationMayBecome, type OperationState } from './operation-states.ts';
+import { FOLLOWED_CALL_STATES, vaultCallMayBecome, type OperationState } from './operation-states.ts';
 import type { TokenChain } from './token-chain.ts';
 import type { TokenService } from './token-service.ts';
 import { nftTransferCall, operationCall, roleId, tokenAbi, type OperationCall } from './token-calls.ts';
@@ -308,7 +308,7 @@ export class VaultCallService {
     else if (tx.state === 'failed' || tx.state === 'rejected') to = 'failed';
     else return false;
     if (to === op0.state) return false;
-    if (!operationMayBecome(op0.state, to)) {
+    if (!vaultCallMayBecome(op0.state, to)) {
       this.o.log?.warn({ operation: id, state: op0.state, transaction_state: tx.state }, 'a token call\'s vault transaction ended in a way its state cannot follow');
       return true;
     }
@@ -316,7 +316,7 @@ export class VaultCallService {
     const scope = { tenant: op0.tenant, workspace: op0.workspace };
     await this.o.store.exclusive(`tokenization:vault-call:${op0.token_id}`, async () => {
       const op = await OPERATIONS.in(this.o.store).get(id);
-      if (!op || !isVaultCall(op) || !operationMayBecome(op.state, to)) return;
+      if (!op || !isVaultCall(op) || !vaultCallMayBecome(op.state, to)) return;
       const now = this.iso();
       const next: VaultCallRecord = {
         ...op, state: to, tx_hash: tx.tx_hash ?? op.tx_hash, failure, updated_at: now,

@@ -1,6 +1,7 @@
 // A customer-signed intent submitted through the vault transaction path (docs/transactions.md), as the
-// tokenization area does it: a Safe owner's signature (kind 3, operations/{opId}/signatures) and a call a
-// vault wallet makes on a token (kind 1, policy-mint and nft-transfers). The submission is POST
+// tokenization area does it: a Safe owner's signature (kind 3, operations/{opId}/signatures), a role
+// member's call on the token's roles module (kind 1, operations/{opId}/module-signature) and a call a vault
+// wallet makes on a token (kind 1, policy-mint and nft-transfers). The submission is POST
 // /v1/transactions as the organization, so every check of that path applies (the intent signature under an
 // active API key, expiry, the nonce, the vault's policy, the end user), and the signer nodes then check the
 // intent again themselves: what the API compares here is a courtesy to the caller, not the safety.

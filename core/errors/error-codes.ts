@@ -117,6 +117,8 @@ export const ERROR_CODES = entries({
   mint_cap_exceeded: e('invalid', 'the mint is over what the minter\'s mint policy leaves in the current period, read on chain'),
   not_token_holder: e('invalid', 'the wallet does not hold the token id, or not that amount of it, read on chain'),
   token_call_reverted: e('invalid', 'the token refuses the call when simulated: its decoded error; nothing was submitted'),
+  module_call_mismatch: e('invalid', 'a module execution\'s intent is not the roles module call of the operation\'s Safe transaction'),
+  module_call_refused: e('invalid', 'the token\'s roles module would refuse the member\'s call (no role, or a call outside its scope)'),
   challenge_used: e('conflict', 'the proof challenge was already used; ask for a new one'),
   tokenization_unavailable: e('unavailable', 'no tokenization deployer or chain backend is configured for the chain'),
   gasless_unavailable: e('invalid', 'gasless relaying is off: no relayer key is configured (API_TOKENIZATION_RELAYER_KEY_FILE)'),

@@ -36,6 +36,8 @@ export const HTTP_STATUS_BY_CODE: Readonly<Partial<Record<ErrorCode, number>>> =
   gasless_unavailable: 422,
   forward_signature_invalid: 422,
   gasless_would_revert: 422,
+  module_call_mismatch: 422,
+  module_call_refused: 422,
   precondition_failed: 412,
   precondition_required: 428,
 };

@@ -16,6 +16,7 @@ import { TOKEN_STATUSES } from '../../tokenization/token-states.ts';
 import type { Tokenization } from '../../tokenization/tokenization-setup.ts';
 import { operationView, type OperationFilters, type SignatureInput } from '../../tokenization/operation-service.ts';
 import type { VaultCallInput } from '../../tokenization/vault-call-service.ts';
+import { ROLES_MODULE_ACTIONS } from '../../tokenization/roles-module-calls.ts';
 import { OPERATION_STATES } from '../../tokenization/operation-states.ts';
 import { OPERATION_KINDS, ROLE_NAMES, type OperationKind } from '../../tokenization/token-calls.ts';
 import { readToken, tokenContracts, treasuryStatus } from '../../tokenization/token-reads.ts';
@@ -94,7 +95,11 @@ const Operation = Type.Object({
     kind: Type.Literal('evm.safe_tx'), organization: Type.String(), wallet_id: Type.String(), chain_id: Type.Integer(), owner: Type.String(), safe: Type.String(), to: Type.String(), value: Type.String(), data: Type.String(),
     operation: Type.Integer(), safe_tx_gas: Type.String(), base_gas: Type.String(), gas_price: Type.String(), gas_token: Type.String(), refund_receiver: Type.String(), safe_nonce: Type.String(),
   }), { description: 'for each owner vault that has not signed: the kind-3 intent fields (docs/intents.md "Kind 3") the customer signs, with its own idempotency_key and not_after' }),
-  reproposals: Type.Integer({ description: 'how many times an earlier failure moved it to a freed Safe nonce' }), vault_call: Nullable(VaultCall), tx_hash: Nullable(Type.String()),
+  module_execution: Nullable(Type.Object({
+    module: Type.String({ description: 'the token\'s Zodiac Roles modifier' }), role_key: Type.Integer(), member: Type.String({ description: 'the member vault wallet\'s address, the sender' }),
+    wallet_id: Type.String(), transaction_id: Type.String({ description: 'the vault transaction carrying the member\'s call' }), at: Type.String(),
+  }, { description: 'set when a Safe operation runs through the roles module (module-signature) instead of the Safe\'s signatures; null otherwise and for a call by a vault wallet' })),
+  reproposals: Type.Integer({ description: 'how many times an earlier failure or module execution moved it to a freed Safe nonce' }), vault_call: Nullable(VaultCall), tx_hash: Nullable(Type.String()),
   failure: Nullable(Type.Object({ reason: literals(['revert', 'engine'] as const), message: Type.String(), error_name: Nullable(Type.String()), at: Type.String() })),
   created_at: Type.String(), updated_at: Type.String(), executed_at: Nullable(Type.String()), confirmed_at: Nullable(Type.String()),
 });
@@ -122,8 +127,21 @@ const CallIntent = Type.Object({
   asset: Type.Literal('native'), amount: Type.Literal('0'), data: Type.String({ description: 'the calldata: safeTransferFrom(from = the wallet, to, id[, amount, ""])' }),
 }, { description: 'the kind-1 intent fields (docs/intents.md "Kind 1") the customer signs, adding its own nonce (POST /v1/transactions/prepare), max_fee, idempotency_key and not_after' });
 const BuiltNftTransfer = Type.Object({ wallet_id: Type.String(), to: Type.String(), token_id: Type.String(), amount: Nullable(Type.String()), intent: CallIntent });
+const ModuleSignatureBody = Type.Object({
+  wallet_id: Type.String({ maxLength: 64, description: 'the member: a vault wallet of the customer holding the role on the token\'s roles module' }),
+  role_key: Type.Integer({ minimum: 0, maximum: 65_535, description: 'the Roles v1 role (uint16) the member calls with' }),
+  intent: Type.String({ pattern: '^(0x)?[0-9a-fA-F]+$', maxLength: 140_000, description: 'the customer-signed kind-1 intent: from the member wallet to the roles module, value 0, data execTransactionWithRole(to, value, data, operation, role_key, true) of the operation\'s SafeTx' }),
+  intent_signature: Type.String({ pattern: '^(0x)?[0-9a-fA-F]{128}$' }),
+  end_user_token: Type.Optional(Type.String({ maxLength: 8192, description: 'a hosted vault with end-user authentication: the end user\'s token naming this intent' })),
+}, { additionalProperties: false });
+const RolesModuleAction = Type.Object({
+  action: literals(ROLES_MODULE_ACTIONS),
+  role_key: Type.Optional(Type.Integer({ minimum: 0, maximum: 65_535, description: 'a Roles v1 role (uint16)' })),
+  member: Type.Optional(Address),
+  functions: Type.Optional(Type.Array(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$' }), { minItems: 1, maxItems: 20, description: 'state-changing functions of the token, by name' })),
+}, { additionalProperties: false, description: 'configure the token\'s Zodiac Roles modifier: enable it on the Safe; assign_role / unassign_role {role_key, member}; allow_functions / revoke_functions {role_key, functions} on this token' });
 const Accounts = Type.Array(Address, { minItems: 1, maxItems: 100 });
-const OPERATION_BODIES: Record<OperationKind, { summary: string; body: ReturnType<typeof Type.Object> }> = {
+const OPERATION_BODIES: Record<OperationKind, { summary: string; body: ReturnType<typeof Type.Object> | ReturnType<typeof Type.Union> }> = {
   mint: { summary: 'Mint: ERC-20 {to, amount}; ERC-721 {to, token_id}; ERC-1155 {to, token_id, amount, data?}. The Safe mints as a MINTER_ROLE holder under its mint policy', body: Type.Object({ to: Address, amount: Type.Optional(Uint), token_id: Type.Optional(Uint), data: Type.Optional(HexData) }, { additionalProperties: false }) },
   burn: { summary: 'Burn what the Safe holds: ERC-20 {amount}; ERC-721 {token_id}; ERC-1155 {token_id, amount, account?}', body: Type.Object({ amount: Type.Optional(Uint), token_id: Type.Optional(Uint), account: Type.Optional(Address) }, { additionalProperties: false }) },
   pause: { summary: 'Pause every transfer, mint and burn', body: Type.Object({}, { additionalProperties: false }) },
@@ -140,7 +158,13 @@ const OPERATION_BODIES: Record<OperationKind, { summary: string; body: ReturnTyp
   deprecate: { summary: 'Deprecate the token in favour of a successor; movements then stop', body: Type.Object({ successor: Address }, { additionalProperties: false }) },
   set_mint_policy: { summary: 'Set a minter\'s mint policy: at most cap per period of period_seconds, enforced on chain', body: Type.Object({ minter: Address, cap: Uint, period_seconds: Type.Integer({ minimum: 1, maximum: 10 * 365 * 86_400 }) }, { additionalProperties: false }) },
   revoke_mint_policy: { summary: 'Remove a minter\'s mint policy (it can no longer mint)', body: Type.Object({ minter: Address }, { additionalProperties: false }) },
-  raw_safe_tx: { summary: 'Propose any Safe transaction of the admin Safe (a delegatecall only to MultiSendCallOnly)', body: Type.Object({ to: Address, value: Type.Optional(Uint), data: Type.Optional(HexData), operation: Type.Optional(Type.Union([Type.Literal(0), Type.Literal(1)])) }, { additionalProperties: false }) },
+  raw_safe_tx: {
+    summary: 'Propose any Safe transaction of the admin Safe (a delegatecall only to MultiSendCallOnly), or with {roles_module} one that enables or configures the token\'s roles module',
+    body: Type.Union([
+      Type.Object({ to: Address, value: Type.Optional(Uint), data: Type.Optional(HexData), operation: Type.Optional(Type.Union([Type.Literal(0), Type.Literal(1)])) }, { additionalProperties: false }),
+      Type.Object({ roles_module: RolesModuleAction }, { additionalProperties: false }),
+    ]),
+  },
 };
 
 const ForwardRequestJson = Type.Object({
@@ -345,6 +369,19 @@ export const tokenizationRoutes: FastifyPluginAsyncTypebox<{ platform: Platform;
     return operationView(op, token);
   });
 
+  app.post('/tokenization/tokens/:id/operations/:opId/module-signature', {
+    config: { permission: 'tokenization.operate' },
+    schema: {
+      summary: 'Execute the operation through the token\'s roles module: a role member vault\'s customer-signed call instead of the Safe\'s signatures',
+      description: 'The member wallet\'s kind-1 intent must call the token\'s Zodiac Roles modifier with execTransactionWithRole(to, value, data, operation, role_key, true) of exactly the operation\'s SafeTx (else 422 module_call_mismatch); the call is simulated from the member first, and one the role does not allow is 422 module_call_refused with the module\'s decoded error. Then the intent goes through the vault transaction path, the operation is `submitted` (its Safe nonce is freed: later operations move one nonce down) and then `confirmed` on chain. A module that is not enabled, a `ready` or closed operation, a call by a vault wallet (no Safe transaction): 409 conflict. docs/platform/tokenization.md#module-signature.',
+      tags: TAGS, security: change, params: OpParams, body: ModuleSignatureBody, response: { 200: Operation, ...errors },
+    },
+  }, async (req) => {
+    idempotencyKeyOf(req);
+    const { op, token } = await operations.moduleSignature(scopeOf(req), actorOf(req), req.params.id, req.params.opId, req.body);
+    return operationView(op, token);
+  });
+
   // ── Calls by a vault wallet ────────────────────────────────────────────────────────────────────────
   const { vaultCalls } = tokenization;
   app.post('/tokenization/tokens/:id/policy-mint', {
@@ -461,6 +498,7 @@ export const tokenizationRoutes: FastifyPluginAsyncTypebox<{ platform: Platform;
           safe: Type.Object({ address: Type.String(), deployed: Type.Boolean(), owners: Nullable(Type.Array(Type.String())), threshold: Nullable(Type.Integer()), nonce: Nullable(Type.String()) }),
           forwarder: Type.Object({ address: Type.String(), deployed: Type.Boolean() }),
           access_registry: Nullable(Type.String()),
+          roles_module: Type.Object({ address: Type.String({ description: 'the token\'s Zodiac Roles modifier (CREATE2 through the ModuleProxyFactory)' }), deployed: Type.Boolean(), enabled: Type.Boolean({ description: 'enabled as a module of the Safe' }) }),
         }),
         ...errors,
       },

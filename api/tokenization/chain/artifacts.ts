@@ -10,6 +10,7 @@ import erc721 from '../contracts/ManagedERC721.json' with { type: 'json' };
 import erc1155 from '../contracts/ManagedERC1155.json' with { type: 'json' };
 import forwarder from '../contracts/ERC2771Forwarder.json' with { type: 'json' };
 import safe from '../contracts/Safe-1.4.1.json' with { type: 'json' };
+import zodiac from '../contracts/Zodiac-Roles-1.1.0.json' with { type: 'json' };
 
 export type TokenKind = 'erc20' | 'erc721' | 'erc1155';
 export type TokenContractName = 'ManagedERC20' | 'ManagedERC721' | 'ManagedERC1155' | 'ERC2771Forwarder';
@@ -44,10 +45,11 @@ export function safeArtifact(name: SafeContractName): SafeArtifact {
 /** The version of the Safe contracts this layer deploys. */
 export const SAFE_VERSION = (safe as { version: string }).version;
 
-/** The ABI of every contract here, for decoding a revert whichever contract raised it. */
+/** The ABI of every contract here, for decoding a revert whichever contract raised it (the Zodiac Roles modifier's and its Permissions library's included). */
 export function allAbis(): Abi {
   const names: SafeContractName[] = ['SafeL2', 'SafeProxyFactory', 'MultiSendCallOnly'];
-  return [...(['ManagedERC20', 'ManagedERC721', 'ManagedERC1155', 'ERC2771Forwarder'] as const).flatMap((n) => builtArtifact(n).abi), ...names.flatMap((n) => safeArtifact(n).abi)];
+  const roles = [zodiac.contracts.Roles.abi, zodiac.contracts.Permissions.abi, zodiac.contracts.ModuleProxyFactory.abi].flat() as Abi;
+  return [...(['ManagedERC20', 'ManagedERC721', 'ManagedERC1155', 'ERC2771Forwarder'] as const).flatMap((n) => builtArtifact(n).abi), ...names.flatMap((n) => safeArtifact(n).abi), ...roles];
 }
 
 const PUSH32_ZERO = '7f' + '0'.repeat(64);

@@ -13,8 +13,11 @@ export const SAFE_ABI = parseAbi([
   'function domainSeparator() view returns (bytes32)',
   'function VERSION() view returns (string)',
   'function isModuleEnabled(address module) view returns (bool)',
+  'function enableModule(address module)',
   'event ExecutionSuccess(bytes32 indexed txHash, uint256 payment)',
   'event ExecutionFailure(bytes32 indexed txHash, uint256 payment)',
+  'event ExecutionFromModuleSuccess(address indexed module)',
+  'event ExecutionFromModuleFailure(address indexed module)',
 ]);
 
 export const SAFE_PROXY_FACTORY_ABI = parseAbi([

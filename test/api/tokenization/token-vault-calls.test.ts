@@ -119,7 +119,7 @@ t.test('policy-mint on an ERC-20: within the cap on chain, over it refused and r
   const r = await s.call('POST', `${base}/policy-mint`, prepared.body, s.acme.developer, key('pm-600'));
   t.equal(r.statusCode, 201, r.body);
   const op = r.json() as Op;
-  t.match(op, { kind: 'policy_mint', state: 'submitted', via: 'vault_transaction', safe_tx: null, signatures: [], vault_call: { wallet_id: m.wallet.id, from: minter.toLowerCase(), to: tok.address.toLowerCase(), transaction_id: /^txn_/ } });
+  t.match(op, { kind: 'policy_mint', state: 'submitted', via: 'vault_transaction', safe_tx: null, signatures: [], module_execution: null, vault_call: { wallet_id: m.wallet.id, from: minter.toLowerCase(), to: tok.address.toLowerCase(), transaction_id: /^txn_/ } });
   t.equal(op.vault_call!.data, mintCalldata('erc20', { to: holder.address, amount: 600n }), 'the calldata signed is the mint of the fields');
   const replay = await s.call('POST', `${base}/policy-mint`, prepared.body, s.acme.developer, key('pm-600'));
   t.equal(replay.json().id, op.id, 'the same Idempotency-Key and body: the same record');
@@ -131,6 +131,9 @@ t.test('policy-mint on an ERC-20: within the cap on chain, over it refused and r
   t.equal((await events('tokenization.operation.confirmed', op.id)).length, 1, 'its confirmed event once');
   t.match((await s.call('GET', `${base}/operations?kind=policy_mint`)).json().data, [{ id: op.id, state: 'confirmed' }], 'in the token\'s operations list');
   t.match((await s.call('POST', `${base}/operations/${op.id}/signatures`, { owner: outsider.address, signature: `0x${'11'.repeat(65)}` })).json(), { code: 'conflict' }, 'a call takes no Safe signatures');
+  const viaModule = await s.call('POST', `${base}/operations/${op.id}/module-signature`, { wallet_id: m.wallet.id, role_key: 1, intent: '00', intent_signature: '11'.repeat(64) });
+  t.match([viaModule.statusCode, viaModule.json().code], [409, 'conflict'], 'a call does not run through the roles module');
+  t.match((await s.call('GET', `${base}/operations/${op.id}`)).json(), { state: 'confirmed', module_execution: null, vault_call: { transaction_id: op.vault_call!.transaction_id } }, 'unchanged');
 
   // Over what the policy leaves: refused with the chain's figures; nothing stored or submitted.
   const before = await footprint();

@@ -2,7 +2,8 @@
 // tokenization services on that chain (the deployer is anvil's development account 9 and the gasless relayer
 // its account 1, neither used otherwise by these tests and never a customer's key), a manual clock, two
 // customers (Acme and Globex) with keys of several roles, and hosted vaults with an evm-local wallet each to
-// own admin Safes or send calls on tokens (the transaction worker signs and broadcasts them on the same anvil).
+// own admin Safes or send their own transactions: calls on tokens and roles-module members' calls (the
+// transaction worker signs and broadcasts them on the same anvil).
 import type { Test } from 'tap';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -52,6 +53,7 @@ export async function tokenizationApp(t: Test) {
   // (intent kind 3) goes through the real vault transaction path and worker.
   const signers = new Map<string, CoordinatorClient>();
   const coordinator = { sign: (req: { vaultId: string }) => signers.get(req.vaultId)!.sign(req as never) } as unknown as CoordinatorClient;
+  // A vault wallet's own EVM transactions (a call on a token, a roles-module member's call) are sent to the same anvil.
   const evm = new EvmChain(evmNetwork('evm-local')!, anvil.url);
   const worker = new TransactionWorker({ vaults, transactions, coordinator, chains: { evm: (c) => (c === 'evm-local' ? evm : undefined), bitcoin: () => undefined }, log: createLogger('worker', 'silent'), pollMs: 20, maxRetryDelayMs: 20 });
   worker.start();
