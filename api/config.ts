@@ -65,6 +65,8 @@ export const ApiConfigSchema = Type.Object({
   escrowFundingWindowSec: Type.Integer({ env: 'API_ESCROW_FUNDING_WINDOW_SEC', default: 86_400, minimum: 60, maximum: 2_592_000, description: 'how long an escrow waits for its deposit before it expires' }),
   tokenizationDeployerKeyFile: Type.Optional(Type.String({ env: 'API_TOKENIZATION_DEPLOYER_KEY_FILE', minLength: 1, description: 'file holding the tokenization deployer\'s secp256k1 key (0x and 64 hex digits): the service account that pays for token deployments and Safe executions on every EVM chain of API_CHAIN_BACKENDS; never a customer\'s key (docs/platform/tokenization.md)' })),
   tokenizationChallengeTtlSec: Type.Integer({ env: 'API_TOKENIZATION_CHALLENGE_TTL_SEC', default: 600, minimum: 30, maximum: 86_400, description: 'how long an authority\'s proof challenge stays usable' }),
+  gatewayTimeoutMs: Type.Integer({ env: 'API_GATEWAY_TIMEOUT_MS', default: 10_000, minimum: 100, maximum: 60_000, description: 'how long one call to an integration gateway may take, connect to last byte, before it is a timeout (docs/platform/gateways.md)' }),
+  gatewayCallbackWaitMs: Type.Integer({ env: 'API_GATEWAY_CALLBACK_WAIT_MS', default: 15_000, minimum: 100, maximum: 120_000, description: 'how long a conformance run waits for the gateway\'s callbacks' }),
   offRampWindowSec: Type.Integer({ env: 'API_OFF_RAMP_WINDOW_SEC', default: 3600, minimum: 60, maximum: 604_800, description: 'how long an off-ramp request waits for the holder\'s transfer before it expires' }),
   webhookAllowedDestinations: Type.Array(Type.String({ minLength: 1 }), {
     env: 'API_WEBHOOK_ALLOWED_DESTINATIONS', default: [],
