@@ -262,6 +262,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       // Funding and off-ramp requests (docs/platform/funding.md): the sweep runs only for a service built here.
       // Integration gateways (docs/platform/gateways.md): a workspace's own rail, which funding uses when one is active.
       const gateways = opts.gateways ?? createGateways(opts.config, platform);
+      p.addHook('onClose', async () => gateways.close());
       await p.register(integrationGatewayRoutes, { platform, gateways, publicOrigin: opts.config.publicUrl, now });
       const funding = opts.funding ?? createFunding(opts.config, platform, { log: opts.logger, gateways });
       if (!opts.funding) {

@@ -5,7 +5,7 @@
 // which waits for them (up to API_GATEWAY_CALLBACK_WAIT_MS) and deletes them when it is done.
 import { randomBytes } from 'node:crypto';
 import type { RecordRepository } from '../store/record-repository.ts';
-import { GatewayCallError, type GatewayClient, type RawAnswer } from './gateway-client.ts';
+import { CATEGORY_SENTENCES, GatewayCallError, type GatewayCallCategory, type GatewayClient, type RawAnswer } from './gateway-client.ts';
 import { SANDBOX_AMOUNTS, isErrorAnswer, parseWireTransfer, type TransferSubmission, type WireTransfer } from './gateway-protocol.ts';
 import type { ConformanceCheck, GatewayRecord } from './gateway-records.ts';
 import { GATEWAY_CONFORMANCE_CALLBACKS } from './collections.ts';
@@ -58,7 +58,7 @@ export async function runConformance(o: ConformanceOptions, gw: GatewayRecord): 
   };
   const submit = async (s: TransferSubmission, statuses = [201]) => transferOf(await post(JSON.stringify(s)), statuses, s);
   const expectRefusal = (a: RawAnswer, status: number, what: string) => {
-    if (a.result.status_code === null) fail(`${what}: no answer (${a.result.error})`);
+    if (a.result.status_code === null) fail(`${what}: no answer: ${CATEGORY_SENTENCES[(a.result.error ?? 'connection_failed') as GatewayCallCategory] ?? a.result.error}`);
     if (a.result.status_code !== status) fail(`${what}: answered ${a.result.status_code}, the protocol says ${status}`);
     if (!isErrorAnswer(a.json)) fail(`${what}: the answer is not the protocol's error shape {"error", "code"}`);
   };

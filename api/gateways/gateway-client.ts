@@ -58,8 +58,40 @@ export interface RawAnswer {
 
 const ANSWER_BYTES = 16 * 1024;
 
+/** Clients kept for reuse (their connections), per base URL, pins and timeout; the oldest is closed past this. */
+const MAX_CLIENTS = 64;
+
 export class GatewayClient {
+  private readonly clients = new Map<string, OutboundHttp>();
+
   constructor(private readonly o: GatewayClientOptions) {}
+
+  /**
+   * The outbound client for these pins and timeout. Pins are checked on each new connection, and a
+   * connection is kept only by the client made for its pins: a pin change gives a new client (new
+   * connections, checked again), never a connection checked under the old pins.
+   */
+  private http(baseUrl: string, pins: string[] | undefined, timeoutMs: number): OutboundHttp {
+    const key = `${new URL(baseUrl).origin}|${pins?.join(',') ?? ''}|${timeoutMs}`;
+    let http = this.clients.get(key);
+    if (!http) {
+      http = new OutboundHttp({ policy: this.o.policy, timeoutMs, maxResponseBytes: ANSWER_BYTES, ...(this.o.lookup ? { lookup: this.o.lookup } : {}), ...(pins ? { pins } : {}) });
+      this.clients.set(key, http);
+      if (this.clients.size > MAX_CLIENTS) {
+        const [oldest, client] = this.clients.entries().next().value!;
+        this.clients.delete(oldest);
+        void client.close().catch(() => undefined);
+      }
+    }
+    return http;
+  }
+
+  /** Closes every kept client (the server's shutdown). */
+  async close(): Promise<void> {
+    const all = [...this.clients.values()];
+    this.clients.clear();
+    await Promise.all(all.map((c) => c.close().catch(() => undefined)));
+  }
 
   get key(): ServiceGatewayKey {
     return this.o.key;
@@ -90,19 +122,14 @@ export class GatewayClient {
   async raw(gw: Pick<GatewayRecord, 'base_url' | 'pins'>, method: 'GET' | 'POST', path: string, body: string | undefined, signing: Signing = 'service', timeoutMs = this.o.timeoutMs): Promise<RawAnswer> {
     const url = this.url(gw, path);
     const pins = gw.pins ? [gw.pins.current, ...(gw.pins.next ? [gw.pins.next] : [])] : undefined;
-    const http = new OutboundHttp({ policy: this.o.policy, timeoutMs, maxResponseBytes: ANSWER_BYTES, ...(this.o.lookup ? { lookup: this.o.lookup } : {}), ...(pins ? { pins } : {}) });
+    const result = await this.http(gw.base_url, pins, timeoutMs).request(url, { method, headers: this.headers(method, url, body, signing), ...(body !== undefined ? { body } : {}) });
+    let json: unknown;
     try {
-      const result = await http.request(url, { method, headers: this.headers(method, url, body, signing), ...(body !== undefined ? { body } : {}) });
-      let json: unknown;
-      try {
-        json = result.response_body ? JSON.parse(result.response_body) : undefined;
-      } catch {
-        json = undefined;
-      }
-      return { result, json };
-    } finally {
-      await http.close();
+      json = result.response_body ? JSON.parse(result.response_body) : undefined;
+    } catch {
+      json = undefined;
     }
+    return { result, json };
   }
 
   /** A transfer from an answer that must carry one with one of `statuses`; a GatewayCallError otherwise. */

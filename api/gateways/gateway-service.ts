@@ -85,6 +85,11 @@ export class GatewayService implements RailDirectory {
     this.redemption = o.redemptionAddresses ?? {};
   }
 
+  /** Closes the kept connections to gateways (the server's shutdown). */
+  close(): Promise<void> {
+    return this.o.client.close();
+  }
+
   /** Where holders send stablecoin to redeem it: the issuer's, whichever rail pays the fiat (set by the funding setup). */
   setRedemptionAddresses(addresses: Readonly<Record<string, string>>): void {
     this.redemption = addresses;

@@ -109,8 +109,9 @@ export class OutboundHttp {
     this.lookup = o.lookup ?? defaultLookup;
     this.pins = o.pins?.length ? [...o.pins] : undefined;
     // A pinned peer is authenticated by its key, checked below once the handshake is done; the chain and
-    // the name are then not what decides.
-    this.socketConnector = o.socketConnector ?? buildConnector({ timeout: this.timeoutMs, ...(this.pins ? { rejectUnauthorized: false } : {}) });
+    // the name are then not what decides. TLS sessions are not resumed: a resumed session shows no peer
+    // certificate, and every new connection must show the key it is checked against.
+    this.socketConnector = o.socketConnector ?? buildConnector({ timeout: this.timeoutMs, ...(this.pins ? { rejectUnauthorized: false, maxCachedSessions: 0 } : {}) });
     this.agent = new Agent({ connect: (opts, cb) => this.connect(opts, cb) });
   }
 
