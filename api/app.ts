@@ -6,6 +6,9 @@ import type { ApiConfig } from './config.ts';
 import { installErrorHandling } from './errors.ts';
 import { healthRoutes } from './routes/health.ts';
 import { fundingRoutes } from './routes/v1/funding.ts';
+import { createGateways } from './gateways/gateway-setup.ts';
+import type { GatewayService } from './gateways/gateway-service.ts';
+import { integrationGatewayRoutes } from './routes/v1/integration-gateways.ts';
 import { createFunding, type Funding } from './funding/funding-setup.ts';
 import { escrowRoutes } from './routes/v1/escrows.ts';
 import { tokenizationRoutes } from './routes/v1/tokenization.ts';
@@ -82,6 +85,8 @@ export interface AppOptions {
   chains?: Chains | undefined;
   /** Funding and off-ramp requests (docs/platform/funding.md); built from the configuration when absent. */
   funding?: Funding | undefined;
+  /** Integration gateways (docs/platform/gateways.md); built from the configuration when absent. */
+  gateways?: GatewayService | undefined;
   /** Escrows (docs/platform/escrows.md); built from the configuration when absent. */
   escrows?: Escrows | undefined;
   /** Tokenization (docs/platform/tokenization.md); built from the configuration when absent. */
@@ -164,6 +169,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'payments', description: 'Platform API: payments between account holders (fees as on-chain transfers, approved as one batch member action), their dry run, and payment quotes: fees, total debit and compliance checks' },
         { name: 'escrows', description: 'Platform API: escrows between two account holders, held by the escrow contract on chain' },
         { name: 'tokenization', description: 'Platform API: token authorities and their proofs of control, and ERC-20, ERC-721 and ERC-1155 tokens governed by an admin Safe of the customer\'s vaults' },
+        { name: 'integration gateways', description: 'Platform API: the workspace\'s own payment rail reached over HTTPS: its record, TLS pins, status, conformance runs and history' },
         { name: 'tenant', description: 'Platform API: the key\'s tenant, its workspaces and the chains its workspace can use' },
         { name: 'health', description: 'Liveness and readiness; no authentication' },
       ],
@@ -271,7 +277,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       // Payment requests (docs/platform/payment-requests.md): approving one makes its payment through the payment service.
       await p.register(paymentRequestRoutes, { platform, walletStore: vaults?.store, payments: payments.service });
       // Funding and off-ramp requests (docs/platform/funding.md): the sweep runs only for a service built here.
-      const funding = opts.funding ?? createFunding(opts.config, platform, { log: opts.logger });
+      // Integration gateways (docs/platform/gateways.md): a workspace's own rail, which funding uses when one is active.
+      const gateways = opts.gateways ?? createGateways(opts.config, platform);
+      // The onboarding status asks the gateway records whether the workspace has a gateway that serves.
+      platform.gatewayReadiness = gateways;
+      p.addHook('onClose', async () => gateways.close());
+      await p.register(integrationGatewayRoutes, { platform, gateways, publicOrigin: opts.config.publicUrl, now });
+      const funding = opts.funding ?? createFunding(opts.config, platform, { log: opts.logger, gateways });
       if (!opts.funding) {
         p.addHook('onReady', async () => funding.start());
         p.addHook('onClose', async () => funding.stop());

@@ -68,6 +68,8 @@ export const ApiConfigSchema = Type.Object({
   tokenizationRelayCapWei: Type.String({ env: 'API_TOKENIZATION_RELAY_CAP_WEI', default: '100000000000000000', pattern: '^(0|[1-9][0-9]{0,30})$', description: 'what the relayer may spend on gas for one tenant on one chain within API_TOKENIZATION_RELAY_WINDOW_SEC, in wei of the chain\'s native coin (decimal digits); default 0.1 of the coin' }),
   tokenizationRelayWindowSec: Type.Integer({ env: 'API_TOKENIZATION_RELAY_WINDOW_SEC', default: 86_400, minimum: 60, maximum: 2_592_000, description: 'the rolling period of the relay cap: relays sent within the last this many seconds count against it' }),
   tokenizationChallengeTtlSec: Type.Integer({ env: 'API_TOKENIZATION_CHALLENGE_TTL_SEC', default: 600, minimum: 30, maximum: 86_400, description: 'how long an authority\'s proof challenge stays usable' }),
+  gatewayTimeoutMs: Type.Integer({ env: 'API_GATEWAY_TIMEOUT_MS', default: 10_000, minimum: 100, maximum: 60_000, description: 'how long one call to an integration gateway may take, connect to last byte, before it is a timeout (docs/platform/gateways.md)' }),
+  gatewayCallbackWaitMs: Type.Integer({ env: 'API_GATEWAY_CALLBACK_WAIT_MS', default: 15_000, minimum: 100, maximum: 120_000, description: 'how long a conformance run waits for the gateway\'s callbacks' }),
   offRampWindowSec: Type.Integer({ env: 'API_OFF_RAMP_WINDOW_SEC', default: 3600, minimum: 60, maximum: 604_800, description: 'how long an off-ramp request waits for the holder\'s transfer before it expires' }),
   webhookAllowedDestinations: Type.Array(Type.String({ minLength: 1 }), {
     env: 'API_WEBHOOK_ALLOWED_DESTINATIONS', default: [],

@@ -16,6 +16,7 @@ import type { Actor } from '../tenancy/audit-log.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import type { Envelope } from '../webhooks/delivery-engine.ts';
 import type { PaymentRail, RailTransfer } from '../rails/payment-rail.ts';
+import type { RailDirectory } from '../gateways/gateway-service.ts';
 import {
   fiatAsset, holderFiat, holderStablecoin, issuerReserve, issuerSupply, railClearing, railInFlight, type Posting,
 } from '../ledger/platform-ledger.ts';
@@ -43,8 +44,13 @@ export const FUNDING_ID = /^fnd_[0-9a-f]{26}$/;
 export const OFF_RAMP_ID = /^ofr_[0-9a-f]{26}$/;
 
 export interface FundingServiceOptions extends MoneyFlowDeps {
-  /** The fiat rail; none configured: creating a request is 503 funding_unavailable (reads still work). */
+  /** The service's fiat rail; none configured: creating a request is 503 funding_unavailable (reads still work). */
   rail: PaymentRail | undefined;
+  /**
+   * The workspaces' integration gateways (docs/platform/gateways.md): a workspace with an active gateway
+   * moves its fiat there instead of through `rail`.
+   */
+  gateways?: RailDirectory | undefined;
   /** The stablecoin issuer of a chain, if the chain has one. */
   issuer: (chain: string) => StablecoinIssuer | undefined;
   /** How long an off-ramp waits for the holder's transfer (API_OFF_RAMP_WINDOW_SEC). */
@@ -82,14 +88,28 @@ const indexOf = (kind: Kind, r: { id: string; workspace: string; account_holder_
 
 export class FundingService {
   constructor(private readonly o: FundingServiceOptions) {
-    o.rail?.onSettlement((t) => this.onRailTransfer(t));
+    o.rail?.onSettlement((t) => this.onRailTransfer(t, o.rail!.name));
+    o.gateways?.onSettlement((t, rail) => this.onRailTransfer(t, rail));
   }
 
   private iso(ms = this.o.clock()): string {
     return new Date(ms).toISOString();
   }
 
-  private railFor(environment: string): PaymentRail {
+  /** The rail a workspace's new transfers go to: its active gateway, else the service's rail. */
+  private async railFor(scope: Scope & { environment: string }): Promise<PaymentRail> {
+    const gateway = await this.o.gateways?.forWorkspace(scope);
+    if (gateway) return gateway;
+    return this.serviceRail(scope.environment);
+  }
+
+  /** The rail a request was made on, for its in-flight transfer; undefined while it cannot be called (a disabled gateway). */
+  private async railNamed(name: string): Promise<PaymentRail | undefined> {
+    if (this.o.rail?.name === name) return this.o.rail;
+    return this.o.gateways?.named(name);
+  }
+
+  private serviceRail(environment: string): PaymentRail {
     const rail = this.o.rail;
     if (!rail) throw new CustodyError('funding_unavailable', 'no payment rail is configured on this service');
     // As the Hosted Auth demo persona: a sandbox double never serves a production workspace.
@@ -140,7 +160,7 @@ export class FundingService {
   }
 
   async createFunding(scope: Scope & { environment: string }, actor: Actor, input: CreateFundingInput, idempotencyKey: string): Promise<FundingRequestRecord> {
-    const rail = this.railFor(scope.environment);
+    const rail = await this.railFor(scope);
     const prior = await this.priorRequest(scope, 'create_funding_request', idempotencyKey, input);
     if (prior) return this.getFunding(scope, prior);
     if (!rail.currencies.includes(input.currency)) throw invalid('currency', `the rail moves ${rail.currencies.join(', ')}`);
@@ -239,9 +259,9 @@ export class FundingService {
   async advanceFunding(id: string): Promise<FundingRequestRecord> {
     let r = (await FUNDING_REQUESTS.in(this.o.store).get(id))!;
     if (r.status === 'pending' || r.status === 'fiat_settling') {
-      const rail = this.o.rail;
-      if (!rail || rail.name !== r.rail) return r;
-      const t = r.rail_transfer_id ? await rail.transfer(r.rail_transfer_id) : await rail.submitPull({ reference: r.id, amount: BigInt(r.fiat_amount), currency: r.currency });
+      const rail = await this.railNamed(r.rail);
+      if (!rail) return r;
+      const t = r.rail_transfer_id ? await rail.transfer(r.rail_transfer_id) : await rail.submitPull({ reference: r.id, amount: BigInt(r.fiat_amount), currency: r.currency, account_holder_id: r.account_holder_id });
       if (t) await this.fundingRailOutcome(r, t);
       r = (await FUNDING_REQUESTS.in(this.o.store).get(id))!;
     }
@@ -281,8 +301,8 @@ export class FundingService {
   // ── Off-ramp requests ──────────────────────────────────────────────────────────────────────────────
 
   /** GET /off-ramp-requests/burn-address: where a holder sends stablecoin to redeem it, per chain. */
-  burnAddresses(environment: string, chain?: string): { chain: string; asset: string; address: string }[] {
-    const rail = this.railFor(environment);
+  async burnAddresses(scope: Scope & { environment: string }, chain?: string): Promise<{ chain: string; asset: string; address: string }[]> {
+    const rail = await this.railFor(scope);
     const out: { chain: string; asset: string; address: string }[] = [];
     for (const c of chain ? [chain] : this.chains()) {
       const issuer = this.o.issuer(c);
@@ -303,7 +323,7 @@ export class FundingService {
   }
 
   async createOffRamp(scope: Scope & { environment: string }, actor: Actor, input: CreateOffRampInput, idempotencyKey: string): Promise<OffRampRequestRecord> {
-    const rail = this.railFor(scope.environment);
+    const rail = await this.railFor(scope);
     const prior = await this.priorRequest(scope, 'create_off_ramp_request', idempotencyKey, input);
     if (prior) return this.getOffRamp(scope, prior);
     if (!rail.currencies.includes(input.currency)) throw invalid('currency', `the rail moves ${rail.currencies.join(', ')}`);
@@ -407,9 +427,9 @@ export class FundingService {
       r = (await OFF_RAMP_REQUESTS.in(this.o.store).get(id))!;
     }
     if (r.status === 'transfer_confirmed' || r.status === 'payout_pending') {
-      const rail = this.o.rail;
-      if (!rail || rail.name !== r.rail) return r;
-      const t = r.rail_transfer_id ? await rail.transfer(r.rail_transfer_id) : await rail.submitPush({ reference: r.id, amount: BigInt(r.fiat_amount), currency: r.currency });
+      const rail = await this.railNamed(r.rail);
+      if (!rail) return r;
+      const t = r.rail_transfer_id ? await rail.transfer(r.rail_transfer_id) : await rail.submitPush({ reference: r.id, amount: BigInt(r.fiat_amount), currency: r.currency, account_holder_id: r.account_holder_id });
       if (t) await this.offRampRailOutcome(r, t);
       r = (await OFF_RAMP_REQUESTS.in(this.o.store).get(id))!;
     }
@@ -469,17 +489,20 @@ export class FundingService {
 
   // ── The rail's callback and the sweep ──────────────────────────────────────────────────────────────
 
-  /** The rail's callback: the transfer's request moves as the outcome says; a duplicate changes nothing. */
-  async onRailTransfer(t: RailTransfer): Promise<void> {
+  /**
+   * A rail's callback: the transfer's request moves as the outcome says; a duplicate changes nothing. Only
+   * the rail a request was made on speaks for it (a gateway cannot move another rail's request).
+   */
+  async onRailTransfer(t: RailTransfer, rail: string): Promise<void> {
     if (FUNDING_ID.test(t.reference)) {
       const r = await FUNDING_REQUESTS.in(this.o.store).get(t.reference);
-      if (!r) return;
+      if (!r || r.rail !== rail) return;
       await this.fundingRailOutcome(r, t);
       // The mint is the sweep's to retry: the callback has done its part once the state moved.
       if ((await FUNDING_REQUESTS.in(this.o.store).get(r.id))?.status === 'minting') await this.advanceFunding(r.id).catch(() => undefined);
     } else if (OFF_RAMP_ID.test(t.reference)) {
       const r = await OFF_RAMP_REQUESTS.in(this.o.store).get(t.reference);
-      if (r) await this.offRampRailOutcome(r, t);
+      if (r && r.rail === rail) await this.offRampRailOutcome(r, t);
     }
   }
 

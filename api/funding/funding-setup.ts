@@ -15,6 +15,7 @@ import { SandboxRail, SYSTEM_SCHEDULER, type Scheduler } from '../rails/sandbox-
 import type { PaymentRail } from '../rails/payment-rail.ts';
 import { FundingService, type FundingServiceOptions } from './funding-service.ts';
 import { StablecoinIssuer } from './stablecoin-issuer.ts';
+import type { GatewayService } from '../gateways/gateway-service.ts';
 
 export interface Funding {
   service: FundingService;
@@ -31,7 +32,7 @@ export function readIssuerKey(file: string): Hex {
   return k as Hex;
 }
 
-export function createFunding(config: ApiConfig, platform: Platform, opts: { scheduler?: Scheduler; sweepMs?: number; log?: FundingServiceOptions['log'] } = {}): Funding {
+export function createFunding(config: ApiConfig, platform: Platform, opts: { scheduler?: Scheduler; sweepMs?: number; log?: FundingServiceOptions['log']; gateways?: GatewayService | undefined } = {}): Funding {
   const scheduler = opts.scheduler ?? SYSTEM_SCHEDULER;
   const issuers = new Map<string, StablecoinIssuer>();
   const stablecoins = chainMap(config.fundingStablecoins);
@@ -44,12 +45,14 @@ export function createFunding(config: ApiConfig, platform: Platform, opts: { sch
     issuers.set(chain, new StablecoinIssuer({ store: platform.store, chain: new EvmChain(net, url), rpcUrl: url, issuerKey: key, token: token as Hex }));
   }
   const redemption = { ...Object.fromEntries([...issuers.keys()].map((c) => [c, key ? privateKeyToAccount(key).address : ''])), ...chainMap(config.fundingRedemptionAddresses) };
+  // A workspace's gateway pays the fiat, the issuer still redeems the stablecoin: the same burn address.
+  opts.gateways?.setRedemptionAddresses(redemption);
   const rail = config.fundingRail === 'sandbox'
     ? new SandboxRail({ store: platform.store, environment: config.environment, settleMs: config.sandboxRailSettleMs, scheduler, redemptionAddresses: redemption })
     : undefined;
   const service = new FundingService({
     store: platform.store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, links: new CustomerLinks(platform.store),
-    ledger: new PlatformLedger(platform.store, platform.clock), rail, issuer: (c) => issuers.get(c), offRampWindowMs: config.offRampWindowSec * 1000, clock: platform.clock, log: opts.log,
+    ledger: new PlatformLedger(platform.store, platform.clock), rail, gateways: opts.gateways, issuer: (c) => issuers.get(c), offRampWindowMs: config.offRampWindowSec * 1000, clock: platform.clock, log: opts.log,
   });
   let timer: unknown;
   let running = false;
@@ -66,7 +69,7 @@ export function createFunding(config: ApiConfig, platform: Platform, opts: { sch
   return {
     service, rail,
     start: () => {
-      if (running || !rail) return;
+      if (running || (!rail && !opts.gateways)) return;
       running = true;
       tick();
     },

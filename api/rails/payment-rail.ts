@@ -41,6 +41,8 @@ export interface RailSubmission {
   reference: string;
   amount: bigint;
   currency: string;
+  /** The account holder the money is for, where the rail needs to know whose bank account it is. */
+  account_holder_id?: string;
 }
 
 /** A transfer whose status changed: what the rail's callback carries. */

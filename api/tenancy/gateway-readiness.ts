@@ -1,6 +1,6 @@
 // What the onboarding status (docs/platform/tenancy.md "Onboarding") reports of a workspace's integration
 // gateway: the one question it asks the gateway records, kept to one method so that whichever store holds
-// them answers it. Until integration gateways exist on this service, none is configured.
+// them answers it: the gateway service (api/gateways/gateway-service.ts `check`): an active gateway that serves.
 import type { WorkspaceRecord } from './tenancy-service.ts';
 
 export interface GatewayReadiness {

@@ -34,6 +34,10 @@ export const PERMISSIONS = [
   'tokenization.manage',
   /** Proposing a token's operations and submitting owner signatures for them. */
   'tokenization.operate',
+  /** Integration gateways and their history, conformance runs and pins: read (docs/platform/gateways.md). */
+  'gateway.read',
+  /** Creating and changing integration gateways: where a workspace's fiat goes (owner and admin only). */
+  'gateway.manage',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
@@ -44,10 +48,12 @@ export const ROLES = {
   // schedules set what every payment costs: owners and admins only (docs/platform/fees.md). Deploying a token
   // spends the service deployer's gas and sets who governs it, and an authority speaks for the tenant as an
   // issuer: tokenization.manage is owners' and admins' only; a developer proposes operations and submits
-  // signatures (nothing executes without the Safe owners' signatures) (docs/platform/tokenization.md).
-  developer: ['webhook.read', 'webhook.create', 'webhook.update', 'webhook.rotate', 'webhook.test', 'webhook.delete', 'webhook.replay', 'wallet.read', 'member_auth.read', 'member_auth.manage', 'member_auth.session', 'account_holder.read', 'account_holder.manage', 'funding.read', 'funding.manage', 'fee_schedule.read', 'payment.read', 'payment.manage', 'escrow.read', 'escrow.manage', 'tenant.read', 'tokenization.read', 'tokenization.operate'],
+  // signatures (nothing executes without the Safe owners' signatures) (docs/platform/tokenization.md). An
+  // integration gateway is where a workspace's fiat goes: gateway.manage is owners' and admins' only
+  // (docs/platform/gateways.md).
+  developer: ['webhook.read', 'webhook.create', 'webhook.update', 'webhook.rotate', 'webhook.test', 'webhook.delete', 'webhook.replay', 'wallet.read', 'member_auth.read', 'member_auth.manage', 'member_auth.session', 'account_holder.read', 'account_holder.manage', 'funding.read', 'funding.manage', 'fee_schedule.read', 'payment.read', 'payment.manage', 'escrow.read', 'escrow.manage', 'tenant.read', 'tokenization.read', 'tokenization.operate', 'gateway.read'],
   brand_manager: ['branding.manage', 'branding.email_domain.manage', 'tenant.read'],
-  viewer: ['webhook.read', 'wallet.read', 'member_auth.read', 'account_holder.read', 'funding.read', 'fee_schedule.read', 'payment.read', 'escrow.read', 'tenant.read', 'tokenization.read'],
+  viewer: ['webhook.read', 'wallet.read', 'member_auth.read', 'account_holder.read', 'funding.read', 'fee_schedule.read', 'payment.read', 'escrow.read', 'tenant.read', 'tokenization.read', 'gateway.read'],
   // A customer backend (BFF) that holds member sessions and nothing else (platform-api.md, Hosted Auth rule 12).
   member_auth: ['member_auth.session'],
 } as const satisfies Record<string, readonly Permission[]>;

@@ -5,8 +5,14 @@
 // refuses. Redirects are not followed (a 3xx is an answer, and not a 2xx). The response body is read
 // as a stream up to a bound and the rest is cancelled. Failures are reported as a category, never as
 // the underlying error text, errno or address (docs/security.md "Webhook destinations (SSRF)").
+// Integration gateways (docs/platform/gateways.md) go out through it too, with their TLS public keys
+// pinned: the peer certificate's SPKI SHA-256 is checked on every new connection, before a byte of the
+// request is written, and a connection to any other key is closed (fails closed as
+// `certificate_mismatch`).
+import { createHash } from 'node:crypto';
 import { lookup as dnsLookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
+import { isIP, type Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { performance } from 'node:perf_hooks';
 import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
 import { type DestinationPolicy, normalizeHostname } from './destination-policy.ts';
@@ -14,6 +20,8 @@ import { type DestinationPolicy, normalizeHostname } from './destination-policy.
 /** Why a request did not deliver, as shown on the test result and on delivery rows. */
 export type DeliveryErrorCategory = 'destination_not_allowed' | 'connection_failed' | 'timeout' | 'http_status';
 export const DELIVERY_ERROR_CATEGORIES: readonly string[] = ['destination_not_allowed', 'connection_failed', 'timeout', 'http_status', 'endpoint_deleted'];
+/** A pinned client's categories: the webhooks' and the pin check's. */
+export type OutboundErrorCategory = DeliveryErrorCategory | 'certificate_mismatch';
 
 /** Resolves a name to all its addresses (dns.lookup with `all` by default; tests inject their own). */
 export type HostLookup = (hostname: string) => Promise<{ address: string; family: number }[]>;
@@ -22,7 +30,7 @@ export interface OutboundResult {
   delivered: boolean;
   status_code: number | null;
   duration_ms: number;
-  error: DeliveryErrorCategory | null;
+  error: OutboundErrorCategory | null;
   /** At most `maxResponseBytes` of the answer's body, decoded as UTF-8; null when there was no answer. */
   response_body: string | null;
 }
@@ -36,9 +44,35 @@ export interface OutboundHttpOptions {
   lookup?: HostLookup;
   /** Opens the socket to an already checked address (undici's connector); tests replace it. */
   socketConnector?: buildConnector.connector;
+  /**
+   * TLS public keys the peer must present, each the base64 SHA-256 of a DER SubjectPublicKeyInfo (the
+   * `pin-sha256` form of RFC 7469). Set: the pin authenticates the peer in place of the Web PKI (a
+   * self-signed certificate is accepted when its key is pinned), https only, and any other key fails
+   * closed. Unset: the Web PKI, as for webhooks.
+   */
+  pins?: readonly string[];
 }
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 4096;
+
+/** The peer's TLS key is none of the pinned ones (or the connection was not TLS). */
+export class CertificatePinMismatchError extends Error {
+  constructor(readonly presented: string | null) {
+    super('the peer\'s TLS public key matches no pinned SPKI SHA-256');
+    this.name = 'CertificatePinMismatchError';
+  }
+}
+
+/** The base64 SHA-256 of a DER SubjectPublicKeyInfo: how a TLS public key is pinned. */
+export function spkiSha256(spkiDer: Uint8Array): string {
+  return createHash('sha256').update(spkiDer).digest('base64');
+}
+
+/** The pin of the certificate a TLS socket's peer presented; null when there is none. */
+export function peerSpkiSha256(socket: Socket): string | null {
+  const cert = (socket as TLSSocket).getPeerX509Certificate?.();
+  return cert ? spkiSha256(cert.publicKey.export({ type: 'spki', format: 'der' })) : null;
+}
 
 /** The connect step refused every address of a destination, or one of them. */
 export class DestinationNotAllowedError extends Error {
@@ -66,14 +100,32 @@ export class OutboundHttp {
   private readonly lookup: HostLookup;
   private readonly socketConnector: buildConnector.connector;
   private readonly agent: Agent;
+  private readonly pins: readonly string[] | undefined;
 
   constructor(o: OutboundHttpOptions) {
     this.policy = o.policy;
     this.timeoutMs = o.timeoutMs ?? 10_000;
     this.maxResponseBytes = o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.lookup = o.lookup ?? defaultLookup;
-    this.socketConnector = o.socketConnector ?? buildConnector({ timeout: this.timeoutMs });
+    this.pins = o.pins?.length ? [...o.pins] : undefined;
+    // A pinned peer is authenticated by its key, checked below once the handshake is done; the chain and
+    // the name are then not what decides. TLS sessions are not resumed: a resumed session shows no peer
+    // certificate, and every new connection must show the key it is checked against.
+    this.socketConnector = o.socketConnector ?? buildConnector({ timeout: this.timeoutMs, ...(this.pins ? { rejectUnauthorized: false, maxCachedSessions: 0 } : {}) });
     this.agent = new Agent({ connect: (opts, cb) => this.connect(opts, cb) });
+  }
+
+  /** Hands the socket on only when its peer presented a pinned key (a pinned client speaks TLS only). */
+  private checkPin(cb: buildConnector.Callback): buildConnector.Callback {
+    const pins = this.pins;
+    if (!pins) return cb;
+    return ((err: Error | null, socket: Socket | null) => {
+      if (err || !socket) return cb(err ?? new Error('no socket'), null);
+      const presented = peerSpkiSha256(socket);
+      if (presented !== null && pins.includes(presented)) return cb(null, socket);
+      socket.destroy();
+      cb(new CertificatePinMismatchError(presented), null);
+    }) as buildConnector.Callback;
   }
 
   /** Resolves, checks every address, then connects to the first that answers (all of them checked). */
@@ -81,6 +133,8 @@ export class OutboundHttp {
     const protocol = opts.protocol;
     const hostname = normalizeHostname(opts.hostname);
     const dest = { protocol, hostname, port: Number(opts.port) || (protocol === 'https:' ? 443 : 80) };
+    if (this.pins && protocol !== 'https:') return cb(new CertificatePinMismatchError(null), null);
+    cb = this.checkPin(cb);
     const resolved = isIP(hostname) ? Promise.resolve([hostname]) : this.lookup(hostname).then((r) => r.map((x) => x.address));
     resolved.then((addresses) => {
       if (addresses.length === 0) return cb(new Error('no address'), null);
@@ -103,7 +157,12 @@ export class OutboundHttp {
     return this.send(url, { method: 'GET', headers });
   }
 
-  private async send(url: string, init: { method: 'GET' | 'POST'; body?: string; headers: Record<string, string> }): Promise<OutboundResult> {
+  /** One request of any method under the same policy, timeout, bound and pins. Never throws. */
+  request(url: string, init: { method: string; body?: string; headers: Record<string, string> }): Promise<OutboundResult> {
+    return this.send(url, init);
+  }
+
+  private async send(url: string, init: { method: string; body?: string; headers: Record<string, string> }): Promise<OutboundResult> {
     const t0 = performance.now();
     const done = (r: Omit<OutboundResult, 'duration_ms'>): OutboundResult => ({ ...r, duration_ms: Math.round(performance.now() - t0) });
     if (this.policy.checkUrl(url) !== null) return done({ delivered: false, status_code: null, error: 'destination_not_allowed', response_body: null });
@@ -123,9 +182,10 @@ export class OutboundHttp {
   }
 }
 
-function categorize(err: unknown, signal: AbortSignal): DeliveryErrorCategory {
+function categorize(err: unknown, signal: AbortSignal): OutboundErrorCategory {
   for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
     if (e instanceof DestinationNotAllowedError) return 'destination_not_allowed';
+    if (e instanceof CertificatePinMismatchError) return 'certificate_mismatch';
     if ((e as { code?: string }).code === 'UND_ERR_CONNECT_TIMEOUT') return 'timeout';
   }
   return signal.aborted ? 'timeout' : 'connection_failed';

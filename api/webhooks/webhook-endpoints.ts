@@ -11,7 +11,7 @@ import type { AuditLog, Actor } from '../tenancy/audit-log.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { Ed25519Signer } from '../../common/ed25519.ts';
 import { DestinationPolicy } from './destination-policy.ts';
-import { OutboundHttp, type DeliveryErrorCategory, type HostLookup, type OutboundResult } from './outbound-http.ts';
+import { OutboundHttp, type HostLookup, type OutboundErrorCategory, type OutboundResult } from './outbound-http.ts';
 import { DeliveryQueue } from './delivery-queue.ts';
 import { WEBHOOK_ENDPOINTS } from './collections.ts';
 import { IDEMPOTENCY } from '../idempotency.ts';
@@ -45,7 +45,7 @@ export interface EndpointView {
 }
 
 /** `error` is a category (outbound-http.ts), never the underlying error text. */
-export interface TestResult { delivered: boolean; status_code: number | null; duration_ms: number; error: DeliveryErrorCategory | null }
+export interface TestResult { delivered: boolean; status_code: number | null; duration_ms: number; error: OutboundErrorCategory | null }
 
 export interface WebhookEndpointsOptions {
   store: RecordRepository;

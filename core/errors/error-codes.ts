@@ -106,6 +106,10 @@ export const ERROR_CODES = entries({
 
   // ── Funding (docs/platform/funding.md) ──────────────────────────────────────────────────────────
   funding_unavailable: e('unavailable', 'no payment rail, or no redemption on the chain, is configured on this service'),
+  gateway_unavailable: e('transport', 'an integration gateway could not be reached, or answered outside its protocol'),
+  certificate_pin_mismatch: e('transport', 'an integration gateway presented a TLS key matching none of its pins: the call was not made'),
+  conformance_required: e('conflict', 'a production integration gateway needs a passing run of the current conformance suite first'),
+  gateway_disabled: e('refused', 'the integration gateway is disabled: its callbacks are refused'),
   // ── Tokenization (docs/platform/tokenization.md) ──────────────────────────────────────────────────
   address_proof_invalid: e('invalid', 'an authority\'s proof of control does not verify for the challenged address on its chain'),
   challenge_expired: e('conflict', 'the proof challenge expired; ask for a new one'),

@@ -20,6 +20,8 @@ const PUBLIC = new Set([
   'GET /healthz', 'GET /readyz',
   'GET /v1/public/branding', 'GET /v1/public/webhook-signing-key',
   'PUT /v1/uploads/{prefix}/{name}', 'GET /v1/objects/{prefix}/{name}',
+  // An integration gateway's callback, authenticated by the gateway's own signature (docs/platform/gateways.md).
+  'POST /v1/gateway-callbacks/{id}',
   // An avatar's presigned GET with the embedded object store (docs/platform/account-holders.md).
   'GET /v1/downloads/{prefix}/{name}',
   // The Hosted Auth page: the member's browser, with the flow cookie and CSRF token (docs/platform/hosted-auth.md).

@@ -93,7 +93,7 @@ export const fundingRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; fund
       tags: TAGS, security: read, querystring: Type.Object({ chain: Type.Optional(Type.String({ pattern: '^[a-z0-9-]{1,40}$' })) }, { additionalProperties: false }),
       response: { 200: BurnAddresses, ...errors },
     },
-  }, async (req) => ({ data: funding.burnAddresses(principalOf(req).environment, req.query.chain) }));
+  }, async (req) => ({ data: await funding.burnAddresses(scoped(req), req.query.chain) }));
 
   app.post('/off-ramp-requests', {
     config: { permission: 'funding.manage' },

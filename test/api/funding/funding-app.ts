@@ -28,6 +28,8 @@ import { FundingService } from '../../../api/funding/funding-service.ts';
 import type { MintStatus, SignedMint, StablecoinIssuer, TransferLog } from '../../../api/funding/stablecoin-issuer.ts';
 import type { Op } from '../../../api/store/record-repository.ts';
 import type { Chains } from '../../../api/transactions/transaction-worker.ts';
+import { createGateways } from '../../../api/gateways/gateway-setup.ts';
+import type { AddressInfo } from 'node:net';
 
 /** A clock tests move by hand; timers never fire by themselves (the tests call runDue). */
 export class ManualScheduler implements Scheduler {
@@ -88,6 +90,11 @@ export interface FundingAppOptions {
   settleMs?: number;
   /** The chain backends the app reads balances with (GET /v1/account-holders/self/balance). */
   chains?: Chains;
+  /**
+   * Integration gateways (docs/platform/gateways.md): the app listens on loopback for their callbacks, and
+   * may call gateways on loopback; the call timeout and the conformance callback wait as given.
+   */
+  gateways?: { timeoutMs: number; callbackWaitMs: number };
 }
 
 export async function fundingApp(t: Test, opts: FundingAppOptions = {}) {
@@ -96,7 +103,11 @@ export async function fundingApp(t: Test, opts: FundingAppOptions = {}) {
   const clock = new ManualScheduler();
   const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 3, vaultsPerOrg: 50 } });
   const transactions = new TransactionService({ vaults, hasBackend: () => true });
-  const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), clock: () => clock.now() });
+  const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), clock: () => clock.now(), ...(opts.gateways ? { webhookAllowedDestinations: ['127.0.0.1'] } : {}) });
+  const config = loadApiConfig({ API_DATA_DIR: dir, ...(opts.gateways ? { API_GATEWAY_TIMEOUT_MS: String(opts.gateways.timeoutMs), API_GATEWAY_CALLBACK_WAIT_MS: String(opts.gateways.callbackWaitMs) } : {}) });
+  let origin = 'http://127.0.0.1';
+  const gateways = opts.gateways ? createGateways(config, platform, { callbackOrigin: () => origin }) : undefined;
+  gateways?.setRedemptionAddresses({ 'evm-local': BURN });
   const issuer = new IssuerDouble();
   const rail = new SandboxRail({ store, environment: 'sandbox', settleMs: opts.settleMs ?? 60_000, scheduler: clock, redemptionAddresses: { 'evm-local': BURN } });
   const ledger = new PlatformLedger(store, () => clock.now());
@@ -104,14 +115,18 @@ export async function fundingApp(t: Test, opts: FundingAppOptions = {}) {
   /** What the sweep logged. */
   const warnings: object[] = [];
   const service = new FundingService({
-    store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, links, ledger, rail,
+    store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, links, ledger, rail, gateways,
     issuer: opts.issuer ?? ((c) => (c === 'evm-local' ? (issuer as unknown as StablecoinIssuer) : undefined)), offRampWindowMs: 3_600_000, clock: () => clock.now(),
     log: { warn: (o: object) => warnings.push(o) },
   });
   const app = await buildApp({
-    config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), vaults, transactions, platform,
+    config, logger: createLogger('api', 'silent'), vaults, transactions, platform, gateways,
     funding: { service, rail, start: () => undefined, stop: () => undefined }, chains: opts.chains,
   });
+  if (gateways) {
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  }
   t.teardown(async () => {
     await app.close();
     await store.close();
@@ -160,7 +175,7 @@ export async function fundingApp(t: Test, opts: FundingAppOptions = {}) {
     return { id, wallet, vault: active, secret };
   };
 
-  return { dir, store, vaults, transactions, platform, app, clock, issuer, rail, ledger, service, acme, globex, bearer, signed, holder, warnings };
+  return { dir, store, vaults, transactions, platform, app, clock, issuer, rail, ledger, service, gateways, acme, globex, bearer, signed, holder, warnings };
 }
 
 export type FundingApp = Awaited<ReturnType<typeof fundingApp>>;

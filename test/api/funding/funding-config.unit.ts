@@ -38,8 +38,8 @@ t.test('the service from the configuration: the sandbox rail, an issuer per chai
   });
   const f = createFunding(config, s.platform, { scheduler: new ManualScheduler() });
   t.equal(f.rail?.name, 'sandbox');
-  t.same(f.service.burnAddresses('sandbox'), [{ chain: 'evm-local', asset: `evm-local:${TOKEN}`, address: privateKeyToAccount(KEY).address.toLowerCase() }]);
-  t.throws(() => f.service.burnAddresses('production'), { code: 'sandbox_only' });
+  t.same(await f.service.burnAddresses({ tenant: s.tenant.id, workspace: s.sandbox.id, environment: 'sandbox' }), [{ chain: 'evm-local', asset: `evm-local:${TOKEN}`, address: privateKeyToAccount(KEY).address.toLowerCase() }]);
+  await t.rejects(f.service.burnAddresses({ tenant: s.tenant.id, workspace: s.production.id, environment: 'production' }), { code: 'sandbox_only' });
   f.start();
   f.stop();
 });

@@ -151,8 +151,8 @@ t.test('funding: a duplicate settlement callback and a concurrent duplicate tran
   const transfer = (await s.rail.transfer((await stored(s, id)).rail_transfer_id!))!;
   const settled = { ...transfer, status: 'settled' as const, resolved_at: s.clock.now() };
   // The rail's callback delivered three times at once, and once more later.
-  await Promise.all([s.service.onRailTransfer(settled), s.service.onRailTransfer(settled), s.service.onRailTransfer(settled)]);
-  await s.service.onRailTransfer(settled);
+  await Promise.all([s.service.onRailTransfer(settled, 'sandbox'), s.service.onRailTransfer(settled, 'sandbox'), s.service.onRailTransfer(settled, 'sandbox')]);
+  await s.service.onRailTransfer(settled, 'sandbox');
   const r = await stored(s, id);
   t.equal(r.status, 'minting');
   t.equal(s.issuer.mints.length, 1, 'one mint signed');
@@ -167,7 +167,7 @@ t.test('funding: a duplicate settlement callback and a concurrent duplicate tran
   t.equal((await events(s, 'funding_request.completed')).length, 1, 'one event');
   t.equal(await s.ledger.balance(holderStablecoin(h.id, r.asset), r.asset), 5000n * UNITS_PER_CENT, 'credited once');
   // A late failure callback for a completed request: nothing.
-  await s.service.onRailTransfer({ ...transfer, status: 'failed', reason: 'insufficient_funds' });
+  await s.service.onRailTransfer({ ...transfer, status: 'failed', reason: 'insufficient_funds' }, 'sandbox');
   t.equal((await stored(s, id)).status, 'completed');
 });
 
