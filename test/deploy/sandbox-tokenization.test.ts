@@ -40,6 +40,9 @@ t.test('npm start deploys the Safe infrastructure once and configures the deploy
   const key = readDeployerKey(keyFile);
   t.equal(privateKeyToAccount(key).address, '0x14dC79964da2C08b23698B3D3cc7Ca32193d9955', 'anvil\'s development account 7');
   t.equal(first.deployer, privateKeyToAccount(key).address, 'which paid for the deployment');
+  const relayerFile = first.env.API_TOKENIZATION_RELAYER_KEY_FILE!;
+  t.same([relayerFile, statSync(relayerFile).mode & 0o777], [join(data, 'tokenization-relayer.key'), 0o600], 'the gasless relayer\'s key file, beside it, owner only');
+  t.equal(privateKeyToAccount(readDeployerKey(relayerFile)).address, '0x976EA74026E726554dB657fA54763abd0C3a0aa9', 'anvil\'s development account 6, not the deployer');
   t.match(lines[0], /^Safe 1\.4\.1 infrastructure and forwarder deployed on evm-local/);
 
   const nonce = await client.getTransactionCount({ address: first.deployer });

@@ -4,7 +4,7 @@
 // of the customer's vault wallets (two hosted ECDSA threshold vaults on the service nodes, the third a self
 // vault whose key the customer's own node shares) deploys an ERC-20; MINTER_ROLE and a mint policy, a mint
 // under it and one over its cap (refused on chain, decoded), pause, a holder's transfer refused while paused,
-// unpause, a role granted and revoked, recovery from a lost address; an ERC-721 and an ERC-1155 deployed and
+// unpause, a gasless transfer relayed for a holder, a role granted and revoked, recovery from a lost address; an ERC-721 and an ERC-1155 deployed and
 // minted by their Safes, then by a vault wallet under its own mint policy (policy-mint) and moved by it
 // (nft-transfers). Every owner signature is the customer's: a kind-3 intent built and signed with the SDK, posted to
 // operations/{opId}/signatures, signed by the vault's nodes. Every state is read on chain with viem; every
@@ -90,6 +90,8 @@ const admin = { owners: owners.map((w) => ({ wallet_id: w.id })), threshold: 2 }
 /** What every test below made, for the webhook check at the end. */
 const tokens: string[] = [];
 const operations: OperationView[] = [];
+/** Gasless relays: their outcome events are operation events whose operation_id is the relay's id. */
+const relays: string[] = [];
 let seq = 0;
 const op = async (tokenId: string, path: string, body: unknown, signers: Wallet[]) => {
   const done = await s.operation(tokenId, path, body, signers, `journey-${seq++}`);
@@ -172,7 +174,18 @@ t.test('an ERC-20 under a 2-of-3 Safe of the customer\'s vaults: mint under a po
   const moved = await chain.waitForTransactionReceipt({ hash: await holderWallet.writeContract({ ...at, functionName: 'transfer', args: [friend.address, 100n] }) });
   t.equal(moved.status, 'success');
   t.same([await balance(holder.address), await balance(friend.address)], [500n, 100n], 'on chain: the holder transfers again');
-  // journey: gasless transfer (added with the gasless routes)
+  // A gasless transfer: the friend holds tokens and signs, the service's relayer pays the gas.
+  const request = await platform('POST', `/tokenization/tokens/${tok.id}/gasless/transfer-request`, { from: friend.address, to: holder.address, amount: '40' });
+  t.equal(request.status, 200, JSON.stringify(request.json));
+  const friendEth = await chain.getBalance({ address: friend.address });
+  const relayBody = { request: request.json.typed_data.message, signature: await friend.signTypedData(request.json.typed_data) };
+  const relayed = await platform('POST', `/tokenization/tokens/${tok.id}/gasless/relay`, relayBody, { 'idempotency-key': 'journey-relay' });
+  t.match([relayed.status, relayed.json.state], [201, 'confirmed'], JSON.stringify(relayed.json));
+  relays.push(relayed.json.id as string);
+  t.same([await balance(holder.address), await balance(friend.address)], [540n, 60n], 'on chain: the friend\'s signed transfer moved 40');
+  t.equal(await chain.getBalance({ address: friend.address }), friendEth, 'the holder paid no gas');
+  const replayed = await platform('POST', `/tokenization/tokens/${tok.id}/gasless/relay`, relayBody, { 'idempotency-key': 'journey-relay-again' });
+  t.match([replayed.status, replayed.json.code], [409, 'forward_request_used'], 'the same signed request relays once');
 
   t.equal((await op(tok.id, 'roles/grant', { role: 'PAUSER_ROLE', account: operator.address }, [a!, b!])).state, 'confirmed');
   t.equal(await chain.readContract({ ...at, functionName: 'hasRole', args: [PAUSER, operator.address] }), true, 'on chain: granted');
@@ -182,7 +195,7 @@ t.test('an ERC-20 under a 2-of-3 Safe of the customer\'s vaults: mint under a po
 
   // The holder lost its key: everything it held moves to its new address.
   t.equal((await op(tok.id, 'recover', { lost: holder.address, to: replacement.address }, [a!, c!])).state, 'confirmed');
-  t.same([await balance(holder.address), await balance(replacement.address), await chain.readContract({ ...at, functionName: 'totalSupply' })], [0n, 500n, 600n], 'on chain: recovered, the supply unchanged');
+  t.same([await balance(holder.address), await balance(replacement.address), await chain.readContract({ ...at, functionName: 'totalSupply' })], [0n, 540n, 600n], 'on chain: recovered, the supply unchanged');
 
   const listed = await platform('GET', `/tokenization/tokens/${tok.id}/operations?limit=100`);
   t.same(listed.json.data.map((o: OperationView) => [o.kind, o.state, o.safe_nonce]), [
@@ -242,7 +255,7 @@ t.test('the API killed mid-deployment (its Safe sent, its token not): restarted 
   const api = s.cluster.procs.filter((p) => p.name === 'api').at(-1)!;
   const anvil = s.anvil!;
   const nonce0 = await chain.getTransactionCount({ address: s.deployer });
-  const block0 = await chain.getBlockNumber();
+  const block0 = await chain.getBlockNumber({ cacheTime: 0 });
   // Blocks only on demand: the Safe's creation waits in the mempool, the API waiting for its receipt.
   await anvil.testClient.setAutomine(false);
   const r = await platform('POST', '/tokenization/erc20', { chain: 'evm-local', admin, name: 'Resumed Note', symbol: 'RNOTE' }, { 'idempotency-key': 'journey-killed' });
@@ -279,7 +292,7 @@ t.test('the API killed mid-deployment (its Safe sent, its token not): restarted 
   t.equal(await chain.readContract({ address: tok.address, abi: erc20, functionName: 'hasRole', args: [zeroHash, getAddress(tok.safe)] }), true, 'governed by the planned Safe');
   t.same(await readSafe(tok.safe), { owners: owners.map((w) => w.address.toLowerCase()), threshold: 2 });
   t.equal(await chain.getTransactionCount({ address: s.deployer }), nonce0 + 2, 'the deployer sent two transactions in all: the Safe and the token');
-  const latest = await chain.getBlockNumber();
+  const latest = await chain.getBlockNumber({ cacheTime: 0 }); // viem caches the block number for 4 s otherwise
   const sent = [];
   for (let n = block0 + 1n; n <= latest; n++) {
     for (const x of (await chain.getBlock({ blockNumber: n, includeTransactions: true })).transactions) if (x.from.toLowerCase() === s.deployer.toLowerCase()) sent.push(x.to?.toLowerCase());
@@ -295,18 +308,19 @@ t.test('every token and operation event reached the webhook receiver exactly onc
   const confirmed = all.filter((o) => o.state === 'confirmed').map((o) => o.id).sort();
   const failed = all.filter((o) => o.state === 'failed').map((o) => o.id).sort();
   t.equal(failed.length, 1, 'one failed: the mint over the cap');
-  const expected = tokens.length + confirmed.length + failed.length;
+  const expected = tokens.length + confirmed.length + relays.length + failed.length;
   await waitUntil(() => received().length >= expected, 60_000, 'every delivery', 100);
   const events = received();
-  t.equal(events.length, expected, `${expected} deliveries: ${tokens.length} tokens, ${confirmed.length} confirmed, ${failed.length} failed`);
+  t.equal(events.length, expected, `${expected} deliveries: ${tokens.length} tokens, ${confirmed.length} confirmed, ${relays.length} relayed, ${failed.length} failed`);
   t.equal(new Set(events.map((e) => e.id)).size, events.length, 'no event delivered twice (by event id)');
   t.equal(new Set(got.map((g) => g.headers['svc-webhook-delivery-id'])).size, got.length, 'each delivery its own id');
   const ofType = (type: string) => events.filter((e) => e.type === type);
   t.same(ofType('token.deployed').map((e) => e.data.token_id).sort(), [...tokens].sort(), 'token.deployed once per token');
-  t.same(ofType('tokenization.operation.confirmed').map((e) => e.data.operation_id).sort(), confirmed, 'tokenization.operation.confirmed once per confirmed operation');
+  t.same(ofType('tokenization.operation.confirmed').map((e) => e.data.operation_id).sort(), [...confirmed, ...relays].sort(), 'tokenization.operation.confirmed once per confirmed operation and relay');
+  t.same(ofType('tokenization.operation.confirmed').filter((e) => e.data.kind === 'gasless_transfer').map((e) => e.data.operation_id), relays, 'the relay\'s, with its kind');
   t.same(ofType('tokenization.operation.failed').map((e) => e.data.operation_id).sort(), failed, 'tokenization.operation.failed once for the failed one');
   t.match(ofType('tokenization.operation.failed')[0]!.data, { kind: 'mint', reason: 'onchain_revert', error: /MintCapExceeded/ });
-  for (const e of ofType('tokenization.operation.confirmed')) {
+  for (const e of ofType('tokenization.operation.confirmed').filter((x) => x.data.kind !== 'gasless_transfer')) {
     const o = all.find((x) => x.id === e.data.operation_id)!;
     if (e.data.tx_hash !== o.tx_hash || e.data.kind !== o.kind || e.data.token_id !== o.token_id) t.fail(`${o.id}: the event says ${JSON.stringify(e.data)}`);
   }
