@@ -12,7 +12,7 @@
 // they have no Safe transaction, are not in a Safe's index, and nothing here moves them.
 import { getAddress, hexToBytes as viemHexToBytes, parseAbiItem, parseEventLogs, recoverAddress, toHex, type Address, type Hex } from 'viem';
 import { CustodyError } from '../../core/errors/custody-error.ts';
-import { decodeIntent, type SafeTxIntent } from '../../core/intents/intent.ts';
+import { decodeIntent, type Intent, type SafeTxIntent } from '../../core/intents/intent.ts';
 import { SAFE_DELEGATECALL_TARGETS } from '../../core/chains/evm/safe-tx.ts';
 import type { Op, RecordRepository } from '../store/record-repository.ts';
 import { newId } from '../store/ids.ts';
@@ -34,7 +34,7 @@ import { SAFE_ABI } from './chain/safe-abi.ts';
 import { ChainStepError, failureOf, type ChainFailure } from './chain/chain-failure.ts';
 import { deployRolesModifier, execWithRoleData, rolesModifierAddress, rolesModuleState } from './chain/roles-module.ts';
 import { rolesModuleCall } from './roles-module-calls.ts';
-import { decodeIntentHex, submitVaultIntent, type SignedIntentInput } from './vault-intents.ts';
+import { decodeIntentHex, releaseNonceOnRefusal, submitVaultIntent, type SignedIntentInput } from './vault-intents.ts';
 
 export const OPERATION_ID = /^op_[0-9a-f]{26}$/;
 const TX_ID = /^txn_[0-9a-zA-Z]{1,64}$/;
@@ -355,9 +355,14 @@ export class OperationService {
     const { intent } = decodeIntentHex(input.intent);
     // A retry of the same submission answers the operation as it is.
     if (op0.module_execution && op0.module_execution.wallet_id === input.wallet_id && op0.module_execution.idempotency_key === intent.idempotencyKey) return { op: op0, token };
-    this.moduleOpen(op0);
     const transactions = this.o.transactions;
     if (!transactions) throw new CustodyError('tokenization_unavailable', 'a module execution needs the vault API\'s transactions, which this service does not run');
+    return releaseNonceOnRefusal(transactions, token.org, input.wallet_id, intent, () => this.executeThroughModule(scope, actor, op0, token, input, intent, transactions));
+  }
+
+  private async executeThroughModule(scope: Scope, actor: Actor, op0: OperationRecord, token: TokenRecord, input: ModuleSignatureInput, intent: Intent, transactions: TransactionService): Promise<{ op: OperationRecord; token: TokenRecord }> {
+    const id = op0.id;
+    this.moduleOpen(op0);
     const chain = this.chainOf(token);
     const safe = getAddress(token.safe);
     const modifier = rolesModifierAddress(token.id, safe);

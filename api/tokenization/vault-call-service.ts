@@ -11,7 +11,6 @@
 import { getAddress, toHex, type Address, type Hex } from 'viem';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { CustodyError } from '../../core/errors/custody-error.ts';
-import { httpStatusOfCode } from '../../core/errors/http-status.ts';
 import type { Intent } from '../../core/intents/intent.ts';
 import { intentSha256 } from '../../core/auth/end-user-token.ts';
 import type { Op, RecordRepository } from '../store/record-repository.ts';
@@ -32,7 +31,7 @@ import type { TokenChain } from './token-chain.ts';
 import type { TokenService } from './token-service.ts';
 import { nftTransferCall, operationCall, roleId, tokenAbi, type OperationCall } from './token-calls.ts';
 import { failureOf } from './chain/chain-failure.ts';
-import { decodeIntentHex, submitVaultIntent, type SignedIntentInput } from './vault-intents.ts';
+import { decodeIntentHex, releaseNonceOnRefusal, submitVaultIntent, type SignedIntentInput } from './vault-intents.ts';
 import { isVaultCall } from './operation-service.ts';
 
 export type VaultCallKind = 'policy_mint' | 'nft_transfer';
@@ -212,14 +211,7 @@ export class VaultCallService {
     const token = await this.o.tokens.get(scope, tokenId);
     const transactions = this.transactions();
     const { intent, bytes } = decodeIntentHex(body.intent);
-    try {
-      return await this.checkAndSubmit(scope, actor, token, kind, body, keyId, fingerprint, transactions, intent, bytes);
-    } catch (err) {
-      // Refused: as POST /v1/transactions does, the nonce the intent's key reserved is let go, so the
-      // wallet's later transactions do not wait on a nonce no transaction will use.
-      if (err instanceof CustodyError && httpStatusOfCode(err.code) < 500) await transactions.nonces.release(token.org, body.wallet_id, intent.idempotencyKey).catch(() => undefined);
-      throw err;
-    }
+    return releaseNonceOnRefusal(transactions, token.org, body.wallet_id, intent, () => this.checkAndSubmit(scope, actor, token, kind, body, keyId, fingerprint, transactions, intent, bytes));
   }
 
   private async checkAndSubmit(scope: Scope, actor: Actor, token: TokenRecord, kind: VaultCallKind, body: VaultCallInput, keyId: string, fingerprint: string, transactions: TransactionService, intent: Intent, bytes: Uint8Array): Promise<{ op: VaultCallRecord; token: TokenRecord }> {

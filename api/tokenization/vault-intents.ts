@@ -7,6 +7,7 @@
 // intent again themselves: what the API compares here is a courtesy to the caller, not the safety.
 import { hexToBytes } from 'viem';
 import { CustodyError } from '../../core/errors/custody-error.ts';
+import { httpStatusOfCode } from '../../core/errors/http-status.ts';
 import { decodeIntent, type Intent } from '../../core/intents/intent.ts';
 import type { TransactionService } from '../transactions/transaction-service.ts';
 import type { TransactionRecord } from '../transactions/records.ts';
@@ -39,4 +40,19 @@ export async function submitVaultIntent(transactions: TransactionService, org: s
     ...(input.end_user_token !== undefined ? { end_user_token: input.end_user_token } : {}),
   });
   return tx;
+}
+
+/**
+ * Runs `check`, the checks and the submission of a vault wallet's own kind-1 intent. When they refuse it (a
+ * 4xx), the EVM nonce the intent's idempotency key reserved (SDK prepareNonce, POST
+ * /v1/transactions/prepare) is let go, as POST /v1/transactions does: otherwise the wallet's later
+ * transactions would wait on a nonce no transaction will use. A nonce already taken by a transaction stays.
+ */
+export async function releaseNonceOnRefusal<T>(transactions: TransactionService, org: string, walletId: string, intent: Intent, check: () => Promise<T>): Promise<T> {
+  try {
+    return await check();
+  } catch (err) {
+    if (intent.kind === 'evm.transfer' && err instanceof CustodyError && httpStatusOfCode(err.code) < 500) await transactions.nonces.release(org, walletId, intent.idempotencyKey).catch(() => undefined);
+    throw err;
+  }
 }

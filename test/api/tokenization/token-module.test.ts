@@ -141,6 +141,13 @@ t.test('module-signature: a role member executes a scoped operation through the 
     t.match([r.statusCode, r.json().code], [status, code], what);
     if (message) t.match(r.json().error, message, `${what}: the module's error`);
   }
+  // A refused member intent lets go the nonce its key reserved (SDK prepareNonce): the wallet's next
+  // transaction does not wait on it.
+  const held = await s.transactions.prepare(s.acme.org, { wallet_id: member.wallet.id, idempotency_key: 'held' });
+  t.ok(await s.transactions.nonces.byIdempotencyKey(s.acme.org, 'held'), 'a nonce reserved for the member\'s intent');
+  const heldRefusal = await moduleSig(pause, { wallet_id: member.wallet.id, role_key: 2, ...(await memberIntent(pauseCall, 'held')) });
+  t.match([heldRefusal.statusCode, heldRefusal.json().code], [422, 'module_call_mismatch']);
+  t.equal(await s.transactions.nonces.byIdempotencyKey(s.acme.org, 'held'), undefined, `the refusal let nonce ${held.nonce} go`);
   const bogus = await s.call('POST', `${base}/operations/op_${'0'.repeat(26)}/module-signature`, { wallet_id: member.wallet.id, role_key: 1, ...(await memberIntent(pauseCall, 'r9')) });
   t.equal(bogus.statusCode, 404, 'an unknown operation');
   t.match(await getOp(pause.id), { state: 'proposed', safe_nonce: '3', module_execution: null });
