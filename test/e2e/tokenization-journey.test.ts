@@ -191,7 +191,6 @@ t.test('an ERC-20 under a 2-of-3 Safe of the customer\'s vaults: mint under a po
   t.equal(await chain.readContract({ ...at, functionName: 'hasRole', args: [PAUSER, operator.address] }), true, 'on chain: granted');
   t.equal((await op(tok.id, 'roles/revoke', { role: 'PAUSER_ROLE', account: operator.address }, [b!, c!])).state, 'confirmed');
   t.equal(await chain.readContract({ ...at, functionName: 'hasRole', args: [PAUSER, operator.address] }), false, 'on chain: revoked');
-  // journey: module-signature
 
   // The holder lost its key: everything it held moves to its new address.
   t.equal((await op(tok.id, 'recover', { lost: holder.address, to: replacement.address }, [a!, c!])).state, 'confirmed');
