@@ -12,6 +12,8 @@ import { SUITE_CHECKS } from '../../../api/gateways/conformance-suite.ts';
 import { FUNDING_REQUESTS } from '../../../api/funding/collections.ts';
 import { signedHeaders } from '../../../api/sdk/request-signer.ts';
 
+// Six apps, fifteen conformance checks against ten gateways and a funding flow: minutes on a loaded machine.
+t.setTimeout(400_000);
 const OPTS = { gateways: { timeoutMs: 2000, callbackWaitMs: 4000 } };
 
 async function withGateway(t: Test, s: FundingApp, misbehave?: Misbehaviour, token = s.acme.owner) {

@@ -9,7 +9,7 @@ import { createHash, randomBytes, X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { parseDictionary, serializeInnerList, type InnerList } from 'structured-headers';
@@ -73,6 +73,8 @@ export class ReferenceGateway {
   readonly callbacks: { url: string; status: number }[] = [];
   private readonly nonces = new Set<string>();
   private readonly held = new Set<ServerResponse>();
+  /** Every TCP connection, from before its TLS handshake: one a client dropped mid-handshake (a pin mismatch) is no HTTP connection for closeAllConnections. */
+  private readonly sockets = new Set<Socket>();
   /** References whose first submission was held: only the first one is. */
   private readonly heldRefs = new Set<string>();
   private server!: Server;
@@ -91,6 +93,10 @@ export class ReferenceGateway {
 
   async start(): Promise<this> {
     this.server = createServer({ key: this.cert.key, cert: this.cert.cert }, (req, res) => void this.handle(req, res));
+    this.server.on('connection', (sock: Socket) => {
+      this.sockets.add(sock);
+      sock.on('close', () => this.sockets.delete(sock));
+    });
     await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
     this.url = `https://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this;
@@ -107,6 +113,7 @@ export class ReferenceGateway {
   async stop(): Promise<void> {
     for (const r of this.held) r.destroy();
     this.server.closeAllConnections();
+    for (const sock of this.sockets) sock.destroy();
     await new Promise<void>((r) => this.server.close(() => r()));
   }
 
