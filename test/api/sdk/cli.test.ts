@@ -137,7 +137,7 @@ t.test('end-user-auth set registers a JWK Set from a file', async (t) => {
   writeFileSync(jwksFile, JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k1' }] }));
   const r = await cli(['end-user-auth', 'set', '--jwks-file', jwksFile, '--audience', 'https://wallet.acme.test']);
   t.equal(r.code, 0, r.stderr);
-  t.same(r.out, { status: 'registered', audience: 'https://wallet.acme.test', key_count: 1 });
+  t.same(r.out, { status: 'registered', audience: 'https://wallet.acme.test', key_count: 1, account_center: false }, 'no Account Center opt-in unless the registration names one');
 });
 
 t.test('failures: {error, code, status} on stderr and a non-zero exit', async (t) => {
