@@ -2,7 +2,7 @@
 // that run presigning and the online phase in the simulated network, on the noble reference primitives
 // unless a test passes others (`prims`). The committee a test starts from is the one exception: its OT
 // setup runs on the native primitives unless the test passes the provider it is about. Both providers
-// make the same setup, byte for byte, from the same seed (test/protocols/primitives.test.ts), and the
+// make the same setup, byte for byte, from the same seed (test/protocols/primitives.unit.ts), and the
 // native one makes it in a third of the time (about 1 s of CPU for 2-of-3 against 3 s, 2 s for 3-of-5
 // against 11 s): what the test then runs, and on which provider, is unchanged.
 import { bytesToHex } from '@noble/hashes/utils.js';
