@@ -57,6 +57,7 @@ import { readExchangeKeyFile } from './member-auth/exchange-cipher.ts';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { strictValidatorCompiler } from './validation.ts';
+import { cachedSerializerFactory } from './response-serializers.ts';
 import { FROM_QUERY_TEXT } from '../core/api-schemas/query.ts';
 import { createHmac } from 'node:crypto';
 import { CursorCodec } from './store/pagination.ts';
@@ -110,6 +111,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // validate with api/validation.ts; should a route outside them get a schema, ajv coerces nothing
     // and fills in no defaults either.
     ajv: { customOptions: { removeAdditional: false, allErrors: false, coerceTypes: false, useDefaults: false, keywords: [FROM_QUERY_TEXT] } },
+    // Response serializers compiled once per schema in this process (api/response-serializers.ts).
+    schemaController: { compilersFactory: { buildSerializer: cachedSerializerFactory } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   installErrorHandling(app);
   if (opts.metrics) installHttpMetrics(app, opts.metrics);

@@ -4,7 +4,7 @@
 // these sources give, not something to trust blindly:
 // - contracts/TokenEscrow.sol → api/escrow/token-escrow-artifact.json (test/api/escrow/token-escrow-artifact.unit.ts);
 // - the token contracts (contracts/tokens/) and OpenZeppelin's ERC2771Forwarder, in one compilation →
-//   api/tokenization/contracts/<Name>.json (test/api/tokenization/contract-artifacts.test.ts).
+//   api/tokenization/contracts/<Name>.json (test/api/tokenization/contract-artifacts.unit.ts).
 // Imports resolve only into the project's contracts/ and the installed @openzeppelin/contracts.
 // Run: node --import tsx contracts/compile.ts
 import { createHash } from 'node:crypto';

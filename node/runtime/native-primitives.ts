@@ -1,7 +1,7 @@
 // The protocols' primitives on native code, for the node runtime. The protocols stay pure and take this as
 // their injected `Primitives` (node/protocols/math/primitives.ts); every function returns exactly the
 // bytes of the noble reference, which the tests check on random, empty, long and many inputs
-// (test/protocols/primitives.test.ts).
+// (test/protocols/primitives.unit.ts).
 //
 // The hot symmetric calls are many and short: a one-block SHA-256 and a 128-byte ChaCha20 stream per OT
 // row, a 94-byte XChaCha20 stream per extension column, some 3,500 of them per presigning pair. What

@@ -1,5 +1,5 @@
 // The contract of JobQueue (api/jobs/job-queue.ts), run against the embedded store
-// (job-queue-leveldb.test.ts) and PostgreSQL (job-queue-postgres.test.ts): dedupe, exclusive claims under
+// (job-queue-leveldb.unit.ts) and PostgreSQL (job-queue-postgres.test.ts): dedupe, exclusive claims under
 // concurrency, stale lease tokens refused, lapsed leases handed over, ordering keys, retry and dead.
 // Leases are real time (PostgreSQL's clock decides), so the lease cases wait a few hundred milliseconds.
 import type { Test } from 'tap';

@@ -38,11 +38,15 @@ import { SessionOpenSchema, Protocol, type Party } from '../../proto/gen/mpc/v1/
 import { committee, sid, type Committee } from '../protocols/ecdsa/harness.ts';
 import { claimsOnlyLedger } from './claims-only-ledger.ts';
 import { deadlineOf, newSessionId } from './session-ids.ts';
+import { protocolWorkerBundle } from '../support/program.ts';
 
 // Slow protocols on a machine shared with other work.
 t.setTimeout(600_000);
 
 const CUE_ENTRY = new URL('./protocol-worker-cue-entry.mjs', import.meta.url);
+// The pools run the node's bundled worker (test/support/program.ts says why); the cue entry loads it too.
+const WORKER = protocolWorkerBundle();
+process.env.CUSTODY_TEST_WORKER_ENTRY = WORKER.href;
 const c: Committee = committee(3, 2, 'presign-workers');
 const pkg = c.keys.get(1)!.pkg;
 const keyId = pkg.keyId;
@@ -72,7 +76,7 @@ async function newNode(t: Test, index: number, opts: { inline?: boolean; cue?: s
   if (!opts.inline) {
     // The cue is read by the worker when it starts (on the pool's first step): set for this pool only.
     if (opts.cue) process.env.CUSTODY_TEST_WORKER_CUE = opts.cue;
-    workers = new ProtocolWorkers(1, undefined, opts.cue ? CUE_ENTRY : undefined);
+    workers = new ProtocolWorkers(1, undefined, opts.cue ? CUE_ENTRY : WORKER);
   }
   const authorizer = { authorize: async () => ({}) } as unknown as SignAuthorizer;
   const deps: NodeProtocolDeps = { vault, authorizer, ledger: claimsOnlyLedger(store), trust: new TrustRegistry(store, { operatorKeys: [] }), presignatures: pool, otLocks, ...(workers ? { workers } : {}) };
@@ -244,7 +248,7 @@ t.test('a worker lost mid-presign fails that session only; nothing is retired an
 });
 
 t.test('the main thread is free while a presigning step runs on a worker', async (t) => {
-  const workers = new ProtocolWorkers(1);
+  const workers = new ProtocolWorkers(1, undefined, WORKER);
   t.teardown(() => workers.close());
   const presign = ecdsaPresignWith(nativePrimitives);
   const signers = [1, 2, 3];
@@ -309,7 +313,7 @@ t.test('another session\'s online round completes while a presigning step is hel
 });
 
 t.test('a presigning step does not queue behind a long step: it takes the pool\'s short lane', async (t) => {
-  const workers = new ProtocolWorkers(1);
+  const workers = new ProtocolWorkers(1, undefined, WORKER);
   t.teardown(() => workers.close());
   const dkgStart = (label: string) => workers.step('dkg', { op: 'start', params: { sessionId: sid(label), keyId: `key-${label}`, epoch: 1, threshold: 2, parties: [1, 2, 3], me: 1 } });
   const presignStart = (label: string) => workers.step('ecdsa-presign', { op: 'start', params: encodePresignParams({ sessionId: sid(label), signers: [1, 2], me: 1, key: keyShareParam({ share: new SecretShare(1, exposeScalar(c.keys.get(1)!.share, 'share')), pkg }), path: [], ot: c.ots.get(1)! }) });

@@ -1,11 +1,11 @@
 // A protocol worker's entry for tests (protocol-workers.ts takes it in place of its own): the real
-// worker, whose task listener is wrapped to act on cue before each task. CUSTODY_TEST_WORKER_CUE, read
-// when the worker starts:
+// worker (the node's bundled one that CUSTODY_TEST_WORKER_ENTRY names: test/support/program.ts
+// `protocolWorkerBundle`), whose task listener is wrapped to act on cue before each task.
+// CUSTODY_TEST_WORKER_CUE, read when the worker starts:
 //   die:<file>   the first ECDSA presigning step given a payload ends this worker (once: <file> marks it);
 //   gate:<file>  every ECDSA presigning step given a payload waits until <file> exists.
 import { existsSync, writeFileSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
-import { register } from 'tsx/esm/api';
 
 const [cue, file] = (process.env.CUSTODY_TEST_WORKER_CUE ?? '').split(/:(.*)/s);
 const pause = new Int32Array(new SharedArrayBuffer(4));
@@ -25,5 +25,4 @@ function onCue(task) {
 const on = parentPort.on.bind(parentPort);
 parentPort.on = (event, listener) => on(event, event === 'message' ? (task) => (onCue(task), listener(task)) : listener);
 
-register();
-await import('../../node/runtime/workers/protocol-worker.ts');
+await import(process.env.CUSTODY_TEST_WORKER_ENTRY);

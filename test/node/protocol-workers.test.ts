@@ -12,6 +12,12 @@ import { keyShareParam, type KeyShare } from '../../node/protocols/keys/key-pack
 import type { EcdsaOtSetup } from '../../node/protocols/ecdsa/ot-setup.ts';
 import { loadNodeConfig } from '../../node/config.ts';
 import { sid, sign } from '../protocols/ecdsa/harness.ts';
+import { protocolWorkerBundle } from '../support/program.ts';
+
+// The first test runs the pool's own entry (from TypeScript, as npm start does: protocol-worker-entry.mjs
+// registers tsx in each worker); the others the node's bundled worker, the same code at a fraction of
+// the cost to start (test/support/program.ts).
+const WORKER = protocolWorkerBundle();
 
 type Party = { me: number; run: PartyProtocol; result?: unknown };
 
@@ -88,7 +94,7 @@ t.test('a DKG and an OT setup on workers make keys that sign; a mixed committee 
 });
 
 t.test('a tampered message aborts a party on a worker as it aborts one inline', async (t) => {
-  const workers = new ProtocolWorkers(1);
+  const workers = new ProtocolWorkers(1, undefined, WORKER);
   t.teardown(() => workers.close());
   // Party 3 cheats towards both others in round 2: party 1 runs on the worker, party 2 inline.
   const flip = (from: number, _to: number, round: number, payload: Uint8Array) => {
@@ -110,7 +116,7 @@ t.test('a tampered message aborts a party on a worker as it aborts one inline', 
 });
 
 t.test('closing the pool fails what is in flight and refuses new steps', async (t) => {
-  const workers = new ProtocolWorkers(1);
+  const workers = new ProtocolWorkers(1, undefined, WORKER);
   const refused = t.rejects(workers.step('dkg', { op: 'start', params: dkgParams('close')(1) }), /closed/, 'the step in flight is refused');
   await workers.close();
   await refused;
@@ -119,7 +125,7 @@ t.test('closing the pool fails what is in flight and refuses new steps', async (
 });
 
 t.test('a bad step is a protocol error, and the worker serves on', async (t) => {
-  const workers = new ProtocolWorkers(1);
+  const workers = new ProtocolWorkers(1, undefined, WORKER);
   t.teardown(() => workers.close());
   await t.rejects(workers.step('dkg', { op: 'start', params: { ...dkgParams('bad')(1), parties: [1, 1, 2] } }), { name: 'InputError', code: 'bad_parties' }, 'bad parameters are an InputError, rebuilt on this thread');
   await t.rejects(workers.step('dkg', { op: 'deliver', run: new Uint8Array([9, 9, 9]), msg: { from: 2, to: 1, round: 1, payload: new Uint8Array(1) } }), { name: 'InputError' }, 'an unreadable run is refused');

@@ -121,7 +121,7 @@ t.test('two instances on one database: the organization lock holds across them (
 const root = t;
 t.test('route test files on PostgreSQL', async (t) => {
   await import('../api/vault/vault-api.unit.ts');
-  await import('../api/webhooks/webhook-endpoints.test.ts');
+  await import('../api/webhooks/webhook-endpoints.unit.ts');
   await import('../api/tenancy/environments.unit.ts');
   t.pass('queued');
   // Queued after theirs: each of their apps had a database of its own on this server.

@@ -1,5 +1,5 @@
 // The contract of RecordRepository (api/store/record-repository.ts), run against LevelDB
-// (repository-leveldb.test.ts) and PostgreSQL (repository-postgres.test.ts): what both must do the same,
+// (repository-leveldb.unit.ts) and PostgreSQL (repository-postgres.test.ts): what both must do the same,
 // down to the byte order of walks and the positions cursors carry.
 import type { Test } from 'tap';
 import { Collection } from '../../api/store/collection.ts';

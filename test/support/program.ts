@@ -20,7 +20,8 @@
 // node looks for it (node/runtime/workers/protocol-workers.ts).
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { basename, isAbsolute, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { buildSync, version as esbuildVersion } from 'esbuild';
 import { NODE_BUNDLE } from '../setup/packages.mjs';
 
@@ -55,6 +56,15 @@ export function programArgs(entry: string, nodeFlags: readonly string[] = []): s
     built.set(path, file);
   }
   return untracked(process.execPath, [...nodeFlags, file]);
+}
+
+/**
+ * The protocol worker bundled beside a node's bundle, for a test that runs a node's worker pool in its own
+ * process (node/runtime/workers/protocol-workers.ts takes the entry): the same code as the TypeScript
+ * entry, without a TypeScript loader registered and the worker's sources compiled in every worker.
+ */
+export function protocolWorkerBundle(): URL {
+  return pathToFileURL(join(dirname(programArgs('node/main.ts').at(-1)!), 'protocol-worker.js'));
 }
 
 /** The arguments that make `PROGRAM_LAUNCHER` run `command` with `args`, out of tap's process tracking. */

@@ -1,20 +1,26 @@
-// The small test files are named `*.unit.ts` and run together, a few processes for all of them, instead
-// of one process each. A test process costs about 2 s of CPU before its first test (Node, tap and its
-// process tracking, the loaders, the modules the file imports) and as much again in tap's handling around
-// it; most of these files test for less than a second. A file is small when it ran for under 6 s in the
-// suite and sets nothing for its whole process at its top level (timeouts, hooks, plans, teardowns,
-// environment, exit handlers) and starts no process or worker: in a shared process those would reach the
-// other files' tests.
+// The test files that run in the test process alone are named `*.unit.ts` and run together, a few
+// processes for all of them, instead of one process each. A test process costs some 5 s of CPU before
+// its tests run at full speed (Node, tap and its process tracking, the loaders, compiling the modules the
+// file imports, and the first run of each hot path: the first app a process builds takes over a second,
+// the next ones a fifth of that) and 2 s more in tap's handling around it. Ten API test files cost 80 s
+// of CPU in ten processes and 26 s in one. How long a file's tests run does not matter for that.
+//
+// A file runs in a shard when it sets nothing for its whole process at its top level (timeouts, hooks,
+// plans, teardowns, environment, exit handlers) and starts no worker thread and no process but an anvil
+// or a server of its own that its tests stop: in a shared process anything else would reach the other
+// files' tests. A file whose tests start the project's programs stays a `*.test.ts` of its own, so that
+// tap runs it beside others while it waits on them.
 //
 // Every `*.unit.ts` under test/ belongs to exactly one of SHARDS processes (test/units/shard-<n>.test.ts),
-// by its place in path order, so a new file is run without being listed anywhere. A file still runs
-// alone with `npx tap test/<path>.unit.ts`.
+// by its place in path order, so a new file is run without being listed anywhere. A shard loads a file
+// once the files before it have finished their tests, so no file's top-level code runs during another
+// file's tests. A file still runs alone with `npx tap test/<path>.unit.ts`.
 import t from 'tap';
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-export const SHARDS = 6;
+export const SHARDS = 10;
 const testDir = fileURLToPath(new URL('..', import.meta.url));
 
 /** Every `*.unit.ts` under test/, by path. */
@@ -28,12 +34,17 @@ export function unitFiles(dir = testDir): string[] {
   return found.sort((a, b) => relative(testDir, a).localeCompare(relative(testDir, b), 'en'));
 }
 
-/** Runs shard `n` (1 to SHARDS): its files' tests, in path order, in this process. */
+/** Resolves once the root test has run every test queued so far. */
+const settled = (): Promise<void> => new Promise((resolve) => (t.idle ? resolve() : t.once('idle', () => resolve())));
+
+/** Runs shard `n` (1 to SHARDS): its files' tests, in path order, one file after the other, in this process. */
 export async function runUnitShard(n: number): Promise<void> {
   if (!Number.isInteger(n) || n < 1 || n > SHARDS) throw new RangeError(`no shard ${n} of ${SHARDS}`);
   // Several files' tests in one process: the time allowed is that of several files.
-  t.setTimeout(600_000);
+  t.setTimeout(900_000);
   for (const [i, file] of unitFiles().entries()) {
-    if (i % SHARDS === n - 1) await import(pathToFileURL(file).href);
+    if (i % SHARDS !== n - 1) continue;
+    await import(pathToFileURL(file).href);
+    await settled();
   }
 }

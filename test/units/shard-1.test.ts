@@ -1,4 +1,4 @@
-// Shard 1 of the small test files (*.unit.ts) run in one process; test/support/units.ts says why.
+// Shard 1 of the in-process test files (*.unit.ts), run in one process; test/support/units.ts says why.
 import { runUnitShard } from '../support/units.ts';
 
 await runUnitShard(1);

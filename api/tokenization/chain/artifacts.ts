@@ -1,5 +1,5 @@
 // The contracts the tokenization chain layer deploys, as committed: the managed tokens and the ERC-2771
-// forwarder compiled here (contracts/compile.ts, re-checked by test/api/tokenization/contract-artifacts.test.ts)
+// forwarder compiled here (contracts/compile.ts, re-checked by test/api/tokenization/contract-artifacts.unit.ts)
 // and the Safe 1.4.1 contracts from the audited npm release (contracts/safe-artifacts.ts, re-checked against
 // the published code hashes by test/api/tokenization/safe-artifacts.unit.ts). Also how the code a chain holds
 // is compared with an artifact: equal outside the bytes the constructor fills in (immutables).

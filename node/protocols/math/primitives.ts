@@ -3,7 +3,7 @@
 // code runs on `@noble/*` (this file's reference, the default) or on the node's native OpenSSL
 // (node/runtime/native-primitives.ts). Every implementation must return the same bytes for the same
 // inputs: what is hashed and what travels never depends on the provider, and the tests cross-check
-// them (test/protocols/primitives.test.ts).
+// them (test/protocols/primitives.unit.ts).
 //
 // The products of a point by a secret scalar are here too: noble's constant-time, blinded
 // multiplications in the reference, libsecp256k1's constant-time ones in the node's provider. They

@@ -26,7 +26,7 @@ export type Keep<O> = (result: Uint8Array, output: O) => Finish;
  * What a session kind acts on (docs/sessions.md "What authorizes each session"): the evidence its
  * `authorize` verifies itself before the kind stores or releases anything. The coordinator's word is
  * never evidence. Every kind declares one, so a new kind cannot leave it out, and
- * test/node/session-authorization.test.ts runs every kind on a coordinator's word alone and checks the
+ * test/node/session-authorization.unit.ts runs every kind on a coordinator's word alone and checks the
  * declaration holds.
  * - `customer`: a signature of the key's owner under a key of its trust log (an intent, a creation or a
  *   reshare request); without it the kind changes nothing.

@@ -45,7 +45,7 @@ export async function paymentApp(t: Test, env: Record<string, string> = {}) {
 
   /**
    * Links the holder to the vault and its wallet as POST /account-holders/self/wallet-provision leaves
-   * them (holder-wallets.ts); that call's member-session checks are tested in holder-wallets.test.ts.
+   * them (holder-wallets.ts); that call's member-session checks are tested in holder-wallets.unit.ts.
    */
   const link = async (holderId: string, c: { tenant: { id: string }; sandbox: { id: string } }, vault: VaultRecord, wallet: WalletRecord) => {
     const at = new Date(clock.now).toISOString();

@@ -40,8 +40,6 @@ import { Protocol, type Party } from '../../proto/gen/mpc/v1/session_pb.ts';
 import { committee } from '../protocols/ecdsa/harness.ts';
 import { relayHost, runRelayed, storeRecords, type RelayOutcome } from './relay-host.ts';
 
-t.setTimeout(180_000);
-
 const ORG = 'org_safe';
 const apiSecret = sha256(new TextEncoder().encode('safe tx api key'));
 const c = committee(3, 2, 'safe-tx-signing');

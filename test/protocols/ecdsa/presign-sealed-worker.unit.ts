@@ -14,8 +14,6 @@ import { exposeScalar } from '../../../node/protocols/math/curve.ts';
 import { simulate } from '../simulate.ts';
 import { committee, online, sid } from './harness.ts';
 
-t.setTimeout(600_000);
-
 const c = committee(4, 3, 'presign-sealed-worker');
 const native = ecdsaPresignWith(nativePrimitives);
 

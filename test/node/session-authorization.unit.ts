@@ -46,7 +46,6 @@ import { createLogger } from '../../common/logger.ts';
 import { relayHost, runRelayed, storeRecords, type RelayOutcome } from './relay-host.ts';
 import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
 
-t.setTimeout(180_000);
 bitcoin.initEccLib(ecc);
 
 const seed = (s: string) => sha256(new TextEncoder().encode(s));

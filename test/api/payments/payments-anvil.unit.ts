@@ -31,8 +31,6 @@ import { ACCOUNT_HOLDER_VAULTS } from '../../../api/account-holders/collections.
 import { WALLETS } from '../../../api/vaults/collections.ts';
 import { platformFees, tenantFees } from '../../../api/payments/payments.ts';
 
-t.setTimeout(180_000);
-
 // anvil's second dev account: the stablecoin's issuer, never a customer's key.
 const ISSUER_KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d' as Hex;
 

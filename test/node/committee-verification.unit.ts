@@ -34,8 +34,6 @@ import { claimsOnlyLedger } from './claims-only-ledger.ts';
 import { relayHost } from './relay-host.ts';
 import { deadlineOf, newSessionId } from './session-ids.ts';
 
-t.setTimeout(120_000);
-
 const seed = (s: string) => sha256(new TextEncoder().encode(s));
 const ORG = 'org_committee';
 const operator = seed('committee operator');

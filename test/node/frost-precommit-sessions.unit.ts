@@ -36,8 +36,6 @@ import { dkgKeys } from '../protocols/frost/keys.ts';
 import { claimsOnlyLedger } from './claims-only-ledger.ts';
 import { deadlineOf, newSessionId } from './session-ids.ts';
 
-t.setTimeout(300_000);
-
 const keys = dkgKeys(3, 2, 'frost-precommit-sessions');
 const pkg = keys.get(1)!.pkg;
 const keyId = pkg.keyId;

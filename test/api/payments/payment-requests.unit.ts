@@ -1,7 +1,7 @@
 // Payment requests without a chain (docs/platform/payment-requests.md): create with its checks and
 // Idempotency-Key, read, the list with its filters and cursor, decline and cancel, expiry seen on read and
 // refused transitions, reminders with their limits, tenancy and permissions, events and audit entries.
-// Approval, which makes a payment and reads a balance on chain, is payment-requests-approve.test.ts.
+// Approval, which makes a payment and reads a balance on chain, is payment-requests-approve.unit.ts.
 import t, { type Test } from 'tap';
 import { paymentRequestApp } from './payment-requests-app.ts';
 

@@ -13,8 +13,6 @@ import { evmIntentFromFields } from '../../../core/intents/evm-fields.ts';
 import { ACTION_COLLECTIONS } from '../../../api/member-auth/member-action-records.ts';
 import type { VaultRecord } from '../../../api/vaults/records.ts';
 
-t.setTimeout(120_000);
-
 t.test('a member the tenant disabled: its member actions and its completed signing session are refused, and nothing changes', async (t) => {
   const s = await walletApp(t, { platform: { webhookAllowedDestinations: ['127.0.0.1'] } });
   const op = await startProvider(t);

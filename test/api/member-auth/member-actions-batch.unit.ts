@@ -12,8 +12,6 @@ import { TX_JOBS } from '../../../api/transactions/collections.ts';
 import { memberActionOfJob } from '../../../api/transactions/records.ts';
 import { memberActionSetup as setup, P, type Begun, type Completed } from './member-action-harness.ts';
 
-t.setTimeout(120_000);
-
 type Intent = ReturnType<Awaited<ReturnType<typeof setup>>['intent']>;
 interface BatchBegun extends Begun { kind: string; intents_sha256: string[] }
 const digestOf = (i: Intent) => bytesToHex(sha256(i.bytes));

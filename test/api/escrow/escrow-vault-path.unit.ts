@@ -27,8 +27,6 @@ import { ACCOUNT_HOLDER_VAULTS, VAULT_ACCOUNT_HOLDERS } from '../../../api/accou
 import { ISSUER_KEY, DEPLOYER_KEY, UNIT } from './escrow-app.ts';
 import { injectFetch } from '../../support/inject-fetch.ts';
 
-t.setTimeout(120_000);
-
 t.test('approve, deposit and release as customer-signed vault-API transactions; the escrow follows the chain', async (t) => {
   const { anvil, chains, s, vault, secret, chainCode, w, address } = await anvilWallet(t);
   const net = evmNetwork('evm-local')!;

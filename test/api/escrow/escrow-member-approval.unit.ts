@@ -20,8 +20,6 @@ import { newId } from '../../../api/store/ids.ts';
 import { onchainEscrowId, type EscrowCall } from '../../../api/escrow/token-escrow.ts';
 import type { WalletRecord } from '../../../api/vaults/records.ts';
 
-t.setTimeout(120_000);
-
 const TOKEN = '0x5fbdb2315678afecb367f032d93f642f64180aa3';
 const CONTRACT = '0xe7f1725e7734ce288f8367e1bb143e90bb3f0512';
 const PAYEE = '0x00000000000000000000000000000000000000b0';

@@ -47,8 +47,6 @@ import { dkgKeys } from '../protocols/frost/keys.ts';
 import { otParams } from '../../core/session/session-contract.ts';
 import { newSessionId } from '../node/session-ids.ts';
 
-t.setTimeout(240_000);
-
 const log = createLogger('test', 'silent');
 const ORG = 'org_pairs';
 const apiSecret = sha256(new TextEncoder().encode('ot pair setup api key'));

@@ -11,8 +11,6 @@ import { onchainEscrowId, TOKEN_ESCROW_ABI } from '../../../api/escrow/token-esc
 import { holderStablecoin } from '../../../api/ledger/platform-ledger.ts';
 import { eventType } from '../../../api/webhooks/event-catalog.ts';
 
-t.setTimeout(120_000);
-
 const DAY = 86_400_000;
 const iso = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 

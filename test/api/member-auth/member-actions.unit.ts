@@ -17,9 +17,6 @@ import { CustodyClient } from '../../../api/sdk/client.ts';
 import { MemberAuthClient } from '../../../api/sdk/member-auth-client.ts';
 import { memberActionSetup as setup, P, type Begun, type Completed } from './member-action-harness.ts';
 
-// A real provider and both APIs per test.
-t.setTimeout(120_000);
-
 t.test('begin, a fresh proof from the provider, complete, and one transaction with member_signing_session', async (t) => {
   const h = await setup(t);
   const session = await h.signIn('alice');

@@ -16,8 +16,6 @@ import { holderStablecoin, PlatformLedger } from '../../../api/ledger/platform-l
 import { platformFees, tenantFees } from '../../../api/payments/payments.ts';
 import { CustodyError } from '../../../core/errors/custody-error.ts';
 
-t.setTimeout(120_000);
-
 const AMOUNT = 1_000_000n;
 
 async function setup(t: Test) {

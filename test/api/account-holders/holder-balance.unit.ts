@@ -14,7 +14,7 @@ import { deployStablecoin } from '../../../api/funding/deploy-stablecoin.ts';
 import { FUNDING_REQUESTS } from '../../../api/funding/collections.ts';
 import { TOKEN } from '../funding/funding-app.ts';
 
-// anvil's second dev account: the issuer, as in test/api/funding/funding-anvil.test.ts.
+// anvil's second dev account: the issuer, as in test/api/funding/funding-anvil.unit.ts.
 const ISSUER_KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d' as Hex;
 const SETTLE = 30_000;
 

@@ -33,9 +33,6 @@ import { checkSignature } from '../protocols/ecdsa/sign-cases.ts';
 import { claimsOnlyLedger } from './claims-only-ledger.ts';
 import { deadlineOf, newSessionId } from './session-ids.ts';
 
-// Tests of slow protocols on a machine shared with other work.
-t.setTimeout(600_000);
-
 const c: Committee = committee(3, 2, 'presignature-sessions');
 const pkg = c.keys.get(1)!.pkg;
 const keyId = pkg.keyId;

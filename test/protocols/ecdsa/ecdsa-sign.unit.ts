@@ -1,5 +1,5 @@
 // DKLs23 signing end to end over keys from the project's DKG: every qualified subset of 2-of-2 and
-// 2-of-3 signs (3-of-5 in ecdsa-sign-3of5.test.ts); every signature verifies with noble, is low-s, and
+// 2-of-3 signs (3-of-5 in ecdsa-sign-3of5.unit.ts); every signature verifies with noble, is low-s, and
 // viem recovers the key's address, also for a BIP-32 derived key. All of it under both primitive
 // providers: the noble reference and the node's native OpenSSL one.
 import t from 'tap';

@@ -1,0 +1,4 @@
+// Shard 9 of the in-process test files (*.unit.ts), run in one process; test/support/units.ts says why.
+import { runUnitShard } from '../support/units.ts';
+
+await runUnitShard(9);
