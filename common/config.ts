@@ -59,12 +59,19 @@ export function loadConfig<T extends TObject>(schema: T, options: LoadOptions = 
     }
   }
   const converted = Value.Default(schema, Value.Convert(schema, raw)) as Record<string, unknown>;
+  // One problem per setting: the validator reports a missing value once as missing and again for its type.
+  const reported = new Set<string>();
   for (const e of Value.Errors(schema, converted)) {
     const key = e.path.replace(/^\//, '').split('/')[0] ?? '';
+    if (reported.has(key)) continue;
+    reported.add(key);
     const prop = (schema.properties as Record<string, EnvSchema>)[key];
     const where = prop?.env ? `${prop.env} (${key})` : key || '(root)';
-    const got = e.value === undefined ? 'missing' : prop?.secret ? 'got a value (not shown)' : `got ${JSON.stringify(e.value)}`;
-    problems.push(`${where}: ${e.message}; ${got}`);
+    if (e.value === undefined) {
+      problems.push(`${where}: required, not set`);
+      continue;
+    }
+    problems.push(`${where}: ${e.message}; ${prop?.secret ? 'got a value (not shown)' : `got ${JSON.stringify(e.value)}`}`);
   }
   if (problems.length) throw new ConfigError(problems);
   return deepFreeze(converted) as Readonly<Static<T>>;

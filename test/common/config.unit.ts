@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { ConfigError } from '../../common/config.ts';
 import { loadCoordinatorConfig } from '../../coordinator/config.ts';
 import { loadNodeConfig } from '../../node/config.ts';
+import { loadCliConfig } from '../../api/sdk/config.ts';
 
 t.test('defaults load and the result is frozen', async (t) => {
   const c = loadCoordinatorConfig({});
@@ -59,6 +60,19 @@ t.test('an integer setting is refused unless written as a whole decimal number, 
 t.test('every problem is listed at once', async (t) => {
   const err = t.throws(() => loadNodeConfig({ NODE_KIND: 'x', NODE_RECONNECT_MIN_MS: 'y' })) as ConfigError;
   t.ok(err.problems.length >= 2, 'two problems reported');
+});
+
+t.test('a required setting that is not set is named once, as not set', async (t) => {
+  const err = t.throws(() => loadCliConfig({})) as ConfigError;
+  t.same(err.problems, [
+    'CUSTODY_URL (url): required, not set',
+    'CUSTODY_ORGANIZATION (organization): required, not set',
+    'CUSTODY_KEY_ID (keyId): required, not set',
+    'CUSTODY_SECRET_KEY_FILE (secretKeyFile): required, not set',
+  ]);
+  const bad = t.throws(() => loadCliConfig({ CUSTODY_URL: 'ftp://x', CUSTODY_ORGANIZATION: 'org', CUSTODY_KEY_ID: 'k', CUSTODY_SECRET_KEY_FILE: '/k' })) as ConfigError;
+  t.equal(bad.problems.length, 1, 'one bad value, one problem');
+  t.match(bad.problems[0], /^CUSTODY_URL \(url\): .*; got "ftp:\/\/x"$/);
 });
 
 t.test('rules across fields', async (t) => {
