@@ -1,5 +1,6 @@
 // API process: loads configuration, connects to the coordinator, serves HTTP until SIGINT/SIGTERM.
-import { chainBackends, coordinatorShards, loadApiConfig } from './config.ts';
+import { ApiConfigSchema, chainBackends, coordinatorShards, loadApiConfig } from './config.ts';
+import { settingsUsage } from '../common/config.ts';
 import { TransactionService } from './transactions/transaction-service.ts';
 import { TransactionWorker } from './transactions/transaction-worker.ts';
 import { connectChains } from './chains/connect-chains.ts';
@@ -91,4 +92,4 @@ await runMain('api', async () => {
       await serving.close();
     },
   };
-});
+}, () => settingsUsage('usage: node api/server.js (npm start runs it; docs/operations.md)\nThe API: the vault API and the customer platform API over HTTP.', ApiConfigSchema, 'API_CONFIG_FILE'));

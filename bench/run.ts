@@ -7,6 +7,14 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { machine, runSuites, table, type BenchSuite } from './harness.ts';
 
 const args = process.argv.slice(2);
+if (args.includes('--help') || args.includes('-h')) {
+  process.stdout.write(`usage: npm run bench [-- --json] [-- --only <file substring>] [-- --case <case substring>]
+Runs the benchmarks of bench/suites/ (every suite, or the files whose name holds the substring; the baselines
+always run) and prints each case's figures and its ratio to its baseline, measured in the same run, with the
+machine (README.md "Tests and benchmarks"). --json prints one JSON line per suite.
+`);
+  process.exit(0);
+}
 const json = args.includes('--json');
 const onlyAt = args.indexOf('--only');
 const only = onlyAt >= 0 ? args[onlyAt + 1] : undefined;

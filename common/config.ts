@@ -97,3 +97,23 @@ export function splitHostPort(address: string): { host: string; port: number } {
   if (!m) throw new Error(`not a host:port address: ${address}`);
   return { host: m[1]!, port: Number(m[2]) };
 }
+
+/** True when the program was asked for its usage (`--help` or `-h` among its arguments). */
+export function helpAsked(argv: readonly string[] = process.argv.slice(2)): boolean {
+  return argv.includes('--help') || argv.includes('-h');
+}
+
+/**
+ * The usage of a program configured by its environment: `intro`, then every setting of `schema` with its
+ * variable, default and description, and the variable naming an optional JSON file of them.
+ */
+export function settingsUsage(intro: string, schema: TObject, fileVar?: string): string {
+  const lines = [intro.trimEnd(), '', fileVar ? 'Settings (environment variables; the environment wins over the file):' : 'Settings (environment variables):'];
+  if (fileVar) lines.push(`  ${fileVar}: a JSON file of the settings below, by their names in parentheses`);
+  for (const [key, prop] of Object.entries(schema.properties) as [string, EnvSchema & { default?: unknown; description?: string }][]) {
+    if (!prop.env) continue;
+    const def = prop.default === undefined ? (schema.required?.includes(key) ? 'required' : 'optional') : prop.default === '' ? 'default: empty' : `default: ${Array.isArray(prop.default) ? prop.default.join(',') || 'empty' : String(prop.default)}`;
+    lines.push(`  ${prop.env} (${key}), ${def}${prop.description ? `: ${prop.description}` : ''}`);
+  }
+  return `${lines.join('\n')}\n`;
+}

@@ -1,6 +1,6 @@
 // Process lifecycle shared by the programs: boot, report configuration errors plainly, and stop
 // cleanly once on SIGINT or SIGTERM.
-import { ConfigError } from './config.ts';
+import { ConfigError, helpAsked } from './config.ts';
 import type { Logger } from './logger.ts';
 
 export interface Running {
@@ -32,7 +32,12 @@ export class RefusedToStart extends Error {
   }
 }
 
-export async function runMain(name: string, boot: (lifecycle: Lifecycle) => Promise<Running>): Promise<void> {
+/** Runs a program: `usage` (its settings) is printed, and nothing started, when it is asked for `--help`. */
+export async function runMain(name: string, boot: (lifecycle: Lifecycle) => Promise<Running>, usage?: () => string): Promise<void> {
+  if (usage && helpAsked()) {
+    process.stdout.write(usage());
+    process.exit(0);
+  }
   let running: Running;
   try {
     running = await boot({ fail: (why) => (running ? shutdown(`failure: ${why}`, 75) : process.exit(75)) });

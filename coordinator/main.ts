@@ -1,5 +1,6 @@
 // Coordinator process: boots from configuration and stops cleanly on SIGINT/SIGTERM.
-import { loadCoordinatorConfig } from './config.ts';
+import { CoordinatorConfigSchema, loadCoordinatorConfig } from './config.ts';
+import { settingsUsage } from '../common/config.ts';
 import { createLogger } from '../common/logger.ts';
 import { startCoordinator } from './coordinator-server.ts';
 import { runMain } from '../common/process.ts';
@@ -10,4 +11,4 @@ await runMain('coordinator', async () => {
   const running = await startCoordinator(config, log);
   log.info({ port: running.port, listen: config.listen }, 'coordinator listening');
   return { log, stop: () => running.stop() };
-});
+}, () => settingsUsage('usage: node coordinator/main.js (npm start runs it; docs/operations.md)\nThe coordinator: relays the sessions of the signer nodes and keeps the vault records.', CoordinatorConfigSchema, 'COORDINATOR_CONFIG_FILE'));

@@ -3,8 +3,8 @@
 // shards") the one session host serves every link, answering each session on the link that opened it.
 import * as grpc from '@grpc/grpc-js';
 import { existsSync, readFileSync } from 'node:fs';
-import { anchorProblem, loadNodeConfig } from './config.ts';
-import { ConfigError } from '../common/config.ts';
+import { NodeConfigSchema, anchorProblem, loadNodeConfig } from './config.ts';
+import { ConfigError, settingsUsage } from '../common/config.ts';
 import { ProtocolWorkers, defaultWorkerCount } from './runtime/workers/protocol-workers.ts';
 import { createLogger } from '../common/logger.ts';
 import { RefusedToStart, runMain } from '../common/process.ts';
@@ -156,4 +156,4 @@ await runMain('node', async ({ fail }) => {
       await store.close();
     },
   };
-});
+}, () => settingsUsage('usage: npm run node (or node node/main.js; docs/self-node.md)\nA signer node: holds its key shares sealed and signs what the customer authorized.', NodeConfigSchema, 'NODE_CONFIG_FILE'));

@@ -23,7 +23,7 @@ import { hexToBytes } from '@noble/hashes/utils.js';
 import { loadApiConfig } from '../config.ts';
 import { openStore } from '../store/open-store.ts';
 import { VaultService } from '../vaults/vault-service.ts';
-import { ConfigError } from '../../common/config.ts';
+import { ConfigError, helpAsked } from '../../common/config.ts';
 import { TenancyService } from '../tenancy/tenancy-service.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { signRoster, type RosterNode } from '../../core/trust/roster.ts';
@@ -236,9 +236,29 @@ function customerOutput(made: { customer: { id: string; workspace: string }; org
   };
 }
 
+/** Whether `err` (or what caused it) is LevelDB refusing a database another process holds open. */
+function heldByAnotherProcess(err: unknown): boolean {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (e.code === 'LEVEL_LOCKED') return true;
+  }
+  return false;
+}
+
+if (helpAsked()) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+
 main().then(
   (code) => process.exit(code),
   (err: unknown) => {
+    if (heldByAnotherProcess(err)) {
+      // The store is open in the running API (npm start): offline commands need it stopped; the others go through it.
+      process.stderr.write('admin: the API\'s database is in use by a running API (npm start?). Either send the command through the running API\'s '
+        + 'operator API (API_OPERATOR_API_URL=http://127.0.0.1:8080 API_OPERATOR_TOKEN_FILE=data/operator-api.token; npm start prints both; docs/operations.md "Through the running API"), '
+        + 'or stop the API first for the commands that run only offline (org repair, roster sign, store copy).\n');
+      process.exit(1);
+    }
     process.stderr.write(`admin: ${err instanceof ConfigError ? err.message : (err as Error).message}\n`);
     process.exit(1);
   },

@@ -46,6 +46,9 @@ interface Bucket extends PoolEntries {
   vaultId: string;
 }
 
+/** The nodes' answers that they keep no pool at all, as opposed to a refill that failed. */
+const POOL_ABSENT = /^(presignature|nonce)_pool_(unanchored|unavailable)$/;
+
 export class PresignaturePool {
   private readonly buckets = new Map<string, Bucket>();
   /** (vault, path) pairs a signing used, to refill. */
@@ -58,6 +61,9 @@ export class PresignaturePool {
   private readonly backoffMs: number;
   private readonly now: () => number;
   private stopped = false;
+
+  /** Vaults whose nodes answered that they keep no pool: said once in the log. */
+  private readonly noPool = new Set<string>();
 
   constructor(private readonly hooks: PoolHooks, private readonly log: Logger, readonly opts: PoolOptions) {
     this.idleMs = opts.idleMs ?? 250;
@@ -129,7 +135,7 @@ export class PresignaturePool {
 
   /** The nodes refused entries or presigning: `code` says whether they keep a pool at all. */
   refused(vaultId: string, code: string): void {
-    const pause = /^(presignature|nonce)_pool_(unanchored|unavailable)$/.test(code) ? 10 * this.backoffMs : this.backoffMs;
+    const pause = POOL_ABSENT.test(code) ? 10 * this.backoffMs : this.backoffMs;
     this.pausedUntil.set(vaultId, this.now() + pause);
   }
 
@@ -163,7 +169,12 @@ export class PresignaturePool {
         } catch (err) {
           const code = err instanceof CustodyError ? err.code : 'internal';
           this.refused(vaultId, code);
-          this.log.warn({ vaultId, path: path.join('/'), code, problem: (err as Error).message }, 'presignature refill failed; signings use the full protocol meanwhile');
+          if (!POOL_ABSENT.test(code)) this.log.warn({ vaultId, path: path.join('/'), code, problem: (err as Error).message }, 'presignature refill failed; signings use the full protocol meanwhile');
+          else if (!this.noPool.has(vaultId)) {
+            // Nodes that keep no pool (none configured, or no rollback anchor to keep one safely) are not a failure: said once per vault.
+            this.noPool.add(vaultId);
+            this.log.info({ vaultId, code }, 'the nodes keep no presignature pool for this vault; signings use the full protocol');
+          }
           break;
         }
       }

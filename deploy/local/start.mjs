@@ -17,6 +17,27 @@ import { portClashes } from './port-check.mjs';
 import { sandboxFunding } from './sandbox-funding.mjs';
 import { sandboxTokenization } from './sandbox-tokenization.mjs';
 
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  process.stdout.write(`usage: npm start
+Runs the whole system on this machine (docs/quickstart.md): a local EVM chain (anvil), a Bitcoin regtest
+chain, the coordinator, the service nodes and the API, with their data under ./data/. Ctrl-C stops everything.
+
+Settings (environment variables):
+  DATA_DIR                where the data is kept (default: ./data)
+  API_PORT                the API's port (default: 8080)
+  COORDINATOR_PORT        the coordinator's port (default: 7400)
+  LOCAL_NODES             how many service nodes (default: 3)
+  ANVIL_PORT              the EVM chain's port (default: 8545); ANVIL=off runs none
+  ANVIL_BLOCK_TIME        seconds between EVM blocks (default: 1)
+  REGTEST_PORT            the Bitcoin regtest chain's port (default: 3002); REGTEST=off runs none
+  REGTEST_BLOCK_TIME      seconds between regtest blocks (default: 2)
+  SANDBOX_FUNDING=off     no sandbox funding set-up
+  SANDBOX_TOKENIZATION=off  no tokenization set-up (Safe contracts, deployer and relayer keys)
+  API_WEBHOOK_ALLOWED_DESTINATIONS, API_CHAIN_BACKENDS: passed to the API (docs/operations.md)
+`);
+  process.exit(0);
+}
+
 const data = resolve(process.env.DATA_DIR ?? join(root, 'data'));
 const apiPort = process.env.API_PORT ?? '8080';
 const coordinatorPort = process.env.COORDINATOR_PORT ?? '7400';
@@ -175,7 +196,7 @@ if (withAnvil) {
     if (!stopping) stop(1);
   });
   children.push({ name: 'anvil', child: anvil });
-  console.log(`[start] evm-local (anvil) on http://127.0.0.1:${anvilPort}`);
+  console.log(`[start] evm-local (anvil) on http://127.0.0.1:${anvilPort}; fund a wallet: ${anvilPort === '8545' ? '' : `ANVIL_URL=http://127.0.0.1:${anvilPort} `}npm run cli -- anvil fund <0x address> <wei>`);
 }
 
 // The local Bitcoin chain (bitcoin-regtest): the regtest double, its blocks and mempool kept in the
@@ -245,6 +266,8 @@ run('api', 'api/server.js', {
     ].filter(Boolean).join(','),
   } : {}),
 });
-if (withRegtest) console.log(`[start] bitcoin-regtest (Esplora API) on http://127.0.0.1:${regtestPort}; fund a wallet: npm run cli -- regtest fund <address> <sats>`);
-console.log(`[start] API on http://127.0.0.1:${apiPort} (readiness: /readyz); data in ${data}; Ctrl-C stops everything`);
+// The CLI's own defaults are these ports: a moved one is named in the hint.
+const regtestUrlHint = regtestPort === '3002' ? '' : `REGTEST_URL=http://127.0.0.1:${regtestPort} `;
+if (withRegtest) console.log(`[start] bitcoin-regtest (Esplora API) on http://127.0.0.1:${regtestPort}; fund a wallet: ${regtestUrlHint}npm run cli -- regtest fund <address> <sats>`);
+console.log(`[start] API on http://127.0.0.1:${apiPort} (readiness: /readyz; API reference: http://127.0.0.1:${apiPort}/docs); CLI: CUSTODY_URL=http://127.0.0.1:${apiPort}; data in ${data}; Ctrl-C stops everything`);
 console.log(`[start] operator tasks on the running API: API_OPERATOR_API_URL=http://127.0.0.1:${apiPort} API_OPERATOR_TOKEN_FILE=${operatorTokenFile} API_OPERATOR_KEY_FILE=${operatorFile} npm run admin -- org create --name <name> --public-key <hex> (docs/quickstart.md)`);

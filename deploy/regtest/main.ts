@@ -2,7 +2,7 @@
 // Esplora REST API over a chain with block, mempool and UTXO rules, a faucet and a miner. Settings
 // are read once from the environment; `npm start` runs it with REGTEST_DATA_DIR=data/regtest.
 import { Type } from '@sinclair/typebox';
-import { ConfigError, loadConfig } from '../../common/config.ts';
+import { ConfigError, helpAsked, loadConfig, settingsUsage } from '../../common/config.ts';
 import { RegtestChain } from './regtest-chain.ts';
 import { RegtestStore } from './regtest-store.ts';
 import { EsploraServer } from './esplora-server.ts';
@@ -15,6 +15,11 @@ export const RegtestConfigSchema = Type.Object({
   mineEmpty: Type.Boolean({ env: 'REGTEST_MINE_EMPTY', default: false, description: 'mine on the interval even with an empty mempool' }),
   minerAddress: Type.String({ env: 'REGTEST_MINER_ADDRESS', default: '', description: 'where block rewards go; empty: an unspendable output' }),
 });
+
+if (helpAsked()) {
+  process.stdout.write(settingsUsage('usage: npm run regtest (npm start runs it; docs/bitcoin-regtest.md)\nThe local Bitcoin regtest chain: the Esplora REST API, a faucet and a miner.', RegtestConfigSchema));
+  process.exit(0);
+}
 
 let config;
 try {

@@ -77,6 +77,24 @@ t.test('a refusal pauses refills; target 0 is off', async (t) => {
   f.state.refuse = undefined;
   t.equal(await pool.refill('v'), 2, 'after the pause it tries again');
 
+  // Logged once, as what it is: nodes without a pool are not a failure; a refill that fails is.
+  const lines: { level: number; msg: string }[] = [];
+  const recorded = createLogger('test', 'info', { write: (line: string) => void lines.push(JSON.parse(line)) } as unknown as NodeJS.WritableStream);
+  const quiet = new PresignaturePool(fake({ refuse: 'presignature_pool_unanchored' }).hooks, recorded, { target: 2, idleMs: 1, backoffMs: 0 });
+  t.teardown(() => quiet.stop());
+  quiet.signingStarted('v');
+  quiet.signingEnded('v', PATH);
+  await quiet.refill('v');
+  await quiet.refill('v');
+  t.same(lines.map((l) => [l.level, l.msg]), [[30, 'the nodes keep no presignature pool for this vault; signings use the full protocol']], 'said once, at info');
+  lines.length = 0;
+  const failing = new PresignaturePool(fake({ refuse: 'ot_busy' }).hooks, recorded, { target: 2, idleMs: 1, backoffMs: 0 });
+  t.teardown(() => failing.stop());
+  failing.signingStarted('v');
+  failing.signingEnded('v', PATH);
+  await failing.refill('v');
+  t.same(lines.map((l) => [l.level, l.msg]), [[40, 'presignature refill failed; signings use the full protocol meanwhile']], 'a failure is a warning');
+
   const off = new PresignaturePool(fake().hooks, log, { target: 0 });
   off.signingStarted('v');
   off.signingEnded('v', PATH);

@@ -42,6 +42,24 @@ t.test('org create refuses without the operator key and makes nothing', async (t
   t.same(orgs, [], 'nothing stored');
 });
 
+t.test('a database held by the running API: the command says so and how to reach the operator API; --help is usage, exit 0', async (t) => {
+  const dir = newStore();
+  const held = await RecordStore.open(dir);
+  t.teardown(() => held.close());
+  const operatorFile = join(dir, '..', `${dir.split('/').pop()}-held-operator.key`);
+  writeFileSync(operatorFile, bytesToHex(ed25519.utils.randomSecretKey()), { mode: 0o600 });
+  const r = await admin({ API_DATA_DIR: dir, API_OPERATOR_KEY_FILE: operatorFile }, 'org', 'create', '--name', 'Acme', '--public-key', bytesToHex(ed25519.getPublicKey(ed25519.utils.randomSecretKey())));
+  t.equal(r.code, 1);
+  t.match(r.stderr, /in use by a running API .*API_OPERATOR_API_URL=.*API_OPERATOR_TOKEN_FILE=/, r.stderr);
+  t.notMatch(r.stderr, /Database failed to open/);
+  const orgs = [];
+  for await (const o of held.all('orgs')) orgs.push(o);
+  t.same(orgs, [], 'nothing stored');
+  const help = await admin({}, '--help');
+  t.same([help.code, help.stderr], [0, '']);
+  t.match(help.stdout, /^usage: npm run admin -- org create/);
+});
+
 t.test('org repair roots an organization made without the operator key; the nodes then accept its whole log', async (t) => {
   const dir = newStore();
   const operator = ed25519.utils.randomSecretKey();
