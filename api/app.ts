@@ -13,6 +13,8 @@ import { createFunding, type Funding } from './funding/funding-setup.ts';
 import { escrowRoutes } from './routes/v1/escrows.ts';
 import { tokenizationRoutes } from './routes/v1/tokenization.ts';
 import { createTokenization, type Tokenization } from './tokenization/tokenization-setup.ts';
+import { rwaLogRoutes } from './routes/v1/rwa-log.ts';
+import { createTokenLog, type TokenLogPart } from './rwa/log/token-log-setup.ts';
 import { createEscrows, type Escrows } from './escrow/escrow-setup.ts';
 import { EscrowAuthorizer } from './escrow/escrow-authorizer.ts';
 import type { CoordinatorClient } from './coordinator/coordinator-client.ts';
@@ -92,6 +94,8 @@ export interface AppOptions {
   escrows?: Escrows | undefined;
   /** Tokenization (docs/platform/tokenization.md); built from the configuration when absent. */
   tokenization?: Tokenization | undefined;
+  /** The token transparency logs (docs/platform/transparency-log.md); built from the configuration when absent. */
+  tokenLog?: TokenLogPart | undefined;
   /** Where the request and queue metrics go; server.ts serves it off the public port (API_METRICS_LISTEN). */
   metrics?: Registry | undefined;
   /** Payments (docs/platform/payments.md); built from the configuration, with their sweep, when absent. */
@@ -315,6 +319,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         });
       }
       await p.register(tokenizationRoutes, { platform, tokenization });
+      // The token transparency logs (docs/platform/transparency-log.md): a witnessed Merkle log per token.
+      const tokenLog = opts.tokenLog ?? await createTokenLog(opts.config, platform);
+      if (!opts.tokenLog) p.addHook('onClose', async () => tokenLog.close());
+      await p.register(rwaLogRoutes, { platform, tokenization, tokenLog });
       await p.register(tenantRoutes, { platform, chainsWithBackend: Object.keys(chainBackends(opts.config)), stablecoin: (c) => funding.service.stablecoinOf(c), stablecoinDecimals: STABLECOIN_DECIMALS });
       await p.register(accountHolderBankingRoutes, { platform, vaults, chains: opts.chains, stablecoin: (c) => funding.service.stablecoinOf(c) });
       await p.register(accountHolderExportRoutes, { platform, vaults, publicOrigin: opts.config.publicUrl });

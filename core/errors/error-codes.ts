@@ -130,6 +130,9 @@ export const ERROR_CODES = entries({
   forward_request_used: e('conflict', 'the ERC-2771 forward request\'s nonce was already used (relayed before): a replay'),
   gasless_would_revert: e('invalid', 'the token or the forwarder would refuse the relayed transfer (the decoded revert is in the message); nothing was sent'),
   relay_budget_exceeded: e('limited', 'the tenant\'s relayer spend on the chain within the rolling period would pass the cap; nothing was sent'),
+  // RWA transparency log (docs/platform/transparency-log.md)
+  log_integrity_failed: e('conflict', 'the token\'s stored log does not match its last signed checkpoint: nothing is appended or signed'),
+  witness_already_registered: e('conflict', 'a witness with this verifier key or name is already registered for the token\'s log'),
   account_holder_not_active: e('conflict', 'the account holder is not active (verified): money moves for active holders only'),
   // A ledger account's balance, unlike the chain's insufficient_funds (a refusal of a wallet's transaction):
   // the same transfer may succeed once the account holds more, so it is a state conflict.
