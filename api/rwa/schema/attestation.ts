@@ -97,25 +97,29 @@ const REBIND_TYPES = {
   ],
 } as const;
 
-/** The EIP-712 typed data an address signs (eth_signTypedData_v4), integers as decimal strings for JSON. */
-export function statementTypedData(s: Statement) {
-  const x = s.statement;
-  const domain = { name: ATTESTATION_DOMAIN_NAME, version: '1', chainId: x.chain_id, verifyingContract: getAddress(x.contract) };
-  if (s.kind === 'field') {
-    const f = s.statement;
-    return {
-      domain, types: FIELD_TYPES, primaryType: 'FieldAttestation' as const,
-      message: { token: f.token_id, field: f.field, valueHash: `0x${f.value_sha256}` as Hex, schema: f.schema_id, schemaVersion: BigInt(f.schema_version), schemaHash: `0x${f.schema_sha256}` as Hex, attester: f.attester_id, nonce: BigInt(f.nonce) },
-    };
-  }
-  const r = s.statement;
+const domainOf = (x: { chain_id: number; contract: string }) => ({ name: ATTESTATION_DOMAIN_NAME, version: '1', chainId: x.chain_id, verifyingContract: getAddress(x.contract) });
+
+/** The EIP-712 typed data of a field statement (eth_signTypedData_v4). */
+export function fieldTypedData(f: FieldStatement) {
   return {
-    domain, types: REBIND_TYPES, primaryType: 'RebindAttestation' as const,
+    domain: domainOf(f), types: FIELD_TYPES, primaryType: 'FieldAttestation' as const,
+    message: { token: f.token_id, field: f.field, valueHash: `0x${f.value_sha256}` as Hex, schema: f.schema_id, schemaVersion: BigInt(f.schema_version), schemaHash: `0x${f.schema_sha256}` as Hex, attester: f.attester_id, nonce: BigInt(f.nonce) },
+  };
+}
+
+/** The EIP-712 typed data of a rebind statement. */
+export function rebindTypedData(r: RebindStatement) {
+  return {
+    domain: domainOf(r), types: REBIND_TYPES, primaryType: 'RebindAttestation' as const,
     message: {
       rebind: r.rebind_id, token: r.token_id, schema: r.schema_id, fromVersion: BigInt(r.from_version), fromHash: `0x${r.from_sha256}` as Hex, toVersion: BigInt(r.to_version),
       toHash: `0x${r.to_sha256}` as Hex, dryRunHash: `0x${r.dry_run_sha256}` as Hex, attester: r.attester_id,
     },
   };
+}
+
+export function statementTypedData(s: Statement) {
+  return s.kind === 'field' ? fieldTypedData(s.statement) : rebindTypedData(s.statement);
 }
 
 /** Why a key is malformed, or undefined. */

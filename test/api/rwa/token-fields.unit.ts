@@ -9,7 +9,7 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { schemaApp, type SchemaApp } from './schema-fixture.ts';
-import { statementText, statementTypedData, verifyAttestationEntry, type FieldStatement, type Statement } from '../../../api/rwa/schema/attestation.ts';
+import { fieldTypedData, statementText, verifyAttestationEntry, type FieldStatement, type Statement } from '../../../api/rwa/schema/attestation.ts';
 import { valueSha256 } from '../../../api/rwa/schema/canonical-json.ts';
 import { fieldCommitment } from '../../../api/rwa/schema/token-metadata.ts';
 import type { TokenRecord } from '../../../api/tokenization/records.ts';
@@ -188,7 +188,7 @@ t.test('attested entries: Ed25519 and EIP-712, verified and kept; out of scope, 
 
   // EIP-712 by an address.
   const st3 = fieldStatement(token, binding.sha256, agency, 'rating', 'AA-', 7);
-  const sig3 = await evm.signTypedData(statementTypedData({ kind: 'field', statement: st3 }));
+  const sig3 = await evm.signTypedData(fieldTypedData(st3));
   const byEvm = await entry('rating', { attester_id: agency, value: 'AA-', nonce: 7, signature: sig3 });
   t.equal(byEvm.statusCode, 200, byEvm.body);
   const evmEntry = s.log.of(token.id).at(-1)!;
@@ -207,7 +207,7 @@ t.test('attested entries: Ed25519 and EIP-712, verified and kept; out of scope, 
   t.match(del.json(), { status: 'removed', removed_at: String });
   t.match(s.log.of(token.id).at(-1), { kind: 'attester', body: { action: 'remove', attester_id: agency } });
   const st4 = fieldStatement(token, binding.sha256, agency, 'rating', 'A', 8);
-  const gone = await entry('rating', { attester_id: agency, value: 'A', nonce: 8, signature: await evm.signTypedData(statementTypedData({ kind: 'field', statement: st4 })) });
+  const gone = await entry('rating', { attester_id: agency, value: 'A', nonce: 8, signature: await evm.signTypedData(fieldTypedData(st4)) });
   t.equal(gone.json().code, 'attester_out_of_scope');
   t.equal((await s.call('GET', `/v1/rwa/tokens/${token.id}/fields`, undefined, s.acme.viewer)).json().fields.find((f: { path: string }) => f.path === 'rating').value, 'AA-');
   t.equal((await s.call('DELETE', `/v1/rwa/tokens/${token.id}/attesters/${agency}`, undefined, s.globex.owner)).statusCode, 404);
