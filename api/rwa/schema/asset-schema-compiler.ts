@@ -91,10 +91,14 @@ export function riskyPattern(p: string): string | undefined {
   return undefined;
 }
 
-function checkPatterns(v: unknown, at: string): void {
-  if (Array.isArray(v)) { v.forEach((x, i) => checkPatterns(x, `${at}/${i}`)); return; }
+const NAMING_KEYWORDS = new Set(['$id', '$anchor', '$dynamicAnchor', '$dynamicRef']);
+
+function checkDocument(v: unknown, at: string): void {
+  if (Array.isArray(v)) { v.forEach((x, i) => checkDocument(x, `${at}/${i}`)); return; }
   if (typeof v !== 'object' || v === null) return;
   for (const [k, x] of Object.entries(v)) {
+    // A document stands alone: nothing in it names itself for others to find (see `validatorOf`).
+    if (NAMING_KEYWORDS.has(k)) throw invalid(`${at}/${k}: refused; a schema is self-contained, its references are local (#/$defs/…)`);
     if (k === 'pattern' && typeof x === 'string') {
       const why = riskyPattern(x);
       if (why) throw invalid(`${at}/pattern: refused (${why})`);
@@ -105,7 +109,7 @@ function checkPatterns(v: unknown, at: string): void {
         if (why) throw invalid(`${at}/patternProperties: ${JSON.stringify(p)} refused (${why})`);
       }
     }
-    checkPatterns(x, `${at}/${k}`);
+    checkDocument(x, `${at}/${k}`);
   }
 }
 
@@ -158,6 +162,28 @@ function fieldsOf(root: Node): FieldSpec[] {
   return out;
 }
 
+let shared: Ajv2020 | undefined;
+
+/**
+ * Compiles with one ajv instance (building one costs ten times a compile), then forgets the document, so
+ * nothing of one customer's schema stays for another's to meet: a document names nothing for others to find
+ * (no `$id` or anchors, refused above) and nothing outside it resolves (no loader: a remote `$ref` is refused).
+ */
+function validatorOf(doc: Record<string, unknown>): ValidateFunction {
+  if (!shared) {
+    shared = new Ajv2020({ strict: true, allErrors: true, logger: false, validateSchema: true, addUsedSchema: false });
+    addFormats(shared);
+    shared.addKeyword({ keyword: 'x-visibility', schemaType: 'string', metaSchema: { enum: [...VISIBILITIES] } });
+  }
+  try {
+    return shared.compile(doc);
+  } catch (err) {
+    throw invalid(`ajv: ${(err as Error).message}`);
+  } finally {
+    shared.removeSchema(doc);
+  }
+}
+
 const cache = new Map<string, CompiledSchema>();
 const CACHE_SIZE = 256;
 
@@ -177,18 +203,8 @@ export function compileAssetSchema(doc: unknown): CompiledSchema {
   if (depthOf(doc) > SCHEMA_LIMITS.maxDepth) throw invalid(`nested deeper than ${SCHEMA_LIMITS.maxDepth} levels`);
   if (doc.$schema !== undefined && doc.$schema !== DRAFT_2020_12) throw invalid(`$schema: only ${DRAFT_2020_12} (draft 2020-12)`);
   if (doc.type !== 'object' || !isNode(doc.properties)) throw invalid('the root is {"type": "object", "properties": {...}}: a token\'s fields are its properties');
-  checkPatterns(doc, '#');
-  // A fresh instance per schema: a customer's `$id` never meets another's, and nothing outside the
-  // document resolves (no loader), so a remote `$ref` is refused at compile.
-  const ajv = new Ajv2020({ strict: true, allErrors: true, logger: false, validateSchema: true });
-  addFormats(ajv);
-  ajv.addKeyword({ keyword: 'x-visibility', schemaType: 'string', metaSchema: { enum: [...VISIBILITIES] } });
-  let validate: ValidateFunction;
-  try {
-    validate = ajv.compile(doc);
-  } catch (err) {
-    throw invalid(`ajv: ${(err as Error).message}`);
-  }
+  checkDocument(doc, '#');
+  const validate = validatorOf(doc);
   const fields = fieldsOf(doc);
   if (fields.length === 0) throw invalid('the schema defines no field');
   const compiled = { sha256, fields, validate };

@@ -103,6 +103,8 @@ t.test('a schema ajv refuses, or over the limits, is 422 asset_schema_invalid an
     ['a pattern that may backtrack', bond({ x: { type: 'string', pattern: '^(a+)+$' } }), /quantified group/],
     ['a property name that is no field path', bond({ 'a.b': { type: 'string' } }), /property name/],
     ['a type ajv does not know', bond({ x: { type: 'strin' } }), /ajv/],
+    ['an $id (a document names nothing for others)', { ...bond(), $id: 'https://json-schema.org/draft/2020-12/meta/core' }, /\$id: refused/],
+    ['an anchor', bond({ x: { type: 'string', $anchor: 'x' } }), /\$anchor: refused/],
   ];
   for (const [what, doc, why] of refused) {
     const res = await s.call('POST', '/v1/rwa/asset-schemas/bad-one/draft', { json_schema: doc });
@@ -112,7 +114,11 @@ t.test('a schema ajv refuses, or over the limits, is 422 asset_schema_invalid an
   }
   t.equal((await s.call('POST', '/v1/rwa/asset-schemas/bad-one/upload-publish', { json_schema: { type: 'object', properties: { a: { minimum: 'x' } } } })).json().code, 'asset_schema_invalid');
   t.equal((await s.call('GET', '/v1/rwa/asset-schemas/bad-one')).statusCode, 404, 'nothing was stored');
-  t.same((await s.call('GET', '/v1/rwa/asset-schemas')).json().data, []);
+  // The compiler is unharmed by what it refused: a good document still compiles, also one with a $defs reference.
+  const good = await s.call('POST', '/v1/rwa/asset-schemas/good-one/upload-publish', { json_schema: { ...bond({ amount: { $ref: '#/$defs/money' } }), $defs: { money: { type: 'string', pattern: '^[0-9]+$', 'x-visibility': 'public' } } } });
+  t.equal(good.statusCode, 200, good.body);
+  t.ok(good.json().version.fields.some((f: { path: string; visibility: string }) => f.path === 'amount' && f.visibility === 'public'), 'a field through a local $ref');
+  t.same((await s.call('GET', '/v1/rwa/asset-schemas')).json().data.map((x: { id: string }) => x.id), ['good-one']);
   // Bad ids and bodies.
   t.equal((await s.call('POST', '/v1/rwa/asset-schemas/Bad_Id/draft', { json_schema: bond() })).json().code, 'validation_failed');
   t.equal((await s.call('POST', '/v1/rwa/asset-schemas/ok-id/draft', { json_schema: bond(), template: 'bond' })).json().code, 'validation_failed');
