@@ -9,7 +9,7 @@ import { ErrorBody } from '../../errors.ts';
 import { actorOf, scopeOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
 import { DEFAULT_LIMIT, Page, PageQuery, pageOf } from '../../store/pagination.ts';
-import { IdempotentRequests, requiredIdempotencyKey } from '../../idempotency.ts';
+import { IdempotentRequests, idempotencyKeyOf, requiredIdempotencyKey } from '../../idempotency.ts';
 import { filteredWalk } from '../../account-holders/filtered-walk.ts';
 import type { RwaSchemas } from '../../rwa/schema/schema-setup.ts';
 import { assetSchemaView, schemaVersionView } from '../../rwa/schema/asset-schema-service.ts';
@@ -183,7 +183,10 @@ export const rwaSchemaRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; rw
       body: Type.Object({ version: Type.Optional(Version), values: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }, { additionalProperties: false }),
       response: { 200: Preview, ...errors },
     },
-  }, async (req) => schemas.compilePreview(scopeOf(req), req.params.id, req.body));
+  }, async (req) => {
+    idempotencyKeyOf(req);
+    return schemas.compilePreview(scopeOf(req), req.params.id, req.body);
+  });
 
   // ── Schema rebinds ─────────────────────────────────────────────────────────────────────────────────
   app.post('/rwa/schema-rebinds', {
@@ -214,7 +217,10 @@ export const rwaSchemaRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; rw
       description: `A dry run that passes moves the rebind to attesting (or ready when the policy needs no attestation); one that fails to dry_run_failed. A dry run with another outcome than the last clears its attestations (they are over its hash). ${DOC}.`,
       tags: TAGS, security: change, params: IdParam, response: { 200: Rebind, ...errors },
     },
-  }, async (req) => rebindView(await rebinds.dryRun(scopeOf(req), req.params.id)));
+  }, async (req) => {
+    idempotencyKeyOf(req);
+    return rebindView(await rebinds.dryRun(scopeOf(req), req.params.id));
+  });
 
   app.post('/rwa/schema-rebinds/:id/attest', {
     config: { permission: 'tokenization.operate' },
@@ -225,7 +231,10 @@ export const rwaSchemaRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; rw
       body: Type.Object({ attester_id: Type.String({ maxLength: 64 }), signature: Signature }, { additionalProperties: false }),
       response: { 200: Rebind, ...errors },
     },
-  }, async (req) => rebindView(await rebinds.attest(scopeOf(req), actorOf(req), req.params.id, req.body)));
+  }, async (req) => {
+    idempotencyKeyOf(req);
+    return rebindView(await rebinds.attest(scopeOf(req), actorOf(req), req.params.id, req.body));
+  });
 
   app.post('/rwa/schema-rebinds/:id/commit', {
     config: { permission: 'tokenization.manage' },
@@ -234,7 +243,10 @@ export const rwaSchemaRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; rw
       description: `The dry run is run again and must come out the same; the attestations of active attesters must meet the policy; the binding must still be at the rebind's from-version. Otherwise 409 conflict and nothing changes. ${DOC}.`,
       tags: TAGS, security: change, params: IdParam, response: { 200: Rebind, ...errors },
     },
-  }, async (req) => rebindView(await rebinds.commit(scopeOf(req), actorOf(req), req.params.id)));
+  }, async (req) => {
+    idempotencyKeyOf(req);
+    return rebindView(await rebinds.commit(scopeOf(req), actorOf(req), req.params.id));
+  });
 
   // ── Per token: schema binding, fields, attesters ───────────────────────────────────────────────────
   app.get('/rwa/tokens/:id/schema-binding', {
