@@ -185,6 +185,13 @@ t.test('attested entries: Ed25519 and EIP-712, verified and kept; out of scope, 
   t.equal(again.json().attestations.length, 2);
   t.equal(again.json().sequence, 1, 'the value did not change');
   t.equal((await s.call('GET', `/v1/rwa/tokens/${token.id}/attesters`, undefined, s.acme.viewer)).json().data[0].last_nonce, 2);
+  // One signature posted twice at once, under two keys: exactly one is accepted.
+  const st5 = fieldStatement(token, binding.sha256, registrar, 'coupon.rate_bps', 425, 3);
+  const body5 = { attester_id: registrar, value: 425, nonce: 3, signature: edSign({ kind: 'field', statement: st5 }, edKey.secret) };
+  const logAt = s.log.of(token.id).length;
+  const raced = await Promise.all([entry('coupon.rate_bps', body5), entry('coupon.rate_bps', body5)]);
+  t.same(raced.map((r) => r.statusCode).sort(), [200, 409]);
+  t.equal(s.log.of(token.id).length, logAt + 1, 'one entry logged');
 
   // EIP-712 by an address.
   const st3 = fieldStatement(token, binding.sha256, agency, 'rating', 'AA-', 7);
