@@ -122,6 +122,8 @@ export class AssetSchemaService {
 
   private checkId(id: string): void {
     if (!SCHEMA_ID.test(id)) throw new CustodyError('validation_failed', `id: ${JSON.stringify(id)} is not a schema id (3 to 64 lower-case letters, digits and dashes, starting with a letter)`);
+    // GET /rwa/asset-schemas/templates is the templates' list, so no schema may be called that.
+    if (id === 'templates') throw new CustodyError('validation_failed', 'id: "templates" is reserved');
   }
 
   /** Writes the schema's draft: creates the schema (version 1), replaces the open draft, or opens the next version. */

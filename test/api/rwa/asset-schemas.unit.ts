@@ -121,6 +121,7 @@ t.test('a schema ajv refuses, or over the limits, is 422 asset_schema_invalid an
   t.same((await s.call('GET', '/v1/rwa/asset-schemas')).json().data.map((x: { id: string }) => x.id), ['good-one']);
   // Bad ids and bodies.
   t.equal((await s.call('POST', '/v1/rwa/asset-schemas/Bad_Id/draft', { json_schema: bond() })).json().code, 'validation_failed');
+  t.equal((await s.call('POST', '/v1/rwa/asset-schemas/templates/draft', { json_schema: bond() })).json().code, 'validation_failed', 'the templates\' path is no schema id');
   t.equal((await s.call('POST', '/v1/rwa/asset-schemas/ok-id/draft', { json_schema: bond(), template: 'bond' })).json().code, 'validation_failed');
   t.equal((await s.call('POST', '/v1/rwa/asset-schemas/ok-id/draft', { json_schema: bond(), extra: 1 })).statusCode, 400);
   t.equal((await s.call('POST', '/v1/rwa/asset-schemas/ok-id/draft', { json_schema: bond() }, s.acme.owner, { 'idempotency-key': null })).statusCode, 400, 'Idempotency-Key required');
