@@ -15,6 +15,10 @@ import { tokenizationRoutes } from './routes/v1/tokenization.ts';
 import { createTokenization, type Tokenization } from './tokenization/tokenization-setup.ts';
 import { rwaLogRoutes } from './routes/v1/rwa-log.ts';
 import { createTokenLog, type TokenLogPart } from './rwa/log/token-log-setup.ts';
+import { rwaSchemaRoutes } from './routes/v1/rwa-schema.ts';
+import { createRwaSchemas } from './rwa/schema/schema-setup.ts';
+import { ATTESTATION_CHECK, attestationChecker } from './rwa/schema/attestation-provenance.ts';
+import type { TokenLog } from './rwa/seams.ts';
 import { createEscrows, type Escrows } from './escrow/escrow-setup.ts';
 import { EscrowAuthorizer } from './escrow/escrow-authorizer.ts';
 import type { CoordinatorClient } from './coordinator/coordinator-client.ts';
@@ -96,6 +100,8 @@ export interface AppOptions {
   tokenization?: Tokenization | undefined;
   /** The token transparency logs (docs/platform/transparency-log.md); built from the configuration when absent. */
   tokenLog?: TokenLogPart | undefined;
+  /** The `TokenLog` the real-world-asset parts append through; the transparency log's own when absent (tests record appends with theirs). */
+  rwaTokenLog?: TokenLog | undefined;
   /** Where the request and queue metrics go; server.ts serves it off the public port (API_METRICS_LISTEN). */
   metrics?: Registry | undefined;
   /** Payments (docs/platform/payments.md); built from the configuration, with their sweep, when absent. */
@@ -323,6 +329,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       const tokenLog = opts.tokenLog ?? await createTokenLog(opts.config, platform);
       if (!opts.tokenLog) p.addHook('onClose', async () => tokenLog.close());
       await p.register(rwaLogRoutes, { platform, tokenization, tokenLog });
+      const appendLog = opts.rwaTokenLog ?? tokenLog.log;
+      if (!tokenLog.provenance.names().includes(ATTESTATION_CHECK)) tokenLog.provenance.register(attestationChecker());
+      // Real-world assets: asset schemas, schema rebinds, a token's binding, fields and attesters (docs/platform/rwa.md).
+      await p.register(rwaSchemaRoutes, { platform, rwa: createRwaSchemas(platform, tokenization, appendLog) });
       await p.register(tenantRoutes, { platform, chainsWithBackend: Object.keys(chainBackends(opts.config)), stablecoin: (c) => funding.service.stablecoinOf(c), stablecoinDecimals: STABLECOIN_DECIMALS });
       await p.register(accountHolderBankingRoutes, { platform, vaults, chains: opts.chains, stablecoin: (c) => funding.service.stablecoinOf(c) });
       await p.register(accountHolderExportRoutes, { platform, vaults, publicOrigin: opts.config.publicUrl });

@@ -133,6 +133,12 @@ export const ERROR_CODES = entries({
   // RWA transparency log (docs/platform/transparency-log.md)
   log_integrity_failed: e('conflict', 'the token\'s stored log does not match its last signed checkpoint: nothing is appended or signed'),
   witness_already_registered: e('conflict', 'a witness with this verifier key or name is already registered for the token\'s log'),
+  // ── Real-world assets: schemas, fields, attesters (docs/platform/rwa.md) ──────────────────────────
+  asset_schema_invalid: e('invalid', 'an asset schema is refused: not JSON Schema draft 2020-12 that ajv compiles in strict mode, over a size or depth limit, or a pattern that may backtrack'),
+  field_value_invalid: e('invalid', 'a field value fails the token\'s bound schema version (each failing path in the message); nothing was stored'),
+  attestation_signature_invalid: e('invalid', 'an attester\'s signature does not verify over the statement of this token, field, value, schema version and nonce (or rebind)'),
+  attester_out_of_scope: e('refused', 'the attester is not registered for this field path on this token, or was removed'),
+  attestation_replayed: e('conflict', 'an attestation at or under the attester\'s last accepted nonce, or a rebind it already attested: a replay'),
   account_holder_not_active: e('conflict', 'the account holder is not active (verified): money moves for active holders only'),
   // A ledger account's balance, unlike the chain's insufficient_funds (a refusal of a wallet's transaction):
   // the same transfer may succeed once the account holds more, so it is a state conflict.

@@ -38,6 +38,9 @@ export const HTTP_STATUS_BY_CODE: Readonly<Partial<Record<ErrorCode, number>>> =
   gasless_would_revert: 422,
   module_call_mismatch: 422,
   module_call_refused: 422,
+  asset_schema_invalid: 422,
+  field_value_invalid: 422,
+  attestation_signature_invalid: 422,
   precondition_failed: 412,
   precondition_required: 428,
 };

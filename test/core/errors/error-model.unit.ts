@@ -28,7 +28,7 @@ t.test('the HTTP table, spelled out', async (t) => {
     invalid: 400, unauthenticated: 401, refused: 403, not_found: 404, conflict: 409, limited: 429,
     aborted: 502, unavailable: 503, transport: 502, bug: 500,
   });
-  t.same(HTTP_STATUS_BY_CODE, { payload_too_large: 413, unsupported_media_type: 415, validation_failed: 422, unknown_event: 422, email_domain_invalid: 422, address_proof_invalid: 422, safe_tx_mismatch: 422, safe_signature_invalid: 422, call_intent_mismatch: 422, mint_not_allowed: 422, mint_cap_exceeded: 422, not_token_holder: 422, token_call_reverted: 422, gasless_unavailable: 422, forward_signature_invalid: 422, gasless_would_revert: 422, module_call_mismatch: 422, module_call_refused: 422, precondition_failed: 412, precondition_required: 428 });
+  t.same(HTTP_STATUS_BY_CODE, { payload_too_large: 413, unsupported_media_type: 415, validation_failed: 422, unknown_event: 422, email_domain_invalid: 422, address_proof_invalid: 422, safe_tx_mismatch: 422, safe_signature_invalid: 422, call_intent_mismatch: 422, mint_not_allowed: 422, mint_cap_exceeded: 422, not_token_holder: 422, token_call_reverted: 422, gasless_unavailable: 422, forward_signature_invalid: 422, gasless_would_revert: 422, module_call_mismatch: 422, module_call_refused: 422, asset_schema_invalid: 422, field_value_invalid: 422, attestation_signature_invalid: 422, precondition_failed: 412, precondition_required: 428 });
   t.same(Object.keys(HTTP_STATUS_BY_KIND).sort(), [...ERROR_KINDS].sort(), 'one status for every kind, no other key');
 });
 
