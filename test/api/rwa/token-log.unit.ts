@@ -212,11 +212,11 @@ t.test('witnesses: registration, cosigning over HTTP, a lost answer (409), and a
 t.test('provenance/verify: green on an intact log; names an altered entry by index and kind; takes registered checks', async (t) => {
   const s = await setupTokenLog(t);
   const tok = await putToken(s.store, s.scope);
-  const kinds = ['schema_binding', 'field', 'attestation', 'field', 'eligibility', 'lockup'] as const;
+  const kinds = ['schema_binding', 'field', 'attester', 'field', 'eligibility', 'lockup'] as const;
   for (const [i, kind] of kinds.entries()) await s.tokenLog.log.append(s.scope, tok, { kind, body: { n: i, path: 'face_value', value: '1000' } });
   const ok = (await s.call('GET', `/v1/rwa/tokens/${tok}/provenance/verify`, undefined, s.viewer.token)).json();
   t.equal(ok.ok, true);
-  t.same(ok.checks.map((c: { name: string }) => c.name), ['log.checkpoint_signatures', 'log.entries_rehash', 'log.cosignatures', 'log.checkpoint_consistency']);
+  t.same(ok.checks.map((c: { name: string }) => c.name), ['log.checkpoint_signatures', 'log.entries_rehash', 'log.cosignatures', 'log.checkpoint_consistency', 'attestation_signatures'], 'the log\'s checks and the attestations\' (registered at wiring)');
   t.equal(ok.tree_size, 6);
 
   // Entry 3 (a field) altered in the store, its leaf hash recomputed to match: the signed root names it.
@@ -237,12 +237,18 @@ t.test('provenance/verify: green on an intact log; names an altered entry by ind
   s.tokenLog.provenance.register({
     name: 'test.attestations_present',
     async check(ctx) {
-      const att = ctx.entries.filter((e) => e?.kind === 'attestation');
-      return { checked: att.length, problems: att.length === 1 ? [] : [{ detail: 'expected one attestation' }] };
+      const att = ctx.entries.filter((e) => e?.kind === 'attester');
+      return { checked: att.length, problems: att.length === 1 ? [] : [{ detail: 'expected one attester' }] };
     },
   });
   t.throws(() => s.tokenLog.provenance.register({ name: 'log.cosignatures', check: async () => ({ checked: 0, problems: [] }) }), 'names are unique');
   const more = (await s.call('GET', `/v1/rwa/tokens/${tok}/provenance/verify`)).json();
   t.match(more.checks.at(-1), { name: 'test.attestations_present', ok: true, checked: 1 });
   t.equal((await s.call('GET', `/v1/rwa/tokens/${tok}/provenance/verify`, undefined, s.otherOwner.token)).statusCode, 404);
+
+  // An attestation entry whose signature is not one (appended past the API) is named by the attestations' check.
+  await s.tokenLog.log.append(s.scope, tok, { kind: 'attestation', body: { subject: 'field', statement: { path: 'face_value' }, signature: '00' } });
+  const forged = (await s.call('GET', `/v1/rwa/tokens/${tok}/provenance/verify`)).json();
+  const att = forged.checks.find((c: { name: string }) => c.name === 'attestation_signatures');
+  t.same([att.ok, att.checked, att.problems.map((p: { index: number; kind: string }) => [p.index, p.kind])], [false, 1, [[6, 'attestation']]]);
 });
