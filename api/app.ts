@@ -13,6 +13,10 @@ import { createFunding, type Funding } from './funding/funding-setup.ts';
 import { escrowRoutes } from './routes/v1/escrows.ts';
 import { tokenizationRoutes } from './routes/v1/tokenization.ts';
 import { createTokenization, type Tokenization } from './tokenization/tokenization-setup.ts';
+import { rwaDocumentsRoutes } from './routes/v1/rwa-documents.ts';
+import { createRwaDocuments } from './rwa/documents/documents-setup.ts';
+import type { TokenFieldsReader } from './rwa/documents/token-fields-reader.ts';
+import type { TokenLog } from './rwa/seams.ts';
 import { createEscrows, type Escrows } from './escrow/escrow-setup.ts';
 import { EscrowAuthorizer } from './escrow/escrow-authorizer.ts';
 import type { CoordinatorClient } from './coordinator/coordinator-client.ts';
@@ -92,6 +96,10 @@ export interface AppOptions {
   escrows?: Escrows | undefined;
   /** Tokenization (docs/platform/tokenization.md); built from the configuration when absent. */
   tokenization?: Tokenization | undefined;
+  /** The tokens' transparency log the real-world-asset parts append to (docs/platform/rwa.md). */
+  rwaTokenLog?: TokenLog | undefined;
+  /** The tokens' public field values that metadata reads (docs/platform/rwa.md "Documents and metadata"). */
+  rwaTokenFields?: TokenFieldsReader | undefined;
   /** Where the request and queue metrics go; server.ts serves it off the public port (API_METRICS_LISTEN). */
   metrics?: Registry | undefined;
   /** Payments (docs/platform/payments.md); built from the configuration, with their sweep, when absent. */
@@ -315,6 +323,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         });
       }
       await p.register(tokenizationRoutes, { platform, tokenization });
+      // RWA documents and metadata (docs/platform/rwa.md "Documents and metadata"): documents read by grantees only,
+      // ERC-721 / ERC-1155 / ERC-7572 metadata from the token records and their public fields.
+      const rwaDocuments = createRwaDocuments(platform, tokenization, opts.rwaTokenLog, opts.rwaTokenFields);
+      await p.register(rwaDocumentsRoutes, { ...rwaDocuments, store: platform.store, clock: platform.clock, publicOrigin: opts.config.publicUrl });
       await p.register(tenantRoutes, { platform, chainsWithBackend: Object.keys(chainBackends(opts.config)), stablecoin: (c) => funding.service.stablecoinOf(c), stablecoinDecimals: STABLECOIN_DECIMALS });
       await p.register(accountHolderBankingRoutes, { platform, vaults, chains: opts.chains, stablecoin: (c) => funding.service.stablecoinOf(c) });
       await p.register(accountHolderExportRoutes, { platform, vaults, publicOrigin: opts.config.publicUrl });
