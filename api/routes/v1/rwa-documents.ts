@@ -86,7 +86,7 @@ export const rwaDocumentsRoutes: FastifyPluginAsyncTypebox<{ documents: Document
       body: Type.Object({
         grantee: Type.String({ maxLength: 80, description: 'key:<workspace key id> or role:<role>' }),
         document_ids: Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 100, description: 'absent: every document of the token, present and future' })),
-        expires_at: Type.Optional(Type.String({ format: 'date-time' })),
+        expires_at: Type.Optional(Type.String({ maxLength: 40, description: 'an RFC 3339 time in the future' })),
       }, { additionalProperties: false }),
       response: { 201: Entitlement, ...errors },
     },

@@ -19,7 +19,10 @@ import type { TokenService } from '../../tokenization/token-service.ts';
 import type { TokenLog } from '../seams.ts';
 
 export const DOCUMENT_PREFIX = 'rwa_documents';
+/** A PDF document's cap; an image document's is the logo's (the embedded store's upload route parses images up to it). */
 export const MAX_DOCUMENT_BYTES = 20 * 1024 * 1024;
+export const MAX_IMAGE_DOCUMENT_BYTES = 5 * 1024 * 1024;
+const maxBytesOf = (contentType: string) => (contentType === 'application/pdf' ? MAX_DOCUMENT_BYTES : MAX_IMAGE_DOCUMENT_BYTES);
 export const DOCUMENT_UPLOAD_TTL_MS = 15 * 60_000;
 export const DOCUMENT_READ_TTL_MS = 5 * 60_000;
 export const DOCUMENT_TYPES = ['application/pdf', 'image/png', 'image/jpeg', 'image/webp', 'image/gif'] as const;
@@ -74,7 +77,8 @@ export class DocumentService {
     const token = await this.o.tokens.get(scope, tokenId);
     this.tokenLog();
     if (!(DOCUMENT_TYPES as readonly string[]).includes(input.content_type)) throw invalid('content_type', `one of ${DOCUMENT_TYPES.join(', ')}`);
-    if (!Number.isInteger(input.content_length) || input.content_length < 1 || input.content_length > MAX_DOCUMENT_BYTES) throw invalid('content_length', `1 to ${MAX_DOCUMENT_BYTES} bytes`);
+    const max = maxBytesOf(input.content_type);
+    if (!Number.isInteger(input.content_length) || input.content_length < 1 || input.content_length > max) throw invalid('content_length', `1 to ${max} bytes for ${input.content_type}`);
     const expires = this.o.clock() + DOCUMENT_UPLOAD_TTL_MS;
     const object_key = `${DOCUMENT_PREFIX}/${randomBytes(16).toString('hex')}`;
     const upload_url = await fromStore(async () => this.o.objects.uploadUrl({ object_key, content_type: input.content_type, max_bytes: input.content_length, expires_at: expires }, origin));
@@ -108,6 +112,7 @@ export class DocumentService {
       if (!bytes) throw invalid('object_key', 'no uploaded object with this key');
       const content_type = sniffDocument(bytes);
       if (!content_type) throw invalid('object_key', 'the uploaded object is not a PDF, PNG, JPEG, WebP or GIF file');
+      if (bytes.length > maxBytesOf(content_type)) throw invalid('object_key', `the uploaded ${content_type} is larger than ${maxBytesOf(content_type)} bytes`);
       const actual = createHash('sha256').update(bytes).digest('hex');
       if (actual !== sha256) throw invalid('sha256', 'the uploaded object\'s SHA-256 is another');
       const id = newId('doc', this.o.clock());
