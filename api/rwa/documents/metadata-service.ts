@@ -157,7 +157,8 @@ export class MetadataService {
     if (token.status !== 'deployed') throw new CustodyError('conflict', `token ${token.id} is not deployed yet`);
     const { client } = this.chainOf(token);
     const address = getAddress(token.address);
-    const block = await client.getBlockNumber();
+    // viem caches the block number for its polling interval; a read right after a mint must see it.
+    const block = await client.getBlockNumber({ cacheTime: 0 });
     const minted = new Map<bigint, bigint>();
     const burned = new Map<bigint, bigint>();
     const add = (m: Map<bigint, bigint>, k: bigint, v: bigint) => m.set(k, (m.get(k) ?? 0n) + v);
