@@ -13,6 +13,7 @@ import { sniffImage } from '../../branding/sniff-image.ts';
 import { collection } from '../../store/collection.ts';
 import { newId } from '../../store/ids.ts';
 import { ROLES } from '../../tenancy/permissions.ts';
+import { BEARER_KEYS } from '../../tenancy/collections.ts';
 import type { Actor, AuditLog } from '../../tenancy/audit-log.ts';
 import type { Scope } from '../../tenancy/scope.ts';
 import type { TokenService } from '../../tokenization/token-service.ts';
@@ -150,6 +151,11 @@ export class DocumentService {
     const log = this.tokenLog();
     if (!GRANTEE.test(input.grantee)) throw invalid('grantee', 'key:<workspace key id> or role:<role>');
     if (input.grantee.startsWith('role:') && !(input.grantee.slice(5) in ROLES)) throw invalid('grantee', `no role ${input.grantee.slice(5)}; one of ${Object.keys(ROLES).join(', ')}`);
+    if (input.grantee.startsWith('key:')) {
+      // A key of another workspace could never read this token's documents: refused as unknown here.
+      const k = await BEARER_KEYS.in(this.o.store).get(input.grantee.slice(4));
+      if (!k || k.workspace !== scope.workspace || k.tenant !== scope.tenant || k.revoked) throw invalid('grantee', `no key ${input.grantee.slice(4)} in this workspace`);
+    }
     let expires_at: string | null = null;
     if (input.expires_at !== undefined) {
       const ms = Date.parse(input.expires_at);

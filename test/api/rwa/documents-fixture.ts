@@ -73,5 +73,5 @@ export async function setupDocuments(t: Test, opts: { clock?: () => number; log?
       headers: { authorization: `Bearer ${token}`, ...(method === 'POST' ? { 'idempotency-key': `k-${k++}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
       ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
     });
-  return { dir, store, platform, app, scope, owner, viewer, developer, otherOwner, otherScope: { tenant: other.tenant.id, workspace: other.sandbox.id }, log, fields, call };
+  return { dir, store, platform, app, scope, owner, viewer, developer, otherOwner, otherOwnerKeyId: otherOwner.key.id, otherScope: { tenant: other.tenant.id, workspace: other.sandbox.id }, log, fields, call };
 }

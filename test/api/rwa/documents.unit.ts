@@ -76,7 +76,7 @@ t.test('documents: upload, confirm by type and hash, log entries, grantee-only s
   t.equal((await s.call('GET', `${base}/documents/doc_nope`, undefined, s.viewer.token)).statusCode, 404);
 
   // Entitlements: bad grantees refused and nothing logged; a viewer key entitled to this one document.
-  for (const grantee of ['someone', 'role:superuser', 'key:'] as const) t.equal((await s.call('POST', `${base}/document-entitlements`, { grantee })).statusCode, 422, grantee);
+  for (const grantee of ['someone', 'role:superuser', 'key:', 'key:key_nope', `key:${s.otherOwnerKeyId}`] as const) t.equal((await s.call('POST', `${base}/document-entitlements`, { grantee })).statusCode, 422, grantee);
   t.equal((await s.call('POST', `${base}/document-entitlements`, { grantee: `key:${s.viewer.key.id}`, document_ids: ['doc_nope'] })).statusCode, 422, 'an unknown document');
   t.equal((await s.call('POST', `${base}/document-entitlements`, { grantee: `key:${s.viewer.key.id}`, expires_at: new Date(Date.now() - 1000).toISOString() })).statusCode, 422, 'an expiry in the past');
   t.equal((await s.call('POST', `${base}/document-entitlements`, { grantee: `key:${s.viewer.key.id}` }, s.viewer.token)).json().code, 'role_denied');
