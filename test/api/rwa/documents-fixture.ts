@@ -49,12 +49,12 @@ export async function putToken(store: Parameters<typeof TOKENS.in>[0], scope: Rw
   return id;
 }
 
-export async function setupDocuments(t: Test, opts: { clock?: () => number; log?: boolean } = {}) {
+export async function setupDocuments(t: Test, opts: { clock?: () => number; log?: boolean; failingLog?: boolean } = {}) {
   const { dir, store } = await openTestStore('rwa-docs-');
   const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), ...(opts.clock ? { clock: opts.clock } : {}) });
   const log = new RecordingTokenLog();
   const fields = new MapFieldsReader();
-  const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), platform, rwaTokenLog: opts.log === false ? undefined : log, rwaTokenFields: fields });
+  const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), platform, rwaTokenLog: opts.log === false ? undefined : opts.failingLog ? { append: () => Promise.reject(new Error('log down')) } : log, rwaTokenFields: fields });
   t.teardown(async () => {
     await app.close();
     await store.close();

@@ -127,3 +127,14 @@ t.test('documents: without a token log, changes answer 503 and record nothing', 
   t.equal(r.statusCode, 503);
   t.equal((await s.call('POST', `/v1/rwa/tokens/${tok}/document-entitlements`, { grantee: 'role:viewer' })).statusCode, 503);
 });
+
+t.test('documents: a log that refuses the entry leaves no document and no entitlement', async (t) => {
+  const s = await setupDocuments(t, { failingLog: true });
+  const tok = await putToken(s.store, s.scope);
+  const g = (await s.call('POST', `/v1/rwa/tokens/${tok}/documents/upload-url`, { name: 'x', content_type: 'application/pdf', content_length: pdf.length })).json();
+  t.equal((await s.app.inject({ method: 'PUT', url: local(g.upload_url), headers: { 'content-type': 'application/pdf' }, payload: pdf })).statusCode, 204);
+  t.equal((await s.call('POST', `/v1/rwa/tokens/${tok}/documents/confirm`, { object_key: g.object_key, sha256: sha(pdf) })).statusCode, 500);
+  t.equal(await s.store.count('rwa_documents'), 0, 'no document');
+  t.equal((await s.call('POST', `/v1/rwa/tokens/${tok}/document-entitlements`, { grantee: 'role:viewer' })).statusCode, 500);
+  t.equal(await s.store.count('rwa_document_entitlements'), 0, 'no entitlement');
+});
