@@ -18,6 +18,9 @@ import { createTokenLog, type TokenLogPart } from './rwa/log/token-log-setup.ts'
 import { rwaSchemaRoutes } from './routes/v1/rwa-schema.ts';
 import { createRwaSchemas } from './rwa/schema/schema-setup.ts';
 import { ATTESTATION_CHECK, attestationChecker } from './rwa/schema/attestation-provenance.ts';
+import { rwaDocumentsRoutes } from './routes/v1/rwa-documents.ts';
+import { createRwaDocuments } from './rwa/documents/documents-setup.ts';
+import type { TokenFieldsReader } from './rwa/documents/token-fields-reader.ts';
 import type { TokenLog } from './rwa/seams.ts';
 import { createEscrows, type Escrows } from './escrow/escrow-setup.ts';
 import { EscrowAuthorizer } from './escrow/escrow-authorizer.ts';
@@ -102,6 +105,8 @@ export interface AppOptions {
   tokenLog?: TokenLogPart | undefined;
   /** The `TokenLog` the real-world-asset parts append through; the transparency log's own when absent (tests record appends with theirs). */
   rwaTokenLog?: TokenLog | undefined;
+  /** The tokens' public field values that metadata reads (docs/platform/rwa.md "Documents and metadata"); the fields part's when absent. */
+  rwaTokenFields?: TokenFieldsReader | undefined;
   /** Where the request and queue metrics go; server.ts serves it off the public port (API_METRICS_LISTEN). */
   metrics?: Registry | undefined;
   /** Payments (docs/platform/payments.md); built from the configuration, with their sweep, when absent. */
@@ -332,7 +337,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       const appendLog = opts.rwaTokenLog ?? tokenLog.log;
       if (!tokenLog.provenance.names().includes(ATTESTATION_CHECK)) tokenLog.provenance.register(attestationChecker());
       // Real-world assets: asset schemas, schema rebinds, a token's binding, fields and attesters (docs/platform/rwa.md).
-      await p.register(rwaSchemaRoutes, { platform, rwa: createRwaSchemas(platform, tokenization, appendLog) });
+      const rwaSchemas = createRwaSchemas(platform, tokenization, appendLog);
+      await p.register(rwaSchemaRoutes, { platform, rwa: rwaSchemas });
+      // RWA documents and metadata (docs/platform/rwa.md "Documents and metadata"): documents read by grantees only,
+      // ERC-721 / ERC-1155 / ERC-7572 metadata from the token records and their public fields.
+      const rwaDocuments = createRwaDocuments(platform, tokenization, appendLog, opts.rwaTokenFields ?? rwaSchemas.fields);
+      await p.register(rwaDocumentsRoutes, { ...rwaDocuments, store: platform.store, clock: platform.clock, publicOrigin: opts.config.publicUrl });
       await p.register(tenantRoutes, { platform, chainsWithBackend: Object.keys(chainBackends(opts.config)), stablecoin: (c) => funding.service.stablecoinOf(c), stablecoinDecimals: STABLECOIN_DECIMALS });
       await p.register(accountHolderBankingRoutes, { platform, vaults, chains: opts.chains, stablecoin: (c) => funding.service.stablecoinOf(c) });
       await p.register(accountHolderExportRoutes, { platform, vaults, publicOrigin: opts.config.publicUrl });

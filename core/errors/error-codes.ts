@@ -123,6 +123,7 @@ export const ERROR_CODES = entries({
   token_call_reverted: e('invalid', 'the token refuses the call when simulated: its decoded error; nothing was submitted'),
   module_call_mismatch: e('invalid', 'a module execution\'s intent is not the roles module call of the operation\'s Safe transaction'),
   module_call_refused: e('invalid', 'the token\'s roles module would refuse the member\'s call (no role, or a call outside its scope)'),
+  document_not_entitled: e('refused', 'the key is not a grantee of the token\'s document (by its id or its role), or its entitlement expired'),
   challenge_used: e('conflict', 'the proof challenge was already used; ask for a new one'),
   tokenization_unavailable: e('unavailable', 'no tokenization deployer or chain backend is configured for the chain'),
   gasless_unavailable: e('invalid', 'gasless relaying is off: no relayer key is configured (API_TOKENIZATION_RELAYER_KEY_FILE)'),

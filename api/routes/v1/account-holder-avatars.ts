@@ -14,6 +14,7 @@ import { UPLOAD_IMAGE_TYPES, fromStore } from '../../adapters/uploaded-image.ts'
 import { sniffImage } from '../../branding/sniff-image.ts';
 import { AccountHolderService } from '../../account-holders/account-holder-service.ts';
 import { AccountHolderAvatars, MAX_AVATAR_BYTES } from '../../account-holders/account-holder-avatars.ts';
+import { DOCUMENT_PREFIX, sniffDocument } from '../../rwa/documents/document-service.ts';
 
 const TAGS = ['account holders'];
 const read: Record<string, string[]>[] = [{ bearer: [] }];
@@ -78,10 +79,13 @@ export const accountHolderAvatarRoutes: FastifyPluginAsyncTypebox<{ platform: Pl
     if (!objects.checkDownload(key, req.query, platform.clock())) throw new CustodyError('upload_denied', 'the download URL is invalid or expired');
     const bytes = await fromStore(() => objects.read(key));
     // A member's data export (api/account-holders/holder-data-exports.ts) is the API's own JSON; every other object must be an image.
+    // A token's document (api/rwa/documents/document-service.ts) is a PDF or an image, served as an attachment.
     const exported = req.params.prefix === DATA_EXPORT_PREFIX;
-    const type = bytes ? (exported ? 'application/json' : sniffImage(bytes)) : undefined;
+    const document = req.params.prefix === DOCUMENT_PREFIX;
+    const type = bytes ? (exported ? 'application/json' : document ? sniffDocument(bytes) : sniffImage(bytes)) : undefined;
     if (!bytes || !type) throw new CustodyError('not_found', 'no such object');
     if (exported) reply.header('content-disposition', 'attachment; filename="data-export.json"');
+    if (document) reply.header('content-disposition', 'attachment');
     return reply.type(type).header('x-content-type-options', 'nosniff').header('cache-control', 'private, no-store').send(bytes);
   });
 };

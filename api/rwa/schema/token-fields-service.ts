@@ -4,6 +4,7 @@
 // it may attest, signs an attested entry with its own key, which is verified and kept with its signature.
 // Every change appends to the token's log (api/rwa/seams.ts) first, under the token's lock, and is then
 // stored in one batch with the log index it landed at; a refusal appends and stores nothing.
+import type { FieldValue } from '../documents/token-fields-reader.ts';
 import { randomBytes } from 'node:crypto';
 import { CustodyError } from '../../../core/errors/custody-error.ts';
 import type { Op, RecordRepository } from '../../store/record-repository.ts';
@@ -141,6 +142,17 @@ export class TokenFieldsService {
     const { compiled } = await this.o.schemas.published(scope, b.schema_id, b.version);
     const schema = { id: b.schema_id, version: b.version, sha256: b.sha256 };
     return { token_id: tokenId, schema, fields: fields.map(fieldView), missing_required: missingRequired(compiled, documentOf(fields)), token_metadata: fieldsMetadata(schema, fields) };
+  }
+
+  /**
+   * The token's current public field values by path (the metadata's `TokenFieldsReader`): committed and
+   * private fields are left out; a token of another workspace is `404`.
+   */
+  async publicFields(scope: Scope, tokenId: string): Promise<Record<string, FieldValue>> {
+    await this.token(scope, tokenId);
+    const out: Record<string, FieldValue> = {};
+    for (const f of await this.fieldRecords(tokenId)) if (f.visibility === 'public') out[f.path] = f.value as FieldValue;
+    return out;
   }
 
   /**
