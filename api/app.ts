@@ -12,6 +12,9 @@ import { integrationGatewayRoutes } from './routes/v1/integration-gateways.ts';
 import { createFunding, type Funding } from './funding/funding-setup.ts';
 import { escrowRoutes } from './routes/v1/escrows.ts';
 import { tokenizationRoutes } from './routes/v1/tokenization.ts';
+import { rwaActionRoutes } from './routes/v1/rwa-actions.ts';
+import { ActionService } from './rwa/actions/action-service.ts';
+import type { CapTableSource, TokenLog } from './rwa/seams.ts';
 import { createTokenization, type Tokenization } from './tokenization/tokenization-setup.ts';
 import { createEscrows, type Escrows } from './escrow/escrow-setup.ts';
 import { EscrowAuthorizer } from './escrow/escrow-authorizer.ts';
@@ -92,6 +95,8 @@ export interface AppOptions {
   escrows?: Escrows | undefined;
   /** Tokenization (docs/platform/tokenization.md); built from the configuration when absent. */
   tokenization?: Tokenization | undefined;
+  /** The real-world-asset layer's seams (api/rwa/seams.ts): the token log and the cap table. */
+  rwa?: { log?: TokenLog | undefined; capTable?: CapTableSource | undefined } | undefined;
   /** Where the request and queue metrics go; server.ts serves it off the public port (API_METRICS_LISTEN). */
   metrics?: Registry | undefined;
   /** Payments (docs/platform/payments.md); built from the configuration, with their sweep, when absent. */
@@ -315,6 +320,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         });
       }
       await p.register(tokenizationRoutes, { platform, tokenization });
+      // Distributions and corporate actions (docs/platform/rwa.md): plans paid through the admin Safe's operations.
+      await p.register(rwaActionRoutes, { actions: new ActionService({ store: platform.store, audit: platform.audit, tokenization, log: opts.rwa?.log, capTable: opts.rwa?.capTable, clock: platform.clock }) });
       await p.register(tenantRoutes, { platform, chainsWithBackend: Object.keys(chainBackends(opts.config)), stablecoin: (c) => funding.service.stablecoinOf(c), stablecoinDecimals: STABLECOIN_DECIMALS });
       await p.register(accountHolderBankingRoutes, { platform, vaults, chains: opts.chains, stablecoin: (c) => funding.service.stablecoinOf(c) });
       await p.register(accountHolderExportRoutes, { platform, vaults, publicOrigin: opts.config.publicUrl });
