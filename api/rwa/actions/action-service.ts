@@ -95,7 +95,7 @@ export class ActionService {
   /** A block the chain has reached; a later one is 422 naming `field`. */
   private async pastBlock(token: TokenRecord, v: unknown, field = 'record_block'): Promise<bigint> {
     const block = uintOf(v, field, false);
-    const head = await this.chainOf(token).client.getBlockNumber().catch(() => { throw new CustodyError('chain_backend_error', 'reading the chain\'s head'); });
+    const head = await this.chainOf(token).client.getBlockNumber({ cacheTime: 0 }).catch(() => { throw new CustodyError('chain_backend_error', 'reading the chain\'s head'); });
     if (block > head) throw invalid(field, `block ${block} is in the future (the chain is at ${head})`);
     return block;
   }
@@ -273,7 +273,7 @@ export class ActionService {
       let plan = rec.plan;
       if (to === 'record_taken') {
         const block = BigInt(rec.record_block);
-        const head = await this.chainOf(token).client.getBlockNumber();
+        const head = await this.chainOf(token).client.getBlockNumber({ cacheTime: 0 });
         if (block > head) throw new CustodyError('conflict', `the chain is at block ${head}; the record block ${block} is not reached yet`);
         plan = this.actionPlan(token, rec, block, await this.balancesAt(scope, token, block));
         if (!plan.batches.length) throw new CustodyError('conflict', `token ${tokenId} has no holder to act on at block ${block}`);
