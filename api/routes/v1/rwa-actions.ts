@@ -35,6 +35,7 @@ const Batch = Type.Object({
   operation_id: Nullable(Type.String({ description: 'the admin Safe operation (GET /v1/tokenization/tokens/{id}/operations/{opId}) owners sign' })),
   tx_hash: Nullable(Type.String()),
   failures: Type.Array(Type.Object({ operation_id: Type.String(), message: Type.String(), at: Type.String() })),
+  waiting: Nullable(Type.String({ description: 'why the batch cannot go on yet: its failed operation could still execute at its Safe nonce' })),
   logged: Type.Integer({ description: 'how many entries are appended to the token\'s log as payouts' }),
 });
 const Plan = Type.Object({

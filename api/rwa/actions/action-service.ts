@@ -6,7 +6,7 @@
 // is paid by one executed Safe transaction at most. A batch whose operation failed never executed (the
 // pipeline records failed only when the Safe's nonce did not move for it) and is proposed again. Every payout
 // and every state change is appended to the token's log.
-import { erc20Abi, encodeFunctionData, getAddress, isAddress, type Address, type Hex } from 'viem';
+import { erc20Abi, encodeFunctionData, getAddress, isAddress, parseAbiItem, type Address, type Hex } from 'viem';
 import { CustodyError } from '../../../core/errors/custody-error.ts';
 import type { RecordRepository } from '../../store/record-repository.ts';
 import { newId } from '../../store/ids.ts';
@@ -17,6 +17,8 @@ import type { TokenRecord } from '../../tokenization/records.ts';
 import { encodeTokenCall } from '../../tokenization/token-calls.ts';
 import { multiSendTransaction } from '../../tokenization/chain/multisend.ts';
 import { infrastructureAddresses } from '../../tokenization/chain/safe-infrastructure.ts';
+import { readSafeNonce } from '../../tokenization/chain/safe-transaction.ts';
+import type { OperationRecord } from '../../tokenization/records.ts';
 import type { CapTableSource, RwaScope, TokenLog } from '../seams.ts';
 import { ACTION_KEYS, CORPORATE_ACTIONS, DISTRIBUTIONS } from './collections.ts';
 import { actionMayBecome, type ActionState } from './action-states.ts';
@@ -26,6 +28,7 @@ import { batchesOf, proRata, redemptionShares, splitShares, type ProRata } from 
 export const DISTRIBUTION_ID = /^dist_[0-9a-f]{26}$/;
 export const CORPORATE_ACTION_ID = /^cact_[0-9a-f]{26}$/;
 export const DEFAULT_BATCH_SIZE = 50;
+const EXECUTION_SUCCESS = parseAbiItem('event ExecutionSuccess(bytes32 indexed txHash, uint256 payment)');
 export const MAX_BATCH_SIZE = 200;
 
 /** Where a run may be stopped in tests of crash and resume: throwing here stops it as a crash would. */
@@ -119,7 +122,7 @@ export class ActionService {
   private planOf(block: bigint, share: ProRata, batchSize: number, callsOf: (entries: PlanEntry[]) => { to: string; data: string }[]): Plan {
     const entries = share.shares.map((s) => ({ holder: s.holder, units: s.units.toString(), amount: s.amount.toString() }));
     const batches: PayoutBatch[] = batchesOf(entries, batchSize).map((e, index) => ({
-      index, entries: e, calls: callsOf(e).map((c) => ({ to: c.to.toLowerCase(), data: c.data.toLowerCase() })), state: 'planned', attempt: 0, operation_id: null, tx_hash: null, failures: [], logged: 0,
+      index, entries: e, calls: callsOf(e).map((c) => ({ to: c.to.toLowerCase(), data: c.data.toLowerCase() })), state: 'planned', attempt: 0, operation_id: null, tx_hash: null, failures: [], waiting: null, logged: 0,
     }));
     return { record_block: block.toString(), supply: share.supply.toString(), holders: entries.length, total: share.paid.toString(), remainder: share.remainder.toString(), batches };
   }
@@ -315,6 +318,19 @@ export class ActionService {
 
   // ── Execution ───────────────────────────────────────────────────────────────────────────────────
 
+  /**
+   * A failed operation is final for the pipeline, not for the chain: whoever holds its owner signatures can
+   * still execute its SafeTx until the Safe's nonce passes it. Its batch is proposed again only once it is dead
+   * (the nonce passed it without its ExecutionSuccess); when it did execute after all, the batch is paid by it.
+   */
+  private async failedFate(token: TokenRecord, op: OperationRecord): Promise<{ executed?: string; dead?: boolean }> {
+    const client = this.chainOf(token).client;
+    const safe = getAddress(token.safe);
+    const logs = await client.getLogs({ address: safe, event: EXECUTION_SUCCESS, args: { txHash: op.safe_tx_hash as Hex }, fromBlock: 0n });
+    if (logs[0]) return { executed: logs[0].transactionHash };
+    return { dead: (await readSafeNonce(client, safe)) > BigInt(op.safe_tx.nonce) };
+  }
+
   /** One pass over the batches (see executeDistribution); `save` records the plan after each step. */
   private async run(scope: RwaScope, actor: Actor, token: TokenRecord, ownerId: string, plan0: Plan, about: Record<string, unknown>, save: (p: Plan) => Promise<void>): Promise<Plan> {
     const { log } = this.deps();
@@ -333,8 +349,18 @@ export class ActionService {
           b = { ...b, state: 'confirmed', tx_hash: op.tx_hash };
           await put(b);
         } else if (op.state === 'failed') {
-          b = { ...b, state: 'planned', attempt: b.attempt + 1, operation_id: null, failures: [...b.failures, { operation_id: op.id, message: op.failure?.message ?? 'failed', at: this.iso() }] };
-          await put(b);
+          const fate = await this.failedFate(token, op as OperationRecord);
+          if (fate.executed) {
+            b = { ...b, state: 'confirmed', tx_hash: fate.executed, waiting: null };
+            await put(b);
+          } else if (fate.dead) {
+            b = { ...b, state: 'planned', attempt: b.attempt + 1, operation_id: null, waiting: null, failures: [...b.failures, { operation_id: op.id, message: op.failure?.message ?? 'failed', at: this.iso() }] };
+            await put(b);
+          } else {
+            const waiting = `operation ${op.id} failed, but its signed Safe transaction can still execute at Safe nonce ${(op as OperationRecord).safe_tx.nonce}; execute another Safe transaction at that nonce (docs/platform/tokenization.md "Operations"), then execute again`;
+            if (b.waiting !== waiting) await put({ ...b, waiting });
+            continue;
+          }
         } else {
           continue;
         }

@@ -5,14 +5,16 @@ import type { ActionState, DistributionState } from './action-states.ts';
 /** One holder's line of a plan: its units at the record block and what it gets (payout, or units minted). */
 export interface PlanEntry { holder: string; units: string; amount: string }
 
-/** A failed attempt of a batch: its operation ended failed, so it never executed and the batch is proposed again. */
+/** A failed attempt of a batch: its operation failed and its Safe nonce passed without it, so it never executes. */
 export interface BatchFailure { operation_id: string; message: string; at: string }
 
 /**
  * One Safe transaction of a plan: a MultiSendCallOnly batch of `calls`, recorded before anything is proposed.
  *   planned  -> proposed   its operation proposed (Idempotency-Key `rwa_<id>_b<index>_a<attempt>`)
  *   proposed -> confirmed  the operation confirmed: every line of it paid, once
- *   proposed -> planned    the operation failed (it never executed): attempt + 1
+ *   proposed -> planned    the operation failed and the Safe's nonce passed it without it executing: attempt + 1
+ *   proposed -> confirmed  the failed operation's SafeTx was executed after all by a holder of its signatures
+ * A failed operation whose nonce the Safe has not passed stays: it could still execute (`waiting` says so).
  */
 export interface PayoutBatch {
   index: number;
@@ -23,6 +25,8 @@ export interface PayoutBatch {
   operation_id: string | null;
   tx_hash: string | null;
   failures: BatchFailure[];
+  /** Why the batch cannot go on yet (its failed operation can still execute), or null. */
+  waiting: string | null;
   /** How many of `entries` are appended to the token's log as payouts. */
   logged: number;
 }

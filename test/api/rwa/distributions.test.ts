@@ -3,16 +3,17 @@
 // vault wallet and an outside signer (threshold 1, the outsider signs every operation by EIP-712). The cap table
 // is summed from the chain's Transfer logs. A coupon paid exactly at the record block (balances read with viem,
 // the remainder left in the Safe, every payout logged once); a crash in the middle of execution resumed by a
-// second service over the same store, paying nobody twice; a batch whose operation failed proposed again and
-// paid once; a 2:1 split through the corporate-action state machine; bad input, other tenants and roles
-// refused with nothing changed.
+// second service over the same store, paying nobody twice; a batch whose operation failed paid once, by its
+// replayed SafeTx or, once that is dead, by a new operation; a 2:1 split through the corporate-action state
+// machine; bad input, other tenants and roles refused with nothing changed.
 import t from 'tap';
 import { createWalletClient, getAddress, http, type Hex } from 'viem';
 import { foundry } from 'viem/chains';
 import { mnemonicToAccount } from 'viem/accounts';
 import { tokenizationApp, type TokenizationApp } from '../tokenization/tokenization-app.ts';
 import { builtArtifact } from '../../../api/tokenization/chain/artifacts.ts';
-import { safeTxTypedData, type SafeTransaction } from '../../../api/tokenization/chain/safe-transaction.ts';
+import { packSafeSignatures, safeTxTypedData, type SafeTransaction } from '../../../api/tokenization/chain/safe-transaction.ts';
+import { SAFE_ABI } from '../../../api/tokenization/chain/safe-abi.ts';
 import { ActionService } from '../../../api/rwa/actions/action-service.ts';
 import { CORPORATE_ACTIONS, DISTRIBUTIONS } from '../../../api/rwa/actions/collections.ts';
 import type { Actor } from '../../../api/tenancy/audit-log.ts';
@@ -187,25 +188,55 @@ t.test('a crash in the middle of execution: a second service over the same store
   t.equal(r.plan.batches.reduce((k, b) => k + b.failures.length, 0), 0);
 });
 
-t.test('a batch whose operation failed never paid: proposed again, paid once', async (t) => {
+t.test('a batch whose operation failed: paid by it if its signed SafeTx is replayed, proposed again only once it is dead; never twice', async (t) => {
   const base = `/v1/rwa/tokens/${bond.id}/distributions`;
-  const have = await balanceOf(coin, bond.safe);
-  // More than the Safe holds (a multiple of the 333 units: no remainder): the batch's transfers revert.
-  const amount = (have / 333n + 1n) * 333n;
-  const d = (await s.call('POST', base, { asset: coin.address, amount: amount.toString(), record_block: recordBlock.toString(), batch_size: 10 }, s.acme.owner, key('coupon-3'))).json();
-  const first = (await s.call('POST', `${base}/${d.id}/execute`)).json();
-  const coin0 = await coinOf();
-  t.match(await sign(bond, first.plan.batches[0].operation_id), { state: 'failed' });
-  t.same(await coinOf(), coin0, 'nothing paid');
-  await run(coin, 'mint', { to: bond.safe, amount: (amount - have).toString() });
-  const again = (await s.call('POST', `${base}/${d.id}/execute`)).json();
-  t.match(again.plan.batches[0], { state: 'proposed', attempt: 1, failures: [{ operation_id: first.plan.batches[0].operation_id }] });
-  t.not(again.plan.batches[0].operation_id, first.plan.batches[0].operation_id, 'a new operation');
+  const wallet = createWalletClient({ account: h3, chain: foundry, transport: http(s.anvil.url) });
+  /** Anyone holding a failed operation's owner signatures (they are readable) sends its SafeTx to the Safe. */
+  const replay = async (opId: string) => {
+    const op = (await s.call('GET', `${bond.base}/operations/${opId}`)).json() as Op & { safe_tx_hash: Hex; signatures: { owner: Hex; signature: Hex }[] };
+    const x = op.safe_tx;
+    const sigs = await packSafeSignatures(op.safe_tx_hash, op.signatures.map((g) => ({ owner: getAddress(g.owner), signature: g.signature })));
+    const hash = await wallet.writeContract({ address: bond.safe, abi: SAFE_ABI, functionName: 'execTransaction', args: [getAddress(String(x.to)), BigInt(x.value!), x.data as Hex, Number(x.operation), BigInt(x.safe_tx_gas!), BigInt(x.base_gas!), BigInt(x.gas_price!), getAddress(String(x.gas_token)), getAddress(String(x.refund_receiver)), sigs], gas: 2_000_000n });
+    return client.waitForTransactionReceipt({ hash });
+  };
+  /** A distribution of more than the Safe holds (a multiple of the 333 units: no remainder); its batch fails. */
+  const failing = async (name: string) => {
+    const have = await balanceOf(coin, bond.safe);
+    const amount = (have / 333n + 1n) * 333n;
+    const d = (await s.call('POST', base, { asset: coin.address, amount: amount.toString(), record_block: recordBlock.toString(), batch_size: 10 }, s.acme.owner, key(name))).json();
+    const first = (await s.call('POST', `${base}/${d.id}/execute`)).json();
+    const coin0 = await coinOf();
+    t.match(await sign(bond, first.plan.batches[0].operation_id), { state: 'failed' }, 'the batch\'s operation reverts');
+    t.same(await coinOf(), coin0, 'nothing paid');
+    await run(coin, 'mint', { to: bond.safe, amount: (amount - have).toString() });
+    const waiting = (await s.call('POST', `${base}/${d.id}/execute`)).json();
+    t.match(waiting.plan.batches[0], { state: 'proposed', attempt: 0, operation_id: first.plan.batches[0].operation_id, waiting: /can still execute at Safe nonce/ }, 'its SafeTx is still live: not proposed again');
+    t.equal((await safeOpsOf(bond)).filter((o) => o.state === 'proposed').length, 0, 'no new operation');
+    return { d, amount, opId: first.plan.batches[0].operation_id as string, coin0: await coinOf() };
+  };
+  const shares = (amount: bigint) => [100n, 180n, 33n, 20n].map((u) => (amount / 333n) * u);
+
+  // The failed SafeTx replayed on chain once the Safe holds enough: the batch is paid by it, and only by it.
+  const a = await failing('coupon-3');
+  t.equal((await replay(a.opId)).status, 'success');
+  const paidA = (await coinOf()).map((v, i) => v - a.coin0[i]!);
+  t.same(paidA.slice(0, 4), shares(a.amount), 'the replay paid each holder');
+  const doneA = (await s.call('POST', `${base}/${a.d.id}/execute`)).json();
+  t.match(doneA, { state: 'completed', plan: { batches: [{ state: 'confirmed', attempt: 0, operation_id: a.opId, waiting: null }] } }, 'recorded as paid by the failed operation\'s SafeTx');
+  t.same((await coinOf()).map((v, i) => v - a.coin0[i]!), paidA, 'nothing paid a second time');
+  t.equal(log.of(bond.id, 'payout').filter((e) => e.body.distribution_id === a.d.id).length, 4);
+
+  // Ended by another Safe transaction at its nonce (a rejection): then dead, and the batch proposed again.
+  const b = await failing('coupon-4');
+  await run(bond, 'raw-safe-tx', { to: bond.safe });
+  const again = (await s.call('POST', `${base}/${b.d.id}/execute`)).json();
+  t.match(again.plan.batches[0], { state: 'proposed', attempt: 1, waiting: null, failures: [{ operation_id: b.opId }] }, 'proposed again as attempt 1');
+  t.not(again.plan.batches[0].operation_id, b.opId, 'a new operation');
+  t.equal((await replay(b.opId)).status, 'reverted', 'the dead SafeTx no longer executes');
   await sign(bond, again.plan.batches[0].operation_id);
-  t.equal((await s.call('POST', `${base}/${d.id}/execute`)).json().state, 'completed');
-  const paid = (await coinOf()).map((v, i) => v - coin0[i]!);
-  t.same(paid.slice(0, 4), [100n, 180n, 33n, 20n].map((u) => (amount / 333n) * u), 'each holder paid its share once');
-  t.equal(paid[4], amount - have - amount, 'the Safe paid the amount once (after the top-up)');
+  t.equal((await s.call('POST', `${base}/${b.d.id}/execute`)).json().state, 'completed');
+  const paidB = (await coinOf()).map((v, i) => v - b.coin0[i]!);
+  t.same(paidB, [...shares(b.amount), -b.amount], 'each holder paid once, by the Safe');
 });
 
 t.test('a 2:1 split through the corporate-action state machine; refused moves change nothing', async (t) => {
