@@ -252,11 +252,10 @@ export class ActionService {
         (e) => e.map((x) => ({ to: tokenAddr, data: encodeTokenCall(token.kind, 'mint', [getAddress(x.holder), BigInt(x.amount)]) })));
     }
     if (rec.type === 'dividend') return this.planOf(block, proRata(BigInt(p.amount!), balances, [token.safe]), rec.batch_size, (e) => e.map((x) => transferCall(p.asset!, x.holder, BigInt(x.amount))));
-    // Redemption: each holder's whole balance moved to the Safe (RECOVERY_ROLE) and paid for, the batch's units burned.
-    return this.planOf(block, redemptionShares(BigInt(p.price_per_unit!), balances, [token.safe]), rec.batch_size, (e) => [
-      ...e.flatMap((x) => [{ to: tokenAddr, data: encodeTokenCall(token.kind, 'recover', [getAddress(x.holder), getAddress(token.safe)]) }, transferCall(p.asset!, x.holder, BigInt(x.amount))]),
-      { to: tokenAddr, data: encodeTokenCall(token.kind, 'burn', [e.reduce((s, x) => s + BigInt(x.units), 0n)]) },
-    ]);
+    // Redemption: each holder's whole balance moved to the Safe (RECOVERY_ROLE, allowed while paused) and paid
+    // for. The units stay in the Safe as treasury units, never counted again; a burn is refused while paused.
+    return this.planOf(block, redemptionShares(BigInt(p.price_per_unit!), balances, [token.safe]), rec.batch_size,
+      (e) => e.flatMap((x) => [{ to: tokenAddr, data: encodeTokenCall(token.kind, 'recover', [getAddress(x.holder), getAddress(token.safe)]) }, transferCall(p.asset!, x.holder, BigInt(x.amount))]));
   }
 
   /** Moves the action to `to` (action-states.ts); a refused move changes nothing. */

@@ -5,7 +5,8 @@
 // the remainder left in the Safe, every payout logged once); a crash in the middle of execution resumed by a
 // second service over the same store, paying nobody twice; a batch whose operation failed paid once, by its
 // replayed SafeTx or, once that is dead, by a new operation; a 2:1 split through the corporate-action state
-// machine; bad input, other tenants and roles refused with nothing changed.
+// machine; a redemption of a paused token (whole holdings moved to the Safe and paid); bad input, other
+// tenants and roles refused with nothing changed.
 import t from 'tap';
 import { createWalletClient, getAddress, http, type Hex } from 'viem';
 import { foundry } from 'viem/chains';
@@ -296,4 +297,38 @@ t.test('a 2:1 split through the corporate-action state machine; refused moves ch
   t.equal((await s.call('GET', `${base}/${later.id}`)).json().state, 'approved', 'unchanged');
   t.equal((await s.call('POST', `${base}/${later.id}/advance`, { to: 'cancelled' })).json().state, 'cancelled');
   t.match((await s.call('POST', `${base}/${later.id}/advance`, { to: 'approved' })).json(), { code: 'conflict' }, 'cancelled is final');
+});
+
+t.test('a redemption: every holding moved to the Safe and paid units × price, while paused; a holding changed since the record refused', async (t) => {
+  const base = `/v1/rwa/tokens/${bond.id}/corporate-actions`;
+  await run(bond, 'roles/grant', { role: 'RECOVERY_ROLE', account: bond.safe });
+  await run(bond, 'roles/grant', { role: 'PAUSER_ROLE', account: bond.safe });
+  await run(coin, 'mint', { to: bond.safe, amount: '100000' });
+  const create = async (k: string) => (await s.call('POST', base, { type: 'redemption', asset: coin.address, price_per_unit: '7', record_block: (await client.getBlockNumber({ cacheTime: 0 })).toString() }, s.acme.owner, key(k))).json();
+  const adv = async (id: string, to: string) => s.call('POST', `${base}/${id}/advance`, { to });
+
+  // Not paused: a holder moves units after the record; executing is refused, nothing proposed.
+  const stale = await create('redeem-stale');
+  await adv(stale.id, 'approved');
+  t.equal((await adv(stale.id, 'record_taken')).json().state, 'record_taken');
+  await transfer(bond, h1, h4.address, 1n);
+  const refused = await adv(stale.id, 'executing');
+  t.match([refused.statusCode, refused.json().code, refused.json().error], [409, 'conflict', /pause the token/]);
+  t.match((await s.call('GET', `${base}/${stale.id}`)).json(), { state: 'record_taken', plan: { batches: [{ state: 'planned', operation_id: null }] } }, 'unchanged');
+  t.equal((await adv(stale.id, 'cancelled')).json().state, 'cancelled');
+
+  await run(bond, 'pause', {});
+  const units = await Promise.all(holders.map((a) => balanceOf(bond, a)));
+  const safeUnits = await balanceOf(bond, bond.safe);
+  const coin0 = await coinOf();
+  const ca = await create('redeem-1');
+  for (const to of ['approved', 'record_taken']) t.equal((await adv(ca.id, to)).json().state, to);
+  const executing = (await adv(ca.id, 'executing')).json();
+  for (const b of executing.plan.batches) t.equal((await sign(bond, b.operation_id)).state, 'confirmed');
+  t.equal((await adv(ca.id, 'completed')).json().state, 'completed');
+  t.same(await Promise.all(holders.map((a) => balanceOf(bond, a))), [0n, 0n, 0n, 0n], 'on chain: every holding redeemed');
+  const total = units.reduce((a, b) => a + b, 0n);
+  t.equal(await balanceOf(bond, bond.safe), safeUnits + total, 'the units are in the Safe');
+  t.same((await coinOf()).map((v, i) => v - coin0[i]!), [...units.map((u) => u * 7n), -total * 7n], 'each holder paid units × 7 by the Safe');
+  t.equal(log.of(bond.id, 'payout').filter((e) => e.body.corporate_action_id === ca.id).length, 4);
 });
