@@ -266,8 +266,10 @@ export class ActionService {
     return this.lock(id, async () => {
       let rec = (await CORPORATE_ACTIONS.in(this.o.store).get(id))!;
       const from = rec.state;
-      if (from === to && to !== 'completed') return rec;
-      if (!actionMayBecome(from, to)) throw new CustodyError('conflict', `corporate action ${id} is ${from}; it cannot become ${to}`);
+      // Executing again runs the pass again (batches left planned by a stop are proposed); other repeats answer it.
+      const again = from === 'executing' && to === 'executing';
+      if (from === to && !again) return rec;
+      if (!again && !actionMayBecome(from, to)) throw new CustodyError('conflict', `corporate action ${id} is ${from}; it cannot become ${to}`);
       const save = async (next: CorporateActionRecord) => {
         await this.o.store.batch([CORPORATE_ACTIONS.putOp(next.id, next, { index: [`${token.id}\x00${next.id}`] })]);
         rec = next;
@@ -282,7 +284,7 @@ export class ActionService {
       }
       if (to === 'executing' && rec.type === 'redemption') await this.unchangedSinceRecord(token, rec.plan!);
       const transition = { from, to, at: this.iso(), by: actor.id };
-      if (to !== 'completed') {
+      if (to !== 'completed' && !again) {
         await this.o.store.batch([
           CORPORATE_ACTIONS.putOp(rec.id, { ...rec, state: to, plan, transitions: [...rec.transitions, transition], updated_at: transition.at }, { index: [`${token.id}\x00${rec.id}`] }),
           this.o.audit.op(scope, actor, 'rwa.corporate_action.advance', rec.id, { state: from }, { state: to }),

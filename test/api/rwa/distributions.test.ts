@@ -274,6 +274,8 @@ t.test('a 2:1 split through the corporate-action state machine; refused moves ch
   t.match(taken, { state: 'record_taken', plan: { supply: String(units0.reduce((a, b) => a + b, 0n)), total: String(units0.reduce((a, b) => a + b, 0n)), remainder: '0' } });
   const executing = (await adv('executing')).json();
   t.equal(executing.state, 'executing');
+  const repeat = (await adv('executing')).json();
+  t.same([repeat.state, repeat.plan.batches.map((b: { operation_id: string }) => b.operation_id)], ['executing', executing.plan.batches.map((b: { operation_id: string }) => b.operation_id)], 'executing again: the same operations, nothing new');
   t.match((await adv('cancelled')).json(), { code: 'conflict' }, 'no cancel once executing');
   t.match((await adv('completed')).json(), { code: 'conflict', error: /not confirmed yet/ }, 'not completed before the batches confirm');
   t.same(await Promise.all(holders.map((a) => balanceOf(bond, a))), units0, 'nothing minted before the owners sign');
