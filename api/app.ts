@@ -12,6 +12,9 @@ import { integrationGatewayRoutes } from './routes/v1/integration-gateways.ts';
 import { createFunding, type Funding } from './funding/funding-setup.ts';
 import { escrowRoutes } from './routes/v1/escrows.ts';
 import { tokenizationRoutes } from './routes/v1/tokenization.ts';
+import { rwaActionRoutes } from './routes/v1/rwa-actions.ts';
+import { ActionService } from './rwa/actions/action-service.ts';
+import type { CapTableSource, TokenLog } from './rwa/seams.ts';
 import { createTokenization, type Tokenization } from './tokenization/tokenization-setup.ts';
 import { rwaLogRoutes } from './routes/v1/rwa-log.ts';
 import { createTokenLog, type TokenLogPart } from './rwa/log/token-log-setup.ts';
@@ -21,7 +24,6 @@ import { ATTESTATION_CHECK, attestationChecker } from './rwa/schema/attestation-
 import { rwaDocumentsRoutes } from './routes/v1/rwa-documents.ts';
 import { createRwaDocuments } from './rwa/documents/documents-setup.ts';
 import type { TokenFieldsReader } from './rwa/documents/token-fields-reader.ts';
-import type { TokenLog } from './rwa/seams.ts';
 import { createEscrows, type Escrows } from './escrow/escrow-setup.ts';
 import { EscrowAuthorizer } from './escrow/escrow-authorizer.ts';
 import type { CoordinatorClient } from './coordinator/coordinator-client.ts';
@@ -107,6 +109,8 @@ export interface AppOptions {
   rwaTokenLog?: TokenLog | undefined;
   /** The tokens' public field values that metadata reads (docs/platform/rwa.md "Documents and metadata"); the fields part's when absent. */
   rwaTokenFields?: TokenFieldsReader | undefined;
+  /** Distributions' and corporate actions' seams (api/rwa/seams.ts): their token log (the transparency log's when absent) and the cap table. */
+  rwa?: { log?: TokenLog | undefined; capTable?: CapTableSource | undefined } | undefined;
   /** Where the request and queue metrics go; server.ts serves it off the public port (API_METRICS_LISTEN). */
   metrics?: Registry | undefined;
   /** Payments (docs/platform/payments.md); built from the configuration, with their sweep, when absent. */
@@ -343,6 +347,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       // ERC-721 / ERC-1155 / ERC-7572 metadata from the token records and their public fields.
       const rwaDocuments = createRwaDocuments(platform, tokenization, appendLog, opts.rwaTokenFields ?? rwaSchemas.fields);
       await p.register(rwaDocumentsRoutes, { ...rwaDocuments, store: platform.store, clock: platform.clock, publicOrigin: opts.config.publicUrl });
+      // Distributions and corporate actions (docs/platform/rwa.md): plans paid through the admin Safe's operations.
+      await p.register(rwaActionRoutes, { actions: new ActionService({ store: platform.store, audit: platform.audit, tokenization, log: opts.rwa?.log ?? appendLog, capTable: opts.rwa?.capTable, clock: platform.clock }) });
       await p.register(tenantRoutes, { platform, chainsWithBackend: Object.keys(chainBackends(opts.config)), stablecoin: (c) => funding.service.stablecoinOf(c), stablecoinDecimals: STABLECOIN_DECIMALS });
       await p.register(accountHolderBankingRoutes, { platform, vaults, chains: opts.chains, stablecoin: (c) => funding.service.stablecoinOf(c) });
       await p.register(accountHolderExportRoutes, { platform, vaults, publicOrigin: opts.config.publicUrl });
