@@ -13,6 +13,9 @@ import { createFunding, type Funding } from './funding/funding-setup.ts';
 import { escrowRoutes } from './routes/v1/escrows.ts';
 import { tokenizationRoutes } from './routes/v1/tokenization.ts';
 import { createTokenization, type Tokenization } from './tokenization/tokenization-setup.ts';
+import { rwaHoldersRoutes } from './routes/v1/rwa-holders.ts';
+import { createRwaHolders } from './rwa/holders/holders-setup.ts';
+import type { TokenLog } from './rwa/seams.ts';
 import { createEscrows, type Escrows } from './escrow/escrow-setup.ts';
 import { EscrowAuthorizer } from './escrow/escrow-authorizer.ts';
 import type { CoordinatorClient } from './coordinator/coordinator-client.ts';
@@ -92,6 +95,8 @@ export interface AppOptions {
   escrows?: Escrows | undefined;
   /** Tokenization (docs/platform/tokenization.md); built from the configuration when absent. */
   tokenization?: Tokenization | undefined;
+  /** The tokens' transparency log the real-world-asset parts append to (docs/platform/rwa.md). */
+  rwaTokenLog?: TokenLog | undefined;
   /** Where the request and queue metrics go; server.ts serves it off the public port (API_METRICS_LISTEN). */
   metrics?: Registry | undefined;
   /** Payments (docs/platform/payments.md); built from the configuration, with their sweep, when absent. */
@@ -315,6 +320,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         });
       }
       await p.register(tokenizationRoutes, { platform, tokenization });
+      // RWA holders (docs/platform/rwa.md "Holders, eligibility, lockups and the cap table"): eligibility and
+      // lockups through each token's access registry, the cap table from the indexed Transfer history.
+      const rwaHolders = createRwaHolders(platform, tokenization, opts.rwaTokenLog);
+      await p.register(rwaHoldersRoutes, { holders: rwaHolders });
       await p.register(tenantRoutes, { platform, chainsWithBackend: Object.keys(chainBackends(opts.config)), stablecoin: (c) => funding.service.stablecoinOf(c), stablecoinDecimals: STABLECOIN_DECIMALS });
       await p.register(accountHolderBankingRoutes, { platform, vaults, chains: opts.chains, stablecoin: (c) => funding.service.stablecoinOf(c) });
       await p.register(accountHolderExportRoutes, { platform, vaults, publicOrigin: opts.config.publicUrl });

@@ -122,7 +122,7 @@ t.test('every platform-API operation has a summary, a declared tag and the beare
 t.test('every tokenization operation has a summary, its tag, the bearer key (signed in production for a change) and its error responses', async (t) => {
   // Generic over the paths, so a tokenization route added later is held to the same (docs/platform/tokenization.md).
   const { doc } = await documentOf(t, { platform: true });
-  const ops = operations(doc).filter(([name]) => name.split(' ')[1]!.startsWith('/v1/tokenization/'));
+  const ops = operations(doc).filter(([name]) => ['/v1/tokenization/', '/v1/rwa/'].some((p) => name.split(' ')[1]!.startsWith(p)));
   t.ok(ops.length >= 35, `the tokenization area is documented (${ops.length} operations)`);
   const errorBody = (r: unknown) => {
     const schema = (r as { content?: Record<string, { schema?: { required?: string[]; properties?: Record<string, unknown> } }> } | undefined)?.content?.['application/json']?.schema;
