@@ -28,7 +28,6 @@ const Eligibility = {
   expires_at: Nullable(Type.Integer({ minimum: 1, maximum: 2 ** 53 - 1, description: 'unix seconds after which the eligibility no longer counts; null: no expiry' })),
 };
 const EligibilityBody = Type.Object({ ...Eligibility, expires_at: Type.Optional(Eligibility.expires_at) }, { additionalProperties: false });
-const EligibilityValue = Type.Object(Eligibility);
 const OpRef = Type.Object({ token_id: Type.String(), operation_id: Type.String() });
 const EligibilityResult = Type.Object({
   holder_ref: Type.String(), addresses: Type.Array(Type.String()), ...Eligibility, revision: Type.Integer(), changed: Type.Boolean({ description: 'false: the same state was already desired; nothing was proposed' }),

@@ -114,7 +114,7 @@ export class CapTableIndexer implements CapTableSource {
     return this.o.store.exclusive(`rwa:transfers:${token.id}`, async () => {
       let head: bigint;
       try {
-        head = await client.getBlockNumber();
+        head = await client.getBlockNumber({ cacheTime: 0 });
       } catch (err) {
         throw new CustodyError('chain_backend_error', `reading the chain's head: ${(err as Error).message}`);
       }

@@ -35,7 +35,8 @@ export const RELAYER_KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
-export async function tokenizationApp(t: Test) {
+/** `extra`: more of buildApp's options (a real-world-asset part's token log). */
+export async function tokenizationApp(t: Test, extra: Partial<Parameters<typeof buildApp>[0]> = {}) {
   const anvil = await startAnvil();
   t.teardown(() => anvil.stop());
   const chain = tokenChain(evmNetwork('evm-local')!, anvil.url, DEPLOYER_KEY, RELAYER_KEY);
@@ -57,7 +58,7 @@ export async function tokenizationApp(t: Test) {
   const evm = new EvmChain(evmNetwork('evm-local')!, anvil.url);
   const worker = new TransactionWorker({ vaults, transactions, coordinator, chains: { evm: (c) => (c === 'evm-local' ? evm : undefined), bitcoin: () => undefined }, log: createLogger('worker', 'silent'), pollMs: 20, maxRetryDelayMs: 20 });
   worker.start();
-  const app = await buildApp({ config, logger: createLogger('api', 'silent'), vaults, transactions, platform, tokenization });
+  const app = await buildApp({ config, logger: createLogger('api', 'silent'), vaults, transactions, platform, tokenization, ...extra });
   t.teardown(async () => {
     await worker.stop();
     await tokenization.vaultCalls.stop();
