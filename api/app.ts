@@ -24,6 +24,8 @@ import { ATTESTATION_CHECK, attestationChecker } from './rwa/schema/attestation-
 import { rwaDocumentsRoutes } from './routes/v1/rwa-documents.ts';
 import { createRwaDocuments } from './rwa/documents/documents-setup.ts';
 import type { TokenFieldsReader } from './rwa/documents/token-fields-reader.ts';
+import { rwaHoldersRoutes } from './routes/v1/rwa-holders.ts';
+import { createRwaHolders } from './rwa/holders/holders-setup.ts';
 import { createEscrows, type Escrows } from './escrow/escrow-setup.ts';
 import { EscrowAuthorizer } from './escrow/escrow-authorizer.ts';
 import type { CoordinatorClient } from './coordinator/coordinator-client.ts';
@@ -347,8 +349,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       // ERC-721 / ERC-1155 / ERC-7572 metadata from the token records and their public fields.
       const rwaDocuments = createRwaDocuments(platform, tokenization, appendLog, opts.rwaTokenFields ?? rwaSchemas.fields);
       await p.register(rwaDocumentsRoutes, { ...rwaDocuments, store: platform.store, clock: platform.clock, publicOrigin: opts.config.publicUrl });
+      // RWA holders (docs/platform/rwa.md "Holders, eligibility, lockups and the cap table"): eligibility and
+      // lockups through each token's access registry, the cap table from the indexed Transfer history.
+      const rwaHolders = createRwaHolders(platform, tokenization, appendLog);
+      await p.register(rwaHoldersRoutes, { holders: rwaHolders });
       // Distributions and corporate actions (docs/platform/rwa.md): plans paid through the admin Safe's operations.
-      await p.register(rwaActionRoutes, { actions: new ActionService({ store: platform.store, audit: platform.audit, tokenization, log: opts.rwa?.log ?? appendLog, capTable: opts.rwa?.capTable, clock: platform.clock }) });
+      await p.register(rwaActionRoutes, { actions: new ActionService({ store: platform.store, audit: platform.audit, tokenization, log: opts.rwa?.log ?? appendLog, capTable: opts.rwa?.capTable ?? rwaHolders.capTable, clock: platform.clock }) });
       await p.register(tenantRoutes, { platform, chainsWithBackend: Object.keys(chainBackends(opts.config)), stablecoin: (c) => funding.service.stablecoinOf(c), stablecoinDecimals: STABLECOIN_DECIMALS });
       await p.register(accountHolderBankingRoutes, { platform, vaults, chains: opts.chains, stablecoin: (c) => funding.service.stablecoinOf(c) });
       await p.register(accountHolderExportRoutes, { platform, vaults, publicOrigin: opts.config.publicUrl });

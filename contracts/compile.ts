@@ -3,7 +3,7 @@
 // the SHA-256 of the sources. Tests compile again and compare byte for byte, so the committed bytecode is what
 // these sources give, not something to trust blindly:
 // - contracts/TokenEscrow.sol → api/escrow/token-escrow-artifact.json (test/api/escrow/token-escrow-artifact.unit.ts);
-// - the token contracts (contracts/tokens/) and OpenZeppelin's ERC2771Forwarder, in one compilation →
+// - the token contracts (contracts/tokens/, the access registry among them) and OpenZeppelin's ERC2771Forwarder, in one compilation →
 //   api/tokenization/contracts/<Name>.json (test/api/tokenization/contract-artifacts.unit.ts).
 // Imports resolve only into the project's contracts/ and the installed @openzeppelin/contracts.
 // Run: node --import tsx contracts/compile.ts
@@ -49,6 +49,7 @@ export const TOKEN_CONTRACTS = [
   { name: 'ManagedERC721', source: 'contracts/tokens/ManagedERC721.sol' },
   { name: 'ManagedERC1155', source: 'contracts/tokens/ManagedERC1155.sol' },
   { name: 'ERC2771Forwarder', source: '@openzeppelin/contracts/metatx/ERC2771Forwarder.sol' },
+  { name: 'AccessRegistry', source: 'contracts/tokens/AccessRegistry.sol' },
 ] as const;
 export type TokenContractName = (typeof TOKEN_CONTRACTS)[number]['name'];
 

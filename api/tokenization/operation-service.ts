@@ -28,7 +28,7 @@ import type { ModuleExecution, OperationFailure, OperationRecord, OperationSigna
 import { OPEN_OPERATION_STATES, operationMayBecome, type OperationState } from './operation-states.ts';
 import type { TokenChain } from './token-chain.ts';
 import type { TokenService } from './token-service.ts';
-import { operationCall, type OperationKind } from './token-calls.ts';
+import { operationCall, type OperationKind, type RegistryOperationKind } from './token-calls.ts';
 import { executeSafeTransaction, explainInnerFailure, packSafeSignatures, readSafeNonce, safeTransaction, safeTxHash, type SafeTransaction } from './chain/safe-transaction.ts';
 import { SAFE_ABI } from './chain/safe-abi.ts';
 import { ChainStepError, failureOf, type ChainFailure } from './chain/chain-failure.ts';
@@ -178,7 +178,7 @@ export class OperationService {
   }
 
   /** Proposes an operation at the Safe's next free nonce; a retry with the same Idempotency-Key and body answers the same one. */
-  async propose(scope: Scope, actor: Actor, tokenId: string, kind: OperationKind, body: Record<string, unknown>, key: string): Promise<{ op: OperationRecord; token: TokenRecord }> {
+  async propose(scope: Scope, actor: Actor, tokenId: string, kind: OperationKind | RegistryOperationKind, body: Record<string, unknown>, key: string): Promise<{ op: OperationRecord; token: TokenRecord }> {
     const keyId = `${scope.workspace}\x00op_${tokenId}_${kind}\x00${key}`;
     const fingerprint = bodyFingerprint(body);
     const prior = await TOKENIZATION_KEYS.in(this.o.store).get(keyId);

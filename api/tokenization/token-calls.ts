@@ -36,6 +36,20 @@ export const OPERATION_KINDS = {
 } as const;
 export type OperationKind = keyof typeof OPERATION_KINDS;
 
+/**
+ * Safe operations on the token's access registry (contracts/tokens/AccessRegistry.sol, docs/platform/rwa.md
+ * "Holders, eligibility, lockups and the cap table"): proposed by the RWA holders service when a holder's
+ * eligibility or lockup changes, signed and executed like every other operation; no route of their own here.
+ * The body names the registry, the holders and the values (integers as decimal strings or numbers).
+ */
+export const REGISTRY_OPERATION_KINDS = {
+  registry_set_eligibility: { permission: 'tokenization.manage' },
+  registry_set_token_eligibility: { permission: 'tokenization.manage' },
+  registry_set_lockup: { permission: 'tokenization.manage' },
+} as const;
+export type RegistryOperationKind = keyof typeof REGISTRY_OPERATION_KINDS;
+export const isRegistryOperation = (op: string): op is RegistryOperationKind => op in REGISTRY_OPERATION_KINDS;
+
 /** What a Safe transaction of an operation calls. */
 export interface OperationCall { to: Address; value: bigint; data: Hex; operation: 0 | 1 }
 
@@ -83,7 +97,8 @@ const refuse = (body: Record<string, unknown>, fields: string[], kind: TokenKind
 };
 
 /** The call an operation's body asks for on a token of `kind` at `token`. */
-export function operationCall(kind: TokenKind, token: Address, op: OperationKind, body: Record<string, unknown>): OperationCall {
+export function operationCall(kind: TokenKind, token: Address, op: OperationKind | RegistryOperationKind, body: Record<string, unknown>): OperationCall {
+  if (isRegistryOperation(op)) return registryCall(token, op, body);
   const call = (fn: string, args: unknown[]): OperationCall => ({ to: token, value: 0n, operation: 0, data: encodeTokenCall(kind, fn, args) });
   switch (op) {
     case 'mint':
@@ -139,9 +154,32 @@ export function nftTransferCall(kind: TokenKind, token: Address, from: Address, 
   return call([from, to, id, positive(need(body, 'amount', kind, 'transfer'), 'amount'), '0x']);
 }
 
-function accounts(v: unknown): Address[] {
-  if (!Array.isArray(v) || v.length === 0 || v.length > 100) throw invalid('accounts', '1 to 100 addresses');
-  return v.map((a, i) => nonZero(a, `accounts[${i}]`));
+/** A registry operation's call: to the registry the body names, for the token at `token`. */
+export function registryCall(token: Address, op: RegistryOperationKind, body: Record<string, unknown>): OperationCall {
+  const registry = nonZero(body.registry, 'registry');
+  const holders = accounts(body.holders, 'holders');
+  const num = (v: unknown, field: string, bits: number) => uint(typeof v === 'number' ? String(v) : v, field, bits);
+  const eligibility = () => ({
+    verified: body.verified === true ? true : body.verified === false ? false : (() => { throw invalid('verified', 'true or false'); })(),
+    jurisdiction: Number(num(body.jurisdiction ?? 0, 'jurisdiction', 16)), category: Number(num(body.category ?? 0, 'category', 8)), expiresAt: num(body.expires_at ?? 0, 'expires_at', 64),
+  });
+  const data = (fn: string, args: unknown[]): OperationCall => {
+    try {
+      return { to: registry, value: 0n, operation: 0, data: encodeFunctionData({ abi: builtArtifact('AccessRegistry').abi, functionName: fn, args }) };
+    } catch (err) {
+      throw invalid(fn, `the arguments do not fit the AccessRegistry ABI: ${(err as { shortMessage?: string }).shortMessage ?? (err as Error).message}`);
+    }
+  };
+  switch (op) {
+    case 'registry_set_eligibility': return data('setEligibility', [holders, eligibility()]);
+    case 'registry_set_token_eligibility': return data('setTokenEligibility', [token, holders, eligibility()]);
+    case 'registry_set_lockup': return data('setLockup', [token, holders, num(body.until ?? 0, 'until', 64)]);
+  }
+}
+
+function accounts(v: unknown, field = 'accounts'): Address[] {
+  if (!Array.isArray(v) || v.length === 0 || v.length > 100) throw invalid(field, '1 to 100 addresses');
+  return v.map((a, i) => nonZero(a, `${field}[${i}]`));
 }
 
 function hexData(v: unknown, field: string): Hex {

@@ -9,11 +9,12 @@ import erc20 from '../contracts/ManagedERC20.json' with { type: 'json' };
 import erc721 from '../contracts/ManagedERC721.json' with { type: 'json' };
 import erc1155 from '../contracts/ManagedERC1155.json' with { type: 'json' };
 import forwarder from '../contracts/ERC2771Forwarder.json' with { type: 'json' };
+import accessRegistry from '../contracts/AccessRegistry.json' with { type: 'json' };
 import safe from '../contracts/Safe-1.4.1.json' with { type: 'json' };
 import zodiac from '../contracts/Zodiac-Roles-1.1.0.json' with { type: 'json' };
 
 export type TokenKind = 'erc20' | 'erc721' | 'erc1155';
-export type TokenContractName = 'ManagedERC20' | 'ManagedERC721' | 'ManagedERC1155' | 'ERC2771Forwarder';
+export type TokenContractName = 'ManagedERC20' | 'ManagedERC721' | 'ManagedERC1155' | 'ERC2771Forwarder' | 'AccessRegistry';
 export type SafeContractName = 'Safe' | 'SafeL2' | 'SafeProxyFactory' | 'SafeProxy' | 'CompatibilityFallbackHandler' | 'MultiSend' | 'MultiSendCallOnly';
 
 export interface BuiltArtifact {
@@ -28,7 +29,7 @@ export interface BuiltArtifact {
 
 export interface SafeArtifact { artifact: string; selfImmutable: boolean; abi: Abi; bytecode: Hex; deployed_bytecode: Hex }
 
-const BUILT: Record<TokenContractName, unknown> = { ManagedERC20: erc20, ManagedERC721: erc721, ManagedERC1155: erc1155, ERC2771Forwarder: forwarder };
+const BUILT: Record<TokenContractName, unknown> = { ManagedERC20: erc20, ManagedERC721: erc721, ManagedERC1155: erc1155, ERC2771Forwarder: forwarder, AccessRegistry: accessRegistry };
 
 export const TOKEN_CONTRACT: Record<TokenKind, TokenContractName> = { erc20: 'ManagedERC20', erc721: 'ManagedERC721', erc1155: 'ManagedERC1155' };
 
@@ -49,7 +50,7 @@ export const SAFE_VERSION = (safe as { version: string }).version;
 export function allAbis(): Abi {
   const names: SafeContractName[] = ['SafeL2', 'SafeProxyFactory', 'MultiSendCallOnly'];
   const roles = [zodiac.contracts.Roles.abi, zodiac.contracts.Permissions.abi, zodiac.contracts.ModuleProxyFactory.abi].flat() as Abi;
-  return [...(['ManagedERC20', 'ManagedERC721', 'ManagedERC1155', 'ERC2771Forwarder'] as const).flatMap((n) => builtArtifact(n).abi), ...names.flatMap((n) => safeArtifact(n).abi), ...roles];
+  return [...(['ManagedERC20', 'ManagedERC721', 'ManagedERC1155', 'ERC2771Forwarder', 'AccessRegistry'] as const).flatMap((n) => builtArtifact(n).abi), ...names.flatMap((n) => safeArtifact(n).abi), ...roles];
 }
 
 const PUSH32_ZERO = '7f' + '0'.repeat(64);
