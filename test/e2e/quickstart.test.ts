@@ -100,7 +100,7 @@ t.test('docs/quickstart.md works as written, step by step, against npm start', a
     if (start.exitCode !== null || Date.now() > deadline) throw new Error(`npm start did not become ready:\n${log.slice(-3000)}`);
     await new Promise((r) => setTimeout(r, 1000));
   }
-  t.match(log, /\[start\] API on http:\/\/127\.0\.0\.1:\d+ \(readiness: \/readyz\)/, 'npm start prints the start-up lines step 1 shows');
+  t.match(log, /\[start\] API on http:\/\/127\.0\.0\.1:(\d+) \(readiness: \/readyz; API reference: http:\/\/127\.0\.0\.1:\1\/docs\); CLI: CUSTODY_URL=http:\/\/127\.0\.0\.1:\1;/, 'npm start prints the start-up lines step 1 shows, with the API reference and the CLI origin');
   t.match(log, /\[start\] operator tasks on the running API: API_OPERATOR_API_URL=/);
   // Tokenization is ready on the local anvil (docs/platform/tokenization.md "Who pays"): the shared Safe
   // infrastructure is at its CREATE2 addresses.
