@@ -12,25 +12,8 @@ import { createTokenization } from '../../../api/tokenization/tokenization-setup
 import { TOKENS } from '../../../api/tokenization/collections.ts';
 import type { TokenRecord } from '../../../api/tokenization/records.ts';
 import { newId } from '../../../api/store/ids.ts';
-import type { AppendedEntry, LogEntryInput, RwaScope, TokenLog } from '../../../api/rwa/seams.ts';
+import { MemoryTokenLog } from './memory-token-log.ts';
 import { openTestStore } from '../../support/test-store.ts';
-
-export interface LoggedEntry extends LogEntryInput { scope: RwaScope; tokenId: string; index: number }
-
-/** A token log that keeps every appended entry in order, per token, so a test can assert on exactly what went in. */
-export function memoryTokenLog(): TokenLog & { entries: LoggedEntry[]; of: (tokenId: string) => LoggedEntry[] } {
-  const entries: LoggedEntry[] = [];
-  return {
-    entries,
-    of: (tokenId) => entries.filter((e) => e.tokenId === tokenId),
-    async append(scope, tokenId, entry): Promise<AppendedEntry> {
-      const index = entries.filter((e) => e.tokenId === tokenId).length;
-      // A deep copy, as a durable log would have serialized it: a later change to the caller's object is not the entry.
-      entries.push({ scope, tokenId, index, ...(JSON.parse(JSON.stringify(entry)) as LogEntryInput) });
-      return { index, leaf_hash: index.toString(16).padStart(64, '0') };
-    },
-  };
-}
 
 type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -39,7 +22,7 @@ export async function schemaApp(t: Test) {
   const platform = await createPlatform(store, { objectDir: join(dir, 'objects') });
   const config = loadApiConfig({ API_DATA_DIR: dir });
   const tokenization = createTokenization(config, platform, { chains: new Map() });
-  const log = memoryTokenLog();
+  const log = new MemoryTokenLog();
   const app = await buildApp({ config, logger: createLogger('api', 'silent'), platform, tokenization, rwaTokenLog: log });
   t.teardown(async () => {
     await app.close();
