@@ -4,8 +4,11 @@ import type { Op, RecordRepository } from '../store/record-repository.ts';
 import { newId } from '../store/ids.ts';
 import { AUDIT_LOG } from './collections.ts';
 
-/** Who made a change: a key, an operator, or a hosted member on its own factors (Account Center, recovery). */
-export interface Actor { type: 'api_key' | 'operator' | 'hosted_member'; id: string }
+/**
+ * Who made a change: a key, an operator, a hosted member on its own factors (Account Center, recovery), or
+ * `system` for what the service does by itself (a rejection proposed at a freed Safe nonce).
+ */
+export interface Actor { type: 'api_key' | 'operator' | 'hosted_member' | 'system'; id: string }
 
 export interface AuditEntry {
   id: string;

@@ -41,6 +41,8 @@ const TX_ID = /^txn_[0-9a-zA-Z]{1,64}$/;
 const EXECUTION_SUCCESS = parseAbiItem('event ExecutionSuccess(bytes32 indexed txHash, uint256 payment)');
 /** How often a module execution's vault transaction is looked at while it is on its way. */
 const MODULE_FOLLOW_MS = 100;
+/** The kind of the operation proposed to use a freed Safe nonce when a later operation already has its signatures (freeNonceOps). */
+export const NONCE_REJECTION = 'nonce_rejection';
 
 export interface OperationServiceOptions {
   store: RecordRepository;
@@ -393,7 +395,7 @@ export class OperationService {
       if (!operationMayBecome(op.state, next.state)) throw new CustodyError('conflict', `operation ${id} is ${op.state}`);
       await this.o.store.batch([
         OPERATIONS.putOp(id, next, { index: indexOf(next) }),
-        ...(await this.freeNonceOps(op, now)),
+        ...(await this.freeNonceOps(scope, op, now)),
         this.o.audit.op(scope, actor, 'tokenization.operation.module_execute', id, { state: op.state }, { state: next.state, module: execution.module, role_key: execution.role_key, member: execution.member, transaction_id: execution.transaction_id }),
       ]);
       return next;
@@ -507,7 +509,7 @@ export class OperationService {
             continue;
           }
           if (opNonce < nonce) {
-            await this.fail(scope, op, { reason: 'engine', message: `Safe nonce ${opNonce} was used by another transaction`, error_name: null, at: this.iso() });
+            await this.fail(scope, op, { reason: 'engine', message: `Safe nonce ${opNonce} was used by another transaction`, error_name: null, at: this.iso() }, true);
             continue;
           }
           return;
@@ -539,27 +541,50 @@ export class OperationService {
   }
 
   /**
-   * `op`'s Safe nonce is freed (it failed, or runs through the module): every later open operation of the Safe
-   * moves one nonce down, its signatures dropped (they were over the old hash). Run under the Safe's lock.
+   * `op`'s Safe nonce is freed (it failed, or runs through the module). The Safe's nonce moves only by
+   * executing, so the operations after it cannot run at theirs until something executes at the freed one:
+   * - when no later open operation holds its threshold of signatures, each moves one nonce down, its
+   *   signatures dropped: they were over the old hash and, fewer than the threshold, can never execute it;
+   * - when one does, nothing moves: its signatures would stay valid at its old nonce, and once it executed
+   *   one nonce down, whoever holds them (the store, a reverted `execTransaction`'s calldata) could execute the
+   *   same call again at the old one. Instead a rejection (the Safe calling itself with no value and no data)
+   *   is proposed at the freed nonce; once owners sign it and it executes, the later ones run where they were
+   *   signed, and the failed operation's own signatures die with the nonce.
+   * Run under the Safe's lock.
    */
-  private async freeNonceOps(op: OperationRecord, at: string): Promise<Op[]> {
-    const ops: Op[] = [];
-    for (const later of await this.openOf(op.safe)) {
-      if (later.id === op.id || BigInt(later.safe_tx.nonce) <= BigInt(op.safe_tx.nonce) || later.state === 'executed') continue;
-      const tx = { ...safeTxOf(later.safe_tx), nonce: BigInt(later.safe_tx.nonce) - 1n };
-      const moved: OperationRecord = {
-        ...later, safe_tx: storedSafeTx(tx), safe_tx_hash: safeTxHash(getAddress(later.safe), later.chain_id, tx), state: 'proposed', signatures: [], reproposals: later.reproposals + 1, updated_at: at,
+  private async freeNonceOps(scope: Scope, op: OperationRecord, at: string): Promise<Op[]> {
+    const later = (await this.openOf(op.safe)).filter((r) => r.id !== op.id && BigInt(r.safe_tx.nonce) > BigInt(op.safe_tx.nonce) && r.state !== 'executed');
+    if (!later.length) return [];
+    // A Safe whose threshold went down since an operation was proposed executes it with fewer signatures than it
+    // recorded; when the chain cannot say, any signature counts.
+    const onChain = await this.o.chain(op.chain)?.client.readContract({ address: getAddress(op.safe), abi: SAFE_ABI, functionName: 'getThreshold' }).then(Number).catch(() => undefined);
+    const executable = (r: OperationRecord) => r.signatures.length > 0 && r.signatures.length >= Math.min(r.threshold, onChain ?? 1);
+    if (later.some(executable)) {
+      const tx = safeTransaction({ to: getAddress(op.safe), data: '0x', nonce: BigInt(op.safe_tx.nonce) });
+      const rejection: OperationRecord = {
+        v: 1, id: newId('op', this.o.clock()), via: 'safe', token_id: op.token_id, tenant: op.tenant, workspace: op.workspace, kind: NONCE_REJECTION, params: { freed_by: op.id },
+        safe: op.safe, chain: op.chain, chain_id: op.chain_id, safe_tx: storedSafeTx(tx), safe_tx_hash: safeTxHash(getAddress(op.safe), op.chain_id, tx), state: 'proposed',
+        threshold: op.threshold, signatures: [], reproposals: 0, tx_hash: null, failure: null, created_at: at, updated_at: at, executed_at: null, confirmed_at: null,
       };
-      ops.push(OPERATIONS.putOp(later.id, moved, { index: indexOf(moved) }));
+      return [
+        OPERATIONS.putOp(rejection.id, rejection, { index: indexOf(rejection) }),
+        this.o.audit.op(scope, { type: 'system', id: 'tokenization' }, 'tokenization.operation.propose', rejection.id, null, { token_id: op.token_id, kind: NONCE_REJECTION, safe_tx_hash: rejection.safe_tx_hash, nonce: rejection.safe_tx.nonce, freed_by: op.id }),
+      ];
     }
-    return ops;
+    return later.map((r) => {
+      const tx = { ...safeTxOf(r.safe_tx), nonce: BigInt(r.safe_tx.nonce) - 1n };
+      const moved: OperationRecord = {
+        ...r, safe_tx: storedSafeTx(tx), safe_tx_hash: safeTxHash(getAddress(r.safe), r.chain_id, tx), state: 'proposed', signatures: [], reproposals: r.reproposals + 1, updated_at: at,
+      };
+      return OPERATIONS.putOp(r.id, moved, { index: indexOf(moved) });
+    });
   }
 
   /** Ends `op` failed; an operation that held a Safe nonce frees it (later ones move down). */
-  private async fail(scope: Scope, op: OperationRecord, failure: OperationFailure): Promise<void> {
+  private async fail(scope: Scope, op: OperationRecord, failure: OperationFailure, nonceUsed = false): Promise<void> {
     const failed: OperationRecord = { ...op, state: 'failed', failure, updated_at: failure.at };
-    // A submitted module execution freed its nonce when it was submitted.
-    const ops: Op[] = [OPERATIONS.putOp(op.id, failed, { index: indexOf(failed) }), ...(op.state === 'submitted' ? [] : await this.freeNonceOps(op, failure.at))];
+    // A submitted module execution freed its nonce when it was submitted; a nonce another transaction used is not free.
+    const ops: Op[] = [OPERATIONS.putOp(op.id, failed, { index: indexOf(failed) }), ...(op.state === 'submitted' || nonceUsed ? [] : await this.freeNonceOps(scope, op, failure.at))];
     await this.o.deliveries.emitAll(scope, [{
       type: 'tokenization.operation.failed', resource: { type: 'token_operation', id: op.id }, actor: { type: 'system', id: 'tokenization' },
       data: { token_id: op.token_id, operation_id: op.id, kind: op.kind, reason: failure.reason === 'revert' ? 'onchain_revert' : 'engine_error', error: failure.message },

@@ -11,13 +11,13 @@
 // a replay refused by the API and, sent directly, by the forwarder; an altered request refused by both; the
 // token's own refusals decoded; the tenant's cap met by relays racing each other, a period later free again.
 import t from 'tap';
-import { createWalletClient, encodeFunctionData, getAddress, hashTypedData, http, keccak256, toHex, type Address, type Hex } from 'viem';
+import { createWalletClient, encodeFunctionData, parseAbi, zeroAddress, getAddress, hashTypedData, http, keccak256, toHex, type Address, type Hex } from 'viem';
 import { foundry } from 'viem/chains';
 import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { DEPLOYER_KEY, tokenizationApp } from './tokenization-app.ts';
 import { builtArtifact } from '../../../api/tokenization/chain/artifacts.ts';
-import { safeTxTypedData, type SafeTransaction } from '../../../api/tokenization/chain/safe-transaction.ts';
+import { packSafeSignatures, safeTxTypedData, type SafeTransaction } from '../../../api/tokenization/chain/safe-transaction.ts';
 import { encodeIntent, signIntent } from '../../../core/intents/intent.ts';
 import { eventType } from '../../../api/webhooks/event-catalog.ts';
 import { waitUntil } from '../../cluster/cluster-harness.ts';
@@ -34,6 +34,7 @@ import type { CustodyError } from '../../../core/errors/custody-error.ts';
 
 t.setTimeout(300_000);
 const s = await tokenizationApp(t);
+const safeAbi = parseAbi(['function execTransaction(address to, uint256 value, bytes data, uint8 operation, uint256 safeTxGas, uint256 baseGas, uint256 gasPrice, address gasToken, address refundReceiver, bytes signatures) payable returns (bool)']);
 const account = (i: number) => mnemonicToAccount('test test test test test test test test test test test junk', { addressIndex: i });
 const outsider = account(5);
 const holder = account(6);
@@ -49,7 +50,7 @@ async function events(type: string) {
   return out;
 }
 
-interface Op { id: string; state: string; safe_tx: Record<string, string | number>; safe_tx_hash: string; safe_nonce: string; signatures: unknown[]; reproposals: number; failure: unknown; pending_intents: Record<string, string | number>[] }
+interface Op { id: string; kind: string; state: string; safe_tx: Record<string, string | number>; safe_tx_hash: string; safe_nonce: string; signatures: unknown[]; reproposals: number; failure: unknown; pending_intents: Record<string, string | number>[] }
 
 t.test('operations: proposed, signed by vault intents and an outside owner, executed, confirmed or failed, in Safe nonce order', async (t) => {
   const w1 = await s.vaultWallet(s.acme.org);
@@ -139,12 +140,24 @@ t.test('operations: proposed, signed by vault intents and an outside owner, exec
   const failed = await getOp(over.id);
   t.match(failed, { state: 'failed', failure: { reason: 'revert', error_name: 'MintCapExceeded', message: /MintCapExceeded\(minter=.*requested=500, remaining=400\)/ } }, 'failed with the decoded revert');
   t.equal(await balance(holder.address), 600n, 'nothing minted');
+  // The pause already has its threshold of signatures at nonce 4: it stays there (moved down and executed at 3,
+  // its signatures over nonce 4 would execute the pause a second time once the Safe reached 4). A rejection is
+  // proposed at the freed nonce instead.
   pause = await getOp(pause.id);
-  t.match(pause, { state: 'proposed', safe_nonce: '3', reproposals: 1, signatures: [] }, 'the later operation moved to the freed nonce, to be signed again');
+  t.match(pause, { state: 'ready', safe_nonce: '4', reproposals: 0, signatures: [{}, {}] }, 'the signed later operation keeps its nonce and its signatures');
+  const rejection = ((await s.call('GET', `${base}/operations?kind=nonce_rejection`)).json().data as Op[])[0]!;
+  t.match(rejection, { state: 'proposed', safe_nonce: '3', params: { freed_by: over.id }, safe_tx: { to: tok.safe, value: '0', data: '0x', operation: 0 } }, 'a rejection holds the freed nonce');
   t.match((await s.call('POST', `${base}/operations/${failed.id}/signatures`, await outsideSig(failed))).json(), { code: 'conflict' }, 'a failed operation takes no signatures');
-  pause = await sign(await sign(pause, 'w2'), 'out');
+  await sign(await sign(rejection, 'w2'), 'out');
   await s.tokenization.operations.settled();
-  t.equal((await getOp(pause.id)).state, 'confirmed');
+  t.match([(await getOp(rejection.id)).state, (await getOp(pause.id)).state], ['confirmed', 'confirmed'], 'the rejection executed at 3, then the pause at 4');
+  // Every signature set the service ever held for these operations is spent: none executes again.
+  for (const op of [failed, pause]) {
+    const x = op.safe_tx;
+    const sigs = await packSafeSignatures(op.safe_tx_hash as Hex, (op.signatures as { owner: Address; signature: Hex }[]).map((g) => ({ owner: g.owner, signature: g.signature })));
+    const replay = client.simulateContract({ account: account(8), address: tok.safe, abi: safeAbi, functionName: 'execTransaction', args: [getAddress(String(x.to)), BigInt(x.value!), x.data as Hex, Number(x.operation), 0n, 0n, 0n, getAddress(String(x.gas_token)), getAddress(String(x.refund_receiver)), sigs] });
+    await t.rejects(replay, /GS026|GS013|GS025/, `${op.kind}'s signatures at nonce ${x.nonce} no longer execute`);
+  }
   t.equal(await client.readContract({ address: tok.address, abi, functionName: 'paused' }), true, 'on chain: paused');
   const wallet = createWalletClient({ account: holder, chain: foundry, transport: http(s.anvil.url) });
   await t.rejects(client.simulateContract({ account: holder, address: tok.address, abi, functionName: 'transfer', args: [fresh.address, 1n] }), /EnforcedPause/, 'a transfer while paused is refused');
@@ -193,7 +206,7 @@ t.test('operations: proposed, signed by vault intents and an outside owner, exec
   const all = (await s.call('GET', `${base}/operations?limit=100`)).json().data as (Op & { kind: string })[];
   t.equal(confirmed.length, all.filter((o) => o.state === 'confirmed').length);
   t.same(new Set(confirmed.map((e) => e.data.operation_id)).size, confirmed.length, 'one confirmed event per operation');
-  t.same(confirmed.map((e) => e.data.kind), ['grant_role', 'set_mint_policy', 'mint', 'pause', 'unpause', 'recover', 'mint', 'burn', 'revoke_mint_policy', 'revoke_role',
+  t.same(confirmed.map((e) => e.data.kind), ['grant_role', 'set_mint_policy', 'mint', 'nonce_rejection', 'pause', 'unpause', 'recover', 'mint', 'burn', 'revoke_mint_policy', 'revoke_role',
     'access_list_add', 'access_list_remove', 'enable_treasury', 'disable_treasury', 'set_access_registry', 'disable_access_registry']);
   const failedEvents = await events('tokenization.operation.failed');
   t.equal(failedEvents.length, 1, 'one failed event');
@@ -215,7 +228,7 @@ t.test('operations: proposed, signed by vault intents and an outside owner, exec
   }
   t.same((await s.call('GET', `${base}/treasury-status`)).json(), { token_id: tok.id, enabled: false, treasury: account(7).address.toLowerCase() }, 'disabled; the last treasury kept on chain');
   const contracts = (await s.call('GET', `${base}/contracts`)).json();
-  t.match(contracts, { token: { address: tok.address, deployed: true }, safe: { address: tok.safe, deployed: true, threshold: 2, nonce: '16' }, forwarder: { address: tok.forwarder, deployed: true }, access_registry: null });
+  t.match(contracts, { token: { address: tok.address, deployed: true }, safe: { address: tok.safe, deployed: true, threshold: 2, nonce: '17' }, forwarder: { address: tok.forwarder, deployed: true }, access_registry: null });
   t.same(contracts.safe.owners, [w1.wallet.address, w2.wallet.address, outsider.address].map((a) => a.toLowerCase()));
 
   // Refusals: their status and code, nothing stored, nothing on chain.
@@ -240,9 +253,9 @@ t.test('operations: proposed, signed by vault intents and an outside owner, exec
   t.equal((await s.call('GET', `${base}/operations/${grant.id}`, undefined, s.globex.owner)).statusCode, 404);
   t.equal(await opsCount(), before, 'the refusals stored nothing');
   const raw = await propose('raw-safe-tx', { to: tok.address, data: '0x8456cb59' });
-  t.match(raw, { state: 'proposed', safe_nonce: '16', safe_tx: { data: '0x8456cb59' } }, 'a raw Safe transaction is an operation too');
+  t.match(raw, { state: 'proposed', safe_nonce: '17', safe_tx: { data: '0x8456cb59' } }, 'a raw Safe transaction is an operation too');
   const stranger = account(4);
-  const notOwner = await s.call('POST', `${base}/operations/${raw.id}/signatures`, { owner: stranger.address, signature: await stranger.signTypedData(safeTxTypedData(getAddress(tok.safe), 31337, { to: getAddress(tok.address), value: 0n, data: '0x8456cb59', operation: 0, safeTxGas: 0n, baseGas: 0n, gasPrice: 0n, gasToken: `0x${'00'.repeat(20)}`, refundReceiver: `0x${'00'.repeat(20)}`, nonce: 16n })) });
+  const notOwner = await s.call('POST', `${base}/operations/${raw.id}/signatures`, { owner: stranger.address, signature: await stranger.signTypedData(safeTxTypedData(getAddress(tok.safe), 31337, { to: getAddress(tok.address), value: 0n, data: '0x8456cb59', operation: 0, safeTxGas: 0n, baseGas: 0n, gasPrice: 0n, gasToken: `0x${'00'.repeat(20)}`, refundReceiver: `0x${'00'.repeat(20)}`, nonce: 17n })) });
   t.match([notOwner.statusCode, notOwner.json().code], [422, 'validation_failed'], 'not an owner');
   const forged = await s.call('POST', `${base}/operations/${raw.id}/signatures`, { owner: outsider.address, signature: (await outsideSig(grant)).signature });
   t.match([forged.statusCode, forged.json().code], [422, 'safe_signature_invalid'], 'a signature over another SafeTx');
@@ -262,7 +275,7 @@ t.test('operations: proposed, signed by vault intents and an outside owner, exec
 
   // Deprecation last (movements stop), at the nonce the engine failure freed.
   const dep = await run('deprecate', { successor: account(7).address }, ['w1', 'out']);
-  t.match(dep, { state: 'confirmed', safe_nonce: '16' });
+  t.match(dep, { state: 'confirmed', safe_nonce: '17' });
   t.equal(await client.readContract({ address: tok.address, abi, functionName: 'successor' }), account(7).address, 'on chain: deprecated');
 
   // A process that stopped after recording an operation ready, before executing it: the next start runs it.
@@ -276,6 +289,31 @@ t.test('operations: proposed, signed by vault intents and an outside owner, exec
   left = await getOp(left.id);
   t.equal(left.state, 'confirmed', 'resumed at start and confirmed');
   t.equal(await client.readContract({ address: tok.address, abi, functionName: 'paused' }), true);
+
+  // A Safe transaction executed outside the service at an open operation's nonce: that operation fails, and the
+  // one after it keeps its nonce and its signature (the Safe's next nonce now) and executes there.
+  const taken = await propose('unpause', {});
+  let next = await sign(await propose('raw-safe-tx', { to: tok.address, data: '0x3f4ba83a' }), 'w1');
+  const elsewhere = { ...taken, pending_intents: taken.pending_intents.map((p) => ({ ...p, to: tok.safe, data: '0x' })) };
+  const own = await s.transactions.submit(s.acme.org, s.acme.creds.keyId, { ...intentFor(elsewhere, w2.wallet.id, 'elsewhere'), idempotency_key: 'elsewhere' });
+  await waitUntil(async () => (await s.transactions.get(s.acme.org, own.tx.id)).state === 'signed', 30_000, 'the vault transaction to be signed', 20);
+  const selfCall: SafeTransaction = { to: getAddress(tok.safe), value: 0n, data: '0x', operation: 0, safeTxGas: 0n, baseGas: 0n, gasPrice: 0n, gasToken: zeroAddress, refundReceiver: zeroAddress, nonce: BigInt(taken.safe_nonce) };
+  const selfHash = hashTypedData(safeTxTypedData(getAddress(tok.safe), 31337, selfCall));
+  const packed = await packSafeSignatures(selfHash, [
+    { owner: getAddress(w2.wallet.address), signature: (await s.transactions.get(s.acme.org, own.tx.id)).signature as Hex },
+    { owner: outsider.address, signature: await outsider.signTypedData(safeTxTypedData(getAddress(tok.safe), 31337, selfCall)) },
+  ]);
+  const outside = createWalletClient({ account: account(8), chain: foundry, transport: http(s.anvil.url) });
+  await client.waitForTransactionReceipt({ hash: await outside.writeContract({ address: tok.safe, abi: safeAbi, functionName: 'execTransaction', args: [selfCall.to, 0n, '0x', 0, 0n, 0n, 0n, zeroAddress, zeroAddress, packed] }) });
+  await sign(await sign(taken, 'w1'), 'out');
+  await s.tokenization.operations.settled();
+  t.match(await getOp(taken.id), { state: 'failed', failure: { reason: 'engine', message: /was used by another transaction/ } }, 'its nonce used elsewhere: failed');
+  next = await getOp(next.id);
+  t.match(next, { state: 'collecting_signatures', safe_nonce: String(BigInt(taken.safe_nonce) + 1n), reproposals: 0, signatures: [{ how: 'vault_intent' }] }, 'the next operation did not move: its nonce is the Safe\'s next');
+  await sign(next, 'out');
+  await s.tokenization.operations.settled();
+  t.equal((await getOp(next.id)).state, 'confirmed', 'and executes there');
+  t.equal(await client.readContract({ address: tok.address, abi, functionName: 'paused' }), false, 'on chain: unpaused by it');
 });
 
 t.test('gasless transfers: the holder signs the built request, the relayer sends and pays, metered and capped per tenant', async (t) => {
