@@ -21,6 +21,7 @@ import { createTokenLog, type TokenLogPart } from './rwa/log/token-log-setup.ts'
 import { rwaSchemaRoutes } from './routes/v1/rwa-schema.ts';
 import { createRwaSchemas } from './rwa/schema/schema-setup.ts';
 import { ATTESTATION_CHECK, attestationChecker } from './rwa/schema/attestation-provenance.ts';
+import { OPERATION_CHAIN_CHECK, operationChainChecker, operationEntryBody } from './rwa/log/operation-provenance.ts';
 import { rwaDocumentsRoutes } from './routes/v1/rwa-documents.ts';
 import { createRwaDocuments } from './rwa/documents/documents-setup.ts';
 import type { TokenFieldsReader } from './rwa/documents/token-fields-reader.ts';
@@ -342,6 +343,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(rwaLogRoutes, { platform, tokenization, tokenLog });
       const appendLog = opts.rwaTokenLog ?? tokenLog.log;
       if (!tokenLog.provenance.names().includes(ATTESTATION_CHECK)) tokenLog.provenance.register(attestationChecker());
+      // Every confirmed operation of a token is an `operation` entry of its log, checked against the chain by provenance/verify.
+      tokenization.confirmed.listen((op) => appendLog.append({ tenant: op.tenant, workspace: op.workspace }, op.token_id, { kind: 'operation', body: operationEntryBody(op) }).then(() => undefined));
+      if (!tokenLog.provenance.names().includes(OPERATION_CHAIN_CHECK)) tokenLog.provenance.register(operationChainChecker(tokenization));
+      if (!opts.tokenization) p.addHook('onReady', async () => void tokenization.confirmed.resumePending().catch((err: unknown) => opts.logger.warn({ err }, 'logging confirmed token operations failed')));
       // Real-world assets: asset schemas, schema rebinds, a token's binding, fields and attesters (docs/platform/rwa.md).
       const rwaSchemas = createRwaSchemas(platform, tokenization, appendLog);
       await p.register(rwaSchemaRoutes, { platform, rwa: rwaSchemas });

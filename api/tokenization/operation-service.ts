@@ -28,6 +28,7 @@ import type { ModuleExecution, OperationFailure, OperationRecord, OperationSigna
 import { OPEN_OPERATION_STATES, operationMayBecome, type OperationState } from './operation-states.ts';
 import type { TokenChain } from './token-chain.ts';
 import type { TokenService } from './token-service.ts';
+import type { ConfirmedOperations } from './confirmed-operations.ts';
 import { operationCall, type OperationKind, type RegistryOperationKind } from './token-calls.ts';
 import { executeSafeTransaction, explainInnerFailure, packSafeSignatures, readSafeNonce, safeTransaction, safeTxHash, type SafeTransaction } from './chain/safe-transaction.ts';
 import { SAFE_ABI } from './chain/safe-abi.ts';
@@ -56,6 +57,8 @@ export interface OperationServiceOptions {
   /** How long POST signatures waits for a submitted vault intent to be signed. */
   signatureWaitMs: number;
   log?: { warn(obj: object, msg: string): void } | undefined;
+  /** Told of each operation once it is confirmed. */
+  confirmed?: ConfirmedOperations | undefined;
 }
 
 /** One owner signature as posted: a vault's customer-signed intent, a signed vault transaction, or an outside owner's signature. */
@@ -122,7 +125,7 @@ export function operationView(r: TokenOperationRecord, token: TokenRecord) {
 }
 export type OperationView = ReturnType<typeof operationView>;
 
-const indexOf = (r: OperationRecord): string[] => [`${r.token_id}\x00all\x00${r.id}`, `safe\x00${r.safe}\x00${r.id}`];
+export const operationIndex = (r: OperationRecord): string[] => [`${r.token_id}\x00all\x00${r.id}`, `safe\x00${r.safe}\x00${r.id}`];
 
 export class OperationService {
   private readonly running = new Set<Promise<void>>();
@@ -217,7 +220,7 @@ export class OperationService {
         tx_hash: null, failure: null, created_at: now, updated_at: now, executed_at: null, confirmed_at: null,
       };
       await this.o.store.batch([
-        OPERATIONS.putOp(op.id, op, { index: indexOf(op) }),
+        OPERATIONS.putOp(op.id, op, { index: operationIndex(op) }),
         TOKENIZATION_KEYS.putOp(keyId, { v: 1, id: op.id, fingerprint }),
         this.o.audit.op(scope, actor, `tokenization.operation.propose`, op.id, null, { token_id: token.id, kind: recordKind, safe_tx_hash: op.safe_tx_hash, nonce: op.safe_tx.nonce }),
       ]);
@@ -314,7 +317,7 @@ export class OperationService {
       const state: OperationState = signatures.length >= op.threshold ? 'ready' : 'collecting_signatures';
       if (!operationMayBecome(op.state, state)) throw new CustodyError('conflict', `operation ${id} is ${op.state}`);
       const next: OperationRecord = { ...op, signatures, state, updated_at: this.iso() };
-      await this.o.store.batch([OPERATIONS.putOp(id, next, { index: indexOf(next) }), this.o.audit.op(scope, actor, 'tokenization.operation.sign', id, { state: op.state }, { state, owner: sig.owner, how: sig.how })]);
+      await this.o.store.batch([OPERATIONS.putOp(id, next, { index: operationIndex(next) }), this.o.audit.op(scope, actor, 'tokenization.operation.sign', id, { state: op.state }, { state, owner: sig.owner, how: sig.how })]);
       return next;
     });
     if (result.state === 'ready') this.start(token);
@@ -394,7 +397,7 @@ export class OperationService {
       const next: OperationRecord = { ...op, state: 'submitted', module_execution: execution, updated_at: now };
       if (!operationMayBecome(op.state, next.state)) throw new CustodyError('conflict', `operation ${id} is ${op.state}`);
       await this.o.store.batch([
-        OPERATIONS.putOp(id, next, { index: indexOf(next) }),
+        OPERATIONS.putOp(id, next, { index: operationIndex(next) }),
         ...(await this.freeNonceOps(scope, op, now)),
         this.o.audit.op(scope, actor, 'tokenization.operation.module_execute', id, { state: op.state }, { state: next.state, module: execution.module, role_key: execution.role_key, member: execution.member, transaction_id: execution.transaction_id }),
       ]);
@@ -520,7 +523,7 @@ export class OperationService {
           const packed = await packSafeSignatures(op.safe_tx_hash as Hex, op.signatures.map((s) => ({ owner: s.owner as Address, signature: s.signature as Hex })));
           const done = await executeSafeTransaction(chain.client, chain.sender, safe, tx, packed);
           const executed: OperationRecord = { ...op, state: 'executed', tx_hash: done.receipt.transactionHash, executed_at: this.iso(), updated_at: this.iso() };
-          await this.o.store.batch([OPERATIONS.putOp(op.id, executed, { index: indexOf(executed) })]);
+          await this.o.store.batch([OPERATIONS.putOp(op.id, executed, { index: operationIndex(executed) })]);
         } catch (err) {
           const f = failureOf(err);
           // An engine error after sending may still have executed it: the next turn reads the chain.
@@ -535,9 +538,10 @@ export class OperationService {
 
   private async confirm(scope: Scope, op: OperationRecord, txHash: Hex): Promise<void> {
     const now = this.iso();
-    const done: OperationRecord = { ...op, state: 'confirmed', tx_hash: txHash, executed_at: op.executed_at ?? now, confirmed_at: now, updated_at: now };
+    const done: OperationRecord = { ...op, state: 'confirmed', tx_hash: txHash, executed_at: op.executed_at ?? now, confirmed_at: now, updated_at: now, ...this.o.confirmed?.pending };
     await this.o.deliveries.emitAll(scope, [{ type: 'tokenization.operation.confirmed', resource: { type: 'token_operation', id: op.id }, actor: { type: 'system', id: 'tokenization' }, data: { token_id: op.token_id, operation_id: op.id, kind: op.kind, tx_hash: txHash } }],
-      [OPERATIONS.putOp(op.id, done, { index: indexOf(done) })]);
+      [OPERATIONS.putOp(op.id, done, { index: operationIndex(done) })]);
+    await this.o.confirmed?.notify(done);
   }
 
   /**
@@ -567,7 +571,7 @@ export class OperationService {
         threshold: op.threshold, signatures: [], reproposals: 0, tx_hash: null, failure: null, created_at: at, updated_at: at, executed_at: null, confirmed_at: null,
       };
       return [
-        OPERATIONS.putOp(rejection.id, rejection, { index: indexOf(rejection) }),
+        OPERATIONS.putOp(rejection.id, rejection, { index: operationIndex(rejection) }),
         this.o.audit.op(scope, { type: 'system', id: 'tokenization' }, 'tokenization.operation.propose', rejection.id, null, { token_id: op.token_id, kind: NONCE_REJECTION, safe_tx_hash: rejection.safe_tx_hash, nonce: rejection.safe_tx.nonce, freed_by: op.id }),
       ];
     }
@@ -576,7 +580,7 @@ export class OperationService {
       const moved: OperationRecord = {
         ...r, safe_tx: storedSafeTx(tx), safe_tx_hash: safeTxHash(getAddress(r.safe), r.chain_id, tx), state: 'proposed', signatures: [], reproposals: r.reproposals + 1, updated_at: at,
       };
-      return OPERATIONS.putOp(r.id, moved, { index: indexOf(moved) });
+      return OPERATIONS.putOp(r.id, moved, { index: operationIndex(moved) });
     });
   }
 
@@ -584,7 +588,7 @@ export class OperationService {
   private async fail(scope: Scope, op: OperationRecord, failure: OperationFailure, nonceUsed = false): Promise<void> {
     const failed: OperationRecord = { ...op, state: 'failed', failure, updated_at: failure.at };
     // A submitted module execution freed its nonce when it was submitted; a nonce another transaction used is not free.
-    const ops: Op[] = [OPERATIONS.putOp(op.id, failed, { index: indexOf(failed) }), ...(op.state === 'submitted' || nonceUsed ? [] : await this.freeNonceOps(scope, op, failure.at))];
+    const ops: Op[] = [OPERATIONS.putOp(op.id, failed, { index: operationIndex(failed) }), ...(op.state === 'submitted' || nonceUsed ? [] : await this.freeNonceOps(scope, op, failure.at))];
     await this.o.deliveries.emitAll(scope, [{
       type: 'tokenization.operation.failed', resource: { type: 'token_operation', id: op.id }, actor: { type: 'system', id: 'tokenization' },
       data: { token_id: op.token_id, operation_id: op.id, kind: op.kind, reason: failure.reason === 'revert' ? 'onchain_revert' : 'engine_error', error: failure.message },

@@ -165,6 +165,8 @@ interface OperationCommon {
   updated_at: string;
   executed_at: string | null;
   confirmed_at: string | null;
+  /** Confirmed, and its listeners (the token's transparency log) have not all run yet (confirmed-operations.ts). */
+  log_pending?: true;
 }
 
 /** One privileged call on a token: one Safe transaction of its admin Safe (docs/platform/tokenization.md "Operations"). */

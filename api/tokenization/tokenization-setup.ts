@@ -15,8 +15,9 @@ import { CustomerLinks } from '../customers/customer-links.ts';
 import { AuthorityService } from './authority-service.ts';
 import { TokenService } from './token-service.ts';
 import { tokenChain, type TokenChain } from './token-chain.ts';
-import { OperationService } from './operation-service.ts';
-import { VaultCallService } from './vault-call-service.ts';
+import { isVaultCall, operationIndex, OperationService } from './operation-service.ts';
+import { vaultCallIndex, VaultCallService } from './vault-call-service.ts';
+import { ConfirmedOperations } from './confirmed-operations.ts';
 import { GaslessService } from './gasless-service.ts';
 import type { TransactionService } from '../transactions/transaction-service.ts';
 
@@ -27,6 +28,8 @@ export interface Tokenization {
   /** Calls a vault wallet makes on a token itself: policy-mint, NFT transfers. */
   vaultCalls: VaultCallService;
   gasless: GaslessService;
+  /** Told of every operation once it is confirmed (the token's transparency log listens). */
+  confirmed: ConfirmedOperations;
   /** The chain of a name, where tokenization runs on it. */
   chain: (name: string) => TokenChain | undefined;
 }
@@ -57,12 +60,15 @@ export function createTokenization(config: ApiConfig, platform: Platform, opts: 
   }
   const chain = (name: string) => chains.get(name);
   const tokens = new TokenService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, links: new CustomerLinks(platform.store), chain, clock: platform.clock, log: opts.log });
+  // The token's transparency log listens here (api/app.ts) for every confirmed operation.
+  const confirmed = new ConfirmedOperations(platform.store, (r) => (isVaultCall(r) ? vaultCallIndex(r) : operationIndex(r)), opts.log);
   return {
     chain,
     tokens,
+    confirmed,
     // A vault owner's signature waits for the cluster at most this long in POST signatures; then the vault transaction id is posted.
-    operations: new OperationService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, tokens, transactions: opts.transactions, chain, clock: platform.clock, signatureWaitMs: opts.signatureWaitMs ?? 60_000, log: opts.log }),
-    vaultCalls: new VaultCallService({ store: platform.store, audit: platform.audit, deliveries: platform.deliveries, tokens, transactions: opts.transactions, chain, clock: platform.clock, log: opts.log }),
+    operations: new OperationService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, tokens, transactions: opts.transactions, chain, clock: platform.clock, signatureWaitMs: opts.signatureWaitMs ?? 60_000, log: opts.log, confirmed }),
+    vaultCalls: new VaultCallService({ store: platform.store, audit: platform.audit, deliveries: platform.deliveries, tokens, transactions: opts.transactions, chain, clock: platform.clock, log: opts.log, confirmed }),
     gasless: new GaslessService({
       store: platform.store, audit: platform.audit, deliveries: platform.deliveries, tokens, chain, clock: platform.clock, capWei: BigInt(config.tokenizationRelayCapWei),
       windowSec: config.tokenizationRelayWindowSec, receiptWaitMs: opts.relayReceiptWaitMs ?? 60_000, pollMs: opts.relayPollMs ?? 1000, log: opts.log,

@@ -8,6 +8,7 @@
 // a refusal stores and submits nothing. The record is an operation of the token (kind `policy_mint` or
 // `nft_transfer`) without a Safe transaction: it holds no Safe nonce, and it follows its vault transaction to
 // confirmed (final, receipt successful) or failed, emitting the operation events.
+import type { ConfirmedOperations } from './confirmed-operations.ts';
 import { getAddress, toHex, type Address, type Hex } from 'viem';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { CustodyError } from '../../core/errors/custody-error.ts';
@@ -52,6 +53,8 @@ export interface VaultCallServiceOptions {
   clock: () => number;
   /** How often a submitted call looks at its vault transaction (wall time); default 250 ms. */
   followIntervalMs?: number | undefined;
+  /** Told of each call once it is confirmed. */
+  confirmed?: ConfirmedOperations | undefined;
   log?: { warn(obj: object, msg: string): void } | undefined;
 }
 
@@ -71,7 +74,7 @@ export interface CallIntentFields {
 const invalid = (field: string, why: string) => new CustodyError('validation_failed', `${field}: ${why}`);
 const lower = (b: Uint8Array) => toHex(b).toLowerCase();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const indexOf = (r: VaultCallRecord): string[] => [`${r.token_id}\x00all\x00${r.id}`, `vtx\x00${r.vault_call.transaction_id}`];
+export const vaultCallIndex = (r: VaultCallRecord): string[] => [`${r.token_id}\x00all\x00${r.id}`, `vtx\x00${r.vault_call.transaction_id}`];
 
 export class VaultCallService {
   private readonly running = new Set<Promise<void>>();
@@ -238,7 +241,7 @@ export class VaultCallService {
         tx_hash: null, failure: null, created_at: now, updated_at: now, executed_at: null, confirmed_at: null,
       };
       await this.o.store.batch([
-        OPERATIONS.putOp(op.id, op, { index: indexOf(op) }),
+        OPERATIONS.putOp(op.id, op, { index: vaultCallIndex(op) }),
         TOKENIZATION_KEYS.putOp(keyId, { v: 1, id: op.id, fingerprint }),
         this.o.audit.op(scope, actor, 'tokenization.operation.submit', op.id, null, { token_id: token.id, kind, wallet_id: wallet.id, transaction_id: tx.id }),
       ]);
@@ -306,6 +309,7 @@ export class VaultCallService {
     }
     const failure = to === 'failed' ? await this.failureOf(op0, tx) : null;
     const scope = { tenant: op0.tenant, workspace: op0.workspace };
+    let confirmed: VaultCallRecord | undefined;
     await this.o.store.exclusive(`tokenization:vault-call:${op0.token_id}`, async () => {
       const op = await OPERATIONS.in(this.o.store).get(id);
       if (!op || !isVaultCall(op) || !vaultCallMayBecome(op.state, to)) return;
@@ -313,8 +317,9 @@ export class VaultCallService {
       const next: VaultCallRecord = {
         ...op, state: to, tx_hash: tx.tx_hash ?? op.tx_hash, failure, updated_at: now,
         executed_at: to === 'failed' ? op.executed_at : op.executed_at ?? now, confirmed_at: to === 'confirmed' ? now : op.confirmed_at,
+        ...(to === 'confirmed' ? this.o.confirmed?.pending : {}),
       };
-      const put: Op[] = [OPERATIONS.putOp(id, next, { index: indexOf(next) })];
+      const put: Op[] = [OPERATIONS.putOp(id, next, { index: vaultCallIndex(next) })];
       const event = to === 'confirmed'
         ? { type: 'tokenization.operation.confirmed', data: { token_id: op.token_id, operation_id: op.id, kind: op.kind, tx_hash: next.tx_hash } }
         : to === 'failed'
@@ -322,7 +327,9 @@ export class VaultCallService {
           : undefined;
       if (!event) return this.o.store.batch(put);
       await this.o.deliveries.emitAll(scope, [{ ...event, resource: { type: 'token_operation', id: op.id }, actor: { type: 'system', id: 'tokenization' } }], put);
+      confirmed = to === 'confirmed' ? next : undefined;
     });
+    if (confirmed) await this.o.confirmed?.notify(confirmed);
     return to !== 'executed';
   }
 

@@ -15,6 +15,8 @@ import { builtArtifact } from '../../../api/tokenization/chain/artifacts.ts';
 import { safeTxTypedData, type SafeTransaction } from '../../../api/tokenization/chain/safe-transaction.ts';
 import { ELIGIBILITY, LOCKUPS } from '../../../api/rwa/holders/holders-service.ts';
 import { MemoryTokenLog } from './memory-token-log.ts';
+import { operationChainChecker } from '../../../api/rwa/log/operation-provenance.ts';
+import type { ProvenanceContext } from '../../../api/rwa/log/provenance.ts';
 
 t.setTimeout(300_000);
 const log = new MemoryTokenLog();
@@ -93,8 +95,8 @@ t.test('eligibility and lockups through the access registry; the cap table from 
     t.equal(r.statusCode, 200, r.body);
     await execute(r.json().operations[0].operation_id);
   }
-  t.same(log.of(tok.id).map((e) => [e.kind, e.body.holder_ref, e.body.verified]), [['eligibility', alice.address.toLowerCase(), true], ['eligibility', carol.address.toLowerCase(), true], ['eligibility', bob.address.toLowerCase(), false]], 'each change appended once to the token\'s log');
-  t.match(log.of(tok.id)[0]!.body, { scope: 'global', addresses: [alice.address.toLowerCase()], operation_id: aliceE.json().operations[0].operation_id, revision: 1 });
+  t.same(log.of(tok.id, 'eligibility').map((e) => [e.kind, e.body.holder_ref, e.body.verified]), [['eligibility', alice.address.toLowerCase(), true], ['eligibility', carol.address.toLowerCase(), true], ['eligibility', bob.address.toLowerCase(), false]], 'each change appended once to the token\'s log');
+  t.match(log.of(tok.id, 'eligibility')[0]!.body, { scope: 'global', addresses: [alice.address.toLowerCase()], operation_id: aliceE.json().operations[0].operation_id, revision: 1 });
 
   // Only the Safe changes the registry.
   await t.rejects(client.simulateContract({ account: alice.address, address: registry, abi: registryAbi, functionName: 'setEligibility', args: [[bob.address], { verified: true, jurisdiction: 0, category: 0, expiresAt: 0n }] }), /NotAdmin/, 'anyone else: NotAdmin');
@@ -119,7 +121,32 @@ t.test('eligibility and lockups through the access registry; the cap table from 
   t.match((await s.call('GET', `${rwa}/eligibility/${alice.address}`)).json(), { desired: { lockup: { until } }, addresses: [{ lockup_status: 'pending' }] });
   await execute(lock.json().operation_id);
   t.match((await s.call('GET', `${rwa}/eligibility/${alice.address}`)).json(), { addresses: [{ lockup_status: 'applied', on_chain: { locked_until: until } }] });
-  t.match(log.of(tok.id).at(-1), { kind: 'lockup', body: { holder_ref: alice.address.toLowerCase(), until, operation_id: lock.json().operation_id } });
+  t.match(log.of(tok.id, 'lockup').at(-1), { kind: 'lockup', body: { holder_ref: alice.address.toLowerCase(), until, operation_id: lock.json().operation_id } });
+  // Every confirmed operation of the token is an `operation` entry: its transaction and what the chain shows for it.
+  const confirmedOps = ((await s.call('GET', `${base}/operations?state=confirmed&limit=100`)).json().data as { id: string; safe_tx_hash: string; tx_hash: string; safe_nonce: string }[]);
+  t.ok(confirmedOps.length >= 4, 'the registry, eligibility and lockup operations');
+  t.same(log.of(tok.id, 'operation').map((e) => e.body).sort((x, y) => String(x.operation_id).localeCompare(String(y.operation_id))),
+    confirmedOps.map((o) => ({ operation_id: o.id, kind: (o as unknown as { kind: string }).kind, tx_hash: o.tx_hash, chain_id: 31337, via: 'safe', safe: tok.safe.toLowerCase(), safe_tx_hash: o.safe_tx_hash, safe_nonce: o.safe_nonce })).sort((x, y) => x.operation_id.localeCompare(y.operation_id)), 'one entry per confirmed operation');
+  // provenance/verify's chain check: each entry against its receipt, and every confirmed operation in the log.
+  const checker = operationChainChecker(s.tokenization);
+  const scope = { tenant: s.acme.tenant.id, workspace: s.acme.sandbox.id };
+  const asLogged = (entries: { kind: string; body: Record<string, unknown> }[]) => ({ scope, tokenId: tok.id, records: [], witnesses: [], cosignatures: [], entries: entries.map((e, index) => ({ v: 1, token: tok.id, index, kind: e.kind, time: '', body: e.body })) }) as unknown as ProvenanceContext;
+  const opEntries = log.of(tok.id, 'operation');
+  const good = await checker.check(asLogged(opEntries));
+  t.same([good.problems, good.checked], [[], opEntries.length * 2], 'every entry matches its receipt; every confirmed operation is logged');
+  const other = opEntries[1]!.body;
+  const forged = [
+    { ...opEntries[0]!, body: { ...opEntries[0]!.body, tx_hash: other.tx_hash } },
+    { ...opEntries[1]!, body: { ...other, safe_tx_hash: `0x${'ab'.repeat(32)}` } },
+    { ...opEntries[2]!, body: { ...opEntries[2]!.body, tx_hash: `0x${'cd'.repeat(32)}` } },
+  ];
+  const bad = await checker.check(asLogged(forged));
+  t.match(bad.problems, [
+    { index: 0, kind: 'operation', detail: /shows no execution of SafeTx/ },
+    { index: 1, kind: 'operation', detail: /shows no execution of SafeTx 0xabab/ },
+    { index: 2, kind: 'operation', detail: /is not on chain/ },
+    ...opEntries.slice(3).map(() => ({ detail: /is confirmed on chain by .* and not in the log/ })),
+  ], 'an entry naming another transaction, another SafeTx or none is named by index; an operation left out is named');
   await t.rejects(client.simulateContract({ account: alice.address, address: token, abi, functionName: 'transfer', args: [carol.address, 5n] }), /HolderLocked/, 'locked: the transfer reverts');
   await rpc('evm_increaseTime', [3601]);
   await rpc('evm_mine');
