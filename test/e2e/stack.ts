@@ -28,6 +28,8 @@ export interface Stack {
   /** With `bearerKey`: a bearer key of the organization's linked sandbox workspace (platform API), of role `bearerRole` (default developer), and its id. */
   bearer?: string;
   bearerKeyId?: string;
+  /** With `moreKeys`: one more bearer key of the sandbox workspace per role asked, in that order. */
+  keys: { role: string; bearer: string; keyId: string }[];
   /** The API's settings beyond the harness's own (chain backends and `apiEnv`): what restarts it as it was. */
   apiEnv: Record<string, string>;
   /** The organization's linked sandbox workspace. */
@@ -49,6 +51,8 @@ export function admin(cluster: Cluster, args: string[], env: Record<string, stri
  */
 export async function startStack(opts: {
   selfNode?: boolean; anvil?: boolean; esplora?: boolean; bearerKey?: boolean; bearerRole?: string;
+  /** Roles of further bearer keys of the sandbox workspace, made offline like the first. */
+  moreKeys?: string[];
   /** Serve the API as http://localhost:<port> (its API_PUBLIC_URL, and the clients' base): a browser's secure context and a WebAuthn RP ID. */
   localhost?: boolean;
   apiEnv?: Record<string, string> | ((anvil: Anvil | undefined, cluster: Cluster) => Promise<Record<string, string>>);
@@ -65,6 +69,10 @@ export async function startStack(opts: {
   const { organization, api_key_id: apiKeyId, sandbox_workspace: sandbox } = admin(cluster, ['org', 'create', '--name', 'Acme', '--public-key', publicKey], { API_OPERATOR_KEY_FILE: operatorFile }) as { organization: string; api_key_id: string; sandbox_workspace: string };
   // Made offline too: the operator command and the API do not hold the store at once.
   const bearerKey = opts.bearerKey ? admin(cluster, ['key', 'create', '--workspace', sandbox, '--role', opts.bearerRole ?? 'developer']) : undefined;
+  const keys = (opts.moreKeys ?? []).map((role) => {
+    const k = admin(cluster, ['key', 'create', '--workspace', sandbox, '--role', role]);
+    return { role, bearer: k.bearer_token!, keyId: k.key_id! };
+  });
   const nodeEnv = { NODE_OPERATOR_KEYS: bytesToHex(ed25519.getPublicKey(operator)), ...opts.nodeEnv };
   // Protocol steps run on a node's event loop (an OT setup holds it for seconds on a loaded machine):
   // the default heartbeat keeps such a node attached.
@@ -88,7 +96,7 @@ export async function startStack(opts: {
   // The organization enrols its self node, as docs/self-node.md has a customer do.
   if (selfIdentity) await client.enrolNode({ kind: 'self', ...selfIdentity });
   return {
-    cluster, nodeEnv, apiEnv, client, organization, apiKeyId, secretKey, base, sandbox, ...(bearerKey ? { bearer: bearerKey.bearer_token!, bearerKeyId: bearerKey.key_id! } : {}),
+    cluster, nodeEnv, apiEnv, client, organization, apiKeyId, secretKey, base, sandbox, keys, ...(bearerKey ? { bearer: bearerKey.bearer_token!, bearerKeyId: bearerKey.key_id! } : {}),
     ...(anvil ? { anvil } : {}), ...(esplora ? { esplora } : {}),
     async stop() {
       // E2E_LOG_DIR keeps every process's log lines for a look after a failure.

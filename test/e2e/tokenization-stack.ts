@@ -48,10 +48,10 @@ export interface TokenizationStack extends Stack {
   operation(tokenId: string, path: string, body: unknown, wallets: Wallet[], key: string): Promise<OperationView>;
 }
 
-export async function startTokenizationStack(opts: { selfNode?: boolean; apiEnv?: Record<string, string> } = {}): Promise<TokenizationStack> {
+export async function startTokenizationStack(opts: { selfNode?: boolean; moreKeys?: string[]; apiEnv?: Record<string, string> } = {}): Promise<TokenizationStack> {
   let deployer = '' as `0x${string}`;
   const stack = await startStack({
-    anvil: true, bearerKey: true, bearerRole: 'admin', ...(opts.selfNode ? { selfNode: true } : {}),
+    anvil: true, bearerKey: true, bearerRole: 'admin', ...(opts.selfNode ? { selfNode: true } : {}), ...(opts.moreKeys ? { moreKeys: opts.moreKeys } : {}),
     apiEnv: async (anvil, cluster) => {
       const load = (path: string) => import(pathToFileURL(join(root, `${path}.ts`)).href);
       const set = await sandboxTokenization({ data: cluster.dir, rpcUrl: anvil!.url, load }) as { env: Record<string, string>; deployer: `0x${string}` };
