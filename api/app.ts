@@ -69,6 +69,7 @@ import { SmtpMailer } from './email/mailer.ts';
 import { readExchangeKeyFile } from './member-auth/exchange-cipher.ts';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { completeDocument, type OpenApiDocument } from './openapi/document.ts';
 import { strictValidatorCompiler } from './validation.ts';
 import { cachedSerializerFactory } from './response-serializers.ts';
 import { FROM_QUERY_TEXT } from '../core/api-schemas/query.ts';
@@ -210,6 +211,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         },
       },
     },
+    // operationIds, descriptions, examples, named error body, headers and webhooks (docs/api-reference.md).
+    transformObject: ({ openapiObject }) => completeDocument(openapiObject as unknown as OpenApiDocument) as unknown as typeof openapiObject,
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
