@@ -171,10 +171,10 @@ export function completeDocument(doc: OpenApiDocument): OpenApiDocument {
   const components = (doc.components ??= {});
   const schemas = (components.schemas ??= {});
   schemas.Error = {
-    type: 'object', required: ['error', 'code'], description: 'Every error answer (docs/errors.md): a human message and a stable code; a 422 validation_failed adds `fields`.',
+    type: 'object', required: ['error', 'code'], description: 'Every error answer (docs/platform/errors.md): a human message and a stable code; a 422 validation_failed adds `fields`.',
     properties: {
       error: { type: 'string', description: 'What went wrong, for a person' },
-      code: { type: 'string', description: 'A stable slug to branch on (docs/errors.md)' },
+      code: { type: 'string', description: 'A stable slug to branch on (docs/platform/errors.md)' },
       fields: { type: 'array', items: { $ref: '#/components/schemas/FieldError' } },
     },
   };
