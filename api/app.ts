@@ -70,6 +70,7 @@ import { SmtpMailer } from './email/mailer.ts';
 import { readExchangeKeyFile } from './member-auth/exchange-cipher.ts';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { completeDocument, type OpenApiDocument } from './openapi/document.ts';
 import { strictValidatorCompiler } from './validation.ts';
 import { cachedSerializerFactory } from './response-serializers.ts';
 import { FROM_QUERY_TEXT } from '../core/api-schemas/query.ts';
@@ -141,6 +142,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // Both APIs share one store (server.ts); readiness and the queue metrics read it.
   const store = opts.vaults?.store ?? opts.platform?.store;
   if (opts.metrics && store) registerQueueMetrics(opts.metrics, store);
+  // The id the log lines of this request carry (reqId), on every answer (docs/api-reference.md).
+  app.addHook('onSend', async (req, reply) => {
+    if (!reply.hasHeader('x-request-id')) reply.header('x-request-id', req.id);
+  });
   app.addHook('onResponse', async (req, reply) => {
     req.log.info({ method: req.method, path: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
@@ -211,6 +216,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         },
       },
     },
+    // operationIds, descriptions, examples, named error body, headers and webhooks (docs/api-reference.md).
+    transformObject: (d) => ('openapiObject' in d ? completeDocument(d.openapiObject as unknown as OpenApiDocument) as unknown as typeof d.openapiObject : d.swaggerObject),
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -124,8 +124,12 @@ t.test('every tokenization operation has a summary, its tag, the bearer key (sig
   const { doc } = await documentOf(t, { platform: true });
   const ops = operations(doc).filter(([name]) => ['/v1/tokenization/', '/v1/rwa/'].some((prefix) => name.split(' ')[1]!.startsWith(prefix)));
   t.ok(ops.length >= 35, `the tokenization area is documented (${ops.length} operations)`);
+  type Schema = { $ref?: string; required?: string[]; properties?: Record<string, unknown> };
+  const named = (doc.components as { schemas?: Record<string, Schema> }).schemas ?? {};
   const errorBody = (r: unknown) => {
-    const schema = (r as { content?: Record<string, { schema?: { required?: string[]; properties?: Record<string, unknown> } }> } | undefined)?.content?.['application/json']?.schema;
+    const given = (r as { content?: Record<string, { schema?: Schema }> } | undefined)?.content?.['application/json']?.schema;
+    // The error body is named in components (api/openapi/document.ts).
+    const schema = given?.$ref ? named[given.$ref.replace('#/components/schemas/', '')] : given;
     return !!schema && ['error', 'code'].every((k) => schema.required?.includes(k) && schema.properties?.[k] !== undefined);
   };
   const out: string[] = [];

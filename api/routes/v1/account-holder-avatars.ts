@@ -72,7 +72,7 @@ export const accountHolderAvatarRoutes: FastifyPluginAsyncTypebox<{ platform: Pl
     schema: {
       summary: 'Download an object of the embedded object store through a presigned GET URL',
       description: 'Authorized by the signed, expiring URL an API read answered (e.g. GET /v1/account-holders/{id}/avatar), not by a key.',
-      tags: TAGS, security: [], params: Type.Object({ prefix: Type.String(), name: Type.String() }), querystring: Type.Record(Type.String(), Type.String()),
+      tags: TAGS, security: [], params: Type.Object({ prefix: Type.String(), name: Type.String() }), querystring: Type.Object({ exp: Type.Optional(Type.String()), sig: Type.Optional(Type.String()) }), // the presigned URL's, checked by its signature
     },
   }, async (req, reply) => {
     const key = `${req.params.prefix}/${req.params.name}`;

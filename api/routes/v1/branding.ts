@@ -83,12 +83,14 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
     return reply.code(201).send({ upload_url, object_key, expires_at: new Date(expires).toISOString() });
   });
 
+  // The signed upload URL's query (api/adapters/directory-object-store.ts), checked by its signature.
+  const UploadQuery = Type.Object({ ct: Type.Optional(Type.String()), max: Type.Optional(Type.String()), exp: Type.Optional(Type.String()), sig: Type.Optional(Type.String()) });
   // The embedded store takes the PUT here; an S3 store's URLs point at the bucket instead.
   if (objects instanceof DirectoryObjectStore) app.put('/uploads/:prefix/:name', {
     config: { public: true },
     schema: {
       summary: 'Upload a logo to the embedded object store', description: 'Authorized by the signed upload URL from POST /v1/branding/logo/upload-url, not by a key.',
-      tags: ['branding'], security: [], params: Type.Object({ prefix: Type.String(), name: Type.String() }), querystring: Type.Record(Type.String(), Type.String()), response: { 204: Type.Null(), ...errors } },
+      tags: ['branding'], security: [], params: Type.Object({ prefix: Type.String(), name: Type.String() }), querystring: UploadQuery, response: { 204: Type.Null(), ...errors } },
   }, async (req, reply) => {
     const key = `${req.params.prefix}/${req.params.name}`;
     const g = objects.checkUpload(key, req.query, platform.clock());
