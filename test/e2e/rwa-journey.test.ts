@@ -266,7 +266,7 @@ await t.test('a real-world asset: a bond with its schema, attested fields, holde
     const report = must(await s.platform('GET', `${rwa}/provenance/verify`), 200, 'provenance');
     t.equal(report.ok, true, JSON.stringify(report.checks.filter((x: { ok: boolean }) => !x.ok)));
     t.same(report.checks.map((x: { name: string; ok: boolean }) => [x.name, x.ok]), [
-      ['log.checkpoint_signatures', true], ['log.entries_rehash', true], ['log.cosignatures', true], ['log.checkpoint_consistency', true], ['attestation_signatures', true],
+      ['log.checkpoint_signatures', true], ['log.entries_rehash', true], ['log.cosignatures', true], ['log.checkpoint_consistency', true], ['attestation_signatures', true], ['chain_operations', true],
     ], 'every check reported, each green');
     t.ok(report.checks.every((x: { checked: number }) => x.checked > 0), 'each checked something');
     // The log holds what the journey did, in order of kinds first seen.
@@ -277,7 +277,7 @@ await t.test('a real-world asset: a bond with its schema, attested fields, holde
       if (!kinds.includes(kind)) kinds.push(kind);
       if (kind === 'field' && fieldIndex < 0) fieldIndex = i;
     }
-    t.same(kinds.sort(), ['attestation', 'attester', 'corporate_action', 'distribution', 'document', 'document_entitlement', 'eligibility', 'field', 'lockup', 'payout', 'schema_binding'].sort(), 'every kind of change is in the log');
+    t.same(kinds.sort(), ['attestation', 'attester', 'corporate_action', 'distribution', 'document', 'document_entitlement', 'eligibility', 'field', 'lockup', 'operation', 'payout', 'schema_binding'].sort(), 'every kind of change is in the log, and every executed operation');
   });
 
   await t.test('one field entry altered in the API\'s store: provenance/verify names it, by index and kind', async (t) => {
