@@ -22,6 +22,7 @@ const PROGRAMS: [string, () => string[]][] = [
   ['tee-attest', () => programArgs('tee/attest-cli.ts')],
   ['enclave-host-store', () => programArgs('tee/host-store/main.ts')],
   ['anchor-keeper', () => programArgs('node/anchor-keeper/main.ts')],
+  ['oidc', () => programArgs('deploy/oidc/main.ts')],
 ];
 
 const run = (args: string[]) => new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
