@@ -45,7 +45,7 @@ t.test('every program answers --help with its usage and exits 0', async (t) => {
 });
 
 t.test('what the walkthroughs write at the repository root is ignored by git', async (t) => {
-  for (const path of ['key.hex', 'key.json', 'my-node/node.json', 'my-node.identity.json', 'my-node.log', 'node.json', 'node.enrolment.json', 'node.attestation', 'quickstart/key.hex', 'data/tee-node.attestation']) {
+  for (const path of ['key.hex', 'key.json', 'my-node/node.json', 'my-node.identity.json', 'my-node.log', 'node.json', 'node.enrolment.json', 'node.attestation', 'quickstart/key.hex', 'platform-quickstart/key.hex', 'data/tee-node.attestation', 'data/self-walkthrough/key.hex']) {
     let ignored = true;
     try {
       execFileSync('git', ['check-ignore', '-q', '--no-index', path], { cwd: root, stdio: 'ignore' });
