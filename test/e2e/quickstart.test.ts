@@ -14,7 +14,7 @@ import { freePort } from '../cluster/cluster-harness.ts';
 import { PROGRAM_LAUNCHER, untracked } from '../support/program.ts';
 import { infrastructureAddresses } from '../../api/tokenization/chain/safe-infrastructure.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(900_000);
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const doc = readFileSync(join(root, 'docs/quickstart.md'), 'utf8');
 const platformDoc = readFileSync(join(root, 'docs/quickstart-platform.md'), 'utf8');
