@@ -132,8 +132,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     // Unknown fields are refused, not silently dropped: bad input changes nothing and says so. Both APIs
     // validate with api/validation.ts; should a route outside them get a schema, ajv coerces nothing
-    // and fills in no defaults either.
-    ajv: { customOptions: { removeAdditional: false, allErrors: false, coerceTypes: false, useDefaults: false, keywords: [FROM_QUERY_TEXT] } },
+    // and fills in no defaults either, and names every bad field (allErrors: such routes take no body, and
+    // the request's size is bounded by bodyLimit).
+    ajv: { customOptions: { removeAdditional: false, allErrors: true, coerceTypes: false, useDefaults: false, keywords: [FROM_QUERY_TEXT] } },
     // Response serializers compiled once per schema in this process (api/response-serializers.ts).
     schemaController: { compilersFactory: { buildSerializer: cachedSerializerFactory } },
   }).withTypeProvider<TypeBoxTypeProvider>();

@@ -7,11 +7,11 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { CustodyError } from '../core/errors/custody-error.ts';
 import { httpStatusOfCode } from '../core/errors/http-status.ts';
-import { FieldValidationError } from './validation.ts';
+import { FieldValidationError, SchemaValidationError, fieldOfPointer, type FieldError } from './validation.ts';
 
 export { HTTP_STATUS_BY_CODE, HTTP_STATUS_BY_KIND } from '../core/errors/http-status.ts';
 
-/** `fields` is present only on a 422 validation_failed that names the rejected fields (FieldValidationError). */
+/** `fields` names every rejected field of a 400 invalid_request schema violation or a 422 validation_failed (docs/platform/errors.md). */
 export const ErrorBody = Type.Object({
   error: Type.String(), code: Type.String(),
   fields: Type.Optional(Type.Array(Type.Object({ field: Type.String(), reason: Type.String() }))),
@@ -54,10 +54,18 @@ export function installErrorHandling(app: FastifyInstance): void {
       const status = httpStatusOf(err);
       if (status >= 500) req.log.warn({ err }, 'dependency error');
       const message = status >= 500 ? publicMessage(err.message) : err.message;
-      return reply.code(status).send({ error: message, code: err.code, ...(err instanceof FieldValidationError ? { fields: err.fields } : {}) });
+      return reply.code(status).send({ error: message, code: err.code, ...(err instanceof FieldValidationError || err instanceof SchemaValidationError ? { fields: err.fields } : {}) });
     }
     if ('validation' in err && err.validation) {
-      return reply.code(400).send({ error: `${err.validationContext ?? 'request'} ${err.message.replace(/^(body|querystring|params|headers)\/?\s*/, '')}`.trim(), code: 'invalid_request' });
+      // A route outside both APIs validated by Fastify's ajv: the same shape, every field by its JSON name.
+      const seen = new Map<string, string>();
+      for (const v of err.validation) {
+        const missing = (v.params as { missingProperty?: string; additionalProperty?: string }).missingProperty ?? (v.params as { additionalProperty?: string }).additionalProperty;
+        const field = fieldOfPointer(missing !== undefined ? `${v.instancePath}/${missing}` : v.instancePath, err.validationContext);
+        if (!seen.has(field)) seen.set(field, v.message ?? v.keyword);
+      }
+      const fields: FieldError[] = [...seen].map(([field, reason]) => ({ field, reason }));
+      return reply.code(400).send({ error: fields.map((f) => `${f.field}: ${f.reason}`).join('; ') || 'invalid request', code: 'invalid_request', fields });
     }
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) {

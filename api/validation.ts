@@ -5,6 +5,7 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { OptionalKind, type TSchema } from '@sinclair/typebox';
+import type { ValueError } from '@sinclair/typebox/errors';
 import { CustodyError } from '../core/errors/custody-error.ts';
 import { FROM_QUERY_TEXT } from '../core/api-schemas/query.ts';
 
@@ -30,9 +31,7 @@ export const strictValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema
       value = q;
     }
     if (check.Check(value)) return { value };
-    const e = check.Errors(value).First();
-    const choices = (e?.schema.anyOf as TSchema[] | undefined)?.every((s) => 'const' in s) ? ` (one of ${e!.schema.anyOf.map((s: TSchema) => s.const).join(', ')})` : '';
-    return { error: new CustodyError('invalid_request', `${httpPart ?? 'request'}${e?.path ?? ''}: ${e?.message ?? 'invalid'}${choices}`) };
+    return { error: new SchemaValidationError(schemaFieldErrors(check.Errors(value), httpPart)) };
   };
 };
 
@@ -47,6 +46,47 @@ export class FieldValidationError extends CustodyError {
   readonly fields: readonly FieldError[];
   constructor(fields: readonly FieldError[]) {
     super('validation_failed', fields.map((f) => `${f.field}: ${f.reason}`).join('; '));
+    this.fields = fields;
+  }
+}
+
+/** At most this many fields are named: the walk over a hostile body's errors stops there (each field once). */
+export const MAX_FIELD_ERRORS = 50;
+
+/** A JSON pointer (`/rules/0/asset`) as the field it names (`rules[0].asset`); the part itself for the root. */
+export function fieldOfPointer(pointer: string, part: string | undefined): string {
+  const steps = pointer.split('/').slice(1).map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'));
+  if (steps.length === 0) return part === 'querystring' ? 'query' : part ?? 'body';
+  return steps.reduce((acc, s, i) => (/^(0|[1-9][0-9]*)$/.test(s) ? `${acc}[${s}]` : i === 0 ? s : `${acc}.${s}`), '');
+}
+
+/**
+ * Every rejected field of a schema check, each once with the first rule it broke, by its JSON name
+ * (docs/platform/errors.md). The walk is lazy and stops at MAX_FIELD_ERRORS, so a body of many bad
+ * elements costs no more than that many errors.
+ */
+export function schemaFieldErrors(errors: Iterable<ValueError>, part: string | undefined): FieldError[] {
+  const fields = new Map<string, string>();
+  for (const e of errors) {
+    const field = fieldOfPointer(e.path, part);
+    if (fields.has(field)) continue;
+    const anyOf = e.schema.anyOf as TSchema[] | undefined;
+    const choices = anyOf?.every((s) => 'const' in s) ? ` (one of ${anyOf.map((s) => s.const as unknown).join(', ')})` : '';
+    fields.set(field, `${e.message}${choices}`);
+    if (fields.size >= MAX_FIELD_ERRORS) break;
+  }
+  if (fields.size === 0) fields.set(fieldOfPointer('', part), 'invalid');
+  return [...fields].map(([field, reason]) => ({ field, reason }));
+}
+
+/**
+ * 400 invalid_request for input that breaks its route's schema (a wrong JSON type, an unknown or missing
+ * field, a pattern or a bound), naming every such field as FieldValidationError does for 422.
+ */
+export class SchemaValidationError extends CustodyError {
+  readonly fields: readonly FieldError[];
+  constructor(fields: readonly FieldError[]) {
+    super('invalid_request', fields.map((f) => `${f.field}: ${f.reason}`).join('; '));
     this.fields = fields;
   }
 }

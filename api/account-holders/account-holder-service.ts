@@ -3,6 +3,7 @@
 // 404, as one that does not exist. Every change is one batch: the record, its index entries, the
 // history entry, the audit-log entry, the member claim and the webhook event with its deliveries.
 import { CustodyError } from '../../core/errors/custody-error.ts';
+import { FieldValidationError, type FieldError } from '../validation.ts';
 import type { Op, RecordRepository } from '../store/record-repository.ts';
 import { newId } from '../store/ids.ts';
 import { pageOf, type CursorCodec, type PageResult } from '../store/pagination.ts';
@@ -127,9 +128,12 @@ export class AccountHolderService {
   }
 
   async create(scope: Scope, actor: Actor, input: CreateHolderInput): Promise<AccountHolderRecord> {
-    const names = checkNames(input.type, input);
-    const email = input.email === undefined ? null : normalizeEmail(input.email) ?? failField('email', 'not a valid email address');
-    const phone = input.phone === undefined ? null : normalizePhone(input.phone) ?? failField('phone', 'must be E.164: + and 7 to 15 digits');
+    // Every rejected field at once (docs/platform/errors.md), before the member is looked up.
+    const errors: FieldError[] = [];
+    const names = checkNames(input.type, input, errors);
+    const email = input.email === undefined ? null : normalizeEmail(input.email) ?? reject(errors, 'email', 'not a valid email address');
+    const phone = input.phone === undefined ? null : normalizePhone(input.phone) ?? reject(errors, 'phone', 'must be E.164: + and 7 to 15 digits');
+    if (errors.length) throw new FieldValidationError(errors);
     const kind = input.member_id === undefined ? null : await this.memberKind(scope, input.member_id);
     const now = this.iso();
     const h: AccountHolderRecord = {
@@ -168,17 +172,19 @@ export class AccountHolderService {
 
   private async applyPatch(scope: Scope, before: AccountHolderRecord, input: PatchHolderInput): Promise<AccountHolderRecord> {
     const next: AccountHolderRecord = { ...before };
+    const errors: FieldError[] = [];
     if (input.given_name !== undefined || input.family_name !== undefined || input.legal_name !== undefined) {
-      Object.assign(next, checkNames(before.type, { given_name: input.given_name ?? before.given_name ?? undefined, family_name: input.family_name ?? before.family_name ?? undefined, legal_name: input.legal_name ?? before.legal_name ?? undefined }));
+      Object.assign(next, checkNames(before.type, { given_name: input.given_name ?? before.given_name ?? undefined, family_name: input.family_name ?? before.family_name ?? undefined, legal_name: input.legal_name ?? before.legal_name ?? undefined }, errors));
     }
     if (input.email !== undefined) {
-      next.email = input.email === null ? null : normalizeEmail(input.email) ?? failField('email', 'not a valid email address');
+      next.email = input.email === null ? null : normalizeEmail(input.email) ?? reject(errors, 'email', 'not a valid email address');
       next.email_hash = next.email && searchHash(next.email);
     }
     if (input.phone !== undefined) {
-      next.phone = input.phone === null ? null : normalizePhone(input.phone) ?? failField('phone', 'must be E.164: + and 7 to 15 digits');
+      next.phone = input.phone === null ? null : normalizePhone(input.phone) ?? reject(errors, 'phone', 'must be E.164: + and 7 to 15 digits');
       next.phone_hash = next.phone && searchHash(next.phone);
     }
+    if (errors.length) throw new FieldValidationError(errors);
     if (input.reference !== undefined) next.reference = input.reference;
     if (input.member_id !== undefined && input.member_id !== before.member_id) {
       next.member_kind = input.member_id === null ? null : await this.memberKind(scope, input.member_id);
@@ -241,21 +247,24 @@ export class AccountHolderService {
   }
 }
 
-function failField(field: string, why: string): never {
-  throw invalid(field, why);
+/** Records a rejected field and answers null in the field's place; the caller throws once all are checked. */
+function reject(errors: FieldError[], field: string, reason: string): null {
+  errors.push({ field, reason });
+  return null;
 }
 
-/** The name fields a holder of `type` must have, the others null. */
-function checkNames(type: HolderType, n: { given_name?: string | undefined; family_name?: string | undefined; legal_name?: string | undefined }) {
+/** The name fields a holder of `type` must have, the others null; each rejected one is added to `errors`. */
+function checkNames(type: HolderType, n: { given_name?: string | undefined; family_name?: string | undefined; legal_name?: string | undefined }, errors: FieldError[]) {
   const clean = (field: string, v: string | undefined) => {
-    if (v === undefined || v.trim() === '') failField(field, `required for ${type === 'individual' ? 'an' : 'a'} ${type} account holder`);
-    if (/[\r\n<>]/.test(v)) failField(field, 'line breaks and angle brackets are not allowed');
+    if (v === undefined || v.trim() === '') return reject(errors, field, `required for ${type === 'individual' ? 'an' : 'a'} ${type} account holder`);
+    if (/[\r\n<>]/.test(v)) return reject(errors, field, 'line breaks and angle brackets are not allowed');
     return v.trim();
   };
   if (type === 'individual') {
-    if (n.legal_name !== undefined) failField('legal_name', 'an individual has given_name and family_name');
+    if (n.legal_name !== undefined) reject(errors, 'legal_name', 'an individual has given_name and family_name');
     return { given_name: clean('given_name', n.given_name), family_name: clean('family_name', n.family_name), legal_name: null };
   }
-  if (n.given_name !== undefined || n.family_name !== undefined) failField('given_name', 'a business has legal_name');
+  if (n.given_name !== undefined) reject(errors, 'given_name', 'a business has legal_name');
+  if (n.family_name !== undefined) reject(errors, 'family_name', 'a business has legal_name');
   return { given_name: null, family_name: null, legal_name: clean('legal_name', n.legal_name) };
 }

@@ -73,12 +73,40 @@ const USAGE = `usage: npm run cli -- <command>
   regtest fund <address> <sats> [--unconfirmed]         the local regtest faucet (npm start); mined at once unless --unconfirmed
   regtest mine [--blocks <n>]                           mine blocks on the local regtest chain now
   anvil fund <0x address> <wei>                         the local EVM chain's faucet (npm start's anvil; ANVIL_URL sets where)
+  payment intents --payment-file <json>                 the intents of a payment's transfers (<json>: POST /v1/payments' answer),
+                                                        built and signed with your key, as the body of POST /v1/member-actions
+  payment send --payment-file <json> --member-signing-session <mas_…>
+                                                        submits each transfer's intent (the same bytes) with the member's
+                                                        signing session; prints the transactions (docs/quickstart-platform.md)
   webhook listen --port <n> --secret-file <file> [--type <event type>] [--timeout <ms>]
                                                         receive webhooks on 127.0.0.1:<n>, verify each (HMAC with the
                                                         endpoint's secret) and print the first of <type> (default: any)
 settings: CUSTODY_URL, CUSTODY_ORGANIZATION, CUSTODY_KEY_ID, CUSTODY_SECRET_KEY_FILE; REGTEST_URL (default http://127.0.0.1:3002)`;
 
 class UsageError extends Error {}
+
+/** What the payment commands read of a payment (docs/platform/payments.md): its payer's wallet and transfers. */
+interface PaymentTransfers { id: string; payer: { wallet_id: string }; transfers: { role: string; to: string; amount: string; asset: string; idempotency_key: string }[] }
+
+function paymentFile(path: string): PaymentTransfers {
+  let p: PaymentTransfers;
+  try {
+    p = JSON.parse(readFileSync(path, 'utf8')) as PaymentTransfers;
+  } catch (err) {
+    throw new UsageError(`--payment-file: ${path}: ${(err as Error).message}`);
+  }
+  if (typeof p?.id !== 'string' || typeof p.payer?.wallet_id !== 'string' || !Array.isArray(p.transfers) || p.transfers.length === 0) {
+    throw new UsageError(`--payment-file: ${path} is not a payment (POST /v1/payments' answer, with id, payer and transfers)`);
+  }
+  return p;
+}
+
+/** A transfer of a payment as an EVM transfer from the payer's wallet; its asset `<chain>:0x<token>` names the token. */
+function transferParameters(wallet: { id: string; chain: string; address: string }, t: PaymentTransfers['transfers'][number]) {
+  const [chain, token] = t.asset.split(':');
+  if (chain !== wallet.chain || !token) throw new UsageError(`transfer ${t.role}: asset ${t.asset} is not a token on the payer's chain ${wallet.chain}`);
+  return { wallet, to: t.to, amount: t.amount, asset: token, idempotencyKey: t.idempotency_key };
+}
 /** Returned by --help: the usage text goes to stdout as is. */
 const HELP = Symbol('help');
 
@@ -94,7 +122,7 @@ const OPTIONS = {
   vault: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' }, all: { type: 'boolean' },
   output: { type: 'string', multiple: true }, input: { type: 'string', multiple: true }, 'dry-run': { type: 'boolean' },
   unconfirmed: { type: 'boolean' }, blocks: { type: 'string' },
-  port: { type: 'string' }, 'secret-file': { type: 'string' }, type: { type: 'string' },
+  port: { type: 'string' }, 'secret-file': { type: 'string' }, type: { type: 'string' }, 'payment-file': { type: 'string' }, 'member-signing-session': { type: 'string' },
 } as const;
 type Option = keyof typeof OPTIONS;
 type Flag = 'all' | 'dry-run' | 'unconfirmed';
@@ -509,6 +537,33 @@ const COMMANDS: Record<string, Command> = {
       // anvil's own method: a development chain only, which is what this command is for.
       await rpc('anvil_setBalance', [a.address, '0x' + BigInt(a.wei!).toString(16)]);
       return { address: a.address, balance_wei: BigInt(String(await rpc('eth_getBalance', [a.address, 'latest']))).toString() };
+    },
+  },
+  'payment intents': {
+    args: [], required: ['payment-file'],
+    async run(_a, o, c) {
+      const p = paymentFile(o['payment-file']!);
+      const client = await c();
+      const wallet = await client.getWallet(p.payer.wallet_id);
+      // Each transfer's idempotency key reserves its nonce and not_after, so `payment send` builds the same bytes.
+      const intents = [];
+      for (const t of p.transfers) intents.push(Buffer.from(await client.evmIntent(transferParameters(wallet, t))).toString('base64'));
+      return { kind: 'transaction.sign_batch', wallet_id: wallet.id, intents, purpose: { type: 'payment', id: p.id } };
+    },
+  },
+  'payment send': {
+    args: [], required: ['payment-file', 'member-signing-session'],
+    async run(_a, o, c) {
+      const p = paymentFile(o['payment-file']!);
+      const client = await c();
+      const wallet = await client.getWallet(p.payer.wallet_id);
+      const transactions = [];
+      for (const t of p.transfers) {
+        const prepared = await client.prepareEvm({ ...transferParameters(wallet, t), memberSigningSession: o['member-signing-session']! });
+        const tx = await client.submitTransaction(prepared.body);
+        transactions.push({ role: t.role, id: tx.id, state: tx.state });
+      }
+      return { payment: p.id, transactions };
     },
   },
   'webhook listen': {

@@ -18,9 +18,11 @@ import { sandboxFunding } from './sandbox-funding.mjs';
 import { sandboxTokenization } from './sandbox-tokenization.mjs';
 
 if (process.argv.includes('--help') || process.argv.includes('-h')) {
-  process.stdout.write(`usage: npm start
+  process.stdout.write(`usage: npm start [-- --oidc]
 Runs the whole system on this machine (docs/quickstart.md): a local EVM chain (anvil), a Bitcoin regtest
 chain, the coordinator, the service nodes and the API, with their data under ./data/. Ctrl-C stops everything.
+--oidc also runs the development OpenID provider members sign in at (docs/quickstart-platform.md): any
+user, any password; never for real members.
 
 Settings (environment variables):
   DATA_DIR                where the data is kept (default: ./data)
@@ -32,6 +34,7 @@ Settings (environment variables):
   REGTEST_PORT            the Bitcoin regtest chain's port (default: 3002); REGTEST=off runs none
   REGTEST_BLOCK_TIME      seconds between regtest blocks (default: 2)
   SANDBOX_FUNDING=off     no sandbox funding set-up
+  OIDC_PORT               with --oidc: the development OpenID provider's port (default: 9400)
   SANDBOX_TOKENIZATION=off  no tokenization set-up (Safe contracts, deployer and relayer keys)
   API_WEBHOOK_ALLOWED_DESTINATIONS, API_CHAIN_BACKENDS: passed to the API (docs/operations.md)
 `);
@@ -44,6 +47,7 @@ const coordinatorPort = process.env.COORDINATOR_PORT ?? '7400';
 const nodes = Number(process.env.LOCAL_NODES ?? '3');
 const anvilPort = process.env.ANVIL_PORT ?? '8545';
 const regtestPort = process.env.REGTEST_PORT ?? '3002';
+const oidcPort = process.env.OIDC_PORT ?? '9400';
 
 // The local chains, each skipped when its package is absent (a production install without dev
 // dependencies) or when switched off (ANVIL=off, REGTEST=off).
@@ -59,12 +63,19 @@ const anvilPackage = process.env.ANVIL === 'off' ? undefined : resolvable('@foun
 const anvilBin = anvilPackage ? join(anvilPackage, '..', 'bin', 'anvil') : undefined;
 const withAnvil = anvilBin !== undefined && existsSync(anvilBin);
 const withRegtest = process.env.REGTEST !== 'off' && resolvable('bitcore-lib') !== undefined;
+// The development OpenID provider (deploy/oidc/), on demand only: it signs in anyone.
+const withOidc = process.argv.includes('--oidc');
+if (withOidc && resolvable('oidc-provider') === undefined) {
+  console.error('[start] --oidc needs the development dependencies (npm install without --omit=dev)');
+  process.exit(1);
+}
 
 const clashes = await portClashes([
   { name: 'the API', port: apiPort, setting: 'API_PORT' },
   { name: 'the coordinator', port: coordinatorPort, setting: 'COORDINATOR_PORT' },
   ...(withAnvil ? [{ name: 'anvil (evm-local)', port: anvilPort, setting: 'ANVIL_PORT' }] : []),
   ...(withRegtest ? [{ name: 'the Bitcoin regtest double (bitcoin-regtest)', port: regtestPort, setting: 'REGTEST_PORT' }] : []),
+  ...(withOidc ? [{ name: 'the development OpenID provider', port: oidcPort, setting: 'OIDC_PORT' }] : []),
 ]);
 if (clashes.length > 0) {
   for (const c of clashes) console.error(`[start] ${c}`);
@@ -209,6 +220,12 @@ if (withRegtest) {
     REGTEST_DATA_DIR: join(data, 'regtest'),
     REGTEST_BLOCK_TIME: process.env.REGTEST_BLOCK_TIME ?? '2',
   }, ['--import', 'tsx', join(root, 'deploy', 'regtest', 'main.ts')]);
+}
+
+// The development OpenID provider (npm start -- --oidc): its key and public JWKS under data/oidc/; it
+// prints its issuer, client and test user (docs/quickstart-platform.md).
+if (withOidc) {
+  run('oidc', undefined, { OIDC_PORT: oidcPort, OIDC_DATA_DIR: join(data, 'oidc') }, ['--import', 'tsx', join(root, 'deploy', 'oidc', 'main.ts'), 'serve']);
 }
 
 run('coordinator', 'coordinator/main.js', {

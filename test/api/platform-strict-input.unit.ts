@@ -28,23 +28,23 @@ async function fixture(t: Test) {
 t.test('no coercion: a value of the wrong JSON type is 400 invalid_request and changes nothing', async (t) => {
   const { s, ep, state, raw } = await fixture(t);
   const rows: [Method, string, unknown, string][] = [
-    ['PATCH', `/v1/webhook-endpoints/${ep.id}`, { enabled: 'false' }, '/enabled'],
-    ['PATCH', `/v1/webhook-endpoints/${ep.id}`, { enabled: 'true' }, '/enabled'],
-    ['PATCH', `/v1/webhook-endpoints/${ep.id}`, { enabled: 0 }, '/enabled'],
-    ['PATCH', `/v1/webhook-endpoints/${ep.id}`, { enabled: null }, '/enabled'],
-    ['PATCH', `/v1/webhook-endpoints/${ep.id}`, { events: 'payment.confirmed' }, '/events'],
-    ['PATCH', `/v1/webhook-endpoints/${ep.id}`, { url: ['https://example.com/other'] }, '/url'],
-    ['PATCH', `/v1/webhook-endpoints/${ep.id}`, { description: 5 }, '/description'],
-    ['PATCH', `/v1/webhook-endpoints/${ep.id}`, { description: true }, '/description'],
-    ['POST', '/v1/webhook-endpoints', { url: 'https://example.com/b', events: 'payment.confirmed' }, '/events'],
-    ['POST', '/v1/webhook-endpoints', { url: 'https://example.com/b', events: ['payment.confirmed'], description: 7 }, '/description'],
-    ['POST', `/v1/webhook-endpoints/${ep.id}/rotate`, { overlap_sec: '3600' }, '/overlap_sec'],
-    ['POST', `/v1/webhook-endpoints/${ep.id}/rotate`, { overlap_sec: 3600.5 }, '/overlap_sec'],
-    ['POST', '/v1/webhook-deliveries/bulk-replay', { delivery_ids: 'whd_000000000000000000000000aa' }, '/delivery_ids'],
-    ['POST', '/v1/branding/logo/upload-url', { content_type: 'image/png', content_length: '100' }, '/content_length'],
-    ['POST', '/v1/branding/logo', { object_key: 5 }, '/object_key'],
-    ['POST', '/v1/branding/email-domains', { domain: 123 }, '/domain'],
-    ['POST', '/v1/mfa/verifications', { code: 123456, action: `rotate_secret:${ep.id}` }, '/code'],
+    ['PATCH', `/v1/webhook-endpoints/${ep.id}`, { enabled: 'false' }, 'enabled'],
+    ['PATCH', `/v1/webhook-endpoints/${ep.id}`, { enabled: 'true' }, 'enabled'],
+    ['PATCH', `/v1/webhook-endpoints/${ep.id}`, { enabled: 0 }, 'enabled'],
+    ['PATCH', `/v1/webhook-endpoints/${ep.id}`, { enabled: null }, 'enabled'],
+    ['PATCH', `/v1/webhook-endpoints/${ep.id}`, { events: 'payment.confirmed' }, 'events'],
+    ['PATCH', `/v1/webhook-endpoints/${ep.id}`, { url: ['https://example.com/other'] }, 'url'],
+    ['PATCH', `/v1/webhook-endpoints/${ep.id}`, { description: 5 }, 'description'],
+    ['PATCH', `/v1/webhook-endpoints/${ep.id}`, { description: true }, 'description'],
+    ['POST', '/v1/webhook-endpoints', { url: 'https://example.com/b', events: 'payment.confirmed' }, 'events'],
+    ['POST', '/v1/webhook-endpoints', { url: 'https://example.com/b', events: ['payment.confirmed'], description: 7 }, 'description'],
+    ['POST', `/v1/webhook-endpoints/${ep.id}/rotate`, { overlap_sec: '3600' }, 'overlap_sec'],
+    ['POST', `/v1/webhook-endpoints/${ep.id}/rotate`, { overlap_sec: 3600.5 }, 'overlap_sec'],
+    ['POST', '/v1/webhook-deliveries/bulk-replay', { delivery_ids: 'whd_000000000000000000000000aa' }, 'delivery_ids'],
+    ['POST', '/v1/branding/logo/upload-url', { content_type: 'image/png', content_length: '100' }, 'content_length'],
+    ['POST', '/v1/branding/logo', { object_key: 5 }, 'object_key'],
+    ['POST', '/v1/branding/email-domains', { domain: 123 }, 'domain'],
+    ['POST', '/v1/mfa/verifications', { code: 123456, action: `rotate_secret:${ep.id}` }, 'code'],
     ['PUT', '/v1/branding', ['brand_name', 'x'], 'body'],
     ['PUT', '/v1/branding', 'brand_name', 'body'],
   ];
@@ -53,8 +53,10 @@ t.test('no coercion: a value of the wrong JSON type is 400 invalid_request and c
     const r = await raw(method, url, JSON.stringify(body));
     const what = `${method} ${url.replace(ep.id, ':id')} ${JSON.stringify(body)}`;
     t.equal(r.statusCode, 400, what);
-    t.same(r.json(), { error: r.json().error, code: 'invalid_request' }, `${what}: {error, code}`);
-    t.match(r.json().error, names, `${what}: names the field`);
+    t.same(Object.keys(r.json()).sort(), ['code', 'error', 'fields'], `${what}: {error, code, fields}`);
+    t.equal(r.json().code, 'invalid_request');
+    t.same(r.json().fields.map((f: { field: string }) => f.field), [names], `${what}: names the field by its JSON name`);
+    t.match(r.json().error, `${names}: `, `${what}: the message names it too`);
   }
   t.same(await state(), before, 'nothing changed');
   t.equal((await s.call('GET', `/v1/webhook-endpoints/${ep.id}`)).json().enabled, true, 'the endpoint is still enabled');

@@ -22,6 +22,7 @@ const PROGRAMS: [string, () => string[]][] = [
   ['tee-attest', () => programArgs('tee/attest-cli.ts')],
   ['enclave-host-store', () => programArgs('tee/host-store/main.ts')],
   ['anchor-keeper', () => programArgs('node/anchor-keeper/main.ts')],
+  ['oidc', () => programArgs('deploy/oidc/main.ts')],
 ];
 
 const run = (args: string[]) => new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
@@ -44,7 +45,7 @@ t.test('every program answers --help with its usage and exits 0', async (t) => {
 });
 
 t.test('what the walkthroughs write at the repository root is ignored by git', async (t) => {
-  for (const path of ['key.hex', 'key.json', 'my-node/node.json', 'my-node.identity.json', 'my-node.log', 'node.json', 'node.enrolment.json', 'node.attestation', 'quickstart/key.hex', 'data/tee-node.attestation']) {
+  for (const path of ['key.hex', 'key.json', 'my-node/node.json', 'my-node.identity.json', 'my-node.log', 'node.json', 'node.enrolment.json', 'node.attestation', 'quickstart/key.hex', 'platform-quickstart/key.hex', 'data/tee-node.attestation', 'data/self-walkthrough/key.hex']) {
     let ignored = true;
     try {
       execFileSync('git', ['check-ignore', '-q', '--no-index', path], { cwd: root, stdio: 'ignore' });

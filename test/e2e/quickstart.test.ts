@@ -1,9 +1,10 @@
-// docs/quickstart.md, run as written: `npm start` (the launcher, with its build, anvil, the regtest
-// service, coordinator, three nodes and the API) on free ports in a temporary data directory, then every
-// ```sh block under "## Steps" in one bash session, in order; each step's output must match the ```json
-// block shown after it (every key shown, with its value; `…` matches any text). Only ports and the
-// data and work directories are rewritten.
-import t from 'tap';
+// docs/quickstart.md, then docs/quickstart-platform.md, run as written on one `npm start -- --oidc` (the
+// launcher, with its build, anvil, the regtest service, the development OpenID provider, coordinator,
+// three nodes and the API) on free ports in a temporary data directory: for each page, every ```sh block
+// under "## Steps" in one bash session, in order; each step's output must match the ```json block shown
+// after it (every key shown, with its value; `…` matches any text). Only ports and the data and work
+// directories are rewritten.
+import t, { type Test } from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,9 +14,10 @@ import { freePort } from '../cluster/cluster-harness.ts';
 import { PROGRAM_LAUNCHER, untracked } from '../support/program.ts';
 import { infrastructureAddresses } from '../../api/tokenization/chain/safe-infrastructure.ts';
 
-t.setTimeout(600_000);
+t.setTimeout(900_000);
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const doc = readFileSync(join(root, 'docs/quickstart.md'), 'utf8');
+const platformDoc = readFileSync(join(root, 'docs/quickstart-platform.md'), 'utf8');
 
 interface Step { title: string; sh: string; expect?: unknown }
 
@@ -57,13 +59,42 @@ function lastJson(out: string): unknown {
   }
 }
 
-t.test('docs/quickstart.md works as written, step by step, against npm start', async (t) => {
+/** Runs a page's steps in one bash session and checks each step's output against the page. */
+async function runPage(t: Test, all: Step[], work: string, script: (s: Step) => string, env: NodeJS.ProcessEnv, name: string): Promise<void> {
+  const lines = ['set -euo pipefail', `cd ${JSON.stringify(root)}`, ...all.map((s, i) => `{\n${script(s)}\n} > ${work}.step${i}.out 2> ${work}.step${i}.err`)].join('\n');
+  writeFileSync(`${work}.steps.sh`, lines);
+  const bash = spawn(PROGRAM_LAUNCHER, untracked('bash', [`${work}.steps.sh`]), { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let bashErr = '';
+  bash.stderr.on('data', (d: Buffer) => (bashErr += d.toString()));
+  const code = await new Promise<number | null>((resolve) => bash.on('close', resolve));
+  const out = (i: number, kind: 'out' | 'err') => (existsSync(`${work}.step${i}.${kind}`) ? readFileSync(`${work}.step${i}.${kind}`, 'utf8') : '');
+  const ran = all.findIndex((_, i) => !existsSync(`${work}.step${i}.out`));
+  const last = (ran < 0 ? all.length : ran) - 1;
+  t.equal(code, 0, `${name}: every step ran${code === 0 ? '' : `; it stopped at "${all[last]?.title}": ${out(last, 'out').slice(-800)} ${out(last, 'err').slice(-1500)} ${bashErr.slice(-500)}`}`);
+  all.forEach((s, i) => {
+    if (s.expect === undefined || (code !== 0 && i > last)) return;
+    let got: unknown;
+    try {
+      got = lastJson(out(i, 'out'));
+    } catch {
+      t.fail(`${name}: step "${s.title}" printed no JSON: ${out(i, 'out').slice(-500)} ${out(i, 'err').slice(-500)}`);
+      return;
+    }
+    const problems = matches(got, s.expect);
+    t.same(problems, [], `${name}: step "${s.title}" prints what the page shows`);
+  });
+}
+
+t.test('docs/quickstart.md, then docs/quickstart-platform.md, work as written, step by step, against one npm start', async (t) => {
   const all = steps(doc);
   t.ok(all.length >= 8, `${all.length} steps`);
+  const platformSteps = steps(platformDoc);
+  t.ok(platformSteps.length >= 12, `${platformSteps.length} platform steps`);
   const tmp = mkdtempSync(join(tmpdir(), 'quickstart-'));
   const data = join(tmp, 'data');
   const work = join(tmp, 'work');
-  const ports = { api: await freePort(), coordinator: await freePort(), anvil: await freePort(), regtest: await freePort(), hook: await freePort() };
+  const platformWork = join(tmp, 'platform');
+  const ports = { api: await freePort(), coordinator: await freePort(), anvil: await freePort(), regtest: await freePort(), hook: await freePort(), oidc: await freePort(), platformHook: await freePort() };
   const rewrite = (s: string) => s
     .replaceAll('127.0.0.1:8080', `127.0.0.1:${ports.api}`)
     .replaceAll('127.0.0.1:9000', `127.0.0.1:${ports.hook}`).replaceAll('--port 9000', `--port ${ports.hook}`)
@@ -73,10 +104,18 @@ t.test('docs/quickstart.md works as written, step by step, against npm start', a
   const env = {
     ...process.env, DATA_DIR: data, API_PORT: String(ports.api), COORDINATOR_PORT: String(ports.coordinator), ANVIL_PORT: String(ports.anvil),
     REGTEST_PORT: String(ports.regtest), ANVIL_URL: `http://127.0.0.1:${ports.anvil}`, REGTEST_URL: `http://127.0.0.1:${ports.regtest}`,
+    OIDC_PORT: String(ports.oidc), OIDC_URL: `http://127.0.0.1:${ports.oidc}`,
   };
+  // The platform page: its own files, webhook port and the provider's port and key directory.
+  const rewritePlatform = (text: string) => text
+    .replaceAll('127.0.0.1:8080', `127.0.0.1:${ports.api}`)
+    .replaceAll('127.0.0.1:9400', `127.0.0.1:${ports.oidc}`)
+    .replaceAll('127.0.0.1:9001', `127.0.0.1:${ports.platformHook}`).replaceAll('--port 9001', `--port ${ports.platformHook}`)
+    .replaceAll('./platform-quickstart/', `${platformWork}/`).replaceAll('platform-quickstart/', `${platformWork}/`).replaceAll('mkdir -p platform-quickstart', `mkdir -p ${platformWork}`)
+    .replaceAll('data/operator', `${data}/operator`).replaceAll('data/oidc/', `${data}/oidc/`);
   // Step 1: npm start, in its own process group so that stopping it stops everything it started.
   let log = '';
-  const start: ChildProcess = spawn(PROGRAM_LAUNCHER, untracked(process.execPath, ['deploy/local/start.mjs']), { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const start: ChildProcess = spawn(PROGRAM_LAUNCHER, untracked(process.execPath, ['deploy/local/start.mjs', '--oidc']), { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   start.stdout!.on('data', (d: Buffer) => (log += d.toString()));
   start.stderr!.on('data', (d: Buffer) => (log += d.toString()));
   t.teardown(async () => {
@@ -110,26 +149,11 @@ t.test('docs/quickstart.md works as written, step by step, against npm start', a
   })).json()) as { result: string }).result;
   for (const [name, address] of Object.entries(infrastructureAddresses())) t.not(await codeAt(address), '0x', `${name} deployed at ${address}`);
 
-  // Steps 2…: one bash session, each step's output in its own file.
-  const script = ['set -euo pipefail', `cd ${JSON.stringify(root)}`, ...all.map((s, i) => `{\n${rewrite(s.sh)}\n} > ${work}.step${i}.out 2> ${work}.step${i}.err`)].join('\n');
-  writeFileSync(join(tmp, 'steps.sh'), script);
-  const bash = spawn(PROGRAM_LAUNCHER, untracked('bash', [join(tmp, 'steps.sh')]), { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let bashErr = '';
-  bash.stderr.on('data', (d: Buffer) => (bashErr += d.toString()));
-  const code = await new Promise<number | null>((resolve) => bash.on('close', resolve));
-  const out = (i: number, kind: 'out' | 'err') => (existsSync(`${work}.step${i}.${kind}`) ? readFileSync(`${work}.step${i}.${kind}`, 'utf8') : '');
-  const ran = all.findIndex((_, i) => !existsSync(`${work}.step${i}.out`));
-  t.equal(code, 0, `every step ran${code === 0 ? '' : `; it stopped at "${all[(ran < 0 ? all.length : ran) - 1]?.title}": ${out((ran < 0 ? all.length : ran) - 1, 'err').slice(-1500)} ${bashErr.slice(-500)}`}`);
-  all.forEach((s, i) => {
-    if (s.expect === undefined) return;
-    let got: unknown;
-    try {
-      got = lastJson(out(i, 'out'));
-    } catch {
-      t.fail(`step "${s.title}" printed no JSON: ${out(i, 'out').slice(-500)} ${out(i, 'err').slice(-500)}`);
-      return;
-    }
-    const problems = matches(got, JSON.parse(rewrite(JSON.stringify(s.expect))));
-    t.same(problems, [], `step "${s.title}" prints what the page shows`);
-  });
+  for (let i = 0; i < 60 && !log.includes('[oidc] development OpenID provider'); i++) await new Promise((r) => setTimeout(r, 500));
+  t.match(log, new RegExp(`\\[oidc\\] development OpenID provider \\(any user, any password\\) at http://127\\.0\\.0\\.1:${ports.oidc}; client bff-client, secret [^;]+; public JWKS in [^;]+; test user: alice`), 'npm start -- --oidc prints the provider and its test user');
+
+  // Steps 2…: one bash session per page, each step's output in its own file; the platform page after the
+  // first, on the same stack.
+  await runPage(t, all.map((s) => ({ ...s, ...(s.expect !== undefined ? { expect: JSON.parse(rewrite(JSON.stringify(s.expect))) as unknown } : {}) })), work, (s) => rewrite(s.sh), env, 'quickstart.md');
+  await runPage(t, platformSteps.map((s) => ({ ...s, ...(s.expect !== undefined ? { expect: JSON.parse(rewritePlatform(JSON.stringify(s.expect))) as unknown } : {}) })), platformWork, (s) => rewritePlatform(s.sh), env, 'quickstart-platform.md');
 });

@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider from 'oidc-provider';
 import { SignJWT, exportJWK, generateKeyPair, importJWK, type JWK, type JWTPayload } from 'jose';
+import { codeFlowSignIn, DEV_CLIENTS, DEV_CLIENT_SECRET, DEV_REDIRECT_URI } from '../../../deploy/oidc/code-flow.ts';
 
 export interface RunningProvider {
   issuer: string;
@@ -34,8 +35,8 @@ export interface SignInOptions {
   maxAge?: number;
 }
 
-export const CLIENT_SECRET = 'not-a-production-secret';
-const REDIRECT_URI = 'http://127.0.0.1/cb';
+// The code flow and the clients are the local development provider's (deploy/oidc/), which npm start runs on demand.
+export const CLIENT_SECRET = DEV_CLIENT_SECRET;
 
 async function listen(t: Test, server: Server): Promise<number> {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -58,7 +59,7 @@ export async function startProvider(t: Test, issuerHost = '127.0.0.1'): Promise<
   const jwk = { ...(await exportJWK(privateKey)), kid: 'test-rs256', alg: 'RS256', use: 'sig' };
   const issuer = `http://${issuerHost}:${port}`;
   const provider = new Provider(issuer, {
-    clients: ['bff-client', 'other-client'].map((client_id) => ({ client_id, client_secret: CLIENT_SECRET, redirect_uris: [REDIRECT_URI] })),
+    clients: DEV_CLIENTS.map((client_id) => ({ client_id, client_secret: CLIENT_SECRET, redirect_uris: [DEV_REDIRECT_URI] })),
     jwks: { keys: [jwk] },
   });
   server.on('request', provider.callback());
@@ -70,49 +71,7 @@ export async function startProvider(t: Test, issuerHost = '127.0.0.1'): Promise<
     return new SignJWT(payload).setProtectedHeader({ alg: 'RS256', kid: jwk.kid, typ: 'JWT' }).sign(key);
   };
   const { kty, n, e, kid, alg, use } = jwk;
-  return { issuer, port, signingJwk: jwk, signIn: (o) => signIn(`http://127.0.0.1:${port}`, o), mint, publicJwk: { kty, n, e, kid, alg, use } };
-}
-
-/** The authorization code flow, as a browser and a BFF would run it, with a cookie jar. */
-async function signIn(base: string, o: SignInOptions): Promise<string> {
-  const clientId = o.clientId ?? 'bff-client';
-  const jar = new Map<string, string>();
-  const send = async (url: string, init: RequestInit = {}) => {
-    const res = await fetch(new URL(url, base), { ...init, redirect: 'manual', headers: { ...(init.headers as Record<string, string>), cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') } });
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(';');
-      const at = pair!.indexOf('=');
-      jar.set(pair!.slice(0, at), pair!.slice(at + 1));
-    }
-    return res;
-  };
-  const q = new URLSearchParams({ client_id: clientId, response_type: 'code', scope: 'openid', redirect_uri: REDIRECT_URI, state: 'st', ...(o.nonce !== undefined ? { nonce: o.nonce } : {}), ...(o.maxAge !== undefined ? { max_age: String(o.maxAge) } : {}) });
-  let res = await send(`/auth?${q}`);
-  for (let step = 0; step < 10; step++) {
-    const location = res.headers.get('location');
-    if (!location) throw new Error(`the provider answered ${res.status} without a redirect: ${(await res.text()).slice(0, 300)}`);
-    const next = new URL(location, base);
-    if (next.href.startsWith(REDIRECT_URI)) {
-      const code = next.searchParams.get('code');
-      if (!code) throw new Error(`no code in the callback: ${next.search}`);
-      const token = await fetch(new URL('/token', base), {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${clientId}:${CLIENT_SECRET}`).toString('base64')}` },
-        body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI }),
-      });
-      const body = await token.json() as { id_token?: string };
-      if (!body.id_token) throw new Error(`no id_token from the token endpoint: ${JSON.stringify(body)}`);
-      return body.id_token;
-    }
-    if (next.pathname.startsWith('/interaction/')) {
-      const page = await (await send(next.pathname)).text();
-      const prompt = /name="prompt" value="(\w+)"/.exec(page)?.[1] ?? 'login';
-      res = await send(next.pathname, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(prompt === 'login' ? { prompt, login: o.sub, password: 'x' } : { prompt }).toString() });
-    } else {
-      res = await send(next.pathname + next.search);
-    }
-  }
-  throw new Error('the sign-in did not finish');
+  return { issuer, port, signingJwk: jwk, signIn: (o) => codeFlowSignIn(`http://127.0.0.1:${port}`, o), mint, publicJwk: { kty, n, e, kid, alg, use } };
 }
 
 /** A loopback port with nothing listening: a server is started, its port read, and it is closed. */
