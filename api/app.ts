@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from '../common/logger.ts';
 import type { ApiConfig } from './config.ts';
 import { installErrorHandling } from './errors.ts';
+import { clientErrorHandler, frameworkErrorsHandler, MAX_PARAM_LENGTH } from './framework-errors.ts';
 import { healthRoutes } from './routes/health.ts';
 import { fundingRoutes } from './routes/v1/funding.ts';
 import { createGateways } from './gateways/gateway-setup.ts';
@@ -125,6 +126,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: opts.logger as FastifyBaseLogger,
     bodyLimit: opts.config.bodyLimitBytes,
+    // Errors Fastify or Node's parser raise before a route runs, in the one error model (api/framework-errors.ts).
+    // Path parameters may be as long as a request line is: an over-long id reaches its route, which
+    // authenticates first and then finds no such record.
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: frameworkErrorsHandler(opts.config.bodyLimitBytes),
+    clientErrorHandler,
     // Request lines are logged by the hooks below without the query string, which may carry an
     // upload signature or a claim token.
     logController: new LogController({ disableRequestLogging: true }),
