@@ -71,6 +71,7 @@ import { readExchangeKeyFile } from './member-auth/exchange-cipher.ts';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { strictValidatorCompiler } from './validation.ts';
+import { withFreeTextRules } from './text-input.ts';
 import { cachedSerializerFactory } from './response-serializers.ts';
 import { FROM_QUERY_TEXT } from '../core/api-schemas/query.ts';
 import { createHmac } from 'node:crypto';
@@ -237,7 +238,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     await app.register(async (v1) => {
       // Input is checked as sent: a number where a string belongs, or a string where a list belongs, is
       // refused rather than coerced (api/validation.ts; the platform API uses the same validator).
-      v1.setValidatorCompiler(strictValidatorCompiler);
+      v1.setValidatorCompiler(withFreeTextRules(strictValidatorCompiler));
       // The spec's status sets for the vault API have no 413 or 415: a body it cannot take is a bad request.
       v1.setErrorHandler((err: FastifyError, req, reply) => {
         if (err.statusCode === 415) return reply.code(400).send({ error: `the body must be sent as application/json (got Content-Type ${req.headers['content-type'] ?? 'none'})`, code: 'invalid_request' });
@@ -269,7 +270,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     await app.register(async (p) => {
       documentAs(p, 'platform API', 'bearer');
       // Strict input as on the vault API: no coercion, no defaults, unknown fields refused (docs/security.md).
-      p.setValidatorCompiler(strictValidatorCompiler);
+      p.setValidatorCompiler(withFreeTextRules(strictValidatorCompiler));
       await p.register(bearerAuth, { tenancy: platform.tenancy, mfa: platform.mfa, replayGuard: new ReplayGuard(platform.store), publicOrigin: opts.config.publicUrl, now });
       await p.register(webhookEndpointRoutes, { platform });
       await p.register(webhookDeliveryRoutes, { platform });
