@@ -104,11 +104,12 @@ export const accountHolderBankingRoutes: FastifyPluginAsyncTypebox<AccountHolder
     if (holder.status !== 'active') throw new CustodyError('account_holder_not_active', `the account holder is ${holder.status}; money is shown and moved for active (verified) holders only`);
     return holder;
   }
-  // The member session is authentication, read before the body (api/routes/v1/member-self.ts); the sandbox
-  // bank's calls refuse a production key before it.
+  // The member session is authentication, read before the body (api/routes/v1/member-self.ts). The sandbox
+  // bank's calls with a production key never read it: they are 403 sandbox_only (after the production
+  // signature), whatever the session.
   const BANK_ROUTES = new Set(['/account-holders/self/bank-balance', '/account-holders/self/checking-balance', '/account-holders/self/bank-transactions', '/account-holders/self/bank-transfers', '/account-holders/self/sandbox-banking-context']);
   const onRequest = async (req: FastifyRequest) => {
-    if (BANK_ROUTES.has((req.routeOptions.url ?? '').replace(/^\/v1/, ''))) HolderBanking.refuseProduction(principalOf(req).environment);
+    if (BANK_ROUTES.has((req.routeOptions.url ?? '').replace(/^\/v1/, '')) && principalOf(req).environment === 'production') return;
     await authenticateMember(req);
   };
   const self = { config: { permission: 'member_auth.session' as const }, onRequest, preValidation: refuseCallerIdentity };
