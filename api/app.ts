@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from '../common/logger.ts';
 import type { ApiConfig } from './config.ts';
 import { installErrorHandling } from './errors.ts';
+import { clientErrorHandler, frameworkErrorsHandler, MAX_PARAM_LENGTH } from './framework-errors.ts';
 import { healthRoutes } from './routes/health.ts';
 import { fundingRoutes } from './routes/v1/funding.ts';
 import { createGateways } from './gateways/gateway-setup.ts';
@@ -72,6 +73,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { completeDocument, type OpenApiDocument } from './openapi/document.ts';
 import { strictValidatorCompiler } from './validation.ts';
+import { withFreeTextRules } from './text-input.ts';
 import { cachedSerializerFactory } from './response-serializers.ts';
 import { FROM_QUERY_TEXT } from '../core/api-schemas/query.ts';
 import { createHmac } from 'node:crypto';
@@ -127,6 +129,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: opts.logger as FastifyBaseLogger,
     bodyLimit: opts.config.bodyLimitBytes,
+    // Errors Fastify or Node's parser raise before a route runs, in the one error model (api/framework-errors.ts).
+    // Path parameters may be as long as a request line is: an over-long id reaches its route, which
+    // authenticates first and then finds no such record.
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: frameworkErrorsHandler(opts.config.bodyLimitBytes),
+    clientErrorHandler,
     // Request lines are logged by the hooks below without the query string, which may carry an
     // upload signature or a claim token.
     logController: new LogController({ disableRequestLogging: true }),
@@ -239,7 +247,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     await app.register(async (v1) => {
       // Input is checked as sent: a number where a string belongs, or a string where a list belongs, is
       // refused rather than coerced (api/validation.ts; the platform API uses the same validator).
-      v1.setValidatorCompiler(strictValidatorCompiler);
+      v1.setValidatorCompiler(withFreeTextRules(strictValidatorCompiler));
       // The spec's status sets for the vault API have no 413 or 415: a body it cannot take is a bad request.
       v1.setErrorHandler((err: FastifyError, req, reply) => {
         if (err.statusCode === 415) return reply.code(400).send({ error: `the body must be sent as application/json (got Content-Type ${req.headers['content-type'] ?? 'none'})`, code: 'invalid_request' });
@@ -271,7 +279,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     await app.register(async (p) => {
       documentAs(p, 'platform API', 'bearer');
       // Strict input as on the vault API: no coercion, no defaults, unknown fields refused (docs/security.md).
-      p.setValidatorCompiler(strictValidatorCompiler);
+      p.setValidatorCompiler(withFreeTextRules(strictValidatorCompiler));
       await p.register(bearerAuth, { tenancy: platform.tenancy, mfa: platform.mfa, replayGuard: new ReplayGuard(platform.store), publicOrigin: opts.config.publicUrl, now });
       await p.register(webhookEndpointRoutes, { platform });
       await p.register(webhookDeliveryRoutes, { platform });

@@ -8,6 +8,7 @@ import { Type } from '@sinclair/typebox';
 import { CustodyError } from '../core/errors/custody-error.ts';
 import { httpStatusOfCode } from '../core/errors/http-status.ts';
 import { FieldValidationError, SchemaValidationError, fieldOfPointer, type FieldError } from './validation.ts';
+import { mapFrameworkError } from './framework-errors.ts';
 
 export { HTTP_STATUS_BY_CODE, HTTP_STATUS_BY_KIND } from '../core/errors/http-status.ts';
 
@@ -67,10 +68,18 @@ export function installErrorHandling(app: FastifyInstance): void {
       const fields: FieldError[] = [...seen].map(([field, reason]) => ({ field, reason }));
       return reply.code(400).send({ error: fields.map((f) => `${f.field}: ${f.reason}`).join('; ') || 'invalid request', code: 'invalid_request', fields });
     }
+    // Fastify's own errors (FST_ERR_…) in our words (api/framework-errors.ts); its code and text never leave.
+    const framework = mapFrameworkError(err, app.initialConfig.bodyLimit ?? 1048576);
+    if (framework) {
+      if (framework.status >= 500) req.log.error({ err }, 'framework error');
+      return reply.code(framework.status).send(framework.body);
+    }
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) {
-      const code = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : status === 429 ? 'rate_limited' : 'invalid_request';
-      return reply.code(status).send({ error: err.message, code });
+      // Another library's client error: its status kept, its message (which may echo the request) not.
+      const code = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : status === 429 ? 'rate_limited' : status === 404 ? 'not_found' : 'invalid_request';
+      req.log.info({ err }, 'client error');
+      return reply.code(status).send({ error: status === 404 ? 'not found' : 'the request could not be processed', code });
     }
     req.log.error({ err }, 'unhandled error');
     return reply.code(500).send(INTERNAL);

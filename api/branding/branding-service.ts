@@ -9,6 +9,7 @@ import type { Scope } from '../tenancy/scope.ts';
 import { productionWorkspaceOf } from '../tenancy/environments.ts';
 import { FieldValidationError, type FieldError } from '../validation.ts';
 import { BRANDING } from './collections.ts';
+import { isInvisibleOnly } from '../text-input.ts';
 
 const HEX = /^#[0-9A-Fa-f]{6}$/;
 const EMAIL = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
@@ -66,7 +67,7 @@ function freeTextProblem(v: string, max: number): string | undefined {
           : isBidiControl(cp) ? 'bidirectional override characters are not allowed'
             : ch === '<' || ch === '>' ? 'angle brackets are not allowed' : undefined;
   }
-  return length > max ? `at most ${max} characters` : problem;
+  return length > max ? `at most ${max} characters` : problem ?? (isInvisibleOnly(v) ? 'must contain a visible character' : undefined);
 }
 
 export const MAX_LINK_URL = 2048;
@@ -133,7 +134,7 @@ function checkThemePatch(patch: Record<string, unknown>, prefix: string, errors:
       case 'text': {
         const problem = typeof v === 'string' ? freeTextProblem(v, rule.max) : 'must be text';
         if (problem) reject(field, problem);
-        else out.push([name, v]);
+        else out.push([name, (v as string).normalize('NFC')]);
         break;
       }
       case 'email':
@@ -169,7 +170,7 @@ function checkThemePatch(patch: Record<string, unknown>, prefix: string, errors:
           const problem = typeof o[k] === 'string' ? freeTextProblem(o[k], 60) : 'must be text';
           if (problem) reject(`${field}.${k}`, problem);
         }
-        if (errors.length === before) out.push([name, Object.fromEntries(Object.entries(o))]);
+        if (errors.length === before) out.push([name, Object.fromEntries(Object.entries(o).map(([k, x]) => [k, (x as string).normalize('NFC')]))]);
         break;
       }
     }

@@ -1,10 +1,15 @@
-// Opaque, tamper-proof cursors (docs/platform/pagination.md). A cursor is base64url(JSON payload) "."
-// base64url(HMAC-SHA256(server key, payload)). The payload holds the list's name, its scope (workspace or
+// Opaque, tamper-proof cursors (docs/platform/pagination.md). A cursor is `c1.` base64url(nonce ||
+// XChaCha20-Poly1305(cursor key, payload, aad)), authenticated encryption under a key derived from the
+// server key (api/store/server-keys.ts), so a client reads nothing in it (not the workspace, not an id)
+// and changes nothing undetected. The payload holds the list's name, its scope (workspace or
 // organization), a hash of its filters and the position of the last item returned: its id on the
 // platform API, whose ids are time-ordered; `<created_at>/<id>` in an index of the vault API (indexPage).
-// A walk resumes strictly after that position, so concurrent inserts neither repeat nor hide an item that
-// existed before.
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+// The list's name and scope are also the associated data, so a cursor of another list or workspace does
+// not even decrypt. A walk resumes strictly after that position, so concurrent inserts neither repeat nor
+// hide an item that existed before.
+import { createHash, createHmac } from 'node:crypto';
+import { xchacha20poly1305 } from '@noble/ciphers/chacha.js';
+import { randomBytes } from '@noble/ciphers/utils.js';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { PageResult } from '../../core/api-schemas/page.ts';
 import type { RecordRepository } from './record-repository.ts';
@@ -17,30 +22,41 @@ function filterHash(filters: Record<string, unknown>): string {
   return createHash('sha256').update(JSON.stringify(keys.map((k) => [k, filters[k]]))).digest('base64url').slice(0, 22);
 }
 
-export class CursorCodec {
-  constructor(private readonly key: Uint8Array) {}
+/** The cursor format's version, its first part. */
+const VERSION = 'c1';
+const NONCE_BYTES = 24;
 
-  private mac(payload: string): Buffer {
-    return createHmac('sha256', this.key).update(payload).digest();
+export class CursorCodec {
+  private readonly aeadKey: Uint8Array;
+
+  /** `key`: the server's cursor key (or one derived from it per API); the encryption key is derived from it. */
+  constructor(key: Uint8Array) {
+    this.aeadKey = createHmac('sha256', key).update('pagination-cursor-aead-v1').digest();
+  }
+
+  private static aad(list: string, scope: string): Uint8Array {
+    return new TextEncoder().encode(`${VERSION}\x00${list}\x00${scope}`);
   }
 
   encode(list: string, scope: string, filters: Record<string, unknown>, after: string): string {
-    const payload = Buffer.from(JSON.stringify({ l: list, s: scope, f: filterHash(filters), a: after })).toString('base64url');
-    return `${payload}.${this.mac(payload).toString('base64url')}`;
+    const nonce = randomBytes(NONCE_BYTES);
+    const payload = new TextEncoder().encode(JSON.stringify({ l: list, s: scope, f: filterHash(filters), a: after }));
+    const sealed = xchacha20poly1305(this.aeadKey, nonce, CursorCodec.aad(list, scope)).encrypt(payload);
+    return `${VERSION}.${Buffer.concat([nonce, sealed]).toString('base64url')}`;
   }
 
-  /** The id to resume after, or undefined for the first page. Refuses forged cursors and changed filters. */
+  /** The id to resume after, or undefined for the first page. Refuses forged, foreign and other lists' cursors, and changed filters. */
   decode(cursor: string | undefined, list: string, scope: string, filters: Record<string, unknown>): string | undefined {
     if (cursor === undefined || cursor === '' || cursor === 'null') return undefined;
     const bad = () => new CustodyError('invalid_cursor', 'cursor is not valid for this list; start again without a cursor');
-    const [payload, sig, extra] = cursor.split('.');
-    if (!payload || !sig || extra !== undefined) throw bad();
-    const given = Buffer.from(sig, 'base64url');
-    const want = this.mac(payload);
-    if (given.length !== want.length || !timingSafeEqual(given, want)) throw bad();
+    const [version, body, extra] = cursor.split('.');
+    if (version !== VERSION || !body || extra !== undefined || !/^[A-Za-z0-9_-]+$/.test(body)) throw bad();
+    const bytes = Buffer.from(body, 'base64url');
+    if (bytes.length <= NONCE_BYTES + 16) throw bad();
     let p: { l?: unknown; s?: unknown; f?: unknown; a?: unknown };
     try {
-      p = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as typeof p;
+      const plain = xchacha20poly1305(this.aeadKey, bytes.subarray(0, NONCE_BYTES), CursorCodec.aad(list, scope)).decrypt(bytes.subarray(NONCE_BYTES));
+      p = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(plain)) as typeof p;
     } catch {
       throw bad();
     }

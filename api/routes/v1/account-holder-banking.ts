@@ -89,7 +89,7 @@ export interface AccountHolderBankingOptions {
 export const accountHolderBankingRoutes: FastifyPluginAsyncTypebox<AccountHolderBankingOptions> = async (app, { platform, vaults, chains, stablecoin }) => {
   const holders = new AccountHolderService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, clock: platform.clock });
   const sessions = new MemberSessions(platform.store, platform.audit, platform.clock);
-  const { refuseCallerIdentity, memberOfSession } = memberSelfCalls(platform.store, holders, sessions);
+  const { refuseCallerIdentity, memberOfSession, authenticateMember } = memberSelfCalls(platform.store, holders, sessions);
   const ledger = new PlatformLedger(platform.store, platform.clock);
   const banking = new HolderBanking({ store: platform.store, ledger, audit: platform.audit, cursors: platform.cursors, clock: platform.clock });
   const idempotent = new IdempotentRequests(platform.store, platform.clock);
@@ -104,7 +104,15 @@ export const accountHolderBankingRoutes: FastifyPluginAsyncTypebox<AccountHolder
     if (holder.status !== 'active') throw new CustodyError('account_holder_not_active', `the account holder is ${holder.status}; money is shown and moved for active (verified) holders only`);
     return holder;
   }
-  const self = { config: { permission: 'member_auth.session' as const }, preValidation: refuseCallerIdentity };
+  // The member session is authentication, read before the body (api/routes/v1/member-self.ts). The sandbox
+  // bank's calls with a production key never read it: they are 403 sandbox_only (after the production
+  // signature), whatever the session.
+  const BANK_ROUTES = new Set(['/account-holders/self/bank-balance', '/account-holders/self/checking-balance', '/account-holders/self/bank-transactions', '/account-holders/self/bank-transfers', '/account-holders/self/sandbox-banking-context']);
+  const onRequest = async (req: FastifyRequest) => {
+    if (BANK_ROUTES.has((req.routeOptions.url ?? '').replace(/^\/v1/, '')) && principalOf(req).environment === 'production') return;
+    await authenticateMember(req);
+  };
+  const self = { config: { permission: 'member_auth.session' as const }, onRequest, preValidation: refuseCallerIdentity };
   const needs = 'Needs X-SVC-Publishable-Key and X-Member-Session-Id; the holder is the session member\'s and must be active (409 account_holder_not_active).';
 
   app.get('/account-holders/self/balance', {

@@ -43,14 +43,14 @@ export interface AccountHolderExportOptions {
 export const accountHolderExportRoutes: FastifyPluginAsyncTypebox<AccountHolderExportOptions> = async (app, { platform, publicOrigin }) => {
   const holders = new AccountHolderService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, clock: platform.clock });
   const sessions = new MemberSessions(platform.store, platform.audit, platform.clock);
-  const { refuseCallerIdentity, memberOfSession } = memberSelfCalls(platform.store, holders, sessions);
+  const { refuseCallerIdentity, memberOfSession, authenticateMember } = memberSelfCalls(platform.store, holders, sessions);
   const idempotent = new IdempotentRequests(platform.store, platform.clock);
   // Read when the app is ready, so a test can take the runtime over (manual, its own queue) before that.
   const jobs = () => holderExportJobs(platform);
   app.addHook('onReady', async () => jobs().start());
   app.addHook('onClose', async () => jobs().stop());
   const originOf = (req: { headers: { host?: string | undefined } }) => publicOrigin ?? `http://${req.headers.host ?? 'localhost'}`;
-  const self = { config: { permission: 'member_auth.session' as const }, preValidation: refuseCallerIdentity };
+  const self = { config: { permission: 'member_auth.session' as const }, onRequest: authenticateMember, preValidation: refuseCallerIdentity };
   const needs = 'Needs X-SVC-Publishable-Key and X-Member-Session-Id; the holder is the session member\'s.';
 
   app.post('/account-holders/self/data-exports', {

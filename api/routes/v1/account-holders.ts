@@ -145,7 +145,7 @@ export const accountHolderRoutes: FastifyPluginAsyncTypebox<{ platform: Platform
 
   // The member self calls, registered before /account-holders/:id so `self` is never read as an id.
   // Rule 5: after the bearer key and permission, before validation: a caller naming the member or the holder is refused.
-  const { refuseCallerIdentity, memberOfSession } = memberSelfCalls(platform.store, holders, sessions);
+  const { refuseCallerIdentity, memberOfSession, authenticateMember } = memberSelfCalls(platform.store, holders, sessions);
 
   /** The holder linked to the session's member, after the session is validated exactly as GET /member-auth/session does. */
   async function holderOfSession(req: FastifyRequest): Promise<AccountHolderRecord> {
@@ -154,7 +154,7 @@ export const accountHolderRoutes: FastifyPluginAsyncTypebox<{ platform: Platform
   const selfSecurity: Record<string, string[]>[] = [{ bearer: [] }];
 
   app.get('/account-holders/self/verification', {
-    config: { permission: 'member_auth.session' }, preValidation: refuseCallerIdentity,
+    config: { permission: 'member_auth.session' }, onRequest: authenticateMember, preValidation: refuseCallerIdentity,
     schema: {
       summary: 'The session member\'s account holder: its status and verification status (ids and states only)',
       description: 'Needs X-SVC-Publishable-Key and X-Member-Session-Id. 404 account_holder_not_linked when the member has no open holder.',
@@ -166,7 +166,7 @@ export const accountHolderRoutes: FastifyPluginAsyncTypebox<{ platform: Platform
   });
 
   app.get('/account-holders/self/consents', {
-    config: { permission: 'member_auth.session' }, preValidation: refuseCallerIdentity,
+    config: { permission: 'member_auth.session' }, onRequest: authenticateMember, preValidation: refuseCallerIdentity,
     schema: {
       summary: 'The workspace\'s current policies (terms, privacy) and what the session member\'s holder accepted',
       tags: TAGS, security: selfSecurity, response: { 200: Consents, ...errors },
@@ -177,7 +177,7 @@ export const accountHolderRoutes: FastifyPluginAsyncTypebox<{ platform: Platform
   });
 
   app.post('/account-holders/self/consents', {
-    config: { permission: 'member_auth.session' }, preValidation: refuseCallerIdentity,
+    config: { permission: 'member_auth.session' }, onRequest: authenticateMember, preValidation: refuseCallerIdentity,
     schema: {
       summary: 'Accept the current versions of the workspace\'s policies for the session member\'s holder',
       description: 'Body `{ accepted: [{ policy, version }] }` naming every current policy at its current version; otherwise 409 consent_version_mismatch and nothing is recorded.',
@@ -197,7 +197,7 @@ export const accountHolderRoutes: FastifyPluginAsyncTypebox<{ platform: Platform
   };
 
   app.get('/account-holders/self/wallets', {
-    config: { permission: 'member_auth.session' }, preValidation: refuseCallerIdentity,
+    config: { permission: 'member_auth.session' }, onRequest: authenticateMember, preValidation: refuseCallerIdentity,
     schema: {
       summary: 'The session member\'s holder\'s wallets: the wallets of its linked hosted vault, oldest first',
       description: 'Needs X-SVC-Publishable-Key and X-Member-Session-Id. Empty until a vault is linked (POST /account-holders/self/wallet-provision). The wallet view is GET /wallets/{walletId}\'s.',
@@ -206,7 +206,7 @@ export const accountHolderRoutes: FastifyPluginAsyncTypebox<{ platform: Platform
   }, async (req) => walletPage(req, await holderOfSession(req)));
 
   app.get('/account-holders/self/wallet-readiness', {
-    config: { permission: 'member_auth.session' }, preValidation: refuseCallerIdentity,
+    config: { permission: 'member_auth.session' }, onRequest: authenticateMember, preValidation: refuseCallerIdentity,
     schema: {
       summary: 'Whether the session member\'s holder has its wallets: its vault, the wallet of each chain asked for, and the chains still missing',
       description: 'status: not_provisioned (no vault linked), vault_creating (the vault has no key yet), wallets_pending (the vault has its key; call wallet-provision again to derive the missing chains), ready, vault_failed (key generation failed or the vault was deleted). docs/platform/account-holders.md "Wallets".',
@@ -215,7 +215,7 @@ export const accountHolderRoutes: FastifyPluginAsyncTypebox<{ platform: Platform
   }, async (req) => holderWallets.readiness(await holderOfSession(req)));
 
   app.post('/account-holders/self/wallet-provision', {
-    config: { permission: 'member_auth.session' }, preValidation: refuseCallerIdentity,
+    config: { permission: 'member_auth.session' }, onRequest: authenticateMember, preValidation: refuseCallerIdentity,
     schema: {
       summary: 'Link a hosted vault the customer created for the session member to its holder, and derive its wallets on the chains asked for',
       description: 'The platform API never creates a vault: the customer\'s backend creates it with a signed POST /v1/vaults (tier hosted, end_user_subject = the member\'s provider subject). '

@@ -3,6 +3,7 @@
 // workspace bearer key: tokenization.read for reads and compile-preview, tokenization.manage for schemas,
 // bindings, rebinds and attesters, tokenization.operate for field values and attestations. Every POST that
 // creates or changes something takes a required Idempotency-Key: the same key and body answer the same.
+import { TEXT_KIND } from '../../text-input.ts';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ErrorBody } from '../../errors.ts';
@@ -153,7 +154,7 @@ export const rwaSchemaRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; rw
   schemaChange<{ name?: string; description?: string; json_schema?: Record<string, unknown>; template?: string }>('draft',
     'Write the asset schema\'s draft: create the schema, replace its open draft, or open its next version',
     'Exactly one of `json_schema` (JSON Schema draft 2020-12) and `template` (an id of GET /rwa/asset-schemas/templates). The document is compiled by ajv first: one it refuses, or over the limits, is 422 asset_schema_invalid and nothing is stored.',
-    { name: Type.Optional(Type.String({ minLength: 1, maxLength: 120 })), description: Type.Optional(Type.String({ maxLength: 2000 })), json_schema: Type.Optional(JsonSchemaDoc), template: Type.Optional(Type.String({ maxLength: 64 })) },
+    { name: Type.Optional(Type.String({ minLength: 1, maxLength: 120 })), description: Type.Optional(Type.String({ maxLength: 2000, [TEXT_KIND]: 'multiline' })), json_schema: Type.Optional(JsonSchemaDoc), template: Type.Optional(Type.String({ maxLength: 64 })) },
     (scope, actor, id, b) => schemas.draft(scope, actor, id, b));
 
   schemaChange<{ version?: number; expect_sha256?: string }>('publish',
@@ -171,7 +172,7 @@ export const rwaSchemaRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; rw
   schemaChange<{ name?: string; description?: string; json_schema: Record<string, unknown> }>('upload-publish',
     'Upload a JSON Schema and publish it as the asset schema\'s next version at once',
     'Creates the schema when the id is new. Refused (409 conflict) while a draft is open. One ajv refuses is 422 asset_schema_invalid, nothing stored.',
-    { name: Type.Optional(Type.String({ minLength: 1, maxLength: 120 })), description: Type.Optional(Type.String({ maxLength: 2000 })), json_schema: JsonSchemaDoc },
+    { name: Type.Optional(Type.String({ minLength: 1, maxLength: 120 })), description: Type.Optional(Type.String({ maxLength: 2000, [TEXT_KIND]: 'multiline' })), json_schema: JsonSchemaDoc },
     (scope, actor, id, b) => schemas.uploadPublish(scope, actor, id, b));
 
   app.post('/rwa/asset-schemas/:id/compile-preview', {

@@ -41,9 +41,16 @@ t.test('limit default 25, max 100; forged, truncated and cross-list cursors; cha
   t.same(second, { data: second.data, next_cursor: null, has_more: false });
   t.equal((await s.call('GET', '/v1/webhook-endpoints?limit=101')).statusCode, 400);
   t.equal((await s.call('GET', '/v1/webhook-endpoints?limit=0')).statusCode, 400);
-  const [payload, sig] = (first.next_cursor as string).split('.');
-  const forgedPayload = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString()), a: 'whe_0' })).toString('base64url');
-  for (const c of [`${forgedPayload}.${sig}`, payload!, `${payload}.${sig}x`, 'garbage']) {
+  // Opaque: authenticated encryption, so neither the workspace nor the position can be read from it.
+  const [version, sealed] = (first.next_cursor as string).split('.');
+  t.equal(version, 'c1');
+  const readable = Buffer.from(sealed!, 'base64url').toString('latin1');
+  t.notMatch(readable, s.sandbox.id, 'the cursor does not expose the workspace id');
+  t.notMatch(readable, first.data[24].id, 'nor the last id');
+  const bytes = Buffer.from(sealed!, 'base64url');
+  const flipped = Buffer.from(bytes);
+  flipped[bytes.length - 20]! ^= 1;
+  for (const c of [`c1.${flipped.toString('base64url')}`, `c1.${bytes.subarray(0, bytes.length - 1).toString('base64url')}`, `c2.${sealed}`, sealed!, `${first.next_cursor}.x`, 'garbage']) {
     const r = await s.call('GET', `/v1/webhook-endpoints?cursor=${encodeURIComponent(c)}`);
     t.equal(r.statusCode, 400);
     t.equal(r.json().code, 'invalid_cursor');
