@@ -14,7 +14,7 @@ import { DestinationPolicy } from './destination-policy.ts';
 import { OutboundHttp, type HostLookup, type OutboundErrorCategory, type OutboundResult } from './outbound-http.ts';
 import { DeliveryQueue } from './delivery-queue.ts';
 import { WEBHOOK_ENDPOINTS } from './collections.ts';
-import { IDEMPOTENCY } from '../idempotency.ts';
+import { IDEMPOTENCY, IDEMPOTENCY_WINDOW_MS, markReplayed, withinWindow } from '../idempotency.ts';
 
 export interface EndpointRecord {
   id: string;
@@ -61,6 +61,8 @@ export interface WebhookEndpointsOptions {
   lookup?: HostLookup;
   /** The endpoints' delivery queues (shared with the delivery engine); one is made when absent. */
   queue?: DeliveryQueue;
+  /** How long a test call's stored result answers its Idempotency-Key (api/idempotency.ts; default 24 h). */
+  idempotencyWindowMs?: number;
 }
 
 export const MAX_URL = 2048;
@@ -235,8 +237,12 @@ export class WebhookEndpoints {
     const e = await this.get(scope, id);
     const idemId = idempotencyKey ? `${scope.workspace}\x00test\x00${id}\x00${idempotencyKey}` : undefined;
     if (idemId) {
-      const prior = (await IDEMPOTENCY.in(this.o.store).get(idemId)) as TestResult | undefined;
-      if (prior) return prior;
+      // The stored result answers for the idempotency window (api/idempotency.ts), then the key is new.
+      const prior = (await IDEMPOTENCY.in(this.o.store).get(idemId)) as (TestResult & { created_at?: string }) | undefined;
+      if (prior && withinWindow(prior.created_at, this.clock(), this.o.idempotencyWindowMs ?? IDEMPOTENCY_WINDOW_MS)) {
+        markReplayed();
+        return { delivered: prior.delivered, status_code: prior.status_code, duration_ms: prior.duration_ms, error: prior.error };
+      }
     }
     const eventId = newId('evt', this.clock());
     const envelope = {
@@ -245,7 +251,7 @@ export class WebhookEndpoints {
     };
     const r = await this.post(e.url, this.signedRequest(e, envelope, newId('cor', this.clock())));
     const result: TestResult = { delivered: r.delivered, status_code: r.status_code, duration_ms: r.duration_ms, error: r.error };
-    if (idemId) await IDEMPOTENCY.in(this.o.store).put(idemId, result);
+    if (idemId) await IDEMPOTENCY.in(this.o.store).put(idemId, { ...result, created_at: new Date(this.clock()).toISOString() });
     return result;
   }
 }
