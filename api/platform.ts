@@ -43,6 +43,8 @@ export async function createPlatform(store: RecordRepository, opts: { emailProvi
   webhookAllowedDestinations?: readonly string[]; webhookLookup?: HostLookup;
   /** Each delivery attempt's outcome, for the metrics (api/metrics/webhook-metrics.ts). */
   onDeliveryOutcome?: (outcome: DeliveryOutcome) => void;
+  /** Uniform in [0, 1) for the retry jitter (Math.random by default). */
+  webhookRandom?: () => number;
   /** API_IDEMPOTENCY_WINDOW_S in ms; 24 hours by default. */
   idempotencyWindowMs?: number } = {}): Promise<Platform> {
   const clock = opts.clock ?? Date.now;
@@ -57,7 +59,7 @@ export async function createPlatform(store: RecordRepository, opts: { emailProvi
   const audit = new AuditLog(store, clock);
   const endpoints = new WebhookEndpoints({ store, cursors, audit, signingSeed: keys.webhookSeed, clock, idempotencyWindowMs, ...(opts.webhookTimeoutMs ? { timeoutMs: opts.webhookTimeoutMs } : {}),
     destinations: DestinationPolicy.fromAllowList(opts.webhookAllowedDestinations ?? []), ...(opts.webhookLookup ? { lookup: opts.webhookLookup } : {}) });
-  const deliveries = new DeliveryEngine({ store, endpoints, cursors, clock, ...(opts.schedule ? { schedule: opts.schedule } : {}), ...(opts.concurrency ? { concurrency: opts.concurrency } : {}), ...(opts.onDeliveryOutcome ? { onOutcome: opts.onDeliveryOutcome } : {}) });
+  const deliveries = new DeliveryEngine({ store, endpoints, cursors, clock, ...(opts.schedule ? { schedule: opts.schedule } : {}), ...(opts.concurrency ? { concurrency: opts.concurrency } : {}), ...(opts.onDeliveryOutcome ? { onOutcome: opts.onDeliveryOutcome } : {}), ...(opts.webhookRandom ? { random: opts.webhookRandom } : {}) });
   // Rows queued by an earlier version (one global queue) move to their endpoints' queues; idempotent.
   await deliveries.migrate();
   return { store, keys, clock, idempotencyWindowMs, cursors, audit, endpoints, deliveries, emailDomains: new EmailDomains(store, audit, opts.emailProvider, clock), objects: opts.objectStore ?? new DirectoryObjectStore(opts.objectDir ?? 'objects', createHmac('sha256', keys.cursorKey).update('object-store').digest()), branding: new BrandingService(store, audit, keys.cursorKey, clock), tenancy, gatewayReadiness: NO_GATEWAYS, mfa: new MfaTokens(keys.mfaKey, store) };

@@ -22,7 +22,7 @@ const R: Row[] = [
   ['verification.holder.rejected', true, 'Holder verification rejected; no reason is given.', { account_holder_id: 'ah_01', status: 'rejected' }],
   ['verification.holder.expired', true, 'Holder verification lapsed past its expiry.', { account_holder_id: 'ah_01', status: 'expired' }],
   ['tokenization.operation.failed', false, 'A privileged tokenization operation failed; reason tells an on-chain revert (onchain_revert, error: the decoded revert) from an engine error (engine_error, error: what failed).', { token_id: 'tok_01', operation_id: 'op_01', kind: 'mint', reason: 'onchain_revert', error: 'MintCapExceeded(minter=0x…, requested=5, remaining=2)' }],
-  ['webhook.endpoint.disabled', false, 'An endpoint was disabled; its deliveries pause until it is re-enabled.', { endpoint_id: 'whe_01', enabled: false }],
+  ['webhook.endpoint.disabled', false, 'An endpoint was disabled; its deliveries pause until it is re-enabled. reason: requested (PATCH enabled false) or gone (the receiver answered 410 Gone).', { endpoint_id: 'whe_01', enabled: false, reason: 'gone' }],
   ['webhook.secret.rotated', false, 'An endpoint secret was rotated; the previous one stays valid for the overlap.', { endpoint_id: 'whe_01', previous_valid_until: '2026-01-02T00:00:00.000Z' }],
   ['webhook.test', false, 'Synthetic event from the test operation; real activity never produces it.', { endpoint_id: 'whe_01', message: 'test event' }],
   // described by the spec, named here

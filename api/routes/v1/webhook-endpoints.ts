@@ -92,7 +92,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
     const before = await ep.get(scope, req.params.id);
     const after = await ep.patch(scope, actorOf(req), req.params.id, req.body ?? {});
     if (before.enabled && !after.enabled) {
-      await platform.deliveries.emit(scope, 'webhook.endpoint.disabled', { type: 'webhook_endpoint', id: after.id }, actorOf(req), { endpoint_id: after.id, enabled: false });
+      await platform.deliveries.emit(scope, 'webhook.endpoint.disabled', { type: 'webhook_endpoint', id: after.id }, actorOf(req), { endpoint_id: after.id, enabled: false, reason: 'requested' });
     }
     return ep.view(after, true);
   });
