@@ -81,6 +81,7 @@ import { CursorCodec } from './store/pagination.ts';
 import { loadServerKeys } from './store/server-keys.ts';
 import { operatorRoutes } from './routes/operator.ts';
 import { walletRoutes } from './routes/v1/wallets.ts';
+import { installReplayHeader } from './idempotency.ts';
 import { WalletService } from './wallets/wallet-service.ts';
 import { CustomerLinks } from './customers/customer-links.ts';
 import type { Chains } from './transactions/transaction-worker.ts';
@@ -147,6 +148,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     schemaController: { compilersFactory: { buildSerializer: cachedSerializerFactory } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   installErrorHandling(app);
+  // Idempotent-Replayed: true on an answer replayed under an Idempotency-Key (api/idempotency.ts).
+  installReplayHeader(app);
   if (opts.metrics) installHttpMetrics(app, opts.metrics);
   // Both APIs share one store (server.ts); readiness and the queue metrics read it.
   const store = opts.vaults?.store ?? opts.platform?.store;
@@ -369,7 +372,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       // RWA documents and metadata (docs/platform/rwa.md "Documents and metadata"): documents read by grantees only,
       // ERC-721 / ERC-1155 / ERC-7572 metadata from the token records and their public fields.
       const rwaDocuments = createRwaDocuments(platform, tokenization, appendLog, opts.rwaTokenFields ?? rwaSchemas.fields);
-      await p.register(rwaDocumentsRoutes, { ...rwaDocuments, store: platform.store, clock: platform.clock, publicOrigin: opts.config.publicUrl });
+      await p.register(rwaDocumentsRoutes, { ...rwaDocuments, store: platform.store, clock: platform.clock, idempotencyWindowMs: platform.idempotencyWindowMs, publicOrigin: opts.config.publicUrl });
       // RWA holders (docs/platform/rwa.md "Holders, eligibility, lockups and the cap table"): eligibility and
       // lockups through each token's access registry, the cap table from the indexed Transfer history.
       const rwaHolders = createRwaHolders(platform, tokenization, appendLog);
@@ -386,7 +389,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       });
       if (vaults && opts.transactions) {
         const wallets = new WalletService({ vaults, transactions: opts.transactions, chains: opts.chains, links: new CustomerLinks(vaults.store), audit: platform.audit });
-        await p.register(walletRoutes, { wallets, store: vaults.store, cursors: platform.cursors, clock: platform.clock });
+        await p.register(walletRoutes, { wallets, store: vaults.store, cursors: platform.cursors, clock: platform.clock, idempotencyWindowMs: platform.idempotencyWindowMs });
         // Member actions: a member's fresh proof for one exact transaction (docs/platform/member-actions.md).
         const memberActions = await createMemberActions(p, {
           platform, transactions: opts.transactions, publicOrigin: opts.config.publicUrl,

@@ -22,6 +22,7 @@ import { serveMetrics } from '../common/metrics/metrics-server.ts';
 import { webhookDeliveryMetrics } from './metrics/webhook-metrics.ts';
 import { MemberAuthRetention } from './member-auth/member-auth-retention.ts';
 import { pruneQuotes } from './payments/payment-quotes.ts';
+import { pruneIdempotency } from './idempotency.ts';
 
 await runMain('api', async () => {
   const config = loadApiConfig();
@@ -53,7 +54,7 @@ await runMain('api', async () => {
   const emailProvider = emailProviderFromConfig(config);
   const objectStore = objectStoreFromConfig(config);
   const metrics = createMetricsRegistry();
-  const platform = await createPlatform(store, { objectDir: join(config.dataDir, 'objects'), ...(emailProvider ? { emailProvider } : {}), ...(objectStore ? { objectStore } : {}), webhookAllowedDestinations: config.webhookAllowedDestinations, onDeliveryOutcome: webhookDeliveryMetrics(metrics) });
+  const platform = await createPlatform(store, { objectDir: join(config.dataDir, 'objects'), ...(emailProvider ? { emailProvider } : {}), ...(objectStore ? { objectStore } : {}), webhookAllowedDestinations: config.webhookAllowedDestinations, onDeliveryOutcome: webhookDeliveryMetrics(metrics), idempotencyWindowMs: config.idempotencyWindowS * 1000 });
   if (config.webhookAllowedDestinations.length) log.warn({ allowed: config.webhookAllowedDestinations }, 'webhooks may reach these non-public or plain-http destinations (API_WEBHOOK_ALLOWED_DESTINATIONS)');
   const app = await buildApp({ config, logger: log, coordinator, vaults, transactions, platform, chains, metrics });
   const address = await app.listen({ host: config.host, port: config.port });
@@ -73,6 +74,8 @@ await runMain('api', async () => {
   // Payment quotes a day past their expiry (api/payments/payment-quotes.ts), hourly with the sweep.
   const quoteTimer = setInterval(() => {
     pruneQuotes(store, platform.clock()).catch((err: unknown) => log.warn({ category: (err as { code?: string }).code ?? 'error' }, 'payment quote pruning failed'));
+    // Idempotency records past their window (api/idempotency.ts).
+    pruneIdempotency(store, platform.clock(), platform.idempotencyWindowMs).catch((err: unknown) => log.warn({ category: (err as { code?: string }).code ?? 'error' }, 'idempotency record pruning failed'));
   }, config.memberAuthSweepIntervalS * 1000);
   quoteTimer.unref();
   return {

@@ -18,7 +18,7 @@ import { WEBHOOK_EVENTS } from '../webhooks/collections.ts';
 
 /**
  * The webhook event an outbox event is delivered as; undefined for one the catalog has no name for
- * (api_key.*, node.*, transaction.checks, transaction.final, vault.failed, ...), which the relay
+ * (api_key.*, node.*, transaction.checks, vault.reshare.pending, ...), which the relay
  * consumes without delivering. A rejected transaction is the catalog's transaction.failed with state
  * `rejected` (the catalog's failure event names its reason, e.g. policy_denied).
  */

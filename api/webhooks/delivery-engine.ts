@@ -57,6 +57,14 @@ export const DEFAULT_SCHEDULE = [0, 60, 300, 1800, 10_800, 43_200, 86_400];
 export const PERMANENT_4XX = new Set([400, 405, 410, 413, 415, 422]);
 export const RETENTION_MS = 30 * 24 * 3600_000;
 
+/** A Retry-After value (delay-seconds or an HTTP date) as milliseconds from `nowMs`; null when unreadable. */
+export function retryAfterMs(value: string, nowMs: number): number | null {
+  const v = value.trim();
+  if (/^\d{1,10}$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isFinite(at) && /[a-z]/i.test(v) ? Math.max(0, at - nowMs) : null;
+}
+
 export interface DeliveryEngineOptions {
   store: RecordRepository;
   endpoints: WebhookEndpoints;
@@ -75,6 +83,8 @@ export interface DeliveryEngineOptions {
   maxEndpointsServing?: number;
   /** Told the status each attempt leaves its row in (the delivery metrics, api/metrics/webhook-metrics.ts). */
   onOutcome?: (outcome: DeliveryOutcome) => void;
+  /** Uniform in [0, 1): the retry jitter (Math.random by default; tests fix it). */
+  random?: () => number;
 }
 
 /** What an attempt did: delivered, failed (retried later), or dead-lettered (`dlq`: given up, or its endpoint is gone). */
@@ -91,6 +101,7 @@ const turnLock = (endpointId: string): string => `webhook-turn:${endpointId}`;
 export class DeliveryEngine {
   private readonly clock: () => number;
   private readonly schedule: number[];
+  private readonly random: () => number;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = true;
@@ -109,6 +120,7 @@ export class DeliveryEngine {
   constructor(private readonly o: DeliveryEngineOptions) {
     this.clock = o.clock ?? Date.now;
     this.schedule = o.schedule ?? DEFAULT_SCHEDULE;
+    this.random = o.random ?? Math.random;
     this.queue = o.endpoints.queue;
     this.slots = new FairSlots(o.concurrency ?? 16, o.perTenantConcurrency);
   }
@@ -325,6 +337,13 @@ export class DeliveryEngine {
         return true;
       }
       const permanent = r.status_code !== null && PERMANENT_4XX.has(r.status_code);
+      if (r.status_code === 410) {
+        // Gone: the receiver says the endpoint no longer exists. The row dead-letters and the endpoint is
+        // disabled (webhook.endpoint.disabled, reason gone) so nothing more is sent until it is enabled.
+        await this.gone(d, endpoint.id, this.ops({ ...base, status: 'dlq', next_retry_at: null, queue_key: null }, d.queue_key), attempts);
+        this.o.onOutcome?.('dlq');
+        return true;
+      }
       if (permanent || attempts >= this.schedule.length) {
         const dead: DeliveryRecord = { ...base, status: 'dlq', next_retry_at: null, queue_key: null };
         const w = this.ops(dead, d.queue_key);
@@ -337,7 +356,7 @@ export class DeliveryEngine {
         this.o.onOutcome?.('dlq');
         return true;
       }
-      const at = nowMs + this.schedule[attempts]! * 1000;
+      const at = nowMs + this.retryDelayMs(attempts, r.status_code, r.retry_after, nowMs);
       await this.commit(this.ops({ ...base, status: 'failed', next_retry_at: new Date(at).toISOString(), queue_key: this.queueKey(d.endpoint_id, at, d.id) }, d.queue_key));
       this.o.onOutcome?.('failed');
       return true;
@@ -366,6 +385,42 @@ export class DeliveryEngine {
       from = batch[batch.length - 1]!.id;
     }
     return pageOf(this.o.cursors, out, limit, 'webhook_deliveries', scope.workspace, filters);
+  }
+
+  /**
+   * The wait before attempt `attempts + 1`: full jitter on the schedule (uniformly random between 0 and
+   * the step), and, when the failed answer was a 429 or 503 with a Retry-After (seconds or an HTTP
+   * date), at least that, bounded by the schedule's longest step.
+   */
+  private retryDelayMs(attempts: number, status: number | null, retryAfter: string | undefined, nowMs: number): number {
+    const step = this.schedule[attempts]! * 1000;
+    const jittered = Math.floor(this.random() * (step + 1));
+    const asked = (status === 429 || status === 503) && retryAfter !== undefined ? retryAfterMs(retryAfter, nowMs) : null;
+    if (asked === null) return jittered;
+    return Math.max(jittered, Math.min(asked, Math.max(...this.schedule) * 1000));
+  }
+
+  /** A 410 Gone: the row dead-letters and, unless it was already, the endpoint is disabled; in one batch with their events. */
+  private async gone(d: DeliveryRecord, endpointId: string, dead: Write, attempts: number): Promise<void> {
+    const scope = { tenant: d.tenant, workspace: d.workspace };
+    const system = { type: 'system' as const, id: 'delivery-engine' };
+    await this.o.store.exclusive(`webhook-endpoint-gone:${endpointId}`, async () => {
+      const endpoint = await WEBHOOK_ENDPOINTS.in(this.o.store).get(endpointId);
+      const events: Parameters<DeliveryEngine['emitAll']>[1] = [];
+      const ops = [...dead.ops];
+      const changes = [...dead.changes];
+      if (d.event_type !== 'webhook.delivery.dead_lettered') {
+        events.push({ type: 'webhook.delivery.dead_lettered', resource: { type: 'webhook_delivery', id: d.id }, actor: system, data: { delivery_id: d.id, endpoint_id: d.endpoint_id, event_id: d.event_id, attempt_count: attempts } });
+      }
+      if (endpoint?.enabled) {
+        const w = this.o.endpoints.goneWrites(endpoint);
+        ops.push(...w.ops);
+        changes.push(w.change);
+        events.push({ type: 'webhook.endpoint.disabled', resource: { type: 'webhook_endpoint', id: endpointId }, actor: system, data: { endpoint_id: endpointId, enabled: false, reason: 'gone' } });
+      }
+      if (events.length) await this.emitAll(scope, events, ops, changes);
+      else await this.commit({ ops, changes });
+    });
   }
 
   /** Replay: the row goes back to pending with a fresh budget (attempt_count 0, the schedule from its start). */

@@ -22,7 +22,7 @@ const R: Row[] = [
   ['verification.holder.rejected', true, 'Holder verification rejected; no reason is given.', { account_holder_id: 'ah_01', status: 'rejected' }],
   ['verification.holder.expired', true, 'Holder verification lapsed past its expiry.', { account_holder_id: 'ah_01', status: 'expired' }],
   ['tokenization.operation.failed', false, 'A privileged tokenization operation failed; reason tells an on-chain revert (onchain_revert, error: the decoded revert) from an engine error (engine_error, error: what failed).', { token_id: 'tok_01', operation_id: 'op_01', kind: 'mint', reason: 'onchain_revert', error: 'MintCapExceeded(minter=0x…, requested=5, remaining=2)' }],
-  ['webhook.endpoint.disabled', false, 'An endpoint was disabled; its deliveries pause until it is re-enabled.', { endpoint_id: 'whe_01', enabled: false }],
+  ['webhook.endpoint.disabled', false, 'An endpoint was disabled; its deliveries pause until it is re-enabled. reason: requested (PATCH enabled false) or gone (the receiver answered 410 Gone).', { endpoint_id: 'whe_01', enabled: false, reason: 'gone' }],
   ['webhook.secret.rotated', false, 'An endpoint secret was rotated; the previous one stays valid for the overlap.', { endpoint_id: 'whe_01', previous_valid_until: '2026-01-02T00:00:00.000Z' }],
   ['webhook.test', false, 'Synthetic event from the test operation; real activity never produces it.', { endpoint_id: 'whe_01', message: 'test event' }],
   // described by the spec, named here
@@ -32,6 +32,7 @@ const R: Row[] = [
   // vault API
   ['vault.created', false, 'A vault was requested; key generation is under way.', { vault_id: 'vlt_01', tier: 'hosted', state: 'creating' }],
   ['vault.activated', false, 'Key generation finished; the vault can sign.', { vault_id: 'vlt_01', state: 'active' }],
+  ['vault.failed', false, 'Key generation failed for good; the vault cannot sign (code: the enumerated cause; retry with the vault API).', { vault_id: 'vlt_01', state: 'failed', code: 'no_customer_node' }],
   ['vault.frozen', false, 'A vault was frozen; it signs nothing until unfrozen.', { vault_id: 'vlt_01', state: 'frozen' }],
   ['vault.unfrozen', false, 'A frozen vault was returned to service.', { vault_id: 'vlt_01', state: 'active' }],
   ['vault.reshare.started', false, 'A key reshare to a new committee began.', { vault_id: 'vlt_01', state: 'resharing', rotation: 2 }],
@@ -41,12 +42,12 @@ const R: Row[] = [
   ['transaction.signed', false, 'The cluster produced the signature.', { transaction_id: 'txn_01', status: 'signed' }],
   ['transaction.broadcast', false, 'A signed transaction was broadcast.', { transaction_id: 'txn_01', status: 'broadcast', tx_hash: '0xabc1' }],
   ['transaction.confirmed', false, 'A broadcast transaction confirmed on-chain.', { transaction_id: 'txn_01', status: 'confirmed', confirmations: 12 }],
+  ['transaction.final', false, 'A confirmed transaction reached the chain\'s finality depth: it will not be reorganized away.', { transaction_id: 'txn_01', vault_id: 'vlt_01', status: 'final', tx_hash: '0xabc1', confirmations: 64 }],
   ['transaction.failed', false, 'A transaction failed; reason is an enumerated code.', { transaction_id: 'txn_01', status: 'failed', reason: 'policy_denied' }],
   // account_holders
   ['account_holder.created', true, 'An account holder was created (pending verification).', { account_holder_id: 'ah_01', status: 'pending_verification', verification_status: 'unverified', version: 1 }],
   ['account_holder.updated', true, 'An account holder changed (fields, member link, status or verification status); read it for the new values.', { account_holder_id: 'ah_01', status: 'active', verification_status: 'verified', version: 3 }],
   ['account_holder.consent.accepted', true, 'An account holder accepted the current tenant policies.', { account_holder_id: 'ah_01', consent_id: 'cns_01' }],
-  ['account_holder.data_export.ready', true, 'A requested data export is ready.', { account_holder_id: 'ah_01', export_id: 'dex_01', status: 'ready' }],
   ['contact.created', true, 'A contact was created.', { contact_id: 'con_01', account_holder_id: 'ah_01' }],
   // payment
   ['payment.created', false, 'A payment was created; it waits for the payer member\'s approval. Amounts in base units of the asset.', { payment_id: 'pay_01', status: 'requires_authorization', account_holder_id: 'ah_01', amount: '1000000', asset: 'evm-local:0x5fbdb2315678afecb367f032d93f642f64180aa3', fees_total: '4006' }],
@@ -69,7 +70,6 @@ const R: Row[] = [
   ['token.deployed', false, 'A token contract was deployed.', { token_id: 'tok_01', standard: 'erc20', chain: 'ethereum-sepolia', address: '0x0000000000000000000000000000000000000001' }],
   // platform and tenant
   ['integration_gateway.status_changed', false, 'An integration gateway changed status.', { gateway_id: 'gwy_01', status: 'active' }],
-  ['branding.email_domain.verified', false, 'A sending domain finished verification.', { domain_id: 'edm_01', status: 'verified' }],
 ];
 
 function domainOf(name: string): string {

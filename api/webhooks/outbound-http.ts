@@ -33,6 +33,8 @@ export interface OutboundResult {
   error: OutboundErrorCategory | null;
   /** At most `maxResponseBytes` of the answer's body, decoded as UTF-8; null when there was no answer. */
   response_body: string | null;
+  /** The answer's Retry-After header as sent, when it had one (the delivery engine reads it). */
+  retry_after?: string;
 }
 
 export interface OutboundHttpOptions {
@@ -171,7 +173,8 @@ export class OutboundHttp {
       const res = await undiciFetch(url, { ...init, redirect: 'manual', signal, dispatcher: this.agent });
       const body = await readBounded(res.body, this.maxResponseBytes);
       const ok = res.status >= 200 && res.status < 300;
-      return done({ delivered: ok, status_code: res.status, error: ok ? null : 'http_status', response_body: body });
+      const retryAfter = res.headers.get('retry-after');
+      return done({ delivered: ok, status_code: res.status, error: ok ? null : 'http_status', response_body: body, ...(retryAfter !== null ? { retry_after: retryAfter } : {}) });
     } catch (err) {
       return done({ delivered: false, status_code: null, error: categorize(err, signal), response_body: null });
     }

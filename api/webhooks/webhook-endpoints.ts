@@ -6,15 +6,15 @@ import { newId } from '../store/ids.ts';
 import { EVENT_NAMES } from './event-catalog.ts';
 import type { CursorCodec, PageResult } from '../store/pagination.ts';
 import { pageOf } from '../store/pagination.ts';
-import { ed25519Signature, hmacSignature, newWebhookSecret, secretFingerprint } from './webhook-signing.ts';
+import { ed25519Signature, hmacSignature, newWebhookSecret, secretFingerprint, standardWebhookSignature } from './webhook-signing.ts';
 import type { AuditLog, Actor } from '../tenancy/audit-log.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { Ed25519Signer } from '../../common/ed25519.ts';
 import { DestinationPolicy } from './destination-policy.ts';
 import { OutboundHttp, type HostLookup, type OutboundErrorCategory, type OutboundResult } from './outbound-http.ts';
-import { DeliveryQueue } from './delivery-queue.ts';
+import { DeliveryQueue, type QueueChange } from './delivery-queue.ts';
 import { WEBHOOK_ENDPOINTS } from './collections.ts';
-import { IDEMPOTENCY } from '../idempotency.ts';
+import { IDEMPOTENCY, IDEMPOTENCY_WINDOW_MS, markReplayed, withinWindow } from '../idempotency.ts';
 
 export interface EndpointRecord {
   id: string;
@@ -61,6 +61,8 @@ export interface WebhookEndpointsOptions {
   lookup?: HostLookup;
   /** The endpoints' delivery queues (shared with the delivery engine); one is made when absent. */
   queue?: DeliveryQueue;
+  /** How long a test call's stored result answers its Idempotency-Key (api/idempotency.ts; default 24 h). */
+  idempotencyWindowMs?: number;
 }
 
 export const MAX_URL = 2048;
@@ -176,6 +178,22 @@ export class WebhookEndpoints {
     return after;
   }
 
+  /**
+   * The writes that disable an endpoint whose receiver answered 410 Gone (the system's act, audited);
+   * its deliveries pause until it is enabled again. The caller commits them with the events they cause.
+   */
+  goneWrites(before: EndpointRecord): { ops: Op[]; change: QueueChange } {
+    const after: EndpointRecord = { ...before, enabled: false, updated_at: new Date(this.clock()).toISOString() };
+    const scope = { tenant: before.tenant, workspace: before.workspace };
+    return {
+      ops: [
+        WEBHOOK_ENDPOINTS.putOp(after.id, after, { index: this.ix(after) }),
+        this.o.audit.op(scope, { type: 'system', id: 'delivery-engine' }, 'webhook_endpoint.update', after.id, this.view(before, false), this.view(after, false)),
+      ],
+      change: { endpoint: after.id, active: false },
+    };
+  }
+
   async rotate(scope: Scope, actor: Actor, id: string, overlapSec: number): Promise<{ endpoint: EndpointRecord; secret: string }> {
     const before = await this.get(scope, id);
     const secret = newWebhookSecret();
@@ -202,11 +220,15 @@ export class WebhookEndpoints {
    * changes. The body is the envelope plus `delivery: {id, sent_at}`, so the attempt's id and time are
    * inside the signed bytes; SVC-Webhook-Signature is HMAC-SHA256 over exactly that body
    * (webhook-signing.ts). SVC-Webhook-Timestamp repeats `sent_at` in Unix seconds, for information only.
+   * Beside them, the Standard Webhooks headers: `webhook-id` (the event id, the same on every attempt),
+   * `webhook-timestamp` (the same Unix seconds) and `webhook-signature` (over id, timestamp and body).
    */
   signedRequest(e: EndpointRecord, envelope: { id: string; type: string }, correlationId: string): { body: string; headers: Record<string, string>; deliveryId: string } {
     const nowMs = this.clock();
     const deliveryId = newId('wha', nowMs);
     const body = JSON.stringify({ ...envelope, delivery: { id: deliveryId, sent_at: new Date(nowMs).toISOString() } });
+    const timestampS = Math.floor(nowMs / 1000);
+    const secrets = this.signingSecrets(e, nowMs);
     return {
       body,
       deliveryId,
@@ -215,10 +237,13 @@ export class WebhookEndpoints {
         'svc-webhook-delivery-id': deliveryId,
         'svc-webhook-event': envelope.type,
         'svc-webhook-event-id': envelope.id,
-        'svc-webhook-timestamp': String(Math.floor(nowMs / 1000)),
-        'svc-webhook-signature': this.signingSecrets(e, nowMs).map((s) => hmacSignature(s, body)).join(' '),
+        'svc-webhook-timestamp': String(timestampS),
+        'svc-webhook-signature': secrets.map((s) => hmacSignature(s, body)).join(' '),
         'svc-webhook-signature-ed25519': ed25519Signature(this.signer, body),
         'x-correlation-id': correlationId,
+        'webhook-id': envelope.id,
+        'webhook-timestamp': String(timestampS),
+        'webhook-signature': secrets.map((s) => standardWebhookSignature(s, envelope.id, timestampS, body)).join(' '),
       },
     };
   }
@@ -235,8 +260,12 @@ export class WebhookEndpoints {
     const e = await this.get(scope, id);
     const idemId = idempotencyKey ? `${scope.workspace}\x00test\x00${id}\x00${idempotencyKey}` : undefined;
     if (idemId) {
-      const prior = (await IDEMPOTENCY.in(this.o.store).get(idemId)) as TestResult | undefined;
-      if (prior) return prior;
+      // The stored result answers for the idempotency window (api/idempotency.ts), then the key is new.
+      const prior = (await IDEMPOTENCY.in(this.o.store).get(idemId)) as (TestResult & { created_at?: string }) | undefined;
+      if (prior && withinWindow(prior.created_at, this.clock(), this.o.idempotencyWindowMs ?? IDEMPOTENCY_WINDOW_MS)) {
+        markReplayed();
+        return { delivered: prior.delivered, status_code: prior.status_code, duration_ms: prior.duration_ms, error: prior.error };
+      }
     }
     const eventId = newId('evt', this.clock());
     const envelope = {
@@ -245,7 +274,7 @@ export class WebhookEndpoints {
     };
     const r = await this.post(e.url, this.signedRequest(e, envelope, newId('cor', this.clock())));
     const result: TestResult = { delivered: r.delivered, status_code: r.status_code, duration_ms: r.duration_ms, error: r.error };
-    if (idemId) await IDEMPOTENCY.in(this.o.store).put(idemId, result);
+    if (idemId) await IDEMPOTENCY.in(this.o.store).put(idemId, { ...result, created_at: new Date(this.clock()).toISOString() });
     return result;
   }
 }

@@ -30,6 +30,15 @@ export function hmacSignature(secret: string, content: string | Uint8Array): str
   return `v1,${createHmac('sha256', secretKeyBytes(secret)).update(bytesOf(content)).digest('base64')}`;
 }
 
+/**
+ * Standard Webhooks' signature (https://www.standardwebhooks.com): `v1,<base64 HMAC-SHA256>` of
+ * `<webhook-id>.<webhook-timestamp>.<body>` under the secret. Sent beside the spec's headers, in
+ * `webhook-signature`, so receivers can use the off-the-shelf libraries; the spec's signature is unchanged.
+ */
+export function standardWebhookSignature(secret: string, id: string, timestampS: number, body: string): string {
+  return hmacSignature(secret, Buffer.concat([Buffer.from(`${id}.${timestampS}.`, 'utf8'), Buffer.from(body, 'utf8')]));
+}
+
 /** `v1a,<base64 Ed25519>` of exactly these bytes under the platform's webhook key. */
 export function ed25519Signature(signer: Ed25519Signer, content: string | Uint8Array): string {
   return `v1a,${Buffer.from(signer.sign(bytesOf(content))).toString('base64')}`;

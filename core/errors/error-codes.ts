@@ -42,6 +42,7 @@ export const ERROR_CODES = entries({
   unknown_event: e('invalid', 'subscription to an event name outside the registry'),
   forbidden_key: e('invalid', 'a JSON body has a __proto__ key, or a constructor key holding a prototype'),
   idempotency_key_reused: e('conflict', 'an Idempotency-Key was used before with another request body'),
+  idempotency_secret_rotated: e('conflict', 'an Idempotency-Key replays a creation whose secret has been rotated since; the old secret is not answered again'),
   email_domain_invalid: e('invalid', 'the provider rejects the domain'),
   email_domain_conflict: e('conflict', 'the domain is already registered'),
   email_domain_not_found: e('not_found', 'no such email domain for the tenant'),

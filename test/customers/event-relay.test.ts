@@ -26,7 +26,8 @@ t.test('webhook names: catalog events pass, a rejection is transaction.failed, t
   t.equal(webhookTypeOf('transaction.confirmed'), 'transaction.confirmed');
   t.equal(webhookTypeOf('vault.created'), 'vault.created');
   t.equal(webhookTypeOf('transaction.rejected'), 'transaction.failed');
-  for (const n of ['transaction.checks', 'transaction.final', 'api_key.created', 'vault.failed', 'node.enrolled']) t.equal(webhookTypeOf(n), undefined, n);
+  for (const n of ['transaction.checks', 'api_key.created', 'vault.reshare.pending', 'node.enrolled']) t.equal(webhookTypeOf(n), undefined, n);
+  for (const n of ['transaction.final', 'vault.failed']) t.equal(webhookTypeOf(n), n, `${n} is relayed`);
 });
 
 t.test('a linked organization\'s events are emitted into its workspace, once, with the outbox id and time', async (t) => {
@@ -40,12 +41,12 @@ t.test('a linked organization\'s events are emitted into its workspace, once, wi
   await s.store.batch([
     s.vaults.event(c.organization.id, 'transaction.confirmed', 'transaction', 'txn_1', { transaction_id: 'txn_1', vault_id: vault.id, state: 'confirmed', confirmations: 1 }),
     s.vaults.event(c.organization.id, 'transaction.rejected', 'transaction', 'txn_2', { transaction_id: 'txn_2', vault_id: vault.id, state: 'rejected', reason: 'policy_denied' }),
-    s.vaults.event(c.organization.id, 'transaction.final', 'transaction', 'txn_1', { transaction_id: 'txn_1', state: 'final' }),
+    s.vaults.event(c.organization.id, 'transaction.checks', 'transaction', 'txn_1', { transaction_id: 'txn_1', state: 'checks' }),
   ]);
   const outbox = await collect(s.store.all<EventRecord>('outbox'));
   t.equal(outbox.length, 4);
   const relay = new EventRelay({ store: s.store, links: s.links, deliveries: s.platform.deliveries, log });
-  t.same(await relay.runOnce(), { relayed: 3, parked: 0, dropped: 1 }, 'transaction.final has no webhook event');
+  t.same(await relay.runOnce(), { relayed: 3, parked: 0, dropped: 1 }, 'transaction.checks has no webhook event');
   t.same(await collect(s.store.all('outbox')), [], 'the outbox is empty');
   t.same(await relay.runOnce(), { relayed: 0, parked: 0, dropped: 0 }, 'a second pass finds nothing');
   const events = await collect(s.store.all<Envelope & { workspace: string }>('webhook_events'));

@@ -92,7 +92,7 @@ export const accountHolderBankingRoutes: FastifyPluginAsyncTypebox<AccountHolder
   const { refuseCallerIdentity, memberOfSession, authenticateMember } = memberSelfCalls(platform.store, holders, sessions);
   const ledger = new PlatformLedger(platform.store, platform.clock);
   const banking = new HolderBanking({ store: platform.store, ledger, audit: platform.audit, cursors: platform.cursors, clock: platform.clock });
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
   const walletStore = vaults?.store ?? platform.store;
   const balanceOptions = { store: walletStore, ledger, links: new CustomerLinks(walletStore), chains, stablecoin, now: () => new Date(platform.clock()) };
   const activity = new HolderActivity({ store: walletStore, links: balanceOptions.links, cursors: platform.cursors });

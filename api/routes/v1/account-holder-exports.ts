@@ -44,7 +44,7 @@ export const accountHolderExportRoutes: FastifyPluginAsyncTypebox<AccountHolderE
   const holders = new AccountHolderService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, clock: platform.clock });
   const sessions = new MemberSessions(platform.store, platform.audit, platform.clock);
   const { refuseCallerIdentity, memberOfSession, authenticateMember } = memberSelfCalls(platform.store, holders, sessions);
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
   // Read when the app is ready, so a test can take the runtime over (manual, its own queue) before that.
   const jobs = () => holderExportJobs(platform);
   app.addHook('onReady', async () => jobs().start());

@@ -105,7 +105,7 @@ export const accountHolderRoutes: FastifyPluginAsyncTypebox<{ platform: Platform
   const holders = new AccountHolderService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, clock: platform.clock });
   const consents = new AccountHolderConsents(platform.store, platform.branding, platform.deliveries, platform.clock);
   const sessions = new MemberSessions(platform.store, platform.audit, platform.clock);
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
   const holderWallets = new HolderWallets({ store: platform.store, vaults, links: new CustomerLinks(vaults?.store ?? platform.store), audit: platform.audit, clock: platform.clock });
   const send = (reply: FastifyReply, h: AccountHolderRecord, code = 200) => reply.code(code).header('etag', etag(h)).send(holderView(h));
 

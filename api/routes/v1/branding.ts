@@ -34,7 +34,7 @@ export const brandingRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; pub
   app.get('/branding', { schema: { summary: 'The workspace\'s theme as set, resolved, and per surface', tags: ['branding'], security: [{ bearer: [] }], response: { 200: View, ...errors } } }, async (req) => b.view(scope(req)));
 
   // Idempotency-Key (platform-api.md): the same key and body replay the first answer; another body is 409.
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
   app.put('/branding', {
     config: { permission: 'branding.manage' },
     schema: { summary: 'Patch the workspace\'s theme (Idempotency-Key replays the first answer)', tags: ['branding'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }], body: Type.Record(Type.String(), Type.Unknown()), response: { 200: View, ...errors, 409: ErrorBody } },

@@ -33,7 +33,7 @@ const IdParam = Type.Object({ id: Type.String({ maxLength: 64 }) });
 export const contactRoutes: FastifyPluginAsyncTypebox<{ platform: Platform }> = async (app, { platform }) => {
   const holders = new AccountHolderService({ store: platform.store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, clock: platform.clock });
   const contacts = new Contacts({ store: platform.store, holders, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, clock: platform.clock });
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
   const send = (reply: FastifyReply, c: ContactRecord, code = 200) => reply.code(code).header('etag', `"${c.version}"`).send(contactView(c));
 
   app.get('/contacts', {

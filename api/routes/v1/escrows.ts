@@ -47,7 +47,7 @@ const ListQuery = Type.Object({
 const IdParam = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
 export const escrowRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; escrows: EscrowService }> = async (app, { platform, escrows }) => {
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
 
   app.get('/escrows', {
     config: { permission: 'escrow.read' },

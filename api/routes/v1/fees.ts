@@ -36,7 +36,7 @@ const IdParam = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
 export const feeRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; platformFee: PlatformFee }> = async (app, { platform, platformFee }) => {
   const schedules = new FeeSchedules({ store: platform.store, audit: platform.audit, cursors: platform.cursors, clock: platform.clock });
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
 
   app.get('/fee-schedules', {
     config: { permission: 'fee_schedule.read' },

@@ -48,7 +48,7 @@ const IdParam = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const BurnAddresses = Type.Object({ data: Type.Array(Type.Object({ chain: Type.String(), asset: Type.String(), address: Type.String() })) });
 
 export const fundingRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; funding: FundingService }> = async (app, { platform, funding }) => {
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
   const scoped = (req: FastifyRequest) => ({ ...scopeOf(req), environment: principalOf(req).environment });
 
   app.get('/funding-requests', {

@@ -47,7 +47,7 @@ const BaseUrl = Type.String({ minLength: 1, maxLength: MAX_URL });
 const IdParam = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
 export const integrationGatewayRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; gateways: GatewayService; publicOrigin?: string | undefined; now: () => number }> = async (app, { platform, gateways, now }) => {
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
   const scoped = (req: FastifyRequest) => ({ ...scopeOf(req), environment: principalOf(req).environment });
 
   app.get('/integration-gateways', {

@@ -92,7 +92,7 @@ export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<MemberAuthConfigR
     if (!accountCenter || !r) throw new CustodyError('not_found', 'this workspace is linked to no organization of the vault API here (docs/customers.md)');
     return { organization: r.org, account_center: accountCenter.keys.optIn(r.org) as { jwk: Record<string, string>; origin: string }, registered: accountCenter.keys.registered(r.org, r.accountCenter) };
   });
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
 
   app.get('/tenant/member-auth/allowed-origins', {
     config: { permission: 'member_auth.read' },

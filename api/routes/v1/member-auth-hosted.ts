@@ -64,7 +64,7 @@ export const memberAuthHostedRoutes: FastifyPluginAsyncTypebox<MemberAuthHostedR
   const members = new HostedMembers(platform.store, platform.audit, platform.cursors, platform.clock);
   const keys = new HostedKeys(createHmac('sha256', platform.keys.cursorKey).update('hosted-auth').digest());
   const authorizations = new HostedAuthorizations({ store: platform.store, audit: platform.audit, sessions, members, keys, clock: platform.clock });
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
   app.addHook('onClose', async () => mailer?.close());
 
   const center = new AccountCenter({ store: platform.store, audit: platform.audit, sessions, keys, clock: platform.clock, passkeys: opts.accountCenterPasskeys });

@@ -76,7 +76,7 @@ export const paymentRequestRoutes: FastifyPluginAsyncTypebox<PaymentRequestRoute
   const requests = new PaymentRequestService({
     store, audit: platform.audit, cursors: platform.cursors, deliveries: platform.deliveries, links: new CustomerLinks(store), payments, clock: platform.clock,
   });
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
   const time = (t: string | undefined) => (t === undefined ? undefined : new Date(t).toISOString());
 
   app.get('/payment-requests', {

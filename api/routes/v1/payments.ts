@@ -135,7 +135,7 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<PaymentRoutesOptions> = as
   }, async (req, reply) => reply.code(201).send(quoteView(await quotes.quote(scopeOf(req), req.body))));
 
   if (!payments) return;
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
   const time = (t: string | undefined) => (t === undefined ? undefined : new Date(t).toISOString());
 
   app.get('/payments', {

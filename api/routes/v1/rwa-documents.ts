@@ -33,8 +33,8 @@ const MetadataJson = Type.Object({
 }, { description: 'ERC-721 / ERC-1155 metadata JSON' });
 const Checks = Type.Object({ exists: Type.Boolean(), same_chain: Type.Boolean(), on_chain: Nullable(Type.Boolean({ description: 'null: the chain is not read here' })), reciprocal: Type.Boolean() });
 
-export const rwaDocumentsRoutes: FastifyPluginAsyncTypebox<{ documents: DocumentService; metadata: MetadataService; store: RecordRepository; clock: () => number; publicOrigin?: string | undefined }> = async (app, { documents, metadata, store, clock, publicOrigin }) => {
-  const idem = new IdempotentRequests(store, clock);
+export const rwaDocumentsRoutes: FastifyPluginAsyncTypebox<{ documents: DocumentService; metadata: MetadataService; store: RecordRepository; clock: () => number; idempotencyWindowMs?: number; publicOrigin?: string | undefined }> = async (app, { documents, metadata, store, clock, idempotencyWindowMs, publicOrigin }) => {
+  const idem = new IdempotentRequests(store, clock, idempotencyWindowMs);
   const originOf = (req: { headers: { host?: string | undefined } }) => publicOrigin ?? `http://${req.headers.host ?? 'localhost'}`;
 
   app.post('/rwa/tokens/:id/documents/upload-url', {

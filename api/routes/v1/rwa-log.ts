@@ -69,7 +69,7 @@ const Report = Type.Object({
 const DOC = 'docs/platform/transparency-log.md';
 
 export const rwaLogRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; tokenization: Tokenization; tokenLog: TokenLogPart }> = async (app, { platform, tokenization, tokenLog }) => {
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
   const { log, witnesses, provenance } = tokenLog;
   const token = (req: FastifyRequest & { params: { id: string } }) => tokenization.tokens.get(scopeOf(req), req.params.id);
 

@@ -110,7 +110,7 @@ const Rebind = Type.Object({
 const Signature = Type.String({ pattern: '^([0-9a-fA-F]{128}|0x[0-9a-fA-F]{130})$', description: 'Ed25519: 64 bytes hex over the statement\'s text; EIP-712: the 65-byte 0x signature over its typed data' });
 
 export const rwaSchemaRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; rwa: RwaSchemas }> = async (app, { platform, rwa }) => {
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
   const { schemas, fields, rebinds } = rwa;
   const pair = (r: { head: Parameters<typeof assetSchemaView>[0]; version: Parameters<typeof schemaVersionView>[0] }) => ({ schema: assetSchemaView(r.head), version: schemaVersionView(r.version) });
 

@@ -54,7 +54,7 @@ const bitcoinEnvironment = (network: string) => (network === 'mainnet' ? 'produc
 
 export const tenantRoutes: FastifyPluginAsyncTypebox<TenantRouteOptions> = async (app, { platform, chainsWithBackend, stablecoin, stablecoinDecimals }) => {
   const view = (w: WorkspaceRecord, current: string) => ({ id: w.id, environment: w.environment, name: w.name, status: w.status ?? 'active', current: w.id === current, created_at: w.created_at });
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
   const onboarding = new Onboarding({ store: platform.store, tenancy: platform.tenancy, branding: platform.branding, gateways: platform.gatewayReadiness });
 
   app.get('/tenant', {

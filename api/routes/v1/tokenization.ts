@@ -201,7 +201,7 @@ const Relay = Type.Object({
 });
 
 export const tokenizationRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; tokenization: Tokenization }> = async (app, { platform, tokenization }) => {
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
   const { authorities, tokens } = tokenization;
 
   // ── Authorities ────────────────────────────────────────────────────────────────────────────────────

@@ -31,10 +31,12 @@ export interface WalletRoutesOptions {
   /** The platform API's cursor codec (docs/platform/pagination.md). */
   cursors: CursorCodec;
   clock: () => number;
+  /** How long an Idempotency-Key's record answers (api/idempotency.ts). */
+  idempotencyWindowMs?: number;
 }
 
-export const walletRoutes: FastifyPluginAsyncTypebox<WalletRoutesOptions> = async (app, { wallets, store, cursors, clock }) => {
-  const idempotent = new IdempotentRequests(store, clock);
+export const walletRoutes: FastifyPluginAsyncTypebox<WalletRoutesOptions> = async (app, { wallets, store, cursors, clock, idempotencyWindowMs }) => {
+  const idempotent = new IdempotentRequests(store, clock, idempotencyWindowMs);
 
   app.get('/wallets/:walletId/balance', {
     config: { permission: 'wallet.read' },

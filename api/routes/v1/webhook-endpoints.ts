@@ -11,6 +11,7 @@ import { EVENT_TYPES } from '../../webhooks/event-catalog.ts';
 import { MAX_URL } from '../../webhooks/webhook-endpoints.ts';
 import { MFA_ACTION_PATTERN } from '../../tenancy/mfa-tokens.ts';
 import { IdempotentRequests, idempotencyKeyOf } from '../../idempotency.ts';
+import { secretFingerprint } from '../../webhooks/webhook-signing.ts';
 
 const Endpoint = Type.Object({
   id: Type.String(), url: Type.String(), events: Type.Array(Type.String()), description: Type.Union([Type.String(), Type.Null()]), enabled: Type.Boolean(),
@@ -31,9 +32,12 @@ const EventTypeSchema = Type.Object({
 
 const idempotencyKey = idempotencyKeyOf;
 
+/** What an Idempotency-Key keeps of an endpoint creation: never the secret. */
+interface CreatedEndpoint { id: string; secret_fingerprint: string }
+
 export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platform }> = async (app, { platform }) => {
   const ep = platform.endpoints;
-  const idempotent = new IdempotentRequests(platform.store, platform.clock);
+  const idempotent = new IdempotentRequests(platform.store, platform.clock, platform.idempotencyWindowMs);
 
   app.get('/webhook-endpoints', {
     config: { permission: 'webhook.read' },
@@ -44,19 +48,29 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
     config: { permission: 'webhook.create' },
     schema: {
       summary: 'Create a webhook endpoint; its signing secret is answered here once',
-      description: 'An `Idempotency-Key` with the same body returns the same endpoint and secret; with another body, 409 (docs/platform/webhooks.md).',
+      description: 'An `Idempotency-Key` with the same body, within the idempotency window (24 h by default), returns the same endpoint and secret with `Idempotent-Replayed: true`, or 409 idempotency_secret_rotated once the secret has been rotated; with another body, 409 idempotency_key_reused (docs/platform/webhooks.md).',
       tags: ['webhooks'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }],
       body: Type.Object({ url: Type.String({ minLength: 1, maxLength: MAX_URL * 4 }), events: Events, description: Type.Optional(Description) }, { additionalProperties: false }),
       response: { 201: EndpointWithSecret, ...errors },
     },
   }, async (req, reply) => {
     const scope = scopeOf(req);
-    // The same key and body return the same endpoint and secret; the same key with another body is 409.
-    const made = await idempotent.run(scope.workspace, 'create_endpoint', idempotencyKey(req), req.body, async () => {
-      const { endpoint, secret } = await ep.create(scope, actorOf(req), req.body);
-      return { id: endpoint.id, secret };
-    }, (legacy) => legacy as { id: string; secret: string });
-    return reply.code(201).send({ ...ep.view(await ep.get(scope, made.id), true), secret: made.secret });
+    // The record keeps the endpoint id and the secret's fingerprint, never the secret: a replay answers
+    // the endpoint's secret while it is still the one created, and 409 once it has been rotated.
+    let secret: string | undefined;
+    const made = await idempotent.run(scope.workspace, 'create_endpoint', idempotencyKey(req), req.body, async (): Promise<CreatedEndpoint> => {
+      const r = await ep.create(scope, actorOf(req), req.body);
+      secret = r.secret;
+      return { id: r.endpoint.id, secret_fingerprint: secretFingerprint(r.secret) };
+    });
+    const endpoint = await ep.get(scope, made.id);
+    if (secret === undefined) {
+      if (typeof made.secret_fingerprint !== 'string' || secretFingerprint(endpoint.secret) !== made.secret_fingerprint) {
+        throw new CustodyError('idempotency_secret_rotated', 'the endpoint this Idempotency-Key created has had its secret rotated since; its old secret is not answered again (read the endpoint, or rotate to get a new secret)');
+      }
+      secret = endpoint.secret;
+    }
+    return reply.code(201).send({ ...ep.view(endpoint, true), secret });
   });
 
   app.get('/webhook-endpoints/:id', {
@@ -78,7 +92,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
     const before = await ep.get(scope, req.params.id);
     const after = await ep.patch(scope, actorOf(req), req.params.id, req.body ?? {});
     if (before.enabled && !after.enabled) {
-      await platform.deliveries.emit(scope, 'webhook.endpoint.disabled', { type: 'webhook_endpoint', id: after.id }, actorOf(req), { endpoint_id: after.id, enabled: false });
+      await platform.deliveries.emit(scope, 'webhook.endpoint.disabled', { type: 'webhook_endpoint', id: after.id }, actorOf(req), { endpoint_id: after.id, enabled: false, reason: 'requested' });
     }
     return ep.view(after, true);
   });

@@ -20,7 +20,8 @@ async function drive(platform: Awaited<ReturnType<typeof setupPlatform>>['platfo
 
 t.test('fails four times then 2xx: five receipts with one event id and valid signatures', async (t) => {
   let now = Date.parse('2026-03-01T00:00:00Z');
-  const s = await setupPlatform(t, { clock: () => now, webhookAllowedDestinations: LOOPBACK_RECEIVERS });
+  // The jitter drawn at the top of each step (delivery-policy.unit.ts tests the jitter itself).
+  const s = await setupPlatform(t, { clock: () => now, webhookAllowedDestinations: LOOPBACK_RECEIVERS, webhookRandom: () => 0.9999999 });
   const rx = await receiver(t, (n) => (n <= 4 ? 503 : 204));
   const ep = (await s.call('POST', '/v1/webhook-endpoints', { url: rx.url, events: ['payment.confirmed'] })).json();
   const scope = { tenant: s.tenant.id, workspace: s.sandbox.id };
