@@ -1,4 +1,4 @@
-// The registry of the 47 subscribable webhook events (docs/platform/events.md). Nine names come from the
+// The registry of the 49 subscribable webhook events (docs/platform/events.md). Nine names come from the
 // spec, three are named here for events the spec describes, the vault and transaction events come from
 // the vault API, and the rest cover the areas of the operation catalog. Sensitive events carry only
 // identifiers and enumerated states; `example` lists each data field with an example value.
@@ -36,6 +36,8 @@ const R: Row[] = [
   ['vault.unfrozen', false, 'A frozen vault was returned to service.', { vault_id: 'vlt_01', state: 'active' }],
   ['vault.reshare.started', false, 'A key reshare to a new committee began.', { vault_id: 'vlt_01', state: 'resharing', rotation: 2 }],
   ['vault.reshare.completed', false, 'A key reshare finished; the new epoch signs.', { vault_id: 'vlt_01', state: 'active', rotation: 2 }],
+  ['vault.export.requested', false, 'A key export was requested: each signer node\'s delay starts when it sees the request (docs/export.md). A customer that did not ask for it revokes the API key that signed it.', { vault_id: 'vlt_01', export_id: 'exp_0123456789abcdef', not_before: 1767225600 }],
+  ['vault.exported', false, 'Enough signer nodes sealed their shares of an export to the customer\'s recipient key to reconstruct the key.', { vault_id: 'vlt_01', export_id: 'exp_0123456789abcdef', shares: 2 }],
   ['vault.wallet.created', false, 'A wallet was derived from a vault.', { vault_id: 'vlt_01', wallet_id: 'wal_01', chain: 'ethereum-sepolia' }],
   ['transaction.created', false, 'A transaction signing request was accepted.', { transaction_id: 'txn_01', vault_id: 'vlt_01', status: 'pending' }],
   ['transaction.signed', false, 'The cluster produced the signature.', { transaction_id: 'txn_01', status: 'signed' }],

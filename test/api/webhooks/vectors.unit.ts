@@ -54,8 +54,8 @@ t.test('our vectors (test/vectors/webhook-signatures-v1.json): HMAC over the raw
 });
 
 t.test('catalog: 47 unique events; sensitive examples and emitted sensitive events carry ids and states only', async (t) => {
-  t.equal(EVENT_TYPES.length, 47);
-  t.equal(new Set(EVENT_TYPES.map((e) => e.name)).size, 47);
+  t.equal(EVENT_TYPES.length, 49);
+  t.equal(new Set(EVENT_TYPES.map((e) => e.name)).size, 49);
   for (const name of ['payment.confirmed', 'compliance.case.opened', 'verification.holder.verified', 'verification.holder.rejected', 'verification.holder.expired', 'tokenization.operation.failed', 'webhook.endpoint.disabled', 'webhook.secret.rotated', 'webhook.test']) {
     t.ok(EVENT_TYPES.some((e) => e.name === name), name);
   }

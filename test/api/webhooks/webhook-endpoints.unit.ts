@@ -47,7 +47,7 @@ t.test('roles: a viewer reads but every change is 403 role_denied and changes no
   const read = await call('GET', `/v1/webhook-endpoints/${id}`, undefined, viewer.token);
   t.equal(read.statusCode, 200);
   t.equal(read.json().enabled, true);
-  t.equal((await call('GET', '/v1/webhook-event-types', undefined, viewer.token)).json().data.length, 47);
+  t.equal((await call('GET', '/v1/webhook-event-types', undefined, viewer.token)).json().data.length, 49);
 });
 
 t.test('create, list, read, patch, delete: the secret appears once; limits and unknown events refused', async (t) => {
