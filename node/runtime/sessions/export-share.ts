@@ -13,8 +13,8 @@ import { readParams } from '../protocols/run-protocol.ts';
 import { SessionRefused } from '../session-host.ts';
 import type { StoredShare } from '../../storage/vault-shares.ts';
 import { authorizeExport, type ExportGrant } from '../authorization/export-authorizer.ts';
-import { defaultExportGovernance, type ExportGovernance } from '../authorization/export-governance.ts';
-import { ExportRecords } from '../../storage/export-records.ts';
+import { defaultExportGovernance } from '../authorization/export-governance.ts';
+import type { ExportRecords } from '../../storage/export-records.ts';
 import type { SessionKind } from './session-kind.ts';
 import type { NodeProtocolDeps } from './session-deps.ts';
 
