@@ -37,6 +37,8 @@ import type { VaultService } from './vaults/vault-service.ts';
 import { requestAuth } from './auth/request-auth.ts';
 import { apiKeyRoutes } from './routes/v1/api-keys.ts';
 import { vaultRoutes } from './routes/v1/vaults.ts';
+import { vaultExportRoutes } from './routes/v1/vault-exports.ts';
+import { VaultExports } from './vaults/vault-exports.ts';
 import { committeeRoutes } from './routes/v1/committees.ts';
 import { nodeRoutes } from './routes/v1/nodes.ts';
 import { endUserAuthRoutes } from './routes/v1/end-user-auth.ts';
@@ -265,6 +267,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       // GET /v1/wallets/{id} also takes the platform API's bearer keys (docs/customers.md "Wallets: one resource, one path").
       await v1.register(vaultRoutes, { vaults, cursors, coordinators, bearer: opts.platform ? { tenancy: opts.platform.tenancy, links: new CustomerLinks(vaults.store) } : undefined });
       await v1.register(committeeRoutes, { coordinators, vaults });
+      await v1.register(vaultExportRoutes, { exports: new VaultExports(vaults, coordinators) });
       await v1.register(nodeRoutes, {
         vaults, coordinators,
         setup: { coordinatorAddresses: nodeCoordinatorAddresses(opts.config), operatorKeys: opts.config.nodeOperatorKeys ? opts.config.nodeOperatorKeys.toLowerCase().split(',') : [] },

@@ -101,6 +101,18 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
         trustLog: req.trustLog, reshareRequest: req.reshareRequest.length ? req.reshareRequest : undefined, requestId: req.requestId, customerNodeId: req.customerNodeId,
       })),
     })),
+    exportVault: (req) => guard(async () => {
+      const out = await vaults.exportVault({
+        vaultId: req.vaultId, exportId: req.exportId, trustLog: req.trustLog, requestId: req.requestId,
+        approvals: req.approvals.map((a) => ({ approverKey: a.approverKey, signature: a.signature })),
+      });
+      return {
+        threshold: out.threshold,
+        shares: out.shares.map((s) => (s.status === 'failed'
+          ? { nodeId: s.nodeId, status: s.status, code: s.code, message: s.message }
+          : { nodeId: s.nodeId, status: s.status, readyAt: BigInt(s.readyAt), approvals: s.approvals, approvalsNeeded: s.approvalsNeeded, party: s.party ?? 0, enc: s.enc ?? new Uint8Array(), ciphertext: s.ciphertext ?? new Uint8Array() })),
+      };
+    }),
     proposeCommittee: (req) => guard(async () => {
       const p = vaults.proposeCommittee(tierName(req.tier), req.customerNodeId);
       return {

@@ -35,6 +35,7 @@ export const NodeConfigSchema = Type.Object({
   kind: Type.Union([Type.Literal('service'), Type.Literal('self'), Type.Literal('tee')], { env: 'NODE_KIND', default: 'service' }),
   owner: Type.String({ env: 'NODE_OWNER', default: '', maxLength: 128, description: 'organization that runs a self or tee node' }),
   retiredShareRetentionHours: Type.Integer({ env: 'NODE_RETIRED_SHARE_RETENTION_HOURS', default: 168, minimum: 0, maximum: 8760, description: 'how long a share this node dealt away in a committed reshare is kept sealed, unusable, before it is erased; erased at the next start after that (0: at the next start) (docs/sessions.md "Reshare, two phases")' }),
+  exportDelaySeconds: Type.Integer({ env: 'NODE_EXPORT_DELAY_SECONDS', default: 86400, minimum: 0, maximum: 31_536_000, description: 'how long after this node first sees a customer-signed key export request it waits before sealing its share, while no policy names an export delay (docs/export.md)' }),
   reconnectMinMs: Type.Integer({ env: 'NODE_RECONNECT_MIN_MS', default: 200, minimum: 10, maximum: 60000 }),
   reconnectMaxMs: Type.Integer({ env: 'NODE_RECONNECT_MAX_MS', default: 5000, minimum: 10, maximum: 300000 }),
   tlsCa: Type.Optional(Type.String({ env: 'NODE_TLS_CA', description: 'PEM CA of the coordinator certificate' })),

@@ -9,7 +9,7 @@ import { createServer } from 'node:http';
 import { EventDeduper, verifyWebhook, type WebhookEvent } from './webhook-receiver.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { ed25519 } from '@noble/curves/ed25519.js';
-import { bytesToHex } from '@noble/hashes/utils.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import type { Static } from '@sinclair/typebox';
 import type { CustodyApiError, CustodyClient, NodeIdentityRef, PreparedTransaction, Tier, TransactionState, Vault } from './client.ts';
 import { loadAnvilCliConfig, loadCliConfig, loadRegtestCliConfig } from './config.ts';
@@ -78,6 +78,9 @@ const USAGE = `usage: npm run cli -- <command>
   payment send --payment-file <json> --member-signing-session <mas_…>
                                                         submits each transfer's intent (the same bytes) with the member's
                                                         signing session; prints the transactions (docs/quickstart-platform.md)
+  export recipient --out <file>                         new X25519 recipient key for a key export; the secret (hex) goes to <file>
+  export reconstruct --file <export json> --recipient-key-file <file> [--public-key <hex>] [--chain-code <hex>] [--sandbox]
+                                                        offline: open the sealed shares and print the key (hex, xprv)
   webhook listen --port <n> --secret-file <file> [--type <event type>] [--timeout <ms>]
                                                         receive webhooks on 127.0.0.1:<n>, verify each (HMAC with the
                                                         endpoint's secret) and print the first of <type> (default: any)
@@ -123,9 +126,10 @@ const OPTIONS = {
   output: { type: 'string', multiple: true }, input: { type: 'string', multiple: true }, 'dry-run': { type: 'boolean' },
   unconfirmed: { type: 'boolean' }, blocks: { type: 'string' },
   port: { type: 'string' }, 'secret-file': { type: 'string' }, type: { type: 'string' }, 'payment-file': { type: 'string' }, 'member-signing-session': { type: 'string' },
+  'recipient-key-file': { type: 'string' }, 'chain-code': { type: 'string' }, sandbox: { type: 'boolean' },
 } as const;
 type Option = keyof typeof OPTIONS;
-type Flag = 'all' | 'dry-run' | 'unconfirmed';
+type Flag = 'all' | 'dry-run' | 'unconfirmed' | 'sandbox';
 type Values = Partial<Record<Exclude<Option, Flag | 'output' | 'input'>, string>> & Partial<Record<Flag, boolean>> & { output?: string[]; input?: string[] };
 
 interface Command {
@@ -357,6 +361,47 @@ const COMMANDS: Record<string, Command> = {
         throw new UsageError(`--out: cannot create ${o.out}: ${(err as Error).message}`);
       }
       return { public_key: bytesToHex(ed25519.getPublicKey(secret)), secret_key_file: o.out };
+    },
+  },
+  'export recipient': {
+    args: [], required: ['out'],
+    async run(_a, o) {
+      const { newExportRecipient } = await import('./key-export.ts');
+      const r = await newExportRecipient();
+      try {
+        writeFileSync(o.out!, bytesToHex(r.secretKey) + '\n', { mode: 0o600, flag: 'wx' });
+      } catch (err) {
+        throw new UsageError(`--out: cannot create ${o.out}: ${(err as Error).message}`);
+      } finally {
+        r.secretKey.fill(0);
+      }
+      return { recipient_key: bytesToHex(r.publicKey), secret_key_file: o.out };
+    },
+  },
+  // Offline: opens the sealed shares of an export (the JSON GET /v1/vaults/{id}/exports/{id} answers)
+  // with the recipient's private key and reconstructs the vault's key (docs/export.md).
+  'export reconstruct': {
+    args: [], required: ['file', 'recipient-key-file'], optional: ['public-key', 'chain-code', 'sandbox'],
+    async run(_a, o) {
+      const { reconstructExport } = await import('./key-export.ts');
+      const { decodeExportRequest } = await import('../../core/export/export-request.ts');
+      const exp = jsonFile(o.file!, '--file') as { id?: unknown; vault_id?: unknown; request?: unknown; shares?: { node_id: string; party: number; enc: string; ciphertext: string }[] };
+      if (typeof exp.request !== 'string' || typeof exp.id !== 'string' || typeof exp.vault_id !== 'string' || !Array.isArray(exp.shares)) throw new UsageError('--file: not an export (GET /v1/vaults/{id}/exports/{id})');
+      const request = decodeExportRequest(hexToBytes(exp.request));
+      let secret: Uint8Array;
+      try {
+        secret = hexToBytes(readFileSync(o['recipient-key-file']!, 'utf8').trim());
+      } catch (err) {
+        throw new UsageError(`--recipient-key-file: ${(err as Error).message}`);
+      }
+      const key = await reconstructExport({
+        org: request.org, vaultId: exp.vault_id, requestHex: exp.request, requestId: exp.id, recipientSecretKey: secret,
+        sealed: exp.shares.map((x) => ({ nodeId: x.node_id, party: x.party, enc: hexToBytes(x.enc), ciphertext: hexToBytes(x.ciphertext) })),
+        ...(o['public-key'] ? { expectedPublicKeyHex: o['public-key'] } : {}), ...(o['chain-code'] ? { expectedChainCodeHex: o['chain-code'] } : {}),
+        environment: o.sandbox ? 'sandbox' : 'production',
+      });
+      secret.fill(0);
+      return { private_key: key.privateKeyHex, public_key: key.publicKeyHex, xprv: key.xprv, xpub: key.xpub, parties: key.parties };
     },
   },
   'keys list': { args: [], run: async (_a, _o, c) => ({ api_keys: await (await c()).listApiKeys() }) },

@@ -2,7 +2,7 @@
 // (docs/api-storage.md, "The interface"). Index strings are written where the records are.
 import type { EndUserAuthConfig } from '../../core/auth/end-user-token.ts';
 import { collection } from '../store/collection.ts';
-import type { ApiKeyRecord, EventRecord, JobRecord, NodeRecord, OrgRecord, TeeMeasurementsRecord, VaultRecord, WalletRecord } from './records.ts';
+import type { ApiKeyRecord, EventRecord, JobRecord, NodeRecord, OrgRecord, TeeMeasurementsRecord, VaultExportRecord, VaultRecord, WalletRecord } from './records.ts';
 
 export const ORGS = collection<OrgRecord>('orgs');
 /** Index `org/<org>/<created_at>/<id>` and `pub/<org>/<public key>`. */
@@ -23,3 +23,5 @@ export const TEE_MEASUREMENTS = collection<TeeMeasurementsRecord>('tee_measureme
 export const TRUST_LOG = collection<string>('trust_log');
 /** Events to publish, written with the change they describe (customers/event-relay.ts). */
 export const OUTBOX = collection<EventRecord>('outbox');
+/** `<vault>/<request id>`: key exports (docs/export.md). */
+export const VAULT_EXPORTS = collection<VaultExportRecord>('vault_exports');

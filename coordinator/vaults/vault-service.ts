@@ -27,9 +27,9 @@ import type { TeeAttestationVerifier } from '../../tee/attestation/enrolment-ver
 import type { SignFields } from '../../core/session/sign-fields.ts';
 import type { EpochReceipt, SignSessionParams } from '../../core/session/session-params.ts';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
-import { dkgParams, dkgResult, epochParams, epochResult, otParams, otResult, precommitParams, precommitResult, presignParams, presignResult, reshareParams, reshareResult, signParams, signResult, type SessionCodec } from '../../core/session/session-contract.ts';
+import { dkgParams, dkgResult, epochParams, epochResult, exportParams, exportResult, otParams, otResult, precommitParams, precommitResult, presignParams, presignResult, reshareParams, reshareResult, signParams, signResult, type SessionCodec } from '../../core/session/session-contract.ts';
 import { randomBytes } from 'node:crypto';
-import type { PackageResult, SignResult } from '../../core/session/session-results.ts';
+import type { ExportResult, PackageResult, SignResult } from '../../core/session/session-results.ts';
 import { checkRequestId } from '../../core/session/request-id.ts';
 import { InputError } from '../../core/errors/protocol-errors.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
@@ -1022,12 +1022,41 @@ export class VaultService {
     });
   }
 
+  /**
+   * Key export (docs/export.md): an EXPORT_SHARE session at each attached member of the committee, one
+   * party each. What each node answers is relayed as it is: waiting (and when it seals), its sealed
+   * share, or its refusal. Nothing here can be opened without the customer's recipient key.
+   */
+  async exportVault(input: { vaultId: string; exportId: string; trustLog?: Uint8Array[]; approvals?: { approverKey: Uint8Array; signature: Uint8Array }[]; requestId?: string | undefined }): Promise<{ shares: ExportedShareReport[]; threshold: number }> {
+    const req = this.scope(input.requestId);
+    const key = await this.get(input.vaultId);
+    const params = exportParams.encode({
+      keyId: key.vaultId, requestId: input.exportId, ...(input.trustLog?.length ? { trustLog: input.trustLog } : {}), ...(input.approvals?.length ? { approvals: input.approvals } : {}),
+    });
+    const shares = await Promise.all(key.committee.map(async ({ nodeId }): Promise<ExportedShareReport> => {
+      if (!this.nodes.isAttached(nodeId)) return { nodeId, status: 'failed', code: 'node_not_attached', message: `node ${nodeId} is not attached` };
+      const outcome = await this.open(req, { protocol: Protocol.EXPORT_SHARE, keyId: key.vaultId, parties: [this.party(nodeId, 1)], params, timeoutMs: 30_000 });
+      if (!outcome.ok) {
+        const report = outcome.reports.find((r) => r.nodeId === nodeId);
+        return { nodeId, status: 'failed', code: report?.code ?? outcome.code, message: report?.message ?? outcome.message };
+      }
+      const r = this.results(outcome, exportResult, req)?.[0];
+      if (!r) return { nodeId, status: 'failed', code: 'failed', message: `${nodeId} reported a malformed export result` };
+      if (r.status === 'sealed' && r.nodeId !== nodeId) return { nodeId, status: 'failed', code: 'failed', message: `${nodeId} reported a share sealed under another node id` };
+      return { nodeId, ...r };
+    }));
+    return { shares, threshold: key.threshold };
+  }
+
   private async epochSession(protocol: Protocol, keyId: string, epoch: number, nodeId: string, req: RequestScope, receipts?: EpochReceipt[]): Promise<void> {
     const outcome = await this.open(req, { protocol, keyId, parties: [this.party(nodeId, 1)], params: epochParams.encode({ keyId, epoch, ...(receipts ? { receipts } : {}) }), timeoutMs: 10_000 });
     if (!outcome.ok) throw new CustodyError('failed', outcome.message, { culprits: outcome.culprits });
     if (!this.results(outcome, epochResult, req)) throw new CustodyError('failed', `${nodeId} reported a malformed epoch result`, { culprits: [nodeId] });
   }
 }
+
+/** One member's answer to an export (exportVault). */
+export type ExportedShareReport = ({ nodeId: string } & ExportResult) | { nodeId: string; status: 'failed'; code: string; message: string };
 
 /** What `unsignable` answers. */
 export interface Unsignable {

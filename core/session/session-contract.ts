@@ -12,8 +12,8 @@
 // Version 1 was the same fields with hex strings for bytes; it is no longer read.
 import { decodeBlob, encodeBlob } from '../codec/blob.ts';
 import { InputError } from '../errors/protocol-errors.ts';
-import { readDkgParams, readEpochParams, readPrecommitParams, readPresignParams, readReshareParams, readSignParams } from './session-params.ts';
-import { readEpochResult, readOtResult, readPackageResult, readPrecommitResult, readPresignResult, readSignResult } from './session-results.ts';
+import { readDkgParams, readEpochParams, readExportParams, readPrecommitParams, readPresignParams, readReshareParams, readSignParams } from './session-params.ts';
+import { readEpochResult, readExportResult, readOtResult, readPackageResult, readPrecommitResult, readPresignResult, readSignResult } from './session-results.ts';
 import type { Fields } from './shape.ts';
 
 export const SESSION_CONTRACT_VERSION = 2;
@@ -55,6 +55,8 @@ export const presignParams = codec('presign-params', readPresignParams);
 export const presignResult = codec('presign-result', readPresignResult);
 export const precommitParams = codec('precommit-params', readPrecommitParams);
 export const precommitResult = codec('precommit-result', readPrecommitResult);
+export const exportParams = codec('export-params', readExportParams);
+export const exportResult = codec('export-result', readExportResult);
 
 /** Every session blob, by kind. */
 export const SESSION_CONTRACT = {
@@ -62,6 +64,7 @@ export const SESSION_CONTRACT = {
   'dkg-result': dkgResult, 'reshare-result': reshareResult, 'sign-result': signResult, 'ot-result': otResult, 'epoch-result': epochResult,
   'presign-params': presignParams, 'presign-result': presignResult,
   'precommit-params': precommitParams, 'precommit-result': precommitResult,
+  'export-params': exportParams, 'export-result': exportResult,
 } as const;
 
 export type SessionBlobKind = keyof typeof SESSION_CONTRACT;

@@ -243,3 +243,24 @@ export function readEpochParams(v: unknown, what = 'epoch-params'): EpochSession
   }));
   return { keyId: name(o.keyId, `${what}.keyId`), epoch: epochOf(o.epoch, `${what}.epoch`), ...defined({ receipts }) };
 }
+
+/**
+ * An export session (docs/export.md): the export request id the customer signed into the trust log,
+ * the log, and the approvals the API collected. No recipient key: a node seals only to the one in the
+ * customer's request.
+ */
+export interface ExportSessionParams {
+  keyId: string;
+  requestId: string;
+  trustLog?: Uint8Array[];
+  approvals?: { approverKey: Uint8Array; signature: Uint8Array }[];
+}
+
+export function readExportParams(v: unknown, what = 'export-params'): ExportSessionParams {
+  const o = record(v, what, ['keyId', 'requestId'], ['trustLog', 'approvals']);
+  const approvals = optional(o, 'approvals', (x) => list(x, `${what}.approvals`, 64, (a, w) => {
+    const f = record(a, w, ['approverKey', 'signature']);
+    return { approverKey: bytes(f.approverKey, `${w}.approverKey`, 32), signature: bytes(f.signature, `${w}.signature`, 64) };
+  }));
+  return { keyId: name(o.keyId, `${what}.keyId`), requestId: text(o.requestId, `${what}.requestId`, 64, 16), ...defined({ trustLog: trustLogOf(o, what), approvals }) };
+}

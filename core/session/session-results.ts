@@ -3,6 +3,7 @@
 // with session-contract.ts.
 import { readKeyPackage, type KeyPackage } from './key-package.ts';
 import { PARAM_LIMITS, readPrecommitEntry, type PrecommittedNonce } from './session-params.ts';
+import { InputError } from '../errors/protocol-errors.ts';
 import { bytes, defined, hex, int, list, MAX_UINT32, oneOf, optional, record, text } from './shape.ts';
 
 /** DKG and reshare: the public package of the new epoch, which every receiver reports the same. */
@@ -89,5 +90,44 @@ export function readPrecommitResult(v: unknown, what = 'precommit-result'): Prec
   return {
     keyId: text(o.keyId, `${what}.keyId`, PARAM_LIMITS.name, 1), epoch: int(o.epoch, `${what}.epoch`, 0, MAX_UINT32),
     entries: list(o.entries, `${what}.entries`, PARAM_LIMITS.precommitEntries, readPrecommitEntry, 1),
+  };
+}
+
+export const EXPORT_STATUSES = ['waiting', 'sealed'] as const;
+
+/**
+ * What a node reports for an export: `waiting` until its delay passed and the approvals suffice, with
+ * when it will seal (its own clock); then `sealed`, with its share sealed by HPKE to the recipient key
+ * of the customer's request (core/export/export-share.ts).
+ */
+export interface ExportResult {
+  status: (typeof EXPORT_STATUSES)[number];
+  /** Unix seconds. */
+  readyAt: number;
+  approvals: number;
+  approvalsNeeded: number;
+  /** sealed: the sealing node, its party index, the HPKE encapsulated key and the ciphertext. */
+  nodeId?: string;
+  party?: number;
+  enc?: Uint8Array;
+  ciphertext?: Uint8Array;
+}
+
+export function readExportResult(v: unknown, what = 'export-result'): ExportResult {
+  const o = record(v, what, ['status', 'readyAt', 'approvals', 'approvalsNeeded'], ['nodeId', 'party', 'enc', 'ciphertext']);
+  const status = oneOf(o.status, `${what}.status`, EXPORT_STATUSES);
+  const sealed = {
+    nodeId: optional(o, 'nodeId', (x) => text(x, `${what}.nodeId`, PARAM_LIMITS.name, 1)),
+    party: optional(o, 'party', (x) => int(x, `${what}.party`, 1, MAX_UINT32)),
+    enc: optional(o, 'enc', (x) => bytes(x, `${what}.enc`, 32)),
+    ciphertext: optional(o, 'ciphertext', (x) => bytes(x, `${what}.ciphertext`, 16, 4096)),
+  };
+  const complete = sealed.nodeId !== undefined && sealed.party !== undefined && sealed.enc !== undefined && sealed.ciphertext !== undefined;
+  if (status === 'sealed' ? !complete : Object.values(sealed).some((x) => x !== undefined)) {
+    throw new InputError('bad_params', `${what}: a sealed result carries nodeId, party, enc and ciphertext, a waiting one none of them`);
+  }
+  return {
+    status, readyAt: int(o.readyAt, `${what}.readyAt`, 0, Number.MAX_SAFE_INTEGER), approvals: int(o.approvals, `${what}.approvals`, 0, 64),
+    approvalsNeeded: int(o.approvalsNeeded, `${what}.approvalsNeeded`, 0, 64), ...defined(sealed),
   };
 }

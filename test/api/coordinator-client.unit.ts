@@ -26,6 +26,7 @@ t.test('unary calls and the watch stream fail with the coordinator\'s CustodyErr
     proposeCommittee: fail(new CustodyError('not_enough_nodes', 'hosted keys need 3 service nodes; 1 attached')),
     rebuildVaults: fail(new CustodyError('invalid_request', 'at most 10000 vault ids in one rebuild')),
     releaseVault: fail(new CustodyError('unknown_vault', 'no vault vault-9')),
+    exportVault: fail(new CustodyError('unknown_vault', 'no vault vault-9')),
   });
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));

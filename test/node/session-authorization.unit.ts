@@ -23,6 +23,7 @@ import type { SessionHost } from '../../node/runtime/session-host.ts';
 import { SealedStore } from '../../node/storage/sealed-store.ts';
 import { FileRollbackAnchor } from '../../node/storage/rollback-anchor.ts';
 import { VaultShareStore } from '../../node/storage/vault-shares.ts';
+import { ExportRecords } from '../../node/storage/export-records.ts';
 import { PresignatureStore } from '../../node/storage/presignature-store.ts';
 import { FrostNonceStore } from '../../node/storage/frost-nonce-store.ts';
 import { TrustRegistry } from '../../node/runtime/authorization/trust-registry.ts';
@@ -31,7 +32,7 @@ import { IntentLedger } from '../../node/runtime/authorization/intent-ledger.ts'
 import { RosterRegistry } from '../../node/runtime/authorization/roster-registry.ts';
 import { nodeProtocols, nodeSessionKinds, type NodeProtocolDeps } from '../../node/runtime/sessions/node-protocols.ts';
 import type { Authorization } from '../../node/runtime/sessions/session-kind.ts';
-import { dkgParams, dkgResult, epochParams, otParams, precommitParams, precommitResult, presignParams, reshareParams, reshareResult, signParams } from '../../core/session/session-contract.ts';
+import { dkgParams, dkgResult, epochParams, exportParams, otParams, precommitParams, precommitResult, presignParams, reshareParams, reshareResult, signParams } from '../../core/session/session-contract.ts';
 import { epochReceiptStatement } from '../../core/session/epoch-receipt.ts';
 import type { KeyPackage } from '../../core/session/key-package.ts';
 import type { EpochReceipt, PrecommittedNonce } from '../../core/session/session-params.ts';
@@ -79,7 +80,7 @@ async function node(t: Test): Promise<TestNode> {
   const trust = new TrustRegistry(store, { operatorKeys });
   const deps: NodeProtocolDeps = {
     vault: new VaultShareStore(store), trust, authorizer: new IntentAuthorizer(trust), ledger: new IntentLedger(store), rosters: new RosterRegistry(store, operatorKeys),
-    presignatures: new PresignatureStore(store), frostNonces: new FrostNonceStore(store), identity,
+    presignatures: new PresignatureStore(store), frostNonces: new FrostNonceStore(store), identity, exportRecords: new ExportRecords(store),
   };
   const outcomes = new Map<string, RelayOutcome>();
   const host = relayHost(identity, nodes, nodeProtocols(deps), createLogger('test', 'silent'), outcomes);
@@ -190,6 +191,7 @@ t.test('every session kind, run on the coordinator\'s word alone, does no more t
       params: () => epochParams.encode({ keyId: KEY, epoch: 1, receipts: [0, 1].map((i) => ({ party: i + 1, signature: members[i]!.identity.sign(epochReceiptStatement({ ...refreshed!, epoch: 2 })) })) }),
     },
     { protocol: Protocol.ABANDON_EPOCH, what: 'an abandon of the refreshed epoch', members, params: () => epochParams.encode({ keyId: KEY, epoch: 1 }) },
+    { protocol: Protocol.EXPORT_SHARE, what: 'an export the customer never requested', members, params: () => exportParams.encode({ keyId: KEY, requestId: 'exp_0123456789abcdef', trustLog }) },
   ];
 
   const registered = nodeSessionKinds({} as NodeProtocolDeps);

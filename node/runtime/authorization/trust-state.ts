@@ -15,16 +15,19 @@
 //   never change the registry;
 // - POST /v1/nodes enrols a customer node (self, or tee with an attestation binding its keys), unless
 //   its id is known; POST /v1/nodes/{id}/revoke revokes it for good;
-// - PUT /v1/tee/measurements replaces the allowed enclave measurements only with a higher version.
+// - PUT /v1/tee/measurements replaces the allowed enclave measurements only with a higher version;
+// - POST /v1/vaults/{id}/exports records the customer's signed export request (docs/export.md) by its
+//   request id, unless that id is known: a replay changes nothing.
 // An entry already applied (same hash) is skipped; anything else refuses the whole log.
-import { hexToBytes } from '@noble/hashes/utils.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
 import { apiKeyId } from '../../../core/trust/api-key-id.ts';
 import { nodeIdFor } from '../../../core/trust/node-id.ts';
 import { TIER_NAMES, type TierName } from '../../../core/tiers.ts';
 import { teeNodeBinding } from '../../../core/trust/tee-binding.ts';
 import { measurementSetProblem, normalizeMeasurementSet, pcrsAllowed } from '../../../core/trust/tee-measurements.ts';
-import { isValidEd25519PublicKeyHex } from '../../../common/ed25519.ts';
+import { isValidEd25519PublicKeyHex, verifyEd25519 } from '../../../common/ed25519.ts';
+import { decodeExportRequest, exportRequestHash, exportRequestMessage, ExportRequestError, type ExportRequest } from '../../../core/export/export-request.ts';
 import { accountCenterOptInProblem, type AccountCenterOptIn } from '../../../core/auth/member-credential.ts';
 import type { TeeAttestationVerifier } from '../../../tee/attestation/enrolment-verifier.ts';
 import {
@@ -61,6 +64,23 @@ export interface EnrolledNode {
   pcrs?: Record<string, string>;
 }
 
+/** A customer-signed export request as the trust log carried it (docs/export.md). */
+export interface RecordedExport {
+  vaultId: string;
+  /** X25519 public key, lower-case hex: the only key a share of this export is sealed to. */
+  recipientKey: string;
+  /** Unix seconds, as the customer signed it. */
+  notBefore: number;
+  /** exportRequestHash of the canonical request, hex: what approvers sign. */
+  requestHash: string;
+  /** The canonical request bytes, hex. */
+  request: string;
+  /** The API key that signed it. */
+  keyId: string;
+  /** The request signature's created time (Unix seconds). */
+  created: number;
+}
+
 /** The enclave builds the organization allows: each set names PCR index -> value, all must match. */
 export interface TeeMeasurements {
   version: number;
@@ -78,6 +98,8 @@ export interface OrgTrust {
   /** Enrolled customer nodes by node id (absent in records written before enrolment existed). */
   nodes?: Record<string, EnrolledNode>;
   teeMeasurements?: TeeMeasurements;
+  /** Export requests the customer signed (docs/export.md), by request id (absent in older records). */
+  exports?: Record<string, RecordedExport>;
   /** Hashes of every entry applied, in order. */
   applied: string[];
 }
@@ -119,6 +141,7 @@ const KEY_ID = /^[A-Za-z0-9_.:-]{1,64}$/;
 const NODES = /^(?:\/[^?#]*)?\/v1\/nodes$/;
 const NODE_REVOKE = /^(?:\/[^?#]*)?\/v1\/nodes\/([^/]+)\/revoke$/;
 const TEE_MEASUREMENTS = /^(?:\/[^?#]*)?\/v1\/tee\/measurements$/;
+const EXPORTS = /^(?:\/[^?#]*)?\/v1\/vaults\/([^/]+)\/exports$/;
 /** How far after the enrolment's signature an attestation is judged (the enclave's and the customer's clocks differ). */
 const ATTESTATION_SKEW_S = 300;
 const MAX_ATTESTATION_BYTES = 24 * 1024;
@@ -131,7 +154,8 @@ type Recognized =
   | ({ op: 'reshare_vault'; vaultId: string; targetTier?: TierName; rotation?: number } & CommitteeBinding)
   | { op: 'enrol_node'; nodeId: string; kind: 'self' | 'tee'; signingKey: string; encryptionKey: string; attestation?: Uint8Array }
   | { op: 'revoke_node'; nodeId: string }
-  | { op: 'tee_measurements'; version: number; allowed: Record<string, string>[] };
+  | { op: 'tee_measurements'; version: number; allowed: Record<string, string>[] }
+  | { op: 'export_request'; vaultId: string; request: ExportRequest; bytes: Uint8Array; signature: Uint8Array };
 
 /** A customer's node as its signed request names it (docs/trust.md "Committees"). */
 export interface CustomerNode {
@@ -284,6 +308,28 @@ export function recognize(e: RequestEntry, path: string): Recognized {
     });
     return { op: 'tee_measurements', version: b.version as number, allowed: sets };
   }
+  if (e.method === 'POST' && (m = EXPORTS.exec(path))) {
+    let vaultId: string;
+    try {
+      vaultId = decodeURIComponent(m[1]!);
+    } catch {
+      return fail('the vault id in the path is not valid');
+    }
+    if (!KEY_ID.test(vaultId)) fail('the vault id in the path is not valid');
+    const b = jsonBody(e);
+    if (typeof b.request !== 'string' || !/^(?:[0-9a-f]{2}){1,1024}$/.test(b.request)) fail('request must be the canonical export request, lower-case hex');
+    if (typeof b.signature !== 'string' || !/^[0-9a-f]{128}$/.test(b.signature)) fail('signature must be 64 bytes of lower-case hex');
+    const bytes = hexToBytes(b.request as string);
+    let request: ExportRequest;
+    try {
+      request = decodeExportRequest(bytes);
+    } catch (err) {
+      if (err instanceof ExportRequestError) return fail(`the export request: ${err.message}`);
+      throw err;
+    }
+    if (request.vaultId !== vaultId) fail(`the export request names vault ${request.vaultId}, the path ${vaultId}`);
+    return { op: 'export_request', vaultId, request, bytes, signature: hexToBytes(b.signature as string) };
+  }
   return fail(`${e.method} ${path} is not a request this node applies`);
 }
 
@@ -325,6 +371,7 @@ const clone = (s: OrgTrust): OrgTrust => ({
   ...(s.endUser ? { endUser: s.endUser } : {}), applied: [...s.applied],
   ...(s.nodes ? { nodes: Object.fromEntries(Object.entries(s.nodes).map(([k, v]) => [k, { ...v }])) } : {}),
   ...(s.teeMeasurements ? { teeMeasurements: s.teeMeasurements } : {}),
+  ...(s.exports ? { exports: { ...s.exports } } : {}),
 });
 
 function applyOne(s: OrgTrust, entry: TrustEntry, hash: string, ctx: TrustContext): void {
@@ -376,6 +423,20 @@ function applyOne(s: OrgTrust, entry: TrustEntry, hash: string, ctx: TrustContex
     case 'tee_measurements':
       if (!s.teeMeasurements || r.version > s.teeMeasurements.version) s.teeMeasurements = { version: r.version, allowed: r.allowed };
       return;
+    case 'export_request': {
+      if (r.request.org !== s.org) fail(`an export request of ${r.request.org} in the log of ${s.org}`);
+      // The canonical request carries its own signature, by the key that signed the HTTP request.
+      const key = activeKey(s, ctx.fileKeys, v.keyId);
+      if (!key || !verifyEd25519(r.signature, exportRequestMessage(r.bytes), key)) fail('the export request\'s own signature does not verify under the key that sent it');
+      const exports = (s.exports ??= {});
+      // A request id names one export for good: a replay, or another request under a used id, changes nothing.
+      if (Object.hasOwn(exports, r.request.requestId)) return;
+      exports[r.request.requestId] = {
+        vaultId: r.vaultId, recipientKey: bytesToHex(r.request.recipientKey), notBefore: r.request.notBefore,
+        requestHash: bytesToHex(exportRequestHash(r.bytes)), request: bytesToHex(r.bytes), keyId: v.keyId, created: v.created,
+      };
+      return;
+    }
   }
 }
 

@@ -15,6 +15,7 @@ import { signEcdsaSession } from './sign-ecdsa.ts';
 import { presignEcdsaSession } from './presign-ecdsa.ts';
 import { reshareSession } from './reshare.ts';
 import { epochSession } from './epoch.ts';
+import { exportShareSession } from './export-share.ts';
 import { nativePrimitives } from '../native-primitives.ts';
 import { OtPairLocks } from '../ot-pair-locks.ts';
 
@@ -45,6 +46,7 @@ export function nodeSessionKinds(given: NodeProtocolDeps): RegisteredSessions[] 
     one(Protocol.RESHARE, reshareSession(deps)),
     one(Protocol.COMMIT_EPOCH, epochSession(deps, 'commit')),
     one(Protocol.ABANDON_EPOCH, epochSession(deps, 'abandon')),
+    one(Protocol.EXPORT_SHARE, exportShareSession(deps)),
   ];
 }
 

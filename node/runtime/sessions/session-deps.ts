@@ -10,6 +10,8 @@ import type { Primitives } from '../../protocols/math/primitives.ts';
 import type { ProtocolWorkers } from '../workers/protocol-workers.ts';
 import type { PresignatureStore } from '../../storage/presignature-store.ts';
 import type { FrostNonceStore } from '../../storage/frost-nonce-store.ts';
+import type { ExportRecords } from '../../storage/export-records.ts';
+import type { ExportGovernance } from '../authorization/export-governance.ts';
 
 export interface NodeProtocolDeps {
   vault: VaultShareStore;
@@ -33,4 +35,10 @@ export interface NodeProtocolDeps {
   identity?: { sign(message: Uint8Array): Uint8Array };
   /** How long a share this node dealt away is kept sealed before it is erased (epoch.ts); 7 days unless given. */
   retiredShareRetentionMs?: number;
+  /** The node's records of key exports (docs/export.md); without them export sessions are refused. */
+  exportRecords?: ExportRecords;
+  /** Export approvals and delay as this node sees them; no approvals and a 24-hour delay unless given. */
+  exportGovernance?: ExportGovernance;
+  /** The clock export delays are judged on (ms); Date.now unless given. */
+  exportNow?: () => number;
 }

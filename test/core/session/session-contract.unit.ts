@@ -47,6 +47,8 @@ const samples: { [K in SessionBlobKind]: Parameters<(typeof SESSION_CONTRACT)[K]
   'presign-result': { keyId: 'vault-1', epoch: 3, entryIds: ['0a'.repeat(16), '0b'.repeat(16)] },
   'precommit-params': { keyId: 'vault-1', epoch: 3, path: [86, 0, 0, 7], scheme: 'taproot', count: 8 },
   'precommit-result': { keyId: 'vault-1', epoch: 3, entries: [{ entryId: '0a'.repeat(16), hiding: '02' + '11'.repeat(32), binding: '03' + '22'.repeat(32), signature: fill(64, 0x5c) }] },
+  'export-params': { keyId: 'vault-1', requestId: 'exp_0123456789abcdef', trustLog: [fill(3, 1)], approvals: [{ approverKey: fill(32, 0x0a), signature: fill(64, 0x5d) }] },
+  'export-result': { status: 'sealed', readyAt: 1_795_086_400, approvals: 1, approvalsNeeded: 1, nodeId: 'n' + '0'.repeat(20), party: 2, enc: fill(32, 0xec), ciphertext: fill(200, 0xc7) },
 };
 
 t.test('every kind round-trips, byte fields as bytes', async (t) => {
