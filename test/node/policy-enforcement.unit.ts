@@ -28,6 +28,7 @@ import { chainLinkHash, nextChainLink, signChainLink, type ChainLink } from '../
 import { intentApprovalMessage, policyChangeApprovalMessage, signApproval, type Approval } from '../../core/policy/policy-approval.ts';
 import { parsePolicyDocument, policyHash } from '../../core/policy/policy-document.ts';
 import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
+import { signParams } from '../../core/session/session-contract.ts';
 import { alice, bob, carol, mallory } from '../core/policy/policy-fixtures.ts';
 
 const seed = (s: string) => sha256(new TextEncoder().encode(s));
@@ -261,4 +262,18 @@ t.test('policy changes: a loosening waits out the delay on the node, a tightenin
   t.equal(vaultPolicy(st, VAULT, clock.s)?.doc.version, 3, 'in force at once');
   const fourth = intent(1000n, third.link, clock);
   t.equal(await nodeSigns(a!, request(fourth, [first, third])), 'window_exceeded', '5000 + 1000 spent of 6000');
+});
+
+t.test('the chain link, the relayed chain and the approvals reach the nodes through the session contract unchanged', async (t) => {
+  const clock = { s: T0 };
+  const first = intent(100n, undefined, clock);
+  const s = intent(3000n, first.link, clock);
+  const req = request(s, [first], [approve(alice, s), approve(bob, s)]);
+  const { owner: _o, groupKey: _g, chainCode: _c, endUser: _e, ...fields } = req;
+  const params = { ...fields, epoch: 0, keyId: VAULT };
+  const back = signParams.decode(signParams.encode(params));
+  t.same(back.chainLink, req.chainLink);
+  t.same(back.chain, req.chain);
+  t.same(back.approvals, req.approvals);
+  t.throws(() => signParams.encode({ ...params, approvals: [{ approver_id: 'alice', signature: 'ab' }] }), 'a malformed approval is refused before any session opens');
 });
