@@ -12,3 +12,4 @@ export * from './bff-cookies.ts';
 export * from './bff-store.ts';
 export * from './bff-sessions.ts';
 export * from './member-credential.ts';
+export * from './policy.ts';
