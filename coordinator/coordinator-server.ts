@@ -132,6 +132,10 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
         trustLog: a?.trustLog ?? [],
         // Checked by the sign-params encoder (core/session/session-params.ts) before any session opens.
         ...(a?.memberAction ? { memberAction: memberActionOf(a.memberAction) } : {}),
+        // A vault policy's evidence, passed through unread: every node verifies it.
+        ...(a?.chainLink.length ? { chainLink: a.chainLink } : {}),
+        ...(a?.chain.length ? { chain: a.chain.map((c) => ({ link: c.link, intent: c.intent })) } : {}),
+        ...(a?.approvals.length ? { approvals: a.approvals.map((x) => ({ approver_id: x.approverId, signature: x.signature })) } : {}),
       });
       return { signatures: out.signatures, recoveryIds: out.recoveryIds, signers: out.signers, publicKey: out.publicKey };
     }),

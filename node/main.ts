@@ -117,7 +117,7 @@ await runMain('node', async ({ fail }) => {
   const trust = new TrustRegistry(store, {
     operatorKeys: config.operatorKeys, fileKeys: loadApiKeysFile(config.apiKeysFile), verifyTee: loadTeeVerifier(config.teeRootsFile, config.teeAllowDevRoot),
   });
-  const authorizer = new IntentAuthorizer(trust);
+  const authorizer = new IntentAuthorizer(trust, Date.now, { chainHead: (vaultId) => ledger.chainHead(vaultId) });
   // Read at each scrape; `host` is assigned before the first one can come.
   const metrics = new NodeSessionMetrics(registry, { running: (): number => host.running, attached: () => [...links].map(([address, l]) => [address, l.attached] as const) });
   // One host, one set of protocol dependencies: the intent ledger, the session claims and the OT pair

@@ -13,3 +13,4 @@ export * from './bff-store.ts';
 export * from './bff-sessions.ts';
 export * from './member-credential.ts';
 export * from './key-export.ts';
+export * from './policy.ts';

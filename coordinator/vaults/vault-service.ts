@@ -740,6 +740,7 @@ export class VaultService {
       intent: input.intent, intentSignature: input.intentSignature, apiKeyId: input.apiKeyId, template: input.template, endUserToken: input.endUserToken,
       ...(input.trustLog ? { trustLog: input.trustLog } : {}),
       ...(input.memberAction ? { memberAction: input.memberAction } : {}),
+      ...(input.chainLink ? { chainLink: input.chainLink } : {}), ...(input.chain ? { chain: input.chain } : {}), ...(input.approvals ? { approvals: input.approvals } : {}),
       ...e.params,
     });
     const signers = members as NonNullable<(typeof members)[number]>[];
@@ -786,6 +787,7 @@ export class VaultService {
       intent: input.intent, intentSignature: input.intentSignature, apiKeyId: input.apiKeyId, template: input.template, endUserToken: input.endUserToken,
       ...(input.trustLog ? { trustLog: input.trustLog } : {}),
       ...(input.memberAction ? { memberAction: input.memberAction } : {}),
+      ...(input.chainLink ? { chainLink: input.chainLink } : {}), ...(input.chain ? { chain: input.chain } : {}), ...(input.approvals ? { approvals: input.approvals } : {}),
     });
     // Entries the caller named, or the pool's when it has some for this path and a signer set that is attached.
     // Nodes left out of every attempt of this request (see the retry loop below).

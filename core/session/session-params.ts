@@ -116,6 +116,11 @@ export const PARAM_LIMITS = {
   presignEntries: 32,
   /** Nonce pairs each node draws in one precommit session. */
   precommitEntries: 32,
+  /** One signed link of a vault's intent chain (docs/policies.md). */
+  chainLink: 1024,
+  /** Links relayed with one signing (core/policy/intent-chain.ts MAX_RELAYED_LINKS). */
+  chainLinks: 4096,
+  approvals: 64,
 } as const;
 
 const L = PARAM_LIMITS;
@@ -138,7 +143,7 @@ export function readDkgParams(v: unknown, what = 'dkg-params'): DkgSessionParams
 }
 
 export function readSignParams(v: unknown, what = 'sign-params'): SignSessionParams {
-  const o = record(v, what, ['keyId', 'epoch', 'path', 'scheme', 'digests', 'intent', 'intentSignature', 'apiKeyId', 'template', 'endUserToken'], ['trustLog', 'memberAction', 'presignatures', 'precommitted']);
+  const o = record(v, what, ['keyId', 'epoch', 'path', 'scheme', 'digests', 'intent', 'intentSignature', 'apiKeyId', 'template', 'endUserToken'], ['trustLog', 'memberAction', 'presignatures', 'precommitted', 'chainLink', 'chain', 'approvals']);
   const digests = list(o.digests, `${what}.digests`, L.digests, (x, w) => bytes(x, w, 32), 1);
   const presignatures = optional(o, 'presignatures', (x) => list(x, `${what}.presignatures`, L.digests, (y, w) => hex(y, w, 16), 1));
   if (presignatures && presignatures.length !== digests.length) throw new InputError('bad_params', `${what}.presignatures: one entry per digest`);
@@ -156,8 +161,23 @@ export function readSignParams(v: unknown, what = 'sign-params'): SignSessionPar
     apiKeyId: text(o.apiKeyId, `${what}.apiKeyId`, L.name),
     template: bytes(o.template, `${what}.template`, 0, L.template),
     endUserToken: text(o.endUserToken, `${what}.endUserToken`, L.endUserToken),
-    ...defined({ trustLog: trustLogOf(o, what), memberAction: optional(o, 'memberAction', (x) => readMemberAction(x, `${what}.memberAction`)), presignatures, precommitted }),
+    ...defined({ trustLog: trustLogOf(o, what), memberAction: optional(o, 'memberAction', (x) => readMemberAction(x, `${what}.memberAction`)), presignatures, precommitted, ...readPolicyFields(o, what) }),
   };
+}
+
+/** A vault policy's evidence (docs/policies.md): the intent's chain link, the links before it, the approvals. */
+function readPolicyFields(o: Fields, what: string): Pick<SignSessionParams, 'chainLink' | 'chain' | 'approvals'> {
+  return defined({
+    chainLink: optional(o, 'chainLink', (x) => bytes(x, `${what}.chainLink`, 1, L.chainLink)),
+    chain: optional(o, 'chain', (x) => list(x, `${what}.chain`, L.chainLinks, (y, w) => {
+      const r = record(y, w, ['link', 'intent']);
+      return { link: bytes(r.link, `${w}.link`, 1, L.chainLink), intent: bytes(r.intent, `${w}.intent`, 1, L.intent) };
+    })),
+    approvals: optional(o, 'approvals', (x) => list(x, `${what}.approvals`, L.approvals, (y, w) => {
+      const r = record(y, w, ['approver_id', 'signature']);
+      return { approver_id: text(r.approver_id, `${w}.approver_id`, 64, 1), signature: text(r.signature, `${w}.signature`, 128, 128) };
+    })),
+  });
 }
 
 export function readPresignParams(v: unknown, what = 'presign-params'): PresignSessionParams {

@@ -33,4 +33,13 @@ export interface SignFields {
   memberAction?: MemberActionBinding;
   /** The organization's trust log (encoded entries), applied before anything is checked. */
   trustLog?: Uint8Array[];
+  /**
+   * A vault under a policy (docs/policies.md): the intent's link of the vault's intent chain, signed by
+   * the same API key as the intent.
+   */
+  chainLink?: Uint8Array;
+  /** The vault's links before it, oldest first, each with its intent, as far back as the window needs. */
+  chain?: { link: Uint8Array; intent: Uint8Array }[];
+  /** Approvals collected for the intent under the vault's policy. */
+  approvals?: { approver_id: string; signature: string }[];
 }

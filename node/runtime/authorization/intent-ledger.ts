@@ -10,7 +10,8 @@ import { KeyedMutex } from '../../../common/keyed-mutex.ts';
 import type { BatchOp, SealedStore } from '../../storage/sealed-store.ts';
 import { SessionRefused } from '../session-host.ts';
 import { PRUNE_CHUNK_OPS, PRUNE_MARGIN_MS, pruneRange, prunedBelow, raisePrunedBelow } from '../../storage/range-pruning.ts';
-import type { BtcUse, EvmUse, SafeTxUse, SignGrant } from './sign-authorizer.ts';
+import type { BtcUse, ChainAdvance, EvmUse, SafeTxUse, SignGrant } from './sign-authorizer.ts';
+import type { ChainHead } from '../../../core/policy/chain-check.ts';
 
 const RECORD_VERSION = 1;
 const PREFIX = 'intent/used/';
@@ -23,6 +24,11 @@ const EXP_PREFIX = 'intent/exp/';
 /** Present once every record has its expiry entry (records written before entries existed get theirs once). */
 const INDEXED_MARK = 'intent/exp-indexed';
 const expKey = (notAfter: bigint, hash: string) => `${EXP_PREFIX}${notAfter.toString().padStart(20, '0')}/${hash}`;
+/**
+ * `chain/head/<vault>`: the last link of the vault's intent chain this node signed (docs/policies.md),
+ * sealed, written in the claim's batch: a node never signs two links at one position.
+ */
+const CHAIN_PREFIX = 'chain/head/';
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
@@ -51,6 +57,13 @@ function describe(use: StoredGrant['use']): string {
     : `Bitcoin inputs ${use.inputs.map((i) => `${i.txid}:${i.vout} (${i.amount} sat)`).join(', ')}`;
 }
 
+const sameHead = (a: ChainHead | undefined, b: ChainHead | undefined) => (a === undefined ? b === undefined : b !== undefined && a.seq === b.seq && a.hash === b.hash);
+
+function chainHeadOp(c: ChainAdvance): BatchOp {
+  const h = c.head;
+  return { type: 'put', key: CHAIN_PREFIX + c.vaultId, value: enc.encode(JSON.stringify({ v: RECORD_VERSION, seq: h.seq.toString(), hash: h.hash, until: h.until.toString() })), secret: true };
+}
+
 export class IntentLedger {
   // One claim per intent at a time: two concurrent sessions cannot both find the intent unused.
   private readonly lock = new KeyedMutex();
@@ -76,6 +89,28 @@ export class IntentLedger {
    * and not at all when the claim is refused.
    */
   async claim(grant: SignGrant, alsoWrite: BatchOp[] = []): Promise<void> {
+    const c = grant.chain;
+    if (!c || c.retry) return this.claimIntent(grant, alsoWrite);
+    // One signing per vault at a time moves its chain: the head checked is still the head, and the new
+    // head lands in the same batch as the intent's record.
+    return this.lock.run(`${CHAIN_PREFIX}${c.vaultId}`, async () => {
+      const now = await this.chainHead(c.vaultId);
+      if (!sameHead(now, c.expected)) throw new SessionRefused('chain_fork', `vault ${c.vaultId}'s intent chain moved on this node while this intent was checked`);
+      await this.claimIntent(grant, [...alsoWrite, chainHeadOp(c)]);
+    });
+  }
+
+  /** The last link of the vault's intent chain this node signed, if any. */
+  async chainHead(vaultId: string): Promise<ChainHead | undefined> {
+    const raw = await this.store.getSecret(CHAIN_PREFIX + vaultId);
+    if (!raw) return undefined;
+    const r = JSON.parse(dec.decode(raw)) as { v: number; seq: string; hash: string; until: string };
+    // An unknown record version fails closed: the vault's chain cannot move on this node.
+    if (r.v !== RECORD_VERSION) throw new SessionRefused('chain_fork', `the chain head of ${vaultId} has unknown version ${r.v}`);
+    return { seq: BigInt(r.seq), hash: r.hash, until: BigInt(r.until) };
+  }
+
+  private async claimIntent(grant: SignGrant, alsoWrite: BatchOp[]): Promise<void> {
     if (!/^[0-9a-f]{64}$/.test(grant.intentHash)) throw new Error('intent hash must be 32 bytes of lower-case hex');
     const key = PREFIX + grant.intentHash;
     const want = stored(grant);

@@ -26,6 +26,10 @@ import { SessionRefused } from '../session-host.ts';
 import type { ErrorCode } from '../../../core/errors/error-codes.ts';
 import type { TrustRegistry } from './trust-registry.ts';
 import { applyCarriedLog } from './carried-log.ts';
+import { vaultPolicy, type OrgTrust } from './trust-state.ts';
+import { ChainLinkError, decodeChainLink, verifyChainLinkSignature, type SignedChainLink } from '../../../core/policy/intent-chain.ts';
+import { checkChain, type ChainHead } from '../../../core/policy/chain-check.ts';
+import { evaluatePolicy } from '../../../core/policy/policy-evaluator.ts';
 import { checkEndUserToken } from './end-user-token.ts';
 import { BoundedMemo } from '../../../common/memo.ts';
 import type { SignFields } from '../../../core/session/sign-fields.ts';
@@ -41,6 +45,8 @@ export interface EndUserBinding {
 }
 
 export interface SignRequestView extends SignFields {
+  /** The vault (its key id): whose policy and intent chain apply. */
+  keyId?: string;
   owner: string;
   groupKey: string;
   chainCode: string;
@@ -90,6 +96,20 @@ export interface SignGrant {
   /** The intent's expiry: a node may forget the grant once it has passed. */
   notAfter: bigint;
   use: EvmUse | BtcUse | SafeTxUse;
+  /**
+   * A vault under a policy: the link this signing adds to the node's view of the vault's intent chain,
+   * and the head it was checked against; the ledger writes it with the claim, if the head is unchanged.
+   */
+  chain?: ChainAdvance;
+}
+
+export interface ChainAdvance {
+  vaultId: string;
+  /** The node's head when the chain was checked (undefined: none). */
+  expected: ChainHead | undefined;
+  head: ChainHead;
+  /** The head itself signed again: nothing moves. */
+  retry: boolean;
 }
 
 export interface SignAuthorizer {
@@ -123,8 +143,13 @@ const refuse = (code: ErrorCode, message: string): never => {
   throw new SessionRefused(code, message);
 };
 
+export interface IntentAuthorizerOptions {
+  /** This node's last signed link of a vault's intent chain (the intent ledger keeps it). */
+  chainHead?: (vaultId: string) => Promise<ChainHead | undefined>;
+}
+
 export class IntentAuthorizer implements SignAuthorizer {
-  constructor(private readonly trust: TrustRegistry, private readonly now: () => number = Date.now) {}
+  constructor(private readonly trust: TrustRegistry, private readonly now: () => number = Date.now, private readonly opts: IntentAuthorizerOptions = {}) {}
 
   async authorize(req: SignRequestView): Promise<SignGrant> {
     let bytes: Uint8Array;
@@ -158,7 +183,37 @@ export class IntentAuthorizer implements SignAuthorizer {
     if (expected.length !== req.digests.length || expected.some((d, i) => d !== bytesToHex(req.digests[i]!))) {
       refuse('digest_mismatch', 'the digests asked for are not the ones this intent and template produce');
     }
-    return { intentHash: bytesToHex(sha256(bytes)), notAfter: intent.notAfter, use };
+    const intentHash = bytesToHex(sha256(bytes));
+    const chain = await this.checkPolicy(req, org, intent, bytes, intentHash, pub!);
+    return { intentHash, notAfter: intent.notAfter, use, ...(chain ? { chain } : {}) };
+  }
+
+  /**
+   * The vault's policy in force on this node, from its own trust log (docs/policies.md): the intent's
+   * chain link and the relayed chain verify and reach back as far as the window needs, and the
+   * evaluator allows the intent with the approvals given and the spends the chain shows. Nothing to
+   * check (undefined) for a vault without a policy.
+   */
+  private async checkPolicy(req: SignRequestView, org: OrgTrust, intent: Intent, bytes: Uint8Array, intentHash: string, pub: Uint8Array): Promise<ChainAdvance | undefined> {
+    const nowS = Math.floor(this.now() / 1000);
+    const policy = req.keyId === undefined ? undefined : vaultPolicy(org, req.keyId, nowS);
+    if (!policy) return undefined;
+    const vaultId = req.keyId!;
+    if (!req.chainLink?.length) return refuse('chain_link_required', `vault ${vaultId} is under policy version ${policy.doc.version}: its intents come with a link of the vault's intent chain`);
+    let link: SignedChainLink;
+    try {
+      link = decodeChainLink(req.chainLink);
+    } catch (err) {
+      return refuse('bad_chain', err instanceof ChainLinkError ? err.message : 'malformed chain link');
+    }
+    if (!verifyChainLinkSignature(link, pub)) refuse('bad_chain', 'the chain link is not signed by the key that signed the intent');
+    if (!this.opts.chainHead) return refuse('bug', 'this node keeps no intent chain heads');
+    const expected = await this.opts.chainHead(vaultId);
+    const chain = checkChain({ link, intent, intentBytes: bytes, vaultId, relayed: req.chain ?? [], head: expected, windowSeconds: policy.doc.rolling_window?.seconds ?? 0, now: nowS });
+    if (!chain.ok) return refuse(chain.code, chain.message);
+    const decision = evaluatePolicy({ policy: policy.doc, intent, intentHash, approvals: req.approvals ?? [], priorSpends: chain.spends, now: nowS });
+    if (!decision.allow) refuse(decision.code, `policy version ${policy.doc.version}: ${decision.message}`);
+    return { vaultId, expected, head: chain.head, retry: chain.retry };
   }
 
   private evmDigests(intent: EvmTransferIntent, req: SignRequestView, derivedKey: string): { digests: string[]; use: EvmUse } {

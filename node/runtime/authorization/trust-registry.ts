@@ -17,6 +17,8 @@ export interface TrustRegistryOptions {
   fileKeys?: Readonly<Record<string, FileKeys>>;
   /** Verifies tee enrolments' attestations (tee/attestation/ with the node's pinned roots); none: tee enrolments are refused. */
   verifyTee?: TeeAttestationVerifier | undefined;
+  /** The clock (ms) a policy change's first sighting is read from; Date.now by default. */
+  now?: () => number;
 }
 
 export class TrustRegistry {
@@ -59,7 +61,7 @@ export class TrustRegistry {
     return this.serialize(org, async () => {
       const before = await this.state(org);
       if (!log.length) return before;
-      const { state, changed } = applyTrustLog(before, log, { operatorKeys: this.opts.operatorKeys, fileKeys: this.fileKeys(org), verifyTee: this.opts.verifyTee });
+      const { state, changed } = applyTrustLog(before, log, { operatorKeys: this.opts.operatorKeys, fileKeys: this.fileKeys(org), verifyTee: this.opts.verifyTee, now: Math.floor((this.opts.now ?? Date.now)() / 1000) });
       if (changed) {
         await this.store.putSecret(recordKey(org), encodeBlob('org-trust', state));
         this.cache.set(org, state);

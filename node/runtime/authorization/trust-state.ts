@@ -18,6 +18,8 @@
 // - PUT /v1/tee/measurements replaces the allowed enclave measurements only with a higher version;
 // - POST /v1/vaults/{id}/exports records the customer's signed export request (docs/export.md) by its
 //   request id, unless that id is known: a replay changes nothing.
+// - PUT /v1/vaults/{id}/policy is a new version of the vault's policy, governed by the policy in force
+//   (its quorum for policy changes; a loosening waits its delay): core/policy/policy-log.ts.
 // An entry already applied (same hash) is skipped; anything else refuses the whole log.
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
@@ -30,6 +32,7 @@ import { isValidEd25519PublicKeyHex, verifyEd25519 } from '../../../common/ed255
 import { decodeExportRequest, exportRequestHash, exportRequestMessage, ExportRequestError, type ExportRequest } from '../../../core/export/export-request.ts';
 import { accountCenterOptInProblem, type AccountCenterOptIn } from '../../../core/auth/member-credential.ts';
 import type { TeeAttestationVerifier } from '../../../tee/attestation/enrolment-verifier.ts';
+import { applyPolicyChange, parsePolicyChange, policyInForce, type PolicyChange, type PolicyVersion, type VaultPolicyRecord } from '../../../core/policy/policy-log.ts';
 import {
   decodeTrustEntry, trustEntryHash, TrustEntryError, verifyBootstrap, verifyRequestEntry,
   type RequestEntry, type TrustEntry,
@@ -100,6 +103,8 @@ export interface OrgTrust {
   teeMeasurements?: TeeMeasurements;
   /** Export requests the customer signed (docs/export.md), by request id (absent in older records). */
   exports?: Record<string, RecordedExport>;
+  /** Vault policies by vault id (docs/policies.md), as the customer's signed changes left them. */
+  policies?: Record<string, VaultPolicyRecord>;
   /** Hashes of every entry applied, in order. */
   applied: string[];
 }
@@ -114,6 +119,11 @@ export interface TrustContext {
   fileKeys?: FileKeys;
   /** Verifies a tee node's attestation at enrolment; without it, tee enrolments are refused. */
   verifyTee?: TeeAttestationVerifier | undefined;
+  /**
+   * Unix seconds now: when a policy change is first seen, from which a loosening's delay runs (never
+   * before the change's own signature time). Without it, the signature time alone.
+   */
+  now?: number | undefined;
 }
 
 export function emptyTrust(org: string): OrgTrust {
@@ -142,6 +152,7 @@ const NODES = /^(?:\/[^?#]*)?\/v1\/nodes$/;
 const NODE_REVOKE = /^(?:\/[^?#]*)?\/v1\/nodes\/([^/]+)\/revoke$/;
 const TEE_MEASUREMENTS = /^(?:\/[^?#]*)?\/v1\/tee\/measurements$/;
 const EXPORTS = /^(?:\/[^?#]*)?\/v1\/vaults\/([^/]+)\/exports$/;
+const VAULT_POLICY = /^(?:\/[^?#]*)?\/v1\/vaults\/([^/]+)\/policy$/;
 /** How far after the enrolment's signature an attestation is judged (the enclave's and the customer's clocks differ). */
 const ATTESTATION_SKEW_S = 300;
 const MAX_ATTESTATION_BYTES = 24 * 1024;
@@ -155,7 +166,8 @@ type Recognized =
   | { op: 'enrol_node'; nodeId: string; kind: 'self' | 'tee'; signingKey: string; encryptionKey: string; attestation?: Uint8Array }
   | { op: 'revoke_node'; nodeId: string }
   | { op: 'tee_measurements'; version: number; allowed: Record<string, string>[] }
-  | { op: 'export_request'; vaultId: string; request: ExportRequest; bytes: Uint8Array; signature: Uint8Array };
+  | { op: 'export_request'; vaultId: string; request: ExportRequest; bytes: Uint8Array; signature: Uint8Array }
+  | { op: 'vault_policy'; vaultId: string; change: PolicyChange };
 
 /** A customer's node as its signed request names it (docs/trust.md "Committees"). */
 export interface CustomerNode {
@@ -330,6 +342,20 @@ export function recognize(e: RequestEntry, path: string): Recognized {
     if (request.vaultId !== vaultId) fail(`the export request names vault ${request.vaultId}, the path ${vaultId}`);
     return { op: 'export_request', vaultId, request, bytes, signature: hexToBytes(b.signature as string) };
   }
+  if (e.method === 'PUT' && (m = VAULT_POLICY.exec(path))) {
+    let vaultId: string;
+    try {
+      vaultId = decodeURIComponent(m[1]!);
+    } catch {
+      return fail('the vault id in the path is not valid');
+    }
+    if (!KEY_ID.test(vaultId)) fail('the vault id in the path is not valid');
+    try {
+      return { op: 'vault_policy', vaultId, change: parsePolicyChange(jsonBody(e), vaultId) };
+    } catch (err) {
+      return fail(`the policy change is not valid: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
   return fail(`${e.method} ${path} is not a request this node applies`);
 }
 
@@ -360,6 +386,11 @@ export function enrolledNode(state: OrgTrust, nodeId: string): EnrolledNode | un
   return state.nodes && Object.hasOwn(state.nodes, nodeId) ? state.nodes[nodeId] : undefined;
 }
 
+/** The policy of vault `vaultId` in force at `now` (Unix seconds), if the owner signed one. */
+export function vaultPolicy(state: OrgTrust, vaultId: string, now: number): PolicyVersion | undefined {
+  return state.policies && Object.hasOwn(state.policies, vaultId) ? policyInForce(state.policies[vaultId], now) : undefined;
+}
+
 /** Whether `pcrs` match one of the measurement sets the organization allows now. */
 export function measurementsAllowed(state: OrgTrust, pcrs: Record<string, string> | undefined): boolean {
   return pcrs !== undefined && state.teeMeasurements !== undefined && pcrsAllowed(state.teeMeasurements.allowed, pcrs);
@@ -372,6 +403,7 @@ const clone = (s: OrgTrust): OrgTrust => ({
   ...(s.nodes ? { nodes: Object.fromEntries(Object.entries(s.nodes).map(([k, v]) => [k, { ...v }])) } : {}),
   ...(s.teeMeasurements ? { teeMeasurements: s.teeMeasurements } : {}),
   ...(s.exports ? { exports: { ...s.exports } } : {}),
+  ...(s.policies ? { policies: { ...s.policies } } : {}),
 });
 
 function applyOne(s: OrgTrust, entry: TrustEntry, hash: string, ctx: TrustContext): void {
@@ -435,6 +467,14 @@ function applyOne(s: OrgTrust, entry: TrustEntry, hash: string, ctx: TrustContex
         vaultId: r.vaultId, recipientKey: bytesToHex(r.request.recipientKey), notBefore: r.request.notBefore,
         requestHash: bytesToHex(exportRequestHash(r.bytes)), request: bytesToHex(r.bytes), keyId: v.keyId, created: v.created,
       };
+      return;
+    }
+    case 'vault_policy': {
+      // A change the policy in force does not allow (no quorum, an old version) is kept as refused and
+      // changes nothing: the API should not have appended it, and a replay must not undo a later one.
+      const policies = (s.policies ??= {});
+      const before = Object.hasOwn(policies, r.vaultId) ? policies[r.vaultId] : undefined;
+      policies[r.vaultId] = applyPolicyChange(before, r.change, v.created, ctx.now ?? v.created);
       return;
     }
   }
