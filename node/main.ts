@@ -2,7 +2,7 @@
 // configured coordinator until SIGINT/SIGTERM. With coordinator shards (docs/operations.md "Coordinator
 // shards") the one session host serves every link, answering each session on the link that opened it.
 import { ExportRecords } from './storage/export-records.ts';
-import { defaultExportGovernance } from './runtime/authorization/export-governance.ts';
+import { defaultExportGovernance, policyExportGovernance } from './runtime/authorization/export-governance.ts';
 import * as grpc from '@grpc/grpc-js';
 import { existsSync, readFileSync } from 'node:fs';
 import { NodeConfigSchema, anchorProblem, loadNodeConfig } from './config.ts';
@@ -125,7 +125,7 @@ await runMain('node', async ({ fail }) => {
   const workerCount = config.protocolWorkers ?? defaultWorkerCount();
   const workers = workerCount > 0 ? new ProtocolWorkers(workerCount, (why) => nodeLog.error({ why }, 'a protocol worker was lost; its session fails')) : undefined;
   nodeLog.info({ protocolWorkers: workerCount }, 'protocol workers');
-  const host = new SessionHost(identity, (m, origin) => void links.get(origin)?.send(m), nodeProtocols({ vault, authorizer, trust, ledger, rosters: new RosterRegistry(store, config.operatorKeys), presignatures, frostNonces, identity, retiredShareRetentionMs: config.retiredShareRetentionHours * 3600_000, exportRecords: new ExportRecords(store), exportGovernance: defaultExportGovernance(config.exportDelaySeconds), ...(workers ? { workers } : {}) }), nodeLog, Date.now, metrics);
+  const host = new SessionHost(identity, (m, origin) => void links.get(origin)?.send(m), nodeProtocols({ vault, authorizer, trust, ledger, rosters: new RosterRegistry(store, config.operatorKeys), presignatures, frostNonces, identity, retiredShareRetentionMs: config.retiredShareRetentionHours * 3600_000, exportRecords: new ExportRecords(store), exportGovernance: policyExportGovernance(trust, defaultExportGovernance(config.exportDelaySeconds)), ...(workers ? { workers } : {}) }), nodeLog, Date.now, metrics);
   for (const [address, link] of links) {
     link.on('session', (b) => {
       if (b.case === 'open') host.onOpen(b.value, address);
