@@ -29,8 +29,12 @@ export function operationChainChecker(tokenization: Pick<Tokenization, 'tokens' 
     async check(ctx) {
       const problems: ProvenanceProblem[] = [];
       const token = await tokenization.tokens.get(ctx.scope, ctx.tokenId);
-      const client = tokenization.chain(token.chain)?.client;
-      if (!client) throw new Error(`tokenization does not run on ${token.chain} here`);
+      // Read only when there is something to compare: a token whose chain this service does not run has none.
+      const chainClient = () => {
+        const c = tokenization.chain(token.chain)?.client;
+        if (!c) throw new Error(`tokenization does not run on ${token.chain} here`);
+        return c;
+      };
       const logged = new Set<string>();
       let checked = 0;
       for (const entry of ctx.entries) {
@@ -39,6 +43,7 @@ export function operationChainChecker(tokenization: Pick<Tokenization, 'tokens' 
         const b = entry.body;
         const at = { index: entry.index, kind: entry.kind };
         logged.add(String(b.operation_id));
+        const client = chainClient();
         const receipt = typeof b.tx_hash === 'string' ? await client.getTransactionReceipt({ hash: b.tx_hash as Hex }).catch(() => undefined) : undefined;
         if (!receipt) {
           problems.push({ ...at, detail: `operation ${String(b.operation_id)}: its transaction ${String(b.tx_hash)} is not on chain` });

@@ -216,7 +216,7 @@ t.test('provenance/verify: green on an intact log; names an altered entry by ind
   for (const [i, kind] of kinds.entries()) await s.tokenLog.log.append(s.scope, tok, { kind, body: { n: i, path: 'face_value', value: '1000' } });
   const ok = (await s.call('GET', `/v1/rwa/tokens/${tok}/provenance/verify`, undefined, s.viewer.token)).json();
   t.equal(ok.ok, true);
-  t.same(ok.checks.map((c: { name: string }) => c.name), ['log.checkpoint_signatures', 'log.entries_rehash', 'log.cosignatures', 'log.checkpoint_consistency', 'attestation_signatures'], 'the log\'s checks and the attestations\' (registered at wiring)');
+  t.same(ok.checks.map((c: { name: string }) => c.name), ['log.checkpoint_signatures', 'log.entries_rehash', 'log.cosignatures', 'log.checkpoint_consistency', 'attestation_signatures', 'chain_operations'], 'the log\'s checks, the attestations\' and the operations\' (registered at wiring)');
   t.equal(ok.tree_size, 6);
 
   // Entry 3 (a field) altered in the store, its leaf hash recomputed to match: the signed root names it.
