@@ -22,7 +22,12 @@ function checkShape(t: Test, what: string, status: number, body: string, content
     return;
   }
   const o = parsed as Record<string, unknown>;
-  t.same(Object.keys(o).sort(), ['code', 'error'], `${what} (${status}): exactly {error, code}`);
+  // The error model (docs/platform/errors.md): {error, code}, and on a 400 or 422 the bad fields by JSON name.
+  const keys = Object.keys(o).filter((k) => k !== 'fields').sort();
+  t.same(keys, ['code', 'error'], `${what} (${status}): {error, code}`);
+  if ('fields' in o) {
+    t.ok([400, 422].includes(status) && Array.isArray(o.fields) && (o.fields as unknown[]).every((f) => typeof f === 'object' && f !== null && Object.keys(f).sort().join() === 'field,reason'), `${what}: fields only on a 400 or 422, each {field, reason}`);
+  }
   t.type(o.error, 'string');
   t.match(o.code, /^[a-z_]+$/, `${what}: a code of ours (${String(o.code)})`);
   t.notMatch(body, LEAK, `${what}: no framework code or text (${body.slice(0, 160)})`);
