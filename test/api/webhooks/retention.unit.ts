@@ -53,7 +53,8 @@ t.test('retention counts from the last change: a row replayed on day 20 is kept 
   const t0 = Date.parse('2026-03-01T00:00:00Z');
   let now = t0;
   const s = await setupPlatform(t, { clock: () => now, webhookAllowedDestinations: LOOPBACK_RECEIVERS });
-  let answer = 410;
+  // A permanent 4xx other than 410 (which would also disable the endpoint): dead-lettered at once.
+  let answer = 400;
   const rx = await receiver(t, () => answer);
   await s.call('POST', '/v1/webhook-endpoints', { url: rx.url, events: ['payment.confirmed'] });
   const scope = { tenant: s.tenant.id, workspace: s.sandbox.id };
@@ -75,7 +76,8 @@ t.test('retention counts from the last change: a row replayed on day 20 is kept 
 
 t.test('replay gives a dead-lettered row a fresh budget of seven attempts on the full schedule', async (t) => {
   let now = Date.parse('2026-03-01T00:00:00Z');
-  const s = await setupPlatform(t, { clock: () => now, webhookAllowedDestinations: LOOPBACK_RECEIVERS });
+  // The jitter at the top of each step, so the waits are the schedule's.
+  const s = await setupPlatform(t, { clock: () => now, webhookAllowedDestinations: LOOPBACK_RECEIVERS, webhookRandom: () => 0.9999999 });
   const bad = await receiver(t, () => 500);
   const watcher = await receiver(t, () => 200);
   await s.call('POST', '/v1/webhook-endpoints', { url: bad.url, events: ['payment.confirmed'] });
