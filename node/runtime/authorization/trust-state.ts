@@ -245,6 +245,19 @@ function checkJwks(jwks: unknown): JSONWebKeySet {
   return jwks as JSONWebKeySet;
 }
 
+
+/** The path's id (`m[1]`), percent-decoded and of the form `shape`; `what` names it in the refusal. */
+function pathId(m: RegExpExecArray, what: string, shape = KEY_ID): string {
+  let id: string;
+  try {
+    id = decodeURIComponent(m[1]!);
+  } catch {
+    return fail(`the ${what} id in the path is not valid`);
+  }
+  if (!shape.test(id)) fail(`the ${what} id in the path is not valid`);
+  return id;
+}
+
 /** What a request entry asks for, from its method, path and body; unknown requests are refused. */
 export function recognize(e: RequestEntry, path: string): Recognized {
   let m: RegExpExecArray | null;
@@ -255,13 +268,7 @@ export function recognize(e: RequestEntry, path: string): Recognized {
     return { op: 'add_key', publicKey: (b.public_key as string).toLowerCase(), ...(typeof b.label === 'string' ? { label: b.label } : {}) };
   }
   if (e.method === 'POST' && (m = REVOKE.exec(path))) {
-    let keyId: string;
-    try {
-      keyId = decodeURIComponent(m[1]!);
-    } catch {
-      return fail('the key id in the path is not valid');
-    }
-    if (!KEY_ID.test(keyId)) fail('the key id in the path is not valid');
+    const keyId = pathId(m, 'key');
     return { op: 'revoke_key', keyId };
   }
   if (e.method === 'PUT' && END_USER_AUTH.test(path)) {
@@ -283,13 +290,7 @@ export function recognize(e: RequestEntry, path: string): Recognized {
     return { op: 'create_vault', tier: b.tier as TierName, ...(typeof s === 'string' ? { endUserSubject: s } : {}), ...committeeBinding(b, b.tier as TierName) };
   }
   if (e.method === 'POST' && (m = RESHARE.exec(path))) {
-    let vaultId: string;
-    try {
-      vaultId = decodeURIComponent(m[1]!);
-    } catch {
-      return fail('the vault id in the path is not valid');
-    }
-    if (!KEY_ID.test(vaultId)) fail('the vault id in the path is not valid');
+    const vaultId = pathId(m, 'vault');
     const b = e.body.length ? jsonBody(e) : {};
     if (b.target_tier !== undefined && !TIERS.includes(b.target_tier)) fail('target_tier must be hosted, self or customer_tee');
     const targetTier = b.target_tier as TierName | undefined;
@@ -300,13 +301,7 @@ export function recognize(e: RequestEntry, path: string): Recognized {
   }
   if (e.method === 'POST' && NODES.test(path)) return enrolment(jsonBody(e));
   if (e.method === 'POST' && (m = NODE_REVOKE.exec(path))) {
-    let nodeId: string;
-    try {
-      nodeId = decodeURIComponent(m[1]!);
-    } catch {
-      return fail('the node id in the path is not valid');
-    }
-    if (!NODE_ID.test(nodeId)) fail('the node id in the path is not valid');
+    const nodeId = pathId(m, 'node', NODE_ID);
     return { op: 'revoke_node', nodeId };
   }
   if (e.method === 'PUT' && TEE_MEASUREMENTS.test(path)) {
@@ -321,13 +316,7 @@ export function recognize(e: RequestEntry, path: string): Recognized {
     return { op: 'tee_measurements', version: b.version as number, allowed: sets };
   }
   if (e.method === 'POST' && (m = EXPORTS.exec(path))) {
-    let vaultId: string;
-    try {
-      vaultId = decodeURIComponent(m[1]!);
-    } catch {
-      return fail('the vault id in the path is not valid');
-    }
-    if (!KEY_ID.test(vaultId)) fail('the vault id in the path is not valid');
+    const vaultId = pathId(m, 'vault');
     const b = jsonBody(e);
     if (typeof b.request !== 'string' || !/^(?:[0-9a-f]{2}){1,1024}$/.test(b.request)) fail('request must be the canonical export request, lower-case hex');
     if (typeof b.signature !== 'string' || !/^[0-9a-f]{128}$/.test(b.signature)) fail('signature must be 64 bytes of lower-case hex');
@@ -343,13 +332,7 @@ export function recognize(e: RequestEntry, path: string): Recognized {
     return { op: 'export_request', vaultId, request, bytes, signature: hexToBytes(b.signature as string) };
   }
   if (e.method === 'PUT' && (m = VAULT_POLICY.exec(path))) {
-    let vaultId: string;
-    try {
-      vaultId = decodeURIComponent(m[1]!);
-    } catch {
-      return fail('the vault id in the path is not valid');
-    }
-    if (!KEY_ID.test(vaultId)) fail('the vault id in the path is not valid');
+    const vaultId = pathId(m, 'vault');
     try {
       return { op: 'vault_policy', vaultId, change: parsePolicyChange(jsonBody(e), vaultId) };
     } catch (err) {
