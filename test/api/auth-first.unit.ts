@@ -10,6 +10,7 @@ import { buildApp } from '../../api/app.ts';
 import { loadApiConfig } from '../../api/config.ts';
 import { createLogger } from '../../common/logger.ts';
 import { openTestStore } from '../support/test-store.ts';
+import { setupPlatform } from './setup-platform.ts';
 import { VaultService } from '../../api/vaults/vault-service.ts';
 import { TransactionService } from '../../api/transactions/transaction-service.ts';
 import { createPlatform } from '../../api/platform.ts';
@@ -58,15 +59,7 @@ t.test('every authenticated operation answers 401 before any other check', async
 });
 
 t.test('a member self call checks the member session before the Idempotency-Key, the body or anything else', async (t) => {
-  const { dir, store } = await openTestStore('auth-first-member-');
-  const platform = await createPlatform(store, { objectDir: join(dir, 'objects') });
-  const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), platform });
-  t.teardown(async () => {
-    await app.close();
-    await store.close();
-  });
-  const { sandbox } = await platform.tenancy.createTenant('Acme');
-  const owner = await platform.tenancy.createKey(sandbox.id, 'owner');
+  const { platform, app, sandbox, owner } = await setupPlatform(t);
   const bff = await platform.tenancy.createKey(sandbox.id, 'member_auth', { label: 'bff' });
   const call = (method: string, url: string, body: unknown, token: string, headers: Record<string, string> = {}) =>
     app.inject({ method: method as 'POST', url, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers }, ...(body === undefined ? {} : { payload: JSON.stringify(body) }) });

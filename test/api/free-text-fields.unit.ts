@@ -11,6 +11,7 @@ import { buildApp } from '../../api/app.ts';
 import { loadApiConfig } from '../../api/config.ts';
 import { createLogger } from '../../common/logger.ts';
 import { openTestStore } from '../support/test-store.ts';
+import { setupPlatform } from './setup-platform.ts';
 import { VaultService } from '../../api/vaults/vault-service.ts';
 import { TransactionService } from '../../api/transactions/transaction-service.ts';
 import { createPlatform } from '../../api/platform.ts';
@@ -198,15 +199,7 @@ t.test('every free-text field of both APIs refuses each class with 422 naming it
 });
 
 t.test('accepted free text is stored in NFC; an invisible-only theme name is refused', async (t) => {
-  const { dir, store } = await openTestStore('free-text-nfc-');
-  const platform = await createPlatform(store, { objectDir: join(dir, 'objects') });
-  const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), platform });
-  t.teardown(async () => {
-    await app.close();
-    await store.close();
-  });
-  const { sandbox } = await platform.tenancy.createTenant('Acme');
-  const owner = await platform.tenancy.createKey(sandbox.id, 'owner');
+  const { app, owner } = await setupPlatform(t);
   const call = (method: 'POST' | 'GET' | 'PUT', url: string, body?: unknown) => app.inject({ method, url, headers: { authorization: `Bearer ${owner.token}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { payload: JSON.stringify(body) } : {}) });
   const decomposed = 'Jose\u0301 Mun\u0303oz';
   const created = await call('POST', '/v1/account-holders', { type: 'individual', given_name: decomposed, family_name: 'Z' });
