@@ -8,8 +8,12 @@
 // - they reach back to the vault's first link, or to a link whose `until` is out of the window (so no
 //   earlier intent can count: until never decreases);
 // - they include the node's head at its position, unless that head is out of the window too; a link at
-//   the head's position that is not the head, or a link to sign at or below it that is not the head
-//   itself, is a fork.
+//   the head's position that is not the head is a fork;
+// - a link below the node's head (intents are signed as they become ready, not in chain order: one
+//   waiting for approvals, or for a lower EVM nonce, is signed after later ones) is signed only when the
+//   relayed links after it reach the head and hash-link to it: then it is the very link at its position
+//   of the chain this node verified before, so no node signs two links at one position. Its window counts
+//   the links before it; each link after it counted it already when it was checked.
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { decodeIntent, type Intent } from '../intents/intent.ts';
@@ -34,11 +38,20 @@ export interface RelayedLink {
 export type ChainRefusalCode = 'bad_chain' | 'chain_fork' | 'chain_incomplete';
 
 export type ChainCheck =
-  | { ok: true; spends: Spend[]; head: ChainHead; retry: boolean }
+  | {
+    ok: true; spends: Spend[];
+    /** The node's head once this link is signed: the link, or the node's head when the link is below it. */
+    head: ChainHead; retry: boolean;
+    /** Every link of the verified chain, seq -> hash: a head that moved to one of them while the intent was checked is still on this chain. */
+    known: Map<bigint, string>;
+  }
   | { ok: false; code: ChainRefusalCode; message: string };
 
 export interface ChainCheckInput {
-  /** The link of the intent to sign, decoded; its signature is the caller's to check. */
+  /**
+   * The link of the intent to sign, decoded; its signature is the caller's to check. `relayed` holds the
+   * links before it and, when it is below the node's head, the links after it up to at least that head.
+   */
   link: SignedChainLink;
   intent: Intent;
   intentBytes: Uint8Array;
@@ -61,9 +74,9 @@ export function checkChain(input: ChainCheckInput): ChainCheck {
   if (link.organization !== intent.organization || link.vaultId !== vaultId) return bad('bad_chain', `the chain link names ${link.organization}/${link.vaultId}, not ${intent.organization}/${vaultId}`);
   if (link.intentHash !== bytesToHex(sha256(input.intentBytes))) return bad('bad_chain', 'the chain link names another intent');
   if (link.until < intent.notAfter) return bad('bad_chain', "the chain link's until is before the intent's not_after");
-  if (head && head.seq >= link.seq) {
-    if (head.seq === link.seq && head.hash === linkHash) return { ok: true, spends: [], head, retry: true };
-    return bad('chain_fork', `this node signed link ${head.seq} of the vault's chain already; link ${link.seq} ${head.seq === link.seq ? 'is another one at that position' : 'is behind it'}`);
+  if (head && head.seq === link.seq) {
+    if (head.hash === linkHash) return { ok: true, spends: [], head, retry: true, known: new Map([[head.seq, head.hash]]) };
+    return bad('chain_fork', `this node signed link ${head.seq} of the vault's chain already; this is another link at that position`);
   }
   if (input.relayed.length > MAX_RELAYED_LINKS) return bad('bad_chain', `at most ${MAX_RELAYED_LINKS} links are relayed`);
   const links: { l: SignedChainLink; i: Intent }[] = [];
@@ -80,30 +93,37 @@ export function checkChain(input: ChainCheckInput): ChainCheck {
     if (l.intentHash !== bytesToHex(sha256(r.intent))) return bad('bad_chain', `relayed link ${l.seq} names another intent than the one relayed with it`);
     if (i.organization !== link.organization) return bad('bad_chain', `relayed intent ${l.seq} is of another organization`);
     if (l.until < i.notAfter) return bad('bad_chain', `relayed link ${l.seq}'s until is before its intent's not_after`);
+    if (l.seq === link.seq) return bad('bad_chain', `the link to sign (${l.seq}) is relayed too`);
     links.push({ l, i });
   }
-  // Each link names the one before it; until never decreases.
-  const all = [...links.map((x) => x.l), link];
+  const before = links.filter((x) => x.l.seq < link.seq);
+  // Each link names the one before it; until never decreases. The relayed links are in order, those
+  // before the link to sign first.
+  const all = [...before.map((x) => x.l), link, ...links.filter((x) => x.l.seq > link.seq).map((x) => x.l)];
+  if (links.some((x, n) => n > 0 && x.l.seq <= links[n - 1]!.l.seq)) return bad('bad_chain', 'the relayed links are not in chain order');
   for (let n = 1; n < all.length; n++) {
     const [p, c] = [all[n - 1]!, all[n]!];
     if (c.seq !== p.seq + 1n || c.prev !== chainLinkHash(p)) return bad('bad_chain', `link ${c.seq} does not follow link ${p.seq}`);
     if (c.until < p.until) return bad('bad_chain', `link ${c.seq}'s until is before link ${p.seq}'s`);
   }
   const start = all[0]!;
+  const last = all.at(-1)!;
   if (w > 0 && start.seq !== 1n && start.until > horizon) {
     return bad('chain_incomplete', `the relayed chain starts at link ${start.seq}, which may still count in the ${w} s window: relay the links before it`);
   }
+  const known = new Map(all.map((l) => [l.seq, l === link ? linkHash : chainLinkHash(l)]));
   if (head) {
+    if (head.seq > last.seq) return bad('chain_incomplete', `link ${link.seq} is below this node's last signed link ${head.seq}: relay the links after it up to that one`);
     if (head.seq >= start.seq) {
-      const at = all[Number(head.seq - start.seq)]!;
-      if (chainLinkHash(at) !== head.hash) return bad('chain_fork', `link ${head.seq} of the relayed chain is not the one this node signed`);
+      if (known.get(head.seq) !== head.hash) return bad('chain_fork', `link ${head.seq} of the relayed chain is not the one this node signed`);
     } else if (w > 0 && head.until > horizon) {
       return bad('chain_incomplete', `the relayed chain starts at link ${start.seq}, after this node's last signed link ${head.seq}, which still counts in the window`);
     }
   }
   const spends: Spend[] = [];
   if (w > 0) {
-    for (const { i } of links) if (i.notAfter > horizon) for (const t of intentEffects(i).transfers) spends.push({ asset: t.asset, amount: t.amount, at: Number(i.notAfter) });
+    for (const { i } of before) if (i.notAfter > horizon) for (const t of intentEffects(i).transfers) spends.push({ asset: t.asset, amount: t.amount, at: Number(i.notAfter) });
   }
-  return { ok: true, spends, head: { seq: link.seq, hash: linkHash, until: link.until }, retry: false };
+  const below = head !== undefined && head.seq > link.seq;
+  return { ok: true, spends, head: below ? head : { seq: link.seq, hash: linkHash, until: link.until }, retry: false, known };
 }

@@ -95,8 +95,16 @@ export class IntentLedger {
     // head lands in the same batch as the intent's record.
     return this.lock.run(`${CHAIN_PREFIX}${c.vaultId}`, async () => {
       const now = await this.chainHead(c.vaultId);
-      if (!sameHead(now, c.expected)) throw new SessionRefused('chain_fork', `vault ${c.vaultId}'s intent chain moved on this node while this intent was checked`);
-      await this.claimIntent(grant, [...alsoWrite, chainHeadOp(c)]);
+      let head = c.head;
+      if (!sameHead(now, c.expected)) {
+        // Another link was signed meanwhile: fine when it is on the chain this signing verified (the head
+        // then stays the higher of the two); otherwise the coordinator relays the chain again.
+        if (!now || c.known.get(now.seq) !== now.hash) {
+          throw new SessionRefused('chain_incomplete', `vault ${c.vaultId}'s intent chain moved on this node, past the relayed links, while this intent was checked: relay them again`);
+        }
+        if (now.seq > head.seq) head = now;
+      }
+      await this.claimIntent(grant, [...alsoWrite, chainHeadOp({ ...c, head })]);
     });
   }
 

@@ -110,6 +110,8 @@ export interface ChainAdvance {
   head: ChainHead;
   /** The head itself signed again: nothing moves. */
   retry: boolean;
+  /** The verified chain, seq -> link hash (chain-check.ts). */
+  known: Map<bigint, string>;
 }
 
 export interface SignAuthorizer {
@@ -213,7 +215,7 @@ export class IntentAuthorizer implements SignAuthorizer {
     if (!chain.ok) return refuse(chain.code, chain.message);
     const decision = evaluatePolicy({ policy: policy.doc, intent, intentHash, approvals: req.approvals ?? [], priorSpends: chain.spends, now: nowS });
     if (!decision.allow) refuse(decision.code, `policy version ${policy.doc.version}: ${decision.message}`);
-    return { vaultId, expected, head: chain.head, retry: chain.retry };
+    return { vaultId, expected, head: chain.head, retry: chain.retry, known: chain.known };
   }
 
   private evmDigests(intent: EvmTransferIntent, req: SignRequestView, derivedKey: string): { digests: string[]; use: EvmUse } {

@@ -76,11 +76,30 @@ t.test('forks, gaps and substitutions are refused', async (t) => {
   const fork = chain([{ notAfter: 150 }, { notAfter: 250 }], c[0]);
   t.match(check(fork[1]!, [c[0]!, fork[0]!], { head: headOf(c[1]!) }), { ok: false, code: 'chain_fork' }, 'another link at the head\'s position');
   t.match(check(fork[0]!, [c[0]!], { head: headOf(c[1]!) }), { ok: false, code: 'chain_fork' }, 'another link at the head\'s own position');
-  t.match(check(c[0]!, [], { head: headOf(c[1]!) }), { ok: false, code: 'chain_fork' }, 'behind the head');
+  t.match(check(c[0]!, [], { head: headOf(c[1]!) }), { ok: false, code: 'chain_incomplete' }, 'behind the head, without the links up to it');
   t.match(check(c[1]!, [c[0]!], { head: headOf(c[1]!) }), { ok: true, retry: true }, 'the head itself again is a retry');
   t.match(check(c[2]!, [c[0]!]), { ok: false, code: 'bad_chain' }, 'a gap');
   t.match(check(c[2]!, c.slice(0, 2), { tamper: (r) => [r[0]!, { ...r[1]!, intent: encodeIntent(evm({ amount: 0n })) }] }), { ok: false, code: 'bad_chain' }, 'another intent under a link');
   t.match(check(c[2]!, [c[1]!, c[0]!]), { ok: false, code: 'bad_chain' }, 'out of order');
   const other = chain([{ notAfter: 100 }]);
   t.match(check(c[1]!, other), { ok: false, code: 'bad_chain' }, 'a link that is not the predecessor');
+});
+
+t.test('a link below the node\'s head is signed only with the links after it reaching that very head', async (t) => {
+  // Link 2 waited for approvals while link 4 was signed: the node's head is 4.
+  const c = chain([{ notAfter: 100, amount: 5n }, { notAfter: 200, amount: 7n }, { notAfter: 300, amount: 11n }, { notAfter: 400 }]);
+  const r = check(c[1]!, [c[0]!, c[2]!, c[3]!], { head: headOf(c[3]!) });
+  t.equal(r.ok, true, 'signed, with the links before and after it relayed');
+  if (r.ok) {
+    t.equal(r.head.seq, 4n, 'the head stays where it was');
+    t.same(r.spends.map((x) => x.amount), [5n], 'the window counts the links before it only (each after it counted it)');
+    t.equal(r.known.size, 4, 'the whole verified chain is known');
+  }
+  t.match(check(c[1]!, [c[0]!, c[2]!], { head: headOf(c[3]!) }), { ok: false, code: 'chain_incomplete' }, 'the links after it stop short of the head');
+  const fork = chain([{ notAfter: 250 }, { notAfter: 350 }], c[1]);
+  t.match(check(c[1]!, [c[0]!, fork[0]!, fork[1]!], { head: headOf(c[3]!) }), { ok: false, code: 'chain_fork' }, 'links after it that fork from the chain the node signed');
+  const other = chain([{ notAfter: 210 }], c[0]);
+  t.match(check(other[0]!, [c[0]!, c[2]!, c[3]!], { head: headOf(c[3]!) }), { ok: false, code: 'bad_chain' }, 'another link at position 2 does not hash-link to the chain after it');
+  t.match(check(c[1]!, [c[0]!, c[3]!, c[2]!], { head: headOf(c[3]!) }), { ok: false, code: 'bad_chain' }, 'out of order after it');
+  t.match(check(c[1]!, [c[0]!, c[1]!, c[2]!, c[3]!], { head: headOf(c[3]!) }), { ok: false, code: 'bad_chain' }, 'the link to sign relayed too');
 });
