@@ -37,6 +37,7 @@ import type { VaultService } from './vaults/vault-service.ts';
 import { requestAuth } from './auth/request-auth.ts';
 import { apiKeyRoutes } from './routes/v1/api-keys.ts';
 import { vaultRoutes } from './routes/v1/vaults.ts';
+import { vaultPolicyRoutes } from './routes/v1/vault-policies.ts';
 import { vaultExportRoutes } from './routes/v1/vault-exports.ts';
 import { VaultExports } from './vaults/vault-exports.ts';
 import { committeeRoutes } from './routes/v1/committees.ts';
@@ -274,6 +275,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       });
       await v1.register(endUserAuthRoutes, { vaults });
       if (opts.transactions) await v1.register(transactionRoutes, { transactions: opts.transactions, cursors, bearer: opts.platform ? { tenancy: opts.platform.tenancy, flows: new PaymentFlows({ store: opts.platform.store, cursors: opts.platform.cursors }) } : undefined });
+      if (opts.transactions) await v1.register(vaultPolicyRoutes, { transactions: opts.transactions });
     }, { prefix: '/v1' });
   }
   const platform = opts.platform;

@@ -2,7 +2,7 @@
 // holder deals with, kept by the customer's server with a workspace bearer key. A contact belongs to one
 // holder of the workspace; it is found by the SHA-256 search hash of its normalized email or phone
 // (contact-hash.ts). Changes carry If-Match like the holder's; each is audited, and creation emits
-// contact.created (ids only).
+// no webhook event (a creation is answered to its caller; docs/platform/events.md).
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { RecordRepository } from '../store/record-repository.ts';
 import { newId } from '../store/ids.ts';
@@ -83,7 +83,8 @@ export class Contacts {
       v: 1, id: newId('con', this.o.clock()), tenant: scope.tenant, workspace: scope.workspace, account_holder_id: holder.id,
       ...this.fields({ name: '', email: null, phone: null, reference: null }, input), version: 1, created_at: now, updated_at: now,
     };
-    await this.o.deliveries.emit(scope, 'contact.created', { type: 'contact', id: c.id }, actor, { contact_id: c.id, account_holder_id: c.account_holder_id }, [
+    // No webhook: the contact is the caller's own answer (docs/platform/events.md); the audit log keeps it.
+    await this.o.store.batch([
       CONTACTS.putOp(c.id, c, { index: indexOf(c) }),
       this.o.audit.op(scope, actor, 'contact.create', c.id, null, redacted(c)),
     ]);

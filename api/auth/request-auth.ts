@@ -26,6 +26,8 @@ function trustHeaders(h: Record<string, string | string[] | undefined>): Request
 export interface Caller {
   org: string;
   keyId: string;
+  /** The signature's `created` (Unix seconds), which the nodes read from the entry too. */
+  created: number;
   /** The request as verified, encoded as a trust-log entry (docs/trust.md) for changes the nodes must learn. */
   entry: () => Uint8Array;
 }
@@ -86,7 +88,7 @@ const plugin: FastifyPluginAsync<RequestAuthOptions> = async (app, opts) => {
       signed.set(req, {
         nonce: v.nonce!, expires: v.expires!,
         caller: {
-          org: key!.org, keyId: v.keyId,
+          org: key!.org, keyId: v.keyId, created: v.created,
           entry: () => requestEntry({ method: req.method, url, headers: trustHeaders(req.headers as Record<string, string | string[] | undefined>), body: req.rawBody ?? Buffer.alloc(0) }),
         },
       });

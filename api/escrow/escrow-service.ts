@@ -197,8 +197,9 @@ export class EscrowService {
       deposit_tx_hash: null, deposit_block: null, settlement_tx_hash: null, settlement_block: null, refunded_by: null, description: input.description ?? null,
       created_at: now, updated_at: now, funded_at: null, completed_at: null, from_block: Number(await chain.tip()),
     };
-    const event = { type: 'escrow.created', resource: { type: 'escrow', id }, actor: { type: actor.type, id: actor.id }, data: this.eventData(r) };
-    await this.o.deliveries.emitAll(scope, [event], [
+    // No webhook for the creation: it is the caller's own answer (docs/platform/events.md); the escrow's
+    // outcomes (released, cancelled) are the events.
+    await this.o.deliveries.emitAll(scope, [], [
       ESCROWS.putOp(id, r, { index: indexOf(r) }),
       ESCROW_KEYS.putOp(`${scope.workspace}\x00create_escrow\x00${idempotencyKey}`, { v: 1, id, fingerprint: bodyFingerprint(input) }),
       this.eventOp(r, 'created', { type: actor.type, id: actor.id }),

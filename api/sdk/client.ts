@@ -16,6 +16,12 @@ import { mintCalldata, nftTransferCalldata } from '../../core/chains/evm/token-c
 import { evmNetwork } from '../../core/chains/evm/evm-networks.ts';
 import { BITCOIN_NETWORKS } from '../../core/chains/bitcoin/bitcoin-networks.ts';
 import { signedHeaders } from './request-signer.ts';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { decodeIntent, type Intent } from '../../core/intents/intent.ts';
+import { decodeChainLink } from '../../core/policy/intent-chain.ts';
+import { intentApprovalMessage, intentRejectionMessage, signApproval, type Approval } from '../../core/policy/policy-approval.ts';
+import type { PolicyDocument } from '../../core/policy/policy-document.ts';
+import { chainIntent, policyChangeBody } from './policy.ts';
 import { kindOfHttpStatus } from '../../core/errors/http-status.ts';
 import type { ErrorKind } from '../../core/errors/error-kinds.ts';
 import { codeOfHttpStatus, SdkError } from './sdk-error.ts';
@@ -279,6 +285,25 @@ export interface SendBitcoinParameters {
 }
 
 /** A transaction ready to submit: the canonical intent bytes and the signed request body. */
+/** GET /v1/vaults/{vaultId}/policy (docs/policies.md). */
+export interface VaultPolicy {
+  vault_id: string;
+  in_force: VaultPolicyVersion | null;
+  pending: VaultPolicyVersion[];
+  refused: { version: number; reason: string }[];
+  chain: { seq: number; hash: string; until: number; link: string } | null;
+  legacy_policy: Record<string, unknown> | null;
+  migration: PolicyDocument | null;
+}
+
+export interface VaultPolicyVersion {
+  version: number;
+  sha256: string;
+  effective_at: number;
+  tightening: boolean;
+  policy: PolicyDocument;
+}
+
 export interface PreparedTransaction {
   intent: Uint8Array;
   body: Static<typeof SubmitBody>;
@@ -486,8 +511,68 @@ export class CustodyClient {
   }
 
   // Transactions.
-  submitTransaction(body: Static<typeof SubmitBody>): Promise<Transaction> {
-    return this.request('POST', '/v1/transactions', body);
+  /**
+   * POST /v1/transactions. For a vault under a policy (docs/policies.md) the intent needs its link of the
+   * vault's intent chain: when the API asks for one (chain_link_required), the link is signed here after
+   * the chain's head and the request sent again; a head that moved meanwhile (chain_conflict) is read again.
+   */
+  async submitTransaction(body: Static<typeof SubmitBody>): Promise<Transaction> {
+    try {
+      return await this.request<Transaction>('POST', '/v1/transactions', body);
+    } catch (err) {
+      if (!(err instanceof CustodyApiError) || err.code !== 'chain_link_required' || body.chain_link !== undefined || body.intent === undefined) throw err;
+    }
+    const vaultId = (await this.getWallet(body.wallet_id)).vault_id;
+    for (let attempt = 1; ; attempt++) {
+      const head = (await this.getPolicy(vaultId)).chain;
+      const { bytes } = chainIntent({ vaultId, intent: hexToBytes(body.intent), prev: head ? decodeChainLink(hexToBytes(head.link)) : undefined, apiSecretKey: this.o.secretKey });
+      try {
+        return await this.request<Transaction>('POST', '/v1/transactions', { ...body, chain_link: bytesToHex(bytes) });
+      } catch (err) {
+        if (attempt < 5 && err instanceof CustodyApiError && err.code === 'chain_conflict') continue;
+        throw err;
+      }
+    }
+  }
+
+  // Vault policies (docs/policies.md).
+  /** The vault's policy in force, changes waiting out their delay, its intent chain's head and the legacy policy's migration. */
+  getPolicy(vaultId: string): Promise<VaultPolicy> {
+    return this.request('GET', `/v1/vaults/${encodeURIComponent(vaultId)}/policy`);
+  }
+
+  /** Signs a new version of the vault's policy into its trust log, with the approvals its change quorum asks for (approvePolicyChange). */
+  putPolicy(vaultId: string, policy: unknown, approvals: Approval[] = []): Promise<VaultPolicy> {
+    return this.request('PUT', `/v1/vaults/${encodeURIComponent(vaultId)}/policy`, policyChangeBody(policy, approvals));
+  }
+
+  /** Signs the API's `migration` of the vault's legacy policy (the same rules as version 1) into the trust log. */
+  async migratePolicy(vaultId: string): Promise<VaultPolicy> {
+    const p = await this.getPolicy(vaultId);
+    if (!p.migration) throw new SdkError('usage', p.in_force || p.pending.length ? `vault ${vaultId} has a policy in its trust log already` : `vault ${vaultId} has no legacy policy to migrate`);
+    return this.putPolicy(vaultId, p.migration);
+  }
+
+  /** The vault's transactions awaiting approvals. */
+  async pendingApprovals(vaultId: string): Promise<Transaction[]> {
+    return (await this.request<{ data: Transaction[] }>('GET', `/v1/vaults/${encodeURIComponent(vaultId)}/approvals`)).data;
+  }
+
+  /**
+   * Approves (or rejects) a waiting transaction as one of the policy's approvers. The approver signs the
+   * hash of the intent bytes it is shown, computed here, never the API's word for it: `inspect` sees the
+   * decoded intent first and may refuse by throwing.
+   */
+  async approveTransaction(txId: string, approver: { id: string; secretKey: Uint8Array }, opts: { reject?: boolean; inspect?: (intent: Intent) => void } = {}): Promise<Transaction> {
+    const tx = await this.getTransaction(txId);
+    if (!tx.policy?.intent) throw new SdkError('usage', `transaction ${txId} is not awaiting approvals under a vault policy`);
+    const bytes = hexToBytes(tx.policy.intent);
+    const hash = bytesToHex(sha256(bytes));
+    if (hash !== tx.intent_sha256) throw new SdkError('bad_response', `the API shows intent bytes whose hash is not the transaction's intent_sha256`);
+    opts.inspect?.(decodeIntent(bytes));
+    const message = (opts.reject ? intentRejectionMessage : intentApprovalMessage)(tx.vault_id, tx.policy.version, hash);
+    const a = signApproval(approver.id, message, approver.secretKey);
+    return this.request('POST', `/v1/transactions/${encodeURIComponent(txId)}/${opts.reject ? 'rejections' : 'approvals'}`, a);
   }
 
   getTransaction(txId: string): Promise<Transaction> {

@@ -5,7 +5,7 @@ import type { MemberActionBinding } from '../../core/session/member-action-bindi
 import type { SafeTxIntent } from '../../core/intents/intent.ts';
 import { safeTxHash } from '../../core/chains/evm/safe-tx.ts';
 
-export type TransactionState = 'created' | 'checks' | 'signed' | 'broadcast' | 'confirmed' | 'final' | 'failed' | 'rejected';
+export type TransactionState = 'awaiting_approval' | 'created' | 'checks' | 'signed' | 'broadcast' | 'confirmed' | 'final' | 'failed' | 'rejected';
 
 export interface TransferRecord {
   recipient: string;
@@ -85,6 +85,8 @@ export interface TransactionRecord {
   raw_tx?: string;
   block_number?: number;
   confirmations?: number;
+  /** A vault under a policy (docs/policies.md): the version it was admitted under, its chain position, the approvals collected and each quorum's progress. */
+  policy?: { version: number; chain_seq: number; approvals: { approver_id: string; signature: string }[]; quorums: { k: number; approvers: string[]; approved_by: string[] }[] };
   created_at: string;
   updated_at: string;
 }

@@ -32,6 +32,10 @@ import { walletState } from '../wallets/wallet-view.ts';
 import { END_USER_AUTH, VAULTS, WALLETS } from '../vaults/collections.ts';
 import { TRANSACTIONS, TX_JOBS } from './collections.ts';
 import { EvmNonces, holdsAt } from './evm-nonces.ts';
+import { VaultPolicies } from '../vaults/vault-policies.ts';
+import { checkApprovals, type QuorumStatus } from '../../core/policy/policy-evaluator.ts';
+import { intentApprovalMessage, intentRejectionMessage, type Approval } from '../../core/policy/policy-approval.ts';
+import type { ErrorCode } from '../../core/errors/error-codes.ts';
 
 /** POST /v1/transactions/prepare. */
 export interface PrepareTransaction {
@@ -70,6 +74,10 @@ export interface SubmitTransaction {
   end_user_token?: string | undefined;
   /** Hosted vaults with end-user auth: a completed member action's signing session (docs/platform/member-actions.md). */
   member_signing_session?: string | undefined;
+  /** A vault under a policy: the intent's chain link, hex (docs/policies.md). */
+  chain_link?: string | undefined;
+  /** A vault under a policy: approvals collected already. */
+  approvals?: { approver_id: string; signature: string }[] | undefined;
 }
 
 /** A member signing session checked for one wallet and intent: the proof and binding the nodes need. */
@@ -169,8 +177,25 @@ export function followJob(tx: Pick<TransactionRecord, 'id'>, runAt?: number): Op
 const SIGNING_STATES: readonly VaultRecord['state'][] = ['active', 'resharing', 'reshare_pending'];
 
 /** Canonical JSON (sorted keys) of the fields that describe the transaction; the token only authorizes it. */
+/** A waiting transaction's end at its intent's not_after, unless approved before (transaction-worker.ts). */
+export function expiryJob(tx: Pick<TransactionRecord, 'id' | 'org'>, notAfter: number): Op {
+  return { type: 'enqueue', kind: TRANSACTION_PROGRESS, key: tx.id, payload: { phase: 'expire' }, opts: { dedupeKey: `${tx.id}:expire`, runAt: (notAfter + 1) * 1000, groupKey: orgJobGroup(tx.org) } };
+}
+
+export const quorumView = (q: QuorumStatus[]) => q.map((x) => ({ k: x.k, approvers: x.approvers, approved_by: x.approvedBy }));
+
+/** `transaction.approval_required`: ids, the policy version and what each quorum still misses. */
+export function approvalEventData(tx: TransactionRecord): Record<string, unknown> {
+  const p = tx.policy!;
+  return {
+    transaction_id: tx.id, vault_id: tx.vault_id, state: tx.state, intent_sha256: tx.intent_sha256, policy_version: p.version,
+    approvals_missing: p.quorums.reduce((n, q) => n + Math.max(0, q.k - q.approved_by.length), 0),
+  };
+}
+
 function requestHash(body: SubmitTransaction): string {
-  const { end_user_token: _t, member_signing_session: _m, ...rest } = body;
+  // Approvals only authorize, like a token: a retry may carry more of them.
+  const { end_user_token: _t, member_signing_session: _m, approvals: _a, ...rest } = body;
   const sorted = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : 1)));
   return bytesToHex(sha256(new TextEncoder().encode(JSON.stringify(sorted))));
 }
@@ -185,8 +210,12 @@ export class TransactionService {
   /** The wallets' EVM nonce reservations and holds (evm-nonces.ts). */
   readonly nonces: EvmNonces;
 
+  /** Vault policies in the trust log: admission of intents, approvals (vault-policies.ts). */
+  readonly policies: VaultPolicies;
+
   constructor(private readonly o: TransactionServiceOptions) {
     this.now = o.now ?? (() => new Date());
+    this.policies = new VaultPolicies(o.vaults, this.now);
     this.ledger = new WalletLedger(o.vaults.store, this.now);
     this.nonces = new EvmNonces(o.vaults.store, () => Math.floor(this.now().getTime() / 1000));
   }
@@ -357,15 +386,26 @@ export class TransactionService {
       if (!walletNow || walletState(walletNow) === 'decommissioned') throw decommissioned(wallet);
       const current = await this.o.vaults.vault(org, vault.id);
       if (!SIGNING_STATES.includes(current.state)) throw new CustodyError('conflict', `the vault is ${current.state}; it signs nothing now`);
-      checkPolicy(current.policy as Policy | null, transfers, await this.windowSpends(current, nowMs), nowMs);
-      // A Safe transaction moves none of the wallet's own funds; the policy's recipient lists still bound whom it calls.
-      if (intent.kind === 'evm.safe_tx') checkCallTarget(current.policy as Policy | null, viemHex(intent.to));
+      const txId = newId('txn');
+      // A vault whose trust log holds a policy in force is governed by it, as every node will check
+      // (docs/policies.md); the policy fixed at creation applies until then.
+      const key = (await this.o.vaults.listKeys(org)).find((k) => k.id === apiKeyId)!;
+      const admission = await this.policies.admit({
+        vault: current, intent, bytes, apiPublicKey: hexToBytes(key.public_key), chainLink: body.chain_link, approvals: body.approvals, transactionId: txId,
+      });
+      if (!admission) {
+        checkPolicy(current.policy as Policy | null, transfers, await this.windowSpends(current, nowMs), nowMs);
+        // A Safe transaction moves none of the wallet's own funds; the policy's recipient lists still bound whom it calls.
+        if (intent.kind === 'evm.safe_tx') checkCallTarget(current.policy as Policy | null, viemHex(intent.to));
+      }
+      const state = admission?.state ?? 'created';
       const t = this.now().toISOString();
       const tx: TransactionRecord = {
-        id: newId('txn'), org, vault_id: vault.id, wallet_id: wallet.id, chain: wallet.chain, family: intent.kind === 'btc.transfer' ? 'bitcoin' : 'evm',
-        state: 'created', idempotency_key: body.idempotency_key, request_hash: hash, intent: bytesToHex(bytes), intent_signature: body.intent_signature.toLowerCase(),
+        id: txId, org, vault_id: vault.id, wallet_id: wallet.id, chain: wallet.chain, family: intent.kind === 'btc.transfer' ? 'bitcoin' : 'evm',
+        state, idempotency_key: body.idempotency_key, request_hash: hash, intent: bytesToHex(bytes), intent_signature: body.intent_signature.toLowerCase(),
         api_key_id: apiKeyId, intent_sha256: intentSha256(bytes), transfers: transfers.map((x) => ({ ...x, amount: x.amount.toString() })),
         tx_hash: null, reason: null, fee: null, created_at: t, updated_at: t,
+        ...(admission ? { policy: { version: admission.policyVersion, chain_seq: admission.seq, approvals: admission.approvals, quorums: quorumView(admission.quorums) } } : {}),
         // What makes it unique on chain, as its intent names it: listed while it is in flight.
         ...(intent.kind === 'evm.transfer' ? { nonce: Number(intent.nonce) } : intent.kind === 'evm.safe_tx' ? { kind: 'safe_tx' as const, safe_tx: safeTxView(intent) } : { inputs: intent.inputs.map((i) => `${bytesToHex(i.txid)}:${i.vout}`) }),
       };
@@ -382,10 +422,14 @@ export class TransactionService {
       await store.batch([
         ...memberOps,
         ...nonceOps,
+        ...(admission?.ops ?? []),
         this.txOp(tx),
         TX_JOBS.putOp(tx.id, job),
-        signJob(tx),
-        this.o.vaults.event(org, 'transaction.created', 'transaction', tx.id, { transaction_id: tx.id, vault_id: vault.id, state: 'created' }),
+        // Waiting for approvals: nothing to sign yet; a job ends it at the intent's not_after unless approved.
+        ...(state === 'created' ? [signJob(tx)] : [expiryJob(tx, Number(intent.notAfter))]),
+        state === 'created'
+          ? this.o.vaults.event(org, 'transaction.created', 'transaction', tx.id, { transaction_id: tx.id, vault_id: vault.id, state: 'created' })
+          : this.o.vaults.event(org, 'transaction.approval_required', 'transaction', tx.id, approvalEventData(tx)),
       ]);
       this.wake?.();
       return { tx, created: true };
@@ -416,6 +460,75 @@ export class TransactionService {
    * with the state when filtered. A vault or wallet the organization does not have lists nothing (its
    * index is not read), as does a wallet of another vault than vault_id.
    */
+  /**
+   * POST /v1/transactions/{txId}/approvals: an approver's approval of a transaction waiting for them,
+   * verified here (as every node will) against the policy version it was admitted under. Once every
+   * quorum that applies is met, the transaction goes on to signing. An approval already counted is
+   * answered as it is; one that does not verify is refused and nothing changes.
+   */
+  async approve(org: string, txId: string, a: Approval): Promise<TransactionRecord> {
+    return this.o.vaults.store.exclusive(`tx-org:${org}`, async () => {
+      const { tx, policy, bytes, intent } = await this.waiting(org, txId, a, intentApprovalMessage);
+      if (tx.policy!.approvals.some((x) => x.approver_id === a.approver_id)) return tx;
+      const approvals = [...tx.policy!.approvals, a];
+      const d = await this.policies.decide(tx.vault_id, tx.policy!.chain_seq, intent, bytes, approvals, policy.doc.version);
+      const quorums = d.quorums ? quorumView(d.quorums) : tx.policy!.quorums;
+      const approved = d.allow;
+      const next: TransactionRecord = {
+        ...tx, state: approved ? 'created' : 'awaiting_approval', policy: { ...tx.policy!, approvals, quorums }, updated_at: this.now().toISOString(),
+        // Met every quorum but another rule answers no now (the window is full): it waits, saying why.
+        waiting: !approved && d.code !== 'approval_required' ? `${d.code}: ${d.message}`.slice(0, 500) : undefined,
+      };
+      await this.o.vaults.store.batch([
+        this.txOp(next, tx),
+        ...(approved ? [signJob(next), this.o.vaults.event(org, 'transaction.created', 'transaction', tx.id, { transaction_id: tx.id, vault_id: tx.vault_id, state: 'created' })] : []),
+      ]);
+      if (approved) this.wake?.();
+      return next;
+    });
+  }
+
+  /**
+   * POST /v1/transactions/{txId}/rejections: an approver of the vault's policy rejects a waiting
+   * transaction (a signature over the rejection message): it ends `rejected` and its EVM nonce is let go.
+   */
+  async reject(org: string, txId: string, a: Approval): Promise<TransactionRecord> {
+    return this.o.vaults.store.exclusive(`tx-org:${org}`, async () => {
+      const { tx } = await this.waiting(org, txId, a, intentRejectionMessage);
+      const wallet = await WALLETS.in(this.o.vaults.store).get(tx.wallet_id);
+      const release = tx.nonce !== undefined && wallet ? await this.nonces.releaseOps(tx.chain, wallet.address, tx.nonce, tx.id) : [];
+      const reason = `rejected_by_approver: ${a.approver_id} rejected the intent${tx.nonce !== undefined ? `; nonce ${tx.nonce} is released: the wallet's later transactions wait until a new one uses it (the next prepare gives it out)` : ''}`;
+      const next: TransactionRecord = { ...tx, state: 'rejected', reason: reason.slice(0, 700), updated_at: this.now().toISOString() };
+      await this.o.vaults.store.batch([
+        this.txOp(next, tx), ...release,
+        this.o.vaults.event(org, 'transaction.rejected', 'transaction', tx.id, { transaction_id: tx.id, vault_id: tx.vault_id, state: 'rejected', reason: 'rejected_by_approver' }),
+      ]);
+      return next;
+    });
+  }
+
+  /** A transaction waiting for approvals, and `a` verifying over `message` under the policy it was admitted with. */
+  private async waiting(org: string, txId: string, a: Approval, message: (vaultId: string, version: number, intentHash: string) => Uint8Array) {
+    const tx = await this.get(org, txId);
+    if (!tx.policy) throw new CustodyError('conflict', 'the transaction\'s vault was under no policy when it was made: it takes no approvals');
+    if (tx.state !== 'awaiting_approval') throw new CustodyError('conflict', `the transaction is ${tx.state}; approvals are taken while it is awaiting_approval`);
+    const bytes = hexToBytes(tx.intent);
+    const intent = decodeIntent(bytes);
+    if (BigInt(Math.floor(this.now().getTime() / 1000)) > intent.notAfter) throw new CustodyError('conflict', 'the intent has expired (not_after): no node signs it any more');
+    const policy = await this.policies.inForce(tx.vault_id);
+    if (!policy || policy.doc.version !== tx.policy.version) {
+      throw new CustodyError('conflict', `the vault's policy is now ${policy ? `version ${policy.doc.version}` : 'none'}; the transaction was admitted under version ${tx.policy.version}, which its approvals sign: submit the intent again`);
+    }
+    const checked = checkApprovals(policy.doc, message(tx.vault_id, tx.policy.version, tx.intent_sha256), [a]);
+    if ('code' in checked) throw new CustodyError(checked.code as ErrorCode, checked.message);
+    return { tx, policy, bytes, intent };
+  }
+
+  /** The organization's vault (404 otherwise). */
+  vaultOf(org: string, vaultId: string): Promise<VaultRecord> {
+    return this.o.vaults.vault(org, vaultId);
+  }
+
   async transactionList(org: string, filters: TransactionFilters): Promise<IndexList<TransactionRecord>> {
     const store = this.o.vaults.store;
     const { vault_id: vaultId, wallet_id: walletId, state } = filters;

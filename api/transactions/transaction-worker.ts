@@ -28,7 +28,7 @@ import { intentOutpoints, notIntentSpend, spendFee, spentOutpoints } from '../ch
 import { BITCOIN_NETWORK_PARAMS } from '../../core/chains/bitcoin/network-params.ts';
 import type { VaultService } from '../vaults/vault-service.ts';
 import type { WalletRecord } from '../vaults/records.ts';
-import { followJob, signJob, TRANSACTION_PROGRESS, type TransactionService } from './transaction-service.ts';
+import { expiryJob, followJob, signJob, TRANSACTION_PROGRESS, type TransactionService } from './transaction-service.ts';
 import type { JobQueue, LeasedJob } from '../jobs/job-queue.ts';
 import { JobRunner } from '../jobs/job-runner.ts';
 import { jobQueueFor, workerId } from '../jobs/queue-for-store.ts';
@@ -90,7 +90,8 @@ const EVENTS: Partial<Record<TransactionState, string>> = {
 
 /** What a transaction's job works through: `sign` up to broadcast (under the wallet's ordering key), `follow` after. */
 interface ProgressPayload {
-  phase: 'sign' | 'follow';
+  /** `expire`: a transaction awaiting approvals ends at its intent's not_after unless approved. */
+  phase: 'sign' | 'follow' | 'expire';
 }
 
 const SIGN_STATES: readonly TransactionState[] = ['created', 'checks', 'signed'];
@@ -143,7 +144,8 @@ export class TransactionWorker {
     for await (const job of TX_JOBS.in(store).all()) {
       const tx = await TRANSACTIONS.in(store).get(job.id);
       if (!tx || transactionEnded(tx)) continue;
-      await store.batch([SIGN_STATES.includes(tx.state) ? signJob(tx) : followJob(tx)]);
+      if (tx.state === 'awaiting_approval') await store.batch([expiryJob(tx, Number(decodeIntent(hexToBytes(tx.intent)).notAfter))]);
+      else await store.batch([SIGN_STATES.includes(tx.state) ? signJob(tx) : followJob(tx)]);
     }
   }
 
@@ -160,6 +162,15 @@ export class TransactionWorker {
       const tx = await TRANSACTIONS.in(store).get(id);
       if (!tx || transactionEnded(tx)) {
         if (await TX_JOBS.in(store).get(id)) await store.batch([TX_JOBS.delOp(id)]);
+        return;
+      }
+      if (leased.payload.phase === 'expire') {
+        // Approved meanwhile (its sign job runs it), or still waiting past the intent's not_after: no node signs it now.
+        if (tx.state !== 'awaiting_approval') return;
+        if (!this.signingOver(tx, 0)) return { runAt: (Number(decodeIntent(hexToBytes(tx.intent)).notAfter) + 1) * 1000 };
+        const quorums = tx.policy?.quorums ?? [];
+        const missing = quorums.reduce((n, q) => n + Math.max(0, q.k - q.approved_by.length), 0);
+        job = await this.transition(id, await this.withNonceRelease(id, { to: 'failed', patch: { reason: `approval_expired: the intent's not_after passed with ${missing} approval(s) still missing` } }));
         return;
       }
       if (leased.payload.phase === 'sign' && !SIGN_STATES.includes(tx.state)) {
@@ -218,7 +229,7 @@ export class TransactionWorker {
     if (!wallet) return step;
     const release = await this.o.transactions.nonces.releaseOps(tx.chain, wallet.address, tx.nonce, tx.id);
     // Unsent, and not because the chain used the nonce already: it is free for another transaction.
-    const unsent = (tx.state === 'created' || tx.state === 'checks' || tx.state === 'signed') && !step.patch?.reason?.startsWith('nonce_used');
+    const unsent = (tx.state === 'awaiting_approval' || tx.state === 'created' || tx.state === 'checks' || tx.state === 'signed') && !step.patch?.reason?.startsWith('nonce_used');
     const reason = unsent && step.to !== 'final' && step.patch?.reason
       ? `${step.patch.reason}; nonce ${tx.nonce} is released: the wallet's later transactions wait until a new one uses it (the next prepare gives it out)`.slice(0, 700)
       : step.patch?.reason;
@@ -538,6 +549,7 @@ export class TransactionWorker {
           intent: hexToBytes(tx.intent), intentSignature: hexToBytes(tx.intent_signature), apiKeyId: tx.api_key_id, template,
           endUserToken: job.end_user_token ?? '', ...(this.o.trustLog ? { trustLog: await this.o.trustLog(tx.org) } : {}),
           ...(job.member_action ? { memberAction: memberActionOfJob(job.member_action) } : {}),
+          ...(await this.policyEvidence(tx)),
         },
       }, { deadline: Date.now() + 90_000 });
       if (res.signatures.length !== digests.length) throw new Error('the cluster returned a wrong number of signatures');
@@ -545,9 +557,29 @@ export class TransactionWorker {
     } catch (err) {
       // The coordinator client fails with CustodyErrors. A refusal by the nodes (or a request they find
       // invalid) is final: another try would be refused too.
+      // The one refusal another try can cure: the vault's chain moved on a node past the links relayed
+      // (concurrent signings of one vault); relayed again, it is signed (docs/policies.md).
+      if (err instanceof CustodyError && err.code === 'chain_incomplete') throw new Error(`signers asked for more of the vault's intent chain: ${err.message}`);
       if (err instanceof CustodyError && (err.kind === 'refused' || err.kind === 'invalid')) return { to: 'rejected', patch: { reason: signersRefused(err) } };
       throw new Error(signingFailure(err, vault.coordinator_shard));
     }
+  }
+
+  /**
+   * A vault under a policy: the intent's chain link, the links the nodes need around it (vault-policies.ts
+   * `relay`) and the approvals collected. Nothing for a transaction admitted without a policy.
+   */
+  private async policyEvidence(tx: TransactionRecord): Promise<{ chainLink?: Uint8Array; chain?: { link: Uint8Array; intent: Uint8Array }[]; approvals?: { approverId: string; signature: string }[] }> {
+    if (!tx.policy) return {};
+    const policies = this.o.transactions.policies;
+    const own = await policies.link(tx.vault_id, tx.policy.chain_seq);
+    const nowS = Math.floor(Date.now() / 1000);
+    const windowSeconds = (await policies.inForce(tx.vault_id, nowS))?.doc.rolling_window?.seconds ?? 0;
+    const chain = await policies.relay(tx.vault_id, tx.policy.chain_seq, windowSeconds, nowS);
+    return {
+      chainLink: hexToBytes(own.link), chain,
+      ...(tx.policy.approvals.length ? { approvals: tx.policy.approvals.map((a) => ({ approverId: a.approver_id, signature: a.signature })) } : {}),
+    };
   }
 
   private async evmFollow(tx: TransactionRecord): Promise<Step> {

@@ -2,7 +2,7 @@
 // (docs/api-storage.md, "The interface"). Index strings are written where the records are.
 import type { EndUserAuthConfig } from '../../core/auth/end-user-token.ts';
 import { collection } from '../store/collection.ts';
-import type { ApiKeyRecord, EventRecord, JobRecord, NodeRecord, OrgRecord, TeeMeasurementsRecord, VaultExportRecord, VaultRecord, WalletRecord } from './records.ts';
+import type { ApiKeyRecord, ChainLinkRecord, EventRecord, JobRecord, NodeRecord, OrgRecord, TeeMeasurementsRecord, VaultExportRecord, VaultPolicyState, VaultRecord, WalletRecord } from './records.ts';
 
 export const ORGS = collection<OrgRecord>('orgs');
 /** Index `org/<org>/<created_at>/<id>` and `pub/<org>/<public key>`. */
@@ -25,3 +25,7 @@ export const TRUST_LOG = collection<string>('trust_log');
 export const OUTBOX = collection<EventRecord>('outbox');
 /** `<vault>/<request id>`: key exports (docs/export.md). */
 export const VAULT_EXPORTS = collection<VaultExportRecord>('vault_exports');
+/** Per vault: its policy versions as the trust log leaves them, and its intent chain's head (docs/policies.md). */
+export const VAULT_POLICIES = collection<VaultPolicyState>('vault_policies');
+/** `<vault>/<seq, 12 digits>`: the links of a vault's intent chain, each with its intent. */
+export const CHAIN_LINKS = collection<ChainLinkRecord>('chain_links');

@@ -148,3 +148,32 @@ export interface VaultExportRecord {
   created_at: string;
   updated_at: string;
 }
+
+/**
+ * A vault's policy as the API reads its trust log (docs/policies.md): the versions the nodes accept, by
+ * the same rules (core/policy/policy-log.ts), with the time the API saw each; and the head of the vault's
+ * intent chain as the API extended it.
+ */
+export interface VaultPolicyState {
+  org: string;
+  vault_id: string;
+  /** core/policy/policy-log.ts VaultPolicyRecord, as JSON. */
+  record: import('../../core/policy/policy-log.ts').VaultPolicyRecord;
+  /** The last link the API accepted for the vault's chain, or null before the first. */
+  head: { seq: number; hash: string; until: number; link: string } | null;
+  updated_at: string;
+}
+
+/** One link of a vault's intent chain, with its intent: what the API relays to the nodes. */
+export interface ChainLinkRecord {
+  vault_id: string;
+  seq: number;
+  /** The signed link, hex. */
+  link: string;
+  /** Its intent's bytes, hex. */
+  intent: string;
+  hash: string;
+  until: number;
+  transaction_id: string;
+  created_at: string;
+}

@@ -119,7 +119,7 @@ export const suite: BenchSuite = {
     // The same route without authentication: a hook names the caller instead of a signature.
     open = Fastify({ logger: false });
     open.addHook('preHandler', async (req) => {
-      req.caller = { org: leveldb.org, keyId: leveldb.keyId, entry: () => new Uint8Array() };
+      req.caller = { org: leveldb.org, keyId: leveldb.keyId, created: Math.floor(Date.now() / 1000), entry: () => new Uint8Array() };
     });
     await open.register(apiKeyRoutes, { vaults: leveldb.vaults, prefix: '/v1' });
     await open.ready();

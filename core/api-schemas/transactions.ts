@@ -5,10 +5,16 @@ import { Type } from '@sinclair/typebox';
 import { Page, PageQuery } from './page.ts';
 
 const AMOUNT = '^(0|[1-9][0-9]{0,77})$';
+
+/** An approver's approval of an intent, or its rejection (docs/policies.md "Approvals"). */
+export const ApprovalBody = Type.Object({
+  approver_id: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$', description: 'the approver\'s id in the vault\'s policy' }),
+  signature: Type.String({ pattern: '^[0-9a-f]{128}$', description: 'Ed25519 over the approval (or rejection) message of this vault, policy version and intent hash, lower-case hex' }),
+}, { additionalProperties: false });
 const EVM_ADDRESS = '^0x[0-9a-fA-F]{40}$';
 
 export const TransactionStateSchema = Type.Union([
-  Type.Literal('created'), Type.Literal('checks'), Type.Literal('signed'), Type.Literal('broadcast'), Type.Literal('confirmed'), Type.Literal('final'),
+  Type.Literal('awaiting_approval'), Type.Literal('created'), Type.Literal('checks'), Type.Literal('signed'), Type.Literal('broadcast'), Type.Literal('confirmed'), Type.Literal('final'),
   Type.Literal('failed'), Type.Literal('rejected'),
 ]);
 
@@ -39,6 +45,13 @@ export const Transaction = Type.Object({
   signature: Type.Optional(Type.String({ description: 'a Safe owner signature, once signed: 65 bytes r || s || v (v 27 or 28), 0x hex, as Safe\'s checkSignatures takes it from an owner account' })),
   block_number: Type.Optional(Type.Integer()),
   confirmations: Type.Optional(Type.Integer()),
+  policy: Type.Optional(Type.Object({
+    version: Type.Integer({ description: 'the vault policy version the intent was admitted under: approvals sign it' }),
+    chain_seq: Type.Integer({ description: 'the intent\'s position in the vault\'s intent chain' }),
+    intent: Type.String({ description: 'hex of the intent bytes: an approver decodes them and signs the hash it computes itself' }),
+    approvals: Type.Array(Type.Object({ approver_id: Type.String(), signature: Type.String() })),
+    quorums: Type.Array(Type.Object({ k: Type.Integer(), approvers: Type.Array(Type.String()), approved_by: Type.Array(Type.String()) }), { description: 'each quorum that applies, and who approved' }),
+  }, { description: 'a vault under a policy (docs/policies.md)' })),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
 });
@@ -63,6 +76,8 @@ export const SubmitBody = Type.Object({
   intent_signature: Type.String({ pattern: '^[0-9a-fA-F]{128}$', description: 'Ed25519 signature over the canonical intent, hex' }),
   end_user_token: Type.Optional(Type.String({ minLength: 1, maxLength: 16384, description: 'hosted tier: JWT naming this intent (docs/end-user-auth.md)' })),
   member_signing_session: Type.Optional(Type.String({ pattern: '^mas_[A-Za-z0-9_-]{43}$', description: 'hosted tier, instead of end_user_token: the signing session of a completed member action for this wallet and these exact intent bytes; single use (docs/platform/member-actions.md)' })),
+  chain_link: Type.Optional(Type.String({ pattern: '^([0-9a-fA-F]{2}){100,600}$', description: 'a vault under a policy: hex of the intent\'s link of the vault\'s intent chain, signed by the key that signed the intent (docs/policies.md)' })),
+  approvals: Type.Optional(Type.Array(ApprovalBody, { maxItems: 64, description: 'a vault under a policy: approvals of the intent already collected; more can be added while it waits (POST /v1/transactions/{txId}/approvals)' })),
 }, { additionalProperties: false });
 
 const IdT = Type.String({ minLength: 1, maxLength: 64 });

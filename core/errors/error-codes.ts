@@ -239,6 +239,7 @@ export const ERROR_CODES = entries({
   bad_chain: e('refused', "the intent chain link or the relayed chain does not verify"),
   chain_fork: e('refused', 'the intent chain forks from a link this node signed'),
   chain_incomplete: e('refused', 'the relayed chain does not reach back far enough for the window'),
+  chain_conflict: e('conflict', "the intent's chain link does not follow the vault's chain head: read the head again (GET /v1/vaults/{id}/policy) and link the intent after it"),
   delegatecall_refused: e('refused', "a Safe transaction delegatecalls something other than Safe's MultiSendCallOnly"),
   not_a_party: e('refused', 'this node is not a party of the session'),
   epoch_mismatch: e('refused', "the session names another epoch than the node's"),

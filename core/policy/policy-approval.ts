@@ -21,6 +21,16 @@ export function intentApprovalMessage(vaultId: string, policyVersion: number, in
   return sha256(lengthPrefixed(['custody/policy-approval/intent/v1', vaultId, policyVersion, hexToBytes(intentHash)]));
 }
 
+/**
+ * The 32 bytes an approver signs to reject intent `intentHash` under policy `policyVersion`: the API ends
+ * the transaction `rejected` on it. Nodes never need it (an intent not approved is not signed anyway); its
+ * own domain keeps a rejection from ever counting as an approval.
+ */
+export function intentRejectionMessage(vaultId: string, policyVersion: number, intentHash: string): Uint8Array {
+  if (!HEX32.test(intentHash)) throw new Error('intent hash must be 32 bytes of lower-case hex');
+  return sha256(lengthPrefixed(['custody/policy-rejection/intent/v1', vaultId, policyVersion, hexToBytes(intentHash)]));
+}
+
 /** The 32 bytes an approver signs to approve replacing policy `fromVersion` with the policy hashing to `policyHash`. */
 export function policyChangeApprovalMessage(vaultId: string, fromVersion: number, policyHash: string): Uint8Array {
   if (!HEX32.test(policyHash)) throw new Error('policy hash must be 32 bytes of lower-case hex');

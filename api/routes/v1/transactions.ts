@@ -18,9 +18,10 @@ import { Nullable } from './schema-helpers.ts';
 export const transactionView = (t: TransactionRecord) => ({
   id: t.id, wallet_id: t.wallet_id, vault_id: t.vault_id, chain: t.chain, state: t.state, idempotency_key: t.idempotency_key, intent_sha256: t.intent_sha256,
   transfers: t.transfers, tx_hash: t.tx_hash, reason: t.reason, fee: t.fee,
-  ...(t.nonce !== undefined ? { nonce: t.nonce } : {}), ...(t.waiting && (t.state === 'created' || t.state === 'checks') ? { waiting: t.waiting } : {}), ...(t.block_number !== undefined ? { block_number: t.block_number } : {}),
+  ...(t.nonce !== undefined ? { nonce: t.nonce } : {}), ...(t.waiting && (t.state === 'awaiting_approval' || t.state === 'created' || t.state === 'checks') ? { waiting: t.waiting } : {}), ...(t.block_number !== undefined ? { block_number: t.block_number } : {}),
   ...(t.confirmations !== undefined ? { confirmations: t.confirmations } : {}), ...(t.adopted ? { adopted: t.adopted } : {}),
-  ...(t.kind ? { kind: t.kind } : {}), ...(t.safe_tx ? { safe_tx: t.safe_tx } : {}), ...(t.signature ? { signature: t.signature } : {}), created_at: t.created_at, updated_at: t.updated_at,
+  ...(t.kind ? { kind: t.kind } : {}), ...(t.safe_tx ? { safe_tx: t.safe_tx } : {}), ...(t.signature ? { signature: t.signature } : {}),
+  ...(t.policy ? { policy: { ...t.policy, intent: t.intent } } : {}), created_at: t.created_at, updated_at: t.updated_at,
 });
 
 /** With the platform API: how GET /v1/transactions authenticates a bearer key and lists the workspace's payment flows. */

@@ -172,7 +172,7 @@ t.test('a cursor serves only its own list, filters and organization; bad queries
 
   await refusesBadLimits(t, call, '/v1/transactions');
   for (const [what, q, names] of [
-    ['an unknown state', 'state=pending', /state.*one of created, checks/], ['an empty vault_id', 'vault_id=', /vault_id/],
+    ['an unknown state', 'state=pending', /state.*one of awaiting_approval, created, checks/], ['an empty vault_id', 'vault_id=', /vault_id/],
     ['a wallet_id of 65 characters', `wallet_id=${'w'.repeat(65)}`, /wallet_id/], ['an unknown parameter', 'tx_hash=0x00', /tx_hash.*Unexpected property/],
     ['a vault_id given twice', `vault_id=${v1.id}&vault_id=${v2.id}`, /vault_id/],
   ] as const) {
