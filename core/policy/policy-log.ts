@@ -5,7 +5,8 @@
 // - it carries the approvals the policy in force names for policy changes (`when: {rule:
 //   "policy_change"}`), over policyChangeApprovalMessage(vault, version in force, new hash);
 // - a change that tightens the policy in force takes effect at once; any other waits that policy's
-//   `change_delay_seconds`, counted from when the change was signed or, if later, first seen (a
+//   `change_delay_seconds`, counted from when the change was signed or, if later, first seen less a
+//   grace of ten minutes (a
 //   backdated signature gains nothing).
 // The policy in force at a time is the highest version whose time has come.
 import { CustodyError } from '../errors/custody-error.ts';
@@ -13,6 +14,9 @@ import { parsePolicyDocument, policyHash, type PolicyDocument } from './policy-d
 import { policyChangeApprovalMessage, type Approval } from './policy-approval.ts';
 import { checkApprovals } from './policy-evaluator.ts';
 import { isTightening } from './policy-change.ts';
+
+/** How far before its first sight a reader counts a loosening's delay from its signature's time (applyPolicyChange). */
+export const FIRST_SIGHT_GRACE_S = 600;
 
 export interface PolicyVersion {
   doc: PolicyDocument;
@@ -92,7 +96,12 @@ export function applyPolicyChange(rec: VaultPolicyRecord | undefined, change: Po
     if (short) return out(`a policy change needs ${short.k} approvals from ${short.approvers.join(', ')}`);
   }
   const tightening = !current || isTightening(current.doc, change.policy);
-  versions.push({ doc: change.policy, hash, effectiveAt: tightening ? at : at + current!.doc.change_delay_seconds, tightening });
+  // A loosening's delay runs from its signature, when this reader saw it within FIRST_SIGHT_GRACE_S of
+  // it; from when it saw it less the grace otherwise. So every node that sees the change soon (a node
+  // outside the signing subsets learns it only at its next session) agrees with the API on when it
+  // applies, and a backdated signature gains at most the grace.
+  const start = Math.max(created, seen - FIRST_SIGHT_GRACE_S);
+  versions.push({ doc: change.policy, hash, effectiveAt: tightening ? at : start + current!.doc.change_delay_seconds, tightening });
   // What a version in force supersedes can never be in force again.
   const inForce = policyInForce({ versions }, at);
   return { versions: versions.filter((v) => !inForce || v.doc.version >= inForce.doc.version), ...(refused.length ? { refused } : {}) };

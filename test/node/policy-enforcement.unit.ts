@@ -27,6 +27,7 @@ import { SessionRefused } from '../../node/runtime/session-host.ts';
 import { chainLinkHash, nextChainLink, signChainLink, type ChainLink } from '../../core/policy/intent-chain.ts';
 import { intentApprovalMessage, policyChangeApprovalMessage, signApproval, type Approval } from '../../core/policy/policy-approval.ts';
 import { parsePolicyDocument, policyHash } from '../../core/policy/policy-document.ts';
+import { FIRST_SIGHT_GRACE_S } from '../../core/policy/policy-log.ts';
 import { signedEntry, signer } from '../core/trust/trust-fixtures.ts';
 import { signParams } from '../../core/session/session-contract.ts';
 import { alice, bob, carol, mallory } from '../core/policy/policy-fixtures.ts';
@@ -241,12 +242,13 @@ t.test('policy changes: a loosening waits out the delay on the node, a tightenin
   t.equal(vaultPolicy(st, VAULT, clock.s)?.doc.version, 1);
   t.match(st.policies?.[VAULT]?.refused, [{ version: 2, reason: /needs 2 approvals/ }]);
 
-  // With it, backdated by a day: the delay still runs from when the node saw it.
+  // With it, backdated by a day: the delay runs from when the node saw it, less the ten-minute grace
+  // that lets nodes seeing a change a little late agree on its time (FIRST_SIGHT_GRACE_S).
   st = await a!.trust.apply(ORG, [change(looser, [alice, bob], T0 - 86_400)]);
   t.equal(vaultPolicy(st, VAULT, clock.s)?.doc.version, 1, 'a loosening is not in force at once');
   const second = intent(1000n, first.link, clock);
   t.equal(await nodeSigns(a!, request(second, [first])), 'window_exceeded', 'the node still enforces version 1');
-  clock.s += 3599;
+  clock.s += 3599 - FIRST_SIGHT_GRACE_S;
   const later = intent(1000n, first.link, clock);
   t.equal(await nodeSigns(a!, request(later, [first])), 'window_exceeded', 'one second before the delay ends');
   clock.s += 1;

@@ -1,0 +1,135 @@
+// Customer governance end to end (issue 42 "Show"; docs/policies.md) on real processes (API, coordinator,
+// three service nodes) and anvil, on a stack started by the caller. A vault's policy signed into its trust
+// log: a transfer over the quorum's threshold waits for two of three approvers, then is signed and mined;
+// the same intent sent straight to the coordinator without approvals (the API bypassed) is refused by the
+// nodes themselves; a loosening signed with its change quorum waits out its delay on the nodes (refused by
+// them before, signed after); and the nodes refuse a fork of the vault's chain signed with the customer's
+// own key. The window under rotating signer subsets is proven on three real node runtimes in
+// test/node/policy-enforcement.unit.ts.
+import type { Test } from 'tap';
+import { randomBytes } from 'node:crypto';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
+import { createWalletClient, http, parseEther, type Hex } from 'viem';
+import { foundry } from 'viem/chains';
+import type { Stack } from './stack.ts';
+import { connectCoordinator } from '../../api/coordinator/coordinator-client.ts';
+import { Scheme } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
+import { decodeIntent, encodeIntent, signIntent, type EvmTransferIntent } from '../../core/intents/intent.ts';
+import { encodeBlob } from '../../core/codec/blob.ts';
+import { evmSigningDigest, evmTransaction } from '../../core/chains/evm/evm-transaction.ts';
+import { decodeChainLink } from '../../core/policy/intent-chain.ts';
+import { approvePolicyChange, chainIntent } from '../../api/sdk/policy.ts';
+import type { Wallet } from '../../api/sdk/client.ts';
+import { CustodyError } from '../../core/errors/custody-error.ts';
+
+const DEV = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266' as Hex;
+const TO = '0x00000000000000000000000000000000000000c1';
+
+export async function governanceJourney(t: Test, s: Stack): Promise<void> {
+  const { client, anvil } = s;
+  if (!anvil) throw new Error('the governance journey needs the stack\'s anvil');
+  const people = ['alice', 'bob', 'carol'].map((id) => ({ id, secretKey: ed25519.utils.randomSecretKey() }));
+  const [alice, bob] = people as [typeof people[0], typeof people[0]];
+  const approvers = people.map((p) => ({ id: p.id, public_key: bytesToHex(ed25519.getPublicKey(p.secretKey)) }));
+
+  const vault = await client.waitForVault((await client.createVault({ tier: 'hosted', name: 'governed' })).id, undefined, { timeoutMs: 120_000 });
+  const wallet: Wallet = await client.createWallet(vault.id, { chain: 'evm-local' });
+  const dev = createWalletClient({ chain: foundry, transport: http(anvil.url), account: DEV });
+  await anvil.publicClient.waitForTransactionReceipt({ hash: await dev.sendTransaction({ to: wallet.address as Hex, value: parseEther('1') }) });
+
+  const asset = 'eip155:31337:native';
+  const v1 = {
+    format: 1, version: 1, vault_id: vault.id, change_delay_seconds: 4, per_transaction_cap: { [asset]: '10000' }, approvers,
+    quorums: [
+      { k: 2, approvers: ['alice', 'bob', 'carol'], when: { above: { [asset]: '1000' } } },
+      { k: 2, approvers: ['alice', 'bob', 'carol'], when: { rule: 'policy_change' } },
+    ],
+  };
+  t.equal((await client.putPolicy(vault.id, v1)).in_force?.version, 1, 'the policy is in force');
+
+  // Under the quorum's threshold: chained by the SDK, signed by the nodes, mined.
+  const small = await client.sendEvm({ wallet, to: TO, amount: 500n, idempotencyKey: 'gov-small' });
+  t.equal(small.policy?.chain_seq, 1);
+  const smallDone = await client.waitForTransaction(small.id, ['broadcast', 'confirmed', 'final'], { timeoutMs: 120_000 });
+  t.ok(['broadcast', 'confirmed', 'final'].includes(smallDone.state), `the nodes signed a chained intent (${smallDone.state}: ${smallDone.reason ?? ''})`);
+
+  // The coordinator, called as an API that skips the policy would call it.
+  const coordinator = connectCoordinator({ address: `127.0.0.1:${s.cluster.coordinatorPort}` });
+  const path = wallet.derivation_path.split('/').slice(1).map(Number);
+  const bypass = async (intentBytes: Uint8Array, chainLink: Uint8Array, chain: { link: Uint8Array; intent: Uint8Array }[] = []) => {
+    const i = decodeIntent(intentBytes) as EvmTransferIntent;
+    const template = { nonce: Number(i.nonce), gasLimit: 21_000n, maxFeePerGas: 2_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n };
+    const digest = evmSigningDigest(evmTransaction(i, template));
+    try {
+      await coordinator.sign({
+        vaultId: vault.id, path, scheme: Scheme.ECDSA, digests: [digest], requestId: `bypass-${bytesToHex(randomBytes(8))}`,
+        authorization: {
+          intent: intentBytes, intentSignature: signIntent(intentBytes, s.secretKey), apiKeyId: s.apiKeyId, endUserToken: '',
+          template: encodeBlob('evm-template', { nonce: template.nonce, gasLimit: '21000', maxFeePerGas: '2000000000', maxPriorityFeePerGas: '1000000000' }),
+          chainLink, chain,
+        },
+      }, { deadline: Date.now() + 60_000 });
+      return 'signed';
+    } catch (err) {
+      return err instanceof CustodyError ? err.code : `error: ${(err as Error).message}`;
+    }
+  };
+
+  // Over the threshold: it waits; the nodes refuse it without approvals; two approvals, and it is mined.
+  const big = await client.sendEvm({ wallet, to: TO, amount: 5000n, idempotencyKey: 'gov-big' });
+  t.equal(big.state, 'awaiting_approval', 'it waits for approvals');
+  const bigIntent = hexToBytes(big.policy!.intent);
+  const head = (await client.getPolicy(vault.id)).chain!;
+  t.equal(head.seq, 2);
+  t.equal(await bypass(bigIntent, hexToBytes(head.link)), 'approval_required', 'the API bypassed: the nodes refuse the intent without its approvals');
+  await client.approveTransaction(big.id, alice);
+  const approved = await client.approveTransaction(big.id, bob);
+  t.equal(approved.state, 'created', 'two of three approved');
+  const bigDone = await client.waitForTransaction(big.id, ['broadcast', 'confirmed', 'final'], { timeoutMs: 120_000 });
+  t.ok(['broadcast', 'confirmed', 'final'].includes(bigDone.state), `signed with the approvals (${bigDone.state}: ${bigDone.reason ?? ''})`);
+  const receipt = await anvil.publicClient.waitForTransactionReceipt({ hash: bigDone.tx_hash as Hex });
+  t.equal(receipt.status, 'success', 'mined');
+
+  // A fork signed with the customer's own key (a stolen API key): another link at position 2, which the
+  // nodes that signed link 2 refuse.
+  const forkIntent = encodeIntent({ ...(decodeIntent(bigIntent) as EvmTransferIntent), idempotencyKey: 'gov-fork', amount: 10n, nonce: 998n });
+  const firstLink = chainIntent({ vaultId: vault.id, intent: hexToBytes((await client.getTransaction(small.id)).policy!.intent), apiSecretKey: s.secretKey });
+  const fork = chainIntent({ vaultId: vault.id, intent: forkIntent, prev: firstLink.link, apiSecretKey: s.secretKey });
+  t.match(await bypass(forkIntent, fork.bytes, [{ link: firstLink.bytes, intent: hexToBytes((await client.getTransaction(small.id)).policy!.intent) }]), /^chain_(fork|incomplete)$/, 'a second link at a signed position is refused');
+
+  // A loosening (a higher cap) with its change quorum waits out the delay on every node.
+  const v2 = { ...v1, version: 2, per_transaction_cap: { [asset]: '100000' } };
+  const changed = await client.putPolicy(vault.id, v2, [alice, bob].map((p) => approvePolicyChange({ fromVersion: 1, next: v2, approverId: p.id, secretKey: p.secretKey })));
+  t.equal(changed.in_force?.version, 1, 'version 1 stays in force');
+  const effectiveAt = changed.pending[0]!.effective_at;
+  await t.rejects(client.sendEvm({ wallet, to: TO, amount: 50_000n, idempotencyKey: 'gov-early' }), { code: 'cap_exceeded' }, 'the API refuses it before the delay');
+  const early = await client.evmIntent({ wallet, to: TO, amount: 50_000n, idempotencyKey: 'gov-early-bypass', nonce: 999n });
+  const now = await client.getPolicy(vault.id);
+  const earlyLink = chainIntent({ vaultId: vault.id, intent: early, prev: decodeChainLink(hexToBytes(now.chain!.link)), apiSecretKey: s.secretKey });
+  t.equal(await bypass(early, earlyLink.bytes), 'cap_exceeded', 'so do the nodes, the API bypassed');
+  // The nodes first saw the change just now (the refused signing carried the log): a little past the API's time.
+  await new Promise((r) => setTimeout(r, Math.max(0, (effectiveAt + 3) * 1000 - Date.now())));
+  t.equal((await client.getPolicy(vault.id)).in_force?.version, 2, 'after the delay version 2 is in force');
+  const later = await client.sendEvm({ wallet, to: TO, amount: 50_000n, idempotencyKey: 'gov-later' });
+  t.equal(later.state, 'awaiting_approval', 'the higher amount is admitted, above the quorum threshold');
+  await client.approveTransaction(later.id, alice);
+  await client.approveTransaction(later.id, bob);
+  const laterDone = await client.waitForTransaction(later.id, ['broadcast', 'confirmed', 'final'], { timeoutMs: 120_000 });
+  t.ok(['broadcast', 'confirmed', 'final'].includes(laterDone.state), `the nodes sign under version 2 (${laterDone.state}: ${laterDone.reason ?? ''})`);
+
+  // Signed as it becomes ready, not in chain order: a transfer waiting for approvals (link 4) is signed
+  // after a later one of another wallet of the vault (link 5) was, with the links after it relayed.
+  const other: Wallet = await client.createWallet(vault.id, { chain: 'evm-local', account_index: 1 });
+  await anvil.publicClient.waitForTransactionReceipt({ hash: await dev.sendTransaction({ to: other.address as Hex, value: parseEther('1') }) });
+  const waiting = await client.sendEvm({ wallet, to: TO, amount: 3000n, idempotencyKey: 'gov-waiting' });
+  const quick = await client.sendEvm({ wallet: other, to: TO, amount: 600n, idempotencyKey: 'gov-quick' });
+  t.same([waiting.state, waiting.policy?.chain_seq, quick.state, quick.policy?.chain_seq], ['awaiting_approval', 4, 'created', 5]);
+  const quickDone = await client.waitForTransaction(quick.id, ['broadcast', 'confirmed', 'final'], { timeoutMs: 120_000 });
+  t.ok(['broadcast', 'confirmed', 'final'].includes(quickDone.state), `link 5 signed first (${quickDone.state}: ${quickDone.reason ?? ''})`);
+  await client.approveTransaction(waiting.id, alice);
+  await client.approveTransaction(waiting.id, bob);
+  const waitingDone = await client.waitForTransaction(waiting.id, ['broadcast', 'confirmed', 'final'], { timeoutMs: 120_000 });
+  t.ok(['broadcast', 'confirmed', 'final'].includes(waitingDone.state), `link 4 signed after it, below the nodes' heads (${waitingDone.state}: ${waitingDone.reason ?? ''})`);
+  coordinator.close();
+}
