@@ -203,7 +203,7 @@ export const suite: BenchSuite = {
     policyCheck();
     policyCheck(decodeRelayedKept);
 
-    openPool = Array.from({ length: 200 }, () => transfer(OPEN, AMOUNT));
+    openPool = Array.from({ length: 300 }, () => transfer(OPEN, AMOUNT));
     governedPool = Array.from({ length: POOL }, () => governed(AMOUNT));
   },
   // Also after a setup that failed halfway (bench/harness.ts): stops only what was started.
@@ -214,9 +214,9 @@ export const suite: BenchSuite = {
     if (dir) rmSync(dir, { recursive: true, force: true });
   },
   cases: [
-    { name: 'policy.grpc.ecdsa.2of3.none', runs: 30, fn: signOpen },
+    { name: 'policy.grpc.ecdsa.2of3.none', runs: 40, fn: signOpen },
     {
-      name: 'policy.grpc.ecdsa.2of3.every-rule', baseline: 'policy.grpc.ecdsa.2of3.none', runs: 30, fn: signGoverned,
+      name: 'policy.grpc.ecdsa.2of3.every-rule', baseline: 'policy.grpc.ecdsa.2of3.none', runs: 60, fn: signGoverned,
       extra: () => ({ relayed_links_first: EARLIER, relayed_links_last: EARLIER + POOL - governedPool.length - 1 }),
     },
     // As a node does it: the relayed links' decodings kept from earlier requests (relayed-links.ts).
