@@ -35,6 +35,26 @@ export interface RelayedLink {
   intent: Uint8Array;
 }
 
+/** A relayed link and its intent, decoded, with the two hashes the check compares. */
+export interface DecodedRelayedLink {
+  link: SignedChainLink;
+  /** `chainLinkHash(link)`. */
+  linkHash: string;
+  intent: Intent;
+  /** SHA-256 of the intent bytes, hex. */
+  intentHash: string;
+}
+
+/**
+ * Decodes one relayed link and its intent (throws on malformed bytes). A pure function of the bytes: a
+ * node may keep its results by those exact bytes, since the same links come relayed with every later
+ * intent of the vault, and every check below still runs on each request.
+ */
+export function decodeRelayedLink(r: RelayedLink): DecodedRelayedLink {
+  const link = decodeChainLink(r.link);
+  return { link, linkHash: chainLinkHash(link), intent: decodeIntent(r.intent), intentHash: bytesToHex(sha256(r.intent)) };
+}
+
 export type ChainRefusalCode = 'bad_chain' | 'chain_fork' | 'chain_incomplete';
 
 export type ChainCheck =
@@ -63,6 +83,8 @@ export interface ChainCheckInput {
   windowSeconds: number;
   /** Unix seconds. */
   now: number;
+  /** `decodeRelayedLink`, or a memo of it keyed by the exact bytes (the node's). */
+  decode?: (r: RelayedLink) => DecodedRelayedLink;
 }
 
 const bad = (code: ChainRefusalCode, message: string): ChainCheck => ({ ok: false, code, message });
@@ -79,39 +101,39 @@ export function checkChain(input: ChainCheckInput): ChainCheck {
     return bad('chain_fork', `this node signed link ${head.seq} of the vault's chain already; this is another link at that position`);
   }
   if (input.relayed.length > MAX_RELAYED_LINKS) return bad('bad_chain', `at most ${MAX_RELAYED_LINKS} links are relayed`);
-  const links: { l: SignedChainLink; i: Intent }[] = [];
+  const decode = input.decode ?? decodeRelayedLink;
+  const links: { l: SignedChainLink; i: Intent; hash: string }[] = [];
   for (const r of input.relayed) {
-    let l: SignedChainLink;
-    let i: Intent;
+    let d: DecodedRelayedLink;
     try {
-      l = decodeChainLink(r.link);
-      i = decodeIntent(r.intent);
+      d = decode(r);
     } catch (err) {
       return bad('bad_chain', `a relayed link or intent is malformed: ${err instanceof Error ? err.message : String(err)}`);
     }
+    const { link: l, intent: i } = d;
     if (l.organization !== link.organization || l.vaultId !== vaultId) return bad('bad_chain', `relayed link ${l.seq} is of another vault`);
-    if (l.intentHash !== bytesToHex(sha256(r.intent))) return bad('bad_chain', `relayed link ${l.seq} names another intent than the one relayed with it`);
+    if (l.intentHash !== d.intentHash) return bad('bad_chain', `relayed link ${l.seq} names another intent than the one relayed with it`);
     if (i.organization !== link.organization) return bad('bad_chain', `relayed intent ${l.seq} is of another organization`);
     if (l.until < i.notAfter) return bad('bad_chain', `relayed link ${l.seq}'s until is before its intent's not_after`);
     if (l.seq === link.seq) return bad('bad_chain', `the link to sign (${l.seq}) is relayed too`);
-    links.push({ l, i });
+    links.push({ l, i, hash: d.linkHash });
   }
   const before = links.filter((x) => x.l.seq < link.seq);
   // Each link names the one before it; until never decreases. The relayed links are in order, those
   // before the link to sign first.
-  const all = [...before.map((x) => x.l), link, ...links.filter((x) => x.l.seq > link.seq).map((x) => x.l)];
+  const all = [...before, { l: link, hash: linkHash }, ...links.filter((x) => x.l.seq > link.seq)];
   if (links.some((x, n) => n > 0 && x.l.seq <= links[n - 1]!.l.seq)) return bad('bad_chain', 'the relayed links are not in chain order');
   for (let n = 1; n < all.length; n++) {
     const [p, c] = [all[n - 1]!, all[n]!];
-    if (c.seq !== p.seq + 1n || c.prev !== chainLinkHash(p)) return bad('bad_chain', `link ${c.seq} does not follow link ${p.seq}`);
-    if (c.until < p.until) return bad('bad_chain', `link ${c.seq}'s until is before link ${p.seq}'s`);
+    if (c.l.seq !== p.l.seq + 1n || c.l.prev !== p.hash) return bad('bad_chain', `link ${c.l.seq} does not follow link ${p.l.seq}`);
+    if (c.l.until < p.l.until) return bad('bad_chain', `link ${c.l.seq}'s until is before link ${p.l.seq}'s`);
   }
-  const start = all[0]!;
-  const last = all.at(-1)!;
+  const start = all[0]!.l;
+  const last = all.at(-1)!.l;
   if (w > 0 && start.seq !== 1n && start.until > horizon) {
     return bad('chain_incomplete', `the relayed chain starts at link ${start.seq}, which may still count in the ${w} s window: relay the links before it`);
   }
-  const known = new Map(all.map((l) => [l.seq, l === link ? linkHash : chainLinkHash(l)]));
+  const known = new Map(all.map((x) => [x.l.seq, x.hash]));
   if (head) {
     if (head.seq > last.seq) return bad('chain_incomplete', `link ${link.seq} is below this node's last signed link ${head.seq}: relay the links after it up to that one`);
     if (head.seq >= start.seq) {

@@ -29,6 +29,7 @@ import { applyCarriedLog } from './carried-log.ts';
 import { vaultPolicy, type OrgTrust } from './trust-state.ts';
 import { ChainLinkError, decodeChainLink, verifyChainLinkSignature, type SignedChainLink } from '../../../core/policy/intent-chain.ts';
 import { checkChain, type ChainHead } from '../../../core/policy/chain-check.ts';
+import { decodeRelayedKept } from './relayed-links.ts';
 import { evaluatePolicy } from '../../../core/policy/policy-evaluator.ts';
 import { checkEndUserToken } from './end-user-token.ts';
 import { BoundedMemo } from '../../../common/memo.ts';
@@ -211,7 +212,7 @@ export class IntentAuthorizer implements SignAuthorizer {
     if (!verifyChainLinkSignature(link, pub)) refuse('bad_chain', 'the chain link is not signed by the key that signed the intent');
     if (!this.opts.chainHead) return refuse('bug', 'this node keeps no intent chain heads');
     const expected = await this.opts.chainHead(vaultId);
-    const chain = checkChain({ link, intent, intentBytes: bytes, vaultId, relayed: req.chain ?? [], head: expected, windowSeconds: policy.doc.rolling_window?.seconds ?? 0, now: nowS });
+    const chain = checkChain({ link, intent, intentBytes: bytes, vaultId, relayed: req.chain ?? [], head: expected, windowSeconds: policy.doc.rolling_window?.seconds ?? 0, now: nowS, decode: decodeRelayedKept });
     if (!chain.ok) return refuse(chain.code, chain.message);
     const decision = evaluatePolicy({ policy: policy.doc, intent, intentHash, approvals: req.approvals ?? [], priorSpends: chain.spends, now: nowS });
     if (!decision.allow) refuse(decision.code, `policy version ${policy.doc.version}: ${decision.message}`);
