@@ -20,6 +20,7 @@ import { previewIntent } from './intent-preview.ts';
 import type { BtcOutpoint } from '../../core/intents/intent.ts';
 import { TIER_NAMES } from '../../core/tiers.ts';
 import type { Policy } from '../../core/api-schemas/policy.ts';
+import type { Approval } from '../../core/policy/policy-approval.ts';
 import { KeyHexT, NodeIdT, type TeeMeasurementsBody } from '../../core/api-schemas/nodes.ts';
 import { CHAIN_NAMES, VaultStateSchema } from '../../core/api-schemas/vaults.ts';
 import { TransactionStateSchema } from '../../core/api-schemas/transactions.ts';
@@ -78,6 +79,16 @@ const USAGE = `usage: npm run cli -- <command>
   payment send --payment-file <json> --member-signing-session <mas_…>
                                                         submits each transfer's intent (the same bytes) with the member's
                                                         signing session; prints the transactions (docs/quickstart-platform.md)
+  policy get <vaultId>                                  the policy in force, changes waiting out their delay, the intent chain's head
+  policy put <vaultId> --file <json> [--approvals-file <json>]
+                                                        sign a new policy version into the vault's trust log (docs/policies.md)
+  policy migrate <vaultId>                              sign the vault's legacy policy, as the API offers it, as version 1
+  policy approve-change --file <json> --from-version <n> --approver-id <id> --approver-key-file <file>
+                                                        offline: an approver's approval of replacing version <n> by <json>
+  approvals list <vaultId>                              the vault's transactions awaiting approvals
+  tx approve <txId> --approver-id <id> --approver-key-file <file>
+  tx reject <txId> --approver-id <id> --approver-key-file <file>
+                                                        as an approver: decodes the intent, signs its hash (docs/policies.md)
   export recipient --out <file>                         new X25519 recipient key for a key export; the secret (hex) goes to <file>
   export reconstruct --file <export json> --recipient-key-file <file> [--public-key <hex>] [--chain-code <hex>] [--sandbox]
                                                         offline: open the sealed shares and print the key (hex, xprv)
@@ -127,6 +138,7 @@ const OPTIONS = {
   unconfirmed: { type: 'boolean' }, blocks: { type: 'string' },
   port: { type: 'string' }, 'secret-file': { type: 'string' }, type: { type: 'string' }, 'payment-file': { type: 'string' }, 'member-signing-session': { type: 'string' },
   'recipient-key-file': { type: 'string' }, 'chain-code': { type: 'string' }, sandbox: { type: 'boolean' },
+  'approvals-file': { type: 'string' }, 'approver-id': { type: 'string' }, 'approver-key-file': { type: 'string' }, 'from-version': { type: 'string' },
 } as const;
 type Option = keyof typeof OPTIONS;
 type Flag = 'all' | 'dry-run' | 'unconfirmed' | 'sandbox';
@@ -171,6 +183,28 @@ const KEY_HEX = new RegExp(KeyHexT.pattern!);
  * A node's public identity from the JSON `npm run node-identity` printed on that node, with the kind the
  * node was configured as when it printed it.
  */
+/** An Ed25519 secret key, hex, from a file (what keygen writes). */
+function secretKeyFile(path: string, flag: string): Uint8Array {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8').trim();
+  } catch (err) {
+    throw new UsageError(`${flag}: ${(err as Error).message}`);
+  }
+  if (!/^[0-9a-f]{64}$/i.test(text)) throw new UsageError(`${flag}: ${path} does not hold a 32-byte secret key in hex`);
+  return hexToBytes(text.toLowerCase());
+}
+
+/** An approver approves or rejects a waiting transaction (the SDK decodes the intent and signs its hash). */
+async function approverAnswer(txId: string, o: Values, client: () => Promise<CustodyClient>, reject: boolean): Promise<unknown> {
+  const secretKey = secretKeyFile(o['approver-key-file']!, '--approver-key-file');
+  try {
+    return await (await client()).approveTransaction(txId, { id: o['approver-id']!, secretKey }, { reject });
+  } finally {
+    secretKey.fill(0);
+  }
+}
+
 function identityFile(path: string, flag: string): { node: NodeIdentityRef; kind: unknown } {
   const j = jsonFile(path, flag) as Partial<Record<keyof NodeIdentityRef | 'kind', unknown>> | null;
   const { node_id: id, signing_key: sk, encryption_key: ek, kind } = j ?? {};
@@ -506,6 +540,33 @@ const COMMANDS: Record<string, Command> = {
   // The first name of the command, kept for scripts that use it.
   'tx send-btc': sendBitcoin(),
   'tx get': { args: ['txId'], run: async (a, _o, c) => (await c()).getTransaction(a.txId!) },
+  // Vault policies (docs/policies.md): the customer's key signs the change; an approver's key signs only
+  // what it decoded and hashed itself.
+  'policy get': { args: ['vaultId'], run: async (a, _o, c) => (await c()).getPolicy(a.vaultId!) },
+  'policy put': {
+    args: ['vaultId'], required: ['file'], optional: ['approvals-file'],
+    run: async (a, o, c) => {
+      const approvals = o['approvals-file'] !== undefined ? jsonFile(o['approvals-file'], '--approvals-file') : [];
+      if (!Array.isArray(approvals)) throw new UsageError('--approvals-file: a JSON list of {approver_id, signature}');
+      return (await c()).putPolicy(a.vaultId!, jsonFile(o.file!, '--file'), approvals as Approval[]);
+    },
+  },
+  'policy migrate': { args: ['vaultId'], run: async (a, _o, c) => (await c()).migratePolicy(a.vaultId!) },
+  'policy approve-change': {
+    args: [], required: ['file', 'from-version', 'approver-id', 'approver-key-file'],
+    async run(_a, o) {
+      const { approvePolicyChange } = await import('./policy.ts');
+      const secret = secretKeyFile(o['approver-key-file']!, '--approver-key-file');
+      try {
+        return approvePolicyChange({ fromVersion: integer(o['from-version'], '--from-version')!, next: jsonFile(o.file!, '--file'), approverId: o['approver-id']!, secretKey: secret });
+      } finally {
+        secret.fill(0);
+      }
+    },
+  },
+  'approvals list': { args: ['vaultId'], run: async (a, _o, c) => ({ data: await (await c()).pendingApprovals(a.vaultId!) }) },
+  'tx approve': { args: ['txId'], required: ['approver-id', 'approver-key-file'], run: (a, o, c) => approverAnswer(a.txId!, o, c, false) },
+  'tx reject': { args: ['txId'], required: ['approver-id', 'approver-key-file'], run: (a, o, c) => approverAnswer(a.txId!, o, c, true) },
   'tx wait': {
     args: ['txId'], optional: ['state', 'timeout'],
     async run(a, o, c) {

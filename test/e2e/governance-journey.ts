@@ -13,6 +13,10 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { createWalletClient, http, parseEther, type Hex } from 'viem';
 import { foundry } from 'viem/chains';
 import type { Stack } from './stack.ts';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runCli } from '../api/sdk/run-cli.ts';
 import { connectCoordinator } from '../../api/coordinator/coordinator-client.ts';
 import { Scheme } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
 import { decodeIntent, encodeIntent, signIntent, type EvmTransferIntent } from '../../core/intents/intent.ts';
@@ -113,8 +117,22 @@ export async function governanceJourney(t: Test, s: Stack): Promise<void> {
   t.equal((await client.getPolicy(vault.id)).in_force?.version, 2, 'after the delay version 2 is in force');
   const later = await client.sendEvm({ wallet, to: TO, amount: 50_000n, idempotencyKey: 'gov-later' });
   t.equal(later.state, 'awaiting_approval', 'the higher amount is admitted, above the quorum threshold');
-  await client.approveTransaction(later.id, alice);
-  await client.approveTransaction(later.id, bob);
+  // The approvers with the command-line client, as a customer's people would.
+  const dir = mkdtempSync(join(tmpdir(), 'gov-cli-'));
+  const keyFile = (p: { id: string; secretKey: Uint8Array }) => {
+    const f = join(dir, `${p.id}.key`);
+    writeFileSync(f, bytesToHex(p.secretKey), { mode: 0o600 });
+    return f;
+  };
+  const settings = { CUSTODY_URL: s.base, CUSTODY_ORGANIZATION: s.organization, CUSTODY_KEY_ID: s.apiKeyId, CUSTODY_SECRET_KEY_FILE: keyFile({ id: 'api', secretKey: s.secretKey }) };
+  const listed = await runCli<{ data: { id: string }[] }>(['approvals', 'list', vault.id], settings);
+  t.same(listed.out.data?.map((x) => x.id), [later.id], `cli approvals list (${listed.stderr})`);
+  for (const p of [alice, bob]) {
+    const r = await runCli<{ state: string }>(['tx', 'approve', later.id, '--approver-id', p.id, '--approver-key-file', keyFile(p)], settings);
+    t.equal(r.code, 0, `cli tx approve as ${p.id} (${r.stderr})`);
+  }
+  const policyNow = await runCli<{ in_force: { version: number } }>(['policy', 'get', vault.id], settings);
+  t.equal(policyNow.out.in_force?.version, 2, 'cli policy get');
   const laterDone = await client.waitForTransaction(later.id, ['broadcast', 'confirmed', 'final'], { timeoutMs: 120_000 });
   t.ok(['broadcast', 'confirmed', 'final'].includes(laterDone.state), `the nodes sign under version 2 (${laterDone.state}: ${laterDone.reason ?? ''})`);
 
