@@ -128,6 +128,18 @@ t.test('policies through the API: migration, governed changes, chained intents, 
   t.match([otherVersion.statusCode, otherVersion.json().code], [403, 'bad_approval'], 'an approval under another policy version');
   t.same((await client.getTransaction(big.id)).policy?.approvals, [], 'no approval kept');
 
+  // A malicious API showing other intent bytes than the transaction's hash: the approver's SDK refuses to sign.
+  const lying = new CustodyClient({
+    baseUrl: 'http://api.test', organization: a.org.id, keyId: a.creds.keyId, secretKey: a.creds.secretKey,
+    fetch: async (url, init) => {
+      const res = await injectFetch(a.app)(url, init);
+      if (init?.method !== 'GET' || !String(url).includes('/v1/transactions/')) return res;
+      const body = await res.json() as Transaction;
+      return new Response(JSON.stringify({ ...body, policy: { ...body.policy!, intent: bytesToHex(intent) } }), { status: res.status, headers: res.headers });
+    },
+  });
+  await t.rejects(lying.approveTransaction(big.id, alice), { code: 'bad_response' }, 'bytes that do not hash to the transaction\'s intent_sha256 are not approved');
+
   const one = await client.approveTransaction(big.id, alice, { inspect: (i) => t.equal(i.kind, 'evm.transfer', 'the approver sees the decoded intent') });
   t.equal(one.state, 'awaiting_approval');
   t.same(one.policy?.quorums[0]?.approved_by, ['alice']);
