@@ -135,7 +135,12 @@ export async function startCoordinator(config: CoordinatorConfig, log: Logger): 
         // A vault policy's evidence, passed through unread: every node verifies it.
         ...(a?.chainLink.length ? { chainLink: a.chainLink } : {}),
         ...(a?.chain.length ? { chain: a.chain.map((c) => ({ link: c.link, intent: c.intent })) } : {}),
-        ...(a?.approvals.length ? { approvals: a.approvals.map((x) => ({ approver_id: x.approverId, signature: x.signature })) } : {}),
+        ...(a?.approvals.length ? {
+          approvals: a.approvals.map((x) => ({
+            approver_id: x.approverId, signature: x.signature,
+            ...(x.passkey ? { passkey: { credential: x.passkey.credential, credential_id: x.passkey.credentialId, authenticator_data: x.passkey.authenticatorData, client_data_json: x.passkey.clientDataJson, signature: x.passkey.signature } } : {}),
+          })),
+        } : {}),
       });
       return { signatures: out.signatures, recoveryIds: out.recoveryIds, signers: out.signers, publicKey: out.publicKey };
     }),

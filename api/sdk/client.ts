@@ -19,7 +19,7 @@ import { signedHeaders } from './request-signer.ts';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { decodeIntent, type Intent } from '../../core/intents/intent.ts';
 import { decodeChainLink } from '../../core/policy/intent-chain.ts';
-import { intentApprovalMessage, intentRejectionMessage, signApproval, type Approval } from '../../core/policy/policy-approval.ts';
+import { intentApprovalMessage, intentRejectionMessage, passkeyApprovalChallenge, signApproval, type Approval } from '../../core/policy/policy-approval.ts';
 import type { PolicyDocument } from '../../core/policy/policy-document.ts';
 import { chainIntent, policyChangeBody } from './policy.ts';
 import { kindOfHttpStatus } from '../../core/errors/http-status.ts';
@@ -564,15 +564,40 @@ export class CustodyClient {
    * decoded intent first and may refuse by throwing.
    */
   async approveTransaction(txId: string, approver: { id: string; secretKey: Uint8Array }, opts: { reject?: boolean; inspect?: (intent: Intent) => void } = {}): Promise<Transaction> {
+    const { message } = await this.approvalMessage(txId, opts);
+    const a = signApproval(approver.id, message, approver.secretKey);
+    return this.request('POST', `/v1/transactions/${encodeURIComponent(txId)}/${opts.reject ? 'rejections' : 'approvals'}`, a);
+  }
+
+  /**
+   * For a member approver (docs/policies.md "Members' passkeys"): the WebAuthn challenge (base64url) the
+   * member's passkey answers for a waiting transaction, from intent bytes decoded and checked here, and
+   * the decoded intent to show the member. Pass the assertion to approveTransactionWithPasskey.
+   */
+  async passkeyApprovalChallenge(txId: string, opts: { reject?: boolean } = {}): Promise<{ challenge: string; intent: Intent }> {
+    const { message, intent } = await this.approvalMessage(txId, opts);
+    return { challenge: passkeyApprovalChallenge(message), intent };
+  }
+
+  /** Sends a member's passkey approval (or rejection): its member credential and the assertion over passkeyApprovalChallenge. */
+  approveTransactionWithPasskey(txId: string, approverId: string, proof: { credential: string; assertion: { credentialId: Uint8Array; authenticatorData: Uint8Array; clientDataJson: Uint8Array; signature: Uint8Array } }, opts: { reject?: boolean } = {}): Promise<Transaction> {
+    const a = proof.assertion;
+    return this.request('POST', `/v1/transactions/${encodeURIComponent(txId)}/${opts.reject ? 'rejections' : 'approvals'}`, {
+      approver_id: approverId, signature: '',
+      passkey: { credential: proof.credential, credential_id: bytesToHex(a.credentialId), authenticator_data: bytesToHex(a.authenticatorData), client_data_json: bytesToHex(a.clientDataJson), signature: bytesToHex(a.signature) },
+    });
+  }
+
+  /** The approval (or rejection) message of a waiting transaction, over the hash of intent bytes decoded here. */
+  private async approvalMessage(txId: string, opts: { reject?: boolean; inspect?: (intent: Intent) => void }): Promise<{ message: Uint8Array; intent: Intent }> {
     const tx = await this.getTransaction(txId);
     if (!tx.policy?.intent) throw new SdkError('usage', `transaction ${txId} is not awaiting approvals under a vault policy`);
     const bytes = hexToBytes(tx.policy.intent);
     const hash = bytesToHex(sha256(bytes));
     if (hash !== tx.intent_sha256) throw new SdkError('bad_response', `the API shows intent bytes whose hash is not the transaction's intent_sha256`);
-    opts.inspect?.(decodeIntent(bytes));
-    const message = (opts.reject ? intentRejectionMessage : intentApprovalMessage)(tx.vault_id, tx.policy.version, hash);
-    const a = signApproval(approver.id, message, approver.secretKey);
-    return this.request('POST', `/v1/transactions/${encodeURIComponent(txId)}/${opts.reject ? 'rejections' : 'approvals'}`, a);
+    const intent = decodeIntent(bytes);
+    opts.inspect?.(intent);
+    return { message: (opts.reject ? intentRejectionMessage : intentApprovalMessage)(tx.vault_id, tx.policy.version, hash), intent };
   }
 
   getTransaction(txId: string): Promise<Transaction> {

@@ -3,6 +3,7 @@
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import type { MemberActionBinding } from '../../core/session/member-action-binding.ts';
 import type { SafeTxIntent } from '../../core/intents/intent.ts';
+import type { Approval } from '../../core/policy/policy-approval.ts';
 import { safeTxHash } from '../../core/chains/evm/safe-tx.ts';
 
 export type TransactionState = 'awaiting_approval' | 'created' | 'checks' | 'signed' | 'broadcast' | 'confirmed' | 'final' | 'failed' | 'rejected';
@@ -86,7 +87,7 @@ export interface TransactionRecord {
   block_number?: number;
   confirmations?: number;
   /** A vault under a policy (docs/policies.md): the version it was admitted under, its chain position, the approvals collected and each quorum's progress. */
-  policy?: { version: number; chain_seq: number; approvals: { approver_id: string; signature: string }[]; quorums: { k: number; approvers: string[]; approved_by: string[] }[] };
+  policy?: { version: number; chain_seq: number; approvals: Approval[]; quorums: { k: number; approvers: string[]; approved_by: string[] }[] };
   created_at: string;
   updated_at: string;
 }

@@ -77,7 +77,7 @@ export interface SubmitTransaction {
   /** A vault under a policy: the intent's chain link, hex (docs/policies.md). */
   chain_link?: string | undefined;
   /** A vault under a policy: approvals collected already. */
-  approvals?: { approver_id: string; signature: string }[] | undefined;
+  approvals?: Approval[] | undefined;
 }
 
 /** A member signing session checked for one wallet and intent: the proof and binding the nodes need. */
@@ -519,8 +519,10 @@ export class TransactionService {
     if (!policy || policy.doc.version !== tx.policy.version) {
       throw new CustodyError('conflict', `the vault's policy is now ${policy ? `version ${policy.doc.version}` : 'none'}; the transaction was admitted under version ${tx.policy.version}, which its approvals sign: submit the intent again`);
     }
-    const checked = checkApprovals(policy.doc, message(tx.vault_id, tx.policy.version, tx.intent_sha256), [a]);
-    if ('code' in checked) throw new CustodyError(checked.code as ErrorCode, checked.message);
+    const m = message(tx.vault_id, tx.policy.version, tx.intent_sha256);
+    const passkeys = await this.policies.passkeys(org, policy.doc, m, [a]);
+    const checked = checkApprovals(policy.doc, m, [a], passkeys.verified);
+    if ('code' in checked) throw new CustodyError(checked.code as ErrorCode, `${checked.message}${passkeys.problems.size ? `: ${[...passkeys.problems.values()].join('; ')}` : ''}`);
     return { tx, policy, bytes, intent };
   }
 

@@ -569,7 +569,7 @@ export class TransactionWorker {
    * A vault under a policy: the intent's chain link, the links the nodes need around it (vault-policies.ts
    * `relay`) and the approvals collected. Nothing for a transaction admitted without a policy.
    */
-  private async policyEvidence(tx: TransactionRecord): Promise<{ chainLink?: Uint8Array; chain?: { link: Uint8Array; intent: Uint8Array }[]; approvals?: { approverId: string; signature: string }[] }> {
+  private async policyEvidence(tx: TransactionRecord): Promise<{ chainLink?: Uint8Array; chain?: { link: Uint8Array; intent: Uint8Array }[]; approvals?: { approverId: string; signature: string; passkey?: { credential: string; credentialId: string; authenticatorData: string; clientDataJson: string; signature: string } }[] }> {
     if (!tx.policy) return {};
     const policies = this.o.transactions.policies;
     const own = await policies.link(tx.vault_id, tx.policy.chain_seq);
@@ -578,7 +578,10 @@ export class TransactionWorker {
     const chain = await policies.relay(tx.vault_id, tx.policy.chain_seq, windowSeconds, nowS);
     return {
       chainLink: hexToBytes(own.link), chain,
-      ...(tx.policy.approvals.length ? { approvals: tx.policy.approvals.map((a) => ({ approverId: a.approver_id, signature: a.signature })) } : {}),
+      ...(tx.policy.approvals.length ? { approvals: tx.policy.approvals.map((a) => ({
+        approverId: a.approver_id, signature: a.signature,
+        ...(a.passkey ? { passkey: { credential: a.passkey.credential, credentialId: a.passkey.credential_id, authenticatorData: a.passkey.authenticator_data, clientDataJson: a.passkey.client_data_json, signature: a.passkey.signature } } : {}),
+      })) } : {}),
     };
   }
 

@@ -1,5 +1,6 @@
 // The vault API's records as stored (snake_case is the wire form; docs/vault-api.md).
 import type { TierName } from '../../core/tiers.ts';
+import type { VaultPolicyRecord } from '../../core/policy/policy-log.ts';
 
 export type Tier = TierName;
 export type VaultState = 'creating' | 'active' | 'resharing' | 'reshare_pending' | 'frozen' | 'failed';
@@ -158,7 +159,7 @@ export interface VaultPolicyState {
   org: string;
   vault_id: string;
   /** core/policy/policy-log.ts VaultPolicyRecord, as JSON. */
-  record: import('../../core/policy/policy-log.ts').VaultPolicyRecord;
+  record: VaultPolicyRecord;
   /** The last link the API accepted for the vault's chain, or null before the first. */
   head: { seq: number; hash: string; until: number; link: string } | null;
   updated_at: string;

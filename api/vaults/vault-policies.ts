@@ -8,14 +8,15 @@ import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import type { ErrorCode } from '../../core/errors/error-codes.ts';
 import { applyPolicyChange, parsePolicyChange, pendingPolicies, policyInForce, type PolicyVersion } from '../../core/policy/policy-log.ts';
-import { policyChangeApprovalMessage, type Approval } from '../../core/policy/policy-approval.ts';
+import { intentApprovalMessage, policyChangeApprovalMessage, type Approval } from '../../core/policy/policy-approval.ts';
+import { verifyPasskeyApprovals } from '../../core/policy/passkey-approval.ts';
 import { checkApprovals, evaluatePolicy, type PolicyDecision, type QuorumStatus } from '../../core/policy/policy-evaluator.ts';
 import { policyHash, type PolicyDocument } from '../../core/policy/policy-document.ts';
 import { ChainLinkError, chainLinkHash, decodeChainLink, MAX_RELAYED_LINKS, verifyChainLinkSignature, ZERO_HASH } from '../../core/policy/intent-chain.ts';
 import { checkChain, type RelayedLink } from '../../core/policy/chain-check.ts';
 import type { Intent } from '../../core/intents/intent.ts';
 import type { Op } from '../store/record-repository.ts';
-import { CHAIN_LINKS, VAULT_POLICIES } from './collections.ts';
+import { CHAIN_LINKS, END_USER_AUTH, VAULT_POLICIES } from './collections.ts';
 import type { ChainLinkRecord, VaultPolicyState, VaultRecord } from './records.ts';
 import type { VaultService } from './vault-service.ts';
 import { legacyPolicyMigration } from './policy-migration.ts';
@@ -57,7 +58,8 @@ export interface Admission {
   ops: Op[];
 }
 
-const refusal = (d: Extract<PolicyDecision, { allow: false }>) => new CustodyError(d.code as ErrorCode, `policy version ${d.policyVersion}: ${d.message}`);
+const refusal = (d: Extract<PolicyDecision, { allow: false }>, problems?: Map<string, string>) =>
+  new CustodyError(d.code as ErrorCode, `policy version ${d.policyVersion}: ${d.message}${problems?.size ? ` (${[...problems].map(([id, why]) => `${id}: ${why}`).join('; ')})` : ''}`);
 
 export class VaultPolicies {
   constructor(private readonly vaults: VaultService, private readonly now: () => Date = () => new Date()) {}
@@ -90,6 +92,16 @@ export class VaultPolicies {
       legacy_policy: v.policy ?? null,
       migration: s?.record.versions.length ? null : legacyPolicyMigration(v),
     };
+  }
+
+  /**
+   * The member approvers among `approvals` whose passkey approvals of `message` verify, under the
+   * organization's end-user auth registration as the API holds it (the nodes check under their own).
+   */
+  async passkeys(org: string, policy: PolicyDocument, message: Uint8Array, approvals: readonly Approval[]): Promise<{ verified: Set<string>; problems: Map<string, string> }> {
+    if (!approvals.some((a) => a.passkey !== undefined)) return { verified: new Set(), problems: new Map() };
+    const config = await END_USER_AUTH.in(this.vaults.store).get(org);
+    return verifyPasskeyApprovals(policy, message, approvals, config ? { jwks: { keys: config.jwks.keys }, audience: config.audience, ...(config.accountCenter ? { accountCenter: config.accountCenter } : {}) } : undefined, this.nowS());
   }
 
   /**
@@ -159,8 +171,9 @@ export class VaultPolicies {
     if (!checked.ok) throw new CustodyError(checked.code, checked.message);
     const approvals = o.approvals ?? [];
     const intentHash = bytesToHex(sha256(o.bytes));
-    const decision = evaluatePolicy({ policy: policy.doc, intent: o.intent, intentHash, approvals, priorSpends: checked.spends, now: nowS });
-    if (!decision.allow && decision.code !== 'approval_required') throw refusal(decision);
+    const passkeys = await this.passkeys(o.vault.org, policy.doc, intentApprovalMessage(o.vault.id, policy.doc.version, intentHash), approvals);
+    const decision = evaluatePolicy({ policy: policy.doc, intent: o.intent, intentHash, approvals, priorSpends: checked.spends, now: nowS, passkeyVerified: passkeys.verified });
+    if (!decision.allow && decision.code !== 'approval_required') throw refusal(decision, passkeys.problems);
     const hash = chainLinkHash(link);
     const rec: ChainLinkRecord = {
       vault_id: o.vault.id, seq: expectSeq, link: o.chainLink.toLowerCase(), intent: bytesToHex(o.bytes), hash, until: Number(link.until),
@@ -189,7 +202,9 @@ export class VaultPolicies {
     const checked = checkChain({ link: decodeChainLink(hexToBytes(own.link)), intent, intentBytes: bytes, vaultId, relayed, windowSeconds, now: nowS });
     if (!checked.ok) throw new CustodyError(checked.code, checked.message);
     const spends = checked.spends;
-    return evaluatePolicy({ policy: policy.doc, intent, intentHash: bytesToHex(sha256(bytes)), approvals, priorSpends: spends, now: nowS });
+    // Each passkey approval was verified when it was kept (TransactionService.approve); the nodes verify it again.
+    const passkeyVerified = new Set(approvals.filter((a) => a.passkey !== undefined).map((a) => a.approver_id));
+    return evaluatePolicy({ policy: policy.doc, intent, intentHash: bytesToHex(sha256(bytes)), approvals, priorSpends: spends, now: nowS, passkeyVerified });
   }
 
   /** Link `seq` of the vault's chain as the API accepted it. */

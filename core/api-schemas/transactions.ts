@@ -7,9 +7,14 @@ import { Page, PageQuery } from './page.ts';
 const AMOUNT = '^(0|[1-9][0-9]{0,77})$';
 
 /** An approver's approval of an intent, or its rejection (docs/policies.md "Approvals"). */
+const Hex = (min: number, max: number) => Type.String({ pattern: `^(?:[0-9a-f]{2}){${min},${max}}$` });
 export const ApprovalBody = Type.Object({
   approver_id: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$', description: 'the approver\'s id in the vault\'s policy' }),
-  signature: Type.String({ pattern: '^[0-9a-f]{128}$', description: 'Ed25519 over the approval (or rejection) message of this vault, policy version and intent hash, lower-case hex' }),
+  signature: Type.String({ pattern: '^(?:[0-9a-f]{128})?$', description: 'a key approver: Ed25519 over the approval (or rejection) message of this vault, policy version and intent hash, lower-case hex; empty with `passkey`' }),
+  passkey: Type.Optional(Type.Object({
+    credential: Type.String({ minLength: 1, maxLength: 16_384, description: 'the member credential (JWT) naming the member and the passkey' }),
+    credential_id: Hex(1, 1023), authenticator_data: Hex(37, 4096), client_data_json: Hex(1, 4096), signature: Hex(1, 512),
+  }, { additionalProperties: false, description: 'a member approver: the WebAuthn assertion whose challenge is the approval message, base64url (docs/policies.md "Members\' passkeys"); bytes in lower-case hex' })),
 }, { additionalProperties: false });
 const EVM_ADDRESS = '^0x[0-9a-fA-F]{40}$';
 

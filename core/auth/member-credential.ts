@@ -210,6 +210,18 @@ export async function verifyPasskeyProof(config: CredentialConfig, credentialTok
   const credential = await verifyMemberCredential(config, credentialToken, nowSeconds);
   if (subject !== null && credential.subject !== subject) throw new PasskeyProofError('wrong_end_user', 'the member credential names another subject than the vault is bound to');
   const a = binding.passkey;
+  const nonce = memberActionNonceFor(binding, intentSha256Hex);
+  if (nonce === undefined) throw new PasskeyProofError('member_action_mismatch', 'member-action proof: this intent is not one of the batch the member approved');
+  await verifyCredentialAssertion(credential, a, nonce, 'the passkey assertion\'s challenge does not commit to this action and intent');
+}
+
+/**
+ * An assertion by the credential's passkey whose challenge is `challenge` (base64url): of type
+ * webauthn.get, not made in a cross-origin frame, on one of the credential's origins and its RP ID,
+ * with user presence and verification, signed by its key. Throws PasskeyProofError: member_action_mismatch
+ * (with `mismatch` as its message) for another challenge, bad_end_user_token otherwise.
+ */
+export async function verifyCredentialAssertion(credential: MemberCredential, a: PasskeyAssertion, challenge: string, mismatch: string): Promise<void> {
   if (a.credentialId.length !== credential.credentialId.length || !a.credentialId.every((b, i) => b === credential.credentialId[i])) {
     throw new PasskeyProofError('bad_end_user_token', 'the assertion is by another passkey than the member credential names');
   }
@@ -220,8 +232,6 @@ export async function verifyPasskeyProof(config: CredentialConfig, credentialTok
     throw new PasskeyProofError('bad_end_user_token', 'the assertion\'s client data is not JSON');
   }
   if (client.crossOrigin === true || client.topOrigin !== undefined) throw new PasskeyProofError('bad_end_user_token', 'the assertion was made in a cross-origin frame');
-  const nonce = memberActionNonceFor(binding, intentSha256Hex);
-  if (nonce === undefined) throw new PasskeyProofError('member_action_mismatch', 'member-action proof: this intent is not one of the batch the member approved');
   const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64url');
   const id = b64(a.credentialId);
   let challengeMatched = false;
@@ -229,7 +239,7 @@ export async function verifyPasskeyProof(config: CredentialConfig, credentialTok
   try {
     ({ verified } = await verifyAuthenticationResponse({
       response: { id, rawId: id, type: 'public-key', clientExtensionResults: {}, response: { authenticatorData: b64(a.authenticatorData), clientDataJSON: b64(a.clientDataJson), signature: b64(a.signature) } },
-      expectedChallenge: (c: string) => (challengeMatched = sameText(c, nonce)),
+      expectedChallenge: (c: string) => (challengeMatched = sameText(c, challenge)),
       expectedOrigin: credential.origins,
       expectedRPID: credential.rpId,
       expectedType: 'webauthn.get',
@@ -237,7 +247,7 @@ export async function verifyPasskeyProof(config: CredentialConfig, credentialTok
       requireUserVerification: true,
     }));
   } catch (err) {
-    if (!challengeMatched && /challenge/i.test((err as Error).message)) throw new PasskeyProofError('member_action_mismatch', 'the passkey assertion\'s challenge does not commit to this action and intent');
+    if (!challengeMatched && /challenge/i.test((err as Error).message)) throw new PasskeyProofError('member_action_mismatch', mismatch);
     throw new PasskeyProofError('bad_end_user_token', `the passkey assertion does not verify: ${(err as Error).message}`);
   }
   if (!verified) throw new PasskeyProofError('bad_end_user_token', 'the passkey assertion\'s signature does not verify');

@@ -9,8 +9,28 @@ import { verifyEd25519 } from '../../common/ed25519.ts';
 
 export interface Approval {
   approver_id: string;
-  /** Ed25519 signature, 128 hex characters. */
+  /** A key approver's Ed25519 signature, 128 hex characters; empty for a member's passkey approval. */
   signature: string;
+  /** A member approver's passkey approval (docs/policies.md "Members' passkeys"). */
+  passkey?: PasskeyApprovalProof;
+}
+
+/**
+ * A member's approval with a passkey: its member credential (a JWT under the organization's end-user
+ * auth keys, naming the member and the passkey) and a WebAuthn assertion whose challenge is the approval
+ * message, base64url. Bytes in lower-case hex.
+ */
+export interface PasskeyApprovalProof {
+  credential: string;
+  credential_id: string;
+  authenticator_data: string;
+  client_data_json: string;
+  signature: string;
+}
+
+/** The WebAuthn challenge of a passkey approval of `message`: its 32 bytes, base64url. */
+export function passkeyApprovalChallenge(message: Uint8Array): string {
+  return Buffer.from(message).toString('base64url');
 }
 
 const HEX32 = /^[0-9a-f]{64}$/;

@@ -26,7 +26,7 @@ function quorumKept(q: Quorum, next: PolicyDocument): boolean {
 
 /** Whether an approver id means the same key in both policies (a re-keyed id is a new approver). */
 const sameApprovers = (prev: PolicyDocument, next: PolicyDocument) =>
-  (next.approvers ?? []).every((a) => { const p = prev.approvers?.find((x) => x.id === a.id); return p === undefined || p.public_key === a.public_key; });
+  (next.approvers ?? []).every((a) => { const p = prev.approvers?.find((x) => x.id === a.id); return p === undefined || (p.public_key === a.public_key && p.member === a.member); });
 
 /** True when `next` allows nothing `prev` refused, rule by rule; false means a loosening. */
 export function isTightening(prev: PolicyDocument, next: PolicyDocument): boolean {

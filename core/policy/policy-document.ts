@@ -26,13 +26,22 @@ const HEX32 = /^[0-9a-f]{64}$/;
 
 /** Longest delay a policy may put on loosening changes and exports: 30 days. */
 export const MAX_DELAY_SECONDS = 30 * 24 * 3600;
+/** A member's subject: printable ASCII, as an OpenID `sub` is in practice. */
+const MEMBER_SUBJECT = /^[\x21-\x7e]{1,255}$/;
 
 export type QuorumRule = 'any' | 'contract_call' | 'policy_change';
 
+/**
+ * An approver: exactly one of an Ed25519 key (a person's or a system's) or a member of the
+ * organization's end-user auth, who approves with a passkey through a member credential (docs/policies.md
+ * "Members' passkeys"). Members approve intents only: policy changes and exports need key approvers.
+ */
 export interface Approver {
   id: string;
   /** Ed25519 public key, 64 lower-case hex characters. */
-  public_key: string;
+  public_key?: string;
+  /** The member's subject (`sub` of its member credential). */
+  member?: string;
 }
 
 export interface Quorum {
@@ -174,23 +183,32 @@ export function parsePolicyDocument(v: unknown): PolicyDocument {
   }
   if (o.approvers !== undefined) {
     doc.approvers = list(o.approvers, 'approvers', 64, (x, w) => {
-      const a = object(x, w, ['id', 'public_key'], []);
+      const a = object(x, w, ['id'], ['public_key', 'member']);
+      const id = str(a.id, `${w}.id`, APPROVER_ID);
+      if ((a.public_key === undefined) === (a.member === undefined)) fail(`${w} names exactly one of public_key or member`);
+      if (a.member !== undefined) return { id, member: str(a.member, `${w}.member`, MEMBER_SUBJECT) };
       const key = str(a.public_key, `${w}.public_key`, HEX32);
       if (!isValidEd25519PublicKeyHex(key)) fail(`${w}.public_key is not a valid Ed25519 public key`);
-      return { id: str(a.id, `${w}.id`, APPROVER_ID), public_key: key };
+      return { id, public_key: key };
     }, (a) => a.id);
-    if (new Set(doc.approvers.map((a) => a.public_key)).size !== doc.approvers.length) fail('approvers: one key is named under two ids');
+    const keys = doc.approvers.filter((a) => a.public_key !== undefined).map((a) => a.public_key);
+    if (new Set(keys).size !== keys.length) fail('approvers: one key is named under two ids');
+    const members = doc.approvers.filter((a) => a.member !== undefined).map((a) => a.member);
+    if (new Set(members).size !== members.length) fail('approvers: one member is named under two ids');
   }
   const known = new Set((doc.approvers ?? []).map((a) => a.id));
-  const approverSet = (v: unknown, w: string) => list(v, w, 64, (x, wi) => {
+  const keyed = new Set((doc.approvers ?? []).filter((a) => a.public_key !== undefined).map((a) => a.id));
+  const approverSet = (v: unknown, w: string, keysOnly = false) => list(v, w, 64, (x, wi) => {
     const id = str(x, wi, APPROVER_ID);
     if (!known.has(id)) fail(`${wi}: ${id} is not one of the policy's approvers`);
+    if (keysOnly && !keyed.has(id)) fail(`${wi}: ${id} is a member approver; policy changes and exports are approved with Ed25519 keys`);
     return id;
   });
   if (o.quorums !== undefined) {
     doc.quorums = list(o.quorums, 'quorums', 32, (x, w) => {
       const q = object(x, w, ['k', 'approvers', 'when'], []);
-      const approvers = approverSet(q.approvers, `${w}.approvers`);
+      const changes = typeof q.when === 'object' && q.when !== null && (q.when as Obj).rule === 'policy_change';
+      const approvers = approverSet(q.approvers, `${w}.approvers`, changes);
       if (approvers.length < 1) fail(`${w}.approvers names at least one approver`);
       const k = int(q.k, `${w}.k`, 1, approvers.length);
       const when = object(q.when, `${w}.when`, [], ['above', 'rule']);
@@ -207,7 +225,7 @@ export function parsePolicyDocument(v: unknown): PolicyDocument {
   }
   if (o.export !== undefined) {
     const e = object(o.export, 'export', ['approvers_k', 'approvers', 'delay_seconds'], []);
-    const approvers = approverSet(e.approvers, 'export.approvers');
+    const approvers = approverSet(e.approvers, 'export.approvers', true);
     if (approvers.length < 1) fail('export.approvers names at least one approver');
     doc.export = { approvers_k: int(e.approvers_k, 'export.approvers_k', 1, approvers.length), approvers, delay_seconds: int(e.delay_seconds, 'export.delay_seconds', 0, MAX_DELAY_SECONDS) };
   }
@@ -234,7 +252,7 @@ export function policyHash(doc: PolicyDocument): string {
   return bytesToHex(sha256(lengthPrefixed(['custody/policy/v1', encodePolicy(doc)])));
 }
 
-/** The approver named `id`, if the policy has one. */
+/** The Ed25519 key of the approver named `id`, if the policy has such a key approver. */
 export function approverKey(doc: PolicyDocument, id: string): string | undefined {
   return doc.approvers?.find((a) => a.id === id)?.public_key;
 }

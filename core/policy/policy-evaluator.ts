@@ -101,6 +101,8 @@ export interface PolicyInput {
   approvals: readonly Approval[];
   /** The vault's earlier spends; those with `at` within the window count. */
   priorSpends: readonly Spend[];
+  /** Member approvers whose passkey approvals of this intent verified (passkey-approval.ts). */
+  passkeyVerified?: ReadonlySet<string>;
   /** Unix seconds. */
   now: number;
 }
@@ -118,13 +120,19 @@ const has = (r: Record<string, string> | undefined, k: string) => r !== undefine
  * Validates the approvals against the policy's approvers (each known, signing this vault, policy version
  * and intent, none twice) and returns the approver ids, or a refusal.
  */
-export function checkApprovals(policy: PolicyDocument, message: Uint8Array, approvals: readonly Approval[]): { ids: Set<string> } | { code: PolicyRefusalCode; message: string } {
+export function checkApprovals(policy: PolicyDocument, message: Uint8Array, approvals: readonly Approval[], passkeyVerified: ReadonlySet<string> = new Set()): { ids: Set<string> } | { code: PolicyRefusalCode; message: string } {
   const ids = new Set<string>();
   for (const a of approvals) {
-    const key = policy.approvers?.find((x) => x.id === a.approver_id)?.public_key;
-    if (!key) return { code: 'unknown_approver', message: `approver ${a.approver_id} is not one of the policy's approvers` };
+    const approver = policy.approvers?.find((x) => x.id === a.approver_id);
+    if (!approver) return { code: 'unknown_approver', message: `approver ${a.approver_id} is not one of the policy's approvers` };
     if (ids.has(a.approver_id)) return { code: 'duplicate_approval', message: `approver ${a.approver_id} approved twice; k approvals come from k distinct approvers` };
-    if (!verifyApproval(a, message, key)) {
+    if (approver.member !== undefined) {
+      // Verified before, asynchronously (passkey-approval.ts): a member credential and an assertion.
+      if (!passkeyVerified.has(a.approver_id)) return { code: 'bad_approval', message: `the passkey approval of ${a.approver_id} does not verify for this intent, vault and policy version ${policy.version}` };
+      ids.add(a.approver_id);
+      continue;
+    }
+    if (a.passkey !== undefined || !verifyApproval(a, message, approver.public_key!)) {
       return { code: 'bad_approval', message: `the approval of ${a.approver_id} does not verify for this intent, vault and policy version ${policy.version}` };
     }
     ids.add(a.approver_id);
@@ -181,7 +189,7 @@ export function evaluatePolicy(input: PolicyInput): PolicyDecision {
       if (spent + amount > cap) return refuse('window_exceeded', `amount ${amount} of ${asset} is over the spend limit: ${spent} already spent of ${cap} per ${w.seconds} s`);
     }
   }
-  const checked = checkApprovals(policy, intentApprovalMessage(policy.vault_id, v, input.intentHash), input.approvals);
+  const checked = checkApprovals(policy, intentApprovalMessage(policy.vault_id, v, input.intentHash), input.approvals, input.passkeyVerified);
   if ('code' in checked) return refuse(checked.code, checked.message);
   const statuses: QuorumStatus[] = [];
   (policy.quorums ?? []).forEach((q, index) => {

@@ -174,8 +174,17 @@ function readPolicyFields(o: Fields, what: string): Pick<SignSessionParams, 'cha
       return { link: bytes(r.link, `${w}.link`, 1, L.chainLink), intent: bytes(r.intent, `${w}.intent`, 1, L.intent) };
     })),
     approvals: optional(o, 'approvals', (x) => list(x, `${what}.approvals`, L.approvals, (y, w) => {
-      const r = record(y, w, ['approver_id', 'signature']);
-      return { approver_id: text(r.approver_id, `${w}.approver_id`, 64, 1), signature: text(r.signature, `${w}.signature`, 128, 128) };
+      const r = record(y, w, ['approver_id', 'signature'], ['passkey']);
+      // A member's passkey approval (core/policy/passkey-approval.ts): its credential and assertion, hex.
+      const passkey = optional(r, 'passkey', (p) => {
+        const q = record(p, `${w}.passkey`, ['credential', 'credential_id', 'authenticator_data', 'client_data_json', 'signature']);
+        return {
+          credential: text(q.credential, `${w}.passkey.credential`, 16_384, 1), credential_id: text(q.credential_id, `${w}.passkey.credential_id`, 2048, 2),
+          authenticator_data: text(q.authenticator_data, `${w}.passkey.authenticator_data`, 8192, 74), client_data_json: text(q.client_data_json, `${w}.passkey.client_data_json`, 8192, 2),
+          signature: text(q.signature, `${w}.passkey.signature`, 1024, 2),
+        };
+      });
+      return { approver_id: text(r.approver_id, `${w}.approver_id`, 64, 1), signature: text(r.signature, `${w}.signature`, 128, passkey ? 0 : 128), ...defined({ passkey }) };
     })),
   });
 }

@@ -41,5 +41,12 @@ export interface SignFields {
   /** The vault's links before it, oldest first, each with its intent, as far back as the window needs. */
   chain?: { link: Uint8Array; intent: Uint8Array }[];
   /** Approvals collected for the intent under the vault's policy. */
-  approvals?: { approver_id: string; signature: string }[];
+  approvals?: SessionApproval[];
+}
+
+/** An approval as the session carries it (core/policy/policy-approval.ts `Approval`, passed through unread). */
+export interface SessionApproval {
+  approver_id: string;
+  signature: string;
+  passkey?: { credential: string; credential_id: string; authenticator_data: string; client_data_json: string; signature: string };
 }

@@ -31,6 +31,8 @@ import { ChainLinkError, decodeChainLink, verifyChainLinkSignature, type SignedC
 import { checkChain, type ChainHead } from '../../../core/policy/chain-check.ts';
 import { decodeRelayedKept } from './relayed-links.ts';
 import { evaluatePolicy } from '../../../core/policy/policy-evaluator.ts';
+import { verifyPasskeyApprovals } from '../../../core/policy/passkey-approval.ts';
+import { intentApprovalMessage } from '../../../core/policy/policy-approval.ts';
 import { checkEndUserToken } from './end-user-token.ts';
 import { BoundedMemo } from '../../../common/memo.ts';
 import type { SignFields } from '../../../core/session/sign-fields.ts';
@@ -214,7 +216,12 @@ export class IntentAuthorizer implements SignAuthorizer {
     const expected = await this.opts.chainHead(vaultId);
     const chain = checkChain({ link, intent, intentBytes: bytes, vaultId, relayed: req.chain ?? [], head: expected, windowSeconds: policy.doc.rolling_window?.seconds ?? 0, now: nowS, decode: decodeRelayedKept });
     if (!chain.ok) return refuse(chain.code, chain.message);
-    const decision = evaluatePolicy({ policy: policy.doc, intent, intentHash, approvals: req.approvals ?? [], priorSpends: chain.spends, now: nowS });
+    const approvals = req.approvals ?? [];
+    // Members' passkey approvals verify under the end-user auth keys of this node's own trust state.
+    const passkeys = approvals.some((a) => a.passkey !== undefined)
+      ? await verifyPasskeyApprovals(policy.doc, intentApprovalMessage(policy.doc.vault_id, policy.doc.version, intentHash), approvals, org.endUser ? { jwks: { keys: org.endUser.jwks.keys }, audience: org.endUser.audience, ...(org.endUser.accountCenter ? { accountCenter: org.endUser.accountCenter } : {}) } : undefined, nowS)
+      : undefined;
+    const decision = evaluatePolicy({ policy: policy.doc, intent, intentHash, approvals, priorSpends: chain.spends, now: nowS, ...(passkeys ? { passkeyVerified: passkeys.verified } : {}) });
     if (!decision.allow) refuse(decision.code, `policy version ${policy.doc.version}: ${decision.message}`);
     return { vaultId, expected, head: chain.head, retry: chain.retry, known: chain.known };
   }
