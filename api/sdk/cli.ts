@@ -90,6 +90,13 @@ const USAGE = `usage: npm run cli -- <command>
   tx reject <txId> --approver-id <id> --approver-key-file <file>
                                                         as an approver: decodes the intent, signs its hash (docs/policies.md)
   export recipient --out <file>                         new X25519 recipient key for a key export; the secret (hex) goes to <file>
+  export request <vaultId> --recipient-key-file <file> [--not-before <unix s>]
+                                                        ask for the vault's key, sealed to that recipient key (docs/export.md)
+  export approve <vaultId> <exportId> --approver-key-file <file>
+                                                        as an approver of the vault's export governance
+  export status <vaultId> <exportId>
+  export collect <vaultId> <exportId> [--wait] [--timeout <ms>]
+                                                        each node's answer; --wait collects until sealed (progress on stderr)
   export reconstruct --file <export json> --recipient-key-file <file> [--public-key <hex>] [--chain-code <hex>] [--sandbox]
                                                         offline: open the sealed shares and print the key (hex, xprv)
   webhook listen --port <n> --secret-file <file> [--type <event type>] [--timeout <ms>]
@@ -138,10 +145,11 @@ const OPTIONS = {
   unconfirmed: { type: 'boolean' }, blocks: { type: 'string' },
   port: { type: 'string' }, 'secret-file': { type: 'string' }, type: { type: 'string' }, 'payment-file': { type: 'string' }, 'member-signing-session': { type: 'string' },
   'recipient-key-file': { type: 'string' }, 'chain-code': { type: 'string' }, sandbox: { type: 'boolean' },
+  wait: { type: 'boolean' }, 'not-before': { type: 'string' },
   'approvals-file': { type: 'string' }, 'approver-id': { type: 'string' }, 'approver-key-file': { type: 'string' }, 'from-version': { type: 'string' },
 } as const;
 type Option = keyof typeof OPTIONS;
-type Flag = 'all' | 'dry-run' | 'unconfirmed' | 'sandbox';
+type Flag = 'all' | 'dry-run' | 'unconfirmed' | 'sandbox' | 'wait';
 type Values = Partial<Record<Exclude<Option, Flag | 'output' | 'input'>, string>> & Partial<Record<Flag, boolean>> & { output?: string[]; input?: string[] };
 
 interface Command {
@@ -436,6 +444,40 @@ const COMMANDS: Record<string, Command> = {
       });
       secret.fill(0);
       return { private_key: key.privateKeyHex, public_key: key.publicKeyHex, xprv: key.xprv, xpub: key.xpub, parties: key.parties };
+    },
+  },
+  'export request': {
+    args: ['vaultId'], required: ['recipient-key-file'], optional: ['not-before'],
+    async run(a, o, c) {
+      const { exportRecipientPublicKey } = await import('./key-export.ts');
+      const secret = secretKeyFile(o['recipient-key-file']!, '--recipient-key-file');
+      const publicKey = exportRecipientPublicKey(secret);
+      secret.fill(0);
+      return (await c()).requestExport(a.vaultId!, { recipientPublicKey: publicKey, ...(o['not-before'] !== undefined ? { notBefore: integer(o['not-before'], '--not-before')! } : {}) });
+    },
+  },
+  'export approve': {
+    args: ['vaultId', 'exportId'], required: ['approver-key-file'],
+    async run(a, o, c) {
+      const secret = secretKeyFile(o['approver-key-file']!, '--approver-key-file');
+      try {
+        return await (await c()).approveExportRequest(a.vaultId!, a.exportId!, secret);
+      } finally {
+        secret.fill(0);
+      }
+    },
+  },
+  'export status': { args: ['vaultId', 'exportId'], run: async (a, _o, c) => (await c()).getExport(a.vaultId!, a.exportId!) },
+  'export collect': {
+    args: ['vaultId', 'exportId'], optional: ['wait', 'timeout'],
+    async run(a, o, c) {
+      const client = await c();
+      if (!o.wait) return client.collectExport(a.vaultId!, a.exportId!);
+      // Progress to stderr while it waits: each node's answer, and when it seals.
+      return client.waitForExport(a.vaultId!, a.exportId!, {
+        timeoutMs: integer(o.timeout, '--timeout') ?? 48 * 3600_000,
+        progress: (e) => process.stderr.write(`${JSON.stringify({ state: e.state, nodes: e.nodes.map((n) => ({ node_id: n.node_id, status: n.status, ready_at: n.ready_at })) })}\n`),
+      });
     },
   },
   'keys list': { args: [], run: async (_a, _o, c) => ({ api_keys: await (await c()).listApiKeys() }) },

@@ -22,6 +22,7 @@ import { decodeChainLink } from '../../core/policy/intent-chain.ts';
 import { intentApprovalMessage, intentRejectionMessage, passkeyApprovalChallenge, signApproval, type Approval } from '../../core/policy/policy-approval.ts';
 import type { PolicyDocument } from '../../core/policy/policy-document.ts';
 import { chainIntent, policyChangeBody } from './policy.ts';
+import { approveExport, exportRequestBody } from './key-export.ts';
 import { kindOfHttpStatus } from '../../core/errors/http-status.ts';
 import type { ErrorKind } from '../../core/errors/error-kinds.ts';
 import { codeOfHttpStatus, SdkError } from './sdk-error.ts';
@@ -285,6 +286,23 @@ export interface SendBitcoinParameters {
 }
 
 /** A transaction ready to submit: the canonical intent bytes and the signed request body. */
+/** A key export as the API answers it (docs/export.md "API"). */
+export interface VaultExport {
+  id: string;
+  vault_id: string;
+  state: 'waiting' | 'sealed';
+  request: string;
+  request_sha256: string;
+  recipient_key: string;
+  not_before: number;
+  approvals: { approver_key: string; signature: string; created_at: string }[];
+  nodes: { node_id: string; status: 'waiting' | 'sealed' | 'failed'; ready_at: number | null; code: string | null }[];
+  shares: { node_id: string; party: number; enc: string; ciphertext: string }[];
+  threshold: number | null;
+  created_at: string;
+  updated_at: string;
+}
+
 /** GET /v1/vaults/{vaultId}/policy (docs/policies.md). */
 export interface VaultPolicy {
   vault_id: string;
@@ -533,6 +551,38 @@ export class CustodyClient {
         throw err;
       }
     }
+  }
+
+  // Key export (docs/export.md): the request is built and signed here with this client's key.
+  /** Requests the export of the vault's key to `recipientPublicKey` (X25519); each node starts its delay when it sees it. */
+  requestExport(vaultId: string, o: { recipientPublicKey: Uint8Array; requestId?: string; notBefore?: number }): Promise<VaultExport> {
+    const requestId = o.requestId ?? `exp_${bytesToHex(crypto.getRandomValues(new Uint8Array(12)))}`;
+    const body = exportRequestBody({ org: this.o.organization, vaultId, recipientKey: o.recipientPublicKey, requestId, notBefore: o.notBefore ?? 0 }, this.o.secretKey);
+    return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/exports`, body);
+  }
+
+  getExport(vaultId: string, exportId: string): Promise<VaultExport> {
+    return this.request('GET', `/v1/vaults/${encodeURIComponent(vaultId)}/exports/${encodeURIComponent(exportId)}`);
+  }
+
+  /** An approver of the vault's export governance approves the request it reads here (signed over its own hash of the bytes). */
+  async approveExportRequest(vaultId: string, exportId: string, approverSecretKey: Uint8Array): Promise<VaultExport> {
+    const exp = await this.getExport(vaultId, exportId);
+    return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/exports/${encodeURIComponent(exportId)}/approvals`, approveExport(exp.request, approverSecretKey));
+  }
+
+  /** Asks every node for its answer: when it seals, or its sealed share. */
+  collectExport(vaultId: string, exportId: string): Promise<VaultExport> {
+    return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/exports/${encodeURIComponent(exportId)}/collect`);
+  }
+
+  /** Collects until the export is sealed (enough shares to reconstruct) or the timeout; `progress` sees each answer. */
+  waitForExport(vaultId: string, exportId: string, opts: WaitOptions & { progress?: (e: VaultExport) => void } = {}): Promise<VaultExport> {
+    return this.poll(`export ${exportId}`, async () => {
+      const e = await this.collectExport(vaultId, exportId);
+      opts.progress?.(e);
+      return e;
+    }, (e) => e.state === 'sealed', { intervalMs: 1000, ...opts });
   }
 
   // Vault policies (docs/policies.md).

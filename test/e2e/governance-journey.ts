@@ -27,7 +27,10 @@ import { encodeBlob } from '../../core/codec/blob.ts';
 import { evmSigningDigest, evmTransaction } from '../../core/chains/evm/evm-transaction.ts';
 import { decodeChainLink } from '../../core/policy/intent-chain.ts';
 import { approvePolicyChange, chainIntent } from '../../api/sdk/policy.ts';
-import type { Wallet } from '../../api/sdk/client.ts';
+import type { VaultExport, Wallet } from '../../api/sdk/client.ts';
+import { approveExport } from '../../api/sdk/key-export.ts';
+import { HDKey } from '@scure/bip32';
+import { privateKeyToAccount } from 'viem/accounts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 
 const DEV = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266' as Hex;
@@ -183,4 +186,37 @@ export async function governanceJourney(t: Test, s: Stack): Promise<void> {
   const afterHead = decodeChainLink(hexToBytes((await client.getPolicy(vault.id)).chain!.link));
   t.equal(await bypass(unapproved, chainIntent({ vaultId: vault.id, intent: unapproved, prev: afterHead, apiSecretKey: s.secretKey }).bytes), 'approval_required', 'the nodes refuse it without the member\'s approval');
   coordinator.close();
+
+  // Key export, through the command-line client as a customer runs it: the policy's export section asks
+  // for alice's approval and a 2 s delay; the nodes seal nothing before both; the key reconstructed
+  // offline is the vault's, its xprv re-derives the wallet, and a transfer signed with it is mined.
+  const v4 = { ...v3, version: 4, export: { approvers_k: 1, approvers: ['alice'], delay_seconds: 2 } };
+  t.equal((await client.putPolicy(vault.id, v4, [alice, bob].map((p) => approvePolicyChange({ fromVersion: 3, next: v4, approverId: p.id, secretKey: p.secretKey })))).in_force?.version, 4, 'an export section added: in force at once');
+  const recipientFile = join(dir, 'recipient.key');
+  t.equal((await runCli(['export', 'recipient', '--out', recipientFile], settings)).code, 0, 'cli export recipient');
+  const requested = await runCli<VaultExport>(['export', 'request', vault.id, '--recipient-key-file', recipientFile], settings);
+  t.equal(requested.code, 0, `cli export request (${requested.stderr})`);
+  const exportId = requested.out.id;
+  t.match(requested.out, { state: 'waiting', shares: [] }, 'nothing sealed at once');
+  const otherBytes = await client.evmIntent({ wallet, to: TO, amount: 1n, idempotencyKey: 'unused', nonce: 996n });
+  const badApproval = await client.request('POST', `/v1/vaults/${vault.id}/exports/${exportId}/approvals`, approveExport(bytesToHex(otherBytes), alice.secretKey)).catch((e: unknown) => e);
+  t.match(badApproval, { status: 400 }, 'an approval of other bytes is refused');
+  const unapprovedExport = await client.collectExport(vault.id, exportId);
+  t.same([unapprovedExport.approvals.length, unapprovedExport.shares.length], [0, 0], 'without the approval no node seals');
+  t.ok(unapprovedExport.nodes.every((n) => n.status === 'waiting'), 'every node waits');
+  t.equal((await runCli(['export', 'approve', vault.id, exportId, '--approver-key-file', keyFile(alice)], settings)).code, 0, 'cli export approve as alice');
+  const sealed = await runCli<VaultExport>(['export', 'collect', vault.id, exportId, '--wait', '--timeout', '60000'], settings);
+  t.match([sealed.code, sealed.out.state], [0, 'sealed'], `cli export collect --wait (${sealed.stderr.slice(-300)})`);
+  t.ok(sealed.out.shares.length >= 2, 'a threshold of shares, each sealed by its node');
+  const exportFile = join(dir, 'export.json');
+  writeFileSync(exportFile, JSON.stringify(sealed.out));
+  const key = await runCli<{ private_key: string; public_key: string; xprv: string }>(['export', 'reconstruct', '--file', exportFile, '--recipient-key-file', recipientFile, '--public-key', vault.public_key!, '--sandbox'], settings);
+  t.equal(key.code, 0, `cli export reconstruct (${key.stderr})`);
+  t.equal(key.out.public_key, vault.public_key, 'the reconstructed key is the vault\'s');
+  const child = HDKey.fromExtendedKey(key.out.xprv, { private: 0x04358394, public: 0x043587cf }).derive(wallet.derivation_path);
+  const account = privateKeyToAccount(`0x${bytesToHex(child.privateKey!)}`);
+  t.equal(account.address.toLowerCase(), wallet.address.toLowerCase(), 'the xprv re-derives the wallet\'s address');
+  const own = createWalletClient({ chain: foundry, transport: http(anvil.url), account });
+  const spent = await anvil.publicClient.waitForTransactionReceipt({ hash: await own.sendTransaction({ to: TO as Hex, value: 1n }) });
+  t.equal(spent.status, 'success', 'a transfer signed with the exported key is mined');
 }
