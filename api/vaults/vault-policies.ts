@@ -207,6 +207,16 @@ export class VaultPolicies {
     return evaluatePolicy({ policy: policy.doc, intent, intentHash: bytesToHex(sha256(bytes)), approvals, priorSpends: spends, now: nowS, passkeyVerified });
   }
 
+  /** Up to `limit` links of the vault's chain from `fromSeq`, in order. */
+  async links(vaultId: string, fromSeq: number, limit: number): Promise<ChainLinkRecord[]> {
+    const out: ChainLinkRecord[] = [];
+    for await (const r of CHAIN_LINKS.in(this.vaults.store).range({ after: seqKey(vaultId, fromSeq - 1), lt: `${vaultId}/\xff` })) {
+      out.push(r);
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
   /** Link `seq` of the vault's chain as the API accepted it. */
   async link(vaultId: string, seq: number): Promise<ChainLinkRecord> {
     const r = await CHAIN_LINKS.in(this.vaults.store).get(seqKey(vaultId, seq));

@@ -185,13 +185,42 @@ export async function governanceJourney(t: Test, s: Stack): Promise<void> {
   const unapproved = await client.evmIntent({ wallet, to: TO, amount: 700n, idempotencyKey: 'gov-member-bypass', nonce: 997n });
   const afterHead = decodeChainLink(hexToBytes((await client.getPolicy(vault.id)).chain!.link));
   t.equal(await bypass(unapproved, chainIntent({ vaultId: vault.id, intent: unapproved, prev: afterHead, apiSecretKey: s.secretKey }).bytes), 'approval_required', 'the nodes refuse it without the member\'s approval');
+
+  // A window held exactly while the signer pair rotates: each of three transfers is signed with another
+  // node stopped ({2,3}, {1,3}, {1,2}), so no node signs all three, and each pair checks the chain the
+  // API relays. Then one more is over the window: the API refuses it, and so does every pair when it is
+  // sent straight to the coordinator with the whole chain relayed.
+  const spentSoFar = (await client.listTransactions({ vault_id: vault.id, limit: 100 })).data
+    .filter((x) => x.policy).reduce((n, x) => n + x.transfers.reduce((m, tr) => m + BigInt(tr.amount), 0n), 0n);
+  const v4 = { ...v3, version: 4, rolling_window: { seconds: 3600, caps: { [asset]: String(spentSoFar + 3000n) } } };
+  t.equal((await client.putPolicy(vault.id, v4, [alice, bob].map((p) => approvePolicyChange({ fromVersion: 3, next: v4, approverId: p.id, secretKey: p.secretKey })))).in_force?.version, 4, 'a window added: in force at once');
+  const memberApproves = async (txId: string) => {
+    const { challenge: c } = await client.passkeyApprovalChallenge(txId);
+    return client.approveTransactionWithPasskey(txId, 'treasurer', { credential: memberCredential, assertion: pk.assert(c) });
+  };
+  for (const [i, name] of ['node-1', 'node-2', 'node-3'].entries()) {
+    const proc = s.cluster.procs.find((p) => p.name === name && p.running)!;
+    await proc.kill('SIGTERM');
+    const tx = await client.sendEvm({ wallet, to: TO, amount: 1000n, idempotencyKey: `gov-window-${i}` });
+    await memberApproves(tx.id);
+    const done = await client.waitForTransaction(tx.id, ['broadcast', 'confirmed', 'final'], { timeoutMs: 120_000 });
+    t.ok(['broadcast', 'confirmed', 'final'].includes(done.state), `transfer ${i + 1} of 3 signed without ${name} (${done.state}: ${done.reason ?? ''})`);
+    await s.cluster.startNode(name, s.nodeEnv);
+  }
+  await t.rejects(client.sendEvm({ wallet, to: TO, amount: 500n, idempotencyKey: 'gov-window-over' }), { code: 'window_exceeded' }, 'the API refuses one more over the window');
+  const over = await client.evmIntent({ wallet, to: TO, amount: 500n, idempotencyKey: 'gov-window-bypass', nonce: 995n });
+  const chainLinks = (await client.request<{ data: { link: string; intent: string }[] }>('GET', `/v1/vaults/${vault.id}/chain?limit=1000`)).data;
+  const overLink = chainIntent({ vaultId: vault.id, intent: over, prev: decodeChainLink(hexToBytes(chainLinks.at(-1)!.link)), apiSecretKey: s.secretKey });
+  const relay = chainLinks.map((l) => ({ link: hexToBytes(l.link), intent: hexToBytes(l.intent) }));
+  t.equal(await bypass(over, overLink.bytes, relay), 'window_exceeded', 'the nodes refuse it too, whichever pair is asked');
+  t.equal(await bypass(over, overLink.bytes, relay.slice(-2)), 'chain_incomplete', 'a chain cut short to hide earlier spends is refused');
   coordinator.close();
 
   // Key export, through the command-line client as a customer runs it: the policy's export section asks
   // for alice's approval and a 2 s delay; the nodes seal nothing before both; the key reconstructed
   // offline is the vault's, its xprv re-derives the wallet, and a transfer signed with it is mined.
-  const v4 = { ...v3, version: 4, export: { approvers_k: 1, approvers: ['alice'], delay_seconds: 2 } };
-  t.equal((await client.putPolicy(vault.id, v4, [alice, bob].map((p) => approvePolicyChange({ fromVersion: 3, next: v4, approverId: p.id, secretKey: p.secretKey })))).in_force?.version, 4, 'an export section added: in force at once');
+  const v5 = { ...v4, version: 5, export: { approvers_k: 1, approvers: ['alice'], delay_seconds: 2 } };
+  t.equal((await client.putPolicy(vault.id, v5, [alice, bob].map((p) => approvePolicyChange({ fromVersion: 4, next: v5, approverId: p.id, secretKey: p.secretKey })))).in_force?.version, 5, 'an export section added: in force at once');
   const recipientFile = join(dir, 'recipient.key');
   t.equal((await runCli(['export', 'recipient', '--out', recipientFile], settings)).code, 0, 'cli export recipient');
   const requested = await runCli<VaultExport>(['export', 'request', vault.id, '--recipient-key-file', recipientFile], settings);

@@ -9,6 +9,7 @@ import type { TransactionService } from '../../transactions/transaction-service.
 import { TRANSACTIONS } from '../../transactions/collections.ts';
 import { transactionView } from './transactions.ts';
 import { Nullable } from './schema-helpers.ts';
+import { QueryInteger } from '../../../core/api-schemas/query.ts';
 import type { PolicyDocument } from '../../../core/policy/policy-document.ts';
 
 const VaultId = Type.Object({ vaultId: Type.String({ minLength: 1, maxLength: 64 }) });
@@ -57,6 +58,23 @@ export const vaultPolicyRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
       response: { 200: PolicyView, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody },
     },
   }, async (req) => policies.put(req.caller!.org, req.params.vaultId, req.body, req.caller!.created, req.caller!.entry()));
+
+  app.get('/vaults/:vaultId/chain', {
+    schema: {
+      summary: 'Read links of the vault\'s intent chain, each with its intent, from a position on',
+      description: 'What the API relays to the nodes (docs/policies.md "Windows under any signer subset"), for the customer to audit: each link signed by its key, hash-linked to the one before it. At most `limit` (default 100, at most 1000) links from `from_seq` (default 1).',
+      tags: ['vaults'], security: [{ httpSignature: [] }], params: VaultId,
+      querystring: Type.Object({ from_seq: Type.Optional(QueryInteger({ minimum: 1 })), limit: Type.Optional(QueryInteger({ minimum: 1, maximum: 1000 })) }, { additionalProperties: false }),
+      response: {
+        200: Type.Object({ data: Type.Array(Type.Object({ seq: Type.Integer(), link: Type.String(), intent: Type.String(), hash: Type.String(), until: Type.Integer(), transaction_id: Type.String() })) }),
+        400: ErrorBody, 401: ErrorBody, 404: ErrorBody,
+      },
+    },
+  }, async (req) => {
+    await transactions.vaultOf(req.caller!.org, req.params.vaultId);
+    const links = await policies.links(req.params.vaultId, req.query.from_seq ?? 1, req.query.limit ?? 100);
+    return { data: links.map((l) => ({ seq: l.seq, link: l.link, intent: l.intent, hash: l.hash, until: l.until, transaction_id: l.transaction_id })) };
+  });
 
   app.get('/vaults/:vaultId/approvals', {
     schema: {
