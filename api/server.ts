@@ -66,7 +66,7 @@ await runMain('api', async () => {
   txWorker.start();
   platform.deliveries.start();
   // Vault and transaction events, from the vault API's outbox to the linked workspace's webhooks (docs/customers.md).
-  const relay = new EventRelay({ store, links: new CustomerLinks(store), deliveries: platform.deliveries, log });
+  const relay = new EventRelay({ store, links: new CustomerLinks(store), deliveries: platform.deliveries, log, audit: platform.audit });
   relay.start();
   const stopPruning = platform.deliveries.startPruning();
   // Member-auth records that can no longer matter (docs/platform/member-auth.md "Retention").

@@ -11,6 +11,7 @@ import type { Op, RecordRepository } from '../store/record-repository.ts';
 import type { DeliveryEngine } from '../webhooks/delivery-engine.ts';
 import { eventType } from '../webhooks/event-catalog.ts';
 import type { EventRecord } from '../vaults/records.ts';
+import type { AuditLog } from '../tenancy/audit-log.ts';
 import type { CustomerLinks } from './customer-links.ts';
 import { OUTBOX } from '../vaults/collections.ts';
 import { OUTBOX_PARKED } from './collections.ts';
@@ -33,11 +34,16 @@ function dataOf(e: EventRecord): Record<string, unknown> {
   return typeof state === 'string' && e.data.status === undefined ? { ...e.data, status: state } : e.data;
 }
 
+/** Vault API events that change a vault's governance: each is also an entry of the linked workspace's audit log. */
+export const AUDITED_VAULT_EVENTS: ReadonlySet<string> = new Set(['vault.policy.changed', 'vault.export.requested', 'vault.exported']);
+
 export interface EventRelayOptions {
   store: RecordRepository;
   links: CustomerLinks;
   deliveries: DeliveryEngine;
   log: Logger;
+  /** The platform's audit log: AUDITED_VAULT_EVENTS are written to it in the batch that emits them. */
+  audit?: AuditLog;
   /** Rows read per pass (default 100). */
   batch?: number;
 }
@@ -93,8 +99,10 @@ export class EventRelay {
           await this.o.store.batch([done]);
           continue;
         }
-        await this.o.deliveries.emit({ tenant: link.tenant, workspace: link.workspace }, type, { type: e.resource_type, id: e.resource_id }, { type: 'system', id: 'vault-api' },
-          dataOf(e), [done], [], { id: e.id, created_at: e.created_at });
+        const scope = { tenant: link.tenant, workspace: link.workspace };
+        const audited = this.o.audit && AUDITED_VAULT_EVENTS.has(e.type) ? [this.o.audit.op(scope, { type: 'system', id: 'vault-api' }, e.type, e.resource_id, null, e.data)] : [];
+        await this.o.deliveries.emit(scope, type, { type: e.resource_type, id: e.resource_id }, { type: 'system', id: 'vault-api' },
+          dataOf(e), [done, ...audited], [], { id: e.id, created_at: e.created_at });
         pass.relayed++;
       }
       if (rows.length < limit) return pass;

@@ -42,15 +42,18 @@ t.test('a linked organization\'s events are emitted into its workspace, once, wi
     s.vaults.event(c.organization.id, 'transaction.confirmed', 'transaction', 'txn_1', { transaction_id: 'txn_1', vault_id: vault.id, state: 'confirmed', confirmations: 1 }),
     s.vaults.event(c.organization.id, 'transaction.rejected', 'transaction', 'txn_2', { transaction_id: 'txn_2', vault_id: vault.id, state: 'rejected', reason: 'policy_denied' }),
     s.vaults.event(c.organization.id, 'transaction.checks', 'transaction', 'txn_1', { transaction_id: 'txn_1', state: 'checks' }),
+    s.vaults.event(c.organization.id, 'vault.export.requested', 'vault', vault.id, { vault_id: vault.id, export_id: 'exp_0123456789abcdef', not_before: 0 }),
   ]);
   const outbox = await collect(s.store.all<EventRecord>('outbox'));
-  t.equal(outbox.length, 4);
-  const relay = new EventRelay({ store: s.store, links: s.links, deliveries: s.platform.deliveries, log });
-  t.same(await relay.runOnce(), { relayed: 3, parked: 0, dropped: 1 }, 'transaction.checks has no webhook event');
+  t.equal(outbox.length, 5);
+  const relay = new EventRelay({ store: s.store, links: s.links, deliveries: s.platform.deliveries, log, audit: s.platform.audit });
+  t.same(await relay.runOnce(), { relayed: 4, parked: 0, dropped: 1 }, 'transaction.checks has no webhook event');
+  const audit = (await s.platform.audit.list(c.sandbox.id)).filter((a) => a.action.startsWith('vault.'));
+  t.match(audit, [{ action: 'vault.export.requested', resource_id: vault.id, actor: { type: 'system', id: 'vault-api' }, after: { export_id: 'exp_0123456789abcdef' } }], 'an export request is in the workspace\'s audit log, once');
   t.same(await collect(s.store.all('outbox')), [], 'the outbox is empty');
   t.same(await relay.runOnce(), { relayed: 0, parked: 0, dropped: 0 }, 'a second pass finds nothing');
   const events = await collect(s.store.all<Envelope & { workspace: string }>('webhook_events'));
-  t.equal(events.length, 3);
+  t.equal(events.length, 4);
   t.ok(events.every((e) => e.workspace === c.sandbox.id), 'every event in the linked workspace');
   const deliveries = await collect(s.store.all<DeliveryRecord>('webhook_deliveries'));
   t.equal(deliveries.length, 3, 'one delivery per event for the subscribed endpoint, none for production\'s');
