@@ -329,7 +329,13 @@ export class TransactionService {
   }
 
   /** Returns the transaction and whether this call created it (false: an idempotent retry). */
-  async submit(org: string, callerKeyId: string, body: SubmitTransaction): Promise<{ tx: TransactionRecord; created: boolean }> {
+  async submit(org: string, callerKeyId: string, given: SubmitTransaction): Promise<{ tx: TransactionRecord; created: boolean }> {
+    // Hex is hex in either case (docs/errors.md): one spelling, so a retry in the other case is the same request.
+    const body: SubmitTransaction = {
+      ...given, ...(given.intent !== undefined ? { intent: given.intent.toLowerCase() } : {}), intent_signature: given.intent_signature.toLowerCase(),
+      ...(given.chain_link !== undefined ? { chain_link: given.chain_link.toLowerCase() } : {}), ...(given.to !== undefined ? { to: given.to.toLowerCase() } : {}),
+      ...(given.asset !== undefined ? { asset: given.asset.toLowerCase() } : {}),
+    };
     if (body.end_user_token !== undefined && body.member_signing_session !== undefined) throw bad('give either end_user_token or member_signing_session, not both');
     const hash = requestHash(body);
     const prior = await this.byIdempotencyKey(org, body.idempotency_key);
