@@ -20,7 +20,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { decodeIntent, type Intent } from '../../core/intents/intent.ts';
 import { decodeChainLink } from '../../core/policy/intent-chain.ts';
 import { intentApprovalMessage, intentRejectionMessage, passkeyApprovalChallenge, signApproval, type Approval } from '../../core/policy/policy-approval.ts';
-import type { PolicyDocument } from '../../core/policy/policy-document.ts';
+import type { PolicyVersionView, PolicyView, VaultExportView } from '../../core/api-schemas/governance.ts';
 import { chainIntent, policyChangeBody } from './policy.ts';
 import { approveExport, exportRequestBody } from './key-export.ts';
 import { kindOfHttpStatus } from '../../core/errors/http-status.ts';
@@ -287,40 +287,10 @@ export interface SendBitcoinParameters {
 
 /** A transaction ready to submit: the canonical intent bytes and the signed request body. */
 /** A key export as the API answers it (docs/export.md "API"). */
-export interface VaultExport {
-  id: string;
-  vault_id: string;
-  state: 'waiting' | 'sealed';
-  request: string;
-  request_sha256: string;
-  recipient_key: string;
-  not_before: number;
-  approvals: { approver_key: string; signature: string; created_at: string }[];
-  nodes: { node_id: string; status: 'waiting' | 'sealed' | 'failed'; ready_at: number | null; code: string | null }[];
-  shares: { node_id: string; party: number; enc: string; ciphertext: string }[];
-  threshold: number | null;
-  created_at: string;
-  updated_at: string;
-}
-
+export type VaultExport = VaultExportView;
 /** GET /v1/vaults/{vaultId}/policy (docs/policies.md). */
-export interface VaultPolicy {
-  vault_id: string;
-  in_force: VaultPolicyVersion | null;
-  pending: VaultPolicyVersion[];
-  refused: { version: number; reason: string }[];
-  chain: { seq: number; hash: string; until: number; link: string } | null;
-  legacy_policy: Record<string, unknown> | null;
-  migration: PolicyDocument | null;
-}
-
-export interface VaultPolicyVersion {
-  version: number;
-  sha256: string;
-  effective_at: number;
-  tightening: boolean;
-  policy: PolicyDocument;
-}
+export type VaultPolicy = PolicyView;
+export type VaultPolicyVersion = PolicyVersionView;
 
 export interface PreparedTransaction {
   intent: Uint8Array;

@@ -1,6 +1,7 @@
 // The vault API's records as stored (snake_case is the wire form; docs/vault-api.md).
 import type { TierName } from '../../core/tiers.ts';
 import type { VaultPolicyRecord } from '../../core/policy/policy-log.ts';
+import type { VaultExportView } from '../../core/api-schemas/governance.ts';
 
 export type Tier = TierName;
 export type VaultState = 'creating' | 'active' | 'resharing' | 'reshare_pending' | 'frozen' | 'failed';
@@ -124,30 +125,10 @@ export interface EventRecord {
   created_at: string;
 }
 
-/** A key export (docs/export.md): the customer's signed request, the approvals collected, and what the nodes answered. */
-export interface VaultExportRecord {
-  /** The request id the customer chose and signed. */
-  id: string;
+/** A key export as stored (docs/export.md): its view, the organization, and the API key's signature over the request. */
+export interface VaultExportRecord extends VaultExportView {
   org: string;
-  vault_id: string;
-  /** The canonical export request and the API key's signature over it, hex. */
-  request: string;
   signature: string;
-  /** exportRequestHash of the request, hex: what approvers sign. */
-  request_sha256: string;
-  recipient_key: string;
-  /** Unix seconds, as signed. */
-  not_before: number;
-  /** waiting: some node has not sealed; sealed: at least `threshold` nodes sealed their share. */
-  state: 'waiting' | 'sealed';
-  approvals: { approver_key: string; signature: string; created_at: string }[];
-  /** Each member's last answer: waiting (with when it seals), sealed, or failed (with its code). */
-  nodes: { node_id: string; status: 'waiting' | 'sealed' | 'failed'; ready_at: number | null; code: string | null }[];
-  /** Sealed shares, hex, as the nodes returned them: only the recipient's private key opens them. */
-  shares: { node_id: string; party: number; enc: string; ciphertext: string }[];
-  threshold: number | null;
-  created_at: string;
-  updated_at: string;
 }
 
 /**

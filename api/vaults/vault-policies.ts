@@ -16,6 +16,7 @@ import { ChainLinkError, chainLinkHash, decodeChainLink, MAX_RELAYED_LINKS, veri
 import { checkChain, type RelayedLink } from '../../core/policy/chain-check.ts';
 import type { Intent } from '../../core/intents/intent.ts';
 import type { Op } from '../store/record-repository.ts';
+import type { PolicyVersionView, PolicyView } from '../../core/api-schemas/governance.ts';
 import { CHAIN_LINKS, END_USER_AUTH, VAULT_POLICIES } from './collections.ts';
 import type { ChainLinkRecord, VaultPolicyState, VaultRecord } from './records.ts';
 import type { VaultService } from './vault-service.ts';
@@ -25,28 +26,6 @@ import { legacyPolicyMigration } from './policy-migration.ts';
 const CLOCK_MARGIN_S = 600;
 
 const seqKey = (vaultId: string, seq: number) => `${vaultId}/${String(seq).padStart(12, '0')}`;
-
-export interface PolicyVersionView {
-  version: number;
-  sha256: string;
-  /** Unix seconds from which it is in force, as the API saw the change (each node counts a loosening's delay from when it first sees it). */
-  effective_at: number;
-  tightening: boolean;
-  policy: PolicyDocument;
-}
-
-export interface PolicyView {
-  vault_id: string;
-  in_force: PolicyVersionView | null;
-  pending: PolicyVersionView[];
-  refused: { version: number; reason: string }[];
-  /** The head of the vault's intent chain: the next intent's link follows it. */
-  chain: { seq: number; hash: string; until: number; link: string } | null;
-  /** The policy fixed at the vault's creation, which the API enforces until a policy is in force. */
-  legacy_policy: Record<string, unknown> | null;
-  /** The legacy policy as a version-1 document with the same meaning, for the customer to sign (PUT), while the vault has none. */
-  migration: PolicyDocument | null;
-}
 
 /** What a transaction of a vault under a policy takes from admission: its state, the ops that extend the chain, and what the nodes will see. */
 export interface Admission {

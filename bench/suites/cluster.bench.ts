@@ -4,8 +4,7 @@
 // (docs/protocols/pools.md): the same request through the coordinator's service with and without an
 // entry, in one run (the nodes keep a rollback anchor, which a pool needs); Taproot likewise with and
 // without precommitted FROST nonces.
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
@@ -14,10 +13,8 @@ import * as ecc from '@bitcoinerlab/secp256k1';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { Cluster, freePort } from '../../test/cluster/cluster-harness.ts';
-import { startCoordinator, type RunningCoordinator } from '../../coordinator/coordinator-server.ts';
-import { loadCoordinatorConfig } from '../../coordinator/config.ts';
-import { createLogger } from '../../common/logger.ts';
+import { Cluster } from '../../test/cluster/cluster-harness.ts';
+import { type RunningCoordinator } from '../../coordinator/coordinator-server.ts';
 import { createClient } from '../../proto/grpc.ts';
 import { CoordinatorService, Scheme, Tier } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
 import { encodeIntent, signIntent } from '../../core/intents/intent.ts';
@@ -29,6 +26,7 @@ import { frostSign, type FrostSignParams } from '../../node/protocols/frost/fros
 import { simulate } from '../../test/protocols/simulate.ts';
 import { dkgKeys } from '../../test/protocols/frost/keys.ts';
 import type { BenchSuite } from '../harness.ts';
+import { inProcessCoordinator } from './in-process-coordinator.ts';
 import { committee as ecdsaCommittee, sign as ecdsaSignLocal, type Committee as EcdsaCommittee } from '../../test/protocols/ecdsa/harness.ts';
 import { evmSigningDigest, evmTransaction } from '../../core/chains/evm/evm-transaction.ts';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
@@ -194,10 +192,8 @@ export const suite: BenchSuite = {
   title: 'cluster signing over gRPC',
   async setup() {
     cluster = new Cluster();
-    dir = mkdtempSync(join(tmpdir(), 'bench-coord-'));
-    const port = await freePort();
-    coordinator = await startCoordinator(loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_ROSTER_FILE: await cluster.roster(['n1', 'n2', 'n3']), COORDINATOR_LOG_LEVEL: 'silent', COORDINATOR_PRESIGN_POOL_TARGET: '0' }), createLogger('c', 'silent'));
-    cluster.useCoordinatorPort(port);
+    let port: number;
+    ({ coordinator, dir, port } = await inProcessCoordinator(cluster, 'bench-coord-'));
     const keysFile = join(cluster.dir, 'keys.json');
     writeFileSync(keysFile, JSON.stringify({ [ORG]: { k: bytesToHex(ed25519.getPublicKey(apiSecret)) } }));
     const workers = process.env.NODE_PROTOCOL_WORKERS;

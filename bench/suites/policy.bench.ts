@@ -7,9 +7,7 @@
 // with its chain link, the vault's whole chain relayed (50 links signed in setup, one more per run, as
 // the API relays it) and two approvals. Beside them, the policy work alone that a node does per intent,
 // with the relayed links' decodings kept from earlier requests (as a node keeps them) and without.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { ed25519 } from '@noble/curves/ed25519.js';
@@ -18,12 +16,10 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { publicKeyToAddress } from 'viem/utils';
 import { toHex } from 'viem';
-import { Cluster, freePort } from '../../test/cluster/cluster-harness.ts';
+import { Cluster } from '../../test/cluster/cluster-harness.ts';
 import { signedEntry, signer } from '../../test/core/trust/trust-fixtures.ts';
 import { alice, bob, carol } from '../../test/core/policy/policy-fixtures.ts';
-import { startCoordinator, type RunningCoordinator } from '../../coordinator/coordinator-server.ts';
-import { loadCoordinatorConfig } from '../../coordinator/config.ts';
-import { createLogger } from '../../common/logger.ts';
+import { type RunningCoordinator } from '../../coordinator/coordinator-server.ts';
 import { createClient } from '../../proto/grpc.ts';
 import { CoordinatorService, Scheme, Tier } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
 import { rpcFailure } from '../../core/rpc/rpc-error.ts';
@@ -39,6 +35,7 @@ import { evaluatePolicy, ERC20_TRANSFER } from '../../core/policy/policy-evaluat
 import { intentApprovalMessage, signApproval, type Approval } from '../../core/policy/policy-approval.ts';
 import { parsePolicyDocument, type PolicyDocument } from '../../core/policy/policy-document.ts';
 import type { BenchSuite } from '../harness.ts';
+import { inProcessCoordinator } from './in-process-coordinator.ts';
 
 const ORG = 'org_policy_bench';
 const OPEN = 'bench-open';
@@ -171,10 +168,8 @@ export const suite: BenchSuite = {
   title: 'signing under a node-enforced vault policy',
   async setup() {
     cluster = new Cluster();
-    dir = mkdtempSync(join(tmpdir(), 'bench-policy-'));
-    const port = await freePort();
-    coordinator = await startCoordinator(loadCoordinatorConfig({ COORDINATOR_LISTEN: `127.0.0.1:${port}`, COORDINATOR_DATA_DIR: dir, COORDINATOR_ROSTER_FILE: await cluster.roster(['n1', 'n2', 'n3']), COORDINATOR_LOG_LEVEL: 'silent', COORDINATOR_PRESIGN_POOL_TARGET: '0' }), createLogger('c', 'silent'));
-    cluster.useCoordinatorPort(port);
+    let port: number;
+    ({ coordinator, dir, port } = await inProcessCoordinator(cluster, 'bench-policy-'));
     await Promise.all(['n1', 'n2', 'n3'].map((name) => cluster.startNode(name, { NODE_OPERATOR_KEYS: bytesToHex(ed25519.getPublicKey(operator)) })));
     client = createClient(CoordinatorService, `127.0.0.1:${port}`, grpc.credentials.createInsecure());
     const nowS = Math.floor(Date.now() / 1000);
