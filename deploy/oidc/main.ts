@@ -51,7 +51,7 @@ async function serve(): Promise<void> {
   const server = createServer(provider.callback());
   await new Promise<void>((ok, fail) => server.once('error', fail).listen(port, '127.0.0.1', ok));
   const hint = port === 9400 ? '' : `OIDC_URL=${issuer} `;
-  console.log(`development OpenID provider (any user, any password) at ${issuer}; client bff-client, secret ${DEV_CLIENT_SECRET}; public JWKS in ${jwksFile}; test user: alice, signed in by ${hint}npm run oidc -- sign-in --user alice --nonce <challenge nonce>`);
+  console.log(`development OpenID provider (any user, any password) at ${issuer}; client bff-client, secret ${DEV_CLIENT_SECRET}; public JWKS in ${jwksFile}; test user: alice, signed in by ${hint}npm run oidc -- sign-in --user alice --nonce=<challenge nonce>`);
   const stop = () => server.close(() => process.exit(0));
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);

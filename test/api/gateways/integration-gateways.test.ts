@@ -241,7 +241,10 @@ t.test('a funding request settles end to end through the gateway; callbacks are 
   const a = await fund('a');
   t.match(a, { status: 'fiat_settling', rail: id });
   t.match([...gw.transfers.values()].find((x) => x.reference === a.id), { direction: 'pull', amount: '2500', currency: 'USD' }, 'the gateway holds the pull');
+  const mintsBefore = s.issuer.mints.length;
   t.ok(await waitFor(a.id, 'minting'), 'the gateway\'s signed settlement callback moved it to minting');
+  // The state is stored before the mint is submitted: wait for the submission too.
+  for (let i = 0; i < 500 && s.issuer.mints.length === mintsBefore; i++) await new Promise((r) => setTimeout(r, 20));
   const mint = s.issuer.mints.at(-1)!;
   s.issuer.status.set(mint.tx_hash, { state: 'final', block_number: 9 });
   await s.service.runDue();

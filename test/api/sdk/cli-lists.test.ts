@@ -111,7 +111,7 @@ t.test('CLI: bad options are usage errors before any request; the API\'s refusal
     ['limit 101', ['vault', 'list', '--limit', '101'], /--limit must be 1 to 100/],
     ['limit not an integer', ['wallet', 'list', v0.id, '--limit', '2.5'], /--limit must be a non-negative base-10 integer/],
     ['unknown chain', ['wallet', 'list', v0.id, '--chain', 'dogecoin'], /--chain must be one of/],
-    ['unknown transaction state', ['tx', 'list', '--state', 'pending'], /--state must be one of created, checks/],
+    ['unknown transaction state', ['tx', 'list', '--state', 'pending'], /--state must be one of awaiting_approval, created, checks/],
     ['no vault id', ['wallet', 'list'], /wallet list takes <vaultId>/],
     ['an option of another list', ['vault', 'list', '--chain', 'evm-local'], /does not take --chain/],
   ];
