@@ -92,8 +92,9 @@ const USAGE = `usage: npm run cli -- <command>
   export recipient --out <file>                         new X25519 recipient key for a key export; the secret (hex) goes to <file>
   export request <vaultId> --recipient-key-file <file> [--not-before <unix s>]
                                                         ask for the vault's key, sealed to that recipient key (docs/export.md)
-  export approve <vaultId> <exportId> --approver-key-file <file>
-                                                        as an approver of the vault's export governance
+  export approve <vaultId> <exportId> --approver-key-file <file> [--recipient-key <hex>]
+                                                        as an approver of the vault's export governance; refuses a request
+                                                        that names another vault or export, or another recipient key
   export status <vaultId> <exportId>
   export collect <vaultId> <exportId> [--wait] [--timeout <ms>]
                                                         each node's answer; --wait collects until sealed (progress on stderr)
@@ -144,7 +145,7 @@ const OPTIONS = {
   output: { type: 'string', multiple: true }, input: { type: 'string', multiple: true }, 'dry-run': { type: 'boolean' },
   unconfirmed: { type: 'boolean' }, blocks: { type: 'string' },
   port: { type: 'string' }, 'secret-file': { type: 'string' }, type: { type: 'string' }, 'payment-file': { type: 'string' }, 'member-signing-session': { type: 'string' },
-  'recipient-key-file': { type: 'string' }, 'chain-code': { type: 'string' }, sandbox: { type: 'boolean' },
+  'recipient-key-file': { type: 'string' }, 'recipient-key': { type: 'string' }, 'chain-code': { type: 'string' }, sandbox: { type: 'boolean' },
   wait: { type: 'boolean' }, 'not-before': { type: 'string' },
   'approvals-file': { type: 'string' }, 'approver-id': { type: 'string' }, 'approver-key-file': { type: 'string' }, 'from-version': { type: 'string' },
 } as const;
@@ -192,6 +193,11 @@ const KEY_HEX = new RegExp(KeyHexT.pattern!);
  * node was configured as when it printed it.
  */
 /** An Ed25519 secret key, hex, from a file (what keygen writes). */
+function hexBytes(value: string, flag: string, length: number): Uint8Array {
+  if (!new RegExp(`^[0-9a-fA-F]{${length * 2}}$`).test(value)) throw new UsageError(`${flag} must be ${length} bytes in hex`);
+  return hexToBytes(value.toLowerCase());
+}
+
 function secretKeyFile(path: string, flag: string): Uint8Array {
   let text: string;
   try {
@@ -457,11 +463,12 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'export approve': {
-    args: ['vaultId', 'exportId'], required: ['approver-key-file'],
+    args: ['vaultId', 'exportId'], required: ['approver-key-file'], optional: ['recipient-key'],
     async run(a, o, c) {
+      const recipientKey = o['recipient-key'] === undefined ? undefined : hexBytes(o['recipient-key'], '--recipient-key', 32);
       const secret = secretKeyFile(o['approver-key-file']!, '--approver-key-file');
       try {
-        return await (await c()).approveExportRequest(a.vaultId!, a.exportId!, secret);
+        return await (await c()).approveExportRequest(a.vaultId!, a.exportId!, secret, recipientKey ? { recipientKey } : {});
       } finally {
         secret.fill(0);
       }

@@ -23,6 +23,7 @@ import { intentApprovalMessage, intentRejectionMessage, passkeyApprovalChallenge
 import type { PolicyVersionView, PolicyView, VaultExportView } from '../../core/api-schemas/governance.ts';
 import { chainIntent, policyChangeBody } from './policy.ts';
 import { approveExport, exportRequestBody } from './key-export.ts';
+import { decodeExportRequest, type ExportRequest } from '../../core/export/export-request.ts';
 import { kindOfHttpStatus } from '../../core/errors/http-status.ts';
 import type { ErrorKind } from '../../core/errors/error-kinds.ts';
 import { codeOfHttpStatus, SdkError } from './sdk-error.ts';
@@ -535,9 +536,28 @@ export class CustodyClient {
     return this.request('GET', `/v1/vaults/${encodeURIComponent(vaultId)}/exports/${encodeURIComponent(exportId)}`);
   }
 
-  /** An approver of the vault's export governance approves the request it reads here (signed over its own hash of the bytes). */
-  async approveExportRequest(vaultId: string, exportId: string, approverSecretKey: Uint8Array): Promise<VaultExport> {
+  /**
+   * An approver of the vault's export governance approves the request it reads here, signed over its own
+   * hash of the bytes. The bytes are decoded first: a request that does not name this organization, vault
+   * and export id (an API showing another request the customer signed) is refused, `bad_response`, and so
+   * is one sealed to another key than `recipientKey` when given. `inspect` sees the decoded request before
+   * anything is signed (throw to refuse).
+   */
+  async approveExportRequest(vaultId: string, exportId: string, approverSecretKey: Uint8Array, opts: { recipientKey?: Uint8Array; inspect?: (r: ExportRequest) => void } = {}): Promise<VaultExport> {
     const exp = await this.getExport(vaultId, exportId);
+    let r: ExportRequest;
+    try {
+      r = decodeExportRequest(hexToBytes(exp.request));
+    } catch (err) {
+      throw new SdkError('bad_response', `the API shows an export request that does not decode: ${(err as Error).message}`, { cause: err });
+    }
+    if (r.org !== this.o.organization || r.vaultId !== vaultId || r.requestId !== exportId) {
+      throw new SdkError('bad_response', `the API shows the export request ${r.org}/${r.vaultId}/${r.requestId}, not ${this.o.organization}/${vaultId}/${exportId}`);
+    }
+    if (opts.recipientKey && bytesToHex(r.recipientKey) !== bytesToHex(opts.recipientKey)) {
+      throw new SdkError('bad_response', `the export request is sealed to ${bytesToHex(r.recipientKey)}, not the expected recipient key`);
+    }
+    opts.inspect?.(r);
     return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/exports/${encodeURIComponent(exportId)}/approvals`, approveExport(exp.request, approverSecretKey));
   }
 
