@@ -222,7 +222,8 @@ export async function governanceJourney(t: Test, s: Stack): Promise<void> {
   const v5 = { ...v4, version: 5, export: { approvers_k: 1, approvers: ['alice'], delay_seconds: 2 } };
   t.equal((await client.putPolicy(vault.id, v5, [alice, bob].map((p) => approvePolicyChange({ fromVersion: 4, next: v5, approverId: p.id, secretKey: p.secretKey })))).in_force?.version, 5, 'an export section added: in force at once');
   const recipientFile = join(dir, 'recipient.key');
-  t.equal((await runCli(['export', 'recipient', '--out', recipientFile], settings)).code, 0, 'cli export recipient');
+  const recipient = await runCli<{ recipient_key: string }>(['export', 'recipient', '--out', recipientFile], settings);
+  t.equal(recipient.code, 0, 'cli export recipient');
   const requested = await runCli<VaultExport>(['export', 'request', vault.id, '--recipient-key-file', recipientFile], settings);
   t.equal(requested.code, 0, `cli export request (${requested.stderr})`);
   const exportId = requested.out.id;
@@ -233,7 +234,9 @@ export async function governanceJourney(t: Test, s: Stack): Promise<void> {
   const unapprovedExport = await client.collectExport(vault.id, exportId);
   t.same([unapprovedExport.approvals.length, unapprovedExport.shares.length], [0, 0], 'without the approval no node seals');
   t.ok(unapprovedExport.nodes.every((n) => n.status === 'waiting'), 'every node waits');
-  t.equal((await runCli(['export', 'approve', vault.id, exportId, '--approver-key-file', keyFile(alice)], settings)).code, 0, 'cli export approve as alice');
+  const otherRecipient = await runCli(['export', 'approve', vault.id, exportId, '--approver-key-file', keyFile(alice), '--recipient-key', '11'.repeat(32)], settings);
+  t.match([otherRecipient.code, otherRecipient.err.code], [1, 'bad_response'], 'alice\'s CLI refuses a request sealed to another key than she expects');
+  t.equal((await runCli(['export', 'approve', vault.id, exportId, '--approver-key-file', keyFile(alice), '--recipient-key', recipient.out.recipient_key], settings)).code, 0, 'cli export approve as alice, the recipient key checked');
   const sealed = await runCli<VaultExport>(['export', 'collect', vault.id, exportId, '--wait', '--timeout', '60000'], settings);
   t.match([sealed.code, sealed.out.state], [0, 'sealed'], `cli export collect --wait (${sealed.stderr.slice(-300)})`);
   t.ok(sealed.out.shares.length >= 2, 'a threshold of shares, each sealed by its node');

@@ -161,6 +161,7 @@ t.test('usage and settings errors answer before any request: exit 2, status null
     ['option of another command', ['vault', 'create', '--tier', 'self', '--chain', 'x'], undefined, /does not take --chain/, 'usage'],
     ['unknown tier', ['vault', 'create', '--tier', 'cold'], undefined, /--tier must be one of hosted, self, customer_tee/, 'usage'],
     ['unknown command', ['vault', 'destroy', 'v'], undefined, /unknown command: vault destroy/, 'usage'],
+    ['export recipient key not 32 bytes', ['export', 'approve', 'vlt_x', 'exp_x', '--approver-key-file', join(dir, 'none.key'), '--recipient-key', 'ab'], undefined, /--recipient-key must be 32 bytes in hex/, 'usage'],
     ['no settings', ['keys', 'list'], {}, /CUSTODY_URL/, 'invalid_config'],
     ['plain http to another host', ['keys', 'list'], { ...settings, CUSTODY_URL: 'http://api.example.com' }, /plain http only to a loopback address/, 'invalid_config'],
     ['secret key file not hex', ['keys', 'list'], { ...settings, CUSTODY_SECRET_KEY_FILE: join(dir, 'policy.json') }, /must hold 64 hex characters/, 'invalid_config'],
