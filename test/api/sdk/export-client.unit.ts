@@ -1,5 +1,5 @@
 // The SDK's key export methods (docs/export.md "From the SDK and the CLI") against the API in this
-// process, its coordinator answering as nodes do (the real nodes: test/e2e/export-journey.ts): the
+// process, its coordinator answering as nodes do (the real nodes: test/e2e/governance-journey.ts): the
 // request is built and signed with the client's key, an approver refuses a request the API shows for
 // another vault, export or recipient key (nothing kept), API errors map to CustodyApiError, and
 // waitForExport collects until sealed, reporting each answer, or runs out with WaitTimeoutError.
