@@ -101,13 +101,6 @@ export async function governanceJourney(t: Test, s: Stack): Promise<void> {
   const receipt = await anvil.publicClient.waitForTransactionReceipt({ hash: bigDone.tx_hash as Hex });
   t.equal(receipt.status, 'success', 'mined');
 
-  // A fork signed with the customer's own key (a stolen API key): another link at position 2, which the
-  // nodes that signed link 2 refuse.
-  const forkIntent = encodeIntent({ ...(decodeIntent(bigIntent) as EvmTransferIntent), idempotencyKey: 'gov-fork', amount: 10n, nonce: 998n });
-  const firstLink = chainIntent({ vaultId: vault.id, intent: hexToBytes((await client.getTransaction(small.id)).policy!.intent), apiSecretKey: s.secretKey });
-  const fork = chainIntent({ vaultId: vault.id, intent: forkIntent, prev: firstLink.link, apiSecretKey: s.secretKey });
-  t.match(await bypass(forkIntent, fork.bytes, [{ link: firstLink.bytes, intent: hexToBytes((await client.getTransaction(small.id)).policy!.intent) }]), /^chain_(fork|incomplete)$/, 'a second link at a signed position is refused');
-
   // A loosening (a higher cap) with its change quorum waits out the delay on every node.
   const v2 = { ...v1, version: 2, per_transaction_cap: { [asset]: '100000' } };
   const changed = await client.putPolicy(vault.id, v2, [alice, bob].map((p) => approvePolicyChange({ fromVersion: 1, next: v2, approverId: p.id, secretKey: p.secretKey })));
@@ -214,6 +207,15 @@ export async function governanceJourney(t: Test, s: Stack): Promise<void> {
   const relay = chainLinks.map((l) => ({ link: hexToBytes(l.link), intent: hexToBytes(l.intent) }));
   t.equal(await bypass(over, overLink.bytes, relay), 'window_exceeded', 'the nodes refuse it too, whichever pair is asked');
   t.equal(await bypass(over, overLink.bytes, relay.slice(-2)), 'chain_incomplete', 'a chain cut short to hide earlier spends is refused');
+  // A fork signed with the customer's own key (a stolen API key): another link at position 2. Asked now,
+  // after the rotation above had every node sign a later link, every node refuses it. (Asked while a node
+  // had not yet signed position 2, that node could take the fork and then refuse the real chain: a
+  // stolen key can cost liveness, never a second spend; docs/policies.md.)
+  const forkIntent = encodeIntent({ ...(decodeIntent(bigIntent) as EvmTransferIntent), idempotencyKey: 'gov-fork', amount: 10n, nonce: 998n });
+  const firstLink = chainIntent({ vaultId: vault.id, intent: hexToBytes((await client.getTransaction(small.id)).policy!.intent), apiSecretKey: s.secretKey });
+  const fork = chainIntent({ vaultId: vault.id, intent: forkIntent, prev: firstLink.link, apiSecretKey: s.secretKey });
+  t.match(await bypass(forkIntent, fork.bytes, [{ link: firstLink.bytes, intent: hexToBytes((await client.getTransaction(small.id)).policy!.intent) }]), /^chain_(fork|incomplete)$/, 'a second link at a signed position is refused');
+
   coordinator.close();
 
   // Key export, through the command-line client as a customer runs it: the policy's export section asks
