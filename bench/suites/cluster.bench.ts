@@ -4,7 +4,7 @@
 // (docs/protocols/pools.md): the same request through the coordinator's service with and without an
 // entry, in one run (the nodes keep a rollback anchor, which a pool needs); Taproot likewise with and
 // without precommitted FROST nonces.
-import { writeFileSync, rmSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
@@ -26,7 +26,7 @@ import { frostSign, type FrostSignParams } from '../../node/protocols/frost/fros
 import { simulate } from '../../test/protocols/simulate.ts';
 import { dkgKeys } from '../../test/protocols/frost/keys.ts';
 import type { BenchSuite } from '../harness.ts';
-import { inProcessCoordinator } from './in-process-coordinator.ts';
+import { inProcessCoordinator, stopInProcess } from './in-process-coordinator.ts';
 import { committee as ecdsaCommittee, sign as ecdsaSignLocal, type Committee as EcdsaCommittee } from '../../test/protocols/ecdsa/harness.ts';
 import { evmSigningDigest, evmTransaction } from '../../core/chains/evm/evm-transaction.ts';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
@@ -213,10 +213,7 @@ export const suite: BenchSuite = {
   },
   // Also after a setup that failed halfway (bench/harness.ts): stops only what was started.
   async teardown() {
-    client?.close();
-    await cluster?.stop();
-    await coordinator?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await stopInProcess({ client, cluster, coordinator, dir });
   },
   cases: [
     { name: 'cluster.inprocess.frost.2of3', baseline: 'baseline.schnorr.sign', runs: 30, fn: inProcess },

@@ -1,6 +1,6 @@
 // A coordinator in the bench's own process for a cluster of three node processes (n1 to n3), on a port
 // and a data directory of its own, with no presignature pool: what the gRPC signing suites share.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, type Cluster } from '../../test/cluster/cluster-harness.ts';
@@ -17,4 +17,12 @@ export async function inProcessCoordinator(cluster: Cluster, dirPrefix: string):
   }), createLogger('c', 'silent'));
   cluster.useCoordinatorPort(port);
   return { coordinator, dir, port };
+}
+
+/** Stops what a suite's setup started, also after it failed halfway: the client, the nodes, the coordinator, its directory. */
+export async function stopInProcess(o: { client?: { close(): void } | undefined; cluster?: Cluster | undefined; coordinator?: RunningCoordinator | undefined; dir?: string | undefined }): Promise<void> {
+  o.client?.close();
+  await o.cluster?.stop();
+  await o.coordinator?.stop();
+  if (o.dir) rmSync(o.dir, { recursive: true, force: true });
 }

@@ -7,7 +7,6 @@
 // with its chain link, the vault's whole chain relayed (50 links signed in setup, one more per run, as
 // the API relays it) and two approvals. Beside them, the policy work alone that a node does per intent,
 // with the relayed links' decodings kept from earlier requests (as a node keeps them) and without.
-import { rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { ed25519 } from '@noble/curves/ed25519.js';
@@ -35,7 +34,7 @@ import { evaluatePolicy, ERC20_TRANSFER } from '../../core/policy/policy-evaluat
 import { intentApprovalMessage, signApproval, type Approval } from '../../core/policy/policy-approval.ts';
 import { parsePolicyDocument, type PolicyDocument } from '../../core/policy/policy-document.ts';
 import type { BenchSuite } from '../harness.ts';
-import { inProcessCoordinator } from './in-process-coordinator.ts';
+import { inProcessCoordinator, stopInProcess } from './in-process-coordinator.ts';
 
 const ORG = 'org_policy_bench';
 const OPEN = 'bench-open';
@@ -203,10 +202,7 @@ export const suite: BenchSuite = {
   },
   // Also after a setup that failed halfway (bench/harness.ts): stops only what was started.
   async teardown() {
-    client?.close();
-    await cluster?.stop();
-    await coordinator?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await stopInProcess({ client, cluster, coordinator, dir });
   },
   cases: [
     { name: 'policy.grpc.ecdsa.2of3.none', runs: 40, fn: signOpen },
