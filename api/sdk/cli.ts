@@ -83,6 +83,7 @@ const USAGE = `usage: npm run cli -- <command>
   policy put <vaultId> --file <json> [--approvals-file <json>]
                                                         sign a new policy version into the vault's trust log (docs/policies.md)
   policy migrate <vaultId>                              sign the vault's legacy policy, as the API offers it, as version 1
+  policy chain <vaultId> [--from-seq <n>] [--limit <n>]  the vault's intent chain, each link with its intent (to audit)
   policy approve-change --file <json> --from-version <n> --approver-id <id> --approver-key-file <file>
                                                         offline: an approver's approval of replacing version <n> by <json>
   approvals list <vaultId>                              the vault's transactions awaiting approvals
@@ -146,7 +147,7 @@ const OPTIONS = {
   unconfirmed: { type: 'boolean' }, blocks: { type: 'string' },
   port: { type: 'string' }, 'secret-file': { type: 'string' }, type: { type: 'string' }, 'payment-file': { type: 'string' }, 'member-signing-session': { type: 'string' },
   'recipient-key-file': { type: 'string' }, 'recipient-key': { type: 'string' }, 'chain-code': { type: 'string' }, sandbox: { type: 'boolean' },
-  wait: { type: 'boolean' }, 'not-before': { type: 'string' },
+  wait: { type: 'boolean' }, 'not-before': { type: 'string' }, 'from-seq': { type: 'string' },
   'approvals-file': { type: 'string' }, 'approver-id': { type: 'string' }, 'approver-key-file': { type: 'string' }, 'from-version': { type: 'string' },
 } as const;
 type Option = keyof typeof OPTIONS;
@@ -601,6 +602,10 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'policy migrate': { args: ['vaultId'], run: async (a, _o, c) => (await c()).migratePolicy(a.vaultId!) },
+  'policy chain': {
+    args: ['vaultId'], optional: ['from-seq', 'limit'],
+    run: async (a, o, c) => ({ data: await (await c()).getChain(a.vaultId!, { fromSeq: integer(o['from-seq'], '--from-seq'), limit: integer(o.limit, '--limit') }) }),
+  },
   'policy approve-change': {
     args: [], required: ['file', 'from-version', 'approver-id', 'approver-key-file'],
     async run(_a, o) {

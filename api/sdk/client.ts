@@ -593,6 +593,12 @@ export class CustodyClient {
     return this.putPolicy(vaultId, p.migration);
   }
 
+  /** Links of the vault's intent chain from `fromSeq`, each with its intent, as the API relays them to the nodes (to audit). */
+  async getChain(vaultId: string, opts: { fromSeq?: number; limit?: number } = {}): Promise<{ seq: number; link: string; intent: string; hash: string; until: number; transaction_id: string }[]> {
+    const q = query({ from_seq: opts.fromSeq, limit: opts.limit });
+    return (await this.request<{ data: { seq: number; link: string; intent: string; hash: string; until: number; transaction_id: string }[] }>('GET', `/v1/vaults/${encodeURIComponent(vaultId)}/chain${q}`)).data;
+  }
+
   /** The vault's transactions awaiting approvals. */
   async pendingApprovals(vaultId: string): Promise<Transaction[]> {
     return (await this.request<{ data: Transaction[] }>('GET', `/v1/vaults/${encodeURIComponent(vaultId)}/approvals`)).data;

@@ -202,7 +202,7 @@ export async function governanceJourney(t: Test, s: Stack): Promise<void> {
   }
   await t.rejects(client.sendEvm({ wallet, to: TO, amount: 500n, idempotencyKey: 'gov-window-over' }), { code: 'window_exceeded' }, 'the API refuses one more over the window');
   const over = await client.evmIntent({ wallet, to: TO, amount: 500n, idempotencyKey: 'gov-window-bypass', nonce: 995n });
-  const chainLinks = (await client.request<{ data: { link: string; intent: string }[] }>('GET', `/v1/vaults/${vault.id}/chain?limit=1000`)).data;
+  const chainLinks = await client.getChain(vault.id, { limit: 1000 });
   const overLink = chainIntent({ vaultId: vault.id, intent: over, prev: decodeChainLink(hexToBytes(chainLinks.at(-1)!.link)), apiSecretKey: s.secretKey });
   const relay = chainLinks.map((l) => ({ link: hexToBytes(l.link), intent: hexToBytes(l.intent) }));
   t.equal(await bypass(over, overLink.bytes, relay), 'window_exceeded', 'the nodes refuse it too, whichever pair is asked');

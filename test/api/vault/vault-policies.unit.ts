@@ -168,6 +168,16 @@ t.test('policies through the API: migration, governed changes, chained intents, 
   t.equal(relayed.length, 2, 'link 1 and link 3');
   t.equal(bytesToHex(relayed[1]!.intent), (await a.store.get<TransactionRecord>('transactions', doomed.id))!.intent);
 
+  // The chain as the customer reads it, to audit; bad queries are 400 and an unknown vault 404.
+  const read = await client.getChain(v.id);
+  t.same(read.map((l) => [l.seq, l.transaction_id]), [[1, small.id], [2, big.id], [3, doomed.id]], 'every admitted link, in order, with its transaction');
+  t.same((await client.getChain(v.id, { fromSeq: 3, limit: 1 })).map((l) => l.seq), [3]);
+  for (const q of ['limit=0', 'limit=1001', 'from_seq=0', 'from_seq=x', 'bogus=1']) {
+    const r = await a.call('GET', `/v1/vaults/${v.id}/chain?${q}`);
+    t.match([r.statusCode, r.json().code], [400, 'invalid_request'], `chain?${q}`);
+  }
+  t.equal((await a.call('GET', '/v1/vaults/vlt_nope/chain')).statusCode, 404);
+
   // Waiting past the intent's not_after: the worker ends it, approval_expired, its nonce released.
   const worker = new TransactionWorker({ vaults: a.vaults, transactions, coordinator: undefined, log: createLogger('worker', 'silent'), pollMs: 100, chains: { evm: () => undefined, bitcoin: () => undefined } });
   worker.start();
