@@ -21,6 +21,8 @@ import { CustodyClient, type SendEvmParameters, type Transaction, type Wallet } 
 import { MemberAuthClient } from '../../api/sdk/member-auth-client.ts';
 import { startProvider } from '../api/member-auth/oidc-provider-fixture.ts';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
 import { startSmtpSink } from '../support/smtp-sink.ts';
 import { pkcePair } from '../api/member-auth/hosted-auth-harness.ts';
@@ -70,7 +72,12 @@ t.test('EVM: hosted and self vaults send native and ERC-20 transfers to final on
   t.equal(acKey.json.account_center.origin, stack.base, 'the Account Center is this API\'s public origin');
   t.match(await client.setEndUserAuth({ jwks: { keys: [jwk, op.publicJwk] }, audience: 'bff-client', account_center: acKey.json.account_center }), { status: 'registered', audience: 'bff-client', key_count: 2, account_center: true });
   // Its Hosted application (the developer key is the BFF's), with the opt-in on; the sandbox demo member signs in.
-  const appOrigin = 'http://127.0.0.1:9';
+  // The application's origin is a real local listener on an ephemeral port: Chromium refuses to navigate to
+  // the ports it deems unsafe (9, 25, ...), however the test intercepts the request.
+  const appServer = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>app</title>'));
+  await new Promise<void>((resolve) => appServer.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => appServer.close(() => resolve())));
+  const appOrigin = `http://127.0.0.1:${(appServer.address() as AddressInfo).port}`;
   const callback = `${appOrigin}/callback`;
   t.equal((await platform('POST', '/v1/tenant/member-auth/allowed-origins', { origin: appOrigin })).status, 201);
   t.equal((await platform('POST', '/v1/tenant/member-auth/redirect-urls', { url: callback })).status, 201);
