@@ -18,11 +18,14 @@ import { sandboxFunding } from './sandbox-funding.mjs';
 import { sandboxTokenization } from './sandbox-tokenization.mjs';
 
 if (process.argv.includes('--help') || process.argv.includes('-h')) {
-  process.stdout.write(`usage: npm start [-- --oidc]
+  process.stdout.write(`usage: npm start [-- --oidc] [--tee-dev]
 Runs the whole system on this machine (docs/quickstart.md): a local EVM chain (anvil), a Bitcoin regtest
 chain, the coordinator, the service nodes and the API, with their data under ./data/. Ctrl-C stops everything.
 --oidc also runs the development OpenID provider members sign in at (docs/quickstart-platform.md): any
 user, any password; never for real members.
+--tee-dev creates (once) a DEV-ONLY attestation authority in <DATA_DIR>/tee-dev-authority/ and pins its root
+on the nodes, the coordinator and the API, so a local \`tee\` node it attests can enrol (docs/tee.md
+"Running locally with the dev authority"); never in production.
 
 Settings (environment variables):
   DATA_DIR                where the data is kept (default: ./data)
@@ -65,6 +68,8 @@ const withAnvil = anvilBin !== undefined && existsSync(anvilBin);
 const withRegtest = process.env.REGTEST !== 'off' && resolvable('bitcore-lib') !== undefined;
 // The development OpenID provider (deploy/oidc/), on demand only: it signs in anyone.
 const withOidc = process.argv.includes('--oidc');
+// A DEV-ONLY attestation root for a local `tee` node (docs/tee.md "Running locally with the dev authority").
+const withTeeDev = process.argv.includes('--tee-dev');
 if (withOidc && resolvable('oidc-provider') === undefined) {
   console.error('[start] --oidc needs the development dependencies (npm install without --omit=dev)');
   process.exit(1);
@@ -228,13 +233,26 @@ if (withOidc) {
   run('oidc', undefined, { OIDC_PORT: oidcPort, OIDC_DATA_DIR: join(data, 'oidc') }, ['--import', 'tsx', join(root, 'deploy', 'oidc', 'main.ts'), 'serve']);
 }
 
+// --tee-dev: the development attestation authority, created at the first start and reused after (so a
+// document `npm run tee-attest -- --provider dev` signed keeps verifying), pinned on every program that
+// checks a TEE enrolment. Each of them warns at start that it accepts a DEV-ONLY root.
+let teeEnv = {};
+if (withTeeDev) {
+  const { openDevAuthorityDir } = await import(join(dist, 'tee', 'attestation', 'dev-authority-dir.js'));
+  const { rootFile, created } = openDevAuthorityDir(join(data, 'tee-dev-authority'));
+  teeEnv = Object.fromEntries(['NODE', 'COORDINATOR', 'API'].flatMap((p) => [[`${p}_TEE_ALLOW_DEV_ROOT`, 'true'], [`${p}_TEE_ROOTS_FILE`, rootFile]]));
+  console.log(`[start] --tee-dev: DEV-ONLY attestation authority ${created ? 'created' : 'reused'} in ${join(data, 'tee-dev-authority')}, its root pinned on the nodes, the coordinator and the API; never in production`);
+}
+
 run('coordinator', 'coordinator/main.js', {
+  ...teeEnv,
   COORDINATOR_LISTEN: `127.0.0.1:${coordinatorPort}`,
   COORDINATOR_DATA_DIR: join(data, 'coordinator'),
   COORDINATOR_ROSTER_FILE: rosterFile,
 });
 for (let i = 1; i <= nodes; i++) {
   run(`node-${i}`, 'node/main.js', {
+    ...teeEnv,
     NODE_COORDINATOR: `127.0.0.1:${coordinatorPort}`,
     NODE_DATA_DIR: join(data, `node-${i}`),
     NODE_ROLLBACK_ANCHOR_FILE: anchorFile(i),
@@ -263,6 +281,7 @@ const [fundingEnv, tokenizationEnv] = await Promise.all([
     : {},
 ]);
 run('api', 'api/server.js', {
+  ...teeEnv,
   ...fundingEnv,
   ...tokenizationEnv,
   API_HOST: '127.0.0.1',

@@ -1,9 +1,11 @@
-// docs/quickstart.md, then docs/quickstart-platform.md, run as written on one `npm start -- --oidc` (the
-// launcher, with its build, anvil, the regtest service, the development OpenID provider, coordinator,
-// three nodes and the API) on free ports in a temporary data directory: for each page, every ```sh block
-// under "## Steps" in one bash session, in order; each step's output must match the ```json block shown
-// after it (every key shown, with its value; `…` matches any text). Only ports and the data and work
-// directories are rewritten.
+// docs/quickstart.md, docs/quickstart-platform.md, then the self-node and TEE walkthroughs (docs/self-node.md
+// "Trying it on one machine", docs/tee.md "Running locally with the dev authority"), run as written on one
+// `npm start -- --oidc --tee-dev` (the launcher, with its build, anvil, the regtest service, the development
+// OpenID provider, the development attestation authority, coordinator, three nodes and the API) on free
+// ports in a temporary data directory: for each page, every ```sh block of its steps (the `### ` sections
+// under "## Steps", or under the walkthrough's heading) in one bash session, in order; each step's output
+// must match the ```json block shown after it (every key shown, with its value; `…` matches any text). Only
+// ports and the data and work directories are rewritten.
 import t, { type Test } from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
@@ -18,12 +20,29 @@ t.setTimeout(900_000);
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const doc = readFileSync(join(root, 'docs/quickstart.md'), 'utf8');
 const platformDoc = readFileSync(join(root, 'docs/quickstart-platform.md'), 'utf8');
+const selfNodeDoc = readFileSync(join(root, 'docs/self-node.md'), 'utf8');
+const teeDoc = readFileSync(join(root, 'docs/tee.md'), 'utf8');
 
 interface Step { title: string; sh: string; expect?: unknown }
 
-/** The steps: each `### ` heading after "## Steps", its ```sh block and the ```json block after it. */
-function steps(markdown: string): Step[] {
-  const body = markdown.slice(markdown.indexOf('\n## Steps'));
+/** The process groups of the pages' bash sessions, stopped before the stack. */
+const pageGroups: number[] = [];
+function stopPages(signal: NodeJS.Signals): void {
+  for (const pid of pageGroups) {
+    try {
+      process.kill(-pid, signal);
+    } catch {
+      // nothing left running in it
+    }
+  }
+}
+
+/** The steps: each `### ` heading of the `## ` section `heading`, its ```sh block and the ```json block after it. */
+function steps(markdown: string, heading = '## Steps'): Step[] {
+  const at = markdown.indexOf(`\n${heading}\n`);
+  if (at < 0) throw new Error(`no "${heading}" section`);
+  const next = markdown.indexOf('\n## ', at + heading.length + 2);
+  const body = markdown.slice(at, next < 0 ? undefined : next);
   return body.split('\n### ').slice(1).map((section) => {
     const title = section.split('\n')[0]!;
     const blocks = [...section.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1]!, text: m[2]! }));
@@ -63,7 +82,10 @@ function lastJson(out: string): unknown {
 async function runPage(t: Test, all: Step[], work: string, script: (s: Step) => string, env: NodeJS.ProcessEnv, name: string): Promise<void> {
   const lines = ['set -euo pipefail', `cd ${JSON.stringify(root)}`, ...all.map((s, i) => `{\n${script(s)}\n} > ${work}.step${i}.out 2> ${work}.step${i}.err`)].join('\n');
   writeFileSync(`${work}.steps.sh`, lines);
-  const bash = spawn(PROGRAM_LAUNCHER, untracked('bash', [`${work}.steps.sh`]), { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group: what a page leaves running in the background (the walkthroughs' nodes) stops
+  // with it at the end of the test.
+  const bash = spawn(PROGRAM_LAUNCHER, untracked('bash', [`${work}.steps.sh`]), { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  pageGroups.push(bash.pid!);
   let bashErr = '';
   bash.stderr.on('data', (d: Buffer) => (bashErr += d.toString()));
   const code = await new Promise<number | null>((resolve) => bash.on('close', resolve));
@@ -85,7 +107,7 @@ async function runPage(t: Test, all: Step[], work: string, script: (s: Step) => 
   });
 }
 
-t.test('docs/quickstart.md, then docs/quickstart-platform.md, work as written, step by step, against one npm start', async (t) => {
+t.test('docs/quickstart.md, docs/quickstart-platform.md and the self-node and TEE walkthroughs work as written, step by step, against one npm start', async (t) => {
   const all = steps(doc);
   t.ok(all.length >= 8, `${all.length} steps`);
   const platformSteps = steps(platformDoc);
@@ -115,16 +137,18 @@ t.test('docs/quickstart.md, then docs/quickstart-platform.md, work as written, s
     .replaceAll('data/operator', `${data}/operator`).replaceAll('data/oidc/', `${data}/oidc/`);
   // Step 1: npm start, in its own process group so that stopping it stops everything it started.
   let log = '';
-  const start: ChildProcess = spawn(PROGRAM_LAUNCHER, untracked(process.execPath, ['deploy/local/start.mjs', '--oidc']), { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const start: ChildProcess = spawn(PROGRAM_LAUNCHER, untracked(process.execPath, ['deploy/local/start.mjs', '--oidc', '--tee-dev']), { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   start.stdout!.on('data', (d: Buffer) => (log += d.toString()));
   start.stderr!.on('data', (d: Buffer) => (log += d.toString()));
   t.teardown(async () => {
+    stopPages('SIGTERM');
     try {
       process.kill(-start.pid!, 'SIGINT');
     } catch {
       // already gone
     }
     await new Promise((r) => setTimeout(r, 1500));
+    stopPages('SIGKILL');
     try {
       process.kill(-start.pid!, 'SIGKILL');
     } catch {
@@ -156,4 +180,23 @@ t.test('docs/quickstart.md, then docs/quickstart-platform.md, work as written, s
   // first, on the same stack.
   await runPage(t, all.map((s) => ({ ...s, ...(s.expect !== undefined ? { expect: JSON.parse(rewrite(JSON.stringify(s.expect))) as unknown } : {}) })), work, (s) => rewrite(s.sh), env, 'quickstart.md');
   await runPage(t, platformSteps.map((s) => ({ ...s, ...(s.expect !== undefined ? { expect: JSON.parse(rewritePlatform(JSON.stringify(s.expect))) as unknown } : {}) })), platformWork, (s) => rewritePlatform(s.sh), env, 'quickstart-platform.md');
+  // The walkthroughs of a customer's own nodes, on the same stack: the self node, then the TEE node
+  // attested by the development authority `--tee-dev` made.
+  t.match(log, /\[start\] --tee-dev: DEV-ONLY attestation authority created in \S+tee-dev-authority, its root pinned on the nodes, the coordinator and the API; never in production/, 'npm start -- --tee-dev prints the line tee.md shows');
+  const selfWork = join(tmp, 'self-walkthrough');
+  const teeWork = join(tmp, 'tee-walkthrough');
+  const rewriteWalkthrough = (text: string) => text
+    .replaceAll('127.0.0.1:8080', `127.0.0.1:${ports.api}`)
+    .replaceAll('127.0.0.1:7400', `127.0.0.1:${ports.coordinator}`)
+    .replaceAll('./data/self-walkthrough/', `${selfWork}/`).replaceAll('data/self-walkthrough', selfWork)
+    .replaceAll('./data/tee-walkthrough/', `${teeWork}/`).replaceAll('data/tee-walkthrough', teeWork)
+    .replaceAll('data/tee-dev-authority', `${data}/tee-dev-authority`)
+    .replaceAll('data/operator', `${data}/operator`);
+  const walkthrough = (markdown: string, heading: string, name: string, work: string) => {
+    const all = steps(markdown, heading);
+    t.ok(all.length >= 5, `${name}: ${all.length} steps`);
+    return runPage(t, all.map((s) => ({ ...s, ...(s.expect !== undefined ? { expect: JSON.parse(rewriteWalkthrough(JSON.stringify(s.expect))) as unknown } : {}) })), work, (s) => rewriteWalkthrough(s.sh), env, name);
+  };
+  await walkthrough(selfNodeDoc, '## Trying it on one machine', 'self-node.md', selfWork);
+  await walkthrough(teeDoc, '## Running locally with the dev authority', 'tee.md', teeWork);
 });
