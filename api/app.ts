@@ -266,7 +266,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await v1.register(requestAuth, { findKey: (id) => vaults.activeKey(id), replayGuard: new ReplayGuard(vaults.store), publicOrigin: opts.config.publicUrl, ...(opts.now ? { now: opts.now } : {}) });
       await v1.register(apiKeyRoutes, { vaults });
       // GET /v1/wallets/{id} also takes the platform API's bearer keys (docs/customers.md "Wallets: one resource, one path").
-      await v1.register(vaultRoutes, { vaults, cursors, coordinators, bearer: opts.platform ? { tenancy: opts.platform.tenancy, links: new CustomerLinks(vaults.store) } : undefined });
+      await v1.register(vaultRoutes, { vaults, cursors, coordinators, bearer: opts.platform ? { tenancy: opts.platform.tenancy, links: new CustomerLinks(vaults.store) } : undefined, clock: opts.platform?.clock, idempotencyWindowMs: opts.platform?.idempotencyWindowMs });
       await v1.register(committeeRoutes, { coordinators, vaults });
       await v1.register(vaultExportRoutes, { exports: new VaultExports(vaults, coordinators) });
       await v1.register(nodeRoutes, {

@@ -77,7 +77,7 @@ function signatureHeaders(required: boolean, body: boolean): Json[] {
 
 /** The operations that read an Idempotency-Key, by `METHOD /path`: `true` when it is required. */
 export const IDEMPOTENCY: Readonly<Record<string, boolean>> = {
-  'POST /v1/webhook-endpoints': false, 'POST /v1/webhook-endpoints/{id}/test': false, 'PUT /v1/branding': false,
+  'POST /v1/vaults': false, 'POST /v1/webhook-endpoints': false, 'POST /v1/webhook-endpoints/{id}/test': false, 'PUT /v1/branding': false,
   'POST /v1/account-holders': false, 'POST /v1/account-holders/self/wallet-provision': false, 'POST /v1/account-holders/self/bank-transfers': false,
   'POST /v1/account-holders/self/data-exports': false, 'POST /v1/contacts': false, 'POST /v1/wallets/{walletId}/decommission': false,
   'POST /v1/integration-gateways': false, 'POST /v1/integration-gateways/{id}/conformance': false, 'POST /v1/onboarding/setup': false,

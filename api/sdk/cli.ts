@@ -32,7 +32,8 @@ const USAGE = `usage: npm run cli -- <command>
   keys register --public-key <hex> [--label <text>]
   keys revoke <keyId>
   vault create --tier <hosted|self|customer_tee> [--name <text>] [--policy-file <json>] [--end-user-subject <sub>]
-               [--customer-node <identity file>]        (self, customer_tee: seat this node of yours)
+               [--customer-node <identity file>] [--idempotency-key <key>]  (customer node: self, customer_tee;
+               the key makes running it again answer the same vault; without one, each run creates one)
   vault get <vaultId>
   vault wait <vaultId> [--state <state>] [--timeout <ms>]  (default state: active)
   vault reshare <vaultId> [--target-tier <tier>] [--customer-node <identity file>]
@@ -59,7 +60,8 @@ const USAGE = `usage: npm run cli -- <command>
   (--dry-run prints the canonical intent (hex, decoded), its SHA-256 (an end-user token's intent_sha256)
    and what will be signed, and sends nothing)
   tx get <txId>
-  tx wait <txId> [--state <state>] [--timeout <ms>]      (default state: final; exits 1 if it ends failed or rejected)
+  tx wait <txId> [--state <state>] [--timeout <ms>]      (default state: final, timeout: what the chain's finality takes;
+                                                         exits 1 if it ends failed or rejected; on a terminal, prints each state to stderr)
   tx list [--vault <vaultId>] [--wallet <walletId>] [--state <state>] [--limit <n>] [--cursor <c>] [--all]
   (a list prints one page {data, next_cursor, has_more}, oldest first, --limit 1 to 100 items (default 25);
    --cursor <next_cursor> prints the next page; --all prints every page's items as one last page)
@@ -183,6 +185,22 @@ function jsonFile(path: string, flag: string): unknown {
   } catch (err) {
     throw new UsageError(`${flag}: cannot read JSON from ${path}: ${(err as Error).message}`);
   }
+}
+
+/**
+ * On a terminal, a wait prints each state it sees to stderr as it changes (with the seconds since it
+ * began), so a long wait for finality is visibly alive; piped output stays the final JSON alone.
+ */
+function stateProgress(what: string): ((x: { state: string; confirmations?: number | null }) => void) | undefined {
+  if (!process.stderr.isTTY) return undefined;
+  const started = Date.now();
+  let last = '';
+  return (x) => {
+    const now = `${x.state}${x.confirmations !== undefined && x.confirmations !== null ? ` (${x.confirmations} confirmations)` : ''}`;
+    if (now === last) return;
+    last = now;
+    process.stderr.write(`${what} ${now} after ${Math.round((Date.now() - started) / 1000)} s\n`);
+  };
 }
 
 // The patterns POST /v1/nodes and the vault bodies validate with.
@@ -495,7 +513,7 @@ const COMMANDS: Record<string, Command> = {
   },
   'keys revoke': { args: ['keyId'], run: async (a, _o, c) => (await c()).revokeApiKey(a.keyId!) },
   'vault create': {
-    args: [], required: ['tier'], optional: ['name', 'policy-file', 'end-user-subject', 'customer-node'],
+    args: [], required: ['tier'], optional: ['name', 'policy-file', 'end-user-subject', 'customer-node', 'idempotency-key'],
     run: async (_a, o, c) => {
       const t = tier(o.tier, '--tier')!;
       return (await c()).createVault({
@@ -504,7 +522,7 @@ const COMMANDS: Record<string, Command> = {
         ...(o['policy-file'] !== undefined ? { policy: jsonFile(o['policy-file'], '--policy-file') as Policy } : {}),
         ...(o['end-user-subject'] !== undefined ? { end_user_subject: o['end-user-subject'] } : {}),
         ...customerNode(o['customer-node'], t, '--tier'),
-      });
+      }, o['idempotency-key'] !== undefined ? { idempotencyKey: o['idempotency-key'] } : {});
     },
   },
   'vault get': { args: ['vaultId'], run: async (a, _o, c) => (await c()).getVault(a.vaultId!) },
@@ -513,7 +531,7 @@ const COMMANDS: Record<string, Command> = {
     // A vault that ends `failed` ends the wait too, with exit status 1 (its `problem` says why).
     async run(a, o, c) {
       const want = o.state ?? 'active';
-      const v = await (await c()).waitForVault(a.vaultId!, (x: Vault) => x.state === want || x.state === 'failed', { timeoutMs: integer(o.timeout, '--timeout') ?? 120_000 });
+      const v = await (await c()).waitForVault(a.vaultId!, (x: Vault) => x.state === want || x.state === 'failed', { timeoutMs: integer(o.timeout, '--timeout') ?? 120_000, progress: stateProgress('vault') });
       if (v.state !== want) process.exitCode = 1;
       return v;
     },
@@ -625,7 +643,11 @@ const COMMANDS: Record<string, Command> = {
     args: ['txId'], optional: ['state', 'timeout'],
     async run(a, o, c) {
       const want = (o.state ?? 'final') as TransactionState;
-      const tx = await (await c()).waitForTransaction(a.txId!, [want], { timeoutMs: integer(o.timeout, '--timeout') ?? 120_000 });
+      const client = await c();
+      // Without --timeout, a wait for `final` allows for the chain's finality (finalityWaitMs).
+      let timeoutMs = integer(o.timeout, '--timeout');
+      if (timeoutMs === undefined) timeoutMs = want === 'final' ? (await import('./client.ts')).finalityWaitMs((await client.getTransaction(a.txId!)).chain) : 120_000;
+      const tx = await client.waitForTransaction(a.txId!, [want], { timeoutMs, progress: stateProgress('transaction') });
       if (tx.state !== want) process.exitCode = 1;
       return tx;
     },

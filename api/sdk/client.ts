@@ -24,9 +24,8 @@ import type { PolicyVersionView, PolicyView, VaultExportView } from '../../core/
 import { chainIntent, policyChangeBody } from './policy.ts';
 import { approveExport, exportRequestBody } from './key-export.ts';
 import { decodeExportRequest, type ExportRequest } from '../../core/export/export-request.ts';
-import { kindOfHttpStatus } from '../../core/errors/http-status.ts';
-import type { ErrorKind } from '../../core/errors/error-kinds.ts';
-import { codeOfHttpStatus, SdkError } from './sdk-error.ts';
+import { SdkError } from './sdk-error.ts';
+import { CustodyApiError, Transport, type RetryOptions } from './transport.ts';
 
 export type Vault = Static<typeof VaultSchema>;
 export type Wallet = Static<typeof WalletSchema>;
@@ -93,23 +92,21 @@ export interface CustodyClientOptions {
   /** 32-byte Ed25519 secret key of the API key. */
   secretKey: Uint8Array;
   fetch?: typeof fetch;
+  /** How long one attempt may take before it counts as unanswered (default 30 000 ms). */
+  timeoutMs?: number;
+  /** Retries of reads and replay-safe writes (docs/sdk.md "Timeouts and retries"); `{ attempts: 1 }` turns them off. */
+  retry?: RetryOptions;
 }
 
-/**
- * An error answer of the API: its HTTP status and stable code. The code is the server's string (a newer
- * server may send one this SDK does not know); an answer without one (a proxy's error page) gets the
- * spec's code for its status (`codeOfHttpStatus`). `kind` is read from the status through the API's table
- * (core/errors/http-status.ts), undefined where the status does not name one kind (502: aborted or
- * transport) or is not the table's.
- */
-export class CustodyApiError extends Error {
-  readonly kind: ErrorKind | undefined;
-  constructor(readonly status: number, readonly code: string, message: string) {
-    super(message);
-    this.name = 'CustodyApiError';
-    this.kind = kindOfHttpStatus(status);
-  }
+/** Per request: what makes a write safe to send again. */
+export interface RequestOptions {
+  /** Sent as Idempotency-Key: the API answers a repeat with the first answer, so the write may be retried. */
+  idempotencyKey?: string;
+  /** The write is safe to repeat by what it is (a single-use intent, an idempotent operation). */
+  replaySafe?: boolean;
 }
+
+export { CustodyApiError, type FieldError, type RetryOptions } from './transport.ts';
 
 /** A wait ran out (code `timeout`); `last` is the last value seen. */
 export class WaitTimeoutError extends SdkError {
@@ -134,9 +131,21 @@ function building<T>(build: () => T): T {
   }
 }
 
-export interface WaitOptions {
+export interface WaitOptions<T = unknown> {
   timeoutMs?: number;
   intervalMs?: number;
+  /** Sees every answer read while waiting (the CLI prints state changes on a terminal). */
+  progress?: (x: T) => void;
+}
+
+/**
+ * How long a wait for `final` on `chain` allows by default: two minutes for signing and broadcast, plus
+ * twice the time the chain usually takes to bury a transaction under its finality depth (about 28 minutes
+ * on Ethereum, 2.4 hours on Bitcoin, two minutes on npm start's anvil). Two minutes for a chain not known.
+ */
+export function finalityWaitMs(chain: string): number {
+  const net = evmNetwork(chain) ?? BITCOIN_NETWORKS.find((n) => n.chain === chain);
+  return 120_000 + (net ? 2 * (net.finalityDepth + 1) * net.blockTimeS * 1000 : 0);
 }
 
 export interface SendEvmParameters {
@@ -301,43 +310,29 @@ export interface PreparedTransaction {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class CustodyClient {
-  private readonly fetch: typeof fetch;
+  private readonly transport: Transport;
   // The default not_after chosen per idempotency key, so a retry (or evmIntent then sendEvm) builds the
   // same bytes and the API answers it as a replay rather than a conflict.
   private readonly notAfters = new Map<string, bigint>();
 
   constructor(private readonly o: CustodyClientOptions) {
-    this.fetch = o.fetch ?? fetch;
+    this.transport = new Transport({ baseUrl: o.baseUrl, ...(o.fetch ? { fetch: o.fetch } : {}), ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}), ...(o.retry ? { retry: o.retry } : {}) });
   }
 
   /**
-   * One signed request; throws CustodyApiError on an error answer, SdkError `network` when the API
-   * cannot be reached and `bad_response` when a success answer is not JSON.
+   * One signed request, signed afresh for each attempt; reads, and writes made safe to repeat by `opts`,
+   * are retried (docs/sdk.md "Timeouts and retries"). Throws CustodyApiError on an error answer (with its
+   * request id and rejected fields), SdkError `network` when the API cannot be reached or does not answer
+   * in time and `bad_response` when a success answer is not JSON.
    */
-  async request<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const url = this.o.baseUrl.replace(/\/$/, '') + path;
+  async request<T>(method: string, path: string, body?: unknown, opts: RequestOptions = {}): Promise<T> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    let res: Response;
-    let text: string;
-    try {
-      res = await this.fetch(url, { method, ...(payload !== undefined ? { body: payload } : {}), headers: signedHeaders({ keyId: this.o.keyId, secretKey: this.o.secretKey }, method, url, payload) });
-      text = await res.text();
-    } catch (err) {
-      const cause = (err as { cause?: { message?: string } })?.cause?.message;
-      throw new SdkError('network', `cannot reach the API at ${this.o.baseUrl}: ${cause ?? (err as Error)?.message ?? String(err)}`, { cause: err });
-    }
-    let json: unknown;
-    try {
-      json = text ? (JSON.parse(text) as unknown) : undefined;
-    } catch {
-      if (res.ok) throw new SdkError('bad_response', `${method} ${path}: the answer (HTTP ${res.status}) is not JSON: ${text.slice(0, 120)}`);
-      throw new CustodyApiError(res.status, codeOfHttpStatus(res.status), `HTTP ${res.status}: ${text.slice(0, 200)}`);
-    }
-    if (!res.ok) {
-      const e = (json ?? {}) as { error?: unknown; code?: unknown };
-      throw new CustodyApiError(res.status, typeof e.code === 'string' && e.code ? e.code : codeOfHttpStatus(res.status), typeof e.error === 'string' ? e.error : `HTTP ${res.status}`);
-    }
-    return json as T;
+    const url = this.transport.url(path);
+    const idem: Record<string, string> = opts.idempotencyKey !== undefined ? { 'idempotency-key': opts.idempotencyKey } : {};
+    return (await this.transport.send<T>({
+      method, path, payload, replaySafe: opts.replaySafe === true || opts.idempotencyKey !== undefined,
+      headers: () => ({ ...idem, ...signedHeaders({ keyId: this.o.keyId, secretKey: this.o.secretKey }, method, url, payload) }),
+    })).json;
   }
 
   // API keys.
@@ -356,7 +351,7 @@ export class CustodyClient {
   // Customer nodes (docs/self-node.md).
   /** Enrols the organization's own node with its identity (npm run node-identity); the same node and keys again answer it as it is. */
   enrolNode(body: Static<typeof EnrolNodeBody>): Promise<Node> {
-    return this.request('POST', '/v1/nodes', body);
+    return this.request('POST', '/v1/nodes', body, { replaySafe: true });
   }
 
   async listNodes(): Promise<Node[]> {
@@ -415,9 +410,14 @@ export class CustodyClient {
     return { committee: proposal.members.map((m) => m.node_id), ...(tier !== 'hosted' && customer ? { customer_node: customer } : {}) };
   }
 
-  /** Creates a vault, binding the committee it was shown (bindCommittee) in the signed body. */
-  async createVault(body: Static<typeof CreateVaultBody>): Promise<Vault> {
-    return this.request('POST', '/v1/vaults', { ...body, ...(await this.bindCommittee(body.tier, body)) });
+  /**
+   * Creates a vault, binding the committee it was shown (bindCommittee) in the signed body. It is sent
+   * under an Idempotency-Key (`idempotencyKey`, else a fresh one), so a retry after a lost answer gets the
+   * same vault, never a second one.
+   */
+  async createVault(body: Static<typeof CreateVaultBody>, opts: { idempotencyKey?: string } = {}): Promise<Vault> {
+    const bound = { ...body, ...(await this.bindCommittee(body.tier, body)) };
+    return this.request('POST', '/v1/vaults', bound, { idempotencyKey: opts.idempotencyKey ?? `vault-${crypto.randomUUID()}` });
   }
 
   getVault(vaultId: string): Promise<Vault> {
@@ -443,7 +443,7 @@ export class CustodyClient {
 
   /** Generates a failed vault's key afresh (202, back in `creating`); a vault already creating is answered as it is. */
   retryVault(vaultId: string): Promise<Vault> {
-    return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/retry`);
+    return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/retry`, undefined, { replaySafe: true });
   }
 
   /** Deletes a vault that never got a key (failed, or creating between attempts); a vault with a key answers 409. */
@@ -452,7 +452,8 @@ export class CustodyClient {
   }
 
   createWallet(vaultId: string, body: { chain: string; account_index?: number; address_type?: 'p2wpkh' | 'p2tr' }): Promise<Wallet> {
-    return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/wallets`, body);
+    // A wallet derived before is answered as it is (200): safe to repeat.
+    return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/wallets`, body, { replaySafe: true });
   }
 
   /** One page of a vault's wallets, oldest first. */
@@ -495,7 +496,7 @@ export class CustodyClient {
   }
 
   /** Polls the vault until `done` holds (default: active). */
-  waitForVault(vaultId: string, done: (v: Vault) => boolean = (v) => v.state === 'active', opts: WaitOptions = {}): Promise<Vault> {
+  waitForVault(vaultId: string, done: (v: Vault) => boolean = (v) => v.state === 'active', opts: WaitOptions<Vault> = {}): Promise<Vault> {
     return this.poll(`vault ${vaultId}`, () => this.getVault(vaultId), done, opts);
   }
 
@@ -507,7 +508,8 @@ export class CustodyClient {
    */
   async submitTransaction(body: Static<typeof SubmitBody>): Promise<Transaction> {
     try {
-      return await this.request<Transaction>('POST', '/v1/transactions', body);
+      // The intent is single-use: the same intent again is answered with its transaction.
+      return await this.request<Transaction>('POST', '/v1/transactions', body, { replaySafe: true });
     } catch (err) {
       if (!(err instanceof CustodyApiError) || err.code !== 'chain_link_required' || body.chain_link !== undefined || body.intent === undefined) throw err;
     }
@@ -516,7 +518,7 @@ export class CustodyClient {
       const head = (await this.getPolicy(vaultId)).chain;
       const { bytes } = chainIntent({ vaultId, intent: hexToBytes(body.intent), prev: head ? decodeChainLink(hexToBytes(head.link)) : undefined, apiSecretKey: this.o.secretKey });
       try {
-        return await this.request<Transaction>('POST', '/v1/transactions', { ...body, chain_link: bytesToHex(bytes) });
+        return await this.request<Transaction>('POST', '/v1/transactions', { ...body, chain_link: bytesToHex(bytes) }, { replaySafe: true });
       } catch (err) {
         if (attempt < 5 && err instanceof CustodyApiError && err.code === 'chain_conflict') continue;
         throw err;
@@ -529,7 +531,8 @@ export class CustodyClient {
   requestExport(vaultId: string, o: { recipientPublicKey: Uint8Array; requestId?: string; notBefore?: number }): Promise<VaultExport> {
     const requestId = o.requestId ?? `exp_${bytesToHex(crypto.getRandomValues(new Uint8Array(12)))}`;
     const body = exportRequestBody({ org: this.o.organization, vaultId, recipientKey: o.recipientPublicKey, requestId, notBefore: o.notBefore ?? 0 }, this.o.secretKey);
-    return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/exports`, body);
+    // The request id inside the signed request is its idempotency key.
+    return this.request('POST', `/v1/vaults/${encodeURIComponent(vaultId)}/exports`, body, { replaySafe: true });
   }
 
   getExport(vaultId: string, exportId: string): Promise<VaultExport> {
@@ -567,12 +570,8 @@ export class CustodyClient {
   }
 
   /** Collects until the export is sealed (enough shares to reconstruct) or the timeout; `progress` sees each answer. */
-  waitForExport(vaultId: string, exportId: string, opts: WaitOptions & { progress?: (e: VaultExport) => void } = {}): Promise<VaultExport> {
-    return this.poll(`export ${exportId}`, async () => {
-      const e = await this.collectExport(vaultId, exportId);
-      opts.progress?.(e);
-      return e;
-    }, (e) => e.state === 'sealed', { intervalMs: 1000, ...opts });
+  waitForExport(vaultId: string, exportId: string, opts: WaitOptions<VaultExport> = {}): Promise<VaultExport> {
+    return this.poll(`export ${exportId}`, () => this.collectExport(vaultId, exportId), (e) => e.state === 'sealed', { intervalMs: 1000, ...opts });
   }
 
   // Vault policies (docs/policies.md).
@@ -656,7 +655,7 @@ export class CustodyClient {
   }
 
   /** Polls until the transaction reaches one of `states` or ends (failed, rejected, final). */
-  waitForTransaction(txId: string, states: TransactionState[] = ['final'], opts: WaitOptions = {}): Promise<Transaction> {
+  waitForTransaction(txId: string, states: TransactionState[] = ['final'], opts: WaitOptions<Transaction> = {}): Promise<Transaction> {
     return this.poll(`transaction ${txId}`, () => this.getTransaction(txId), (t) => states.includes(t.state) || ['final', 'failed', 'rejected'].includes(t.state), opts);
   }
 
@@ -665,7 +664,7 @@ export class CustodyClient {
    * key answers the same nonce and not_after again.
    */
   prepareNonce(walletId: string, idempotencyKey: string, notAfter?: bigint): Promise<PreparedNonce> {
-    return this.request('POST', '/v1/transactions/prepare', { wallet_id: walletId, idempotency_key: idempotencyKey, ...(notAfter === undefined ? {} : { not_after: Number(notAfter) }) });
+    return this.request('POST', '/v1/transactions/prepare', { wallet_id: walletId, idempotency_key: idempotencyKey, ...(notAfter === undefined ? {} : { not_after: Number(notAfter) }) }, { replaySafe: true });
   }
 
   /**
@@ -857,11 +856,12 @@ export class CustodyClient {
     };
   }
 
-  private async poll<T>(what: string, get: () => Promise<T>, done: (x: T) => boolean, opts: WaitOptions): Promise<T> {
+  private async poll<T>(what: string, get: () => Promise<T>, done: (x: T) => boolean, opts: WaitOptions<T>): Promise<T> {
     const deadline = Date.now() + (opts.timeoutMs ?? 120_000);
     let last: T | undefined;
     for (;;) {
       last = await get();
+      opts.progress?.(last);
       if (done(last)) return last;
       if (Date.now() > deadline) throw new WaitTimeoutError(what, last);
       await sleep(opts.intervalMs ?? 250);

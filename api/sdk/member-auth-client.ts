@@ -4,9 +4,9 @@
 // X-Member-Session-Id on the session calls, and for a production key (svc_live_) the RFC 9421
 // signature of the POSTs (docs/request-signing.md). Server-side only: it holds the bearer key, and what
 // it returns (session ids, refresh credentials) must stay in the BFF store, never in a browser.
-import { CustodyApiError } from './client.ts';
+import { Transport } from './transport.ts';
 import { signedHeaders, type ApiCredentials } from './request-signer.ts';
-import { codeOfHttpStatus, SdkError } from './sdk-error.ts';
+import { SdkError } from './sdk-error.ts';
 import { BffError } from './bff-error.ts';
 import { passkeyAssertionBody, type AuthenticationResponseJson } from './member-credential.ts';
 import type { MemberContext, MemberSessionGrant } from '../../core/api-schemas/member-sessions.ts';
@@ -90,7 +90,7 @@ function assertServerSide(): void {
 }
 
 export class MemberAuthClient {
-  private readonly fetch: typeof fetch;
+  private readonly transport: Transport;
   private readonly base: string;
   /** How long one call may take: the BFF's store locks must outlast the calls made under them. */
   readonly timeoutMs: number;
@@ -105,8 +105,8 @@ export class MemberAuthClient {
     // Production changes are refused without the signature (401 signature_required): say so at start.
     if (key[1] === 'live' && !o.signing) throw new SdkError('invalid_config', 'a production (svc_live_) key signs its POSTs: pass `signing` with the key id and its Ed25519 secret key');
     this.base = o.baseUrl.replace(/\/$/, '');
-    this.fetch = o.fetch ?? fetch;
     this.timeoutMs = o.timeoutMs ?? 10_000;
+    this.transport = new Transport({ baseUrl: this.base, timeoutMs: this.timeoutMs, retry: { attempts: 1 }, ...(o.fetch ? { fetch: o.fetch } : {}) });
   }
 
   /**
@@ -124,28 +124,10 @@ export class MemberAuthClient {
       ...(payload !== undefined ? { 'content-type': 'application/json' } : {}),
       ...(method === 'POST' && this.o.signing ? signedHeaders(this.o.signing, method, url, payload) : {}),
     };
-    let res: Response;
-    let text: string;
-    try {
-      res = await this.fetch(url, { method, headers, signal: AbortSignal.timeout(this.timeoutMs), ...(payload !== undefined ? { body: payload } : {}) });
-      text = await res.text();
-    } catch (err) {
-      const cause = (err as { cause?: { message?: string } })?.cause?.message;
-      // The message names the operation only: a request carries secrets, none of which may be echoed.
-      throw new SdkError('network', `${method} ${path}: no answer from the API at ${this.base}: ${cause ?? (err as Error)?.message ?? String(err)}`, { cause: err });
-    }
-    let json: unknown;
-    try {
-      json = text ? (JSON.parse(text) as unknown) : undefined;
-    } catch {
-      if (res.ok) throw new SdkError('bad_response', `${method} ${path}: the answer (HTTP ${res.status}) is not JSON`);
-      throw new CustodyApiError(res.status, codeOfHttpStatus(res.status), `HTTP ${res.status}: ${text.slice(0, 200)}`);
-    }
-    if (!res.ok) {
-      const e = (json ?? {}) as { error?: unknown; code?: unknown };
-      throw new CustodyApiError(res.status, typeof e.code === 'string' && e.code ? e.code : codeOfHttpStatus(res.status), typeof e.error === 'string' ? e.error : `HTTP ${res.status}`);
-    }
-    return { json: json as T, headers: res.headers };
+    // One attempt per call: BffSessions retries the exchange under its lock, and a refresh sent twice
+    // spends its credential twice (the API then revokes the sign-in).
+    const r = await this.transport.send<T>({ method, path, payload, headers: () => headers, replaySafe: false });
+    return { json: r.json, headers: r.headers };
   }
 
   /** POST /v1/member-auth/proof/challenges: the nonce to send in the OpenID authentication request. */

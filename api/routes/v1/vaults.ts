@@ -20,6 +20,7 @@ import type { TenancyService } from '../../tenancy/tenancy-service.ts';
 import type { CustomerLinks } from '../../customers/customer-links.ts';
 import { WALLETS } from '../../vaults/collections.ts';
 import { signingReadiness } from '../../vaults/signing-readiness.ts';
+import { IdempotentRequests, idempotencyKeyOf } from '../../idempotency.ts';
 import type { CoordinatorShards } from '../../coordinator/coordinator-shards.ts';
 
 const vaultView = (v: VaultRecord, environment: 'sandbox' | 'production') => ({
@@ -35,7 +36,18 @@ export interface WalletBearer {
   links: CustomerLinks;
 }
 
-export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService; cursors: CursorCodec; bearer?: WalletBearer | undefined; coordinators?: CoordinatorShards | undefined }> = async (app, { vaults, cursors, bearer, coordinators }) => {
+export interface VaultRoutesOptions {
+  vaults: VaultService;
+  cursors: CursorCodec;
+  bearer?: WalletBearer | undefined;
+  coordinators?: CoordinatorShards | undefined;
+  clock?: (() => number) | undefined;
+  /** How long an Idempotency-Key's record answers (api/idempotency.ts). */
+  idempotencyWindowMs?: number | undefined;
+}
+
+export const vaultRoutes: FastifyPluginAsyncTypebox<VaultRoutesOptions> = async (app, { vaults, cursors, bearer, coordinators, clock, idempotencyWindowMs }) => {
+  const idempotent = new IdempotentRequests(vaults.store, clock, idempotencyWindowMs);
   app.get('/vaults', {
     schema: { summary: 'The organization\'s vaults, oldest first, filtered by state and tier', tags: ['vaults'], security: [{ httpSignature: [] }], querystring: ListVaultsQuery, response: { 200: VaultPage, 400: ErrorBody, 401: ErrorBody } },
   }, async (req) => {
@@ -58,12 +70,18 @@ export const vaultRoutes: FastifyPluginAsyncTypebox<{ vaults: VaultService; curs
   app.post('/vaults', {
     schema: {
       summary: 'Create a vault: answers 202 in creating while the nodes generate its key',
-      description: 'Key generation runs from a durable job; poll GET /v1/vaults/{vaultId} until active. `committee` and `customer_node`, from GET /v1/committees, bind the signer nodes (docs/vault-api.md "Vaults and wallets").',
+      description: 'Key generation runs from a durable job; poll GET /v1/vaults/{vaultId} until active. `committee` and `customer_node`, from GET /v1/committees, bind the signer nodes (docs/vault-api.md "Vaults and wallets"). '
+        + 'An `Idempotency-Key` makes a retry safe: the same key and body again answer the vault it created, as it is now (header `idempotent-replayed: true`); the same key with another body is 409 idempotency_key_reused.',
       tags: ['vaults'], security: [{ httpSignature: [] }],
       body: CreateVaultBody,
-      response: { 202: Vault, 400: ErrorBody, 401: ErrorBody, 429: ErrorBody },
+      response: { 202: Vault, 400: ErrorBody, 401: ErrorBody, 409: ErrorBody, 429: ErrorBody },
     },
-  }, async (req, reply) => reply.code(202).send(vaultView(await vaults.createVault(req.caller!.org, req.body, req.caller!.entry()), vaults.environment)));
+  }, async (req, reply) => {
+    const org = req.caller!.org;
+    // The record keeps the vault's id; a replay reads the vault as it is now.
+    const { id } = await idempotent.run(org, 'create_vault', idempotencyKeyOf(req), req.body, async () => ({ id: (await vaults.createVault(org, req.body, req.caller!.entry())).id }));
+    return reply.code(202).send(vaultView(await vaults.vault(org, id), vaults.environment));
+  });
 
   app.get('/vaults/:vaultId', { schema: { summary: 'Read a vault: its state, public key, policy, committee and whether it can sign now', tags: ['vaults'], security: [{ httpSignature: [] }], params: VaultId, response: { 200: Vault, 401: ErrorBody, 404: ErrorBody } } }, async (req) => {
     const v = await vaults.vault(req.caller!.org, req.params.vaultId);
