@@ -440,7 +440,7 @@ t.test('the Dockerfile builds three non-root targets with health checks', async 
   const text = readFileSync(dockerfile, 'utf8');
   const stages = [...text.matchAll(/^FROM (\S+) AS (\S+)$/gm)].map((m) => [m[2], m[1]]);
   t.same(Object.fromEntries(stages), { build: '${NODE_IMAGE}', runtime: '${NODE_IMAGE}', coordinator: 'runtime', node: 'runtime', api: 'runtime' });
-  t.match(text, /^ARG NODE_IMAGE=node:20\.\d+\.\d+-bookworm-slim$/m, 'the base image pinned by tag');
+  t.match(text, /^ARG NODE_IMAGE=node:22\.\d+\.\d+-bookworm-slim$/m, 'the base image pinned by tag, on the supported LTS line');
   t.match(text, /npm ci --ignore-scripts/, 'the lockfile, no install scripts');
   t.match(text, /npm run build/, 'generates proto/gen and compiles, as npm start does');
   t.match(text, /npm prune --omit=dev/, 'no dev dependencies in the image');

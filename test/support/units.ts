@@ -37,11 +37,21 @@ export function unitFiles(dir = testDir): string[] {
 /** Resolves once the root test has run every test queued so far. */
 const settled = (): Promise<void> => new Promise((resolve) => (t.idle ? resolve() : t.once('idle', () => resolve())));
 
-/** Runs shard `n` (1 to SHARDS): its files' tests, in path order, one file after the other, in this process. */
+/**
+ * Runs shard `n` (1 to SHARDS): its files' tests, in path order, one file after the other, in this process.
+ * With UNIT_TEST_NODE naming another Node.js binary (CI's supported LTS line, .ci/run), the shard runs in a
+ * process of that binary instead, with the same loaders, its TAP output a subtest of this one.
+ */
 export async function runUnitShard(n: number): Promise<void> {
   if (!Number.isInteger(n) || n < 1 || n > SHARDS) throw new RangeError(`no shard ${n} of ${SHARDS}`);
   // Several files' tests in one process: the time allowed is that of several files.
   t.setTimeout(900_000);
+  const other = process.env.UNIT_TEST_NODE;
+  if (other && process.env.UNIT_TEST_NODE_RUNNING !== '1') {
+    t.spawn(other, [...process.execArgv, process.argv[1]!], { env: { ...process.env, UNIT_TEST_NODE_RUNNING: '1', _TAPJS_PROCESSINFO_COVERAGE_: process.env.TAP_DISABLE_COVERAGE === '1' ? '0' : '1' } }, `shard ${n} under ${other}`);
+    return;
+  }
+  if (process.env.UNIT_TEST_NODE_RUNNING === '1') t.comment(`shard ${n} on Node.js ${process.version}`);
   for (const [i, file] of unitFiles().entries()) {
     if (i % SHARDS !== n - 1) continue;
     await import(pathToFileURL(file).href);
