@@ -234,7 +234,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // operationIds, descriptions, examples, named error body, headers and webhooks (docs/api-reference.md).
     transformObject: (d) => ('openapiObject' in d ? completeDocument(d.openapiObject as unknown as OpenApiDocument) as unknown as typeof d.openapiObject : d.swaggerObject),
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // The filter box narrows the page to one area by its tag: some 340 operations are too many to scroll.
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { filter: true } });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   const coordinators = CoordinatorShards.of(opts.coordinator);
   await app.register(healthRoutes, { coordinators, store });

@@ -1,0 +1,92 @@
+// The API reference page at /docs (docs/api-reference.md), as an integrator sees it: headless Chromium
+// opens the page the API serves (the vault API and the platform API in one app), scrolls through it and
+// finds every operation of every area (tag) of the OpenAPI document under its area; then it opens an
+// operation by its link and finds the body's example from the document shown.
+import t from 'tap';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { chromium } from 'playwright-core';
+import { buildApp } from '../../api/app.ts';
+import { loadApiConfig } from '../../api/config.ts';
+import { createLogger } from '../../common/logger.ts';
+import { RecordStore } from '../../api/store/record-store.ts';
+import { VaultService } from '../../api/vaults/vault-service.ts';
+import { TransactionService } from '../../api/transactions/transaction-service.ts';
+import { createPlatform } from '../../api/platform.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
+
+interface Op { summary?: string; tags?: string[]; operationId?: string; requestBody?: { content?: Record<string, { example?: unknown }> } }
+interface Doc { tags: { name: string }[]; paths: Record<string, Record<string, Op>> }
+
+t.test('/docs shows every area with its operations, and an operation\'s example', async (t) => {
+  if (!existsSync(CHROMIUM)) return t.fail(`${CHROMIUM} is missing: run node deploy/test/ensure-chromium.mjs (npm test does)`);
+  const dir = mkdtempSync(join(tmpdir(), 'docs-page-'));
+  const store = await RecordStore.open(dir);
+  const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 1, vaultsPerOrg: 1 } });
+  const app = await buildApp({
+    config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api-test', 'silent'),
+    vaults, transactions: new TransactionService({ vaults, hasBackend: () => true }), platform: await createPlatform(store, { objectDir: join(dir, 'objects') }),
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  t.teardown(async () => {
+    await app.close();
+    await store.close();
+  });
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const doc = (await (await fetch(`${base}/openapi.json`)).json()) as Doc;
+  const byTag = new Map<string, { method: string; path: string; op: Op }[]>();
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      if (!METHODS.includes(method)) continue;
+      for (const tag of op.tags ?? []) byTag.set(tag, [...(byTag.get(tag) ?? []), { method, path, op }]);
+    }
+  }
+  t.ok(doc.tags.length >= 20, `${doc.tags.length} areas`);
+
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  t.teardown(() => browser.close());
+  const page = await browser.newPage();
+  await page.goto(`${base}/docs`);
+  await page.waitForSelector('.opblock', { timeout: 60_000 });
+
+  // The page renders a window of its long list (a virtual list): scroll through it all, noting every
+  // operation block shown (its id is operations-<area>-<operationId>).
+  const idOf = (tag: string, operationId: string) => `operations-${tag.replace(/\s/g, '_')}-${operationId}`;
+  const seen = new Set<string>();
+  for (let step = 0, lastY = -1; step < 500; step++) {
+    for (const id of await page.$$eval('.opblock', (blocks) => blocks.map((b) => b.id))) seen.add(id);
+    const y = await page.evaluate(() => {
+      const w = globalThis as unknown as { scrollBy(x: number, y: number): void; innerHeight: number; scrollY: number };
+      w.scrollBy(0, Math.floor(w.innerHeight * 0.6));
+      return w.scrollY;
+    });
+    if (y === lastY) break;
+    lastY = y;
+    await page.waitForTimeout(50);
+  }
+  const missing: string[] = [];
+  for (const [tag, ops] of byTag) {
+    for (const { method, path, op } of ops) if (!op.operationId || !seen.has(idOf(tag, op.operationId))) missing.push(`${tag}: ${method.toUpperCase()} ${path}`);
+  }
+  t.same(missing, [], `every operation of every area is on the page under its area (${seen.size} blocks)`);
+
+  // An operation's link (a deep link, loaded afresh) opens it, with its body's example.
+  for (const [tag, path, method] of [['payments', '/v1/payments', 'post']] as const) {
+    const op = doc.paths[path]?.[method];
+    if (!op?.operationId) {
+      t.fail(`${method.toUpperCase()} ${path} is not in the document`);
+      continue;
+    }
+    await page.goto('about:blank');
+    await page.goto(`${base}/docs#/${encodeURIComponent(tag)}/${op.operationId}`);
+    const block = page.locator(`[id="${idOf(tag, op.operationId)}"]`);
+    await block.locator('.opblock-body').waitFor({ timeout: 60_000 });
+    const text = (await block.textContent()) ?? '';
+    const example = op.requestBody?.content?.['application/json']?.example as Record<string, unknown> | undefined;
+    t.ok(example && Object.keys(example).every((k) => text.includes(`"${k}"`)), `${tag}: ${method.toUpperCase()} ${path} opened shows its example body (${Object.keys(example ?? {}).join(', ')})`);
+  }
+});
