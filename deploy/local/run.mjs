@@ -12,7 +12,9 @@ if (!entry || !entry.endsWith('.ts')) {
   console.error('usage: node deploy/local/run.mjs <entry>.ts [arguments]');
   process.exit(2);
 }
-const built = join(dist, entry.replace(/\.ts$/, '.js'));
+// The command-line client runs from its one-file bundle (bundle-cli.mjs) when the build made one.
+const bundle = entry === 'api/sdk/cli.ts' ? join(dist, 'cli.mjs') : undefined;
+const built = bundle && existsSync(bundle) ? bundle : join(dist, entry.replace(/\.ts$/, '.js'));
 const fromDist = existsSync(built) && buildIsFresh();
 const file = fromDist ? built : join(root, entry);
 // The entry reads its arguments from process.argv.slice(2), as when started directly.
