@@ -47,8 +47,10 @@ export function staticCredentials(c: AwsCredentials): AwsCredentialProvider {
  */
 export function defaultCredentialChain(o: { clock?: () => number } = {}): AwsCredentialProvider {
   const chain = fromNodeProviderChain();
+  // This cache decides when to fetch; forceRefresh makes the chain fetch then (it would otherwise hand back
+  // the credentials it holds while refreshing them in the background).
   return cachedCredentials(async () => {
-    const c = await chain();
+    const c = await chain({ forceRefresh: true });
     return { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey, ...(c.sessionToken ? { sessionToken: c.sessionToken } : {}), ...(c.expiration ? { expiration: c.expiration } : {}) };
   }, o);
 }
