@@ -107,12 +107,18 @@ export function loadApiConfig(env?: Record<string, string | undefined>): ApiConf
     const missing = pairs.filter(([, v]) => !v).map(([k]) => k);
     if (missing.length) throw new ConfigError([`${what} needs ${missing.join(', ')}`]);
   };
+  // Static keys, when set, take precedence; without them the AWS SDK's standard credential chain applies.
+  const bothOrNeither = (a: string, av: unknown, b: string, bv: unknown) => {
+    if (!av !== !bv) throw new ConfigError([`${av ? a : b} is set without ${av ? b : a}: set both (static keys) or neither (the AWS credential chain)`]);
+  };
   if (c.objectStore === 's3') {
-    need('API_OBJECT_STORE=s3', [['API_S3_ENDPOINT', c.s3Endpoint], ['API_S3_BUCKET', c.s3Bucket], ['API_S3_REGION', c.s3Region], ['API_S3_ACCESS_KEY_ID', c.s3AccessKeyId], ['API_S3_SECRET_ACCESS_KEY', c.s3SecretAccessKey]]);
+    need('API_OBJECT_STORE=s3', [['API_S3_ENDPOINT', c.s3Endpoint], ['API_S3_BUCKET', c.s3Bucket], ['API_S3_REGION', c.s3Region]]);
+    bothOrNeither('API_S3_ACCESS_KEY_ID', c.s3AccessKeyId, 'API_S3_SECRET_ACCESS_KEY', c.s3SecretAccessKey);
     plaintextOnLoopback('API_S3_ENDPOINT', c.s3Endpoint!);
   }
   if (c.emailProvider === 'ses') {
-    need('API_EMAIL_PROVIDER=ses', [['API_SES_REGION', c.sesRegion], ['API_SES_ACCESS_KEY_ID', c.sesAccessKeyId], ['API_SES_SECRET_ACCESS_KEY', c.sesSecretAccessKey]]);
+    need('API_EMAIL_PROVIDER=ses', [['API_SES_REGION', c.sesRegion]]);
+    bothOrNeither('API_SES_ACCESS_KEY_ID', c.sesAccessKeyId, 'API_SES_SECRET_ACCESS_KEY', c.sesSecretAccessKey);
     if (c.sesEndpoint) plaintextOnLoopback('API_SES_ENDPOINT', c.sesEndpoint);
   }
   try {

@@ -40,7 +40,12 @@ export class NobleSha256 implements Checksum {
   }
 }
 
-export function sigv4Signer(service: string, region: string, credentials: AwsCredentials): SignatureV4 {
+/**
+ * A signer for `service` in `region`. `credentials` are static keys or a provider the signer asks on every
+ * request (cache it: see common/aws-credentials.ts). With a session token the signer sends
+ * X-Amz-Security-Token, as a signed header or, in a presigned URL, as a signed query parameter.
+ */
+export function sigv4Signer(service: string, region: string, credentials: AwsCredentials | (() => Promise<AwsCredentials>)): SignatureV4 {
   // S3 signs the path as sent (no second URI-encoding); other services encode it again.
   return new SignatureV4({ service, region, credentials, sha256: NobleSha256, uriEscapePath: service !== 's3', applyChecksum: service === 's3' });
 }

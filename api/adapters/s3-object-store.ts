@@ -4,6 +4,7 @@
 // with header-signed GET and HEAD requests. Works with AWS S3 and S3-compatible servers.
 import type { SignatureV4 } from '@smithy/signature-v4';
 import { presignUrl, signHeaders, sigv4Signer, type AwsCredentials } from './aws-sigv4.ts';
+import type { AwsCredentialProvider } from '../../common/aws-credentials.ts';
 import { OBJECT_KEY, ObjectStoreError, type ObjectStore, type UploadGrant } from './object-store.ts';
 
 export interface S3ObjectStoreOptions {
@@ -11,7 +12,8 @@ export interface S3ObjectStoreOptions {
   endpoint: string;
   bucket: string;
   region: string;
-  credentials: AwsCredentials;
+  /** Static keys, or a (cached) provider such as the standard chain: common/aws-credentials.ts. */
+  credentials: AwsCredentials | AwsCredentialProvider;
   /** `https://host/bucket/key` (true) or `https://bucket.host/key` (false). */
   pathStyle?: boolean;
   clock?: () => number;

@@ -5,12 +5,14 @@
 // DeleteEmailIdentity removes it. Requests are JSON, signed with SigV4 (service `ses`).
 import type { SignatureV4 } from '@smithy/signature-v4';
 import { signHeaders, sigv4Signer, type AwsCredentials } from './aws-sigv4.ts';
+import type { AwsCredentialProvider } from '../../common/aws-credentials.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { ProviderError, type DnsRecord, type DomainStatus, type EmailDomainProvider } from '../branding/email-domains.ts';
 
 export interface SesProviderOptions {
   region: string;
-  credentials: AwsCredentials;
+  /** Static keys, or a (cached) provider such as the standard chain: common/aws-credentials.ts. */
+  credentials: AwsCredentials | AwsCredentialProvider;
   /** Origin of the SES v2 API; default https://email.<region>.amazonaws.com. */
   endpoint?: string;
   clock?: () => number;

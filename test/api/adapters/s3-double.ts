@@ -8,7 +8,7 @@ import { verifySigV4, type VerifyResult } from './sigv4-verifier.ts';
 
 export interface S3Log { method: string; key: string; form?: 'query' | 'header'; status: number; code?: string }
 
-export async function s3Double(t: Test, o: { bucket: string; region: string; keys: Record<string, string>; clock: () => number }) {
+export async function s3Double(t: Test, o: { bucket: string; region: string; keys: Record<string, string>; sessionTokens?: Record<string, string>; clock: () => number }) {
   const objects = new Map<string, { bytes: Buffer; contentType: string; etag: string }>();
   const log: S3Log[] = [];
   let lastFailure: VerifyResult | undefined;
@@ -23,7 +23,7 @@ export async function s3Double(t: Test, o: { bucket: string; region: string; key
       const xml = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message><Key>${key}</Key><RequestId>0</RequestId></Error>`;
       res.writeHead(status, { 'content-type': 'application/xml' }).end(method === 'HEAD' ? undefined : xml);
     };
-    const v = verifySigV4({ method, rawUrl, headers: req.headers, body }, { service: 's3', region: o.region, keys: o.keys, nowMs: o.clock(), doubleEncodePath: false });
+    const v = verifySigV4({ method, rawUrl, headers: req.headers, body }, { service: 's3', region: o.region, keys: o.keys, ...(o.sessionTokens ? { sessionTokens: o.sessionTokens } : {}), nowMs: o.clock(), doubleEncodePath: false });
     if (!v.ok) {
       lastFailure = v;
       return error(v.status, v.code, v.message);

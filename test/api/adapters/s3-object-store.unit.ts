@@ -127,7 +127,7 @@ t.test('configuration: API_OBJECT_STORE=s3 needs its settings; plain http only o
   try {
     loadApiConfig({ API_OBJECT_STORE: 's3', API_S3_SECRET_ACCESS_KEY: 'very-secret-value' });
   } catch (err) {
-    t.match((err as Error).message, /API_S3_ENDPOINT, API_S3_BUCKET, API_S3_REGION, API_S3_ACCESS_KEY_ID/);
+    t.match((err as Error).message, /API_S3_ENDPOINT, API_S3_BUCKET, API_S3_REGION$/);
     t.notMatch((err as Error).message, /very-secret-value/);
   }
   t.throws(() => loadApiConfig(s3Env('http://s3.example.com')), /plain http is allowed on loopback only/);

@@ -19,7 +19,7 @@ t.test('configuration: API_EMAIL_PROVIDER=ses needs region and keys; the secret 
     loadApiConfig({ API_EMAIL_PROVIDER: 'ses', API_SES_SECRET_ACCESS_KEY: 'very-secret-value' });
     t.fail('should refuse');
   } catch (err) {
-    t.match((err as Error).message, /API_EMAIL_PROVIDER=ses needs API_SES_REGION, API_SES_ACCESS_KEY_ID/);
+    t.match((err as Error).message, /API_EMAIL_PROVIDER=ses needs API_SES_REGION$/);
     t.notMatch((err as Error).message, /very-secret-value/);
   }
   t.throws(() => loadApiConfig(sesEnv('http://email.example.com')), /plain http is allowed on loopback only/);

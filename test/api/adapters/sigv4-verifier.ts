@@ -21,6 +21,8 @@ export interface VerifyOptions {
   region: string;
   /** Access key id to secret key. */
   keys: Record<string, string>;
+  /** Access key id to the session token its temporary credentials must be sent with (X-Amz-Security-Token, signed). */
+  sessionTokens?: Record<string, string>;
   nowMs: number;
   /** S3 signs the path as sent; other services encode each segment once more. */
   doubleEncodePath: boolean;
@@ -118,6 +120,14 @@ export function verifySigV4(req: SignedRequest, o: VerifyOptions): VerifyResult 
   }
   const signedHeaders = signedHeadersStr!.split(';');
   if (!signedHeaders.includes('host')) return fail(403, 'AccessDenied', 'There were headers present in the request which were not signed: host');
+  // Temporary credentials: the token travels as X-Amz-Security-Token, a signed header or (presigned) a query
+  // parameter, which the canonical query string below covers.
+  const token = form === 'query' ? qget('X-Amz-Security-Token') : header(req.headers, 'x-amz-security-token');
+  const wanted = o.sessionTokens?.[accessKeyId];
+  if (wanted !== undefined || token !== undefined) {
+    if (token === undefined || wanted === undefined || token !== wanted) return fail(403, 'InvalidToken', 'The provided token is malformed or otherwise invalid.');
+    if (form === 'header' && !signedHeaders.includes('x-amz-security-token')) return fail(403, 'AccessDenied', 'There were headers present in the request which were not signed: x-amz-security-token');
+  }
   const qNoSig = query.filter(([k]) => k !== 'X-Amz-Signature');
   const creq = canonicalRequest(req.method, path, qNoSig, req.headers, signedHeaders, payloadHash, o.doubleEncodePath);
   const scope = `${date}/${region}/${service}/aws4_request`;
