@@ -40,7 +40,7 @@ export interface Platform {
 
 export async function createPlatform(store: RecordRepository, opts: { emailProvider?: EmailDomainProvider; objectDir?: string; objectStore?: ObjectStore; clock?: () => number; webhookTimeoutMs?: number; schedule?: number[]; concurrency?: number;
   /** API_WEBHOOK_ALLOWED_DESTINATIONS: destinations allowed besides https to public addresses; none by default. */
-  webhookAllowedDestinations?: readonly string[]; webhookLookup?: HostLookup;
+  webhookAllowedDestinations?: readonly string[]; webhookSelfAddresses?: readonly string[]; webhookLookup?: HostLookup;
   /** Each delivery attempt's outcome, for the metrics (api/metrics/webhook-metrics.ts). */
   onDeliveryOutcome?: (outcome: DeliveryOutcome) => void;
   /** Uniform in [0, 1) for the retry jitter (Math.random by default). */
@@ -58,7 +58,7 @@ export async function createPlatform(store: RecordRepository, opts: { emailProvi
   const cursors = new CursorCodec(keys.cursorKey);
   const audit = new AuditLog(store, clock);
   const endpoints = new WebhookEndpoints({ store, cursors, audit, signingSeed: keys.webhookSeed, clock, idempotencyWindowMs, ...(opts.webhookTimeoutMs ? { timeoutMs: opts.webhookTimeoutMs } : {}),
-    destinations: DestinationPolicy.fromAllowList(opts.webhookAllowedDestinations ?? []), ...(opts.webhookLookup ? { lookup: opts.webhookLookup } : {}) });
+    destinations: DestinationPolicy.fromAllowList(opts.webhookAllowedDestinations ?? []).withSelf(opts.webhookSelfAddresses ?? []), ...(opts.webhookLookup ? { lookup: opts.webhookLookup } : {}) });
   const deliveries = new DeliveryEngine({ store, endpoints, cursors, clock, ...(opts.schedule ? { schedule: opts.schedule } : {}), ...(opts.concurrency ? { concurrency: opts.concurrency } : {}), ...(opts.onDeliveryOutcome ? { onOutcome: opts.onDeliveryOutcome } : {}), ...(opts.webhookRandom ? { random: opts.webhookRandom } : {}) });
   // Rows queued by an earlier version (one global queue) move to their endpoints' queues; idempotent.
   await deliveries.migrate();

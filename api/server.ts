@@ -23,6 +23,7 @@ import { webhookDeliveryMetrics } from './metrics/webhook-metrics.ts';
 import { MemberAuthRetention } from './member-auth/member-auth-retention.ts';
 import { pruneQuotes } from './payments/payment-quotes.ts';
 import { pruneIdempotency } from './idempotency.ts';
+import { serviceAddresses } from './webhooks/service-addresses.ts';
 
 await runMain('api', async () => {
   const config = loadApiConfig();
@@ -54,7 +55,7 @@ await runMain('api', async () => {
   const emailProvider = emailProviderFromConfig(config);
   const objectStore = objectStoreFromConfig(config);
   const metrics = createMetricsRegistry();
-  const platform = await createPlatform(store, { objectDir: join(config.dataDir, 'objects'), ...(emailProvider ? { emailProvider } : {}), ...(objectStore ? { objectStore } : {}), webhookAllowedDestinations: config.webhookAllowedDestinations, onDeliveryOutcome: webhookDeliveryMetrics(metrics), idempotencyWindowMs: config.idempotencyWindowS * 1000 });
+  const platform = await createPlatform(store, { objectDir: join(config.dataDir, 'objects'), ...(emailProvider ? { emailProvider } : {}), ...(objectStore ? { objectStore } : {}), webhookAllowedDestinations: config.webhookAllowedDestinations, webhookSelfAddresses: serviceAddresses(config), onDeliveryOutcome: webhookDeliveryMetrics(metrics), idempotencyWindowMs: config.idempotencyWindowS * 1000 });
   if (config.webhookAllowedDestinations.length) log.warn({ allowed: config.webhookAllowedDestinations }, 'webhooks may reach these non-public or plain-http destinations (API_WEBHOOK_ALLOWED_DESTINATIONS)');
   const app = await buildApp({ config, logger: log, coordinator, vaults, transactions, platform, chains, metrics });
   const address = await app.listen({ host: config.host, port: config.port });

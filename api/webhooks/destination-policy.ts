@@ -94,11 +94,54 @@ function inRange(a: Address, [base, bits]: [Address, number]): boolean {
   return a.kind() === base.kind() && a.match(base, bits);
 }
 
+/** One of the service's own addresses: a name or an address, and its port. */
+interface SelfEntry { host: string; address: Address | undefined; port: number }
+
+const SELF_REFUSAL = 'url must not point to this service (the API, its coordinator or its operator API)';
+
+/** Reads `host:port`, `[v6]:port` or an origin (`https://api.example.com`) into a self entry. */
+function parseSelf(raw: string): SelfEntry {
+  const text = raw.trim();
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
+    const u = new URL(text);
+    const host = normalizeHostname(u.hostname);
+    return { host, address: parseAddress(host), port: portOf(u) };
+  }
+  const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(text);
+  if (!m) throw new Error(`not host:port or an origin: ${text}`);
+  const host = normalizeHostname(m[1]!);
+  return { host, address: parseAddress(host), port: Number(m[2]) };
+}
+
+/** Does `a` reach the listener `e` (a wildcard or localhost listener is reached on loopback)? */
+function reachesSelf(e: SelfEntry, a: Address): boolean {
+  const local = a.range() === 'loopback' || a.range() === 'unspecified';
+  if (e.address) return e.address.range() === 'unspecified' ? local : unmapped(e.address).toString() === a.toString();
+  return isLocalhostName(e.host) && local;
+}
+
 export class DestinationPolicy {
   /** No allow-list: https to public addresses only (production). */
   static readonly STRICT = new DestinationPolicy([]);
 
-  private constructor(private readonly entries: readonly Entry[]) {}
+  private constructor(private readonly entries: readonly Entry[], private readonly self: readonly SelfEntry[] = []) {}
+
+  /**
+   * The same policy that also refuses the service's own addresses (`host:port` or origins: the API's
+   * listen address and public URL, the coordinator, the operator API), whatever the allow-list admits.
+   */
+  withSelf(addresses: readonly string[]): DestinationPolicy {
+    return new DestinationPolicy(this.entries, [...this.self, ...addresses.filter((x) => x.trim()).map(parseSelf)]);
+  }
+
+  /** Is `dest` (by name and port, or by the address it resolved to and port) one of the service's own? */
+  isSelf(dest: Destination, address?: string): boolean {
+    const name = normalizeHostname(dest.hostname);
+    if (address === undefined && isLocalhostName(name)) return this.isSelf(dest, '127.0.0.1') || this.isSelf(dest, '::1');
+    const parsed = parseAddress(address ?? name);
+    const a = parsed ? unmapped(parsed) : undefined;
+    return this.self.some((e) => e.port === dest.port && (e.host === name || (a !== undefined && reachesSelf(e, a))));
+  }
 
   /**
    * The policy for an allow-list setting: entries are IP addresses (`127.0.0.1`, `::1`), CIDR ranges
@@ -137,6 +180,7 @@ export class DestinationPolicy {
     const parsed = parseAddress(address);
     if (!parsed) return false;
     const a = unmapped(parsed);
+    if (this.isSelf(dest, a.toString())) return false;
     if (this.listed(dest, a)) return true;
     return dest.protocol === 'https:' && isPublicAddress(a);
   }
@@ -155,6 +199,7 @@ export class DestinationPolicy {
     }
     if (u.protocol !== 'https:' && u.protocol !== 'http:') return 'url must use https';
     const dest: Destination = { protocol: u.protocol, hostname: normalizeHostname(u.hostname), port: portOf(u) };
+    if (this.isSelf(dest)) return SELF_REFUSAL;
     const literal = parseAddress(dest.hostname);
     if (literal) {
       if (this.allowsAddress(dest, dest.hostname)) return null;

@@ -1,5 +1,6 @@
 // Shared setup for platform-API tests: a real store (LevelDB, or PostgreSQL: test/support/test-store.ts), the app through inject, and a tenant with
 // keys of several roles.
+import { PNG } from 'pngjs';
 import type { Test } from 'tap';
 import { join } from 'node:path';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
@@ -65,4 +66,11 @@ export async function confirmAndServeLogo(t: Test, s: Awaited<ReturnType<typeof 
   t.equal(served.statusCode, 200);
   t.equal(served.headers['content-type'], contentType);
   t.same(served.rawPayload, bytes, what);
+}
+
+/** A real, decodable 4x4 PNG (uploads are refused unless their header declares a size). */
+export function tinyPng(): Buffer {
+  const p = new PNG({ width: 4, height: 4 });
+  p.data.fill(0x80);
+  return PNG.sync.write(p);
 }

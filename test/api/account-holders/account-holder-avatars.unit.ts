@@ -2,9 +2,9 @@
 // object store: upload URL, the direct PUT, confirmation by magic bytes, the 5-minute presigned GET and
 // removal; another tenant's holder is 404, a key without the permission 403 before the body is read.
 import t from 'tap';
-import { setupPlatform } from '../setup-platform.ts';
+import { setupPlatform, tinyPng } from '../setup-platform.ts';
 
-const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(64, 1)]);
+const png = tinyPng();
 const notImage = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>'.padEnd(80, ' '));
 
 t.test('avatar: upload URL, PUT, confirm by magic bytes, presigned GET, delete; refusals change nothing', async (t) => {

@@ -1,7 +1,7 @@
 // Branding: every theme validation rule, table-driven; resolution over the platform default; permissions;
 // audit entries; the public bundle always 200 and rate-limited per client IP.
 import t from 'tap';
-import { confirmAndServeLogo, setupPlatform } from '../setup-platform.ts';
+import { confirmAndServeLogo, setupPlatform, tinyPng } from '../setup-platform.ts';
 import { PLATFORM_DEFAULT, PUBLIC_FIELDS } from '../../../api/branding/branding-service.ts';
 
 const rejected: [string, unknown][] = [
@@ -82,7 +82,7 @@ t.test('public bundle: tenant theme for a valid claim, the default for any bad c
 t.test('logo flow: upload target, direct PUT to the signed URL, confirmation checks magic bytes', async (t) => {
   let now = Date.parse('2026-03-01T00:00:00Z');
   const s = await setupPlatform(t, { clock: () => now });
-  const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(64, 1)]);
+  const png = tinyPng();
   const target = async (ct = 'image/png', len = png.length) => s.call('POST', '/v1/branding/logo/upload-url', { content_type: ct, content_length: len });
   t.equal((await target('image/svg+xml')).statusCode, 400, 'only the four image types');
   t.equal((await target('image/png', 5 * 1024 * 1024 + 1)).statusCode, 400, 'at most 5 MB');

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { setupPlatform } from '../setup-platform.ts';
+import { setupPlatform, tinyPng } from '../setup-platform.ts';
 import { signedHeaders } from '../../../api/sdk/request-signer.ts';
 import { PLATFORM_DEFAULT } from '../../../api/branding/branding-service.ts';
 import type { DnsRecord, EmailDomainProvider } from '../../../api/branding/email-domains.ts';
@@ -84,7 +84,7 @@ t.test('branding: a sandbox key never changes what production reads or serves; e
   await s.platform.branding.setLogo({ tenant: s.tenant.id, workspace: s.production.id }, actor, 'logos/prod', '/v1/objects/logos/prod');
   t.equal((await s.call('DELETE', '/v1/branding/logo')).statusCode, 200);
   t.equal((await prod('GET', '/v1/branding')).json().resolved.logo_url, '/v1/objects/logos/prod', 'sandbox logo removal leaves production');
-  const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(32, 1)]);
+  const png = tinyPng();
   const target = (await prod('POST', '/v1/branding/logo/upload-url', { content_type: 'image/png', content_length: png.length })).json();
   const url = new URL(target.upload_url);
   t.equal((await s.app.inject({ method: 'PUT', url: url.pathname + url.search, payload: png, headers: { 'content-type': 'image/png' } })).statusCode, 204);
