@@ -14,11 +14,13 @@ import { signingKey, verifySigV4 } from './sigv4-verifier.ts';
 import { s3Double } from './s3-double.ts';
 import { confirmAndServeLogo, setupPlatform } from '../setup-platform.ts';
 import { bytesToHex } from '@noble/hashes/utils.js';
+import { tinyPng } from '../setup-platform.ts';
 
 const V = JSON.parse(readFileSync(join(import.meta.dirname, 'aws-sigv4-vectors.json'), 'utf8'));
 const creds = V.credentials as { accessKeyId: string; secretAccessKey: string };
 const keys = { [creds.accessKeyId]: creds.secretAccessKey };
-const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(200, 7)]);
+// A real image: confirmation reads its header's size.
+const PNG = tinyPng();
 
 t.test('AWS SigV4 examples: the signer and the double\'s verifier reproduce them byte for byte', async (t) => {
   const signer = sigv4Signer('s3', V.region, creds);
