@@ -96,7 +96,7 @@ export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<MemberAuthConfigR
 
   app.get('/tenant/member-auth/allowed-origins', {
     config: { permission: 'member_auth.read' },
-    schema: { summary: 'The workspace\'s allowed member-auth origins, a page at a time', tags: TAGS, security: READ, querystring: Type.Object(PageQuery), response: { 200: Page(Origin), ...errors } },
+    schema: { summary: 'The workspace\'s allowed member-auth origins, a page at a time', tags: TAGS, security: READ, querystring: Type.Object(PageQuery, { additionalProperties: false }), response: { 200: Page(Origin), ...errors } },
   }, async (req) => cfg.listOrigins(workspaceOf(req), req.query.cursor, req.query.limit ?? DEFAULT_LIMIT));
 
   app.post('/tenant/member-auth/allowed-origins', {
@@ -124,7 +124,7 @@ export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<MemberAuthConfigR
 
   app.get('/tenant/member-auth/redirect-urls', {
     config: { permission: 'member_auth.read' },
-    schema: { summary: 'The workspace\'s registered member-auth redirect URLs, a page at a time', tags: TAGS, security: READ, querystring: Type.Object(PageQuery), response: { 200: Page(RedirectUrl), ...errors } },
+    schema: { summary: 'The workspace\'s registered member-auth redirect URLs, a page at a time', tags: TAGS, security: READ, querystring: Type.Object(PageQuery, { additionalProperties: false }), response: { 200: Page(RedirectUrl), ...errors } },
   }, async (req) => cfg.listRedirectUrls(workspaceOf(req), req.query.cursor, req.query.limit ?? DEFAULT_LIMIT));
 
   app.post('/tenant/member-auth/redirect-urls', {
@@ -173,7 +173,7 @@ export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<MemberAuthConfigR
 
   app.get('/tenant/member-auth/applications', {
     config: { permission: 'member_auth.read' },
-    schema: { summary: 'The workspace\'s member-auth applications (BYO OIDC and Hosted), with their publishable keys', tags: TAGS, security: READ, querystring: Type.Object(PageQuery), response: { 200: Page(Application), ...errors } },
+    schema: { summary: 'The workspace\'s member-auth applications (BYO OIDC and Hosted), with their publishable keys', tags: TAGS, security: READ, querystring: Type.Object(PageQuery, { additionalProperties: false }), response: { 200: Page(Application), ...errors } },
   }, async (req) => cfg.listApplications(workspaceOf(req), req.query.cursor, req.query.limit ?? DEFAULT_LIMIT));
 
   app.post('/tenant/member-auth/applications/hosted', {
@@ -225,7 +225,7 @@ export const memberAuthConfigRoutes: FastifyPluginAsyncTypebox<MemberAuthConfigR
     schema: {
       summary: 'The members (bindings) of the BYO OIDC application, a page at a time',
       description: 'One per provider identity (issuer, subject) in the application\'s pinned namespace, made at its first accepted proof; oldest first.',
-      tags: TAGS, security: READ, params: IdParam, querystring: Type.Object(PageQuery), response: { 200: Page(Binding), ...errors },
+      tags: TAGS, security: READ, params: IdParam, querystring: Type.Object(PageQuery, { additionalProperties: false }), response: { 200: Page(Binding), ...errors },
     },
   }, async (req) => bindings.list(await byoApp(req, req.params.id), platform.cursors, req.query.cursor, req.query.limit ?? DEFAULT_LIMIT));
 

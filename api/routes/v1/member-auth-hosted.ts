@@ -152,7 +152,7 @@ export const memberAuthHostedRoutes: FastifyPluginAsyncTypebox<MemberAuthHostedR
 
   app.get('/tenant/member-auth/applications/:id/members', {
     config: { permission: 'member_auth.read' },
-    schema: { summary: 'The hosted members of a Hosted application, a page at a time', tags: TAGS, security: READ, params: IdParam, querystring: Type.Object(PageQuery), response: { 200: Page(Member), ...errors } },
+    schema: { summary: 'The hosted members of a Hosted application, a page at a time', tags: TAGS, security: READ, params: IdParam, querystring: Type.Object(PageQuery, { additionalProperties: false }), response: { 200: Page(Member), ...errors } },
   }, async (req) => members.list(await hostedApp(req, req.params.id), req.query.cursor, req.query.limit ?? DEFAULT_LIMIT));
 
   app.post('/tenant/member-auth/applications/:id/members', {

@@ -118,7 +118,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<TenantRouteOptions> = async
     schema: {
       summary: 'The workspace\'s bearer keys, active and revoked, oldest first: never a secret', tags: TAGS, security: read,
       description: 'The key\'s own workspace\'s keys, a page at a time. A key\'s token is shown once when the operator makes it and is stored only as a hash; nothing here is secret. Keys are made and revoked by the operator (docs/platform/tenancy.md "Workspace tokens").',
-      querystring: Type.Object(PageQuery), response: { 200: Page(WorkspaceToken), ...errors },
+      querystring: Type.Object(PageQuery, { additionalProperties: false }), response: { 200: Page(WorkspaceToken), ...errors },
     },
   }, async (req) => {
     const scope = scopeOf(req);

@@ -30,7 +30,7 @@ export const webhookDeliveryRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
 
   app.get('/webhook-deliveries', {
     config: { permission: 'webhook.read' },
-    schema: { summary: 'Webhook deliveries, a page at a time, filtered by status and endpoint', tags: ['webhooks'], security: [{ bearer: [] }], querystring: Type.Object({ ...PageQuery, status: Type.Optional(Status), endpoint_id: Type.Optional(Type.String({ maxLength: 64 })) }), response: { 200: Page(Delivery), ...errors } },
+    schema: { summary: 'Webhook deliveries, a page at a time, filtered by status and endpoint', tags: ['webhooks'], security: [{ bearer: [] }], querystring: Type.Object({ ...PageQuery, status: Type.Optional(Status), endpoint_id: Type.Optional(Type.String({ maxLength: 64 })) }, { additionalProperties: false }), response: { 200: Page(Delivery), ...errors } },
   }, async (req) => {
     const page = await engine.list(scopeOf(req), { status: req.query.status, endpoint_id: req.query.endpoint_id }, req.query.cursor, req.query.limit ?? DEFAULT_LIMIT);
     return { ...page, data: page.data.map((d) => view(d, false)) };

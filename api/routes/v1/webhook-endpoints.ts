@@ -41,7 +41,7 @@ export const webhookEndpointRoutes: FastifyPluginAsyncTypebox<{ platform: Platfo
 
   app.get('/webhook-endpoints', {
     config: { permission: 'webhook.read' },
-    schema: { summary: 'The workspace\'s webhook endpoints, a page at a time (never a secret)', tags: ['webhooks'], security: [{ bearer: [] }], querystring: Type.Object(PageQuery), response: { 200: Page(Endpoint), ...errors } },
+    schema: { summary: 'The workspace\'s webhook endpoints, a page at a time (never a secret)', tags: ['webhooks'], security: [{ bearer: [] }], querystring: Type.Object(PageQuery, { additionalProperties: false }), response: { 200: Page(Endpoint), ...errors } },
   }, async (req) => ep.list(scopeOf(req), req.query.cursor, req.query.limit ?? DEFAULT_LIMIT));
 
   app.post('/webhook-endpoints', {
