@@ -7,7 +7,7 @@ import type { RecordRepository } from '../store/record-repository.ts';
 import type { Actor, AuditLog } from '../tenancy/audit-log.ts';
 import type { Scope } from '../tenancy/scope.ts';
 import { productionWorkspaceOf } from '../tenancy/environments.ts';
-import { FieldValidationError, type FieldError } from '../validation.ts';
+import { FieldValidationError, SchemaValidationError, type FieldError } from '../validation.ts';
 import { BRANDING } from './collections.ts';
 import { isInvisibleOnly } from '../text-input.ts';
 
@@ -112,22 +112,39 @@ export type Surface = (typeof SURFACES)[number];
 export const isSurface = (s: string): s is Surface => (SURFACES as readonly string[]).includes(s);
 
 /**
+ * The rejected fields of a branding body, in the two kinds of docs/platform/errors.md: `schema` (an
+ * unknown field or surface, a wrong JSON type: 400 invalid_request) and `rules` (the theme's rules: 422
+ * validation_failed). A body with any of the first kind is refused as such, before its rules are told.
+ */
+interface Rejections { schema: FieldError[]; rules: FieldError[] }
+
+function throwRejections(r: Rejections): void {
+  if (r.schema.length) throw new SchemaValidationError(r.schema);
+  if (r.rules.length) throw new FieldValidationError(r.rules);
+}
+
+/**
  * Checks a theme patch, adding every rejected field (after `prefix`) to `errors`; returns the patch as
  * it is stored (links normalized). Field names are looked up as own properties only, so `constructor`,
  * `toString` or `__proto__` are unknown fields like any other.
  */
-function checkThemePatch(patch: Record<string, unknown>, prefix: string, errors: FieldError[]): Record<string, unknown> {
+function checkThemePatch(patch: Record<string, unknown>, prefix: string, errors: Rejections): Record<string, unknown> {
   const out: [string, unknown][] = [];
-  const reject = (field: string, reason: string) => errors.push({ field, reason });
+  const reject = (field: string, reason: string) => errors.rules.push({ field, reason });
+  const schema = (field: string, reason: string) => errors.schema.push({ field, reason });
   for (const [name, v] of Object.entries(patch)) {
     const rule = Object.hasOwn(THEME_FIELDS, name) ? THEME_FIELDS[name] : undefined;
     const field = `${prefix}${name}`;
     if (!rule) {
-      reject(field, 'not an editable theme field');
+      schema(field, 'not an editable theme field');
       continue;
     }
     if (v === null) {
       out.push([name, null]);
+      continue;
+    }
+    if (rule.kind === 'copy' ? typeof v !== 'object' || Array.isArray(v) : typeof v !== 'string') {
+      schema(field, rule.kind === 'copy' ? 'must be an object with singular, plural, possessive' : 'must be text');
       continue;
     }
     switch (rule.kind) {
@@ -161,16 +178,20 @@ function checkThemePatch(patch: Record<string, unknown>, prefix: string, errors:
           break;
         }
         const o = v as Record<string, unknown>;
-        const before = errors.length;
+        const before = errors.schema.length + errors.rules.length;
         for (const k of Object.keys(o)) {
           if (!['singular', 'plural', 'possessive'].includes(k)) {
-            reject(`${field}.${k}`, 'only singular, plural and possessive');
+            schema(`${field}.${k}`, 'only singular, plural and possessive');
             continue;
           }
-          const problem = typeof o[k] === 'string' ? freeTextProblem(o[k], 60) : 'must be text';
+          if (typeof o[k] !== 'string') {
+            schema(`${field}.${k}`, 'must be text');
+            continue;
+          }
+          const problem = freeTextProblem(o[k], 60);
           if (problem) reject(`${field}.${k}`, problem);
         }
-        if (errors.length === before) out.push([name, Object.fromEntries(Object.entries(o).map(([k, x]) => [k, (x as string).normalize('NFC')]))]);
+        if (errors.schema.length + errors.rules.length === before) out.push([name, Object.fromEntries(Object.entries(o).map(([k, x]) => [k, (x as string).normalize('NFC')]))]);
         break;
       }
     }
@@ -178,38 +199,39 @@ function checkThemePatch(patch: Record<string, unknown>, prefix: string, errors:
   return Object.fromEntries(out);
 }
 
-/** Validates a theme patch; throws validation_failed naming every rejected field. Returns it as stored. */
+/** Validates a theme patch; throws invalid_request, else validation_failed, naming every rejected field. Returns it as stored. */
 export function validateThemePatch(patch: Record<string, unknown>, prefix = ''): Record<string, unknown> {
-  const errors: FieldError[] = [];
+  const errors: Rejections = { schema: [], rules: [] };
   const out = checkThemePatch(patch, prefix, errors);
-  if (errors.length) throw new FieldValidationError(errors);
+  throwRejections(errors);
   return out;
 }
 
 /**
  * Validates a PUT /branding body: tenant-wide theme fields, plus `surfaces` mapping a surface to a patch
  * of the same fields under the same rules (or to null, which drops all of that surface's overrides).
- * Every rejected field, tenant-wide or in any surface, is named in the one validation_failed; the result
- * is the body as stored (links normalized).
+ * Every rejected field, tenant-wide or in any surface, is named in the one refusal: invalid_request for
+ * unknown fields and surfaces and wrong JSON types, else validation_failed for the theme's rules; the
+ * result is the body as stored (links normalized).
  */
 export function validateBrandingPatch(body: Record<string, unknown>): { theme: Record<string, unknown>; surfaces: Partial<Record<Surface, Record<string, unknown> | null>> } {
-  const errors: FieldError[] = [];
+  const errors: Rejections = { schema: [], rules: [] };
   const { surfaces, ...rawTheme } = body;
   const theme = checkThemePatch(rawTheme, '', errors);
   const out: Partial<Record<Surface, Record<string, unknown> | null>> = {};
   if (surfaces !== undefined) {
     if (surfaces === null || typeof surfaces !== 'object' || Array.isArray(surfaces)) {
-      errors.push({ field: 'surfaces', reason: `must be an object keyed by surface (${SURFACES.join(', ')})` });
+      errors.schema.push({ field: 'surfaces', reason: `must be an object keyed by surface (${SURFACES.join(', ')})` });
     } else {
       for (const [name, p] of Object.entries(surfaces as Record<string, unknown>)) {
-        if (!isSurface(name)) errors.push({ field: `surfaces.${name}`, reason: `not a surface; one of ${SURFACES.join(', ')}` });
+        if (!isSurface(name)) errors.schema.push({ field: `surfaces.${name}`, reason: `not a surface; one of ${SURFACES.join(', ')}` });
         else if (p === null) out[name] = null;
-        else if (typeof p !== 'object' || Array.isArray(p)) errors.push({ field: `surfaces.${name}`, reason: 'must be an object of theme fields, or null' });
+        else if (typeof p !== 'object' || Array.isArray(p)) errors.schema.push({ field: `surfaces.${name}`, reason: 'must be an object of theme fields, or null' });
         else out[name] = checkThemePatch(p as Record<string, unknown>, `surfaces.${name}.`, errors);
       }
     }
   }
-  if (errors.length) throw new FieldValidationError(errors);
+  throwRejections(errors);
   return { theme, surfaces: out };
 }
 

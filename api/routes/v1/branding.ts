@@ -47,7 +47,7 @@ export const brandingRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; pub
 
   app.get('/public/branding', {
     config: { public: true },
-    schema: { summary: 'The public branding bundle for a claim token, rate-limited per address', tags: ['branding'], security: [], querystring: Type.Object({ claim_token: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description: 'the capability; anything but one valid token (none, an unknown, expired or repeated one) answers the platform default' })), surface: Type.Optional(SurfaceName) }), response: { 200: Loose, 400: ErrorBody, 429: ErrorBody } },
+    schema: { summary: 'The public branding bundle for a claim token, rate-limited per address', tags: ['branding'], security: [], querystring: Type.Object({ claim_token: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description: 'the capability; anything but one valid token (none, an unknown, expired or repeated one) answers the platform default' })), surface: Type.Optional(SurfaceName) }, { additionalProperties: false }), response: { 200: Loose, 400: ErrorBody, 429: ErrorBody } },
   }, async (req) => {
     if (!limiter.allow(req.ip)) throw new CustodyError('rate_limited', 'too many requests from this address; try again in a minute');
     // The spec: this read always answers 200. A repeated claim_token is no one token: the platform default.

@@ -1,7 +1,7 @@
 // Branding input (docs/platform/branding.md): free text refuses line breaks in every Unicode form, control
 // characters (C0, DEL, C1), bidirectional overrides and lone surrogates; lengths are counted in code
 // points; terms_url and privacy_url are plain https links, parsed by the WHATWG URL parser and stored
-// normalized; every rejected field is named in one 422; Idempotency-Key on PUT /branding replays the
+// normalized; every rejected field is named in one refusal (400 for unknown fields and wrong types, else 422); Idempotency-Key on PUT /branding replays the
 // same body and refuses another with 409 idempotency_key_reused.
 import t, { type Test } from 'tap';
 import { setupPlatform } from '../setup-platform.ts';
@@ -89,7 +89,7 @@ t.test('terms_url and privacy_url: plain https links only, stored normalized', a
         t.match(r.json().fields, [{ field, reason: new RegExp(reason) }], `${JSON.stringify(url).slice(0, 40)}: ${reason}`);
       }
     }
-    t.equal((await s.call('PUT', '/v1/branding', { terms_url: 42 })).statusCode, 422, 'a number is not a URL');
+    t.equal((await s.call('PUT', '/v1/branding', { terms_url: 42 })).statusCode, 400, 'a number is not a URL: a wrong JSON type, 400');
   });
   const normalized: [string, string][] = [
     ['https://acme.example/terms', 'https://acme.example/terms'],
@@ -108,23 +108,32 @@ t.test('terms_url and privacy_url: plain https links only, stored normalized', a
   }
 });
 
-t.test('every rejected field is named in one 422: message and fields, tenant-wide and per surface', async (t) => {
+t.test('every rejected field is named in one refusal: 400 for unknown fields and wrong types first, then 422 for the theme rules', async (t) => {
   const s = await setupPlatform(t);
-  await unchanged(t, s, async () => {
-    const r = await s.call('PUT', '/v1/branding', {
-      brand_name: 'Acme\nCorp', primary_color: 'red', terms_url: 'http://acme.example/terms', legal_name: 'Fine Holdings', logo_url: 'https://x.example/l.png', toString: 'x',
-      copy_overrides: { singular: 'a<b', plural: 'ok', extra: 'x' },
-      surfaces: { email: { from_email: 'not-an-address', footer_text: 'a\u2028b', app_title: 'Fine' }, web: {}, hosted_auth: 'x' },
-    });
-    t.equal(r.statusCode, 422);
-    t.equal(r.json().code, 'validation_failed');
-    const want = ['brand_name', 'primary_color', 'terms_url', 'logo_url', 'toString', 'copy_overrides.singular', 'copy_overrides.extra', 'surfaces.email.from_email', 'surfaces.email.footer_text', 'surfaces.web', 'surfaces.hosted_auth'];
-    t.same(r.json().fields.map((f: { field: string }) => f.field).sort(), [...want].sort(), 'all eleven, and only them');
+  const rules = {
+    brand_name: 'Acme\nCorp', primary_color: 'red', terms_url: 'http://acme.example/terms', legal_name: 'Fine Holdings',
+    copy_overrides: { singular: 'a<b', plural: 'ok' },
+    surfaces: { email: { from_email: 'not-an-address', footer_text: 'a\u2028b', app_title: 'Fine' } },
+  };
+  const check = (r: Awaited<ReturnType<Setup['call']>>, status: number, code: string, want: string[], what: string) => {
+    t.equal(r.statusCode, status, what);
+    t.equal(r.json().code, code, what);
+    t.same(r.json().fields.map((f: { field: string }) => f.field).sort(), [...want].sort(), `${what}: all of them, and only them`);
     for (const f of r.json().fields as { field: string; reason: string }[]) {
       t.ok(f.reason.length > 0, `${f.field}: ${f.reason}`);
       t.ok(r.json().error.includes(`${f.field}: ${f.reason}`), `the message carries ${f.field} too`);
     }
     t.same(Object.keys(r.json()).sort(), ['code', 'error', 'fields']);
+  };
+  await unchanged(t, s, async () => {
+    const mixed = await s.call('PUT', '/v1/branding', {
+      ...rules, logo_url: 'https://x.example/l.png', toString: 'x', app_title: 7,
+      copy_overrides: { ...rules.copy_overrides, extra: 'x' },
+      surfaces: { ...rules.surfaces, web: {}, hosted_auth: 'x' },
+    });
+    check(mixed, 400, 'invalid_request', ['logo_url', 'toString', 'app_title', 'copy_overrides.extra', 'surfaces.web', 'surfaces.hosted_auth'], 'unknown fields and wrong types');
+    check(await s.call('PUT', '/v1/branding', rules), 422, 'validation_failed',
+      ['brand_name', 'primary_color', 'terms_url', 'copy_overrides.singular', 'surfaces.email.from_email', 'surfaces.email.footer_text'], 'the theme rules');
   });
 });
 

@@ -43,23 +43,27 @@ t.test('resolution order surface → tenant → platform default', async (t) => 
   }
 });
 
+// The theme's rules (422 validation_failed), then what is not the theme's shape at all (400 invalid_request).
 const rejected: [string, unknown][] = [
-  ['primary_color', 'red'], ['primary_color', '#FFF'], ['primary_color', '#FFFFFFFF'], ['accent_color_dark', '#GGGGGG'], ['email_bg_color', 123],
+  ['primary_color', 'red'], ['primary_color', '#FFF'], ['primary_color', '#FFFFFFFF'], ['accent_color_dark', '#GGGGGG'],
   ['brand_name', 'x'.repeat(121)], ['legal_name', 'x'.repeat(161)], ['brand_name', 'Line\nbreak'], ['app_title', 'a <b> c'], ['footer_text', 'x\r'],
-  ['copy_overrides', { singular: 'm<' }], ['copy_overrides', { other: 'x' }], ['terms_url', 'http://example.com/terms'], ['privacy_url', 'javascript:alert(1)'],
-  ['from_email', 'no-at-sign'], ['support_email', 'a@b'], ['display_term_preset', 'partner'], ['logo_url', 'https://example.com/logo.png'], ['unknown_field', 'x'],
+  ['copy_overrides', { singular: 'm<' }], ['terms_url', 'http://example.com/terms'], ['privacy_url', 'javascript:alert(1)'],
+  ['from_email', 'no-at-sign'], ['support_email', 'a@b'], ['display_term_preset', 'partner'],
+];
+const malformed: [string, unknown][] = [
+  ['email_bg_color', 123], ['copy_overrides', { other: 'x' }], ['copy_overrides', 'x'], ['logo_url', 'https://example.com/logo.png'], ['unknown_field', 'x'], ['constructor', 'x'],
 ];
 
-t.test('every theme rule applies to every surface: 422 validation_failed naming the field, nothing written', async (t) => {
+t.test('every theme rule applies to every surface: 422 validation_failed naming the field (400 invalid_request for an unknown field or a wrong type), nothing written', async (t) => {
   const s = await setupPlatform(t);
   await s.call('PUT', '/v1/branding', { brand_name: 'Acme', surfaces: { email: { brand_name: 'Acme Mail' } } });
   const before = (await s.call('GET', '/v1/branding')).json();
   const auditBefore = (await s.platform.audit.list(s.sandbox.id)).length;
   for (const surface of SURFACES) {
-    for (const [field, value] of rejected) {
+    for (const [field, value, status, code] of [...rejected.map(([f, v]) => [f, v, 422, 'validation_failed'] as const), ...malformed.map(([f, v]) => [f, v, 400, 'invalid_request'] as const)]) {
       const r = await s.call('PUT', '/v1/branding', { brand_name: 'Changed', surfaces: { [surface]: { app_title: 'Fine', [field]: value } } });
-      t.equal(r.statusCode, 422, `${surface}.${field}=${JSON.stringify(value).slice(0, 30)}`);
-      t.same(r.json(), { error: r.json().error, code: 'validation_failed', fields: r.json().fields });
+      t.equal(r.statusCode, status, `${surface}.${field}=${JSON.stringify(value).slice(0, 30)}`);
+      t.same(r.json(), { error: r.json().error, code, fields: r.json().fields });
       t.match(r.json().error, `surfaces.${surface}.${field}`);
       t.ok(r.json().fields.every((f: { field: string }) => f.field.startsWith(`surfaces.${surface}.${field}`)), 'the one rejected field is listed');
     }
@@ -70,8 +74,8 @@ t.test('every theme rule applies to every surface: 422 validation_failed naming 
   ];
   for (const [surfaces, named] of shapes) {
     const r = await s.call('PUT', '/v1/branding', { brand_name: 'Changed', surfaces });
-    t.equal(r.statusCode, 422, JSON.stringify(surfaces));
-    t.equal(r.json().code, 'validation_failed');
+    t.equal(r.statusCode, 400, JSON.stringify(surfaces));
+    t.equal(r.json().code, 'invalid_request');
     t.match(r.json().error, named);
   }
   t.same((await s.call('GET', '/v1/branding')).json(), before, 'nothing changed');

@@ -5,25 +5,29 @@ import { confirmAndServeLogo, setupPlatform, tinyPng } from '../setup-platform.t
 import { PLATFORM_DEFAULT, PUBLIC_FIELDS } from '../../../api/branding/branding-service.ts';
 
 const rejected: [string, unknown][] = [
-  ['primary_color', 'red'], ['primary_color', '#FFF'], ['primary_color', '#FFFFFFFF'], ['primary_color', 'FFFFFF'], ['accent_color_dark', '#GGGGGG'], ['email_bg_color', 123],
+  ['primary_color', 'red'], ['primary_color', '#FFF'], ['primary_color', '#FFFFFFFF'], ['primary_color', 'FFFFFF'], ['accent_color_dark', '#GGGGGG'],
   ['brand_name', 'x'.repeat(121)], ['legal_name', 'x'.repeat(161)], ['brand_name', 'Line\nbreak'], ['app_title', 'a <b> c'], ['footer_text', 'x\r'], ['subject_override', '>'],
-  ['copy_overrides', { singular: 'm<' }], ['copy_overrides', { other: 'x' }], ['copy_overrides', 'text'],
+  ['copy_overrides', { singular: 'm<' }],
   ['terms_url', 'http://example.com/terms'], ['privacy_url', 'javascript:alert(1)'], ['privacy_url', 'not a url'],
   ['from_email', 'no-at-sign'], ['support_email', 'a@b'], ['reply_to_email', 'x y@example.com'],
-  ['display_term_preset', 'partner'], ['logo_url', 'https://example.com/logo.png'], ['unknown_field', 'x'],
+  ['display_term_preset', 'partner'],
+];
+// Not the theme's shape: an unknown field, or a wrong JSON type (docs/platform/errors.md: 400 invalid_request).
+const malformed: [string, unknown][] = [
+  ['email_bg_color', 123], ['copy_overrides', { other: 'x' }], ['copy_overrides', 'text'], ['logo_url', 'https://example.com/logo.png'], ['unknown_field', 'x'],
 ];
 const accepted: [string, unknown][] = [
   ['primary_color', '#A1b2C3'], ['primary_color_dark', null], ['brand_name', 'x'.repeat(120)], ['legal_name', 'Acme Holdings, Inc.'], ['terms_url', 'https://acme.example/terms'],
   ['from_email', 'hello@acme.example'], ['display_term_preset', 'client'], ['copy_overrides', { singular: 'patron', plural: 'patrons', possessive: "patron's" }], ['intro_override', 'Welcome back'],
 ];
 
-t.test('theme validation: each rule refuses with 422 validation_failed and changes nothing', async (t) => {
+t.test('theme validation: each rule refuses with 422 validation_failed, an unknown field or wrong type with 400 invalid_request, and changes nothing', async (t) => {
   const s = await setupPlatform(t);
   const before = (await s.call('GET', '/v1/branding')).json();
-  for (const [field, value] of rejected) {
+  for (const [field, value, status, code] of [...rejected.map(([f, v]) => [f, v, 422, 'validation_failed'] as const), ...malformed.map(([f, v]) => [f, v, 400, 'invalid_request'] as const)]) {
     const r = await s.call('PUT', '/v1/branding', { brand_name: 'Fine', [field]: value });
-    t.equal(r.statusCode, 422, `${field}=${JSON.stringify(value).slice(0, 30)}`);
-    t.same(r.json(), { error: r.json().error, code: 'validation_failed', fields: r.json().fields });
+    t.equal(r.statusCode, status, `${field}=${JSON.stringify(value).slice(0, 30)}`);
+    t.same(r.json(), { error: r.json().error, code, fields: r.json().fields });
     t.match(r.json().error, field.split('.')[0]!);
   }
   t.same((await s.call('GET', '/v1/branding')).json(), before, 'nothing changed');
@@ -109,4 +113,17 @@ t.test('logo flow: upload target, direct PUT to the signed URL, confirmation che
   now += 16 * 60_000;
   t.equal((await put(new URL(late.upload_url).pathname + new URL(late.upload_url).search, png)).statusCode, 403, 'expired URL refused');
   t.equal((await s.call('GET', '/v1/branding')).json().resolved.logo_url, `/v1/objects/${tg.object_key}`, 'the good logo stays');
+});
+
+t.test('the public bundle: an unknown query parameter is 400 invalid_request naming it, like an unknown surface; the bundle is unchanged', async (t) => {
+  const s = await setupPlatform(t);
+  const get = (q: string) => s.app.inject({ method: 'GET', url: `/v1/public/branding?${q}` });
+  const bundle = (await get('surface=email')).json();
+  for (const [q, field] of [['colour=red', 'colour'], ['surface=email&colour=red', 'colour'], ['surface=web', 'surface']] as const) {
+    const r = await get(q);
+    t.equal(r.statusCode, 400, q);
+    t.equal(r.json().code, 'invalid_request', q);
+    t.same(r.json().fields.map((f: { field: string }) => f.field), [field], `${q}: names ${field}`);
+  }
+  t.same((await get('surface=email')).json(), bundle, 'the bundle itself still answers 200, unchanged');
 });
