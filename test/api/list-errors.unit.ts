@@ -2,9 +2,12 @@
 // each GET with `cursor`/`limit` in the OpenAPI document answers a forged, truncated or other list's cursor
 // with 400 invalid_cursor, and `limit` that is not plain decimal or is out of range, or an unknown query
 // parameter, with 400 invalid_request naming the field; a valid first page still answers 200. The lists
-// are read from the app's own document, so a new list is covered without being named here.
+// are read from the app's own document, so a new list is covered without being named here. The vault
+// API's lists (signed requests) get the same checks; their walks with real cursors are in test/api/vault/.
 import t from 'tap';
 import { setupPlatform } from './setup-platform.ts';
+import { vaultApp } from './vault/vault-app.ts';
+import { refusesBadLimits } from './vault/list-walk.ts';
 
 interface Param { name: string; in: string; required?: boolean }
 
@@ -58,5 +61,24 @@ t.test('every list answers bad cursors and limits as errors.md says, and its fir
       if (field && !path.includes('/self/')) t.ok((r.json().fields ?? []).some((f: { field: string }) => f.field === field), `${path}?${q.slice(0, 20)}: names ${field}`);
     }
     if (first) t.same((await s.call('GET', url)).json(), first.json(), `${path}: nothing changed`);
+  }
+});
+
+t.test('every vault API list answers bad limits, an unknown parameter and a made-up cursor as errors.md says', async (t) => {
+  const v = await vaultApp(t);
+  const doc = (await v.app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, { get?: { parameters?: Param[] } }> };
+  const lists = Object.keys(doc.paths).filter((path) => (doc.paths[path]!.get?.parameters ?? []).some((p) => p.in === 'query' && p.name === 'cursor'));
+  t.ok(lists.includes('/v1/vaults'), `the vault API's lists are in its document (${lists.join(', ')})`);
+  for (const path of lists.filter((p) => !p.includes('{'))) {
+    const first = await v.call('GET', path);
+    t.equal(first.statusCode, 200, `${path}: the first page`);
+    t.same(Object.keys(first.json()).sort(), ['data', 'has_more', 'next_cursor'], `${path}: the pagination envelope`);
+    await refusesBadLimits(t, v.call, path);
+    for (const [q, code] of [['colour=1', 'invalid_request'], ['cursor=not-a-cursor', 'invalid_cursor'], ['cursor=c1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', 'invalid_cursor']] as const) {
+      const r = await v.call('GET', `${path}?${q}`);
+      t.equal(r.statusCode, 400, `${path}?${q.slice(0, 30)}`);
+      t.equal(r.json().code, code, `${path}?${q.slice(0, 30)}: ${code}`);
+    }
+    t.same((await v.call('GET', path)).json(), first.json(), `${path}: nothing changed`);
   }
 });
