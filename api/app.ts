@@ -91,6 +91,7 @@ import type { Chains } from './transactions/transaction-worker.ts';
 import type { Registry } from 'prom-client';
 import { installHttpMetrics } from './metrics/http-metrics.ts';
 import { registerQueueMetrics } from './metrics/queue-metrics.ts';
+import { requestTraceId } from './request-trace-id.ts';
 
 export interface AppOptions {
   config: ApiConfig;
@@ -133,6 +134,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: opts.logger as FastifyBaseLogger,
     bodyLimit: opts.config.bodyLimitBytes,
+    // req.id, the logs' reqId and x-request-id are the request's trace id (api/request-trace-id.ts).
+    genReqId: requestTraceId,
     // Errors Fastify or Node's parser raise before a route runs, in the one error model (api/framework-errors.ts).
     // Path parameters may be as long as a request line is: an over-long id reaches its route, which
     // authenticates first and then finds no such record.
