@@ -33,11 +33,6 @@ const PENDING: Record<string, string> = {
   'transaction.confirmed': 'the transaction worker and a chain (multi-process or anvil)',
   'transaction.final': 'the transaction worker and a chain (multi-process or anvil)',
   'transaction.failed': 'the transaction worker and a chain (multi-process or anvil)',
-  'payment_request.created': 'payment requests harness not wired into this test yet',
-  'payment_request.approved': 'payment requests harness not wired into this test yet',
-  'payment_request.declined': 'payment requests harness not wired into this test yet',
-  'payment_request.cancelled': 'payment requests harness not wired into this test yet',
-  'payment_request.reminded': 'payment requests harness not wired into this test yet',
   'escrow.released': 'escrow contracts need a chain (anvil)',
   'escrow.cancelled': 'escrow harness not wired into this test yet',
   'funding_request.completed': 'funding rail harness not wired into this test yet',
@@ -99,6 +94,9 @@ t.test('every catalog event is emitted through the API and received, signed, at 
     const payee = await lapsedPayee();
     return ok(s.bearer('POST', '/v1/payments', { source_wallet_id: m.ada.wallet.id, destination: { account_holder_id: payee.id }, amount: '1000000', asset: ASSET, accept_review: true }, s.acme.owner, { 'idempotency-key': `rv-${++n}` }), 201);
   };
+  /** A pending request from Bob to Ada (the payer with a balance and a member). */
+  const request = () => ok(s.bearer('POST', '/v1/payment-requests', { requester_account_holder_id: m.bob.id, payer_account_holder_id: m.ada.id, amount: '2500000', asset: ASSET }, s.acme.owner, { 'idempotency-key': `pr-${++n}` }), 201);
+  const requestData = (id: string, status: string) => ({ payment_request_id: id, status, requester_account_holder_id: m.bob.id, payer_account_holder_id: m.ada.id, amount: '2500000', asset: ASSET });
   const caseOf = async (paymentId: string) => (await COMPLIANCE_CASES.in(s.store).byIndex(`payment\x00${paymentId}`))[0]!;
 
   const rows: Record<string, Row> = {
@@ -191,6 +189,27 @@ t.test('every catalog event is emitted through the API and received, signed, at 
       await ok(s.bearer('POST', `/v1/payments/${p.id}/cancel`), 200);
       const c = await caseOf(p.id);
       return { case_id: c.id, case_type: 'manual_review', state: 'closed', account_holder_id: m.ada.id, payment_id: p.id };
+    } },
+    'payment_request.created': { trigger: async () => requestData((await request()).id, 'pending') },
+    'payment_request.approved': { trigger: async () => {
+      const pr = await request();
+      const a = await ok(s.bearer('POST', `/v1/payment-requests/${pr.id}/approve`, { source_wallet_id: m.ada.wallet.id }, s.acme.owner, { 'idempotency-key': `ap-${pr.id}` }), 200);
+      return { ...requestData(pr.id, 'approved'), payment_id: a.payment_id };
+    } },
+    'payment_request.declined': { trigger: async () => {
+      const pr = await request();
+      await ok(s.bearer('POST', `/v1/payment-requests/${pr.id}/decline`, { reason: 'incorrect_amount' }), 200);
+      return { ...requestData(pr.id, 'declined'), reason: 'incorrect_amount' };
+    } },
+    'payment_request.cancelled': { trigger: async () => {
+      const pr = await request();
+      await ok(s.bearer('POST', `/v1/payment-requests/${pr.id}/cancel`), 200);
+      return requestData(pr.id, 'canceled');
+    } },
+    'payment_request.reminded': { trigger: async () => {
+      const pr = await request();
+      await ok(s.bearer('POST', `/v1/payment-requests/${pr.id}/remind`), 200);
+      return { ...requestData(pr.id, 'pending'), reminder_count: 1 };
     } },
     'vault.created': { trigger: async () => {
       const v = await ok(s.signed('POST', '/v1/vaults', { tier: 'hosted' }), 202);
