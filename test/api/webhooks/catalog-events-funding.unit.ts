@@ -1,6 +1,6 @@
-// The funding and off-ramp rows of the catalog-events test (catalog-events.unit.ts; the receipt check is
+// The funding, off-ramp and gateway rows of the catalog-events test (catalog-events.unit.ts; the receipt check is
 // catalog-receipt.ts): the funding app's sandbox rail on a manual clock and its issuer double (a mint
-// reported final when told), one endpoint registered through the API for every catalog name at a
+// reported final when told) and a reference gateway on loopback, one endpoint registered through the API for every catalog name at a
 // loopback receiver. The rows here are exactly ELSEWHERE's names for this file.
 import t from 'tap';
 import { fundingApp } from '../funding/funding-app.ts';
@@ -10,11 +10,12 @@ import { verifyWebhook } from '../../../api/sdk/webhook-receiver.ts';
 import { FUNDING_REQUESTS } from '../../../api/funding/collections.ts';
 import { UNITS_PER_CENT } from '../../../api/funding/stablecoin-issuer.ts';
 import { ELSEWHERE, receives } from './catalog-receipt.ts';
+import { ReferenceGateway } from '../gateways/reference-gateway.ts';
 
 const SETTLE = 60_000;
 
-t.test('funding and off-ramp catalog events are received, signed, at a registered endpoint', async (t) => {
-  const s = await fundingApp(t, { settleMs: SETTLE, loopbackWebhooks: true });
+t.test('funding, off-ramp and gateway catalog events are received, signed, at a registered endpoint', async (t) => {
+  const s = await fundingApp(t, { settleMs: SETTLE, loopbackWebhooks: true, gateways: { timeoutMs: 2000, callbackWaitMs: 4000 } });
   const rx = await receiver(t);
   const created = await s.bearer('POST', '/v1/webhook-endpoints', { url: rx.url, events: EVENT_TYPES.map((e) => e.name) });
   t.equal(created.statusCode, 201, created.body);
@@ -53,6 +54,13 @@ t.test('funding and off-ramp catalog events are received, signed, at a registere
       s.clock.advance(3_600_000);
       await s.service.runDue();
       return { off_ramp_request_id: r.id, account_holder_id: h.id, status: 'expired', reason: 'no_transfer', fiat_amount: '2500', currency: 'USD' };
+    },
+    'integration_gateway.status_changed': async () => {
+      const gw = await new ReferenceGateway().start();
+      t.teardown(() => gw.stop());
+      const g = await ok(s.bearer('POST', '/v1/integration-gateways', { name: 'Core bank', base_url: gw.url, callback_public_key: gw.callbackPublicKey }, s.acme.owner, { 'idempotency-key': 'gw' }), 201);
+      await ok(s.bearer('POST', `/v1/integration-gateways/${g.id}/status`, { status: 'disabled' }), 200);
+      return { gateway_id: g.id, status: 'disabled' };
     },
   };
   const verified = (g: Received) => verifyWebhook(g.headers, Buffer.from(g.body, 'utf8'), { secrets: [ep.secret], publicKey: s.platform.keys.webhookPublicKey, nowMs: s.clock.now() });

@@ -41,7 +41,6 @@ const PENDING: Record<string, string> = {
   'token.deployed': 'token contracts need a chain (anvil)',
   'tokenization.operation.confirmed': 'token contracts need a chain (anvil)',
   'tokenization.operation.failed': 'token contracts need a chain (anvil)',
-  'integration_gateway.status_changed': 'gateway harness not wired into this test yet',
 };
 
 type Data = Record<string, unknown>;

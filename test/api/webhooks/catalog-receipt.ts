@@ -12,6 +12,7 @@ export const ELSEWHERE: Readonly<Record<string, string>> = {
   'funding_request.completed': 'catalog-events-funding.unit.ts',
   'funding_request.failed': 'catalog-events-funding.unit.ts',
   'off_ramp_request.failed': 'catalog-events-funding.unit.ts',
+  'integration_gateway.status_changed': 'catalog-events-funding.unit.ts',
 };
 
 export async function receives(
