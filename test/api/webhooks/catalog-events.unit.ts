@@ -35,8 +35,6 @@ const PENDING: Record<string, string> = {
   'transaction.confirmed': 'the transaction worker and a chain (multi-process or anvil)',
   'transaction.final': 'the transaction worker and a chain (multi-process or anvil)',
   'transaction.failed': 'the transaction worker and a chain (multi-process or anvil)',
-  'escrow.released': 'escrow contracts need a chain (anvil)',
-  'escrow.cancelled': 'escrow harness not wired into this test yet',
   'off_ramp_request.completed': 'the burn transfer\'s final log needs a chain or a seeded transaction; not wired in yet',
   'token.deployed': 'token contracts need a chain (anvil)',
   'tokenization.operation.confirmed': 'token contracts need a chain (anvil)',

@@ -13,6 +13,8 @@ export const ELSEWHERE: Readonly<Record<string, string>> = {
   'funding_request.failed': 'catalog-events-funding.unit.ts',
   'off_ramp_request.failed': 'catalog-events-funding.unit.ts',
   'integration_gateway.status_changed': 'catalog-events-funding.unit.ts',
+  'escrow.released': 'catalog-events-escrow.unit.ts',
+  'escrow.cancelled': 'catalog-events-escrow.unit.ts',
 };
 
 export async function receives(
