@@ -21,7 +21,7 @@ import { COMPLIANCE_CASES } from '../../../api/payments/collections.ts';
 
 /** Catalog names whose trigger needs a harness this test does not drive yet, with the reason. */
 const PENDING: Record<string, string> = {
-  'vault.activated': 'key generation needs the signer nodes (multi-process)',
+  'vault.activated': 'key generation needs the signer nodes; received with real nodes and a chain in test/e2e/customer-webhooks.test.ts',
   'vault.failed': 'key generation needs the signer nodes (multi-process)',
   'vault.frozen': 'freezing is an operator route',
   'vault.unfrozen': 'freezing is an operator route',
@@ -31,9 +31,9 @@ const PENDING: Record<string, string> = {
   'vault.exported': 'export needs the signer nodes (multi-process)',
   'vault.policy.changed': 'policy signing harness not wired into this test yet',
   'transaction.approval_required': 'policy approvals harness not wired into this test yet',
-  'transaction.broadcast': 'the transaction worker and a chain (multi-process or anvil)',
-  'transaction.confirmed': 'the transaction worker and a chain (multi-process or anvil)',
-  'transaction.final': 'the transaction worker and a chain (multi-process or anvil)',
+  'transaction.broadcast': 'the transaction worker and a chain; received with real nodes and a chain in test/e2e/customer-webhooks.test.ts',
+  'transaction.confirmed': 'the transaction worker and a chain; received with real nodes and a chain in test/e2e/customer-webhooks.test.ts',
+  'transaction.final': 'the transaction worker and a chain; received with real nodes and a chain in test/e2e/customer-webhooks.test.ts',
   'transaction.failed': 'the transaction worker and a chain (multi-process or anvil)',
   'off_ramp_request.completed': 'the burn transfer\'s final log needs a chain or a seeded transaction; not wired in yet',
   'token.deployed': 'token contracts need a chain (anvil)',
