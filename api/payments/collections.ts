@@ -2,6 +2,7 @@
 import { collection } from '../store/collection.ts';
 import type { PaymentQuoteRecord } from './payment-quotes.ts';
 import type { PaymentEventRecord, PaymentKeyRecord, PaymentRecord } from './payment-records.ts';
+import type { ComplianceCaseRecord } from './compliance-cases.ts';
 
 /** Index `<workspace> NUL <id>`. Quotes are never changed: a payment names one by id. */
 export const PAYMENT_QUOTES = collection<PaymentQuoteRecord>('payment_quotes');
@@ -15,3 +16,5 @@ export const PAYMENTS = collection<PaymentRecord>('payments');
 export const PAYMENT_EVENTS = collection<PaymentEventRecord>('payment_events');
 /** Written in the batch that stores a payment, so a retry after a crash finds it. */
 export const PAYMENT_KEYS = collection<PaymentKeyRecord>('payment_keys');
+/** Compliance cases (compliance-cases.ts): index `payment NUL <payment id>`, the case's subject. */
+export const COMPLIANCE_CASES = collection<ComplianceCaseRecord>('compliance_cases');

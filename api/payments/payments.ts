@@ -36,6 +36,7 @@ import { PAYMENT_FINAL, paymentMayBecome, type PaymentFailureReason, type Paymen
 import type { PaymentEventRecord, PaymentRecord, PaymentTransaction, PaymentTransfer, TransferRole } from './payment-records.ts';
 import { purposeLock, type MemberActions, type PurposeCheck } from '../member-auth/member-actions.ts';
 import type { MoneyFlowDeps } from '../ledger/money-flow-deps.ts';
+import { ComplianceCases } from './compliance-cases.ts';
 
 export const PAYMENT_ID = /^pay_[0-9a-f]{26}$/;
 /** The lock every change of a payment's state holds: the one member-actions holds around the authorizer and the action's commit. */
@@ -122,8 +123,11 @@ function failureOf(tx: TransactionRecord): PaymentFailureReason {
 
 export class PaymentService {
   private actions: PaymentMemberActions | undefined;
+  private readonly cases: ComplianceCases;
 
-  constructor(private readonly o: PaymentServiceOptions) {}
+  constructor(private readonly o: PaymentServiceOptions) {
+    this.cases = new ComplianceCases(o.store, o.audit, o.clock);
+  }
 
   private iso(ms = this.o.clock()): string {
     return new Date(ms).toISOString();
@@ -252,7 +256,9 @@ export class PaymentService {
         this.historyOp(r, 'payment.created', null, null, actor),
         this.o.audit.op(scope, actor, 'payment.create', r.id, null, paymentView(r)),
       ];
-      await this.o.deliveries.emitAll(scope, [{ type: 'payment.created', resource: { type: 'payment', id: r.id }, actor, data: this.eventData(r) }], ops);
+      // Past a failed review check on the caller's word: a manual-review case stays open until the payment is decided.
+      const opened = r.review_accepted ? this.cases.open(r, actor) : { ops: [], events: [] };
+      await this.o.deliveries.emitAll(scope, [{ type: 'payment.created', resource: { type: 'payment', id: r.id }, actor, data: this.eventData(r) }, ...opened.events], [...ops, ...opened.ops]);
       return r;
     });
   }
@@ -386,7 +392,8 @@ export class PaymentService {
         return (await PAYMENTS.in(this.o.store).get(p.id))!;
       }
       const { after, ops } = canceled(false);
-      await this.o.deliveries.emitAll(scope, [{ type: 'payment.cancelled', resource: { type: 'payment', id: p.id }, actor, data: this.eventData(after) }], ops);
+      const closed = await this.cases.close(p.id, 'canceled');
+      await this.o.deliveries.emitAll(scope, [{ type: 'payment.cancelled', resource: { type: 'payment', id: p.id }, actor, data: this.eventData(after) }, ...closed.events], [...ops, ...closed.ops]);
       return after;
     });
   }
@@ -428,7 +435,10 @@ export class PaymentService {
       const ops: Op[] = [this.putOp(before, after), this.historyOp(after, `payment.${to}`, before.status, reason, SYSTEM)];
       for (const m of moves(after)) ops.push(...(await this.o.ledger.entryOps(scope, `${after.id}/${m.role}`, after.id, m.postings)));
       const type = to === 'confirmed' ? 'payment.confirmed' : to === 'failed' ? 'payment.failed' : undefined;
-      if (type) await this.o.deliveries.emitAll(scope, [{ type, resource: { type: 'payment', id: after.id }, actor: SYSTEM, data: this.eventData(after) }], ops);
+      // The payment is decided once its approval took effect or it failed: its open compliance case closes.
+      const closed = to === 'submitted' || to === 'failed' ? await this.cases.close(after.id, to === 'submitted' ? 'approved' : 'failed') : { ops: [], events: [] };
+      const events = [...(type ? [{ type, resource: { type: 'payment', id: after.id }, actor: SYSTEM, data: this.eventData(after) }] : []), ...closed.events];
+      if (events.length) await this.o.deliveries.emitAll(scope, events, [...ops, ...closed.ops]);
       else await this.o.store.batch(ops);
       return true;
     });
@@ -444,7 +454,8 @@ export class PaymentService {
     const p = (await PAYMENTS.in(this.o.store).get(id))!;
     if (!p.unsent_event) return;
     const after: PaymentRecord = { ...p, unsent_event: null };
-    await this.o.deliveries.emitAll({ tenant: p.tenant, workspace: p.workspace }, [{ type: p.unsent_event, resource: { type: 'payment', id: p.id }, actor: SYSTEM, data: this.eventData(p) }], [this.putOp(p, after)]);
+    const closed = p.unsent_event === 'payment.cancelled' ? await this.cases.close(p.id, 'canceled') : { ops: [], events: [] };
+    await this.o.deliveries.emitAll({ tenant: p.tenant, workspace: p.workspace }, [{ type: p.unsent_event, resource: { type: 'payment', id: p.id }, actor: SYSTEM, data: this.eventData(p) }, ...closed.events], [this.putOp(p, after), ...closed.ops]);
   }
 
   /** The ledger entries of a confirmed payment: the principal to the payee, each fee to its collector's account, all from the payer. */

@@ -321,7 +321,7 @@ export class VaultService {
       };
       const job: JobRecord = { id: newId('job'), kind: 'create_key', vault_id: v.id, attempts: 0, next_at: 0 };
       await this.o.store.batch([
-        this.vaultOp(v), JOBS.putOp(job.id, job), vaultKeyJob(job, org), this.event(org, 'vault.created', 'vault', v.id, { state: 'creating', tier: v.tier }),
+        this.vaultOp(v), JOBS.putOp(job.id, job), vaultKeyJob(job, org), this.event(org, 'vault.created', 'vault', v.id, { vault_id: v.id, state: 'creating', tier: v.tier }),
         // The shards holding vaults, which the API checks its configuration against at start (CoordinatorShards.checkPlacements).
         ...(shard ? [COORDINATOR_SHARDS.putOp(shard, { name: shard })] : []),
       ]);

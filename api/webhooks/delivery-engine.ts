@@ -162,7 +162,7 @@ export class DeliveryEngine {
     for (const { type, resource, actor, data, origin } of events) {
       const et = eventType(type);
       if (!et) throw new CustodyError('unknown_event', `not a registered event: ${type}`);
-      if (et.sensitive && !sensitiveDataAllowed(data)) throw new Error(`sensitive event ${type} may carry only identifiers and enumerated states`);
+      if (et.sensitive && !sensitiveDataAllowed(data, type)) throw new Error(`sensitive event ${type} may carry only identifiers, enumerated states and numbers, in the fields of its allow-list`);
       const event: Envelope = { id: origin?.id ?? newId('evt', nowMs), type, version: et.version, created_at: origin?.created_at ?? now, resource, actor, data };
       const deliveries: DeliveryRecord[] = [];
       ops.push(WEBHOOK_EVENTS.putOp(event.id, { ...event, tenant: scope.tenant, workspace: scope.workspace }));

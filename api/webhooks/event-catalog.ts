@@ -17,7 +17,7 @@ type Row = [name: string, sensitive: boolean, description: string, example: Reco
 const R: Row[] = [
   // given by the spec
   ['payment.confirmed', false, 'A payment confirmed: every transfer (the principal and each fee) final on chain. Amounts in base units of the asset.', { payment_id: 'pay_01', status: 'confirmed', account_holder_id: 'ah_01', amount: '1000000', asset: 'evm-local:0x5fbdb2315678afecb367f032d93f642f64180aa3', fees_total: '4006' }],
-  ['compliance.case.opened', true, 'A compliance case opened (manual review, flag, block or dispute).', { case_id: 'cas_01', case_type: 'manual_review', state: 'open', account_holder_id: 'ah_01' }],
+  ['compliance.case.opened', true, 'A compliance case opened (manual review, flag, block or dispute): a payment went ahead past a failed review check (accept_review) and waits to be decided.', { case_id: 'cas_01', case_type: 'manual_review', state: 'open', account_holder_id: 'ah_01', payment_id: 'pay_01' }],
   ['verification.holder.verified', true, 'Holder verification (KYC or KYB) approved.', { account_holder_id: 'ah_01', status: 'verified' }],
   ['verification.holder.rejected', true, 'Holder verification rejected; no reason is given.', { account_holder_id: 'ah_01', status: 'rejected' }],
   ['verification.holder.expired', true, 'Holder verification lapsed past its expiry.', { account_holder_id: 'ah_01', status: 'expired' }],
@@ -26,11 +26,11 @@ const R: Row[] = [
   ['webhook.secret.rotated', false, 'An endpoint secret was rotated; the previous one stays valid for the overlap.', { endpoint_id: 'whe_01', previous_valid_until: '2026-01-02T00:00:00.000Z' }],
   ['webhook.test', false, 'Synthetic event from the test operation; real activity never produces it.', { endpoint_id: 'whe_01', message: 'test event' }],
   // described by the spec, named here
-  ['compliance.case.resolved', true, 'A compliance case closed; the closed reason is withheld.', { case_id: 'cas_01', case_type: 'manual_review', state: 'closed' }],
+  ['compliance.case.resolved', true, 'A compliance case closed: its payment was decided (approved, canceled or failed); the closed reason is withheld.', { case_id: 'cas_01', case_type: 'manual_review', state: 'closed', account_holder_id: 'ah_01', payment_id: 'pay_01' }],
   ['tokenization.operation.confirmed', false, 'A privileged tokenization operation confirmed on-chain.', { token_id: 'tok_01', operation_id: 'op_01', kind: 'mint', tx_hash: '0xabc1' }],
   ['webhook.delivery.dead_lettered', false, 'A delivery was dead-lettered: retries exhausted or a permanent 4xx.', { delivery_id: 'whd_01', endpoint_id: 'whe_01', event_id: 'evt_01', attempt_count: 7 }],
   // vault API
-  ['vault.created', false, 'A vault was requested; key generation is under way.', { vault_id: 'vlt_01', tier: 'hosted', state: 'creating' }],
+  ['vault.created', false, 'A vault was requested; key generation is under way.', { vault_id: 'vlt_01', tier: 'hosted', state: 'creating', status: 'creating' }],
   ['vault.activated', false, 'Key generation finished; the vault can sign.', { vault_id: 'vlt_01', state: 'active' }],
   ['vault.failed', false, 'Key generation failed for good; the vault cannot sign (code: the enumerated cause; retry with the vault API).', { vault_id: 'vlt_01', state: 'failed', code: 'no_customer_node' }],
   ['vault.frozen', false, 'A vault was frozen; it signs nothing until unfrozen.', { vault_id: 'vlt_01', state: 'frozen' }],
@@ -41,7 +41,7 @@ const R: Row[] = [
   ['vault.exported', false, 'Enough signer nodes sealed their shares of an export to the customer\'s recipient key to reconstruct the key.', { vault_id: 'vlt_01', export_id: 'exp_0123456789abcdef', shares: 2 }],
   ['vault.policy.changed', false, 'A new version of a vault\'s policy was signed into its trust log (docs/policies.md): a tightening is in force at once, any other change after the policy\'s delay (effective_at, Unix seconds, as the API saw it). A customer that did not make it revokes the API key that signed it.', { vault_id: 'vlt_01', version: 3, effective_at: 1767225600, tightening: false }],
   ['transaction.approval_required', false, 'A transaction waits for approvals its vault\'s policy asks for (docs/policies.md): approvers sign the intent hash under the policy version (POST /v1/transactions/{id}/approvals) before its not_after.', { transaction_id: 'txn_01', vault_id: 'vlt_01', state: 'awaiting_approval', status: 'awaiting_approval', intent_sha256: '5c6d00000000000000000000000000000000000000000000000000000000c9e1', policy_version: 2, approvals_missing: 2 }],
-  ['vault.wallet.created', false, 'A wallet was derived from a vault.', { vault_id: 'vlt_01', wallet_id: 'wal_01', chain: 'ethereum-sepolia' }],
+  ['vault.wallet.created', false, 'A wallet was derived from a vault.', { vault_id: 'vlt_01', wallet_id: 'wal_01', chain: 'ethereum-sepolia', address: '0x0000000000000000000000000000000000000001' }],
   ['transaction.broadcast', false, 'A signed transaction was broadcast.', { transaction_id: 'txn_01', status: 'broadcast', tx_hash: '0xabc1' }],
   ['transaction.confirmed', false, 'A broadcast transaction confirmed on-chain.', { transaction_id: 'txn_01', status: 'confirmed', confirmations: 12 }],
   ['transaction.final', false, 'A confirmed transaction reached the chain\'s finality depth: it will not be reorganized away.', { transaction_id: 'txn_01', vault_id: 'vlt_01', status: 'final', tx_hash: '0xabc1', confirmations: 64 }],
@@ -86,7 +86,27 @@ export function eventType(name: string): EventType | undefined {
   return EVENT_TYPES.find((e) => e.name === name);
 }
 
-/** Sensitive events may carry identifiers, enumerated states and counts only: no free text. */
-export function sensitiveDataAllowed(data: Record<string, unknown>): boolean {
+/**
+ * The only data fields each sensitive event carries: ids, enumerated states and numbers (the spec's rule;
+ * docs/platform/events.md). A sensitive event without a row here carries nothing.
+ */
+export const SENSITIVE_FIELDS: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  'compliance.case.opened': ['case_id', 'case_type', 'state', 'account_holder_id', 'payment_id'],
+  'compliance.case.resolved': ['case_id', 'case_type', 'state', 'account_holder_id', 'payment_id'],
+  'verification.holder.verified': ['account_holder_id', 'status'],
+  'verification.holder.rejected': ['account_holder_id', 'status'],
+  'verification.holder.expired': ['account_holder_id', 'status'],
+  'account_holder.created': ['account_holder_id', 'status', 'verification_status', 'version'],
+  'account_holder.updated': ['account_holder_id', 'status', 'verification_status', 'version'],
+  'account_holder.consent.accepted': ['account_holder_id', 'consent_id'],
+});
+
+/**
+ * Sensitive events may carry identifiers, enumerated states and counts only: no free text; given the
+ * event's name, only the fields of its row in SENSITIVE_FIELDS.
+ */
+export function sensitiveDataAllowed(data: Record<string, unknown>, name?: string): boolean {
+  const allowed = name === undefined ? undefined : (SENSITIVE_FIELDS[name] ?? []);
+  if (allowed && Object.keys(data).some((k) => !allowed.includes(k))) return false;
   return Object.entries(data).every(([k, v]) => (typeof v === 'number' || typeof v === 'boolean') || (typeof v === 'string' && (/_id$/.test(k) ? /^[a-z]{2,4}_[0-9A-Za-z]+$/.test(v) : /^[a-z_]{1,40}$/.test(v))));
 }

@@ -62,7 +62,7 @@ t.test('a linked organization\'s events are emitted into its workspace, once, wi
   const created = outbox.find((e) => e.type === 'vault.created')!;
   t.same(byType.get('vault.created'), {
     id: created.id, type: 'vault.created', version: 1, created_at: created.created_at, resource: { type: 'vault', id: vault.id },
-    actor: { type: 'system', id: 'vault-api' }, data: { state: 'creating', tier: 'hosted', status: 'creating' },
+    actor: { type: 'system', id: 'vault-api' }, data: { vault_id: vault.id, state: 'creating', tier: 'hosted', status: 'creating' },
   }, 'the documented envelope, with the outbox event\'s id and time');
   t.match(byType.get('transaction.confirmed'), { resource: { type: 'transaction', id: 'txn_1' }, data: { transaction_id: 'txn_1', state: 'confirmed', status: 'confirmed', confirmations: 1 } });
   t.match(byType.get('transaction.failed'), { type: 'transaction.failed', data: { state: 'rejected', status: 'rejected', reason: 'policy_denied' } }, 'a rejection is delivered as transaction.failed');

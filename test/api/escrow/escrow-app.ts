@@ -42,7 +42,8 @@ export const UNIT = 10n ** 18n;
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
-export async function escrowApp(t: Test) {
+/** `loopbackWebhooks`: webhook endpoints may be plain-http loopback receivers (the catalog-events tests). */
+export async function escrowApp(t: Test, opts: { loopbackWebhooks?: boolean } = {}) {
   const anvil = await startAnvil();
   t.teardown(() => anvil.stop());
   const net = evmNetwork('evm-local')!;
@@ -56,7 +57,7 @@ export async function escrowApp(t: Test) {
   const clock = new ManualScheduler(Number((await anvil.publicClient.getBlock()).timestamp) * 1000);
   const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 3, vaultsPerOrg: 50 } });
   const transactions = new TransactionService({ vaults, hasBackend: () => true });
-  const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), clock: () => clock.now() });
+  const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), clock: () => clock.now(), ...(opts.loopbackWebhooks ? { webhookAllowedDestinations: ['127.0.0.1'] } : {}) });
   const ledger = new PlatformLedger(store, () => clock.now());
   const links = new CustomerLinks(store);
   const warnings: object[] = [];

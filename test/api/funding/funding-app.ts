@@ -95,6 +95,8 @@ export interface FundingAppOptions {
    * may call gateways on loopback; the call timeout and the conformance callback wait as given.
    */
   gateways?: { timeoutMs: number; callbackWaitMs: number };
+  /** Webhook endpoints may be plain-http loopback receivers (the catalog-events tests). */
+  loopbackWebhooks?: boolean;
 }
 
 export async function fundingApp(t: Test, opts: FundingAppOptions = {}) {
@@ -103,7 +105,7 @@ export async function fundingApp(t: Test, opts: FundingAppOptions = {}) {
   const clock = new ManualScheduler();
   const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 3, vaultsPerOrg: 50 } });
   const transactions = new TransactionService({ vaults, hasBackend: () => true });
-  const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), clock: () => clock.now(), ...(opts.gateways ? { webhookAllowedDestinations: ['127.0.0.1'] } : {}) });
+  const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), clock: () => clock.now(), ...(opts.gateways || opts.loopbackWebhooks ? { webhookAllowedDestinations: ['127.0.0.1'] } : {}) });
   const config = loadApiConfig({ API_DATA_DIR: dir, ...(opts.gateways ? { API_GATEWAY_TIMEOUT_MS: String(opts.gateways.timeoutMs), API_GATEWAY_CALLBACK_WAIT_MS: String(opts.gateways.callbackWaitMs) } : {}) });
   let origin = 'http://127.0.0.1';
   const gateways = opts.gateways ? createGateways(config, platform, { callbackOrigin: () => origin }) : undefined;

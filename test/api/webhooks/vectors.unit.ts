@@ -69,6 +69,7 @@ t.test('catalog: 47 unique events; sensitive examples and emitted sensitive even
   const scope = { tenant: s.tenant.id, workspace: s.sandbox.id };
   for (const e of EVENT_TYPES.filter((x) => x.sensitive)) await s.platform.deliveries.emit(scope, e.name, { type: 'x', id: 'x_1' }, { type: 'system', id: 't' }, e.example_payload);
   await t.rejects(s.platform.deliveries.emit(scope, 'verification.holder.rejected', { type: 'x', id: 'x_1' }, { type: 'system', id: 't' }, { account_holder_id: 'ahd_1', reason: 'Blurry passport photo' }), /only identifiers/);
+  await t.rejects(s.platform.deliveries.emit(scope, 'compliance.case.resolved', { type: 'x', id: 'x_1' }, { type: 'system', id: 't' }, { case_id: 'cas_1', case_type: 'manual_review', state: 'closed', closed_reason: 'approved' }), /allow-list/, 'an enum outside the allow-list is refused too');
   await s.platform.deliveries.runDue();
   t.equal(rx.got.length, sensitive.length);
   for (const r of rx.got) t.ok(sensitiveDataAllowed(JSON.parse(r.body).data), `emitted ${r.headers['svc-webhook-event']}`);
