@@ -11,10 +11,14 @@
 // files' tests. A file whose tests start the project's programs stays a `*.test.ts` of its own, so that
 // tap runs it beside others while it waits on them.
 //
-// Every `*.unit.ts` under test/ belongs to exactly one of SHARDS processes (test/units/shard-<n>.test.ts),
+// Every `*.unit.ts` under test/ belongs to exactly one of SHARDS processes (test/_units/shard-<n>.test.ts),
 // by its place in path order, so a new file is run without being listed anywhere. A shard loads a file
 // once the files before it have finished their tests, so no file's top-level code runs during another
 // file's tests. A file still runs alone with `npx tap test/<path>.unit.ts`.
+//
+// The shards' folder is `test/_units/` so that it sorts first: tap starts its files in path order, and
+// the shards are long and use their core throughout, so started first they leave the end of the run
+// to short files instead of ending it with one shard running on one of the two cores.
 import t from 'tap';
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
