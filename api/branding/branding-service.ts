@@ -147,36 +147,34 @@ function checkThemePatch(patch: Record<string, unknown>, prefix: string, errors:
       schema(field, rule.kind === 'copy' ? 'must be an object with singular, plural, possessive' : 'must be text');
       continue;
     }
+    // The JSON type is checked above: a string for every kind but `copy`, an object for `copy`.
+    const text = v as string;
     switch (rule.kind) {
       case 'text': {
-        const problem = typeof v === 'string' ? freeTextProblem(v, rule.max) : 'must be text';
+        const problem = freeTextProblem(text, rule.max);
         if (problem) reject(field, problem);
-        else out.push([name, (v as string).normalize('NFC')]);
+        else out.push([name, text.normalize('NFC')]);
         break;
       }
       case 'email':
-        if (typeof v !== 'string' || v.length > 254 || !EMAIL.test(v)) reject(field, 'must be a valid email address');
-        else out.push([name, v]);
+        if (text.length > 254 || !EMAIL.test(text)) reject(field, 'must be a valid email address');
+        else out.push([name, text]);
         break;
       case 'color':
-        if (typeof v !== 'string' || !HEX.test(v)) reject(field, 'must be a six-digit #RRGGBB color');
-        else out.push([name, v]);
+        if (!HEX.test(text)) reject(field, 'must be a six-digit #RRGGBB color');
+        else out.push([name, text]);
         break;
       case 'https': {
-        const link = normalizeHttpsLink(v);
+        const link = normalizeHttpsLink(text);
         if ('problem' in link) reject(field, link.problem);
         else out.push([name, link.url]);
         break;
       }
       case 'preset':
-        if (typeof v !== 'string' || !PRESETS.includes(v)) reject(field, `must be one of ${PRESETS.join(', ')}`);
-        else out.push([name, v]);
+        if (!PRESETS.includes(text)) reject(field, `must be one of ${PRESETS.join(', ')}`);
+        else out.push([name, text]);
         break;
       case 'copy': {
-        if (typeof v !== 'object' || Array.isArray(v)) {
-          reject(field, 'must be an object with singular, plural, possessive');
-          break;
-        }
         const o = v as Record<string, unknown>;
         const before = errors.schema.length + errors.rules.length;
         for (const k of Object.keys(o)) {

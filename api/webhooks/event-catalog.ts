@@ -102,11 +102,11 @@ export const SENSITIVE_FIELDS: Readonly<Record<string, readonly string[]>> = Obj
 });
 
 /**
- * Sensitive events may carry identifiers, enumerated states and counts only: no free text; given the
- * event's name, only the fields of its row in SENSITIVE_FIELDS.
+ * Sensitive event `name` may carry identifiers, enumerated states and counts only (no free text), in
+ * the fields of its row in SENSITIVE_FIELDS only.
  */
-export function sensitiveDataAllowed(data: Record<string, unknown>, name?: string): boolean {
-  const allowed = name === undefined ? undefined : (SENSITIVE_FIELDS[name] ?? []);
-  if (allowed && Object.keys(data).some((k) => !allowed.includes(k))) return false;
+export function sensitiveDataAllowed(data: Record<string, unknown>, name: string): boolean {
+  const allowed = SENSITIVE_FIELDS[name] ?? [];
+  if (Object.keys(data).some((k) => !allowed.includes(k))) return false;
   return Object.entries(data).every(([k, v]) => (typeof v === 'number' || typeof v === 'boolean') || (typeof v === 'string' && (/_id$/.test(k) ? /^[a-z]{2,4}_[0-9A-Za-z]+$/.test(v) : /^[a-z_]{1,40}$/.test(v))));
 }
