@@ -5,7 +5,7 @@
 // run leaves part of the two cores idle while its multi-process files wait on their programs, so the
 // checks cost the run little of their own time (clean-clone `.ci/run` on 2 cores: 18 min 44 s with the
 // checks before the tests and three test processes, 16 min 37 s and 16 min 52 s in two runs like this
-// with four). tap's output is streamed as it comes; each check's output is
+// with four, .taprc says why it is three again). tap's output is streamed as it comes; each check's output is
 // printed whole after the tests, with a line that names it, so nothing interleaves. The run fails when
 // the tests or any step failed. Arguments are passed to tap (`npm test -- test/some.test.ts`).
 import { spawn } from 'node:child_process';
