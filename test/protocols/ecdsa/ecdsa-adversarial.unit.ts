@@ -11,10 +11,14 @@ import { R3_KIND as R3_SETUP, retireOtPairs } from '../../../node/protocols/ecds
 import { startRun, deliver } from '../../../node/protocols/round/machine.ts';
 import { seededRng, type Tamper } from '../simulate.ts';
 import { committee, online, otSetup, presign, sid } from './harness.ts';
+import { nativePrimitives } from '../../../node/runtime/native-primitives.ts';
 import { ONLINE_R1_KIND } from '../../../node/protocols/ecdsa/online.ts';
 
 const c = committee(3, 2, 'adversarial');
 const digest = sid('adversarial message');
+// The tampered OT setups run on the native primitives, as the nodes run them (the noble reference makes
+// the same bytes from the same seed: test/protocols/primitives.unit.ts).
+const native = { prims: nativePrimitives };
 
 type Obj = Record<string, unknown>;
 /** A tamper rule for party `from`: rewrites the payload of its messages of `round` (kind `kind`). */
@@ -68,17 +72,17 @@ t.test('a wrong opening of R aborts naming its sender', async (t) => {
 });
 
 t.test('a bad proof of knowledge in the OT setup aborts naming its sender', async (t) => {
-  const res = otSetup(c.keys, 'bad-proof', { tamper: new Map([[1, rewrite(1, 'ecdsa-ot-setup/r1', (v) => { const p = v.proof as { z: string[] }; p.z[3] = flipHex(p.z[3]!, 20); }, 3)]]) });
+  const res = otSetup(c.keys, 'bad-proof', { ...native, tamper: new Map([[1, rewrite(1, 'ecdsa-ot-setup/r1', (v) => { const p = v.proof as { z: string[] }; p.z[3] = flipHex(p.z[3]!, 20); }, 3)]]) });
   expectAbort(t, res, 3, 'bad_proof', 1);
 });
 
 t.test('a tampered base-OT point aborts naming its sender', async (t) => {
-  const res = otSetup(c.keys, 'bad-base-ot', { tamper: new Map([[3, rewrite(2, 'ecdsa-ot-setup/r2', (v) => { v.B = flipHex(v.B as string, 140); }, 2)]]) });
+  const res = otSetup(c.keys, 'bad-base-ot', { ...native, tamper: new Map([[3, rewrite(2, 'ecdsa-ot-setup/r2', (v) => { v.B = flipHex(v.B as string, 140); }, 2)]]) });
   expectAbort(t, res, 2, 'bad_ot', 3);
 });
 
 t.test('a tampered bootstrapping extension in the OT setup aborts naming its sender', async (t) => {
-  const res = otSetup(c.keys, 'bad-reverse-ot', { tamper: new Map([[1, rewrite(3, R3_SETUP, (v) => { const ot = v.ot as Obj; ot.u = flipByte(ot.u as Uint8Array, 450); }, 2)]]) });
+  const res = otSetup(c.keys, 'bad-reverse-ot', { ...native, tamper: new Map([[1, rewrite(3, R3_SETUP, (v) => { const ot = v.ot as Obj; ot.u = flipByte(ot.u as Uint8Array, 450); }, 2)]]) });
   expectAbort(t, res, 2, 'bad_ot_check', 1);
 });
 

@@ -9,8 +9,9 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { InputError } from '../../../core/errors/protocol-errors.ts';
 import { encodeBlob } from '../../../core/codec/blob.ts';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { decodeOtSetup, ecdsaOtSetup, encodeOtSetup, mergeOtSetup, retireOtPairs, type EcdsaOtSetup, type OtSetupParams } from '../../../node/protocols/ecdsa/ot-setup.ts';
+import { decodeOtSetup, ecdsaOtSetupWith, encodeOtSetup, mergeOtSetup, retireOtPairs, type EcdsaOtSetup, type OtSetupParams } from '../../../node/protocols/ecdsa/ot-setup.ts';
 import { checkPresignParams, presignContext, type PresignParams } from '../../../node/protocols/ecdsa/presign.ts';
+import { nativePrimitives } from '../../../node/runtime/native-primitives.ts';
 import { simulate } from '../simulate.ts';
 import { dkgKeys, type StoredKey } from '../frost/keys.ts';
 import { presign, sid, sign, type Committee } from './harness.ts';
@@ -18,10 +19,13 @@ import { presign, sid, sign, type Committee } from './harness.ts';
 const keys = dkgKeys(3, 2, 'ot-pair-setup');
 const first = keys.get(1)!;
 
-/** One setup run on `parties` only, as the nodes of that subset would run it. */
+/**
+ * One setup run on `parties` only, as the nodes of that subset would run it: on the native primitives,
+ * as the nodes run it (the noble reference makes the same bytes: test/protocols/primitives.unit.ts).
+ */
 function setupRun(parties: number[], label: string): Map<number, EcdsaOtSetup> {
   const params = new Map<number, OtSetupParams>(parties.map((me) => [me, { sessionId: sid(label), keyId: first.pkg.keyId, epoch: first.pkg.epoch, parties, me }]));
-  const { results, aborts } = simulate(ecdsaOtSetup, params, { seed: label });
+  const { results, aborts } = simulate(ecdsaOtSetupWith(nativePrimitives), params, { seed: label });
   if (aborts.size) throw [...aborts.values()][0]!;
   return results;
 }
