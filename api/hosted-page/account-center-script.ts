@@ -58,6 +58,8 @@ export const PASSKEY_SCRIPT = `'use strict';
       status.textContent = 'Your passkey did not answer (' + e.name + '). Try again.';
     });
   });
+  // The page serves the button disabled: it does nothing until this script has taken it.
+  start.disabled = false;
 })();
 `;
 

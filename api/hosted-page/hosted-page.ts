@@ -163,7 +163,7 @@ ${s.passkeys ? `<p id="passkey-count">Passkeys: ${s.passkeys.count}</p><form met
       body = `<h1>Add a passkey</h1><p>Your device will ask you to confirm with your fingerprint, face or screen lock. The passkey works only on this site.</p>${notice}
 <form id="passkey-form" method="post" action="${esc(s.action)}" data-ceremony="create" data-options="${esc(s.options)}">${hidden}
 <input type="hidden" name="id"><input type="hidden" name="client_data_json"><input type="hidden" name="attestation_object"><input type="hidden" name="transports">
-<button id="passkey-start" type="button">Create passkey</button></form><p id="passkey-status" role="status"></p>
+<button id="passkey-start" type="button" disabled>Create passkey</button></form><p id="passkey-status" role="status"></p>
 <p><a id="back" href="${esc(s.backHref)}">Back to your account</a></p>`;
       break;
     case 'approve':
@@ -171,7 +171,7 @@ ${s.passkeys ? `<p id="passkey-count">Passkeys: ${s.passkeys.count}</p><form met
 <ul id="action-lines">${s.lines.map((l) => `<li>${esc(l)}</li>`).join('')}</ul>${notice}
 <form id="passkey-form" method="post" action="${esc(s.action)}" data-ceremony="get" data-options="${esc(s.options)}">${hidden}
 <input type="hidden" name="id"><input type="hidden" name="authenticator_data"><input type="hidden" name="client_data_json"><input type="hidden" name="signature">
-<button id="passkey-start" type="button">Approve</button></form><p id="passkey-status" role="status"></p>
+<button id="passkey-start" type="button" disabled>Approve</button></form><p id="passkey-status" role="status"></p>
 <form method="post" action="${esc(s.declineAction)}">${hidden}<button id="decline" class="link" type="submit">Decline and go back</button></form>`;
       break;
     case 'error':
