@@ -48,7 +48,7 @@ export const ApiConfigSchema = Type.Object({
   memberAuthSweepIntervalS: Type.Integer({ env: 'API_MEMBER_AUTH_SWEEP_INTERVAL_S', default: 3600, minimum: 60, maximum: 86_400, description: 'seconds between two runs of the member-auth retention sweep (docs/platform/member-auth.md "Retention")' }),
   memberAuthSweepBatch: Type.Integer({ env: 'API_MEMBER_AUTH_SWEEP_BATCH', default: 500, minimum: 10, maximum: 10_000, description: 'records of each member-auth collection one sweep run deletes at most' }),
   hostedPageRatePerMinute: Type.Integer({ env: 'API_HOSTED_PAGE_RATE_PER_MINUTE', default: 30, minimum: 1, maximum: 10_000, description: 'form POSTs one client address (an IPv6 /64) may make per minute to the Hosted Auth and Account Center pages (docs/platform/hosted-auth.md "Limits")' }),
-  trustProxy: Type.String({ env: 'API_TRUST_PROXY', default: '', pattern: '^[0-9A-Za-z:./,]*$', description: 'the reverse proxies (an ingress, a load balancer) whose X-Forwarded-For names the client: comma-separated addresses, CIDR ranges or loopback, linklocal, uniquelocal; or the number of proxy hops in front of the API; empty: none, the peer is the client (docs/operations.md "Rate limits")' }),
+  trustProxy: Type.String({ env: 'API_TRUST_PROXY', default: '', pattern: '^[0-9A-Za-z:./, ]*$', description: 'the reverse proxies (an ingress, a load balancer) whose X-Forwarded-For names the client: comma-separated addresses, CIDR ranges or loopback, linklocal, uniquelocal; or the number of proxy hops in front of the API (1 to 16); empty: none, the peer is the client (docs/operations.md "Client addresses and proxies")' }),
   rateLimitWindowS: Type.Integer({ env: 'API_RATE_LIMIT_WINDOW_S', default: 60, minimum: 1, maximum: 3600, description: 'seconds of one rate-limit window; a window starts at the first request it counts' }),
   rateLimitPerAddress: Type.Integer({ env: 'API_RATE_LIMIT_PER_ADDRESS', default: 2400, minimum: 1, maximum: 10_000_000, description: 'requests one client address (an IPv6 /64) may make per window, counted before authentication, over every instance; more is 429 rate_limited' }),
   rateLimitPerKey: Type.Integer({ env: 'API_RATE_LIMIT_PER_KEY', default: 1200, minimum: 1, maximum: 10_000_000, description: 'requests one API key (a vault API signing key or a workspace bearer key) may make per window, over every instance; more is 429 rate_limited' }),
@@ -189,8 +189,10 @@ export function nodeCoordinatorAddresses(c: Pick<ApiConfig, 'nodeCoordinatorAddr
 const PROXY_KEYWORDS = new Set(['loopback', 'linklocal', 'uniquelocal']);
 
 /**
- * Fastify's `trustProxy` from API_TRUST_PROXY: false (none: the peer is the client), a hop count, or the
- * proxies' addresses and ranges. Trusting every hop is not offered: any client could then name itself.
+ * Fastify's `trustProxy` from API_TRUST_PROXY (docs/operations.md "Client addresses and proxies"): false
+ * (none: the peer is the client), a hop count (the nearest that many addresses are proxies), or the
+ * proxies' addresses, CIDR ranges and the keywords loopback, linklocal, uniquelocal. Trusting every hop
+ * (`true`) is not offered: any client could then name itself by sending X-Forwarded-For.
  */
 export function trustProxyOf(c: Pick<ApiConfig, 'trustProxy'>): false | string[] | ((address: string, hop: number) => boolean) {
   const v = c.trustProxy.trim();
@@ -198,12 +200,13 @@ export function trustProxyOf(c: Pick<ApiConfig, 'trustProxy'>): false | string[]
   if (/^[0-9]+$/.test(v)) {
     const hops = Number(v);
     if (hops < 1 || hops > 16) throw new Error(`a hop count is 1 to 16; got ${v}`);
-    // The hop count as Fastify's own: the nearest `hops` addresses are proxies.
+    // As Fastify reads a number (its types take none): the nearest `hops` addresses are proxies.
     return (_address, hop) => hop < hops;
   }
-  const entries = v.split(',').map((e) => e.trim()).filter(Boolean);
+  const entries = v.split(',').map((e) => e.trim());
   for (const e of entries) {
     if (PROXY_KEYWORDS.has(e)) continue;
+    if (e === '') throw new Error('an empty entry in the list');
     if (e.includes('/') ? !isValidCidr(e) : !ipaddr.isValid(e)) throw new Error(`${e} is not an address, a CIDR range or loopback, linklocal, uniquelocal`);
   }
   return entries;

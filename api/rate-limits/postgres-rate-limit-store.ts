@@ -12,8 +12,10 @@ export interface WindowCount {
   ttl: number;
 }
 
-/** Rows past their window deleted per prune run at most, so one run stays short. */
-const PRUNE_BATCH = 10_000;
+/** Rows past their window deleted per statement, so no one statement holds many row locks for long. */
+const PRUNE_BATCH = 5_000;
+/** Statements one prune run issues at most; what is left waits for the next run. */
+const PRUNE_BATCHES = 20;
 
 export class PostgresRateLimitCounters {
   constructor(private readonly pool: Pick<pg.Pool, 'query'>) {}
@@ -32,12 +34,21 @@ export class PostgresRateLimitCounters {
     return { current: Number(r.hits), ttl: Number(r.ttl) };
   }
 
-  /** Deletes rows whose window has ended; returns how many (a batch at most). */
+  /**
+   * Deletes rows whose window has ended (the next request of such a key starts a new window either way,
+   * so this only bounds the table); returns how many. In batches, at most PRUNE_BATCHES of them.
+   */
   async prune(): Promise<number> {
-    const r = await this.pool.query(
-      `DELETE FROM rate_limit_counters WHERE key IN (SELECT key FROM rate_limit_counters WHERE reset_at <= now() ORDER BY reset_at LIMIT ${PRUNE_BATCH})`,
-    );
-    return r.rowCount ?? 0;
+    let total = 0;
+    for (let i = 0; i < PRUNE_BATCHES; i++) {
+      const r = await this.pool.query(
+        'DELETE FROM rate_limit_counters WHERE key IN (SELECT key FROM rate_limit_counters WHERE reset_at <= now() ORDER BY reset_at LIMIT $1 FOR UPDATE SKIP LOCKED)',
+        [PRUNE_BATCH],
+      );
+      total += r.rowCount ?? 0;
+      if ((r.rowCount ?? 0) < PRUNE_BATCH) break;
+    }
+    return total;
   }
 
   /**
@@ -45,10 +56,10 @@ export class PostgresRateLimitCounters {
    * already name their policy (rate-limits.ts), so every route's child store is this same one.
    */
   storeClass(): FastifyRateLimitStoreCtor {
-    const counters = this;
+    const increment = (key: string, windowMs: number) => this.increment(key, windowMs);
     return class PostgresRateLimitStore implements FastifyRateLimitStore {
       incr(key: string, cb: (err: Error | null, res?: WindowCount) => void, timeWindow: number): void {
-        counters.increment(key, timeWindow).then((r) => cb(null, r), (err: Error) => cb(err));
+        increment(key, timeWindow).then((r) => cb(null, r), (err: Error) => cb(err));
       }
 
       child(): this {
