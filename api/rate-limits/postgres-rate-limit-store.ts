@@ -20,14 +20,18 @@ const PRUNE_BATCHES = 20;
 export class PostgresRateLimitCounters {
   constructor(private readonly pool: Pick<pg.Pool, 'query'>) {}
 
-  /** Counts one request of `key` in its window of `windowMs`, starting a new window when the last one ended. */
+  /**
+   * Counts one request of `key` in its window of `windowMs`, starting a new window when the last one
+   * ended. `now()` is the statement's start: one that waited on the row lock of a racing statement which
+   * started later can see a little more than `windowMs` left, hence the bound on the ttl.
+   */
   async increment(key: string, windowMs: number): Promise<WindowCount> {
     const { rows } = await this.pool.query<{ hits: string; ttl: string }>(
       `INSERT INTO rate_limit_counters AS c (key, hits, reset_at) VALUES ($1, 1, now() + make_interval(secs => $2::double precision / 1000))
        ON CONFLICT (key) DO UPDATE SET
          hits = CASE WHEN c.reset_at <= now() THEN 1 ELSE c.hits + 1 END,
          reset_at = CASE WHEN c.reset_at <= now() THEN excluded.reset_at ELSE c.reset_at END
-       RETURNING hits, greatest(0, ceil(extract(epoch FROM (reset_at - now())) * 1000))::bigint AS ttl`,
+       RETURNING hits, least($2::double precision, greatest(0, ceil(extract(epoch FROM (reset_at - now())) * 1000)))::bigint AS ttl`,
       [key, windowMs],
     );
     const r = rows[0]!;
