@@ -32,7 +32,9 @@ import { createEscrows, type Escrows } from './escrow/escrow-setup.ts';
 import { EscrowAuthorizer } from './escrow/escrow-authorizer.ts';
 import type { CoordinatorClient } from './coordinator/coordinator-client.ts';
 import { CoordinatorShards } from './coordinator/coordinator-shards.ts';
-import { chainBackends, nodeCoordinatorAddresses } from './config.ts';
+import { chainBackends, nodeCoordinatorAddresses, trustProxyOf } from './config.ts';
+import { rateLimits } from './rate-limits/rate-limits.ts';
+import { PostgresRecordStore } from './store/postgres/postgres-record-store.ts';
 import type { VaultService } from './vaults/vault-service.ts';
 import { requestAuth } from './auth/request-auth.ts';
 import { apiKeyRoutes } from './routes/v1/api-keys.ts';
@@ -134,6 +136,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: opts.logger as FastifyBaseLogger,
     bodyLimit: opts.config.bodyLimitBytes,
+    // Behind the configured proxies req.ip is the client X-Forwarded-For names, else the peer (API_TRUST_PROXY).
+    trustProxy: trustProxyOf(opts.config),
     // req.id, the logs' reqId and x-request-id are the request's trace id (api/request-trace-id.ts).
     genReqId: requestTraceId,
     // Errors Fastify or Node's parser raise before a route runs, in the one error model (api/framework-errors.ts).
@@ -160,6 +164,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // Both APIs share one store (server.ts); readiness and the queue metrics read it.
   const store = opts.vaults?.store ?? opts.platform?.store;
   if (opts.metrics && store) registerQueueMetrics(opts.metrics, store);
+  // Request budgets per client address and per API key, counted where every instance counts: the
+  // database's table on PostgreSQL, this process's memory on LevelDB (api/rate-limits/rate-limits.ts).
+  await app.register(rateLimits, {
+    windowMs: opts.config.rateLimitWindowS * 1000, perAddress: opts.config.rateLimitPerAddress, perKey: opts.config.rateLimitPerKey,
+    counters: store instanceof PostgresRecordStore ? store.rateLimitCounters() : undefined, log: opts.logger,
+  });
   // The id the log lines of this request carry (reqId), on every answer (docs/api-reference.md).
   app.addHook('onSend', async (req, reply) => {
     if (!reply.hasHeader('x-request-id')) reply.header('x-request-id', req.id);
@@ -295,7 +305,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       await p.register(bearerAuth, { tenancy: platform.tenancy, mfa: platform.mfa, replayGuard: new ReplayGuard(platform.store), publicOrigin: opts.config.publicUrl, now });
       await p.register(webhookEndpointRoutes, { platform });
       await p.register(webhookDeliveryRoutes, { platform });
-      await p.register(brandingRoutes, { platform });
+      await p.register(brandingRoutes, { platform, publicPerMinute: opts.config.publicBrandingRatePerMinute });
       await p.register(emailDomainRoutes, { platform });
       await p.register(logoRoutes, { platform, publicOrigin: opts.config.publicUrl });
       // Account Center passkeys: the organization's opt-in as its customer-signed registration names it (docs/end-user-auth.md).

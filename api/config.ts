@@ -1,5 +1,6 @@
 // API configuration: read once at boot from the environment (and API_CONFIG_FILE), validated, frozen.
 import { Type, type Static } from '@sinclair/typebox';
+import ipaddr from 'ipaddr.js';
 import { ConfigError, isLoopbackHost, loadConfig, splitHostPort } from '../common/config.ts';
 import { chainInfo } from './vaults/wallet-address.ts';
 import { DestinationPolicy } from './webhooks/destination-policy.ts';
@@ -47,6 +48,11 @@ export const ApiConfigSchema = Type.Object({
   memberAuthSweepIntervalS: Type.Integer({ env: 'API_MEMBER_AUTH_SWEEP_INTERVAL_S', default: 3600, minimum: 60, maximum: 86_400, description: 'seconds between two runs of the member-auth retention sweep (docs/platform/member-auth.md "Retention")' }),
   memberAuthSweepBatch: Type.Integer({ env: 'API_MEMBER_AUTH_SWEEP_BATCH', default: 500, minimum: 10, maximum: 10_000, description: 'records of each member-auth collection one sweep run deletes at most' }),
   hostedPageRatePerMinute: Type.Integer({ env: 'API_HOSTED_PAGE_RATE_PER_MINUTE', default: 30, minimum: 1, maximum: 10_000, description: 'form POSTs one client address (an IPv6 /64) may make per minute to the Hosted Auth and Account Center pages (docs/platform/hosted-auth.md "Limits")' }),
+  trustProxy: Type.String({ env: 'API_TRUST_PROXY', default: '', pattern: '^[0-9A-Za-z:./, ]*$', description: 'the reverse proxies (an ingress, a load balancer) whose X-Forwarded-For names the client: comma-separated addresses, CIDR ranges or loopback, linklocal, uniquelocal; or the number of proxy hops in front of the API (1 to 16); empty: none, the peer is the client (docs/operations.md "Client addresses and proxies")' }),
+  rateLimitWindowS: Type.Integer({ env: 'API_RATE_LIMIT_WINDOW_S', default: 60, minimum: 1, maximum: 3600, description: 'seconds of one rate-limit window; a window starts at the first request it counts' }),
+  rateLimitPerAddress: Type.Integer({ env: 'API_RATE_LIMIT_PER_ADDRESS', default: 2400, minimum: 1, maximum: 10_000_000, description: 'requests one client address (an IPv6 /64) may make per window, counted before authentication, over every instance; more is 429 rate_limited' }),
+  rateLimitPerKey: Type.Integer({ env: 'API_RATE_LIMIT_PER_KEY', default: 1200, minimum: 1, maximum: 10_000_000, description: 'requests one API key (a vault API signing key or a workspace bearer key) may make per window, over every instance; more is 429 rate_limited' }),
+  publicBrandingRatePerMinute: Type.Integer({ env: 'API_PUBLIC_BRANDING_RATE_PER_MINUTE', default: 60, minimum: 1, maximum: 100_000, description: 'reads of the public branding bundle one client address may make per minute (docs/platform/branding.md)' }),
   operatorTokenFile: Type.Optional(Type.String({ env: 'API_OPERATOR_TOKEN_FILE', minLength: 1, description: 'file holding the operator API secret (at least 32 characters); the API serves /operator/v1 with it, the operator command sends it (docs/operations.md)' })),
   operatorApiUrl: Type.Optional(Type.String({ env: 'API_OPERATOR_API_URL', pattern: '^https?://[^/?#]+$', description: 'origin of the running API the operator command talks to (docs/operations.md); unset: the command opens the store itself' })),
   nodeCoordinatorAddress: Type.Optional(Type.String({ env: 'API_NODE_COORDINATOR_ADDRESS', pattern: '^(\\[[^\\],]+\\]|[^:,]+):\\d{1,5}(,(\\[[^\\],]+\\]|[^:,]+):\\d{1,5})*$', description: 'host:port customer nodes dial, or a comma-separated list with every coordinator shard\'s (GET /v1/node-config; a node attaches to each)' })),
@@ -155,6 +161,11 @@ export function loadApiConfig(env?: Record<string, string | undefined>): ApiConf
   if (c.databaseUrl && c.databasePasswordFile && /^postgres(ql)?:\/\/[^/@]*:[^/@]*@/.test(c.databaseUrl)) {
     throw new ConfigError(['API_DATABASE_URL (databaseUrl): carries a password and API_DATABASE_PASSWORD_FILE is set; give it once']);
   }
+  try {
+    trustProxyOf(c);
+  } catch (err) {
+    throw new ConfigError([`API_TRUST_PROXY (trustProxy): ${(err as Error).message}`]);
+  }
   for (const chain of Object.keys(chainBackends(c))) {
     if (!chainInfo(chain)) throw new ConfigError([`API_CHAIN_BACKENDS (chainBackends): unknown chain ${chain}`]);
   }
@@ -173,6 +184,41 @@ export function coordinatorShards(c: Pick<ApiConfig, 'coordinator' | 'coordinato
 /** What GET /v1/node-config gives customer nodes: every coordinator address from API_NODE_COORDINATOR_ADDRESS. */
 export function nodeCoordinatorAddresses(c: Pick<ApiConfig, 'nodeCoordinatorAddress'>): string[] {
   return (c.nodeCoordinatorAddress ?? '').split(',').filter(Boolean);
+}
+
+const PROXY_KEYWORDS = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * Fastify's `trustProxy` from API_TRUST_PROXY (docs/operations.md "Client addresses and proxies"): false
+ * (none: the peer is the client), a hop count (the nearest that many addresses are proxies), or the
+ * proxies' addresses, CIDR ranges and the keywords loopback, linklocal, uniquelocal. Trusting every hop
+ * (`true`) is not offered: any client could then name itself by sending X-Forwarded-For.
+ */
+export function trustProxyOf(c: Pick<ApiConfig, 'trustProxy'>): false | string[] | ((address: string, hop: number) => boolean) {
+  const v = c.trustProxy.trim();
+  if (v === '') return false;
+  if (/^[0-9]+$/.test(v)) {
+    const hops = Number(v);
+    if (hops < 1 || hops > 16) throw new Error(`a hop count is 1 to 16; got ${v}`);
+    // As Fastify reads a number (its types take none): the nearest `hops` addresses are proxies.
+    return (_address, hop) => hop < hops;
+  }
+  const entries = v.split(',').map((e) => e.trim());
+  for (const e of entries) {
+    if (PROXY_KEYWORDS.has(e)) continue;
+    if (e === '') throw new Error('an empty entry in the list');
+    if (e.includes('/') ? !isValidCidr(e) : !ipaddr.isValid(e)) throw new Error(`${e} is not an address, a CIDR range or loopback, linklocal, uniquelocal`);
+  }
+  return entries;
+}
+
+function isValidCidr(e: string): boolean {
+  try {
+    ipaddr.parseCIDR(e);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The configured chain backends by chain name. */

@@ -123,6 +123,15 @@ const plugin: FastifyPluginAsync<RequestAuthOptions> = async (app, opts) => {
 /** Requests whose signature verified before the body was read, until their digest and nonce are checked. */
 const signed = new WeakMap<FastifyRequest, { nonce: string; expires: number; caller: Caller }>();
 
+/**
+ * The API key whose signature verified on `req`: from the end of the first hook on, before the body is
+ * read and the nonce claimed (the per-key rate limit counts it then: api/rate-limits/rate-limits.ts);
+ * undefined for a request no signature authenticated.
+ */
+export function signedKeyIdOf(req: FastifyRequest): string | undefined {
+  return req.caller?.keyId ?? signed.get(req)?.caller.keyId;
+}
+
 const unauthorized = (message: string) => new CustodyError('unauthorized', message);
 
 export const requestAuth = fp(plugin, { name: 'request-auth' });

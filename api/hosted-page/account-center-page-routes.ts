@@ -16,7 +16,7 @@ import { resolveTheme } from '../branding/branding-service.ts';
 import type { AccountCenter, AccountCenterCode } from '../member-auth/account-center.ts';
 import type { AccountCenterHandoffRecord } from '../member-auth/account-center-records.ts';
 import { recoveryCodesRemaining, totpProvisioning } from '../member-auth/hosted-factors.ts';
-import type { PageRateLimit } from './page-rate-limit.ts';
+import type { AddressLimit } from '../rate-limits/rate-limits.ts';
 import { noticeText } from './hosted-page.ts';
 import { formPoster, pageSender } from './page-sender.ts';
 import { PASSKEY_SCRIPT, PASSKEY_SCRIPT_PATH } from './account-center-script.ts';
@@ -27,7 +27,7 @@ export interface AccountCenterPageOptions {
   center: AccountCenter;
   mailer: Mailer | undefined;
   /** The per-client-address limit on form POSTs, shared by both pages (page-rate-limit.ts). */
-  rateLimit?: PageRateLimit | undefined;
+  rateLimit?: AddressLimit | undefined;
 }
 
 const cookieName = (id: string) => `__Host-hac-${id.slice(4)}`;

@@ -13,7 +13,7 @@ import { maskEmail } from '../email/mailer.ts';
 import type { HostedAuthorizations, CodeToSend, RecoveryNotice } from '../member-auth/hosted-authorizations.ts';
 import { totpProvisioning } from '../member-auth/hosted-factors.ts';
 import type { HostedAuthorizationRecord } from '../member-auth/hosted-records.ts';
-import type { PageRateLimit } from './page-rate-limit.ts';
+import type { AddressLimit } from '../rate-limits/rate-limits.ts';
 import { esc, noticeText } from './hosted-page.ts';
 import { formPoster, pageSender } from './page-sender.ts';
 
@@ -22,7 +22,7 @@ export interface HostedPageOptions {
   authorizations: HostedAuthorizations;
   mailer: Mailer | undefined;
   /** The per-client-address limit on form POSTs, shared by both pages (page-rate-limit.ts). */
-  rateLimit?: PageRateLimit | undefined;
+  rateLimit?: AddressLimit | undefined;
 }
 
 const FORM_LIMIT = 4096;

@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Platform } from '../platform.ts';
 import { resolveTheme, type Theme } from '../branding/branding-service.ts';
-import type { PageRateLimit } from './page-rate-limit.ts';
+import type { AddressLimit } from '../rate-limits/rate-limits.ts';
 import { logoOrigin, newNonce, pageHeaders, renderPage, runsScript, type PageStep } from './hosted-page.ts';
 
 type Scoped = { tenant: string; workspace: string };
@@ -28,10 +28,9 @@ export function pageSender<R extends Scoped>(platform: Platform, surface: 'hoste
    * Before anything is read: a client past its limit gets 429 with Retry-After and an unbranded page
    * (no store read); undefined when the request may go on.
    */
-  async function tooManyAttempts(req: FastifyRequest, reply: FastifyReply, rateLimit: PageRateLimit | undefined) {
-    const retryAfter = rateLimit?.take(req.ip);
+  async function tooManyAttempts(req: FastifyRequest, reply: FastifyReply, rateLimit: AddressLimit | undefined) {
+    const retryAfter = rateLimit ? await req.server.takeAddressLimit(req, reply, rateLimit) : undefined;
     if (retryAfter === undefined) return undefined;
-    reply.header('retry-after', String(retryAfter));
     return send(reply, undefined, 429, { step: 'error', code: 'rate_limited', title: 'Too many attempts', message: `Too many attempts from your network. Wait ${retryAfter} seconds, then try again.` });
   }
   return { themeOf, send, tooManyAttempts };
@@ -58,8 +57,8 @@ export interface FormPosts<Code, Notice> {
   /** The page's path segment under /v1: `hosted-auth` or `account-center`. */
   page: string;
   schema: (summary: string) => object;
-  rateLimit: PageRateLimit | undefined;
-  tooManyAttempts: (req: FastifyRequest, reply: FastifyReply, rateLimit: PageRateLimit | undefined) => Promise<unknown>;
+  rateLimit: AddressLimit | undefined;
+  tooManyAttempts: (req: FastifyRequest, reply: FastifyReply, rateLimit: AddressLimit | undefined) => Promise<unknown>;
   cookieOf: (req: FastifyRequest, id: string) => string | undefined;
   refusal: (reply: FastifyReply, id: string, err: unknown) => Promise<unknown>;
   /** Sends an email code without holding the request. */

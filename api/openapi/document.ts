@@ -109,6 +109,10 @@ function idempotencyOf(name: string, op: Json): { required: boolean } | undefine
 
 const REQUEST_ID = { description: 'The id of this request, as the API logs it; quote it when reporting a problem.', schema: { type: 'string' } };
 const RETRY_AFTER = { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } };
+const RATE_LIMIT_POLICY = { description: 'The request budgets this request was counted on (draft-ietf-httpapi-ratelimit-headers), e.g. `"address";q=2400;w=60, "key";q=1200;w=60`: the requests `q` per window of `w` seconds (docs/operations.md "Rate limits").', schema: { type: 'string' } };
+const RATE_LIMIT = { description: 'What is left of each budget, e.g. `"address";r=2391;t=42, "key";r=0;t=42`: `r` requests until the window ends in `t` seconds.', schema: { type: 'string' } };
+/** Operations no request budget counts (the probes); every other one may answer 429 rate_limited. */
+const UNLIMITED = new Set(['GET /healthz', 'GET /readyz']);
 
 function schemaOfContent(r: Json): Json | undefined {
   return ((r.content as Record<string, Json> | undefined)?.['application/json'])?.schema as Json | undefined;
@@ -201,11 +205,17 @@ export function completeDocument(doc: OpenApiDocument): OpenApiDocument {
       if (signed) for (const p of signatureHeaders(vaultApi, !!op.requestBody)) if (!has(String(p.name))) parameters.push(p);
       if (parameters.length > 0) op.parameters = parameters;
       const responses = (op.responses ??= {}) as Record<string, Json>;
+      // The request budgets (api/rate-limits/rate-limits.ts) count every operation but the probes.
+      if (!UNLIMITED.has(name)) responses['429'] ??= {};
       for (const [code, response] of Object.entries(responses)) {
         const status = Number(code);
         const headers = (response.headers ??= {}) as Json;
         headers['X-Request-Id'] ??= REQUEST_ID;
         if (status === 429 || status === 503) headers['Retry-After'] ??= RETRY_AFTER;
+        if (status === 429 && !UNLIMITED.has(name)) {
+          headers['RateLimit-Policy'] ??= RATE_LIMIT_POLICY;
+          headers.RateLimit ??= RATE_LIMIT;
+        }
         if (status >= 400) {
           response.description = ERROR_TEXT[code] ?? 'An error';
           response.content = { 'application/json': { schema: ERROR_REF } };

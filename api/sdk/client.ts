@@ -860,7 +860,16 @@ export class CustodyClient {
     const deadline = Date.now() + (opts.timeoutMs ?? 120_000);
     let last: T | undefined;
     for (;;) {
-      last = await get();
+      try {
+        last = await get();
+      } catch (err) {
+        // Past a request budget (429 rate_limited with Retry-After, docs/operations.md "Rate limits") a
+        // wait waits the budget out, as long as its deadline allows, instead of failing.
+        const wait = err instanceof CustodyApiError && err.status === 429 ? err.retryAfterMs ?? opts.intervalMs ?? 250 : undefined;
+        if (wait === undefined || Date.now() + wait > deadline) throw err;
+        await sleep(wait);
+        continue;
+      }
       opts.progress?.(last);
       if (done(last)) return last;
       if (Date.now() > deadline) throw new WaitTimeoutError(what, last);

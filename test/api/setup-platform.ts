@@ -11,10 +11,11 @@ import { createLogger } from '../../common/logger.ts';
 import { openTestStore } from '../support/test-store.ts';
 import { createPlatform } from '../../api/platform.ts';
 
-export async function setupPlatform(t: Test, opts: Parameters<typeof createPlatform>[1] = {}) {
+/** `env`: extra API_* settings. */
+export async function setupPlatform(t: Test, opts: Parameters<typeof createPlatform>[1] = {}, env: Record<string, string> = {}) {
   const { dir, store } = await openTestStore('platform-');
   const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), ...opts });
-  const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api', 'silent'), platform });
+  const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir, ...env }), logger: createLogger('api', 'silent'), platform });
   t.teardown(async () => {
     await app.close();
     await store.close();

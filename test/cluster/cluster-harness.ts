@@ -244,6 +244,7 @@ export class Cluster {
   async startApi(extra: Record<string, string> = {}, healthzMs = 30_000): Promise<Proc> {
     this.apiPort ||= await freePort();
     const p = this.spawn('api', 'api/server.ts', {
+      ...TEST_RATE_LIMITS,
       API_HOST: '127.0.0.1',
       API_PORT: String(this.apiPort),
       API_DATA_DIR: join(this.dir, 'api'),
@@ -267,6 +268,13 @@ export class Cluster {
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * Request budgets the multi-process tests do not reach: every client of a test (SDK, CLI, browser) is on
+ * 127.0.0.1 and most share one API key, and several waits poll at once. The budgets have their own tests
+ * (test/api/rate-limits/); a test may set its own.
+ */
+export const TEST_RATE_LIMITS: Readonly<Record<string, string>> = { API_RATE_LIMIT_PER_ADDRESS: '1000000', API_RATE_LIMIT_PER_KEY: '1000000' };
 
 export async function waitUntil(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string, everyMs = 100): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { Cluster, freePort, waitUntil, type Proc } from '../cluster/cluster-harness.ts';
+import { Cluster, freePort, TEST_RATE_LIMITS, waitUntil, type Proc } from '../cluster/cluster-harness.ts';
 import { startAnvil, type Anvil } from '../chains/anvil.ts';
 import { EsploraDouble } from '../chains/esplora-double.ts';
 import { CustodyClient } from '../../api/sdk/client.ts';
@@ -118,7 +118,7 @@ export async function startApiInstance(cluster: Cluster, name: string, env: Reco
   const dataDir = join(cluster.dir, name);
   mkdirSync(dataDir, { recursive: true });
   const proc = cluster.spawn(name, 'api/server.ts', {
-    API_HOST: '127.0.0.1', API_PORT: String(port), API_DATA_DIR: dataDir, API_COORDINATOR: `127.0.0.1:${cluster.coordinatorPort}`, ...env,
+    ...TEST_RATE_LIMITS, API_HOST: '127.0.0.1', API_PORT: String(port), API_DATA_DIR: dataDir, API_COORDINATOR: `127.0.0.1:${cluster.coordinatorPort}`, ...env,
   });
   const base = `http://127.0.0.1:${port}`;
   await waitUntil(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.ok === true, 30_000, `${name} healthz`);

@@ -187,3 +187,28 @@ t.test('the transport: full jitter, Retry-After within bounds, a refused connect
 
   t.throws(() => new Transport({ baseUrl: 'http://x.test', timeoutMs: -1 }), { code: 'invalid_config' });
 });
+
+t.test('a wait meets the API key\'s request budget: it waits out Retry-After and polls on', async (t) => {
+  // A budget of 3 requests a second (docs/operations.md "Rate limits"); the vault never becomes active
+  // (no coordinator): the wait is told to end once it has read for 1.2 s.
+  const a = await vaultApp(t, { env: { API_RATE_LIMIT_PER_KEY: '3', API_RATE_LIMIT_WINDOW_S: '1' } });
+  await a.app.listen({ host: '127.0.0.1', port: 0 });
+  // No retries of its own: whatever the wait survives, the wait itself handled.
+  const client = new CustodyClient({
+    baseUrl: `http://127.0.0.1:${(a.app.server.address() as AddressInfo).port}`, organization: a.org.id, keyId: a.creds.keyId, secretKey: a.creds.secretKey,
+    retry: { attempts: 1 },
+  });
+  const v = await client.createVault({ tier: 'hosted', name: 'waited' });
+  const reads: number[] = [];
+  const started = Date.now();
+  const done = () => Date.now() - started >= 1_200;
+  await client.waitForVault(v.id, done, { timeoutMs: 5_000, intervalMs: 20, progress: () => reads.push(Date.now() - started) });
+  t.ok(reads.some((ms) => ms >= 1_200), 'the wait ended as told, past the 429s the 20 ms polling met');
+  t.ok(reads.length >= 4 && reads.length <= 8, `${reads.length} reads: at most 3 in each window it used`);
+  const outside: number[] = [];
+  for (let i = 0; i < 4; i++) outside.push(await client.getVault(v.id).then(() => 200, (err: CustodyApiError) => err.status));
+  t.equal(outside.at(-1), 429, `a call outside a wait gets the 429 once the budget is spent (${outside.join(', ')})`);
+  const late = await client.waitForVault(v.id, () => true, { timeoutMs: 100 }).catch((err: unknown) => err);
+  t.match(late, { status: 429, code: 'rate_limited' }, 'a wait whose deadline comes before Retry-After ends on the 429, which carries it');
+  t.ok((late as CustodyApiError).retryAfterMs! > 0);
+});

@@ -124,6 +124,7 @@ t.test('route test files on PostgreSQL', async (t) => {
   await import('../api/webhooks/webhook-endpoints.unit.ts');
   await import('../api/tenancy/environments.unit.ts');
   await import('../api/rwa/token-log.unit.ts');
+  await import('../api/rate-limits/rate-limits.unit.ts');
   t.pass('queued');
   // Queued after theirs: each of their apps had a database of its own on this server.
   root.test('the route tests ran on PostgreSQL', async (t) => {

@@ -9,7 +9,6 @@ import { CustodyError } from '../../../core/errors/custody-error.ts';
 import { principalOf } from '../../auth/bearer-auth.ts';
 import type { Platform } from '../../platform.ts';
 import { SURFACES } from '../../branding/branding-service.ts';
-import { IpRateLimiter } from '../../branding/ip-rate-limiter.ts';
 import { sniffImage } from '../../branding/sniff-image.ts';
 import { UPLOAD_IMAGE_TYPES, confirmUploadedImage, fromStore } from '../../adapters/uploaded-image.ts';
 import { DirectoryObjectStore } from '../../adapters/directory-object-store.ts';
@@ -24,7 +23,6 @@ const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody,
 
 export const brandingRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicPerMinute?: number }> = async (app, { platform, publicPerMinute }) => {
   const b = platform.branding;
-  const limiter = new IpRateLimiter(publicPerMinute ?? 60, platform.clock);
   const scope = (req: { principal?: unknown }) => {
     const p = principalOf(req as never);
     return { tenant: p.tenant, workspace: p.workspace };
@@ -46,10 +44,10 @@ export const brandingRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; pub
   }, async (req) => b.clearLogo(scope(req), actor(req)));
 
   app.get('/public/branding', {
-    config: { public: true },
+    // Anyone holding a claim token may read it without a key: a stricter budget per client address.
+    config: { public: true, addressLimit: { policy: 'public_branding', max: publicPerMinute ?? 60, windowMs: 60_000 } },
     schema: { summary: 'The public branding bundle for a claim token, rate-limited per address', tags: ['branding'], security: [], querystring: Type.Object({ claim_token: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description: 'the capability; anything but one valid token (none, an unknown, expired or repeated one) answers the platform default' })), surface: Type.Optional(SurfaceName) }, { additionalProperties: false }), response: { 200: Loose, 400: ErrorBody, 429: ErrorBody } },
   }, async (req) => {
-    if (!limiter.allow(req.ip)) throw new CustodyError('rate_limited', 'too many requests from this address; try again in a minute');
     // The spec: this read always answers 200. A repeated claim_token is no one token: the platform default.
     const token = typeof req.query.claim_token === 'string' ? req.query.claim_token : undefined;
     return b.publicBundle(token, req.query.surface);

@@ -23,7 +23,7 @@ import { CODE_CHALLENGE, HostedKeys, hostedMemberView, type HostedMemberView } f
 import { COLLECTIONS, type ApplicationRecord } from '../../member-auth/member-auth-records.ts';
 import { hostedPageRoutes } from '../../hosted-page/hosted-page-routes.ts';
 import { accountCenterPageRoutes } from '../../hosted-page/account-center-page-routes.ts';
-import { DEFAULT_PAGE_RATE_PER_MINUTE, PageRateLimit } from '../../hosted-page/page-rate-limit.ts';
+import { pageRateLimit } from '../../hosted-page/page-rate-limit.ts';
 import { AccountCenter } from '../../member-auth/account-center.ts';
 import type { AccountCenterPasskeySource } from '../../member-auth/account-center-passkeys.ts';
 import { accountCenterRoutes } from './account-center.ts';
@@ -69,7 +69,7 @@ export const memberAuthHostedRoutes: FastifyPluginAsyncTypebox<MemberAuthHostedR
 
   const center = new AccountCenter({ store: platform.store, audit: platform.audit, sessions, keys, clock: platform.clock, passkeys: opts.accountCenterPasskeys });
   // One limit for both pages: an address's posts count together, whichever page they go to.
-  const rateLimit = new PageRateLimit(opts.pageRatePerMinute ?? DEFAULT_PAGE_RATE_PER_MINUTE, platform.clock);
+  const rateLimit = pageRateLimit(opts.pageRatePerMinute);
   await app.register(hostedPageRoutes, { platform, authorizations, mailer, rateLimit });
   await app.register(accountCenterPageRoutes, { platform, center, mailer, rateLimit });
 

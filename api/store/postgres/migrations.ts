@@ -80,4 +80,19 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX jobs_group_leased ON jobs (group_key, leased_until) WHERE state = 'leased' AND group_key IS NOT NULL;
     `,
   },
+  {
+    version: 5,
+    name: 'rate limit counters',
+    // The request budgets every instance shares (api/rate-limits/postgres-rate-limit-store.ts): one row per
+    // limited key and its current window, counted by an upsert; the window ends at `reset_at` on the
+    // database's clock, and rows past it are pruned by that index.
+    sql: `
+      CREATE TABLE rate_limit_counters (
+        key text COLLATE "C" PRIMARY KEY,
+        hits bigint NOT NULL,
+        reset_at timestamptz NOT NULL
+      );
+      CREATE INDEX rate_limit_counters_reset ON rate_limit_counters (reset_at);
+    `,
+  },
 ];

@@ -8,6 +8,7 @@ import { insertJob, PostgresJobQueue } from '../../jobs/postgres-job-queue.ts';
 import { AdvisoryLocks, advisoryKey } from './advisory-locks.ts';
 import type { TryResult } from '../local-locks.ts';
 import { createLogger } from '../../../common/logger.ts';
+import { PostgresRateLimitCounters } from '../../rate-limits/postgres-rate-limit-store.ts';
 
 const log = createLogger('postgres');
 
@@ -104,6 +105,11 @@ export class PostgresRecordStore implements RecordRepository {
   /** The job queue in this database, on this store's pool: what the `enqueue` operations of `batch` write. */
   jobQueue(): PostgresJobQueue {
     return new PostgresJobQueue(this.pool);
+  }
+
+  /** The rate-limit counters in this database, on this store's pool (api/rate-limits/rate-limits.ts). */
+  rateLimitCounters(): PostgresRateLimitCounters {
+    return new PostgresRateLimitCounters(this.pool);
   }
 
   put(collection: string, id: string, value: unknown, index?: string[]): Promise<void> {

@@ -36,6 +36,8 @@ export interface HostedSetupOptions {
   requireTotp?: boolean;
   /** The API server's listening origin, when the test listens (the page's public base). */
   publicUrl?: string;
+  /** Extra API_* settings. */
+  env?: Record<string, string>;
 }
 
 export async function setupHosted(t: Test, o: HostedSetupOptions = {}) {
@@ -45,7 +47,7 @@ export async function setupHosted(t: Test, o: HostedSetupOptions = {}) {
   const { dir, store } = await openTestStore('hosted-');
   const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), clock });
   const server = await buildApp({
-    config: loadApiConfig({ API_DATA_DIR: dir, API_SMTP_URL: sink.url, API_SMTP_FROM: 'auth@platform.test', ...(o.publicUrl ? { API_PUBLIC_URL: o.publicUrl } : {}) }),
+    config: loadApiConfig({ API_DATA_DIR: dir, API_SMTP_URL: sink.url, API_SMTP_FROM: 'auth@platform.test', ...(o.publicUrl ? { API_PUBLIC_URL: o.publicUrl } : {}), ...o.env }),
     logger: createLogger('api', 'silent'), platform,
   });
   t.teardown(async () => {
