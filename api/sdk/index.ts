@@ -10,6 +10,7 @@ export * from './member-auth-client.ts';
 export * from './bff-error.ts';
 export * from './bff-cookies.ts';
 export * from './bff-store.ts';
+export * from './bff-store-postgres.ts';
 export * from './bff-sessions.ts';
 export * from './member-credential.ts';
 export * from './key-export.ts';
