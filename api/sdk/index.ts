@@ -12,6 +12,7 @@ export * from './bff-cookies.ts';
 export * from './bff-store.ts';
 export * from './bff-store-postgres.ts';
 export * from './bff-sessions.ts';
+export * from './bff-oidc.ts';
 export * from './member-credential.ts';
 export * from './key-export.ts';
 export * from './policy.ts';
