@@ -158,10 +158,26 @@ export class PostgresBffStore implements BffStore {
     if (++this.writes % SWEEP_EVERY === 0) this.sweep().catch(() => undefined);
   }
 
+  /** A connection of the pool within `ms` (a pool with every connection in use waits), or `lock_timeout`. */
+  private async connectWithin(ms: number, name: string, waitMs: number): Promise<BffPgClient> {
+    if (ms <= 0) throw lockTimeout(name, waitMs);
+    const pending = this.pool.connect();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([pending, new Promise<never>((_, reject) => { timer = setTimeout(() => reject(lockTimeout(name, waitMs)), ms); })]);
+    } catch (err) {
+      // A connection that arrives after the wait gave up goes back to the pool.
+      pending.then((c) => c.release(), () => undefined);
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async withLock<T>(name: string, o: BffLockOptions, fn: () => Promise<T>): Promise<T> {
     return this.queue.run(name, o.waitMs, async (leftMs) => {
-      if (leftMs <= 0) throw lockTimeout(name, o.waitMs);
-      const c = await this.pool.connect();
+      const deadline = Date.now() + leftMs;
+      const c = await this.connectWithin(leftMs, name, o.waitMs);
       // The server ends the session when the lease runs out (or the connection fails): the lock is gone
       // then, and the connection is not given back to the pool.
       let lost: Error | undefined;
@@ -173,7 +189,9 @@ export class PostgresBffStore implements BffStore {
       };
       try {
         await c.query('BEGIN');
-        await c.query("SELECT set_config('lock_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $2, true)", [String(Math.max(1, Math.ceil(leftMs))), String(Math.ceil(o.leaseMs))]);
+        const left = deadline - Date.now();
+        if (left <= 0) throw lockTimeout(name, o.waitMs);
+        await c.query("SELECT set_config('lock_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $2, true)", [String(Math.ceil(left)), String(Math.ceil(o.leaseMs))]);
         await c.query('SELECT pg_advisory_xact_lock($1::bigint)', [lockKey(this.table, name)]);
       } catch (err) {
         let broken: Error | undefined;

@@ -19,10 +19,10 @@ t.teardown(async () => {
   await server.stop();
 });
 
-async function pools(n: number): Promise<pg.Pool[]> {
+async function pools(n: number, max = 4): Promise<pg.Pool[]> {
   const url = await newDatabase(server, 'bff');
   const made = Array.from({ length: n }, () => {
-    const p = new pg.Pool({ connectionString: url, max: 4 });
+    const p = new pg.Pool({ connectionString: url, max });
     // pool.end() resolves before its idle connections have closed: the server's shutdown (57P01) may
     // still reach them. Any other error of an idle connection fails the file.
     p.on('error', (err) => { if ((err as { code?: string }).code !== '57P01') throw err; });
@@ -104,6 +104,20 @@ t.test('the lease: a holder past leaseMs loses the lock to the other instance; a
   release();
   await held;
   t.equal(p2!.totalCount, p2!.idleCount, 'the timed-out waiter gave its connection back');
+
+  // A pool with every connection in use: the wait for one is bounded by waitMs too.
+  const [one] = await pools(1, 1);
+  const c = new PostgresBffStore({ pool: one! });
+  let free!: () => void;
+  const busy = c.withLock('bff-session:busy', { leaseMs: 60_000, waitMs: 1_000 }, () => new Promise<void>((r) => { free = r; }));
+  await sleep(50);
+  const asked = Date.now();
+  const code2 = await c.withLock('bff-session:other', { leaseMs: 60_000, waitMs: 150 }, async () => 'ran').catch((err: unknown) => (err instanceof BffError ? err.code : String(err)));
+  t.equal(code2, 'lock_timeout', 'no connection within waitMs: lock_timeout');
+  t.ok(Date.now() - asked < 1_000, 'without waiting for the pool');
+  free();
+  await busy;
+  t.equal(await c.withLock('bff-session:other', { leaseMs: 60_000, waitMs: 1_000 }, async () => 'ran'), 'ran', 'the connection that came late went back to the pool');
 });
 
 t.test('two BFF instances on one database: one refresh per expiry, both see the rotated session, a sign-out on one is seen by the other', async (t) => {
