@@ -11,6 +11,9 @@
 //   same exchange_id and proof after a lost answer (the API returns the committed session within 600 s),
 //   lets an identical callback resume a staged attempt or find a completed one, and fails closed when
 //   the outcome cannot be known before staging.
+// - With `oidc` (bff-oidc.ts), beginSignIn also builds the provider's authorization URL (PKCE S256,
+//   state, the challenge's nonce) and keeps its state and verifier in the sealed transaction record;
+//   completeSignIn then takes the provider's callback URL, checks its state and redeems its code.
 import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { CustodyApiError } from './client.ts';
 import { SdkError } from './sdk-error.ts';
@@ -124,7 +127,12 @@ function nonceOf(idToken: string): string | undefined {
 
 /** The query of the provider's callback; a path with its query (`req.url`) is taken as it is. */
 function callbackParams(u: string | URL): URLSearchParams {
-  return (typeof u === 'string' ? new URL(u, 'http://callback.invalid') : u).searchParams;
+  if (typeof u !== 'string') return u.searchParams;
+  try {
+    return new URL(u, 'http://callback.invalid').searchParams;
+  } catch {
+    throw new BffError('transaction_conflict', 'the callback URL does not parse: nothing redeemed');
+  }
 }
 
 /** No answer, or an answer that does not say what the API did: the exchange may have been committed. */

@@ -166,3 +166,15 @@ t.test('issuer and audience: a discovery naming another issuer is refused; a tok
   t.match(err?.message, /refused/);
   t.equal((await b.audit('member_auth.session.create')).length, 0);
 });
+
+t.test('the provider\'s redemption counts in the lock lease; a callback URL that does not parse is refused', async (t) => {
+  const { b, oidc, bff } = await setup(t);
+  const codeOf = (fn: () => unknown) => { try { fn(); return 'none'; } catch (err) { return (err as { code: string }).code; } };
+  // 3 exchange attempts of 10 s and the pauses: 30 045 ms; the provider's 10 s more with `oidc`.
+  t.equal(codeOf(() => b.instance({ lock: { leaseMs: 35_000 } })), 'none', 'without oidc, 35 s outlasts the work');
+  t.equal(codeOf(() => b.instance({ oidc, lock: { leaseMs: 35_000 } })), 'invalid_config', 'with it, 35 s does not');
+  const begun = await bff.beginSignIn();
+  await rejects(t, bff.completeSignIn(begun.transactionId, { callbackUrl: 'http://[' }), 'transaction_conflict', 'a malformed callback URL');
+  const callback = await b.h.op.authorize(begun.authorizationUrl!, 'frank');
+  t.equal((await bff.completeSignIn(begun.transactionId, { callbackUrl: callback.href })).recovered, 'none', 'the transaction stayed open');
+});
