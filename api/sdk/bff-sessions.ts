@@ -11,6 +11,9 @@
 //   same exchange_id and proof after a lost answer (the API returns the committed session within 600 s),
 //   lets an identical callback resume a staged attempt or find a completed one, and fails closed when
 //   the outcome cannot be known before staging.
+// - With `oidc` (bff-oidc.ts), beginSignIn also builds the provider's authorization URL (PKCE S256,
+//   state, the challenge's nonce) and keeps its state and verifier in the sealed transaction record;
+//   completeSignIn then takes the provider's callback URL, checks its state and redeems its code.
 import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { CustodyApiError } from './client.ts';
 import { SdkError } from './sdk-error.ts';
@@ -18,6 +21,7 @@ import { BffError } from './bff-error.ts';
 import { clearFlowCookie, clearSessionCookie, serializeFlowCookie, serializeSessionCookie, FLOW_COOKIE_MAX_AGE, FLOW_COOKIE_MAX_AGE_LIMIT } from './bff-cookies.ts';
 import type { BffLockOptions, BffStore } from './bff-store.ts';
 import type { MemberAuthClient, MemberContext, MemberSessionGrant } from './member-auth-client.ts';
+import { BffOidcError, type BffOidcClient } from './bff-oidc.ts';
 
 export interface BffSessionsOptions {
   client: MemberAuthClient;
@@ -36,6 +40,11 @@ export interface BffSessionsOptions {
   retryDelayMs?: number;
   /** A session this close to its expiry is refreshed before use, seconds (default 30). */
   refreshSkewSec?: number;
+  /**
+   * The BFF's client at its OpenID provider (`await BffOidcClient.discover(...)`): beginSignIn then
+   * returns the authorization URL, and completeSignIn takes the callback URL (`{ callbackUrl }`).
+   */
+  oidc?: BffOidcClient;
 }
 
 /** What a BFF route may use of a member session: its id goes only to the API, as X-Member-Session-Id. */
@@ -48,14 +57,19 @@ export interface ActiveSession {
 
 export interface BeginSignInResult {
   transactionId: string;
-  /** Send as the `nonce` parameter of the OpenID authentication request. */
+  /** Send as the `nonce` parameter of the OpenID authentication request (already in `authorizationUrl`). */
   nonce: string;
+  /** With `oidc` configured: where to redirect the browser (code flow, PKCE S256, state and nonce). */
+  authorizationUrl?: string;
   /** Set-Cookie of the flow cookie. */
   flowCookie: string;
 }
 
-/** An ID token already redeemed, or the callback's key (its code and state) and how to redeem it once. */
-export type SignInCallback = string | { callbackKey: string; redeem: () => Promise<string> };
+/**
+ * An ID token already redeemed; the callback's key (its code and state) and how to redeem it once; or,
+ * with `oidc` configured, the URL the provider redirected the browser to (its query is what counts).
+ */
+export type SignInCallback = string | { callbackKey: string; redeem: () => Promise<string> } | { callbackUrl: string | URL };
 
 export interface CompleteSignInResult {
   reference: string;
@@ -81,7 +95,9 @@ interface SessionRecord {
   application_id: string;
 }
 
-interface StartedTx { v: 1; kind: 'tx'; state: 'started'; exchange_id: string; nonce: string; created_at: string }
+/** The provider's authorization request of a transaction begun with `oidc`: its state and PKCE verifier. */
+interface OidcTx { state: string; code_verifier: string }
+interface StartedTx { v: 1; kind: 'tx'; state: 'started'; exchange_id: string; nonce: string; created_at: string; oidc?: OidcTx }
 interface StagedTx { v: 1; kind: 'tx'; state: 'staged'; exchange_id: string; nonce: string; created_at: string; callback_sha256: string; id_token: string; reference: string }
 interface CompletedTx { v: 1; kind: 'tx'; state: 'completed'; exchange_id: string; callback_sha256: string; reference: string; member_id: string }
 type TxRecord = StartedTx | StagedTx | CompletedTx;
@@ -106,6 +122,16 @@ function nonceOf(idToken: string): string | undefined {
     return typeof claims.nonce === 'string' ? claims.nonce : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/** The query of the provider's callback; a path with its query (`req.url`) is taken as it is. */
+function callbackParams(u: string | URL): URLSearchParams {
+  if (typeof u !== 'string') return u.searchParams;
+  try {
+    return new URL(u, 'http://callback.invalid').searchParams;
+  } catch {
+    throw new BffError('transaction_conflict', 'the callback URL does not parse: nothing redeemed');
   }
 }
 
@@ -138,8 +164,8 @@ export class BffSessions {
     if (!(this.completedTtlMs > 0 && this.completedTtlMs <= 3_600_000)) throw new SdkError('invalid_config', 'completedTtlSec must be 1 to 3600: a completed transaction is kept for a bounded time');
     // A lease that ran out while its holder is still at the API would let a second refresh spend the
     // same credential (a replay: the API revokes the sign-in). It must outlast the calls made under it.
-    const worst = o.client.timeoutMs * this.attempts + this.retryDelayMs * this.attempts * this.attempts;
-    if (this.lock.leaseMs <= worst) throw new SdkError('invalid_config', `lock.leaseMs (${this.lock.leaseMs}) must exceed the calls made under the lock (${worst} ms: timeoutMs × exchangeAttempts plus the pauses)`);
+    const worst = o.client.timeoutMs * this.attempts + this.retryDelayMs * this.attempts * this.attempts + (o.oidc?.timeoutMs ?? 0);
+    if (this.lock.leaseMs <= worst) throw new SdkError('invalid_config', `lock.leaseMs (${this.lock.leaseMs}) must exceed the calls made under the lock (${worst} ms: timeoutMs × exchangeAttempts plus the pauses${o.oidc ? ', plus the provider\'s code redemption' : ''})`);
   }
 
   // Records are sealed with the store key as associated data: one copied to another reference does not open.
@@ -208,10 +234,17 @@ export class BffSessions {
   async beginSignIn(): Promise<BeginSignInResult> {
     const challenge = await this.o.client.createChallenge();
     const transactionId = `bft_${b64u(randomBytes(32))}`;
-    const tx: StartedTx = { v: 1, kind: 'tx', state: 'started', exchange_id: `bffx-${b64u(randomBytes(24))}`, nonce: challenge.nonce, created_at: new Date(this.now()).toISOString() };
+    const request = this.o.oidc ? await this.o.oidc.authorizationRequest(challenge.nonce) : undefined;
+    const tx: StartedTx = {
+      v: 1, kind: 'tx', state: 'started', exchange_id: `bffx-${b64u(randomBytes(24))}`, nonce: challenge.nonce, created_at: new Date(this.now()).toISOString(),
+      ...(request ? { oidc: { state: request.state, code_verifier: request.codeVerifier } } : {}),
+    };
     const key = BffSessions.txKey(transactionId);
     if (!(await this.o.store.setIfAbsent(key, this.seal(key, tx), this.txTtlMs))) throw new SdkError('internal', 'a fresh random transaction id was already in the store');
-    return { transactionId, nonce: challenge.nonce, flowCookie: serializeFlowCookie(transactionId, { maxAge: Math.ceil(this.txTtlMs / 1000) }) };
+    return {
+      transactionId, nonce: challenge.nonce, flowCookie: serializeFlowCookie(transactionId, { maxAge: Math.ceil(this.txTtlMs / 1000) }),
+      ...(request ? { authorizationUrl: request.url } : {}),
+    };
   }
 
   /**
@@ -223,7 +256,7 @@ export class BffSessions {
     return this.o.store.withLock(`bff-tx:${transactionId}`, this.lock, async () => {
       const tx = await this.readTx(transactionId);
       if (!tx) throw new BffError('transaction_unknown', 'this sign-in transaction is unknown or expired: start a fresh one');
-      const callbackKey = typeof callback === 'string' ? callback : callback.callbackKey;
+      const callbackKey = BffSessions.callbackKey(callback);
       if (tx.state === 'completed') {
         if (!timingSafeEqual(sha256(callbackKey), Buffer.from(tx.callback_sha256, 'hex'))) throw new BffError('transaction_conflict', 'this sign-in transaction was completed with another callback');
         if (!(await this.readSession(tx.reference))) throw this.signedOut('the session this sign-in created has ended');
@@ -233,7 +266,7 @@ export class BffSessions {
         if (!timingSafeEqual(sha256(callbackKey), Buffer.from(tx.callback_sha256, 'hex'))) throw new BffError('transaction_conflict', 'this sign-in transaction is staged with another callback');
         return this.exchangeStaged(transactionId, tx);
       }
-      const idToken = await this.redeem(transactionId, callback);
+      const idToken = await this.redeem(transactionId, tx, callback);
       const nonce = nonceOf(idToken);
       if (nonce === undefined || !sameSecret(nonce, tx.nonce)) {
         await this.o.store.delete(BffSessions.txKey(transactionId));
@@ -256,13 +289,49 @@ export class BffSessions {
    * The provider's code redemption, before anything is staged. Its answer lost, the code may or may not
    * be spent at the provider and a second redemption would be refused or revoke the tokens: fail closed.
    */
-  private async redeem(transactionId: string, callback: SignInCallback): Promise<string> {
+  private async redeem(transactionId: string, tx: StartedTx, callback: SignInCallback): Promise<string> {
     if (typeof callback === 'string') return callback;
+    if ('callbackUrl' in callback) return this.redeemAtProvider(transactionId, tx, callbackParams(callback.callbackUrl));
     try {
       return await callback.redeem();
     } catch (err) {
       await this.o.store.delete(BffSessions.txKey(transactionId));
       throw new BffError('sign_in_failed', 'the provider exchange failed before the sign-in was staged; the transaction is closed: start a fresh one', { cause: err });
+    }
+  }
+
+  /** What identifies a callback: the ID token, the caller's key, or the provider callback's code and state. */
+  private static callbackKey(callback: SignInCallback): string {
+    if (typeof callback === 'string') return callback;
+    if ('callbackKey' in callback) return callback.callbackKey;
+    const q = callbackParams(callback.callbackUrl);
+    return `${q.get('code') ?? ''}\n${q.get('state') ?? ''}`;
+  }
+
+  /**
+   * The provider's code redemption through `oidc`. A callback whose state is not the transaction's is
+   * refused before anything is redeemed, and the transaction stays open for the genuine callback (a
+   * forged one cannot close another's sign-in). Past that, every failure closes it: a refused code is
+   * spent or not this transaction's (PKCE), an answer that fails a check or answers another nonce is
+   * not to be exchanged, and no answer at all is the ambiguity `redeem()` fails closed on.
+   */
+  private async redeemAtProvider(transactionId: string, tx: StartedTx, params: URLSearchParams): Promise<string> {
+    const oidc = this.o.oidc;
+    if (!oidc || !tx.oidc) throw new BffError('transaction_conflict', 'this sign-in transaction was not begun with the provider\'s authorization URL (BffSessions option `oidc`)');
+    const state = params.get('state');
+    if (state === null || !sameSecret(state, tx.oidc.state)) throw new BffError('transaction_conflict', 'the callback\'s state is not this transaction\'s: refused, nothing redeemed');
+    const close = () => this.o.store.delete(BffSessions.txKey(transactionId));
+    const error = params.get('error');
+    if (error !== null) {
+      await close();
+      throw new BffError('sign_in_failed', `the provider answered the authorization request with ${/^[\x20-\x7e]{1,64}$/.test(error) ? error : 'an error'}; start a fresh sign-in`);
+    }
+    try {
+      return await oidc.redeem(params, { state: tx.oidc.state, nonce: tx.nonce, codeVerifier: tx.oidc.code_verifier });
+    } catch (err) {
+      await close();
+      if (err instanceof BffOidcError && err.kind === 'mismatch') throw new BffError('transaction_conflict', 'the provider\'s ID token does not answer this transaction\'s challenge (nonce): start a fresh sign-in', { cause: err });
+      throw new BffError('sign_in_failed', `the provider's code redemption failed before the sign-in was staged; the transaction is closed: start a fresh one (${(err as Error).message})`, { cause: err });
     }
   }
 

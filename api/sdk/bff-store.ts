@@ -6,7 +6,7 @@
 // A store shared by several instances (Redis, PostgreSQL, a key-value service) implements the same five
 // calls: durable writes, per-key expiry, and a mutual-exclusion lease per name. MemoryBffStore is the
 // single-process implementation: it serializes within one process only.
-import { BffError } from './bff-error.ts';
+import { LocalLockQueue } from './bff-local-locks.ts';
 
 export interface BffLockOptions {
   /**
@@ -38,8 +38,7 @@ interface Entry { value: string; expiresAt: number }
 /** The in-process BffStore: one process's instances share it; a multi-instance BFF needs a shared store. */
 export class MemoryBffStore implements BffStore {
   private readonly entries = new Map<string, Entry>();
-  // The tail of each lock's queue: a waiter runs once the promise before it settles.
-  private readonly locks = new Map<string, Promise<void>>();
+  private readonly queue = new LocalLockQueue();
   private writes = 0;
 
   constructor(private readonly now: () => number = Date.now) {}
@@ -61,9 +60,13 @@ export class MemoryBffStore implements BffStore {
     if (++this.writes % 256 === 0) this.sweep();
   }
 
+  // Checked and written with no await between: concurrent callers cannot both find the key absent.
   async setIfAbsent(key: string, value: string, ttlMs: number): Promise<boolean> {
-    if ((await this.get(key)) !== undefined) return false;
-    await this.set(key, value, ttlMs);
+    if (!(ttlMs > 0)) throw new RangeError('ttlMs must be positive');
+    const e = this.entries.get(key);
+    if (e && e.expiresAt > this.now()) return false;
+    this.entries.set(key, { value, expiresAt: this.now() + ttlMs });
+    if (++this.writes % 256 === 0) this.sweep();
     return true;
   }
 
@@ -72,32 +75,7 @@ export class MemoryBffStore implements BffStore {
   }
 
   async withLock<T>(name: string, o: BffLockOptions, fn: () => Promise<T>): Promise<T> {
-    const before = this.locks.get(name) ?? Promise.resolve();
-    let release!: () => void;
-    const mine = new Promise<void>((r) => { release = r; });
-    const tail = before.then(() => mine);
-    this.locks.set(name, tail);
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      await Promise.race([
-        before,
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new BffError('lock_timeout', `the lock of ${name.split(':')[0]} was not granted within ${o.waitMs} ms`)), o.waitMs);
-        }),
-      ]);
-    } catch (err) {
-      // Whoever queued behind this waiter waits for `before` only, not for work that will never run.
-      release();
-      throw err;
-    } finally {
-      clearTimeout(timer);
-    }
-    try {
-      return await fn();
-    } finally {
-      release();
-      if (this.locks.get(name) === tail) this.locks.delete(name);
-    }
+    return this.queue.run(name, o.waitMs, () => fn());
   }
 
   private sweep(): void {

@@ -143,7 +143,7 @@ t.test('sign-out: the exact session by default, all of the member on request, a 
   await rejects(t, bff.session(five.reference), 'signed_out', 'the retry is a replay');
 });
 
-t.test('the client: server-side only, keys of one environment, production keys sign; the store is sealed; the lock waits boundedly', async (t) => {
+t.test('the client: server-side only, keys of one environment, production keys sign; the store is sealed', async (t) => {
   const b = await setupBff(t);
   const base = { baseUrl: b.baseUrl, apiKey: b.token, publishableKey: b.h.app.publishable_key };
   const codeOf = (fn: () => unknown) => { try { fn(); return 'none'; } catch (err) { return (err as { code: string }).code; } };
@@ -175,17 +175,6 @@ t.test('the client: server-side only, keys of one environment, production keys s
   // Another key cannot open the records: a store without the key holds nothing usable.
   await rejects(t, b.instance({ storeKey: new Uint8Array(32).fill(1) }).session(reference), 'store_corrupt', 'another store key');
 
-  const store = new MemoryBffStore();
-  let release!: () => void;
-  const held = store.withLock('bff-session:x', { leaseMs: 1000, waitMs: 1000 }, () => new Promise<void>((r) => { release = r; }));
-  await rejects(t, store.withLock('bff-session:x', { leaseMs: 1000, waitMs: 20 }, async () => 1), 'lock_timeout', 'a lock held too long');
-  const queued = store.withLock('bff-session:x', { leaseMs: 1000, waitMs: 1000 }, async () => 'next');
-  release();
-  await held;
-  t.equal(await queued, 'next', 'a waiter behind one that gave up still runs');
-  t.equal(await store.setIfAbsent('k', 'v', 1000), true);
-  t.equal(await store.setIfAbsent('k', 'w', 1000), false);
-  t.equal(await store.get('k'), 'v');
 });
 
 t.test('configuration that would break the guarantees is refused at start', async (t) => {

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider from 'oidc-provider';
 import { SignJWT, exportJWK, generateKeyPair, importJWK, type JWK, type JWTPayload } from 'jose';
-import { codeFlowSignIn, DEV_CLIENTS, DEV_CLIENT_SECRET, DEV_REDIRECT_URI } from '../../../deploy/oidc/code-flow.ts';
+import { codeFlowSignIn, followAuthorization, DEV_CLIENTS, DEV_CLIENT_SECRET, DEV_REDIRECT_URI } from '../../../deploy/oidc/code-flow.ts';
 
 export interface RunningProvider {
   issuer: string;
@@ -24,6 +24,11 @@ export interface RunningProvider {
   mint(claims: JWTPayload): Promise<string>;
   /** The public half of the provider's JWKS, as an organization registers it for end-user auth. */
   publicJwk: JWK;
+  /**
+   * A browser signing `sub` in at an authorization URL a client built: the provider's login and consent,
+   * up to the redirect to the client's callback, whose URL (code, state, iss) is returned unredeemed.
+   */
+  authorize(authorizationUrl: string, sub: string): Promise<URL>;
 }
 
 export interface SignInOptions {
@@ -71,7 +76,8 @@ export async function startProvider(t: Test, issuerHost = '127.0.0.1'): Promise<
     return new SignJWT(payload).setProtectedHeader({ alg: 'RS256', kid: jwk.kid, typ: 'JWT' }).sign(key);
   };
   const { kty, n, e, kid, alg, use } = jwk;
-  return { issuer, port, signingJwk: jwk, signIn: (o) => codeFlowSignIn(`http://127.0.0.1:${port}`, o), mint, publicJwk: { kty, n, e, kid, alg, use } };
+  return { issuer, port, signingJwk: jwk, signIn: (o) => codeFlowSignIn(`http://127.0.0.1:${port}`, o), mint,
+    authorize: (url, sub) => followAuthorization(`http://127.0.0.1:${port}`, url, sub), publicJwk: { kty, n, e, kid, alg, use } };
 }
 
 /** A loopback port with nothing listening: a server is started, its port read, and it is closed. */
