@@ -14,6 +14,9 @@
 // - With `oidc` (bff-oidc.ts), beginSignIn also builds the provider's authorization URL (PKCE S256,
 //   state, the challenge's nonce) and keeps its state and verifier in the sealed transaction record;
 //   completeSignIn then takes the provider's callback URL, checks its state and redeems its code.
+// - With `hosted` (a Hosted Auth application, docs/platform/hosted-auth.md), beginHostedSignIn asks the
+//   API for its sign-in page (state, PKCE S256) and completeSignIn takes the page's callback URL, checks
+//   its state, stages the one-time result and exchanges it with the verifier.
 import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { CustodyApiError } from './client.ts';
 import { SdkError } from './sdk-error.ts';
@@ -45,6 +48,12 @@ export interface BffSessionsOptions {
    * returns the authorization URL, and completeSignIn takes the callback URL (`{ callbackUrl }`).
    */
   oidc?: BffOidcClient;
+  /**
+   * A Hosted Auth application (the service's own sign-in page): `redirectUri` is the application's
+   * `result_callback_url`, exactly. beginHostedSignIn then returns the page's URL, and completeSignIn
+   * takes the callback URL the page redirected the browser to (`{ callbackUrl }`).
+   */
+  hosted?: { redirectUri: string };
 }
 
 /** What a BFF route may use of a member session: its id goes only to the API, as X-Member-Session-Id. */
@@ -70,6 +79,14 @@ export interface BeginSignInResult {
  * with `oidc` configured, the URL the provider redirected the browser to (its query is what counts).
  */
 export type SignInCallback = string | { callbackKey: string; redeem: () => Promise<string> } | { callbackUrl: string | URL };
+
+export interface BeginHostedSignInResult {
+  transactionId: string;
+  /** The service's sign-in page for this transaction: redirect the browser there (303). */
+  authorizationUrl: string;
+  /** Set-Cookie of the flow cookie. */
+  flowCookie: string;
+}
 
 export interface CompleteSignInResult {
   reference: string;
@@ -99,8 +116,12 @@ interface SessionRecord {
 interface OidcTx { state: string; code_verifier: string }
 interface StartedTx { v: 1; kind: 'tx'; state: 'started'; exchange_id: string; nonce: string; created_at: string; oidc?: OidcTx }
 interface StagedTx { v: 1; kind: 'tx'; state: 'staged'; exchange_id: string; nonce: string; created_at: string; callback_sha256: string; id_token: string; reference: string }
-interface CompletedTx { v: 1; kind: 'tx'; state: 'completed'; exchange_id: string; callback_sha256: string; reference: string; member_id: string }
-type TxRecord = StartedTx | StagedTx | CompletedTx;
+interface CompletedTx { v: 1; kind: 'tx'; state: 'completed'; exchange_id?: string; callback_sha256: string; reference: string; member_id: string }
+/** A Hosted Auth sign-in: the state and PKCE verifier of the page's authorization, then its staged result. */
+interface HostedStartedTx { v: 1; kind: 'tx'; state: 'started'; mode: 'hosted'; created_at: string; hosted_state: string; code_verifier: string }
+interface HostedStagedTx { v: 1; kind: 'tx'; state: 'staged'; mode: 'hosted'; created_at: string; callback_sha256: string; code: string; code_verifier: string; reference: string }
+type TxRecord = StartedTx | StagedTx | CompletedTx | HostedStartedTx | HostedStagedTx;
+const HOSTED_RESULT = /^hrc_[A-Za-z0-9_-]{43}$/;
 
 const DEFAULT_LOCK: BffLockOptions = { leaseMs: 60_000, waitMs: 15_000 };
 // Answers after which the API did decide: the refresh credential or the session will never work again.
@@ -159,6 +180,12 @@ export class BffSessions {
     this.attempts = Math.max(1, o.exchangeAttempts ?? 3);
     this.retryDelayMs = o.retryDelayMs ?? 200;
     this.skewMs = (o.refreshSkewSec ?? 30) * 1000;
+    if (o.hosted) {
+      if (o.oidc) throw new SdkError('invalid_config', 'one BffSessions signs in with one kind of application: `oidc` (BYO OIDC) or `hosted` (Hosted Auth), not both');
+      let u: URL | undefined;
+      try { u = new URL(o.hosted.redirectUri); } catch { u = undefined; }
+      if (!u || u.hash || !/^https?:$/.test(u.protocol)) throw new SdkError('invalid_config', 'hosted.redirectUri must be the application\'s result_callback_url: an absolute http(s) URL without a fragment');
+    }
     const txTtl = this.txTtlMs / 1000;
     if (!Number.isInteger(txTtl) || txTtl < 60 || txTtl > FLOW_COOKIE_MAX_AGE_LIMIT) throw new SdkError('invalid_config', `transactionTtlSec must be 60 to ${FLOW_COOKIE_MAX_AGE_LIMIT} (the flow cookie's life)`);
     if (!(this.completedTtlMs > 0 && this.completedTtlMs <= 3_600_000)) throw new SdkError('invalid_config', 'completedTtlSec must be 1 to 3600: a completed transaction is kept for a bounded time');
@@ -248,6 +275,25 @@ export class BffSessions {
   }
 
   /**
+   * Hosted Auth: asks the API for its sign-in page (a fresh state and PKCE S256 pair, kept in the sealed
+   * transaction record, never in a cookie) and opens a transaction; redirect the browser to
+   * `authorizationUrl` with the flow cookie set. The page sends it back to `hosted.redirectUri`.
+   */
+  async beginHostedSignIn(): Promise<BeginHostedSignInResult> {
+    const hosted = this.o.hosted;
+    if (!hosted) throw new SdkError('invalid_config', 'beginHostedSignIn needs the BffSessions option `hosted` (the application\'s result_callback_url)');
+    const state = b64u(randomBytes(32));
+    const codeVerifier = b64u(randomBytes(32));
+    const codeChallenge = createHash('sha256').update(codeVerifier, 'ascii').digest('base64url');
+    const authorization = await this.o.client.beginHostedAuthorization({ redirectUri: hosted.redirectUri, state, codeChallenge });
+    const transactionId = `bft_${b64u(randomBytes(32))}`;
+    const tx: HostedStartedTx = { v: 1, kind: 'tx', state: 'started', mode: 'hosted', created_at: new Date(this.now()).toISOString(), hosted_state: state, code_verifier: codeVerifier };
+    const key = BffSessions.txKey(transactionId);
+    if (!(await this.o.store.setIfAbsent(key, this.seal(key, tx), this.txTtlMs))) throw new SdkError('internal', 'a fresh random transaction id was already in the store');
+    return { transactionId, authorizationUrl: authorization.authorization_url, flowCookie: serializeFlowCookie(transactionId, { maxAge: Math.ceil(this.txTtlMs / 1000) }) };
+  }
+
+  /**
    * Completes the transaction the flow cookie names with the provider's callback. One transaction's
    * callbacks run one at a time (the store lock); a repeat of the same callback resumes or finds the
    * first one's result.
@@ -264,8 +310,9 @@ export class BffSessions {
       }
       if (tx.state === 'staged') {
         if (!timingSafeEqual(sha256(callbackKey), Buffer.from(tx.callback_sha256, 'hex'))) throw new BffError('transaction_conflict', 'this sign-in transaction is staged with another callback');
-        return this.exchangeStaged(transactionId, tx);
+        return 'mode' in tx ? this.exchangeHostedStaged(transactionId, tx) : this.exchangeStaged(transactionId, tx);
       }
+      if ('mode' in tx) return this.stageHosted(transactionId, tx, callback, callbackKey);
       const idToken = await this.redeem(transactionId, tx, callback);
       const nonce = nonceOf(idToken);
       if (nonce === undefined || !sameSecret(nonce, tx.nonce)) {
@@ -333,6 +380,73 @@ export class BffSessions {
       if (err instanceof BffOidcError && err.kind === 'mismatch') throw new BffError('transaction_conflict', 'the provider\'s ID token does not answer this transaction\'s challenge (nonce): start a fresh sign-in', { cause: err });
       throw new BffError('sign_in_failed', `the provider's code redemption failed before the sign-in was staged; the transaction is closed: start a fresh one (${(err as Error).message})`, { cause: err });
     }
+  }
+
+  /**
+   * Hosted Auth: the page's callback. A state that is not the transaction's is refused and the
+   * transaction stays open for the genuine callback; a result of the wrong shape likewise. Then the
+   * result is staged durably (with the reference to be) before the exchange, as a BYO proof is.
+   */
+  private async stageHosted(transactionId: string, tx: HostedStartedTx, callback: SignInCallback, callbackKey: string): Promise<CompleteSignInResult> {
+    if (typeof callback === 'string' || !('callbackUrl' in callback)) throw new BffError('transaction_conflict', 'a Hosted Auth sign-in completes with the callback URL the page redirected to (`{ callbackUrl }`)');
+    const params = callbackParams(callback.callbackUrl);
+    const state = params.get('state');
+    if (state === null || !sameSecret(state, tx.hosted_state)) throw new BffError('transaction_conflict', 'the callback\'s state is not this transaction\'s: refused, nothing exchanged');
+    const code = params.get('code');
+    if (code === null || !HOSTED_RESULT.test(code)) throw new BffError('transaction_conflict', 'the callback carries no Hosted Auth result (code=hrc_…): refused, nothing exchanged');
+    const staged: HostedStagedTx = { v: 1, kind: 'tx', state: 'staged', mode: 'hosted', created_at: tx.created_at, callback_sha256: sha256hex(callbackKey), code, code_verifier: tx.code_verifier, reference: `bfr_${b64u(randomBytes(32))}` };
+    try {
+      await this.writeTx(transactionId, staged, this.txTtlMs);
+    } catch (err) {
+      await this.o.store.delete(BffSessions.txKey(transactionId)).catch(() => undefined);
+      throw new BffError('sign_in_failed', 'the sign-in could not be staged durably; start a fresh transaction', { cause: err });
+    }
+    return this.exchangeHostedStaged(transactionId, staged);
+  }
+
+  /**
+   * The exchange of a staged Hosted Auth result. The API keeps no answer to repeat: a result presented
+   * again after a lost answer is `409 hosted_result_replayed`, and the API revokes the session the first
+   * presentation made (nobody holds it). So a lost answer is retried (the first may never have arrived),
+   * and a replay answer closes the transaction: the member signs in again.
+   */
+  private async exchangeHostedStaged(transactionId: string, tx: HostedStagedTx): Promise<CompleteSignInResult> {
+    const redirectUri = this.o.hosted?.redirectUri;
+    if (redirectUri === undefined) throw new BffError('transaction_conflict', 'this sign-in transaction is a Hosted Auth one; the BffSessions option `hosted` is not set');
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const grant = await this.o.client.exchangeHostedResult({ code: tx.code, codeVerifier: tx.code_verifier, redirectUri });
+        await this.writeSession(tx.reference, grant);
+        const done: CompletedTx = { v: 1, kind: 'tx', state: 'completed', callback_sha256: tx.callback_sha256, reference: tx.reference, member_id: grant.member.id };
+        await this.writeTx(transactionId, done, this.completedTtlMs);
+        return this.completed(tx.reference, grant.member.id, 'none');
+      } catch (err) {
+        if (ambiguous(err)) {
+          if (attempt < this.attempts) {
+            await sleep(this.retryDelayMs * attempt);
+            continue;
+          }
+          throw new BffError('exchange_pending', 'the exchange got no answer; repeat the same callback to resume it', { cause: err });
+        }
+        if (err instanceof CustodyApiError) {
+          await this.o.store.delete(BffSessions.txKey(transactionId));
+          const why = err.code === 'hosted_result_replayed' ? 'an earlier attempt\'s answer was lost and the API has revoked the session it made' : `the exchange was refused (${err.code})`;
+          throw new BffError('sign_in_failed', `${why}; start a fresh sign-in`, { cause: err });
+        }
+        throw err;
+      }
+    }
+  }
+
+  /**
+   * Hosted Auth in a sandbox workspace: a session of the application's demo persona
+   * (POST /v1/member-auth/hosted/authorizations/sandbox-demo), under a fresh reference.
+   */
+  async signInSandboxDemo(): Promise<CompleteSignInResult> {
+    const grant = await this.o.client.hostedSandboxDemo();
+    const reference = `bfr_${b64u(randomBytes(32))}`;
+    await this.writeSession(reference, grant);
+    return this.completed(reference, grant.member.id, 'none');
   }
 
   private completed(reference: string, memberId: string, recovered: CompleteSignInResult['recovered']): CompleteSignInResult {

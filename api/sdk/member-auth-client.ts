@@ -47,7 +47,18 @@ const PATHS = {
   memberActions: '/v1/member-actions',
   completeMemberAction: '/v1/member-actions/external/complete',
   completeWithPasskey: '/v1/member-actions/passkey/complete',
+  hostedBegin: '/v1/member-auth/hosted/authorizations',
+  hostedExchange: '/v1/member-auth/hosted/authorizations/exchange',
+  hostedDemo: '/v1/member-auth/hosted/authorizations/sandbox-demo',
 } as const;
+
+/** POST /v1/member-auth/hosted/authorizations: where to send the browser, for 10 minutes. */
+export interface HostedAuthorization {
+  id: string;
+  authorization_url: string;
+  expires_at: string;
+  application_id: string;
+}
 
 /** POST /v1/member-actions: the action, and what the member's fresh OpenID authentication request must carry. */
 export interface MemberActionStart {
@@ -190,6 +201,30 @@ export class MemberAuthClient {
   async completeMemberActionWithPasskey(sessionId: string, actionId: string, credential: string, assertion: AuthenticationResponseJson): Promise<MemberActionCompletion> {
     const body = { action_id: actionId, credential, assertion: passkeyAssertionBody(assertion) };
     return (await this.call<MemberActionCompletion>('POST', PATHS.completeWithPasskey, body, sessionId)).json;
+  }
+
+  /**
+   * POST /v1/member-auth/hosted/authorizations (Hosted Auth, docs/platform/hosted-auth.md): begins the
+   * service's sign-in page for a Hosted application. `redirectUri` must be the application's
+   * `result_callback_url` exactly; `codeChallenge` is BASE64URL(SHA-256(verifier)) (S256 only).
+   */
+  async beginHostedAuthorization(a: { redirectUri: string; state: string; codeChallenge: string }): Promise<HostedAuthorization> {
+    const body = { redirect_uri: a.redirectUri, state: a.state, code_challenge: a.codeChallenge, code_challenge_method: 'S256' };
+    return (await this.call<HostedAuthorization>('POST', PATHS.hostedBegin, body)).json;
+  }
+
+  /**
+   * POST /v1/member-auth/hosted/authorizations/exchange: the page's one-time result (`hrc_…`, 120 s) for a
+   * member session, with the PKCE verifier and the same redirect URI. A result presented twice is
+   * `409 hosted_result_replayed`, and the API revokes the session the first presentation made.
+   */
+  async exchangeHostedResult(r: { code: string; codeVerifier: string; redirectUri: string }): Promise<MemberSessionGrant> {
+    return (await this.call<MemberSessionGrant>('POST', PATHS.hostedExchange, { code: r.code, code_verifier: r.codeVerifier, redirect_uri: r.redirectUri })).json;
+  }
+
+  /** POST /v1/member-auth/hosted/authorizations/sandbox-demo: a session of the application's demo persona (sandbox keys only). */
+  async hostedSandboxDemo(): Promise<MemberSessionGrant> {
+    return (await this.call<MemberSessionGrant>('POST', PATHS.hostedDemo, {})).json;
   }
 
   /** POST /v1/member-auth/sign-out: the exact session's sign-in by default (rule 10), or every one of the member. */
