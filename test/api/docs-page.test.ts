@@ -16,6 +16,8 @@ import { VaultService } from '../../api/vaults/vault-service.ts';
 import { TransactionService } from '../../api/transactions/transaction-service.ts';
 import { createPlatform } from '../../api/platform.ts';
 
+// A browser over the whole document: about a minute on a loaded machine, over two under heavy load.
+t.setTimeout(240_000);
 const CHROMIUM = '/usr/bin/chromium';
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 
