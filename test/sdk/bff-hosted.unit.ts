@@ -4,7 +4,7 @@
 // A forged state leaves the transaction open; an identical callback finds the completed sign-in; a lost
 // exchange answer is retried, and when the first had committed the API revokes that session and the
 // helper says to sign in again; nothing in the store holds the result or the verifier in clear.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { setupHosted, HOSTED } from '../api/member-auth/hosted-auth-harness.ts';
@@ -24,7 +24,7 @@ class RecordingStore extends MemoryBffStore {
   }
 }
 
-async function setup(tt: Parameters<Parameters<typeof t.test>[1]>[0]) {
+async function setup(tt: Test) {
   const h = await setupHosted(tt);
   await h.server.listen({ port: 0, host: '127.0.0.1' });
   const baseUrl = `http://127.0.0.1:${(h.server.server.address() as AddressInfo).port}`;
