@@ -94,6 +94,7 @@ import type { Registry } from 'prom-client';
 import { installHttpMetrics } from './metrics/http-metrics.ts';
 import { registerQueueMetrics } from './metrics/queue-metrics.ts';
 import { requestTraceId } from './request-trace-id.ts';
+import { installRequestSpans } from './request-spans.ts';
 
 export interface AppOptions {
   config: ApiConfig;
@@ -157,6 +158,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // Response serializers compiled once per schema in this process (api/response-serializers.ts).
     schemaController: { compilersFactory: { buildSerializer: cachedSerializerFactory } },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // First of the hooks: the request's server span is the context of everything after it (request-spans.ts).
+  installRequestSpans(app);
   installErrorHandling(app);
   // Idempotent-Replayed: true on an answer replayed under an Idempotency-Key (api/idempotency.ts).
   installReplayHeader(app);

@@ -2,6 +2,8 @@
 // cleanly once on SIGINT or SIGTERM.
 import { ConfigError, helpAsked } from './config.ts';
 import type { Logger } from './logger.ts';
+import { startTracing, type Tracing } from './tracing/start-tracing.ts';
+import { tracingEnv } from './tracing/config.ts';
 
 export interface Running {
   log: Logger;
@@ -39,7 +41,10 @@ export async function runMain(name: string, boot: (lifecycle: Lifecycle) => Prom
     process.exit(0);
   }
   let running: Running;
+  // Traces, when the OTEL_* variables ask for them (docs/operations.md "Traces"); nothing is loaded otherwise.
+  let tracing: Tracing | undefined;
   try {
+    tracing = await startTracing(name, tracingEnv());
     running = await boot({ fail: (why) => (running ? shutdown(`failure: ${why}`, 75) : process.exit(75)) });
   } catch (err) {
     if (err instanceof ConfigError) {
@@ -60,7 +65,7 @@ export async function runMain(name: string, boot: (lifecycle: Lifecycle) => Prom
     running.log.info({ signal }, `${name} stopping`);
     const force = setTimeout(() => process.exit(1), 5000);
     force.unref();
-    running.stop().then(
+    running.stop().then(() => tracing?.shutdown().catch(() => undefined)).then(
       () => {
         running.log.info(`${name} stopped`);
         process.exit(code);

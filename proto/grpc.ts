@@ -3,6 +3,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
+import { context, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type TextMapGetter, type TextMapSetter } from '@opentelemetry/api';
 
 type MethodOf<S extends GenServiceMethods, K extends keyof S> = S[K];
 type Req<M extends GenServiceMethods[string]> = MessageShape<M['input']>;
@@ -75,16 +76,32 @@ export function addService<S extends GenServiceMethods>(server: grpc.Server, ser
     switch (method.methodKind) {
       case 'unary':
         handlers[method.localName] = (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
-          Promise.resolve()
+          const span = serverSpan(service.typeName, method.name, call.metadata);
+          context.with(trace.setSpan(context.active(), span), () => Promise.resolve()
             .then(() => fn(call.request, call))
-            .then((res) => cb(null, res), (err: unknown) => cb(toServiceError(err)));
+            .then((res) => {
+              endRpcSpan(span, undefined);
+              cb(null, res);
+            }, (err: unknown) => {
+              const e = toServiceError(err);
+              endRpcSpan(span, e);
+              cb(e);
+            }));
         };
         break;
       case 'client_streaming':
         handlers[method.localName] = (call: grpc.ServerReadableStream<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
-          Promise.resolve()
+          const span = serverSpan(service.typeName, method.name, call.metadata);
+          context.with(trace.setSpan(context.active(), span), () => Promise.resolve()
             .then(() => fn(call))
-            .then((res) => cb(null, res), (err: unknown) => cb(toServiceError(err)));
+            .then((res) => {
+              endRpcSpan(span, undefined);
+              cb(null, res);
+            }, (err: unknown) => {
+              const e = toServiceError(err);
+              endRpcSpan(span, e);
+              cb(e);
+            }));
         };
         break;
       case 'server_streaming':
@@ -118,6 +135,48 @@ export class GrpcStatusError extends Error {
   }
 }
 
+// Traces across gRPC (docs/operations.md "Traces"): a unary or client-streaming call carries the W3C
+// `traceparent` of its client span in its metadata, and the server's span continues that trace. Streams
+// that live as long as a link (the node link, WatchNodes) carry none: the node link carries a session's
+// trace context in SessionOpen instead. With no OpenTelemetry SDK started these are no-ops.
+const metadataGetter: TextMapGetter<grpc.Metadata> = {
+  keys: (md) => Object.keys(md.getMap()),
+  get: (md, key) => {
+    const v = md.get(key).filter((x): x is string => typeof x === 'string');
+    return v.length ? v : undefined;
+  },
+};
+const metadataSetter: TextMapSetter<grpc.Metadata> = { set: (md, key, value) => md.set(key, value) };
+const rpcTracer = () => trace.getTracer('threshold-custody');
+
+function rpcAttributes(serviceName: string, methodName: string) {
+  return { 'rpc.system': 'grpc', 'rpc.service': serviceName, 'rpc.method': methodName };
+}
+
+function serverSpan(serviceName: string, methodName: string, md: grpc.Metadata): Span {
+  const parent = propagation.extract(ROOT_CONTEXT, md, metadataGetter);
+  return rpcTracer().startSpan(`${serviceName}/${methodName}`, { kind: SpanKind.SERVER, attributes: rpcAttributes(serviceName, methodName) }, parent);
+}
+
+/** A client span for a call, and the call's metadata with that span's `traceparent` added. */
+function clientSpan(serviceName: string, methodName: string, md: grpc.Metadata): { span: Span; metadata: grpc.Metadata } {
+  const span = rpcTracer().startSpan(`${serviceName}/${methodName}`, { kind: SpanKind.CLIENT, attributes: rpcAttributes(serviceName, methodName) });
+  if (!isSpanContextValid(span.spanContext())) return { span, metadata: md };
+  const metadata = md.clone();
+  propagation.inject(trace.setSpan(context.active(), span), metadata, metadataSetter);
+  return { span, metadata };
+}
+
+function endRpcSpan(span: Span, err: { code?: grpc.status | undefined } | undefined): void {
+  const code = err?.code ?? (err ? grpc.status.UNKNOWN : grpc.status.OK);
+  span.setAttribute('rpc.grpc.status_code', code);
+  if (err) {
+    span.setAttribute('error.type', grpc.status[code] ?? String(code));
+    span.setStatus({ code: SpanStatusCode.ERROR });
+  }
+  span.end();
+}
+
 function toServiceError(err: unknown): Partial<grpc.ServiceError> {
   if (err instanceof GrpcStatusError) return { code: err.code, details: err.message, message: err.message, ...(err.metadata ? { metadata: err.metadata } : {}) };
   const message = err instanceof Error ? err.message : String(err);
@@ -143,7 +202,12 @@ export function createClient<S extends GenServiceMethods>(
       case 'unary':
         client[name] = (req: unknown, o?: CallOptions) =>
           new Promise((resolve, reject) => {
-            call(req, md(o), opts(o), (err: grpc.ServiceError | null, res: unknown) => (err ? reject(err) : resolve(res)));
+            const { span, metadata } = clientSpan(service.typeName, method.name, md(o));
+            call(req, metadata, opts(o), (err: grpc.ServiceError | null, res: unknown) => {
+              endRpcSpan(span, err ?? undefined);
+              if (err) reject(err);
+              else resolve(res);
+            });
           });
         break;
       case 'server_streaming':
@@ -153,7 +217,12 @@ export function createClient<S extends GenServiceMethods>(
         client[name] = (o?: CallOptions) => {
           let stream: unknown;
           const response = new Promise((resolve, reject) => {
-            stream = call(md(o), opts(o), (err: grpc.ServiceError | null, res: unknown) => (err ? reject(err) : resolve(res)));
+            const { span, metadata } = clientSpan(service.typeName, method.name, md(o));
+            stream = call(metadata, opts(o), (err: grpc.ServiceError | null, res: unknown) => {
+              endRpcSpan(span, err ?? undefined);
+              if (err) reject(err);
+              else resolve(res);
+            });
           });
           return { stream, response };
         };

@@ -103,6 +103,11 @@ export interface TransactionJob {
    */
   member_action?: MemberActionJob;
   last_error?: string;
+  /**
+   * The W3C `traceparent` of the request that submitted it, when tracing was on: its signing joins that
+   * request's trace (docs/operations.md "Traces"). Ids only.
+   */
+  traceparent?: string;
 }
 
 /** A member-action binding as a job keeps it: bytes in hex. */

@@ -5,6 +5,7 @@
 // two concurrent submissions cannot both pass a spend limit that only one fits under, nor both
 // take one idempotency key. A decommissioned wallet takes no transaction (docs/platform/wallets.md); the
 // same lock orders a decommissioning against submissions.
+import { traceparentOf } from '../../common/tracing/spans.ts';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { toHex as viemHex } from 'viem';
@@ -421,9 +422,12 @@ export class TransactionService {
         : [];
       // The member signing session is used in this batch, or not at all: of concurrent submissions, one wins.
       const memberOps = member ? await member.consume(tx.id) : [];
+      // The submitting request's trace, which the signing continues in the worker (empty when tracing is off).
+      const traceparent = traceparentOf();
       const job: TransactionJob = {
         id: tx.id, attempts: 0, next_at: 0, ...(body.end_user_token ? { end_user_token: body.end_user_token } : {}),
         ...(member ? { end_user_token: member.token, member_action: memberActionJob(bindingOfClaim(member)) } : {}),
+        ...(traceparent ? { traceparent } : {}),
       };
       await store.batch([
         ...memberOps,

@@ -37,6 +37,8 @@ import type { Op } from '../store/record-store.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { WALLETS } from '../vaults/collections.ts';
 import { TRANSACTIONS, TX_JOBS } from './collections.ts';
+import { context, trace } from '@opentelemetry/api';
+import { ATTR, contextOfTraceparent, endWithOutcome, tracer } from '../../common/tracing/spans.ts';
 
 /** How often an EVM transaction waiting for a lower nonce of its wallet looks at the chain again. */
 const NONCE_GAP_POLL_MS = 300;
@@ -155,6 +157,23 @@ export class TransactionWorker {
    * over the stored records, so a job run again after a crash resumes where the last stored step left.
    */
   private async run(leased: LeasedJob<ProgressPayload>): Promise<void | { runAt: number }> {
+    // The sign phase continues the trace of the request that submitted the transaction, when it had one.
+    const traceparent = leased.payload.phase === 'sign' ? (await TX_JOBS.in(this.o.vaults.store).get(leased.key))?.traceparent : undefined;
+    if (!traceparent) return this.steps(leased);
+    const span = tracer().startSpan('transaction sign', { attributes: { [ATTR.transactionId]: leased.key } }, contextOfTraceparent(traceparent));
+    try {
+      const out = await context.with(trace.setSpan(context.active(), span), () => this.steps(leased));
+      const tx = await TRANSACTIONS.in(this.o.vaults.store).get(leased.key);
+      endWithOutcome(span, !tx || tx.state === 'failed' || tx.state === 'rejected' ? 'failed' : 'ok', tx?.state === 'rejected' || tx?.state === 'failed' ? tx.state : undefined);
+      return out;
+    } catch (err) {
+      endWithOutcome(span, 'failed', 'internal');
+      throw err;
+    }
+  }
+
+  /** The steps of one job run (run() puts them in the submitting request's trace). */
+  private async steps(leased: LeasedJob<ProgressPayload>): Promise<void | { runAt: number }> {
     const store = this.o.vaults.store;
     const id = leased.key;
     let job = (await TX_JOBS.in(store).get(id)) ?? { id, attempts: 0, next_at: 0 };

@@ -6,11 +6,13 @@ import { toHex } from '../../common/bytes.ts';
 import type { Envelope, Party, Protocol, SessionDone, SessionFailed } from '../../proto/gen/mpc/v1/session_pb.ts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { AttachResponseSchema } from '../../proto/gen/mpc/v1/node_link_pb.ts';
-import { isErrorCode, type ErrorCode } from '../../core/errors/error-codes.ts';
+import { isErrorCode, kindOf, type ErrorCode } from '../../core/errors/error-codes.ts';
 import { protocolName } from '../../core/link/protocol-name.ts';
 import { secondsSince } from '../../common/metrics/metrics-registry.ts';
 import { sessionIdTime } from '../../core/session/session-id.ts';
 import type { SessionMetrics } from './session-metrics.ts';
+import { ATTR, endWithOutcome, RoundSpans, startSessionSpan, traceparentOf } from '../../common/tracing/spans.ts';
+import { context, trace, type Span } from '@opentelemetry/api';
 
 export type ToNode = MessageInitShape<typeof AttachResponseSchema>;
 
@@ -66,6 +68,9 @@ interface Running {
   sent: Map<string, number>;
   lastProgress: number;
   progressTimer?: NodeJS.Timeout;
+  /** The session's trace span and its rounds' (a no-op without tracing). */
+  span: Span;
+  rounds: RoundSpans;
 }
 
 export interface NodeSender {
@@ -94,9 +99,12 @@ export class SessionHub {
     const kind = protocolName(spec.protocol);
     const startedAt = performance.now();
     this.metrics?.sessionStarted(kind);
+    // Ids, kind and counts only: never the parameters (they carry intents) nor what is relayed.
+    const span = startSessionSpan(kind, { [ATTR.sessionId]: id, [ATTR.requestId]: spec.requestId, [ATTR.keyId]: spec.keyId, [ATTR.parties]: spec.parties.length });
     const missing = spec.parties.filter((p) => !this.nodes.isAttached(p.nodeId)).map((p) => p.nodeId);
     if (missing.length) {
       this.metrics?.sessionFinished(kind, 'node_not_attached', 0, missing);
+      endWithOutcome(span, 'failed', 'node_not_attached');
       return Promise.resolve({ ok: false, code: 'node_not_attached', message: `parties not attached: ${missing.join(', ')}`, culprits: missing, reports: [] });
     }
     return new Promise((resolve) => {
@@ -108,6 +116,8 @@ export class SessionHub {
         heard: new Set(),
         sent: new Map(spec.parties.map((p) => [p.nodeId, 0])),
         lastProgress: Date.now(),
+        span,
+        rounds: new RoundSpans(span, { [ATTR.sessionId]: id }),
         settle: (o) => {
           clearTimeout(running.timer);
           clearInterval(running.progressTimer);
@@ -117,6 +127,9 @@ export class SessionHub {
           }
           // Only parties are counted as culprits: a report may name anything, a label may not.
           this.metrics?.sessionFinished(kind, o.ok ? 'ok' : o.code, secondsSince(startedAt), o.ok ? [] : new Set(o.culprits.filter((c) => running.parties.has(c))));
+          const outcome = o.ok ? 'ok' : o.reports.some((r) => kindOf(r.code) === 'refused') ? 'refused' : 'failed';
+          running.rounds.close(outcome, o.ok ? undefined : o.code);
+          endWithOutcome(running.span, outcome, o.ok ? undefined : o.reports[0]?.code ?? o.code);
           resolve(o);
         },
         timer: setTimeout(() => {
@@ -137,9 +150,11 @@ export class SessionHub {
       }
       this.sessions.set(id, running);
       this.log.debug({ ...about, protocol: spec.protocol, keyId: spec.keyId, parties: spec.parties.map((p) => p.nodeId) }, 'session opened');
+      // The nodes' session spans continue this one (session.proto SessionOpen.traceparent).
+      const traceparent = traceparentOf(trace.setSpan(context.active(), span));
       for (const p of spec.parties) {
         this.nodes.send(p.nodeId, {
-          body: { case: 'open', value: { sessionId: spec.sessionId, protocol: spec.protocol, keyId: spec.keyId, parties: spec.parties, params: spec.params, deadlineMs, requestId: spec.requestId } },
+          body: { case: 'open', value: { sessionId: spec.sessionId, protocol: spec.protocol, keyId: spec.keyId, parties: spec.parties, params: spec.params, deadlineMs, requestId: spec.requestId, traceparent } },
         });
       }
     });
@@ -165,6 +180,7 @@ export class SessionHub {
         this.log.warn({ session: id, requestId: s.spec.requestId, nodeId, claimed: env.from }, 'node sent an envelope under another id');
         return;
       }
+      s.rounds.saw(env.round);
       const out = this.tap?.(id, env) ?? [env];
       for (const e of out) {
         const targets = e.to === '' ? [...s.parties].filter((p) => p !== nodeId) : s.parties.has(e.to) ? [e.to] : [];

@@ -23,6 +23,8 @@ import { sessionIdProblem } from '../../core/session/session-id.ts';
 import { protocolName } from '../../core/link/protocol-name.ts';
 import { secondsSince } from '../../common/metrics/metrics-registry.ts';
 import type { NodeSessionMetrics, NodeSessionOutcome } from './session-metrics.ts';
+import { ATTR, contextOfTraceparent, endWithOutcome, RoundSpans, startSessionSpan } from '../../common/tracing/spans.ts';
+import type { Span } from '@opentelemetry/api';
 
 export type ToCoordinator = MessageInitShape<typeof AttachRequestSchema>;
 
@@ -71,6 +73,9 @@ interface Live {
   startedAt: number;
   /** Aborted by finish(): tells a factory still in preflight or authorize that the session is over. */
   ended: AbortController;
+  /** The session's trace span, continuing the coordinator's, and its rounds' (no-ops without tracing). */
+  span: Span;
+  rounds: RoundSpans;
 }
 
 export class SessionHost {
@@ -94,10 +99,16 @@ export class SessionHost {
 
   onOpen(open: SessionOpen, origin: Origin = SOLE_ORIGIN): void {
     const id = toHex(open.sessionId);
+    // Ids, kind and counts only: never the parameters (they carry the intent) nor a payload.
+    const span = startSessionSpan(protocolName(open.protocol), {
+      [ATTR.sessionId]: id, [ATTR.nodeId]: this.identity.nodeId, [ATTR.keyId]: open.keyId.slice(0, 128), [ATTR.parties]: open.parties.length,
+      ...(isRequestId(open.requestId) && open.requestId ? { [ATTR.requestId]: open.requestId } : {}),
+    }, contextOfTraceparent(open.traceparent.slice(0, 128)));
     // Declined before the session exists here: counted as a refusal only, and answered on the link that
     // asked (a session id another link holds is never touched by the refusal).
     const decline = (code: ErrorCode, message: string) => {
       this.metrics?.sessionRefused(protocolName(open.protocol), code);
+      endWithOutcome(span, 'refused', code);
       this.fail(origin, open.sessionId, code, message, []);
     };
     if (this.live.has(id) || this.ended.has(id)) return decline('session_reused', 'session id already used');
@@ -131,6 +142,8 @@ export class SessionHost {
       timer: setTimeout(() => this.finish(id, 'timeout', 'deadline passed'), ttl + 1000),
       startedAt: performance.now(),
       ended,
+      span,
+      rounds: new RoundSpans(span, { [ATTR.sessionId]: id, [ATTR.nodeId]: this.identity.nodeId }),
     };
     this.live.set(id, live);
     this.log.debug({ ...this.about(id), protocol: open.protocol, keyId: open.keyId, ...(origin ? { coordinator: origin } : {}) }, 'session opened');
@@ -212,7 +225,7 @@ export class SessionHost {
     live.queue = live.queue.then(task).catch((err: unknown) => {
       this.log.error({ ...this.about(id), err: (err as Error).message }, 'session failed unexpectedly');
       this.fail(live.origin, live.ctx.open.sessionId, 'internal', 'internal error in the node', []);
-      this.finish(id, 'internal', 'internal error');
+      this.finish(id, 'internal', 'internal error', 'internal');
     });
   }
 
@@ -233,6 +246,7 @@ export class SessionHost {
     const key = `${wire.round}/${wire.from}/${wire.to}`;
     if (live.seen.has(key)) return this.relayFault(id, live, `repeated round ${wire.round} message from ${wire.from}`);
     live.seen.add(key);
+    live.rounds.saw(wire.round);
     await this.apply(id, live, await live.protocol!.deliver(sender.index, wire.round, payload, wire.to === ''));
   }
 
@@ -247,13 +261,13 @@ export class SessionHost {
     const byIndex = live.byIndex;
     this.fail(live.origin, live.ctx.open.sessionId, e.code, e.message, e.culprits.map((c) => (typeof c === 'number' ? byIndex.get(c)?.nodeId ?? `index ${c}` : c)));
     if (!live.finished) this.metrics?.sessionRefused(protocolName(live.ctx.open.protocol), e.code);
-    this.finish(id, 'refused', 'refused');
+    this.finish(id, 'refused', 'refused', e.code);
   }
 
   private relayFault(id: string, live: Live, message: string): void {
     this.log.warn(this.about(id), `relay fault: ${message}`);
     this.fail(live.origin, live.ctx.open.sessionId, 'relay_fault', message, []);
-    this.finish(id, 'relay_fault', 'relay fault');
+    this.finish(id, 'relay_fault', 'relay fault', 'relay_fault');
   }
 
   private async apply(id: string, live: Live, step: Step): Promise<void> {
@@ -262,7 +276,7 @@ export class SessionHost {
       const culprits = step.culprits.map((i) => live.byIndex.get(i)?.nodeId ?? `index ${i}`);
       this.log.warn({ ...this.about(id), code: step.code, culprits }, `protocol aborted: ${step.message}`);
       this.fail(live.origin, live.ctx.open.sessionId, step.code, step.message, culprits);
-      return this.finish(id, 'aborted', 'aborted');
+      return this.finish(id, 'aborted', 'aborted', step.code);
     }
     if (step.kind === 'done') {
       // Secrets are stored before anything derived from them leaves the node.
@@ -277,6 +291,7 @@ export class SessionHost {
   private sendOut(live: Live, out: Outgoing[]): void {
     const h = { sessionId: live.ctx.open.sessionId };
     for (const o of out) {
+      live.rounds.saw(o.round);
       let env: Envelope;
       if (o.to === 'all') env = sealBroadcast(this.identity, { ...h, round: o.round }, o.payload);
       else {
@@ -293,9 +308,13 @@ export class SessionHost {
     this.send({ body: { case: 'failed', value: { sessionId, code, message, culprits: [...culprits] } } }, origin);
   }
 
-  private finish(id: string, outcome: NodeSessionOutcome, why: string): void {
+  /** Ends a session here; `code` is the error code that ended it, when one did. */
+  private finish(id: string, outcome: NodeSessionOutcome, why: string, code?: string): void {
     const live = this.live.get(id);
     if (!live) return;
+    const traced = outcome === 'ok' || outcome === 'refused' ? outcome : 'failed';
+    live.rounds.close(traced, code ?? outcome);
+    endWithOutcome(live.span, traced, code ?? outcome);
     this.metrics?.sessionEnded(protocolName(live.ctx.open.protocol), outcome, secondsSince(live.startedAt));
     live.finished = true;
     clearTimeout(live.timer);

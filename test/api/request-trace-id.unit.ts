@@ -1,4 +1,4 @@
-// The request id is the request's W3C trace id (docs/operations.md, "Tracing"): a well-formed incoming
+// The request id is the request's W3C trace id (docs/operations.md, "Traces"): a well-formed incoming
 // traceparent's trace id, else 32 new random hex characters.
 import t from 'tap';
 import type { IncomingMessage } from 'node:http';
