@@ -1,7 +1,7 @@
 // Spans of the programs' own work, through @opentelemetry/api alone: without a started SDK
 // (start-tracing.ts) every call here is a no-op. Attributes are ids, kinds, counts and outcomes, never
 // a payload, a share, a nonce, an intent or a message: SPAN_ATTRIBUTES lists every key this project sets
-// (test/e2e/traces.test.ts holds the exported spans to it).
+// (test/e2e/traces-journey.ts holds the exported spans to it).
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 
 /** The tracer of the project's own spans. */

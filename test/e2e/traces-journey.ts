@@ -1,21 +1,20 @@
 // Traces across the processes (docs/operations.md "Traces"): the API, the coordinator and three nodes
-// started with tracing on, exporting OTLP/HTTP (JSON) to a receiver this test runs. One EVM transfer
+// started with tracing on (`traceReceiver().env` in the stack's settings), exporting OTLP/HTTP (JSON) to a
+// receiver the test runs. Run on the governance stack (governance.test.ts), before its journey. One EVM transfer
 // through the API is one trace: the API's request span (its trace id is the answer's request id and the
 // log lines' reqId), the signing the API's worker runs for it, the coordinator's Sign call and session, and
 // the session and round spans of every node that signed, each with the session id and its outcome. No
 // span carries an attribute outside the allow-list, nor any of the request's intent, signature or other
 // long values.
-import t from 'tap';
+import type { Test } from 'tap';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createWalletClient, http, parseEther, type Hex } from 'viem';
 import { foundry } from 'viem/chains';
-import { startStack } from './stack.ts';
+import type { Stack } from './stack.ts';
 import { waitUntil } from '../cluster/cluster-harness.ts';
 import { CustodyClient } from '../../api/sdk/client.ts';
 import { SPAN_ATTRIBUTES } from '../../common/tracing/spans.ts';
-
-t.setTimeout(300_000);
 
 interface OtlpValue { stringValue?: string; intValue?: string | number; boolValue?: boolean; doubleValue?: number }
 interface OtlpAttribute { key: string; value: OtlpValue }
@@ -23,7 +22,7 @@ interface OtlpSpan { traceId: string; spanId: string; parentSpanId?: string; nam
 interface OtlpExport { resourceSpans?: { resource?: { attributes?: OtlpAttribute[] }; scopeSpans?: { scope?: { name?: string }; spans?: OtlpSpan[] }[] }[] }
 
 /** A span as received: its service, its scope, and its attributes as plain values. */
-interface Received { service: string; scope: string; traceId: string; spanId: string; parentSpanId: string; name: string; attrs: Record<string, string | number | boolean> }
+export interface Received { service: string; scope: string; traceId: string; spanId: string; parentSpanId: string; name: string; attrs: Record<string, string | number | boolean> }
 
 const plain = (v: OtlpValue): string | number | boolean => v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : v.boolValue ?? v.doubleValue ?? '');
 const attrsOf = (a: OtlpAttribute[] | undefined) => Object.fromEntries((a ?? []).map((x) => [x.key, plain(x.value)]));
@@ -31,7 +30,8 @@ const attrsOf = (a: OtlpAttribute[] | undefined) => Object.fromEntries((a ?? [])
 /** What the HTTP-client instrumentation (fetch, undici) may add beside the project's own keys. */
 const HTTP_CLIENT_ATTRIBUTES = ['url.full', 'url.path', 'url.query', 'url.scheme', 'server.address', 'server.port', 'http.request.method', 'http.request.method_original', 'http.response.status_code', 'user_agent.original', 'network.peer.address', 'network.peer.port', 'error.type'];
 
-t.test('one transfer is one trace across the API, the coordinator and every signing node', async (t) => {
+/** An OTLP/HTTP (JSON) trace receiver on loopback, and the settings that make a program export to it. */
+export async function traceReceiver(): Promise<{ spans: Received[]; env: Record<string, string>; close: () => Promise<void> }> {
   const spans: Received[] = [];
   const receiver = createServer((req: IncomingMessage, res) => {
     let body = '';
@@ -50,14 +50,16 @@ t.test('one transfer is one trace across the API, the coordinator and every sign
     });
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => receiver.close(() => resolve())));
-  const otel = {
+  const env = {
     OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`,
     OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
     OTEL_BSP_SCHEDULE_DELAY: '200',
   };
-  const stack = await startStack({ anvil: true, apiEnv: otel, coordinatorEnv: otel, nodeEnv: otel });
-  t.teardown(() => stack.stop());
+  return { spans, env, close: () => new Promise<void>((resolve) => receiver.close(() => resolve())) };
+}
+
+/** One transfer is one trace across the API, the coordinator and every signing node. */
+export async function tracesJourney(t: Test, stack: Stack, spans: Received[]): Promise<void> {
   const chain = stack.anvil!;
 
   // The SDK's answers to the submission, and what it sent: its request id and its long values.
@@ -87,16 +89,18 @@ t.test('one transfer is one trace across the API, the coordinator and every sign
   const inTrace = () => spans.filter((s) => s.traceId === requestId);
   const nodeSign = () => inTrace().filter((s) => s.service === 'custody-node' && s.name === 'session sign-ecdsa');
   const coordSign = () => inTrace().find((s) => s.service === 'custody-coordinator' && s.name === 'session sign-ecdsa' && s.attrs['custody.outcome'] === 'ok');
-  // Every signer's session span, ended and exported.
+  const workerSign = () => inTrace().some((s) => s.service === 'custody-api' && s.name === 'transaction sign' && s.attrs['custody.transaction.id'] === sent.id && s.attrs['custody.outcome'] === 'ok');
+  // Every signer's session span and the worker's signing span, ended and exported (each program
+  // exports on its own schedule, so the last to arrive may be any of them).
   await waitUntil(() => {
     const c = coordSign();
-    return c !== undefined && nodeSign().filter((s) => s.attrs['custody.session.id'] === c.attrs['custody.session.id']).length === Number(c.attrs['custody.session.parties']);
-  }, 30_000, 'the signing session spans of the coordinator and of every signer');
+    return c !== undefined && workerSign() && nodeSign().filter((s) => s.attrs['custody.session.id'] === c.attrs['custody.session.id']).length === Number(c.attrs['custody.session.parties']);
+  }, 30_000, 'the signing session spans of the coordinator and of every signer, and the worker\'s signing');
   const trace = inTrace();
   const services = new Set(trace.map((s) => s.service));
   t.ok(services.has('custody-api') && services.has('custody-coordinator') && services.has('custody-node'), `the trace spans the API, the coordinator and the nodes (${[...services].join(', ')})`);
   t.ok(trace.some((s) => s.service === 'custody-api' && s.name === 'POST /v1/transactions' && s.attrs['http.response.status_code'] === 202), 'the request\'s server span');
-  t.ok(trace.some((s) => s.service === 'custody-api' && s.name === 'transaction sign' && s.attrs['custody.transaction.id'] === sent.id && s.attrs['custody.outcome'] === 'ok'), 'the worker\'s signing, in the request\'s trace');
+  t.ok(workerSign(), 'the worker\'s signing, in the request\'s trace');
   t.ok(trace.some((s) => s.service === 'custody-api' && s.name === 'mpc.v1.CoordinatorService/Sign'), 'the API\'s gRPC call');
   t.ok(trace.some((s) => s.service === 'custody-coordinator' && s.name === 'mpc.v1.CoordinatorService/Sign'), 'the coordinator\'s side of it, from the trace context in the metadata');
 
@@ -132,4 +136,4 @@ t.test('one transfer is one trace across the API, the coordinator and every sign
     return [...longValues].some((x) => text.includes(x)) || (k !== 'custody.session.id' && /[0-9a-f]{64}/.test(text));
   }).map(([k]) => `${s.name}: ${k}`));
   t.same(leaks, [], 'no attribute carries the intent, its signature or another long hex value');
-});
+}
