@@ -1,26 +1,28 @@
 // An uploaded avatar or logo decoded in full and written again from its pixels alone (docs/platform/
 // branding.md#logo, docs/platform/account-holders.md "Avatars"): bytes that do not decode (a truncated
 // file, a valid signature before garbage) are refused, and nothing but the pixels survives: no EXIF, XMP,
-// ICC profile, text chunk or comment, no embedded thumbnail, no bytes after the image. PNG stays PNG
-// (pngjs), JPEG stays JPEG (jpeg-js); both are pure JavaScript. The caller has already refused a header
-// declaring more than MAX_IMAGE_SIDE x MAX_IMAGE_SIDE pixels (image-dimensions.ts); jpeg-js is also given
-// that limit, so a header the cheap check misread is refused before jpeg-js allocates a pixel.
+// ICC profile, text chunk or comment, no embedded thumbnail, no bytes after the image. Each format stays
+// itself: PNG (pngjs) and JPEG (jpeg-js) here, GIF with all its frames (omggif, gif-reencode.ts), WebP
+// (libwebp as WebAssembly, webp-reencode.ts). The caller has already refused a header declaring more than
+// MAX_IMAGE_SIDE x MAX_IMAGE_SIDE pixels (image-dimensions.ts); jpeg-js is also given that limit, so a
+// header the cheap check misread is refused before jpeg-js allocates a pixel, and every decoded size is
+// checked again.
 import { Worker } from 'node:worker_threads';
 import { PNG } from 'pngjs';
 import { decode as decodeJpeg, encode as encodeJpeg } from 'jpeg-js';
+import { reencodeGif } from './gif-reencode.ts';
+import { ImageDecodeError } from './image-decode-error.ts';
 import { MAX_IMAGE_PIXELS, dimensionRefusal } from './image-dimensions.ts';
+import { reencodeWebp } from './webp-reencode.ts';
 
 /** The quality a JPEG is written again at (jpeg-js, 1 to 100). */
 export const JPEG_QUALITY = 90;
 
 /** The image types that are decoded and written again; an upload of any other type is refused. */
-export const REENCODED_TYPES = ['image/png', 'image/jpeg'] as const;
+export const REENCODED_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
 export type ReencodedType = (typeof REENCODED_TYPES)[number];
 
-/** The bytes are not a complete image of their type, or decode to more pixels than accepted. */
-export class ImageDecodeError extends Error {
-  override readonly name = 'ImageDecodeError';
-}
+export { ImageDecodeError };
 
 interface Pixels { width: number; height: number; data: Uint8Array }
 
@@ -83,9 +85,14 @@ function inWorker(bytes: Buffer, contentType: ReencodedType): Promise<Buffer> {
   });
 }
 
-/** The image written again from its decoded pixels, in the same format; throws ImageDecodeError. */
-export function reencodeImage(bytes: Buffer, contentType: ReencodedType): Buffer {
-  return contentType === 'image/png' ? reencodePng(bytes) : reencodeJpeg(bytes);
+/** The image written again from its decoded pixels, in the same format; rejects with ImageDecodeError. */
+export async function reencodeImage(bytes: Buffer, contentType: ReencodedType): Promise<Buffer> {
+  switch (contentType) {
+    case 'image/png': return reencodePng(bytes);
+    case 'image/jpeg': return reencodeJpeg(bytes);
+    case 'image/gif': return reencodeGif(bytes);
+    case 'image/webp': return reencodeWebp(bytes);
+  }
 }
 
 function checked(p: Pixels): Pixels {

@@ -5,10 +5,10 @@ import { ImageDecodeError, reencodeImage, type ImageJob, type ImageJobReply } fr
 
 const port = parentPort;
 if (!port) throw new Error('image-worker.ts runs as a worker thread');
-port.on('message', (job: ImageJob) => {
+port.on('message', async (job: ImageJob) => {
   let reply: ImageJobReply;
   try {
-    const out = reencodeImage(Buffer.from(job.bytes), job.contentType);
+    const out = await reencodeImage(Buffer.from(job.bytes), job.contentType);
     reply = { ok: true, bytes: new Uint8Array(out.buffer, out.byteOffset, out.byteLength) };
   } catch (err) {
     reply = { ok: false, refused: err instanceof ImageDecodeError, message: err instanceof Error ? err.message : String(err) };

@@ -9,8 +9,8 @@ import { ImageDecodeError, REENCODED_TYPES, reencodeImageOffThread, type Reencod
 import { ObjectStoreError, type ObjectStore } from './object-store.ts';
 
 /**
- * The image types an upload URL may be asked for; the confirmation checks the bytes anyway. GIF and WebP
- * are not taken: no maintained pure-JavaScript decoder to check and rewrite them (docs/platform/branding.md#logo).
+ * The image types an upload URL may be asked for (platform-api.md "logo content types"); the confirmation
+ * checks the bytes anyway, and decodes and writes again each of them (docs/platform/branding.md#image-formats).
  */
 export const UPLOAD_IMAGE_TYPES = REENCODED_TYPES;
 
@@ -26,10 +26,12 @@ export async function fromStore<T>(f: () => Promise<T>): Promise<T> {
 
 /**
  * Confirms the uploaded object as an image: 422 validation_failed naming `object_key` when there is no
- * such object, it is larger than `maxBytes`, its bytes are not a PNG or JPEG image, its header declares no
- * size or more than MAX_IMAGE_SIDE x MAX_IMAGE_SIDE pixels (checked before anything decodes the pixels),
- * or it does not decode in full. Then the object is replaced by the image written again from its pixels
- * (no metadata), stored with its real type; answers those bytes and that type. A refusal writes nothing.
+ * such object, it is larger than `maxBytes`, its bytes are not a PNG, JPEG, GIF or WebP image, its header
+ * declares no size or more than MAX_IMAGE_SIDE x MAX_IMAGE_SIDE pixels (checked before anything decodes
+ * the pixels), or it does not decode in full (nor, for a GIF, within MAX_GIF_FRAMES frames and
+ * MAX_GIF_PIXELS in all; an animated WebP is refused). Then the object is replaced by the image written
+ * again from its pixels (no metadata), stored with its real type; answers those bytes and that type. A
+ * refusal writes nothing.
  */
 export async function confirmUploadedImage(objects: ObjectStore, objectKey: string, maxBytes: number): Promise<{ bytes: Buffer; content_type: ReencodedType }> {
   const size = await fromStore(() => objects.head(objectKey));
@@ -37,7 +39,7 @@ export async function confirmUploadedImage(objects: ObjectStore, objectKey: stri
   const upload = size ? await fromStore(() => objects.read(objectKey)) : undefined;
   if (!upload) throw new CustodyError('validation_failed', 'object_key: no uploaded object with this key');
   const content_type = REENCODED_TYPES.find((t) => t === sniffImage(upload));
-  if (!content_type) throw new CustodyError('validation_failed', 'object_key: the uploaded object is not a PNG or JPEG image');
+  if (!content_type) throw new CustodyError('validation_failed', 'object_key: the uploaded object is not a PNG, JPEG, GIF or WebP image');
   // The declared size is checked before anything decodes the pixels (a small file may claim 50000x50000).
   const refusal = dimensionRefusal(imageDimensions(upload, content_type));
   if (refusal) throw new CustodyError('validation_failed', refusal);

@@ -41,7 +41,7 @@ export const accountHolderAvatarRoutes: FastifyPluginAsyncTypebox<{ platform: Pl
   app.post('/account-holders/:id/avatar/confirm', {
     config: { permission: 'account_holder.manage' },
     schema: {
-      summary: 'Set the uploaded image as the account holder\'s avatar once its bytes decode as a PNG or JPEG image (stored written again, without metadata)',
+      summary: 'Set the uploaded image as the account holder\'s avatar once its bytes decode as a PNG, JPEG, GIF or WebP image (stored written again, without metadata)',
       tags: TAGS, security: change, params: IdParam,
       body: Type.Object({ object_key: Type.String({ maxLength: 200 }) }, { additionalProperties: false }),
       response: { 200: Avatar, ...errors },

@@ -64,8 +64,8 @@ const logoErrors = { ...errors, 502: ErrorBody };
 /** Logo flow: an upload target, the direct PUT (to the embedded store's route or the bucket), and confirmation. */
 export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicOrigin?: string | undefined }> = async (app, { platform, publicOrigin }) => {
   const objects = platform.objects;
-  // A token's document (api/rwa/documents/document-service.ts) goes up the same route: its images (which
-  // may still be WebP or GIF: a document is kept as uploaded) as a logo's, its PDF with its own limit.
+  // A token's document (api/rwa/documents/document-service.ts) goes up the same route: its images (kept
+  // as uploaded, where a logo is written again) as a logo's, its PDF with its own limit.
   const imageTypes = new Set<string>([...LOGO_TYPES, ...DOCUMENT_TYPES.filter((ct) => ct.startsWith('image/'))]);
   if (objects instanceof DirectoryObjectStore) for (const ct of imageTypes) app.addContentTypeParser(ct, { parseAs: 'buffer', bodyLimit: MAX_LOGO_BYTES }, (_req, body: Buffer, done) => done(null, body));
   if (objects instanceof DirectoryObjectStore) app.addContentTypeParser('application/pdf', { parseAs: 'buffer', bodyLimit: MAX_DOCUMENT_BYTES }, (_req, body: Buffer, done) => done(null, body));

@@ -5,7 +5,11 @@
 import t from 'tap';
 import { PNG } from 'pngjs';
 import { setupPlatform, tinyPng } from '../setup-platform.ts';
-import { GIF_1X1, SECRET, decoded, garbageJpeg, jpegWithExif, jpegWithSecondFrame, pngDeclaring, pngWithText } from '../image-fixtures.ts';
+import {
+  GIF_1X1, SECRET, animatedGif, decoded, garbageJpeg, gifFrames, gifFrameOffScreen, gifOfFrames, jpegWithExif, jpegWithSecondFrame, lossyWebp, pngDeclaring, pngWithText, webpChunks,
+  webpWithMetadata,
+} from '../image-fixtures.ts';
+import { decodeWebp } from '../../../api/adapters/webp-reencode.ts';
 
 const png = tinyPng();
 const notImage = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>'.padEnd(80, ' '));
@@ -38,7 +42,7 @@ t.test('avatar: upload URL, PUT, confirm by magic bytes, presigned GET, delete; 
   const bad = await upload(notImage);
   const refused = await s.call('POST', `${base}/confirm`, { object_key: bad });
   t.equal(refused.statusCode, 422);
-  t.match(refused.json().error, /not a PNG or JPEG image/);
+  t.match(refused.json().error, /not a PNG, JPEG, GIF or WebP image/);
   t.equal((await s.call('GET', base)).statusCode, 404, 'still no avatar');
 
   const key = await upload(png);
@@ -97,8 +101,7 @@ t.test('avatar: the image is decoded and stored written again without metadata; 
     return s.app.inject({ method: 'GET', url: url.replace(/^https?:\/\/[^/]+/, '') });
   };
   const has = (b: Buffer, x: string) => b.includes(Buffer.from(x, 'latin1'));
-  t.equal((await s.call('POST', `${base}/upload-url`, { content_type: 'image/gif', content_length: 10 })).statusCode, 400, 'GIF is no longer taken');
-  t.equal((await s.call('POST', `${base}/upload-url`, { content_type: 'image/webp', content_length: 10 })).statusCode, 400, 'WebP is no longer taken');
+  t.equal((await s.call('POST', `${base}/upload-url`, { content_type: 'image/svg+xml', content_length: 10 })).statusCode, 400, 'not an SVG');
 
   // A PNG with tEXt and iTXt chunks.
   const png = pngWithText(7, 5);
@@ -125,13 +128,35 @@ t.test('avatar: the image is decoded and stored written again without metadata; 
   t.notOk(has(j.rawPayload, SECRET) || has(j.rawPayload, 'Exif'), 'no EXIF, XMP or comment is served');
   t.same([decoded(j.rawPayload).width, decoded(j.rawPayload).height], [20, 12]);
 
+  // An animated GIF with a comment and bytes after its trailer, and a lossy WebP with EXIF, XMP and ICC.
+  const gif = Buffer.concat([animatedGif(), Buffer.from(SECRET, 'latin1')]);
+  const c = await s.call('POST', `${base}/confirm`, { object_key: await upload(gif, 'image/gif') });
+  t.equal(c.statusCode, 200, 'an animated GIF: confirmed');
+  const gs = await serve();
+  t.equal(gs.headers['content-type'], 'image/gif');
+  t.equal(c.json().size, gs.rawPayload.length);
+  t.notOk(has(gs.rawPayload, SECRET), 'nothing after the trailer is served');
+  t.same(gifFrames(gs.rawPayload).frames.map((f) => f.rgba), gifFrames(gif).frames.map((f) => f.rgba), 'every frame, the same pixels');
+  const webp = webpWithMetadata(await lossyWebp(20, 12), 20, 12);
+  const d = await s.call('POST', `${base}/confirm`, { object_key: await upload(webp, 'image/webp') });
+  t.equal(d.statusCode, 200, 'a WebP with metadata: confirmed');
+  const ws = await serve();
+  t.equal(ws.headers['content-type'], 'image/webp');
+  t.equal(d.json().size, ws.rawPayload.length);
+  t.notOk(has(ws.rawPayload, SECRET), 'no EXIF, XMP or ICC is served');
+  t.same(webpChunks(ws.rawPayload).map((x) => x.fourcc), ['VP8 '], 'a plain lossy WebP');
+  t.same([(await decodeWebp(ws.rawPayload))!.width, (await decodeWebp(ws.rawPayload))!.height], [20, 12]);
+
   // Refused, 422 validation_failed naming object_key: the upload stays unconfirmed and untouched.
   const refusals: [string, Buffer, string, RegExp][] = [
     ['a truncated PNG', png.subarray(0, png.length - 20), 'image/png', /not a complete, valid PNG/],
     ['a JPEG whose scan is garbage', garbageJpeg(16, 16), 'image/jpeg', /not a complete, valid JPEG/],
     ['a PNG header claiming 100000x100000', pngDeclaring(100_000, 100_000), 'image/png', /is 100000x100000; at most 4096x4096 pixels/],
     ['a JPEG whose second frame claims 60000x60000', jpegWithSecondFrame(60_000), 'image/jpeg', /declares more pixels than accepted/],
-    ['a GIF', GIF_1X1, 'image/png', /not a PNG or JPEG image/],
+    ['a GIF cut inside its pixel data', GIF_1X1.subarray(0, GIF_1X1.length - 4), 'image/gif', /not a complete, valid GIF/],
+    ['a GIF with a frame past its screen', gifFrameOffScreen(), 'image/gif', /not a complete, valid GIF/],
+    ['a GIF of 501 frames', gifOfFrames(501), 'image/gif', /has 501 frames; at most 500 are accepted/],
+    ['a truncated WebP', webp.subarray(0, webp.length - 60), 'image/webp', /not a complete, valid WebP/],
   ];
   const audits = async () => (await s.platform.audit.list(s.sandbox.id)).filter((x) => x.resource_id === h.id).length;
   for (const [what, bytes, ct, why] of refusals) {
