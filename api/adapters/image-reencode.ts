@@ -8,6 +8,7 @@
 // header the cheap check misread is refused before jpeg-js allocates a pixel, and every decoded size is
 // checked again.
 import { Worker } from 'node:worker_threads';
+import { CustodyError } from '../../core/errors/custody-error.ts';
 import { PNG } from 'pngjs';
 import { decode as decodeJpeg, encode as encodeJpeg } from 'jpeg-js';
 import { reencodeGif } from './gif-reencode.ts';
@@ -33,6 +34,12 @@ export type ImageJobReply = { ok: true; bytes: Uint8Array } | { ok: false; refus
 export const REENCODE_TIMEOUT_MS = 60_000;
 
 /**
+ * The most images waiting for the worker, the one it works on included: one more is 503 unavailable at
+ * once, rather than a request that waits minutes behind the others (2 to 5 MiB each, held meanwhile).
+ */
+export const MAX_QUEUED_IMAGES = 8;
+
+/**
  * Run from the TypeScript source (npm start, the tests), the worker registers the TypeScript loader first
  * (image-worker-entry.mjs); the compiled build (dist/) runs the compiled worker.
  */
@@ -41,20 +48,25 @@ const WORKER_ENTRY = import.meta.url.endsWith('.ts') ? new URL('./image-worker-e
 // One image at a time, in one worker kept for the next (loading the decoders takes a moment): a 16 Mpx
 // decode holds a few hundred MB, so confirmations queue instead of adding up.
 let queue: Promise<unknown> = Promise.resolve();
+let queued = 0;
 let idle: Worker | undefined;
 
 /**
  * reencodeImage in a worker thread (seconds for a large JPEG, off the API's event loop), one image at a
- * time; rejects with ImageDecodeError for a refused image or one past REENCODE_TIMEOUT_MS (its worker is
- * then ended, and the next image gets a new one).
+ * time; rejects with ImageDecodeError for a refused image or one past `timeoutMs` (REENCODE_TIMEOUT_MS;
+ * its worker is then ended, and the next image gets a new one), and with CustodyError unavailable when
+ * MAX_QUEUED_IMAGES are already waiting.
  */
-export function reencodeImageOffThread(bytes: Buffer, contentType: ReencodedType): Promise<Buffer> {
-  const run = queue.then(() => inWorker(bytes, contentType), () => inWorker(bytes, contentType));
+export function reencodeImageOffThread(bytes: Buffer, contentType: ReencodedType, o: { timeoutMs?: number } = {}): Promise<Buffer> {
+  if (queued >= MAX_QUEUED_IMAGES) return Promise.reject(new CustodyError('unavailable', 'object_key: too many uploaded images are being checked now; try again shortly'));
+  queued++;
+  const go = () => inWorker(bytes, contentType, o.timeoutMs ?? REENCODE_TIMEOUT_MS);
+  const run = queue.then(go, go).finally(() => queued--);
   queue = run.catch(() => undefined);
   return run;
 }
 
-function inWorker(bytes: Buffer, contentType: ReencodedType): Promise<Buffer> {
+function inWorker(bytes: Buffer, contentType: ReencodedType, timeoutMs: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const worker = idle ?? new Worker(WORKER_ENTRY);
     idle = undefined;
@@ -79,7 +91,7 @@ function inWorker(bytes: Buffer, contentType: ReencodedType): Promise<Buffer> {
     const onError = (err: Error) => settle(false, () => reject(err));
     const onExit = (code: number) => settle(false, () => reject(new Error(`image worker exited with code ${code} before answering`)));
     worker.on('message', onMessage).on('error', onError).on('exit', onExit);
-    const timer = setTimeout(() => settle(false, () => reject(new ImageDecodeError('object_key: the uploaded image takes too long to decode'))), REENCODE_TIMEOUT_MS);
+    const timer = setTimeout(() => settle(false, () => reject(new ImageDecodeError('object_key: the uploaded image takes too long to decode'))), timeoutMs);
     const job: ImageJob = { bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), contentType };
     worker.postMessage(job);
   });

@@ -117,9 +117,10 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
     return reply.type(type).header('x-content-type-options', 'nosniff').send(bytes);
   });
 
+  // 503: too many images already waiting to be decoded (api/adapters/image-reencode.ts MAX_QUEUED_IMAGES).
   app.post('/branding/logo', {
     config: { permission: 'branding.manage' },
-    schema: { summary: 'Set the uploaded image as the workspace\'s logo', tags: ['branding'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }], body: Type.Object({ object_key: Type.String({ maxLength: 200 }) }, { additionalProperties: false }), response: { 200: View, ...logoErrors } },
+    schema: { summary: 'Set the uploaded image as the workspace\'s logo', tags: ['branding'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }], body: Type.Object({ object_key: Type.String({ maxLength: 200 }) }, { additionalProperties: false }), response: { 200: View, ...logoErrors, 503: ErrorBody } },
   }, async (req) => {
     const p = principalOf(req);
     // Only the workspace that asked for the upload URL may confirm it (sandbox and production are separate).

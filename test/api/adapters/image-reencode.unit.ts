@@ -3,7 +3,7 @@
 // frames and timing), EXIF orientation is applied, bytes that do not decode and images past the pixel and
 // frame limits are refused, and the worker thread answers the same.
 import t from 'tap';
-import { ImageDecodeError, exifOrientation, orient, reencodeImage, reencodeImageOffThread } from '../../../api/adapters/image-reencode.ts';
+import { ImageDecodeError, MAX_QUEUED_IMAGES, exifOrientation, orient, reencodeImage, reencodeImageOffThread } from '../../../api/adapters/image-reencode.ts';
 import { MAX_GIF_FRAMES } from '../../../api/adapters/gif-reencode.ts';
 import { decodeWebp } from '../../../api/adapters/webp-reencode.ts';
 import {
@@ -167,4 +167,21 @@ t.test('in a worker thread: the same bytes, the same refusals', async (t) => {
   const webp = webpWithMetadata(await losslessWebp(9, 5), 9, 5);
   t.same(await reencodeImageOffThread(webp, 'image/webp'), await reencodeImage(webp, 'image/webp'), 'a WebP: libwebp loads in the worker');
   await t.rejects(reencodeImageOffThread(webp.subarray(0, webp.length - 40), 'image/webp'), ImageDecodeError);
+});
+
+t.test('in a worker thread: an image past its time is refused and its worker ended; the next image gets a new one', async (t) => {
+  // 1500 x 1500 takes the worker far more than a millisecond to decode and write again.
+  const big = plainPng(1500, 1500);
+  await t.rejects(reencodeImageOffThread(big, 'image/png', { timeoutMs: 1 }), { name: 'ImageDecodeError', message: /takes too long to decode/ });
+  const small = pngWithText(5, 3);
+  t.same(await reencodeImageOffThread(small, 'image/png'), await reencodeImage(small, 'image/png'), 'the queue goes on');
+});
+
+t.test(`in a worker thread: past ${MAX_QUEUED_IMAGES} images waiting, one more is 503 unavailable at once, and the others are answered`, async (t) => {
+  const src = pngWithText(5, 3);
+  const runs = Array.from({ length: MAX_QUEUED_IMAGES + 1 }, () => reencodeImageOffThread(src, 'image/png'));
+  const settled = await Promise.allSettled(runs);
+  t.same(settled.map((r) => r.status), [...Array(MAX_QUEUED_IMAGES).fill('fulfilled'), 'rejected']);
+  t.match((settled.at(-1) as PromiseRejectedResult).reason, { code: 'unavailable', message: /too many uploaded images/ });
+  t.ok(await reencodeImageOffThread(src, 'image/png'), 'once they are done, a new image is taken');
 });
