@@ -75,12 +75,12 @@ export async function presignUrl(signer: SignatureV4, input: PresignInput): Prom
 }
 
 /** Headers of a request signed with an Authorization header (the payload hash is always signed). */
-export async function signHeaders(signer: SignatureV4, input: { method: string; url: URL; headers?: Record<string, string>; body?: string; signingDate: Date }): Promise<Record<string, string>> {
+export async function signHeaders(signer: SignatureV4, input: { method: string; url: URL; headers?: Record<string, string>; body?: string | Uint8Array; signingDate: Date }): Promise<Record<string, string>> {
   const { url } = input;
   const query: Record<string, string> = {};
   for (const [k, v] of url.searchParams) query[k] = v;
   const h = new NobleSha256();
-  h.update(new TextEncoder().encode(input.body ?? ''));
+  h.update(typeof input.body === 'string' || input.body === undefined ? new TextEncoder().encode(input.body ?? '') : input.body);
   const payloadHash = Buffer.from(await h.digest()).toString('hex');
   const signed = await signer.sign({
     method: input.method, protocol: url.protocol, hostname: url.hostname, ...(url.port ? { port: Number(url.port) } : {}), path: url.pathname, query,

@@ -57,9 +57,9 @@ export class DirectoryObjectStore implements ObjectStore {
     await writeFile(join(this.dir, prefix!, name!), bytes);
   }
 
-  async put(objectKey: string, body: string): Promise<void> {
+  async put(objectKey: string, body: string | Uint8Array): Promise<void> {
     if (!OBJECT_KEY.test(objectKey)) throw new Error(`bad object key ${objectKey}`);
-    await this.write(objectKey, Buffer.from(body, 'utf8'));
+    await this.write(objectKey, typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body.buffer, body.byteOffset, body.byteLength));
   }
 
   async delete(objectKey: string): Promise<void> {

@@ -16,8 +16,11 @@ export interface ObjectStore {
   read(objectKey: string): Promise<Buffer | undefined>;
   /** A URL that answers one object's bytes to a plain GET until `expiresAt` (ms): a presigned GET. */
   downloadUrl(objectKey: string, expiresAt: number, origin: string): string | Promise<string>;
-  /** Writes an object the API itself makes (a member's data export), replacing any under that key. */
-  put(objectKey: string, body: string, contentType: string): Promise<void>;
+  /**
+   * Writes an object the API itself makes (a member's data export; a confirmed image written again from
+   * its pixels), replacing any under that key; a string is stored as UTF-8.
+   */
+  put(objectKey: string, body: string | Uint8Array, contentType: string): Promise<void>;
   /** Deletes the object; none under the key is not an error. */
   delete(objectKey: string): Promise<void>;
 }

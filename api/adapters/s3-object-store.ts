@@ -86,7 +86,7 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   /** A header-signed PUT (the payload hash signed) of an object the API makes itself. */
-  async put(objectKey: string, body: string, contentType: string): Promise<void> {
+  async put(objectKey: string, body: string | Uint8Array, contentType: string): Promise<void> {
     await this.write('PUT', objectKey, { body, headers: { 'content-type': contentType } });
   }
 
@@ -95,7 +95,7 @@ export class S3ObjectStore implements ObjectStore {
     await this.write('DELETE', objectKey, {});
   }
 
-  private async write(method: 'PUT' | 'DELETE', objectKey: string, o: { body?: string; headers?: Record<string, string> }): Promise<void> {
+  private async write(method: 'PUT' | 'DELETE', objectKey: string, o: { body?: string | Uint8Array; headers?: Record<string, string> }): Promise<void> {
     if (!OBJECT_KEY.test(objectKey)) throw new Error(`bad object key ${objectKey}`);
     const url = this.objectUrl(objectKey);
     const headers = await signHeaders(this.signer, { method, url, signingDate: new Date(this.clock()), ...(o.headers ? { headers: o.headers } : {}), ...(o.body !== undefined ? { body: o.body } : {}) });

@@ -58,15 +58,21 @@ export async function receiver(t: Test, answer: (n: number) => number | 'hang' =
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got };
 }
 
-/** Confirms an uploaded logo and checks that the API then serves exactly those bytes as that type. */
-export async function confirmAndServeLogo(t: Test, s: Awaited<ReturnType<typeof setupPlatform>>, objectKey: string, bytes: Buffer, contentType: string, what: string) {
+/**
+ * Confirms an uploaded PNG logo and checks that the API then serves, as that type, the image written again
+ * from its pixels: the bytes the store now holds, the same size and pixels as `bytes`. Answers them.
+ */
+export async function confirmAndServeLogo(t: Test, s: Awaited<ReturnType<typeof setupPlatform>>, objectKey: string, bytes: Buffer, contentType: string, what: string): Promise<Buffer> {
   const ok = await s.call('POST', '/v1/branding/logo', { object_key: objectKey });
-  t.equal(ok.statusCode, 200);
+  t.equal(ok.statusCode, 200, `${what}: confirmed`);
   t.equal(ok.json().resolved.logo_url, `/v1/objects/${objectKey}`);
   const served = await s.app.inject({ method: 'GET', url: ok.json().resolved.logo_url });
   t.equal(served.statusCode, 200);
   t.equal(served.headers['content-type'], contentType);
-  t.same(served.rawPayload, bytes, what);
+  t.same(served.rawPayload, await s.platform.objects.read(objectKey), `${what}: the stored bytes`);
+  const [got, sent] = [PNG.sync.read(served.rawPayload), PNG.sync.read(bytes)];
+  t.same([got.width, got.height, got.data], [sent.width, sent.height, sent.data], `${what}: the same size and pixels`);
+  return served.rawPayload;
 }
 
 /** A real, decodable 4x4 PNG (uploads are refused unless their header declares a size). */

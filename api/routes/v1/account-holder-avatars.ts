@@ -41,10 +41,11 @@ export const accountHolderAvatarRoutes: FastifyPluginAsyncTypebox<{ platform: Pl
   app.post('/account-holders/:id/avatar/confirm', {
     config: { permission: 'account_holder.manage' },
     schema: {
-      summary: 'Set the uploaded image as the account holder\'s avatar once its bytes are a PNG, JPEG, WebP or GIF image',
+      summary: 'Set the uploaded image as the account holder\'s avatar once its bytes decode as a PNG, JPEG, GIF or WebP image (stored written again, without metadata)',
       tags: TAGS, security: change, params: IdParam,
       body: Type.Object({ object_key: Type.String({ maxLength: 200 }) }, { additionalProperties: false }),
-      response: { 200: Avatar, ...errors },
+      // 503: too many images already waiting to be decoded (api/adapters/image-reencode.ts MAX_QUEUED_IMAGES).
+      response: { 200: Avatar, ...errors, 503: ErrorBody },
     },
   }, async (req) => avatars.confirm(scopeOf(req), actorOf(req), req.params.id, req.body.object_key));
 

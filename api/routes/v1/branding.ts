@@ -1,6 +1,6 @@
 // Branding: resolved and raw theme, theme patch, logo removal and the public bundle
 // (docs/platform/branding.md).
-import { MAX_DOCUMENT_BYTES } from '../../rwa/documents/document-service.ts';
+import { DOCUMENT_TYPES, MAX_DOCUMENT_BYTES } from '../../rwa/documents/document-service.ts';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { randomBytes } from 'node:crypto';
@@ -62,8 +62,10 @@ const logoErrors = { ...errors, 502: ErrorBody };
 /** Logo flow: an upload target, the direct PUT (to the embedded store's route or the bucket), and confirmation. */
 export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicOrigin?: string | undefined }> = async (app, { platform, publicOrigin }) => {
   const objects = platform.objects;
-  if (objects instanceof DirectoryObjectStore) for (const ct of LOGO_TYPES) app.addContentTypeParser(ct, { parseAs: 'buffer', bodyLimit: MAX_LOGO_BYTES }, (_req, body: Buffer, done) => done(null, body));
-  // A token's PDF document (api/rwa/documents/document-service.ts) goes up the same route; its images as a logo's.
+  // A token's document (api/rwa/documents/document-service.ts) goes up the same route: its images (kept
+  // as uploaded, where a logo is written again) as a logo's, its PDF with its own limit.
+  const imageTypes = new Set<string>([...LOGO_TYPES, ...DOCUMENT_TYPES.filter((ct) => ct.startsWith('image/'))]);
+  if (objects instanceof DirectoryObjectStore) for (const ct of imageTypes) app.addContentTypeParser(ct, { parseAs: 'buffer', bodyLimit: MAX_LOGO_BYTES }, (_req, body: Buffer, done) => done(null, body));
   if (objects instanceof DirectoryObjectStore) app.addContentTypeParser('application/pdf', { parseAs: 'buffer', bodyLimit: MAX_DOCUMENT_BYTES }, (_req, body: Buffer, done) => done(null, body));
 
   app.post('/branding/logo/upload-url', {
@@ -113,9 +115,10 @@ export const logoRoutes: FastifyPluginAsyncTypebox<{ platform: Platform; publicO
     return reply.type(type).header('x-content-type-options', 'nosniff').send(bytes);
   });
 
+  // 503: too many images already waiting to be decoded (api/adapters/image-reencode.ts MAX_QUEUED_IMAGES).
   app.post('/branding/logo', {
     config: { permission: 'branding.manage' },
-    schema: { summary: 'Set the uploaded image as the workspace\'s logo', tags: ['branding'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }], body: Type.Object({ object_key: Type.String({ maxLength: 200 }) }, { additionalProperties: false }), response: { 200: View, ...logoErrors } },
+    schema: { summary: 'Set the uploaded image as the workspace\'s logo', tags: ['branding'], security: [{ bearer: [] }, { bearer: [], httpSignature: [] }], body: Type.Object({ object_key: Type.String({ maxLength: 200 }) }, { additionalProperties: false }), response: { 200: View, ...logoErrors, 503: ErrorBody } },
   }, async (req) => {
     const p = principalOf(req);
     // Only the workspace that asked for the upload URL may confirm it (sandbox and production are separate).

@@ -176,7 +176,10 @@ t.test('logo flow end to end with API_OBJECT_STORE=s3: upload target, direct PUT
   t.equal((await s.call('POST', '/v1/branding/logo', { object_key: tg.object_key })).json().code, 'validation_failed', 'confirming before the upload is refused');
   const put = await fetch(tg.upload_url, { method: 'PUT', body: PNG, headers: { 'content-type': 'image/png' } });
   t.equal(put.status, 200, 'direct PUT to the bucket');
-  await confirmAndServeLogo(t, s, tg.object_key, PNG, 'image/png', 'the confirmed logo is served from the bucket');
+  const clean = await confirmAndServeLogo(t, s, tg.object_key, PNG, 'image/png', 'the confirmed logo is served from the bucket');
+  t.same(s3.objects.get(tg.object_key)?.bytes, clean, 'the image written again replaced the upload in the bucket');
+  t.equal(s3.objects.get(tg.object_key)?.contentType, 'image/png');
+  t.same(s3.log.filter((l) => l.method === 'PUT' && l.form === 'header').map((l) => [l.key, l.status]), [[tg.object_key, 200]], 'by a header-signed PUT, its binary payload hash signed');
 
   const fake = await target('image/jpeg', 18);
   t.equal((await fetch(fake.upload_url, { method: 'PUT', body: Buffer.from('<html>not an image'), headers: { 'content-type': 'image/jpeg' } })).status, 200, 'the bucket takes any bytes');

@@ -2,6 +2,11 @@
 // audit entries; the public bundle always 200 and rate-limited per client IP.
 import t from 'tap';
 import { confirmAndServeLogo, setupPlatform, tinyPng } from '../setup-platform.ts';
+import {
+  GIF_1X1, SECRET, animatedWebp, decoded, garbageJpeg, garbageWebp, gifFrames, gifOfFrames, gifWithMetadata, jpegWithExif, jpegWithSecondFrame, losslessWebp, pixelsWithAlpha,
+  pngDeclaring, pngWithText, webpChunks, webpWithMetadata,
+} from '../image-fixtures.ts';
+import { decodeWebp } from '../../../api/adapters/webp-reencode.ts';
 import { PLATFORM_DEFAULT, PUBLIC_FIELDS } from '../../../api/branding/branding-service.ts';
 
 const rejected: [string, unknown][] = [
@@ -89,6 +94,8 @@ t.test('logo flow: upload target, direct PUT to the signed URL, confirmation che
   const png = tinyPng();
   const target = async (ct = 'image/png', len = png.length) => s.call('POST', '/v1/branding/logo/upload-url', { content_type: ct, content_length: len });
   t.equal((await target('image/svg+xml')).statusCode, 400, 'only the four image types');
+  t.equal((await target('image/gif')).statusCode, 201, 'a GIF (platform-api.md "logo content types")');
+  t.equal((await target('image/webp')).statusCode, 201, 'a WebP');
   t.equal((await target('image/png', 5 * 1024 * 1024 + 1)).statusCode, 400, 'at most 5 MB');
   t.equal((await s.call('POST', '/v1/branding/logo/upload-url', { content_type: 'image/png', content_length: 10 }, s.viewer.token)).json().code, 'role_denied');
   const tg = (await target()).json();
@@ -113,6 +120,80 @@ t.test('logo flow: upload target, direct PUT to the signed URL, confirmation che
   now += 16 * 60_000;
   t.equal((await put(new URL(late.upload_url).pathname + new URL(late.upload_url).search, png)).statusCode, 403, 'expired URL refused');
   t.equal((await s.call('GET', '/v1/branding')).json().resolved.logo_url, `/v1/objects/${tg.object_key}`, 'the good logo stays');
+});
+
+t.test('logo confirmation decodes the image and stores it written again without metadata; what does not decode changes nothing', async (t) => {
+  const s = await setupPlatform(t);
+  const upload = async (bytes: Buffer, ct: string) => {
+    const tg = (await s.call('POST', '/v1/branding/logo/upload-url', { content_type: ct, content_length: bytes.length })).json();
+    const u = new URL(tg.upload_url);
+    t.equal((await s.app.inject({ method: 'PUT', url: u.pathname + u.search, payload: bytes, headers: { 'content-type': ct } })).statusCode, 204);
+    return tg.object_key as string;
+  };
+  const has = (b: Buffer, x: string) => b.includes(Buffer.from(x, 'latin1'));
+
+  // A PNG with tEXt and iTXt chunks: served without them, the same size and pixels.
+  const png = pngWithText(9, 5);
+  const pngKey = await upload(png, 'image/png');
+  const served = await confirmAndServeLogo(t, s, pngKey, png, 'image/png', 'a PNG with text chunks');
+  t.notOk(has(served, SECRET) || has(served, 'tEXt') || has(served, 'iTXt'), 'no text chunk is served');
+
+  // A JPEG with EXIF, XMP and a comment: served without them, the same size.
+  const jpeg = jpegWithExif(24, 16);
+  const jpegKey = await upload(jpeg, 'image/jpeg');
+  const ok = await s.call('POST', '/v1/branding/logo', { object_key: jpegKey });
+  t.equal(ok.statusCode, 200, 'a JPEG with EXIF: confirmed');
+  const got = await s.app.inject({ method: 'GET', url: `/v1/objects/${jpegKey}` });
+  t.equal(got.headers['content-type'], 'image/jpeg');
+  t.notOk(has(got.rawPayload, SECRET) || has(got.rawPayload, 'Exif'), 'no EXIF, XMP or comment is served');
+  t.same([decoded(got.rawPayload).width, decoded(got.rawPayload).height], [24, 16]);
+  t.same(got.rawPayload, await s.platform.objects.read(jpegKey), 'the store holds what is served');
+
+  // An animated GIF with a comment, an XMP extension and bytes after its trailer: every frame served, no metadata.
+  const gif = gifWithMetadata();
+  const gifKey = await upload(gif, 'image/gif');
+  t.equal((await s.call('POST', '/v1/branding/logo', { object_key: gifKey })).statusCode, 200, 'an animated GIF with metadata: confirmed');
+  const g = await s.app.inject({ method: 'GET', url: `/v1/objects/${gifKey}` });
+  t.equal(g.headers['content-type'], 'image/gif');
+  t.notOk(has(g.rawPayload, SECRET) || has(g.rawPayload, 'XMP DataXMP'), 'no comment, XMP or trailing bytes are served');
+  t.same(gifFrames(g.rawPayload).frames.map((f) => f.rgba), gifFrames(gif).frames.map((f) => f.rgba), 'all three frames, the same pixels');
+  t.same(g.rawPayload, await s.platform.objects.read(gifKey), 'the store holds what is served');
+
+  // A lossless WebP with ICC, EXIF and XMP chunks, declared as a PNG: stored and served as the WebP it is.
+  const px = pixelsWithAlpha(6, 4);
+  const webp = webpWithMetadata(await losslessWebp(6, 4, px), 6, 4);
+  const webpKey = await upload(webp, 'image/png');
+  t.equal((await s.call('POST', '/v1/branding/logo', { object_key: webpKey })).statusCode, 200, 'a WebP with metadata: confirmed');
+  const w = await s.app.inject({ method: 'GET', url: `/v1/objects/${webpKey}` });
+  t.equal(w.headers['content-type'], 'image/webp', 'the sniffed type, not the declared one');
+  t.same(webpChunks(w.rawPayload).map((c) => c.fourcc), ['VP8L'], 'no ICCP, EXIF or XMP chunk is served');
+  t.ok(Buffer.from((await decodeWebp(w.rawPayload))!.data).equals(px), 'the same pixels');
+
+  // Refused, 422 validation_failed naming object_key: nothing is stored, set or served.
+  const refusals: [string, Buffer, string, RegExp][] = [
+    ['a truncated PNG', png.subarray(0, png.length - 20), 'image/png', /not a complete, valid PNG/],
+    ['a JPEG whose scan is garbage', garbageJpeg(16, 16), 'image/jpeg', /not a complete, valid JPEG/],
+    ['a PNG header claiming 100000x100000', pngDeclaring(100_000, 100_000), 'image/png', /is 100000x100000; at most 4096x4096 pixels/],
+    ['a JPEG whose second frame claims 60000x60000', jpegWithSecondFrame(60_000), 'image/jpeg', /declares more pixels than accepted/],
+    ['a GIF without its trailer', GIF_1X1.subarray(0, GIF_1X1.length - 1), 'image/gif', /not a complete, valid GIF/],
+    ['a GIF of 501 frames', gifOfFrames(501), 'image/gif', /has 501 frames; at most 500 are accepted/],
+    ['a WebP whose image data is garbage', garbageWebp(await losslessWebp(6, 4)), 'image/webp', /not a complete, valid WebP/],
+    ['an animated WebP', animatedWebp(await losslessWebp(6, 4), 6, 4), 'image/webp', /an animated WebP is not accepted/],
+    ['an SVG', Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>'), 'image/png', /not a PNG, JPEG, GIF or WebP image/],
+  ];
+  for (const [what, bytes, ct, why] of refusals) {
+    const before = (await s.call('GET', '/v1/branding')).json();
+    const key = await upload(bytes, ct);
+    const r = await s.call('POST', '/v1/branding/logo', { object_key: key });
+    t.equal(r.statusCode, 422, what);
+    t.equal(r.json().code, 'validation_failed', what);
+    t.match(r.json().error, /^object_key: /, what);
+    t.match(r.json().error, why, what);
+    t.same((await s.call('GET', '/v1/branding')).json(), before, `${what}: the branding is unchanged`);
+    t.equal((await s.app.inject({ method: 'GET', url: `/v1/objects/${key}` })).statusCode, 404, `${what}: not served`);
+    t.same(await s.platform.objects.read(key), bytes, `${what}: the stored upload is untouched`);
+  }
+  t.equal((await s.call('GET', '/v1/branding')).json().resolved.logo_url, `/v1/objects/${webpKey}`, 'the last good logo stays');
 });
 
 t.test('the public bundle: an unknown query parameter is 400 invalid_request naming it, like an unknown surface; the bundle is unchanged', async (t) => {
