@@ -67,6 +67,24 @@ export function serviceDefinition<S extends GenServiceMethods>(service: GenServi
   return def as grpc.ServiceDefinition;
 }
 
+/**
+ * Runs a handler that answers once (unary, client streaming) inside its server span, from the trace
+ * context in the call's metadata; its result or error (as a gRPC status) is the answer and ends the span.
+ */
+function answerInSpan(serviceName: string, methodName: string, metadata: grpc.Metadata, run: () => unknown, cb: grpc.sendUnaryData<unknown>): void {
+  const span = serverSpan(serviceName, methodName, metadata);
+  void context.with(trace.setSpan(context.active(), span), () => Promise.resolve()
+    .then(run)
+    .then((res) => {
+      endRpcSpan(span, undefined);
+      cb(null, res);
+    }, (err: unknown) => {
+      const e = toServiceError(err);
+      endRpcSpan(span, e);
+      cb(e);
+    }));
+}
+
 /** Registers an implementation on a grpc-js server. Unary errors become gRPC statuses. */
 export function addService<S extends GenServiceMethods>(server: grpc.Server, service: GenService<S>, impl: ServiceImpl<S>): void {
   const handlers: grpc.UntypedServiceImplementation = {};
@@ -75,34 +93,12 @@ export function addService<S extends GenServiceMethods>(server: grpc.Server, ser
     if (!fn) throw new Error(`no handler for ${service.typeName}.${method.name}`);
     switch (method.methodKind) {
       case 'unary':
-        handlers[method.localName] = (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
-          const span = serverSpan(service.typeName, method.name, call.metadata);
-          context.with(trace.setSpan(context.active(), span), () => Promise.resolve()
-            .then(() => fn(call.request, call))
-            .then((res) => {
-              endRpcSpan(span, undefined);
-              cb(null, res);
-            }, (err: unknown) => {
-              const e = toServiceError(err);
-              endRpcSpan(span, e);
-              cb(e);
-            }));
-        };
+        handlers[method.localName] = (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) =>
+          answerInSpan(service.typeName, method.name, call.metadata, () => fn(call.request, call), cb);
         break;
       case 'client_streaming':
-        handlers[method.localName] = (call: grpc.ServerReadableStream<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
-          const span = serverSpan(service.typeName, method.name, call.metadata);
-          context.with(trace.setSpan(context.active(), span), () => Promise.resolve()
-            .then(() => fn(call))
-            .then((res) => {
-              endRpcSpan(span, undefined);
-              cb(null, res);
-            }, (err: unknown) => {
-              const e = toServiceError(err);
-              endRpcSpan(span, e);
-              cb(e);
-            }));
-        };
+        handlers[method.localName] = (call: grpc.ServerReadableStream<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) =>
+          answerInSpan(service.typeName, method.name, call.metadata, () => fn(call), cb);
         break;
       case 'server_streaming':
         // grpc-js ends a server stream with the status of an 'error' event (a destroyed stream sends none).

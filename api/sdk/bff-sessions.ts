@@ -413,29 +413,10 @@ export class BffSessions {
   private async exchangeHostedStaged(transactionId: string, tx: HostedStagedTx): Promise<CompleteSignInResult> {
     const redirectUri = this.o.hosted?.redirectUri;
     if (redirectUri === undefined) throw new BffError('transaction_conflict', 'this sign-in transaction is a Hosted Auth one; the BffSessions option `hosted` is not set');
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const grant = await this.o.client.exchangeHostedResult({ code: tx.code, codeVerifier: tx.code_verifier, redirectUri });
-        await this.writeSession(tx.reference, grant);
-        const done: CompletedTx = { v: 1, kind: 'tx', state: 'completed', callback_sha256: tx.callback_sha256, reference: tx.reference, member_id: grant.member.id };
-        await this.writeTx(transactionId, done, this.completedTtlMs);
-        return this.completed(tx.reference, grant.member.id, 'none');
-      } catch (err) {
-        if (ambiguous(err)) {
-          if (attempt < this.attempts) {
-            await sleep(this.retryDelayMs * attempt);
-            continue;
-          }
-          throw new BffError('exchange_pending', 'the exchange got no answer; repeat the same callback to resume it', { cause: err });
-        }
-        if (err instanceof CustodyApiError) {
-          await this.o.store.delete(BffSessions.txKey(transactionId));
-          const why = err.code === 'hosted_result_replayed' ? 'an earlier attempt\'s answer was lost and the API has revoked the session it made' : `the exchange was refused (${err.code})`;
-          throw new BffError('sign_in_failed', `${why}; start a fresh sign-in`, { cause: err });
-        }
-        throw err;
-      }
-    }
+    const call = async () => ({ grant: await this.o.client.exchangeHostedResult({ code: tx.code, codeVerifier: tx.code_verifier, redirectUri }), recovered: false });
+    return this.exchangeWithRetries(transactionId, tx, call, (err) => (err.code === 'hosted_result_replayed'
+      ? 'an earlier attempt\'s answer was lost and the API has revoked the session it made'
+      : `the exchange was refused (${err.code})`));
   }
 
   /**
@@ -455,11 +436,22 @@ export class BffSessions {
 
   /** The exchange of a staged attempt: same exchange_id, same proof, every time (rule 9). */
   private async exchangeStaged(transactionId: string, tx: StagedTx): Promise<CompleteSignInResult> {
+    return this.exchangeWithRetries(transactionId, tx, () => this.o.client.exchange(tx.exchange_id, tx.id_token), (err) => `the exchange was refused (${err.code})`);
+  }
+
+  /**
+   * One staged exchange, the same request every time: a lost answer is retried (`exchangeAttempts`),
+   * then `exchange_pending` with the transaction left staged, so the same callback resumes it. A decided
+   * refusal (for BYO OIDC also exchange_id_reused / proof_replayed after a lost answer; for Hosted Auth
+   * hosted_result_replayed) means the committed session, if any, cannot be recovered from here: the
+   * transaction is closed with `sign_in_failed`, `refusal` saying why.
+   */
+  private async exchangeWithRetries(transactionId: string, tx: { callback_sha256: string; reference: string; exchange_id?: string }, call: () => Promise<{ grant: MemberSessionGrant; recovered: boolean }>, refusal: (err: CustodyApiError) => string): Promise<CompleteSignInResult> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const { grant, recovered } = await this.o.client.exchange(tx.exchange_id, tx.id_token);
+        const { grant, recovered } = await call();
         await this.writeSession(tx.reference, grant);
-        const done: CompletedTx = { v: 1, kind: 'tx', state: 'completed', exchange_id: tx.exchange_id, callback_sha256: tx.callback_sha256, reference: tx.reference, member_id: grant.member.id };
+        const done: CompletedTx = { v: 1, kind: 'tx', state: 'completed', ...(tx.exchange_id ? { exchange_id: tx.exchange_id } : {}), callback_sha256: tx.callback_sha256, reference: tx.reference, member_id: grant.member.id };
         await this.writeTx(transactionId, done, this.completedTtlMs);
         return this.completed(tx.reference, grant.member.id, recovered ? 'api' : 'none');
       } catch (err) {
@@ -468,14 +460,11 @@ export class BffSessions {
             await sleep(this.retryDelayMs * attempt);
             continue;
           }
-          // Staged: the same callback again resumes with the same exchange_id and proof.
           throw new BffError('exchange_pending', 'the exchange got no answer; repeat the same callback to resume it', { cause: err });
         }
-        // A decided refusal, or exchange_id_reused / proof_replayed after a lost answer: the committed
-        // session (if any) cannot be recovered from here. Close the transaction.
         if (err instanceof CustodyApiError) {
           await this.o.store.delete(BffSessions.txKey(transactionId));
-          throw new BffError('sign_in_failed', `the exchange was refused (${err.code}); start a fresh sign-in`, { cause: err });
+          throw new BffError('sign_in_failed', `${refusal(err)}; start a fresh sign-in`, { cause: err });
         }
         throw err;
       }
