@@ -5,7 +5,7 @@ import type { Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { setupMemberAuth } from '../api/member-auth/member-auth-harness.ts';
-import { BffSessions, MemberAuthClient, MemoryBffStore, type BffSessionsOptions, type BffStore } from '../../api/sdk/index.ts';
+import { BffError, BffSessions, MemberAuthClient, MemoryBffStore, type BffSessionsOptions, type BffStore } from '../../api/sdk/index.ts';
 
 export interface Sent {
   method: string;
@@ -81,4 +81,17 @@ export async function setupBff(t: Test) {
   }
 
   return { h, baseUrl, net, client, store, storeKey, instance, audit, signIn, token };
+}
+
+/** Expects `p` to fail with a BffError of `code`; the error, for further checks. */
+export async function rejectsBff(t: Test, p: Promise<unknown>, code: string, what: string): Promise<BffError | undefined> {
+  try {
+    await p;
+    t.fail(`${what}: resolved`);
+  } catch (err) {
+    t.ok(err instanceof BffError, `${what}: a BffError`);
+    t.equal((err as BffError).code, code, `${what}: ${code}`);
+    return err as BffError;
+  }
+  return undefined;
 }

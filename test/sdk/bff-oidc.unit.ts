@@ -4,24 +4,13 @@
 // flow, PKCE S256, state, the challenge's nonce), the code redeemed with its checks and staged into the
 // proof exchange; a forged state, a replayed or injected code, and an ID token for another nonce refused.
 import t, { type Test } from 'tap';
-import { setupBff } from './bff-harness.ts';
+import { setupBff, rejectsBff as rejects } from './bff-harness.ts';
 import { CLIENT_SECRET, startProvider } from '../api/member-auth/oidc-provider-fixture.ts';
 import { DEV_REDIRECT_URI } from '../../deploy/oidc/code-flow.ts';
-import { BffError, BffOidcClient, type BffOidcOptions, type SdkError } from '../../api/sdk/index.ts';
+import { BffOidcClient, type BffOidcOptions, type SdkError } from '../../api/sdk/index.ts';
 
 const EXCHANGE = '/v1/member-auth/proof/exchange';
 
-async function rejects(t: Test, p: Promise<unknown>, code: string, what: string): Promise<BffError | undefined> {
-  try {
-    await p;
-    t.fail(`${what}: resolved`);
-  } catch (err) {
-    t.ok(err instanceof BffError, `${what}: a BffError`);
-    t.equal((err as BffError).code, code, `${what}: ${code}`);
-    return err as BffError;
-  }
-  return undefined;
-}
 
 async function setup(t: Test, o: Partial<BffOidcOptions> = {}) {
   const b = await setupBff(t);

@@ -2,24 +2,16 @@
 // exchange rules" 7 and 10; docs/platform/bff.md "Sessions") against the real API on loopback: refresh
 // and sign-out of one reference serialized across BFF instances sharing a store, one server refresh per
 // expiry, no family revocation, and a credential replayed by another party signing the reference out.
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { setupBff } from './bff-harness.ts';
-import { BffError, BffSessions, MemberAuthClient, MemoryBffStore, type BffSessionsOptions, type SdkError } from '../../api/sdk/index.ts';
+import { setupBff, rejectsBff as rejects } from './bff-harness.ts';
+import type { BffError} from '../../api/sdk/index.ts';
+import { BffSessions, MemberAuthClient, MemoryBffStore, type BffSessionsOptions, type SdkError } from '../../api/sdk/index.ts';
 
 const REFRESH = '/v1/member-auth/refresh';
 const SIGN_OUT = '/v1/member-auth/sign-out';
 
-async function rejects(t: Test, p: Promise<unknown>, code: string, what: string): Promise<void> {
-  try {
-    await p;
-    t.fail(`${what}: resolved`);
-  } catch (err) {
-    t.ok(err instanceof BffError, `${what}: a BffError`);
-    t.equal((err as BffError).code, code, `${what}: ${code}`);
-  }
-}
 
 t.test('concurrent refreshes of one reference on two instances: one server refresh, no family revocation', async (t) => {
   const b = await setupBff(t);

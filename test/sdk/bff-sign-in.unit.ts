@@ -3,23 +3,12 @@
 // OpenID provider: a durable stage before the first exchange, the same exchange_id and proof after a lost
 // answer, an identical callback resuming a staged attempt or finding a completed one, and a closed
 // transaction when the outcome is unknown before staging.
-import t, { type Test } from 'tap';
-import { setupBff } from './bff-harness.ts';
-import { BffError, FLOW_COOKIE, MemoryBffStore, SESSION_COOKIE, readSessionReference, readTransactionId, type BffStore } from '../../api/sdk/index.ts';
+import t from 'tap';
+import { setupBff, rejectsBff as rejects } from './bff-harness.ts';
+import { FLOW_COOKIE, MemoryBffStore, SESSION_COOKIE, readSessionReference, readTransactionId, type BffStore } from '../../api/sdk/index.ts';
 
 const EXCHANGE = '/v1/member-auth/proof/exchange';
 
-async function rejects(t: Test, p: Promise<unknown>, code: string, what: string): Promise<BffError | undefined> {
-  try {
-    await p;
-    t.fail(`${what}: resolved`);
-    return undefined;
-  } catch (err) {
-    t.ok(err instanceof BffError, `${what}: a BffError`);
-    t.equal((err as BffError).code, code, `${what}: ${code}`);
-    return err as BffError;
-  }
-}
 
 t.test('a full sign-in: challenge, flow cookie, provider proof, staged exchange, durable cookie; secrets stay server-side', async (t) => {
   const b = await setupBff(t);
