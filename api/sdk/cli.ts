@@ -1,9 +1,11 @@
-// The vault API from a shell, on the SDK (docs/sdk.md): `npm run cli -- <command> [options]`.
-// Settings come from CUSTODY_URL, CUSTODY_ORGANIZATION, CUSTODY_KEY_ID and CUSTODY_SECRET_KEY_FILE
-// (api/sdk/config.ts; REGTEST_URL for the `regtest` commands). Each command prints one JSON value on
-// stdout; a failure prints {"error", "code", "status"} on stderr (code from the documented set,
-// docs/sdk.md "Errors"; status is the HTTP status, or null when no request answered) and exits 1 (2
-// for a usage or settings error).
+// The vault API and the platform API from a shell, on the SDK (docs/sdk.md): `custody <command>`
+// (the package's bin, deploy/cli/custody.mjs) or `npm run cli -- <command> [options]`. Settings come
+// from CUSTODY_URL, CUSTODY_ORGANIZATION, CUSTODY_KEY_ID and CUSTODY_SECRET_KEY_FILE, and for the
+// platform commands CUSTODY_API_KEY (api/sdk/config.ts; REGTEST_URL for the `regtest` commands), or
+// from a profile (`--profile`), the environment winning. Each command prints one JSON value on stdout,
+// or on a terminal a table (cli-output.ts; `--json` forces JSON); a failure prints {"error", "code",
+// "status", "request_id"?, "fields"?, "hint"?} on stderr (code from the documented set, docs/sdk.md
+// "Errors") and exits with the status of its class (EXIT below, docs/sdk.md "Exit status").
 import { parseArgs } from 'node:util';
 import { createServer } from 'node:http';
 import { EventDeduper, verifyWebhook, type WebhookEvent } from './webhook-receiver.ts';
@@ -12,7 +14,11 @@ import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import type { Static } from '@sinclair/typebox';
 import type { CustodyApiError, CustodyClient, NodeIdentityRef, PreparedTransaction, Tier, TransactionState, Vault } from './client.ts';
-import { loadAnvilCliConfig, loadCliConfig, loadRegtestCliConfig } from './config.ts';
+import { listProfiles, loadAnvilCliConfig, loadCliConfig, loadPlatformCliConfig, loadRegtestCliConfig, withProfile } from './config.ts';
+import { findPlatformCommand, parsePlatform, platformPrefix, platformUsage, PlatformUsageError, runPlatform } from './cli-platform.ts';
+import { outputMode, render, renderError, type ErrorReport, type OutputMode } from './cli-output.ts';
+import { completionScript } from './cli-completion.ts';
+import { platformCommands } from './platform-commands.ts';
 import { ConfigError } from '../../common/config.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { SdkError } from './sdk-error.ts';
@@ -106,7 +112,18 @@ const USAGE = `usage: npm run cli -- <command>
   webhook listen --port <n> --secret-file <file> [--type <event type>] [--timeout <ms>]
                                                         receive webhooks on 127.0.0.1:<n>, verify each (HMAC with the
                                                         endpoint's secret) and print the first of <type> (default: any)
-settings: CUSTODY_URL, CUSTODY_ORGANIZATION, CUSTODY_KEY_ID, CUSTODY_SECRET_KEY_FILE; REGTEST_URL (default http://127.0.0.1:3002)`;
+  completion <bash|zsh>                                 a shell completion script: eval "$(custody completion bash)"
+  profiles list                                         the profiles of the profiles file (names and which settings each sets)
+platform API (a workspace bearer key): one command per operation, <area> ... <verb> [<path parameters>]
+  [--<field> <value> | --<field>:json <json>]... [--body-file <f>|-] [--query k=v]... [--header k:v]...
+  [--idempotency-key <k>] [--limit <n>] [--cursor <c>] [--all]; <command words> --help lists them, e.g.
+  payments --help; help platform lists all
+every command: --json (JSON even on a terminal), --table (a table even on a pipe), --profile <name>
+settings: CUSTODY_URL, CUSTODY_ORGANIZATION, CUSTODY_KEY_ID, CUSTODY_SECRET_KEY_FILE; CUSTODY_API_KEY (or CUSTODY_API_KEY_FILE),
+  CUSTODY_PUBLISHABLE_KEY for the platform commands; CUSTODY_PROFILE; REGTEST_URL (default http://127.0.0.1:3002)
+exit status: 0 done, 1 failed (another refusal, a wait that ended elsewhere, a bug), 2 usage or settings,
+  3 credential refused (401, 403 forbidden), 4 not found or conflict (404, 409, 412), 5 rate limited or unreachable
+  (429, 502-504, network; try again later), 6 invalid request (400, 413, 415, 422: fix the fields)`;
 
 class UsageError extends Error {}
 
@@ -769,7 +786,72 @@ const COMMANDS: Record<string, Command> = {
   },
 };
 
-async function run(argv: string[]): Promise<unknown> {
+/** The options every command takes, taken out of argv before the command's own are read. */
+interface Globals { json: boolean; table: boolean; profile: string | undefined }
+
+function takeGlobals(argv: string[]): { globals: Globals; rest: string[] } {
+  const globals: Globals = { json: false, table: false, profile: undefined };
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--json') globals.json = true;
+    else if (a === '--table') globals.table = true;
+    else if (a === '--profile' || a.startsWith('--profile=')) {
+      const v = a === '--profile' ? argv[++i] : a.slice('--profile='.length);
+      if (!v) throw new UsageError('--profile needs a name');
+      globals.profile = v;
+    } else rest.push(a);
+  }
+  return { globals, rest };
+}
+
+/** Every command line, for completion and `help platform`. */
+function commandLines(): string[] {
+  return [...Object.keys(COMMANDS), 'completion bash', 'completion zsh', 'profiles list', 'help platform', ...platformCommands().map((c) => c.words.join(' '))];
+}
+
+/** Text printed as it is (a completion script, a list of commands), not as JSON. */
+class Text {
+  constructor(readonly text: string) {}
+}
+
+async function run(argv: string[], globals: Globals): Promise<unknown> {
+  // A profile is read only when a command needs settings, so --help and usage errors answer without it.
+  const settings = () => withProfile(globals.profile).env;
+  const words: string[] = [];
+  for (const a of argv) {
+    if (a.startsWith('-')) break;
+    words.push(a);
+  }
+  const help = argv.includes('--help') || argv.includes('-h');
+  if (words[0] === 'completion') {
+    const shell = words[1];
+    if ((shell !== 'bash' && shell !== 'zsh') || words.length !== 2) throw new UsageError('completion takes bash or zsh');
+    return new Text(completionScript(shell, commandLines()));
+  }
+  if (words.join(' ') === 'help platform') return new Text(platformUsage());
+  if (words.join(' ') === 'profiles list' && !help) return listProfiles(settings());
+  const platform = findPlatformCommand(words);
+  if (platform || (words.length > 0 && platformPrefix(words).length > 0 && !Object.keys(COMMANDS).some((c) => c.startsWith(words.join(' '))))) {
+    if (help || !platform) {
+      const lines = platformUsage().split('\n');
+      const want = `  ${words.join(' ')}`;
+      const shown = lines.flatMap((l, i) => (l.startsWith(want + ' ') || l === want ? [l, lines[i + 1]!] : []));
+      if (help) return new Text(shown.join('\n'));
+      throw new UsageError(`${words.join(' ')} needs more words: ${platformPrefix(words).join(', ')}`);
+    }
+    let inv;
+    try {
+      inv = parsePlatform(platform, argv.slice(platform.words.length));
+    } catch (err) {
+      if (err instanceof PlatformUsageError) throw new UsageError(err.message);
+      throw err;
+    }
+    const s = loadPlatformCliConfig(settings());
+    const { PlatformClient } = await import('./platform-client.ts');
+    const client = new PlatformClient({ baseUrl: s.url, apiKey: s.apiKey, ...(s.signing ? { signing: s.signing } : {}), ...(s.publishableKey ? { headers: { 'x-svc-publishable-key': s.publishableKey } } : {}) });
+    return runPlatform(inv, client);
+  }
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
@@ -780,11 +862,11 @@ async function run(argv: string[]): Promise<unknown> {
   if (values.help) return HELP;
   if (positionals.length === 0) throw new UsageError('no command given');
   // A command is one to three words (`keygen`, `keys list`, `tee measurements get`): the longest that matches.
-  const words = [3, 2, 1].find((n) => n <= positionals.length && Object.hasOwn(COMMANDS, positionals.slice(0, n).join(' ')));
-  if (words === undefined) throw new UsageError(`unknown command: ${positionals.slice(0, 2).join(' ')}`);
-  const name = positionals.slice(0, words).join(' ');
+  const n = [3, 2, 1].find((k) => k <= positionals.length && Object.hasOwn(COMMANDS, positionals.slice(0, k).join(' ')));
+  if (n === undefined) throw new UsageError(`unknown command: ${positionals.slice(0, 2).join(' ')}`);
+  const name = positionals.slice(0, n).join(' ');
   const cmd = COMMANDS[name]!;
-  const rest = positionals.slice(words);
+  const rest = positionals.slice(n);
   if (rest.length !== cmd.args.length) throw new UsageError(`${name} takes ${cmd.args.length ? cmd.args.map((x) => `<${x}>`).join(' ') : 'no arguments'}`);
   const o = values as Values & { help?: boolean };
   const allowed = new Set<string>([...(cmd.required ?? []), ...(cmd.optional ?? []), 'help']);
@@ -794,7 +876,7 @@ async function run(argv: string[]): Promise<unknown> {
   // The client (and the chain code it pulls in) loads only for a command that calls the API, so usage
   // and settings errors answer at once.
   const lazyClient = async () => {
-    const s = loadCliConfig();
+    const s = loadCliConfig(settings());
     const { CustodyClient } = await import('./client.ts');
     return new CustodyClient({ baseUrl: s.url, organization: s.organization, keyId: s.keyId, secretKey: s.secretKey });
   };
@@ -802,32 +884,77 @@ async function run(argv: string[]): Promise<unknown> {
 }
 
 /**
- * The error line: what failed, a code from the documented set (docs/sdk.md "Errors": the API's codes,
- * and SDK_ERROR_CODES for what fails on this side), and the HTTP status when a service answered.
+ * The exit status of each class of failure (docs/sdk.md "Exit status"). 0, 1 and 2 keep their first
+ * meanings (done; failed; usage or settings, before any request); 3 to 6 tell a script which failures to
+ * fix where: the credential, the record named, later (the same request may then succeed), the request.
  */
-function describe(err: unknown): { body: { error: string; code: string; status: number | null }; exit: number } {
+export const EXIT = Object.freeze({ ok: 0, failed: 1, usage: 2, auth: 3, not_found_or_conflict: 4, unavailable: 5, invalid: 6 });
+
+function exitOfStatus(status: number, code: string): number {
+  // A 403 with another code (cap_exceeded, a policy's refusal) refuses the request, not the credential.
+  if (status === 401 || (status === 403 && (code === 'forbidden' || code.startsWith('mfa_')))) return EXIT.auth;
+  if (status === 404 || status === 409 || status === 410 || status === 412 || status === 428) return EXIT.not_found_or_conflict;
+  if (status === 429 || status === 502 || status === 503 || status === 504) return EXIT.unavailable;
+  if (status === 400 || status === 413 || status === 415 || status === 422) return EXIT.invalid;
+  return EXIT.failed;
+}
+
+/** What to do about a failure of each class. */
+function hintOf(exit: number, e: { status: number | null; retryAfterMs?: number | null }): string | undefined {
+  switch (exit) {
+    case EXIT.auth: return e.status === 401
+      ? 'check the key: CUSTODY_API_KEY (platform) or CUSTODY_KEY_ID and CUSTODY_SECRET_KEY_FILE (vault), or the profile chosen with --profile'
+      : 'the key may not do this: use a key whose role allows it, or give the proof it asks for (--header svc-mfa-token:…)';
+    case EXIT.not_found_or_conflict: return e.status === 404 ? 'check the id, and that the key is of the workspace or organization that owns it' : 'read the record again and retry with what it says now (an Idempotency-Key reused with another body is a conflict)';
+    case EXIT.unavailable: return e.retryAfterMs ? `try again in ${Math.ceil(e.retryAfterMs / 1000)} s` : 'try again later; check CUSTODY_URL if it keeps failing';
+    case EXIT.invalid: return 'fix the request: the fields listed say which value and why';
+    default: return undefined;
+  }
+}
+
+/**
+ * The error line: what failed, a code from the documented set (docs/sdk.md "Errors": the API's codes,
+ * and SDK_ERROR_CODES for what fails on this side), the HTTP status when a service answered, the
+ * request id the API logged it under, a 400's or 422's fields, and what to do; and the exit status.
+ */
+function describe(err: unknown): { body: ErrorReport; exit: number } {
   // By name: the client module is loaded lazily, so its classes are not at hand here.
   const named = (name: string) => err instanceof Error && err.name === name;
   if (named('CustodyApiError')) {
     const e = err as CustodyApiError;
-    return { body: { error: e.message, code: e.code, status: e.status }, exit: 1 };
+    const exit = exitOfStatus(e.status, e.code);
+    const hint = hintOf(exit, e);
+    return {
+      body: { error: e.message, code: e.code, status: e.status, ...(e.requestId ? { request_id: e.requestId } : {}), ...(e.fields?.length ? { fields: e.fields } : {}), ...(hint ? { hint } : {}) },
+      exit,
+    };
   }
-  if (err instanceof UsageError) return { body: { error: `${err.message} (npm run cli -- --help lists the commands)`, code: 'usage', status: null }, exit: 2 };
-  if (err instanceof ConfigError) return { body: { error: err.problems.join('; '), code: err.code, status: null }, exit: 2 };
-  if (err instanceof SdkError) return { body: { error: err.message, code: err.code, status: err.status }, exit: 1 };
+  if (err instanceof UsageError) return { body: { error: `${err.message} (custody --help lists the commands)`, code: 'usage', status: null }, exit: EXIT.usage };
+  if (err instanceof ConfigError) return { body: { error: err.problems.join('; '), code: err.code, status: null }, exit: EXIT.usage };
+  if (err instanceof SdkError) {
+    if (err.code === 'usage' || err.code === 'invalid_config') return { body: { error: err.message, code: err.code, status: null }, exit: EXIT.usage };
+    const exit = err.code === 'network' ? EXIT.unavailable : EXIT.failed;
+    const hint = hintOf(exit, { status: err.status });
+    return { body: { error: err.message, code: err.code, status: err.status, ...(hint ? { hint } : {}) }, exit };
+  }
   // The intent codec's refusals (bad_intent) and the other registered codes of core/errors/error-codes.ts.
-  if (err instanceof CustodyError) return { body: { error: err.message, code: err.code, status: null }, exit: 1 };
+  if (err instanceof CustodyError) return { body: { error: err.message, code: err.code, status: null }, exit: EXIT.failed };
   const e = err as Error & { cause?: { message?: string } };
-  if (e instanceof TypeError && e.message === 'fetch failed') return { body: { error: `cannot reach the API: ${e.cause?.message ?? e.message}`, code: 'network', status: null }, exit: 1 };
-  return { body: { error: e?.message ?? String(err), code: 'internal', status: null }, exit: 1 };
+  if (e instanceof TypeError && e.message === 'fetch failed') return { body: { error: `cannot reach the API: ${e.cause?.message ?? e.message}`, code: 'network', status: null, hint: hintOf(EXIT.unavailable, { status: null })! }, exit: EXIT.unavailable };
+  return { body: { error: e?.message ?? String(err), code: 'internal', status: null }, exit: EXIT.failed };
 }
 
+let mode: OutputMode = { json: !process.stdout.isTTY };
 try {
-  const result = await run(process.argv.slice(2));
-  process.stdout.write((result === HELP ? USAGE : JSON.stringify(result, null, 2)) + '\n');
+  const { globals, rest } = takeGlobals(process.argv.slice(2));
+  mode = outputMode(globals, process.stdout.isTTY === true);
+  const result = await run(rest, globals);
+  const text = result === HELP ? USAGE : result instanceof Text ? result.text : render(result, mode);
+  process.stdout.write(text + '\n');
   process.exit(process.exitCode ?? 0);
 } catch (err) {
   const { body, exit } = describe(err);
-  process.stderr.write(JSON.stringify(body) + '\n');
+  // A person at a terminal reads lines; a script reads the JSON line (and --json always gets it).
+  process.stderr.write(renderError(body, process.stderr.isTTY === true && !mode.json && !process.argv.includes('--json')) + '\n');
   process.exit(exit);
 }

@@ -1,6 +1,7 @@
 // The SDK, exported as the package's `./sdk` subpath (docs/sdk.md): the typed client with intent
 // building and waits, request signing, the intent preview, the SDK's error codes, the webhook
-// receiver helpers, and the server-side BFF helper for member sessions (docs/platform/bff.md).
+// receiver helpers, the platform API's client (one method per operation), and the server-side BFF
+// helper for member sessions (docs/platform/bff.md).
 export * from './client.ts';
 export * from './request-signer.ts';
 export * from './intent-preview.ts';
@@ -16,3 +17,5 @@ export * from './bff-oidc.ts';
 export * from './member-credential.ts';
 export * from './key-export.ts';
 export * from './policy.ts';
+export * from './platform-client.ts';
+export * from './platform-operations.ts';

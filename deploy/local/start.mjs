@@ -94,9 +94,6 @@ if (!buildIsFresh()) {
   // fraction of the time.
   const r = spawnSync('npm', ['run', 'build', '--', '--noCheck'], { cwd: root, stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);
-  // The command-line client as one file, for a fast start (bundle-cli.mjs); without esbuild (a
-  // production install) `npm run cli` runs the per-file build.
-  if (resolvable('esbuild') !== undefined) await (await import('./bundle-cli.mjs')).bundleCli();
   markBuild();
 }
 

@@ -103,7 +103,7 @@ t.test('CLI: vault list, wallet list and tx list print pages, follow --cursor an
   t.same(ids(txAll), sent.filter((x) => x.wallet_id === evm[1]!.id).map((x) => x.id));
 });
 
-t.test('CLI: bad options are usage errors before any request; the API\'s refusals exit 1', async (t) => {
+t.test('CLI: bad options are usage errors before any request; the API\'s refusals exit 4 (not found) or 6 (invalid)', async (t) => {
   const usage: [string, string[], RegExp][] = [
     ['unknown vault state', ['vault', 'list', '--state', 'gone'], /--state must be one of creating, active/],
     ['unknown tier', ['vault', 'list', '--tier', 'cold'], /--tier must be one of/],
@@ -127,7 +127,7 @@ t.test('CLI: bad options are usage errors before any request; the API\'s refusal
   });
   refused.forEach(([what, , status, code], i) => {
     const r = runs[usage.length + i]!;
-    t.equal(r.code, 1, what);
+    t.equal(r.code, status === 404 ? 4 : 6, what);
     t.match(r.err, { status, code }, what);
   });
 });

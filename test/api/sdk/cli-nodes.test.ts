@@ -130,11 +130,11 @@ t.test('nodes enrol --kind tee sends the attestation file\'s bytes as base64', a
   t.same(Buffer.from(body.attestation as string, 'base64'), doc, 'the document arrives byte for byte');
 });
 
-t.test('an enrolment the API refuses prints its code and status and exits 1', async (t) => {
+t.test('an enrolment the API refuses prints its code and status and exits 4 (conflict)', async (t) => {
   replies.set('POST /v1/nodes', [409, { error: 'this node is enrolled by another organization', code: 'node_taken' }]);
   const r = await cli(['nodes', 'enrol', '--kind', 'self', '--identity', mine.file]);
-  t.equal(r.code, 1);
-  t.same(r.err, { error: 'this node is enrolled by another organization', code: 'node_taken', status: 409 });
+  t.equal(r.code, 4, 'a conflict: exit 4');
+  t.same(r.err, { error: 'this node is enrolled by another organization', code: 'node_taken', status: 409, hint: 'read the record again and retry with what it says now (an Idempotency-Key reused with another body is a conflict)' });
   t.equal(r.stdout, '', 'nothing on stdout');
 });
 
@@ -143,7 +143,7 @@ t.test('a request signed by another key is refused by the double: it checks what
   writeFileSync(otherFile, bytesToHex(ed25519.utils.randomSecretKey()) + '\n', { mode: 0o600 });
   const before = calls.length;
   const r = await cli(['nodes', 'list'], { ...settings, CUSTODY_SECRET_KEY_FILE: otherFile });
-  t.equal(r.code, 1);
+  t.equal(r.code, 3);
   t.match(r.err, { code: 'unauthorized', status: 401 });
   t.equal(calls.length, before);
 });
@@ -165,7 +165,7 @@ t.test('nodes list and nodes revoke', async (t) => {
 t.test('tee measurements put sends the file, get reads them back; none yet is a 404', async (t) => {
   replies.delete('GET /v1/tee/measurements');
   const none = await cli(['tee', 'measurements', 'get']);
-  t.equal(none.code, 1);
+  t.equal(none.code, 4);
   t.match(none.err, { code: 'not_found', status: 404 });
 
   const allowed = { version: 1, allowed: [{ 0: '11'.repeat(48), 8: '22'.repeat(48) }] };
@@ -211,7 +211,7 @@ t.test('vault create and reshare --customer-node bind the node when the proposed
   replies.set(`GET /v1/committees?tier=self&customer_node=${other.nodeId}`, [200, proposal]);
   const before = calls.length;
   const refused = await cli(['vault', 'reshare', 'vlt_1', '--target-tier', 'self', '--customer-node', other.file]);
-  t.equal(refused.code, 1);
+  t.equal(refused.code, 4, 'a conflict (409 committee_mismatch, raised by the SDK): exit 4');
   t.match(refused.err, { code: 'committee_mismatch', error: new RegExp(other.nodeId) });
   t.same(calls.slice(before).map((c) => `${c.method} ${c.path}`), ['GET /v1/vaults/vlt_1', `GET /v1/committees?tier=self&customer_node=${other.nodeId}`], 'the reshare is not sent');
 });

@@ -121,8 +121,8 @@ t.test('vault create, wait (sees the state change), get, wallets, send-evm, tx g
   t.match(final.out, { id: sent.out.id, state: 'final' });
 
   const over = await cli(['tx', 'send-evm', '--wallet', wallet.out.id as string, '--to', RECIPIENT, '--amount', '1001', '--idempotency-key', 'cli-2']);
-  t.equal(over.code, 1);
-  t.same(over.err, { error: 'amount 1001 of evm-local:native is over the per-transaction cap of 1000', code: 'cap_exceeded', status: 403 });
+  t.equal(over.code, 1, 'a policy\'s refusal is not a refused credential');
+  t.match(over.err, { error: 'amount 1001 of evm-local:native is over the per-transaction cap of 1000', code: 'cap_exceeded', status: 403, request_id: /./ });
   t.equal(over.stdout, '', 'nothing on stdout');
 
   const reshare = await cli(['vault', 'reshare', id, '--target-tier', 'hosted']);
@@ -140,16 +140,16 @@ t.test('end-user-auth set registers a JWK Set from a file', async (t) => {
   t.same(r.out, { status: 'registered', audience: 'https://wallet.acme.test', key_count: 1, account_center: false }, 'no Account Center opt-in unless the registration names one');
 });
 
-t.test('failures: {error, code, status} on stderr and a non-zero exit', async (t) => {
+t.test('failures: {error, code, status, request_id, hint} on stderr and the exit status of their class', async (t) => {
   const missing = await cli(['tx', 'get', 'txn_missing']);
-  t.equal(missing.code, 1);
-  t.same(missing.err, { error: 'no such transaction', code: 'not_found', status: 404 });
+  t.equal(missing.code, 4, 'not found: exit 4');
+  t.match(missing.err, { error: 'no such transaction', code: 'not_found', status: 404, request_id: /./, hint: /check the id/ });
   t.equal(missing.stdout, '');
   const wrongKey = await cli(['keys', 'list'], { ...settings, CUSTODY_KEY_ID: 'key_nope' });
-  t.equal(wrongKey.code, 1);
+  t.equal(wrongKey.code, 3, 'a refused credential: exit 3');
   t.match(wrongKey.err, { code: 'unauthorized', status: 401, error: /unknown or revoked key/ });
   const down = await cli(['keys', 'list'], { ...settings, CUSTODY_URL: 'http://127.0.0.1:1' });
-  t.equal(down.code, 1);
+  t.equal(down.code, 5, 'unreachable: exit 5');
   t.match(down.err, { code: 'network', status: null, error: /cannot reach the API/ });
 });
 
