@@ -3,7 +3,7 @@
 // exactly the fields of the catalog's example with the row's values, and a sensitive event's data only the
 // fields of its allow-list (SENSITIVE_FIELDS), each an id, an enum or a number.
 import type { Test } from 'tap';
-import type { Received } from '../setup-platform.ts';
+import type { Received } from '../../support/loopback-receiver.ts';
 import { SENSITIVE_FIELDS, eventType, sensitiveDataAllowed, type EventType } from '../../../api/webhooks/event-catalog.ts';
 import type { verifyWebhook } from '../../../api/sdk/webhook-receiver.ts';
 
