@@ -5,7 +5,7 @@ import { governanceJourney } from './governance-journey.ts';
 
 t.setTimeout(600_000);
 
-const s = await startStack({ anvil: true, nodeEnv: { NODE_EXPORT_DELAY_SECONDS: '3' } });
+const s = await startStack({ anvil: true, bearerKey: true, apiEnv: { API_WEBHOOK_ALLOWED_DESTINATIONS: '127.0.0.1' }, nodeEnv: { NODE_EXPORT_DELAY_SECONDS: '3' } });
 t.teardown(() => s.stop());
 
 await t.test('policies and approvals, enforced by the nodes', (t) => governanceJourney(t, s));
