@@ -1,6 +1,7 @@
 // Every catalog event, triggered through the API and received at a real webhook endpoint
-// (docs/platform/events.md): one endpoint registered through POST /v1/webhook-endpoints for all 47 names,
-// pointing at a loopback HTTP receiver; one row per catalog name with the API calls that make the event.
+// (docs/platform/events.md): an endpoint registered through POST /v1/webhook-endpoints for all 47 names
+// by each customer whose events the rows make (Acme, and Globex for the vault rows), both pointing at one
+// loopback HTTP receiver; one row per catalog name with the API calls that make the event.
 // Each received delivery verifies with the SDK's verifier, its type is the row's name, its data has
 // exactly the fields the catalog's example lists, with the row's values, and a sensitive event's data
 // only the fields of its allow-list (SENSITIVE_FIELDS), each an id, an enum or a number. The test walks
