@@ -21,17 +21,31 @@ import { WEBHOOK_EVENTS } from '../webhooks/collections.ts';
  * The webhook event an outbox event is delivered as; undefined for one the catalog has no name for
  * (api_key.*, node.*, transaction.checks, vault.reshare.pending, ...), which the relay
  * consumes without delivering. A rejected transaction is the catalog's transaction.failed with state
- * `rejected` (the catalog's failure event names its reason, e.g. policy_denied).
+ * `rejected` (the catalog's failure event names its reason's code, e.g. rejected_by_approver).
  */
 export function webhookTypeOf(outboxType: string): string | undefined {
   if (outboxType === 'transaction.rejected') return 'transaction.failed';
   return eventType(outboxType) ? outboxType : undefined;
 }
 
-/** The envelope's data: the vault API's fields as written, with `status` (the catalog's word) beside `state`. */
-function dataOf(e: EventRecord): Record<string, unknown> {
+/**
+ * A failure's enumerated code: the code that leads the vault API's reason (`dropped: nonce 3 was used by
+ * ...` is `dropped`, `signers refused: bad_template: ...` is `signers_refused`); the words after it stay
+ * in the transaction (GET /v1/transactions/{id}), not in the event.
+ */
+export function failureCode(reason: string): string {
+  const head = reason.split(':')[0]!.trim().replaceAll(' ', '_');
+  return /^[a-z_]{1,40}$/.test(head) ? head : 'failed';
+}
+
+/**
+ * The envelope's data: the vault API's fields as written, with `status` (the catalog's word) beside
+ * `state`, and a transaction failure's reason as its code.
+ */
+function dataOf(e: EventRecord, type: string): Record<string, unknown> {
   const state = e.data.state;
-  return typeof state === 'string' && e.data.status === undefined ? { ...e.data, status: state } : e.data;
+  const data = typeof state === 'string' && e.data.status === undefined ? { ...e.data, status: state } : e.data;
+  return type === 'transaction.failed' && typeof data.reason === 'string' ? { ...data, reason: failureCode(data.reason) } : data;
 }
 
 /** Vault API events that change a vault's governance: each is also an entry of the linked workspace's audit log. */
@@ -102,7 +116,7 @@ export class EventRelay {
         const scope = { tenant: link.tenant, workspace: link.workspace };
         const audited = this.o.audit && AUDITED_VAULT_EVENTS.has(e.type) ? [this.o.audit.op(scope, { type: 'system', id: 'vault-api' }, e.type, e.resource_id, null, e.data)] : [];
         await this.o.deliveries.emit(scope, type, { type: e.resource_type, id: e.resource_id }, { type: 'system', id: 'vault-api' },
-          dataOf(e), [done, ...audited], [], { id: e.id, created_at: e.created_at });
+          dataOf(e, type), [done, ...audited], [], { id: e.id, created_at: e.created_at });
         pass.relayed++;
       }
       if (rows.length < limit) return pass;

@@ -3,8 +3,6 @@
 import { PNG } from 'pngjs';
 import type { Test } from 'tap';
 import { join } from 'node:path';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { buildApp } from '../../api/app.ts';
 import { loadApiConfig } from '../../api/config.ts';
 import { createLogger } from '../../common/logger.ts';
@@ -35,28 +33,7 @@ export async function setupPlatform(t: Test, opts: Parameters<typeof createPlatf
  */
 export const LOOPBACK_RECEIVERS: readonly string[] = ['127.0.0.1'];
 
-export interface Received { headers: IncomingHttpHeaders; body: string }
-
-/** A real HTTP receiver on loopback; `answer` picks the status for each request (or 'hang'). */
-export async function receiver(t: Test, answer: (n: number) => number | 'hang' = () => 200) {
-  const got: Received[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      got.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      const a = answer(got.length);
-      if (a === 'hang') return;
-      res.writeHead(a, { 'content-type': 'text/plain' }).end(`answer ${a}`);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => {
-    server.closeAllConnections();
-    server.close(() => r());
-  }));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got };
-}
+export { receiver, type Received } from '../support/loopback-receiver.ts';
 
 /**
  * Confirms an uploaded PNG logo and checks that the API then serves, as that type, the image written again

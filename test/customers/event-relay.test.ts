@@ -6,7 +6,7 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import { resolve, join } from 'node:path';
 import { createCustomer } from '../../api/customers/create-customer.ts';
-import { EventRelay, webhookTypeOf } from '../../api/customers/event-relay.ts';
+import { EventRelay, webhookTypeOf, failureCode } from '../../api/customers/event-relay.ts';
 import { createLogger } from '../../common/logger.ts';
 import type { DeliveryRecord, Envelope } from '../../api/webhooks/delivery-engine.ts';
 import type { EventRecord } from '../../api/vaults/records.ts';
@@ -28,6 +28,13 @@ t.test('webhook names: catalog events pass, a rejection is transaction.failed, t
   t.equal(webhookTypeOf('transaction.rejected'), 'transaction.failed');
   for (const n of ['transaction.checks', 'api_key.created', 'vault.reshare.pending', 'node.enrolled']) t.equal(webhookTypeOf(n), undefined, n);
   for (const n of ['transaction.final', 'vault.failed']) t.equal(webhookTypeOf(n), n, `${n} is relayed`);
+});
+
+t.test('a failure is delivered with its enumerated code, not the words after it', async (t) => {
+  t.equal(failureCode('dropped: nonce 3 was used by another transaction of the wallet, final at depth 64; this one can never be included'), 'dropped');
+  t.equal(failureCode('signers refused: bad_template: refused by node-b: malformed EVM template'), 'signers_refused');
+  t.equal(failureCode('rejected_by_approver'), 'rejected_by_approver');
+  t.equal(failureCode('Something Else: with words'), 'failed', 'no code: the generic one');
 });
 
 t.test('a linked organization\'s events are emitted into its workspace, once, with the outbox id and time', async (t) => {

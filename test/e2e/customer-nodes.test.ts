@@ -2,7 +2,8 @@
 // organization's self node, a TEE node attested by the DEV-ONLY authority, the API) and a real anvil:
 // a vault reshares hosted -> self -> customer_tee -> hosted keeping its key and address, and signs in
 // every tier; a TEE node is seated only with measurements the organization pinned; a node that is not
-// enrolled is never seated; revoking the TEE node stops its signatures (docs/self-node.md, docs/tee.md).
+// enrolled is never seated; revoking the TEE node stops its signatures (docs/self-node.md, docs/tee.md). The
+// first reshare's events are received at an endpoint the workspace registered (the catalog-events rows).
 import t from 'tap';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,9 @@ import { startStack, mining } from './stack.ts';
 import { createDevAttestationAuthority } from '../../tee/attestation/dev-provider.ts';
 import { teeNodeBinding } from '../../core/trust/tee-binding.ts';
 import type { Vault } from '../../api/sdk/client.ts';
+import { verifyWebhook } from '../../api/sdk/webhook-receiver.ts';
+import { receiver, type Received } from '../support/loopback-receiver.ts';
+import { elsewhereIn, received } from '../api/webhooks/catalog-receipt.ts';
 
 t.setTimeout(420_000);
 
@@ -26,9 +30,9 @@ t.test('customer nodes: enrolled self and TEE nodes hold the shares they should,
   const rootsFile = join(mkdtempSync(join(tmpdir(), 'dev-root-')), 'dev-root.pem');
   writeFileSync(rootsFile, authority.rootPem);
   const stack = await startStack({
-    selfNode: true, anvil: true,
+    selfNode: true, anvil: true, bearerKey: true,
     nodeEnv: { NODE_TEE_ROOTS_FILE: rootsFile, NODE_TEE_ALLOW_DEV_ROOT: 'true' },
-    apiEnv: { API_TEE_ROOTS_FILE: rootsFile, API_TEE_ALLOW_DEV_ROOT: 'true' },
+    apiEnv: { API_TEE_ROOTS_FILE: rootsFile, API_TEE_ALLOW_DEV_ROOT: 'true', API_WEBHOOK_ALLOWED_DESTINATIONS: '127.0.0.1' },
     coordinatorEnv: { COORDINATOR_TEE_ROOTS_FILE: rootsFile, COORDINATOR_TEE_ALLOW_DEV_ROOT: 'true' },
   });
   t.teardown(() => stack.stop());
@@ -36,6 +40,13 @@ t.test('customer nodes: enrolled self and TEE nodes hold the shares they should,
   const chain = stack.anvil!;
   const mine = () => chain.testClient.mine({ blocks: 1 });
   const settled = (id: string) => client.waitForVault(id, (v) => v.state !== 'resharing' && v.state !== 'creating', { timeoutMs: 180_000 });
+
+  // The reshare rows of the catalog-events test (ELSEWHERE): an endpoint registered with the workspace's key.
+  const rx = await receiver(t);
+  const endpoint = await fetch(`${stack.base}/v1/webhook-endpoints`, { method: 'POST', headers: { authorization: `Bearer ${stack.bearer!}`, 'content-type': 'application/json' }, body: JSON.stringify({ url: rx.url, events: ['vault.reshare.started', 'vault.reshare.completed'] }) });
+  t.equal(endpoint.status, 201);
+  const { secret } = await endpoint.json() as { secret: string };
+  const { public_key: publicKey } = await (await fetch(`${stack.base}/v1/public/webhook-signing-key`)).json() as { public_key: string };
 
   const vault = await client.waitForVault((await client.createVault({ tier: 'hosted', name: 'moving' })).id, undefined, { timeoutMs: 120_000 });
   t.same(vault.committee?.map((m) => m.kind), ['service', 'service', 'service'], 'a hosted vault names its three service nodes');
@@ -59,6 +70,13 @@ t.test('customer nodes: enrolled self and TEE nodes hold the shares they should,
   t.ok(inSelf.committee?.some((m) => m.kind === 'self'), 'the self node holds a share');
   await sameKey(inSelf);
   t.equal((await transfer()).state, 'final', 'the self vault signs');
+  const rows: Record<string, Record<string, unknown>> = {
+    'vault.reshare.started': { vault_id: vault.id, state: 'resharing', rotation: vault.rotation, tier: 'hosted', target_tier: 'self' },
+    'vault.reshare.completed': { vault_id: vault.id, state: 'active', rotation: inSelf.rotation, tier: 'self' },
+  };
+  const verified = (g: Received) => verifyWebhook(g.headers, g.body, { secrets: [secret], publicKey });
+  for (const [name, want] of Object.entries(rows)) await received(t, name, rx, want, verified);
+  t.same(Object.keys(rows).sort(), elsewhereIn('test/e2e/customer-nodes.test.ts'), 'exactly the rows the catalog test counts on');
 
   // A TEE node runs and says it belongs to the organization, but is not enrolled: nothing seats it.
   const teeIdentity = await cluster.identity('tee-1');

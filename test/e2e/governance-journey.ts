@@ -3,9 +3,9 @@
 // log: a transfer over the quorum's threshold waits for two of three approvers, then is signed and mined;
 // the same intent sent straight to the coordinator without approvals (the API bypassed) is refused by the
 // nodes themselves; a loosening signed with its change quorum waits out its delay on the nodes (refused by
-// them before, signed after); and the nodes refuse a fork of the vault's chain signed with the customer's
-// own key. The window under rotating signer subsets is proven on three real node runtimes in
-// test/node/policy-enforcement.unit.ts.
+// them before, signed after); the nodes refuse a fork of the vault's chain signed with the customer's own
+// key; and a key export's events are received at an endpoint the workspace registered. The window under
+// rotating signer subsets is proven on three real node runtimes in test/node/policy-enforcement.unit.ts.
 import type { Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
@@ -32,6 +32,9 @@ import { approveExport } from '../../api/sdk/key-export.ts';
 import { HDKey } from '@scure/bip32';
 import { privateKeyToAccount } from 'viem/accounts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
+import { verifyWebhook } from '../../api/sdk/webhook-receiver.ts';
+import { receiver, type Received } from '../support/loopback-receiver.ts';
+import { elsewhereIn, received } from '../api/webhooks/catalog-receipt.ts';
 
 const DEV = '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266' as Hex;
 const TO = '0x00000000000000000000000000000000000000c1';
@@ -228,6 +231,12 @@ export async function governanceJourney(t: Test, s: Stack): Promise<void> {
   // Key export, through the command-line client as a customer runs it: the policy's export section asks
   // for alice's approval and a 2 s delay; the nodes seal nothing before both; the key reconstructed
   // offline is the vault's, its xprv re-derives the wallet, and a transfer signed with it is mined.
+  // Its events are the export rows of the catalog-events test (ELSEWHERE): an endpoint the workspace registers.
+  const rx = await receiver(t);
+  const endpoint = await fetch(`${s.base}/v1/webhook-endpoints`, { method: 'POST', headers: { authorization: `Bearer ${s.bearer!}`, 'content-type': 'application/json' }, body: JSON.stringify({ url: rx.url, events: ['vault.export.requested', 'vault.exported'] }) });
+  t.equal(endpoint.status, 201, 'an endpoint for the export events');
+  const { secret } = await endpoint.json() as { secret: string };
+  const { public_key: signingKey } = await (await fetch(`${s.base}/v1/public/webhook-signing-key`)).json() as { public_key: string };
   const v5 = { ...v4, version: 5, export: { approvers_k: 1, approvers: ['alice'], delay_seconds: 2 } };
   t.equal((await client.putPolicy(vault.id, v5, [alice, bob].map((p) => approvePolicyChange({ fromVersion: 4, next: v5, approverId: p.id, secretKey: p.secretKey })))).in_force?.version, 5, 'an export section added: in force at once');
   const recipientFile = join(dir, 'recipient.key');
@@ -249,6 +258,13 @@ export async function governanceJourney(t: Test, s: Stack): Promise<void> {
   const sealed = await runCli<VaultExport>(['export', 'collect', vault.id, exportId, '--wait', '--timeout', '60000'], settings);
   t.match([sealed.code, sealed.out.state], [0, 'sealed'], `cli export collect --wait (${sealed.stderr.slice(-300)})`);
   t.ok(sealed.out.shares.length >= 2, 'a threshold of shares, each sealed by its node');
+  const rows: Record<string, Record<string, unknown>> = {
+    'vault.export.requested': { vault_id: vault.id, export_id: exportId },
+    'vault.exported': { vault_id: vault.id, export_id: exportId },
+  };
+  const verified = (g: Received) => verifyWebhook(g.headers, g.body, { secrets: [secret], publicKey: signingKey });
+  for (const [name, want] of Object.entries(rows)) await received(t, name, rx, want, verified);
+  t.same(Object.keys(rows).sort(), elsewhereIn('test/e2e/governance-journey.ts'), 'exactly the rows the catalog test counts on');
   const exportFile = join(dir, 'export.json');
   writeFileSync(exportFile, JSON.stringify(sealed.out));
   const key = await runCli<{ private_key: string; public_key: string; xprv: string }>(['export', 'reconstruct', '--file', exportFile, '--recipient-key-file', recipientFile, '--public-key', vault.public_key!, '--sandbox'], settings);

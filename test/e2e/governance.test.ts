@@ -10,7 +10,11 @@ t.setTimeout(600_000);
 
 const traces = await traceReceiver();
 t.teardown(() => traces.close());
-const s = await startStack({ anvil: true, apiEnv: traces.env, coordinatorEnv: traces.env, nodeEnv: { NODE_EXPORT_DELAY_SECONDS: '3', ...traces.env } });
+const s = await startStack({
+  anvil: true, bearerKey: true,
+  apiEnv: { API_WEBHOOK_ALLOWED_DESTINATIONS: '127.0.0.1', ...traces.env }, coordinatorEnv: traces.env,
+  nodeEnv: { NODE_EXPORT_DELAY_SECONDS: '3', ...traces.env },
+});
 t.teardown(() => s.stop());
 
 await t.test('one transfer is one trace across the API, the coordinator and every signing node', (t) => tracesJourney(t, s, traces.spans));

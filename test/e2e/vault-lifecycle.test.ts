@@ -1,8 +1,8 @@
 // End to end with the real coordinator and signer nodes, the API in this process: vaults whose key
 // generation fails (no nodes attached, then a committee the nodes refuse) end `failed`; a failed vault is
 // deleted, or retried into a fresh key generation that completes once the nodes are there; a vault with
-// a key is neither; and the key that real DKG produced re-derives every wallet address from the xpub
-// the API returns, with standard BIP-32 code only.
+// a key is neither; the customer's endpoint receives vault.failed; and the key that real DKG produced
+// re-derives every wallet address from the xpub the API returns, with standard BIP-32 code only.
 import t from 'tap';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +21,13 @@ import { connectCoordinator } from '../../api/coordinator/coordinator-client.ts'
 import { signedHeaders, type ApiCredentials } from '../../api/sdk/request-signer.ts';
 import type { JobRecord } from '../../api/vaults/records.ts';
 import { addressFromXpub, TESTNET, type WalletView } from '../api/vault/xpub-addresses.ts';
+import { createPlatform } from '../../api/platform.ts';
+import { CustomerLinks } from '../../api/customers/customer-links.ts';
+import { createCustomer } from '../../api/customers/create-customer.ts';
+import { EventRelay } from '../../api/customers/event-relay.ts';
+import { verifyWebhook } from '../../api/sdk/webhook-receiver.ts';
+import { receiver, type Received } from '../support/loopback-receiver.ts';
+import { elsewhereIn, received } from '../api/webhooks/catalog-receipt.ts';
 
 // Real processes on a 2-core machine shared with the rest of the suite.
 t.setTimeout(300_000);
@@ -37,7 +44,9 @@ t.test('failed vaults are retried or deleted; a real key re-derives from its xpu
   const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 3, vaultsPerOrg: 10 } });
   const coordinator = connectCoordinator({ address: `127.0.0.1:${cluster.coordinatorPort}` });
   const log = createLogger('api', 'silent');
-  const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir }), logger: log, vaults, coordinator });
+  // The platform API too, so the customer's endpoint receives vault.failed (a row of the catalog-events test).
+  const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), webhookAllowedDestinations: ['127.0.0.1'] });
+  const app = await buildApp({ config: loadApiConfig({ API_DATA_DIR: dir }), logger: log, vaults, coordinator, platform });
   // One attempt per generation, so a vault without nodes fails at once rather than after half an hour.
   const jobs = new VaultJobs(vaults, coordinator, log, 200, 1);
   t.teardown(async () => {
@@ -48,9 +57,15 @@ t.test('failed vaults are retried or deleted; a real key re-derives from its xpu
     await cluster.stop();
   });
   const secret = ed25519.utils.randomSecretKey();
-  // Rooted by the operator key the nodes trust, as the operator command does.
-  const { key } = await vaults.createOrg('Acme', bytesToHex(ed25519.getPublicKey(secret)), 'bootstrap', cluster.operator);
-  const creds: ApiCredentials = { keyId: key.id, secretKey: secret };
+  // A customer rooted by the operator key the nodes trust, as the operator command makes it.
+  const links = new CustomerLinks(store);
+  const customer = await createCustomer({ store, vaults, tenancy: platform.tenancy, links, environment: 'sandbox' }, { name: 'Acme', publicKey: bytesToHex(ed25519.getPublicKey(secret)), operatorSecretKey: cluster.operator });
+  const creds: ApiCredentials = { keyId: customer.apiKeyId, secretKey: secret };
+  const rx = await receiver(t);
+  const owner = (await platform.tenancy.createKey(customer.sandbox.id, 'owner', {})).token;
+  const endpoint = await app.inject({ method: 'POST', url: '/v1/webhook-endpoints', headers: { authorization: `Bearer ${owner}`, 'content-type': 'application/json' }, payload: JSON.stringify({ url: rx.url, events: ['vault.failed'] }) });
+  t.equal(endpoint.statusCode, 201, endpoint.body);
+  const relay = new EventRelay({ store, links, deliveries: platform.deliveries, log, audit: platform.audit });
   const call = async (method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return app.inject({ method, url: path, payload, headers: { host: 'api.test', ...signedHeaders(creds, method, `http://api.test${path}`, payload) } });
@@ -117,4 +132,12 @@ t.test('failed vaults are retried or deleted; a real key re-derives from its xpu
   t.match(again.problem, /^vault_exists: the nodes refused this vault's key generation before/, 'and fails with why it cannot run again');
   t.equal((await call('DELETE', `/v1/vaults/${c.id}`)).statusCode, 204, 'then it is deleted');
   t.same((await events(c.id)), ['vault.created', 'vault.failed', 'vault.retried', 'vault.failed', 'vault.deleted']);
+
+  // Relayed once the outbox has been read above (the relay consumes it): the first failure, at the endpoint.
+  await relay.runOnce();
+  await platform.deliveries.runDue();
+  const verified = (g: Received) => verifyWebhook(g.headers, g.body, { secrets: [endpoint.json().secret as string], publicKey: platform.keys.webhookPublicKey });
+  const rows: Record<string, Record<string, unknown>> = { 'vault.failed': { vault_id: a.id, state: 'failed', code: 'not_enough_nodes' } };
+  for (const [name, want] of Object.entries(rows)) await received(t, name, rx, want, verified);
+  t.same(Object.keys(rows), elsewhereIn('test/e2e/vault-lifecycle.test.ts'), 'exactly the rows the catalog test counts on');
 });

@@ -4,7 +4,8 @@
 // transaction path, or a vault transaction named by id; the outsider by EIP-712) and executed by the service.
 // Shown on chain with viem: a role granted, a mint policy, a mint by the two vaults, an over-cap mint failing
 // with the decoded revert (which frees its nonce: the later pause moves down and is signed again), a refused
-// transfer while paused, unpause, recover, a role revoked; each operation's event emitted once; an intent over
+// transfer while paused, unpause, recover, a role revoked; each operation's event emitted once, and the token
+// catalog events received, signed, at an endpoint registered through the API (catalog-receipt.ts); an intent over
 // another operation's SafeTx refused; the reads from the chain; bad input changes nothing.
 // On the same chain, gasless transfers (docs/platform/tokenization.md "Gasless transfers"): a holder with no ETH
 // signs the ERC-2771 request the API builds, the relayer sends it and pays, its cost recorded from the receipt;
@@ -23,6 +24,9 @@ import { eventType } from '../../../api/webhooks/event-catalog.ts';
 import { waitUntil } from '../../cluster/cluster-harness.ts';
 import { OPERATIONS, RELAYS } from '../../../api/tokenization/collections.ts';
 import type { OperationRecord, RelayRecord } from '../../../api/tokenization/records.ts';
+import { receiver, type Received } from '../setup-platform.ts';
+import { verifyWebhook } from '../../../api/sdk/webhook-receiver.ts';
+import { elsewhereIn, received } from '../webhooks/catalog-receipt.ts';
 import { relayIndexOf } from '../../../api/tokenization/gasless-service.ts';
 import { forwarderAbi } from '../../../api/tokenization/chain/forward-request.ts';
 import { createTokenization } from '../../../api/tokenization/tokenization-setup.ts';
@@ -33,7 +37,7 @@ import { httpStatusOfCode } from '../../../core/errors/http-status.ts';
 import type { CustodyError } from '../../../core/errors/custody-error.ts';
 
 t.setTimeout(300_000);
-const s = await tokenizationApp(t);
+const s = await tokenizationApp(t, {}, { loopbackWebhooks: true });
 const safeAbi = parseAbi(['function execTransaction(address to, uint256 value, bytes data, uint8 operation, uint256 safeTxGas, uint256 baseGas, uint256 gasPrice, address gasToken, address refundReceiver, bytes signatures) payable returns (bool)']);
 const account = (i: number) => mnemonicToAccount('test test test test test test test test test test test junk', { addressIndex: i });
 const outsider = account(5);
@@ -56,6 +60,10 @@ t.test('operations: proposed, signed by vault intents and an outside owner, exec
   const w1 = await s.vaultWallet(s.acme.org);
   const w2 = await s.vaultWallet(s.acme.org);
   const admin = { owners: [{ wallet_id: w1.wallet.id }, { wallet_id: w2.wallet.id }, { address: outsider.address }], threshold: 2 };
+  // The token catalog events' rows (catalog-events.unit.ts, ELSEWHERE): received at an endpoint registered through the API.
+  const rx = await receiver(t);
+  const endpoint = await s.call('POST', '/v1/webhook-endpoints', { url: rx.url, events: ['token.deployed', 'tokenization.operation.confirmed', 'tokenization.operation.failed'] });
+  t.equal(endpoint.statusCode, 201, endpoint.body);
   const deployed = await s.call('POST', '/v1/tokenization/erc20', { chain: 'evm-local', name: 'Acme Note', symbol: 'ANOTE', decimals: 0, admin }, undefined, key('tok'));
   t.equal(deployed.statusCode, 201, deployed.body);
   await s.tokenization.tokens.settled();
@@ -214,6 +222,15 @@ t.test('operations: proposed, signed by vault intents and an outside owner, exec
   t.same(Object.keys(failedEvents[0]!.data).sort(), Object.keys(eventType('tokenization.operation.failed')!.example_payload).sort(), 'shaped as the catalog says');
   t.same(Object.keys(confirmed[0]!.data).sort(), Object.keys(eventType('tokenization.operation.confirmed')!.example_payload).sort());
   t.match((await s.call('GET', `${base}/operations?state=failed`)).json().data, [{ id: over.id }]);
+  await s.platform.deliveries.runDue();
+  const verified = (g: Received) => verifyWebhook(g.headers, Buffer.from(g.body, 'utf8'), { secrets: [endpoint.json().secret as string], publicKey: s.platform.keys.webhookPublicKey, nowMs: s.clock.now() });
+  const rows = {
+    'token.deployed': { token_id: tok.id, standard: 'erc20', chain: 'evm-local' },
+    'tokenization.operation.confirmed': { token_id: tok.id, operation_id: grant.id, kind: 'grant_role' },
+    'tokenization.operation.failed': { token_id: tok.id, operation_id: over.id, kind: 'mint', reason: 'onchain_revert' },
+  };
+  for (const [name, want] of Object.entries(rows)) await received(t, name, rx, want, verified);
+  t.same(Object.keys(rows).sort(), elsewhereIn('test/api/tokenization/token-operations.test.ts'), 'exactly the rows the catalog test counts on');
   t.equal((await s.call('GET', `${base}/operations?kind=mint`)).json().data.length, 3);
   const page = (await s.call('GET', `${base}/operations?limit=3`)).json();
   t.match(page, { has_more: true });

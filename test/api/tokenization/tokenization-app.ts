@@ -35,8 +35,11 @@ export const RELAYER_KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
-/** `extra`: more of buildApp's options (the RWA layer's seams, for one). */
-export async function tokenizationApp(t: Test, extra: Partial<Parameters<typeof buildApp>[0]> = {}) {
+/**
+ * `extra`: more of buildApp's options (the RWA layer's seams, for one); `loopbackWebhooks`: webhook
+ * endpoints may be plain-http loopback receivers (the catalog-events rows).
+ */
+export async function tokenizationApp(t: Test, extra: Partial<Parameters<typeof buildApp>[0]> = {}, opts: { loopbackWebhooks?: boolean } = {}) {
   const anvil = await startAnvil();
   t.teardown(() => anvil.stop());
   const chain = tokenChain(evmNetwork('evm-local')!, anvil.url, DEPLOYER_KEY, RELAYER_KEY);
@@ -46,7 +49,7 @@ export async function tokenizationApp(t: Test, extra: Partial<Parameters<typeof 
   const clock = { now: () => now, advance: (ms: number) => { now += ms; } };
   const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 3, vaultsPerOrg: 50 } });
   const transactions = new TransactionService({ vaults, hasBackend: () => true });
-  const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), clock: () => clock.now() });
+  const platform = await createPlatform(store, { objectDir: join(dir, 'objects'), clock: () => clock.now(), ...(opts.loopbackWebhooks ? { webhookAllowedDestinations: ['127.0.0.1'] } : {}) });
   const config = loadApiConfig({ API_DATA_DIR: dir });
   // A relay not mined within a second is answered `sent` and followed in the background.
   const tokenization = createTokenization(config, platform, { chains: new Map([['evm-local', chain]]), transactions, signatureWaitMs: 30_000, relayReceiptWaitMs: 1000, relayPollMs: 50 });
