@@ -64,6 +64,23 @@ t.test('every list answers bad cursors and limits as errors.md says, and its fir
   }
 });
 
+t.test('lists under a real account holder answer bad cursors as the open lists do, after the id is found', async (t) => {
+  const s = await setupPlatform(t);
+  const holder = (await s.call('POST', '/v1/account-holders', { type: 'business', legal_name: 'Holder under test' })).json() as { id: string };
+  for (const n of [1, 2]) t.equal((await s.call('POST', '/v1/account-holders', { type: 'business', legal_name: `Other ${n}` })).statusCode, 201);
+  const foreign = (await s.call('GET', '/v1/account-holders?limit=1')).json().next_cursor as string;
+  for (const path of [`/v1/account-holders/${holder.id}/wallets`, `/v1/account-holders/${holder.id}/history`]) {
+    const first = await s.call('GET', path);
+    t.equal(first.statusCode, 200, `${path}: the first page`);
+    for (const q of ['cursor=not-a-cursor', 'cursor=c1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', `cursor=${encodeURIComponent(foreign)}`]) {
+      const r = await s.call('GET', `${path}?${q}`);
+      t.equal(r.statusCode, 400, `${path}?${q.slice(0, 30)}`);
+      t.equal(r.json().code, 'invalid_cursor', `${path}?${q.slice(0, 30)}: invalid_cursor (another list's cursor too)`);
+    }
+    t.same((await s.call('GET', path)).json(), first.json(), `${path}: nothing changed`);
+  }
+});
+
 t.test('every vault API list answers bad limits, an unknown parameter and a made-up cursor as errors.md says', async (t) => {
   const v = await vaultApp(t);
   const doc = (await v.app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, { get?: { parameters?: Param[] } }> };
