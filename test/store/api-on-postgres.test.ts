@@ -3,7 +3,7 @@
 // (test/support/test-store.ts).
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import pg from 'pg';
 import t from 'tap';
 import { loadApiConfig } from '../../api/config.ts';
@@ -13,6 +13,10 @@ import { newDatabase, startPostgres } from '../support/postgres.ts';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { VaultService } from '../../api/vaults/vault-service.ts';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { randomBytes } from 'node:crypto';
+import { traceReceiver } from '../e2e/traces-journey.ts';
 
 const server = await startPostgres();
 t.teardown(() => server.stop());
@@ -96,6 +100,45 @@ t.test('a password file, read at each new connection', async (t) => {
   for (let i = 0; got === undefined && i < 50; i++) got = await store.get('probe', 'p').catch(() => undefined);
   t.same(got, { ok: true }, 'a new connection authenticates with the rotated password');
   await store.close();
+});
+
+t.test('traced: a store read inside a span is a PostgreSQL child span with the statement and none of its values', async (t) => {
+  // A program of its own (tracing is process-wide): tracing on, exporting to the receiver here; the
+  // record store on this server; one read of a record whose id is a marker, inside a span.
+  const traces = await traceReceiver();
+  t.teardown(() => traces.close());
+  const url = await newDatabase(server, 'traced');
+  const marker = `marker-${randomBytes(12).toString('hex')}`;
+  const script = `
+    const { startTracing } = await import('./common/tracing/start-tracing.ts');
+    const { tracingEnv } = await import('./common/tracing/config.ts');
+    const tracing = await startTracing('api', tracingEnv());
+    const { trace } = await import('@opentelemetry/api');
+    const { openStore } = await import('./api/store/open-store.ts');
+    const store = await openStore({ dataDir: '/nonexistent', databaseUrl: process.env.DB_URL });
+    await trace.getTracer('probe').startActiveSpan('probe', async (span) => {
+      await store.get('vaults', process.env.MARKER);
+      span.end();
+    });
+    await store.close();
+    await tracing.shutdown();
+    process.exit(0);
+  `;
+  // Not execFileSync: the receiver answering the program's export runs on this process's event loop.
+  await promisify(execFile)(process.execPath, ['--import', './test/setup/ts-loader.mjs', '--input-type=module', '-e', script], {
+    cwd: resolve(import.meta.dirname, '../..'), encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', DB_URL: url, MARKER: marker, ...traces.env },
+  });
+  const probe = traces.spans.find((s) => s.name === 'probe');
+  t.ok(probe, 'the program\'s span was exported');
+  // The instrumentation's current semantic conventions (db.system.name, db.query.text), or the older names.
+  const db = traces.spans.filter((s) => s.parentSpanId === probe?.spanId && (s.attrs['db.system.name'] ?? s.attrs['db.system']) === 'postgresql');
+  t.ok(db.length >= 1, `the read is a PostgreSQL span in the same trace (${db.map((s) => s.name).join(', ')})`);
+  t.ok(db.every((s) => s.traceId === probe?.traceId));
+  t.ok(db.some((s) => /select/i.test(String(s.attrs['db.query.text'] ?? s.attrs['db.statement'] ?? ''))), 'with its statement');
+  const all = JSON.stringify(traces.spans.map((s) => s.attrs));
+  t.notOk(all.includes(marker), 'none of its values: the record id read is nowhere in the spans');
+  t.notOk(all.includes(new URL(server.url).password || '\u0000none'), 'nor the connection\'s password');
 });
 
 t.test('two instances on one database: the organization lock holds across them (quota races)', async (t) => {

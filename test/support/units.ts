@@ -56,9 +56,19 @@ export async function runUnitShard(n: number): Promise<void> {
     return;
   }
   if (process.env.UNIT_TEST_NODE_RUNNING === '1') t.comment(`shard ${n} on Node.js ${process.version}`);
-  for (const [i, file] of unitFiles().entries()) {
-    if (i % SHARDS !== n - 1) continue;
+  const mine = unitFiles().filter((_, i) => i % SHARDS === n - 1);
+  // A file that breaks the rule above (a timeout or teardown for the whole process, a setup given the
+  // root test) can end the shard's root test early; the next files' tests would then not run, and tap
+  // would still count the shard as passed. Stop the whole run instead, naming the file.
+  let previous = '(none)';
+  for (const file of mine) {
+    if ((t as unknown as { results?: unknown }).results !== undefined) {
+      process.stdout.write(`Bail out! shard ${n}'s root test ended early, at or just before ${previous} (${relative(testDir, file)} and the rest not run): a *.unit.ts set something for the whole process (test/support/units.ts)\n`);
+      process.exitCode = 1;
+      return;
+    }
     await import(pathToFileURL(file).href);
     await settled();
+    previous = relative(testDir, file);
   }
 }
