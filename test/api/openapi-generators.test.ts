@@ -16,15 +16,9 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import * as addFormatsModule from 'ajv-formats';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { buildApp } from '../../api/app.ts';
-import { loadApiConfig } from '../../api/config.ts';
-import { createLogger } from '../../common/logger.ts';
-import { VaultService } from '../../api/vaults/vault-service.ts';
-import { TransactionService } from '../../api/transactions/transaction-service.ts';
-import { createPlatform } from '../../api/platform.ts';
 import { signedHeaders } from '../../api/sdk/request-signer.ts';
 import { EVENT_TYPES } from '../../api/webhooks/event-catalog.ts';
-import { openTestStore } from '../support/test-store.ts';
+import { documentApp } from './document-app.ts';
 
 // Lint, typecheck of a 1 MB generated client and 400 example validations: seconds, not milliseconds.
 t.setTimeout(600_000);
@@ -34,17 +28,7 @@ interface Operation extends Json { operationId?: string; description?: string; p
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch']);
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv2020) => unknown;
 
-const { dir, store } = await openTestStore('openapi-gen-');
-const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 3, vaultsPerOrg: 1 } });
-const platform = await createPlatform(store, { objectDir: join(dir, 'objects') });
-const app = await buildApp({
-  config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api-test', 'silent'),
-  vaults, transactions: new TransactionService({ vaults, hasBackend: () => true }), platform,
-});
-t.teardown(async () => {
-  await app.close();
-  await store.close();
-});
+const { vaults, platform, app } = await documentApp(t, 'openapi-gen-');
 const source = (await app.inject({ method: 'GET', url: '/openapi.json' })).body;
 const doc = JSON.parse(source) as { paths: Record<string, Record<string, Operation>>; webhooks: Record<string, { post: Operation }>; components: { schemas: Record<string, Json> } };
 const operations = Object.entries(doc.paths).flatMap(([path, item]) =>

@@ -3,33 +3,16 @@
 // operationId, method and path, body, query parameters, page shape, Idempotency-Key and 204; there is no
 // row the document lacks; and the CLI's command words made from the table by its rule are unique.
 import t from 'tap';
-import { join } from 'node:path';
-import { buildApp } from '../../../api/app.ts';
-import { loadApiConfig } from '../../../api/config.ts';
-import { createLogger } from '../../../common/logger.ts';
-import { VaultService } from '../../../api/vaults/vault-service.ts';
-import { TransactionService } from '../../../api/transactions/transaction-service.ts';
-import { createPlatform } from '../../../api/platform.ts';
 import { PLATFORM_OPERATIONS, type PlatformOperation } from '../../../api/sdk/platform-operations.ts';
 import { platformCommands } from '../../../api/sdk/platform-commands.ts';
-import { openTestStore } from '../../support/test-store.ts';
+import { documentApp } from '../document-app.ts';
 
 t.setTimeout(120_000);
 
 type Json = Record<string, unknown>;
 interface Operation { operationId: string; summary?: string; security?: Json[]; parameters?: { in: string; name: string }[]; requestBody?: { content: Record<string, { schema: unknown }> }; responses: Record<string, { content?: Record<string, { schema?: { properties?: Json } }> }> }
 
-const { dir, store } = await openTestStore('platform-ops-');
-const vaults = new VaultService({ store, environment: 'sandbox', limits: { apiKeysPerOrg: 3, vaultsPerOrg: 1 } });
-const platform = await createPlatform(store, { objectDir: join(dir, 'objects') });
-const app = await buildApp({
-  config: loadApiConfig({ API_DATA_DIR: dir }), logger: createLogger('api-test', 'silent'),
-  vaults, transactions: new TransactionService({ vaults, hasBackend: () => true }), platform,
-});
-t.teardown(async () => {
-  await app.close();
-  await store.close();
-});
+const { app } = await documentApp(t, 'platform-ops-');
 const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, Record<string, Operation>> };
 
 /** The row an operation of the document should have, by the rules in the table's header. */
