@@ -320,16 +320,22 @@ export class BffSessions {
         throw new BffError('transaction_conflict', 'the ID token does not answer this transaction\'s challenge (nonce): start a fresh sign-in');
       }
       const staged: StagedTx = { ...tx, state: 'staged', callback_sha256: sha256hex(callbackKey), id_token: idToken, reference: `bfr_${b64u(randomBytes(32))}` };
-      try {
-        await this.writeTx(transactionId, staged, this.txTtlMs);
-      } catch (err) {
-        // Whether the staging was written is unknown: an exchange now could commit a session that an
-        // identical callback would not find again. Fail closed.
-        await this.o.store.delete(BffSessions.txKey(transactionId)).catch(() => undefined);
-        throw new BffError('sign_in_failed', 'the sign-in could not be staged durably; start a fresh transaction', { cause: err });
-      }
+      await this.stage(transactionId, staged);
       return this.exchangeStaged(transactionId, staged);
     });
+  }
+
+  /**
+   * Writes the staged record before any exchange. Whether a failed write reached the store is unknown:
+   * an exchange now could commit a session that an identical callback would not find again. Fail closed.
+   */
+  private async stage(transactionId: string, staged: StagedTx | HostedStagedTx): Promise<void> {
+    try {
+      await this.writeTx(transactionId, staged, this.txTtlMs);
+    } catch (err) {
+      await this.o.store.delete(BffSessions.txKey(transactionId)).catch(() => undefined);
+      throw new BffError('sign_in_failed', 'the sign-in could not be staged durably; start a fresh transaction', { cause: err });
+    }
   }
 
   /**
@@ -395,12 +401,7 @@ export class BffSessions {
     const code = params.get('code');
     if (code === null || !HOSTED_RESULT.test(code)) throw new BffError('transaction_conflict', 'the callback carries no Hosted Auth result (code=hrc_…): refused, nothing exchanged');
     const staged: HostedStagedTx = { v: 1, kind: 'tx', state: 'staged', mode: 'hosted', created_at: tx.created_at, callback_sha256: sha256hex(callbackKey), code, code_verifier: tx.code_verifier, reference: `bfr_${b64u(randomBytes(32))}` };
-    try {
-      await this.writeTx(transactionId, staged, this.txTtlMs);
-    } catch (err) {
-      await this.o.store.delete(BffSessions.txKey(transactionId)).catch(() => undefined);
-      throw new BffError('sign_in_failed', 'the sign-in could not be staged durably; start a fresh transaction', { cause: err });
-    }
+    await this.stage(transactionId, staged);
     return this.exchangeHostedStaged(transactionId, staged);
   }
 
