@@ -67,8 +67,13 @@ export async function runUnitShard(n: number): Promise<void> {
       process.exitCode = 1;
       return;
     }
+    const cpu = process.cpuUsage();
+    const started = performance.now();
     await import(pathToFileURL(file).href);
     await settled();
     previous = relative(testDir, file);
+    // What each file costs, to keep the shards even (SHARDS, and the path order, decide where a file runs).
+    const used = process.cpuUsage(cpu);
+    t.comment(`${previous}: ${((used.user + used.system) / 1e6).toFixed(1)} s CPU, ${((performance.now() - started) / 1e3).toFixed(1)} s`);
   }
 }
