@@ -19,10 +19,15 @@ export interface BffRequestHeaders {
 
 const one = (v: string | string[] | undefined) => (Array.isArray(v) ? undefined : v);
 
-/** Throws BffError `csrf_refused` unless the call carries the browser package's header from the BFF's own origin. */
-export function checkBffRequest(req: BffRequestHeaders, o: { origin: string }): void {
+/**
+ * Throws BffError `csrf_refused` unless the call carries the browser package's header from the BFF's own
+ * origin. `resource: true` is for a GET that an element of the page loads (an `<img>`, a download link),
+ * which cannot add a header: only the fetch metadata and the Origin are checked (answer it with
+ * `Cross-Origin-Resource-Policy: same-origin`).
+ */
+export function checkBffRequest(req: BffRequestHeaders, o: { origin: string; resource?: boolean }): void {
   const expected = new URL(o.origin).origin;
-  if (one(req.headers[BFF_CSRF_HEADER]) !== BFF_CSRF_VALUE) throw new BffError('csrf_refused', `the call carries no ${BFF_CSRF_HEADER} header: only the BFF's own pages (the browser package) call these routes`);
+  if (!o.resource && one(req.headers[BFF_CSRF_HEADER]) !== BFF_CSRF_VALUE) throw new BffError('csrf_refused', `the call carries no ${BFF_CSRF_HEADER} header: only the BFF's own pages (the browser package) call these routes`);
   const site = req.headers['sec-fetch-site'];
   if (site !== undefined && one(site) !== 'same-origin') throw new BffError('csrf_refused', `the call comes from ${JSON.stringify(one(site) ?? 'several sites')}, not from the BFF's own origin`);
   const origin = req.headers.origin;

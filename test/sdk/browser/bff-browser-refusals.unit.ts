@@ -169,10 +169,12 @@ t.test('the BFF side: checkBffRequest takes the package\'s calls from its own or
     ['another origin', { ...ok, origin: 'https://evil.example' }],
     ['an opaque origin', { ...ok, origin: 'null' }],
   ];
+  t.doesNotThrow(() => checkBffRequest({ headers: { 'sec-fetch-site': 'same-origin' } }, { origin, resource: true }), 'an image of the page, without the header');
+  refusedHeaders.push(['an image of another site\'s page', { 'sec-fetch-site': 'cross-site' }]);
   for (const [what, headers] of refusedHeaders) {
     let err: unknown;
     try {
-      checkBffRequest({ headers }, { origin });
+      checkBffRequest({ headers }, { origin, resource: what.startsWith('an image') });
     } catch (e) {
       err = e;
     }
