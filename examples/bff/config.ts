@@ -8,6 +8,7 @@ export interface SampleBffConfig {
   origin: string;
   redirectUri: string;
   holderApiKey: string | undefined;
+  sandboxDemo: boolean;
   storeKey: Uint8Array;
   /** The store key was made at start: sessions do not survive a restart. */
   storeKeyGenerated: boolean;
@@ -36,6 +37,7 @@ export function loadSampleBffConfig(env: NodeJS.ProcessEnv = process.env): Reado
     apiKey: need(env, 'BFF_API_KEY', /^svc_(test|live)_\S+$/, 'the Hosted application\'s BFF key (svc_test_…)'),
     publishableKey: need(env, 'BFF_PUBLISHABLE_KEY', /^pk_(test|live)_[A-Za-z0-9_-]+$/, 'the application\'s publishable key (pk_test_…)'),
     holderApiKey,
+    sandboxDemo: env.BFF_SANDBOX_DEMO === '1',
     storeKey: storeKeyHex ? new Uint8Array(Buffer.from(storeKeyHex, 'hex')) : new Uint8Array(randomBytes(32)),
     storeKeyGenerated: storeKeyHex === undefined,
     host: env.BFF_HOST ?? '127.0.0.1',

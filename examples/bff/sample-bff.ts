@@ -28,6 +28,8 @@ export interface SampleBffOptions {
   redirectUri: string;
   /** A key with `account_holder.manage`, for the member's avatar (the avatar routes are staff operations); without it the avatar routes answer 501. */
   holderApiKey?: string;
+  /** Offer the sandbox application's demo persona (POST /bff/sign-in/sandbox-demo): sandbox keys only. */
+  sandboxDemo?: boolean;
   /** 32 bytes; sessions and sign-ins are sealed under it. */
   storeKey: Uint8Array;
   /** Default: one process's MemoryBffStore. Several instances share a PostgresBffStore. */
@@ -179,14 +181,21 @@ export async function buildSampleBff(o: SampleBffOptions): Promise<FastifyInstan
       .send('<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/"><title>Signed in</title><p><a href="/">Continue</a></p>');
   }
 
+  app.post(bffPath('signInSandboxDemo'), async (_req, reply) => {
+    if (!o.sandboxDemo) return reply.code(404).send({ code: 'not_found', error: 'this BFF offers no sandbox demo' });
+    const done = await bff.signInSandboxDemo();
+    return reply.header('set-cookie', done.sessionCookie).send({ signed_in: true });
+  });
+
+  const signedOut = { signed_in: false, sandbox_demo: o.sandboxDemo === true };
   app.get(bffPath('session'), async (req) => {
     const ref = readSessionReference(req.headers.cookie);
-    if (!ref) return { signed_in: false };
+    if (!ref) return signedOut;
     try {
       const ctx = await bff.context(ref);
       return { signed_in: true, expires_at: ctx.session.expires_at, application_kind: ctx.application.kind };
     } catch (err) {
-      if (err instanceof BffError && err.code === 'signed_out') return { signed_in: false };
+      if (err instanceof BffError && err.code === 'signed_out') return signedOut;
       throw err;
     }
   });

@@ -35,6 +35,8 @@ export interface SessionStatus {
   /** When the current member session ends (the BFF refreshes it before): signed in only. */
   expires_at?: string;
   application_kind?: 'byo_oidc' | 'hosted';
+  /** Signed out only: the BFF offers `signInSandboxDemo()` (a sandbox application's demo persona). */
+  sandbox_demo?: boolean;
 }
 
 /** The member's safe profile: no session id, token or workspace credential. */
@@ -197,6 +199,15 @@ export class BffClient {
       fail('signIn() takes no argument: the BFF begins the sign-in and keeps its state');
     }
     this.navigate(this.path('signIn'));
+  }
+
+  /** Sandbox only, where the BFF offers it: signs the browser in as the application's demo persona. */
+  signInSandboxDemo(...args: unknown[]): Promise<SessionStatus> {
+    if (args.length) {
+      checkNoCredential(args, 'signInSandboxDemo()');
+      fail('signInSandboxDemo() takes no argument');
+    }
+    return this.call('POST', this.path('signInSandboxDemo'), { json: {} });
   }
 
   /** Whether the browser's cookie has a member session behind it. */

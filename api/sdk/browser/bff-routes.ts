@@ -14,6 +14,8 @@ export const BFF_BASE = '/bff';
 export const BFF_ROUTES = Object.freeze({
   /** GET, a top-level navigation: the BFF begins a sign-in and redirects to the sign-in page. */
   signIn: '/sign-in',
+  /** POST: a session of a sandbox application's demo persona, where the BFF offers it. */
+  signInSandboxDemo: '/sign-in/sandbox-demo',
   session: '/session',
   signOut: '/sign-out',
   enrolment: '/enrolment',

@@ -24,6 +24,7 @@ async function render() {
   if (!session.signed_in) {
     show('status', 'You are signed out.');
     show('sign-in');
+    if (session.sandbox_demo) show('demo');
     return;
   }
   const profile = await bff.profile();
@@ -35,6 +36,7 @@ async function render() {
 }
 
 $('sign-in').addEventListener('click', () => bff.signIn());
+$('demo').addEventListener('click', () => bff.signInSandboxDemo().then(() => location.reload(), fail));
 $('account-center').addEventListener('click', () => bff.openAccountCenter().catch(fail));
 $('sign-out').addEventListener('click', () => bff.signOut().then(() => location.reload(), fail));
 

@@ -182,7 +182,7 @@ t.test('headless Chromium: email code, then email code and TOTP, back to the BFF
     const { text: bundle } = await bundleBrowserPackage();
     const app = await buildSampleBff({
       apiUrl: api, apiKey: h.bffKey.token, publishableKey: h.app.publishable_key, origin: bffOrigin, redirectUri: callback,
-      holderApiKey: h.owner.token, storeKey: new Uint8Array(randomBytes(32)), browserBundle: bundle, now: h.platform.clock,
+      holderApiKey: h.owner.token, sandboxDemo: true, storeKey: new Uint8Array(randomBytes(32)), browserBundle: bundle, now: h.platform.clock,
     });
     await app.ready();
     t.teardown(() => app.close());
@@ -353,9 +353,15 @@ t.test('headless Chromium: email code, then email code and TOTP, back to the BFF
     const audits = async () => { const n: string[] = []; for await (const a of h.store.all<{ action: string }>('audit_log')) n.push(a.action); return n; };
     const signOuts = (await audits()).filter((a) => a.includes('sign_out')).length;
     await Promise.all([page.waitForSelector('#sign-in:not([hidden])'), page.click('#sign-out')]);
-    t.same(await page.evaluate(async (url) => new ((await import(url)) as Pkg).BffClient().session(), url), { signed_in: false }, 'signed out');
+    t.same(await page.evaluate(async (url) => new ((await import(url)) as Pkg).BffClient().session(), url), { signed_in: false, sandbox_demo: true }, 'signed out');
     t.equal((await context.cookies(bffOrigin)).filter((c) => c.name === '__Host-bff-session').length, 0, 'the cookie is cleared');
     t.ok((await audits()).filter((a) => a.includes('sign_out')).length > signOuts, 'the API ended the session');
+
+    // The sandbox demo persona: the page's other button.
+    await Promise.all([page.waitForSelector('#sign-out:not([hidden])'), page.click('#demo')]);
+    t.match(await page.evaluate(async (url) => new ((await import(url)) as Pkg).BffClient().profile(), url), { member_id: /^hsub_/, amr: ['demo'], account_holder: null }, 'signed in as the demo persona');
+    t.match(await page.evaluate(async (url) => new ((await import(url)) as Pkg).BffClient().enrolment(), url), { account_holder_linked: false, next: 'link_account_holder' }, 'who has no account holder yet');
+    await Promise.all([page.waitForSelector('#sign-in:not([hidden])'), page.click('#sign-out')]);
 
     const mine = fetches.filter((f) => !f.url.startsWith(`${bffOrigin}/`));
     t.same(mine, [], 'every fetch of the page went to its own origin');

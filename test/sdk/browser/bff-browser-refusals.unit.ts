@@ -100,6 +100,7 @@ t.test('every credential in an argument is refused before anything is sent', asy
     ['signIn(id token)', () => (c.signIn as (...a: unknown[]) => void)(jwt)],
     ['signIn({ idToken })', () => (c.signIn as (...a: unknown[]) => void)({ idToken: 'x' })],
     ['signIn({ code: hrc_ })', () => (c.signIn as (...a: unknown[]) => void)({ code: 'hrc_abc' })],
+    ['signInSandboxDemo(a session id)', () => (c.signInSandboxDemo as (...a: unknown[]) => unknown)('mss_abc')],
     ['signOut({ sessionId })', () => c.signOut({ sessionId: 'mss_x' } as never)],
     ['signOut({ refreshToken })', () => c.signOut({ refreshToken: 'x' } as never)],
     ['acceptConsents with a token field', () => c.acceptConsents([{ policy: 'terms', version: 'v1', refresh_token: 'x' } as never])],
