@@ -257,7 +257,8 @@ t.test('headless Chromium: email code, then email code and TOTP, back to the BFF
     await Promise.all([page.waitForURL(/\/v1\/hosted-auth\/hau_[^/]+$/), page.click('#submit')]);
     await page.fill('#code', await h.sink.nextCode('carol@acme.test'));
     await Promise.all([page.waitForURL(`${bffOrigin}/`), page.click('#submit')]);
-    await page.waitForSelector('#sign-out:not([hidden])');
+    // The page shows the status, then asks for the enrolment: both are shown once #next is.
+    await page.waitForSelector('#next:not([hidden])');
     t.equal(await page.textContent('#status'), `Signed in as ${carol.id}`, 'the page shows the member from the package\'s profile');
     t.equal(await page.textContent('#next'), 'Please accept our current terms.', 'and the enrolment\'s next step');
     const jar = await context.cookies(bffOrigin);
