@@ -9,7 +9,8 @@ import tseslint from 'typescript-eslint';
 // and may import its own area and the prefixes listed. common/ is the bottom and imports nothing of the
 // project; core/ holds what two or more programs share and imports only common/ and the generated
 // contracts; node/, coordinator/ and api/ never import each other; the SDK a customer installs imports
-// only core/ and common/. The pure corners of core/ (codec, errors, keys, session) import only each other
+// only core/ and common/, and its browser package (api/sdk/browser/, bundled for browsers)
+// imports nothing outside its own folder. The pure corners of core/ (codec, errors, keys, session) import only each other
 // (and common/memo.ts), so protocol code that uses them stays sans-IO. tee/ (enclave attestation and the
 // sealing of a tee node's storage key) imports only core/ (the attestation command computes the node's
 // binding) and the AWS request signer; its verifiers, tee/attestation/, only the error model. Test,
@@ -27,6 +28,7 @@ export const AREAS = {
   'coordinator/': ['core/', 'common/', 'proto/', 'tee/attestation/'],
   'api/': ['core/', 'common/', 'proto/', 'tee/'],
   'api/sdk/': ['core/', 'common/'],
+  'api/sdk/browser/': [],
   'tee/': ['core/', 'common/aws-sigv4.ts'],
   'tee/attestation/': ['core/errors/'],
 };

@@ -13,6 +13,7 @@ export const BFF_ERROR_CODES = Object.freeze({
   sign_in_failed: 'the exchange was refused, or its outcome cannot be recovered; the transaction is closed: start a fresh one',
   lock_timeout: 'the per-reference lock of the BFF store was not granted in time',
   store_corrupt: 'a BFF store record does not open under the store key (another key, or a record moved to another reference)',
+  csrf_refused: 'a call of the BFF\'s member routes that may not come from its own pages (no CSRF header, another site, another origin)',
 } as const);
 
 export type BffErrorCode = keyof typeof BFF_ERROR_CODES;

@@ -10,6 +10,7 @@ export * from './webhook-receiver.ts';
 export * from './member-auth-client.ts';
 export * from './bff-error.ts';
 export * from './bff-cookies.ts';
+export * from './bff-csrf.ts';
 export * from './bff-store.ts';
 export * from './bff-store-postgres.ts';
 export * from './bff-sessions.ts';

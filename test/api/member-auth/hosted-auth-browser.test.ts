@@ -5,17 +5,25 @@
 // reads the member session. The code comes from a real SMTP sink; the second run answers a TOTP challenge
 // (otpauth). A screenshot shows the tenant's primary colour on the page's brand bar. A third run enrols an
 // authenticator in the Account Center (docs/platform/account-center.md), which the next sign-in asks for.
+// Then, in the same browser and on the same origin, the sample BFF (examples/bff/) takes over: its page
+// drives the browser package (docs/platform/bff.md "The browser package") through every operation it
+// covers, against the same API, with nothing but the cookie in the browser.
 import t from 'tap';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { chromium, type Request } from 'playwright-core';
 import { PNG } from 'pngjs';
 import { TOTP, Secret } from 'otpauth';
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
 import { setupHosted, HOSTED, pkcePair } from './hosted-auth-harness.ts';
 import { AC } from './account-center-harness.ts';
+import { buildSampleBff } from '../../../examples/bff/sample-bff.ts';
+import { bundleBrowserPackage } from '../../../deploy/sdk/build-browser.mjs';
+import type * as BrowserPackage from '../../../api/sdk/browser/index.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const BRAND = { r: 0xd8, g: 0x1b, b: 0x60 };
@@ -37,7 +45,10 @@ t.test('headless Chromium: email code, then email code and TOTP, back to the BFF
     headers: { authorization: `Bearer ${token}`, 'x-svc-publishable-key': pk, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(session ? { 'x-member-session-id': session } : {}) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
+  // Once the first BFF's runs are done, the sample BFF answers on the same origin (the application's).
+  let sample: FastifyInstance | undefined;
   const bffServer = createServer((req: IncomingMessage, res: ServerResponse) => {
+    if (sample) return sample.routing(req, res);
     void (async () => {
       const url = new URL(req.url ?? '/', 'http://bff');
       if (url.pathname === '/login') {
@@ -166,4 +177,201 @@ t.test('headless Chromium: email code, then email code and TOTP, back to the BFF
   await Promise.all([page.waitForURL(`${callback}?**`), page.click('#submit')]);
   t.match(outcomes[2], { status: 201, grant: { member: { id: alice.id } }, session: { amr: ['email_otp', 'otp', 'mfa'] } }, 'the sign-in asked for the new factor');
   t.same(scriptErrors, [], 'no console error (no CSP violation) and no failed load');
+
+  await t.test('the sample BFF\'s page drives the browser package through every operation it covers', async (t) => {
+    const { text: bundle } = await bundleBrowserPackage();
+    const app = await buildSampleBff({
+      apiUrl: api, apiKey: h.bffKey.token, publishableKey: h.app.publishable_key, origin: bffOrigin, redirectUri: callback,
+      holderApiKey: h.owner.token, sandboxDemo: true, storeKey: new Uint8Array(randomBytes(32)), browserBundle: bundle, now: h.platform.clock,
+    });
+    await app.ready();
+    t.teardown(() => app.close());
+    sample = app;
+
+    // Carol: invited, her account holder linked to her member id and active, the tenant's policies published.
+    const carol = await h.invite('carol@acme.test');
+    const created = await h.call('POST', '/v1/account-holders', { type: 'individual', given_name: 'Carol', family_name: 'Jones', member_id: carol.id });
+    t.equal(created.statusCode, 201, created.body);
+    const holder = created.json() as { id: string };
+    let etag = String(created.headers.etag);
+    for (const change of [{ verification_status: 'pending' }, { verification_status: 'verified', status: 'active' }]) {
+      const r = await h.call('PATCH', `/v1/account-holders/${holder.id}`, change, undefined, { 'if-match': etag });
+      t.equal(r.statusCode, 200, r.body);
+      etag = String(r.headers.etag);
+    }
+    t.equal((await h.call('PUT', '/v1/branding', { terms_url: 'https://acme.test/terms/v1', privacy_url: 'https://acme.test/privacy/v1' })).statusCode, 200);
+
+    // What the page sends: every fetch of the package goes to this origin, with no credential header.
+    const fetches: { url: string; headers: Record<string, string> }[] = [];
+    const onRequest = (r: Request) => { if (r.resourceType() === 'fetch') fetches.push({ url: r.url(), headers: r.headers() }); };
+    page.on('request', onRequest);
+    t.teardown(() => { page.off('request', onRequest); });
+    type Pkg = typeof BrowserPackage;
+    // The page's own copy of the package, as its script imports it (page.evaluate runs in the page).
+    const url = '/assets/bff-browser.js';
+    type Doc = { cookie: string; createElement(n: 'img'): { naturalWidth: number; naturalHeight: number; onload: (() => void) | null; onerror: (() => void) | null; src: string } };
+
+    await page.goto(`${bffOrigin}/`);
+    await page.waitForSelector('#sign-in:not([hidden])');
+    t.equal(await page.textContent('#status'), 'You are signed out.', 'the page asks the package: signed out');
+
+    // In the browser: what the package never takes is refused before anything is sent.
+    const before = fetches.length;
+    const refusals = await page.evaluate(async ({ url, apiOrigin }) => {
+      const m = await import(url) as Pkg;
+      const tries: [string, () => unknown][] = [
+        ['apiKey', () => new m.BffClient({ apiKey: 'svc_test_abc' } as never)],
+        ['accessToken', () => new m.BffClient({ accessToken: 'x' } as never)],
+        ['refreshToken', () => new m.BffClient({ refreshToken: 'x' } as never)],
+        ['sessionId', () => new m.BffClient({ sessionId: 'mss_x' } as never)],
+        ['idToken', () => new m.BffClient({ idToken: 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln' } as never)],
+        ['authorization header', () => new m.BffClient({ headers: { Authorization: 'Bearer x' } })],
+        ['session header', () => new m.BffClient({ headers: { 'X-Member-Session-Id': 'mss_x' } })],
+        ['another origin', () => new m.BffClient({ base: `${String(apiOrigin)}/v1` })],
+        ['a proof as an argument', () => new m.BffClient().acceptConsents([{ policy: 'terms', version: 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln' }])],
+      ];
+      const out: Record<string, string> = {};
+      for (const [what, f] of tries) {
+        try {
+          await f();
+          out[what] = 'accepted';
+        } catch (e) {
+          out[what] = `${(e as Error).name}:${(e as { code: string }).code}`;
+        }
+      }
+      return out;
+    }, { url, apiOrigin: api });
+    t.same(refusals, {
+      apiKey: 'BffBrowserError:credential_refused', accessToken: 'BffBrowserError:credential_refused', refreshToken: 'BffBrowserError:credential_refused',
+      sessionId: 'BffBrowserError:credential_refused', idToken: 'BffBrowserError:credential_refused', 'authorization header': 'BffBrowserError:credential_refused',
+      'session header': 'BffBrowserError:credential_refused', 'another origin': 'BffBrowserError:origin_refused', 'a proof as an argument': 'BffBrowserError:credential_refused',
+    }, 'each refused with its typed error');
+    t.equal(fetches.length, before, 'nothing was sent for any of them');
+    t.same(await page.evaluate(async (url) => new ((await import(url)) as Pkg).BffClient().profile().then(() => 'signed in', (e: { code: string }) => e.code), url), 'signed_out', 'no session yet');
+    const bare = await page.evaluate(async () => { const r = await fetch('/bff/profile'); return { status: r.status, body: await r.json() as { code: string } }; });
+    t.match(bare, { status: 403, body: { code: 'csrf_refused' } }, 'a call without the package\'s CSRF header is refused');
+
+    // Session launch: the page's button, the Hosted page, back signed in.
+    await Promise.all([page.waitForURL(/\/v1\/hosted-auth\/hau_/), page.click('#sign-in')]);
+    await page.fill('#email', 'carol@acme.test');
+    await Promise.all([page.waitForURL(/\/v1\/hosted-auth\/hau_[^/]+$/), page.click('#submit')]);
+    await page.fill('#code', await h.sink.nextCode('carol@acme.test'));
+    await Promise.all([page.waitForURL(`${bffOrigin}/`), page.click('#submit')]);
+    // The page shows the status, then asks for the enrolment: both are shown once #next is.
+    await page.waitForSelector('#next:not([hidden])');
+    t.equal(await page.textContent('#status'), `Signed in as ${carol.id}`, 'the page shows the member from the package\'s profile');
+    t.equal(await page.textContent('#next'), 'Please accept our current terms.', 'and the enrolment\'s next step');
+    const jar = await context.cookies(bffOrigin);
+    t.match(jar.filter((c) => c.name.startsWith('__Host-bff')), [{ name: '__Host-bff-session', value: /^bfr_[A-Za-z0-9_-]{43}$/, httpOnly: true, secure: true, sameSite: 'Strict', path: '/' }], 'only the opaque reference, in a host-only HttpOnly Strict cookie');
+    t.equal(await page.evaluate(() => (globalThis as unknown as { document: Doc }).document.cookie), '', 'which the page\'s script cannot read');
+
+    // Every covered operation, from the page.
+    const png = PNG.sync.write(Object.assign(new PNG({ width: 3, height: 2 }), { data: Buffer.alloc(3 * 2 * 4, 0x80) }));
+    const r = await page.evaluate(async ({ url, pngBytes }) => {
+      const m = await import(url) as Pkg;
+      const c = new m.BffClient();
+      const o: Record<string, unknown> = {};
+      const attempt = async (f: () => Promise<unknown>) => f().then((ok) => ({ ok }), (e: { name: string; code: string; apiCode?: string; status?: number }) => ({ name: e.name, code: e.code, apiCode: e.apiCode, status: e.status }));
+      o.session = await c.session();
+      o.profile = await c.profile();
+      o.enrolment = await c.enrolment();
+      o.verification = await c.verification();
+      const consents = await c.consents() as { policies: { policy: string; version: string }[]; all_current: boolean };
+      o.consents = consents;
+      o.wrongConsents = await attempt(() => c.acceptConsents([{ policy: 'terms', version: '0000000000000000' }]));
+      o.accepted = await c.acceptConsents(consents.policies.map((p) => ({ policy: p.policy, version: p.version })));
+      o.enrolmentAfter = await c.enrolment();
+      o.balance = await c.balance();
+      o.bankBalance = await c.bankBalance();
+      o.bankTransactions = await c.bankTransactions({ limit: 10 });
+      o.transactions = await c.transactions({ limit: 10 });
+      const dex = await c.requestDataExport({ idempotencyKey: 'export-1' });
+      o.dataExport = dex;
+      o.dataExportRepeated = await c.requestDataExport({ idempotencyKey: 'export-1' });
+      // The API's job prepares it in the background; the file comes through the BFF, from this origin.
+      let ready = await c.dataExport(dex.id);
+      for (let i = 0; i < 100 && ready.status === 'pending'; i++) ready = await new Promise((res) => setTimeout(res, 100)).then(() => c.dataExport(dex.id));
+      o.dataExportReady = ready;
+      if (ready.download) {
+        const file = await fetch(ready.download.url);
+        o.dataExportFile = { status: file.status, body: await file.json() as unknown };
+      }
+      o.walletReadiness = await c.walletReadiness();
+      o.wallets = await c.wallets();
+      o.provision = await attempt(() => c.provisionWallet({ vaultId: 'vlt_unknown', chains: ['evm-local'] }));
+      o.noAvatar = await c.avatar();
+      o.setAvatar = await c.setAvatar(new Uint8Array(pngBytes as number[]), 'image/png');
+      o.avatar = await c.avatar();
+      const img = (globalThis as unknown as { document: Doc }).document.createElement('img');
+      await new Promise<void>((resolve, reject) => { img.onload = () => resolve(); img.onerror = () => reject(new Error('the avatar did not load')); img.src = (o.avatar as { url: string }).url; });
+      o.image = [img.naturalWidth, img.naturalHeight];
+      await c.removeAvatar();
+      o.avatarRemoved = await c.avatar();
+      o.accountCenterBefore = await c.accountCenterResult();
+      return o;
+    }, { url, pngBytes: [...png] });
+    t.match(r.session, { signed_in: true, application_kind: 'hosted' }, 'session status');
+    t.match(r.profile, { member_id: carol.id, application_kind: 'hosted', amr: ['email_otp'], account_holder: { id: holder.id, status: 'active', verification_status: 'verified' } }, 'the safe profile');
+    t.notOk(JSON.stringify(r.profile).match(/mss_|mrc_|svc_|workspace/), 'with no session id, credential or workspace in it');
+    t.match(r.enrolment, { account_holder_linked: true, consents_current: false, wallet_status: 'not_provisioned', next: 'accept_policies' }, 'enrolment: policies first');
+    t.match(r.verification, { account_holder_id: holder.id, status: 'active', verification_status: 'verified' }, 'verification');
+    t.match(r.consents, { account_holder_id: holder.id, all_current: false, policies: [{ policy: /terms|privacy/ }, { policy: /terms|privacy/ }] }, 'the current policies');
+    t.match(r.wrongConsents, { name: 'BffBrowserError', code: 'refused', apiCode: 'consent_version_mismatch', status: 409 }, 'the API\'s refusal, typed');
+    t.match(r.accepted, { id: /^cns_/, account_holder_id: holder.id, member_id: carol.id }, 'consents accepted');
+    t.match(r.enrolmentAfter, { consents_current: true, next: 'provision_wallet' }, 'enrolment: the wallet next');
+    t.match(r.balance, {}, 'the balance');
+    t.match(r.bankBalance, { savings: { currency: 'USD' }, checking: { currency: 'USD' } }, 'the sandbox bank\'s balances');
+    t.match(r.bankTransactions, { data: Array, has_more: false }, 'the bank\'s history');
+    t.match(r.transactions, { data: Array }, 'the money movements');
+    t.match(r.dataExport, { id: /^dex_/, status: 'pending', download: null }, 'a data export asked for');
+    t.equal((r.dataExportRepeated as { id: string }).id, (r.dataExport as { id: string }).id, 'asked again with the same idempotency key: the same export');
+    t.match(r.dataExportReady, { id: (r.dataExport as { id: string }).id, status: 'ready', download: { url: `/bff/data-exports/${(r.dataExport as { id: string }).id}/file` } }, 'ready, its file at the BFF');
+    t.match(r.dataExportFile, { status: 200, body: { format_version: 1, export_id: (r.dataExport as { id: string }).id, account_holder: { id: holder.id } } }, 'the member\'s data, downloaded from the page\'s origin');
+    t.match(r.walletReadiness, { account_holder_id: holder.id, status: 'not_provisioned', vault_id: null }, 'wallet readiness');
+    t.match(r.wallets, { data: [], has_more: false }, 'no wallet yet');
+    t.match(r.provision, { code: 'refused', status: 404, apiCode: 'not_found' }, 'a vault that is not the workspace\'s: the API\'s refusal');
+    t.equal(r.noAvatar, null, 'no avatar yet');
+    t.match(r.setAvatar, { content_type: 'image/png', url: '/bff/avatar/image' }, 'an avatar uploaded through the BFF');
+    t.same(r.image, [3, 2], 'the image, served from the page\'s origin');
+    t.equal(r.avatarRemoved, null, 'and removed');
+    t.equal(r.accountCenterBefore, null, 'no Account Center visit yet');
+
+    // Account Center handoff: the package sends the browser there; back on the page, the visit's result.
+    await Promise.all([page.waitForURL(/\/v1\/account-center\/hac_/), page.click('#account-center')]);
+    await page.fill('#email', 'carol@acme.test');
+    await Promise.all([page.waitForSelector('#code'), page.click('#submit')]);
+    await page.fill('#code', await h.sink.nextCode('carol@acme.test'));
+    await Promise.all([page.waitForSelector('#enrol'), page.click('#submit')]);
+    await Promise.all([page.waitForSelector('#totp-secret'), page.click('#enrol')]);
+    const secret = Secret.fromBase32((await page.textContent('#totp-secret'))!.trim());
+    await page.fill('#totp', TOTP.generate({ secret, algorithm: 'SHA1', digits: 6, period: 30 }));
+    await Promise.all([page.waitForSelector('#remove'), page.click('#submit')]);
+    await Promise.all([page.waitForURL(`${bffOrigin}/`), page.click('#finish')]);
+    await page.waitForSelector('#sign-out:not([hidden])');
+    t.match(await page.evaluate(async (url) => new ((await import(url)) as Pkg).BffClient().accountCenterResult(), url), { member_id: carol.id, changes: ['totp_enrolled'], factors: [{ type: 'totp' }] }, 'what the visit changed');
+
+    // Sign-out: the page's button; the session is gone at the BFF and the API.
+    const audits = async () => { const n: string[] = []; for await (const a of h.store.all<{ action: string }>('audit_log')) n.push(a.action); return n; };
+    const signOuts = (await audits()).filter((a) => a.includes('sign_out')).length;
+    await Promise.all([page.waitForSelector('#sign-in:not([hidden])'), page.click('#sign-out')]);
+    t.same(await page.evaluate(async (url) => new ((await import(url)) as Pkg).BffClient().session(), url), { signed_in: false, sandbox_demo: true }, 'signed out');
+    t.equal((await context.cookies(bffOrigin)).filter((c) => c.name === '__Host-bff-session').length, 0, 'the cookie is cleared');
+    t.ok((await audits()).filter((a) => a.includes('sign_out')).length > signOuts, 'the API ended the session');
+
+    // The sandbox demo persona: the page's other button.
+    await Promise.all([page.waitForSelector('#sign-out:not([hidden])'), page.click('#demo')]);
+    t.match(await page.evaluate(async (url) => new ((await import(url)) as Pkg).BffClient().profile(), url), { member_id: /^hsub_/, amr: ['demo'], account_holder: null }, 'signed in as the demo persona');
+    t.match(await page.evaluate(async (url) => new ((await import(url)) as Pkg).BffClient().enrolment(), url), { account_holder_linked: false, next: 'link_account_holder' }, 'who has no account holder yet');
+    await Promise.all([page.waitForSelector('#sign-in:not([hidden])'), page.click('#sign-out')]);
+
+    const mine = fetches.filter((f) => !f.url.startsWith(`${bffOrigin}/`));
+    t.same(mine, [], 'every fetch of the page went to its own origin');
+    t.ok(fetches.length > 25, 'the package\'s calls were seen');
+    t.same(fetches.filter((f) => Object.keys(f.headers).some((k) => /^(authorization|x-member-session-id|x-svc-publishable-key|x-oidc-id-token)$/i.test(k))), [], 'none carried a credential header');
+    // The failed loads are the refusals this test asked for, each once; nothing else failed.
+    t.same(scriptErrors.filter((e) => !/^\d{3} /.test(e)), [], 'no console error (no CSP violation)');
+    t.same(scriptErrors.filter((e) => /^\d{3} /.test(e)).map((e) => e.replace(bffOrigin, '')), [
+      '401 /bff/profile', '403 /bff/profile', '409 /bff/consents', '404 /bff/wallet-provision', '404 /bff/avatar', '404 /bff/avatar',
+    ], 'no failed load but the refusals asked for');
+  });
 });
