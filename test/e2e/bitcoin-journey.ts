@@ -2,27 +2,24 @@
 // bitcore-lib's script interpreter before accepting a transaction): a P2WPKH (threshold ECDSA) and a P2TR
 // key-path (FROST) spend sent through the SDK reach `final`; then a compromised API that alters what
 // is signed after the intent was verified is refused by the nodes.
-import t from 'tap';
+// Run on a stack started with `esplora: true` (governance.test.ts starts one for several journeys).
+import type { Test } from 'tap';
 import * as bitcoin from 'bitcoinjs-lib';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { startStack, mining } from './stack.ts';
+import { mining, type Stack } from './stack.ts';
 import { connectCoordinator } from '../../api/coordinator/coordinator-client.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { Scheme } from '../../proto/gen/mpc/v1/coordinator_pb.ts';
 import { buildSpend } from '../../api/chains/bitcoin/build-spend.ts';
 import { decodeIntent, type BtcTransferIntent } from '../../core/intents/intent.ts';
 
-// Real processes on a 2-core machine shared with the rest of the suite: more than tap's default file budget.
-t.setTimeout(300_000);
-
 const p2wpkh = () => bitcoin.payments.p2wpkh({ pubkey: secp256k1.getPublicKey(secp256k1.utils.randomSecretKey()), network: bitcoin.networks.regtest }).address!;
 const RECIPIENT = p2wpkh();
 const ATTACKER = p2wpkh();
 
-t.test('Bitcoin: P2WPKH and P2TR spends through the SDK are accepted by the script-checking regtest double; altered digests are refused by the nodes', async (t) => {
-  const stack = await startStack({ esplora: true });
-  t.teardown(() => stack.stop());
+/** The Bitcoin journey on `stack`, whose organization has set no policy yet. */
+export async function bitcoinJourney(t: Test, stack: Stack): Promise<void> {
   const { client } = stack;
   const esplora = stack.esplora!;
   const vault = await client.waitForVault((await client.createVault({ tier: 'hosted', name: 'btc' })).id);
@@ -74,4 +71,4 @@ t.test('Bitcoin: P2WPKH and P2TR spends through the SDK are accepted by the scri
   const ok = await ask(honest.template, honest.digests);
   t.equal(ok.signatures.length, honest.digests.length, 'the honest template signs, so the refusals were about the alteration');
   t.equal(bytesToHex(ok.publicKey).length, 66);
-});
+}
