@@ -72,7 +72,7 @@ const impure = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'dist-sdk/', 'data/', '.tap/', 'proto/gen/', 'coverage/'] },
+  { ignores: ['node_modules/', 'dist/', 'dist-sdk/', 'dist-browser/', 'data/', '.tap/', 'proto/gen/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
