@@ -3,7 +3,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from '../common/logger.ts';
 import type { ApiConfig } from './config.ts';
-import { installErrorHandling } from './errors.ts';
+import { errorBodyWithRequestId, installErrorHandling } from './errors.ts';
 import { clientErrorHandler, frameworkErrorsHandler, MAX_PARAM_LENGTH } from './framework-errors.ts';
 import { healthRoutes } from './routes/health.ts';
 import { fundingRoutes } from './routes/v1/funding.ts';
@@ -173,9 +173,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     windowMs: opts.config.rateLimitWindowS * 1000, perAddress: opts.config.rateLimitPerAddress, perKey: opts.config.rateLimitPerKey,
     counters: store instanceof PostgresRecordStore ? store.rateLimitCounters() : undefined, log: opts.logger,
   });
-  // The id the log lines of this request carry (reqId), on every answer (docs/api-reference.md).
-  app.addHook('onSend', async (req, reply) => {
+  // The id the log lines of this request carry (reqId), on every answer (docs/api-reference.md), and in
+  // every error body as `request_id` (docs/platform/errors.md).
+  app.addHook('onSend', async (req, reply, payload) => {
     if (!reply.hasHeader('x-request-id')) reply.header('x-request-id', req.id);
+    return reply.statusCode >= 400 ? errorBodyWithRequestId(payload, String(reply.getHeader('x-request-id'))) : payload;
   });
   app.addHook('onResponse', async (req, reply) => {
     req.log.info({ method: req.method, path: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');

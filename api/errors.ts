@@ -1,4 +1,5 @@
-// One error shape everywhere: { "error": "<human message>", "code": "<stable slug>" }. Services and routes
+// One error shape everywhere: { "error": "<human message>", "code": "<stable slug>", "request_id": "<id>" }
+// (`request_id` added as the answer leaves, errorBodyWithRequestId below). Services and routes
 // throw a CustodyError (core/errors/custody-error.ts) with a registered code and never choose a status:
 // this is the one place an error becomes an HTTP status, through the table in core/errors/http-status.ts
 // (one status per kind, a few codes more exact). Fastify's own validation and parsing errors are mapped
@@ -12,11 +13,35 @@ import { mapFrameworkError } from './framework-errors.ts';
 
 export { HTTP_STATUS_BY_CODE, HTTP_STATUS_BY_KIND } from '../core/errors/http-status.ts';
 
-/** `fields` names every rejected field of a 400 invalid_request schema violation or a 422 validation_failed (docs/platform/errors.md). */
+/**
+ * `fields` names every rejected field of a 400 invalid_request schema violation or a 422 validation_failed
+ * (docs/platform/errors.md). `request_id` is optional here only because it is added after serialization
+ * (errorBodyWithRequestId): every error answer of both APIs carries it.
+ */
 export const ErrorBody = Type.Object({
   error: Type.String(), code: Type.String(),
   fields: Type.Optional(Type.Array(Type.Object({ field: Type.String(), reason: Type.String() }))),
+  request_id: Type.Optional(Type.String({ description: 'The id the API logged the request under, the same as the X-Request-Id header: quote it when reporting a problem' })),
 }, { $id: 'Error' });
+
+/**
+ * The error answer's JSON text with the request's id as `request_id` (the X-Request-Id header's value),
+ * so an error copied from a log or a screen without its headers still names its request. Anything that is
+ * not an error body of this API (another JSON value, text, a stream) is returned as it is. An answer
+ * replayed under an Idempotency-Key gets this request's id, which is the one its log lines carry.
+ */
+export function errorBodyWithRequestId(payload: unknown, requestId: string): unknown {
+  if (typeof payload !== 'string' || !payload.startsWith('{')) return payload;
+  let body: unknown;
+  try {
+    body = JSON.parse(payload);
+  } catch {
+    return payload;
+  }
+  const b = body as { error?: unknown; code?: unknown };
+  if (typeof b.error !== 'string' || typeof b.code !== 'string') return payload;
+  return JSON.stringify({ ...b, request_id: requestId });
+}
 
 /** The status a CustodyError is answered with. */
 export function httpStatusOf(err: CustodyError): number {

@@ -6,11 +6,12 @@
 // or on a terminal a table (cli-output.ts; `--json` forces JSON); a failure prints {"error", "code",
 // "status", "request_id"?, "fields"?, "hint"?} on stderr (code from the documented set, docs/sdk.md
 // "Errors") and exits with the status of its class (EXIT below, docs/sdk.md "Exit status").
+// What only some commands use (the clients, curves, intent and chain code, the webhook receiver) is
+// imported where it is used: the launcher's bundle is split there, so a call compiles only its own code.
 import { parseArgs } from 'node:util';
 import { createServer } from 'node:http';
-import { EventDeduper, verifyWebhook, type WebhookEvent } from './webhook-receiver.ts';
+import type { WebhookEvent } from './webhook-receiver.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import type { Static } from '@sinclair/typebox';
 import type { CustodyApiError, CustodyClient, NodeIdentityRef, PreparedTransaction, Tier, TransactionState, Vault } from './client.ts';
@@ -22,7 +23,6 @@ import { platformCommands } from './platform-commands.ts';
 import { ConfigError } from '../../common/config.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
 import { SdkError } from './sdk-error.ts';
-import { previewIntent } from './intent-preview.ts';
 import type { BtcOutpoint } from '../../core/intents/intent.ts';
 import { TIER_NAMES } from '../../core/tiers.ts';
 import type { Policy } from '../../core/api-schemas/policy.ts';
@@ -342,7 +342,8 @@ function inputs(o: Values): BtcOutpoint[] | undefined {
  * be sent, with the flags that make a later send build the very same bytes (the default not_after and
  * selected inputs are chosen per run).
  */
-function dryRun(prepared: PreparedTransaction, o: Values, chosen: BtcOutpoint[]): unknown {
+async function dryRun(prepared: PreparedTransaction, o: Values, chosen: BtcOutpoint[]): Promise<unknown> {
+  const { previewIntent } = await import('./intent-preview.ts');
   const preview = previewIntent(prepared.intent);
   const same = [
     ...(o['not-after'] === undefined ? [`--not-after ${String(preview.decoded.not_after)}`] : []),
@@ -386,7 +387,8 @@ function sendBitcoin(): Command {
  * A local webhook receiver: answers 200 to a delivery that verifies (and 401 to one that does not, which
  * the service retries), and resolves with the first verified event of `type`.
  */
-function listenForWebhook(port: number, secret: string, type: string | undefined, timeoutMs: number): Promise<WebhookEvent> {
+async function listenForWebhook(port: number, secret: string, type: string | undefined, timeoutMs: number): Promise<WebhookEvent> {
+  const { EventDeduper, verifyWebhook } = await import('./webhook-receiver.ts');
   return new Promise((resolve, reject) => {
     const seen = new EventDeduper();
     const server = createServer((req, res) => {
@@ -437,6 +439,7 @@ const COMMANDS: Record<string, Command> = {
   keygen: {
     args: [], required: ['out'],
     async run(_a, o) {
+      const { ed25519 } = await import('@noble/curves/ed25519.js');
       const secret = ed25519.utils.randomSecretKey();
       // wx: never overwrite a key file that may hold a key in use.
       try {

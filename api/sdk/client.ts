@@ -5,14 +5,12 @@ import type { Static } from '@sinclair/typebox';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import type { CreateVaultBody, ListVaultsQuery, ListWalletsQuery, ReshareVaultBody, Vault as VaultSchema, Wallet as WalletSchema } from '../../core/api-schemas/vaults.ts';
 import type { ListTransactionsQuery, Prepared, SubmitBody, Transaction as TransactionSchema, Utxo } from '../../core/api-schemas/transactions.ts';
-import type { PageResult } from '../../core/api-schemas/page.ts';
 import type { ApiKey as ApiKeySchema, RegisterApiKeyBody } from '../../core/api-schemas/api-keys.ts';
 import type { Committee as CommitteeSchema } from '../../core/api-schemas/committees.ts';
 import type { EnrolNodeBody, Node as NodeSchema, NodeSetup as NodeSetupSchema, TeeMeasurements as TeeMeasurementsSchema, TeeMeasurementsBody } from '../../core/api-schemas/nodes.ts';
 import type { TierName } from '../../core/tiers.ts';
 import { encodeIntent, signIntent, type BtcOutpoint, type BtcOutput } from '../../core/intents/intent.ts';
 import { evmIntentFromFields } from '../../core/intents/evm-fields.ts';
-import { mintCalldata, nftTransferCalldata } from '../../core/chains/evm/token-call-data.ts';
 import { evmNetwork } from '../../core/chains/evm/evm-networks.ts';
 import { BITCOIN_NETWORKS } from '../../core/chains/bitcoin/bitcoin-networks.ts';
 import { signedHeaders } from './request-signer.ts';
@@ -22,10 +20,10 @@ import { decodeChainLink } from '../../core/policy/intent-chain.ts';
 import { intentApprovalMessage, intentRejectionMessage, passkeyApprovalChallenge, signApproval, type Approval } from '../../core/policy/policy-approval.ts';
 import type { PolicyVersionView, PolicyView, VaultExportView } from '../../core/api-schemas/governance.ts';
 import { chainIntent, policyChangeBody } from './policy.ts';
-import { approveExport, exportRequestBody } from './key-export.ts';
-import { decodeExportRequest, type ExportRequest } from '../../core/export/export-request.ts';
+import type { ExportRequest } from '../../core/export/export-request.ts';
 import { SdkError } from './sdk-error.ts';
 import { CustodyApiError, Transport, type RetryOptions } from './transport.ts';
+import type { Page } from './all-pages.ts';
 
 export type Vault = Static<typeof VaultSchema>;
 export type Wallet = Static<typeof WalletSchema>;
@@ -53,8 +51,6 @@ export interface CommitteeBinding {
 }
 export type TransactionState = Transaction['state'];
 
-/** One page of a list: `{data, next_cursor, has_more}` (docs/vault-api.md "Lists"). */
-export type Page<T> = PageResult<T>;
 /** listVaults: `state`, `tier`, and the page's `cursor` and `limit` (1 to 100, default 25). */
 export type ListVaultsParameters = Static<typeof ListVaultsQuery>;
 /** listWallets: `chain`, `cursor`, `limit`. */
@@ -70,19 +66,7 @@ function query(params: Record<string, string | number | undefined>): string {
   return s ? `?${s}` : '';
 }
 
-/**
- * Every item of a list, page after page, fetching the next page only when the loop gets there:
- * `for await (const v of allPages((cursor) => client.listVaults({ state: 'active', cursor }))) ...`.
- * Keep the filters the same on every page: a cursor is bound to them (400 cursor_filter_mismatch).
- */
-export async function* allPages<T>(page: (cursor: string | undefined) => Promise<Page<T>>): AsyncGenerator<T, void, undefined> {
-  let cursor: string | undefined;
-  do {
-    const p = await page(cursor);
-    yield* p.data;
-    cursor = p.has_more && p.next_cursor !== null ? p.next_cursor : undefined;
-  } while (cursor !== undefined);
-}
+export { allPages, type Page } from './all-pages.ts';
 
 export interface CustodyClientOptions {
   /** Origin of the API, e.g. https://api.example.com (paths are under /v1). */
@@ -528,7 +512,8 @@ export class CustodyClient {
 
   // Key export (docs/export.md): the request is built and signed here with this client's key.
   /** Requests the export of the vault's key to `recipientPublicKey` (X25519); each node starts its delay when it sees it. */
-  requestExport(vaultId: string, o: { recipientPublicKey: Uint8Array; requestId?: string; notBefore?: number }): Promise<VaultExport> {
+  async requestExport(vaultId: string, o: { recipientPublicKey: Uint8Array; requestId?: string; notBefore?: number }): Promise<VaultExport> {
+    const { exportRequestBody } = await import('./key-export.ts');
     const requestId = o.requestId ?? `exp_${bytesToHex(crypto.getRandomValues(new Uint8Array(12)))}`;
     const body = exportRequestBody({ org: this.o.organization, vaultId, recipientKey: o.recipientPublicKey, requestId, notBefore: o.notBefore ?? 0 }, this.o.secretKey);
     // The request id inside the signed request is its idempotency key.
@@ -548,6 +533,7 @@ export class CustodyClient {
    */
   async approveExportRequest(vaultId: string, exportId: string, approverSecretKey: Uint8Array, opts: { recipientKey?: Uint8Array; inspect?: (r: ExportRequest) => void } = {}): Promise<VaultExport> {
     const exp = await this.getExport(vaultId, exportId);
+    const [{ decodeExportRequest }, { approveExport }] = await Promise.all([import('../../core/export/export-request.ts'), import('./key-export.ts')]);
     let r: ExportRequest;
     try {
       r = decodeExportRequest(hexToBytes(exp.request));
@@ -760,6 +746,7 @@ export class CustodyClient {
    * Without `nonce`, reserves one first (prepareNonce).
    */
   async policyMintIntent(p: PolicyMintParameters): Promise<Uint8Array> {
+    const { mintCalldata } = await import('../../core/chains/evm/token-call-data.ts');
     return this.evmIntent({ ...this.callBase(p), data: building(() => mintCalldata(p.kind, { to: this.hexAddress(p.to, 'to'), ...opt('amount', p.amount), ...opt('tokenId', p.tokenId), ...(p.data === undefined ? {} : { data: p.data as `0x${string}` }) })) });
   }
 
@@ -775,6 +762,7 @@ export class CustodyClient {
    * nft-transfers/build answers. Without `nonce`, reserves one first (prepareNonce).
    */
   async nftTransferIntent(p: NftTransferParameters): Promise<Uint8Array> {
+    const { nftTransferCalldata } = await import('../../core/chains/evm/token-call-data.ts');
     return this.evmIntent({
       ...this.callBase(p),
       data: building(() => nftTransferCalldata(p.kind, { from: this.hexAddress(p.wallet.address, 'the wallet address'), to: this.hexAddress(p.to, 'to'), tokenId: BigInt(p.tokenId), ...opt('amount', p.amount) })),

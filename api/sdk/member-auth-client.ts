@@ -5,6 +5,7 @@
 // signature of the POSTs (docs/request-signing.md). Server-side only: it holds the bearer key, and what
 // it returns (session ids, refresh credentials) must stay in the BFF store, never in a browser.
 import { Transport } from './transport.ts';
+import type { AnswerHeaders } from './http-attempt.ts';
 import { signedHeaders, type ApiCredentials } from './request-signer.ts';
 import { SdkError } from './sdk-error.ts';
 import { BffError } from './bff-error.ts';
@@ -125,7 +126,7 @@ export class MemberAuthClient {
    * (the request may or may not have been processed: the callers treat that as ambiguous) and
    * `bad_response` when a success answer is not JSON.
    */
-  private async call<T>(method: 'GET' | 'POST', path: string, body: unknown, sessionId?: string): Promise<{ json: T; headers: Headers }> {
+  private async call<T>(method: 'GET' | 'POST', path: string, body: unknown, sessionId?: string): Promise<{ json: T; headers: AnswerHeaders }> {
     const url = this.base + path;
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers: Record<string, string> = {

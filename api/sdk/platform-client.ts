@@ -4,8 +4,8 @@
 // and Retry-After for what is safe to repeat, CustodyApiError with the request id and a 422's `fields`.
 // A write that honours Idempotency-Key gets one (the caller's, else a fresh one per call), which makes it
 // safe to retry; a production key (svc_live_) also signs its writes when given `signing`.
-import { allPages, type Page } from './client.ts';
-import { signedHeaders, type ApiCredentials } from './request-signer.ts';
+import { allPages, type Page } from './all-pages.ts';
+import type { ApiCredentials } from './request-signer.ts';
 import { SdkError } from './sdk-error.ts';
 import { Transport, type RetryOptions } from './transport.ts';
 import { PLATFORM_OPERATIONS, pathParams, type PathParamNames, type PlatformOperation, type PlatformOperations } from './platform-operations.ts';
@@ -94,6 +94,8 @@ class PlatformClientBase {
     // A fresh key per call when none is given: a retry of this call is then answered, not done again.
     const idem = op.idempotent ? (a.idempotencyKey ?? `sdk-${crypto.randomUUID()}`) : undefined;
     const signing = this.o.signing;
+    // The signer (and its curve) loads only for a write that is signed: a test key's calls never need it.
+    const sign = write && signing ? (await import('./request-signer.ts')).signedHeaders : undefined;
     const answer = await this.transport.send<unknown>({
       method: op.method, path, payload, replaySafe: idem !== undefined,
       headers: () => ({
@@ -102,7 +104,7 @@ class PlatformClientBase {
         ...(idem !== undefined ? { 'idempotency-key': idem } : {}),
         ...this.o.headers, ...a.headers,
         // Signed afresh on every attempt: a signature's nonce is single-use.
-        ...(write && signing ? signedHeaders(signing, op.method, this.transport.url(path), payload) : {}),
+        ...(sign && signing ? sign(signing, op.method, this.transport.url(path), payload) : {}),
       }),
     });
     return op.empty ? undefined : answer.json;

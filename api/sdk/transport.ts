@@ -5,11 +5,12 @@
 // intent (the API answers its repeat with the first answer); and for any request refused before it was
 // sent (connection refused) or answered 429 (the API changes nothing then). Other writes get one attempt
 // on an ambiguous failure: the caller learns the outcome is unknown (`network`) rather than getting it
-// done twice. Error answers become CustodyApiError with the request id the API logged and, for a
-// 400 or 422, the rejected fields.
+// done twice. Error answers become CustodyApiError with the request id the API logged (its header, or
+// the body's `request_id` when a proxy dropped the header) and, for a 400 or 422, the rejected fields.
 import { kindOfHttpStatus } from '../../core/errors/http-status.ts';
 import type { ErrorKind } from '../../core/errors/error-kinds.ts';
 import { codeOfHttpStatus, SdkError } from './sdk-error.ts';
+import { fetchAttempt, nodeHttpAttempt, type AnswerHeaders, type AttemptAnswer, type HttpAttempt } from './http-attempt.ts';
 
 /** A field a 400 invalid_request or 422 validation_failed rejected, by its JSON name (docs/platform/errors.md). */
 export interface FieldError {
@@ -26,7 +27,10 @@ export interface FieldError {
  */
 export class CustodyApiError extends Error {
   readonly kind: ErrorKind | undefined;
-  /** The API's id of the request (header `x-request-id`): quote it when reporting a problem. Null from a proxy that sent none. */
+  /**
+   * The API's id of the request: quote it when reporting a problem. Read from the `x-request-id` header,
+   * else from the error body's `request_id`; null from a proxy that sent neither.
+   */
   readonly requestId: string | null;
   /** Every rejected field of a 400 or 422, when the answer lists them. */
   readonly fields: readonly FieldError[] | undefined;
@@ -57,6 +61,7 @@ export interface TransportOptions {
   /** How long one attempt may take before it counts as unanswered (default 30 000). */
   timeoutMs?: number;
   retry?: RetryOptions;
+  /** Sends each attempt through this fetch instead of `node:http` (http-attempt.ts). */
   fetch?: typeof fetch;
   /** For tests: the jitter's source (default Math.random) and the wait. */
   random?: () => number;
@@ -78,7 +83,7 @@ export interface Exchange {
 export interface Answer<T> {
   json: T;
   status: number;
-  headers: Headers;
+  headers: AnswerHeaders;
 }
 
 const RETRIED_STATUSES = new Set([429, 502, 503, 504]);
@@ -108,7 +113,7 @@ function fieldsOf(body: unknown): FieldError[] | undefined {
 }
 
 export class Transport {
-  private readonly fetch: typeof fetch;
+  private readonly attempt: HttpAttempt;
   private readonly base: string;
   readonly timeoutMs: number;
   private readonly attempts: number;
@@ -119,7 +124,7 @@ export class Transport {
 
   constructor(o: TransportOptions) {
     this.base = o.baseUrl.replace(/\/$/, '');
-    this.fetch = o.fetch ?? fetch;
+    this.attempt = o.fetch ? fetchAttempt(o.fetch) : nodeHttpAttempt;
     this.timeoutMs = o.timeoutMs ?? 30_000;
     this.attempts = Math.max(1, Math.floor(o.retry?.attempts ?? 4));
     this.baseDelayMs = o.retry?.baseDelayMs ?? 250;
@@ -147,11 +152,9 @@ export class Transport {
     const url = this.url(x.path);
     for (let n = 0; ; n++) {
       const last = n + 1 >= this.attempts;
-      let res: Response;
-      let text: string;
+      let res: AttemptAnswer;
       try {
-        res = await this.fetch(url, { method: x.method, headers: x.headers(), signal: AbortSignal.timeout(this.timeoutMs), ...(x.payload !== undefined ? { body: x.payload } : {}) });
-        text = await res.text();
+        res = await this.attempt(url, { method: x.method, headers: x.headers(), signal: AbortSignal.timeout(this.timeoutMs), body: x.payload });
       } catch (err) {
         const code = causeCode(err);
         const timedOut = (err as { name?: string })?.name === 'TimeoutError';
@@ -166,7 +169,9 @@ export class Transport {
         const unknown = code !== undefined && NOT_SENT.has(code) ? '' : safe ? '' : ' (the request may or may not have been processed: read the resource before doing it again)';
         throw new SdkError('network', `${x.method} ${x.path.split('?')[0]}: cannot reach the API at ${this.base}: ${why}${unknown}`, { cause: err });
       }
-      const requestId = res.headers.get('x-request-id');
+      const { text } = res;
+      const ok = res.status >= 200 && res.status < 300;
+      const header = res.headers.get('x-request-id');
       const asked = retryAfterMs(res.headers.get('retry-after'));
       if (RETRIED_STATUSES.has(res.status) && !last && (safe || res.status === 429)) {
         const wait = this.delay(n, asked);
@@ -179,11 +184,13 @@ export class Transport {
       try {
         json = text ? (JSON.parse(text) as unknown) : undefined;
       } catch {
-        if (res.ok) throw new SdkError('bad_response', `${x.method} ${x.path.split('?')[0]}: the answer (HTTP ${res.status}) is not JSON: ${text.slice(0, 120)}`);
-        throw new CustodyApiError(res.status, codeOfHttpStatus(res.status), `HTTP ${res.status}: ${text.slice(0, 200)}`, { requestId, retryAfterMs: asked });
+        if (ok) throw new SdkError('bad_response', `${x.method} ${x.path.split('?')[0]}: the answer (HTTP ${res.status}) is not JSON: ${text.slice(0, 120)}`);
+        throw new CustodyApiError(res.status, codeOfHttpStatus(res.status), `HTTP ${res.status}: ${text.slice(0, 200)}`, { requestId: header, retryAfterMs: asked });
       }
-      if (!res.ok) {
-        const e = (json ?? {}) as { error?: unknown; code?: unknown };
+      if (!ok) {
+        const e = (json ?? {}) as { error?: unknown; code?: unknown; request_id?: unknown };
+        // The header first; the body's copy when a proxy on the way dropped the header.
+        const requestId = header ?? (typeof e.request_id === 'string' && e.request_id ? e.request_id : null);
         throw new CustodyApiError(res.status, typeof e.code === 'string' && e.code ? e.code : codeOfHttpStatus(res.status), typeof e.error === 'string' ? e.error : `HTTP ${res.status}`, { requestId, fields: fieldsOf(json), retryAfterMs: asked });
       }
       return { json: json as T, status: res.status, headers: res.headers };

@@ -1,8 +1,7 @@
 // HTTP Message Signatures (RFC 9421) with Ed25519, as this API profiles them (docs/request-signing.md).
 // Structured fields are parsed and serialized by `structured-headers` (RFC 8941); this module builds the
 // signature base (RFC 9421 §2.5) from the covered components and checks the profile's rules.
-import { ed25519 } from '@noble/curves/ed25519.js';
-import { verifyEd25519 } from '../../common/ed25519.ts';
+import { signEd25519, verifyEd25519 } from '../../common/ed25519.ts';
 import { CustodyError } from '../errors/custody-error.ts';
 import { parseDictionary, serializeInnerList, type InnerList, type Item, type Parameters } from 'structured-headers';
 
@@ -96,7 +95,7 @@ export function signRequest(req: SignedRequest, o: SignOptions): { 'signature-in
   params.set('alg', 'ed25519');
   const input: InnerList = [o.components.map((c): Item => [c, new Map()]), params];
   const base = signatureBase(req, input);
-  const sig = ed25519.sign(new TextEncoder().encode(base), o.secretKey);
+  const sig = signEd25519(new TextEncoder().encode(base), o.secretKey);
   const label = o.label ?? 'sig';
   return { 'signature-input': `${label}=${serializeInnerList(input)}`, signature: `${label}=:${Buffer.from(sig).toString('base64')}:` };
 }

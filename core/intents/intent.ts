@@ -5,9 +5,8 @@
 // transfer that names its nonce, so the intent fixes the one transaction that can be mined for it.
 // Kind 3 (version 1) is a vault owner's signature on one Safe transaction: every field of the SafeTx,
 // the Safe's nonce included, so each node recomputes the EIP-712 digest it signs.
-import { ed25519 } from '@noble/curves/ed25519.js';
 import { IntentFormatError, Reader, Writer } from './canonical.ts';
-import { verifyEd25519 } from '../../common/ed25519.ts';
+import { signEd25519, verifyEd25519 } from '../../common/ed25519.ts';
 
 /** Every intent starts with these 15 bytes: the domain, then a NUL. */
 export const INTENT_DOMAIN = new TextEncoder().encode('custody-intent\0');
@@ -316,7 +315,7 @@ export function decodeIntent(bytes: Uint8Array): Intent {
 /** Signs canonical intent bytes with an Ed25519 API key (the SDK's job). */
 export function signIntent(bytes: Uint8Array, apiSecretKey: Uint8Array): Uint8Array {
   decodeIntent(bytes);
-  return ed25519.sign(bytes, apiSecretKey);
+  return signEd25519(bytes, apiSecretKey);
 }
 
 export function verifyIntentSignature(bytes: Uint8Array, signature: Uint8Array, apiPublicKey: Uint8Array): boolean {

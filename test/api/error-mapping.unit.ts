@@ -1,6 +1,7 @@
 // The API edge of the error model: a CustodyError a service throws reaches the client with the status
-// of the HTTP table (core/errors/http-status.ts) and the body {error, code}; a bug and an unexpected
-// plain Error answer 500 `internal` without their text; the SDK gets the kind back from the status.
+// of the HTTP table (core/errors/http-status.ts) and the body {error, code, request_id}; a bug and an
+// unexpected plain Error answer 500 `internal` without their text; the SDK gets the kind back from the
+// status. Every error answer of both APIs names its request by the same id in X-Request-Id and the body.
 import t from 'tap';
 import { vaultApp } from './vault/vault-app.ts';
 import { CustodyError } from '../../core/errors/custody-error.ts';
@@ -8,6 +9,8 @@ import type { ErrorCode } from '../../core/errors/error-codes.ts';
 import { RosterError } from '../../core/trust/roster.ts';
 import { ObjectStoreError } from '../../api/adapters/object-store.ts';
 import { CustodyClient, CustodyApiError } from '../../api/sdk/client.ts';
+import { PlatformClient } from '../../api/sdk/platform-client.ts';
+import { setupPlatform } from './setup-platform.ts';
 
 /** A vault app whose listKeys (GET /v1/api-keys) throws what `next` holds. */
 async function throwingApp(t: Parameters<typeof vaultApp>[0]) {
@@ -19,12 +22,12 @@ async function throwingApp(t: Parameters<typeof vaultApp>[0]) {
   const answer = async (err: unknown) => {
     box.next = err;
     const res = await s.call('GET', '/v1/api-keys');
-    return { status: res.statusCode, body: res.json() as Record<string, unknown>, raw: res.body };
+    return { status: res.statusCode, body: res.json() as Record<string, unknown>, raw: res.body, requestId: res.headers['x-request-id'] };
   };
   return { ...s, answer };
 }
 
-t.test('a service-thrown CustodyError of each kind gets the table status and {error, code}', async (t) => {
+t.test('a service-thrown CustodyError of each kind gets the table status and {error, code, request_id}', async (t) => {
   const { answer } = await throwingApp(t);
   const cases: [ErrorCode, number][] = [
     ['invalid_request', 400],
@@ -44,7 +47,8 @@ t.test('a service-thrown CustodyError of each kind gets the table status and {er
   for (const [code, status] of cases) {
     const got = await answer(new CustodyError(code, `the ${code} message`));
     t.equal(got.status, status, `${code} -> ${status}`);
-    t.same(got.body, { error: `the ${code} message`, code }, `${code}: the body is exactly {error, code}`);
+    t.type(got.requestId, 'string');
+    t.same(got.body, { error: `the ${code} message`, code, request_id: got.requestId }, `${code}: the body is exactly {error, code, request_id}, the id the header has`);
   }
 });
 
@@ -52,7 +56,7 @@ t.test('the shared error classes map like any CustodyError', async (t) => {
   const { answer } = await throwingApp(t);
   const roster = await answer(new RosterError('the roster does not verify'));
   t.equal(roster.status, 400);
-  t.same(roster.body, { error: 'the roster does not verify', code: 'bad_roster' });
+  t.same(roster.body, { error: 'the roster does not verify', code: 'bad_roster', request_id: roster.requestId });
   const store = await answer(new ObjectStoreError('object store answered 503', 503));
   t.equal(store.status, 502);
   t.equal(store.body.code, 'object_store_error');
@@ -62,16 +66,16 @@ t.test('a bug and an unexpected plain Error answer 500 internal without their te
   const { answer } = await throwingApp(t);
   const bug = await answer(new CustodyError('bug', 'invariant broken at /var/lib/custody/secret-path'));
   t.equal(bug.status, 500);
-  t.same(bug.body, { error: 'internal error', code: 'internal' });
+  t.same(bug.body, { error: 'internal error', code: 'internal', request_id: bug.requestId });
   t.notMatch(bug.raw, /secret-path|invariant/, 'the bug text does not leak');
   const plain = await answer(new Error('ECONNREFUSED 10.0.0.7:5432 password=hunter2'));
   t.equal(plain.status, 500);
-  t.same(plain.body, { error: 'internal error', code: 'internal' });
+  t.same(plain.body, { error: 'internal error', code: 'internal', request_id: plain.requestId });
   t.notMatch(plain.raw, /hunter2|ECONNREFUSED/, 'the plain error text does not leak');
   for (const thrown of ['a string, not an Error', { message: 'an object, not an Error' }]) {
     const got = await answer(thrown);
     t.equal(got.status, 500, 'a thrown non-Error is internal');
-    t.same(got.body, { error: 'internal error', code: 'internal' });
+    t.same(got.body, { error: 'internal error', code: 'internal', request_id: got.requestId });
   }
 });
 
@@ -135,4 +139,51 @@ t.test('a 5xx answer names no internal endpoint: URLs, addresses and host:port p
   // A 4xx message is the caller's own business and stays whole.
   const { body } = await answer(new CustodyError('invalid_request', 'callback_url http://127.0.0.1:9/x is not allowed'));
   t.match(body.error, /127\.0\.0\.1:9/);
+});
+
+t.test('every error answer of both APIs carries its request id in the header and the body, the same', async (t) => {
+  const vault = await vaultApp(t);
+  const platform = await setupPlatform(t);
+  const answers = {
+    'vault: an unknown vault': await vault.call('GET', '/v1/vaults/vlt_000000000000000000000000'),
+    'vault: a schema violation, with fields': await vault.call('POST', '/v1/vaults', { tier: 'no-such-tier' }),
+    'vault: no such route': await vault.call('GET', '/v1/no-such-route'),
+    'vault: unsigned': await vault.app.inject({ method: 'GET', url: '/v1/api-keys' }),
+    'vault: bad JSON, answered by the framework handler': await vault.app.inject({ method: 'POST', url: '/v1/vaults', headers: { 'content-type': 'application/json' }, payload: '{"tier":' }),
+    'platform: an unknown key': await platform.call('GET', '/v1/webhook-endpoints', undefined, 'svc_test_nope_nope'),
+    'platform: an unknown endpoint': await platform.call('GET', '/v1/webhook-endpoints/whe_000000000000000000000000'),
+    'platform: a schema violation, with fields': await platform.call('POST', '/v1/webhook-endpoints', { url: 5, colour: 'red' }),
+    'platform: a viewer may not write': await platform.call('POST', '/v1/webhook-endpoints', { url: 'https://example.com/h', events: ['payment.confirmed'] }, platform.viewer.token),
+  };
+  const ids = new Set<string>();
+  for (const [what, res] of Object.entries(answers)) {
+    t.ok(res.statusCode >= 400, `${what}: an error (${res.statusCode})`);
+    const header = res.headers['x-request-id'];
+    t.match(header, /^[0-9a-f]{32}$/, `${what}: the header`);
+    t.match(res.json(), { error: String, code: String, request_id: header }, `${what}: the body's request_id is the header's`);
+    ids.add(String(header));
+  }
+  t.equal(ids.size, Object.keys(answers).length, 'each request its own id');
+  const ok = await platform.call('GET', '/v1/webhook-endpoints');
+  t.equal(ok.statusCode, 200);
+  t.notOk('request_id' in ok.json(), 'a success answer is left as it is');
+});
+
+t.test('the SDK error exposes the request id: from the header, else from the body when a proxy dropped the header', async (t) => {
+  const s = await setupPlatform(t);
+  // What a proxy between the client and the API passes on: the body, with or without the header.
+  const through = (keepHeader: boolean) => (async (url: string, init: RequestInit) => {
+    const u = new URL(url);
+    const res = await s.app.inject({ method: init.method as 'GET', url: u.pathname + u.search, headers: { host: u.host, ...(init.headers as Record<string, string>) } });
+    seen.push(String(res.headers['x-request-id']));
+    return new Response(res.body, { status: res.statusCode, headers: { 'content-type': 'application/json', ...(keepHeader ? { 'x-request-id': String(res.headers['x-request-id']) } : {}) } });
+  }) as typeof fetch;
+  const seen: string[] = [];
+  for (const keepHeader of [true, false]) {
+    const client = new PlatformClient({ baseUrl: 'http://api.test', apiKey: s.owner.token, fetch: through(keepHeader) });
+    const err = await client.call('getWebhookEndpointsById', { id: 'whe_000000000000000000000000' }).then(() => undefined, (e: unknown) => e);
+    t.ok(err instanceof CustodyApiError, 'a CustodyApiError');
+    t.match(err, { status: 404, code: 'not_found' });
+    t.equal((err as CustodyApiError).requestId, seen.at(-1), keepHeader ? 'the header\'s id' : 'the body\'s id, the header gone');
+  }
 });

@@ -2,7 +2,8 @@
 // Fastify's and Node's known error triggers (over-long path parameters, bad percent-encoding, bad or
 // missing content types, bad or empty JSON, a body too large or shorter than its Content-Length, huge
 // headers, a request line that is not HTTP, unsupported methods) answers the documented `{error, code}`
-// (docs/platform/errors.md), and nothing is stored.
+// with the request's id as `request_id` (docs/platform/errors.md), and nothing is stored. The two
+// answered on the raw connection, before there is a request (huge headers, not HTTP), have no id.
 import t, { type Test } from 'tap';
 import { connect } from 'node:net';
 import type { InjectOptions } from 'fastify';
@@ -12,7 +13,7 @@ import { vaultApp } from './vault/vault-app.ts';
 
 const LEAK = /FST_|fastify|ajv|typebox|Bad Request|statusCode|Unsupported Media Type|Request body/;
 
-function checkShape(t: Test, what: string, status: number, body: string, contentType: unknown) {
+function checkShape(t: Test, what: string, status: number, body: string, contentType: unknown, requestId?: unknown) {
   t.match(String(contentType), /^application\/json/, `${what}: answered as JSON`);
   let parsed: unknown;
   try {
@@ -22,9 +23,10 @@ function checkShape(t: Test, what: string, status: number, body: string, content
     return;
   }
   const o = parsed as Record<string, unknown>;
-  // The error model (docs/platform/errors.md): {error, code}, and on a 400 or 422 the bad fields by JSON name.
+  // The error model (docs/platform/errors.md): {error, code, request_id}, and on a 400 or 422 the bad fields by JSON name.
   const keys = Object.keys(o).filter((k) => k !== 'fields').sort();
-  t.same(keys, ['code', 'error'], `${what} (${status}): {error, code}`);
+  t.same(keys, requestId === undefined ? ['code', 'error'] : ['code', 'error', 'request_id'], `${what} (${status}): {error, code${requestId === undefined ? '' : ', request_id'}}`);
+  if (requestId !== undefined) t.equal(o.request_id, requestId, `${what}: request_id is the X-Request-Id header's`);
   if ('fields' in o) {
     t.ok([400, 422].includes(status) && Array.isArray(o.fields) && (o.fields as unknown[]).every((f) => typeof f === 'object' && f !== null && Object.keys(f).sort().join() === 'field,reason'), `${what}: fields only on a 400 or 422, each {field, reason}`);
   }
@@ -75,7 +77,7 @@ t.test('the platform API answers every framework error trigger in its own error 
   for (const c of cases) {
     const res = await s.app.inject(c.req);
     t.equal(res.statusCode, c.status, `${c.what}: ${c.status}`);
-    checkShape(t, c.what, res.statusCode, res.body, res.headers['content-type']);
+    checkShape(t, c.what, res.statusCode, res.body, res.headers['content-type'], res.headers['x-request-id']);
   }
   // Node's own parser: only a listening server sees these.
   await s.app.listen({ host: '127.0.0.1', port: 0 });
@@ -97,9 +99,9 @@ t.test('the vault API answers an over-long parameter and bad percent-encoding in
   for (const [what, path] of [['a 9000-character path parameter', `/v1/vaults/${'v'.repeat(9000)}`], ['bad percent-encoding', '/v1/vaults/%E0%A4%A']] as const) {
     const res = await s.app.inject({ method: 'GET', url: path });
     t.equal(res.statusCode, 400, `${what}: 400`);
-    checkShape(t, what, res.statusCode, res.body, res.headers['content-type']);
+    checkShape(t, what, res.statusCode, res.body, res.headers['content-type'], res.headers['x-request-id']);
   }
   const long = await s.call('GET', `/v1/vaults/${'v'.repeat(300)}`);
   t.not(long.statusCode, 414, 'a 300-character id reaches its route');
-  checkShape(t, 'a 300-character id', long.statusCode, long.body, long.headers['content-type']);
+  checkShape(t, 'a 300-character id', long.statusCode, long.body, long.headers['content-type'], long.headers['x-request-id']);
 });

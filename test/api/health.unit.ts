@@ -39,7 +39,7 @@ t.test('unknown routes answer 404 in the one error shape', async (t) => {
   t.teardown(() => app.close());
   const r = await app.inject({ method: 'GET', url: '/nope?x=1' });
   t.equal(r.statusCode, 404);
-  t.same(r.json(), { error: 'no route GET /nope', code: 'not_found' });
+  t.same(r.json(), { error: 'no route GET /nope', code: 'not_found', request_id: r.headers['x-request-id'] });
 });
 
 t.test('api config refuses a plaintext coordinator off loopback', async (t) => {

@@ -53,7 +53,7 @@ t.test('no coercion: a value of the wrong JSON type is 400 invalid_request and c
     const r = await raw(method, url, JSON.stringify(body));
     const what = `${method} ${url.replace(ep.id, ':id')} ${JSON.stringify(body)}`;
     t.equal(r.statusCode, 400, what);
-    t.same(Object.keys(r.json()).sort(), ['code', 'error', 'fields'], `${what}: {error, code, fields}`);
+    t.same(Object.keys(r.json()).sort(), ['code', 'error', 'fields', 'request_id'], `${what}: {error, code, fields, request_id}`);
     t.equal(r.json().code, 'invalid_request');
     t.same(r.json().fields.map((f: { field: string }) => f.field), [names], `${what}: names the field by its JSON name`);
     t.match(r.json().error, `${names}: `, `${what}: the message names it too`);
@@ -184,7 +184,7 @@ t.test('__proto__ and constructor.prototype keys are a 400 forbidden_key from th
     for (const [method, url] of [['PUT', '/v1/branding'], ['POST', '/v1/webhook-endpoints'], ['PATCH', `/v1/webhook-endpoints/${ep.id}`]] as [Method, string][]) {
       const r = await raw(method, url, body);
       t.equal(r.statusCode, 400, `${method} ${url.replace(ep.id, ':id')} ${body}`);
-      t.same(r.json(), { error: r.json().error, code: 'forbidden_key' });
+      t.same(r.json(), { error: r.json().error, code: 'forbidden_key', request_id: r.headers['x-request-id'] });
       t.match(r.json().error, /__proto__|constructor\.prototype/);
     }
   }

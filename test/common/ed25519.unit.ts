@@ -6,7 +6,7 @@ import { createPublicKey, randomBytes, verify } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { sha512 } from '@noble/hashes/sha2.js';
 import { bytesToNumberLE, concatBytes, numberToBytesLE } from '@noble/curves/utils.js';
-import { Ed25519Signer, verifyEd25519 } from '../../common/ed25519.ts';
+import { Ed25519Signer, signEd25519, verifyEd25519 } from '../../common/ed25519.ts';
 
 const Point = ed25519.Point;
 const L = Point.Fn.ORDER;
@@ -33,6 +33,7 @@ t.test('honest signatures: the same bytes as noble, accepted by both', async (t)
     const msg = bytes(i * 7);
     const sig = new Ed25519Signer(seed).sign(msg);
     t.same(sig, ed25519.sign(msg, seed), 'deterministic signature matches');
+    t.same(signEd25519(msg, seed), sig, 'and so does the one-shot signature (request signing, intent signing)');
     const pub = ed25519.getPublicKey(seed);
     t.ok(verifyEd25519(sig, msg, pub));
     const flipped = sig.slice();
@@ -41,6 +42,7 @@ t.test('honest signatures: the same bytes as noble, accepted by both', async (t)
     t.notOk(verifyEd25519(sig, concatBytes(msg, new Uint8Array([0])), pub), 'another message is refused');
   }
   t.throws(() => new Ed25519Signer(new Uint8Array(31)), /32 bytes/);
+  t.throws(() => signEd25519(new Uint8Array(1), new Uint8Array(33)), /32 bytes/);
 });
 
 t.test('malformed inputs are refused without a throw', async (t) => {

@@ -203,6 +203,6 @@ t.test('an unreachable bucket is 502 object_store_error, not a 500', async (t) =
   const tg = (await s.call('POST', '/v1/branding/logo/upload-url', { content_type: 'image/png', content_length: 10 })).json();
   const r = await s.call('POST', '/v1/branding/logo', { object_key: tg.object_key });
   t.equal(r.statusCode, 502);
-  t.same(r.json(), { error: 'the object store failed; try again', code: 'object_store_error' });
+  t.same(r.json(), { error: 'the object store failed; try again', code: 'object_store_error', request_id: r.headers['x-request-id'] });
   t.equal((await s.call('GET', '/v1/branding')).json().resolved.logo_url, null, 'nothing changed');
 });

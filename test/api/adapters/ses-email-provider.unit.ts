@@ -99,7 +99,7 @@ t.test('wrong credentials: SES refuses the signature and the API answers 502, st
   const s = await setupPlatform(t, { emailProvider: provider });
   const r = await s.call('POST', '/v1/branding/email-domains', { domain: 'mail.acme.example' });
   t.equal(r.statusCode, 502);
-  t.same(r.json(), { error: 'the email provider failed; try again', code: 'email_domain_provider_error' });
+  t.same(r.json(), { error: 'the email provider failed; try again', code: 'email_domain_provider_error', request_id: r.headers['x-request-id'] });
   t.notOk(JSON.stringify(r.json()).includes('wrong-secret'));
   t.equal(ses.calls[0]?.type, 'SignatureDoesNotMatch');
   t.equal((await s.call('GET', '/v1/branding/email-domains')).json().data.length, 0);

@@ -53,7 +53,7 @@ t.test('SIGKILL and restart on the same data: the exact signed requests are refu
   };
   const send = async (r: Frozen) => {
     const res = await fetch(`${base}${r.path}`, { method: r.method, headers: r.headers, ...(r.body !== undefined ? { body: r.body } : {}) });
-    return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+    return { status: res.status, requestId: res.headers.get('x-request-id'), json: (await res.json()) as Record<string, unknown> };
   };
   const keyCount = async () => ((await send(freeze('GET', '/v1/api-keys', creds))).json.api_keys as unknown[]).length;
   const endpointCount = async () => {
@@ -79,7 +79,7 @@ t.test('SIGKILL and restart on the same data: the exact signed requests are refu
   await start();
   const keyReplay = await send(addKey);
   t.equal(keyReplay.status, 401, 'vault API: the exact request after the restart');
-  t.same(keyReplay.json, { error: 'request signature refused: replayed: this nonce was already used', code: 'unauthorized' });
+  t.same(keyReplay.json, { error: 'request signature refused: replayed: this nonce was already used', code: 'unauthorized', request_id: keyReplay.requestId });
   const hookReplay = await send(addHook);
   t.equal(hookReplay.status, 401, 'platform API: the exact request after the restart');
   t.equal(hookReplay.json.code, 'signature_required');

@@ -80,7 +80,7 @@ t.test('a new app on the same store refuses a replay of a request the old one ac
   const second = await open(t, dir);
   const keyReplay = await second.app.inject(addKey);
   t.equal(keyReplay.statusCode, 401, 'vault API replay after the restart');
-  t.same(keyReplay.json(), { error: 'request signature refused: replayed: this nonce was already used', code: 'unauthorized' });
+  t.same(keyReplay.json(), { error: 'request signature refused: replayed: this nonce was already used', code: 'unauthorized', request_id: keyReplay.headers['x-request-id'] });
   const hookReplay = await second.app.inject(addHook);
   t.equal(hookReplay.statusCode, 401, 'platform API replay after the restart');
   t.equal(hookReplay.json().code, 'signature_required');

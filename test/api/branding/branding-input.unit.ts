@@ -123,7 +123,7 @@ t.test('every rejected field is named in one refusal: 400 for unknown fields and
       t.ok(f.reason.length > 0, `${f.field}: ${f.reason}`);
       t.ok(r.json().error.includes(`${f.field}: ${f.reason}`), `the message carries ${f.field} too`);
     }
-    t.same(Object.keys(r.json()).sort(), ['code', 'error', 'fields']);
+    t.same(Object.keys(r.json()).sort(), ['code', 'error', 'fields', 'request_id']);
   };
   await unchanged(t, s, async () => {
     const mixed = await s.call('PUT', '/v1/branding', {
@@ -154,7 +154,7 @@ t.test('Idempotency-Key on PUT /branding: same body replays, another body is 409
     for (const body of [{ brand_name: 'Other' }, { brand_name: 'Acme' }, { brand_name: 'Acme', primary_color: '#112233', app_title: 'x' }, {}]) {
       const r = await s.call('PUT', '/v1/branding', body, undefined, key('brand-1'));
       t.equal(r.statusCode, 409, JSON.stringify(body));
-      t.same(r.json(), { error: r.json().error, code: 'idempotency_key_reused' });
+      t.same(r.json(), { error: r.json().error, code: 'idempotency_key_reused', request_id: r.headers['x-request-id'] });
     }
   });
   // A later change without the key, then the key again: still the first answer, and no write.

@@ -63,7 +63,7 @@ t.test('every theme rule applies to every surface: 422 validation_failed naming 
     for (const [field, value, status, code] of [...rejected.map(([f, v]) => [f, v, 422, 'validation_failed'] as const), ...malformed.map(([f, v]) => [f, v, 400, 'invalid_request'] as const)]) {
       const r = await s.call('PUT', '/v1/branding', { brand_name: 'Changed', surfaces: { [surface]: { app_title: 'Fine', [field]: value } } });
       t.equal(r.statusCode, status, `${surface}.${field}=${JSON.stringify(value).slice(0, 30)}`);
-      t.same(r.json(), { error: r.json().error, code, fields: r.json().fields });
+      t.same(r.json(), { error: r.json().error, code, fields: r.json().fields, request_id: r.headers['x-request-id'] });
       t.match(r.json().error, `surfaces.${surface}.${field}`);
       t.ok(r.json().fields.every((f: { field: string }) => f.field.startsWith(`surfaces.${surface}.${field}`)), 'the one rejected field is listed');
     }

@@ -32,7 +32,7 @@ t.test('theme validation: each rule refuses with 422 validation_failed, an unkno
   for (const [field, value, status, code] of [...rejected.map(([f, v]) => [f, v, 422, 'validation_failed'] as const), ...malformed.map(([f, v]) => [f, v, 400, 'invalid_request'] as const)]) {
     const r = await s.call('PUT', '/v1/branding', { brand_name: 'Fine', [field]: value });
     t.equal(r.statusCode, status, `${field}=${JSON.stringify(value).slice(0, 30)}`);
-    t.same(r.json(), { error: r.json().error, code, fields: r.json().fields });
+    t.same(r.json(), { error: r.json().error, code, fields: r.json().fields, request_id: r.headers['x-request-id'] });
     t.match(r.json().error, field.split('.')[0]!);
   }
   t.same((await s.call('GET', '/v1/branding')).json(), before, 'nothing changed');

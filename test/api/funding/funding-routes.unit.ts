@@ -48,7 +48,7 @@ t.test('funding requests: create, replay, read, list with filters; refusals in t
   for (const [why, b, status, code] of bad) {
     const res = await post(b, `bad-${why}`);
     t.equal(res.statusCode, status, `${why}: ${res.body}`);
-    t.same(Object.keys(res.json()).sort(), res.json().fields ? ['code', 'error', 'fields'] : ['code', 'error'], `${why}: {error, code} or {error, code, fields}`);
+    t.same(Object.keys(res.json()).sort(), res.json().fields ? ['code', 'error', 'fields', 'request_id'] : ['code', 'error', 'request_id'], `${why}: {error, code, request_id} or {error, code, fields, request_id}`);
     t.equal(res.json().code, code, why);
   }
   // Another tenant's holder named in the body is not this workspace's.

@@ -8,7 +8,7 @@ import { setupPlatform } from '../setup-platform.ts';
 import { vaultApp } from '../vault/vault-app.ts';
 import { signedHeaders } from '../../../api/sdk/request-signer.ts';
 
-const ERROR_KEYS = ['code', 'error'];
+const ERROR_KEYS = ['code', 'error', 'request_id'];
 
 t.test('an address past its budget: 429 rate_limited with Retry-After, RateLimit and RateLimit-Policy, before authentication', async (t) => {
   const s = await setupPlatform(t, {}, { API_RATE_LIMIT_PER_ADDRESS: '3' });

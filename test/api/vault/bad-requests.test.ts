@@ -487,7 +487,8 @@ for (const row of rows) {
     t.ok((STATUS_SETS[row.op] as readonly number[]).includes(res.statusCode), `${res.statusCode} is in the status set of ${row.op}`);
     // A schema violation also lists every rejected field (docs/platform/errors.md): one shape on both APIs.
     const fields = (json as { fields?: { field: string; reason: string }[] }).fields;
-    t.same(Object.keys(json).sort(), fields ? ['code', 'error', 'fields'] : ['code', 'error'], 'the body is exactly {error, code} or {error, code, fields}');
+    t.same(Object.keys(json).sort(), fields ? ['code', 'error', 'fields', 'request_id'] : ['code', 'error', 'request_id'], 'the body is exactly {error, code, request_id} or {error, code, fields, request_id}');
+    t.equal((json as { request_id?: unknown }).request_id, res.headers['x-request-id'], 'request_id is the X-Request-Id header\'s');
     if (fields) t.ok(fields.length > 0 && fields.every((f) => typeof json.error === 'string' && json.error.includes(`${f.field}: ${f.reason}`)), 'each listed field is in the message');
     t.equal(json.code, row.code, 'code');
     t.type(json.error, 'string');

@@ -35,7 +35,7 @@ t.test('POST /v1/api-keys refuses each bad key with 400 before the quota, and re
     for (const public_key of [hex, hex.toUpperCase()]) {
       const r = await call('POST', '/v1/api-keys', { public_key });
       t.equal(r.statusCode, 400, `${name}: ${r.body}`);
-      t.same(r.json(), { error: 'public_key is not a valid Ed25519 public key (off the curve, of small order, or not canonically encoded)', code: 'invalid_request' });
+      t.same(r.json(), { error: 'public_key is not a valid Ed25519 public key (off the curve, of small order, or not canonically encoded)', code: 'invalid_request', request_id: r.headers['x-request-id'] });
     }
   }
   t.equal((await vaults.listKeys(org.id)).length, 2, 'no bad key was registered');

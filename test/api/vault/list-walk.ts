@@ -49,7 +49,8 @@ export async function refusesBadLimits(t: Test, call: Call, path: string): Promi
     const r = await call('GET', withQuery(path, `limit=${encodeURIComponent(limit)}`));
     t.equal(r.statusCode, 400, `limit=${limit}`);
     // A schema refusal also lists the field (docs/platform/errors.md): `limit`, by its name.
-    t.same(Object.keys(r.json()).sort(), r.json().fields ? ['code', 'error', 'fields'] : ['code', 'error'], `limit=${limit}: {error, code} or {error, code, fields}`);
+    t.same(Object.keys(r.json()).sort(), r.json().fields ? ['code', 'error', 'fields', 'request_id'] : ['code', 'error', 'request_id'], `limit=${limit}: {error, code, request_id} or {error, code, fields, request_id}`);
+    t.equal(r.json().request_id, r.headers['x-request-id'], `limit=${limit}: request_id is the header's`);
     if (r.json().fields) t.same(r.json().fields.map((f: { field: string }) => f.field), ['limit'], `limit=${limit}: fields names limit`);
     t.equal(r.json().code, 'invalid_request', `limit=${limit}`);
     t.match(r.json().error, /limit/, `limit=${limit}: the message names the parameter`);

@@ -19,7 +19,7 @@ t.test('8 concurrent vault creations at a quota of 4: four 202, four 429, four v
   const { call, store } = await vaultApp(t, { limits: { apiKeysPerOrg: 10, vaultsPerOrg: 4 } });
   const res = await Promise.all(Array.from({ length: 8 }, (_, i) => call('POST', '/v1/vaults', { tier: 'hosted', name: `v${i}` })));
   t.same(res.map((r) => r.statusCode).sort(), [202, 202, 202, 202, 429, 429, 429, 429]);
-  for (const r of res.filter((x) => x.statusCode === 429)) t.same(r.json(), { error: 'vault quota reached (4)', code: 'rate_limited' });
+  for (const r of res.filter((x) => x.statusCode === 429)) t.same(r.json(), { error: 'vault quota reached (4)', code: 'rate_limited', request_id: r.headers['x-request-id'] });
   t.equal((await all<VaultRecord>(store, 'vaults')).length, 4, 'the store holds 4 vaults');
   t.equal((await all(store, 'jobs')).length, 4, 'and 4 key-generation jobs');
   t.equal((await call('POST', '/v1/vaults', { tier: 'hosted' })).statusCode, 429, 'and the quota stays full');
@@ -30,7 +30,7 @@ t.test('8 concurrent API key registrations with room for 4: four 201, four 429, 
   const { call, store, vaults, org } = await vaultApp(t, { limits: { apiKeysPerOrg: 5, vaultsPerOrg: 10 } });
   const res = await Promise.all(Array.from({ length: 8 }, () => call('POST', '/v1/api-keys', { public_key: newPub() })));
   t.same(res.map((r) => r.statusCode).sort(), [201, 201, 201, 201, 429, 429, 429, 429]);
-  for (const r of res.filter((x) => x.statusCode === 429)) t.same(r.json(), { error: 'API key quota reached (5 active keys)', code: 'rate_limited' });
+  for (const r of res.filter((x) => x.statusCode === 429)) t.same(r.json(), { error: 'API key quota reached (5 active keys)', code: 'rate_limited', request_id: r.headers['x-request-id'] });
   const keys = await all<ApiKeyRecord>(store, 'api_keys');
   t.equal(keys.length, 5, 'the store holds 5 keys: the first and the 4 registered');
   const accepted = new Set(res.filter((r) => r.statusCode === 201).map((r) => r.json().id as string));

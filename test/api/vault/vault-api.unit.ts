@@ -32,7 +32,7 @@ t.test('API keys: register, list, revoke; a revoked key stops authenticating at 
   t.ok(rev.json().revoked_at);
   const refused = await call('GET', '/v1/api-keys');
   t.equal(refused.statusCode, 401, 'the revoked key is refused');
-  t.same(Object.keys(refused.json()).sort(), ['code', 'error']);
+  t.same(Object.keys(refused.json()).sort(), ['code', 'error', 'request_id']);
   t.equal(refused.json().code, 'unauthorized');
   t.equal((await call('POST', `/v1/api-keys/${reg.json().id}/revoke`, undefined, newCreds)).statusCode, 409, 'the last active key stays');
 });

@@ -74,7 +74,7 @@ t.test('another organization\'s vault: 404, with or without a cursor; nothing le
   for (const path of [`/v1/vaults/${vault.id}/wallets`, `/v1/vaults/${vault.id}/wallets?chain=evm-local`, `/v1/vaults/${vault.id}/wallets?cursor=${encodeURIComponent(first.next_cursor)}&limit=2`]) {
     const r = await call('GET', path, undefined, credsB);
     t.equal(r.statusCode, 404, `B asks ${path}`);
-    t.same(r.json(), { error: 'no such vault', code: 'not_found' });
+    t.same(r.json(), { error: 'no such vault', code: 'not_found', request_id: r.headers['x-request-id'] });
   }
   t.equal((await call('GET', '/v1/vaults/vlt_missing/wallets')).statusCode, 404, 'an unknown vault');
   const ownB = await call('GET', `/v1/vaults/${vaultB.id}/wallets?limit=2&cursor=${encodeURIComponent(first.next_cursor)}`, undefined, credsB);

@@ -42,7 +42,7 @@ t.test('GET /v1/wallets/{id}: one route, either credential, the linked organizat
   const missing = await s.bearer('GET', '/v1/wallets/wal_000000000000000000000000');
   t.equal(missing.statusCode, 404);
   const expected = missing.json();
-  t.same(expected, { error: 'no such wallet', code: 'not_found' });
+  t.same(expected, { error: 'no such wallet', code: 'not_found', request_id: missing.headers['x-request-id'] });
   // Another workspace of the same tenant, another customer, an unlinked tenant: all as for no wallet.
   const production = await s.acme.key('owner', s.acme.production.id);
   const unlinked = await s.platform.tenancy.createTenant('Solo');
@@ -50,7 +50,8 @@ t.test('GET /v1/wallets/{id}: one route, either credential, the linked organizat
   for (const [what, token] of [['the tenant\'s production workspace', production], ['another customer', s.globex.owner], ['an unlinked tenant', solo]] as const) {
     const r = await s.bearer('GET', url, undefined, token);
     t.equal(r.statusCode, 404, what);
-    t.same(r.json(), expected, `${what}: the answer for a wallet that does not exist`);
+    // Each answer names its own request; all else is the same.
+    t.same(r.json(), { ...expected, request_id: r.headers['x-request-id'] }, `${what}: the answer for a wallet that does not exist`);
   }
   t.equal((await s.signed('GET', url, undefined, s.globex.creds)).statusCode, 404, 'another organization\'s signature, as before');
 

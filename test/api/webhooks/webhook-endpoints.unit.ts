@@ -18,7 +18,7 @@ t.test('bearer keys: missing, malformed, unknown and wrong-secret tokens are 401
   for (const tok of bad) {
     const r = await call('GET', '/v1/webhook-endpoints', undefined, tok ?? '');
     t.equal(r.statusCode, 401);
-    t.same(r.json(), { error: r.json().error, code: 'unauthorized' });
+    t.same(r.json(), { error: r.json().error, code: 'unauthorized', request_id: r.headers['x-request-id'] });
   }
   t.equal((await call('GET', '/v1/webhook-endpoints')).statusCode, 200);
 });
