@@ -57,6 +57,9 @@ async function faultyProxy(t: Test, upstream: number, holdMs: number) {
         else send();
       });
     });
+    // The client may give up first (its timeout destroys the connection): the forward then fails, which
+    // ends this exchange and nothing else.
+    up.on('error', () => req.socket.destroy());
     req.pipe(up);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -70,10 +73,10 @@ async function faultyProxy(t: Test, upstream: number, holdMs: number) {
 async function setup(t: Test) {
   const a = await vaultApp(t, { limits: { apiKeysPerOrg: 10, vaultsPerOrg: 10 } });
   await a.app.listen({ host: '127.0.0.1', port: 0 });
-  const proxy = await faultyProxy(t, (a.app.server.address() as AddressInfo).port, 1_500);
+  const proxy = await faultyProxy(t, (a.app.server.address() as AddressInfo).port, 3_000);
   const client = new CustodyClient({
     baseUrl: `http://127.0.0.1:${proxy.port}`, organization: a.org.id, keyId: a.creds.keyId, secretKey: a.creds.secretKey,
-    timeoutMs: 500, retry: { attempts: 4, baseDelayMs: 20, maxDelayMs: 2_000 },
+    timeoutMs: 1_000, retry: { attempts: 4, baseDelayMs: 20, maxDelayMs: 2_000 },
   });
   return { a, proxy, client };
 }
