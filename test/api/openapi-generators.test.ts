@@ -20,139 +20,142 @@ import { signedHeaders } from '../../api/sdk/request-signer.ts';
 import { EVENT_TYPES } from '../../api/webhooks/event-catalog.ts';
 import { documentApp } from './document-app.ts';
 
-// Lint, typecheck of a 1 MB generated client and 400 example validations: seconds, not milliseconds.
-t.setTimeout(600_000);
-
 type Json = Record<string, unknown>;
 interface Operation extends Json { operationId?: string; description?: string; parameters?: Json[]; requestBody?: { content?: Record<string, Json> }; responses?: Record<string, Json> }
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch']);
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv2020) => unknown;
 
-const { vaults, platform, app } = await documentApp(t, 'openapi-gen-');
-const source = (await app.inject({ method: 'GET', url: '/openapi.json' })).body;
-const doc = JSON.parse(source) as { paths: Record<string, Record<string, Operation>>; webhooks: Record<string, { post: Operation }>; components: { schemas: Record<string, Json> } };
-const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
-  Object.entries(item).filter(([m]) => METHODS.has(m)).map(([m, op]): [string, Operation] => [`${m.toUpperCase()} ${path}`, op]));
+// The app is built, and closed, by a test of its own, not at the top level: the file shares its process
+// with others (test/support/units.ts).
+t.test('the OpenAPI document as generators and linters meet it', async (t) => {
+  // Lint, typecheck of a 1 MB generated client and 400 example validations: seconds, not milliseconds.
+  t.setTimeout(600_000);
+  const { vaults, platform, app } = await documentApp(t, 'openapi-gen-');
+  const source = (await app.inject({ method: 'GET', url: '/openapi.json' })).body;
+  const doc = JSON.parse(source) as { paths: Record<string, Record<string, Operation>>; webhooks: Record<string, { post: Operation }>; components: { schemas: Record<string, Json> } };
+  const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.entries(item).filter(([m]) => METHODS.has(m)).map(([m, op]): [string, Operation] => [`${m.toUpperCase()} ${path}`, op]));
 
-t.test('Redocly\'s recommended rules find no error', async (t) => {
-  const problems = await lintFromString({ source, absoluteRef: 'openapi.json', config: await createConfig({ extends: ['recommended'] }) });
-  const errors = problems.filter((p) => p.severity === 'error').map((p) => `${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`);
-  t.same(errors, [], 'no errors');
-  const warnings = new Map<string, number>();
-  for (const p of problems.filter((p) => p.severity !== 'error')) warnings.set(p.ruleId, (warnings.get(p.ruleId) ?? 0) + 1);
-  t.comment(`warnings: ${JSON.stringify([...warnings])}`);
-  // The only warnings left are liveness, readiness and public reads that cannot answer a 4xx (docs/api-reference.md).
-  t.same([...warnings.keys()].filter((rule) => rule !== 'operation-4xx-response'), [], 'no other warning');
-});
-
-t.test('every operation has a unique operationId by the rule, and a description', async (t) => {
-  t.ok(operations.length > 200, `${operations.length} operations`);
-  const ids = operations.map(([, op]) => op.operationId);
-  t.same(ids.filter((id) => typeof id !== 'string' || !/^[a-z][A-Za-z0-9]*$/.test(id)), [], 'each is a camelCase identifier');
-  t.equal(new Set(ids).size, ids.length, 'no two are the same');
-  const byName = new Map(operations);
-  t.equal(byName.get('GET /v1/webhook-endpoints/{id}')?.operationId, 'getWebhookEndpointsById', 'the rule: method, then the path\'s segments, a parameter as By<Name>');
-  t.equal(byName.get('POST /v1/webhook-endpoints/{id}/rotate')?.operationId, 'postWebhookEndpointsByIdRotate');
-  t.equal(byName.get('GET /healthz')?.operationId, 'getLiveness', 'an override');
-  t.same(operations.filter(([, op]) => typeof op.description !== 'string' || op.description.trim().length < 20).map(([n]) => n), [], 'each is described');
-});
-
-t.test('every request body and JSON success response has an example that validates against its schema', async (t) => {
-  const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
-  addFormats(ajv);
-  ajv.addSchema({ $id: 'doc', components: doc.components });
-  // A `#/components/...` reference is resolved in the document's own components.
-  const rebase = (s: unknown): unknown => JSON.parse(JSON.stringify(s).replaceAll('"#/components/', '"doc#/components/'));
-  const missing: string[] = [];
-  const invalid: string[] = [];
-  let checked = 0;
-  const check = (where: string, media: Json | undefined) => {
-    if (!media?.schema) return;
-    if (media.example === undefined) return void missing.push(where);
-    const validate = ajv.compile(rebase(media.schema) as Json);
-    checked += 1;
-    if (!validate(media.example)) invalid.push(`${where}: ${ajv.errorsText(validate.errors)}`);
-  };
-  for (const [name, op] of operations) {
-    check(`${name} request`, op.requestBody?.content?.['application/json']);
-    for (const [code, r] of Object.entries(op.responses ?? {})) if (/^2\d\d$/.test(code)) check(`${name} ${code}`, (r.content as Record<string, Json> | undefined)?.['application/json']);
-  }
-  for (const [event, item] of Object.entries(doc.webhooks)) check(`webhook ${event}`, item.post.requestBody?.content?.['application/json']);
-  t.same(missing, [], 'none is missing');
-  t.same(invalid, [], 'each validates');
-  t.ok(checked > 300, `${checked} examples validated`);
-});
-
-t.test('errors, headers and webhooks are declared', async (t) => {
-  t.ok(doc.components.schemas.Error, 'the error body is named in components');
-  const out: string[] = [];
-  for (const [name, op] of operations) {
-    for (const [code, r] of Object.entries(op.responses ?? {})) {
-      const schema = ((r.content as Record<string, Json> | undefined)?.['application/json'])?.schema as Json | undefined;
-      if (Number(code) >= 400 && schema?.$ref !== '#/components/schemas/Error') out.push(`${name} ${code}: not the error body`);
-      const headers = (r.headers ?? {}) as Json;
-      if (!headers['X-Request-Id']) out.push(`${name} ${code}: no X-Request-Id`);
-      if ((code === '429' || code === '503') && !headers['Retry-After']) out.push(`${name} ${code}: no Retry-After`);
-    }
-    const header = (n: string) => op.parameters?.find((p) => p.in === 'header' && p.name === n);
-    const security = (op.security ?? []) as Json[];
-    if (security.some((alt) => 'httpSignature' in alt) && !header('Signature-Input')) out.push(`${name}: no Signature-Input`);
-    if (security.some((alt) => 'httpSignature' in alt) && op.requestBody && !header('Content-Digest')) out.push(`${name}: no Content-Digest`);
-    if (/Idempotency-Key/.test(`${String(op.summary)} ${op.description ?? ''}`) && !name.startsWith('GET ') && !header('Idempotency-Key')) out.push(`${name}: says Idempotency-Key but does not declare it`);
-  }
-  t.same(out, [], 'on every operation');
-  const byName = new Map(operations);
-  t.equal(byName.get('POST /v1/payments')?.parameters?.find((p) => p.name === 'Idempotency-Key')?.required, true, 'a payment requires the key');
-  t.equal(byName.get('POST /v1/webhook-endpoints')?.parameters?.find((p) => p.name === 'Idempotency-Key')?.required, false, 'a webhook endpoint takes it');
-  t.same(Object.keys(doc.webhooks).sort(), EVENT_TYPES.map((e) => e.name).sort(), 'every catalog event is a webhook');
-  const paid = doc.webhooks['payment.confirmed']!.post;
-  t.ok(paid.parameters?.some((p) => p.name === 'SVC-Webhook-Signature'), 'with its signature header');
-});
-
-t.test('a client generated by openapi-typescript typechecks and runs a journey through openapi-fetch', async (t) => {
-  // Inside the repository, so the client's imports resolve to its node_modules.
-  const root = resolve(import.meta.dirname, '../..');
-  mkdirSync(join(root, 'node_modules/.cache'), { recursive: true });
-  const out = mkdtempSync(join(root, 'node_modules/.cache/openapi-client-'));
-  t.teardown(() => rmSync(out, { recursive: true, force: true }));
-  writeFileSync(join(out, 'schema.ts'), astToString(await openapiTS(JSON.parse(source) as never)));
-  writeFileSync(join(out, 'journey.ts'), JOURNEY);
-  const program = ts.createProgram([join(out, 'journey.ts')], {
-    strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext,
-    allowImportingTsExtensions: true, skipLibCheck: true, types: [],
+  t.test('Redocly\'s recommended rules find no error', async (t) => {
+    const problems = await lintFromString({ source, absoluteRef: 'openapi.json', config: await createConfig({ extends: ['recommended'] }) });
+    const errors = problems.filter((p) => p.severity === 'error').map((p) => `${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`);
+    t.same(errors, [], 'no errors');
+    const warnings = new Map<string, number>();
+    for (const p of problems.filter((p) => p.severity !== 'error')) warnings.set(p.ruleId, (warnings.get(p.ruleId) ?? 0) + 1);
+    t.comment(`warnings: ${JSON.stringify([...warnings])}`);
+    // The only warnings left are liveness, readiness and public reads that cannot answer a 4xx (docs/api-reference.md).
+    t.same([...warnings.keys()].filter((rule) => rule !== 'operation-4xx-response'), [], 'no other warning');
   });
-  const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
-  t.same(diagnostics, [], 'the generated client and a journey written against it typecheck');
 
-  const journey = await import(pathToFileURL(join(out, 'journey.ts')).href) as Journey;
-  const fetchImpl = async (request: Request): Promise<Response> => {
-    const url = new URL(request.url);
-    const body = request.body ? await request.text() : undefined;
-    const res = await app.inject({ method: request.method as 'GET', url: url.pathname + url.search, headers: { ...Object.fromEntries(request.headers.entries()), host: url.host }, ...(body !== undefined ? { payload: body } : {}) });
-    const headers = new Headers();
-    for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : String(v));
-    return new Response(res.statusCode === 204 ? null : res.body, { status: res.statusCode, headers });
-  };
+  t.test('every operation has a unique operationId by the rule, and a description', async (t) => {
+    t.ok(operations.length > 200, `${operations.length} operations`);
+    const ids = operations.map(([, op]) => op.operationId);
+    t.same(ids.filter((id) => typeof id !== 'string' || !/^[a-z][A-Za-z0-9]*$/.test(id)), [], 'each is a camelCase identifier');
+    t.equal(new Set(ids).size, ids.length, 'no two are the same');
+    const byName = new Map(operations);
+    t.equal(byName.get('GET /v1/webhook-endpoints/{id}')?.operationId, 'getWebhookEndpointsById', 'the rule: method, then the path\'s segments, a parameter as By<Name>');
+    t.equal(byName.get('POST /v1/webhook-endpoints/{id}/rotate')?.operationId, 'postWebhookEndpointsByIdRotate');
+    t.equal(byName.get('GET /healthz')?.operationId, 'getLiveness', 'an override');
+    t.same(operations.filter(([, op]) => typeof op.description !== 'string' || op.description.trim().length < 20).map(([n]) => n), [], 'each is described');
+  });
 
-  const { sandbox } = await platform.tenancy.createTenant('Acme');
-  const owner = await platform.tenancy.createKey(sandbox.id, 'owner');
-  const p = await journey.platform('http://api.test', fetchImpl, owner.token);
-  t.match(p.endpoint, { url: 'https://hooks.example.com/custody', enabled: true }, 'a webhook endpoint is created');
-  t.ok(p.endpoints.includes(p.endpoint.id), 'and listed');
-  t.equal(p.replayed, p.endpoint.id, 'the same Idempotency-Key answers the same endpoint');
-  t.match(p.holder, { type: 'individual' }, 'an account holder is created');
-  t.ok(p.holders.includes(p.holder.id), 'and listed');
-  t.equal(p.missing, 404, 'a read of no such record is the typed error body');
-  t.ok(p.requestId, 'with the X-Request-Id the document declares');
+  t.test('every request body and JSON success response has an example that validates against its schema', async (t) => {
+    const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
+    addFormats(ajv);
+    ajv.addSchema({ $id: 'doc', components: doc.components });
+    // A `#/components/...` reference is resolved in the document's own components.
+    const rebase = (s: unknown): unknown => JSON.parse(JSON.stringify(s).replaceAll('"#/components/', '"doc#/components/'));
+    const missing: string[] = [];
+    const invalid: string[] = [];
+    let checked = 0;
+    const check = (where: string, media: Json | undefined) => {
+      if (!media?.schema) return;
+      if (media.example === undefined) return void missing.push(where);
+      const validate = ajv.compile(rebase(media.schema) as Json);
+      checked += 1;
+      if (!validate(media.example)) invalid.push(`${where}: ${ajv.errorsText(validate.errors)}`);
+    };
+    for (const [name, op] of operations) {
+      check(`${name} request`, op.requestBody?.content?.['application/json']);
+      for (const [code, r] of Object.entries(op.responses ?? {})) if (/^2\d\d$/.test(code)) check(`${name} ${code}`, (r.content as Record<string, Json> | undefined)?.['application/json']);
+    }
+    for (const [event, item] of Object.entries(doc.webhooks)) check(`webhook ${event}`, item.post.requestBody?.content?.['application/json']);
+    t.same(missing, [], 'none is missing');
+    t.same(invalid, [], 'each validates');
+    t.ok(checked > 300, `${checked} examples validated`);
+  });
 
-  const secretKey = ed25519.utils.randomSecretKey();
-  const { key } = await vaults.createOrg('Acme', bytesToHex(ed25519.getPublicKey(secretKey)));
-  const sign = (method: string, url: string, body?: string) => signedHeaders({ keyId: key.id, secretKey }, method, url, body);
-  const v = await journey.vault('http://api.test', fetchImpl, sign, bytesToHex(ed25519.getPublicKey(ed25519.utils.randomSecretKey())));
-  t.equal(v.unsigned, 401, 'an unsigned request is refused');
-  t.ok(v.created.startsWith('key_'), 'a signed POST with a body creates an API key');
-  t.ok(v.keys.includes(v.created) && v.keys.includes(key.id), 'and a signed GET lists it');
-  t.same(v.vaults, [], 'the vault list is read (none yet)');
+  t.test('errors, headers and webhooks are declared', async (t) => {
+    t.ok(doc.components.schemas.Error, 'the error body is named in components');
+    const out: string[] = [];
+    for (const [name, op] of operations) {
+      for (const [code, r] of Object.entries(op.responses ?? {})) {
+        const schema = ((r.content as Record<string, Json> | undefined)?.['application/json'])?.schema as Json | undefined;
+        if (Number(code) >= 400 && schema?.$ref !== '#/components/schemas/Error') out.push(`${name} ${code}: not the error body`);
+        const headers = (r.headers ?? {}) as Json;
+        if (!headers['X-Request-Id']) out.push(`${name} ${code}: no X-Request-Id`);
+        if ((code === '429' || code === '503') && !headers['Retry-After']) out.push(`${name} ${code}: no Retry-After`);
+      }
+      const header = (n: string) => op.parameters?.find((p) => p.in === 'header' && p.name === n);
+      const security = (op.security ?? []) as Json[];
+      if (security.some((alt) => 'httpSignature' in alt) && !header('Signature-Input')) out.push(`${name}: no Signature-Input`);
+      if (security.some((alt) => 'httpSignature' in alt) && op.requestBody && !header('Content-Digest')) out.push(`${name}: no Content-Digest`);
+      if (/Idempotency-Key/.test(`${String(op.summary)} ${op.description ?? ''}`) && !name.startsWith('GET ') && !header('Idempotency-Key')) out.push(`${name}: says Idempotency-Key but does not declare it`);
+    }
+    t.same(out, [], 'on every operation');
+    const byName = new Map(operations);
+    t.equal(byName.get('POST /v1/payments')?.parameters?.find((p) => p.name === 'Idempotency-Key')?.required, true, 'a payment requires the key');
+    t.equal(byName.get('POST /v1/webhook-endpoints')?.parameters?.find((p) => p.name === 'Idempotency-Key')?.required, false, 'a webhook endpoint takes it');
+    t.same(Object.keys(doc.webhooks).sort(), EVENT_TYPES.map((e) => e.name).sort(), 'every catalog event is a webhook');
+    const paid = doc.webhooks['payment.confirmed']!.post;
+    t.ok(paid.parameters?.some((p) => p.name === 'SVC-Webhook-Signature'), 'with its signature header');
+  });
+
+  t.test('a client generated by openapi-typescript typechecks and runs a journey through openapi-fetch', async (t) => {
+    // Inside the repository, so the client's imports resolve to its node_modules.
+    const root = resolve(import.meta.dirname, '../..');
+    mkdirSync(join(root, 'node_modules/.cache'), { recursive: true });
+    const out = mkdtempSync(join(root, 'node_modules/.cache/openapi-client-'));
+    t.teardown(() => rmSync(out, { recursive: true, force: true }));
+    writeFileSync(join(out, 'schema.ts'), astToString(await openapiTS(JSON.parse(source) as never)));
+    writeFileSync(join(out, 'journey.ts'), JOURNEY);
+    const program = ts.createProgram([join(out, 'journey.ts')], {
+      strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      allowImportingTsExtensions: true, skipLibCheck: true, types: [],
+    });
+    const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+    t.same(diagnostics, [], 'the generated client and a journey written against it typecheck');
+
+    const journey = await import(pathToFileURL(join(out, 'journey.ts')).href) as Journey;
+    const fetchImpl = async (request: Request): Promise<Response> => {
+      const url = new URL(request.url);
+      const body = request.body ? await request.text() : undefined;
+      const res = await app.inject({ method: request.method as 'GET', url: url.pathname + url.search, headers: { ...Object.fromEntries(request.headers.entries()), host: url.host }, ...(body !== undefined ? { payload: body } : {}) });
+      const headers = new Headers();
+      for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : String(v));
+      return new Response(res.statusCode === 204 ? null : res.body, { status: res.statusCode, headers });
+    };
+
+    const { sandbox } = await platform.tenancy.createTenant('Acme');
+    const owner = await platform.tenancy.createKey(sandbox.id, 'owner');
+    const p = await journey.platform('http://api.test', fetchImpl, owner.token);
+    t.match(p.endpoint, { url: 'https://hooks.example.com/custody', enabled: true }, 'a webhook endpoint is created');
+    t.ok(p.endpoints.includes(p.endpoint.id), 'and listed');
+    t.equal(p.replayed, p.endpoint.id, 'the same Idempotency-Key answers the same endpoint');
+    t.match(p.holder, { type: 'individual' }, 'an account holder is created');
+    t.ok(p.holders.includes(p.holder.id), 'and listed');
+    t.equal(p.missing, 404, 'a read of no such record is the typed error body');
+    t.ok(p.requestId, 'with the X-Request-Id the document declares');
+
+    const secretKey = ed25519.utils.randomSecretKey();
+    const { key } = await vaults.createOrg('Acme', bytesToHex(ed25519.getPublicKey(secretKey)));
+    const sign = (method: string, url: string, body?: string) => signedHeaders({ keyId: key.id, secretKey }, method, url, body);
+    const v = await journey.vault('http://api.test', fetchImpl, sign, bytesToHex(ed25519.getPublicKey(ed25519.utils.randomSecretKey())));
+    t.equal(v.unsigned, 401, 'an unsigned request is refused');
+    t.ok(v.created.startsWith('key_'), 'a signed POST with a body creates an API key');
+    t.ok(v.keys.includes(v.created) && v.keys.includes(key.id), 'and a signed GET lists it');
+    t.same(v.vaults, [], 'the vault list is read (none yet)');
+  });
 });
 
 type Fetch = (request: Request) => Promise<Response>;
