@@ -233,7 +233,7 @@ t.test('token operations and gasless transfers, on the app over one anvil', asyn
       'tokenization.operation.failed': { token_id: tok.id, operation_id: over.id, kind: 'mint', reason: 'onchain_revert' },
     };
     for (const [name, want] of Object.entries(rows)) await received(t, name, rx, want, verified);
-    t.same(Object.keys(rows).sort(), elsewhereIn('test/api/tokenization/token-operations.test.ts'), 'exactly the rows the catalog test counts on');
+    t.same(Object.keys(rows).sort(), elsewhereIn('test/api/tokenization/token-operations.unit.ts'), 'exactly the rows the catalog test counts on');
     t.equal((await s.call('GET', `${base}/operations?kind=mint`)).json().data.length, 3);
     const page = (await s.call('GET', `${base}/operations?limit=3`)).json();
     t.match(page, { has_more: true });
