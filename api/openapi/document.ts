@@ -4,7 +4,7 @@
 // overrides), a description for every operation, the error body named in `components` and referenced by
 // every error response, the request headers (Idempotency-Key, the request signature) and response
 // headers (X-Request-Id, Retry-After) where they apply, an example for every request body and success
-// response, and the webhook payloads as OpenAPI 3.1 `webhooks`. test/api/openapi-generators.test.ts
+// response, and the webhook payloads as OpenAPI 3.1 `webhooks`. test/api/openapi-generators.unit.ts
 // lints the result and generates a client from it.
 import { EVENT_TYPES } from '../webhooks/event-catalog.ts';
 import { DESCRIPTIONS } from './descriptions.ts';

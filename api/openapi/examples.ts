@@ -1,6 +1,6 @@
 // Examples for the OpenAPI document (docs/api-reference.md): written by hand, by operationId, where a
 // realistic value matters to a reader; otherwise built from the schema by `exampleOf`. Each one is
-// validated against its own schema in test/api/openapi-generators.test.ts.
+// validated against its own schema in test/api/openapi-generators.unit.ts.
 type Json = Record<string, unknown>;
 
 export const EXAMPLES: Readonly<Record<string, { request?: unknown; response?: unknown }>> = {

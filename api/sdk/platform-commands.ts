@@ -9,7 +9,7 @@
 //   no verb (`payments quote`, `webhook-deliveries replay <id>`, `webhook-endpoints rotate <id>`).
 //
 // A few operations the rule would give the same words as another are named in COMMAND_OVERRIDES; the
-// test (test/api/sdk/platform-operations.test.ts) checks that no two commands are the same.
+// test (test/api/sdk/platform-operations.unit.ts) checks that no two commands are the same.
 import { PLATFORM_OPERATIONS, pathParams, type PlatformOperation } from './platform-operations.ts';
 
 export interface PlatformCommand {

