@@ -1,4 +1,0 @@
-// Shard 9 of the in-process test files (*.unit.ts), run in one process; test/support/units.ts says why.
-import { runUnitShard } from '../support/units.ts';
-
-await runUnitShard(9);
