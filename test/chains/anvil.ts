@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { createPublicClient, createTestClient, http, type PublicClient, type TestClient } from 'viem';
+import { mnemonicToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
 import { freePort, waitUntil } from '../cluster/cluster-harness.ts';
 
@@ -11,6 +12,9 @@ const require = createRequire(import.meta.url);
 export function anvilBinary(): string {
   return join(dirname(require.resolve('@foundry-rs/anvil-linux-amd64/package.json')), 'bin', 'anvil');
 }
+
+/** Account `i` of anvil's development mnemonic: funded on every anvil these tests start, never a real key. */
+export const anvilAccount = (i: number) => mnemonicToAccount('test test test test test test test test test test test junk', { addressIndex: i });
 
 export interface Anvil {
   url: string;

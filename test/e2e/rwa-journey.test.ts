@@ -13,7 +13,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { createWalletClient, encodeFunctionData, getAddress, http, keccak256, toHex, type Hex } from 'viem';
 import { foundry } from 'viem/chains';
-import { mnemonicToAccount } from 'viem/accounts';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import { startTokenizationStack, type Reply } from './tokenization-stack.ts';
@@ -30,6 +29,7 @@ import { leafHash } from '../../api/rwa/log/merkle.ts';
 import { LOG_ENTRIES, entryId } from '../../api/rwa/log/collections.ts';
 import type { LogEntryRecord } from '../../api/rwa/log/records.ts';
 import { RecordStore } from '../../api/store/record-store.ts';
+import { anvilAccount } from '../chains/anvil.ts';
 
 t.setTimeout(900_000);
 
@@ -42,7 +42,7 @@ await t.test('the tokenization journey', async (t) => {
   owners = (await tokenizationJourney(t, s)).owners;
 });
 
-const account = (i: number) => mnemonicToAccount('test test test test test test test test test test test junk', { addressIndex: i });
+const account = anvilAccount;
 // Accounts 1-5 are the tokenization journey's and 7 the service deployer: the holders are others.
 const [alice, bob, carol, coinIssuer] = [account(8), account(9), account(10), account(11)];
 const erc20 = builtArtifact('ManagedERC20').abi;

@@ -19,7 +19,6 @@ import {
   createWalletClient, encodeDeployData, encodeFunctionData, getAddress, getContractAddress, http, keccak256, parseAbiItem, stringToBytes, toHex, zeroHash, type Hex,
 } from 'viem';
 import { foundry } from 'viem/chains';
-import { mnemonicToAccount } from 'viem/accounts';
 import type { OperationView, TokenizationStack, TokenView } from './tokenization-stack.ts';
 import { waitUntil } from '../cluster/cluster-harness.ts';
 import { mining } from './stack.ts';
@@ -31,8 +30,9 @@ import { encodeMultiSend } from '../../api/tokenization/chain/multisend.ts';
 import { DETERMINISTIC_DEPLOYER } from '../../api/tokenization/chain/deterministic-deployer.ts';
 import { SAFE_ABI } from '../../api/tokenization/chain/safe-abi.ts';
 import { decodeIntent } from '../../core/intents/intent.ts';
+import { anvilAccount } from '../chains/anvil.ts';
 
-const account = (i: number) => mnemonicToAccount('test test test test test test test test test test test junk', { addressIndex: i });
+const account = anvilAccount;
 const issuer = account(1);
 const holder = account(2);
 const friend = account(3);

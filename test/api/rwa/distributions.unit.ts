@@ -10,7 +10,6 @@
 import t from 'tap';
 import { createWalletClient, getAddress, http, type Hex } from 'viem';
 import { foundry } from 'viem/chains';
-import { mnemonicToAccount } from 'viem/accounts';
 import { tokenizationApp, type TokenizationApp } from '../tokenization/tokenization-app.ts';
 import { builtArtifact } from '../../../api/tokenization/chain/artifacts.ts';
 import { packSafeSignatures, safeTxTypedData, type SafeTransaction } from '../../../api/tokenization/chain/safe-transaction.ts';
@@ -20,6 +19,7 @@ import { CORPORATE_ACTIONS, DISTRIBUTIONS } from '../../../api/rwa/actions/colle
 import type { Actor } from '../../../api/tenancy/audit-log.ts';
 import { MemoryTokenLog } from './memory-token-log.ts';
 import { TransferLogCapTable } from './transfer-cap-table.ts';
+import { anvilAccount } from '../../chains/anvil.ts';
 
 // The app and its anvil are started, and stopped, by a test of its own, not at the top level: the file
 // shares its process with others (test/support/units.ts).
@@ -31,7 +31,7 @@ t.test('corporate actions and distributions, on the app over one anvil', async (
   const capTable = new TransferLogCapTable(() => ({ client: built.app!.chain.client, tokens: built.app!.tokenization.tokens }));
   const s = await tokenizationApp(t, { rwa: { log, capTable } });
   built.app = s;
-  const account = (i: number) => mnemonicToAccount('test test test test test test test test test test test junk', { addressIndex: i });
+  const account = anvilAccount;
   const outsider = account(5);
   const [h1, h2, h3, h4] = [account(6), account(7), account(8), account(12)];
   const client = s.chain.client;

@@ -9,7 +9,6 @@
 import t from 'tap';
 import { createWalletClient, getAddress, http, type Address, type Hex } from 'viem';
 import { foundry } from 'viem/chains';
-import { mnemonicToAccount } from 'viem/accounts';
 import { tokenizationApp } from '../tokenization/tokenization-app.ts';
 import { builtArtifact } from '../../../api/tokenization/chain/artifacts.ts';
 import { safeTxTypedData, type SafeTransaction } from '../../../api/tokenization/chain/safe-transaction.ts';
@@ -17,6 +16,7 @@ import { ELIGIBILITY, LOCKUPS } from '../../../api/rwa/holders/holders-service.t
 import { MemoryTokenLog } from './memory-token-log.ts';
 import { operationChainChecker } from '../../../api/rwa/log/operation-provenance.ts';
 import type { ProvenanceContext } from '../../../api/rwa/log/provenance.ts';
+import { anvilAccount } from '../../chains/anvil.ts';
 
 // The app and its anvil are started, and stopped, by a test of its own, not at the top level: the file
 // shares its process with others (test/support/units.ts).
@@ -24,7 +24,7 @@ t.test('holders and the access registry, on the app over one anvil', async (t) =
   t.setTimeout(300_000);
   const log = new MemoryTokenLog();
   const s = await tokenizationApp(t, { rwaTokenLog: log });
-  const account = (i: number) => mnemonicToAccount('test test test test test test test test test test test junk', { addressIndex: i });
+  const account = anvilAccount;
   const outsider = account(5);
   const alice = account(6);
   const bob = account(7); // never made eligible

@@ -4,17 +4,17 @@
 // and `relationships` reads both tokens' code on chain.
 import t from 'tap';
 import { getAddress, type Hex } from 'viem';
-import { mnemonicToAccount } from 'viem/accounts';
 import { tokenizationApp } from '../tokenization/tokenization-app.ts';
 import { safeTxTypedData, type SafeTransaction } from '../../../api/tokenization/chain/safe-transaction.ts';
+import { anvilAccount } from '../../chains/anvil.ts';
 
 // The app and its anvil are started, and stopped, by a test of its own, not at the top level: the file
 // shares its process with others (test/support/units.ts).
 t.test('a token\'s instances, on the app over one anvil', async (t) => {
   t.setTimeout(300_000);
   const s = await tokenizationApp(t);
-  const outsider = mnemonicToAccount('test test test test test test test test test test test junk', { addressIndex: 5 });
-  const holder = mnemonicToAccount('test test test test test test test test test test test junk', { addressIndex: 6 });
+  const outsider = anvilAccount(5);
+  const holder = anvilAccount(6);
   let n = 0;
   const key = () => ({ 'idempotency-key': `inst-${n++}` });
 

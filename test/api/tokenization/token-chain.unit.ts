@@ -9,10 +9,9 @@
 import t from 'tap';
 import { createRequire } from 'node:module';
 import { concat, createWalletClient, encodeFunctionData, getAddress, http, keccak256, parseEventLogs, type Abi, type Address, type Hex, type PublicClient, slice, toFunctionSelector, zeroAddress } from 'viem';
-import { mnemonicToAccount } from 'viem/accounts';
 import { foundry } from 'viem/chains';
 import { buildSignatureBytes, calculateSafeTransactionHash, EthSafeSignature } from '@safe-global/protocol-kit';
-import { startAnvil } from '../../chains/anvil.ts';
+import { anvilAccount, startAnvil } from '../../chains/anvil.ts';
 import { builtArtifact, codeMatches, safeArtifact } from '../../../api/tokenization/chain/artifacts.ts';
 import { ChainStepError, failureOf } from '../../../api/tokenization/chain/chain-failure.ts';
 import { DETERMINISTIC_DEPLOYER, DETERMINISTIC_DEPLOYER_CODE } from '../../../api/tokenization/chain/deterministic-deployer.ts';
@@ -31,7 +30,7 @@ t.test('the token contracts and Safes on one anvil', async (t) => {
   const anvil = await startAnvil();
   t.teardown(() => anvil.stop());
   const client = anvil.publicClient as PublicClient;
-  const account = (i: number) => mnemonicToAccount('test test test test test test test test test test test junk', { addressIndex: i });
+  const account = anvilAccount;
   const [relayer, ownerA, ownerB, ownerC, minter, holder, other, lost, heir, operator] = Array.from({ length: 10 }, (_, i) => account(i));
   const wallet = (a: ReturnType<typeof account>) => createWalletClient({ chain: foundry, transport: http(anvil.url), account: a });
   const sender = walletSender(wallet(relayer!));

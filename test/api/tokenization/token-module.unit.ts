@@ -11,7 +11,6 @@
 import t from 'tap';
 import { createWalletClient, encodeFunctionData, getAddress, http, parseEther, type Hex } from 'viem';
 import { foundry } from 'viem/chains';
-import { mnemonicToAccount } from 'viem/accounts';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { tokenizationApp } from './tokenization-app.ts';
 import { builtArtifact } from '../../../api/tokenization/chain/artifacts.ts';
@@ -22,13 +21,14 @@ import { failureOf } from '../../../api/tokenization/chain/chain-failure.ts';
 import { encodeIntent, signIntent } from '../../../core/intents/intent.ts';
 import { TRANSACTIONS } from '../../../api/transactions/collections.ts';
 import { OPERATIONS } from '../../../api/tokenization/collections.ts';
+import { anvilAccount } from '../../chains/anvil.ts';
 
 // The app and its anvil are started, and stopped, by a test of its own, not at the top level: the file
 // shares its process with others (test/support/units.ts).
 t.test('the Zodiac Roles module, on the app over one anvil', async (t) => {
   t.setTimeout(300_000);
   const s = await tokenizationApp(t);
-  const outsider = mnemonicToAccount('test test test test test test test test test test test junk', { addressIndex: 5 });
+  const outsider = anvilAccount(5);
   const client = s.chain.client;
   const abi = builtArtifact('ManagedERC20').abi;
   const key = (k: string) => ({ 'idempotency-key': k });

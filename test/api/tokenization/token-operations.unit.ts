@@ -14,7 +14,7 @@
 import t from 'tap';
 import { createWalletClient, encodeFunctionData, parseAbi, zeroAddress, getAddress, hashTypedData, http, keccak256, toHex, type Address, type Hex } from 'viem';
 import { foundry } from 'viem/chains';
-import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from 'viem/accounts';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { DEPLOYER_KEY, tokenizationApp } from './tokenization-app.ts';
 import { builtArtifact } from '../../../api/tokenization/chain/artifacts.ts';
@@ -35,6 +35,7 @@ import { loadApiConfig } from '../../../api/config.ts';
 import { evmNetwork } from '../../../core/chains/evm/evm-networks.ts';
 import { httpStatusOfCode } from '../../../core/errors/http-status.ts';
 import type { CustodyError } from '../../../core/errors/custody-error.ts';
+import { anvilAccount } from '../../chains/anvil.ts';
 
 // The app and its anvil are started, and stopped, by a test of its own, not at the top level: the file
 // shares its process with others (test/support/units.ts).
@@ -42,7 +43,7 @@ t.test('token operations and gasless transfers, on the app over one anvil', asyn
   t.setTimeout(300_000);
   const s = await tokenizationApp(t, {}, { loopbackWebhooks: true });
   const safeAbi = parseAbi(['function execTransaction(address to, uint256 value, bytes data, uint8 operation, uint256 safeTxGas, uint256 baseGas, uint256 gasPrice, address gasToken, address refundReceiver, bytes signatures) payable returns (bool)']);
-  const account = (i: number) => mnemonicToAccount('test test test test test test test test test test test junk', { addressIndex: i });
+  const account = anvilAccount;
   const outsider = account(5);
   const holder = account(6);
   const fresh = account(8);

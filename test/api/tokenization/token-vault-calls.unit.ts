@@ -9,7 +9,7 @@
 // submitted. Every refusal changes nothing (records and vault transactions counted).
 import t from 'tap';
 import { encodeFunctionData, getAddress, hexToBytes as viemHexToBytes, keccak256, toHex, type Hex } from 'viem';
-import { privateKeyToAccount, mnemonicToAccount } from 'viem/accounts';
+import { privateKeyToAccount } from 'viem/accounts';
 import { HDKey } from '@scure/bip32';
 import { bytesToHex, hexToBytes } from '@noble/hashes/utils.js';
 import { tokenizationApp } from './tokenization-app.ts';
@@ -21,13 +21,14 @@ import { mintCalldata, nftTransferCalldata } from '../../../core/chains/evm/toke
 import { CustodyClient } from '../../../api/sdk/client.ts';
 import { TRANSACTIONS } from '../../../api/transactions/collections.ts';
 import { waitUntil } from '../../cluster/cluster-harness.ts';
+import { anvilAccount } from '../../chains/anvil.ts';
 
 // The app and its anvil are started, and stopped, by a test of its own, not at the top level: the file
 // shares its process with others (test/support/units.ts).
 t.test('tokens called from vault wallets, on the app over one anvil', async (t) => {
   t.setTimeout(300_000);
   const s = await tokenizationApp(t);
-  const account = (i: number) => mnemonicToAccount('test test test test test test test test test test test junk', { addressIndex: i });
+  const account = anvilAccount;
   const outsider = account(5);
   const holder = account(6);
   const fresh = account(8);

@@ -7,20 +7,20 @@
 // another workspace's records are 404; bad input gets its status and code and changes nothing.
 import t from 'tap';
 import { getAddress, hashMessage, type Address, type Hex } from 'viem';
-import { mnemonicToAccount } from 'viem/accounts';
 import { tokenizationApp } from './tokenization-app.ts';
 import { builtArtifact, codeMatches } from '../../../api/tokenization/chain/artifacts.ts';
 import { SAFE_ABI } from '../../../api/tokenization/chain/safe-abi.ts';
 import { createSafe, safeSaltNonce } from '../../../api/tokenization/chain/safe-proxy.ts';
 import { infrastructureAddresses } from '../../../api/tokenization/chain/safe-infrastructure.ts';
 import { eventType } from '../../../api/webhooks/event-catalog.ts';
+import { anvilAccount } from '../../chains/anvil.ts';
 
 // The app and its anvil are started, and stopped, by a test of its own, not at the top level: the file
 // shares its process with others (test/support/units.ts).
 t.test('the tokenization API, on the app over one anvil', async (t) => {
   t.setTimeout(300_000);
   const s = await tokenizationApp(t);
-  const account = (i: number) => mnemonicToAccount('test test test test test test test test test test test junk', { addressIndex: i });
+  const account = anvilAccount;
   const issuer = account(3);
   const stranger = account(4);
   const client = s.chain.client;
