@@ -117,6 +117,18 @@ t.test('headless Chromium: email code, then email code and TOTP, back to the BFF
   });
   t.teardown(() => context.close());
   const page = context.pages()[0] ?? await context.newPage();
+  /** On the Account Center's page: signs in by email code and enrols an authenticator; its secret. */
+  const enrolTotp = async (email: string): Promise<Secret> => {
+    await page.fill('#email', email);
+    await Promise.all([page.waitForSelector('#code'), page.click('#submit')]);
+    await page.fill('#code', await h.sink.nextCode(email));
+    await Promise.all([page.waitForSelector('#enrol'), page.click('#submit')]);
+    await Promise.all([page.waitForSelector('#totp-secret'), page.click('#enrol')]);
+    const secret = Secret.fromBase32((await page.textContent('#totp-secret'))!.trim());
+    await page.fill('#totp', TOTP.generate({ secret, algorithm: 'SHA1', digits: 6, period: 30 }));
+    await Promise.all([page.waitForSelector('#remove'), page.click('#submit')]);
+    return secret;
+  };
   page.setDefaultTimeout(10_000);
   const scriptErrors: string[] = [];
   // A CSP violation is a console error; a failed load other than the favicon a failed response.
@@ -156,14 +168,7 @@ t.test('headless Chromium: email code, then email code and TOTP, back to the BFF
   accountSession = outcomes[0]!.grant!.session_id;
   await page.goto(`${bffOrigin}/account?session=${accountSession}`);
   t.match(page.url(), new RegExp(`^${api}/v1/account-center/hac_`), 'the BFF sent the browser to the Account Center');
-  await page.fill('#email', 'alice@acme.test');
-  await Promise.all([page.waitForSelector('#code'), page.click('#submit')]);
-  await page.fill('#code', await h.sink.nextCode('alice@acme.test'));
-  await Promise.all([page.waitForSelector('#enrol'), page.click('#submit')]);
-  await Promise.all([page.waitForSelector('#totp-secret'), page.click('#enrol')]);
-  const secret = Secret.fromBase32((await page.textContent('#totp-secret'))!.trim());
-  await page.fill('#totp', TOTP.generate({ secret, algorithm: 'SHA1', digits: 6, period: 30 }));
-  await Promise.all([page.waitForSelector('#remove'), page.click('#submit')]);
+  const secret = await enrolTotp('alice@acme.test');
   t.match(await page.textContent('#factor-status'), /set up/, 'the factor is enrolled');
   await Promise.all([page.waitForURL(`${callback}?**`), page.click('#finish')]);
   t.match(accountOutcome, { status: 200, summary: { member_id: alice.id, changes: ['totp_enrolled'], factors: [{ type: 'totp' }] } }, 'the BFF learns what changed');
@@ -338,14 +343,7 @@ t.test('headless Chromium: email code, then email code and TOTP, back to the BFF
 
     // Account Center handoff: the package sends the browser there; back on the page, the visit's result.
     await Promise.all([page.waitForURL(/\/v1\/account-center\/hac_/), page.click('#account-center')]);
-    await page.fill('#email', 'carol@acme.test');
-    await Promise.all([page.waitForSelector('#code'), page.click('#submit')]);
-    await page.fill('#code', await h.sink.nextCode('carol@acme.test'));
-    await Promise.all([page.waitForSelector('#enrol'), page.click('#submit')]);
-    await Promise.all([page.waitForSelector('#totp-secret'), page.click('#enrol')]);
-    const secret = Secret.fromBase32((await page.textContent('#totp-secret'))!.trim());
-    await page.fill('#totp', TOTP.generate({ secret, algorithm: 'SHA1', digits: 6, period: 30 }));
-    await Promise.all([page.waitForSelector('#remove'), page.click('#submit')]);
+    await enrolTotp('carol@acme.test');
     await Promise.all([page.waitForURL(`${bffOrigin}/`), page.click('#finish')]);
     await page.waitForSelector('#sign-out:not([hidden])');
     t.match(await page.evaluate(async (url) => new ((await import(url)) as Pkg).BffClient().accountCenterResult(), url), { member_id: carol.id, changes: ['totp_enrolled'], factors: [{ type: 'totp' }] }, 'what the visit changed');
