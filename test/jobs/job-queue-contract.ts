@@ -69,14 +69,16 @@ export function jobQueueContract(t: Test, queue: JobQueue, store: RecordReposito
   t.test('a job is not claimed before its runAt, nor for another kind; limit is honoured', async (t) => {
     const kind = fresh();
     const other = fresh();
-    const later = await queue.enqueue(kind, 'later', {}, { runAt: Date.now() + 400 });
+    // Due in 3 s: the claims below run before then even on a loaded machine (0.4 s was not always enough).
+    const runAt = Date.now() + 3_000;
+    const later = await queue.enqueue(kind, 'later', {}, { runAt });
     const now = [];
     for (const i of [0, 1, 2]) now.push(await queue.enqueue(kind, `now${i}`, { i }));
     t.same(await queue.claim('w', [other], 10, 10_000), []);
     const first = await queue.claim('w', [kind], 2, 10_000);
     t.same(first.map((j) => j.id), now.slice(0, 2).map((r) => r.job.id), 'oldest due first, at most the limit');
     t.same((await queue.claim('w', [kind, other], 10, 10_000)).map((j) => j.id), [now[2]!.job.id], 'the future job waits');
-    await sleep(450);
+    await sleep(runAt - Date.now() + 50);
     t.same((await queue.claim('w', [kind], 10, 10_000)).map((j) => j.id), [later.job.id], 'due now');
   });
 
