@@ -42,9 +42,8 @@ await t.test('the tokenization journey', async (t) => {
   owners = (await tokenizationJourney(t, s)).owners;
 });
 
-const account = anvilAccount;
 // Accounts 1-5 are the tokenization journey's and 7 the service deployer: the holders are others.
-const [alice, bob, carol, coinIssuer] = [account(8), account(9), account(10), account(11)];
+const [alice, bob, carol, coinIssuer] = [anvilAccount(8), anvilAccount(9), anvilAccount(10), anvilAccount(11)];
 const erc20 = builtArtifact('ManagedERC20').abi;
 const registryAbi = builtArtifact('AccessRegistry').abi;
 // The token's ABI with the registry's errors, so a refusal by the registry decodes.

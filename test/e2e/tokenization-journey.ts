@@ -32,12 +32,11 @@ import { SAFE_ABI } from '../../api/tokenization/chain/safe-abi.ts';
 import { decodeIntent } from '../../core/intents/intent.ts';
 import { anvilAccount } from '../chains/anvil.ts';
 
-const account = anvilAccount;
-const issuer = account(1);
-const holder = account(2);
-const friend = account(3);
-const operator = account(4);
-const replacement = account(5);
+const issuer = anvilAccount(1);
+const holder = anvilAccount(2);
+const friend = anvilAccount(3);
+const operator = anvilAccount(4);
+const replacement = anvilAccount(5);
 const MINTER = keccak256(toHex('MINTER_ROLE'));
 const PAUSER = keccak256(toHex('PAUSER_ROLE'));
 const erc20 = builtArtifact('ManagedERC20').abi;

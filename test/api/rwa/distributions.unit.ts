@@ -31,9 +31,8 @@ t.test('corporate actions and distributions, on the app over one anvil', async (
   const capTable = new TransferLogCapTable(() => ({ client: built.app!.chain.client, tokens: built.app!.tokenization.tokens }));
   const s = await tokenizationApp(t, { rwa: { log, capTable } });
   built.app = s;
-  const account = anvilAccount;
-  const outsider = account(5);
-  const [h1, h2, h3, h4] = [account(6), account(7), account(8), account(12)];
+  const outsider = anvilAccount(5);
+  const [h1, h2, h3, h4] = [anvilAccount(6), anvilAccount(7), anvilAccount(8), anvilAccount(12)];
   const client = s.chain.client;
   const abi = builtArtifact('ManagedERC20').abi;
   const key = (k: string) => ({ 'idempotency-key': k });

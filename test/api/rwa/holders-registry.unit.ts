@@ -24,11 +24,10 @@ t.test('holders and the access registry, on the app over one anvil', async (t) =
   t.setTimeout(300_000);
   const log = new MemoryTokenLog();
   const s = await tokenizationApp(t, { rwaTokenLog: log });
-  const account = anvilAccount;
-  const outsider = account(5);
-  const alice = account(6);
-  const bob = account(7); // never made eligible
-  const carol = account(8);
+  const outsider = anvilAccount(5);
+  const alice = anvilAccount(6);
+  const bob = anvilAccount(7); // never made eligible
+  const carol = anvilAccount(8);
   const client = s.chain.client;
   const registryAbi = builtArtifact('AccessRegistry').abi;
   // The token's ABI with the registry's errors, so a refusal by the registry decodes.

@@ -30,9 +30,8 @@ t.test('the token contracts and Safes on one anvil', async (t) => {
   const anvil = await startAnvil();
   t.teardown(() => anvil.stop());
   const client = anvil.publicClient as PublicClient;
-  const account = anvilAccount;
-  const [relayer, ownerA, ownerB, ownerC, minter, holder, other, lost, heir, operator] = Array.from({ length: 10 }, (_, i) => account(i));
-  const wallet = (a: ReturnType<typeof account>) => createWalletClient({ chain: foundry, transport: http(anvil.url), account: a });
+  const [relayer, ownerA, ownerB, ownerC, minter, holder, other, lost, heir, operator] = Array.from({ length: 10 }, (_, i) => anvilAccount(i));
+  const wallet = (a: ReturnType<typeof anvilAccount>) => createWalletClient({ chain: foundry, transport: http(anvil.url), account: a });
   const sender = walletSender(wallet(relayer!));
   const owners = [ownerA!, ownerB!, ownerC!].map((a) => a.address);
   const infra = infrastructureAddresses();
@@ -46,7 +45,7 @@ t.test('the token contracts and Safes on one anvil', async (t) => {
   const role = (name: string) => keccak256(new TextEncoder().encode(name));
 
   /** Sends `fn(args)` from `who` to `to` and waits; throws ChainStepError-classified failures. */
-  async function send(who: ReturnType<typeof account>, to: Address, abi: Abi, functionName: string, args: unknown[]) {
+  async function send(who: ReturnType<typeof anvilAccount>, to: Address, abi: Abi, functionName: string, args: unknown[]) {
     const hash = await wallet(who).writeContract({ address: to, abi, functionName, args, chain: foundry, account: who });
     const r = await client.waitForTransactionReceipt({ hash });
     if (r.status !== 'success') throw new Error(`${functionName} reverted`);

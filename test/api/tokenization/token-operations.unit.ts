@@ -43,10 +43,9 @@ t.test('token operations and gasless transfers, on the app over one anvil', asyn
   t.setTimeout(300_000);
   const s = await tokenizationApp(t, {}, { loopbackWebhooks: true });
   const safeAbi = parseAbi(['function execTransaction(address to, uint256 value, bytes data, uint8 operation, uint256 safeTxGas, uint256 baseGas, uint256 gasPrice, address gasToken, address refundReceiver, bytes signatures) payable returns (bool)']);
-  const account = anvilAccount;
-  const outsider = account(5);
-  const holder = account(6);
-  const fresh = account(8);
+  const outsider = anvilAccount(5);
+  const holder = anvilAccount(6);
+  const fresh = anvilAccount(8);
   const client = s.chain.client;
   const abi = builtArtifact('ManagedERC20').abi;
   const key = (k: string) => ({ 'idempotency-key': k });
@@ -167,7 +166,7 @@ t.test('token operations and gasless transfers, on the app over one anvil', asyn
     for (const op of [failed, pause]) {
       const x = op.safe_tx;
       const sigs = await packSafeSignatures(op.safe_tx_hash as Hex, (op.signatures as { owner: Address; signature: Hex }[]).map((g) => ({ owner: g.owner, signature: g.signature })));
-      const replay = client.simulateContract({ account: account(8), address: tok.safe, abi: safeAbi, functionName: 'execTransaction', args: [getAddress(String(x.to)), BigInt(x.value!), x.data as Hex, Number(x.operation), 0n, 0n, 0n, getAddress(String(x.gas_token)), getAddress(String(x.refund_receiver)), sigs] });
+      const replay = client.simulateContract({ account: anvilAccount(8), address: tok.safe, abi: safeAbi, functionName: 'execTransaction', args: [getAddress(String(x.to)), BigInt(x.value!), x.data as Hex, Number(x.operation), 0n, 0n, 0n, getAddress(String(x.gas_token)), getAddress(String(x.refund_receiver)), sigs] });
       await t.rejects(replay, /GS026|GS013|GS025/, `${op.kind}'s signatures at nonce ${x.nonce} no longer execute`);
     }
     t.equal(await client.readContract({ address: tok.address, abi, functionName: 'paused' }), true, 'on chain: paused');
@@ -188,8 +187,8 @@ t.test('token operations and gasless transfers, on the app over one anvil', asyn
     t.equal(await balance(fresh.address), 100n, 'on chain: transfers again after unpause');
 
     // Recover the holder's balance to a new address; revoke the Safe's minter role.
-    t.equal((await run('recover', { lost: holder.address, to: account(7).address }, ['w1', 'out'])).state, 'confirmed');
-    t.same([await balance(holder.address), await balance(account(7).address)], [0n, 500n], 'on chain: recovered');
+    t.equal((await run('recover', { lost: holder.address, to: anvilAccount(7).address }, ['w1', 'out'])).state, 'confirmed');
+    t.same([await balance(holder.address), await balance(anvilAccount(7).address)], [0n, 500n], 'on chain: recovered');
     // Mint to the Safe and burn part of what it holds; remove its mint policy.
     t.equal((await run('mint', { to: tok.safe, amount: '50' }, ['w1', 'out'])).state, 'confirmed');
     t.equal((await run('burn', { amount: '20' }, ['w2', 'out'])).state, 'confirmed');
@@ -205,10 +204,10 @@ t.test('token operations and gasless transfers, on the app over one anvil', asyn
     t.equal(await accessOf(fresh.address), 2, 'on chain: denied');
     t.equal((await run('access-list/remove', { accounts: [fresh.address] }, ['w2', 'out'])).state, 'confirmed');
     t.equal(await accessOf(fresh.address), 0, 'on chain: off the list');
-    t.equal((await run('treasury-enable', { treasury: account(7).address }, ['w1', 'out'])).state, 'confirmed');
-    t.same((await s.call('GET', `${base}/treasury-status`)).json(), { token_id: tok.id, enabled: true, treasury: account(7).address.toLowerCase() }, 'treasury-status from the chain');
+    t.equal((await run('treasury-enable', { treasury: anvilAccount(7).address }, ['w1', 'out'])).state, 'confirmed');
+    t.same((await s.call('GET', `${base}/treasury-status`)).json(), { token_id: tok.id, enabled: true, treasury: anvilAccount(7).address.toLowerCase() }, 'treasury-status from the chain');
     t.equal((await run('treasury-disable', {}, ['w2', 'out'])).state, 'confirmed');
-    const registry = account(11).address;
+    const registry = anvilAccount(11).address;
     t.equal((await run('access-registry', { registry }, ['w1', 'out'])).state, 'confirmed');
     t.equal((await s.call('GET', `${base}/contracts`)).json().access_registry, registry.toLowerCase(), 'contracts shows the registry on chain');
     t.equal((await run('access-registry/disable', {}, ['w2', 'out'])).state, 'confirmed');
@@ -247,7 +246,7 @@ t.test('token operations and gasless transfers, on the app over one anvil', asyn
       const r = await s.call('GET', `${base}/read?${q}`);
       t.match([r.statusCode, r.json().code], [422, 'validation_failed'], what);
     }
-    t.same((await s.call('GET', `${base}/treasury-status`)).json(), { token_id: tok.id, enabled: false, treasury: account(7).address.toLowerCase() }, 'disabled; the last treasury kept on chain');
+    t.same((await s.call('GET', `${base}/treasury-status`)).json(), { token_id: tok.id, enabled: false, treasury: anvilAccount(7).address.toLowerCase() }, 'disabled; the last treasury kept on chain');
     const contracts = (await s.call('GET', `${base}/contracts`)).json();
     t.match(contracts, { token: { address: tok.address, deployed: true }, safe: { address: tok.safe, deployed: true, threshold: 2, nonce: '17' }, forwarder: { address: tok.forwarder, deployed: true }, access_registry: null });
     t.same(contracts.safe.owners, [w1.wallet.address, w2.wallet.address, outsider.address].map((a) => a.toLowerCase()));
@@ -275,7 +274,7 @@ t.test('token operations and gasless transfers, on the app over one anvil', asyn
     t.equal(await opsCount(), before, 'the refusals stored nothing');
     const raw = await propose('raw-safe-tx', { to: tok.address, data: '0x8456cb59' });
     t.match(raw, { state: 'proposed', safe_nonce: '17', safe_tx: { data: '0x8456cb59' } }, 'a raw Safe transaction is an operation too');
-    const stranger = account(4);
+    const stranger = anvilAccount(4);
     const notOwner = await s.call('POST', `${base}/operations/${raw.id}/signatures`, { owner: stranger.address, signature: await stranger.signTypedData(safeTxTypedData(getAddress(tok.safe), 31337, { to: getAddress(tok.address), value: 0n, data: '0x8456cb59', operation: 0, safeTxGas: 0n, baseGas: 0n, gasPrice: 0n, gasToken: `0x${'00'.repeat(20)}`, refundReceiver: `0x${'00'.repeat(20)}`, nonce: 17n })) });
     t.match([notOwner.statusCode, notOwner.json().code], [422, 'validation_failed'], 'not an owner');
     const forged = await s.call('POST', `${base}/operations/${raw.id}/signatures`, { owner: outsider.address, signature: (await outsideSig(grant)).signature });
@@ -295,9 +294,9 @@ t.test('token operations and gasless transfers, on the app over one anvil', asyn
     t.match(engineEvents, [{ data: { kind: 'raw_safe_tx', reason: 'engine_error' } }], 'its failed event once, reason engine_error');
 
     // Deprecation last (movements stop), at the nonce the engine failure freed.
-    const dep = await run('deprecate', { successor: account(7).address }, ['w1', 'out']);
+    const dep = await run('deprecate', { successor: anvilAccount(7).address }, ['w1', 'out']);
     t.match(dep, { state: 'confirmed', safe_nonce: '17' });
-    t.equal(await client.readContract({ address: tok.address, abi, functionName: 'successor' }), account(7).address, 'on chain: deprecated');
+    t.equal(await client.readContract({ address: tok.address, abi, functionName: 'successor' }), anvilAccount(7).address, 'on chain: deprecated');
 
     // A process that stopped after recording an operation ready, before executing it: the next start runs it.
     let left = await sign(await propose('pause', {}), 'w2');
@@ -324,7 +323,7 @@ t.test('token operations and gasless transfers, on the app over one anvil', asyn
       { owner: getAddress(w2.wallet.address), signature: (await s.transactions.get(s.acme.org, own.tx.id)).signature as Hex },
       { owner: outsider.address, signature: await outsider.signTypedData(safeTxTypedData(getAddress(tok.safe), 31337, selfCall)) },
     ]);
-    const outside = createWalletClient({ account: account(8), chain: foundry, transport: http(s.anvil.url) });
+    const outside = createWalletClient({ account: anvilAccount(8), chain: foundry, transport: http(s.anvil.url) });
     await client.waitForTransactionReceipt({ hash: await outside.writeContract({ address: tok.safe, abi: safeAbi, functionName: 'execTransaction', args: [selfCall.to, 0n, '0x', 0, 0n, 0n, 0n, zeroAddress, zeroAddress, packed] }) });
     await sign(await sign(taken, 'w1'), 'out');
     await s.tokenization.operations.settled();
@@ -344,7 +343,7 @@ t.test('token operations and gasless transfers, on the app over one anvil', asyn
     await s.anvil.testClient.mine({ blocks: 1 });
     const relayer = s.chain.relayer!.address;
     const fwdAbi = forwarderAbi();
-    const funded = createWalletClient({ account: account(2), chain: foundry, transport: http(s.anvil.url) });
+    const funded = createWalletClient({ account: anvilAccount(2), chain: foundry, transport: http(s.anvil.url) });
     let n = 0;
     const relays = () => s.store.count('token_relays');
     const relayerNonce = () => client.getTransactionCount({ address: relayer, blockTag: 'pending' });
@@ -418,7 +417,7 @@ t.test('token operations and gasless transfers, on the app over one anvil', asyn
     t.match([replay.statusCode, replay.json().code], [409, 'forward_request_used'], 'the API refuses a replay');
     const q = first.request as { from: Address; to: Address; value: string; gas: string; deadline: number; data: Hex };
     const direct = { from: q.from, to: q.to, value: 0n, gas: BigInt(q.gas), deadline: q.deadline, data: q.data, signature: first.signature };
-    await t.rejects(client.simulateContract({ account: account(2), address: erc20.forwarder, abi: fwdAbi, functionName: 'execute', args: [direct] }), /ERC2771ForwarderInvalidSigner/, 'the forwarder refuses it: its nonce is used');
+    await t.rejects(client.simulateContract({ account: anvilAccount(2), address: erc20.forwarder, abi: fwdAbi, functionName: 'execute', args: [direct] }), /ERC2771ForwarderInvalidSigner/, 'the forwarder refuses it: its nonce is used');
     const forced = await funded.writeContract({ address: erc20.forwarder, abi: fwdAbi, functionName: 'execute', args: [direct], gas: 300_000n });
     t.equal((await client.waitForTransactionReceipt({ hash: forced })).status, 'reverted', 'sent anyway: reverted on chain');
     t.same([await balance20(holder.address), await balance20(to), await fwdNonce(erc20, holder.address)], [900n, 100n, 1n], 'nothing moved twice');
@@ -428,13 +427,13 @@ t.test('token operations and gasless transfers, on the app over one anvil', asyn
     const dataOf = (amount: bigint) => encodeFunctionData({ abi, functionName: 'transfer', args: [to, amount] });
     const altered: [string, Record<string, unknown>, number, string][] = [
       ['amount raised', { data: dataOf(500n) }, 422, 'forward_signature_invalid'],
-      ['recipient changed', { data: encodeFunctionData({ abi, functionName: 'transfer', args: [account(2).address, 50n] }) }, 422, 'forward_signature_invalid'],
+      ['recipient changed', { data: encodeFunctionData({ abi, functionName: 'transfer', args: [anvilAccount(2).address, 50n] }) }, 422, 'forward_signature_invalid'],
       ['gas changed', { gas: String(BigInt(String(second.request.gas)) + 1000n) }, 422, 'forward_signature_invalid'],
       ['deadline moved', { deadline: Number(second.request.deadline) + 60 }, 422, 'forward_signature_invalid'],
       ['another holder named', { from: batch[0]!.address, data: dataOf(50n) }, 422, 'forward_signature_invalid'],
       ['another contract', { to: erc20.forwarder }, 422, 'validation_failed'],
       ['a value', { value: '1' }, 422, 'validation_failed'],
-      ['an approval', { data: encodeFunctionData({ abi, functionName: 'approve', args: [account(2).address, 1000n] }) }, 422, 'validation_failed'],
+      ['an approval', { data: encodeFunctionData({ abi, functionName: 'approve', args: [anvilAccount(2).address, 1000n] }) }, 422, 'validation_failed'],
       ['expired', { deadline: Math.floor(s.clock.now() / 1000) - 1 }, 422, 'validation_failed'],
       ['beyond 24 hours', { deadline: Math.floor(s.clock.now() / 1000) + 86_401 }, 422, 'validation_failed'],
       ['a later nonce', { nonce: '2' }, 422, 'forward_signature_invalid'],
@@ -446,7 +445,7 @@ t.test('token operations and gasless transfers, on the app over one anvil', asyn
     const both = await relay(erc20, { ...second, request: { ...second.request, to: erc20.forwarder, value: '1' } }, `alt-${n++}`);
     t.same(both.json().fields.map((f: { field: string }) => f.field), ['request.to', 'request.value'], 'every rejected field named');
     const tampered = { ...direct, data: dataOf(500n), deadline: Number(second.request.deadline), gas: BigInt(String(second.request.gas)), signature: second.signature };
-    await t.rejects(client.simulateContract({ account: account(2), address: erc20.forwarder, abi: fwdAbi, functionName: 'execute', args: [tampered] }), /ERC2771ForwarderInvalidSigner/, 'the forwarder refuses the altered request');
+    await t.rejects(client.simulateContract({ account: anvilAccount(2), address: erc20.forwarder, abi: fwdAbi, functionName: 'execute', args: [tampered] }), /ERC2771ForwarderInvalidSigner/, 'the forwarder refuses the altered request');
 
     // Schema, roles, tenants, and a token not deployed: refused before anything else.
     for (const [what, body, bearer, status, code] of [

@@ -28,10 +28,9 @@ import { anvilAccount } from '../../chains/anvil.ts';
 t.test('tokens called from vault wallets, on the app over one anvil', async (t) => {
   t.setTimeout(300_000);
   const s = await tokenizationApp(t);
-  const account = anvilAccount;
-  const outsider = account(5);
-  const holder = account(6);
-  const fresh = account(8);
+  const outsider = anvilAccount(5);
+  const holder = anvilAccount(6);
+  const fresh = anvilAccount(8);
   const client = s.chain.client;
   const key = (k: string) => ({ 'idempotency-key': k });
   const sdk = new CustodyClient({ baseUrl: 'http://unused.test', organization: s.acme.org, keyId: s.acme.creds.keyId, secretKey: s.acme.creds.secretKey });

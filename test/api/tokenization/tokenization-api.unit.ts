@@ -20,9 +20,8 @@ import { anvilAccount } from '../../chains/anvil.ts';
 t.test('the tokenization API, on the app over one anvil', async (t) => {
   t.setTimeout(300_000);
   const s = await tokenizationApp(t);
-  const account = anvilAccount;
-  const issuer = account(3);
-  const stranger = account(4);
+  const issuer = anvilAccount(3);
+  const stranger = anvilAccount(4);
   const client = s.chain.client;
 
   async function count(collection: string) {
@@ -130,7 +129,7 @@ t.test('the tokenization API, on the app over one anvil', async (t) => {
   t.test('deploy: addresses known before sending, a 2-of-3 Safe of vault wallets and an outside signer, checked on chain; resumable', async (t) => {
     const w1 = await s.vaultWallet(s.acme.org);
     const w2 = await s.vaultWallet(s.acme.org);
-    const outsider = account(5).address;
+    const outsider = anvilAccount(5).address;
     const foreign = await s.vaultWallet(s.globex.org);
     const admin = { owners: [{ wallet_id: w1.wallet.id }, { wallet_id: w2.wallet.id }, { address: outsider }], threshold: 2 };
     const body = { chain: 'evm-local', name: 'Acme Bond', symbol: 'ABND', decimals: 6, authority_id: authorityId, admin };
