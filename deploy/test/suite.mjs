@@ -1,18 +1,22 @@
-// `npm test` after the protobuf code is generated: the checks and the tests, overlapped. The tests need
-// `tap build` (before `tap`, .taprc says why) and the bundle of packages for the test processes
-// (test/setup/prebundle.mjs; tap's `before` then finds it made), so those two run first, at once. Then
-// tap starts, and the type check and the lint run beside it: each is mostly one thread, and the test
-// run leaves part of the two cores idle while its multi-process files wait on their programs, so the
-// checks cost the run little of their own time (clean-clone `.ci/run` on 2 cores: 18 min 44 s with the
-// checks before the tests and three test processes, 16 min 37 s and 16 min 52 s in two runs like this
-// with four, .taprc says why it is three again). tap's output is streamed as it comes; each check's output is
-// printed whole after the tests, with a line that names it, so nothing interleaves. The run fails when
-// the tests or any step failed. Arguments are passed to tap (`npm test -- test/some.test.ts`).
+// `npm test`: the checks and the tests, overlapped. First, at once, the steps the tests need: Debian's
+// Chromium for the browser tests (deploy/test/ensure-chromium.mjs: nothing to do when it is there, an
+// apt-get install on a fresh CI machine), the protobuf code (`npm run gen`), `tap build` (before `tap`,
+// .taprc says why) and the bundle of packages for the test processes (test/setup/prebundle.mjs; tap's
+// `before` then finds it made, once the protobuf code it scans for imports is there). On a fresh machine
+// the Chromium install is most of their time. Then tap starts, and the type check and the lint run beside it: each is mostly
+// one thread, and beside the tests they fill what the multi-process files leave idle while they wait on
+// their programs (clean-clone `.ci/run` on 2 cores: 18 min 44 s with the checks before the tests, 16 min
+// 37 s and 16 min 52 s like this; sampled every 5 s, the two cores are 196 to 200 % busy from the end of
+// the install to the end of the run). tap's output is streamed as it comes; each step's output is printed
+// whole after the tests, with a line that names it, so nothing interleaves. The run fails when the tests
+// or any step failed. Arguments are passed to tap (`npm test -- test/some.test.ts`).
 import { spawn } from 'node:child_process';
 
+/** Run at once, each list in its order. */
 const BEFORE_TESTS = [
-  ['tap build', 'npx', ['tap', 'build']],
-  ['package bundle', process.execPath, ['test/setup/prebundle.mjs']],
+  [['chromium', process.execPath, ['deploy/test/ensure-chromium.mjs']]],
+  [['protobuf code', 'npm', ['run', '--silent', 'gen']], ['package bundle', process.execPath, ['test/setup/prebundle.mjs']]],
+  [['tap build', 'npx', ['tap', 'build']]],
 ];
 const BESIDE_TESTS = [
   ['typecheck', 'npm', ['run', '--silent', 'typecheck']],
@@ -37,7 +41,17 @@ function report(r) {
   if (!r.ok) process.stdout.write(`not ok - ${r.name} failed (its output is above)\n`);
 }
 
-const before = await Promise.all(BEFORE_TESTS.map(step));
+/** Runs the steps one after the other, stopping at the first that fails. */
+async function inOrder(steps) {
+  const done = [];
+  for (const s of steps) {
+    done.push(await step(s));
+    if (!done.at(-1).ok) break;
+  }
+  return done;
+}
+
+const before = (await Promise.all(BEFORE_TESTS.map(inOrder))).flat();
 before.forEach(report);
 if (!before.every((r) => r.ok)) process.exit(1);
 
