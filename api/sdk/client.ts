@@ -80,6 +80,8 @@ export interface CustodyClientOptions {
   timeoutMs?: number;
   /** Retries of reads and replay-safe writes (docs/sdk.md "Timeouts and retries"); `{ attempts: 1 }` turns them off. */
   retry?: RetryOptions;
+  /** The longest answer body read, in bytes (default 32 MiB); a longer answer is a `bad_response` error. */
+  maxResponseBytes?: number;
 }
 
 /** Per request: what makes a write safe to send again. */
@@ -300,7 +302,7 @@ export class CustodyClient {
   private readonly notAfters = new Map<string, bigint>();
 
   constructor(private readonly o: CustodyClientOptions) {
-    this.transport = new Transport({ baseUrl: o.baseUrl, ...(o.fetch ? { fetch: o.fetch } : {}), ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}), ...(o.retry ? { retry: o.retry } : {}) });
+    this.transport = new Transport({ baseUrl: o.baseUrl, ...(o.fetch ? { fetch: o.fetch } : {}), ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}), ...(o.retry ? { retry: o.retry } : {}), ...(o.maxResponseBytes !== undefined ? { maxResponseBytes: o.maxResponseBytes } : {}) });
   }
 
   /**

@@ -26,6 +26,8 @@ export interface MemberAuthClientOptions {
   /** Per call; a call that runs out is a `network` error, whose outcome is unknown (default 10 000). */
   timeoutMs?: number;
   fetch?: typeof fetch;
+  /** The longest answer body read, in bytes (default 32 MiB); a longer answer is a `bad_response` error. */
+  maxResponseBytes?: number;
 }
 
 /** What the exchange and the refresh return: keep all of it server-side. */
@@ -118,7 +120,7 @@ export class MemberAuthClient {
     if (key[1] === 'live' && !o.signing) throw new SdkError('invalid_config', 'a production (svc_live_) key signs its POSTs: pass `signing` with the key id and its Ed25519 secret key');
     this.base = o.baseUrl.replace(/\/$/, '');
     this.timeoutMs = o.timeoutMs ?? 10_000;
-    this.transport = new Transport({ baseUrl: this.base, timeoutMs: this.timeoutMs, retry: { attempts: 1 }, ...(o.fetch ? { fetch: o.fetch } : {}) });
+    this.transport = new Transport({ baseUrl: this.base, timeoutMs: this.timeoutMs, retry: { attempts: 1 }, ...(o.fetch ? { fetch: o.fetch } : {}), ...(o.maxResponseBytes !== undefined ? { maxResponseBytes: o.maxResponseBytes } : {}) });
   }
 
   /**

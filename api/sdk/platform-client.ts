@@ -23,6 +23,8 @@ export interface PlatformClientOptions {
   timeoutMs?: number;
   retry?: RetryOptions;
   fetch?: typeof fetch;
+  /** The longest answer body read, in bytes (default 32 MiB); a longer answer is a `bad_response` error. */
+  maxResponseBytes?: number;
 }
 
 /** A JSON object as the API answers it: read its fields as unknown and check them before use. */
@@ -72,7 +74,7 @@ class PlatformClientBase {
 
   constructor(private readonly o: PlatformClientOptions) {
     if (!/^svc_(test|live)_\S+$/.test(o.apiKey)) throw new SdkError('invalid_config', 'apiKey must be a workspace key, svc_test_… or svc_live_…');
-    this.transport = new Transport({ baseUrl: o.baseUrl, ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}), ...(o.retry ? { retry: o.retry } : {}), ...(o.fetch ? { fetch: o.fetch } : {}) });
+    this.transport = new Transport({ baseUrl: o.baseUrl, ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}), ...(o.retry ? { retry: o.retry } : {}), ...(o.fetch ? { fetch: o.fetch } : {}), ...(o.maxResponseBytes !== undefined ? { maxResponseBytes: o.maxResponseBytes } : {}) });
     for (const op of PLATFORM_OPERATIONS) {
       Object.defineProperty(this, op.id, { value: (args: Record<string, unknown> = {}) => this.call(op.id, args), enumerable: false });
     }

@@ -10,7 +10,7 @@ export const SDK_ERROR_CODES = Object.freeze({
   timeout: 'a wait ran out before the vault or transaction got there',
   bad_intent: 'the intent cannot be built from these parameters (a wallet of another chain, an address or amount the intent format refuses)',
   insufficient_funds: 'the wallet\'s unspent outputs do not cover the outputs plus the fee ceiling',
-  bad_response: 'an answer that is not the API\'s (not JSON: a proxy, a wrong URL)',
+  bad_response: 'an answer that is not the API\'s (not JSON, or longer than maxResponseBytes: a proxy, a wrong URL)',
   not_signed: 'a Safe owner signature waited for ended without one (rejected or failed: the message carries its reason), or the transaction is not one',
   regtest_refused: 'the local regtest service refused a faucet or mining request (its message says why)',
   internal: 'an unexpected failure inside the SDK or the command-line client: a bug to report',

@@ -7,10 +7,11 @@
 // on an ambiguous failure: the caller learns the outcome is unknown (`network`) rather than getting it
 // done twice. Error answers become CustodyApiError with the request id the API logged (its header, or
 // the body's `request_id` when a proxy dropped the header) and, for a 400 or 422, the rejected fields.
+// An answer longer than `maxResponseBytes` is not read on and not retried: `bad_response`.
 import { kindOfHttpStatus } from '../../core/errors/http-status.ts';
 import type { ErrorKind } from '../../core/errors/error-kinds.ts';
 import { codeOfHttpStatus, SdkError } from './sdk-error.ts';
-import { fetchAttempt, nodeHttpAttempt, type AnswerHeaders, type AttemptAnswer, type HttpAttempt } from './http-attempt.ts';
+import { AnswerTooLarge, fetchAttempt, nodeHttpAttempt, type AnswerHeaders, type AttemptAnswer, type HttpAttempt } from './http-attempt.ts';
 
 /** A field a 400 invalid_request or 422 validation_failed rejected, by its JSON name (docs/platform/errors.md). */
 export interface FieldError {
@@ -63,6 +64,8 @@ export interface TransportOptions {
   retry?: RetryOptions;
   /** Sends each attempt through this fetch instead of `node:http` (http-attempt.ts). */
   fetch?: typeof fetch;
+  /** The longest answer body read, in bytes (default 32 MiB); a longer one throws `bad_response`. */
+  maxResponseBytes?: number;
   /** For tests: the jitter's source (default Math.random) and the wait. */
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
@@ -86,6 +89,8 @@ export interface Answer<T> {
   headers: AnswerHeaders;
 }
 
+/** The default `maxResponseBytes`: far above any answer of the API (a list page, an export's manifest). */
+export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 const RETRIED_STATUSES = new Set([429, 502, 503, 504]);
 /** Errors of a connection that never carried the request: trying again cannot do anything twice. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH']);
@@ -116,6 +121,7 @@ export class Transport {
   private readonly attempt: HttpAttempt;
   private readonly base: string;
   readonly timeoutMs: number;
+  private readonly maxResponseBytes: number;
   private readonly attempts: number;
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
@@ -126,6 +132,8 @@ export class Transport {
     this.base = o.baseUrl.replace(/\/$/, '');
     this.attempt = o.fetch ? fetchAttempt(o.fetch) : nodeHttpAttempt;
     this.timeoutMs = o.timeoutMs ?? 30_000;
+    this.maxResponseBytes = o.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    if (!Number.isSafeInteger(this.maxResponseBytes) || this.maxResponseBytes < 1) throw new SdkError('invalid_config', 'maxResponseBytes must be a positive whole number of bytes');
     this.attempts = Math.max(1, Math.floor(o.retry?.attempts ?? 4));
     this.baseDelayMs = o.retry?.baseDelayMs ?? 250;
     this.maxDelayMs = o.retry?.maxDelayMs ?? 20_000;
@@ -154,8 +162,13 @@ export class Transport {
       const last = n + 1 >= this.attempts;
       let res: AttemptAnswer;
       try {
-        res = await this.attempt(url, { method: x.method, headers: x.headers(), signal: AbortSignal.timeout(this.timeoutMs), body: x.payload });
+        res = await this.attempt(url, { method: x.method, headers: x.headers(), signal: AbortSignal.timeout(this.timeoutMs), body: x.payload, maxBytes: this.maxResponseBytes });
       } catch (err) {
+        // An answer came, so the request was processed or refused: not tried again, not read on.
+        if (err instanceof AnswerTooLarge) {
+          const unknown = safe ? '' : ' (the request may have been processed: read the resource before doing it again)';
+          throw new SdkError('bad_response', `${x.method} ${x.path.split('?')[0]}: the answer (HTTP ${err.status}) is longer than maxResponseBytes (${err.maxBytes}): not the API's, or raise maxResponseBytes${unknown}`, { cause: err });
+        }
         const code = causeCode(err);
         const timedOut = (err as { name?: string })?.name === 'TimeoutError';
         const wait = !last && (safe || (code !== undefined && NOT_SENT.has(code))) ? this.delay(n, null) : undefined;

@@ -191,6 +191,63 @@ t.test('the transport: full jitter, Retry-After within bounds, a refused connect
   t.throws(() => new Transport({ baseUrl: 'http://x.test', timeoutMs: -1 }), { code: 'invalid_config' });
 });
 
+t.test('an answer longer than maxResponseBytes ends the call, on node:http and through fetch, and is not tried again; redirects are not followed', async (t) => {
+  const CAP = 1024;
+  const hits = new Map<string, number>();
+  const server = createServer((req, res) => {
+    const path = req.url!.split('?')[0]!;
+    hits.set(path, (hits.get(path) ?? 0) + 1);
+    req.resume();
+    const json = (text: string, extra: Record<string, string> = {}) => res.writeHead(200, { 'content-type': 'application/json', ...extra });
+    if (path === '/v1/exact') {
+      // Exactly the cap: read whole.
+      const body = JSON.stringify({ pad: 'x'.repeat(CAP - 10) });
+      return void json(body, { 'content-length': String(Buffer.byteLength(body)) }).end(body);
+    }
+    if (path === '/v1/announced' || path === '/v1/vaults') return void json('', { 'content-length': String(CAP + 1) }).end('{' + ' '.repeat(CAP - 1) + '}');
+    if (path === '/v1/streamed') {
+      // No Content-Length: the body is cut off as it arrives, long before the server would end it.
+      json('');
+      const chunk = Buffer.alloc(512, 0x20);
+      let sent = 0;
+      const more = () => {
+        if (res.destroyed || sent > 64) return void res.end();
+        sent++;
+        res.write(chunk, () => setImmediate(more));
+      };
+      return void more();
+    }
+    if (path === '/v1/error-page') return void res.writeHead(502, { 'content-type': 'text/html' }).end('<html>' + 'x'.repeat(CAP) + '</html>');
+    if (path === '/v1/moved') return void res.writeHead(302, { location: '/v1/elsewhere', 'content-type': 'application/json' }).end('{"error":"moved","code":"moved"}');
+    return void json('').end('{"reached":true}');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  for (const [how, extra] of [['node:http', {}], ['fetch', { fetch }]] as const) {
+    const tr = new Transport({ baseUrl, maxResponseBytes: CAP, retry: { attempts: 4 }, sleep: async () => undefined, ...extra });
+    hits.clear();
+    const exact = await tr.send<{ pad: string }>({ method: 'GET', path: '/v1/exact', headers: () => ({}) });
+    t.equal(exact.json.pad.length, CAP - 10, `${how}: an answer of exactly the cap is read whole`);
+    for (const path of ['/v1/announced', '/v1/streamed', '/v1/error-page']) {
+      const err = await tr.send({ method: 'GET', path, headers: () => ({}) }).then(() => undefined, (e: unknown) => e);
+      t.ok(err instanceof SdkError && err.code === 'bad_response', `${how} ${path}: bad_response`);
+      t.match((err as Error).message, `longer than maxResponseBytes (${CAP})`, `${how} ${path}: the message names the cap`);
+      t.equal(hits.get(path), 1, `${how} ${path}: a read with a too-long answer is not tried again`);
+    }
+    // A write: the outcome may be unknown, and the message says to read before doing it again.
+    const write = await tr.send({ method: 'POST', path: '/v1/announced', payload: '{}', headers: () => ({}) }).then(() => undefined, (e: unknown) => e);
+    t.match((write as Error).message, 'may have been processed', `${how}: a write's too-long answer says its outcome may be unknown`);
+    const moved = await tr.send({ method: 'GET', path: '/v1/moved', headers: () => ({}) }).then(() => undefined, (e: unknown) => e);
+    t.ok(moved instanceof CustodyApiError && moved.status === 302, `${how}: a redirect is an error answer`);
+    t.equal(hits.get('/v1/elsewhere'), undefined, `${how}: the redirect is not followed`);
+  }
+  for (const bad of [0, -1, 1.5, Number.NaN]) t.throws(() => new Transport({ baseUrl, maxResponseBytes: bad }), { code: 'invalid_config' }, `maxResponseBytes ${bad} is refused`);
+  const client = new CustodyClient({ baseUrl, organization: 'org_x', keyId: 'key_x', secretKey: new Uint8Array(32), maxResponseBytes: CAP });
+  await t.rejects(client.listVaults(), { code: 'bad_response' }, 'the vault client takes the setting');
+});
+
 t.test('a wait meets the API key\'s request budget: it waits out Retry-After and polls on', async (t) => {
   // A budget of 3 requests a second (docs/operations.md "Rate limits"); the vault never becomes active
   // (no coordinator): the wait is told to end once it has read for 1.2 s.
