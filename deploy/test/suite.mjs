@@ -3,12 +3,13 @@
 // apt-get install on a fresh CI machine), the protobuf code (`npm run gen`), `tap build` (before `tap`,
 // .taprc says why) and the bundle of packages for the test processes (test/setup/prebundle.mjs; tap's
 // `before` then finds it made, once the protobuf code it scans for imports is there). On a fresh machine
-// the Chromium install is most of their time. Then tap starts, and the type check and the lint run beside it: each is mostly
-// one thread, and beside the tests they fill what the multi-process files leave idle while they wait on
-// their programs (clean-clone `.ci/run` on 2 cores: 18 min 44 s with the checks before the tests, 16 min
-// 37 s and 16 min 52 s like this; sampled every 5 s, the two cores are 196 to 200 % busy from the end of
-// the install to the end of the run). tap's output is streamed as it comes; each step's output is printed
-// whole after the tests, with a line that names it, so nothing interleaves. The run fails when the tests
+// the Chromium install is most of their time. Then tap starts, and the type check and the lint run
+// beside it: each is mostly one thread, and beside the tests they fill what the multi-process files
+// leave idle while they wait on their programs (clean-clone `.ci/run` on 2 cores: 18 min 44 s with the
+// checks before the tests, 16 min 37 s and 16 min 52 s like this; sampled every 5 s, the two cores are
+// 196 to 200 % busy from the end of the install to the end of the run). tap's output is streamed as it
+// comes; each step's output is printed whole once it is done (the setup steps before the tests, the
+// checks after them), with a line that names it, so nothing interleaves. The run fails when the tests
 // or any step failed. Arguments are passed to tap (`npm test -- test/some.test.ts`).
 import { spawn } from 'node:child_process';
 

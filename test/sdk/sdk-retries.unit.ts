@@ -198,16 +198,16 @@ t.test('an answer longer than maxResponseBytes ends the call, on node:http and t
     const path = req.url!.split('?')[0]!;
     hits.set(path, (hits.get(path) ?? 0) + 1);
     req.resume();
-    const json = (text: string, extra: Record<string, string> = {}) => res.writeHead(200, { 'content-type': 'application/json', ...extra });
+    const json = (extra: Record<string, string> = {}) => res.writeHead(200, { 'content-type': 'application/json', ...extra });
     if (path === '/v1/exact') {
       // Exactly the cap: read whole.
       const body = JSON.stringify({ pad: 'x'.repeat(CAP - 10) });
-      return void json(body, { 'content-length': String(Buffer.byteLength(body)) }).end(body);
+      return void json({ 'content-length': String(Buffer.byteLength(body)) }).end(body);
     }
-    if (path === '/v1/announced' || path === '/v1/vaults') return void json('', { 'content-length': String(CAP + 1) }).end('{' + ' '.repeat(CAP - 1) + '}');
+    if (path === '/v1/announced' || path === '/v1/vaults') return void json({ 'content-length': String(CAP + 1) }).end('{' + ' '.repeat(CAP - 1) + '}');
     if (path === '/v1/streamed') {
       // No Content-Length: the body is cut off as it arrives, long before the server would end it.
-      json('');
+      json();
       const chunk = Buffer.alloc(512, 0x20);
       let sent = 0;
       const more = () => {
@@ -219,7 +219,7 @@ t.test('an answer longer than maxResponseBytes ends the call, on node:http and t
     }
     if (path === '/v1/error-page') return void res.writeHead(502, { 'content-type': 'text/html' }).end('<html>' + 'x'.repeat(CAP) + '</html>');
     if (path === '/v1/moved') return void res.writeHead(302, { location: '/v1/elsewhere', 'content-type': 'application/json' }).end('{"error":"moved","code":"moved"}');
-    return void json('').end('{"reached":true}');
+    return void json().end('{"reached":true}');
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.teardown(() => new Promise<void>((r) => server.close(() => r())));
